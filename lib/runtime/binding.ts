@@ -1,0 +1,77 @@
+/**
+ * The raw native binding, typed in one place, and its loader. Nothing outside
+ * lib/runtime touches these objects: the facade classes validate every input
+ * first, so the binding's own checks are a safety net, not the interface.
+ */
+import * as path from 'node:path';
+
+export type NativeOptionValue = number | string | boolean;
+
+export interface NativeDevice {
+  readonly id: number;
+  readonly kind: string;
+  readonly description: string;
+}
+
+export interface NativeClient {
+  readonly platformName: string;
+  readonly platformVersion: string;
+  readonly apiVersion: { readonly major: number; readonly minor: number };
+  readonly devices: NativeDevice[];
+  readonly disposed: boolean;
+  compile(text: string): Promise<NativeExecutable>;
+  upload(data: ArrayBufferView, dims: number[], dtype: string): Promise<NativeBuffer>;
+  deserialize(bytes: Uint8Array): Promise<NativeExecutable>;
+  dispose(): void;
+}
+
+export interface NativeExecutable {
+  readonly numOutputs: number;
+  readonly outputTypes: string[];
+  readonly outputDims: number[][];
+  readonly disposed: boolean;
+  execute(args: NativeBuffer[]): Promise<NativeBuffer[]>;
+  serialize(): Promise<Uint8Array>;
+  dispose(): void;
+}
+
+export interface NativeBuffer {
+  readonly dims: number[];
+  readonly dtype: string;
+  readonly byteLength: number;
+  readonly disposed: boolean;
+  toHost(): Promise<ArrayBuffer>;
+  dispose(): void;
+}
+
+export interface NativeBinding {
+  Client: {
+    create(pluginPath: string, options?: Record<string, NativeOptionValue>): Promise<NativeClient>;
+  };
+  Executable: new (...args: never[]) => NativeExecutable;
+  DeviceBuffer: new (...args: never[]) => NativeBuffer;
+}
+
+const packageRoot = path.join(__dirname, '..', '..');
+let loaded: NativeBinding | undefined;
+
+/** Loads the addon: a prebuild for this platform, else build/Release. */
+export function binding(): NativeBinding {
+  if (loaded) return loaded;
+  try {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    loaded = require('node-gyp-build')(packageRoot) as NativeBinding;
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    throw new Error(
+      `pjrt-score could not load its native addon for ${process.platform}-${process.arch} ` +
+        `(Node ${process.versions.node}, N-API ${process.versions.napi}).\n` +
+        `  Reason: ${reason}\n` +
+        '  Fixes, in order:\n' +
+        '    1. reinstall so the prebuilt binary is used: npm install pjrt-score\n' +
+        '    2. or build from source (needs cmake and a C++17 compiler): npm run build:native\n' +
+        '  Prebuilt binaries ship for linux-x64.',
+    );
+  }
+  return loaded;
+}

@@ -1,0 +1,155 @@
+import * as path from 'node:path';
+import { binding, NativeClient, NativeDevice, NativeOptionValue } from './binding';
+import { DeviceBuffer } from './device-buffer';
+import { arrayName, DType, DTYPES, elementCount, inferDType, isDType } from './dtype';
+import { DisposedError, fromNative } from './errors';
+import { Executable, unpackEnvelope } from './executable';
+import { CPU_PLUGIN, resolvePluginPath } from './plugin-path';
+import { parseMainSignature } from './signature';
+
+export interface ClientOptions {
+  /** Path of a PJRT plugin (.so). Default: PJRT_PLUGIN_PATH, else the cached CPU plugin. */
+  readonly plugin?: string;
+  /** Plugin-specific client options (PJRT named values). */
+  readonly options?: Readonly<Record<string, NativeOptionValue>>;
+}
+
+export type DeviceInfo = NativeDevice;
+
+function isCpuPlugin(pluginPath: string): boolean {
+  return pluginPath === CPU_PLUGIN.destination || /cpu/i.test(path.basename(pluginPath));
+}
+
+/** A PJRT client: one plugin, its devices, and what runs on them. */
+export class Client implements Disposable {
+  /** @internal */
+  readonly native: NativeClient;
+  /** The plugin file this client loaded. */
+  readonly pluginPath: string;
+
+  private constructor(native: NativeClient, pluginPath: string) {
+    this.native = native;
+    this.pluginPath = pluginPath;
+  }
+
+  /**
+   * Loads the plugin (once per process), initializes it and creates a client.
+   * The CPU plugin is asked for one device (`cpu_device_count: 1`) unless the
+   * options say otherwise; other plugins get exactly the options given.
+   */
+  static async create(options: ClientOptions = {}): Promise<Client> {
+    if (options === null || typeof options !== 'object') throw new TypeError('Client.create() takes an options object');
+    if (options.plugin !== undefined && typeof options.plugin !== 'string') throw new TypeError('options.plugin must be a string path');
+    const extra = options.options ?? {};
+    for (const [name, value] of Object.entries(extra)) {
+      if (!['number', 'string', 'boolean'].includes(typeof value)) {
+        throw new TypeError(`client option ${name} must be a number, string or boolean, got ${typeof value}`);
+      }
+    }
+    const pluginPath = resolvePluginPath(options.plugin);
+    const named: Record<string, NativeOptionValue> = isCpuPlugin(pluginPath) ? { cpu_device_count: 1, ...extra } : { ...extra };
+    const native = await fromNative('Client.create', binding().Client.create(pluginPath, named));
+    return new Client(native, pluginPath);
+  }
+
+  get disposed(): boolean {
+    return this.native.disposed;
+  }
+
+  /** e.g. 'cpu', 'cuda'. */
+  get platformName(): string {
+    this.assertLive();
+    return this.native.platformName;
+  }
+
+  get platformVersion(): string {
+    this.assertLive();
+    return this.native.platformVersion;
+  }
+
+  /** The PJRT C API version the plugin implements. */
+  get apiVersion(): { major: number; minor: number } {
+    this.assertLive();
+    return { ...this.native.apiVersion };
+  }
+
+  get devices(): DeviceInfo[] {
+    this.assertLive();
+    return this.native.devices;
+  }
+
+  /** Compiles StableHLO text (off the JS thread). */
+  async compile(mlir: string): Promise<Executable> {
+    this.assertLive();
+    if (typeof mlir !== 'string') throw new TypeError(`compile() takes StableHLO text (a string), got ${arrayName(mlir)}`);
+    if (mlir.trim() === '') throw new TypeError('compile() was given an empty program');
+    const native = await fromNative('compile', this.native.compile(mlir));
+    return new Executable(native, parseMainSignature(mlir), this.platform());
+  }
+
+  /**
+   * Copies a typed array to the device as an array of shape `dims`. The dtype
+   * defaults from the array class (Float32Array -> f32, ...); f16 and bf16
+   * take a Uint16Array of raw bits; pred takes a Uint8Array of 0/1.
+   */
+  async upload(data: ArrayBufferView, dims: readonly number[], dtype?: DType): Promise<DeviceBuffer> {
+    this.assertLive();
+    if (!ArrayBuffer.isView(data) || data instanceof DataView) {
+      throw new TypeError(`upload() takes a typed array, got ${arrayName(data)}`);
+    }
+    if (!Array.isArray(dims) || !dims.every((d) => Number.isSafeInteger(d) && d >= 0)) {
+      throw new TypeError(`dims must be an array of non-negative integers, got ${JSON.stringify(dims)}`);
+    }
+    if (dtype !== undefined && !isDType(dtype)) {
+      throw new TypeError(`unknown dtype ${JSON.stringify(dtype)} (known: ${Object.keys(DTYPES).join(', ')})`);
+    }
+    const type = dtype ?? inferDType(data);
+    if (type === undefined) {
+      throw new TypeError(`give a dtype for a ${arrayName(data)} (for Uint16Array: 'f16', 'bf16' or 'u16')`);
+    }
+    const info = DTYPES[type];
+    const expectedLength = elementCount(dims);
+    const ok = data instanceof info.array && (data as unknown as { length: number }).length === expectedLength;
+    if (!ok) {
+      const length = (data as unknown as { length?: number }).length ?? data.byteLength;
+      throw new TypeError(
+        `Expected a ${info.array.name} of length ${expectedLength} for dtype ${type} and dims [${dims.join(', ')}], ` +
+          `got ${arrayName(data)} of length ${length}`,
+      );
+    }
+    const native = await fromNative('upload', this.native.upload(data, [...dims], type));
+    return new DeviceBuffer(native);
+  }
+
+  /** Loads an executable saved by `executable.serialize()` with the same plugin version. */
+  async deserialize(bytes: Uint8Array): Promise<Executable> {
+    this.assertLive();
+    if (!(bytes instanceof Uint8Array)) throw new TypeError(`deserialize() takes a Uint8Array, got ${arrayName(bytes)}`);
+    const { header, payload } = unpackEnvelope(bytes);
+    const platform = this.platform();
+    if (header.platform !== platform.name || header.platformVersion !== platform.version) {
+      throw new TypeError(
+        `executable was serialized by ${header.platform} ${header.platformVersion}, this client is ${platform.name} ${platform.version}`,
+      );
+    }
+    const native = await fromNative('deserialize', this.native.deserialize(payload));
+    return new Executable(native, header.signature, platform);
+  }
+
+  /** Disposes every executable and buffer of this client, then the client. Idempotent. */
+  dispose(): void {
+    this.native.dispose();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  private platform(): { name: string; version: string } {
+    return { name: this.native.platformName, version: this.native.platformVersion };
+  }
+
+  private assertLive(): void {
+    if (this.native.disposed) throw new DisposedError('Client');
+  }
+}

@@ -1,0 +1,19 @@
+// JS errors for PJRT failures: name 'PjrtError', .code 'INVALID_ARGUMENT'...,
+// and the plugin's own message.
+#pragma once
+
+#include <napi.h>
+
+#include "status.h"
+
+namespace pjrt_score {
+
+Napi::Error MakePjrtError(Napi::Env env, const Status& status);
+
+// Throws a JS TypeError for a misuse of the binding (wrong argument types).
+[[noreturn]] void ThrowTypeError(Napi::Env env, const std::string& message);
+
+// Throws an Error with code 'ERR_DISPOSED' for use of a disposed object.
+[[noreturn]] void ThrowDisposed(Napi::Env env, const char* what);
+
+}  // namespace pjrt_score
