@@ -47,6 +47,9 @@ export class Client implements Disposable {
       }
     }
     const pluginPath = resolvePluginPath(options.plugin);
+    // XLA logs INFO lines to stderr on every client creation; keep warnings
+    // and errors. A value the user set wins.
+    if (process.env.TF_CPP_MIN_LOG_LEVEL === undefined) process.env.TF_CPP_MIN_LOG_LEVEL = '1';
     const named: Record<string, NativeOptionValue> = isCpuPlugin(pluginPath) ? { cpu_device_count: 1, ...extra } : { ...extra };
     const native = await fromNative('Client.create', binding().Client.create(pluginPath, named));
     return new Client(native, pluginPath);

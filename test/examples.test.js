@@ -1,0 +1,13 @@
+'use strict';
+// The README's examples run as written (they live in examples/).
+const test = require('tape');
+const { spawnSync } = require('node:child_process');
+const path = require('node:path');
+
+test('examples/compile-and-run.js prints the product computed on the device', (t) => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'examples', 'compile-and-run.js')], { encoding: 'utf8', timeout: 120000 });
+  t.equal(r.status, 0, 'exit 0');
+  // x @ w by hand: [[1,2,3],[4,5,6]] @ [[1,0],[0,1],[1,1]] = [[4,5],[10,11]]
+  t.match(r.stdout, /\[ 2, 2 \] Float32Array\(4\) \[ 4, 5, 10, 11 \]/, 'prints [[4, 5], [10, 11]]');
+  t.end();
+});
