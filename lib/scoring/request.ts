@@ -1,0 +1,355 @@
+/**
+ * Request -> token sequences (SPEC.md section 1). One validator serves two
+ * spellings: the library's camelCase `normalizeRequest` and the Score API's
+ * snake_case JSON body `normalizeRequestBody`. Errors name the field the
+ * way the caller spelled it. The input is never mutated and nothing is kept
+ * between calls, so a rejected request changes nothing.
+ */
+import { ScoreInputError, describeValue } from './errors';
+
+/** What the normalizer needs to know about the model and the service limits. */
+export interface ScoreRequestContext {
+  /** Token ids must lie in [0, vocabSize). */
+  readonly vocabSize: number;
+  /** Longest sequence (query + one item) the model accepts. */
+  readonly contextLength: number;
+  /** Most items one request may carry. */
+  readonly maxItems: number;
+  /** Most tokens one request may carry, counting the query once plus every item. */
+  readonly maxRequestTokens: number;
+  /** Text -> token ids, without special tokens. */
+  tokenize(text: string): number[];
+  /** The BOS token, required when addBos. */
+  readonly bosTokenId?: number;
+  /** Whether the model's tokenizer config prepends BOS to a sequence. */
+  readonly addBos: boolean;
+}
+
+/** A token-id list as a caller may pass it: a plain array or an integer typed array. */
+export type TokenIdList = readonly number[] | Int32Array | Uint32Array | Uint16Array;
+
+/** The library's request (camelCase). */
+export interface ScoreRequest {
+  query: string | TokenIdList;
+  items: string | readonly string[] | readonly TokenIdList[];
+  labelTokenIds: TokenIdList;
+  applySoftmax?: boolean;
+  itemFirst?: boolean;
+}
+
+/** The Score API's JSON body (SGLang spelling); other fields (model, ...) are ignored here. */
+export interface ScoreRequestBody {
+  query: string | number[];
+  items: string | string[] | number[][];
+  label_token_ids: number[];
+  apply_softmax?: boolean;
+  item_first?: boolean;
+  [other: string]: unknown;
+}
+
+/** A validated request in token space, ready for planning. */
+export interface NormalizedRequest {
+  /** The query's tokens; starts with BOS when the model adds one and the query comes first. */
+  readonly queryTokens: number[];
+  /** One token list per item in request order; each starts with BOS when the model adds one and itemFirst. */
+  readonly itemTokens: number[][];
+  /** Label token ids in request order (duplicates kept). */
+  readonly labels: number[];
+  readonly applySoftmax: boolean;
+  readonly itemFirst: boolean;
+  /** Whether the request came as text (tokenized here) or as token ids. */
+  readonly inputKind: 'text' | 'tokens';
+  /** Tokens the request runs: the query once plus every item (the usage count of the response). */
+  readonly promptTokens: number;
+}
+
+/** How one entry point spells each field, used in `.param` and messages. */
+interface FieldNames {
+  readonly request: string;
+  readonly query: string;
+  readonly items: string;
+  readonly labels: string;
+  readonly applySoftmax: string;
+  readonly itemFirst: string;
+}
+
+const LIBRARY_NAMES: FieldNames = {
+  request: 'request',
+  query: 'query',
+  items: 'items',
+  labels: 'labelTokenIds',
+  applySoftmax: 'applySoftmax',
+  itemFirst: 'itemFirst',
+};
+
+const BODY_NAMES: FieldNames = {
+  request: 'body',
+  query: 'query',
+  items: 'items',
+  labels: 'label_token_ids',
+  applySoftmax: 'apply_softmax',
+  itemFirst: 'item_first',
+};
+
+/** Normalizes a library request (camelCase fields). Throws ScoreInputError on bad input. */
+export function normalizeRequest(request: ScoreRequest, ctx: ScoreRequestContext): NormalizedRequest {
+  const raw = asRecord(request, LIBRARY_NAMES);
+  return normalizeFields(
+    {
+      query: raw.query,
+      items: raw.items,
+      labels: raw.labelTokenIds,
+      applySoftmax: raw.applySoftmax,
+      itemFirst: raw.itemFirst,
+    },
+    LIBRARY_NAMES,
+    ctx,
+  );
+}
+
+/** Normalizes a Score API JSON body (snake_case fields). Throws ScoreInputError on bad input. */
+export function normalizeRequestBody(body: unknown, ctx: ScoreRequestContext): NormalizedRequest {
+  const raw = asRecord(body, BODY_NAMES);
+  return normalizeFields(
+    {
+      query: raw.query,
+      items: raw.items,
+      labels: raw.label_token_ids,
+      applySoftmax: raw.apply_softmax,
+      itemFirst: raw.item_first,
+    },
+    BODY_NAMES,
+    ctx,
+  );
+}
+
+interface RawFields {
+  readonly query: unknown;
+  readonly items: unknown;
+  readonly labels: unknown;
+  readonly applySoftmax: unknown;
+  readonly itemFirst: unknown;
+}
+
+/** A query or item after type checks: text still to tokenize, or validated token ids. */
+type Piece = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'tokens'; readonly ids: number[] };
+
+function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
+  checkContext(ctx);
+  const vocab = ctx.vocabSize;
+
+  // Cheap structural checks first, in field order, so the first error reported is the first field at fault.
+  if (raw.query === undefined) {
+    throw new ScoreInputError(`${names.query} is required: a string or an array of token ids`, names.query);
+  }
+  const query = readPiece(raw.query, names.query, names.query, vocab);
+
+  if (raw.items === undefined) {
+    throw new ScoreInputError(
+      `${names.items} is required: a string, an array of strings or an array of token-id arrays`,
+      names.items,
+    );
+  }
+  const rawItems = readItemList(raw.items, names.items);
+  // Before looking inside the items: a huge list is rejected without walking it.
+  if (rawItems.length > ctx.maxItems) {
+    throw new ScoreInputError(
+      `too many items: ${rawItems.length} > ${ctx.maxItems} (the configured maximum per request)`,
+      names.items,
+    );
+  }
+  const items = readItems(rawItems, query.kind, names, vocab);
+
+  const labels = readLabels(raw.labels, names.labels, vocab);
+  const applySoftmax = readFlag(raw.applySoftmax, names.applySoftmax);
+  const itemFirst = readFlag(raw.itemFirst, names.itemFirst);
+
+  const inputKind = query.kind;
+  // BOS belongs at the start of the whole sequence: query ++ item, or item ++ query when itemFirst.
+  // Token-id requests are taken as the exact sequence the caller wants, so BOS is added to text only.
+  const bos = inputKind === 'text' && ctx.addBos ? [bosOf(ctx)] : [];
+  const queryTokens = [...(itemFirst ? [] : bos), ...tokensOf(query, ctx, names.query)];
+  if (queryTokens.length === 0 && bos.length === 0) {
+    throw new ScoreInputError(
+      inputKind === 'text'
+        ? `${names.query} tokenizes to no tokens and the model adds no BOS token: a non-empty query is required`
+        : `${names.query} must not be an empty token-id array`,
+      names.query,
+    );
+  }
+  if (queryTokens.length > ctx.contextLength) {
+    throw new ScoreInputError(
+      `${names.query} is ${queryTokens.length} tokens, longer than the model's context of ${ctx.contextLength} tokens`,
+      names.query,
+    );
+  }
+  if (queryTokens.length > ctx.maxRequestTokens) {
+    throw new ScoreInputError(
+      `${names.query} is ${queryTokens.length} tokens, more than the limit of ${ctx.maxRequestTokens} tokens per request`,
+      names.query,
+    );
+  }
+
+  let promptTokens = queryTokens.length;
+  const itemTokens: number[][] = [];
+  for (let i = 0; i < items.length; i++) {
+    const tokens = [...(itemFirst ? bos : []), ...tokensOf(items[i], ctx, `${names.items}[${i}]`)];
+    const sequenceLength = queryTokens.length + tokens.length;
+    if (sequenceLength > ctx.contextLength) {
+      throw new ScoreInputError(
+        `${names.query} + ${names.items}[${i}] is ${sequenceLength} tokens, longer than the model's context of ${ctx.contextLength} tokens`,
+        names.items,
+      );
+    }
+    promptTokens += tokens.length;
+    // Stop tokenizing as soon as the budget is blown: the rest would be wasted work.
+    if (promptTokens > ctx.maxRequestTokens) {
+      throw new ScoreInputError(
+        `the request has at least ${promptTokens} tokens (the query once plus every item), more than the limit of ${ctx.maxRequestTokens}`,
+        names.items,
+      );
+    }
+    itemTokens.push(tokens);
+  }
+
+  return { queryTokens, itemTokens, labels, applySoftmax, itemFirst, inputKind, promptTokens };
+}
+
+function asRecord(value: unknown, names: FieldNames): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ScoreInputError(`the ${names.request} must be an object, got ${describeValue(value)}`, names.request);
+  }
+  return value as Record<string, unknown>;
+}
+
+function readItemList(value: unknown, param: string): readonly unknown[] {
+  if (typeof value === 'string') return [value]; // a bare string is one item
+  if (Array.isArray(value)) return value;
+  throw new ScoreInputError(
+    `${param} must be a string, an array of strings or an array of token-id arrays, got ${describeValue(value)}`,
+    param,
+  );
+}
+
+function readItems(list: readonly unknown[], queryKind: Piece['kind'], names: FieldNames, vocab: number): Piece[] {
+  const pieces: Piece[] = [];
+  for (let i = 0; i < list.length; i++) {
+    const piece = readPiece(list[i], `${names.items}[${i}]`, names.items, vocab);
+    if (piece.kind !== queryKind) {
+      throw new ScoreInputError(
+        `${names.items}[${i}] is ${kindWords(piece.kind)} but ${names.query} is ${kindWords(queryKind)}: ` +
+          'text and token ids cannot be mixed in one request',
+        names.items,
+      );
+    }
+    pieces.push(piece);
+  }
+  return pieces;
+}
+
+function kindWords(kind: Piece['kind']): string {
+  return kind === 'text' ? 'text' : 'token ids';
+}
+
+/** A query or one item: a string, or a token-id array checked against the vocabulary. */
+function readPiece(value: unknown, where: string, param: string, vocab: number): Piece {
+  if (typeof value === 'string') {
+    checkUnicode(value, where, param);
+    return { kind: 'text', text: value };
+  }
+  const ids = readTokenIds(value, where, param, vocab);
+  if (ids === null) {
+    throw new ScoreInputError(`${where} must be a string or an array of token ids, got ${describeValue(value)}`, param);
+  }
+  return { kind: 'tokens', ids };
+}
+
+/** Copies and checks a token-id list; null when the value is not a list at all. */
+function readTokenIds(value: unknown, where: string, param: string, vocab: number): number[] | null {
+  let list: ArrayLike<unknown>;
+  if (Array.isArray(value)) list = value;
+  else if (value instanceof Int32Array || value instanceof Uint32Array || value instanceof Uint16Array) list = value;
+  else return null;
+  const ids = new Array<number>(list.length);
+  for (let j = 0; j < list.length; j++) {
+    const id = list[j];
+    if (typeof id !== 'number') {
+      throw new ScoreInputError(`${where}[${j}] must be a token id (an integer), got ${describeValue(id)}`, param);
+    }
+    if (!Number.isInteger(id)) {
+      throw new ScoreInputError(`${where}[${j}] = ${id} is not an integer token id`, param);
+    }
+    if (id < 0 || id >= vocab) {
+      throw new ScoreInputError(`${where}[${j}] = ${id} is out of the vocabulary [0, ${vocab})`, param);
+    }
+    ids[j] = id;
+  }
+  return ids;
+}
+
+function readLabels(value: unknown, param: string, vocab: number): number[] {
+  if (value === undefined) {
+    throw new ScoreInputError(`${param} is required: a non-empty array of token ids`, param);
+  }
+  const ids = readTokenIds(value, param, param, vocab);
+  if (ids === null) {
+    throw new ScoreInputError(`${param} must be a non-empty array of token ids, got ${describeValue(value)}`, param);
+  }
+  if (ids.length === 0) throw new ScoreInputError(`${param} must not be empty`, param);
+  return ids;
+}
+
+/** Optional boolean: absent means false; anything else than a boolean (null, 0, "true") is an error. */
+function readFlag(value: unknown, param: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') {
+    throw new ScoreInputError(`${param} must be a boolean, got ${describeValue(value)}`, param);
+  }
+  return value;
+}
+
+// A lone surrogate cannot be encoded as UTF-8, so it is the JS-side form of "invalid UTF-8".
+// With the u flag, a surrogate class matches only unpaired surrogates.
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function checkUnicode(text: string, where: string, param: string): void {
+  const match = LONE_SURROGATE.exec(text);
+  if (match) {
+    throw new ScoreInputError(
+      `${where} is not valid Unicode: lone UTF-16 surrogate at index ${match.index}`,
+      param,
+    );
+  }
+}
+
+function tokensOf(piece: Piece, ctx: ScoreRequestContext, where: string): number[] {
+  if (piece.kind === 'tokens') return piece.ids;
+  const ids = ctx.tokenize(piece.text);
+  // A tokenizer that disagrees with the model's vocabulary is a server fault (500), not bad input.
+  if (!Array.isArray(ids)) throw new Error(`tokenizer returned ${describeValue(ids)} for ${where}, expected an array`);
+  for (let j = 0; j < ids.length; j++) {
+    const id = ids[j];
+    if (!Number.isInteger(id) || id < 0 || id >= ctx.vocabSize) {
+      throw new Error(`tokenizer produced token id ${id} for ${where}, outside the model's vocabulary [0, ${ctx.vocabSize})`);
+    }
+  }
+  return ids.slice();
+}
+
+function bosOf(ctx: ScoreRequestContext): number {
+  const bos = ctx.bosTokenId;
+  if (bos === undefined || !Number.isInteger(bos) || bos < 0 || bos >= ctx.vocabSize) {
+    throw new Error(`the model adds BOS but its BOS token id (${String(bos)}) is not in the vocabulary`);
+  }
+  return bos;
+}
+
+function checkContext(ctx: ScoreRequestContext): void {
+  for (const field of ['vocabSize', 'contextLength', 'maxItems', 'maxRequestTokens'] as const) {
+    const value = ctx[field];
+    if (!Number.isInteger(value) || value < 0) {
+      throw new TypeError(`ScoreRequestContext.${field} must be a non-negative integer, got ${String(value)}`);
+    }
+  }
+  if (typeof ctx.tokenize !== 'function') throw new TypeError('ScoreRequestContext.tokenize must be a function');
+}
