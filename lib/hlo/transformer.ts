@@ -1,0 +1,437 @@
+/**
+ * A Llama-family decoder as StableHLO: embedding, a loop over stacked layer
+ * weights (RMSNorm, RoPE, grouped-query attention, SwiGLU), final norm and
+ * the LM-head gather. One layer function serves every layout; only the
+ * attention step differs:
+ *
+ *   dense     one packed sequence [T], mask from segment ids
+ *   fused     query [P] + items [N, L] in one pass (the factored layout)
+ *   prefill   query [P] alone; returns its per-layer K/V
+ *   extend    items [C, L] against a K/V cache from prefill
+ *
+ * Weights are parameters (uploaded once, passed to every execution), stacked
+ * over layers so the layer loop is a `while` with one body: compile time does
+ * not grow with depth. Matrices are stored [in, out] so every projection is a
+ * plain x @ W.
+ */
+import { FunctionBuilder } from './builder';
+import { HloValue } from './core';
+import { causalPrefixAttention, itemsOverPrefixAttention, maskedAttentionDense } from './attention';
+import { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
+import { rmsNorm } from './nn';
+import { buildProgram, HloProgram } from './program';
+import { HloBuildError, TensorType } from './types';
+
+/** The shape of a decoder, as the program needs it (ModelConfig fits). */
+export interface DecoderDims {
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly intermediateSize: number;
+  readonly numLayers: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly ropeTheta: number;
+  readonly rmsEps: number;
+  /** q/k/v biases (Qwen2). */
+  readonly attentionBias: boolean;
+  /** Per-head RMSNorm on q and k (Qwen3). */
+  readonly qkNorm: boolean;
+}
+
+/** Device weight arrays, in parameter order; optional ones only when the model has them. */
+export interface DecoderWeightSpec {
+  readonly name: DecoderWeightName;
+  readonly dims: readonly number[];
+}
+
+export type DecoderWeightName =
+  | 'embedding'
+  | 'lmHead'
+  | 'finalNorm'
+  | 'attnNorm'
+  | 'wQkv'
+  | 'bQkv'
+  | 'qNorm'
+  | 'kNorm'
+  | 'wO'
+  | 'ffnNorm'
+  | 'wGateUp'
+  | 'wDown';
+
+/** Width of the fused q|k|v projection. */
+export function qkvWidth(d: DecoderDims): number {
+  return (d.numHeads + 2 * d.numKvHeads) * d.headDim;
+}
+
+/**
+ * The weight parameters every decoder program takes, after its data inputs.
+ * Per-layer arrays carry the layer as their leading dimension.
+ */
+export function decoderWeightSpecs(d: DecoderDims): DecoderWeightSpec[] {
+  const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, headDim: D } = d;
+  const specs: DecoderWeightSpec[] = [
+    { name: 'embedding', dims: [V, Dm] },
+    { name: 'lmHead', dims: [V, Dm] },
+    { name: 'finalNorm', dims: [Dm] },
+    { name: 'attnNorm', dims: [Ly, Dm] },
+    { name: 'wQkv', dims: [Ly, Dm, qkvWidth(d)] },
+  ];
+  if (d.attentionBias) specs.push({ name: 'bQkv', dims: [Ly, qkvWidth(d)] });
+  if (d.qkNorm) specs.push({ name: 'qNorm', dims: [Ly, D] }, { name: 'kNorm', dims: [Ly, D] });
+  specs.push(
+    { name: 'wO', dims: [Ly, Hq * D, Dm] },
+    { name: 'ffnNorm', dims: [Ly, Dm] },
+    { name: 'wGateUp', dims: [Ly, Dm, 2 * F] },
+    { name: 'wDown', dims: [Ly, F, Dm] },
+  );
+  return specs;
+}
+
+type Weights = Partial<Record<DecoderWeightName, HloValue>>;
+
+function declareWeights(f: FunctionBuilder, d: DecoderDims): Weights {
+  const w: Weights = {};
+  for (const spec of decoderWeightSpecs(d)) w[spec.name] = f.param(TensorType.f32(spec.dims), spec.name);
+  return w;
+}
+
+function need(w: Weights, name: DecoderWeightName): HloValue {
+  const v = w[name];
+  if (!v) throw new HloBuildError(`decoder: weight ${name} is missing`);
+  return v;
+}
+
+/** Layer `i`'s slice of a stacked weight, without the layer dimension. */
+function layerSlice(f: FunctionBuilder, stacked: HloValue, i: HloValue): HloValue {
+  const rest = stacked.dims.slice(1);
+  const starts = [i, ...rest.map(() => 0)];
+  return f.reshape(f.dynamicSlice(stacked, starts, [1, ...rest]), rest);
+}
+
+/**
+ * RoPE tables for the given positions: cos and sin [T, D/2] of
+ * position * theta^(-2j/D) (rotate-half pairing: j with j + D/2).
+ */
+function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDims): { cos: HloValue; sin: HloValue } {
+  const half = d.headDim / 2;
+  if (!Number.isInteger(half)) throw new HloBuildError(`decoder: head dim ${d.headDim} must be even for RoPE`);
+  const inverseFrequencies = Array.from({ length: half }, (_, j) => Math.pow(d.ropeTheta, (-2 * j) / d.headDim));
+  const t = positions.dims[0];
+  const angles = f.multiply(
+    f.broadcastInDim(f.convert(positions, 'f32'), [t, half], [0]),
+    f.broadcastInDim(f.constant(inverseFrequencies, TensorType.f32([half])), [t, half], [1]),
+  );
+  return { cos: f.cosine(angles), sin: f.sine(angles) };
+}
+
+/** x [T, H, D] rotated: [x1 cos - x2 sin ; x2 cos + x1 sin] with x1, x2 the two halves. */
+function applyRope(f: FunctionBuilder, x: HloValue, cos: HloValue, sin: HloValue): HloValue {
+  const [t, h, dh] = x.dims;
+  const half = dh / 2;
+  const x1 = f.slice(x, [0, 0, 0], [t, h, half]);
+  const x2 = f.slice(x, [0, 0, half], [t, h, dh]);
+  const c = f.broadcastInDim(cos, [t, h, half], [0, 2]);
+  const s = f.broadcastInDim(sin, [t, h, half], [0, 2]);
+  return f.concatenate([f.subtract(f.multiply(x1, c), f.multiply(x2, s)), f.add(f.multiply(x2, c), f.multiply(x1, s))], 2);
+}
+
+interface LayerLoopInputs {
+  d: DecoderDims;
+  w: Weights;
+  /** Hidden states [T, Dm] after the embedding. */
+  x: HloValue;
+  /** RoPE tables for the rows of x. */
+  cos: HloValue;
+  sin: HloValue;
+  /** Extra values the attention step reads (segment ids, caches, lengths). */
+  extraInvariants: HloValue[];
+  /** Extra values the attention step updates (K/V caches being filled). */
+  extraCarried: HloValue[];
+  attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[]) => { out: HloValue; carried: HloValue[] };
+}
+
+/** The decoder layers as one while loop; returns the final hidden states and extra carried values. */
+function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; carried: HloValue[] } {
+  const { d, w } = x;
+  const { numHeads: Hq, numKvHeads: Hkv, headDim: D, intermediateSize: F } = d;
+  const stackedNames: DecoderWeightName[] = ['attnNorm', 'wQkv', 'wO', 'ffnNorm', 'wGateUp', 'wDown'];
+  if (d.attentionBias) stackedNames.push('bQkv');
+  if (d.qkNorm) stackedNames.push('qNorm', 'kNorm');
+  const stacked = stackedNames.map((n) => need(w, n));
+  const fixed = [x.cos, x.sin, ...x.extraInvariants];
+  const nExtra = x.extraCarried.length;
+  const [hidden, ...carriedOut] = f.forLoop(
+    { count: d.numLayers, carried: [x.x, ...x.extraCarried], invariants: [...stacked, ...fixed] },
+    (b, i, [h, ...extra], inv) => {
+      const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
+      stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
+      const [cos, sin, ...extraInv] = inv.slice(stackedNames.length);
+      const t = h.dims[0];
+
+      // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
+      const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
+      let qkv = b.matmul(normed, layer.wQkv!);
+      if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
+      let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
+      let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
+      const v = b.reshape(b.slice(qkv, [0, (Hq + Hkv) * D], [t, (Hq + 2 * Hkv) * D]), [t, Hkv, D]);
+      if (layer.qNorm) {
+        q = rmsNorm(b, q, layer.qNorm, d.rmsEps);
+        k = rmsNorm(b, k, layer.kNorm!, d.rmsEps);
+      }
+      q = applyRope(b, q, cos, sin);
+      k = applyRope(b, k, cos, sin);
+      const attended = x.attention(b, q, k, v, i, extraInv, extra);
+      const afterAttention = b.add(h, b.matmul(b.reshape(attended.out, [t, Hq * D]), layer.wO!));
+
+      // MLP block: h + (silu(gate) * up) @ Wdown
+      const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
+      const gateUp = b.matmul(normed2, layer.wGateUp!);
+      const gate = b.slice(gateUp, [0, 0], [t, F]);
+      const up = b.slice(gateUp, [0, F], [t, 2 * F]);
+      const activated = b.multiply(b.multiply(gate, b.logistic(gate)), up);
+      const out = b.add(afterAttention, b.matmul(activated, layer.wDown!));
+      if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
+      return [out, ...attended.carried];
+    },
+  );
+  return { hidden, carried: carriedOut };
+}
+
+function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
+  return f.take(need(w, 'embedding'), tokens, 0);
+}
+
+function checkDims(d: DecoderDims): void {
+  const sizes = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
+  for (const k of sizes) {
+    const v = d[k];
+    if (!(Number.isFinite(v) && v > 0)) throw new HloBuildError(`decoder: ${k} must be positive, got ${v}`);
+  }
+  if (d.numHeads % d.numKvHeads !== 0) throw new HloBuildError(`decoder: ${d.numHeads} heads is not a multiple of ${d.numKvHeads} kv heads`);
+}
+
+export interface DenseDecoderShape {
+  /** Packed sequence length (bucket). */
+  tokens: number;
+  /** Scoring positions (bucket). */
+  reads: number;
+  labels: number;
+}
+
+/**
+ * Dense layout: tokens, positions, segmentIds s32[T], readIndices s32[K]
+ * (< 0: padding), labels s32[Lb] -> labelLogprobs f32[K, Lb].
+ */
+export function decoderDense(d: DecoderDims, s: DenseDecoderShape): HloProgram {
+  checkDims(d);
+  return buildProgram(`decoder_dense_t${s.tokens}_k${s.reads}_l${s.labels}`, (f) => {
+    const tokens = f.param(TensorType.s32([s.tokens]), 'tokens');
+    const positions = f.param(TensorType.s32([s.tokens]), 'positions');
+    const segmentIds = f.param(TensorType.s32([s.tokens]), 'segment_ids');
+    const readIndices = f.param(TensorType.s32([s.reads]), 'read_indices');
+    const labels = f.param(TensorType.s32([s.labels]), 'labels');
+    const w = declareWeights(f, d);
+    const { cos, sin } = ropeTables(f, positions, d);
+    const { hidden } = layerLoop(f, {
+      d,
+      w,
+      x: embed(f, w, tokens),
+      cos,
+      sin,
+      extraInvariants: [segmentIds],
+      extraCarried: [],
+      attention: (b, q, k, v, _layer, [seg]) => ({ out: maskedAttentionDense(b, q, k, v, seg), carried: [] }),
+    });
+    const labelLogprobs = lmHeadGather(
+      f,
+      { hidden, gatherIndices: readIndices, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels },
+      { eps: d.rmsEps },
+    );
+    return { label_logprobs: labelLogprobs };
+  });
+}
+
+export interface FactoredDecoderShape {
+  /** Query (prefix) bucket P. */
+  prefix: number;
+  /** Items N and item length bucket L. */
+  items: number;
+  itemLength: number;
+  labels: number;
+}
+
+/** Label logprobs of each item at its last real token (row len - 1; an empty item's row is garbage). */
+function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
+  const [n, l, dm] = itemHidden.dims;
+  const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
+  const flatIndex = f.add(f.multiply(f.iota(TensorType.s32([n]), 0), l), last);
+  const rows = f.take(f.reshape(itemHidden, [n * l, dm]), flatIndex, 0);
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels }, { eps: d.rmsEps });
+}
+
+/** Label logprobs at the query's last real token: [1, Lb]. */
+function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
+  const p = prefixHidden.dims[0];
+  const last = f.reshape(f.clamp(0, f.subtract(prefixLength, 1), p - 1), [1]);
+  const rows = f.take(prefixHidden, last, 0);
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels }, { eps: d.rmsEps });
+}
+
+/** Positions P + j of item tokens, and the flattened item rows. */
+function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l: number): HloValue {
+  const j = f.iota(TensorType.s32([n, l]), 1);
+  return f.reshape(f.add(j, f.broadcastScalar(prefixLength, [n, l])), [n * l]);
+}
+
+/**
+ * Factored layout in one pass (the packed plan): query tokens s32[P] with
+ * prefixLength s32[], items s32[N, L] with itemLengths s32[N], labels s32[Lb]
+ * -> prefix_logprobs f32[1, Lb] (at the query's last token), item_logprobs
+ * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
+ * independent sequences: the serial plan.
+ */
+export function decoderFused(d: DecoderDims, s: FactoredDecoderShape): HloProgram {
+  checkDims(d);
+  const { prefix: P, items: N, itemLength: L } = s;
+  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}`, (f) => {
+    const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
+    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
+    const itemTokens = f.param(TensorType.s32([N, L]), 'item_tokens');
+    const itemLengths = f.param(TensorType.s32([N]), 'item_lengths');
+    const labels = f.param(TensorType.s32([s.labels]), 'labels');
+    const w = declareWeights(f, d);
+    const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
+    const positions = f.concatenate([f.iota(TensorType.s32([P]), 0), itemPositions(f, prefixLength, N, L)], 0);
+    const { cos, sin } = ropeTables(f, positions, d);
+    const tokens = f.concatenate([prefixTokens, f.reshape(itemTokens, [N * L])], 0);
+    const { hidden } = layerLoop(f, {
+      d,
+      w,
+      x: embed(f, w, tokens),
+      cos,
+      sin,
+      extraInvariants: [prefixLength, itemLengths],
+      extraCarried: [],
+      attention: (b, q, k, v, _layer, [plen, ilens]) => {
+        const rows = (x: HloValue, h: number, from: number, to: number) => b.slice(x, [from, 0, 0], [to, h, D]);
+        const qP = rows(q, Hq, 0, P);
+        const kP = rows(k, Hkv, 0, P);
+        const vP = rows(v, Hkv, 0, P);
+        const query = causalPrefixAttention(b, qP, kP, vP, plen);
+        const items = itemsOverPrefixAttention(b, {
+          itemQ: b.reshape(rows(q, Hq, P, P + N * L), [N, L, Hq, D]),
+          itemK: b.reshape(rows(k, Hkv, P, P + N * L), [N, L, Hkv, D]),
+          itemV: b.reshape(rows(v, Hkv, P, P + N * L), [N, L, Hkv, D]),
+          itemLengths: ilens,
+          prefixK: kP,
+          prefixV: vP,
+          prefixLength: plen,
+        });
+        return { out: b.concatenate([query, b.reshape(items, [N * L, Hq, D])], 0), carried: [] };
+      },
+    });
+    const dm = d.hiddenSize;
+    const prefixHidden = f.slice(hidden, [0, 0], [P, dm]);
+    const itemHidden = f.reshape(f.slice(hidden, [P, 0], [P + N * L, dm]), [N, L, dm]);
+    return {
+      prefix_logprobs: prefixReadout(f, d, w, prefixHidden, prefixLength, labels),
+      item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels),
+    };
+  });
+}
+
+export interface PrefillShape {
+  prefix: number;
+  labels: number;
+}
+
+/**
+ * Prefill: query tokens s32[P], prefixLength s32[], labels s32[Lb] ->
+ * k_cache, v_cache f32[layers, P, Hkv, D] and prefix_logprobs f32[1, Lb].
+ */
+export function decoderPrefill(d: DecoderDims, s: PrefillShape): HloProgram {
+  checkDims(d);
+  const P = s.prefix;
+  const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
+  return buildProgram(`decoder_prefill_p${P}_b${s.labels}`, (f) => {
+    const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
+    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
+    const labels = f.param(TensorType.s32([s.labels]), 'labels');
+    const w = declareWeights(f, d);
+    const { cos, sin } = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
+    const emptyCache = f.full(TensorType.f32([Ly, P, Hkv, D]), 0);
+    const { hidden, carried } = layerLoop(f, {
+      d,
+      w,
+      x: embed(f, w, prefixTokens),
+      cos,
+      sin,
+      extraInvariants: [prefixLength],
+      extraCarried: [emptyCache, emptyCache],
+      attention: (b, q, k, v, layer, [plen], [kCache, vCache]) => {
+        const at = (cache: HloValue, x: HloValue) => b.dynamicUpdateSlice(cache, b.reshape(x, [1, P, Hkv, D]), [layer, 0, 0, 0]);
+        return { out: causalPrefixAttention(b, q, k, v, plen), carried: [at(kCache, k), at(vCache, v)] };
+      },
+    });
+    return {
+      k_cache: carried[0],
+      v_cache: carried[1],
+      prefix_logprobs: prefixReadout(f, d, w, hidden, prefixLength, labels),
+    };
+  });
+}
+
+export interface ExtendShape {
+  /** Cached prefix bucket P. */
+  prefix: number;
+  /** Items per chunk C and item length bucket L. */
+  items: number;
+  itemLength: number;
+  labels: number;
+}
+
+/**
+ * Extend: items s32[C, L] with itemLengths s32[C], against k_cache/v_cache
+ * f32[layers, P, Hkv, D] of a prefix of prefixLength s32[] tokens, labels
+ * s32[Lb] -> item_logprobs f32[C, Lb].
+ */
+export function decoderExtend(d: DecoderDims, s: ExtendShape): HloProgram {
+  checkDims(d);
+  const { prefix: P, items: C, itemLength: L } = s;
+  const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
+  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}`, (f) => {
+    const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
+    const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
+    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
+    const kCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'k_cache');
+    const vCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'v_cache');
+    const labels = f.param(TensorType.s32([s.labels]), 'labels');
+    const w = declareWeights(f, d);
+    const { cos, sin } = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
+    const { hidden } = layerLoop(f, {
+      d,
+      w,
+      x: embed(f, w, f.reshape(itemTokens, [C * L])),
+      cos,
+      sin,
+      extraInvariants: [prefixLength, itemLengths, kCache, vCache],
+      extraCarried: [],
+      attention: (b, q, k, v, layer, [plen, ilens, kc, vc]) => {
+        const items = itemsOverPrefixAttention(b, {
+          itemQ: b.reshape(q, [C, L, Hq, D]),
+          itemK: b.reshape(k, [C, L, Hkv, D]),
+          itemV: b.reshape(v, [C, L, Hkv, D]),
+          itemLengths: ilens,
+          prefixK: layerSlice(b, kc, layer),
+          prefixV: layerSlice(b, vc, layer),
+          prefixLength: plen,
+        });
+        return { out: b.reshape(items, [C * L, Hq, D]), carried: [] };
+      },
+    });
+    const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
+    return { item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels) };
+  });
+}
