@@ -52,3 +52,18 @@ export {
 export { JitCache, type JitCacheCounters, type JitCacheOptions, type JitLease } from './jit-cache';
 export { type WarmupItem, type WarmupOptions, type WarmupProgress, type WarmupResult } from './warmup';
 export { ExecutableDiskCache, defaultExecutableDir, executableKey } from './disk-cache';
+export {
+  Scorer,
+  type AlgorithmChoice,
+  type ScoreCallOptions,
+  type ScoreLibraryRequest,
+  type ScoreResult,
+  type ScorerOptions,
+  type ScorerStats,
+  type ScoreUsage,
+  type WarmupShape,
+} from './scorer';
+export { ALGORITHMS, type Algorithm, type Budget, type Ladders } from './plans';
+export { AbortError } from './device-lock';
+export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
+export { chooseAlgorithm, costModelFor, type Choice, type CostModel } from './selector';
