@@ -1,0 +1,204 @@
+import type { GgufFile } from './gguf';
+import { GgufError } from './gguf-types';
+
+/** The decoder families pjrt-score runs: Llama, plus Qwen2 (q/k/v bias) and Qwen3 (q/k RMSNorm). */
+export type Architecture = 'llama' | 'qwen2' | 'qwen3';
+export const ARCHITECTURES: readonly Architecture[] = ['llama', 'qwen2', 'qwen3'];
+
+/** Everything the programs and the scorer need to know about a model, independent of the file format. */
+export interface ModelConfig {
+  readonly architecture: Architecture;
+  /** Rows of the embedding and the LM head (may exceed the tokenizer's vocabulary when padded). */
+  readonly vocabSize: number;
+  /** d_model. */
+  readonly hiddenSize: number;
+  /** Width of the SwiGLU MLP. */
+  readonly intermediateSize: number;
+  readonly numLayers: number;
+  /** Query heads. */
+  readonly numHeads: number;
+  /** Key/value heads (grouped-query attention: numHeads is a multiple). */
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  /** RoPE base; rotate-half (NeoX) pairing over the whole head. */
+  readonly ropeTheta: number;
+  readonly rmsEps: number;
+  /** Longest sequence the model was trained for. */
+  readonly contextLength: number;
+  /** The LM head is the embedding matrix. */
+  readonly tiedEmbeddings: boolean;
+  /** q/k/v projections have biases (Qwen2). */
+  readonly attentionBias: boolean;
+  /** RMSNorm over each head of q and k before RoPE (Qwen3). */
+  readonly qkNorm: boolean;
+  readonly bosTokenId?: number;
+  readonly eosTokenId?: number;
+  /** The tokenizer config asks for a BOS token at the start of every sequence. */
+  readonly addBos: boolean;
+}
+
+export class ModelConfigError extends Error {
+  readonly code = 'MODEL_CONFIG_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ModelConfigError';
+  }
+}
+
+/** Read the config of a llama/qwen2/qwen3 GGUF file (metadata plus which tensors exist). */
+export function configFromGguf(file: GgufFile): ModelConfig {
+  const meta = file.meta;
+  const arch = meta.string('general.architecture');
+  if (!(ARCHITECTURES as readonly string[]).includes(arch)) {
+    throw new GgufError(
+      `GGUF architecture "${arch}" is not supported by pjrt-score (supported: ${ARCHITECTURES.join(', ')})`,
+      'GGUF_UNSUPPORTED',
+    );
+  }
+  const architecture = arch as Architecture;
+  const k = (suffix: string): string => `${arch}.${suffix}`;
+  const hiddenSize = meta.integer(k('embedding_length'));
+  const numHeads = meta.integer(k('attention.head_count'));
+  const headDim = meta.integer(k('attention.key_length'), 'optional') ?? hiddenSize / numHeads;
+  const valueDim = meta.integer(k('attention.value_length'), 'optional') ?? headDim;
+  if (valueDim !== headDim) {
+    throw new GgufError(`GGUF ${k('attention.value_length')} ${valueDim} differs from the key length ${headDim}: not supported`, 'GGUF_UNSUPPORTED');
+  }
+  const ropeDims = meta.integer(k('rope.dimension_count'), 'optional') ?? headDim;
+  if (ropeDims !== headDim) {
+    throw new GgufError(`GGUF ${k('rope.dimension_count')} is ${ropeDims} but the head dimension is ${headDim}: partial RoPE is not supported`, 'GGUF_UNSUPPORTED');
+  }
+  const scaling = meta.string(k('rope.scaling.type'), 'optional');
+  if (scaling !== undefined && scaling !== 'none') {
+    throw new GgufError(`GGUF ${k('rope.scaling.type')} is "${scaling}": RoPE scaling is not supported`, 'GGUF_UNSUPPORTED');
+  }
+  if (file.tensors.has('rope_freqs.weight')) {
+    throw new GgufError('GGUF tensor rope_freqs.weight (Llama 3.1 RoPE frequency scaling) is not supported', 'GGUF_UNSUPPORTED');
+  }
+  const embedding = file.tensor('token_embd.weight');
+  const vocabSize = meta.integer(k('vocab_size'), 'optional') ?? embedding.dims[1];
+  const tokenizerModel = meta.string('tokenizer.ggml.model', 'optional');
+  return validateConfig(
+    {
+      architecture,
+      vocabSize,
+      hiddenSize,
+      intermediateSize: meta.integer(k('feed_forward_length')),
+      numLayers: meta.integer(k('block_count')),
+      numHeads,
+      numKvHeads: meta.integer(k('attention.head_count_kv'), 'optional') ?? numHeads,
+      headDim,
+      ropeTheta: meta.number(k('rope.freq_base'), 'optional') ?? 10000,
+      rmsEps: meta.number(k('attention.layer_norm_rms_epsilon')),
+      contextLength: meta.integer(k('context_length')),
+      tiedEmbeddings: !file.tensors.has('output.weight'),
+      attentionBias: file.tensors.has('blk.0.attn_q.bias'),
+      qkNorm: file.tensors.has('blk.0.attn_q_norm.weight'),
+      bosTokenId: meta.integer('tokenizer.ggml.bos_token_id', 'optional'),
+      eosTokenId: meta.integer('tokenizer.ggml.eos_token_id', 'optional'),
+      // llama.cpp's default when the key is absent: SentencePiece ("llama") vocabularies add BOS, BPE ones do not.
+      addBos: meta.boolean('tokenizer.ggml.add_bos_token', 'optional') ?? tokenizerModel === 'llama',
+    },
+    `GGUF file ${file.path}`,
+  );
+}
+
+type Json = Record<string, unknown>;
+
+/**
+ * Read a Hugging Face config.json (already parsed). `tokenizerConfig`
+ * (tokenizer_config.json) and `tokenizerJson` (tokenizer.json) decide addBos:
+ * an explicit add_bos_token wins, else a post-processor that inserts a
+ * special token before the sequence.
+ */
+export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson?: Json, source = 'config.json'): ModelConfig {
+  const modelType = config.model_type;
+  if (typeof modelType !== 'string' || !(ARCHITECTURES as readonly string[]).includes(modelType)) {
+    throw new ModelConfigError(
+      `${source}: model_type ${JSON.stringify(modelType)} is not supported by pjrt-score (supported: ${ARCHITECTURES.join(', ')})`,
+    );
+  }
+  const int = (key: string, fallback?: number): number => {
+    const v = config[key] ?? fallback;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
+      throw new ModelConfigError(`${source}: ${key} should be a positive integer, got ${JSON.stringify(v)}`);
+    }
+    return v;
+  };
+  const num = (key: string, fallback: number): number => {
+    const v = config[key] ?? fallback;
+    if (typeof v !== 'number' || !(v > 0)) throw new ModelConfigError(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  const rope = config.rope_scaling as Json | null | undefined;
+  if (rope && rope.rope_type !== 'default' && rope.type !== 'default') {
+    throw new ModelConfigError(`${source}: rope_scaling ${JSON.stringify(rope)} is not supported`);
+  }
+  if (config.mlp_bias === true) throw new ModelConfigError(`${source}: mlp_bias=true is not supported`);
+  if (config.use_sliding_window === true) throw new ModelConfigError(`${source}: use_sliding_window=true is not supported`);
+  if (config.partial_rotary_factor !== undefined && config.partial_rotary_factor !== 1) {
+    throw new ModelConfigError(`${source}: partial_rotary_factor ${JSON.stringify(config.partial_rotary_factor)} is not supported`);
+  }
+  const hiddenSize = int('hidden_size');
+  const numHeads = int('num_attention_heads');
+  return validateConfig(
+    {
+      architecture: modelType as Architecture,
+      vocabSize: int('vocab_size'),
+      hiddenSize,
+      intermediateSize: int('intermediate_size'),
+      numLayers: int('num_hidden_layers'),
+      numHeads,
+      numKvHeads: int('num_key_value_heads', numHeads),
+      headDim: int('head_dim', hiddenSize / numHeads),
+      ropeTheta: num('rope_theta', 10000),
+      rmsEps: num('rms_norm_eps', 1e-6),
+      contextLength: int('max_position_embeddings'),
+      // transformers' LlamaConfig, Qwen2Config and Qwen3Config all default to untied.
+      tiedEmbeddings: config.tie_word_embeddings === true,
+      attentionBias: modelType === 'qwen2' || config.attention_bias === true,
+      qkNorm: modelType === 'qwen3',
+      bosTokenId: firstTokenId(config.bos_token_id),
+      eosTokenId: firstTokenId(config.eos_token_id),
+      addBos: hfAddBos(tokenizerConfig, tokenizerJson),
+    },
+    source,
+  );
+}
+
+function firstTokenId(v: unknown): number | undefined {
+  const id = Array.isArray(v) ? v[0] : v;
+  return typeof id === 'number' && Number.isInteger(id) && id >= 0 ? id : undefined;
+}
+
+function hfAddBos(tokenizerConfig?: Json, tokenizerJson?: Json): boolean {
+  if (typeof tokenizerConfig?.add_bos_token === 'boolean') return tokenizerConfig.add_bos_token;
+  const post = tokenizerJson?.post_processor as Json | null | undefined;
+  const processors = post?.type === 'Sequence' ? ((post.processors as Json[]) ?? []) : post ? [post] : [];
+  for (const p of processors) {
+    if (p.type !== 'TemplateProcessing' || !Array.isArray(p.single)) continue;
+    const first = p.single[0] as Json | undefined;
+    if (first && typeof first === 'object' && 'SpecialToken' in first) return true;
+  }
+  return false;
+}
+
+/** Check the numbers fit together; every message names the source and the offending values. */
+export function validateConfig(c: ModelConfig, source: string): ModelConfig {
+  const fail = (msg: string): never => {
+    throw new ModelConfigError(`${source}: ${msg}`);
+  };
+  for (const key of ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'contextLength'] as const) {
+    if (!Number.isInteger(c[key]) || c[key] <= 0) fail(`${key} must be a positive integer, got ${c[key]}`);
+  }
+  if (c.numHeads % c.numKvHeads !== 0) fail(`numHeads ${c.numHeads} is not a multiple of numKvHeads ${c.numKvHeads}`);
+  if (c.headDim % 2 !== 0) fail(`headDim ${c.headDim} must be even for RoPE`);
+  if (!(c.rmsEps > 0 && c.rmsEps < 1)) fail(`rmsEps must be in (0, 1), got ${c.rmsEps}`);
+  if (!(c.ropeTheta > 0)) fail(`ropeTheta must be positive, got ${c.ropeTheta}`);
+  for (const key of ['bosTokenId', 'eosTokenId'] as const) {
+    const id = c[key];
+    if (id !== undefined && id >= c.vocabSize) fail(`${key} ${id} is outside the vocabulary of ${c.vocabSize}`);
+  }
+  if (c.addBos && c.bosTokenId === undefined) fail('the tokenizer asks for a BOS token but none is defined');
+  return c;
+}

@@ -1,0 +1,236 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { dequantize, tensorByteLength } from './dequantize';
+import { FileCursor } from './gguf-cursor';
+import { GgufMetadata } from './gguf-metadata';
+import { GgmlType, GgufArray, GgufError, GgufTensorInfo, GgufValue, GgufValueType, ggmlTypeLayout, ggmlTypeName } from './gguf-types';
+
+/*
+ * GGUF v2/v3 reader (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md):
+ *   magic "GGUF", u32 version, u64 tensor count, u64 metadata count,
+ *   metadata (string key, u32 type, value), tensor infos (string name,
+ *   u32 n_dims, u64 dims[n_dims], u32 ggml type, u64 offset), padding to
+ *   general.alignment, tensor data.
+ * The header is parsed once; tensor data is read on request with pread,
+ * so a 100 MB model never sits in memory twice.
+ */
+
+const MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
+const DEFAULT_ALIGNMENT = 32;
+const MAX_DIMS = 4; // GGML_MAX_DIMS
+
+export class GgufFile implements Disposable {
+  private fd: number | undefined;
+  private scratch: Buffer | undefined;
+  /** Typed, checked access to `metadata`. */
+  readonly meta: GgufMetadata;
+
+  private constructor(
+    /** Absolute path of the file. */
+    readonly path: string,
+    fd: number,
+    readonly version: number,
+    readonly metadata: ReadonlyMap<string, GgufValue>,
+    /** The stored type of each metadata value (numbers alone do not say whether a key was u32 or f32). */
+    readonly metadataTypes: ReadonlyMap<string, GgufValueType>,
+    readonly tensors: ReadonlyMap<string, GgufTensorInfo>,
+    readonly alignment: number,
+    /** File offset where the tensor data section starts. */
+    readonly dataOffset: number,
+    readonly fileSize: number,
+  ) {
+    this.fd = fd;
+    this.meta = new GgufMetadata(metadata, displayName(this.path));
+  }
+
+  /** Open a file and parse its header; tensor data stays on disk until asked for. */
+  static open(file: string): GgufFile {
+    const resolved = path.resolve(file);
+    const fd = fs.openSync(resolved, 'r');
+    try {
+      return GgufFile.parse(resolved, fd);
+    } catch (err) {
+      fs.closeSync(fd);
+      throw err;
+    }
+  }
+
+  private static parse(file: string, fd: number): GgufFile {
+    const fileSize = fs.fstatSync(fd).size;
+    const name = path.basename(file);
+    const cursor = new FileCursor(fd, fileSize, name);
+    if (fileSize < 4) throw new GgufError(`${name} is not a GGUF file: it has only ${fileSize} bytes`);
+    const magic = cursor.u32('the magic number');
+    if (magic !== MAGIC) {
+      const seen = Buffer.alloc(4);
+      seen.writeUInt32LE(magic);
+      throw new GgufError(`${name} is not a GGUF file: it starts with ${JSON.stringify(seen.toString('latin1'))}, not "GGUF"`);
+    }
+    const version = cursor.u32('the version');
+    if (version !== 2 && version !== 3) {
+      // A big-endian v3 file reads as 0x03000000 here.
+      const hint = version === 0x03000000 || version === 0x02000000 ? ' (a big-endian GGUF file, not supported)' : '';
+      throw new GgufError(`${name}: GGUF version ${version}${hint} is not supported (supported: 2, 3)`, 'GGUF_UNSUPPORTED');
+    }
+    const tensorCount = cursor.size('the tensor count');
+    const metadataCount = cursor.size('the metadata count');
+
+    const metadata = new Map<string, GgufValue>();
+    const metadataTypes = new Map<string, GgufValueType>();
+    for (let i = 0; i < metadataCount; i++) {
+      const key = cursor.string(`metadata key #${i}`);
+      const type = cursor.u32(`the type of metadata ${key}`);
+      metadata.set(key, readValue(cursor, type, key, 0));
+      metadataTypes.set(key, type);
+    }
+
+    const alignmentValue = metadata.get('general.alignment') ?? DEFAULT_ALIGNMENT;
+    if (typeof alignmentValue !== 'number' || alignmentValue <= 0 || alignmentValue % 8 !== 0) {
+      throw new GgufError(`${name}: general.alignment must be a positive multiple of 8, got ${String(alignmentValue)}`);
+    }
+    const alignment = alignmentValue;
+
+    const infos: Array<Omit<GgufTensorInfo, 'byteLength' | 'elementCount'>> = [];
+    for (let i = 0; i < tensorCount; i++) {
+      const tensorName = cursor.string(`the name of tensor #${i}`);
+      const nDims = cursor.u32(`the dimension count of tensor ${tensorName}`);
+      if (nDims < 1 || nDims > MAX_DIMS) throw new GgufError(`${name}: tensor ${tensorName} has ${nDims} dimensions (expected 1..${MAX_DIMS})`);
+      const dims: number[] = [];
+      for (let d = 0; d < nDims; d++) dims.push(cursor.size(`dimension ${d} of tensor ${tensorName}`));
+      const type = cursor.u32(`the type of tensor ${tensorName}`) as GgmlType;
+      const offset = cursor.size(`the offset of tensor ${tensorName}`);
+      infos.push({ name: tensorName, dims, type, offset });
+    }
+    const dataOffset = alignUp(cursor.position, alignment);
+
+    const tensors = new Map<string, GgufTensorInfo>();
+    for (const info of infos) {
+      if (tensors.has(info.name)) throw new GgufError(`${name}: tensor ${info.name} appears twice`);
+      const elementCount = info.dims.reduce((a, b) => a * b, 1);
+      const byteLength = tensorByteLength(info.type, elementCount, `GGUF tensor ${info.name}`);
+      // Quantized blocks never straddle rows in ggml.
+      const blockSize = ggmlTypeLayout(info.type)!.blockSize;
+      if (info.dims[0] % blockSize !== 0) {
+        throw new GgufError(`${name}: tensor ${info.name} has rows of ${info.dims[0]}, not a multiple of the ${ggmlTypeName(info.type)} block size ${blockSize}`);
+      }
+      if (info.offset % alignment !== 0) {
+        throw new GgufError(`${name}: tensor ${info.name} starts at offset ${info.offset}, not a multiple of the alignment ${alignment}`);
+      }
+      const end = dataOffset + info.offset + byteLength;
+      if (end > fileSize) {
+        throw new GgufError(
+          `GGUF file ${name} is truncated: tensor ${info.name} needs bytes up to ${end}, but the file has ${fileSize} bytes`,
+        );
+      }
+      tensors.set(info.name, { ...info, elementCount, byteLength });
+    }
+    return new GgufFile(file, fd, version, metadata, metadataTypes, tensors, alignment, dataOffset, fileSize);
+  }
+
+  /** The tensor's entry, or a clear error naming the file. */
+  tensor(name: string): GgufTensorInfo {
+    const info = this.tensors.get(name);
+    if (!info) throw new GgufError(`GGUF file ${path.basename(this.path)} has no tensor named ${name}`);
+    return info;
+  }
+
+  /** The raw bytes of a tensor as stored (quantized blocks included), in a new Buffer. */
+  readTensorBytes(name: string): Buffer {
+    return this.readInto(name, Buffer.allocUnsafe(this.tensor(name).byteLength));
+  }
+
+  /** A tensor's values as f32, in storage order (row-major with dims[0] fastest). */
+  readTensorFloat32(name: string): Float32Array {
+    const info = this.tensor(name);
+    // Reuse one scratch buffer for the raw bytes: fresh memory costs page faults, and loading touches ~100 MB.
+    if (!this.scratch || this.scratch.length < info.byteLength) this.scratch = Buffer.allocUnsafe(info.byteLength);
+    const bytes = this.readInto(name, this.scratch.subarray(0, info.byteLength));
+    return dequantize(info.type, bytes, info.elementCount, `GGUF tensor ${name}`);
+  }
+
+  private readInto(name: string, bytes: Buffer): Buffer {
+    const info = this.tensor(name);
+    const fd = this.openFd();
+    let filled = 0;
+    while (filled < bytes.length) {
+      const got = fs.readSync(fd, bytes, filled, bytes.length - filled, this.dataOffset + info.offset + filled);
+      if (got === 0) throw new GgufError(`GGUF file ${path.basename(this.path)}: short read in tensor ${name}`);
+      filled += got;
+    }
+    return bytes;
+  }
+
+  /** Close the file descriptor; idempotent. Reading tensors afterwards throws. */
+  close(): void {
+    if (this.fd !== undefined) {
+      fs.closeSync(this.fd);
+      this.fd = undefined;
+    }
+    this.scratch = undefined;
+  }
+
+  [Symbol.dispose](): void {
+    this.close();
+  }
+
+  private openFd(): number {
+    if (this.fd === undefined) throw new GgufError(`GGUF file ${path.basename(this.path)} is closed`);
+    return this.fd;
+  }
+}
+
+function displayName(file: string): string {
+  return path.basename(file);
+}
+
+function alignUp(offset: number, alignment: number): number {
+  return Math.ceil(offset / alignment) * alignment;
+}
+
+function readValue(cursor: FileCursor, type: number, key: string, depth: number): GgufValue {
+  switch (type) {
+    case GgufValueType.UINT8:
+      return cursor.u8(key);
+    case GgufValueType.INT8:
+      return cursor.i8(key);
+    case GgufValueType.UINT16:
+      return cursor.u16(key);
+    case GgufValueType.INT16:
+      return cursor.i16(key);
+    case GgufValueType.UINT32:
+      return cursor.u32(key);
+    case GgufValueType.INT32:
+      return cursor.i32(key);
+    case GgufValueType.FLOAT32:
+      return cursor.f32(key);
+    case GgufValueType.FLOAT64:
+      return cursor.f64(key);
+    case GgufValueType.UINT64:
+      return cursor.u64(key);
+    case GgufValueType.INT64:
+      return cursor.i64(key);
+    case GgufValueType.BOOL: {
+      const b = cursor.u8(key);
+      if (b > 1) throw new GgufError(`GGUF metadata ${key}: boolean byte is ${b}, expected 0 or 1`);
+      return b === 1;
+    }
+    case GgufValueType.STRING:
+      return cursor.string(key);
+    case GgufValueType.ARRAY: {
+      // Nested arrays are legal but never used in practice; bound the depth so a corrupt file cannot recurse forever.
+      if (depth > 4) throw new GgufError(`GGUF metadata ${key}: arrays nested deeper than 4 levels`);
+      const elementType = cursor.u32(`the element type of ${key}`);
+      const count = cursor.size(`the length of ${key}`);
+      // Every element takes at least one byte: a larger count means a corrupt or truncated file.
+      if (count > cursor.fileSize - cursor.position) {
+        throw new GgufError(`GGUF metadata ${key}: array of ${count} elements cannot fit in the rest of the file`);
+      }
+      const values: GgufValue[] = new Array(count);
+      for (let i = 0; i < count; i++) values[i] = readValue(cursor, elementType, key, depth + 1);
+      const array: GgufArray = { kind: 'array', elementType, values };
+      return array;
+    }
+    default:
+      throw new GgufError(`GGUF metadata ${key} has unknown value type ${type}`);
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * The model room: GGUF and safetensors readers, dequantization, the model
+ * config, the canonical f32 host weights and the tokenizer adapter.
+ */
+export * from './default-model';
+export { GgufFile } from './gguf';
+export { GgufMetadata } from './gguf-metadata';
+export {
+  GgmlType,
+  GgufValueType,
+  GgufError,
+  DEQUANTIZABLE_TYPES,
+  ggmlTypeName,
+  ggmlTypeLayout,
+} from './gguf-types';
+export type { GgufArray, GgufScalar, GgufValue, GgufTensorInfo, GgmlTypeLayout } from './gguf-types';
+export { dequantize, tensorByteLength } from './dequantize';
+export { SafetensorsFile, SafetensorsShards, SafetensorsError } from './safetensors';
+export type { SafetensorsTensorInfo } from './safetensors';
+export { ARCHITECTURES, ModelConfigError, configFromGguf, configFromHf, validateConfig } from './config';
+export type { Architecture, ModelConfig } from './config';
+export { WeightsError, weightSlots, unpermuteRopeRows } from './weights';
+export type { HostTensor, HostLayerWeights, HostWeights, WeightSlot } from './weights';
+export { loadGgufWeights, loadHfWeights } from './weights-load';
+export { Tokenizer, TokenizerError } from './tokenizer';
+export type { TokenizerOptions } from './tokenizer';
+export { tokenizerJsonFromGguf } from './gguf-tokenizer';
+export { loadModel, loadModelInfo } from './load';
+export type { LoadedModel } from './load';

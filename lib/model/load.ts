@@ -1,0 +1,101 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { ModelConfig, ModelConfigError, configFromGguf, configFromHf } from './config';
+import { DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolveModelPath } from './default-model';
+import { GgufFile } from './gguf';
+import { Tokenizer } from './tokenizer';
+import { HostWeights } from './weights';
+import { loadGgufWeights, loadHfWeights } from './weights-load';
+
+/** A model ready to upload: config, f32 host weights, tokenizer and the name reported to clients. */
+export interface LoadedModel {
+  readonly config: ModelConfig;
+  readonly weights: HostWeights;
+  readonly tokenizer: Tokenizer;
+  /** "SmolLM2-135M-Instruct" for the default model, else the file name without .gguf or the directory name. */
+  readonly name: string;
+  /** Absolute path of the GGUF file or Hugging Face directory. */
+  readonly path: string;
+}
+
+/**
+ * Load a model from a .gguf file or a Hugging Face directory (config.json,
+ * tokenizer.json, *.safetensors). Without an argument: `PJRT_SCORE_MODEL`,
+ * else the cached default model. Synchronous and CPU-bound (about a second
+ * for the default model): call it at startup, not per request.
+ */
+export function loadModel(pathOrDir?: string): LoadedModel {
+  const resolved = resolveModelPath(pathOrDir);
+  if (fs.statSync(resolved).isDirectory()) return loadHfModel(resolved);
+  return loadGgufModel(resolved);
+}
+
+/** Config and tokenizer only (no weights): what the request side needs, in ~0.2 s. */
+export function loadModelInfo(pathOrDir?: string): Omit<LoadedModel, 'weights'> {
+  const resolved = resolveModelPath(pathOrDir);
+  if (fs.statSync(resolved).isDirectory()) {
+    const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
+    return { config, tokenizer, name: path.basename(resolved), path: resolved };
+  }
+  const gguf = GgufFile.open(resolved);
+  try {
+    const config = configFromGguf(gguf);
+    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved };
+  } finally {
+    gguf.close();
+  }
+}
+
+function loadGgufModel(file: string): LoadedModel {
+  const gguf = GgufFile.open(file);
+  try {
+    const config = configFromGguf(gguf);
+    const tokenizer = ggufTokenizer(gguf, config);
+    const weights = loadGgufWeights(gguf, config);
+    return { config, weights, tokenizer, name: ggufName(file), path: file };
+  } finally {
+    gguf.close();
+  }
+}
+
+function loadHfModel(dir: string): LoadedModel {
+  const { config, tokenizer } = readHfConfigAndTokenizer(dir);
+  const weights = loadHfWeights(dir, config);
+  return { config, weights, tokenizer, name: path.basename(dir), path: dir };
+}
+
+function ggufTokenizer(gguf: GgufFile, config: ModelConfig): Tokenizer {
+  return Tokenizer.fromGguf(gguf, { bosTokenId: config.bosTokenId, eosTokenId: config.eosTokenId, addBos: config.addBos });
+}
+
+function ggufName(file: string): string {
+  if (path.resolve(file) === path.resolve(DEFAULT_MODEL.destination)) return DEFAULT_MODEL_NAME;
+  return path.basename(file).replace(/\.gguf$/i, '');
+}
+
+function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer: Tokenizer } {
+  const configFile = path.join(dir, 'config.json');
+  if (!fs.existsSync(configFile)) {
+    throw new ModelConfigError(`${dir} is not a Hugging Face model directory: it has no config.json`);
+  }
+  const readJson = (file: string): Record<string, unknown> | undefined => {
+    if (!fs.existsSync(file)) return undefined;
+    try {
+      return JSON.parse(fs.readFileSync(file, 'utf8')) as Record<string, unknown>;
+    } catch (err) {
+      throw new ModelConfigError(`cannot parse ${file}: ${(err as Error).message}`);
+    }
+  };
+  const tokenizerFile = path.join(dir, 'tokenizer.json');
+  const tokenizerJson = readJson(tokenizerFile);
+  if (!tokenizerJson) throw new ModelConfigError(`${dir} has no tokenizer.json`);
+  const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json'));
+  const config = configFromHf(readJson(configFile)!, tokenizerConfig, tokenizerJson, configFile);
+  const tokenizer = new Tokenizer(tokenizerJson, {
+    tokenizerConfig,
+    bosTokenId: config.bosTokenId,
+    eosTokenId: config.eosTokenId,
+    addBos: config.addBos,
+  });
+  return { config, tokenizer };
+}

@@ -1,0 +1,147 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import type { GgufFile } from './gguf';
+import { tokenizerJsonFromGguf } from './gguf-tokenizer';
+
+type Json = Record<string, unknown>;
+
+export interface TokenizerOptions {
+  /** Parsed tokenizer_config.json, if any (passed to @huggingface/tokenizers). */
+  readonly tokenizerConfig?: Json;
+  readonly bosTokenId?: number;
+  readonly eosTokenId?: number;
+  /** The model wants a BOS token at the start of each sequence (the caller adds it; encode never does). */
+  readonly addBos?: boolean;
+}
+
+export class TokenizerError extends Error {
+  readonly code = 'TOKENIZER_INVALID';
+  constructor(message: string) {
+    super(message);
+    this.name = 'TokenizerError';
+  }
+}
+
+/**
+ * Text <-> token ids for scoring, over @huggingface/tokenizers.
+ *
+ * `encode` has llama.cpp's `tokenize(text, add_special=false,
+ * parse_special=false)` semantics: it adds no BOS/EOS, and text that looks
+ * like a special token ("<|im_start|>") is tokenized as ordinary text, so a
+ * request can never inject control tokens. Special (control) tokens are
+ * therefore kept out of the library's added-token list; only non-special
+ * added tokens are split out of the text first, as llama.cpp and HF do.
+ */
+export class Tokenizer {
+  /** Number of token ids the tokenizer knows (max id + 1). */
+  readonly vocabSize: number;
+  readonly bosTokenId: number | undefined;
+  readonly eosTokenId: number | undefined;
+  readonly addBos: boolean;
+  private readonly hf: HfTokenizer;
+  /** Special tokens, decoded verbatim (they are not in the library's added tokens). */
+  private readonly specialText: ReadonlyMap<number, string>;
+
+  constructor(tokenizerJson: Json, options: TokenizerOptions = {}) {
+    const added = Array.isArray(tokenizerJson.added_tokens) ? (tokenizerJson.added_tokens as Json[]) : [];
+    const specialText = new Map<number, string>();
+    for (const t of added) if (t.special === true) specialText.set(t.id as number, t.content as string);
+    // The library insists on these keys; older tokenizer.json files may omit the ones they do not use.
+    const stripped = {
+      normalizer: null,
+      pre_tokenizer: null,
+      post_processor: null,
+      decoder: null,
+      ...tokenizerJson,
+      added_tokens: added.filter((t) => t.special !== true),
+    };
+    try {
+      this.hf = new HfTokenizer(stripped, { ...(options.tokenizerConfig ?? {}), clean_up_tokenization_spaces: false });
+    } catch (err) {
+      throw new TokenizerError(`cannot build the tokenizer: ${(err as Error).message}`);
+    }
+    this.specialText = specialText;
+    this.vocabSize = vocabularySize(tokenizerJson, added);
+    this.bosTokenId = options.bosTokenId;
+    this.eosTokenId = options.eosTokenId;
+    this.addBos = options.addBos ?? false;
+  }
+
+  /** From a Hugging Face directory: tokenizer.json (+ tokenizer_config.json when present). */
+  static fromHfDir(dir: string, options: Omit<TokenizerOptions, 'tokenizerConfig'> = {}): Tokenizer {
+    const file = path.join(dir, 'tokenizer.json');
+    if (!fs.existsSync(file)) throw new TokenizerError(`${path.resolve(dir)} has no tokenizer.json`);
+    const configFile = path.join(dir, 'tokenizer_config.json');
+    const tokenizerConfig = fs.existsSync(configFile) ? (readJson(configFile) as Json) : undefined;
+    return new Tokenizer(readJson(file) as Json, { ...options, tokenizerConfig });
+  }
+
+  /** From the tokenizer.ggml.* metadata of a GGUF file. */
+  static fromGguf(file: GgufFile, options: Omit<TokenizerOptions, 'tokenizerConfig'> = {}): Tokenizer {
+    return new Tokenizer(tokenizerJsonFromGguf(file), options);
+  }
+
+  /** Token ids of `text`: no special tokens added, none parsed from the text. */
+  encode(text: string): number[] {
+    if (typeof text !== 'string') throw new TypeError(`Tokenizer.encode expects a string, got ${typeof text}`);
+    if (text === '') return [];
+    return this.hf.encode(text, { add_special_tokens: false }).ids;
+  }
+
+  /** The text of `ids`, special tokens included verbatim, without any space clean-up. */
+  decode(ids: readonly number[]): string {
+    let text = '';
+    let run: number[] = [];
+    const flush = (): void => {
+      if (run.length) text += this.hf.decode(run, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+      run = [];
+    };
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+        throw new RangeError(`token id ${id} is outside the vocabulary [0, ${this.vocabSize})`);
+      }
+      const special = this.specialText.get(id);
+      if (special === undefined) {
+        run.push(id);
+      } else {
+        flush();
+        text += special;
+      }
+    }
+    flush();
+    return text;
+  }
+
+  /** The vocabulary entry of an id (byte-level form for BPE), or undefined. */
+  idToToken(id: number): string | undefined {
+    return this.specialText.get(id) ?? this.hf.id_to_token(id);
+  }
+
+  /** The id of a vocabulary entry, or undefined. */
+  tokenToId(token: string): number | undefined {
+    for (const [id, text] of this.specialText) if (text === token) return id;
+    return this.hf.token_to_id(token);
+  }
+}
+
+function readJson(file: string): unknown {
+  try {
+    return JSON.parse(fs.readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new TokenizerError(`cannot read ${file}: ${(err as Error).message}`);
+  }
+}
+
+/** Max id + 1 over the model vocabulary (object or Unigram-style array) and the added tokens. */
+function vocabularySize(tokenizerJson: Json, added: readonly Json[]): number {
+  const model = (tokenizerJson.model ?? {}) as Json;
+  let size = 0;
+  if (Array.isArray(model.vocab)) size = model.vocab.length;
+  else if (model.vocab && typeof model.vocab === 'object') {
+    for (const id of Object.values(model.vocab as Record<string, number>)) if (id + 1 > size) size = id + 1;
+  }
+  for (const t of added) if ((t.id as number) + 1 > size) size = (t.id as number) + 1;
+  if (size === 0) throw new TokenizerError('the tokenizer has an empty vocabulary');
+  return size;
+}

@@ -1,0 +1,174 @@
+'use strict';
+// The Scorer with the real default model: every plan equals the serial
+// reference, items are isolated, requests are deterministic, bad input never
+// reaches the device.
+const test = require('tape');
+const { Scorer, ScoreInputError } = require('..');
+
+let scorer;
+test('setup: load the default model', async (t) => {
+  scorer = await Scorer.load({ diskCache: true });
+  t.equal(scorer.modelName, 'SmolLM2-135M-Instruct');
+  t.equal(scorer.config.vocabSize, 49152);
+});
+
+function maxDiff(a, b) {
+  let m = 0;
+  a.forEach((row, i) => row.forEach((x, j) => (m = Math.max(m, Math.abs(x - b[i][j])))));
+  return m;
+}
+
+const YES = 9805; // ' yes'
+const NO = 787; // ' no'
+
+const CASES = [
+  { name: '1 item', query: 'Is the sky blue? Answer yes or no:', items: [' The sky is blue.'] },
+  {
+    name: '100 items',
+    query: 'Pick the best fruit for a pie. Candidate:',
+    items: Array.from({ length: 100 }, (_, i) => ` candidate number ${i} ${'is a fine choice '.repeat(i % 4)}`.trimEnd()),
+  },
+  { name: 'unicode items', query: 'Traduire en français : thank you →', items: [' merci', ' 谢谢', ' ありがとう 🙏', ' danke schön', ' ¡gracias!'] },
+  { name: 'an empty item', query: 'Complete the sentence: the cat sat on the', items: ['', ' mat', ''] },
+  {
+    name: 'items of very different lengths',
+    query: 'Rate this review:',
+    items: [' ok', ' This product exceeded every expectation I had, and the support team answered within minutes when I had a question about setup. Highly recommended for anyone.', ' bad', ' Mediocre at best, it broke after two weeks.'],
+  },
+];
+
+for (const c of CASES) {
+  test(`packed and prefix equal serial: ${c.name}`, async (t) => {
+    for (const applySoftmax of [false, true]) {
+      const req = { query: c.query, items: c.items, labelTokenIds: [YES, NO, 9454, 2753], applySoftmax };
+      const serial = await scorer.score({ ...req, algorithm: 'serial' });
+      const packed = await scorer.score({ ...req, algorithm: 'packed' });
+      const prefix = await scorer.score({ ...req, algorithm: 'prefix' });
+      t.equal(serial.scores.length, c.items.length, 'one row per item');
+      t.ok(serial.scores.every((r) => r.length === 4 && r.every((x) => Number.isFinite(x) && x >= 0)), 'finite non-negative scores');
+      const dp = maxDiff(packed.scores, serial.scores);
+      const dx = maxDiff(prefix.scores, serial.scores);
+      t.ok(dp <= 1e-4, `applySoftmax=${applySoftmax}: packed vs serial max |diff| ${dp.toExponential(2)}`);
+      t.ok(dx <= 1e-4, `applySoftmax=${applySoftmax}: prefix vs serial max |diff| ${dx.toExponential(2)}`);
+      if (applySoftmax) t.ok(serial.scores.every((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1) < 1e-5), 'rows sum to 1');
+    }
+  });
+}
+
+test('token-id input equals the same text tokenized', async (t) => {
+  const query = 'Is water wet? Answer:';
+  const items = [' yes', ' no', ' maybe'];
+  const text = await scorer.score({ query, items, labelTokenIds: [YES, NO], algorithm: 'packed' });
+  const ids = await scorer.score({ query: scorer.tokenize(query), items: items.map((i) => scorer.tokenize(i)), labelTokenIds: [YES, NO], algorithm: 'serial' });
+  t.ok(maxDiff(text.scores, ids.scores) <= 1e-4, `max |diff| ${maxDiff(text.scores, ids.scores).toExponential(2)}`);
+  t.equal(ids.usage.promptTokens, scorer.tokenize(query).length + items.reduce((a, i) => a + scorer.tokenize(i).length, 0), 'usage counts the query once plus every item');
+});
+
+test('isolation: replacing one item leaves the others unchanged', async (t) => {
+  const query = 'Which city is in Italy? Candidate:';
+  const base = [' Rome', ' Paris', ' Madrid', ' Milan'];
+  const labelTokenIds = [YES, NO];
+  for (const algorithm of ['packed', 'prefix']) {
+    const a = await scorer.score({ query, items: base, labelTokenIds, algorithm });
+    const sameLength = [...base];
+    sameLength[1] = ' Lyon'; // one token, as ' Paris'
+    t.equal(scorer.tokenize(sameLength[1]).length, scorer.tokenize(base[1]).length, 'replacement has the same length');
+    const b = await scorer.score({ query, items: sameLength, labelTokenIds, algorithm });
+    const longer = [...base];
+    longer[1] = ' the beautiful city of Paris in France';
+    const c = await scorer.score({ query, items: longer, labelTokenIds, algorithm });
+    for (const i of [0, 2, 3]) {
+      t.deepEqual(b.scores[i], a.scores[i], `${algorithm}: item ${i} bit-identical after a same-length replacement`);
+      t.ok(Math.max(...c.scores[i].map((x, j) => Math.abs(x - a.scores[i][j]))) <= 1e-6, `${algorithm}: item ${i} within 1e-6 after a longer replacement`);
+    }
+  }
+});
+
+test('the same request twice gives identical scores', async (t) => {
+  const req = { query: 'Say something nice:', items: [' You are great', ' Have a nice day', ''], labelTokenIds: [YES, NO, 13] };
+  for (const algorithm of ['serial', 'packed', 'prefix', 'auto']) {
+    const a = await scorer.score({ ...req, algorithm });
+    const b = await scorer.score({ ...req, algorithm });
+    t.deepEqual(b.scores, a.scores, `${algorithm}: identical`);
+  }
+});
+
+test('item_first runs the serial path and matches a hand-built sequence', async (t) => {
+  const r = await scorer.score({ query: ' is the answer.', items: [' Paris', ' London'], labelTokenIds: [YES, NO], itemFirst: true, algorithm: 'packed' });
+  t.equal(r.algorithm, 'serial', 'item_first is served by the serial plan');
+  const manual = await scorer.score({ query: scorer.tokenize(' Paris').concat(scorer.tokenize(' is the answer.')), items: [[]], labelTokenIds: [YES, NO], algorithm: 'serial' });
+  t.ok(maxDiff([r.scores[0]], manual.scores) <= 1e-4, 'item ++ query scored as one sequence');
+});
+
+test('sense check: the right answer ranks first', async (t) => {
+  const query = '<|im_start|>user\nIs Paris the capital of France? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n';
+  const r = await scorer.score({ query: scorer.tokenize(query.replace(/<\|im_start\|>|<\|im_end\|>/g, '')), items: [[]], labelTokenIds: [10407, 4607], applySoftmax: true });
+  void r;
+  const qa = await scorer.score({
+    query: 'Question: What is the capital of France?\nAnswer:',
+    items: [' Paris', ' London', ' Berlin'],
+    labelTokenIds: [198], // newline after a complete answer
+    applySoftmax: false,
+  });
+  void qa;
+  const judge = await scorer.score({
+    query: 'The capital of France is',
+    items: [' Paris.', ' London.', ' Berlin.'],
+    labelTokenIds: [YES, NO],
+    applySoftmax: false,
+  });
+  void judge;
+  const best = await scorer.score({
+    query: 'Q: What is the capital of France?\nA: The capital of France is',
+    items: [''],
+    labelTokenIds: scorer.tokenize(' Paris').concat(scorer.tokenize(' London'), scorer.tokenize(' Berlin')),
+    applySoftmax: true,
+  });
+  const [paris, london, berlin] = best.scores[0];
+  t.ok(paris > london && paris > berlin, `P(Paris)=${paris.toFixed(3)} > P(London)=${london.toFixed(3)}, P(Berlin)=${berlin.toFixed(3)}`);
+});
+
+test('invalid input throws ScoreInputError naming the field and never reaches the device', async (t) => {
+  const before = JSON.stringify(scorer.stats());
+  const bad = [
+    [{ items: ['a'], labelTokenIds: [1] }, 'query'],
+    [{ query: 'q', labelTokenIds: [1] }, 'items'],
+    [{ query: 'q', items: 5, labelTokenIds: [1] }, 'items'],
+    [{ query: 'q', items: ['a', [1, 2]], labelTokenIds: [1] }, 'items'],
+    [{ query: 'q', items: ['a'] }, 'labelTokenIds'],
+    [{ query: 'q', items: ['a'], labelTokenIds: [] }, 'labelTokenIds'],
+    [{ query: 'q', items: ['a'], labelTokenIds: [1.5] }, 'labelTokenIds'],
+    [{ query: 'q', items: ['a'], labelTokenIds: [-1] }, 'labelTokenIds'],
+    [{ query: 'q', items: ['a'], labelTokenIds: [49152] }, 'labelTokenIds'],
+    [{ query: [1, 2, 49152], items: [[1]], labelTokenIds: [1] }, 'query'],
+    [{ query: [1, 2], items: [[1, -3]], labelTokenIds: [1] }, 'items'],
+    [{ query: 'q', items: ['a'], labelTokenIds: [1], applySoftmax: 'yes' }, 'applySoftmax'],
+    [{ query: 'q', items: ['a'], labelTokenIds: [1], itemFirst: 1 }, 'itemFirst'],
+    [{ query: '', items: ['a'], labelTokenIds: [1] }, 'query'],
+    [{ query: 'q', items: ['x'.repeat(1)], labelTokenIds: [1], extra: 1, query2: 2 }, null],
+    [{ query: 'word '.repeat(9000), items: ['a'], labelTokenIds: [1] }, 'query'],
+  ];
+  for (const [req, param] of bad) {
+    if (param === null) continue; // unknown fields are ignored, like SGLang
+    try {
+      await scorer.score(req);
+      t.fail(`should reject ${JSON.stringify(req).slice(0, 80)}`);
+    } catch (err) {
+      t.ok(err instanceof ScoreInputError, `${param}: ScoreInputError "${err.message.slice(0, 100)}"`);
+      t.equal(err.param, param, `param is ${param}`);
+      t.equal(err.code, 400, 'code 400');
+    }
+  }
+  t.equal(JSON.stringify(scorer.stats()), before, 'no program ran and nothing was compiled');
+});
+
+test('empty items: no work, empty scores', async (t) => {
+  const r = await scorer.score({ query: 'q', items: [], labelTokenIds: [1] });
+  t.deepEqual(r.scores, []);
+});
+
+test('teardown', (t) => {
+  scorer.dispose();
+  scorer.dispose();
+  t.end();
+});
