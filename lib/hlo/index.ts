@@ -1,0 +1,38 @@
+/**
+ * lib/hlo: a typed StableHLO text builder and the programs built with it.
+ *
+ * Builder: `ModuleBuilder` -> `FunctionBuilder` (params, ops, regions, loops,
+ * return) -> MLIR text. `buildProgram` wraps that into an `HloProgram` with
+ * input/output descriptions and a hash. `nn` holds softmax/logsumexp/rmsNorm.
+ * Programs: `programs.maskedAttention`, `programs.lmHeadGather`; their cores
+ * (`maskedAttentionDense`, `maskedAttentionFactored`, `lmHeadGather`, ...) are
+ * exported for use inside bigger programs (the transformer).
+ */
+
+export { HloBuildError, TensorType, tensorType } from './types';
+export type { HloElementType } from './types';
+export { HloValue } from './core';
+export type { Operand } from './core';
+export { FunctionBuilder, ModuleBuilder } from './builder';
+export type { ComparisonDirection } from './ops-elementwise';
+export type { GatherDims } from './ops-shape';
+export type { DotDims } from './ops-dot';
+export type { ForLoopOptions } from './control-flow';
+export * as nn from './nn';
+export { buildProgram } from './program';
+export type { HloProgram, ProgramTensor } from './program';
+export { DUMP_ENV as HLO_DUMP_ENV } from './dump';
+export {
+  causalPrefixAttention,
+  denseSegmentMask,
+  itemsOverPrefixAttention,
+  maskedAttentionDense,
+  maskedAttentionFactored,
+} from './attention';
+export type { AttentionOptions, FactoredAttentionInputs, ItemsOverPrefixInputs } from './attention';
+export { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
+export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';
+export { programs } from './programs';
+export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './programs';
+export { decoderDense, decoderExtend, decoderFused, decoderPrefill, decoderWeightSpecs, qkvWidth } from './transformer';
+export type { DecoderDims, DecoderWeightName, DecoderWeightSpec, DenseDecoderShape, ExtendShape, FactoredDecoderShape, PrefillShape } from './transformer';
