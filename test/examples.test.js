@@ -11,3 +11,14 @@ test('examples/compile-and-run.js prints the product computed on the device', (t
   t.match(r.stdout, /\[ 2, 2 \] Float32Array\(4\) \[ 4, 5, 10, 11 \]/, 'prints [[4, 5], [10, 11]]');
   t.end();
 });
+
+test('examples/rank-answers.js (the README example) ranks the right answer first', (t) => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'examples', 'rank-answers.js')], { encoding: 'utf8', timeout: 300000 });
+  t.equal(r.status, 0, `exit 0${r.status ? `: ${r.stderr.slice(-500)}` : ''}`);
+  const lines = r.stdout.trim().split('\n').filter((l) => /P\(yes\)/.test(l));
+  t.equal(lines.length, 4, 'four candidates ranked');
+  t.match(lines[0] || '', /^Paris\s/, `first: ${lines[0]}`);
+  const probabilities = lines.map((l) => Number(l.split('=')[1]));
+  t.ok(probabilities.every((p, i) => i === 0 || p <= probabilities[i - 1]), 'printed in decreasing P(yes)');
+  t.end();
+});

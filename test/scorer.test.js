@@ -100,34 +100,6 @@ test('item_first runs the serial path and matches a hand-built sequence', async 
   t.ok(maxDiff([r.scores[0]], manual.scores) <= 1e-4, 'item ++ query scored as one sequence');
 });
 
-test('sense check: the right answer ranks first', async (t) => {
-  const query = '<|im_start|>user\nIs Paris the capital of France? Answer yes or no.<|im_end|>\n<|im_start|>assistant\n';
-  const r = await scorer.score({ query: scorer.tokenize(query.replace(/<\|im_start\|>|<\|im_end\|>/g, '')), items: [[]], labelTokenIds: [10407, 4607], applySoftmax: true });
-  void r;
-  const qa = await scorer.score({
-    query: 'Question: What is the capital of France?\nAnswer:',
-    items: [' Paris', ' London', ' Berlin'],
-    labelTokenIds: [198], // newline after a complete answer
-    applySoftmax: false,
-  });
-  void qa;
-  const judge = await scorer.score({
-    query: 'The capital of France is',
-    items: [' Paris.', ' London.', ' Berlin.'],
-    labelTokenIds: [YES, NO],
-    applySoftmax: false,
-  });
-  void judge;
-  const best = await scorer.score({
-    query: 'Q: What is the capital of France?\nA: The capital of France is',
-    items: [''],
-    labelTokenIds: scorer.tokenize(' Paris').concat(scorer.tokenize(' London'), scorer.tokenize(' Berlin')),
-    applySoftmax: true,
-  });
-  const [paris, london, berlin] = best.scores[0];
-  t.ok(paris > london && paris > berlin, `P(Paris)=${paris.toFixed(3)} > P(London)=${london.toFixed(3)}, P(Berlin)=${berlin.toFixed(3)}`);
-});
-
 test('invalid input throws ScoreInputError naming the field and never reaches the device', async (t) => {
   const before = JSON.stringify(scorer.stats());
   const bad = [
