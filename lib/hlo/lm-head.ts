@@ -1,0 +1,67 @@
+/**
+ * The LM-head gather: label log-probabilities at a few positions without ever
+ * forming logits for every token. Only [K, V] logits exist on the device and
+ * only [K, Lb] label log-probabilities leave it.
+ */
+
+import { FunctionBuilder } from './builder';
+import { HloValue } from './core';
+import { logsumexp, rmsNorm } from './nn';
+import { HloBuildError, formatDims } from './types';
+
+export interface LabelLogprobInputs {
+  /** Hidden states at the scoring positions [K, Dm] (before the final norm). */
+  rows: HloValue;
+  /** Final RMSNorm weight [Dm]. */
+  finalNormWeight: HloValue;
+  /** LM head [V, Dm] (the token embedding when tied). */
+  lmHead: HloValue;
+  /** Label token ids s32 [Lb], each in [0, V) (clamped). */
+  labels: HloValue;
+}
+
+export interface LmHeadOptions {
+  /** RMSNorm epsilon (the model's rms_norm_eps). */
+  eps: number;
+}
+
+/** log_softmax(rmsNorm(rows) @ lmHead^T)[:, labels] -> [K, Lb]. */
+export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, opts: LmHeadOptions): HloValue {
+  const op = 'lmHeadLabelLogprobs';
+  const { rows, finalNormWeight, lmHead, labels } = x;
+  if (rows.rank !== 2 || lmHead.rank !== 2 || rows.dims[1] !== lmHead.dims[1]) {
+    throw new HloBuildError(`${op}: rows [K, Dm] and lmHead [V, Dm] must share Dm, got ${formatDims(rows.dims)} and ${formatDims(lmHead.dims)}`);
+  }
+  if (labels.rank !== 1 || labels.elementType !== 's32') throw new HloBuildError(`${op}: labels must be s32[Lb], got ${labels.type}`);
+  const vocab = lmHead.dims[0];
+  if (vocab === 0) throw new HloBuildError(`${op}: the vocabulary is empty`);
+
+  const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
+  const logits = f.dotGeneral(normed, lmHead, { lhsContract: [1], rhsContract: [1] }); // [K, V]
+  const logNormalizer = logsumexp(f, logits, 1); // [K]
+  const labelLogits = f.take(logits, f.clamp(0, labels, vocab - 1), 1); // [K, Lb]
+  return f.subtract(labelLogits, f.expandReduced(logNormalizer, labelLogits.dims, [1]));
+}
+
+export interface LmHeadGatherInputs {
+  /** Hidden states [T, Dm]. */
+  hidden: HloValue;
+  /** Positions to score, s32 [K]; entries < 0 are padding (their rows are finite garbage). */
+  gatherIndices: HloValue;
+  finalNormWeight: HloValue;
+  lmHead: HloValue;
+  labels: HloValue;
+}
+
+/** Gathers hidden[gatherIndices] (clamped into [0, T)), then `lmHeadLabelLogprobs`. */
+export function lmHeadGather(f: FunctionBuilder, x: LmHeadGatherInputs, opts: LmHeadOptions): HloValue {
+  const op = 'lmHeadGather';
+  if (x.hidden.rank !== 2) throw new HloBuildError(`${op}: hidden must be [T, Dm], got ${x.hidden.type}`);
+  if (x.gatherIndices.rank !== 1 || x.gatherIndices.elementType !== 's32') {
+    throw new HloBuildError(`${op}: gatherIndices must be s32[K], got ${x.gatherIndices.type}`);
+  }
+  const tokens = x.hidden.dims[0];
+  if (tokens === 0) throw new HloBuildError(`${op}: hidden has no tokens to gather from`);
+  const rows = f.take(x.hidden, f.clamp(0, x.gatherIndices, tokens - 1), 0); // [K, Dm]
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: x.finalNormWeight, lmHead: x.lmHead, labels: x.labels }, opts);
+}

@@ -1,0 +1,117 @@
+/**
+ * Neural-network helpers written on top of the builder ops. Each takes the
+ * builder first so it works in a function body and inside loop bodies alike.
+ */
+
+import { FunctionBuilder } from './builder';
+import { HloValue } from './core';
+import { HloBuildError, TensorType, formatDims, isFloatType } from './types';
+
+function lastAxis(x: HloValue, axis: number | undefined, op: string): number {
+  const a = axis ?? x.rank - 1;
+  if (!Number.isInteger(a) || a < 0 || a >= x.rank) throw new HloBuildError(`${op}: axis ${a} is out of range for ${x.type}`);
+  if (!isFloatType(x.elementType)) throw new HloBuildError(`${op}: needs a floating-point operand, got ${x.type}`);
+  return a;
+}
+
+/** Mean over `axes`, the reduced dims dropped. */
+export function mean(f: FunctionBuilder, x: HloValue, axes: readonly number[]): HloValue {
+  const n = axes.reduce((acc, a) => acc * x.dims[a], 1);
+  if (n === 0) throw new HloBuildError(`mean: reducing ${formatDims(x.dims)} over ${formatDims(axes)} has no elements`);
+  return f.divide(f.reduceSum(x, axes), n);
+}
+
+/** log(sum(exp(x))) over `axis` (dropped), stable for large values and all -inf rows (-> -inf). */
+export function logsumexp(f: FunctionBuilder, x: HloValue, axis?: number): HloValue {
+  const a = lastAxis(x, axis, 'logsumexp');
+  const m = f.reduceMax(x, [a]);
+  // A row of all -inf has max -inf; shift by 0 instead so exp gives 0, not NaN.
+  const shift = f.select(f.gt(m, -Infinity), m, 0);
+  const sum = f.reduceSum(f.exponential(f.subtract(x, f.expandReduced(shift, x.dims, [a]))), [a]);
+  return f.add(f.log(sum), shift);
+}
+
+/** x - logsumexp(x) over `axis` (kept). */
+export function logSoftmax(f: FunctionBuilder, x: HloValue, axis?: number): HloValue {
+  const a = lastAxis(x, axis, 'logSoftmax');
+  return f.subtract(x, f.expandReduced(logsumexp(f, x, a), x.dims, [a]));
+}
+
+/** exp(x - max) / sum over `axis`. */
+export function softmax(f: FunctionBuilder, x: HloValue, axis?: number): HloValue {
+  const a = lastAxis(x, axis, 'softmax');
+  const m = f.reduceMax(x, [a]);
+  const e = f.exponential(f.subtract(x, f.expandReduced(m, x.dims, [a])));
+  return f.divide(e, f.expandReduced(f.reduceSum(e, [a]), x.dims, [a]));
+}
+
+/**
+ * RMSNorm over the last axis: x * rsqrt(mean(x^2) + eps) * weight, with
+ * `weight` of the last axis' size.
+ */
+export function rmsNorm(f: FunctionBuilder, x: HloValue, weight: HloValue, eps: number): HloValue {
+  const a = lastAxis(x, undefined, 'rmsNorm');
+  if (weight.rank !== 1 || weight.dims[0] !== x.dims[a] || weight.elementType !== x.elementType) {
+    throw new HloBuildError(`rmsNorm: weight must be ${x.elementType}[${x.dims[a]}], got ${weight.type}`);
+  }
+  if (!(eps >= 0)) throw new HloBuildError(`rmsNorm: eps must be a non-negative number, got ${eps}`);
+  const inv = f.rsqrt(f.add(mean(f, f.multiply(x, x), [a]), eps));
+  const normed = f.multiply(x, f.expandReduced(inv, x.dims, [a]));
+  return f.multiply(normed, f.broadcastInDim(weight, x.dims, [a]));
+}
+
+/** SiLU (swish): x * sigmoid(x). */
+export function silu(f: FunctionBuilder, x: HloValue): HloValue {
+  return f.multiply(x, f.logistic(x));
+}
+
+/**
+ * A linear layer in the PyTorch weight layout: x [..., In] times weight
+ * [Out, In] (transposed), plus an optional bias [Out] -> [..., Out].
+ */
+export function linear(f: FunctionBuilder, x: HloValue, weight: HloValue, bias?: HloValue): HloValue {
+  const a = x.rank - 1;
+  if (x.rank < 1 || weight.rank !== 2 || weight.dims[1] !== x.dims[a]) {
+    throw new HloBuildError(`linear: weight must be [Out, ${x.dims[a]}] for x ${formatDims(x.dims)}, got ${formatDims(weight.dims)}`);
+  }
+  const y = f.dotGeneral(x, weight, { lhsContract: [a], rhsContract: [1] });
+  if (!bias) return y;
+  if (bias.rank !== 1 || bias.dims[0] !== weight.dims[0]) throw new HloBuildError(`linear: bias must be [${weight.dims[0]}], got ${formatDims(bias.dims)}`);
+  return f.add(y, f.broadcastInDim(bias, y.dims, [y.rank - 1]));
+}
+
+/**
+ * Rotary tables for positions s32 [T]: angle[t, i] = pos[t] * theta^(-2i/D),
+ * i < D/2, computed in f32 on the device -> { cos, sin } [T, D/2].
+ */
+export function rotaryTables(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number): { cos: HloValue; sin: HloValue } {
+  if (positions.rank !== 1 || positions.elementType !== 's32') throw new HloBuildError(`rotaryTables: positions must be s32[T], got ${positions.type}`);
+  if (!(headDim > 0 && headDim % 2 === 0)) throw new HloBuildError(`rotaryTables: head dim must be even and positive, got ${headDim}`);
+  if (!(theta > 0)) throw new HloBuildError(`rotaryTables: theta must be positive, got ${theta}`);
+  const half = headDim / 2;
+  const t = positions.dims[0];
+  const invFreq = Array.from({ length: half }, (_, i) => 1 / theta ** ((2 * i) / headDim));
+  const freq = f.broadcastInDim(f.constant(invFreq, new TensorType('f32', [half])), [t, half], [1]);
+  const pos = f.broadcastInDim(f.convert(positions, 'f32'), [t, half], [0]);
+  const angle = f.multiply(pos, freq);
+  return { cos: f.cosine(angle), sin: f.sine(angle) };
+}
+
+/**
+ * Rotary position embedding, "rotate half" convention (Hugging Face Llama):
+ * x [T, H, D] with halves x1, x2 -> [x1 cos - x2 sin, x2 cos + x1 sin];
+ * cos and sin are [T, D/2].
+ */
+export function applyRotary(f: FunctionBuilder, x: HloValue, cos: HloValue, sin: HloValue): HloValue {
+  if (x.rank !== 3) throw new HloBuildError(`applyRotary: x must be [T, H, D], got ${formatDims(x.dims)}`);
+  const [t, h, d] = x.dims;
+  const half = d / 2;
+  for (const [name, v] of [['cos', cos], ['sin', sin]] as const) {
+    if (v.rank !== 2 || v.dims[0] !== t || v.dims[1] !== half) throw new HloBuildError(`applyRotary: ${name} must be [${t}, ${half}], got ${formatDims(v.dims)}`);
+  }
+  const x1 = f.slice(x, [0, 0, 0], [t, h, half]);
+  const x2 = f.slice(x, [0, 0, half], [t, h, d]);
+  const c = f.broadcastInDim(cos, [t, h, half], [0, 2]);
+  const s = f.broadcastInDim(sin, [t, h, half], [0, 2]);
+  return f.concatenate([f.subtract(f.multiply(x1, c), f.multiply(x2, s)), f.add(f.multiply(x2, c), f.multiply(x1, s))], 2);
+}

@@ -1,0 +1,74 @@
+/**
+ * dot_general: a batched tensor contraction. The result dims are, in order,
+ * the batch dims, the free lhs dims, then the free rhs dims.
+ */
+
+import { HloValue } from './core';
+import { ShapeBuilder } from './ops-shape';
+import { HloBuildError, formatDims } from './types';
+
+export interface DotDims {
+  lhsBatch?: readonly number[];
+  rhsBatch?: readonly number[];
+  lhsContract: readonly number[];
+  rhsContract: readonly number[];
+  /** Optional precision for both operands (no effect on CPU f32). */
+  precision?: 'DEFAULT' | 'HIGH' | 'HIGHEST';
+}
+
+export class DotBuilder extends ShapeBuilder {
+  dotGeneral(lhs: HloValue, rhs: HloValue, d: DotDims): HloValue {
+    this.use('dot_general', lhs);
+    this.use('dot_general', rhs);
+    const lb = d.lhsBatch ?? [];
+    const rb = d.rhsBatch ?? [];
+    const lc = d.lhsContract;
+    const rc = d.rhsContract;
+    if (lhs.elementType !== rhs.elementType) {
+      throw new HloBuildError(`dot_general: element types differ: lhs ${lhs.type}, rhs ${rhs.type}`);
+    }
+    this.checkAxes('dot_general', lb, lhs.rank, 'lhs batch dims');
+    this.checkAxes('dot_general', lc, lhs.rank, 'lhs contracting dims');
+    this.checkAxes('dot_general', rb, rhs.rank, 'rhs batch dims');
+    this.checkAxes('dot_general', rc, rhs.rank, 'rhs contracting dims');
+    for (const [side, batch, contract] of [['lhs', lb, lc], ['rhs', rb, rc]] as const) {
+      const both = batch.find((a) => contract.includes(a));
+      if (both !== undefined) throw new HloBuildError(`dot_general: ${side} dim ${both} is both a batch and a contracting dim`);
+    }
+    if (lb.length !== rb.length) throw new HloBuildError(`dot_general: ${lb.length} lhs batch dims vs ${rb.length} rhs batch dims`);
+    if (lc.length !== rc.length) throw new HloBuildError(`dot_general: ${lc.length} lhs contracting dims vs ${rc.length} rhs contracting dims`);
+    lb.forEach((a, i) => {
+      if (lhs.dims[a] !== rhs.dims[rb[i]]) {
+        throw new HloBuildError(`dot_general: batch dims differ: lhs[${a}]=${lhs.dims[a]}, rhs[${rb[i]}]=${rhs.dims[rb[i]]}`);
+      }
+    });
+    lc.forEach((a, i) => {
+      if (lhs.dims[a] !== rhs.dims[rc[i]]) {
+        throw new HloBuildError(`dot_general: contracting dims differ: lhs[${a}]=${lhs.dims[a]}, rhs[${rc[i]}]=${rhs.dims[rc[i]]}`);
+      }
+    });
+    const lhsFree = lhs.dims.filter((_, i) => !lb.includes(i) && !lc.includes(i));
+    const rhsFree = rhs.dims.filter((_, i) => !rb.includes(i) && !rc.includes(i));
+    const dims = [...lb.map((a) => lhs.dims[a]), ...lhsFree, ...rhsFree];
+    const list = (xs: readonly number[]): string => `[${xs.join(', ')}]`;
+    const dn = [
+      ...(lb.length ? [`lhs_batching_dimensions = ${list(lb)}`, `rhs_batching_dimensions = ${list(rb)}`] : []),
+      `lhs_contracting_dimensions = ${list(lc)}`,
+      `rhs_contracting_dimensions = ${list(rc)}`,
+    ].join(', ');
+    const attrs: [string, string][] = [['dot_dimension_numbers', `#stablehlo.dot<${dn}>`]];
+    if (d.precision) {
+      const p = `#stablehlo<precision ${d.precision}>`;
+      attrs.push(['precision_config', `[${p}, ${p}]`]);
+    }
+    return this.emit1('dot_general', [lhs, rhs], lhs.type.withDims(dims), attrs);
+  }
+
+  /** Plain matrix product [m, k] x [k, n] -> [m, n]. */
+  matmul(lhs: HloValue, rhs: HloValue): HloValue {
+    if (lhs.rank !== 2 || rhs.rank !== 2) {
+      throw new HloBuildError(`matmul: needs two matrices, got ${formatDims(lhs.dims)} and ${formatDims(rhs.dims)}`);
+    }
+    return this.dotGeneral(lhs, rhs, { lhsContract: [1], rhsContract: [0] });
+  }
+}

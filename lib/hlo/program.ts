@@ -1,0 +1,59 @@
+/**
+ * A built program: StableHLO text plus the description of its inputs and
+ * outputs (names, element types, dims), and a content hash for caches.
+ */
+
+import { createHash } from 'node:crypto';
+import { FunctionBuilder, ModuleBuilder } from './builder';
+import { HloValue } from './core';
+import { maybeDumpProgram } from './dump';
+import { HloBuildError, HloElementType } from './types';
+
+export interface ProgramTensor {
+  name: string;
+  dtype: HloElementType;
+  dims: number[];
+}
+
+export interface HloProgram {
+  /** Module name, e.g. `masked_attention_dense`. */
+  name: string;
+  /** StableHLO MLIR text, entry function `main`. */
+  text: string;
+  /** sha256 of `text`, hex. */
+  hash: string;
+  /** Parameters of `main`, in order. */
+  inputs: ProgramTensor[];
+  /** Results of `main`, in order. */
+  outputs: ProgramTensor[];
+}
+
+/**
+ * Builds a one-function program: `build` declares parameters with `f.param`
+ * and returns the named outputs, in order.
+ *
+ *   buildProgram('scale', (f) => {
+ *     const x = f.param(TensorType.f32([4]), 'x');
+ *     return { y: f.multiply(x, 2) };
+ *   });
+ */
+export function buildProgram(name: string, build: (f: FunctionBuilder) => Record<string, HloValue>): HloProgram {
+  const m = new ModuleBuilder(name);
+  const f = m.func('main');
+  const outs = build(f);
+  if (!outs || typeof outs !== 'object') throw new HloBuildError(`${name}: the build callback must return an object of named outputs`);
+  const entries = Object.entries(outs);
+  if (!entries.length) throw new HloBuildError(`${name}: a program needs at least one output`);
+  f.return(entries.map(([, v]) => v));
+  const text = m.toText();
+  const hash = createHash('sha256').update(text).digest('hex');
+  maybeDumpProgram(name, hash, text);
+  const describe = (n: string, v: HloValue): ProgramTensor => ({ name: n, dtype: v.elementType, dims: v.dims.slice() });
+  return {
+    name,
+    text,
+    hash,
+    inputs: f.params.map((v) => describe(v.ref.slice(1), v)),
+    outputs: entries.map(([n, v]) => describe(n, v)),
+  };
+}

@@ -1,0 +1,127 @@
+/**
+ * Tensor types for the StableHLO builder: an element type plus a static shape.
+ *
+ * Element type names follow the runtime (`'f32'`, `'s32'`, `'pred'`, ...) so a
+ * program's input and output descriptions can be handed to the runtime as is;
+ * `mlirElementType` maps them to MLIR spelling (`f32`, `i32`, `i1`, ...).
+ */
+
+export type HloElementType = 'pred' | 's8' | 's32' | 's64' | 'u8' | 'u32' | 'f16' | 'bf16' | 'f32' | 'f64';
+
+const MLIR_NAMES: Record<HloElementType, string> = {
+  pred: 'i1',
+  s8: 'i8',
+  s32: 'i32',
+  s64: 'i64',
+  u8: 'ui8',
+  u32: 'ui32',
+  f16: 'f16',
+  bf16: 'bf16',
+  f32: 'f32',
+  f64: 'f64',
+};
+
+/** Thrown for any program that cannot be built: wrong shapes, types, axes. */
+export class HloBuildError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'HloBuildError';
+  }
+}
+
+export function isElementType(x: unknown): x is HloElementType {
+  return typeof x === 'string' && Object.prototype.hasOwnProperty.call(MLIR_NAMES, x);
+}
+
+export function mlirElementType(t: HloElementType): string {
+  return MLIR_NAMES[t];
+}
+
+export function isFloatType(t: HloElementType): boolean {
+  return t === 'f16' || t === 'bf16' || t === 'f32' || t === 'f64';
+}
+
+export function isSignedIntType(t: HloElementType): boolean {
+  return t === 's8' || t === 's32' || t === 's64';
+}
+
+export function isUnsignedIntType(t: HloElementType): boolean {
+  return t === 'u8' || t === 'u32';
+}
+
+export function isIntegerType(t: HloElementType): boolean {
+  return isSignedIntType(t) || isUnsignedIntType(t);
+}
+
+/** An element type and a static shape, e.g. tensor<8x4x64xf32>. */
+export class TensorType {
+  readonly elementType: HloElementType;
+  readonly dims: readonly number[];
+
+  constructor(elementType: HloElementType, dims: readonly number[]) {
+    if (!isElementType(elementType)) {
+      throw new HloBuildError(`unknown element type ${JSON.stringify(elementType)}; expected one of ${Object.keys(MLIR_NAMES).join(', ')}`);
+    }
+    if (!Array.isArray(dims)) throw new HloBuildError(`tensor dims must be an array of integers, got ${String(dims)}`);
+    for (const d of dims) {
+      if (!Number.isSafeInteger(d) || d < 0) {
+        throw new HloBuildError(`tensor dims must be non-negative integers, got [${dims.join(', ')}]`);
+      }
+    }
+    this.elementType = elementType;
+    this.dims = Object.freeze(dims.slice());
+  }
+
+  static f32(dims: readonly number[]): TensorType {
+    return new TensorType('f32', dims);
+  }
+  static s32(dims: readonly number[]): TensorType {
+    return new TensorType('s32', dims);
+  }
+  static pred(dims: readonly number[]): TensorType {
+    return new TensorType('pred', dims);
+  }
+
+  get rank(): number {
+    return this.dims.length;
+  }
+
+  /** Number of elements. */
+  get size(): number {
+    return this.dims.reduce((a, b) => a * b, 1);
+  }
+
+  withDims(dims: readonly number[]): TensorType {
+    return new TensorType(this.elementType, dims);
+  }
+
+  withElementType(elementType: HloElementType): TensorType {
+    return new TensorType(elementType, this.dims);
+  }
+
+  equals(other: TensorType): boolean {
+    return this.elementType === other.elementType && sameDims(this.dims, other.dims);
+  }
+
+  /** MLIR spelling: `tensor<8x4x64xf32>`, `tensor<i32>` for a scalar. */
+  toString(): string {
+    const el = mlirElementType(this.elementType);
+    return this.dims.length ? `tensor<${this.dims.join('x')}x${el}>` : `tensor<${el}>`;
+  }
+}
+
+export function tensorType(elementType: HloElementType, dims: readonly number[]): TensorType {
+  return new TensorType(elementType, dims);
+}
+
+export const f32 = (dims: readonly number[]): TensorType => new TensorType('f32', dims);
+export const s32 = (dims: readonly number[]): TensorType => new TensorType('s32', dims);
+export const pred = (dims: readonly number[]): TensorType => new TensorType('pred', dims);
+
+export function sameDims(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+export function formatDims(dims: readonly number[]): string {
+  return `[${dims.join(', ')}]`;
+}

@@ -1,0 +1,83 @@
+/**
+ * What the service needs from the Scorer (docs/scorer-api.md), as a
+ * structural type: the HTTP layer depends on this narrow surface only, so it
+ * can be read, tested and reasoned about without the device behind it.
+ */
+import type { ModelConfig } from '../model/config';
+import type { Algorithm } from '../scoring/plans';
+import type { JitCacheCounters } from '../scoring/jit-cache';
+import type { PrefixCacheCounters } from '../scoring/prefix-cache';
+import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
+
+export type { Algorithm, AlgorithmChoice, WarmupShape };
+export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', 'packed', 'prefix', 'serial'];
+
+/** The Score API body as the backend receives it (snake_case, SGLang spelling). */
+export interface ScoreBody {
+  query: string | number[];
+  items: string | string[] | number[][];
+  label_token_ids: number[];
+  apply_softmax?: boolean;
+  item_first?: boolean;
+  [other: string]: unknown;
+}
+
+export interface BackendScoreResult {
+  readonly scores: number[][];
+  readonly usage: { readonly promptTokens: number; readonly completionTokens: number; readonly totalTokens: number };
+  readonly algorithm: Algorithm;
+  readonly model: string;
+}
+
+/** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
+export interface BackendStats {
+  readonly jit?: Partial<JitCacheCounters>;
+  readonly runs?: Readonly<Record<string, number>>;
+  readonly prefixCache?: Partial<PrefixCacheCounters>;
+  readonly itemsScored?: number;
+  readonly tokensScored?: number;
+}
+
+export interface ScoringBackend {
+  readonly modelName: string;
+  readonly config: Pick<ModelConfig, 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'>;
+  /** Calls waiting for or holding the device inside the backend. */
+  readonly pending: number;
+  tokenize(text: string): number[];
+  scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
+  stats(): BackendStats;
+  /** Compiles the programs requests of these shapes use (progress bar on `progress`). */
+  warmup(shapes: readonly WarmupShape[], progress?: NodeJS.WritableStream | false): Promise<void>;
+  /** Token ids -> text (label names in the CLI table); optional. */
+  readonly tokenizer?: { decode(ids: readonly number[]): string };
+  dispose(): void;
+}
+
+export interface BackendLoadOptions {
+  readonly model?: string;
+  readonly plugin?: string;
+  readonly algorithm: AlgorithmChoice;
+  readonly maxItems: number;
+  readonly maxRequestTokens: number;
+  readonly log: (event: Record<string, unknown>) => void;
+}
+
+/** Loads the real Scorer (model weights on the device). */
+export async function loadScorerBackend(options: BackendLoadOptions): Promise<ScoringBackend> {
+  // Required lazily: the CLI's --help and `fetch` must work without loading the native addon.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { Scorer } = require('../scoring/scorer') as typeof import('../scoring/scorer');
+  return Scorer.load({
+    ...(options.model !== undefined ? { model: options.model } : {}),
+    ...(options.plugin !== undefined ? { plugin: options.plugin } : {}),
+    algorithm: options.algorithm,
+    maxItems: options.maxItems,
+    maxRequestTokens: options.maxRequestTokens,
+    log: options.log,
+  });
+}
+
+/** True for the rejection of an aborted call (the Scorer's AbortError, or DOMException 'AbortError'). */
+export function isAbortError(error: unknown): boolean {
+  return error instanceof Error && error.name === 'AbortError';
+}

@@ -1,0 +1,49 @@
+/**
+ * Command-line parsing shared by the subcommands: node:util parseArgs in
+ * strict mode, with errors turned into UsageError (exit code 2).
+ */
+import { parseArgs } from 'node:util';
+
+export class UsageError extends Error {
+  constructor(
+    message: string,
+    /** The subcommand whose --help explains the fix. */
+    readonly command: string,
+  ) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export type OptionSpec = Readonly<Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>;
+
+export type ParsedValues = Record<string, string | boolean | string[] | boolean[] | undefined>;
+
+/** Parses `args` against `spec`; unknown flags, missing values and positionals throw UsageError. */
+export function parseCommand(command: string, args: readonly string[], spec: OptionSpec): ParsedValues {
+  try {
+    const { values, positionals } = parseArgs({
+      args: [...args],
+      options: { ...spec, help: { type: 'boolean', short: 'h' } },
+      strict: true,
+      allowPositionals: true,
+    });
+    if (positionals.length > 0) {
+      throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`, command);
+    }
+    return values as ParsedValues;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    const code = (error as { code?: string }).code;
+    if (typeof code === 'string' && code.startsWith('ERR_PARSE_ARGS')) {
+      throw new UsageError((error as Error).message, command);
+    }
+    throw error;
+  }
+}
+
+/** A single string flag (the last one wins if repeated is not allowed by the spec). */
+export function stringFlag(values: ParsedValues, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' ? value : undefined;
+}

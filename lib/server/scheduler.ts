@@ -1,0 +1,307 @@
+/**
+ * The bounded queue in front of the device, and cross-request batching.
+ *
+ * Requests are validated before they queue (so a bad one never waits), wait
+ * here in FIFO order, and go to the Scorer one call at a time (the device
+ * runs one execution at a time anyway; holding the line here, not inside the
+ * Scorer, keeps the queue visible, lets a request that expires while waiting
+ * leave without ever reaching the Scorer, and lets waiting requests with the
+ * same query be merged). When the device frees up, the head of the queue
+ * takes along every waiting request with the same query tokens, labels and
+ * flags (within the item and token limits): one Scorer call computes the
+ * query once for all of them. Scores per item do not depend on the other
+ * items (items never attend to each other), so merging changes no result
+ * beyond float rounding. Nothing waits to form a batch: a request that
+ * arrives to an idle device runs at once.
+ */
+import type { NormalizedRequest } from '../scoring/request';
+import { ScoreInputError } from '../scoring/errors';
+import { Algorithm, ScoreBody, ScoringBackend, isAbortError } from './backend';
+
+export interface ScoreJob {
+  readonly id: string;
+  readonly request: NormalizedRequest;
+  /** The body as received, sent as-is when the token form cannot express it. */
+  readonly rawBody: unknown;
+  /** Fires on the deadline or when the client goes away: the job is dropped. */
+  readonly signal: AbortSignal;
+}
+
+export interface JobOutcome {
+  readonly scores: number[][];
+  readonly promptTokens: number;
+  readonly algorithm: Algorithm;
+  /** Requests served by the Scorer call that served this one. */
+  readonly batchSize: number;
+  /** Milliseconds spent waiting in the queue. */
+  readonly queueMs: number;
+}
+
+export interface SchedulerOptions {
+  /** Most requests that may wait (not counting those running). */
+  readonly queueSize: number;
+  /** Scorer calls in flight at once. 1 keeps the device busy and lets the queue form batches. */
+  readonly maxConcurrent: number;
+  /** Merge waiting requests that share query, labels and flags. */
+  readonly coalesce: boolean;
+  readonly maxItems: number;
+  readonly maxRequestTokens: number;
+  /** One call served several requests. */
+  readonly onBatch?: (members: number) => void;
+}
+
+interface Waiting {
+  readonly job: ScoreJob;
+  readonly key: string | null;
+  readonly enqueued: number;
+  /** Run alone (after a merged call was refused). */
+  readonly solo: boolean;
+  settled: boolean;
+  resolve(outcome: JobOutcome): void;
+  reject(error: unknown): void;
+  detach(): void;
+}
+
+export class QueueFullError extends Error {
+  constructor(readonly queueSize: number) {
+    super(`the queue is full (${queueSize} requests waiting)`);
+    this.name = 'QueueFullError';
+  }
+}
+
+export class Scheduler {
+  private readonly waiting: Waiting[] = [];
+  private running = 0;
+  private emaCallSeconds = 0.05;
+  private idleWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly backend: ScoringBackend,
+    private readonly options: SchedulerOptions,
+  ) {}
+
+  /** Requests waiting for the device. */
+  get queueDepth(): number {
+    return this.waiting.length;
+  }
+
+  /** Scorer calls in flight. */
+  get inFlight(): number {
+    return this.running;
+  }
+
+  /** Seconds a new request would likely wait: the Retry-After hint. */
+  retryAfterSeconds(): number {
+    const calls = this.waiting.length + this.running + 1;
+    return Math.min(60, Math.max(1, Math.ceil(calls * this.emaCallSeconds)));
+  }
+
+  /** Queues a job; throws QueueFullError at once when the queue is full. */
+  submit(job: ScoreJob): Promise<JobOutcome> {
+    if (job.signal.aborted) return Promise.reject(abortError(job.signal));
+    // A request may always run when the device is free, even with --queue-size 0.
+    const mustWait = this.running >= this.options.maxConcurrent;
+    if (mustWait && this.waiting.length >= this.options.queueSize) throw new QueueFullError(this.options.queueSize);
+    return new Promise<JobOutcome>((resolve, reject) => {
+      const onAbort = (): void => {
+        const index = this.waiting.indexOf(entry);
+        if (index >= 0) this.waiting.splice(index, 1);
+        settle(entry, () => reject(abortError(job.signal)));
+        this.notifyIdle();
+      };
+      const entry: Waiting = {
+        job,
+        key: this.options.coalesce ? coalesceKey(job.request) : null,
+        enqueued: performance.now(),
+        solo: false,
+        settled: false,
+        resolve,
+        reject,
+        detach: () => job.signal.removeEventListener('abort', onAbort),
+      };
+      job.signal.addEventListener('abort', onAbort, { once: true });
+      this.waiting.push(entry);
+      this.pump();
+    });
+  }
+
+  /** Resolves when nothing waits or runs (used by the drain on SIGTERM). */
+  idle(): Promise<void> {
+    if (this.waiting.length === 0 && this.running === 0) return Promise.resolve();
+    return new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  private notifyIdle(): void {
+    if (this.waiting.length !== 0 || this.running !== 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const resolve of waiters) resolve();
+  }
+
+  private pump(): void {
+    while (this.running < this.options.maxConcurrent && this.waiting.length > 0) {
+      const batch = this.takeBatch();
+      this.running++;
+      void this.run(batch).finally(() => {
+        this.running--;
+        this.pump();
+        this.notifyIdle();
+      });
+    }
+  }
+
+  /** The head of the queue plus every later request it can share a call with. */
+  private takeBatch(): Waiting[] {
+    const head = this.waiting.shift() as Waiting;
+    const batch = [head];
+    if (head.key === null || head.solo) return batch;
+    const queryLength = head.job.request.queryTokens.length;
+    let items = head.job.request.itemTokens.length;
+    let tokens = head.job.request.promptTokens;
+    for (let i = 0; i < this.waiting.length; ) {
+      const other = this.waiting[i];
+      if (other.key === head.key && !other.solo) {
+        const moreItems = other.job.request.itemTokens.length;
+        const moreTokens = other.job.request.promptTokens - queryLength;
+        if (items + moreItems <= this.options.maxItems && tokens + moreTokens <= this.options.maxRequestTokens) {
+          batch.push(other);
+          items += moreItems;
+          tokens += moreTokens;
+          this.waiting.splice(i, 1);
+          continue;
+        }
+      }
+      i++;
+    }
+    return batch;
+  }
+
+  private async run(batch: Waiting[]): Promise<void> {
+    const started = performance.now();
+    const controller = new AbortController();
+    // The call is dropped once every request it serves has gone.
+    const live = new Set(batch);
+    const onMemberAbort = (member: Waiting): void => {
+      live.delete(member);
+      if (live.size === 0) controller.abort(new Error('every request of this call was aborted'));
+    };
+    const listeners = batch.map((member) => {
+      member.detach();
+      const listener = (): void => {
+        settle(member, () => member.reject(abortError(member.job.signal)));
+        onMemberAbort(member);
+      };
+      if (member.job.signal.aborted) listener();
+      else member.job.signal.addEventListener('abort', listener, { once: true });
+      return listener;
+    });
+    try {
+      if (live.size === 0) return;
+      const body = batch.length === 1 ? singleBody(batch[0].job) : mergedBody(batch);
+      const result = await this.backend.scoreBody(body, { signal: controller.signal });
+      const seconds = (performance.now() - started) / 1000;
+      this.emaCallSeconds = 0.8 * this.emaCallSeconds + 0.2 * seconds;
+      this.options.onBatch?.(batch.length);
+      let offset = 0;
+      const itemTokenTotal = batch.reduce((sum, m) => sum + itemTokenCount(m.job.request), 0);
+      const queryRun = Math.max(0, result.usage.promptTokens - itemTokenTotal);
+      for (const member of batch) {
+        const count = member.job.request.itemTokens.length;
+        const scores = result.scores.slice(offset, offset + count);
+        offset += count;
+        const promptTokens = batch.length === 1 ? result.usage.promptTokens : queryRun + itemTokenCount(member.job.request);
+        const outcome: JobOutcome = {
+          scores,
+          promptTokens,
+          algorithm: result.algorithm,
+          batchSize: batch.length,
+          queueMs: started - member.enqueued,
+        };
+        settle(member, () => member.resolve(outcome));
+      }
+    } catch (error) {
+      if (batch.length > 1 && error instanceof ScoreInputError) {
+        // Each request was valid alone; the merged one was refused: run them alone, first in line.
+        for (let i = batch.length - 1; i >= 0; i--) {
+          const member = batch[i];
+          if (member.settled) continue;
+          const solo = this.requeueSolo(member);
+          this.waiting.unshift(solo);
+        }
+        return;
+      }
+      for (const member of batch) {
+        settle(member, () => member.reject(isAbortError(error) && member.job.signal.aborted ? abortError(member.job.signal) : error));
+      }
+    } finally {
+      batch.forEach((member, i) => member.job.signal.removeEventListener('abort', listeners[i]));
+    }
+  }
+
+  private requeueSolo(member: Waiting): Waiting {
+    const entry: Waiting = { ...member, solo: true, settled: false, detach: () => undefined };
+    const onAbort = (): void => {
+      const index = this.waiting.indexOf(entry);
+      if (index >= 0) this.waiting.splice(index, 1);
+      settle(entry, () => entry.reject(abortError(entry.job.signal)));
+      this.notifyIdle();
+    };
+    entry.detach = () => entry.job.signal.removeEventListener('abort', onAbort);
+    member.job.signal.addEventListener('abort', onAbort, { once: true });
+    member.settled = true; // the old entry is replaced by `entry`
+    return entry;
+  }
+}
+
+function settle(entry: Waiting, fn: () => void): void {
+  if (entry.settled) return;
+  entry.settled = true;
+  fn();
+}
+
+function abortError(signal: AbortSignal): Error {
+  const reason: unknown = signal.reason;
+  if (reason instanceof Error && reason.name === 'AbortError') return reason;
+  const error = new Error(reason instanceof Error ? reason.message : 'the request was aborted');
+  error.name = 'AbortError';
+  return error;
+}
+
+function itemTokenCount(request: NormalizedRequest): number {
+  let n = 0;
+  for (const item of request.itemTokens) n += item.length;
+  return n;
+}
+
+/** Requests that may share one call. Requests with no items are not merged (nothing to share). */
+function coalesceKey(request: NormalizedRequest): string | null {
+  if (request.itemTokens.length === 0 || request.queryTokens.length === 0) return null;
+  return `${request.itemFirst ? 1 : 0}${request.applySoftmax ? 1 : 0}|${request.labels.join(',')}|${request.queryTokens.join(',')}`;
+}
+
+/**
+ * The request in token form (already tokenized, BOS placed), so the Scorer
+ * does not tokenize twice. A query that is empty in token space (item_first
+ * with an empty query text) is not expressible as token ids: send it as received.
+ */
+function singleBody(job: ScoreJob): unknown {
+  const r = job.request;
+  if (r.queryTokens.length === 0) return job.rawBody;
+  return tokenBody(r, r.itemTokens);
+}
+
+function mergedBody(batch: readonly Waiting[]): ScoreBody {
+  const items: number[][] = [];
+  for (const member of batch) items.push(...member.job.request.itemTokens);
+  return tokenBody(batch[0].job.request, items);
+}
+
+function tokenBody(r: NormalizedRequest, items: number[][]): ScoreBody {
+  return {
+    query: r.queryTokens,
+    items,
+    label_token_ids: r.labels,
+    apply_softmax: r.applySoftmax,
+    item_first: r.itemFirst,
+  };
+}

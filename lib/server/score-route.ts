@@ -1,0 +1,157 @@
+/**
+ * POST /v1/score: SGLang's ScoringRequest in, ScoringResponse out.
+ * Order of checks: phase (503), content type and body (400/413), fields
+ * (400), queue (429), then the device under a deadline (504).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ScoreInputError, describeValue } from '../scoring/errors';
+import { NormalizedRequest, normalizeRequestBody } from '../scoring/request';
+import { isAbortError } from './backend';
+import { checkContentType, parseJsonBody, readBody } from './body';
+import { HttpError } from './http-errors';
+import { sendError, sendJson } from './respond';
+import { JobOutcome, QueueFullError } from './scheduler';
+import { ScoreService } from './service';
+
+export interface ScoreResponseBody {
+  readonly scores: number[][];
+  readonly model: string;
+  readonly object: 'scoring';
+  readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: 0; readonly total_tokens: number };
+}
+
+/** What the request log line and the metrics learn about one request. */
+export interface ScoreRecord {
+  readonly id: string;
+  status: number;
+  algorithm: string;
+  items: number;
+  tokens: number;
+  batch?: number;
+  queueMs?: number;
+  error?: string;
+  param?: string | null;
+}
+
+class DeadlineError extends Error {
+  override readonly name = 'AbortError';
+  constructor(readonly timeoutMs: number) {
+    super(`the request did not finish within ${timeoutMs} ms`);
+  }
+}
+
+class ClientGoneError extends Error {
+  override readonly name = 'AbortError';
+  constructor() {
+    super('the client closed the connection');
+  }
+}
+
+export async function handleScore(service: ScoreService, req: IncomingMessage, res: ServerResponse, record: ScoreRecord): Promise<void> {
+  const { options } = service;
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DeadlineError(options.timeoutMs)), options.timeoutMs);
+  const onClose = (): void => {
+    if (!res.writableFinished) controller.abort(new ClientGoneError());
+  };
+  res.on('close', onClose);
+  try {
+    const outcome = await scoreRequest(service, req, controller.signal, record);
+    const body: ScoreResponseBody = {
+      scores: outcome.scores,
+      model: service.backend?.modelName ?? '',
+      object: 'scoring',
+      usage: { prompt_tokens: outcome.promptTokens, completion_tokens: 0, total_tokens: outcome.promptTokens },
+    };
+    record.status = 200;
+    sendJson(res, 200, body);
+  } catch (error) {
+    const httpError = toHttpError(service, error, controller.signal);
+    record.status = httpError.status;
+    record.error = httpError.message;
+    record.param = httpError.param;
+    if (httpError.status === 500) service.logger.error('internal_error', { error });
+    if (httpError.status === 413) {
+      // The rest of the body is not read: close the connection once the answer is out.
+      res.setHeader('connection', 'close');
+      req.resume();
+    }
+    if (controller.signal.reason instanceof ClientGoneError) record.status = 499;
+    sendError(res, httpError);
+  } finally {
+    clearTimeout(timer);
+    res.off('close', onClose);
+  }
+}
+
+async function scoreRequest(service: ScoreService, req: IncomingMessage, signal: AbortSignal, record: ScoreRecord): Promise<JobOutcome> {
+  const scheduler = service.scheduler;
+  const context = service.requestContext;
+  if (service.phase !== 'ready' || !scheduler || !context) {
+    const message = service.phase === 'loading' ? 'the model is loading; retry shortly' : 'the server is shutting down';
+    throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
+  }
+  checkContentType(req.headers['content-type']);
+  const bytes = await raceSignal(readBody(req, service.options.maxBodyBytes), signal);
+  const body = parseJsonBody(bytes);
+  checkModelField(body);
+  const request: NormalizedRequest = normalizeRequestBody(body, context);
+  record.items = request.itemTokens.length;
+  record.tokens = request.promptTokens;
+  let pending: Promise<JobOutcome>;
+  try {
+    pending = scheduler.submit({ id: record.id, request, rawBody: body, signal });
+  } catch (error) {
+    if (error instanceof QueueFullError) {
+      throw new HttpError(429, `${error.message}: retry later`, { retryAfter: scheduler.retryAfterSeconds() });
+    }
+    throw error;
+  }
+  const outcome = await pending;
+  // With no items nothing ran on the device, whatever plan the Scorer names.
+  record.algorithm = request.itemTokens.length === 0 ? 'none' : outcome.algorithm;
+  record.batch = outcome.batchSize;
+  record.queueMs = Math.round(outcome.queueMs * 10) / 10;
+  record.tokens = outcome.promptTokens;
+  return outcome;
+}
+
+/** `model` is optional and informational (one model per server), but must be a string when given. */
+function checkModelField(body: unknown): void {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return; // the normalizer reports it
+  const model = (body as Record<string, unknown>).model;
+  if (model !== undefined && model !== null && typeof model !== 'string') {
+    throw new ScoreInputError(`model must be a string, got ${describeValue(model)}`, 'model');
+  }
+}
+
+function toHttpError(service: ScoreService, error: unknown, signal: AbortSignal): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof ScoreInputError) return HttpError.fromInput(error);
+  if (signal.aborted && (isAbortError(error) || error === signal.reason)) {
+    const reason: unknown = signal.reason;
+    if (reason instanceof DeadlineError) return new HttpError(504, reason.message);
+    return new HttpError(499, 'the client closed the connection');
+  }
+  if (service.phase === 'closed') return new HttpError(503, 'the server is shutting down', { retryAfter: 5 });
+  return new HttpError(500, 'internal error while scoring; see the server log');
+}
+
+/** Rejects with the signal's reason as soon as it fires. */
+function raceSignal<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    promise.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
+}

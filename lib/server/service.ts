@@ -1,0 +1,117 @@
+/**
+ * The service's state: the backend (once loaded), its queue, the metrics, and
+ * the phase it is in: loading -> ready -> draining -> closed.
+ */
+import type { ScoreRequestContext } from '../scoring/request';
+import { ScoringBackend } from './backend';
+import { Logger } from './log';
+import { ServiceMetrics } from './metrics';
+import { ServeOptions } from './options';
+import { Scheduler } from './scheduler';
+
+export type Phase = 'loading' | 'ready' | 'draining' | 'closed';
+
+export class ScoreService {
+  readonly metrics = new ServiceMetrics();
+  readonly startedAt = Date.now();
+  private phaseValue: Phase = 'loading';
+  private backendValue: ScoringBackend | null = null;
+  private schedulerValue: Scheduler | null = null;
+  private contextValue: ScoreRequestContext | null = null;
+  /** HTTP requests being handled (any route); the drain waits for 0. */
+  private active = 0;
+  private activeWaiters: (() => void)[] = [];
+  private requestSerial = 0;
+  private readonly idPrefix = Math.random().toString(36).slice(2, 8);
+
+  constructor(
+    readonly options: ServeOptions,
+    readonly logger: Logger,
+  ) {}
+
+  get phase(): Phase {
+    return this.phaseValue;
+  }
+
+  get backend(): ScoringBackend | null {
+    return this.backendValue;
+  }
+
+  get scheduler(): Scheduler | null {
+    return this.schedulerValue;
+  }
+
+  /** The validation context (model vocabulary and context, service limits); null until loaded. */
+  get requestContext(): ScoreRequestContext | null {
+    return this.contextValue;
+  }
+
+  /** The backend is loaded (warm or not): it may be disposed on close. */
+  attach(backend: ScoringBackend): void {
+    this.backendValue = backend;
+    const { options } = this;
+    this.schedulerValue = new Scheduler(backend, {
+      queueSize: options.queueSize,
+      maxConcurrent: 1,
+      coalesce: options.coalesce,
+      maxItems: options.maxItems,
+      maxRequestTokens: options.maxRequestTokens,
+      onBatch: (members) => this.metrics.observeBatch(members),
+    });
+    const config = backend.config;
+    this.contextValue = {
+      vocabSize: config.vocabSize,
+      contextLength: config.contextLength,
+      maxItems: options.maxItems,
+      maxRequestTokens: options.maxRequestTokens,
+      tokenize: (text: string) => backend.tokenize(text),
+      addBos: config.addBos,
+      ...(config.bosTokenId !== undefined ? { bosTokenId: config.bosTokenId } : {}),
+    };
+  }
+
+  markReady(): void {
+    if (this.phaseValue === 'loading') this.phaseValue = 'ready';
+  }
+
+  /** Stop taking work; true the first time. */
+  beginDrain(): boolean {
+    if (this.phaseValue === 'draining' || this.phaseValue === 'closed') return false;
+    this.phaseValue = 'draining';
+    return true;
+  }
+
+  markClosed(): void {
+    this.phaseValue = 'closed';
+  }
+
+  nextRequestId(): string {
+    this.requestSerial++;
+    return `${this.idPrefix}-${this.requestSerial}`;
+  }
+
+  enter(): void {
+    this.active++;
+  }
+
+  leave(): void {
+    this.active--;
+    if (this.active === 0) {
+      const waiters = this.activeWaiters;
+      this.activeWaiters = [];
+      for (const resolve of waiters) resolve();
+    }
+  }
+
+  /** Resolves once no HTTP request is being handled and the queue is empty. */
+  async settled(): Promise<void> {
+    if (this.schedulerValue) await this.schedulerValue.idle();
+    if (this.active > 0) await new Promise<void>((resolve) => this.activeWaiters.push(resolve));
+  }
+
+  /** Seconds a client should wait before retrying a 503 or 429. */
+  retryAfterSeconds(): number {
+    if (this.phaseValue === 'loading' || this.phaseValue === 'draining') return 5;
+    return this.schedulerValue?.retryAfterSeconds() ?? 1;
+  }
+}

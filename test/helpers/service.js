@@ -1,0 +1,152 @@
+'use strict';
+// Starts `bin/pjrt-score.js serve` as a child process on a free local port
+// and talks HTTP to it on 127.0.0.1 only. One server per test file.
+const { spawn } = require('node:child_process');
+const http = require('node:http');
+const path = require('node:path');
+const readline = require('node:readline');
+
+const BIN = path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js');
+
+/**
+ * Spawns the server with `args` (after `serve --port 0 --host 127.0.0.1`)
+ * and resolves once /health is ready. Every stdout line is parsed as JSON
+ * and kept in `logs` (the last 5,000), so tests can assert on log events.
+ */
+async function startService(args = [], { env = {}, readyTimeoutMs = 300_000 } = {}) {
+  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  const logs = [];
+  const stderr = [];
+  const waiters = [];
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  let exit = null;
+  exited.then((e) => {
+    exit = e;
+  });
+  readline.createInterface({ input: child.stdout }).on('line', (line) => {
+    let entry;
+    try {
+      entry = JSON.parse(line);
+    } catch {
+      entry = { event: 'non_json', line };
+    }
+    logs.push(entry);
+    if (logs.length > 5000) logs.splice(0, logs.length - 5000);
+    for (const w of waiters.slice()) {
+      if (w.match(entry)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(entry);
+      }
+    }
+  });
+  child.stderr.on('data', (chunk) => {
+    stderr.push(chunk.toString('utf8'));
+    if (stderr.length > 200) stderr.shift();
+  });
+
+  const waitForLog = (match, timeoutMs = readyTimeoutMs) => {
+    const found = logs.find(match);
+    if (found) return Promise.resolve(found);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('').slice(-2000)}`)), timeoutMs);
+      waiters.push({ match, resolve: (e) => (clearTimeout(timer), resolve(e)) });
+      exited.then((e) => {
+        clearTimeout(timer);
+        reject(new Error(`server exited (${JSON.stringify(e)}) before the expected log line; stderr: ${stderr.join('').slice(-2000)}`));
+      });
+    });
+  };
+
+  const listening = await waitForLog((e) => e.event === 'listening');
+  const port = listening.port;
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  const service = {
+    child,
+    port,
+    pid: child.pid,
+    logs,
+    stderr,
+    exited,
+    get exit() {
+      return exit;
+    },
+    waitForLog,
+    request: (options) => request({ port, agent, ...options }),
+    /** POST /v1/score with a JSON body (an object, or a string/Buffer sent as-is). */
+    score: (body, { headers = {}, ...options } = {}) =>
+      request({
+        port,
+        agent,
+        method: 'POST',
+        path: '/v1/score',
+        ...options,
+        headers: { 'content-type': 'application/json', ...headers },
+        body: typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body),
+      }),
+    /** Sends SIGTERM and waits for the exit. */
+    async stop() {
+      agent.destroy();
+      if (exit) return exit;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      const result = await exited;
+      clearTimeout(timer);
+      return result;
+    },
+    agent,
+  };
+  await waitForLog((e) => e.event === 'ready');
+  return service;
+}
+
+/** One HTTP request; resolves { status, headers, text, json } (json is null when the body is not JSON). */
+function request({ port, agent, method = 'GET', path: urlPath = '/', headers = {}, body, timeoutMs = 120_000 }) {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? null : Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
+    const req = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        method,
+        path: urlPath,
+        agent,
+        // A header given as undefined is left out (to send a request without Content-Type).
+        headers: Object.fromEntries(
+          Object.entries({ ...(payload ? { 'content-length': payload.length } : {}), ...headers }).filter(([, v]) => v !== undefined),
+        ),
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json = null;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = null;
+          }
+          resolve({ status: res.statusCode, headers: res.headers, text, json });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`request timed out after ${timeoutMs} ms`)));
+    req.on('error', reject);
+    if (payload) req.end(payload);
+    else req.end();
+  });
+}
+
+/** VmRSS of a process in bytes (Linux). */
+function rssBytes(pid) {
+  const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /VmRSS:\s+(\d+)\s+kB/.exec(status);
+  if (!match) throw new Error(`no VmRSS in /proc/${pid}/status`);
+  return Number(match[1]) * 1024;
+}
+
+module.exports = { BIN, startService, request, rssBytes };

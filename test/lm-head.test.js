@@ -1,0 +1,101 @@
+'use strict';
+// The LM-head gather program on the real CPU plugin against the naive JS
+// reference: duplicate and padded gather indices, labels at the vocabulary
+// edges, the eps parameter.
+const test = require('tape');
+const { Client } = require('../dist/runtime');
+const { programs } = require('../dist/hlo');
+const ref = require('./helpers/attention-reference');
+
+const TOL = 1e-5;
+let client;
+
+async function runLmHead(dims, x) {
+  const program = programs.lmHeadGather(dims);
+  const exe = await client.compile(program.text);
+  const inputs = [x.hidden, x.gatherIndices, x.finalNormWeight, x.lmHead, x.labels];
+  const buffers = await Promise.all(program.inputs.map((spec, i) => client.upload(inputs[i], spec.dims, spec.dtype)));
+  const [out] = await exe.execute(buffers);
+  checkOutputDims(program, out);
+  const host = await out.toHost();
+  for (const b of [...buffers, out]) b.dispose();
+  exe.dispose();
+  return host;
+}
+
+function checkOutputDims(program, out) {
+  const [spec] = program.outputs;
+  if (out.dims.join() !== spec.dims.join()) throw new Error(`output dims ${out.dims} != ${spec.dims}`);
+}
+
+function makeInputs(seed, { T, Dm, V }, gatherIndices, labels, hiddenScale = 1) {
+  const next = ref.rng(seed);
+  return {
+    hidden: ref.randomF32(next, T * Dm, hiddenScale),
+    gatherIndices: Int32Array.from(gatherIndices),
+    finalNormWeight: Float32Array.from(ref.randomF32(next, Dm), (w) => 1 + 0.5 * w),
+    lmHead: ref.randomF32(next, V * Dm, 0.5),
+    labels: Int32Array.from(labels),
+  };
+}
+
+/** Max |a - b| over the rows i with gatherIndices[i] >= 0. */
+function realRowsDiff(a, b, gatherIndices, Lb) {
+  const idx = [];
+  gatherIndices.forEach((g, i) => {
+    if (g >= 0) for (let j = 0; j < Lb; j++) idx.push(i * Lb + j);
+  });
+  return ref.maxAbsDiff(a, b, idx);
+}
+
+test('setup: CPU client', async (t) => {
+  client = await Client.create();
+  t.equal(client.platformName, 'cpu');
+});
+
+test('duplicate and padded gather indices, labels 0 and V-1', async (t) => {
+  const [T, Dm, V] = [13, 16, 50];
+  const gatherIndices = [3, 3, 12, 0, -1, -1];
+  const labels = [0, V - 1, 7, 7];
+  const eps = 1e-6;
+  const x = makeInputs(1, { T, Dm, V }, gatherIndices, labels);
+  const out = await runLmHead({ tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, labelCount: labels.length, eps }, x);
+  const expect = ref.lmHeadGather({ ...x, T, Dm, V, eps });
+  const d = realRowsDiff(out, expect, gatherIndices, labels.length);
+  t.ok(d <= TOL, `vs reference: ${d.toExponential(2)}`);
+  t.ok(out.every(Number.isFinite), 'every row finite, padded ones included');
+  t.deepEqual(Array.from(out.subarray(0, 4)), Array.from(out.subarray(4, 8)), 'duplicate index -> identical rows');
+  t.equal(out[2], out[3], 'duplicate label -> identical columns');
+  t.ok(out.every((v) => v <= 0), 'log-probabilities are <= 0');
+});
+
+test('eps is a build parameter that matters', async (t) => {
+  const [T, Dm, V] = [4, 8, 10];
+  const gatherIndices = [0, 1, 2, 3];
+  const labels = [1, 9];
+  const x = makeInputs(2, { T, Dm, V }, gatherIndices, labels, 0.05);
+  const dims = { tokens: T, hiddenSize: Dm, gatherCount: 4, vocabSize: V, labelCount: 2 };
+  const small = await runLmHead({ ...dims, eps: 1e-6 }, x);
+  const large = await runLmHead({ ...dims, eps: 0.5 }, x);
+  t.ok(ref.maxAbsDiff(small, ref.lmHeadGather({ ...x, T, Dm, V, eps: 1e-6 })) <= TOL, 'eps 1e-6 vs reference');
+  t.ok(ref.maxAbsDiff(large, ref.lmHeadGather({ ...x, T, Dm, V, eps: 0.5 })) <= TOL, 'eps 0.5 vs reference');
+  t.ok(ref.maxAbsDiff(small, large) > 1e-3, 'the two differ');
+});
+
+test('larger vocabulary and sharper logits', async (t) => {
+  const [T, Dm, V] = [40, 64, 3001];
+  const gatherIndices = [39, 0, 17, 17, 5, -3, 22, -1, 38];
+  const labels = [V - 1, 0, 1234];
+  const eps = 1e-5;
+  const x = makeInputs(3, { T, Dm, V }, gatherIndices, labels, 4);
+  const out = await runLmHead({ tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, labelCount: labels.length, eps }, x);
+  const expect = ref.lmHeadGather({ ...x, T, Dm, V, eps });
+  const d = realRowsDiff(out, expect, gatherIndices, labels.length);
+  t.ok(d <= TOL, `vs reference: ${d.toExponential(2)}`);
+  t.ok(out.every(Number.isFinite), 'finite');
+});
+
+test('teardown', (t) => {
+  client.dispose();
+  t.end();
+});
