@@ -30,7 +30,8 @@ test('prebuildify builds binding.gyp; the prebuild loads with build/ absent', (t
 
     // An installed-package layout: dist/ + prebuilds/, no build/.
     fs.rmSync(path.join(work, 'build'), { recursive: true, force: true });
-    fs.symlinkSync(path.join(root, 'dist'), path.join(work, 'dist'));
+    // A real copy: a symlink would resolve back to this checkout, whose prebuilds/ may be stale or absent.
+    fs.cpSync(path.join(root, 'dist'), path.join(work, 'dist'), { recursive: true });
     const script = `
       const { Client } = require(${JSON.stringify(work)});
       const resolved = require('node-gyp-build').resolve(${JSON.stringify(work)});
