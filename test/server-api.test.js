@@ -49,8 +49,10 @@ async function score(body) {
 }
 
 test('start the server', async (t) => {
-  service = await startService(['--warmup', '16x8x4']);
+  service = await startService(['--warmup', '16x8x4', '--multi-item-scoring-delimiter', '0']);
   t.ok(service.port > 0, `listening on 127.0.0.1:${service.port}`);
+  const delimiter = service.logs.filter((e) => e.event === 'multi_item_scoring_delimiter_ignored');
+  t.equal(delimiter.length, 1, '--multi-item-scoring-delimiter is accepted and logged once');
 });
 
 test('basic: 3 items x 2 labels, with and without softmax', async (t) => {
@@ -176,6 +178,24 @@ test('1, 2, 4 and 8 labels: a label scores the same whatever else is asked', asy
   t.ok(Math.abs(full[0][0] - full[0][7]) < 1e-7, 'a repeated label gets the same score');
   const soft = scoresOf(t, await score({ query: QUERY, items: FRUITS.slice(0, 2), label_token_ids: labels.slice(0, 4), apply_softmax: true }), 2, 4, '4 labels softmax');
   t.ok(soft.every((row) => Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-6), '4-label softmax rows sum to 1');
+});
+
+test('concurrent requests with the same query may share a call; each gets its own scores', async (t) => {
+  const lists = [[' apple'], [' car', ' banana'], [' hammer'], [' cherry', ' cloud']];
+  const alone = [];
+  for (const items of lists) alone.push(scoresOf(t, await score({ query: QUERY, items, label_token_ids: [YES, NO] }), items.length, 2, `alone ${items}`));
+  const metric = async (name) => {
+    const text = (await service.request({ path: '/metrics' })).text;
+    const line = text.split('\n').find((l) => l.startsWith(`${name} `));
+    return Number(line.split(' ').pop());
+  };
+  const calls0 = await metric('pjrt_score_backend_calls_total');
+  const together = await Promise.all(lists.map((items) => score({ query: QUERY, items, label_token_ids: [YES, NO] })));
+  const calls = (await metric('pjrt_score_backend_calls_total')) - calls0;
+  together.forEach((res, i) => closeTo(t, scoresOf(t, res, lists[i].length, 2, `concurrent ${lists[i]}`), alone[i], TOL, `concurrent ${lists[i]} = alone`));
+  t.ok(calls < lists.length, `${lists.length} concurrent requests took ${calls} Scorer calls`);
+  const batched = service.logs.filter((e) => e.event === 'request' && e.batch > 1);
+  t.ok(batched.length > 0, 'the request log says which requests shared a call');
 });
 
 test('the optional model field is accepted', async (t) => {

@@ -2,7 +2,7 @@
 import { OptionSpec, UsageError, parseCommand } from './cli-args';
 import { createLogger } from './log';
 import { OptionError, SERVE_SETTINGS, resolveServeOptions } from './options';
-import { startServer } from './server';
+import { ScoreServer, startServer } from './server';
 
 const SPEC: OptionSpec = Object.fromEntries(
   SERVE_SETTINGS.map((s) => [s.flag, { type: s.kind === 'boolean' ? ('boolean' as const) : ('string' as const) }]),
@@ -10,7 +10,7 @@ const SPEC: OptionSpec = Object.fromEntries(
 
 export function serveHelp(): string {
   const width = Math.max(...SERVE_SETTINGS.map((s) => flagLabel(s.flag, s.kind).length));
-  const flagLines = SERVE_SETTINGS.map((s) => `  ${flagLabel(s.flag, s.kind).padEnd(width)}  ${s.help}`);
+  const flagLines = SERVE_SETTINGS.map((s) => wrap(`  ${flagLabel(s.flag, s.kind).padEnd(width)}  `, s.help, 100));
   const envWidth = Math.max(...SERVE_SETTINGS.map((s) => s.env.length));
   const envLines = SERVE_SETTINGS.map((s) => `  ${s.env.padEnd(envWidth)}  --${s.flag}`);
   return [
@@ -29,6 +29,21 @@ export function serveHelp(): string {
     '  PJRT_SCORE_CACHE' + ' '.repeat(Math.max(1, envWidth - 16)) + '  cache directory (default ~/.cache/pjrt-score)',
     '',
   ].join('\n');
+}
+
+/** `lead` then `text` wrapped at `columns`, continuation lines indented under the text. */
+function wrap(lead: string, text: string, columns: number): string {
+  const lines: string[] = [];
+  let line = lead;
+  for (const word of text.split(' ')) {
+    if (line.length + word.length > columns && line.trim().length > 0 && line.length > lead.length) {
+      lines.push(line.trimEnd());
+      line = ' '.repeat(lead.length);
+    }
+    line += `${word} `;
+  }
+  lines.push(line.trimEnd());
+  return lines.join('\n');
 }
 
 function flagLabel(flag: string, kind: string): string {
@@ -51,39 +66,47 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
     throw error;
   }
   const logger = createLogger();
-  const server = await startServer({ ...options, logger });
-
+  let server: ScoreServer | null = null;
   let signalled: NodeJS.Signals | null = null;
-  const stopped = new Promise<number>((resolve) => {
-    const onSignal = (signal: NodeJS.Signals): void => {
-      if (signalled) {
-        logger.warn('forced_exit', { signal, message: 'second signal during the drain: exiting now' });
-        process.exit(1);
-      }
-      signalled = signal;
-      logger.info('signal', { signal });
-      // A drain cannot outlive the request deadline by much: every request ends by then.
-      const guard = setTimeout(() => {
-        logger.error('drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
-        process.exit(1);
-      }, options.timeoutMs + 15_000);
-      guard.unref();
-      server.close().then(
-        () => resolve(0),
-        (error: unknown) => {
-          logger.error('close_failed', { error });
-          resolve(1);
-        },
-      );
-    };
-    process.on('SIGTERM', onSignal);
-    process.on('SIGINT', onSignal);
-    server.ready.catch(async (error: unknown) => {
-      if (signalled) return; // closing anyway
-      logger.error('startup_failed', { error });
-      await server.close().catch(() => undefined);
-      resolve(error instanceof OptionError ? 2 : 1);
-    });
+  let finish: (code: number) => void = () => undefined;
+  const stopped = new Promise<number>((resolve) => (finish = resolve));
+
+  // Installed before anything else, so a signal at any point drains instead of killing.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    if (signalled) {
+      logger.warn('forced_exit', { signal, message: 'second signal during the drain: exiting now' });
+      process.exit(1);
+    }
+    signalled = signal;
+    logger.info('signal', { signal });
+    if (!server) {
+      finish(0);
+      return;
+    }
+    // A drain cannot outlive the request deadline by much: every request ends by then.
+    const guard = setTimeout(() => {
+      logger.error('drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
+      process.exit(1);
+    }, options.timeoutMs + 15_000);
+    guard.unref();
+    server.close().then(
+      () => finish(0),
+      (error: unknown) => {
+        logger.error('close_failed', { error });
+        finish(1);
+      },
+    );
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+
+  server = await startServer({ ...options, logger });
+  const started = server;
+  started.ready.catch(async (error: unknown) => {
+    if (signalled) return; // closing anyway
+    logger.error('startup_failed', { error });
+    await started.close().catch(() => undefined);
+    finish(error instanceof OptionError ? 2 : 1);
   });
   return stopped;
 }

@@ -12,8 +12,6 @@ export interface Logger {
   info(event: string, fields?: LogFields): void;
   warn(event: string, fields?: LogFields): void;
   error(event: string, fields?: LogFields): void;
-  /** Logs `event` the first time `key` is seen, never again (for "item_first runs serially" and the like). */
-  once(key: string, level: LogLevel, event: string, fields?: LogFields): void;
 }
 
 export type LogSink = (line: string) => void;
@@ -23,7 +21,6 @@ const stdoutSink: LogSink = (line) => {
 };
 
 export function createLogger(sink: LogSink = stdoutSink): Logger {
-  const seen = new Set<string>();
   const log = (level: LogLevel, event: string, fields: LogFields = {}): void => {
     let line: string;
     try {
@@ -38,22 +35,8 @@ export function createLogger(sink: LogSink = stdoutSink): Logger {
     info: (event, fields) => log('info', event, fields),
     warn: (event, fields) => log('warn', event, fields),
     error: (event, fields) => log('error', event, fields),
-    once(key, level, event, fields) {
-      if (seen.has(key)) return;
-      seen.add(key);
-      log(level, event, fields);
-    },
   };
 }
-
-/** A logger that drops everything (library use, tests). */
-export const silentLogger: Logger = {
-  log: () => undefined,
-  info: () => undefined,
-  warn: () => undefined,
-  error: () => undefined,
-  once: () => undefined,
-};
 
 /** Errors become {name, message, code, stack}; bigints become numbers: every line stays valid JSON. */
 function replacer(_key: string, value: unknown): unknown {

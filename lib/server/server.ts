@@ -59,7 +59,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
   logger.info('listening', { host: address.address, port: address.port, url });
 
   let closing: Promise<void> | null = null;
-  const load = (options.loadBackend ?? loadScorerBackend)({
+  const loadOptions: BackendLoadOptions = {
     ...(settings.model !== undefined ? { model: settings.model } : {}),
     ...(settings.plugin !== undefined ? { plugin: settings.plugin } : {}),
     algorithm: settings.algorithm,
@@ -69,10 +69,14 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
       const { event: name, ...fields } = event;
       logger.info(typeof name === 'string' ? name : 'scorer', { source: 'scorer', ...fields });
     },
-  });
+  };
   const ready = (async (): Promise<void> => {
+    // Parts of loading are synchronous (reading the weights): start on a later turn of the
+    // event loop, so the caller gets the server (and installs its signal handlers) first.
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (closing) throw new Error('the server was closed before the model loaded');
     const started = performance.now();
-    const backend = await load;
+    const backend = await (options.loadBackend ?? loadScorerBackend)(loadOptions);
     if (closing) {
       backend.dispose();
       throw new Error('the server was closed while the model loaded');
