@@ -164,23 +164,29 @@ export function causalPrefixAttention(f: FunctionBuilder, q: HloValue, k: HloVal
   expectDims(op, 'k', k, [p, hkv, d]);
   expectDims(op, 'validLength', validLength, [], 's32');
 
-  const qGrouped = f.reshape(f.multiply(q, resolveScale(opts, d)), [p, hkv, group, d]);
-  // [Hkv, P, G, Pk]
-  const scores = f.dotGeneral(qGrouped, k, { lhsBatch: [1], rhsBatch: [1], lhsContract: [3], rhsContract: [2] });
-  const square = [p, p];
-  const queryPos = f.iota(TensorType.s32(square), 0);
-  const keyPos = f.iota(TensorType.s32(square), 1);
-  const length = f.broadcastScalar(validLength, square);
-  // k <= q < length (so k is valid too)
-  const mask = f.and(f.le(keyPos, queryPos), f.lt(queryPos, length));
-  const out = attendJointly(f, [
-    {
-      scores,
-      visible: f.broadcastInDim(mask, scores.dims, [1, 3]),
-      weightedValues: (w) => f.dotGeneral(w, v, { lhsBatch: [0], rhsBatch: [1], lhsContract: [3], rhsContract: [0] }),
-    },
-  ]);
-  return f.reshape(f.transpose(out, [1, 0, 2, 3]), [p, hq, d]);
+  // Flat layout: one GEMM per kv head, [Hkv, P*G, D] x [Hkv, D, Pk], with an
+  // additive causal bias [P*G, Pk] fused into the softmax passes. Row r sees
+  // key 0, so its max is finite; rows >= validLength see only keys < r but
+  // are zeroed at the end (so padding keys never reach a real row).
+  const qFlat = f.reshape(f.transpose(f.reshape(f.multiply(q, resolveScale(opts, d)), [p, hkv, group, d]), [1, 0, 2, 3]), [hkv, p * group, d]);
+  const kT = f.transpose(k, [1, 2, 0]); // [Hkv, D, Pk]
+  const vT = f.transpose(v, [1, 0, 2]); // [Hkv, Pk, D]
+  // Built [P, Pk] and broadcast over the group, so XLA never folds a [P*G, Pk] constant into the executable.
+  const causal = f.le(f.iota(TensorType.s32([p, p]), 1), f.iota(TensorType.s32([p, p]), 0));
+  const bias = f.select(causal, f.full(TensorType.f32([p, p]), 0), f.full(TensorType.f32([p, p]), MASKED_SCORE));
+  const causalBias = f.reshape(f.broadcastInDim(bias, [p, group, p], [0, 2]), [p * group, p]);
+  const scores = f.add(
+    f.dotGeneral(qFlat, kT, { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }),
+    f.broadcastInDim(causalBias, [hkv, p * group, p], [1, 2]),
+  ); // [Hkv, P*G, Pk]
+  const max = f.reduceMax(scores, [2]);
+  const weights = f.exponential(f.subtract(scores, f.expandReduced(max, scores.dims, [2])));
+  const denominator = f.reduceSum(weights, [2]);
+  const numerator = f.dotGeneral(weights, vT, { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }); // [Hkv, P*G, D]
+  const out = f.divide(numerator, f.expandReduced(denominator, numerator.dims, [2]));
+  const attended = f.reshape(f.transpose(f.reshape(out, [hkv, p, group, d]), [1, 0, 2, 3]), [p, hq, d]);
+  const real = f.lt(f.iota(TensorType.s32([p]), 0), f.broadcastScalar(validLength, [p]));
+  return f.select(f.broadcastInDim(real, [p, hq, d], [0]), attended, 0);
 }
 
 export interface ItemsOverPrefixInputs {

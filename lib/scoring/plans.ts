@@ -23,8 +23,10 @@ export type Algorithm = 'serial' | 'packed' | 'prefix';
 export const ALGORITHMS: readonly Algorithm[] = ['serial', 'packed', 'prefix'];
 
 export interface Ladders {
-  /** Token-length buckets (query P, item L, serial S). */
+  /** Token-length buckets for whole sequences: the query P, serial S. */
   readonly tokens: readonly number[];
+  /** Item-length buckets L: finer, since item padding is paid once per item. */
+  readonly itemTokens: readonly number[];
   /** Item-count buckets (N, C, serial B). */
   readonly counts: readonly number[];
   /** Label-count buckets (B). */
@@ -32,7 +34,7 @@ export interface Ladders {
 }
 
 export interface Budget {
-  /** Most token rows in one pass (activations scale with it). */
+  /** Most item token rows in one pass (activations scale with it; a fused pass adds the query's rows). */
   readonly tokensPerPass: number;
   /** Most bytes of attention scores in one pass (heads x rows x keys x 4). */
   readonly scoreBytesPerPass: number;
@@ -78,6 +80,7 @@ function byLength(items: readonly (readonly number[])[]): number[] {
 function chunk(
   order: readonly number[],
   lengthOf: (i: number) => number,
+  lengthLadder: readonly number[],
   ladders: Ladders,
   budget: Budget,
   heads: number,
@@ -89,12 +92,12 @@ function chunk(
     // Longest item decides the bucket; grow the chunk while it fits.
     const remaining = order.length - start;
     const longest = lengthOf(order[order.length - 1]);
-    const lengthCap = bucketFor(Math.max(1, longest), ladders.tokens, 'item length');
+    const lengthCap = bucketFor(Math.max(1, longest), lengthLadder, 'item length');
     const fitRows = Math.max(1, Math.min(Math.floor(budget.tokensPerPass / lengthCap), Math.floor(budget.scoreBytesPerPass / (heads * lengthCap * keys(lengthCap) * 4))));
     const rows = remaining >= fitRows ? bucketAtMost(fitRows, ladders.counts) : bucketFor(remaining, ladders.counts, 'item count');
     const take = Math.min(rows, remaining);
     const items = order.slice(start, start + take);
-    const length = bucketFor(Math.max(1, ...items.map(lengthOf)), ladders.tokens, 'item length');
+    const length = bucketFor(Math.max(1, ...items.map(lengthOf)), lengthLadder, 'item length');
     chunks.push({ items, rows, length });
     start += take;
   }
@@ -139,7 +142,7 @@ export async function runSerial(input: PlanInput, ctx: PlanContext): Promise<Flo
   const { bucket: B, input: labels } = labelInput(input.labels, ctx.ladders);
   const out: Float32Array[] = new Array(sequences.length);
   const order = byLength(sequences);
-  for (const c of chunk(order, (i) => sequences[i].length, ctx.ladders, ctx.budget, heads(ctx), (l) => l)) {
+  for (const c of chunk(order, (i) => sequences[i].length, ctx.ladders.tokens, ctx.ladders, ctx.budget, heads(ctx), (l) => l)) {
     throwIfAborted(ctx.signal);
     const rows = c.items.map((i) => sequences[i]);
     // A fused pass with an empty prefix (one padding token, length 0): the items are whole sequences.
@@ -165,8 +168,7 @@ export async function runPacked(input: PlanInput, ctx: PlanContext): Promise<Flo
   const { bucket: B, input: labels } = labelInput(input.labels, ctx.ladders);
   const out: Float32Array[] = new Array(itemTokens.length);
   const order = byLength(itemTokens);
-  const budget = { ...ctx.budget, tokensPerPass: Math.max(1, ctx.budget.tokensPerPass - P) };
-  for (const c of chunk(order, (i) => itemTokens[i].length, ctx.ladders, budget, heads(ctx), (l) => P + l)) {
+  for (const c of chunk(order, (i) => itemTokens[i].length, ctx.ladders.itemTokens, ctx.ladders, ctx.budget, heads(ctx), (l) => P + l)) {
     throwIfAborted(ctx.signal);
     const rows = c.items.map((i) => itemTokens[i]);
     const ref: ProgramRef = { program: 'decoder_fused', dims: { P, N: c.rows, L: c.length, B } };
@@ -216,7 +218,7 @@ export async function runPrefix(input: PlanInput, ctx: PlanContext): Promise<Flo
   try {
     const out: Float32Array[] = new Array(itemTokens.length);
     const order = byLength(itemTokens);
-    for (const c of chunk(order, (i) => itemTokens[i].length, ctx.ladders, ctx.budget, heads(ctx), (l) => P + l)) {
+    for (const c of chunk(order, (i) => itemTokens[i].length, ctx.ladders.itemTokens, ctx.ladders, ctx.budget, heads(ctx), (l) => P + l)) {
       throwIfAborted(ctx.signal);
       const rows = c.items.map((i) => itemTokens[i]);
       const ref: ProgramRef = { program: 'decoder_extend', dims: { P, N: c.rows, L: c.length, B } };
@@ -251,19 +253,18 @@ export function planPasses(algorithm: Algorithm, input: PlanInput, ladders: Ladd
   const P = bucketFor(Math.max(1, input.queryTokens.length), ladders.tokens, 'query length');
   if (algorithm === 'serial') {
     const seqs = input.itemTokens.map((item) => item.length + input.queryTokens.length);
-    return chunk(byLength(input.itemTokens), (i) => seqs[i], ladders, budget, numHeads, (l) => l).map((c) => ({
+    return chunk(byLength(input.itemTokens), (i) => seqs[i], ladders.tokens, ladders, budget, numHeads, (l) => l).map((c) => ({
       ref: { program: 'decoder_fused', dims: { P: 1, N: c.rows, L: c.length, B } },
       items: c.items,
     }));
   }
   if (algorithm === 'packed') {
-    const b = { ...budget, tokensPerPass: Math.max(1, budget.tokensPerPass - P) };
-    return chunk(byLength(input.itemTokens), (i) => input.itemTokens[i].length, ladders, b, numHeads, (l) => P + l).map((c) => ({
+    return chunk(byLength(input.itemTokens), (i) => input.itemTokens[i].length, ladders.itemTokens, ladders, budget, numHeads, (l) => P + l).map((c) => ({
       ref: { program: 'decoder_fused', dims: { P, N: c.rows, L: c.length, B } },
       items: c.items,
     }));
   }
-  const extend = chunk(byLength(input.itemTokens), (i) => input.itemTokens[i].length, ladders, budget, numHeads, (l) => P + l).map((c) => ({
+  const extend = chunk(byLength(input.itemTokens), (i) => input.itemTokens[i].length, ladders.itemTokens, ladders, budget, numHeads, (l) => P + l).map((c) => ({
     ref: { program: 'decoder_extend' as const, dims: { P, N: c.rows, L: c.length, B } },
     items: c.items,
   }));

@@ -83,7 +83,9 @@ export interface WarmupShape {
   readonly algorithm?: Algorithm;
 }
 
-const DEFAULT_BUDGET: Budget = { tokensPerPass: 4096, scoreBytesPerPass: 256 * 2 ** 20 };
+// 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core CPU
+// (items/s within 5% from 32 to 128 items per pass).
+const DEFAULT_BUDGET: Budget = { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20 };
 
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
   return x === 'auto' || (typeof x === 'string' && (ALGORITHMS as readonly string[]).includes(x));
@@ -131,6 +133,7 @@ export class Scorer implements Disposable {
     const context = this.config.contextLength;
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
+      itemTokens: bucketLadder({ min: 8, max: Math.max(context, 8), steps: [1.25, 1.5, 1.75], align: 4 }),
       counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }),
       labels: bucketLadder({ min: 2, max: Math.max(2, this.config.vocabSize) }),
     };

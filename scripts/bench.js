@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+'use strict';
+// npm run bench — every scoring plan and the auto choice on the seeds'
+// workloads, against the serial plan (same run) and node-llama-cpp (same GGUF,
+// same machine). Writes bench-results/bench.json and bench-results/bench.svg.
+//
+//   node scripts/bench.js [--skip-llama-cpp] [--workloads target,small-10,small-100]
+//
+// Each case runs in its own process so its peak RSS is its own. Serial on the
+// target workload and node-llama-cpp on the target workload are timed on a
+// subset of the items and scaled linearly (printed as such).
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { describeMachine, machine } = require('./machine');
+const { WORKLOADS, usefulFlops, serialFlopsPerItem } = require('./bench/workloads');
+
+const root = path.join(__dirname, '..');
+const resultsDir = path.join(root, 'bench-results');
+const { values: args } = parseArgs({
+  options: {
+    'skip-llama-cpp': { type: 'boolean', default: false },
+    workloads: { type: 'string', default: 'small-10,small-100,target' },
+    'serial-subset': { type: 'string', default: '8' },
+    'llama-cpp-subset': { type: 'string', default: '40' },
+  },
+});
+
+function runJson(command, argv, label, env = {}) {
+  process.stderr.write(`[bench] ${label} ...\n`);
+  const started = Date.now();
+  const r = spawnSync(command, argv, { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 26 });
+  if (r.status !== 0) throw new Error(`${label} failed (exit ${r.status}):\n${r.stderr.slice(-3000)}`);
+  const line = r.stdout.trim().split('\n').pop();
+  process.stderr.write(`[bench] ${label}: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
+  return JSON.parse(line);
+}
+
+function roof() {
+  const file = path.join(resultsDir, 'runtime.json');
+  const fresh = !fs.existsSync(file) || Date.now() - fs.statSync(file).mtimeMs > 6 * 3600 * 1000;
+  if (fresh) spawnSync(process.execPath, [path.join(__dirname, 'bench-runtime.js')], { cwd: root, stdio: 'inherit' });
+  return JSON.parse(fs.readFileSync(file, 'utf8')).roofGflops;
+}
+
+/** node-llama-cpp lives outside the project's dependencies: installed on demand in the cache. */
+function llamaCppModules() {
+  const { cacheDir } = require('../dist/util/cache-dir');
+  const dir = path.join(cacheDir(), 'bench-peers');
+  const modules = path.join(dir, 'node_modules');
+  if (!fs.existsSync(path.join(modules, 'node-llama-cpp'))) {
+    fs.mkdirSync(dir, { recursive: true });
+    if (!fs.existsSync(path.join(dir, 'package.json'))) fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"pjrt-score-bench-peers","private":true}\n');
+    process.stderr.write(`[bench] installing node-llama-cpp@3.22.1 into ${dir} (once)\n`);
+    const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', 'node-llama-cpp@3.22.1'], { cwd: dir, stdio: 'inherit' });
+    if (r.status !== 0) throw new Error('could not install node-llama-cpp');
+  }
+  return modules;
+}
+
+function fmt(x, digits = 1) {
+  return Number.isFinite(x) ? x.toFixed(digits) : '-';
+}
+
+async function main() {
+  const info = machine();
+  console.log(`machine: ${describeMachine()}`);
+  const roofGflops = roof();
+  console.log(`matmul roof (bench:runtime): ${roofGflops.toFixed(1)} GFLOP/s`);
+  const workloads = args.workloads.split(',').map((w) => {
+    if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
+    return WORKLOADS[w];
+  });
+  const { DEFAULT_MODEL } = require('../dist/model/default-model');
+  const modelPath = process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination;
+  const worker = path.join(__dirname, 'bench', 'pjrt-worker.js');
+  const results = [];
+  for (const w of workloads) {
+    const rows = {};
+    for (const algorithm of ['serial', 'packed', 'prefix', 'auto']) {
+      const subset = algorithm === 'serial' && w.items > 50 ? Math.min(w.items, Number(args['serial-subset'])) : w.items;
+      const r = runJson(process.execPath, [worker, w.name, algorithm, String(subset)], `${w.name} ${algorithm}${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`);
+      const perItem = r.seconds / r.items;
+      const seconds = perItem * w.items; // linear scaling when timed on a subset
+      const flops = algorithm === 'serial' ? serialFlopsPerItem(r.config, w) * w.items : usefulFlops(r.config, w);
+      rows[algorithm] = {
+        algorithm: r.algorithm,
+        autoReason: r.autoReason,
+        timedItems: r.items,
+        scaled: r.items < w.items,
+        seconds,
+        itemsPerSecond: w.items / seconds,
+        peakRssGB: r.peakRssBytes / 1e9,
+        gflops: flops / seconds / 1e9,
+        roofFraction: flops / seconds / 1e9 / roofGflops,
+        compileAndFirstSeconds: r.firstSeconds,
+      };
+    }
+    let llama;
+    if (!args['skip-llama-cpp']) {
+      const subset = w.items > 50 ? Math.min(w.items, Number(args['llama-cpp-subset'])) : w.items;
+      const r = runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(subset)], `${w.name} node-llama-cpp${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`);
+      const seconds = r.querySeconds + (r.itemSeconds / r.items) * w.items;
+      llama = { timedItems: r.items, scaled: r.items < w.items, seconds, itemsPerSecond: w.items / seconds, peakRssGB: r.peakRssBytes / 1e9 };
+    }
+    const serialSeconds = rows.serial.seconds;
+    for (const row of Object.values(rows)) row.speedupOverSerial = serialSeconds / row.seconds;
+    for (const row of Object.values(rows)) row.ratioToLlamaCpp = llama ? llama.seconds / row.seconds : undefined;
+    results.push({ workload: w, plans: rows, llamaCpp: llama });
+  }
+
+  // Cold and warm start: process start -> first scored request (small-10).
+  const { cacheDir } = require('../dist/util/cache-dir');
+  const startDir = path.join(cacheDir(), 'bench-start-cache');
+  fs.rmSync(startDir, { recursive: true, force: true });
+  const startWorker = path.join(__dirname, 'bench', 'start-worker.js');
+  const cold = runJson(process.execPath, [startWorker, startDir], 'cold start (empty executable cache)');
+  const warm = runJson(process.execPath, [startWorker, startDir], 'warm start (executable cache filled)');
+  fs.rmSync(startDir, { recursive: true, force: true });
+
+  console.log('');
+  console.log('| workload | method | items/s | seconds | x serial | x node-llama-cpp | peak RSS | GFLOP/s | of roof |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of results) {
+    for (const [name, p] of Object.entries(r.plans)) {
+      const label = name === 'auto' ? `auto (${p.algorithm})` : name;
+      console.log(
+        `| ${r.workload.name} | ${label}${p.scaled ? ` [${p.timedItems} items timed, scaled]` : ''} | ${fmt(p.itemsPerSecond)} | ${fmt(p.seconds)} | ${fmt(p.speedupOverSerial)} | ${p.ratioToLlamaCpp ? fmt(p.ratioToLlamaCpp, 2) : '-'} | ${fmt(p.peakRssGB, 2)} GB | ${fmt(p.gflops, 0)} | ${fmt(100 * p.roofFraction, 0)}% |`,
+      );
+    }
+    if (r.llamaCpp) {
+      const l = r.llamaCpp;
+      console.log(`| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`);
+    }
+  }
+  console.log('');
+  console.log(`start to first scored request (small-10): cold ${fmt(cold.seconds, 2)} s (${cold.compiles} compiles), warm ${fmt(warm.seconds, 2)} s (${warm.compiles} compiles, ${warm.diskHits} from disk)`);
+  console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
+
+  fs.mkdirSync(resultsDir, { recursive: true });
+  const report = { machine: info, roofGflops, results, start: { cold, warm }, command: 'npm run bench' };
+  fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
+  const { barChart } = require('./bench/chart');
+  const colors = { serial: '#bbb', packed: '#6a9fd8', prefix: '#2f6db5', auto: '#14427a', llama: '#d9822b' };
+  const svg = barChart({
+    title: 'pjrt-score: items scored per second (SmolLM2-135M, XLA CPU plugin)',
+    subtitle: `${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB; ${new Date().toISOString().slice(0, 10)}; npm run bench`,
+    unit: 'items/s',
+    groups: results.map((r) => ({
+      label: r.workload.description,
+      bars: [
+        ...Object.entries(r.plans).map(([name, p]) => ({ label: name === 'auto' ? `auto (${p.algorithm})` : name, value: p.itemsPerSecond, color: colors[name] })),
+        ...(r.llamaCpp ? [{ label: 'node-llama-cpp', value: r.llamaCpp.itemsPerSecond, color: colors.llama }] : []),
+      ],
+    })),
+  });
+  fs.writeFileSync(path.join(resultsDir, 'bench.svg'), svg);
+  console.log('wrote bench-results/bench.json and bench-results/bench.svg');
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

@@ -1,0 +1,49 @@
+'use strict';
+// One benchmark case in its own process (so peak RSS is its own):
+//   node pjrt-worker.js <workload> <algorithm> [itemLimit]
+// Scores one request to compile (untimed), then a fresh request of the same
+// shape (timed). The prefix cache is off, so every request pays its query.
+const { Scorer } = require('../../dist');
+const { WORKLOADS, request } = require('./workloads');
+
+function peakRssBytes() {
+  const status = require('node:fs').readFileSync('/proc/self/status', 'utf8');
+  const m = /VmHWM:\s+(\d+) kB/.exec(status);
+  return m ? Number(m[1]) * 1024 : process.resourceUsage().maxRSS * 1024;
+}
+
+async function main() {
+  const [workloadName, algorithm, limitArg] = process.argv.slice(2);
+  const workload = WORKLOADS[workloadName];
+  const itemLimit = limitArg ? Number(limitArg) : workload.items;
+  const scorer = await Scorer.load({ algorithm, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
+  const warm = request(workload, 0, itemLimit);
+  const t0 = performance.now();
+  await scorer.score(warm);
+  const firstSeconds = (performance.now() - t0) / 1000;
+  const timed = request(workload, 1, itemLimit);
+  const chosen = scorer.explain(timed);
+  const t1 = performance.now();
+  const result = await scorer.score(timed);
+  const seconds = (performance.now() - t1) / 1000;
+  const out = {
+    workload: workloadName,
+    algorithm: result.algorithm,
+    requested: algorithm,
+    autoReason: algorithm === 'auto' ? chosen.reason : undefined,
+    items: timed.items.length,
+    seconds,
+    firstSeconds,
+    peakRssBytes: peakRssBytes(),
+    config: scorer.config,
+    firstScores: result.scores[0],
+    jit: scorer.stats().jit,
+  };
+  scorer.dispose();
+  process.stdout.write(`${JSON.stringify(out)}\n`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

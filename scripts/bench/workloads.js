@@ -1,0 +1,52 @@
+'use strict';
+// The benchmark workloads (the seeds' shapes), as deterministic token ids.
+// Labels 9454 and 2753 are the seeds' label ids (valid in SmolLM2's vocabulary).
+
+const WORKLOADS = {
+  target: { name: 'target', description: '2000-token query, 500 items x 20 tokens', queryTokens: 2000, items: 500, itemTokens: 20 },
+  'small-10': { name: 'small-10', description: '300-token query, 10 items x 10 tokens', queryTokens: 300, items: 10, itemTokens: 10 },
+  'small-100': { name: 'small-100', description: '300-token query, 100 items x 10 tokens', queryTokens: 300, items: 100, itemTokens: 10 },
+};
+
+const LABELS = [9454, 2753];
+
+/** Token ids in [100, 48100), different for each seed. */
+function tokens(count, seed) {
+  let a = (seed * 2654435761) >>> 0;
+  return Array.from({ length: count }, () => {
+    a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
+    return 100 + (a % 48000);
+  });
+}
+
+/** A request of the workload's shape; `variant` changes the token values, not the shapes. */
+function request(workload, variant, itemLimit = workload.items) {
+  return {
+    query: tokens(workload.queryTokens, 1000 + variant),
+    items: Array.from({ length: Math.min(itemLimit, workload.items) }, (_, i) => tokens(workload.itemTokens, 100000 * (variant + 1) + i)),
+    labelTokenIds: LABELS,
+  };
+}
+
+/**
+ * Useful FLOPs of scoring the workload (what any exact method must compute):
+ * projections and MLP for the query once and every item token, attention over
+ * the visible keys, and the LM head at each item's last token.
+ */
+function usefulFlops(config, workload, itemCount = workload.items) {
+  const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D, vocabSize: V } = config;
+  const perRow = 2 * Ly * (Dm * (Hq + 2 * Hkv) * D + Hq * D * Dm + 3 * Dm * F);
+  const perKey = 4 * Hq * D * Ly;
+  const P = workload.queryTokens;
+  const L = workload.itemTokens;
+  const queryKeys = (P * (P + 1)) / 2;
+  const itemKeys = L * P + (L * (L + 1)) / 2;
+  return (P + itemCount * L) * perRow + (queryKeys + itemCount * itemKeys) * perKey + itemCount * 2 * V * Dm;
+}
+
+/** FLOPs the serial plan does per item: the whole query ++ item sequence. */
+function serialFlopsPerItem(config, workload) {
+  return usefulFlops(config, { ...workload, queryTokens: workload.queryTokens + workload.itemTokens, itemTokens: 0 }, 1);
+}
+
+module.exports = { WORKLOADS, LABELS, request, usefulFlops, serialFlopsPerItem };
