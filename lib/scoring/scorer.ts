@@ -100,8 +100,10 @@ export class Scorer implements Disposable {
   private readonly weights: DeviceWeights;
   private readonly lock = new DeviceLock();
   private readonly prefixCache: PrefixCache;
-  private readonly ladders: Ladders;
-  private readonly budget: Budget;
+  /** Bucket ladders (token lengths, item lengths, counts, labels). */
+  readonly ladders: Ladders;
+  /** Per-pass memory budget. */
+  readonly budget: Budget;
   private readonly costModel: CostModel;
   private readonly requestContext: ScoreRequestContext;
   private readonly defaultAlgorithm: AlgorithmChoice;

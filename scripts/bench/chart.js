@@ -5,7 +5,7 @@ function escape(text) {
   return String(text).replace(/[&<>"]/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;' })[c]);
 }
 
-/** groups: [{ label, bars: [{ label, value, color }] }] */
+/** groups: [{ label (may hold '\n'), bars: [{ label, value, color }] }] */
 function barChart({ title, subtitle, unit, groups }) {
   const barWidth = 26;
   const gap = 10;
@@ -38,7 +38,9 @@ function barChart({ title, subtitle, unit, groups }) {
       out.push(`<text x="${x + barWidth / 2}" y="${top + height + 12}" text-anchor="end" font-size="10" transform="rotate(-45 ${x + barWidth / 2} ${top + height + 12})">${escape(b.label)}</text>`);
       x += barWidth + gap;
     }
-    out.push(`<text x="${(start + x - gap) / 2}" y="${top + height + 95}" text-anchor="middle" font-weight="bold">${escape(g.label)}</text>`);
+    const mid = (start + x - gap) / 2;
+    const lines = String(g.label).split('\n');
+    out.push(`<text x="${mid}" y="${top + height + 88}" text-anchor="middle" font-weight="bold">${lines.map((l, i) => `<tspan x="${mid}" dy="${i ? 14 : 0}">${escape(l)}</tspan>`).join('')}</text>`);
     x += groupGap;
   }
   out.push('</svg>');

@@ -1,0 +1,71 @@
+'use strict';
+// A restarted service: time from `pjrt-score serve` starting to the answer of
+// its first /v1/score request (small-10 shape), and how many programs it
+// compiled (from /metrics). Run twice over one executable cache: cold, then warm.
+//   node service-start.js <cacheDir>
+const { spawn } = require('node:child_process');
+const http = require('node:http');
+const path = require('node:path');
+const readline = require('node:readline');
+const { WORKLOADS, request } = require('./workloads');
+
+function post(port, pathname, body) {
+  return new Promise((resolve, reject) => {
+    const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = http.request(
+      { host: '127.0.0.1', port, path: pathname, method: data ? 'POST' : 'GET', headers: data ? { 'content-type': 'application/json', 'content-length': data.length } : {} },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, body: Buffer.concat(chunks).toString('utf8') }));
+      },
+    );
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+async function main() {
+  const cache = process.argv[2];
+  const { DEFAULT_MODEL } = require('../../dist/model/default-model');
+  const { CPU_PLUGIN } = require('../../dist/runtime/plugin-path');
+  const started = Date.now();
+  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js'), 'serve', '--port', '0', '--warmup', 'none'], {
+    env: {
+      ...process.env,
+      PJRT_SCORE_CACHE: cache,
+      PJRT_SCORE_MODEL: process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination,
+      PJRT_PLUGIN_PATH: process.env.PJRT_PLUGIN_PATH || CPU_PLUGIN.destination,
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      try {
+        const e = JSON.parse(line);
+        if (e.event === 'listening') resolve(e.port);
+      } catch {
+        // not a log line
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  const body = request(WORKLOADS['small-10'], 5);
+  let answer;
+  for (;;) {
+    answer = await post(port, '/v1/score', { query: body.query, items: body.items, label_token_ids: body.labelTokenIds });
+    if (answer.status !== 503) break; // still loading: retry like a client behind a readiness probe
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  const seconds = (Date.now() - started) / 1000;
+  const metrics = (await post(port, '/metrics')).body;
+  const compiles = Number(/^pjrt_score_jit_compiles_total(?:\{[^}]*\})? (\S+)/m.exec(metrics)?.[1] ?? NaN);
+  child.kill('SIGTERM');
+  await new Promise((r) => child.on('exit', r));
+  process.stdout.write(`${JSON.stringify({ seconds, status: answer.status, compiles })}\n`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
