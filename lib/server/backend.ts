@@ -7,20 +7,14 @@ import type { ModelConfig } from '../model/config';
 import type { Algorithm } from '../scoring/plans';
 import type { JitCacheCounters } from '../scoring/jit-cache';
 import type { PrefixCacheCounters } from '../scoring/prefix-cache';
+import type { ScoreRequestBody } from '../scoring/request';
 import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
 
 export type { Algorithm, AlgorithmChoice, WarmupShape };
 export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', 'packed', 'prefix', 'serial'];
 
 /** The Score API body as the backend receives it (snake_case, SGLang spelling). */
-export interface ScoreBody {
-  query: string | number[];
-  items: string | string[] | number[][];
-  label_token_ids: number[];
-  apply_softmax?: boolean;
-  item_first?: boolean;
-  [other: string]: unknown;
-}
+export type ScoreBody = ScoreRequestBody;
 
 export interface BackendScoreResult {
   readonly scores: number[][];
