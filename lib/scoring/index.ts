@@ -62,8 +62,11 @@ export {
   type ScorerStats,
   type ScoreUsage,
   type WarmupShape,
+  type BatchJob,
+  type BatchOutcome,
+  type PlanExplanation,
 } from './scorer';
-export { ALGORITHMS, type Algorithm, type Budget, type Ladders } from './plans';
+export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
 export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
-export { chooseAlgorithm, costModelFor, type Choice, type CostModel } from './selector';
+export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';

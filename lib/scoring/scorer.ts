@@ -12,11 +12,12 @@ import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DecoderRunner } from './decoder-runner';
 import { DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
-import { Algorithm, ALGORITHMS, Budget, Ladders, PlanContext, PlanInput, planPasses, runPacked, runPrefix, runSerial } from './plans';
+import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
+import { runPlan } from './run-plan';
 import { scoresFromLabelLogprobs } from './scores';
-import { chooseAlgorithm, CostModel, costModelFor } from './selector';
+import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
 
 export type AlgorithmChoice = Algorithm | 'auto';
 
@@ -44,6 +45,28 @@ export interface ScorerOptions {
 export interface ScoreCallOptions {
   /** Aborting drops the work that has not run yet; the call rejects with an AbortError. */
   readonly signal?: AbortSignal;
+  /** Forces a plan (default: the Scorer's algorithm option). */
+  readonly algorithm?: AlgorithmChoice;
+}
+
+/** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
+export interface BatchJob {
+  readonly request: NormalizedRequest;
+  readonly signal?: AbortSignal;
+}
+
+/** What became of one request of a batch. */
+export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
+
+/** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
+export interface PlanExplanation {
+  readonly algorithm: Algorithm;
+  readonly reason: string;
+  /** Estimated cost of the chosen plan, FLOP-equivalents. */
+  readonly cost: number;
+  readonly costs: Partial<Record<Algorithm, number>>;
+  /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
+  readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
 }
 
 export interface ScoreLibraryRequest extends ScoreRequest {
@@ -105,6 +128,7 @@ export class Scorer implements Disposable {
   /** Per-pass memory budget. */
   readonly budget: Budget;
   private readonly costModel: CostModel;
+  private readonly sizing: Sizing;
   private readonly requestContext: ScoreRequestContext;
   private readonly defaultAlgorithm: AlgorithmChoice;
   private readonly log: (event: Record<string, unknown>) => void;
@@ -140,6 +164,7 @@ export class Scorer implements Disposable {
       labels: bucketLadder({ min: 2, max: Math.max(2, this.config.vocabSize) }),
     };
     this.costModel = costModelFor(this.config);
+    this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, {
       disk: options.diskCache ?? true,
     });
@@ -196,47 +221,92 @@ export class Scorer implements Disposable {
     return this.lock.pending;
   }
 
+  /**
+   * Validates a library request (camelCase fields) into token space; throws
+   * ScoreInputError naming the field. Nothing runs.
+   */
+  normalize(request: ScoreRequest): NormalizedRequest {
+    this.assertLive();
+    return normalizeRequest(request, this.requestContext);
+  }
+
+  /** Validates an SGLang Score API body (snake_case JSON, as received over HTTP) into token space. */
+  normalizeBody(body: unknown): NormalizedRequest {
+    this.assertLive();
+    return normalizeRequestBody(body, this.requestContext);
+  }
+
   /** Scores a library request (camelCase fields). */
   async score(request: ScoreLibraryRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
-    this.assertLive();
-    const normalized = normalizeRequest(request, this.requestContext);
-    const algorithm = request && typeof request === 'object' ? request.algorithm : undefined;
-    if (algorithm !== undefined && !isAlgorithmChoice(algorithm)) {
-      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(algorithm)}`);
-    }
-    return this.run(normalized, algorithm ?? this.defaultAlgorithm, options);
+    const normalized = this.normalize(request);
+    const algorithm = options.algorithm ?? (request && typeof request === 'object' ? request.algorithm : undefined);
+    return this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
   }
 
-  /** Scores an SGLang Score API body (snake_case JSON, as received over HTTP). */
+  /** Scores an SGLang Score API body (snake_case JSON). */
   async scoreBody(body: unknown, options: ScoreCallOptions = {}): Promise<ScoreResult> {
+    return this.scoreNormalized(this.normalizeBody(body), options);
+  }
+
+  /** Scores a request that `normalize`/`normalizeBody` already validated: the one path every entry takes. */
+  async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
-    const normalized = normalizeRequestBody(body, this.requestContext);
-    return this.run(normalized, this.defaultAlgorithm, options);
+    const choice = this.choose(request, options.algorithm);
+    return this.lock.run(() => this.execute(request, choice, options.signal), options.signal);
   }
 
-  /** Which plan `auto` would pick for a request, and why (nothing runs). */
-  explain(request: ScoreLibraryRequest): { algorithm: Algorithm; reason: string; costs: Partial<Record<Algorithm, number>> } {
-    const n = normalizeRequest(request, this.requestContext);
-    return this.choose(this.planInput(n));
+  /**
+   * Scores several normalized requests in one hold of the device. Each runs
+   * its own plan, exactly as it would alone, so its scores do not depend on
+   * the others (SPEC.md section 11); requests with the same query share its
+   * prefill through the prefix cache. One request's failure or abort does not
+   * affect the others.
+   */
+  async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
+    this.assertLive();
+    const chosen = jobs.map((job) => {
+      try {
+        return { job, choice: this.choose(job.request, options.algorithm) };
+      } catch (error) {
+        return { job, error };
+      }
+    });
+    const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
+    return this.lock.run(async () => {
+      const outcomes: BatchOutcome[] = [];
+      for (const c of chosen) {
+        if ('error' in c) {
+          outcomes.push({ ok: false, error: c.error });
+          continue;
+        }
+        try {
+          outcomes.push({ ok: true, result: await this.execute(c.job.request, c.choice, c.job.signal) });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      }
+      return outcomes;
+    }, live() ? undefined : AbortSignal.abort());
   }
 
-  /** Compiles the programs that requests of these shapes use (progress bar on stderr). */
+  /** The plan a request would run, its passes and costs (nothing runs). */
+  explain(request: ScoreLibraryRequest): PlanExplanation {
+    const normalized = this.normalize(request);
+    const choice = this.choose(normalized, request.algorithm);
+    return explanation(choice);
+  }
+
+  /**
+   * Compiles exactly the programs that requests of these shapes run (progress
+   * bar on stderr): the plan of each shape is made as a real request's would be.
+   */
   async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
     this.assertLive();
-    const refs = new Map<string, Parameters<DecoderRunner['prepare']>[0]>();
+    const programs = new Map<string, ProgramKey>();
     for (const s of shapes) {
-      const input: PlanInput = {
-        queryTokens: new Array(s.queryTokens).fill(0),
-        itemTokens: Array.from({ length: s.items }, () => new Array(s.itemTokens).fill(0)),
-        labels: new Array(s.labels ?? 2).fill(0),
-        itemFirst: false,
-      };
-      const algorithm = s.algorithm ?? this.choose(input).algorithm;
-      for (const pass of planPasses(algorithm, input, this.ladders, this.budget, this.config.numHeads)) {
-        refs.set(JSON.stringify(pass.ref), pass.ref);
-      }
+      for (const pass of this.planFor(warmupShape(s), s.algorithm).plan.passes) programs.set(programKeyString(pass.program), pass.program);
     }
-    const items = [...refs.values()].map((ref) => ({ key: this.runner.key(ref), source: this.runner.source(ref) }));
+    const items = [...programs.values()].map((program) => ({ key: this.runner.key(program), source: this.runner.source(program) }));
     await this.runner.jit.warmup(items, { progress });
   }
 
@@ -264,57 +334,51 @@ export class Scorer implements Disposable {
     this.dispose();
   }
 
-  private planInput(n: NormalizedRequest): PlanInput {
-    return { queryTokens: n.queryTokens, itemTokens: n.itemTokens, labels: n.labels, itemFirst: n.itemFirst };
+  /** The plan of a request of this shape: the one place requests, warmup and explain get plans from. */
+  private planFor(shape: RequestShape, requested: AlgorithmChoice | undefined): PlanChoice {
+    const algorithm = requested ?? this.defaultAlgorithm;
+    if (!isAlgorithmChoice(algorithm)) {
+      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(algorithm)}`);
+    }
+    return choosePlan(shape, algorithm, this.sizing, this.costModel);
   }
 
-  private choose(input: PlanInput): { algorithm: Algorithm; reason: string; costs: Partial<Record<Algorithm, number>> } {
-    const P = this.ladders.tokens.find((t) => t >= input.queryTokens.length) ?? input.queryTokens.length;
-    const cached = this.prefixCache.has(PrefixCache.key(input.queryTokens, P));
-    return chooseAlgorithm(input, this.ladders, this.budget, this.costModel, this.config.numHeads, cached);
+  private choose(request: NormalizedRequest, requested: AlgorithmChoice | undefined): PlanChoice {
+    const choice = this.planFor(shapeOf(request), requested);
+    if (request.itemFirst && !this.loggedItemFirst) {
+      this.log({ event: 'item_first_serial', message: 'item_first requests run on the serial path (no shared query prefix)' });
+      this.loggedItemFirst = true;
+    }
+    return choice;
   }
 
-  private async run(n: NormalizedRequest, requested: AlgorithmChoice, options: ScoreCallOptions): Promise<ScoreResult> {
+  /** Runs a chosen plan (the device lock is held by the caller). */
+  private async execute(n: NormalizedRequest, choice: PlanChoice, signal: AbortSignal | undefined): Promise<ScoreResult> {
+    this.assertLive();
     const usage: ScoreUsage = { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens };
-    if (n.itemTokens.length === 0) {
-      return { scores: [], usage, algorithm: requested === 'auto' ? 'packed' : requested, model: this.modelName };
-    }
-    const input = this.planInput(n);
-    let algorithm: Algorithm;
-    if (n.itemFirst) {
-      // No shared prefix: the serial path is the only correct one.
-      if (!this.loggedItemFirst) {
-        this.log({ event: 'item_first_serial', message: 'item_first requests run on the serial path (no shared query prefix)' });
-        this.loggedItemFirst = true;
-      }
-      algorithm = 'serial';
-    } else if (requested === 'auto') {
-      algorithm = this.choose(input).algorithm;
-    } else {
-      algorithm = requested;
-    }
-    const logprobs = await this.lock.run(async () => {
-      this.assertLive();
-      const ctx: PlanContext = { runner: this.runner, ladders: this.ladders, budget: this.budget, prefixCache: this.prefixCache, signal: options.signal };
-      switch (algorithm) {
-        case 'serial':
-          return runSerial(input, ctx);
-        case 'packed':
-          return runPacked(input, ctx);
-        case 'prefix':
-          return runPrefix(input, ctx);
-      }
-    }, options.signal);
-    const flat = new Float32Array(logprobs.length * n.labels.length);
-    logprobs.forEach((row, i) => flat.set(row, i * n.labels.length));
-    const scores = scoresFromLabelLogprobs(flat, { itemCount: logprobs.length, labelCount: n.labels.length, applySoftmax: n.applySoftmax });
-    this.runs[algorithm]++;
+    const { plan } = choice;
+    if (n.itemTokens.length === 0) return { scores: [], usage, algorithm: plan.algorithm, model: this.modelName };
+    const logprobs = await runPlan(plan, n, { runner: this.runner, prefixCache: this.prefixCache, ...(signal ? { signal } : {}) });
+    const scores = scoresFromLabelLogprobs(logprobs, { itemCount: n.itemTokens.length, labelCount: n.labels.length, applySoftmax: n.applySoftmax });
+    this.runs[plan.algorithm]++;
     this.itemsScored += n.itemTokens.length;
     this.tokensScored += n.promptTokens;
-    return { scores, usage, algorithm, model: this.modelName };
+    return { scores, usage, algorithm: plan.algorithm, model: this.modelName };
   }
 
   private assertLive(): void {
     if (this.disposed) throw new Error('Scorer has been disposed');
   }
 }
+
+/** A warmup shape as a request shape: `items` items of `itemTokens` tokens. */
+function warmupShape(s: WarmupShape): RequestShape {
+  return { queryLength: s.queryTokens, itemLengths: new Array<number>(s.items).fill(s.itemTokens), labelCount: s.labels ?? 2, itemFirst: false };
+}
+
+function explanation(choice: PlanChoice): PlanExplanation {
+  const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
+  return { algorithm: choice.plan.algorithm, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
+}
+
+export type { Plan };

@@ -4,10 +4,10 @@
  * can be read, tested and reasoned about without the device behind it.
  */
 import type { ModelConfig } from '../model/config';
-import type { Algorithm } from '../scoring/plans';
+import type { Algorithm } from '../scoring/plan';
 import type { JitCacheCounters } from '../scoring/jit-cache';
 import type { PrefixCacheCounters } from '../scoring/prefix-cache';
-import type { ScoreRequestBody } from '../scoring/request';
+import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
 import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
 
 export type { Algorithm, AlgorithmChoice, WarmupShape };
@@ -22,6 +22,14 @@ export interface BackendScoreResult {
   readonly algorithm: Algorithm;
   readonly model: string;
 }
+
+/** One request of a batch, with its own abort signal. */
+export interface BackendJob {
+  readonly request: NormalizedRequest;
+  readonly signal?: AbortSignal;
+}
+
+export type BackendOutcome = { readonly ok: true; readonly result: BackendScoreResult } | { readonly ok: false; readonly error: unknown };
 
 /** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
 export interface BackendStats {
@@ -38,7 +46,12 @@ export interface ScoringBackend {
   /** Calls waiting for or holding the device inside the backend. */
   readonly pending: number;
   tokenize(text: string): number[];
+  /** Validates and tokenizes a Score API body (ScoreInputError on bad input): the service's only normalization. */
+  normalizeBody(body: unknown): NormalizedRequest;
+  /** Scores one body (the CLI). */
   scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
+  /** Scores normalized requests in one hold of the device, each exactly as it would run alone. */
+  scoreBatch(jobs: readonly BackendJob[]): Promise<BackendOutcome[]>;
   stats(): BackendStats;
   /** Compiles the programs requests of these shapes use (progress bar on `progress`). */
   warmup(shapes: readonly WarmupShape[], progress?: NodeJS.WritableStream | false): Promise<void>;

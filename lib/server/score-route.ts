@@ -5,7 +5,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ScoreInputError, describeValue } from '../scoring/errors';
-import { NormalizedRequest, normalizeRequestBody } from '../scoring/request';
+import type { NormalizedRequest } from '../scoring/request';
 import { isAbortError } from './backend';
 import { checkContentType, parseJsonBody, readBody } from './body';
 import { HttpError } from './http-errors';
@@ -86,8 +86,8 @@ export async function handleScore(service: ScoreService, req: IncomingMessage, r
 
 async function scoreRequest(service: ScoreService, req: IncomingMessage, signal: AbortSignal, record: ScoreRecord): Promise<JobOutcome> {
   const scheduler = service.scheduler;
-  const context = service.requestContext;
-  if (service.phase !== 'ready' || !scheduler || !context) {
+  const backend = service.backend;
+  if (service.phase !== 'ready' || !scheduler || !backend) {
     const message = service.phase === 'loading' ? 'the model is loading; retry shortly' : 'the server is shutting down';
     throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
   }
@@ -95,12 +95,12 @@ async function scoreRequest(service: ScoreService, req: IncomingMessage, signal:
   const bytes = await raceSignal(readBody(req, service.options.maxBodyBytes), signal);
   const body = parseJsonBody(bytes);
   checkModelField(body);
-  const request: NormalizedRequest = normalizeRequestBody(body, context);
+  const request: NormalizedRequest = backend.normalizeBody(body);
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;
   let pending: Promise<JobOutcome>;
   try {
-    pending = scheduler.submit({ id: record.id, request, rawBody: body, signal });
+    pending = scheduler.submit({ id: record.id, request, signal });
   } catch (error) {
     if (error instanceof QueueFullError) {
       throw new HttpError(429, `${error.message}: retry later`, { retryAfter: scheduler.retryAfterSeconds() });
