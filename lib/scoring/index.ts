@@ -1,8 +1,10 @@
 /**
- * lib/scoring: the device-independent core of scoring. Requests become token
- * sequences, sequences become packed layouts with O(T) segment metadata,
- * sizes round up to buckets, compiled programs live in the JIT cache, and
- * label logprobs become scores.
+ * lib/scoring: requests become token sequences (request.ts), a request's
+ * shape becomes a plan of device passes (plan.ts, chosen by selector.ts),
+ * the executor runs its passes through the JIT cache (run-plan.ts,
+ * decoder-runner.ts, jit-cache.ts), and label logprobs become scores
+ * (scores.ts). Scorer (scorer.ts) is the front door. May import runtime/,
+ * hlo/, model/ and util/; never server/.
  */
 export { ScoreInputError } from './errors';
 export {
@@ -14,22 +16,6 @@ export {
   type ScoreRequestContext,
   type TokenIdList,
 } from './request';
-export {
-  PADDING_SEGMENT,
-  QUERY_SEGMENT,
-  denseMask,
-  packDense,
-  packFactored,
-  packSerial,
-  renderMask,
-  type DenseLayout,
-  type DenseLayoutOptions,
-  type FactoredLayout,
-  type FactoredLayoutOptions,
-  type SerialLayout,
-  type SerialLayoutOptions,
-  type TokenSequence,
-} from './packing';
 export {
   BucketOverflowError,
   DEFAULT_COUNT_BUCKETS,

@@ -15,6 +15,8 @@ import { JitCacheCounters } from './jit-cache';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
+import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
+import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
 import { runPlan } from './run-plan';
 import { scoresFromLabelLogprobs } from './scores';
 import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
@@ -40,6 +42,17 @@ export interface ScorerOptions {
   readonly prefixCacheBytes?: number;
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
+  /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
+  readonly rerankTemplate?: string | RerankTemplate;
+}
+
+export interface RerankResponse {
+  /** Best first, cut to topN. */
+  readonly results: readonly RerankResult[];
+  readonly usage: ScoreUsage;
+  readonly model: string;
+  /** The template that built the prompts. */
+  readonly template: string;
 }
 
 export interface ScoreCallOptions {
@@ -137,6 +150,8 @@ export class Scorer implements Disposable {
   private tokensScored = 0;
   private disposed = false;
   private loggedItemFirst = false;
+  private readonly templateOption: string | RerankTemplate | undefined;
+  private resolvedTemplate: ResolvedTemplate | null = null;
 
   private constructor(init: {
     modelName: string;
@@ -154,6 +169,7 @@ export class Scorer implements Disposable {
     this.weights = init.weights;
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = options.algorithm ?? 'auto';
+    this.templateOption = options.rerankTemplate;
     this.budget = { ...DEFAULT_BUDGET, ...options.budget };
     this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? 512 * 2 ** 20);
     const context = this.config.contextLength;
@@ -195,6 +211,8 @@ export class Scorer implements Disposable {
     try {
       const weights = await uploadWeights(client, model.config, model.weights);
       const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, options });
+      // A template named at load must fit the model: say so now, not at the first rerank.
+      if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
       scorer.log({
         event: 'model_loaded',
         model: model.name,
@@ -287,6 +305,46 @@ export class Scorer implements Disposable {
       }
       return outcomes;
     }, live() ? undefined : AbortSignal.abort());
+  }
+
+  /**
+   * Reranks documents against a query (SPEC.md section 10): every document in
+   * one plan, the prompt up to the document shared. Results are sorted by
+   * relevance, best first.
+   */
+  async rerank(request: RerankRequest, options: ScoreCallOptions = {}): Promise<RerankResponse> {
+    this.assertLive();
+    return this.runRerank(normalizeRerank(request, this.rerankTemplate(), this.requestContext), options);
+  }
+
+  /** Validates a rerank JSON body (the common shape, or text-embeddings-inference's). */
+  normalizeRerankBody(body: unknown): NormalizedRerank {
+    this.assertLive();
+    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext);
+  }
+
+  /** Runs a validated rerank request. */
+  async runRerank(request: NormalizedRerank, options: ScoreCallOptions = {}): Promise<RerankResponse> {
+    const result = await this.scoreNormalized(request.score, options);
+    return { results: rerankResults(request, result.scores), usage: result.usage, model: this.modelName, template: this.rerankTemplate().template.name };
+  }
+
+  /** The rerank template bound to this model's vocabulary (TemplateError when none fits). */
+  rerankTemplate(): ResolvedTemplate {
+    if (this.resolvedTemplate) return this.resolvedTemplate;
+    const option = this.templateOption;
+    let template: RerankTemplate;
+    if (option === undefined) {
+      template = chooseTemplate({ name: this.modelName, architecture: this.config.architecture }, this.tokenizer);
+    } else if (typeof option === 'string') {
+      const named = RERANK_TEMPLATES[option];
+      if (!named) throw new TemplateError(`unknown rerank template ${JSON.stringify(option)}; built in: ${Object.keys(RERANK_TEMPLATES).join(', ')}`);
+      template = named;
+    } else {
+      template = option;
+    }
+    this.resolvedTemplate = resolveTemplate(template, this.tokenizer);
+    return this.resolvedTemplate;
   }
 
   /** The plan a request would run, its passes and costs (nothing runs). */

@@ -7,6 +7,7 @@ import type { ModelConfig } from '../model/config';
 import type { Algorithm } from '../scoring/plan';
 import type { JitCacheCounters } from '../scoring/jit-cache';
 import type { PrefixCacheCounters } from '../scoring/prefix-cache';
+import type { NormalizedRerank } from '../scoring/rerank';
 import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
 import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
 
@@ -48,6 +49,8 @@ export interface ScoringBackend {
   tokenize(text: string): number[];
   /** Validates and tokenizes a Score API body (ScoreInputError on bad input): the service's only normalization. */
   normalizeBody(body: unknown): NormalizedRequest;
+  /** Validates a rerank body into its score request (ScoreInputError on bad input; needs a rerank template for the model). */
+  normalizeRerankBody(body: unknown): NormalizedRerank;
   /** Scores one body (the CLI). */
   scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
   /** Scores normalized requests in one hold of the device, each exactly as it would run alone. */
