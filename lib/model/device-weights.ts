@@ -1,12 +1,12 @@
 /**
  * Weight upload: host weights (Hugging Face orientation) -> the device arrays
- * the decoder programs take (lib/hlo/transformer.ts `decoderWeightSpecs`):
- * per-layer matrices stacked over layers and stored [in, out], q|k|v and
- * gate|up fused, so each projection is one matmul. Uploaded once; every
- * execution passes the same buffers.
+ * the decoder programs take, as lib/hlo/decoder-layout.ts declares them
+ * (per-layer arrays stacked over layers, matrices [in, out], q|k|v and
+ * gate|up fused). Uploaded once; every execution passes the same buffers.
  */
-import { decoderWeightSpecs, DecoderWeightName } from '../hlo/transformer';
+import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostGlobalName, HostLayerName } from '../hlo/decoder-layout';
 import { Client } from '../runtime/client';
+import { elementCount } from '../util/dims';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { ModelConfig } from './config';
 import { HostLayerWeights, HostTensor, HostWeights } from './weights';
@@ -27,84 +27,58 @@ function transposeInto(src: Float32Array, rows: number, cols: number, out: Float
   }
 }
 
-function layerTensor(layer: HostLayerWeights, key: keyof HostLayerWeights, what: string): HostTensor {
-  const t = layer[key];
-  if (!t) throw new Error(`weights: layer tensor ${String(key)} is missing (${what})`);
+// The layout names host tensors by the model room's keys: indexing with them
+// type-checks that the two agree.
+function globalTensor(weights: HostWeights, name: HostGlobalName): HostTensor {
+  return weights[name];
+}
+
+function layerTensor(layer: HostLayerWeights, name: HostLayerName, spec: DecoderWeightName): HostTensor {
+  const t = layer[name];
+  if (!t) throw new Error(`weights: layer tensor ${name} is missing (needed for ${spec})`);
   return t;
 }
 
-/** Host arrays in device layout, keyed by weight name. */
-export function stackWeights(config: ModelConfig, weights: HostWeights): Map<DecoderWeightName, Float32Array> {
-  const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
-  const qkv = (Hq + 2 * Hkv) * D;
-  const out = new Map<DecoderWeightName, Float32Array>();
-  out.set('embedding', weights.embedding.data);
-  out.set('lmHead', weights.lmHead.data);
-  out.set('finalNorm', weights.finalNorm.data);
-  const attnNorm = new Float32Array(Ly * Dm);
-  const ffnNorm = new Float32Array(Ly * Dm);
-  const wQkv = new Float32Array(Ly * Dm * qkv);
-  const wO = new Float32Array(Ly * Hq * D * Dm);
-  const wGateUp = new Float32Array(Ly * Dm * 2 * F);
-  const wDown = new Float32Array(Ly * F * Dm);
-  const bQkv = config.attentionBias ? new Float32Array(Ly * qkv) : undefined;
-  const qNorm = config.qkNorm ? new Float32Array(Ly * D) : undefined;
-  const kNorm = config.qkNorm ? new Float32Array(Ly * D) : undefined;
+/** One device array's host data, in device layout (decoder-layout.ts). */
+export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights): Float32Array {
+  if ('global' in spec.source) return globalTensor(weights, spec.source.global).data;
+  const parts = spec.source.layerParts;
+  const slice = spec.dims.slice(1);
+  const sliceSize = elementCount(slice);
+  const out = new Float32Array(spec.dims[0] * sliceSize);
   weights.layers.forEach((layer, l) => {
-    attnNorm.set(layerTensor(layer, 'attnNorm', 'norm').data, l * Dm);
-    ffnNorm.set(layerTensor(layer, 'ffnNorm', 'norm').data, l * Dm);
-    // [Hq*D, Dm] etc. -> columns of the fused [Dm, qkv] matrix
-    const base = l * Dm * qkv;
-    transposeInto(layerTensor(layer, 'wq', 'q').data, Hq * D, Dm, wQkv, base, qkv, 0);
-    transposeInto(layerTensor(layer, 'wk', 'k').data, Hkv * D, Dm, wQkv, base, qkv, Hq * D);
-    transposeInto(layerTensor(layer, 'wv', 'v').data, Hkv * D, Dm, wQkv, base, qkv, (Hq + Hkv) * D);
-    transposeInto(layerTensor(layer, 'wo', 'o').data, Dm, Hq * D, wO, l * Hq * D * Dm, Dm, 0);
-    transposeInto(layerTensor(layer, 'wGate', 'gate').data, F, Dm, wGateUp, l * Dm * 2 * F, 2 * F, 0);
-    transposeInto(layerTensor(layer, 'wUp', 'up').data, F, Dm, wGateUp, l * Dm * 2 * F, 2 * F, F);
-    transposeInto(layerTensor(layer, 'wDown', 'down').data, Dm, F, wDown, l * F * Dm, Dm, 0);
-    if (bQkv) {
-      bQkv.set(layerTensor(layer, 'bq', 'q bias').data, l * qkv);
-      bQkv.set(layerTensor(layer, 'bk', 'k bias').data, l * qkv + Hq * D);
-      bQkv.set(layerTensor(layer, 'bv', 'v bias').data, l * qkv + (Hq + Hkv) * D);
-    }
-    if (qNorm && kNorm) {
-      qNorm.set(layerTensor(layer, 'qNorm', 'q norm').data, l * D);
-      kNorm.set(layerTensor(layer, 'kNorm', 'k norm').data, l * D);
+    for (const part of parts) {
+      const data = layerTensor(layer, part.source, spec.name).data;
+      if (slice.length === 1) {
+        out.set(data, l * sliceSize + part.offset);
+      } else {
+        // A Hugging Face [out, in] matrix becomes columns of the [in, width] slice.
+        const [inFeatures, width] = slice;
+        transposeInto(data, data.length / inFeatures, inFeatures, out, l * sliceSize, width, part.offset);
+      }
     }
   });
-  out.set('attnNorm', attnNorm);
-  out.set('ffnNorm', ffnNorm);
-  out.set('wQkv', wQkv);
-  out.set('wO', wO);
-  out.set('wGateUp', wGateUp);
-  out.set('wDown', wDown);
-  if (bQkv) out.set('bQkv', bQkv);
-  if (qNorm && kNorm) {
-    out.set('qNorm', qNorm);
-    out.set('kNorm', kNorm);
-  }
   return out;
 }
 
 /** Uploads the weights in program parameter order. A tied LM head is uploaded once and passed twice. */
 export async function uploadWeights(client: Client, config: ModelConfig, weights: HostWeights): Promise<DeviceWeights> {
-  const host = stackWeights(config, weights);
+  const specs = decoderWeightSpecs(config);
   const buffers: DeviceBuffer[] = [];
   const owned: DeviceBuffer[] = [];
   let bytes = 0;
   try {
-    for (const spec of decoderWeightSpecs(config)) {
-      if (spec.name === 'lmHead' && weights.lmHead === weights.embedding) {
-        buffers.push(buffers[0]); // the embedding, uploaded first
+    for (const spec of specs) {
+      const tied = spec.tiedTo === undefined ? -1 : specs.findIndex((s) => s.name === spec.tiedTo);
+      if (tied >= 0 && sameHostTensor(weights, spec, specs[tied])) {
+        buffers.push(buffers[tied]);
         continue;
       }
-      const data = host.get(spec.name);
-      if (!data) throw new Error(`weights: nothing to upload for ${spec.name}`);
-      const buffer = await client.upload(data, spec.dims, 'f32');
+      // Built one array at a time, so only one stacked host copy is alive.
+      const buffer = await client.upload(deviceArray(spec, weights), spec.dims, 'f32');
       owned.push(buffer);
       buffers.push(buffer);
       bytes += buffer.byteLength;
-      host.delete(spec.name); // let the stacked host copy go as soon as it is on the device
     }
   } catch (err) {
     owned.forEach((b) => b.dispose());
@@ -115,4 +89,9 @@ export async function uploadWeights(client: Client, config: ModelConfig, weights
     bytes,
     dispose: () => owned.forEach((b) => b.dispose()),
   };
+}
+
+/** Both arrays come from the very same host tensor (a tied LM head is the embedding object). */
+function sameHostTensor(weights: HostWeights, a: DecoderWeightSpec, b: DecoderWeightSpec): boolean {
+  return 'global' in a.source && 'global' in b.source && globalTensor(weights, a.source.global) === globalTensor(weights, b.source.global);
 }

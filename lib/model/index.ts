@@ -27,4 +27,4 @@ export type { TokenizerOptions } from './tokenizer';
 export { tokenizerJsonFromGguf } from './gguf-tokenizer';
 export { loadModel, loadModelInfo } from './load';
 export type { LoadedModel } from './load';
-export { stackWeights, uploadWeights, type DeviceWeights } from './device-weights';
+export { deviceArray, uploadWeights, type DeviceWeights } from './device-weights';
