@@ -461,7 +461,7 @@ test('probes: readiness on /health, liveness and startup on routes the service a
   const preStop = pod.containers[0].lifecycle?.preStop?.exec?.command || [];
   const preStopSeconds = preStop[0] === 'sleep' ? Number(preStop[1]) : 0;
   const timeoutMs = Number(envOf('PJRT_SCORE_TIMEOUT_MS') || DEFAULT_SERVE_OPTIONS.timeoutMs);
-  // cli-serve exits after the drain or after timeout + 15 s, whichever is first.
+  // lib/cli/serve.ts exits after the drain or after timeout + 15 s, whichever is first.
   const needed = preStopSeconds + timeoutMs / 1000 + 15;
   t.ok(pod.terminationGracePeriodSeconds >= needed, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} >= preStop ${preStopSeconds} s + request timeout ${timeoutMs / 1000} s + drain guard 15 s`);
   t.end();

@@ -6,7 +6,9 @@
  * input/output descriptions and a hash. `nn` holds softmax/logsumexp/rmsNorm.
  * Programs: `programs.maskedAttention`, `programs.lmHeadGather`; their cores
  * (`maskedAttentionDense`, `maskedAttentionFactored`, `lmHeadGather`, ...) are
- * exported for use inside bigger programs (the transformer).
+ * exported for use inside bigger programs (the transformer). The decoder's
+ * device weight layout is declared in decoder-layout.ts.
+ * May import: util only (programs are text; nothing here touches a device).
  */
 
 export { HloBuildError, TensorType, tensorType } from './types';

@@ -8,7 +8,7 @@ import * as fs from 'node:fs';
 import { HloProgram } from '../hlo/program';
 import { decoderDense, decoderExtend, decoderFused, decoderPrefill, DecoderDims } from '../hlo/transformer';
 import { ModelConfig } from '../model/config';
-import { DeviceWeights } from '../model/device-weights';
+import { DeviceWeights } from '../device-weights/upload';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';

@@ -1,8 +1,9 @@
 /**
- * lib/scoring: the device-independent core of scoring. Requests become token
- * sequences, sequences become packed layouts with O(T) segment metadata,
- * sizes round up to buckets, compiled programs live in the JIT cache, and
- * label logprobs become scores.
+ * lib/scoring: scoring a request. Requests become token sequences, sizes
+ * round up to buckets, a plan picks the passes, compiled programs live in the
+ * JIT cache, the Scorer runs the passes on the device and label logprobs
+ * become scores.
+ * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
 export { ScoreInputError } from './errors';
 export {

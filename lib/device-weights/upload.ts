@@ -5,11 +5,11 @@
  * gate|up fused). Uploaded once; every execution passes the same buffers.
  */
 import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostGlobalName, HostLayerName } from '../hlo/decoder-layout';
+import { ModelConfig } from '../model/config';
+import { HostLayerWeights, HostTensor, HostWeights } from '../model/weights';
 import { Client } from '../runtime/client';
-import { elementCount } from '../util/dims';
 import { DeviceBuffer } from '../runtime/device-buffer';
-import { ModelConfig } from './config';
-import { HostLayerWeights, HostTensor, HostWeights } from './weights';
+import { elementCount } from '../util/dims';
 
 export interface DeviceWeights {
   /** In the order of decoderWeightSpecs(config). */
