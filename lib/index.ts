@@ -2,6 +2,13 @@
  * pjrt-score: score many items against one query with a language model in
  * one forward pass, on XLA through a PJRT plugin.
  *
+ * This is the public API, chosen name by name (test/public-api.test.js holds
+ * the list, README.md "Library" documents it): the Scorer, the runtime Client
+ * and its objects, the named StableHLO programs, the errors those throw, the
+ * request/response types and the service's startServer. Each room's own
+ * index is reachable as a documented subpath (pjrt-score/hlo, /model, ...)
+ * for what lies below this surface.
+ *
  * Rooms (each a folder under lib/):
  *   runtime         typed facade over the native addon (Client, Executable, DeviceBuffer)
  *   hlo             StableHLO builder, the programs, the decoder weight layout
@@ -12,9 +19,38 @@
  *   cli             the `pjrt-score` command line
  *   util            cache dir, element-type table, shape helpers
  */
-export * from './runtime';
-export * from './hlo';
-export * from './scoring';
-export * from './model';
-export * from './device-weights';
-export * from './server';
+
+// Scoring
+export { Scorer } from './scoring/scorer';
+export type {
+  AlgorithmChoice,
+  ScoreCallOptions,
+  ScoreLibraryRequest,
+  ScoreResult,
+  ScorerOptions,
+  ScorerStats,
+  ScoreUsage,
+  WarmupShape,
+} from './scoring/scorer';
+export type { Algorithm } from './scoring/plans';
+export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
+export { ScoreInputError } from './scoring/errors';
+
+// The runtime
+export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';
+export type { ClientOptions, DeviceInfo, DType, HostArray, HostArrayOf, PjrtErrorCode, Signature, TensorSpec } from './runtime';
+
+// The programs
+export { programs } from './hlo/programs';
+export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './hlo/programs';
+export type { HloProgram, ProgramTensor } from './hlo/program';
+export { HloBuildError } from './hlo/types';
+
+// Models
+export { ModelNotFoundError } from './model/default-model';
+
+// The service
+export { startServer } from './server/server';
+export type { ScoreServer, StartServerOptions } from './server/server';
+export type { ServeOptions } from './server/options';
+export type { ScoreResponseBody } from './server/score-route';

@@ -16,7 +16,7 @@ const deployDir = path.join(root, 'deploy');
 const k8sDir = path.join(deployDir, 'k8s');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const BIN = path.join(root, 'bin', 'pjrt-score.js');
-const { DEFAULT_SERVE_OPTIONS } = require('..'); // the service's defaults, as the package exports them
+const { DEFAULT_SERVE_OPTIONS } = require('../dist/server'); // the service's defaults, as pjrt-score/server exports them
 
 // ---------------------------------------------------------------------------
 // YAML, the subset: block mappings and sequences, plain/quoted scalars, flow

@@ -6,7 +6,8 @@ const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { Client, JitCache, clientCompiler, programs } = require('..');
+const { Client, programs } = require('..');
+const { JitCache, clientCompiler } = require('../dist/scoring');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-jit-'));
 

@@ -2,7 +2,7 @@
 // The auto selector's choices follow from its cost model: an independent
 // FLOP count here decides what it should pick for the seeds' shapes.
 const test = require('tape');
-const { chooseAlgorithm, costModelFor, bucketLadder } = require('..');
+const { chooseAlgorithm, costModelFor, bucketLadder } = require('../dist/scoring');
 
 // SmolLM2-135M's shape.
 const config = { hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64 };
