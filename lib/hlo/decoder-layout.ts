@@ -12,22 +12,17 @@
  * plain x @ W, with q|k|v and gate|up fused side by side.
  */
 
-/** The shape of a decoder, as the programs need it (ModelConfig fits). */
-export interface DecoderDims {
-  readonly vocabSize: number;
-  readonly hiddenSize: number;
-  readonly intermediateSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly numKvHeads: number;
-  readonly headDim: number;
-  readonly ropeTheta: number;
-  readonly rmsEps: number;
-  /** q/k/v biases (Qwen2). */
+/** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
+export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
+
+/**
+ * The shape of a decoder, as the programs need it (ModelConfig fits), plus
+ * its optional parts: q/k/v biases (Qwen2), per-head q/k RMSNorm (Qwen3).
+ */
+export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: number } & {
   readonly attentionBias: boolean;
-  /** Per-head RMSNorm on q and k (Qwen3). */
   readonly qkNorm: boolean;
-}
+};
 
 export type DecoderWeightName =
   | 'embedding'

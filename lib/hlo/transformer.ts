@@ -21,7 +21,7 @@ import { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram } from './program';
 import { HloBuildError, TensorType } from './types';
-import { DecoderDims, DecoderWeightName, decoderWeightSpecs } from './decoder-layout';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs } from './decoder-layout';
 
 export type { DecoderDims } from './decoder-layout';
 
@@ -143,8 +143,7 @@ function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
 }
 
 function checkDims(d: DecoderDims): void {
-  const sizes = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
-  for (const k of sizes) {
+  for (const k of DECODER_SIZES) {
     const v = d[k];
     if (!(Number.isFinite(v) && v > 0)) throw new HloBuildError(`decoder: ${k} must be positive, got ${v}`);
   }
