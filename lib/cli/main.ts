@@ -2,7 +2,7 @@
  * The `pjrt-score` command line: serve, score, fetch. `main` returns the exit
  * code: 0 success, 1 failure, 2 usage error (unknown flag, bad value).
  */
-import { fetchCommand, fetchHelp } from '../server/cli-fetch';
+import { fetchCommand, fetchHelp } from './fetch';
 import { UsageError } from './args';
 import { scoreCommand, scoreHelp } from './score';
 import { serveCommand, serveHelp } from './serve';
