@@ -6,7 +6,7 @@
 import { HloProgram } from '../hlo/program';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims } from '../hlo/transformer';
 import { ModelConfig } from '../model/config';
-import { DeviceWeights } from '../model/device-weights';
+import { DeviceWeights } from '../device-weights/upload';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';

@@ -1,10 +1,10 @@
 /**
- * lib/scoring: requests become token sequences (request.ts), a request's
- * shape becomes a plan of device passes (plan.ts, chosen by selector.ts),
- * the executor runs its passes through the JIT cache (run-plan.ts,
- * decoder-runner.ts, jit-cache.ts), and label logprobs become scores
- * (scores.ts). Scorer (scorer.ts) is the front door. May import runtime/,
- * hlo/, model/ and util/; never server/.
+ * lib/scoring: scoring a request. Requests become token sequences
+ * (request.ts, rerank.ts), a request's shape becomes a plan of device passes
+ * (plan.ts, chosen by selector.ts), the executor runs exactly those passes
+ * through the JIT cache (run-plan.ts, decoder-runner.ts, jit-cache.ts), and
+ * label logprobs become scores (scores.ts). Scorer (scorer.ts) is the front door.
+ * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
 export { ScoreInputError } from './errors';
 export {

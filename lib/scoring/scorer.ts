@@ -4,7 +4,7 @@
  * See docs/scorer-api.md for the contract the service builds on.
  */
 import { ModelConfig } from '../model/config';
-import { DeviceWeights, uploadWeights } from '../model/device-weights';
+import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { loadModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';

@@ -2,10 +2,10 @@
  * The `pjrt-score` command line: serve, score, fetch. `main` returns the exit
  * code: 0 success, 1 failure, 2 usage error (unknown flag, bad value).
  */
-import { fetchCommand, fetchHelp } from './cli-fetch';
-import { UsageError } from './cli-args';
-import { scoreCommand, scoreHelp } from './cli-score';
-import { serveCommand, serveHelp } from './cli-serve';
+import { fetchCommand, fetchHelp } from './fetch';
+import { UsageError } from './args';
+import { scoreCommand, scoreHelp } from './score';
+import { serveCommand, serveHelp } from './serve';
 
 const COMMANDS: Readonly<Record<string, { run: (args: readonly string[]) => number | Promise<number>; help: () => string }>> = {
   serve: { run: serveCommand, help: serveHelp },
