@@ -69,6 +69,8 @@ export interface BackendLoadOptions {
   readonly algorithm: AlgorithmChoice;
   readonly maxItems: number;
   readonly maxRequestTokens: number;
+  /** Rerank template name (default: chosen from the model). */
+  readonly rerankTemplate?: string;
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -83,6 +85,7 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     algorithm: options.algorithm,
     maxItems: options.maxItems,
     maxRequestTokens: options.maxRequestTokens,
+    ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
     log: options.log,
   });
 }
