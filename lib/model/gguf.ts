@@ -59,7 +59,7 @@ export class GgufFile implements Disposable {
   /** Tensor name -> index into `shards`. */
   private readonly shardOf: ReadonlyMap<string, number>;
 
-  private constructor(shards: readonly ParsedShard[]) {
+  private constructor(shards: readonly ParsedShard[], index: TensorIndex) {
     const first = shards[0];
     this.shards = shards;
     this.fds = shards.map((s) => s.fd);
@@ -71,20 +71,8 @@ export class GgufFile implements Disposable {
     this.dataOffset = first.dataOffset;
     this.fileSize = first.fileSize;
     this.shardPaths = shards.map((s) => s.path);
-    const tensors = new Map<string, GgufTensorInfo>();
-    const shardOf = new Map<string, number>();
-    shards.forEach((shard, i) => {
-      for (const [name, info] of shard.tensors) {
-        const seen = shardOf.get(name);
-        if (seen !== undefined) {
-          throw new GgufError(`split GGUF ${displayName(first.path)}: tensor ${name} appears in shard ${seen + 1} and shard ${i + 1}`);
-        }
-        tensors.set(name, info);
-        shardOf.set(name, i);
-      }
-    });
-    this.tensors = tensors;
-    this.shardOf = shardOf;
+    this.tensors = index.tensors;
+    this.shardOf = index.shardOf;
     this.meta = new GgufMetadata(this.metadata, displayName(this.path));
   }
 
@@ -113,14 +101,14 @@ export class GgufFile implements Disposable {
             throw new GgufError(`split GGUF: ${displayName(shard.path)} should be shard ${i + 1} of ${info.count}, but its metadata says ${says}`);
           }
         }
-        const total = shards.reduce((n, s) => n + s.tensors.size, 0);
-        if (info.tensorsCount !== undefined && total !== info.tensorsCount) {
-          throw new GgufError(
-            `split GGUF ${displayName(first.path)}: split.tensors.count is ${info.tensorsCount}, but its ${info.count} shards hold ${total} tensors`,
-          );
-        }
       }
-      return new GgufFile(shards);
+      const index = indexTensors(shards);
+      if (info && info.count > 1 && info.tensorsCount !== undefined && index.tensors.size !== info.tensorsCount) {
+        throw new GgufError(
+          `split GGUF ${displayName(first.path)}: split.tensors.count is ${info.tensorsCount}, but its ${info.count} shards hold ${index.tensors.size} tensors`,
+        );
+      }
+      return new GgufFile(shards, index);
     } catch (err) {
       for (const shard of shards) fs.closeSync(shard.fd);
       throw err;
@@ -261,6 +249,29 @@ export class GgufFile implements Disposable {
     if (this.fds === undefined) throw new GgufError(`GGUF file ${path.basename(this.path)} is closed`);
     return this.fds[shard];
   }
+}
+
+interface TensorIndex {
+  readonly tensors: ReadonlyMap<string, GgufTensorInfo>;
+  /** Tensor name -> index of the shard that holds it. */
+  readonly shardOf: ReadonlyMap<string, number>;
+}
+
+/** All shards' tensors in one map; a name in two shards is an error. */
+function indexTensors(shards: readonly ParsedShard[]): TensorIndex {
+  const tensors = new Map<string, GgufTensorInfo>();
+  const shardOf = new Map<string, number>();
+  shards.forEach((shard, i) => {
+    for (const [name, info] of shard.tensors) {
+      const seen = shardOf.get(name);
+      if (seen !== undefined) {
+        throw new GgufError(`split GGUF ${displayName(shards[0].path)}: tensor ${name} appears in shard ${seen + 1} and shard ${i + 1}`);
+      }
+      tensors.set(name, info);
+      shardOf.set(name, i);
+    }
+  });
+  return { tensors, shardOf };
 }
 
 function displayName(file: string): string {
