@@ -20,8 +20,12 @@ test.onFinish(() => fs.rmSync(dir, { recursive: true, force: true }));
 const TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, BYTE: 6 };
 const byteToken = (b) => `<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`;
 
-/** A vocabulary over a few letters: every 1-, 2- and 3-character piece, distinct random scores. */
-function makeVocab(seed) {
+/**
+ * A vocabulary over a few letters: every 1-, 2- and 3-character piece, distinct
+ * random scores. Without `innerSpace`, no piece has "▁" after another
+ * character (SentencePiece's usual shape, which lets the tokenizer cut words).
+ */
+function makeVocab(seed, innerSpace = true) {
   const rng = prng(seed);
   const tokens = ['<unk>', '<s>', '</s>'];
   const types = [TYPE.UNKNOWN, TYPE.CONTROL, TYPE.CONTROL];
@@ -32,7 +36,7 @@ function makeVocab(seed) {
   for (const x of alphabet) for (const y of alphabet) pieces.push(x + y);
   for (const x of alphabet) for (const y of alphabet) for (const z of alphabet) if (rng.uniform() < 0.3) pieces.push(x + y + z);
   pieces.push('▁▁▁▁', 'abcabc');
-  for (const p of pieces) tokens.push(p), types.push(TYPE.NORMAL);
+  for (const p of pieces) if (innerSpace || !/[^▁]▁/u.test(p)) tokens.push(p), types.push(TYPE.NORMAL);
   // Distinct scores: a random permutation of -1 .. -n (single characters too, as in SentencePiece).
   const order = tokens.map((_, i) => i).sort(() => rng.uniform() - 0.5);
   const scores = new Array(tokens.length).fill(0);
@@ -112,14 +116,19 @@ function randomTexts(seed, n) {
   return Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(rng.uniform() * 12) }, () => parts[Math.floor(rng.uniform() * parts.length)]).join(''));
 }
 
-for (const addSpacePrefix of [true, false]) {
-  test(`SentencePiece GGUF, add_space_prefix = ${addSpacePrefix}: 500 random texts agree with the plain-JS reference`, (t) => {
-    const vocab = makeVocab(addSpacePrefix ? 11 : 12);
-    const file = writeSpmGguf(path.join(dir, `spm-${addSpacePrefix}.gguf`), vocab, [
+for (const [addSpacePrefix, innerSpace] of [[true, true], [false, true], [true, false], [false, false]]) {
+  const label = `add_space_prefix = ${addSpacePrefix}, ${innerSpace ? 'pieces with' : 'no piece with'} an inner ▁`;
+  test(`SentencePiece GGUF, ${label}: 500 random texts agree with the plain-JS reference`, (t) => {
+    const seed = 11 + 2 * Number(addSpacePrefix) + Number(innerSpace);
+    const vocab = makeVocab(seed, innerSpace);
+    const file = writeSpmGguf(path.join(dir, `spm-${seed}.gguf`), vocab, [
       ['tokenizer.ggml.add_space_prefix', { type: 'BOOL', value: addSpacePrefix }],
     ]);
     const tok = fromGguf(file);
-    const texts = randomTexts(addSpacePrefix ? 21 : 22, 500);
+    const gguf = M.GgufFile.open(file);
+    t.equal(M.tokenizerJsonFromGguf(gguf).pre_tokenizer === null, innerSpace, innerSpace ? 'whole text at once' : 'cut into words');
+    gguf.close();
+    const texts = randomTexts(seed + 10, 500);
     const bad = texts.filter((text) => JSON.stringify(tok.encode(text)) !== JSON.stringify(referenceSpm(vocab, text, addSpacePrefix)));
     for (const text of bad.slice(0, 5)) t.deepEqual(tok.encode(text), referenceSpm(vocab, text, addSpacePrefix), JSON.stringify(text));
     t.equal(bad.length, 0, `${texts.length - bad.length}/${texts.length} agree`);

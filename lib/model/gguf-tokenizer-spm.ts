@@ -16,6 +16,7 @@ export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, 
 
 export interface SpmModelParts {
   readonly normalizer: Record<string, unknown>;
+  readonly preTokenizer: Record<string, unknown> | null;
   readonly decoder: Record<string, unknown>;
   readonly model: Record<string, unknown>;
 }
@@ -57,6 +58,7 @@ export function spmModelParts(
 
   return {
     normalizer: { type: 'Sequence', normalizers },
+    preTokenizer: wordsNeverSpanSpaces(tokens, types) ? SPLIT_BEFORE_SPACE : null,
     decoder: { type: 'Sequence', decoders },
     model: {
       type: 'BPE',
@@ -71,6 +73,26 @@ export function spmModelParts(
       merges: mergesByScore(tokens, types, scores, vocab),
     },
   };
+}
+
+/**
+ * Text cut before each "▁" that follows another character: "▁▁ab▁c" ->
+ * "▁▁ab", "▁c". Only an optimization: BPE then runs word by word (and caches
+ * words) instead of over the whole text, which costs ~25 us per character.
+ */
+const SPLIT_BEFORE_SPACE = { type: 'Split', pattern: { Regex: '\u2581*[^\u2581]+|\u2581+' }, behavior: 'Isolated', invert: false };
+
+/**
+ * Whether no piece text can form contains "▁" after another character. Then
+ * no symbol ever spans such a place, merges on either side are independent,
+ * and cutting the text there gives llama.cpp's result exactly. SentencePiece
+ * trained with split_by_whitespace (the default) has this property.
+ */
+function wordsNeverSpanSpaces(tokens: readonly string[], types: readonly number[] | undefined): boolean {
+  return tokens.every((piece, id) => {
+    const type = types?.[id] ?? TOKEN_TYPE.NORMAL;
+    return (type !== TOKEN_TYPE.NORMAL && type !== TOKEN_TYPE.USER_DEFINED) || !/[^\u2581]\u2581/u.test(piece);
+  });
 }
 
 /**

@@ -55,7 +55,7 @@ export function tokenizerJsonFromGguf(file: GgufFile): Record<string, unknown> {
 
   if (model === 'llama') {
     const spm = spmModelParts(meta, tokens, types, source);
-    return { ...common, normalizer: spm.normalizer, pre_tokenizer: null, decoder: spm.decoder, model: spm.model };
+    return { ...common, normalizer: spm.normalizer, pre_tokenizer: spm.preTokenizer, decoder: spm.decoder, model: spm.model };
   }
 
   const pre = meta.string('tokenizer.ggml.pre', 'optional') ?? 'default';
