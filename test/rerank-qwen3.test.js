@@ -55,15 +55,14 @@ function handBuilt(query, document) {
   return { prefix, item };
 }
 
+/** Each document's whole prompt as its own sequence (the serial plan), in one call: the reference. */
 async function reference(query, documents) {
   const [yes] = scorer.tokenizer.encode('yes');
   const [no] = scorer.tokenizer.encode('no');
-  const out = [];
-  for (const d of documents) {
-    const { prefix, item } = handBuilt(query, d);
-    out.push((await scorer.score({ query: prefix, items: [item], labelTokenIds: [no, yes], applySoftmax: true, algorithm: 'serial' })).scores[0][1]);
-  }
-  return out;
+  const prefix = handBuilt(query, '').prefix;
+  const items = documents.map((d) => handBuilt(query, d).item);
+  const r = await scorer.score({ query: prefix, items, labelTokenIds: [no, yes], applySoftmax: true, algorithm: 'serial' });
+  return r.scores.map((row) => row[1]);
 }
 
 const QUERY = 'how do solar panels work';
