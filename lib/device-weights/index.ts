@@ -1,8 +1,11 @@
 /**
  * lib/device-weights: a model's weights on the device. Turns the model
  * room's host weights into the arrays the decoder programs take (the layout
- * in hlo/decoder-layout.ts) and uploads them once per client.
- * May import: model (config, host weights), hlo (the layout), runtime
- * (Client, DeviceBuffer), util.
+ * in hlo/decoder-layout.ts), in the weight type asked for, and uploads them
+ * once per client, one array at a time.
+ * May import: model (config, host weights, readers), hlo (the layout),
+ * runtime (Client, DeviceBuffer), util.
  */
-export { deviceArray, uploadWeights, type DeviceWeights } from './upload';
+export { deviceArray, uploadWeights, type DeviceWeights, type UploadTimings } from './upload';
+export { f32ToBf16, quantizeRowsInt8, transposeInto } from './convert';
+export { chooseWeightType, weightBytes, WEIGHT_CHOICES, type WeightChoice, type WeightTypeChoice, type WeightHost } from './choose';

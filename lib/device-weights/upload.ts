@@ -2,96 +2,195 @@
  * Weight upload: host weights (Hugging Face orientation) -> the device arrays
  * the decoder programs take, as lib/hlo/decoder-layout.ts declares them
  * (per-layer arrays stacked over layers, matrices [in, out], q|k|v and
- * gate|up fused). Uploaded once; every execution passes the same buffers.
+ * gate|up fused), in the weight type asked for (f32, bf16, int8 with
+ * per-output-channel scales). Uploaded once; every execution passes the
+ * same buffers.
+ *
+ * Streaming: tensors come from a WeightReader one at a time; each device
+ * array is built, uploaded and dropped before the next, largest first, so
+ * peak host memory is about the device arrays plus one array being built.
  */
-import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostGlobalName, HostLayerName } from '../hlo/decoder-layout';
+import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, MatrixName, WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
-import { HostLayerWeights, HostTensor, HostWeights } from '../model/weights';
+import { HostWeights } from '../model/weights';
+import { hostWeightsReader, WeightReader } from '../model/weights-reader';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { elementCount } from '../util/dims';
+import { f32ToBf16, quantizeRowsInt8, transposeInto } from './convert';
+
+export interface UploadTimings {
+  /** Reading tensors from the file (and dequantizing GGUF blocks). */
+  readonly readSeconds: number;
+  /** Stacking, transposing and converting to the weight type. */
+  readonly convertSeconds: number;
+  /** client.upload calls. */
+  readonly uploadSeconds: number;
+}
 
 export interface DeviceWeights {
-  /** In the order of decoderWeightSpecs(config). */
+  /** In the order of decoderWeightSpecs(config, weightType). */
   readonly buffers: readonly DeviceBuffer[];
   readonly bytes: number;
+  /** How the matrices are stored. */
+  readonly weightType: WeightType;
+  readonly timings: UploadTimings;
   dispose(): void;
 }
 
-/** Writes the transpose of a row-major [rows, cols] matrix into out at `offset`, as [cols, rows]... */
-function transposeInto(src: Float32Array, rows: number, cols: number, out: Float32Array, offset: number, outCols: number, colOffset: number): void {
-  // out[offset + c * outCols + colOffset + r] = src[r * cols + c]
-  for (let r = 0; r < rows; r++) {
-    const rowBase = r * cols;
-    for (let c = 0; c < cols; c++) out[offset + c * outCols + colOffset + r] = src[rowBase + c];
+type DeviceData = Float32Array | Uint16Array | Int8Array;
+
+/** One device array in host memory, and the scales of an int8 matrix. */
+interface Built {
+  readonly data: DeviceData;
+  readonly scales?: Float32Array;
+}
+
+class Clock {
+  read = 0;
+  convert = 0;
+  upload = 0;
+  time<T>(bucket: 'read' | 'convert' | 'upload', run: () => T): T {
+    const start = performance.now();
+    try {
+      return run();
+    } finally {
+      this[bucket] += (performance.now() - start) / 1000;
+    }
   }
 }
 
-// The layout names host tensors by the model room's keys: indexing with them
-// type-checks that the two agree.
-function globalTensor(weights: HostWeights, name: HostGlobalName): HostTensor {
-  return weights[name];
+/**
+ * A host tensor [rows, rowLength] in the matrix storage of `type`: f32 as
+ * is, bf16 bits (the file's own when it has them), or int8 with one scale
+ * per row.
+ */
+function storeRows(type: WeightType, f32: () => Float32Array, bf16: () => Uint16Array | undefined, rowLength: number, clock: Clock): Built {
+  if (type === 'bf16') {
+    const raw = clock.time('read', bf16);
+    if (raw) return { data: raw };
+  }
+  const data = clock.time('read', f32);
+  if (type === 'f32') return { data };
+  return clock.time('convert', () => (type === 'bf16' ? { data: f32ToBf16(data) } : quantizeRowsInt8(data, data.length / rowLength)));
 }
 
-function layerTensor(layer: HostLayerWeights, name: HostLayerName, spec: DecoderWeightName): HostTensor {
-  const t = layer[name];
+function emptyLike(type: WeightType, matrix: boolean, length: number): DeviceData {
+  if (!matrix || type === 'f32') return new Float32Array(length);
+  return type === 'bf16' ? new Uint16Array(length) : new Int8Array(length);
+}
+
+function layerPart(reader: WeightReader, l: number, name: HostLayerName, spec: DecoderWeightName): Float32Array {
+  const t = reader.layer(l, name);
   if (!t) throw new Error(`weights: layer tensor ${name} is missing (needed for ${spec})`);
-  return t;
+  return t.data;
 }
 
-/** One device array's host data, in device layout (decoder-layout.ts). */
-export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights): Float32Array {
-  if ('global' in spec.source) return globalTensor(weights, spec.source.global).data;
+/** One device array (and its scales, for an int8 matrix), built from the reader. */
+function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightType, clock: Clock): Built {
+  const matrixType: WeightType = spec.matrix ? type : 'f32';
+  if ('global' in spec.source) {
+    const name = spec.source.global;
+    // [V, Dm] in both layouts; a vector (the final norm) is f32.
+    return storeRows(matrixType, () => reader.global(name).data, () => reader.bf16?.({ global: name }), spec.dims[spec.dims.length - 1], clock);
+  }
   const parts = spec.source.layerParts;
   const slice = spec.dims.slice(1);
   const sliceSize = elementCount(slice);
-  const out = new Float32Array(spec.dims[0] * sliceSize);
-  weights.layers.forEach((layer, l) => {
+  const layers = spec.dims[0];
+  const out = emptyLike(matrixType, spec.matrix, layers * sliceSize);
+  const width = slice[slice.length - 1];
+  const scales = matrixType === 'int8' ? new Float32Array(layers * width) : undefined;
+  for (let l = 0; l < layers; l++) {
     for (const part of parts) {
-      const data = layerTensor(layer, part.source, spec.name).data;
       if (slice.length === 1) {
-        out.set(data, l * sliceSize + part.offset);
-      } else {
-        // A Hugging Face [out, in] matrix becomes columns of the [in, width] slice.
-        const [inFeatures, width] = slice;
-        transposeInto(data, data.length / inFeatures, inFeatures, out, l * sliceSize, width, part.offset);
-      }
-    }
-  });
-  return out;
-}
-
-/** Uploads the weights in program parameter order. A tied LM head is uploaded once and passed twice. */
-export async function uploadWeights(client: Client, config: ModelConfig, weights: HostWeights): Promise<DeviceWeights> {
-  const specs = decoderWeightSpecs(config);
-  const buffers: DeviceBuffer[] = [];
-  const owned: DeviceBuffer[] = [];
-  let bytes = 0;
-  try {
-    for (const spec of specs) {
-      const tied = spec.tiedTo === undefined ? -1 : specs.findIndex((s) => s.name === spec.tiedTo);
-      if (tied >= 0 && sameHostTensor(weights, spec, specs[tied])) {
-        buffers.push(buffers[tied]);
+        const vector = clock.time('read', () => layerPart(reader, l, part.source, spec.name));
+        (out as Float32Array).set(vector, l * sliceSize + part.offset);
         continue;
       }
-      // Built one array at a time, so only one stacked host copy is alive.
-      const buffer = await client.upload(deviceArray(spec, weights), spec.dims, 'f32');
-      owned.push(buffer);
-      buffers.push(buffer);
-      bytes += buffer.byteLength;
+      // A Hugging Face [out, in] matrix becomes columns [offset, offset + out) of the [in, width] slice;
+      // int8 is quantized per HF row first: a row is an output channel, a column of the slice.
+      const inFeatures = slice[0];
+      const stored = storeRows(
+        matrixType,
+        () => layerPart(reader, l, part.source, spec.name),
+        () => reader.bf16?.({ layer: l, name: part.source }),
+        inFeatures,
+        clock,
+      );
+      const rows = stored.data.length / inFeatures;
+      clock.time('convert', () => transposeInto(stored.data, rows, inFeatures, out, l * sliceSize, width, part.offset));
+      if (stored.scales) scales!.set(stored.scales, l * width + part.offset);
     }
+  }
+  return { data: out, ...(scales ? { scales } : {}) };
+}
+
+function hostBytes(spec: DecoderWeightSpec): number {
+  const size = spec.elementType === 'f32' ? 4 : spec.elementType === 'bf16' ? 2 : 1;
+  return elementCount(spec.dims) * size;
+}
+
+/** The device array `spec` describes, as host data (for tests and tools; uploads stream instead). */
+export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights | WeightReader, type: WeightType = 'f32'): Built {
+  return buildArray(spec, 'layer' in weights ? weights : hostWeightsReader(weights), type, new Clock());
+}
+
+/**
+ * Uploads the weights in program parameter order. A tied LM head (and its
+ * scales) is uploaded once and passed twice. Arrays are built largest first:
+ * the biggest host copy then exists while the device holds the least.
+ */
+export async function uploadWeights(
+  client: Client,
+  config: ModelConfig,
+  weights: HostWeights | WeightReader,
+  weightType: WeightType = 'f32',
+): Promise<DeviceWeights> {
+  const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
+  const specs = decoderWeightSpecs(config, weightType);
+  const index = new Map(specs.map((s, i) => [s.name, i]));
+  const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
+  const owned: DeviceBuffer[] = [];
+  const clock = new Clock();
+  let bytes = 0;
+  const put = async (i: number, data: DeviceData): Promise<void> => {
+    const start = performance.now();
+    const buffer = await client.upload(data, specs[i].dims, specs[i].elementType);
+    clock.upload += (performance.now() - start) / 1000;
+    owned.push(buffer);
+    buffers[i] = buffer;
+    bytes += buffer.byteLength;
+  };
+  const isTied = (s: DecoderWeightSpec): boolean => s.tiedTo !== undefined && reader.tied;
+  // Scales come with their matrix; tied arrays reuse the buffer they are tied to.
+  const order = specs
+    .map((_, i) => i)
+    .filter((i) => specs[i].scaleOf === undefined && !isTied(specs[i]))
+    .sort((a, b) => hostBytes(specs[b]) - hostBytes(specs[a]));
+  try {
+    for (const i of order) {
+      const built = buildArray(specs[i], reader, weightType, clock);
+      await put(i, built.data);
+      if (built.scales) await put(index.get(`${specs[i].name as MatrixName}Scale`)!, built.scales);
+    }
+    specs.forEach((s, i) => {
+      if (isTied(s)) buffers[i] = buffers[index.get(s.tiedTo!)!];
+    });
   } catch (err) {
     owned.forEach((b) => b.dispose());
     throw err;
   }
+  const missing = specs.find((_, i) => !buffers[i]);
+  if (missing) {
+    owned.forEach((b) => b.dispose());
+    throw new Error(`weights: no device array was built for ${missing.name}`);
+  }
   return {
-    buffers,
+    buffers: buffers as DeviceBuffer[],
     bytes,
+    weightType,
+    timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload },
     dispose: () => owned.forEach((b) => b.dispose()),
   };
-}
-
-/** Both arrays come from the very same host tensor (a tied LM head is the embedding object). */
-function sameHostTensor(weights: HostWeights, a: DecoderWeightSpec, b: DecoderWeightSpec): boolean {
-  return 'global' in a.source && 'global' in b.source && globalTensor(weights, a.source.global) === globalTensor(weights, b.source.global);
 }

@@ -10,6 +10,12 @@
  * Per-layer arrays are stacked over layers (leading dimension) so the layer
  * loop is one `while`; matrices are stored [in, out] so each projection is a
  * plain x @ W, with q|k|v and gate|up fused side by side.
+ *
+ * The weight type (f32, bf16, int8) sets the element type of the big
+ * matrices (embedding/LM head, wQkv, wO, wGateUp, wDown); norms and biases
+ * stay f32. int8 matrices come with per-output-channel f32 scales, declared
+ * here as arrays of their own after every other array, so the f32 layout is
+ * the one it always was.
  */
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
@@ -24,7 +30,19 @@ export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: numb
   readonly qkNorm: boolean;
 };
 
+/** How the big matrices live on the device; norms and biases are f32 in every case. */
+export type WeightType = 'f32' | 'bf16' | 'int8';
+export const WEIGHT_TYPES: readonly WeightType[] = ['f32', 'bf16', 'int8'];
+
+/** Device element type of a weight array. */
+export type WeightElementType = 'f32' | 'bf16' | 's8';
+
+/** The matrices stored in the weight type; int8 gives each a `<name>Scale` array. */
+export type MatrixName = 'embedding' | 'lmHead' | 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
+export type ScaleName = `${MatrixName}Scale`;
+
 export type DecoderWeightName =
+  | ScaleName
   | 'embedding'
   | 'lmHead'
   | 'finalNorm'
@@ -67,6 +85,27 @@ export interface DecoderWeightSpec {
   /** When the model ties it to this array (same host tensor), the same buffer is passed twice. */
   readonly tiedTo?: DecoderWeightName;
   readonly source: WeightSource;
+  /** Element type on the device: the weight type for matrices, f32 for everything else. */
+  readonly elementType: WeightElementType;
+  /** A big matrix: stored in the weight type. */
+  readonly matrix: boolean;
+  /**
+   * Set on an int8 scale array: the matrix it scales. Its dims are the
+   * matrix's without the input axis: one f32 per output channel (a row of
+   * the [V, Dm] embedding/LM head, a column of an [in, out] layer matrix).
+   */
+  readonly scaleOf?: MatrixName;
+}
+
+const MATRICES: readonly MatrixName[] = ['embedding', 'lmHead', 'wQkv', 'wO', 'wGateUp', 'wDown'];
+
+function isMatrix(name: DecoderWeightName): name is MatrixName {
+  return (MATRICES as readonly string[]).includes(name);
+}
+
+/** The device element type of a matrix in this weight type. */
+export function matrixElementType(weights: WeightType): WeightElementType {
+  return weights === 'int8' ? 's8' : weights;
 }
 
 /** Width of the fused q|k|v projection. */
@@ -74,11 +113,13 @@ export function qkvWidth(d: DecoderDims): number {
   return (d.numHeads + 2 * d.numKvHeads) * d.headDim;
 }
 
-/** Every array the layout has, present or not for this model, in parameter order. */
-function allWeightSpecs(d: DecoderDims): DecoderWeightSpec[] {
+type UntypedSpec = Omit<DecoderWeightSpec, 'elementType' | 'matrix'>;
+
+/** Every array the layout has, present or not for this model, in parameter order (f32 layout). */
+function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
   const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
   const qkv = qkvWidth(d);
-  const perLayer = (name: DecoderWeightName, dims: number[], parts: LayerPart[], onlyWith?: DecoderWeightSpec['onlyWith']): DecoderWeightSpec => ({
+  const perLayer = (name: DecoderWeightName, dims: number[], parts: LayerPart[], onlyWith?: DecoderWeightSpec['onlyWith']): UntypedSpec => ({
     name,
     dims: [Ly, ...dims],
     perLayer: true,
@@ -109,7 +150,30 @@ function allWeightSpecs(d: DecoderDims): DecoderWeightSpec[] {
   ];
 }
 
-/** The weight parameters this model's decoder programs take, in parameter order. */
-export function decoderWeightSpecs(d: DecoderDims): DecoderWeightSpec[] {
-  return allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || d[spec.onlyWith]);
+/** An int8 matrix's scale array: one f32 per output channel. */
+function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
+  const global = !m.perLayer;
+  return {
+    name: `${m.name}Scale`,
+    // [V, Dm] scales per row (token); a stacked [Ly, in, out] matrix per column.
+    dims: global ? [m.dims[0]] : [m.dims[0], m.dims[m.dims.length - 1]],
+    perLayer: m.perLayer,
+    ...(m.tiedTo !== undefined && isMatrix(m.tiedTo) ? { tiedTo: `${m.tiedTo}Scale` as ScaleName } : {}),
+    source: m.source,
+    elementType: 'f32',
+    matrix: false,
+    scaleOf: m.name,
+  };
+}
+
+/** The weight parameters this model's decoder programs take, in parameter order, for a weight type (default f32). */
+export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32'): DecoderWeightSpec[] {
+  const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || d[spec.onlyWith]);
+  const typed: DecoderWeightSpec[] = present.map((spec) => {
+    const matrix = isMatrix(spec.name);
+    return { ...spec, matrix, elementType: matrix ? matrixElementType(weights) : 'f32' };
+  });
+  if (weights !== 'int8') return typed;
+  const scales = present.filter((spec): spec is UntypedSpec & { name: MatrixName } => isMatrix(spec.name)).map(scaleSpec);
+  return [...typed, ...scales];
 }

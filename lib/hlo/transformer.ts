@@ -13,6 +13,10 @@
  * over layers so the layer loop is a `while` with one body: compile time does
  * not grow with depth. Their layout (names, dims, order, which exist for
  * which architecture) is declared once in decoder-layout.ts.
+ *
+ * Weights in bf16 or int8 (DecoderOptions.weights) are converted to f32
+ * right before their dot, one layer's slice at a time: XLA CPU runs bf16
+ * dots very slowly, so every matmul is f32 and accumulates in f32.
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
@@ -21,16 +25,56 @@ import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
-import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs } from './decoder-layout';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, MatrixName, WeightType } from './decoder-layout';
 
 export type { DecoderDims } from './decoder-layout';
 
 type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
-function declareWeights(f: FunctionBuilder, d: DecoderDims): Weights {
+/** Options of the decoder programs: the dot precision, and the element type of the weights on the device. */
+export interface DecoderOptions extends ProgramOptions {
+  /** How the big matrices are stored (decoder-layout.ts); default f32. */
+  readonly weights?: WeightType;
+  /**
+   * int8 only: where the per-output-channel scale is applied to a layer
+   * projection: 'before' the dot (the slice is dequantized) or 'after' it
+   * (on the [T, out] product). Default 'before'; docs/performance.md has the
+   * measurement.
+   */
+  readonly int8Scale?: 'before' | 'after';
+}
+
+function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
   const w: Weights = {};
-  for (const spec of decoderWeightSpecs(d)) w[spec.name] = f.param(TensorType.f32(spec.dims), spec.name);
+  for (const spec of decoderWeightSpecs(d, options.weights)) w[spec.name] = f.param(new TensorType(spec.elementType, spec.dims), spec.name);
   return w;
+}
+
+/**
+ * A matrix as f32 for its dot: bf16 and int8 are converted here, int8
+ * scaled per output channel (`outAxis` of the matrix). f32 passes through
+ * with no op, so the f32 programs are what they always were.
+ */
+function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, outAxis: number): HloValue {
+  if (matrix.elementType === 'f32') return matrix;
+  const x = f.convert(matrix, 'f32');
+  return scale ? f.multiply(x, f.broadcastInDim(scale, x.dims, [outAxis])) : x;
+}
+
+/** x [T, in] @ one layer's matrix [in, out], whatever its storage. */
+function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, options: DecoderOptions): HloValue {
+  const matrix = need(layer, name);
+  const scale = layer[`${name}Scale`];
+  if (scale && options.int8Scale === 'after') {
+    const out = f.matmul(x, f.convert(matrix, 'f32'));
+    return f.multiply(out, f.broadcastInDim(scale, out.dims, [1]));
+  }
+  return f.matmul(x, f32Matrix(f, matrix, scale, 1));
+}
+
+/** The LM head [V, Dm] as f32 (the whole table: its logsumexp needs every row). */
+function lmHeadF32(f: FunctionBuilder, w: Weights): HloValue {
+  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 0);
 }
 
 function need(w: Weights, name: DecoderWeightName): HloValue {
@@ -75,6 +119,7 @@ function applyRope(f: FunctionBuilder, x: HloValue, cos: HloValue, sin: HloValue
 
 interface LayerLoopInputs {
   d: DecoderDims;
+  options: DecoderOptions;
   w: Weights;
   /** Hidden states [T, Dm] after the embedding. */
   x: HloValue;
@@ -95,7 +140,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
   // The loop's invariants are the per-layer arrays, those every model has
   // first, then the optional ones: the order the programs (and so the JIT
   // disk cache keys) have always had.
-  const perLayer = decoderWeightSpecs(d).filter((spec) => spec.perLayer);
+  const perLayer = decoderWeightSpecs(d, x.options.weights).filter((spec) => spec.perLayer);
   const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
   const stacked = stackedNames.map((n) => need(w, n));
   const fixed = [x.cos, x.sin, ...x.extraInvariants];
@@ -110,7 +155,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
-      let qkv = b.matmul(normed, layer.wQkv!);
+      let qkv = project(b, normed, layer, 'wQkv', x.options);
       if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
       let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
@@ -122,15 +167,15 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
       q = applyRope(b, q, cos, sin);
       k = applyRope(b, k, cos, sin);
       const attended = x.attention(b, q, k, v, i, extraInv, extra);
-      const afterAttention = b.add(h, b.matmul(b.reshape(attended.out, [t, Hq * D]), layer.wO!));
+      const afterAttention = b.add(h, project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO', x.options));
 
       // MLP block: h + (silu(gate) * up) @ Wdown
       const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
-      const gateUp = b.matmul(normed2, layer.wGateUp!);
+      const gateUp = project(b, normed2, layer, 'wGateUp', x.options);
       const gate = b.slice(gateUp, [0, 0], [t, F]);
       const up = b.slice(gateUp, [0, F], [t, 2 * F]);
       const activated = b.multiply(b.multiply(gate, b.logistic(gate)), up);
-      const out = b.add(afterAttention, b.matmul(activated, layer.wDown!));
+      const out = b.add(afterAttention, project(b, activated, layer, 'wDown', x.options));
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];
     },
@@ -139,7 +184,11 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 }
 
 function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
-  return f.take(need(w, 'embedding'), tokens, 0);
+  const rows = f.take(need(w, 'embedding'), tokens, 0);
+  if (rows.elementType === 'f32') return rows;
+  // Only the gathered rows are converted (and scaled, for int8: one scale per token row).
+  const x = f.convert(rows, 'f32');
+  return w.embeddingScale ? f.multiply(x, f.broadcastInDim(f.take(w.embeddingScale, tokens, 0), x.dims, [0])) : x;
 }
 
 function checkDims(d: DecoderDims): void {
@@ -160,20 +209,20 @@ export interface FactoredDecoderShape {
 }
 
 /** Label logprobs of each item at its last real token (row len - 1; an empty item's row is garbage). */
-function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
+function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
   const [n, l, dm] = itemHidden.dims;
   const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
   const flatIndex = f.add(f.multiply(f.iota(TensorType.s32([n]), 0), l), last);
   const rows = f.take(f.reshape(itemHidden, [n * l, dm]), flatIndex, 0);
-  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels }, { eps: d.rmsEps });
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
 }
 
 /** Label logprobs at the query's last real token: [1, Lb]. */
-function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
+function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
   const p = prefixHidden.dims[0];
   const last = f.reshape(f.clamp(0, f.subtract(prefixLength, 1), p - 1), [1]);
   const rows = f.take(prefixHidden, last, 0);
-  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels }, { eps: d.rmsEps });
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
 }
 
 /** Positions P + j of item tokens, and the flattened item rows. */
@@ -189,7 +238,7 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
  * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
  * independent sequences: the serial plan.
  */
-export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: ProgramOptions = {}): HloProgram {
+export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
   return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}`, (f) => {
@@ -198,13 +247,14 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: P
     const itemTokens = f.param(TensorType.s32([N, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([N]), 'item_lengths');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const w = declareWeights(f, d);
+    const w = declareWeights(f, d, options);
     const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
     const positions = f.concatenate([f.iota(TensorType.s32([P]), 0), itemPositions(f, prefixLength, N, L)], 0);
     const { cos, sin } = ropeTables(f, positions, d);
     const tokens = f.concatenate([prefixTokens, f.reshape(itemTokens, [N * L])], 0);
     const { hidden } = layerLoop(f, {
       d,
+      options,
       w,
       x: embed(f, w, tokens),
       cos,
@@ -231,10 +281,11 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: P
     });
     const dm = d.hiddenSize;
     const prefixHidden = f.slice(hidden, [0, 0], [P, dm]);
+    const lmHead = lmHeadF32(f, w);
     const itemHidden = f.reshape(f.slice(hidden, [P, 0], [P + N * L, dm]), [N, L, dm]);
     return {
-      prefix_logprobs: prefixReadout(f, d, w, prefixHidden, prefixLength, labels),
-      item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels),
+      prefix_logprobs: prefixReadout(f, d, w, lmHead, prefixHidden, prefixLength, labels),
+      item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, itemLengths, labels),
     };
   }, options);
 }
@@ -248,7 +299,7 @@ export interface PrefillShape {
  * Prefill: query tokens s32[P], prefixLength s32[], labels s32[Lb] ->
  * k_cache, v_cache f32[layers, P, Hkv, D] and prefix_logprobs f32[1, Lb].
  */
-export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: ProgramOptions = {}): HloProgram {
+export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
@@ -256,11 +307,12 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Program
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const w = declareWeights(f, d);
+    const w = declareWeights(f, d, options);
     const { cos, sin } = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
     const emptyCache = f.full(TensorType.f32([Ly, P, Hkv, D]), 0);
     const { hidden, carried } = layerLoop(f, {
       d,
+      options,
       w,
       x: embed(f, w, prefixTokens),
       cos,
@@ -275,7 +327,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Program
     return {
       k_cache: carried[0],
       v_cache: carried[1],
-      prefix_logprobs: prefixReadout(f, d, w, hidden, prefixLength, labels),
+      prefix_logprobs: prefixReadout(f, d, w, lmHeadF32(f, w), hidden, prefixLength, labels),
     };
   }, options);
 }
@@ -294,7 +346,7 @@ export interface ExtendShape {
  * f32[layers, P, Hkv, D] of a prefix of prefixLength s32[] tokens, labels
  * s32[Lb] -> item_logprobs f32[C, Lb].
  */
-export function decoderExtend(d: DecoderDims, s: ExtendShape, options: ProgramOptions = {}): HloProgram {
+export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
@@ -305,10 +357,11 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: ProgramOp
     const kCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'k_cache');
     const vCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'v_cache');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const w = declareWeights(f, d);
+    const w = declareWeights(f, d, options);
     const { cos, sin } = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
     const { hidden } = layerLoop(f, {
       d,
+      options,
       w,
       x: embed(f, w, f.reshape(itemTokens, [C * L])),
       cos,
@@ -329,6 +382,6 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: ProgramOp
       },
     });
     const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
-    return { item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels) };
+    return { item_logprobs: itemReadout(f, d, w, lmHeadF32(f, w), itemHidden, itemLengths, labels) };
   }, options);
 }

@@ -6,6 +6,7 @@ import { GgufFile } from './gguf';
 import { Tokenizer } from './tokenizer';
 import { HostWeights } from './weights';
 import { loadGgufWeights, loadHfWeights } from './weights-load';
+import { WeightReader, ggufWeightReader, hfWeightReader } from './weights-reader';
 
 /** A model ready to upload: config, f32 host weights, tokenizer and the name reported to clients. */
 export interface LoadedModel {
@@ -28,6 +29,34 @@ export function loadModel(pathOrDir?: string): LoadedModel {
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) return loadHfModel(resolved);
   return loadGgufModel(resolved);
+}
+
+/** A model opened for a streaming upload: its weights are read one tensor at a time. */
+export interface OpenedModel extends Omit<LoadedModel, 'weights'> {
+  /** Reads the weights from the file; close it when the upload is done. */
+  readonly weights: WeightReader;
+}
+
+/**
+ * Config, tokenizer and a weight reader over the open file: nothing of the
+ * weights is read yet, so an upload can convert and drop one tensor at a
+ * time (peak host memory about one tensor plus the device arrays).
+ */
+export function openModel(pathOrDir?: string): OpenedModel {
+  const resolved = resolveModelPath(pathOrDir);
+  if (fs.statSync(resolved).isDirectory()) {
+    const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
+    return { config, tokenizer, name: path.basename(resolved), path: resolved, weights: hfWeightReader(resolved, config) };
+  }
+  const gguf = GgufFile.open(resolved);
+  try {
+    const config = configFromGguf(gguf);
+    const tokenizer = ggufTokenizer(gguf, config);
+    return { config, tokenizer, name: ggufName(resolved), path: resolved, weights: ggufWeightReader(gguf, config, true) };
+  } catch (err) {
+    gguf.close();
+    throw err;
+  }
 }
 
 /** Config and tokenizer only (no weights): what the request side needs, in ~0.2 s. */

@@ -75,15 +75,28 @@ export class SafetensorsFile implements Disposable {
         `safetensors tensor ${name} in ${path.basename(this.path)} has dtype ${info.dtype}, which pjrt-score cannot load (supported: F32, F16, BF16)`,
       );
     }
+    const bytes = this.readBytes(info, Buffer.allocUnsafe(info.end - info.begin));
+    return dequantize(type, bytes, bytes.length / DTYPE_BYTES[info.dtype], `safetensors tensor ${name}`);
+  }
+
+  /** A BF16 tensor's raw bits (no f32 copy); undefined for any other dtype. */
+  readTensorBf16Bits(name: string): Uint16Array | undefined {
+    const info = this.tensor(name);
+    if (info.dtype !== 'BF16') return undefined;
+    const out = new Uint16Array((info.end - info.begin) / 2);
+    this.readBytes(info, Buffer.from(out.buffer, out.byteOffset, out.byteLength));
+    return out;
+  }
+
+  private readBytes(info: SafetensorsTensorInfo, bytes: Buffer): Buffer {
     if (this.fd === undefined) throw new SafetensorsError(`${path.basename(this.path)} is closed`);
-    const bytes = Buffer.allocUnsafe(info.end - info.begin);
     let filled = 0;
     while (filled < bytes.length) {
       const got = fs.readSync(this.fd, bytes, filled, bytes.length - filled, info.begin + filled);
-      if (got === 0) throw new SafetensorsError(`${path.basename(this.path)}: short read in tensor ${name}`);
+      if (got === 0) throw new SafetensorsError(`${path.basename(this.path)}: short read in tensor ${info.name}`);
       filled += got;
     }
-    return dequantize(type, bytes, bytes.length / DTYPE_BYTES[info.dtype], `safetensors tensor ${name}`);
+    return bytes;
   }
 
   close(): void {
@@ -196,6 +209,11 @@ export class SafetensorsShards implements Disposable {
   readTensorFloat32(name: string): Float32Array {
     this.tensor(name);
     return this.byName.get(name)!.readTensorFloat32(name);
+  }
+
+  readTensorBf16Bits(name: string): Uint16Array | undefined {
+    this.tensor(name);
+    return this.byName.get(name)!.readTensorBf16Bits(name);
   }
 
   get tensorNames(): string[] {

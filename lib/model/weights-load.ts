@@ -1,8 +1,17 @@
-import * as path from 'node:path';
+/**
+ * Whole-model loads: every tensor of a GGUF file or Hugging Face directory
+ * into the canonical f32 host layout (weights.ts), through the same readers
+ * a streaming upload uses (weights-reader.ts).
+ */
 import { ModelConfig, configFromGguf } from './config';
 import { GgufFile } from './gguf';
-import { SafetensorsShards } from './safetensors';
-import { HostTensor, HostWeights, WeightsError, assembleWeights, checkDims, unpermuteRopeRows } from './weights';
+import { HostWeights, assembleWeights } from './weights';
+import { WeightReader, ggufWeightReader, hfWeightReader } from './weights-reader';
+
+/** Every tensor, read through `reader` in load order. */
+function readAll(config: ModelConfig, reader: WeightReader): HostWeights {
+  return assembleWeights(config, (slot) => (slot.globalKey ? reader.global(slot.globalKey) : reader.layer(slot.layer!, slot.layerKey!)!));
+}
 
 /**
  * Load the weights of a GGUF model into the canonical layout. GGUF lists
@@ -15,16 +24,7 @@ export function loadGgufWeights(file: string | GgufFile, config?: ModelConfig): 
   const gguf = typeof file === 'string' ? GgufFile.open(file) : file;
   try {
     const cfg = config ?? configFromGguf(gguf);
-    const unpermute = cfg.architecture === 'llama';
-    return assembleWeights(cfg, (slot) => {
-      const info = gguf.tensors.get(slot.gguf);
-      if (!info) throw new WeightsError(`GGUF file ${path.basename(gguf.path)} has no tensor ${slot.gguf}, which a ${cfg.architecture} model needs`);
-      const dims = [...info.dims].reverse();
-      checkDims(`GGUF tensor ${slot.gguf}`, dims, slot.dims);
-      let data = gguf.readTensorFloat32(slot.gguf);
-      if (unpermute && slot.ropeHeads !== undefined) data = unpermuteRopeRows(data, slot.ropeHeads, dims.length > 1 ? dims[1] : 1);
-      return { dims: slot.dims, data };
-    });
+    return readAll(cfg, ggufWeightReader(gguf, cfg));
   } finally {
     if (typeof file === 'string') gguf.close();
   }
@@ -32,16 +32,10 @@ export function loadGgufWeights(file: string | GgufFile, config?: ModelConfig): 
 
 /** Load the weights of a Hugging Face directory (*.safetensors, f32/f16/bf16). */
 export function loadHfWeights(dir: string, config: ModelConfig): HostWeights {
-  const shards = SafetensorsShards.open(dir);
+  const reader = hfWeightReader(dir, config);
   try {
-    return assembleWeights(config, (slot): HostTensor => {
-      if (!shards.has(slot.hf)) {
-        throw new WeightsError(`${path.resolve(dir)} has no tensor ${slot.hf}, which a ${config.architecture} model needs`);
-      }
-      checkDims(`safetensors tensor ${slot.hf}`, shards.tensor(slot.hf).shape, slot.dims);
-      return { dims: slot.dims, data: shards.readTensorFloat32(slot.hf) };
-    });
+    return readAll(config, reader);
   } finally {
-    shards.close();
+    reader.close();
   }
 }

@@ -4,7 +4,8 @@
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
 import { HloProgram } from '../hlo/program';
-import { decoderExtend, decoderFused, decoderPrefill, DecoderDims } from '../hlo/transformer';
+import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
+import { WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
 import { DeviceWeights } from '../device-weights/upload';
 import { Client } from '../runtime/client';
@@ -37,8 +38,8 @@ export function s32Scalar(value: number): HostInput {
 export type Precision = 'highest' | 'default';
 export const PRECISIONS: readonly Precision[] = ['highest', 'default'];
 
-function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision): HloProgram {
-  const options = { dotPrecision: precision === 'highest' ? ('HIGHEST' as const) : ('DEFAULT' as const) };
+function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision, weights: WeightType): HloProgram {
+  const options: DecoderOptions = { dotPrecision: precision === 'highest' ? 'HIGHEST' : 'DEFAULT', ...(weights !== 'f32' ? { weights } : {}) };
   switch (key.program) {
     case 'decoder_fused':
       return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
@@ -68,8 +69,9 @@ export class DecoderRunner {
     readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
   ) {
-    // Programs of another precision are other programs: the in-memory key says so (the disk key hashes the text).
-    this.modelId = precision === 'highest' ? modelId : `${modelId}-${precision}`;
+    // Programs of another precision or weight type are other programs: the in-memory key says so (the disk key hashes the text).
+    const withPrecision = precision === 'highest' ? modelId : `${modelId}-${precision}`;
+    this.modelId = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
     this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
   }
 
@@ -79,7 +81,7 @@ export class DecoderRunner {
 
   /** The program text of a key (for warmup and the debug dump). */
   source(program: ProgramKey): () => string {
-    return () => buildProgram(this.config, program, this.precision).text;
+    return () => buildProgram(this.config, program, this.precision, this.weights.weightType).text;
   }
 
   /**

@@ -5,7 +5,9 @@
  */
 import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
-import { loadModel } from '../model/load';
+import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
+import { WeightType } from '../hlo/decoder-layout';
+import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
@@ -48,6 +50,13 @@ export interface ScorerOptions {
    * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU).
    */
   readonly precision?: Precision;
+  /**
+   * How the big weight matrices live on the device: 'f32' (default), 'bf16'
+   * (half the memory), 'int8' (a quarter, per-output-channel f32 scales) or
+   * 'auto' (chosen per platform and host: `weightChoice` says what and why).
+   * Matmuls run in f32 whatever the storage.
+   */
+  readonly weights?: WeightChoice;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
 }
@@ -150,6 +159,10 @@ export class Scorer implements Disposable {
   readonly budget: Budget;
   /** f32 dot precision of every program this Scorer runs. */
   readonly precision: Precision;
+  /** How the weight matrices are stored on the device. */
+  readonly weightType: WeightType;
+  /** Why this weight type (the option, or what 'auto' saw). */
+  readonly weightChoice: WeightTypeChoice;
   private readonly costModel: CostModel;
   private readonly sizing: Sizing;
   private readonly requestContext: ScoreRequestContext;
@@ -169,6 +182,7 @@ export class Scorer implements Disposable {
     tokenizer: Tokenizer;
     client: Client;
     weights: DeviceWeights;
+    weightChoice: WeightTypeChoice;
     options: ScorerOptions;
   }) {
     const { options } = init;
@@ -177,6 +191,8 @@ export class Scorer implements Disposable {
     this.tokenizer = init.tokenizer;
     this.client = init.client;
     this.weights = init.weights;
+    this.weightType = init.weights.weightType;
+    this.weightChoice = init.weightChoice;
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = options.algorithm ?? 'auto';
     this.templateOption = options.rerankTemplate;
@@ -215,16 +231,28 @@ export class Scorer implements Disposable {
     if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
       throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
     }
+    if (options.weights !== undefined && !WEIGHT_CHOICES.includes(options.weights)) {
+      throw new TypeError(`weights must be one of ${WEIGHT_CHOICES.join(', ')}; got ${JSON.stringify(options.weights)}`);
+    }
     for (const key of ['maxItems', 'maxRequestTokens', 'prefixCacheBytes'] as const) {
       const v = options[key];
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
     }
     const started = performance.now();
-    const model = loadModel(options.model);
-    const client = await Client.create({ plugin: options.plugin });
+    const model = openModel(options.model);
+    const opened = performance.now();
+    let client: Client;
     try {
-      const weights = await uploadWeights(client, model.config, model.weights);
-      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, options });
+      client = await Client.create({ plugin: options.plugin });
+    } catch (err) {
+      model.weights.close();
+      throw err;
+    }
+    try {
+      const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
+      // Streams: each tensor is read, converted and uploaded before the next is read.
+      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType).finally(() => model.weights.close());
+      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, weightChoice, options });
       // A template named at load must fit the model: say so now, not at the first rerank.
       if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
       scorer.log({
@@ -233,8 +261,12 @@ export class Scorer implements Disposable {
         path: model.path,
         platform: `${client.platformName} ${client.platformVersion}`,
         precision: scorer.precision,
+        weights: weightChoice.weightType,
+        weightsReason: weightChoice.reason,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,
+        // Where the load time went: opening the file (config, tokenizer), then per array read, convert, upload.
+        steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
       });
       return scorer;
     } catch (err) {

@@ -1,0 +1,69 @@
+/**
+ * The weight type of a load: the one asked for, or for 'auto' the fastest
+ * on this platform that fits in memory. The order per platform comes from
+ * measurements (docs/performance.md, "Weight precision"): on XLA CPU every
+ * matmul runs in f32 and bf16/int8 weights are converted to f32 before their
+ * dot, so f32 storage is the fastest wherever it fits; on GPUs bf16 is the
+ * norm (the peers run in it), so it comes first there.
+ */
+import * as os from 'node:os';
+import { DecoderDims, decoderWeightSpecs, WeightType } from '../hlo/decoder-layout';
+import { notableCpuFlags } from '../runtime/host-cpu';
+import { elementCount } from '../util/dims';
+
+export type WeightChoice = WeightType | 'auto';
+export const WEIGHT_CHOICES: readonly WeightChoice[] = ['f32', 'bf16', 'int8', 'auto'];
+
+export interface WeightTypeChoice {
+  readonly weightType: WeightType;
+  /** Asked for, or chosen by 'auto'. */
+  readonly auto: boolean;
+  /** Why, in a sentence (logs, bench output). */
+  readonly reason: string;
+}
+
+export interface WeightHost {
+  /** client.platformName: 'cpu', 'cuda', 'rocm', ... */
+  readonly platform: string;
+  readonly config: DecoderDims & { readonly tiedEmbeddings?: boolean };
+  /** Bytes the weights may take; default half the host memory on the CPU (device memory is host memory there). */
+  readonly memoryBytes?: number;
+  /** CPU flags (notableCpuFlags()); read from the host by default. */
+  readonly cpuFlags?: readonly string[];
+}
+
+/** Device bytes of the weights in a weight type (a tied LM head counted once). */
+export function weightBytes(config: WeightHost['config'], type: WeightType): number {
+  const size = { f32: 4, bf16: 2, s8: 1 } as const;
+  return decoderWeightSpecs(config, type)
+    .filter((s) => !(s.tiedTo !== undefined && config.tiedEmbeddings))
+    .reduce((sum, s) => sum + elementCount(s.dims) * size[s.elementType], 0);
+}
+
+/** Fastest first, per platform, with the reason (measured on the CPU; the GPU order is the peers' practice). */
+function preference(platform: string, flags: readonly string[]): { order: WeightType[]; why: string } {
+  if (platform === 'cpu') {
+    const bf16Hw = flags.filter((f) => f === 'avx512_bf16' || f === 'amx_bf16');
+    const note = bf16Hw.length
+      ? ` (this CPU has ${bf16Hw.join(', ')}, but the programs convert to f32 before each dot, so they would not use it)`
+      : '';
+    return { order: ['f32', 'bf16', 'int8'], why: `on the CPU matmuls run in f32 and bf16/int8 weights cost a conversion per layer, so f32 is fastest where it fits${note}` };
+  }
+  return { order: ['bf16', 'f32', 'int8'], why: `on ${platform} bf16 weights halve memory traffic and are the peers' norm` };
+}
+
+export function chooseWeightType(choice: WeightChoice, host: WeightHost): WeightTypeChoice {
+  if (choice !== 'auto') return { weightType: choice, auto: false, reason: `asked for ${choice}` };
+  const flags = host.cpuFlags ?? (host.platform === 'cpu' ? notableCpuFlags() : []);
+  const { order, why } = preference(host.platform, flags);
+  const memory = host.memoryBytes ?? (host.platform === 'cpu' ? os.totalmem() / 2 : Infinity);
+  const fits = order.find((t) => weightBytes(host.config, t) <= memory);
+  const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
+  if (fits === undefined) {
+    const smallest = order[order.length - 1];
+    return { weightType: smallest, auto: true, reason: `auto: no weight type fits in ${gib(memory)}; ${smallest} is the smallest (${gib(weightBytes(host.config, smallest))})` };
+  }
+  const skipped = order.slice(0, order.indexOf(fits)).map((t) => `${t} (${gib(weightBytes(host.config, t))})`);
+  const fitNote = skipped.length ? `; ${skipped.join(', ')} would not fit in ${gib(memory)}` : '';
+  return { weightType: fits, auto: true, reason: `auto: ${fits}: ${why}${fitNote}` };
+}

@@ -1,0 +1,66 @@
+/**
+ * Host-side conversions for the weight upload: f32 -> bf16 bits (round to
+ * nearest even, as PyTorch converts), f32 -> int8 per row (symmetric, one
+ * f32 scale per row), and the blocked transpose that puts a Hugging Face
+ * [out, in] matrix into the columns of an [in, width] device slice.
+ */
+
+export type WeightArray = Float32Array | Uint16Array | Int8Array;
+
+/** f32 -> bf16 bits, round to nearest even; NaN stays NaN (quiet). */
+export function f32ToBf16(src: Float32Array): Uint16Array {
+  const bits = new Uint32Array(src.buffer, src.byteOffset, src.length);
+  const out = new Uint16Array(src.length);
+  for (let i = 0; i < bits.length; i++) {
+    const b = bits[i];
+    out[i] = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : (b + 0x7fff + ((b >>> 16) & 1)) >>> 16;
+  }
+  return out;
+}
+
+/**
+ * Symmetric int8 per row: scale = fround(max|row| / 127), q = round(x / scale)
+ * with halves away from zero, in [-127, 127]; an all-zero row has scale 0 and
+ * q 0. The value a row stands for is q * scale.
+ */
+export function quantizeRowsInt8(src: Float32Array, rows: number): { data: Int8Array; scales: Float32Array } {
+  const cols = src.length / rows;
+  const data = new Int8Array(src.length);
+  const scales = new Float32Array(rows);
+  for (let r = 0; r < rows; r++) {
+    const base = r * cols;
+    let max = 0;
+    for (let c = 0; c < cols; c++) max = Math.max(max, Math.abs(src[base + c]));
+    const scale = Math.fround(max / 127);
+    scales[r] = scale;
+    if (scale === 0) continue;
+    for (let c = 0; c < cols; c++) {
+      const x = src[base + c] / scale;
+      const q = x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
+      data[base + c] = q > 127 ? 127 : q < -127 ? -127 : q;
+    }
+  }
+  return { data, scales };
+}
+
+// Square tiles keep both the reads and the writes in cache: a plain loop over
+// a 1536 x 8960 matrix misses on every write.
+const TILE = 64;
+
+/**
+ * Writes the transpose of a row-major [rows, cols] matrix into `out` (same
+ * element type) as [cols, rows] columns: out[offset + c * outCols + colOffset + r] = src[r * cols + c].
+ */
+export function transposeInto(src: WeightArray, rows: number, cols: number, out: WeightArray, offset: number, outCols: number, colOffset: number): void {
+  if (src.constructor !== out.constructor) throw new TypeError(`transposeInto: ${src.constructor.name} into ${out.constructor.name}`);
+  for (let r0 = 0; r0 < rows; r0 += TILE) {
+    const r1 = Math.min(rows, r0 + TILE);
+    for (let c0 = 0; c0 < cols; c0 += TILE) {
+      const c1 = Math.min(cols, c0 + TILE);
+      for (let c = c0; c < c1; c++) {
+        const base = offset + c * outCols + colOffset;
+        for (let r = r0; r < r1; r++) out[base + r] = src[r * cols + c];
+      }
+    }
+  }
+}
