@@ -1,0 +1,224 @@
+'use strict';
+// Weights in f32, bf16 and int8 on the device (issue 20), on the real CPU
+// plugin and the real default model:
+// - round trip: what the device holds equals a conversion written here (round
+//   to nearest even for bf16; symmetric per-output-channel int8) of what the
+//   f32 upload holds;
+// - at each weight type, the packed and prefix plans equal the serial plan;
+// - each weight type stays within the seeds' gate of f32 over 60 items, on
+//   label probabilities as the Score API returns them by default (the seeds'
+//   workloads); the two-label softmax, a stricter reading, is reported and
+//   held for bf16.
+const test = require('tape');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { Client, Scorer } = require('..');
+const { loadModel } = require('../dist/model');
+const { uploadWeights } = require('../dist/device-weights');
+const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
+const { decoderFused } = require('../dist/hlo');
+const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
+
+// ---- the test's own conversions --------------------------------------------
+
+/** f32 -> bf16 bits, round to nearest even, by way of a Float64 split (not the library's bit trick). */
+function bf16Bits(x) {
+  const f = new Float32Array([x]);
+  const u = new Uint32Array(f.buffer)[0];
+  if (Number.isNaN(x)) return (u >>> 16) | 0x40;
+  const hi = u >>> 16;
+  const lo = u & 0xffff;
+  if (lo > 0x8000 || (lo === 0x8000 && (hi & 1) === 1)) return (hi + 1) & 0xffff;
+  return hi;
+}
+
+/**
+ * The int8 rule the project states: per output channel, scale = f32(max|w| / 127),
+ * q = round-half-away-from-zero(w / scale) clamped to [-127, 127]; scale 0 gives q 0.
+ * `channelOf(k)` maps a flat index to its channel; returns q and scales.
+ */
+function quantize(values, channels, channelOf) {
+  const max = new Float64Array(channels);
+  for (let k = 0; k < values.length; k++) {
+    const c = channelOf(k);
+    max[c] = Math.max(max[c], Math.abs(values[k]));
+  }
+  const scales = Float32Array.from(max, (m) => m / 127);
+  const q = new Int8Array(values.length);
+  for (let k = 0; k < values.length; k++) {
+    const s = scales[channelOf(k)];
+    if (s === 0) continue;
+    const x = values[k] / s;
+    q[k] = Math.max(-127, Math.min(127, Math.sign(x) * Math.floor(Math.abs(x) + 0.5)));
+  }
+  return { q, scales };
+}
+
+function firstMismatch(a, b) {
+  if (a.length !== b.length) return `length ${a.length} vs ${b.length}`;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
+  return null;
+}
+
+// ---- round trip --------------------------------------------------------------
+
+test('round trip: bf16 and int8 arrays on the device equal the test\'s conversion of the f32 arrays', async (t) => {
+  const client = await Client.create();
+  const model = loadModel();
+  const f32 = await uploadWeights(client, model.config, model.weights, 'f32');
+  const specs = decoderWeightSpecs(model.config, 'f32');
+  const reference = [];
+  for (const b of f32.buffers) reference.push(await b.toHost());
+  const f32Bytes = f32.bytes;
+  f32.dispose();
+
+  const bf16 = await uploadWeights(client, model.config, model.weights, 'bf16');
+  t.equal(bf16.weightType, 'bf16');
+  const bf16Specs = decoderWeightSpecs(model.config, 'bf16');
+  for (let i = 0; i < specs.length; i++) {
+    const got = await bf16.buffers[i].toHost();
+    if (bf16Specs[i].elementType === 'bf16') {
+      const want = Uint16Array.from(reference[i], bf16Bits);
+      t.equal(firstMismatch(got, want), null, `bf16 ${specs[i].name} [${specs[i].dims}]: bit-equal to round-to-nearest-even`);
+    } else {
+      t.equal(firstMismatch(got, reference[i]), null, `bf16 load: ${specs[i].name} stays f32, equal`);
+    }
+  }
+  t.ok(bf16.bytes < 0.51 * f32Bytes, `bf16 weights take ${(bf16.bytes / 2 ** 20).toFixed(0)} MiB, f32 ${(f32Bytes / 2 ** 20).toFixed(0)} MiB`);
+  bf16.dispose();
+
+  const int8 = await uploadWeights(client, model.config, model.weights, 'int8');
+  const int8Specs = decoderWeightSpecs(model.config, 'int8');
+  for (let i = 0; i < specs.length; i++) {
+    const spec = int8Specs[i];
+    const got = await int8.buffers[i].toHost();
+    if (spec.elementType !== 's8') {
+      t.equal(firstMismatch(got, reference[i]), null, `int8 load: ${spec.name} stays f32, equal`);
+      continue;
+    }
+    const scaleIndex = int8Specs.findIndex((s) => s.scaleOf === spec.name);
+    const gotScales = await int8.buffers[scaleIndex].toHost();
+    // The output channel: a row of the [V, Dm] tables, a column of each [in, out] layer slice.
+    const dims = spec.dims;
+    const out = dims[dims.length - 1];
+    const channels = spec.perLayer ? dims[0] * out : dims[0];
+    const channelOf = spec.perLayer ? (k) => Math.floor(k / (dims[1] * out)) * out + (k % out) : (k) => Math.floor(k / dims[1]);
+    const want = quantize(reference[i], channels, channelOf);
+    t.equal(firstMismatch(gotScales, want.scales), null, `int8 ${spec.name}: ${channels} scales equal`);
+    t.equal(firstMismatch(got, want.q), null, `int8 ${spec.name} [${dims}]: values equal`);
+  }
+  int8.dispose();
+  client.dispose();
+});
+
+test('round trip: a bf16 safetensors model goes to the device as its own bits', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-bf16-'));
+  try {
+    const tiny = makeTinyModel('qwen2', 11);
+    writeTinyHfDir(tiny, dir, { dtype: 'BF16' });
+    const client = await Client.create();
+    const model = loadModel(dir);
+    const { openModel } = require('../dist/model');
+    const opened = openModel(dir);
+    const streamed = await uploadWeights(client, opened.config, opened.weights, 'bf16');
+    opened.weights.close();
+    const f32 = await uploadWeights(client, model.config, model.weights, 'f32');
+    const specs = decoderWeightSpecs(model.config, 'bf16');
+    for (let i = 0; i < specs.length; i++) {
+      const got = await streamed.buffers[i].toHost();
+      const ref = await f32.buffers[i].toHost();
+      const want = specs[i].elementType === 'bf16' ? Uint16Array.from(ref, bf16Bits) : ref;
+      t.equal(firstMismatch(got, want), null, `${specs[i].name}: equal`);
+    }
+    streamed.dispose();
+    f32.dispose();
+    client.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('program text: f32 weights add no op; bf16/int8 convert each matrix slice before its dot, which stays f32', (t) => {
+  const { config } = makeTinyModel('qwen3');
+  const shape = { prefix: 8, items: 2, itemLength: 4, labels: 2 };
+  const f32 = decoderFused(config, shape, { dotPrecision: 'HIGHEST' }).text;
+  t.equal(decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights: 'f32' }).text, f32, "weights: 'f32' is the program without the option");
+  t.notOk(/bf16|xi8/.test(f32), 'f32 program: no bf16 or i8 anywhere');
+  for (const weights of ['bf16', 'int8']) {
+    const text = decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights }).text;
+    const dots = text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
+    t.ok(dots.length > 5 && dots.every((l) => !/bf16|xi8>/.test(l.split(':').pop())), `${weights}: all ${dots.length} dots are f32`);
+    const converts = text.split('\n').filter((l) => l.includes('stablehlo.convert') && (l.includes('bf16>) ->') || l.includes('xi8>) ->')));
+    // embedding rows, lm head, and the four projections of the layer body
+    t.equal(converts.length, 6, `${weights}: 6 conversions to f32 (embedding rows, LM head, 4 layer projections)`);
+  }
+  t.end();
+});
+
+// ---- plans and accuracy on the real model ---------------------------------------
+
+const YES = 9805; // ' yes'
+const NO = 787; // ' no'
+const SUBJECTS = ['The sun', 'Water', 'A cat', 'Paris', 'The moon', 'Iron', 'A triangle', 'Snow', 'The Pacific', 'Honey', 'A violin', 'Mount Everest'];
+const CLAIMS = [' is hot.', ' is a liquid at room temperature.', ' has four legs.', ' is the capital of France.', ' orbits the Earth.'];
+const REQUEST = {
+  query: 'Answer yes or no. Is the following statement true?',
+  // 60 items: every subject with every claim.
+  items: SUBJECTS.flatMap((s) => CLAIMS.map((c) => ` ${s}${c} Answer:`)),
+  labelTokenIds: [YES, NO],
+};
+
+/** p(yes) / (p(yes) + p(no)) per item: what apply_softmax would return. */
+function twoLabelSoftmax(scores) {
+  return scores.map(([y, n]) => [y / (y + n), n / (y + n)]);
+}
+
+function diffs(a, b) {
+  let max = 0;
+  let sum = 0;
+  let n = 0;
+  a.forEach((row, i) => row.forEach((x, j) => {
+    const d = Math.abs(x - b[i][j]);
+    max = Math.max(max, d);
+    sum += d;
+    n++;
+  }));
+  return { max, mean: sum / n };
+}
+
+const byType = {};
+for (const weights of ['f32', 'bf16', 'int8']) {
+  test(`${weights} weights: packed and prefix equal serial (<= 1e-4) over ${REQUEST.items.length} items`, async (t) => {
+    const scorer = await Scorer.load({ weights, diskCache: true });
+    t.equal(scorer.weightType, weights, `the scorer says ${weights}`);
+    const serial = await scorer.score(REQUEST, { algorithm: 'serial' });
+    for (const algorithm of ['packed', 'prefix']) {
+      const other = await scorer.score(REQUEST, { algorithm });
+      t.equal(other.algorithm, algorithm);
+      const d = diffs(other.scores, serial.scores);
+      t.ok(d.max <= 1e-4, `${algorithm} vs serial: max |diff| ${d.max.toExponential(2)}`);
+    }
+    byType[weights] = serial.scores;
+    scorer.dispose();
+  });
+}
+
+test('bf16 and int8 weights are within the gate of f32 (max <= 0.02, mean <= 0.01 on label probabilities)', (t) => {
+  for (const weights of ['bf16', 'int8']) {
+    const d = diffs(byType[weights], byType.f32);
+    const soft = diffs(twoLabelSoftmax(byType[weights]), twoLabelSoftmax(byType.f32));
+    t.comment(`${weights} vs f32 over ${REQUEST.items.length} items: label probabilities max ${d.max.toExponential(2)}, mean ${d.mean.toExponential(2)}; two-label softmax max ${soft.max.toExponential(2)}, mean ${soft.mean.toExponential(2)}`);
+    t.ok(d.max <= 0.02, `${weights}: max |diff| ${d.max.toExponential(2)} <= 0.02`);
+    t.ok(d.mean <= 0.01, `${weights}: mean |diff| ${d.mean.toExponential(2)} <= 0.01`);
+    if (weights === 'bf16') t.ok(soft.max <= 0.02 && soft.mean <= 0.01, 'bf16: within the gate on the two-label softmax too');
+  }
+  t.end();
+});
+
+test('weights: a bad value is refused before anything loads', async (t) => {
+  await Scorer.load({ weights: 'fp8' }).then(
+    () => t.fail('fp8 must be refused'),
+    (error) => t.match(error.message, /weights must be one of f32, bf16, int8, auto/),
+  );
+});
