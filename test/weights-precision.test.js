@@ -78,7 +78,7 @@ test('round trip: bf16 and int8 arrays on the device equal the test\'s conversio
   const bf16Specs = decoderWeightSpecs(model.config, 'bf16');
   for (let i = 0; i < specs.length; i++) {
     const got = await bf16.buffers[i].toHost();
-    if (bf16Specs[i].elementType === 'bf16') {
+    if (bf16Specs[i].elementType === 'u16') {
       const want = Uint16Array.from(reference[i], bf16Bits);
       t.equal(firstMismatch(got, want), null, `bf16 ${specs[i].name} [${specs[i].dims}]: bit-equal to round-to-nearest-even`);
     } else {
@@ -128,7 +128,7 @@ test('round trip: a bf16 safetensors model goes to the device as its own bits', 
     for (let i = 0; i < specs.length; i++) {
       const got = await streamed.buffers[i].toHost();
       const ref = await f32.buffers[i].toHost();
-      const want = specs[i].elementType === 'bf16' ? Uint16Array.from(ref, bf16Bits) : ref;
+      const want = specs[i].elementType === 'u16' ? Uint16Array.from(ref, bf16Bits) : ref;
       t.equal(firstMismatch(got, want), null, `${specs[i].name}: equal`);
     }
     streamed.dispose();
@@ -145,13 +145,14 @@ test('program text: f32 weights add no op; bf16/int8 convert each matrix slice b
   const f32 = decoderFused(config, shape, { dotPrecision: 'HIGHEST' }).text;
   t.equal(decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights: 'f32' }).text, f32, "weights: 'f32' is the program without the option");
   t.notOk(/bf16|xi8/.test(f32), 'f32 program: no bf16 or i8 anywhere');
-  for (const weights of ['bf16', 'int8']) {
+  for (const [weights, stored] of [['bf16', 'ui16'], ['int8', 'i8']]) {
     const text = decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights }).text;
     const dots = text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
-    t.ok(dots.length > 5 && dots.every((l) => !/bf16|xi8>/.test(l.split(':').pop())), `${weights}: all ${dots.length} dots are f32`);
-    const converts = text.split('\n').filter((l) => l.includes('stablehlo.convert') && (l.includes('bf16>) ->') || l.includes('xi8>) ->')));
-    // embedding rows, lm head, and the four projections of the layer body
-    t.equal(converts.length, 6, `${weights}: 6 conversions to f32 (embedding rows, LM head, 4 layer projections)`);
+    t.ok(dots.length > 5 && dots.every((l) => /tensor<[0-9x]*xf32>, tensor<[0-9x]*xf32>\) ->/.test(l)), `${weights}: all ${dots.length} dots take f32 operands`);
+    t.notOk(/bf16/.test(text), `${weights}: no bf16 op (XLA CPU would compute it in f32 on the whole array)`);
+    const converts = text.split('\n').filter((l) => l.includes('stablehlo.convert') && l.includes(`x${stored}>) ->`));
+    // embedding rows, LM head, and the four projections of the layer body
+    t.equal(converts.length, 6, `${weights}: ${stored} is widened in 6 places (embedding rows, LM head, 4 layer projections)`);
   }
   t.end();
 });

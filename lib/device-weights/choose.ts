@@ -34,7 +34,7 @@ export interface WeightHost {
 
 /** Device bytes of the weights in a weight type (a tied LM head counted once). */
 export function weightBytes(config: WeightHost['config'], type: WeightType): number {
-  const size = { f32: 4, bf16: 2, s8: 1 } as const;
+  const size = { f32: 4, u16: 2, s8: 1 } as const;
   return decoderWeightSpecs(config, type)
     .filter((s) => !(s.tiedTo !== undefined && config.tiedEmbeddings))
     .reduce((sum, s) => sum + elementCount(s.dims) * size[s.elementType], 0);

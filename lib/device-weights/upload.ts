@@ -17,7 +17,10 @@ import { hostWeightsReader, WeightReader } from '../model/weights-reader';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { elementCount } from '../util/dims';
+import { buildProgram } from '../hlo/program';
+import { TensorType } from '../hlo/types';
 import { f32ToBf16, quantizeRowsInt8, transposeInto } from './convert';
+import { RELEASE_BYTES, releaseHostCopies } from './release';
 
 export interface UploadTimings {
   /** Reading tensors from the file (and dequantizing GGUF blocks). */
@@ -86,8 +89,11 @@ function layerPart(reader: WeightReader, l: number, name: HostLayerName, spec: D
   return t.data;
 }
 
-/** One device array (and its scales, for an int8 matrix), built from the reader. */
-function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightType, clock: Clock): Built {
+/**
+ * One device array (and its scales, for an int8 matrix), built from the
+ * reader; for a per-layer array, only layers [from, to) when given.
+ */
+function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightType, clock: Clock, from = 0, to = spec.dims[0]): Built {
   const matrixType: WeightType = spec.matrix ? type : 'f32';
   if ('global' in spec.source) {
     const name = spec.source.global;
@@ -97,15 +103,16 @@ function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightT
   const parts = spec.source.layerParts;
   const slice = spec.dims.slice(1);
   const sliceSize = elementCount(slice);
-  const layers = spec.dims[0];
+  const layers = to - from;
   const out = emptyLike(matrixType, spec.matrix, layers * sliceSize);
   const width = slice[slice.length - 1];
   const scales = matrixType === 'int8' ? new Float32Array(layers * width) : undefined;
-  for (let l = 0; l < layers; l++) {
+  for (let k = 0; k < layers; k++) {
+    const l = from + k;
     for (const part of parts) {
       if (slice.length === 1) {
         const vector = clock.time('read', () => layerPart(reader, l, part.source, spec.name));
-        (out as Float32Array).set(vector, l * sliceSize + part.offset);
+        (out as Float32Array).set(vector, k * sliceSize + part.offset);
         continue;
       }
       // A Hugging Face [out, in] matrix becomes columns [offset, offset + out) of the [in, width] slice;
@@ -119,15 +126,60 @@ function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightT
         clock,
       );
       const rows = stored.data.length / inFeatures;
-      clock.time('convert', () => transposeInto(stored.data, rows, inFeatures, out, l * sliceSize, width, part.offset));
-      if (stored.scales) scales!.set(stored.scales, l * width + part.offset);
+      clock.time('convert', () => transposeInto(stored.data, rows, inFeatures, out, k * sliceSize, width, part.offset));
+      if (stored.scales) scales!.set(stored.scales, k * width + part.offset);
     }
   }
   return { data: out, ...(scales ? { scales } : {}) };
 }
 
+/**
+ * A stacked array at least this large is uploaded layer by layer and joined
+ * on the device: client.upload stages its own copy of the host array, so a
+ * whole-array upload would briefly hold it three times (host, staging,
+ * device); joining holds it twice on the device and one layer on the host.
+ */
+export const ASSEMBLE_BYTES = 256 * 2 ** 20;
+
+/** Uploads layers one at a time and concatenates them on the device (see ASSEMBLE_BYTES). */
+async function uploadByLayer(client: Client, spec: DecoderWeightSpec, reader: WeightReader, type: WeightType, clock: Clock): Promise<{ buffer: DeviceBuffer; scales?: Float32Array }> {
+  const layers = spec.dims[0];
+  const pieceDims = [1, ...spec.dims.slice(1)];
+  const pieces: DeviceBuffer[] = [];
+  const width = spec.dims[spec.dims.length - 1];
+  const scales = type === 'int8' && spec.matrix ? new Float32Array(layers * width) : undefined;
+  try {
+    for (let l = 0; l < layers; l++) {
+      const built = buildArray(spec, reader, type, clock, l, l + 1);
+      if (built.scales) scales!.set(built.scales, l * width);
+      const start = performance.now();
+      pieces.push(await client.upload(built.data, pieceDims, spec.elementType));
+      clock.upload += (performance.now() - start) / 1000;
+    }
+    const start = performance.now();
+    const program = buildProgram(`assemble_${spec.name}`, (f) => {
+      const params = pieces.map((_, l) => f.param(new TensorType(spec.elementType, pieceDims), `layer${l}`));
+      return { stacked: f.concatenate(params, 0) };
+    });
+    const executable = await client.compile(program.text);
+    try {
+      const [buffer] = await executable.execute(pieces);
+      clock.upload += (performance.now() - start) / 1000;
+      return { buffer, ...(scales ? { scales } : {}) };
+    } finally {
+      executable.dispose();
+    }
+  } finally {
+    pieces.forEach((p) => p.dispose());
+  }
+}
+
+function assembled(spec: DecoderWeightSpec): boolean {
+  return spec.perLayer && hostBytes(spec) >= ASSEMBLE_BYTES;
+}
+
 function hostBytes(spec: DecoderWeightSpec): number {
-  const size = spec.elementType === 'f32' ? 4 : spec.elementType === 'bf16' ? 2 : 1;
+  const size = spec.elementType === 'f32' ? 4 : spec.elementType === 'u16' ? 2 : 1;
   return elementCount(spec.dims) * size;
 }
 
@@ -138,8 +190,9 @@ export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights | Weig
 
 /**
  * Uploads the weights in program parameter order. A tied LM head (and its
- * scales) is uploaded once and passed twice. Arrays are built largest first:
- * the biggest host copy then exists while the device holds the least.
+ * scales) is uploaded once and passed twice. Arrays are built largest first
+ * (whole ones, then those joined by layer): the biggest transient copies
+ * then exist while the device holds the least.
  */
 export async function uploadWeights(
   client: Client,
@@ -167,12 +220,25 @@ export async function uploadWeights(
   const order = specs
     .map((_, i) => i)
     .filter((i) => specs[i].scaleOf === undefined && !isTied(specs[i]))
-    .sort((a, b) => hostBytes(specs[b]) - hostBytes(specs[a]));
+    // Whole uploads first (each briefly holds its array three times), then those joined by layer (twice).
+    .sort((a, b) => Number(assembled(specs[a])) - Number(assembled(specs[b])) || hostBytes(specs[b]) - hostBytes(specs[a]));
   try {
     for (const i of order) {
-      const built = buildArray(specs[i], reader, weightType, clock);
+      if (assembled(specs[i])) {
+        const { buffer, scales } = await uploadByLayer(client, specs[i], reader, weightType, clock);
+        owned.push(buffer);
+        buffers[i] = buffer;
+        bytes += buffer.byteLength;
+        if (scales) await put(index.get(`${specs[i].name as MatrixName}Scale`)!, scales);
+        continue;
+      }
+      let built: Built | null = buildArray(specs[i], reader, weightType, clock);
       await put(i, built.data);
       if (built.scales) await put(index.get(`${specs[i].name as MatrixName}Scale`)!, built.scales);
+      const large = built.data.byteLength >= RELEASE_BYTES;
+      built = null;
+      // The device has its copy: free ours before the next array is built (on the CPU, device memory is host memory).
+      if (large) clock.time('convert', releaseHostCopies);
     }
     specs.forEach((s, i) => {
       if (isTied(s)) buffers[i] = buffers[index.get(s.tiedTo!)!];

@@ -34,8 +34,13 @@ export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: numb
 export type WeightType = 'f32' | 'bf16' | 'int8';
 export const WEIGHT_TYPES: readonly WeightType[] = ['f32', 'bf16', 'int8'];
 
-/** Device element type of a weight array. */
-export type WeightElementType = 'f32' | 'bf16' | 's8';
+/**
+ * Device element type of a weight array. bf16 weights travel as their bits
+ * typed u16: XLA CPU computes every bf16 op in f32 (a dynamic slice of the
+ * stacked array included, which converted whole arrays at each execution),
+ * and a bitcast of a parameter is a copy; integer slices of u16 are neither.
+ */
+export type WeightElementType = 'f32' | 'u16' | 's8';
 
 /** The matrices stored in the weight type; int8 gives each a `<name>Scale` array. */
 export type MatrixName = 'embedding' | 'lmHead' | 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
@@ -105,7 +110,7 @@ function isMatrix(name: DecoderWeightName): name is MatrixName {
 
 /** The device element type of a matrix in this weight type. */
 export function matrixElementType(weights: WeightType): WeightElementType {
-  return weights === 'int8' ? 's8' : weights;
+  return weights === 'int8' ? 's8' : weights === 'bf16' ? 'u16' : 'f32';
 }
 
 /** Width of the fused q|k|v projection. */

@@ -7,6 +7,7 @@
 
 import { CoreBuilder, HloValue, Operand } from './core';
 import { sameDims } from '../util/dims';
+import { ELEMENT_TYPES } from '../util/element-types';
 import { HloBuildError, HloElementType, TensorType, formatDims, isElementType, isFloatType, isIntegerType, isSignedIntType } from './types';
 
 export type ComparisonDirection = 'EQ' | 'NE' | 'LT' | 'LE' | 'GT' | 'GE';
@@ -108,6 +109,9 @@ export class ElementwiseBuilder extends CoreBuilder {
   not(x: HloValue): HloValue {
     return this.unary('not', x, isLogical, 'pred or integer');
   }
+  shiftLeft(x: Operand, y: Operand): HloValue {
+    return this.binary('shift_left', x, y, isIntegerType, 'integer');
+  }
 
   /** Elementwise comparison; the result is `pred` of the same shape. */
   compare(x: Operand, y: Operand, direction: ComparisonDirection): HloValue {
@@ -173,6 +177,15 @@ export class ElementwiseBuilder extends CoreBuilder {
     this.use('convert', x);
     if (!isElementType(elementType)) throw new HloBuildError(`convert: unknown element type ${JSON.stringify(elementType)}`);
     return this.emit1('convert', [x], x.type.withElementType(elementType));
+  }
+
+  /** Reinterprets the bits as another element type of the same width (bf16 -> u16, u32 -> f32). */
+  bitcastConvert(x: HloValue, elementType: HloElementType): HloValue {
+    this.use('bitcast_convert', x);
+    if (!isElementType(elementType)) throw new HloBuildError(`bitcast_convert: unknown element type ${JSON.stringify(elementType)}`);
+    const width = (t: HloElementType): number => ELEMENT_TYPES[t].bytes;
+    if (width(x.elementType) !== width(elementType)) throw new HloBuildError(`bitcast_convert: ${x.elementType} and ${elementType} differ in width`);
+    return this.emit1('bitcast_convert', [x], x.type.withElementType(elementType));
   }
 
   /** A value of `like`'s type filled with `value`. */

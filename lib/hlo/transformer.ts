@@ -50,6 +50,11 @@ function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOpti
   return w;
 }
 
+/** bf16 bits (as u16) -> f32, exactly: the bits are the top half of the f32. */
+function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
+  return f.bitcastConvert(f.shiftLeft(f.convert(bits, 'u32'), 16), 'f32');
+}
+
 /**
  * A matrix as f32 for its dot: bf16 and int8 are converted here, int8
  * scaled per output channel (`outAxis` of the matrix). f32 passes through
@@ -57,6 +62,7 @@ function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOpti
  */
 function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, outAxis: number): HloValue {
   if (matrix.elementType === 'f32') return matrix;
+  if (matrix.elementType === 'u16') return widenBf16(f, matrix);
   const x = f.convert(matrix, 'f32');
   return scale ? f.multiply(x, f.broadcastInDim(scale, x.dims, [outAxis])) : x;
 }
@@ -66,7 +72,7 @@ function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixNa
   const matrix = need(layer, name);
   const scale = layer[`${name}Scale`];
   if (scale && options.int8Scale === 'after') {
-    const out = f.matmul(x, f.convert(matrix, 'f32'));
+    const out = f.matmul(x, f32Matrix(f, matrix, undefined, 1));
     return f.multiply(out, f.broadcastInDim(scale, out.dims, [1]));
   }
   return f.matmul(x, f32Matrix(f, matrix, scale, 1));
@@ -185,10 +191,8 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
 function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
   const rows = f.take(need(w, 'embedding'), tokens, 0);
-  if (rows.elementType === 'f32') return rows;
   // Only the gathered rows are converted (and scaled, for int8: one scale per token row).
-  const x = f.convert(rows, 'f32');
-  return w.embeddingScale ? f.multiply(x, f.broadcastInDim(f.take(w.embeddingScale, tokens, 0), x.dims, [0])) : x;
+  return f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 0);
 }
 
 function checkDims(d: DecoderDims): void {

@@ -1,0 +1,127 @@
+'use strict';
+// Loading streams (issue 20): a random Qwen2-shaped model of about 1.5B
+// parameters (Qwen2-1.5B's dims, tied embeddings), written here as bf16
+// safetensors (3.1 GB in a temp dir, deleted after), is loaded in bf16 by a
+// child process whose peak RSS (VmHWM) must stay under 1.3x the bf16 size
+// plus a stated allowance. The same model through f32 host copies would peak
+// above twice that. Cost: about 3 GB of temp disk, ~4 GB of memory, and a
+// minute or two of wall time on a shared 2-core machine.
+const test = require('tape');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { makeTinyModel, writeTinyHfDir, tensorTable } = require('./helpers/tiny-model');
+
+// Qwen2-1.5B: 28 layers, Dm 1536, F 8960, 12 q heads, 2 kv heads of 128, V 151936.
+const DIMS = { vocabSize: 151936, hiddenSize: 1536, intermediateSize: 8960, numLayers: 28, numHeads: 12, numKvHeads: 2, headDim: 128 };
+// Node, the plugin and the tokenizer before any weight: measured ~0.2 GB; one f32 tensor in flight.
+const ALLOWANCE_BYTES = 0.4e9;
+
+/** Writes a bf16 safetensors file tensor by tensor from a PRNG (never the whole file in memory). */
+function writeRandomBf16Safetensors(file, tensors, seed = 1) {
+  const header = { __metadata__: { format: 'pt' } };
+  let offset = 0;
+  for (const t of tensors) {
+    const bytes = t.dims.reduce((a, b) => a * b, 1) * 2;
+    header[t.name] = { dtype: 'BF16', shape: t.dims, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
+  }
+  let json = Buffer.from(JSON.stringify(header), 'utf8');
+  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
+  const fd = fs.openSync(file, 'w');
+  try {
+    const len = Buffer.alloc(8);
+    len.writeBigUInt64LE(BigInt(json.length));
+    fs.writeSync(fd, len);
+    fs.writeSync(fd, json);
+    const chunk = new Uint16Array(8 << 20);
+    let a = seed >>> 0;
+    for (const t of tensors) {
+      let left = t.dims.reduce((x, y) => x * y, 1);
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        if (t.norm) {
+          chunk.fill(0x3f80, 0, n); // 1.0
+        } else {
+          for (let i = 0; i < n; i++) {
+            a = (a ^ (a << 13)) >>> 0;
+            a = (a ^ (a >>> 17)) >>> 0;
+            a = (a ^ (a << 5)) >>> 0;
+            // sign, exponent 2^-8 .. 2^-5, 7 mantissa bits: small weights of both signs
+            chunk[i] = ((a & 1) << 15) | ((0x77 + ((a >>> 1) & 3)) << 7) | ((a >>> 3) & 0x7f);
+          }
+        }
+        fs.writeSync(fd, chunk.subarray(0, n));
+        left -= n;
+      }
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  return 8 + json.length + offset;
+}
+
+// The child: load in bf16, report peak RSS after the load, then score one small request.
+const CHILD = `
+const { Scorer } = require(${JSON.stringify(path.join(__dirname, '..'))});
+const hwm = () => Number(/VmHWM:\\s+(\\d+) kB/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+(async () => {
+  let loaded;
+  const scorer = await Scorer.load({ model: process.argv[1], weights: 'bf16', diskCache: false, log: (e) => { if (e.event === 'model_loaded') loaded = e; } });
+  const afterLoad = hwm();
+  const r = await scorer.score({ query: [1, 2, 3, 4], items: [[5, 6], [7]], labelTokenIds: [8, 9] });
+  const out = { afterLoad, afterScore: hwm(), weightBytes: scorer.stats && loaded.weightBytes, steps: loaded.steps, seconds: loaded.seconds, scores: r.scores };
+  scorer.dispose();
+  process.stdout.write(JSON.stringify(out) + '\\n');
+})().catch((e) => { console.error(e); process.exit(1); });
+`;
+
+test('a 1.5B-parameter bf16 model loads in bf16 with peak RSS under 1.3x its size plus an allowance', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-1b5-'));
+  try {
+    const tiny = makeTinyModel('qwen2', 5);
+    writeTinyHfDir(tiny, dir, { dtype: 'BF16' }); // tokenizer files and a config to patch
+    const configFile = path.join(dir, 'config.json');
+    const hf = JSON.parse(fs.readFileSync(configFile, 'utf8'));
+    Object.assign(hf, {
+      vocab_size: DIMS.vocabSize,
+      hidden_size: DIMS.hiddenSize,
+      intermediate_size: DIMS.intermediateSize,
+      num_hidden_layers: DIMS.numLayers,
+      num_attention_heads: DIMS.numHeads,
+      num_key_value_heads: DIMS.numKvHeads,
+      head_dim: DIMS.headDim,
+      tie_word_embeddings: true,
+      torch_dtype: 'bfloat16',
+    });
+    fs.writeFileSync(configFile, JSON.stringify(hf, null, 2));
+    const config = { ...tiny.config, ...DIMS, tiedEmbeddings: true };
+    const tensors = tensorTable(config).map((e) => ({ name: e.hf, dims: e.dims, norm: /norm\.weight$/.test(e.hf) }));
+    const params = tensors.reduce((n, e) => n + e.dims.reduce((a, b) => a * b, 1), 0);
+    const started = Date.now();
+    const fileBytes = writeRandomBf16Safetensors(path.join(dir, 'model.safetensors'), tensors);
+    t.comment(`wrote ${(params / 1e9).toFixed(2)}B parameters, ${(fileBytes / 1e9).toFixed(2)} GB of bf16 safetensors in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    t.ok(params > 1.4e9 && params < 1.7e9, 'about 1.5B parameters');
+
+    const loadStarted = Date.now();
+    const child = spawnSync(process.execPath, ['-e', CHILD, dir], { encoding: 'utf8', maxBuffer: 1 << 24 });
+    t.equal(child.status, 0, `the child loaded and scored (${((Date.now() - loadStarted) / 1000).toFixed(1)} s)${child.status ? `: ${child.stderr.slice(-2000)}` : ''}`);
+    if (child.status !== 0) return;
+    const r = JSON.parse(child.stdout.trim().split('\n').pop());
+    const bf16Bytes = params * 2;
+    const limit = 1.3 * bf16Bytes + ALLOWANCE_BYTES;
+    const gb = (x) => `${(x / 1e9).toFixed(2)} GB`;
+    t.comment(`load ${r.seconds.toFixed(1)} s (${JSON.stringify(r.steps)}); device weights ${gb(r.weightBytes)}`);
+    const vectorParams = tensors.filter((e) => e.dims.length === 1).reduce((n, e) => n + e.dims[0], 0);
+    t.equal(r.weightBytes, 2 * (params - vectorParams) + 4 * vectorParams, 'device weights: bf16 matrices, f32 norms and biases');
+    t.ok(r.afterLoad <= limit, `peak RSS after the load ${gb(r.afterLoad)} <= 1.3 x ${gb(bf16Bytes)} + ${gb(ALLOWANCE_BYTES)} = ${gb(limit)} (f32 host copies alone would be ${gb(2 * bf16Bytes)})`);
+    // Scoring converts the whole [V, Dm] LM head to f32 for its logsumexp: that temporary is the activation allowance here.
+    const lmHeadF32 = DIMS.vocabSize * DIMS.hiddenSize * 4;
+    t.ok(r.afterScore <= limit + lmHeadF32, `peak RSS after one small request ${gb(r.afterScore)} <= ${gb(limit + lmHeadF32)} (adds the f32 LM head temporary, ${gb(lmHeadF32)})`);
+    t.ok(r.scores.flat().every((x) => Number.isFinite(x) && x >= 0 && x <= 1), 'the scores are probabilities');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  t.end();
+});
