@@ -5,6 +5,12 @@
 // same machine). Writes bench-results/bench.json and bench-results/bench.svg.
 //
 //   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
+//                         [--weights f32,bf16,int8,auto] [--weights-only]
+//
+// Weight precision: the auto plan with the weights in f32, bf16, int8 and
+// 'auto' (which says what it chose and why), each in its own process: items/s,
+// peak RSS and accuracy against the f32 run (max and mean |diff| of the label
+// probabilities). --weights-only runs just that section.
 //
 // Each case runs in its own process so its peak RSS is its own. Serial on the
 // target workload and node-llama-cpp on the target workload are timed on a
@@ -26,6 +32,8 @@ const { values: args } = parseArgs({
     'llama-cpp-subset': { type: 'string', default: '40' },
     'chart-only': { type: 'boolean', default: false },
     'skip-rerank': { type: 'boolean', default: false },
+    weights: { type: 'string', default: 'f32,bf16,int8,auto' },
+    'weights-only': { type: 'boolean', default: false },
   },
 });
 
@@ -68,8 +76,8 @@ function fmt(x, digits = 1) {
 async function main() {
   const info = machine();
   console.log(`machine: ${describeMachine()}`);
-  const roofGflops = roof();
-  console.log(`matmul roof (bench:runtime): ${roofGflops.toFixed(1)} GFLOP/s`);
+  const roofGflops = args['weights-only'] ? NaN : roof();
+  if (!args['weights-only']) console.log(`matmul roof (bench:runtime): ${roofGflops.toFixed(1)} GFLOP/s`);
   const workloads = args.workloads.split(',').map((w) => {
     if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
     return WORKLOADS[w];
@@ -77,8 +85,9 @@ async function main() {
   const { DEFAULT_MODEL } = require('../dist/model/default-model');
   const modelPath = process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination;
   const worker = path.join(__dirname, 'bench', 'pjrt-worker.js');
+  const weightRows = weightPrecision(workloads, worker);
   const results = [];
-  for (const w of workloads) {
+  for (const w of args['weights-only'] ? [] : workloads) {
     const rows = {};
     for (const algorithm of ['serial', 'packed', 'prefix', 'auto']) {
       const subset = algorithm === 'serial' && w.items > 50 ? Math.min(w.items, Number(args['serial-subset'])) : w.items;
@@ -110,6 +119,11 @@ async function main() {
     for (const row of Object.values(rows)) row.speedupOverSerial = serialSeconds / row.seconds;
     for (const row of Object.values(rows)) row.ratioToLlamaCpp = llama ? llama.seconds / row.seconds : undefined;
     results.push({ workload: w, plans: rows, llamaCpp: llama });
+  }
+
+  if (args['weights-only']) {
+    printWeightRows(weightRows, info);
+    return;
   }
 
   // Rerank: our one-plan rerank against each document as its own sequence, in one run.
@@ -152,13 +166,72 @@ async function main() {
   }
   console.log('');
   console.log(`service start to first answered request (small-10): cold ${fmt(cold.seconds, 2)} s (${cold.compiles} compiles), warm ${fmt(warm.seconds, 2)} s (${warm.compiles} compiles)`);
+  for (const [name, r] of [['cold', cold], ['warm', warm]]) {
+    if (r.steps) console.log(`  ${name} start, by step: ${Object.entries(r.steps).map(([k, v]) => `${k} ${fmt(v, 2)} s`).join(', ')}`);
+  }
+  printWeightRows(weightRows, info);
   console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
 
   fs.mkdirSync(resultsDir, { recursive: true });
-  const report = { machine: info, roofGflops, results, rerank, start: { cold, warm }, command: 'npm run bench' };
+  const report = { machine: info, roofGflops, results, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
   fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeChart(report);
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');
+}
+
+/** Each weight type on each workload (auto plan), in its own process; accuracy against the f32 run. */
+function weightPrecision(workloads, worker) {
+  const types = args.weights.split(',').filter(Boolean);
+  const rows = [];
+  for (const w of workloads) {
+    let reference;
+    for (const weights of types) {
+      const r = runJson(process.execPath, [worker, w.name, 'auto', String(w.items), weights], `${w.name} weights ${weights}`, { BENCH_ALL_SCORES: '1' });
+      if (weights === 'f32') reference = r.scores;
+      let accuracy;
+      if (reference && r.scores) {
+        let max = 0;
+        let sum = 0;
+        let n = 0;
+        r.scores.forEach((row, i) => row.forEach((x, j) => {
+          const d = Math.abs(x - reference[i][j]);
+          max = Math.max(max, d);
+          sum += d;
+          n++;
+        }));
+        accuracy = { max, mean: sum / n };
+      }
+      rows.push({
+        workload: w.name,
+        requested: weights,
+        weights: r.weights,
+        reason: r.weightsReason,
+        items: r.items,
+        seconds: r.seconds,
+        itemsPerSecond: r.items / r.seconds,
+        peakRssGB: r.peakRssBytes / 1e9,
+        weightGB: r.weightBytes / 1e9,
+        loadSeconds: r.loadSeconds,
+        accuracyVsF32: accuracy,
+      });
+    }
+  }
+  return rows;
+}
+
+function printWeightRows(rows, info) {
+  if (!rows.length) return;
+  console.log('');
+  console.log(`weight precision (auto plan; ${info.cpu}; accuracy: label probabilities against the f32 run):`);
+  console.log('| workload | weights | items/s | peak RSS | weights on device | load | max / mean diff vs f32 |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of rows) {
+    const acc = r.accuracyVsF32 ? `${r.accuracyVsF32.max.toExponential(1)} / ${r.accuracyVsF32.mean.toExponential(1)}` : '-';
+    const label = r.requested === 'auto' ? `auto -> ${r.weights}` : r.weights;
+    console.log(`| ${r.workload} | ${label} | ${fmt(r.itemsPerSecond)} | ${fmt(r.peakRssGB, 2)} GB | ${fmt(r.weightGB, 2)} GB | ${fmt(r.loadSeconds, 2)} s | ${acc} |`);
+  }
+  const auto = rows.find((r) => r.requested === 'auto');
+  if (auto) console.log(`auto chose ${auto.weights}: ${auto.reason}`);
 }
 
 /** The chart the README shows, from a bench.json report. */

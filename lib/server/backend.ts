@@ -72,6 +72,7 @@ export interface BackendLoadOptions {
   /** Rerank template name (default: chosen from the model). */
   readonly rerankTemplate?: string;
   readonly precision?: 'highest' | 'default';
+  readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -88,6 +89,7 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     maxRequestTokens: options.maxRequestTokens,
     ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
+    ...(options.weights !== undefined ? { weights: options.weights } : {}),
     log: options.log,
   });
 }

@@ -67,6 +67,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     maxRequestTokens: settings.maxRequestTokens,
     ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
     ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
+    ...(settings.weights !== undefined ? { weights: settings.weights } : {}),
     log: (event) => {
       const { event: name, ...fields } = event;
       logger.info(typeof name === 'string' ? name : 'scorer', { source: 'scorer', ...fields });

@@ -1,6 +1,7 @@
 'use strict';
 // One benchmark case in its own process (so peak RSS is its own):
-//   node pjrt-worker.js <workload> <algorithm> [itemLimit]
+//   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights]
+// weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
 const { Scorer } = require('../../dist');
@@ -16,7 +17,9 @@ async function main() {
   const [workloadName, algorithm, limitArg] = process.argv.slice(2);
   const workload = WORKLOADS[workloadName];
   const itemLimit = limitArg ? Number(limitArg) : workload.items;
-  const scorer = await Scorer.load({ algorithm, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
+  const weights = process.argv[5] || 'f32';
+  let loaded = {};
+  const scorer = await Scorer.load({ algorithm, weights, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
   const warm = request(workload, 0, itemLimit);
   const t0 = performance.now();
   await scorer.score(warm);
@@ -37,6 +40,11 @@ async function main() {
     peakRssBytes: peakRssBytes(),
     config: scorer.config,
     firstScores: result.scores[0],
+    scores: process.env.BENCH_ALL_SCORES ? result.scores : undefined,
+    weights: scorer.weightType,
+    weightsReason: scorer.weightChoice.reason,
+    weightBytes: loaded.weightBytes,
+    loadSeconds: loaded.seconds,
     jit: scorer.stats().jit,
   };
   scorer.dispose();

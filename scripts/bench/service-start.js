@@ -2,6 +2,9 @@
 // A restarted service: time from `pjrt-score serve` starting to the answer of
 // its first /v1/score request (small-10 shape), and how many programs it
 // compiled (from /metrics). Run twice over one executable cache: cold, then warm.
+// The time is split into its steps from the server's log: process start to
+// the model load beginning, the load itself (open: config and tokenizer;
+// read, convert, upload: the weights), then the first request.
 //   node service-start.js <cacheDir>
 const { spawn } = require('node:child_process');
 const http = require('node:http');
@@ -39,10 +42,17 @@ async function main() {
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+  let loaded = null;
+  let loadedAt = 0;
   const port = await new Promise((resolve, reject) => {
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       try {
         const e = JSON.parse(line);
+        // The Scorer's own event carries the load's steps.
+        if (e.event === 'model_loaded' && e.steps) {
+          loaded = e;
+          loadedAt = Date.now();
+        }
         if (e.event === 'listening') resolve(e.port);
       } catch {
         // not a log line
@@ -57,12 +67,26 @@ async function main() {
     if (answer.status !== 503) break; // still loading: retry like a client behind a readiness probe
     await new Promise((r) => setTimeout(r, 50));
   }
-  const seconds = (Date.now() - started) / 1000;
+  const answeredAt = Date.now();
+  const seconds = (answeredAt - started) / 1000;
+  let steps;
+  if (loaded) {
+    const loadSeconds = loaded.seconds;
+    steps = {
+      startToLoad: (loadedAt - started) / 1000 - loadSeconds,
+      open: loaded.steps.openSeconds,
+      read: loaded.steps.readSeconds,
+      convert: loaded.steps.convertSeconds,
+      upload: loaded.steps.uploadSeconds,
+      loadOther: loadSeconds - loaded.steps.openSeconds - loaded.steps.readSeconds - loaded.steps.convertSeconds - loaded.steps.uploadSeconds,
+      firstRequest: (answeredAt - loadedAt) / 1000,
+    };
+  }
   const metrics = (await post(port, '/metrics')).body;
   const compiles = Number(/^pjrt_score_jit_compiles_total(?:\{[^}]*\})? (\S+)/m.exec(metrics)?.[1] ?? NaN);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
-  process.stdout.write(`${JSON.stringify({ seconds, status: answer.status, compiles })}\n`);
+  process.stdout.write(`${JSON.stringify({ seconds, status: answer.status, compiles, weights: loaded?.weights, steps })}\n`);
 }
 
 main().catch((err) => {
