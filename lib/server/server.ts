@@ -164,7 +164,8 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
 
 function definedOnly(options: StartServerOptions): Partial<ServeOptions> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter'])) {
+  // 'weights' has no default (the Scorer's applies): listed here so that --weights reaches it.
+  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'weights'])) {
     const value = (options as Record<string, unknown>)[key];
     if (value !== undefined) out[key] = value;
   }
