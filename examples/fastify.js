@@ -10,12 +10,13 @@ const { createScoringService } = require('pjrt-score/server');
 
 /**
  * Starts the app; resolves once it listens (the scoring routes answer 503
- * until `scoring.ready`). `service` is passed to createScoringService.
+ * until `scoring.ready`). `logger` is fastify's logger option (its pino);
+ * `fastify`, more fastify options; `service`, createScoringService's options.
  */
-async function start({ port = 3000, host = '127.0.0.1', logger = true, service = {} } = {}) {
+async function start({ port = 3000, host = '127.0.0.1', logger = true, fastify = {}, service = {} } = {}) {
   const registry = new client.Registry();
   const hellos = new client.Counter({ name: 'app_hello_total', help: 'GET /hello requests.', registers: [registry] });
-  const app = Fastify({ logger });
+  const app = Fastify({ logger, ...fastify });
   const scoring = createScoringService({ ...service, logger: app.log, registry });
 
   app.get('/hello', async () => {
