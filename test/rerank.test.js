@@ -30,17 +30,14 @@ function handBuilt(query, document, instruction = INSTRUCTION) {
   return { prefix, item };
 }
 
-/** The reference relevance: each document alone, as one sequence, on the serial path. */
+/** The reference relevance: each document's whole prompt as its own sequence (the serial plan). */
 async function reference(query, documents, instruction) {
-  const yes = scorer.tokenizer.encode('yes');
-  const no = scorer.tokenizer.encode('no');
-  const out = [];
-  for (const d of documents) {
-    const { prefix, item } = handBuilt(query, d, instruction);
-    const r = await scorer.score({ query: prefix, items: [item], labelTokenIds: [no[0], yes[0]], applySoftmax: true, algorithm: 'serial' });
-    out.push(r.scores[0][1]);
-  }
-  return out;
+  const [yes] = scorer.tokenizer.encode('yes');
+  const [no] = scorer.tokenizer.encode('no');
+  const prefix = handBuilt(query, '', instruction).prefix;
+  const items = documents.map((d) => handBuilt(query, d, instruction).item);
+  const r = await scorer.score({ query: prefix, items, labelTokenIds: [no, yes], applySoftmax: true, algorithm: 'serial' });
+  return r.scores.map((row) => row[1]);
 }
 
 const QUERY = 'What is the capital of France?';

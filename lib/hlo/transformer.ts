@@ -16,10 +16,10 @@
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { causalPrefixAttention, itemsOverPrefixAttention, maskedAttentionDense } from './attention';
-import { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
+import { causalPrefixAttention, itemsOverPrefixAttention } from './attention';
+import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
-import { buildProgram, HloProgram } from './program';
+import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
 import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs } from './decoder-layout';
 
@@ -150,47 +150,6 @@ function checkDims(d: DecoderDims): void {
   if (d.numHeads % d.numKvHeads !== 0) throw new HloBuildError(`decoder: ${d.numHeads} heads is not a multiple of ${d.numKvHeads} kv heads`);
 }
 
-export interface DenseDecoderShape {
-  /** Packed sequence length (bucket). */
-  tokens: number;
-  /** Scoring positions (bucket). */
-  reads: number;
-  labels: number;
-}
-
-/**
- * Dense layout: tokens, positions, segmentIds s32[T], readIndices s32[K]
- * (< 0: padding), labels s32[Lb] -> labelLogprobs f32[K, Lb].
- */
-export function decoderDense(d: DecoderDims, s: DenseDecoderShape): HloProgram {
-  checkDims(d);
-  return buildProgram(`decoder_dense_t${s.tokens}_k${s.reads}_l${s.labels}`, (f) => {
-    const tokens = f.param(TensorType.s32([s.tokens]), 'tokens');
-    const positions = f.param(TensorType.s32([s.tokens]), 'positions');
-    const segmentIds = f.param(TensorType.s32([s.tokens]), 'segment_ids');
-    const readIndices = f.param(TensorType.s32([s.reads]), 'read_indices');
-    const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const w = declareWeights(f, d);
-    const { cos, sin } = ropeTables(f, positions, d);
-    const { hidden } = layerLoop(f, {
-      d,
-      w,
-      x: embed(f, w, tokens),
-      cos,
-      sin,
-      extraInvariants: [segmentIds],
-      extraCarried: [],
-      attention: (b, q, k, v, _layer, [seg]) => ({ out: maskedAttentionDense(b, q, k, v, seg), carried: [] }),
-    });
-    const labelLogprobs = lmHeadGather(
-      f,
-      { hidden, gatherIndices: readIndices, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels },
-      { eps: d.rmsEps },
-    );
-    return { label_logprobs: labelLogprobs };
-  });
-}
-
 export interface FactoredDecoderShape {
   /** Query (prefix) bucket P. */
   prefix: number;
@@ -230,7 +189,7 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
  * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
  * independent sequences: the serial plan.
  */
-export function decoderFused(d: DecoderDims, s: FactoredDecoderShape): HloProgram {
+export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: ProgramOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
   return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}`, (f) => {
@@ -277,7 +236,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape): HloProgra
       prefix_logprobs: prefixReadout(f, d, w, prefixHidden, prefixLength, labels),
       item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels),
     };
-  });
+  }, options);
 }
 
 export interface PrefillShape {
@@ -289,7 +248,7 @@ export interface PrefillShape {
  * Prefill: query tokens s32[P], prefixLength s32[], labels s32[Lb] ->
  * k_cache, v_cache f32[layers, P, Hkv, D] and prefix_logprobs f32[1, Lb].
  */
-export function decoderPrefill(d: DecoderDims, s: PrefillShape): HloProgram {
+export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: ProgramOptions = {}): HloProgram {
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
@@ -318,7 +277,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape): HloProgram {
       v_cache: carried[1],
       prefix_logprobs: prefixReadout(f, d, w, hidden, prefixLength, labels),
     };
-  });
+  }, options);
 }
 
 export interface ExtendShape {
@@ -335,7 +294,7 @@ export interface ExtendShape {
  * f32[layers, P, Hkv, D] of a prefix of prefixLength s32[] tokens, labels
  * s32[Lb] -> item_logprobs f32[C, Lb].
  */
-export function decoderExtend(d: DecoderDims, s: ExtendShape): HloProgram {
+export function decoderExtend(d: DecoderDims, s: ExtendShape, options: ProgramOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
@@ -371,5 +330,5 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape): HloProgram {
     });
     const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
     return { item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels) };
-  });
+  }, options);
 }

@@ -33,14 +33,19 @@ export function s32Scalar(value: number): HostInput {
   return { data: Int32Array.of(value), dims: [], dtype: 's32' };
 }
 
-function buildProgram(config: DecoderDims, key: ProgramKey): HloProgram {
+/** f32 dots: 'highest' is true f32 everywhere; 'default' lets the platform use its fast mode (TF32 on NVIDIA). */
+export type Precision = 'highest' | 'default';
+export const PRECISIONS: readonly Precision[] = ['highest', 'default'];
+
+function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision): HloProgram {
+  const options = { dotPrecision: precision === 'highest' ? ('HIGHEST' as const) : ('DEFAULT' as const) };
   switch (key.program) {
     case 'decoder_fused':
-      return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels });
+      return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
     case 'decoder_prefill':
-      return decoderPrefill(config, { prefix: key.prefix, labels: key.labels });
+      return decoderPrefill(config, { prefix: key.prefix, labels: key.labels }, options);
     case 'decoder_extend':
-      return decoderExtend(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels });
+      return decoderExtend(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
   }
 }
 
@@ -60,9 +65,11 @@ export class DecoderRunner {
     readonly config: ModelConfig,
     private readonly weights: DeviceWeights,
     modelId: string,
+    readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
   ) {
-    this.modelId = modelId;
+    // Programs of another precision are other programs: the in-memory key says so (the disk key hashes the text).
+    this.modelId = precision === 'highest' ? modelId : `${modelId}-${precision}`;
     this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
   }
 
@@ -72,7 +79,7 @@ export class DecoderRunner {
 
   /** The program text of a key (for warmup and the debug dump). */
   source(program: ProgramKey): () => string {
-    return () => buildProgram(this.config, program).text;
+    return () => buildProgram(this.config, program, this.precision).text;
   }
 
   /**

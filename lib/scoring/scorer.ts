@@ -9,7 +9,7 @@ import { loadModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
-import { DecoderRunner } from './decoder-runner';
+import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
 import { DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
@@ -42,6 +42,12 @@ export interface ScorerOptions {
   readonly prefixCacheBytes?: number;
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
+  /**
+   * f32 dot precision (SPEC.md section 12): 'highest' (default) is true f32 on
+   * every platform, so every plan agrees within 1e-4; 'default' lets the
+   * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU).
+   */
+  readonly precision?: Precision;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
 }
@@ -74,6 +80,8 @@ export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } |
 /** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
 export interface PlanExplanation {
   readonly algorithm: Algorithm;
+  /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
+  readonly precision: Precision;
   readonly reason: string;
   /** Estimated cost of the chosen plan, FLOP-equivalents. */
   readonly cost: number;
@@ -140,6 +148,8 @@ export class Scorer implements Disposable {
   readonly ladders: Ladders;
   /** Per-pass memory budget. */
   readonly budget: Budget;
+  /** f32 dot precision of every program this Scorer runs. */
+  readonly precision: Precision;
   private readonly costModel: CostModel;
   private readonly sizing: Sizing;
   private readonly requestContext: ScoreRequestContext;
@@ -181,7 +191,8 @@ export class Scorer implements Disposable {
     };
     this.costModel = costModelFor(this.config);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
-    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, {
+    this.precision = options.precision ?? 'highest';
+    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
       disk: options.diskCache ?? true,
     });
     this.requestContext = {
@@ -201,6 +212,9 @@ export class Scorer implements Disposable {
     if (options.algorithm !== undefined && !isAlgorithmChoice(options.algorithm)) {
       throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(options.algorithm)}`);
     }
+    if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
+      throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
+    }
     for (const key of ['maxItems', 'maxRequestTokens', 'prefixCacheBytes'] as const) {
       const v = options[key];
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
@@ -218,6 +232,7 @@ export class Scorer implements Disposable {
         model: model.name,
         path: model.path,
         platform: `${client.platformName} ${client.platformVersion}`,
+        precision: scorer.precision,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,
       });
@@ -351,7 +366,7 @@ export class Scorer implements Disposable {
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
     const choice = this.choose(normalized, request.algorithm);
-    return explanation(choice);
+    return explanation(choice, this.precision);
   }
 
   /**
@@ -434,9 +449,9 @@ function warmupShape(s: WarmupShape): RequestShape {
   return { queryLength: s.queryTokens, itemLengths: new Array<number>(s.items).fill(s.itemTokens), labelCount: s.labels ?? 2, itemFirst: false };
 }
 
-function explanation(choice: PlanChoice): PlanExplanation {
+function explanation(choice: PlanChoice, precision: Precision): PlanExplanation {
   const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
-  return { algorithm: choice.plan.algorithm, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
+  return { algorithm: choice.plan.algorithm, precision, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
 }
 
 export type { Plan };

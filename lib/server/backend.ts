@@ -71,6 +71,7 @@ export interface BackendLoadOptions {
   readonly maxRequestTokens: number;
   /** Rerank template name (default: chosen from the model). */
   readonly rerankTemplate?: string;
+  readonly precision?: 'highest' | 'default';
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -86,6 +87,7 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     maxItems: options.maxItems,
     maxRequestTokens: options.maxRequestTokens,
     ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
+    ...(options.precision !== undefined ? { precision: options.precision } : {}),
     log: options.log,
   });
 }

@@ -138,6 +138,7 @@ async function load(
     maxItems: settings.maxItems,
     maxRequestTokens: settings.maxRequestTokens,
     ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
+    ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
     log: (event) => {
       const { event: name, ...fields } = event;
       logEvent(scorerLog, 'info', typeof name === 'string' ? name : 'scorer', fields);
@@ -194,7 +195,7 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
 
 function definedOnly(options: object): Partial<ServeOptions> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate'])) {
+  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision'])) {
     const value = (options as Record<string, unknown>)[key];
     if (value !== undefined) out[key] = value;
   }
