@@ -8,12 +8,14 @@
 // errors. Two workloads: every request with its own query ("distinct"), and
 // all requests sharing one query ("shared", where the server may merge
 // waiting requests into one Scorer call), and "small-10" (a 300-token query
-// of its own per request, 10 items x 10 tokens: the bench's small workload).
+// of its own per request, 10 items x 10 tokens: the bench's small workload),
+// and "overhead" (a short query, `items: []`: nothing runs on the device, so
+// it measures the HTTP layer, validation, queue, logging and metrics alone).
 // Writes bench-results/service.json.
 //
 // Options: --duration S (per step, default 10), --concurrency 1,4,16,
 // --items N (per request, default 8; small-10 always has 10),
-// --workload distinct,shared,small-10, --url http://host:port (use a running
+// --workload distinct,shared,small-10,overhead, --url http://host:port (use a running
 // server instead of starting one), --servers current,baseline,fastify (which
 // servers to start and compare, steps interleaved so the machine's load
 // falls on all alike: `current` is this checkout's `pjrt-score serve`,
@@ -52,7 +54,7 @@ function options() {
   });
   if (values.help) {
     console.log(
-      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10] [--url URL]\n' +
+      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,overhead] [--url URL]\n' +
         '                                     [--servers current,baseline,fastify] [--baseline-ref REF] [--rounds N]',
     );
     process.exit(0);
@@ -91,6 +93,7 @@ function prepareBaseline(ref) {
 
 /** A rerank-like request: a short question, `items` short candidates (small-10: the bench's token-id workload). */
 function makeBody(workload, serial, itemCount) {
+  if (workload === 'overhead') return JSON.stringify({ query: `Question ${serial % 1000}: is this a fruit?`, items: [], label_token_ids: [YES, NO] });
   if (workload === 'small-10') {
     const r = workloadRequest(WORKLOADS['small-10'], serial);
     return JSON.stringify({ query: r.query, items: r.items, label_token_ids: r.labelTokenIds });
@@ -185,7 +188,7 @@ async function step(url, workload, concurrency, duration, itemCount) {
   const after = await getText(url, '/metrics');
   const calls = metric(after, 'pjrt_score_backend_calls_total') - metric(before, 'pjrt_score_backend_calls_total');
   const served = metric(after, 'pjrt_score_backend_call_requests_total') - metric(before, 'pjrt_score_backend_call_requests_total');
-  return { workload, concurrency, latencies, seconds, calls, served, errorsByStatus: errors, items: latencies.length * (workload === 'small-10' ? 10 : itemCount) };
+  return { workload, concurrency, latencies, seconds, calls, served, errorsByStatus: errors, items: latencies.length * (workload === 'small-10' ? 10 : workload === 'overhead' ? 0 : itemCount) };
 }
 
 function round(x, digits) {
