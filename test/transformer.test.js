@@ -6,7 +6,10 @@ const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { Client, loadModel, uploadWeights, decoderFused, decoderPrefill, decoderExtend, decoderDense } = require('..');
+const { Client } = require('..');
+const { loadModel } = require('../dist/model');
+const { uploadWeights } = require('../dist/device-weights');
+const { decoderFused, decoderPrefill, decoderExtend, decoderDense } = require('../dist/hlo');
 const { makeTinyModel, writeTinyGguf, writeTinyHfDir } = require('./helpers/tiny-model');
 const { referenceLogprobs } = require('./helpers/reference-forward');
 

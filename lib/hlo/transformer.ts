@@ -11,8 +11,8 @@
  *
  * Weights are parameters (uploaded once, passed to every execution), stacked
  * over layers so the layer loop is a `while` with one body: compile time does
- * not grow with depth. Matrices are stored [in, out] so every projection is a
- * plain x @ W.
+ * not grow with depth. Their layout (names, dims, order, which exist for
+ * which architecture) is declared once in decoder-layout.ts.
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
@@ -21,72 +21,9 @@ import { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram } from './program';
 import { HloBuildError, TensorType } from './types';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs } from './decoder-layout';
 
-/** The shape of a decoder, as the program needs it (ModelConfig fits). */
-export interface DecoderDims {
-  readonly vocabSize: number;
-  readonly hiddenSize: number;
-  readonly intermediateSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly numKvHeads: number;
-  readonly headDim: number;
-  readonly ropeTheta: number;
-  readonly rmsEps: number;
-  /** q/k/v biases (Qwen2). */
-  readonly attentionBias: boolean;
-  /** Per-head RMSNorm on q and k (Qwen3). */
-  readonly qkNorm: boolean;
-}
-
-/** Device weight arrays, in parameter order; optional ones only when the model has them. */
-export interface DecoderWeightSpec {
-  readonly name: DecoderWeightName;
-  readonly dims: readonly number[];
-}
-
-export type DecoderWeightName =
-  | 'embedding'
-  | 'lmHead'
-  | 'finalNorm'
-  | 'attnNorm'
-  | 'wQkv'
-  | 'bQkv'
-  | 'qNorm'
-  | 'kNorm'
-  | 'wO'
-  | 'ffnNorm'
-  | 'wGateUp'
-  | 'wDown';
-
-/** Width of the fused q|k|v projection. */
-export function qkvWidth(d: DecoderDims): number {
-  return (d.numHeads + 2 * d.numKvHeads) * d.headDim;
-}
-
-/**
- * The weight parameters every decoder program takes, after its data inputs.
- * Per-layer arrays carry the layer as their leading dimension.
- */
-export function decoderWeightSpecs(d: DecoderDims): DecoderWeightSpec[] {
-  const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, headDim: D } = d;
-  const specs: DecoderWeightSpec[] = [
-    { name: 'embedding', dims: [V, Dm] },
-    { name: 'lmHead', dims: [V, Dm] },
-    { name: 'finalNorm', dims: [Dm] },
-    { name: 'attnNorm', dims: [Ly, Dm] },
-    { name: 'wQkv', dims: [Ly, Dm, qkvWidth(d)] },
-  ];
-  if (d.attentionBias) specs.push({ name: 'bQkv', dims: [Ly, qkvWidth(d)] });
-  if (d.qkNorm) specs.push({ name: 'qNorm', dims: [Ly, D] }, { name: 'kNorm', dims: [Ly, D] });
-  specs.push(
-    { name: 'wO', dims: [Ly, Hq * D, Dm] },
-    { name: 'ffnNorm', dims: [Ly, Dm] },
-    { name: 'wGateUp', dims: [Ly, Dm, 2 * F] },
-    { name: 'wDown', dims: [Ly, F, Dm] },
-  );
-  return specs;
-}
+export type { DecoderDims } from './decoder-layout';
 
 type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
@@ -155,9 +92,11 @@ interface LayerLoopInputs {
 function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; carried: HloValue[] } {
   const { d, w } = x;
   const { numHeads: Hq, numKvHeads: Hkv, headDim: D, intermediateSize: F } = d;
-  const stackedNames: DecoderWeightName[] = ['attnNorm', 'wQkv', 'wO', 'ffnNorm', 'wGateUp', 'wDown'];
-  if (d.attentionBias) stackedNames.push('bQkv');
-  if (d.qkNorm) stackedNames.push('qNorm', 'kNorm');
+  // The loop's invariants are the per-layer arrays, those every model has
+  // first, then the optional ones: the order the programs (and so the JIT
+  // disk cache keys) have always had.
+  const perLayer = decoderWeightSpecs(d).filter((spec) => spec.perLayer);
+  const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
   const stacked = stackedNames.map((n) => need(w, n));
   const fixed = [x.cos, x.sin, ...x.extraInvariants];
   const nExtra = x.extraCarried.length;
@@ -204,8 +143,7 @@ function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
 }
 
 function checkDims(d: DecoderDims): void {
-  const sizes = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
-  for (const k of sizes) {
+  for (const k of DECODER_SIZES) {
     const v = d[k];
     if (!(Number.isFinite(v) && v > 0)) throw new HloBuildError(`decoder: ${k} must be positive, got ${v}`);
   }

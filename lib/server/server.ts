@@ -65,6 +65,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     algorithm: settings.algorithm,
     maxItems: settings.maxItems,
     maxRequestTokens: settings.maxRequestTokens,
+    ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
     log: (event) => {
       const { event: name, ...fields } = event;
       logger.info(typeof name === 'string' ? name : 'scorer', { source: 'scorer', ...fields });

@@ -1,6 +1,6 @@
 /** `pjrt-score fetch`: put the PJRT plugin and the model in the cache (idempotent). */
 import { loadModelInfo } from '../model/load';
-import { OptionSpec, UsageError, parseCommand, stringFlag } from './cli-args';
+import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../assets/fetch-assets';
 
 const SPEC: OptionSpec = {
