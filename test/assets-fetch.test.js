@@ -14,6 +14,7 @@ const path = require('node:path');
 
 const root = path.join(__dirname, '..');
 const dist = path.join(root, 'dist');
+const modelRoom = path.join(dist, 'model'); // the package root exports only the public list
 
 /** Runs a child node script with its own cache; resolves with status and output. */
 function child(script, env) {
@@ -47,14 +48,14 @@ test('empty cache: two processes at once fetch the default model once, past a st
   try {
     const env = { PJRT_SCORE_CACHE: cache, PJRT_SCORE_OFFLINE: '', PJRT_SCORE_MODEL: '' };
     // The destination as the library computes it under this cache.
-    const where = await child(`process.stdout.write(require(${JSON.stringify(dist)}).DEFAULT_MODEL.destination)`, env);
+    const where = await child(`process.stdout.write(require(${JSON.stringify(modelRoom)}).DEFAULT_MODEL.destination)`, env);
     const destination = where.stdout;
     t.ok(destination.startsWith(cache + path.sep), `destination under the empty cache: ${destination}`);
     fs.mkdirSync(path.dirname(destination), { recursive: true });
     fs.writeFileSync(`${destination}.lock`, JSON.stringify({ pid: deadPid(), host: os.hostname(), token: 'dead' }));
 
     const script = `
-      const m = require(${JSON.stringify(dist)});
+      const m = require(${JSON.stringify(modelRoom)});
       let ticked = false;
       setImmediate(() => (ticked = true));
       m.ensureModelPath().then((file) => console.log(JSON.stringify({ file, ticked })), (err) => { console.error(err.stack); process.exit(1); });`;
