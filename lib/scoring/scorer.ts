@@ -5,6 +5,7 @@
  */
 import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
+import { ensureModelPath } from '../model/default-model';
 import { loadModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
@@ -221,6 +222,7 @@ export class Scorer implements Disposable {
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
     }
     const started = performance.now();
+    await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     const model = loadModel(options.model);
     const client = await Client.create({ plugin: options.plugin });
     try {

@@ -15,4 +15,4 @@ export {
 } from './backend';
 export { HttpError, type ErrorBody } from './http-errors';
 export { createLogger, type Logger, type LogLevel } from './log';
-export { CUDA12_PLUGIN } from './fetch-assets';
+export { CUDA12_PLUGIN } from '../assets/plugin';
