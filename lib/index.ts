@@ -17,6 +17,7 @@
  *   device-weights  host weights -> the decoder's device arrays, uploaded
  *   server          the HTTP service
  *   cli             the `pjrt-score` command line
+ *   assets          what is fetched into the cache (plugins, the default model), and how
  *   util            cache dir, element-type table, shape helpers
  */
 

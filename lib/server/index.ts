@@ -21,4 +21,4 @@ export {
 } from './backend';
 export { HttpError, type ErrorBody } from './http-errors';
 export { createLogger, silentLogger, type LogDestination, type LogFn, type Logger, type LogLevel, type ServiceLogger } from './log';
-export { CUDA12_PLUGIN } from './fetch-assets';
+export { CUDA12_PLUGIN } from '../assets/plugin';
