@@ -45,8 +45,9 @@ async function start({ port = 3000, host = '127.0.0.1', logger = pino(), registr
 }
 
 if (require.main === module) {
-  start({ port: Number(process.env.PORT || 3000) }).then(({ scoring, close }) => {
-    scoring.ready.catch((error) => console.error('the model failed to load:', error));
+  start({ port: Number(process.env.PORT || 3000) }).then(({ scoring, url, close }) => {
+    scoring.logger.info({ event: 'app_listening', url });
+    scoring.ready.catch((error) => scoring.logger.error({ error: error.message }, 'the model failed to load'));
     for (const signal of ['SIGTERM', 'SIGINT']) process.once(signal, () => close().then(() => process.exit(0)));
   });
 }

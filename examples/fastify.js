@@ -35,8 +35,9 @@ async function start({ port = 3000, host = '127.0.0.1', logger = true, fastify =
 }
 
 if (require.main === module) {
-  start({ port: Number(process.env.PORT || 3000) }).then(({ app, scoring, close }) => {
-    scoring.ready.then(() => app.log.info('the scoring routes are ready'), (error) => app.log.error({ error }, 'the model failed to load'));
+  start({ port: Number(process.env.PORT || 3000) }).then(({ app, scoring, url, close }) => {
+    app.log.info({ event: 'app_listening', url });
+    scoring.ready.catch((error) => app.log.error({ error }, 'the model failed to load'));
     for (const signal of ['SIGTERM', 'SIGINT']) process.once(signal, () => close().then(() => process.exit(0)));
   });
 }
