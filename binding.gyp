@@ -9,7 +9,9 @@
         "native/element_type.cc",
         "native/errors.cc",
         "native/executable.cc",
+        "native/large_stack.cc",
         "native/plugin.cc",
+        "native/program_nesting.cc",
         "native/promise_worker.cc"
       ],
       "include_dirs": ["<!(node -p \"require('node-addon-api').include_dir\")"],
