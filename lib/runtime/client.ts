@@ -3,7 +3,8 @@ import { binding, NativeClient, NativeDevice, NativeOptionValue } from './bindin
 import { DeviceBuffer } from './device-buffer';
 import { arrayName, DType, DTYPES, elementCount, inferDType, isDType } from './dtype';
 import { DisposedError, fromNative } from './errors';
-import { Executable, unpackEnvelope } from './executable';
+import { unpackEnvelope } from './envelope';
+import { Executable } from './executable';
 import { assertProgramNesting } from './nesting';
 import { CPU_PLUGIN, resolvePluginPath } from './plugin-path';
 import { parseMainSignature } from './signature';
