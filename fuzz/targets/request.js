@@ -1,7 +1,7 @@
 'use strict';
 // /v1/score request bodies: strict UTF-8 and JSON (the service's body
 // parser), then normalization against the real default model's tokenizer
-// and the service's default limits. Failures must be HttpError (400s) or
+// and the service's default limits (DEFAULT_SERVE_OPTIONS). Failures must be HttpError (400s) or
 // ScoreInputError; an accepted request must respect the limits.
 const path = require('node:path');
 const { DIST, scriptsUnder } = require('./common');
@@ -10,6 +10,7 @@ const { parseJsonBody } = require(path.join(DIST, 'server', 'body'));
 const { HttpError } = require(path.join(DIST, 'server', 'http-errors'));
 const { normalizeRequestBody, ScoreInputError } = require(path.join(DIST, 'scoring'));
 const { loadModelInfo } = require(path.join(DIST, 'model'));
+const { DEFAULT_SERVE_OPTIONS } = require(path.join(DIST, 'server', 'options'));
 
 const expected = (e) => e instanceof HttpError || e instanceof ScoreInputError;
 let ctx = null;
@@ -19,8 +20,8 @@ function setup() {
   ctx = {
     vocabSize: config.vocabSize,
     contextLength: config.contextLength,
-    maxItems: 256,
-    maxRequestTokens: 32768,
+    maxItems: DEFAULT_SERVE_OPTIONS.maxItems,
+    maxRequestTokens: DEFAULT_SERVE_OPTIONS.maxRequestTokens,
     tokenize: (text) => tokenizer.encode(text),
     addBos: config.addBos,
     ...(config.bosTokenId !== undefined ? { bosTokenId: config.bosTokenId } : {}),
