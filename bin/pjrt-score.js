@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 'use strict';
 // The pjrt-score command line: serve, score, fetch. The code is in
-// lib/server/cli*.ts (compiled to dist/server/); this file only runs it.
+// lib/cli/ (compiled to dist/cli/); this file only runs it.
 let cli;
 try {
-  cli = require('../dist/server/cli');
+  cli = require('../dist/cli');
 } catch (err) {
-  if (err && err.code === 'MODULE_NOT_FOUND' && /dist[\\/]server[\\/]cli/.test(err.message)) {
+  if (err && err.code === 'MODULE_NOT_FOUND' && /dist[\\/]cli/.test(err.message)) {
     console.error('pjrt-score: the compiled library is missing (dist/). Build it with:  npm run build');
     process.exit(1);
   }

@@ -2,15 +2,62 @@
  * pjrt-score: score many items against one query with a language model in
  * one forward pass, on XLA through a PJRT plugin.
  *
+ * This is the public API, chosen name by name (test/public-api.test.js holds
+ * the list, README.md "Library" documents it): the Scorer, the runtime Client
+ * and its objects, the named StableHLO programs, the errors those throw, the
+ * request/response types and the service's startServer. Each room's own
+ * index is reachable as a documented subpath (pjrt-score/hlo, /model, ...)
+ * for what lies below this surface.
+ *
  * Rooms (each a folder under lib/):
- *   runtime  typed facade over the native addon (Client, Executable, DeviceBuffer)
- *   hlo      StableHLO builder and the programs
- *   scoring  requests, segments, masks, buckets, JIT cache, plans, scores
- *   model    GGUF / safetensors readers, config, tokenizer, weights
- *   server   the HTTP service and the CLI
+ *   runtime         typed facade over the native addon (Client, Executable, DeviceBuffer)
+ *   hlo             StableHLO builder, the programs, the decoder weight layout
+ *   scoring         requests, buckets, plans, JIT cache, the Scorer, scores
+ *   model           GGUF / safetensors readers, config, tokenizer, host weights
+ *   device-weights  host weights -> the decoder's device arrays, uploaded
+ *   server          the HTTP service
+ *   cli             the `pjrt-score` command line
+ *   util            cache dir, element-type table, shape helpers
  */
-export * from './runtime';
-export * from './hlo';
-export * from './scoring';
-export * from './model';
-export * from './server';
+
+// Scoring
+export { Scorer } from './scoring/scorer';
+export type {
+  AlgorithmChoice,
+  ScoreCallOptions,
+  ScoreLibraryRequest,
+  ScoreResult,
+  ScorerOptions,
+  ScorerStats,
+  ScoreUsage,
+  WarmupShape,
+  BatchJob,
+  BatchOutcome,
+  PlanExplanation,
+  RerankResponse,
+} from './scoring/scorer';
+export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/plan';
+export type { RerankRequest, RerankResult } from './scoring/rerank';
+export type { RerankTemplate, TemplatePiece } from './scoring/rerank-template';
+export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
+export { ScoreInputError } from './scoring/errors';
+
+// The runtime
+export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';
+export type { ClientOptions, DeviceInfo, DType, HostArray, HostArrayOf, PjrtErrorCode, Signature, TensorSpec } from './runtime';
+
+// The programs
+export { programs } from './hlo/programs';
+export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './hlo/programs';
+export type { HloProgram, ProgramTensor } from './hlo/program';
+export { HloBuildError } from './hlo/types';
+
+// Models
+export { ModelNotFoundError } from './model/default-model';
+
+// The service
+export { startServer } from './server/server';
+export type { ScoreServer, StartServerOptions } from './server/server';
+export type { ServeOptions } from './server/options';
+export type { ScoreResponseBody } from './server/score-route';
+export type { RerankResponseBody, TeiRerankResponseBody } from './server/rerank-route';

@@ -1,4 +1,5 @@
-// pjrt-score native addon: registers the three classes, nothing else.
+// pjrt-score native addon: registers the three classes and one counter
+// (externalBytes: device-buffer bytes reported to V8 and not yet released).
 #include <napi.h>
 
 #include "addon_data.h"
@@ -7,6 +8,14 @@
 #include "executable.h"
 
 namespace pjrt_score {
+
+namespace {
+Napi::Value ExternalBytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Napi::Number::New(env,
+                           static_cast<double>(env.GetInstanceData<AddonData>()->external_bytes));
+}
+}  // namespace
 
 Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   auto* data = new AddonData();
@@ -20,6 +29,7 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("Client", client);
   exports.Set("Executable", executable);
   exports.Set("DeviceBuffer", buffer);
+  exports.Set("externalBytes", Napi::Function::New<ExternalBytes>(env, "externalBytes"));
   return exports;
 }
 

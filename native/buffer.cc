@@ -36,9 +36,12 @@ DeviceBuffer::DeviceBuffer(const Napi::CallbackInfo& info) : Napi::ObjectWrap<De
   // Device memory on a CPU plugin is host memory: let V8's GC know about it.
   accounted_bytes_ = static_cast<int64_t>(core_->byte_size);
   Napi::MemoryManagement::AdjustExternalMemory(env, accounted_bytes_);
+  env.GetInstanceData<AddonData>()->external_bytes += accounted_bytes_;
 }
 
-DeviceBuffer::~DeviceBuffer() { Release(false); }
+// Finalizers run on the JS thread: without NAPI_EXPERIMENTAL, Node defers
+// them out of the GC to the event loop, so V8 may be called from here.
+DeviceBuffer::~DeviceBuffer() { Release(); }
 
 DeviceBuffer* DeviceBuffer::TryUnwrap(Napi::Object object) {
   Napi::Env env = object.Env();
@@ -47,9 +50,11 @@ DeviceBuffer* DeviceBuffer::TryUnwrap(Napi::Object object) {
   return DeviceBuffer::Unwrap(object);
 }
 
-void DeviceBuffer::Release(bool account) {
-  if (account && accounted_bytes_ != 0) {
-    Napi::MemoryManagement::AdjustExternalMemory(Env(), -accounted_bytes_);
+void DeviceBuffer::Release() {
+  if (accounted_bytes_ != 0) {
+    Napi::Env env = Env();
+    Napi::MemoryManagement::AdjustExternalMemory(env, -accounted_bytes_);
+    env.GetInstanceData<AddonData>()->external_bytes -= accounted_bytes_;
   }
   accounted_bytes_ = 0;
   core_.reset();
@@ -60,7 +65,7 @@ void DeviceBuffer::Release(bool account) {
 
 void DeviceBuffer::DisposeFromParent() {
   parent_ = nullptr;  // the parent is clearing its own list
-  Release(false);
+  Release();          // on the JS thread: Client::dispose() or the client's finalizer
 }
 
 const BufferCore& DeviceBuffer::LiveCore(Napi::Env env) const {
@@ -91,7 +96,7 @@ Napi::Value DeviceBuffer::IsDisposed(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value DeviceBuffer::Dispose(const Napi::CallbackInfo& info) {
-  Release(true);
+  Release();
   return info.Env().Undefined();
 }
 

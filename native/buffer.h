@@ -35,7 +35,9 @@ class DeviceBuffer : public Napi::ObjectWrap<DeviceBuffer>, public ClientChild {
   Napi::Value IsDisposed(const Napi::CallbackInfo& info);
 
   const BufferCore& LiveCore(Napi::Env env) const;
-  void Release(bool account);
+  // Every path that lets go of the buffer (dispose, the parent's dispose, the
+  // finalizer) comes here; the external-memory count is taken back once.
+  void Release();
 
   std::shared_ptr<BufferCore> core_;
   Client* parent_ = nullptr;

@@ -4,7 +4,7 @@
 // workloads, against the serial plan (same run) and node-llama-cpp (same GGUF,
 // same machine). Writes bench-results/bench.json and bench-results/bench.svg.
 //
-//   node scripts/bench.js [--skip-llama-cpp] [--workloads target,small-10,small-100]
+//   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
 //
 // Each case runs in its own process so its peak RSS is its own. Serial on the
 // target workload and node-llama-cpp on the target workload are timed on a
@@ -25,6 +25,7 @@ const { values: args } = parseArgs({
     'serial-subset': { type: 'string', default: '8' },
     'llama-cpp-subset': { type: 'string', default: '40' },
     'chart-only': { type: 'boolean', default: false },
+    'skip-rerank': { type: 'boolean', default: false },
   },
 });
 
@@ -111,6 +112,9 @@ async function main() {
     results.push({ workload: w, plans: rows, llamaCpp: llama });
   }
 
+  // Rerank: our one-plan rerank against each document as its own sequence, in one run.
+  const rerank = args['skip-rerank'] ? null : runJson(process.execPath, [path.join(__dirname, 'bench', 'rerank-worker.js')], 'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents');
+
   // Cold and warm start: a restarted service, from `serve` to the answer of its
   // first request (small-10), with an empty and then a filled executable cache.
   const os = require('node:os');
@@ -135,12 +139,23 @@ async function main() {
       console.log(`| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`);
     }
   }
+  if (rerank) {
+    console.log('');
+    console.log(`rerank (template ${rerank.template}; the same request both ways, one run):`);
+    console.log('| documents | prompt + document tokens | our rerank (plan) | each document alone (serial) | speed-up | max relevance diff |');
+    console.log('| --- | --- | --- | --- | --- | --- |');
+    for (const c of rerank.cases) {
+      console.log(
+        `| ${c.documents} x ~${c.documentTokens} tokens | ${c.promptTokens} + ${fmt(c.itemTokensMean, 0)} | ${fmt(c.seconds, 2)} s (${c.plan}) | ${fmt(c.serialSeconds, 2)} s | ${fmt(c.speedup, 2)}x | ${c.maxRelevanceDiff.toExponential(1)} |`,
+      );
+    }
+  }
   console.log('');
   console.log(`service start to first answered request (small-10): cold ${fmt(cold.seconds, 2)} s (${cold.compiles} compiles), warm ${fmt(warm.seconds, 2)} s (${warm.compiles} compiles)`);
   console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
 
   fs.mkdirSync(resultsDir, { recursive: true });
-  const report = { machine: info, roofGflops, results, start: { cold, warm }, command: 'npm run bench' };
+  const report = { machine: info, roofGflops, results, rerank, start: { cold, warm }, command: 'npm run bench' };
   fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeChart(report);
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');

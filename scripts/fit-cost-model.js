@@ -3,7 +3,7 @@
 // Fits the auto selector's cost model to this machine: scores requests of
 // several shapes with each plan, then least-squares fits
 //   seconds = a * (row FLOPs) + b * (key FLOPs) + c * (passes)
-// over the passes each request ran (lib/scoring/plans.ts planPasses). The
+// over the passes each request ran (its plan, from scorer.explain()). The
 // selector compares plans by a * rowFLOPs + b * keyFLOPs + c * passes, so only
 // the ratios b/a and c/a matter: they are printed as the CostModel weights to
 // put in lib/scoring/selector.ts, and written to bench-results/cost-model.json.
@@ -11,7 +11,6 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { Scorer } = require('../dist');
-const { planPasses } = require('../dist/scoring/plans');
 const { describeMachine, machine } = require('./machine');
 
 const SHAPES = [
@@ -56,22 +55,22 @@ async function main() {
   // Analytic FLOPs per token row (projections + MLP) and per visible (row, key) pair.
   const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = scorer.config;
   const unit = { flopsPerRow: 2 * Ly * (Dm * (Hq + 2 * Hkv) * D + Hq * D * Dm + 3 * Dm * F), flopsPerKey: 4 * Hq * D * Ly };
-  const ladders = scorer.ladders;
-  const budget = scorer.budget;
   const samples = [];
   for (const s of SHAPES) {
     for (const algorithm of ['packed', 'prefix', ...(s.P + s.L <= 600 && s.N <= 32 ? ['serial'] : [])]) {
       const make = (v) => ({ query: ids(s.P, v), items: Array.from({ length: s.N }, (_, i) => ids(s.L, v * 1000 + i)), labelTokenIds: [9454, 2753], algorithm });
       await scorer.score(make(1)); // compile
+      const timed = make(2);
       const t0 = performance.now();
-      await scorer.score(make(2));
+      await scorer.score(timed);
       const seconds = (performance.now() - t0) / 1000;
-      const input = { queryTokens: ids(s.P, 0), itemTokens: Array.from({ length: s.N }, () => ids(s.L, 0)), labels: [0, 0], itemFirst: false };
       const x = [0, 0, 0];
-      for (const pass of planPasses(algorithm, input, ladders, budget, scorer.config.numHeads)) {
-        const { P = 0, N = 0, L = 0 } = pass.ref.dims;
-        const rows = pass.ref.program === 'decoder_prefill' ? P : pass.ref.program === 'decoder_extend' ? N * L : P + N * L;
-        const keys = pass.ref.program === 'decoder_prefill' ? P * P : pass.ref.program === 'decoder_extend' ? N * L * (P + L) : P * P + N * L * (P + L);
+      for (const { program } of scorer.explain(timed).passes) {
+        const P = program.prefix;
+        const N = program.items ?? 0;
+        const L = program.itemLength ?? 0;
+        const rows = program.program === 'decoder_prefill' ? P : program.program === 'decoder_extend' ? N * L : P + N * L;
+        const keys = program.program === 'decoder_prefill' ? P * P : program.program === 'decoder_extend' ? N * L * (P + L) : P * P + N * L * (P + L);
         x[0] += rows * unit.flopsPerRow;
         x[1] += keys * unit.flopsPerKey;
         x[2] += 1;

@@ -150,6 +150,18 @@ function rowsMaxDiff(a, b) {
   return m;
 }
 
+/**
+ * Across different compiled programs (other buckets, other positions of a row
+ * in the sequence) XLA may order a reduction differently, and how it does so
+ * depends on the CPU: results then agree within f32 rounding, not bit for bit
+ * (SPEC.md section 11). This is the bound, per element: 1e-6 absolute plus 1e-5 relative.
+ */
+const CROSS_PROGRAM_ABS = 1e-6;
+const CROSS_PROGRAM_REL = 1e-5;
+function rowsClose(a, b) {
+  return a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((x, j) => Math.abs(x - b[i][j]) <= CROSS_PROGRAM_ABS + CROSS_PROGRAM_REL * Math.abs(b[i][j])));
+}
+
 function rowsIdentical(a, b) {
   return a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((x, j) => Object.is(x, b[i][j])));
 }
@@ -246,20 +258,20 @@ test('factored layout with zero items (N = 0)', async (t) => {
   t.ok(ref.maxAbsDiff(out.queryOut, expect.queryOut) <= TOL, 'query part vs reference');
 });
 
-test('padding invariance: the same request in two buckets gives the same real outputs', async (t) => {
+test('padding invariance: the same request in two buckets agrees within f32 rounding; in one bucket, bit for bit', async (t) => {
   const c = { queryLength: 9, itemLengths: [4, 1, 0, 6, 3], Hq: 6, Hkv: 2, D: 8 };
   const req = makeRequest(21, c);
   const tight = sum(c.itemLengths) + c.queryLength;
   const d1 = realRowsDense(await runDense(req, packDense(req, tight, { seed: 1 })), req, packDense(req, tight, { seed: 1 }));
   const big = packDense(req, 64, { seed: 2 });
   const d2 = realRowsDense(await runDense(req, big), req, big);
-  t.ok(rowsIdentical(d1, d2), 'dense T=26 vs T=64: bit-identical');
+  t.ok(rowsClose(d1, d2), `dense T=26 vs T=64: within rounding (max |diff| ${rowsMaxDiff(d1, d2).toExponential(2)})`);
 
   const f1p = packFactored(req, 9, 5, 6, { seed: 3 });
   const f2p = packFactored(req, 16, 8, 8, { seed: 4 });
   const f1 = realRowsFactored(await runFactored(req, f1p), req, f1p);
   const f2 = realRowsFactored(await runFactored(req, f2p), req, f2p);
-  t.ok(rowsIdentical(f1, f2), 'factored (P,N,L)=(9,5,6) vs (16,8,8): bit-identical');
+  t.ok(rowsClose(f1, f2), `factored (P,N,L)=(9,5,6) vs (16,8,8): within rounding (max |diff| ${rowsMaxDiff(f1, f2).toExponential(2)})`);
   // Same bucket, different garbage in the padding: must be bit-identical.
   const f3p = packFactored(req, 16, 8, 8, { seed: 5 });
   const f3 = realRowsFactored(await runFactored(req, f3p), req, f3p);
@@ -302,8 +314,9 @@ test('isolation: changing one item never changes another item', async (t) => {
   const f2 = await fac(shorter);
   t.ok(rowsIdentical(others(f0, base), others(f2, shorter)), 'factored: item 1 shortened 5 -> 2 in the same bucket, others bit-identical');
   const d2 = await dense(shorter);
-  // In the dense layout a shorter item moves the items after it to other positions: still bit-identical.
-  t.ok(rowsIdentical(others(d0, base), others(d2, shorter)), 'dense: item 1 shortened 5 -> 2, others (moved in the sequence) bit-identical');
+  // In the dense layout a shorter item moves the items after it to other key positions: within rounding.
+  t.ok(rowsClose(others(d0, base), others(d2, shorter)), `dense: item 1 shortened 5 -> 2, others (moved in the sequence) within rounding (max |diff| ${rowsMaxDiff(others(d0, base), others(d2, shorter)).toExponential(2)})`);
+  t.ok(rowsIdentical(itemRows(d0, base, 0), itemRows(d2, shorter, 0)), 'dense: item 0 (before the change, same positions) bit-identical');
   const d3 = await dense(longerLast);
   t.ok(rowsIdentical([0, 1, 2].flatMap((n) => itemRows(d0, base, n)), [0, 1, 2].flatMap((n) => itemRows(d3, longerLast, n))), 'dense: last item lengthened 4 -> 6, others bit-identical');
   t.ok(rowsIdentical(itemRows(d0, base, 3), itemRows(d3, longerLast, 3).slice(0, 4)), 'dense: causal: the last item\'s first 4 tokens are unchanged too');

@@ -16,7 +16,7 @@ const deployDir = path.join(root, 'deploy');
 const k8sDir = path.join(deployDir, 'k8s');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const BIN = path.join(root, 'bin', 'pjrt-score.js');
-const { DEFAULT_SERVE_OPTIONS } = require('..'); // the service's defaults, as the package exports them
+const { DEFAULT_SERVE_OPTIONS } = require('../dist/server'); // the service's defaults, as pjrt-score/server exports them
 
 // ---------------------------------------------------------------------------
 // YAML, the subset: block mappings and sequences, plain/quoted scalars, flow
@@ -461,7 +461,7 @@ test('probes: readiness on /health, liveness and startup on routes the service a
   const preStop = pod.containers[0].lifecycle?.preStop?.exec?.command || [];
   const preStopSeconds = preStop[0] === 'sleep' ? Number(preStop[1]) : 0;
   const timeoutMs = Number(envOf('PJRT_SCORE_TIMEOUT_MS') || DEFAULT_SERVE_OPTIONS.timeoutMs);
-  // cli-serve exits after the drain or after timeout + 15 s, whichever is first.
+  // lib/cli/serve.ts exits after the drain or after timeout + 15 s, whichever is first.
   const needed = preStopSeconds + timeoutMs / 1000 + 15;
   t.ok(pod.terminationGracePeriodSeconds >= needed, `terminationGracePeriodSeconds ${pod.terminationGracePeriodSeconds} >= preStop ${preStopSeconds} s + request timeout ${timeoutMs / 1000} s + drain guard 15 s`);
   t.end();

@@ -22,3 +22,16 @@ test('examples/rank-answers.js (the README example) ranks the right answer first
   t.ok(probabilities.every((p, i) => i === 0 || p <= probabilities[i - 1]), 'printed in decreasing P(yes)');
   t.end();
 });
+
+test('examples/rerank.js (the README rerank example) prints documents sorted by relevance', (t) => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'examples', 'rerank.js')], { encoding: 'utf8', timeout: 300000 });
+  t.equal(r.status, 0, `exit 0${r.status ? `: ${r.stderr.slice(-500)}` : ''}`);
+  const lines = r.stdout.trim().split('\n');
+  const ranked = lines.filter((l) => /^\d\.\d{3}\s+\[\d\]/.test(l));
+  t.equal(ranked.length, 4, 'four documents ranked');
+  const scores = ranked.map((l) => Number(l.split(/\s+/)[0]));
+  t.ok(scores.every((s, i) => i === 0 || s <= scores[i - 1]), 'in decreasing relevance');
+  t.match(ranked[0] || '', /Paris is the capital/, `first: ${ranked[0]}`);
+  t.match(lines[lines.length - 1], /^template chatml-yes-no, \d+ prompt tokens/, 'says which template served it');
+  t.end();
+});

@@ -1,12 +1,18 @@
 'use strict';
 // The JIT cache with the real plugin: concurrent requests for one new key
 // compile once; a new process-like cache over the same directory loads the
-// serialized executables and compiles nothing.
+// serialized executables and compiles nothing. An executable written under
+// another CPU identity (or other XLA_FLAGS) is never loaded: it is compiled
+// anew (XLA compiles for the host's instruction set).
 const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { Client, JitCache, clientCompiler, programs } = require('..');
+const { Client } = require('../dist/runtime/client');
+const { JitCache } = require('../dist/scoring/jit-cache');
+const { clientCompiler, executableNamespace } = require('../dist/scoring/compiler');
+const { hostCpu } = require('../dist/runtime/host-cpu');
+const { programs } = require('../dist/hlo');
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-jit-'));
 
@@ -55,5 +61,36 @@ test('one compile per key under concurrency, then a restart compiles nothing', a
   t.deepEqual(got6, expected6, 'same results from the loaded executable (K=6)');
   cacheB.dispose();
   second.dispose();
+});
+
+test('an executable cached under another CPU key is recompiled, not loaded', async (t) => {
+  const client = await Client.create();
+  const key = { program: 'lm_head_gather', model: 'synthetic', dims: { K: 5 } };
+  const source = () => lmHead(5).text;
+  const here = clientCompiler(client);
+  t.ok(here.cacheNamespace.includes(`cpu${hostCpu().id}`), `the default namespace names this CPU (${hostCpu().model}): ${here.cacheNamespace}`);
+  // Written by "another machine": the same plugin and program under another CPU identity.
+  const other = new JitCache(clientCompiler(client, { hostCpuId: 'f00dcafe0000' }), { disk: dir });
+  const expected = await runLmHead(client, await other.get(key, source), 5);
+  await other.flush();
+  t.equal(other.counters().diskWrites, 1, 'the other CPU wrote its executable to the shared directory');
+  other.dispose();
+
+  const mine = new JitCache(here, { disk: dir });
+  const got = await runLmHead(client, await mine.get(key, source), 5);
+  t.equal(mine.counters().diskHits, 0, "this CPU did not load the other CPU's executable");
+  t.equal(mine.counters().compiles, 1, 'it compiled its own');
+  t.deepEqual(got, expected, 'same results');
+  await mine.flush();
+  mine.dispose();
+
+  const again = new JitCache(clientCompiler(client), { disk: dir });
+  await again.get(key, source);
+  t.equal(again.counters().diskHits, 1, 'its own entry is found on the next start');
+  again.dispose();
+
+  const flags = executableNamespace(client, { xlaFlags: '--xla_cpu_use_thunk_runtime=false' });
+  t.notEqual(flags, here.cacheNamespace, 'other XLA_FLAGS: another namespace');
+  client.dispose();
   fs.rmSync(dir, { recursive: true, force: true });
 });

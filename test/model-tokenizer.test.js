@@ -109,7 +109,7 @@ test('tokenizer errors: unsupported GGUF tokenizer model and pre-tokenizer', (t)
   const bytes = fs.readFileSync(spm);
   bytes.write('gpt3', bytes.indexOf('gpt2', 0, 'latin1'), 'latin1');
   fs.writeFileSync(spm, bytes);
-  t.throws(() => M.loadModelInfo(spm), /^GgufError: GGUF tokenizer model "gpt3" is not supported yet \(supported: gpt2, i\.e\. byte-level BPE\)/, 'tokenizer model');
+  t.throws(() => M.loadModelInfo(spm), /^GgufError: GGUF tokenizer model "gpt3" is not supported yet \(supported: gpt2, i\.e\. byte-level BPE; llama, i\.e\. SentencePiece\)/, 'tokenizer model');
   const pre = tiny.writeTinyGguf(model, path.join(dir, 'pre.gguf'));
   const preBytes = fs.readFileSync(pre);
   preBytes.write('smolxx', preBytes.indexOf('smollm', 0, 'latin1'), 'latin1');

@@ -3,7 +3,7 @@
 // and serial layouts, against plain-loop references written here from the
 // SPEC's words, not from the code under test.
 const test = require('tape');
-const { packDense, packFactored, packSerial, denseMask, renderMask } = require('../dist/scoring');
+const { packDense, packFactored, packSerial, denseMask, renderMask } = require('./helpers/layouts');
 
 // Deterministic pseudo-random cases (an LCG), so failures reproduce.
 function rng(seed) {

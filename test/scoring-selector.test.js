@@ -1,51 +1,110 @@
 'use strict';
-// The auto selector's choices follow from its cost model: an independent
-// FLOP count here decides what it should pick for the seeds' shapes.
+// Plans as data and the auto selector. The plan's passes are checked against
+// what a plan must be (every item exactly once, each in a row of a long
+// enough bucket, within the budget), and the selector's choices against an
+// independent FLOP count for the seeds' shapes.
 const test = require('tape');
-const { chooseAlgorithm, costModelFor, bucketLadder } = require('..');
+const { bucketLadder } = require('../dist/scoring/buckets');
+const { makePlan } = require('../dist/scoring/plan');
+const { choosePlan, costModelFor } = require('../dist/scoring/selector');
 
 // SmolLM2-135M's shape.
 const config = { hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64 };
-const ladders = {
-  tokens: bucketLadder({ min: 8, max: 8192, steps: [1.5], align: 8 }),
-  itemTokens: bucketLadder({ min: 8, max: 8192, steps: [1.25, 1.5, 1.75], align: 4 }),
-  counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }),
-  labels: bucketLadder({ min: 2, max: 49152 }),
+const sizing = {
+  ladders: {
+    tokens: bucketLadder({ min: 8, max: 8192, steps: [1.5], align: 8 }),
+    itemTokens: bucketLadder({ min: 8, max: 8192, steps: [1.25, 1.5, 1.75], align: 4 }),
+    counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }),
+    labels: bucketLadder({ min: 2, max: 49152 }),
+  },
+  budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20 },
+  numHeads: 9,
 };
-const budget = { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20 };
-const shape = (P, N, L, itemFirst = false) => ({
-  queryTokens: new Array(P).fill(1),
-  itemTokens: Array.from({ length: N }, () => new Array(L).fill(1)),
-  labels: [1, 2],
-  itemFirst,
-});
+const model = costModelFor(config);
+const shape = (P, lengths, itemFirst = false) => ({ queryLength: P, itemLengths: lengths, labelCount: 2, itemFirst });
+const uniform = (P, N, L, itemFirst = false) => shape(P, new Array(N).fill(L), itemFirst);
 
-test('item_first is always serial', (t) => {
-  const c = chooseAlgorithm(shape(300, 100, 10, true), ladders, budget, costModelFor(config), 9, false);
-  t.equal(c.algorithm, 'serial');
+test('item_first is always serial, whatever was asked', (t) => {
+  t.equal(choosePlan(uniform(300, 100, 10, true), 'auto', sizing, model).plan.algorithm, 'serial');
+  t.equal(choosePlan(uniform(300, 100, 10, true), 'prefix', sizing, model).plan.algorithm, 'serial');
+  t.throws(() => makePlan('packed', uniform(3, 2, 2, true), sizing), /item_first/, 'makePlan refuses a shared-prefix plan for item_first');
   t.end();
 });
 
 test('a long query with many items: the query once beats it per item by far', (t) => {
-  const c = chooseAlgorithm(shape(2000, 500, 20), ladders, budget, costModelFor(config), 9, false);
-  t.notEqual(c.algorithm, 'serial', `picked ${c.algorithm}`);
-  // Serial recomputes the 2000-token query for every item: at least 100x the FLOPs of any shared-query plan.
+  const c = choosePlan(uniform(2000, 500, 20), 'auto', sizing, model);
+  // Serial recomputes the 2000-token query for every item: at least 50x the FLOPs of any shared-query plan.
   t.ok(c.costs.serial > 50 * Math.min(c.costs.packed, c.costs.prefix), `serial ${c.costs.serial.toExponential(2)} vs best ${Math.min(c.costs.packed, c.costs.prefix).toExponential(2)}`);
   // Packed must recompute the query in every chunk of items; prefix computes it once.
-  t.equal(c.algorithm, 'prefix', 'prefix: 500 items need several passes, and only prefix keeps the query between them');
+  t.equal(c.plan.algorithm, 'prefix', 'prefix: 500 items need several passes, and only prefix keeps the query between them');
+  t.equal(c.cost, c.costs.prefix, 'the plan carries its own cost');
   t.end();
 });
 
 test('everything fits in one pass: packed (no second program)', (t) => {
-  const c = chooseAlgorithm(shape(300, 10, 10), ladders, budget, costModelFor(config), 9, false);
-  t.equal(c.algorithm, 'packed');
+  const c = choosePlan(uniform(300, 10, 10), 'auto', sizing, model);
+  t.equal(c.plan.algorithm, 'packed');
+  t.equal(c.plan.passes.length, 1, 'one pass');
   t.ok(c.costs.packed < c.costs.prefix, 'one pass costs less than prefill + extend');
   t.end();
 });
 
-test('a cached query makes prefix cheapest', (t) => {
-  const c = chooseAlgorithm(shape(300, 10, 10), ladders, budget, costModelFor(config), 9, true);
-  t.equal(c.algorithm, 'prefix');
-  t.equal(c.reason, 'query K/V cached');
+test('a requested algorithm is planned as asked', (t) => {
+  for (const a of ['serial', 'packed', 'prefix']) t.equal(choosePlan(uniform(30, 5, 7), a, sizing, model).plan.algorithm, a, a);
+  t.end();
+});
+
+/** A deterministic pseudo-random list of item lengths. */
+function lengths(n, seed, max) {
+  let x = seed;
+  return Array.from({ length: n }, () => ((x = (x * 1103515245 + 12345) % 2 ** 31), x % (max + 1)));
+}
+
+test('every plan covers each item exactly once, in a row long enough, within the budget', (t) => {
+  const cases = [
+    [12, [3]],
+    [40, lengths(37, 1, 30)],
+    [300, lengths(500, 2, 25)],
+    [2000, lengths(500, 3, 20)],
+    [5, lengths(2000, 4, 60)],
+    [64, [0, 0, 5, 0]],
+  ];
+  let checked = 0;
+  for (const [P, ls] of cases) {
+    for (const algorithm of ['serial', 'packed', 'prefix']) {
+      const plan = makePlan(algorithm, shape(P, ls), sizing);
+      const seen = new Array(ls.length).fill(0);
+      let bad = null;
+      for (const pass of plan.passes) {
+        const key = pass.program;
+        if (key.program === 'decoder_prefill') {
+          if (pass.items.length !== 0 || key.prefix < P) bad = 'prefill carries items or a short prefix';
+          continue;
+        }
+        if (pass.items.length > key.items) bad = `${pass.items.length} items in ${key.items} rows`;
+        for (const i of pass.items) {
+          seen[i]++;
+          const need = algorithm === 'serial' ? P + ls[i] : ls[i];
+          if (need > key.itemLength) bad = `item ${i} of length ${need} in rows of ${key.itemLength}`;
+        }
+        if (algorithm !== 'serial' && key.prefix < P) bad = `query ${P} in prefix bucket ${key.prefix}`;
+        // Rows times bucket within the token budget, unless a single row is already over it.
+        if (key.items > 1 && key.items * key.itemLength > sizing.budget.tokensPerPass) bad = `pass of ${key.items}x${key.itemLength} over the budget`;
+      }
+      if (algorithm === 'prefix' && plan.passes[0].program.program !== 'decoder_prefill') bad = 'prefix plan does not start with its prefill';
+      if (seen.some((c) => c !== 1)) bad = 'an item is missing or repeated';
+      t.equal(bad, null, `${algorithm} P=${P} N=${ls.length}: ${bad ?? 'ok'}`);
+      checked++;
+    }
+  }
+  t.equal(checked, 18);
+  t.end();
+});
+
+test('a plan is a function of its request shape alone', (t) => {
+  const s = shape(100, lengths(90, 5, 40));
+  for (const algorithm of ['serial', 'packed', 'prefix']) {
+    t.deepEqual(makePlan(algorithm, s, sizing), makePlan(algorithm, { ...s, itemLengths: [...s.itemLengths] }, sizing), `${algorithm}: same shape, same plan`);
+  }
   t.end();
 });

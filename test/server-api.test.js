@@ -6,7 +6,7 @@
 // normalized exp scores; item_first = the swapped sequence; text = its
 // token ids), not the server's own output replayed.
 const test = require('tape');
-const { loadModelInfo } = require('..');
+const { loadModelInfo } = require('../dist/model');
 const { startService } = require('./helpers/service');
 
 const TOL = 1e-4; // SPEC section 1: multi-item vs one at a time, f32

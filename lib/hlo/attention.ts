@@ -19,6 +19,7 @@
  * single bit. Padding slots may hold any *finite* values (0 * inf is NaN).
  */
 
+import { sameDims } from '../util/dims';
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { HloBuildError, TensorType, formatDims } from './types';
@@ -43,18 +44,14 @@ function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
   const hq = q.dims[q.rank - 2];
   const d = q.dims[q.rank - 1];
   const hkv = k.dims[k.rank - 2];
-  if (!sameDimsExact(k.dims, v.dims)) throw new HloBuildError(`${op}: k ${formatDims(k.dims)} and v ${formatDims(v.dims)} must have the same dims`);
+  if (!sameDims(k.dims, v.dims)) throw new HloBuildError(`${op}: k ${formatDims(k.dims)} and v ${formatDims(v.dims)} must have the same dims`);
   if (k.dims[k.rank - 1] !== d) throw new HloBuildError(`${op}: head dims differ: q has D=${d}, k has D=${k.dims[k.rank - 1]}`);
   if (hkv === 0 || hq % hkv !== 0) throw new HloBuildError(`${op}: query heads (${hq}) must be a multiple of kv heads (${hkv})`);
   return { hq, hkv, group: hq / hkv, d };
 }
 
-function sameDimsExact(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
 function expectDims(op: string, name: string, x: HloValue, dims: readonly number[], elementType = 'f32'): void {
-  if (x.elementType !== elementType || !sameDimsExact(x.dims, dims)) {
+  if (x.elementType !== elementType || !sameDims(x.dims, dims)) {
     throw new HloBuildError(`${op}: ${name} must be ${elementType}${formatDims(dims)}, got ${x.type}`);
   }
 }

@@ -63,7 +63,11 @@ export class FunctionState {
   results: HloValue[] | undefined;
   readonly body: Block;
 
-  constructor(readonly name: string) {
+  constructor(
+    readonly name: string,
+    /** precision_config of dots that name none (regions included). */
+    readonly dotPrecision?: 'DEFAULT' | 'HIGH' | 'HIGHEST',
+  ) {
     this.body = new Block(this);
   }
 

@@ -6,7 +6,9 @@
  * input/output descriptions and a hash. `nn` holds softmax/logsumexp/rmsNorm.
  * Programs: `programs.maskedAttention`, `programs.lmHeadGather`; their cores
  * (`maskedAttentionDense`, `maskedAttentionFactored`, `lmHeadGather`, ...) are
- * exported for use inside bigger programs (the transformer).
+ * exported for use inside bigger programs (the transformer). The decoder's
+ * device weight layout is declared in decoder-layout.ts.
+ * May import: util only (programs are text; nothing here touches a device).
  */
 
 export { HloBuildError, TensorType, tensorType } from './types';
@@ -34,5 +36,7 @@ export { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';
 export { programs } from './programs';
 export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './programs';
-export { decoderDense, decoderExtend, decoderFused, decoderPrefill, decoderWeightSpecs, qkvWidth } from './transformer';
-export type { DecoderDims, DecoderWeightName, DecoderWeightSpec, DenseDecoderShape, ExtendShape, FactoredDecoderShape, PrefillShape } from './transformer';
+export { decoderExtend, decoderFused, decoderPrefill } from './transformer';
+export type { ExtendShape, FactoredDecoderShape, PrefillShape } from './transformer';
+export { decoderWeightSpecs, qkvWidth } from './decoder-layout';
+export type { DecoderDims, DecoderWeightName, DecoderWeightSpec, HostGlobalName, HostLayerName, LayerPart, WeightSource } from './decoder-layout';

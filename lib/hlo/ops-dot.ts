@@ -7,13 +7,15 @@ import { HloValue } from './core';
 import { ShapeBuilder } from './ops-shape';
 import { HloBuildError, formatDims } from './types';
 
+export type DotPrecision = 'DEFAULT' | 'HIGH' | 'HIGHEST';
+
 export interface DotDims {
   lhsBatch?: readonly number[];
   rhsBatch?: readonly number[];
   lhsContract: readonly number[];
   rhsContract: readonly number[];
-  /** Optional precision for both operands (no effect on CPU f32). */
-  precision?: 'DEFAULT' | 'HIGH' | 'HIGHEST';
+  /** Precision for both operands; default the function's (ModuleBuilder.func options), else none. */
+  precision?: DotPrecision;
 }
 
 export class DotBuilder extends ShapeBuilder {
@@ -57,8 +59,9 @@ export class DotBuilder extends ShapeBuilder {
       `rhs_contracting_dimensions = ${list(rc)}`,
     ].join(', ');
     const attrs: [string, string][] = [['dot_dimension_numbers', `#stablehlo.dot<${dn}>`]];
-    if (d.precision) {
-      const p = `#stablehlo<precision ${d.precision}>`;
+    const precision = d.precision ?? this.fn.dotPrecision;
+    if (precision) {
+      const p = `#stablehlo<precision ${precision}>`;
       attrs.push(['precision_config', `[${p}, ${p}]`]);
     }
     return this.emit1('dot_general', [lhs, rhs], lhs.type.withDims(dims), attrs);

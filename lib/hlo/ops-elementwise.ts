@@ -6,7 +6,8 @@
  */
 
 import { CoreBuilder, HloValue, Operand } from './core';
-import { HloBuildError, HloElementType, TensorType, formatDims, isElementType, isFloatType, isIntegerType, isSignedIntType, sameDims } from './types';
+import { sameDims } from '../util/dims';
+import { HloBuildError, HloElementType, TensorType, formatDims, isElementType, isFloatType, isIntegerType, isSignedIntType } from './types';
 
 export type ComparisonDirection = 'EQ' | 'NE' | 'LT' | 'LE' | 'GT' | 'GE';
 const DIRECTIONS: readonly ComparisonDirection[] = ['EQ', 'NE', 'LT', 'LE', 'GT', 'GE'];

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { FunctionBuilder, ModuleBuilder } from './builder';
 import { HloValue } from './core';
 import { maybeDumpProgram } from './dump';
+import type { DotPrecision } from './ops-dot';
 import { HloBuildError, HloElementType } from './types';
 
 export interface ProgramTensor {
@@ -28,6 +29,17 @@ export interface HloProgram {
   outputs: ProgramTensor[];
 }
 
+/** How a program computes, beyond its shapes. */
+export interface ProgramOptions {
+  /**
+   * precision_config of every dot that names none (SPEC.md section 12):
+   * HIGHEST is true f32 arithmetic on every platform; DEFAULT lets the
+   * platform use its fast mode (TF32 on NVIDIA GPUs). Unset: no attribute,
+   * which XLA treats as DEFAULT.
+   */
+  readonly dotPrecision?: DotPrecision;
+}
+
 /**
  * Builds a one-function program: `build` declares parameters with `f.param`
  * and returns the named outputs, in order.
@@ -37,9 +49,9 @@ export interface HloProgram {
  *     return { y: f.multiply(x, 2) };
  *   });
  */
-export function buildProgram(name: string, build: (f: FunctionBuilder) => Record<string, HloValue>): HloProgram {
+export function buildProgram(name: string, build: (f: FunctionBuilder) => Record<string, HloValue>, options: ProgramOptions = {}): HloProgram {
   const m = new ModuleBuilder(name);
-  const f = m.func('main');
+  const f = m.func('main', options.dotPrecision !== undefined ? { dotPrecision: options.dotPrecision } : {});
   const outs = build(f);
   if (!outs || typeof outs !== 'object') throw new HloBuildError(`${name}: the build callback must return an object of named outputs`);
   const entries = Object.entries(outs);

@@ -11,82 +11,19 @@
  *
  * Weights are parameters (uploaded once, passed to every execution), stacked
  * over layers so the layer loop is a `while` with one body: compile time does
- * not grow with depth. Matrices are stored [in, out] so every projection is a
- * plain x @ W.
+ * not grow with depth. Their layout (names, dims, order, which exist for
+ * which architecture) is declared once in decoder-layout.ts.
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { causalPrefixAttention, itemsOverPrefixAttention, maskedAttentionDense } from './attention';
-import { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
+import { causalPrefixAttention, itemsOverPrefixAttention } from './attention';
+import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
-import { buildProgram, HloProgram } from './program';
+import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs } from './decoder-layout';
 
-/** The shape of a decoder, as the program needs it (ModelConfig fits). */
-export interface DecoderDims {
-  readonly vocabSize: number;
-  readonly hiddenSize: number;
-  readonly intermediateSize: number;
-  readonly numLayers: number;
-  readonly numHeads: number;
-  readonly numKvHeads: number;
-  readonly headDim: number;
-  readonly ropeTheta: number;
-  readonly rmsEps: number;
-  /** q/k/v biases (Qwen2). */
-  readonly attentionBias: boolean;
-  /** Per-head RMSNorm on q and k (Qwen3). */
-  readonly qkNorm: boolean;
-}
-
-/** Device weight arrays, in parameter order; optional ones only when the model has them. */
-export interface DecoderWeightSpec {
-  readonly name: DecoderWeightName;
-  readonly dims: readonly number[];
-}
-
-export type DecoderWeightName =
-  | 'embedding'
-  | 'lmHead'
-  | 'finalNorm'
-  | 'attnNorm'
-  | 'wQkv'
-  | 'bQkv'
-  | 'qNorm'
-  | 'kNorm'
-  | 'wO'
-  | 'ffnNorm'
-  | 'wGateUp'
-  | 'wDown';
-
-/** Width of the fused q|k|v projection. */
-export function qkvWidth(d: DecoderDims): number {
-  return (d.numHeads + 2 * d.numKvHeads) * d.headDim;
-}
-
-/**
- * The weight parameters every decoder program takes, after its data inputs.
- * Per-layer arrays carry the layer as their leading dimension.
- */
-export function decoderWeightSpecs(d: DecoderDims): DecoderWeightSpec[] {
-  const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, headDim: D } = d;
-  const specs: DecoderWeightSpec[] = [
-    { name: 'embedding', dims: [V, Dm] },
-    { name: 'lmHead', dims: [V, Dm] },
-    { name: 'finalNorm', dims: [Dm] },
-    { name: 'attnNorm', dims: [Ly, Dm] },
-    { name: 'wQkv', dims: [Ly, Dm, qkvWidth(d)] },
-  ];
-  if (d.attentionBias) specs.push({ name: 'bQkv', dims: [Ly, qkvWidth(d)] });
-  if (d.qkNorm) specs.push({ name: 'qNorm', dims: [Ly, D] }, { name: 'kNorm', dims: [Ly, D] });
-  specs.push(
-    { name: 'wO', dims: [Ly, Hq * D, Dm] },
-    { name: 'ffnNorm', dims: [Ly, Dm] },
-    { name: 'wGateUp', dims: [Ly, Dm, 2 * F] },
-    { name: 'wDown', dims: [Ly, F, Dm] },
-  );
-  return specs;
-}
+export type { DecoderDims } from './decoder-layout';
 
 type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
@@ -155,9 +92,11 @@ interface LayerLoopInputs {
 function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; carried: HloValue[] } {
   const { d, w } = x;
   const { numHeads: Hq, numKvHeads: Hkv, headDim: D, intermediateSize: F } = d;
-  const stackedNames: DecoderWeightName[] = ['attnNorm', 'wQkv', 'wO', 'ffnNorm', 'wGateUp', 'wDown'];
-  if (d.attentionBias) stackedNames.push('bQkv');
-  if (d.qkNorm) stackedNames.push('qNorm', 'kNorm');
+  // The loop's invariants are the per-layer arrays, those every model has
+  // first, then the optional ones: the order the programs (and so the JIT
+  // disk cache keys) have always had.
+  const perLayer = decoderWeightSpecs(d).filter((spec) => spec.perLayer);
+  const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
   const stacked = stackedNames.map((n) => need(w, n));
   const fixed = [x.cos, x.sin, ...x.extraInvariants];
   const nExtra = x.extraCarried.length;
@@ -204,53 +143,11 @@ function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
 }
 
 function checkDims(d: DecoderDims): void {
-  const sizes = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
-  for (const k of sizes) {
+  for (const k of DECODER_SIZES) {
     const v = d[k];
     if (!(Number.isFinite(v) && v > 0)) throw new HloBuildError(`decoder: ${k} must be positive, got ${v}`);
   }
   if (d.numHeads % d.numKvHeads !== 0) throw new HloBuildError(`decoder: ${d.numHeads} heads is not a multiple of ${d.numKvHeads} kv heads`);
-}
-
-export interface DenseDecoderShape {
-  /** Packed sequence length (bucket). */
-  tokens: number;
-  /** Scoring positions (bucket). */
-  reads: number;
-  labels: number;
-}
-
-/**
- * Dense layout: tokens, positions, segmentIds s32[T], readIndices s32[K]
- * (< 0: padding), labels s32[Lb] -> labelLogprobs f32[K, Lb].
- */
-export function decoderDense(d: DecoderDims, s: DenseDecoderShape): HloProgram {
-  checkDims(d);
-  return buildProgram(`decoder_dense_t${s.tokens}_k${s.reads}_l${s.labels}`, (f) => {
-    const tokens = f.param(TensorType.s32([s.tokens]), 'tokens');
-    const positions = f.param(TensorType.s32([s.tokens]), 'positions');
-    const segmentIds = f.param(TensorType.s32([s.tokens]), 'segment_ids');
-    const readIndices = f.param(TensorType.s32([s.reads]), 'read_indices');
-    const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const w = declareWeights(f, d);
-    const { cos, sin } = ropeTables(f, positions, d);
-    const { hidden } = layerLoop(f, {
-      d,
-      w,
-      x: embed(f, w, tokens),
-      cos,
-      sin,
-      extraInvariants: [segmentIds],
-      extraCarried: [],
-      attention: (b, q, k, v, _layer, [seg]) => ({ out: maskedAttentionDense(b, q, k, v, seg), carried: [] }),
-    });
-    const labelLogprobs = lmHeadGather(
-      f,
-      { hidden, gatherIndices: readIndices, finalNormWeight: need(w, 'finalNorm'), lmHead: need(w, 'lmHead'), labels },
-      { eps: d.rmsEps },
-    );
-    return { label_logprobs: labelLogprobs };
-  });
 }
 
 export interface FactoredDecoderShape {
@@ -292,7 +189,7 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
  * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
  * independent sequences: the serial plan.
  */
-export function decoderFused(d: DecoderDims, s: FactoredDecoderShape): HloProgram {
+export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: ProgramOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
   return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}`, (f) => {
@@ -339,7 +236,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape): HloProgra
       prefix_logprobs: prefixReadout(f, d, w, prefixHidden, prefixLength, labels),
       item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels),
     };
-  });
+  }, options);
 }
 
 export interface PrefillShape {
@@ -351,7 +248,7 @@ export interface PrefillShape {
  * Prefill: query tokens s32[P], prefixLength s32[], labels s32[Lb] ->
  * k_cache, v_cache f32[layers, P, Hkv, D] and prefix_logprobs f32[1, Lb].
  */
-export function decoderPrefill(d: DecoderDims, s: PrefillShape): HloProgram {
+export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: ProgramOptions = {}): HloProgram {
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
@@ -380,7 +277,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape): HloProgram {
       v_cache: carried[1],
       prefix_logprobs: prefixReadout(f, d, w, hidden, prefixLength, labels),
     };
-  });
+  }, options);
 }
 
 export interface ExtendShape {
@@ -397,7 +294,7 @@ export interface ExtendShape {
  * f32[layers, P, Hkv, D] of a prefix of prefixLength s32[] tokens, labels
  * s32[Lb] -> item_logprobs f32[C, Lb].
  */
-export function decoderExtend(d: DecoderDims, s: ExtendShape): HloProgram {
+export function decoderExtend(d: DecoderDims, s: ExtendShape, options: ProgramOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
@@ -433,5 +330,5 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape): HloProgram {
     });
     const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
     return { item_logprobs: itemReadout(f, d, w, itemHidden, itemLengths, labels) };
-  });
+  }, options);
 }

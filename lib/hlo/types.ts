@@ -3,23 +3,15 @@
  *
  * Element type names follow the runtime (`'f32'`, `'s32'`, `'pred'`, ...) so a
  * program's input and output descriptions can be handed to the runtime as is;
- * `mlirElementType` maps them to MLIR spelling (`f32`, `i32`, `i1`, ...).
+ * `mlirElementType` maps them to MLIR spelling (`f32`, `i32`, `i1`, ...). Both
+ * come from the one table in util/element-types.
  */
+import { elementCount, sameDims } from '../util/dims';
+import { ELEMENT_TYPES, ElementType, elementKind, isElementType } from '../util/element-types';
 
-export type HloElementType = 'pred' | 's8' | 's32' | 's64' | 'u8' | 'u32' | 'f16' | 'bf16' | 'f32' | 'f64';
+export { isElementType };
 
-const MLIR_NAMES: Record<HloElementType, string> = {
-  pred: 'i1',
-  s8: 'i8',
-  s32: 'i32',
-  s64: 'i64',
-  u8: 'ui8',
-  u32: 'ui32',
-  f16: 'f16',
-  bf16: 'bf16',
-  f32: 'f32',
-  f64: 'f64',
-};
+export type HloElementType = ElementType;
 
 /** Thrown for any program that cannot be built: wrong shapes, types, axes. */
 export class HloBuildError extends Error {
@@ -29,24 +21,20 @@ export class HloBuildError extends Error {
   }
 }
 
-export function isElementType(x: unknown): x is HloElementType {
-  return typeof x === 'string' && Object.prototype.hasOwnProperty.call(MLIR_NAMES, x);
-}
-
 export function mlirElementType(t: HloElementType): string {
-  return MLIR_NAMES[t];
+  return ELEMENT_TYPES[t].mlir;
 }
 
 export function isFloatType(t: HloElementType): boolean {
-  return t === 'f16' || t === 'bf16' || t === 'f32' || t === 'f64';
+  return elementKind(t) === 'float';
 }
 
 export function isSignedIntType(t: HloElementType): boolean {
-  return t === 's8' || t === 's32' || t === 's64';
+  return elementKind(t) === 'signed';
 }
 
 export function isUnsignedIntType(t: HloElementType): boolean {
-  return t === 'u8' || t === 'u32';
+  return elementKind(t) === 'unsigned';
 }
 
 export function isIntegerType(t: HloElementType): boolean {
@@ -60,7 +48,7 @@ export class TensorType {
 
   constructor(elementType: HloElementType, dims: readonly number[]) {
     if (!isElementType(elementType)) {
-      throw new HloBuildError(`unknown element type ${JSON.stringify(elementType)}; expected one of ${Object.keys(MLIR_NAMES).join(', ')}`);
+      throw new HloBuildError(`unknown element type ${JSON.stringify(elementType)}; expected one of ${Object.keys(ELEMENT_TYPES).join(', ')}`);
     }
     if (!Array.isArray(dims)) throw new HloBuildError(`tensor dims must be an array of integers, got ${String(dims)}`);
     for (const d of dims) {
@@ -88,7 +76,7 @@ export class TensorType {
 
   /** Number of elements. */
   get size(): number {
-    return this.dims.reduce((a, b) => a * b, 1);
+    return elementCount(this.dims);
   }
 
   withDims(dims: readonly number[]): TensorType {
@@ -117,10 +105,6 @@ export function tensorType(elementType: HloElementType, dims: readonly number[])
 export const f32 = (dims: readonly number[]): TensorType => new TensorType('f32', dims);
 export const s32 = (dims: readonly number[]): TensorType => new TensorType('s32', dims);
 export const pred = (dims: readonly number[]): TensorType => new TensorType('pred', dims);
-
-export function sameDims(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
-}
 
 export function formatDims(dims: readonly number[]): string {
   return `[${dims.join(', ')}]`;

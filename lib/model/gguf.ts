@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { dequantize, tensorByteLength } from './dequantize';
 import { FileCursor } from './gguf-cursor';
 import { GgufMetadata } from './gguf-metadata';
+import { shardPaths, splitInfo } from './gguf-split';
 import { GgmlType, GgufArray, GgufError, GgufTensorInfo, GgufValue, GgufValueType, ggmlTypeLayout, ggmlTypeName } from './gguf-types';
 
 /*
@@ -12,40 +13,109 @@ import { GgmlType, GgufArray, GgufError, GgufTensorInfo, GgufValue, GgufValueTyp
  *   u32 n_dims, u64 dims[n_dims], u32 ggml type, u64 offset), padding to
  *   general.alignment, tensor data.
  * The header is parsed once; tensor data is read on request with pread,
- * so a 100 MB model never sits in memory twice.
+ * so a 100 MB model never sits in memory twice. A split model
+ * (`*-00001-of-0000N.gguf`, gguf-split.ts) opens as one file: its first
+ * shard's metadata and the tensors of every shard.
  */
 
 const MAGIC = 0x46554747; // "GGUF" read as a little-endian u32
 const DEFAULT_ALIGNMENT = 32;
 const MAX_DIMS = 4; // GGML_MAX_DIMS
 
+/** One parsed file: the whole model, or one shard of a split model. */
+interface ParsedShard {
+  readonly path: string;
+  readonly fd: number;
+  readonly version: number;
+  readonly metadata: ReadonlyMap<string, GgufValue>;
+  readonly metadataTypes: ReadonlyMap<string, GgufValueType>;
+  readonly tensors: ReadonlyMap<string, GgufTensorInfo>;
+  readonly alignment: number;
+  readonly dataOffset: number;
+  readonly fileSize: number;
+}
+
 export class GgufFile implements Disposable {
-  private fd: number | undefined;
+  /** Open descriptors, one per shard (index 0: the file opened); undefined once closed. */
+  private fds: number[] | undefined;
   private scratch: Buffer | undefined;
   /** Typed, checked access to `metadata`. */
   readonly meta: GgufMetadata;
+  /** Absolute path of the file (the first shard of a split model). */
+  readonly path: string;
+  readonly version: number;
+  readonly metadata: ReadonlyMap<string, GgufValue>;
+  /** The stored type of each metadata value (numbers alone do not say whether a key was u32 or f32). */
+  readonly metadataTypes: ReadonlyMap<string, GgufValueType>;
+  /** Every tensor, of every shard. */
+  readonly tensors: ReadonlyMap<string, GgufTensorInfo>;
+  readonly alignment: number;
+  /** File offset where the tensor data section of the (first) file starts. */
+  readonly dataOffset: number;
+  readonly fileSize: number;
+  /** Absolute paths of the shards: just `path` for an unsplit file. */
+  readonly shardPaths: readonly string[];
+  private readonly shards: readonly ParsedShard[];
+  /** Tensor name -> index into `shards`. */
+  private readonly shardOf: ReadonlyMap<string, number>;
 
-  private constructor(
-    /** Absolute path of the file. */
-    readonly path: string,
-    fd: number,
-    readonly version: number,
-    readonly metadata: ReadonlyMap<string, GgufValue>,
-    /** The stored type of each metadata value (numbers alone do not say whether a key was u32 or f32). */
-    readonly metadataTypes: ReadonlyMap<string, GgufValueType>,
-    readonly tensors: ReadonlyMap<string, GgufTensorInfo>,
-    readonly alignment: number,
-    /** File offset where the tensor data section starts. */
-    readonly dataOffset: number,
-    readonly fileSize: number,
-  ) {
-    this.fd = fd;
-    this.meta = new GgufMetadata(metadata, displayName(this.path));
+  private constructor(shards: readonly ParsedShard[], index: TensorIndex) {
+    const first = shards[0];
+    this.shards = shards;
+    this.fds = shards.map((s) => s.fd);
+    this.path = first.path;
+    this.version = first.version;
+    this.metadata = first.metadata;
+    this.metadataTypes = first.metadataTypes;
+    this.alignment = first.alignment;
+    this.dataOffset = first.dataOffset;
+    this.fileSize = first.fileSize;
+    this.shardPaths = shards.map((s) => s.path);
+    this.tensors = index.tensors;
+    this.shardOf = index.shardOf;
+    this.meta = new GgufMetadata(this.metadata, displayName(this.path));
   }
 
-  /** Open a file and parse its header; tensor data stays on disk until asked for. */
+  /**
+   * Open a file and parse its header; tensor data stays on disk until asked
+   * for. The first shard of a split model opens every shard, each checked
+   * as a file on its own and against the others (numbering, count, no
+   * tensor twice, the announced total).
+   */
   static open(file: string): GgufFile {
-    const resolved = path.resolve(file);
+    const first = GgufFile.openShard(path.resolve(file));
+    const shards: ParsedShard[] = [first];
+    try {
+      const info = splitInfo(first.metadata, displayName(first.path));
+      if (info && info.count > 1) {
+        const paths = shardPaths(first.path, info);
+        for (let i = 1; i < paths.length; i++) {
+          if (!fs.existsSync(paths[i])) {
+            throw new GgufError(`split GGUF ${displayName(first.path)}: shard ${i + 1} of ${info.count} (${paths[i]}) is missing`);
+          }
+          const shard = GgufFile.openShard(paths[i]);
+          shards.push(shard);
+          const own = splitInfo(shard.metadata, displayName(shard.path));
+          if (!own || own.no !== i || own.count !== info.count) {
+            const says = own ? `shard ${own.no + 1} of ${own.count}` : 'not a shard (no split.no / split.count)';
+            throw new GgufError(`split GGUF: ${displayName(shard.path)} should be shard ${i + 1} of ${info.count}, but its metadata says ${says}`);
+          }
+        }
+      }
+      const index = indexTensors(shards);
+      if (info && info.count > 1 && info.tensorsCount !== undefined && index.tensors.size !== info.tensorsCount) {
+        throw new GgufError(
+          `split GGUF ${displayName(first.path)}: split.tensors.count is ${info.tensorsCount}, but its ${info.count} shards hold ${index.tensors.size} tensors`,
+        );
+      }
+      return new GgufFile(shards, index);
+    } catch (err) {
+      for (const shard of shards) fs.closeSync(shard.fd);
+      throw err;
+    }
+  }
+
+  private static openShard(resolved: string): ParsedShard {
     const fd = fs.openSync(resolved, 'r');
     try {
       return GgufFile.parse(resolved, fd);
@@ -55,7 +125,7 @@ export class GgufFile implements Disposable {
     }
   }
 
-  private static parse(file: string, fd: number): GgufFile {
+  private static parse(file: string, fd: number): ParsedShard {
     const fileSize = fs.fstatSync(fd).size;
     const name = path.basename(file);
     const cursor = new FileCursor(fd, fileSize, name);
@@ -124,7 +194,7 @@ export class GgufFile implements Disposable {
       }
       tensors.set(info.name, { ...info, elementCount, byteLength });
     }
-    return new GgufFile(file, fd, version, metadata, metadataTypes, tensors, alignment, dataOffset, fileSize);
+    return { path: file, fd, version, metadata, metadataTypes, tensors, alignment, dataOffset, fileSize };
   }
 
   /** The tensor's entry, or a clear error naming the file. */
@@ -150,21 +220,23 @@ export class GgufFile implements Disposable {
 
   private readInto(name: string, bytes: Buffer): Buffer {
     const info = this.tensor(name);
-    const fd = this.openFd();
+    const shard = this.shardOf.get(name)!;
+    const fd = this.openFd(shard);
+    const start = this.shards[shard].dataOffset + info.offset;
     let filled = 0;
     while (filled < bytes.length) {
-      const got = fs.readSync(fd, bytes, filled, bytes.length - filled, this.dataOffset + info.offset + filled);
-      if (got === 0) throw new GgufError(`GGUF file ${path.basename(this.path)}: short read in tensor ${name}`);
+      const got = fs.readSync(fd, bytes, filled, bytes.length - filled, start + filled);
+      if (got === 0) throw new GgufError(`GGUF file ${path.basename(this.shards[shard].path)}: short read in tensor ${name}`);
       filled += got;
     }
     return bytes;
   }
 
-  /** Close the file descriptor; idempotent. Reading tensors afterwards throws. */
+  /** Close the file descriptors (every shard's); idempotent. Reading tensors afterwards throws. */
   close(): void {
-    if (this.fd !== undefined) {
-      fs.closeSync(this.fd);
-      this.fd = undefined;
+    if (this.fds !== undefined) {
+      for (const fd of this.fds) fs.closeSync(fd);
+      this.fds = undefined;
     }
     this.scratch = undefined;
   }
@@ -173,10 +245,33 @@ export class GgufFile implements Disposable {
     this.close();
   }
 
-  private openFd(): number {
-    if (this.fd === undefined) throw new GgufError(`GGUF file ${path.basename(this.path)} is closed`);
-    return this.fd;
+  private openFd(shard: number): number {
+    if (this.fds === undefined) throw new GgufError(`GGUF file ${path.basename(this.path)} is closed`);
+    return this.fds[shard];
   }
+}
+
+interface TensorIndex {
+  readonly tensors: ReadonlyMap<string, GgufTensorInfo>;
+  /** Tensor name -> index of the shard that holds it. */
+  readonly shardOf: ReadonlyMap<string, number>;
+}
+
+/** All shards' tensors in one map; a name in two shards is an error. */
+function indexTensors(shards: readonly ParsedShard[]): TensorIndex {
+  const tensors = new Map<string, GgufTensorInfo>();
+  const shardOf = new Map<string, number>();
+  shards.forEach((shard, i) => {
+    for (const [name, info] of shard.tensors) {
+      const seen = shardOf.get(name);
+      if (seen !== undefined) {
+        throw new GgufError(`split GGUF ${displayName(shards[0].path)}: tensor ${name} appears in shard ${seen + 1} and shard ${i + 1}`);
+      }
+      tensors.set(name, info);
+      shardOf.set(name, i);
+    }
+  });
+  return { tensors, shardOf };
 }
 
 function displayName(file: string): string {

@@ -1,6 +1,8 @@
 /**
- * The model room: GGUF and safetensors readers, dequantization, the model
- * config, the canonical f32 host weights and the tokenizer adapter.
+ * lib/model: model files. GGUF and safetensors readers, dequantization, the
+ * model config, the canonical f32 host weights and the tokenizer adapter.
+ * Reads files only: putting weights on the device is lib/device-weights.
+ * May import: util only.
  */
 export * from './default-model';
 export { GgufFile } from './gguf';
@@ -27,4 +29,3 @@ export type { TokenizerOptions } from './tokenizer';
 export { tokenizerJsonFromGguf } from './gguf-tokenizer';
 export { loadModel, loadModelInfo } from './load';
 export type { LoadedModel } from './load';
-export { stackWeights, uploadWeights, type DeviceWeights } from './device-weights';

@@ -12,7 +12,7 @@ export interface LoadedModel {
   readonly config: ModelConfig;
   readonly weights: HostWeights;
   readonly tokenizer: Tokenizer;
-  /** "SmolLM2-135M-Instruct" for the default model, else the file name without .gguf or the directory name. */
+  /** "SmolLM2-135M-Instruct" for the default model, else the file name without .gguf (and shard suffix) or the directory name. */
   readonly name: string;
   /** Absolute path of the GGUF file or Hugging Face directory. */
   readonly path: string;
@@ -70,7 +70,8 @@ function ggufTokenizer(gguf: GgufFile, config: ModelConfig): Tokenizer {
 
 function ggufName(file: string): string {
   if (path.resolve(file) === path.resolve(DEFAULT_MODEL.destination)) return DEFAULT_MODEL_NAME;
-  return path.basename(file).replace(/\.gguf$/i, '');
+  // A split model is named after its prefix: model-00001-of-00003.gguf -> model.
+  return path.basename(file).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '');
 }
 
 function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer: Tokenizer } {

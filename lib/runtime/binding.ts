@@ -50,6 +50,8 @@ export interface NativeBinding {
   };
   Executable: new (...args: never[]) => NativeExecutable;
   DeviceBuffer: new (...args: never[]) => NativeBuffer;
+  /** Bytes of live device buffers reported to V8 as external memory. */
+  externalBytes(): number;
 }
 
 const packageRoot = path.join(__dirname, '..', '..');

@@ -1,4 +1,5 @@
-import { NativeBuffer } from './binding';
+// DeviceBuffer: the typed facade over a native device buffer.
+import { NativeBuffer, binding } from './binding';
 import { DType, HostArray, hostArray, isDType } from './dtype';
 import { DisposedError, fromNative } from './errors';
 
@@ -51,6 +52,14 @@ export class DeviceBuffer implements Disposable {
 
   [Symbol.dispose](): void {
     this.dispose();
+  }
+
+  /**
+   * Bytes of live device buffers (in this thread) reported to V8 as external
+   * memory; V8's own total is not visible in process.memoryUsage().
+   */
+  static externalBytes(): number {
+    return binding().externalBytes();
   }
 
   private assertLive(): void {

@@ -1,49 +1,22 @@
-/** Element types as pjrt-score names them, and their host array classes. */
+/**
+ * Element types as the runtime names them and their host arrays, derived
+ * from the one table in util/element-types.
+ */
+import { ELEMENT_TYPES, ElementType, ElementTypeInfo, isElementType } from '../util/element-types';
+export { elementCount } from '../util/dims';
 
-export type DType = 'f32' | 'f16' | 'bf16' | 'f64' | 's8' | 's16' | 's32' | 's64' | 'u8' | 'u16' | 'u32' | 'u64' | 'pred';
+export type DType = ElementType;
 
 /** The host array for each element type; f16 and bf16 travel as raw bits. */
-export interface HostArrayOf {
-  f32: Float32Array;
-  f64: Float64Array;
-  f16: Uint16Array;
-  bf16: Uint16Array;
-  s8: Int8Array;
-  s16: Int16Array;
-  s32: Int32Array;
-  s64: BigInt64Array;
-  u8: Uint8Array;
-  u16: Uint16Array;
-  u32: Uint32Array;
-  u64: BigUint64Array;
-  pred: Uint8Array;
-}
+export type HostArrayOf = { [K in DType]: InstanceType<(typeof ELEMENT_TYPES)[K]['array']> };
 
 export type HostArray = HostArrayOf[DType];
 
-interface DTypeInfo {
-  readonly bytes: number;
-  readonly array: { new (buffer: ArrayBuffer): HostArray; readonly name: string };
-}
-
-export const DTYPES: { readonly [K in DType]: DTypeInfo } = {
-  f32: { bytes: 4, array: Float32Array },
-  f64: { bytes: 8, array: Float64Array },
-  f16: { bytes: 2, array: Uint16Array },
-  bf16: { bytes: 2, array: Uint16Array },
-  s8: { bytes: 1, array: Int8Array },
-  s16: { bytes: 2, array: Int16Array },
-  s32: { bytes: 4, array: Int32Array },
-  s64: { bytes: 8, array: BigInt64Array },
-  u8: { bytes: 1, array: Uint8Array },
-  u16: { bytes: 2, array: Uint16Array },
-  u32: { bytes: 4, array: Uint32Array },
-  u64: { bytes: 8, array: BigUint64Array },
-  pred: { bytes: 1, array: Uint8Array },
-};
+/** Size and host array class of each element type (the shared table). */
+export const DTYPES: { readonly [K in DType]: ElementTypeInfo } = ELEMENT_TYPES;
 
 export function isDType(value: unknown): value is DType {
-  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(DTYPES, value);
+  return isElementType(value);
 }
 
 /** The dtype a typed array implies when the caller gives none. */
@@ -67,10 +40,6 @@ export function arrayName(data: unknown): string {
   return (data as object).constructor?.name ?? 'object';
 }
 
-export function elementCount(dims: readonly number[]): number {
-  return dims.reduce((a, b) => a * b, 1);
-}
-
 export function hostArray(dtype: DType, buffer: ArrayBuffer): HostArray {
-  return new DTYPES[dtype].array(buffer);
+  return new DTYPES[dtype].array(buffer) as HostArray;
 }

@@ -1,3 +1,5 @@
+// Executable: a compiled program; checks arguments against its signature, runs, serializes.
+import { sameDims } from '../util/dims';
 import { NativeExecutable } from './binding';
 import { DeviceBuffer } from './device-buffer';
 import { DType, isDType } from './dtype';
@@ -75,10 +77,6 @@ export class Executable implements Disposable {
   private assertLive(): void {
     if (this.native.disposed) throw new DisposedError('Executable');
   }
-}
-
-function sameDims(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
 }
 
 function checkArguments(inputs: readonly TensorSpec[], args: readonly DeviceBuffer[]): void {

@@ -1,3 +1,9 @@
+/**
+ * lib/runtime: the typed facade over the native addon: Client (a PJRT client
+ * on one plugin), Executable, DeviceBuffer, element types, PJRT errors, and
+ * where the PJRT plugin lives.
+ * May import: util only (it knows nothing of programs, models or scoring).
+ */
 export { Client, ClientOptions, DeviceInfo } from './client';
 export { Executable } from './executable';
 export { DeviceBuffer } from './device-buffer';

@@ -4,6 +4,7 @@
  * the device: the CPU plugin only checks byte sizes, so without this an f32
  * [3, 2] buffer would run silently where an s32 [2, 3] one was expected.
  */
+import { elementTypeFromMlir } from '../util/element-types';
 import { DType } from './dtype';
 
 export interface TensorSpec {
@@ -16,28 +17,12 @@ export interface Signature {
   readonly outputs: readonly TensorSpec[];
 }
 
-const ELEMENT_TYPES: Readonly<Record<string, DType>> = {
-  f32: 'f32',
-  f16: 'f16',
-  bf16: 'bf16',
-  f64: 'f64',
-  i1: 'pred',
-  i8: 's8',
-  i16: 's16',
-  i32: 's32',
-  i64: 's64',
-  ui8: 'u8',
-  ui16: 'u16',
-  ui32: 'u32',
-  ui64: 'u64',
-};
-
 /** `tensor<2x3xf32>` -> { dtype: 'f32', dims: [2, 3] }; undefined if not static. */
 export function parseTensorType(text: string): TensorSpec | undefined {
   const match = /^\s*tensor<([^>]*)>\s*$/.exec(text);
   if (!match) return undefined;
   const parts = match[1].split('x').map((p) => p.trim());
-  const element = ELEMENT_TYPES[parts[parts.length - 1]];
+  const element = elementTypeFromMlir(parts[parts.length - 1]);
   if (element === undefined) return undefined;
   const dims: number[] = [];
   for (const p of parts.slice(0, -1)) {

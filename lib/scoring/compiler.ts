@@ -3,10 +3,13 @@
  * apart from the cache so the runtime adapter and the key format can be
  * read (and reused by plans and warmup lists) without the LRU machinery.
  */
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { hostCpu } from '../runtime/host-cpu';
 
 /** What the cache needs from a runtime: compile, optionally (de)serialize, dispose. */
 export interface ProgramCompiler<E> {
-  /** Names the plugin (platform + version): executables never cross namespaces. */
+  /** Names the plugin build, device and host CPU (executableNamespace): executables never cross namespaces. */
   readonly cacheNamespace: string;
   compile(programText: string): Promise<E>;
   serialize?(executable: E): Promise<Uint8Array>;
@@ -45,20 +48,67 @@ export function jitKeyString(key: JitKey): string {
 /** Where a lookup's executable came from. */
 export type LoadSource = 'memory' | 'inflight' | 'disk' | 'compile';
 
-/** The runtime shape the default compiler adapter needs (lib/runtime's Client fits). */
+/** The runtime shape the compiler adapter needs (lib/runtime's Client fits). */
 export interface CompilingClient<E extends { serialize(): Promise<Uint8Array>; dispose(): void }> {
   readonly platformName: string;
   readonly platformVersion: string;
+  /** The plugin file: its size and mtime name the build when the version string does not. */
+  readonly pluginPath?: string;
+  /** Device kinds (e.g. "cpu", "NVIDIA H100 80GB HBM3"). */
+  readonly devices?: readonly { readonly kind: string }[];
   compile(programText: string): Promise<E>;
   deserialize(bytes: Uint8Array): Promise<E>;
 }
 
-/** A ProgramCompiler over a runtime client; the namespace is the plugin's platform and version. */
+export interface CompilerOptions {
+  /** The host CPU identity in the namespace; default this machine's (hostCpu().id). Tests pass another. */
+  readonly hostCpuId?: string;
+  /** XLA_FLAGS in the namespace; default process.env.XLA_FLAGS. */
+  readonly xlaFlags?: string;
+}
+
+/** Identifies the plugin build, so a disk cache never feeds one plugin another's executables. */
+function pluginFingerprint(pluginPath: string | undefined): string {
+  if (pluginPath === undefined) return 'unknown';
+  try {
+    const st = fs.statSync(pluginPath);
+    return shortHash(`${pluginPath}:${st.size}:${st.mtimeMs}`);
+  } catch {
+    return 'unknown';
+  }
+}
+
+function shortHash(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 12);
+}
+
+/**
+ * The namespace of a client's executables (SPEC.md section 12): platform,
+ * plugin version and build, device kind, the host CPU's identity (XLA
+ * compiles for the host's instruction set) and the compile environment
+ * (XLA_FLAGS). Executables never cross namespaces.
+ */
+export function executableNamespace(client: Omit<CompilingClient<never>, 'compile' | 'deserialize'>, options: CompilerOptions = {}): string {
+  const kinds = [...new Set((client.devices ?? []).map((d) => d.kind))].join(',');
+  const cpu = options.hostCpuId ?? hostCpu().id;
+  const flags = options.xlaFlags ?? process.env.XLA_FLAGS ?? '';
+  return [
+    client.platformName,
+    client.platformVersion,
+    pluginFingerprint(client.pluginPath),
+    shortHash(kinds),
+    `cpu${cpu}`,
+    flags === '' ? 'noflags' : `flags${shortHash(flags)}`,
+  ].join('-');
+}
+
+/** The one ProgramCompiler over a runtime client (JIT cache, Scorer, tests). */
 export function clientCompiler<E extends { serialize(): Promise<Uint8Array>; dispose(): void }>(
   client: CompilingClient<E>,
+  options: CompilerOptions = {},
 ): ProgramCompiler<E> {
   return {
-    cacheNamespace: `${client.platformName}-${client.platformVersion}`,
+    cacheNamespace: executableNamespace(client, options),
     compile: (text) => client.compile(text),
     serialize: (executable) => executable.serialize(),
     deserialize: (bytes) => client.deserialize(bytes),

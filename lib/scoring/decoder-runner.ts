@@ -3,26 +3,17 @@
  * the per-request inputs, appends the resident weights, executes, and frees
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
-import { createHash } from 'node:crypto';
-import * as fs from 'node:fs';
 import { HloProgram } from '../hlo/program';
-import { decoderDense, decoderExtend, decoderFused, decoderPrefill, DecoderDims } from '../hlo/transformer';
+import { decoderExtend, decoderFused, decoderPrefill, DecoderDims } from '../hlo/transformer';
 import { ModelConfig } from '../model/config';
-import { DeviceWeights } from '../model/device-weights';
+import { DeviceWeights } from '../device-weights/upload';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';
 import { Executable } from '../runtime/executable';
-import { JitKey, ProgramCompiler } from './compiler';
+import { clientCompiler, JitKey } from './compiler';
 import { JitCache, JitCacheOptions } from './jit-cache';
-
-export type DecoderProgramName = 'decoder_dense' | 'decoder_fused' | 'decoder_prefill' | 'decoder_extend';
-
-/** A program and its bucket dims: what the JIT cache is keyed by. */
-export interface ProgramRef {
-  readonly program: DecoderProgramName;
-  readonly dims: Readonly<Record<string, number>>;
-}
+import { ProgramKey } from './plan';
 
 /** A host array to upload as one program input. */
 export interface HostInput {
@@ -42,28 +33,27 @@ export function s32Scalar(value: number): HostInput {
   return { data: Int32Array.of(value), dims: [], dtype: 's32' };
 }
 
-function buildProgram(config: DecoderDims, ref: ProgramRef): HloProgram {
-  const d = ref.dims;
-  switch (ref.program) {
-    case 'decoder_dense':
-      return decoderDense(config, { tokens: d.T, reads: d.K, labels: d.B });
+/** f32 dots: 'highest' is true f32 everywhere; 'default' lets the platform use its fast mode (TF32 on NVIDIA). */
+export type Precision = 'highest' | 'default';
+export const PRECISIONS: readonly Precision[] = ['highest', 'default'];
+
+function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision): HloProgram {
+  const options = { dotPrecision: precision === 'highest' ? ('HIGHEST' as const) : ('DEFAULT' as const) };
+  switch (key.program) {
     case 'decoder_fused':
-      return decoderFused(config, { prefix: d.P, items: d.N, itemLength: d.L, labels: d.B });
+      return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
     case 'decoder_prefill':
-      return decoderPrefill(config, { prefix: d.P, labels: d.B });
+      return decoderPrefill(config, { prefix: key.prefix, labels: key.labels }, options);
     case 'decoder_extend':
-      return decoderExtend(config, { prefix: d.P, items: d.N, itemLength: d.L, labels: d.B });
+      return decoderExtend(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
   }
 }
 
-/** Identifies the plugin build, so a disk cache never feeds one plugin another's executables. */
-function pluginFingerprint(pluginPath: string): string {
-  try {
-    const st = fs.statSync(pluginPath);
-    return createHash('sha256').update(`${pluginPath}:${st.size}:${st.mtimeMs}`).digest('hex').slice(0, 12);
-  } catch {
-    return 'unknown';
-  }
+/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches). */
+function jitDims(key: ProgramKey): Record<string, number> {
+  return key.program === 'decoder_prefill'
+    ? { P: key.prefix, B: key.labels }
+    : { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
 }
 
 export class DecoderRunner {
@@ -75,39 +65,29 @@ export class DecoderRunner {
     readonly config: ModelConfig,
     private readonly weights: DeviceWeights,
     modelId: string,
+    readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
   ) {
-    this.modelId = modelId;
-    const compiler: ProgramCompiler<Executable> = {
-      cacheNamespace: `${client.platformName}-${client.platformVersion}-${pluginFingerprint(client.pluginPath)}`,
-      compile: (text) => client.compile(text),
-      serialize: (executable) => executable.serialize(),
-      deserialize: (bytes) => client.deserialize(bytes),
-      dispose: (executable) => executable.dispose(),
-    };
-    this.jit = new JitCache(compiler, { maxEntries: 48, ...jitOptions });
+    // Programs of another precision are other programs: the in-memory key says so (the disk key hashes the text).
+    this.modelId = precision === 'highest' ? modelId : `${modelId}-${precision}`;
+    this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
   }
 
-  key(ref: ProgramRef): JitKey {
-    return { program: ref.program, model: this.modelId, dims: ref.dims };
+  key(program: ProgramKey): JitKey {
+    return { program: program.program, model: this.modelId, dims: jitDims(program) };
   }
 
-  /** The program text for a ref (for warmup and the debug dump). */
-  source(ref: ProgramRef): () => string {
-    return () => buildProgram(this.config, ref).text;
-  }
-
-  /** Compiles (or finds) the program without running it. */
-  async prepare(ref: ProgramRef): Promise<void> {
-    await this.jit.get(this.key(ref), this.source(ref));
+  /** The program text of a key (for warmup and the debug dump). */
+  source(program: ProgramKey): () => string {
+    return () => buildProgram(this.config, program, this.precision).text;
   }
 
   /**
-   * Executes `ref` with `args` followed by the model weights. Host inputs are
+   * Executes `program` with `args` followed by the model weights. Host inputs are
    * uploaded and freed here; returned buffers belong to the caller.
    */
-  async run(ref: ProgramRef, args: readonly ProgramArg[]): Promise<DeviceBuffer[]> {
-    return this.jit.use(this.key(ref), this.source(ref), async (executable) => {
+  async run(program: ProgramKey, args: readonly ProgramArg[]): Promise<DeviceBuffer[]> {
+    return this.jit.use(this.key(program), this.source(program), async (executable) => {
       const uploaded: DeviceBuffer[] = [];
       try {
         const buffers: DeviceBuffer[] = [];

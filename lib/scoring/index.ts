@@ -1,8 +1,10 @@
 /**
- * lib/scoring: the device-independent core of scoring. Requests become token
- * sequences, sequences become packed layouts with O(T) segment metadata,
- * sizes round up to buckets, compiled programs live in the JIT cache, and
- * label logprobs become scores.
+ * lib/scoring: scoring a request. Requests become token sequences
+ * (request.ts, rerank.ts), a request's shape becomes a plan of device passes
+ * (plan.ts, chosen by selector.ts), the executor runs exactly those passes
+ * through the JIT cache (run-plan.ts, decoder-runner.ts, jit-cache.ts), and
+ * label logprobs become scores (scores.ts). Scorer (scorer.ts) is the front door.
+ * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
 export { ScoreInputError } from './errors';
 export {
@@ -14,22 +16,6 @@ export {
   type ScoreRequestContext,
   type TokenIdList,
 } from './request';
-export {
-  PADDING_SEGMENT,
-  QUERY_SEGMENT,
-  denseMask,
-  packDense,
-  packFactored,
-  packSerial,
-  renderMask,
-  type DenseLayout,
-  type DenseLayoutOptions,
-  type FactoredLayout,
-  type FactoredLayoutOptions,
-  type SerialLayout,
-  type SerialLayoutOptions,
-  type TokenSequence,
-} from './packing';
 export {
   BucketOverflowError,
   DEFAULT_COUNT_BUCKETS,
@@ -62,8 +48,11 @@ export {
   type ScorerStats,
   type ScoreUsage,
   type WarmupShape,
+  type BatchJob,
+  type BatchOutcome,
+  type PlanExplanation,
 } from './scorer';
-export { ALGORITHMS, type Algorithm, type Budget, type Ladders } from './plans';
+export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
 export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
-export { chooseAlgorithm, costModelFor, type Choice, type CostModel } from './selector';
+export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';

@@ -64,7 +64,7 @@ export interface NormalizedRequest {
 }
 
 /** How one entry point spells each field, used in `.param` and messages. */
-interface FieldNames {
+export interface FieldNames {
   readonly request: string;
   readonly query: string;
   readonly items: string;
@@ -90,6 +90,18 @@ const BODY_NAMES: FieldNames = {
   applySoftmax: 'apply_softmax',
   itemFirst: 'item_first',
 };
+
+/**
+ * Normalizes a request already in token space (a rerank prompt built from a
+ * template), checking the same limits under the caller's field names.
+ */
+export function normalizeTokenRequest(
+  fields: { readonly query: readonly number[]; readonly items: readonly (readonly number[])[]; readonly labels: readonly number[]; readonly applySoftmax: boolean },
+  names: FieldNames,
+  ctx: ScoreRequestContext,
+): NormalizedRequest {
+  return normalizeFields({ ...fields, itemFirst: false }, names, ctx);
+}
 
 /** Normalizes a library request (camelCase fields). Throws ScoreInputError on bad input. */
 export function normalizeRequest(request: ScoreRequest, ctx: ScoreRequestContext): NormalizedRequest {
@@ -312,7 +324,8 @@ function readFlag(value: unknown, param: string): boolean {
 // With the u flag, a surrogate class matches only unpaired surrogates.
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
-function checkUnicode(text: string, where: string, param: string): void {
+/** Throws ScoreInputError when `text` holds a lone UTF-16 surrogate (not valid Unicode). */
+export function checkUnicode(text: string, where: string, param: string): void {
   const match = LONE_SURROGATE.exec(text);
   if (match) {
     throw new ScoreInputError(

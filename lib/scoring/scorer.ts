@@ -4,19 +4,22 @@
  * See docs/scorer-api.md for the contract the service builds on.
  */
 import { ModelConfig } from '../model/config';
-import { DeviceWeights, uploadWeights } from '../model/device-weights';
+import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { loadModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
-import { DecoderRunner } from './decoder-runner';
+import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
 import { DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
-import { Algorithm, ALGORITHMS, Budget, Ladders, PlanContext, PlanInput, planPasses, runPacked, runPrefix, runSerial } from './plans';
+import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
+import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
+import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
+import { runPlan } from './run-plan';
 import { scoresFromLabelLogprobs } from './scores';
-import { chooseAlgorithm, CostModel, costModelFor } from './selector';
+import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
 
 export type AlgorithmChoice = Algorithm | 'auto';
 
@@ -39,11 +42,52 @@ export interface ScorerOptions {
   readonly prefixCacheBytes?: number;
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
+  /**
+   * f32 dot precision (SPEC.md section 12): 'highest' (default) is true f32 on
+   * every platform, so every plan agrees within 1e-4; 'default' lets the
+   * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU).
+   */
+  readonly precision?: Precision;
+  /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
+  readonly rerankTemplate?: string | RerankTemplate;
+}
+
+export interface RerankResponse {
+  /** Best first, cut to topN. */
+  readonly results: readonly RerankResult[];
+  readonly usage: ScoreUsage;
+  readonly model: string;
+  /** The template that built the prompts. */
+  readonly template: string;
 }
 
 export interface ScoreCallOptions {
   /** Aborting drops the work that has not run yet; the call rejects with an AbortError. */
   readonly signal?: AbortSignal;
+  /** Forces a plan (default: the Scorer's algorithm option). */
+  readonly algorithm?: AlgorithmChoice;
+}
+
+/** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
+export interface BatchJob {
+  readonly request: NormalizedRequest;
+  readonly signal?: AbortSignal;
+}
+
+/** What became of one request of a batch. */
+export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
+
+/** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
+export interface PlanExplanation {
+  readonly algorithm: Algorithm;
+  /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
+  readonly precision: Precision;
+  readonly reason: string;
+  /** Estimated cost of the chosen plan, FLOP-equivalents. */
+  readonly cost: number;
+  readonly costs: Partial<Record<Algorithm, number>>;
+  /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
+  readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
 }
 
 export interface ScoreLibraryRequest extends ScoreRequest {
@@ -104,7 +148,10 @@ export class Scorer implements Disposable {
   readonly ladders: Ladders;
   /** Per-pass memory budget. */
   readonly budget: Budget;
+  /** f32 dot precision of every program this Scorer runs. */
+  readonly precision: Precision;
   private readonly costModel: CostModel;
+  private readonly sizing: Sizing;
   private readonly requestContext: ScoreRequestContext;
   private readonly defaultAlgorithm: AlgorithmChoice;
   private readonly log: (event: Record<string, unknown>) => void;
@@ -113,6 +160,8 @@ export class Scorer implements Disposable {
   private tokensScored = 0;
   private disposed = false;
   private loggedItemFirst = false;
+  private readonly templateOption: string | RerankTemplate | undefined;
+  private resolvedTemplate: ResolvedTemplate | null = null;
 
   private constructor(init: {
     modelName: string;
@@ -130,6 +179,7 @@ export class Scorer implements Disposable {
     this.weights = init.weights;
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = options.algorithm ?? 'auto';
+    this.templateOption = options.rerankTemplate;
     this.budget = { ...DEFAULT_BUDGET, ...options.budget };
     this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? 512 * 2 ** 20);
     const context = this.config.contextLength;
@@ -140,7 +190,9 @@ export class Scorer implements Disposable {
       labels: bucketLadder({ min: 2, max: Math.max(2, this.config.vocabSize) }),
     };
     this.costModel = costModelFor(this.config);
-    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, {
+    this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
+    this.precision = options.precision ?? 'highest';
+    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
       disk: options.diskCache ?? true,
     });
     this.requestContext = {
@@ -160,6 +212,9 @@ export class Scorer implements Disposable {
     if (options.algorithm !== undefined && !isAlgorithmChoice(options.algorithm)) {
       throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(options.algorithm)}`);
     }
+    if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
+      throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
+    }
     for (const key of ['maxItems', 'maxRequestTokens', 'prefixCacheBytes'] as const) {
       const v = options[key];
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
@@ -170,11 +225,14 @@ export class Scorer implements Disposable {
     try {
       const weights = await uploadWeights(client, model.config, model.weights);
       const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, options });
+      // A template named at load must fit the model: say so now, not at the first rerank.
+      if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
       scorer.log({
         event: 'model_loaded',
         model: model.name,
         path: model.path,
         platform: `${client.platformName} ${client.platformVersion}`,
+        precision: scorer.precision,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,
       });
@@ -196,47 +254,132 @@ export class Scorer implements Disposable {
     return this.lock.pending;
   }
 
+  /**
+   * Validates a library request (camelCase fields) into token space; throws
+   * ScoreInputError naming the field. Nothing runs.
+   */
+  normalize(request: ScoreRequest): NormalizedRequest {
+    this.assertLive();
+    return normalizeRequest(request, this.requestContext);
+  }
+
+  /** Validates an SGLang Score API body (snake_case JSON, as received over HTTP) into token space. */
+  normalizeBody(body: unknown): NormalizedRequest {
+    this.assertLive();
+    return normalizeRequestBody(body, this.requestContext);
+  }
+
   /** Scores a library request (camelCase fields). */
   async score(request: ScoreLibraryRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
-    this.assertLive();
-    const normalized = normalizeRequest(request, this.requestContext);
-    const algorithm = request && typeof request === 'object' ? request.algorithm : undefined;
-    if (algorithm !== undefined && !isAlgorithmChoice(algorithm)) {
-      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(algorithm)}`);
-    }
-    return this.run(normalized, algorithm ?? this.defaultAlgorithm, options);
+    const normalized = this.normalize(request);
+    const algorithm = options.algorithm ?? (request && typeof request === 'object' ? request.algorithm : undefined);
+    return this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
   }
 
-  /** Scores an SGLang Score API body (snake_case JSON, as received over HTTP). */
+  /** Scores an SGLang Score API body (snake_case JSON). */
   async scoreBody(body: unknown, options: ScoreCallOptions = {}): Promise<ScoreResult> {
+    return this.scoreNormalized(this.normalizeBody(body), options);
+  }
+
+  /** Scores a request that `normalize`/`normalizeBody` already validated: the one path every entry takes. */
+  async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
-    const normalized = normalizeRequestBody(body, this.requestContext);
-    return this.run(normalized, this.defaultAlgorithm, options);
+    const choice = this.choose(request, options.algorithm);
+    return this.lock.run(() => this.execute(request, choice, options.signal), options.signal);
   }
 
-  /** Which plan `auto` would pick for a request, and why (nothing runs). */
-  explain(request: ScoreLibraryRequest): { algorithm: Algorithm; reason: string; costs: Partial<Record<Algorithm, number>> } {
-    const n = normalizeRequest(request, this.requestContext);
-    return this.choose(this.planInput(n));
+  /**
+   * Scores several normalized requests in one hold of the device. Each runs
+   * its own plan, exactly as it would alone, so its scores do not depend on
+   * the others (SPEC.md section 11); requests with the same query share its
+   * prefill through the prefix cache. One request's failure or abort does not
+   * affect the others.
+   */
+  async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
+    this.assertLive();
+    const chosen = jobs.map((job) => {
+      try {
+        return { job, choice: this.choose(job.request, options.algorithm) };
+      } catch (error) {
+        return { job, error };
+      }
+    });
+    const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
+    return this.lock.run(async () => {
+      const outcomes: BatchOutcome[] = [];
+      for (const c of chosen) {
+        if ('error' in c) {
+          outcomes.push({ ok: false, error: c.error });
+          continue;
+        }
+        try {
+          outcomes.push({ ok: true, result: await this.execute(c.job.request, c.choice, c.job.signal) });
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+        }
+      }
+      return outcomes;
+    }, live() ? undefined : AbortSignal.abort());
   }
 
-  /** Compiles the programs that requests of these shapes use (progress bar on stderr). */
+  /**
+   * Reranks documents against a query (SPEC.md section 10): every document in
+   * one plan, the prompt up to the document shared. Results are sorted by
+   * relevance, best first.
+   */
+  async rerank(request: RerankRequest, options: ScoreCallOptions = {}): Promise<RerankResponse> {
+    this.assertLive();
+    return this.runRerank(normalizeRerank(request, this.rerankTemplate(), this.requestContext), options);
+  }
+
+  /** Validates a rerank JSON body (the common shape, or text-embeddings-inference's). */
+  normalizeRerankBody(body: unknown): NormalizedRerank {
+    this.assertLive();
+    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext);
+  }
+
+  /** Runs a validated rerank request. */
+  async runRerank(request: NormalizedRerank, options: ScoreCallOptions = {}): Promise<RerankResponse> {
+    const result = await this.scoreNormalized(request.score, options);
+    return { results: rerankResults(request, result.scores), usage: result.usage, model: this.modelName, template: this.rerankTemplate().template.name };
+  }
+
+  /** The rerank template bound to this model's vocabulary (TemplateError when none fits). */
+  rerankTemplate(): ResolvedTemplate {
+    if (this.resolvedTemplate) return this.resolvedTemplate;
+    const option = this.templateOption;
+    let template: RerankTemplate;
+    if (option === undefined) {
+      template = chooseTemplate({ name: this.modelName, architecture: this.config.architecture }, this.tokenizer);
+    } else if (typeof option === 'string') {
+      const named = RERANK_TEMPLATES[option];
+      if (!named) throw new TemplateError(`unknown rerank template ${JSON.stringify(option)}; built in: ${Object.keys(RERANK_TEMPLATES).join(', ')}`);
+      template = named;
+    } else {
+      template = option;
+    }
+    this.resolvedTemplate = resolveTemplate(template, this.tokenizer);
+    return this.resolvedTemplate;
+  }
+
+  /** The plan a request would run, its passes and costs (nothing runs). */
+  explain(request: ScoreLibraryRequest): PlanExplanation {
+    const normalized = this.normalize(request);
+    const choice = this.choose(normalized, request.algorithm);
+    return explanation(choice, this.precision);
+  }
+
+  /**
+   * Compiles exactly the programs that requests of these shapes run (progress
+   * bar on stderr): the plan of each shape is made as a real request's would be.
+   */
   async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
     this.assertLive();
-    const refs = new Map<string, Parameters<DecoderRunner['prepare']>[0]>();
+    const programs = new Map<string, ProgramKey>();
     for (const s of shapes) {
-      const input: PlanInput = {
-        queryTokens: new Array(s.queryTokens).fill(0),
-        itemTokens: Array.from({ length: s.items }, () => new Array(s.itemTokens).fill(0)),
-        labels: new Array(s.labels ?? 2).fill(0),
-        itemFirst: false,
-      };
-      const algorithm = s.algorithm ?? this.choose(input).algorithm;
-      for (const pass of planPasses(algorithm, input, this.ladders, this.budget, this.config.numHeads)) {
-        refs.set(JSON.stringify(pass.ref), pass.ref);
-      }
+      for (const pass of this.planFor(warmupShape(s), s.algorithm).plan.passes) programs.set(programKeyString(pass.program), pass.program);
     }
-    const items = [...refs.values()].map((ref) => ({ key: this.runner.key(ref), source: this.runner.source(ref) }));
+    const items = [...programs.values()].map((program) => ({ key: this.runner.key(program), source: this.runner.source(program) }));
     await this.runner.jit.warmup(items, { progress });
   }
 
@@ -264,57 +407,51 @@ export class Scorer implements Disposable {
     this.dispose();
   }
 
-  private planInput(n: NormalizedRequest): PlanInput {
-    return { queryTokens: n.queryTokens, itemTokens: n.itemTokens, labels: n.labels, itemFirst: n.itemFirst };
+  /** The plan of a request of this shape: the one place requests, warmup and explain get plans from. */
+  private planFor(shape: RequestShape, requested: AlgorithmChoice | undefined): PlanChoice {
+    const algorithm = requested ?? this.defaultAlgorithm;
+    if (!isAlgorithmChoice(algorithm)) {
+      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(algorithm)}`);
+    }
+    return choosePlan(shape, algorithm, this.sizing, this.costModel);
   }
 
-  private choose(input: PlanInput): { algorithm: Algorithm; reason: string; costs: Partial<Record<Algorithm, number>> } {
-    const P = this.ladders.tokens.find((t) => t >= input.queryTokens.length) ?? input.queryTokens.length;
-    const cached = this.prefixCache.has(PrefixCache.key(input.queryTokens, P));
-    return chooseAlgorithm(input, this.ladders, this.budget, this.costModel, this.config.numHeads, cached);
+  private choose(request: NormalizedRequest, requested: AlgorithmChoice | undefined): PlanChoice {
+    const choice = this.planFor(shapeOf(request), requested);
+    if (request.itemFirst && !this.loggedItemFirst) {
+      this.log({ event: 'item_first_serial', message: 'item_first requests run on the serial path (no shared query prefix)' });
+      this.loggedItemFirst = true;
+    }
+    return choice;
   }
 
-  private async run(n: NormalizedRequest, requested: AlgorithmChoice, options: ScoreCallOptions): Promise<ScoreResult> {
+  /** Runs a chosen plan (the device lock is held by the caller). */
+  private async execute(n: NormalizedRequest, choice: PlanChoice, signal: AbortSignal | undefined): Promise<ScoreResult> {
+    this.assertLive();
     const usage: ScoreUsage = { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens };
-    if (n.itemTokens.length === 0) {
-      return { scores: [], usage, algorithm: requested === 'auto' ? 'packed' : requested, model: this.modelName };
-    }
-    const input = this.planInput(n);
-    let algorithm: Algorithm;
-    if (n.itemFirst) {
-      // No shared prefix: the serial path is the only correct one.
-      if (!this.loggedItemFirst) {
-        this.log({ event: 'item_first_serial', message: 'item_first requests run on the serial path (no shared query prefix)' });
-        this.loggedItemFirst = true;
-      }
-      algorithm = 'serial';
-    } else if (requested === 'auto') {
-      algorithm = this.choose(input).algorithm;
-    } else {
-      algorithm = requested;
-    }
-    const logprobs = await this.lock.run(async () => {
-      this.assertLive();
-      const ctx: PlanContext = { runner: this.runner, ladders: this.ladders, budget: this.budget, prefixCache: this.prefixCache, signal: options.signal };
-      switch (algorithm) {
-        case 'serial':
-          return runSerial(input, ctx);
-        case 'packed':
-          return runPacked(input, ctx);
-        case 'prefix':
-          return runPrefix(input, ctx);
-      }
-    }, options.signal);
-    const flat = new Float32Array(logprobs.length * n.labels.length);
-    logprobs.forEach((row, i) => flat.set(row, i * n.labels.length));
-    const scores = scoresFromLabelLogprobs(flat, { itemCount: logprobs.length, labelCount: n.labels.length, applySoftmax: n.applySoftmax });
-    this.runs[algorithm]++;
+    const { plan } = choice;
+    if (n.itemTokens.length === 0) return { scores: [], usage, algorithm: plan.algorithm, model: this.modelName };
+    const logprobs = await runPlan(plan, n, { runner: this.runner, prefixCache: this.prefixCache, ...(signal ? { signal } : {}) });
+    const scores = scoresFromLabelLogprobs(logprobs, { itemCount: n.itemTokens.length, labelCount: n.labels.length, applySoftmax: n.applySoftmax });
+    this.runs[plan.algorithm]++;
     this.itemsScored += n.itemTokens.length;
     this.tokensScored += n.promptTokens;
-    return { scores, usage, algorithm, model: this.modelName };
+    return { scores, usage, algorithm: plan.algorithm, model: this.modelName };
   }
 
   private assertLive(): void {
     if (this.disposed) throw new Error('Scorer has been disposed');
   }
 }
+
+/** A warmup shape as a request shape: `items` items of `itemTokens` tokens. */
+function warmupShape(s: WarmupShape): RequestShape {
+  return { queryLength: s.queryTokens, itemLengths: new Array<number>(s.items).fill(s.itemTokens), labelCount: s.labels ?? 2, itemFirst: false };
+}
+
+function explanation(choice: PlanChoice, precision: Precision): PlanExplanation {
+  const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
+  return { algorithm: choice.plan.algorithm, precision, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
+}
+
+export type { Plan };

@@ -1,26 +1,31 @@
 /**
- * The `auto` plan choice: a cost model over FLOPs and passes.
+ * The `auto` plan choice: a cost model over the passes of each candidate plan.
  *
  * Costs are in FLOP-equivalents of useful and padded work (attention FLOPs
  * weighted by their measured relative cost), plus a fixed cost per pass.
- * item_first has no shared prefix, so it is always serial. A query whose K/V
- * is already cached makes prefix cheapest.
+ * item_first has no shared prefix, so it is always serial. The choice looks
+ * at the request's shape only, never at what the prefix cache holds: a
+ * request must run the same programs every time it is sent (SPEC.md
+ * section 11), so a cached query makes prefix cheaper but never flips the plan.
  */
-import { Algorithm, Budget, Ladders, PlanInput, planPasses } from './plans';
+import { Algorithm, makePlan, Pass, Plan, RequestShape, Sizing } from './plan';
 
 export interface CostModel {
   /** FLOPs per token row for the projections and MLP (about 2 x layer params). */
   readonly flopsPerRow: number;
-  /** FLOPs per (row, key) pair of attention (4 x heads x head dim x layers). */
+  /** FLOPs per (row, key) pair of attention (4 x heads x head dim x layers), weighted. */
   readonly flopsPerKey: number;
   /** Fixed cost of one execution, in FLOP-equivalents. */
   readonly flopsPerPass: number;
 }
 
-export interface Choice {
-  readonly algorithm: Algorithm;
+/** A plan with its estimated cost and why it was chosen. */
+export interface PlanChoice {
+  readonly plan: Plan;
+  /** Estimated cost of the chosen plan, FLOP-equivalents. */
+  readonly cost: number;
   readonly reason: string;
-  /** Estimated cost of each candidate, FLOP-equivalents. */
+  /** Estimated cost of each candidate that was considered. */
   readonly costs: Partial<Record<Algorithm, number>>;
 }
 
@@ -51,29 +56,50 @@ export function costModelFor(config: {
  */
 const FITTED = { keyWeight: 1.405, flopsPerPass: 1.45e10 } as const;
 
-function passCost(dims: Readonly<Record<string, number>>, program: string, m: CostModel): number {
-  const { P = 0, N = 0, L = 0 } = dims;
-  switch (program) {
+/** Estimated cost of one pass. */
+export function passCost(pass: Pass, m: CostModel): number {
+  const key = pass.program;
+  const P = key.prefix;
+  switch (key.program) {
     case 'decoder_prefill':
       return P * m.flopsPerRow + P * P * m.flopsPerKey + m.flopsPerPass;
-    case 'decoder_extend':
-      return N * L * m.flopsPerRow + N * L * (P + L) * m.flopsPerKey + m.flopsPerPass;
-    case 'decoder_fused':
-      return (P + N * L) * m.flopsPerRow + (P * P + N * L * (P + L)) * m.flopsPerKey + m.flopsPerPass;
-    default:
-      return Infinity;
+    case 'decoder_extend': {
+      const rows = key.items * key.itemLength;
+      return rows * m.flopsPerRow + rows * (P + key.itemLength) * m.flopsPerKey + m.flopsPerPass;
+    }
+    case 'decoder_fused': {
+      const rows = key.items * key.itemLength;
+      return (P + rows) * m.flopsPerRow + (P * P + rows * (P + key.itemLength)) * m.flopsPerKey + m.flopsPerPass;
+    }
   }
 }
 
-export function estimateCost(algorithm: Algorithm, input: PlanInput, ladders: Ladders, budget: Budget, m: CostModel, numHeads: number, prefixCached: boolean): number {
-  const passes = planPasses(algorithm, input, ladders, budget, numHeads);
-  return passes.reduce((sum, p) => sum + (prefixCached && p.ref.program === 'decoder_prefill' ? 0 : passCost(p.ref.dims, p.ref.program, m)), 0);
+/** Estimated cost of a whole plan. */
+export function planCost(plan: Plan, m: CostModel): number {
+  return plan.passes.reduce((sum, pass) => sum + passCost(pass, m), 0);
 }
 
-export function chooseAlgorithm(input: PlanInput, ladders: Ladders, budget: Budget, m: CostModel, numHeads: number, prefixCached: boolean): Choice {
-  if (input.itemFirst) return { algorithm: 'serial', reason: 'item_first has no shared prefix', costs: {} };
+/**
+ * The plan a request runs: `requested` when it names an algorithm, else the
+ * cheapest candidate. item_first always runs serial.
+ */
+export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', sizing: Sizing, m: CostModel): PlanChoice {
+  if (shape.itemFirst) {
+    const plan = makePlan('serial', shape, sizing);
+    return { plan, cost: planCost(plan, m), reason: 'item_first has no shared prefix', costs: {} };
+  }
+  if (requested !== 'auto') {
+    const plan = makePlan(requested, shape, sizing);
+    const cost = planCost(plan, m);
+    return { plan, cost, reason: 'requested', costs: { [requested]: cost } };
+  }
+  const candidates = (['packed', 'prefix', 'serial'] as const).map((a) => {
+    const plan = makePlan(a, shape, sizing);
+    return { plan, cost: planCost(plan, m) };
+  });
   const costs: Partial<Record<Algorithm, number>> = {};
-  for (const a of ['packed', 'prefix', 'serial'] as const) costs[a] = estimateCost(a, input, ladders, budget, m, numHeads, prefixCached);
-  const best = (Object.entries(costs) as [Algorithm, number][]).sort((a, b) => a[1] - b[1])[0][0];
-  return { algorithm: best, reason: prefixCached && best === 'prefix' ? 'query K/V cached' : 'lowest estimated cost', costs };
+  for (const c of candidates) costs[c.plan.algorithm] = c.cost;
+  // Stable on ties: the order above (packed, prefix, serial) wins.
+  const best = candidates.reduce((a, b) => (b.cost < a.cost ? b : a));
+  return { plan: best.plan, cost: best.cost, reason: 'lowest estimated cost', costs };
 }

@@ -4,10 +4,11 @@
  * can be read, tested and reasoned about without the device behind it.
  */
 import type { ModelConfig } from '../model/config';
-import type { Algorithm } from '../scoring/plans';
+import type { Algorithm } from '../scoring/plan';
 import type { JitCacheCounters } from '../scoring/jit-cache';
 import type { PrefixCacheCounters } from '../scoring/prefix-cache';
-import type { ScoreRequestBody } from '../scoring/request';
+import type { NormalizedRerank } from '../scoring/rerank';
+import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
 import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
 
 export type { Algorithm, AlgorithmChoice, WarmupShape };
@@ -22,6 +23,14 @@ export interface BackendScoreResult {
   readonly algorithm: Algorithm;
   readonly model: string;
 }
+
+/** One request of a batch, with its own abort signal. */
+export interface BackendJob {
+  readonly request: NormalizedRequest;
+  readonly signal?: AbortSignal;
+}
+
+export type BackendOutcome = { readonly ok: true; readonly result: BackendScoreResult } | { readonly ok: false; readonly error: unknown };
 
 /** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
 export interface BackendStats {
@@ -38,7 +47,14 @@ export interface ScoringBackend {
   /** Calls waiting for or holding the device inside the backend. */
   readonly pending: number;
   tokenize(text: string): number[];
+  /** Validates and tokenizes a Score API body (ScoreInputError on bad input): the service's only normalization. */
+  normalizeBody(body: unknown): NormalizedRequest;
+  /** Validates a rerank body into its score request (ScoreInputError on bad input; needs a rerank template for the model). */
+  normalizeRerankBody(body: unknown): NormalizedRerank;
+  /** Scores one body (the CLI). */
   scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
+  /** Scores normalized requests in one hold of the device, each exactly as it would run alone. */
+  scoreBatch(jobs: readonly BackendJob[]): Promise<BackendOutcome[]>;
   stats(): BackendStats;
   /** Compiles the programs requests of these shapes use (progress bar on `progress`). */
   warmup(shapes: readonly WarmupShape[], progress?: NodeJS.WritableStream | false): Promise<void>;
@@ -53,6 +69,9 @@ export interface BackendLoadOptions {
   readonly algorithm: AlgorithmChoice;
   readonly maxItems: number;
   readonly maxRequestTokens: number;
+  /** Rerank template name (default: chosen from the model). */
+  readonly rerankTemplate?: string;
+  readonly precision?: 'highest' | 'default';
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -67,6 +86,8 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     algorithm: options.algorithm,
     maxItems: options.maxItems,
     maxRequestTokens: options.maxRequestTokens,
+    ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
+    ...(options.precision !== undefined ? { precision: options.precision } : {}),
     log: options.log,
   });
 }

@@ -25,8 +25,12 @@ export interface ServeOptions {
   /** Per-request deadline from arrival to response; past it the answer is 504 and the work is dropped. */
   readonly timeoutMs: number;
   readonly maxBodyBytes: number;
-  /** Merge waiting requests that share a query into one Scorer call. */
+  /** Run waiting requests that share a query in one Scorer call. */
   readonly coalesce: boolean;
+  /** Rerank template name for /v1/rerank; default chosen from the model. */
+  readonly rerankTemplate?: string;
+  /** f32 dot precision: 'highest' (true f32, the default) or 'default' (the platform's fast mode, TF32 on NVIDIA). */
+  readonly precision?: 'highest' | 'default';
 }
 
 export const DEFAULT_SERVE_OPTIONS: ServeOptions = {
@@ -85,6 +89,8 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
   { flag: 'queue-size', env: 'PJRT_SCORE_QUEUE_SIZE', kind: 'integer', key: 'queueSize', min: 0, help: `most requests waiting for the device; more get 429 (default ${DEFAULT_SERVE_OPTIONS.queueSize})` },
   { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', kind: 'integer', key: 'timeoutMs', min: 1, help: `per-request deadline; past it 504 and the work is dropped (default ${DEFAULT_SERVE_OPTIONS.timeoutMs})` },
   { flag: 'max-body-bytes', env: 'PJRT_SCORE_MAX_BODY_BYTES', kind: 'integer', key: 'maxBodyBytes', min: 1, help: `largest request body; more get 413 (default ${DEFAULT_SERVE_OPTIONS.maxBodyBytes}, 8 MiB)` },
+  { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "f32 dots: highest (true f32, default) or default (the platform's fast mode: TF32 on NVIDIA GPUs)" },
+  { flag: 'rerank-template', env: 'PJRT_SCORE_RERANK_TEMPLATE', kind: 'string', key: 'rerankTemplate', help: 'template of /v1/rerank: qwen3-reranker, chatml-yes-no or llama3-yes-no (default: chosen from the model)' },
   { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', kind: 'boolean', key: 'coalesce', help: 'do not merge waiting requests that share a query into one Scorer call' },
 ];
 

@@ -4,13 +4,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { HttpError } from './http-errors';
 import { sendError, sendJson, sendText } from './respond';
-import { ScoreRecord, handleScore } from './score-route';
+import { RERANK_ENDPOINT } from './rerank-route';
+import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
 import { ScoreService } from './service';
 
-type Route = '/v1/score' | '/health' | '/v1/models' | '/metrics';
+type Route = '/v1/score' | '/v1/rerank' | '/rerank' | '/health' | '/v1/models' | '/metrics';
 
 const ROUTES: Readonly<Record<Route, readonly string[]>> = {
   '/v1/score': ['POST'],
+  '/v1/rerank': ['POST'],
+  '/rerank': ['POST'],
   '/health': ['GET', 'HEAD'],
   '/v1/models': ['GET', 'HEAD'],
   '/metrics': ['GET', 'HEAD'],
@@ -43,7 +46,11 @@ async function handle(service: ScoreService, req: IncomingMessage, res: ServerRe
     }
     switch (route) {
       case '/v1/score':
-        await handleScore(service, req, res, record);
+        await handleScoring(service, req, res, record, SCORE_ENDPOINT);
+        break;
+      case '/v1/rerank':
+      case '/rerank':
+        await handleScoring(service, req, res, record, RERANK_ENDPOINT);
         break;
       case '/health':
         record.status = health(service, res);
@@ -68,7 +75,8 @@ async function handle(service: ScoreService, req: IncomingMessage, res: ServerRe
   const seconds = (performance.now() - started) / 1000;
   const routeLabel = route ?? 'other';
   service.metrics.observeHttp(routeLabel, record.status);
-  if (route === '/v1/score') {
+  const scoring = route === '/v1/score' || route === '/v1/rerank' || route === '/rerank';
+  if (scoring) {
     service.metrics.observeScore(record.status, record.algorithm, seconds, record.items, record.tokens);
   }
   service.logger.info('request', {
@@ -76,7 +84,7 @@ async function handle(service: ScoreService, req: IncomingMessage, res: ServerRe
     method: req.method,
     path: path.slice(0, 200),
     status: record.status,
-    ...(route === '/v1/score'
+    ...(scoring
       ? {
           algorithm: record.algorithm,
           items: record.items,

@@ -4,25 +4,22 @@
  * Requests are validated before they queue (so a bad one never waits), wait
  * here in FIFO order, and go to the Scorer one call at a time (the device
  * runs one execution at a time anyway; holding the line here, not inside the
- * Scorer, keeps the queue visible, lets a request that expires while waiting
- * leave without ever reaching the Scorer, and lets waiting requests with the
- * same query be merged). When the device frees up, the head of the queue
- * takes along every waiting request with the same query tokens, labels and
- * flags (within the item and token limits): one Scorer call computes the
- * query once for all of them. Scores per item do not depend on the other
- * items (items never attend to each other), so merging changes no result
- * beyond float rounding. Nothing waits to form a batch: a request that
- * arrives to an idle device runs at once.
+ * Scorer, keeps the queue visible and lets a request that expires while
+ * waiting leave without ever reaching the Scorer). When the device frees up,
+ * the head of the queue takes along every waiting request with the same
+ * query tokens, labels and flags (within the item and token limits), and the
+ * Scorer runs them in one hold of the device. Each request still runs its
+ * own plan, exactly as it would alone, so its scores are the same bit for bit
+ * whatever it ran with (SPEC.md section 11); the batch shares the query's
+ * prefill through the prefix cache. Nothing waits to form a batch: a request
+ * that arrives to an idle device runs at once.
  */
 import type { NormalizedRequest } from '../scoring/request';
-import { ScoreInputError } from '../scoring/errors';
-import { Algorithm, ScoreBody, ScoringBackend, isAbortError } from './backend';
+import { Algorithm, ScoringBackend } from './backend';
 
 export interface ScoreJob {
   readonly id: string;
   readonly request: NormalizedRequest;
-  /** The body as received, sent as-is when the token form cannot express it. */
-  readonly rawBody: unknown;
   /** Fires on the deadline or when the client goes away: the job is dropped. */
   readonly signal: AbortSignal;
 }
@@ -42,7 +39,7 @@ export interface SchedulerOptions {
   readonly queueSize: number;
   /** Scorer calls in flight at once. 1 keeps the device busy and lets the queue form batches. */
   readonly maxConcurrent: number;
-  /** Merge waiting requests that share query, labels and flags. */
+  /** Run waiting requests that share query, labels and flags in one Scorer call. */
   readonly coalesce: boolean;
   readonly maxItems: number;
   readonly maxRequestTokens: number;
@@ -54,8 +51,6 @@ interface Waiting {
   readonly job: ScoreJob;
   readonly key: string | null;
   readonly enqueued: number;
-  /** Run alone (after a merged call was refused). */
-  readonly solo: boolean;
   settled: boolean;
   resolve(outcome: JobOutcome): void;
   reject(error: unknown): void;
@@ -113,7 +108,6 @@ export class Scheduler {
         job,
         key: this.options.coalesce ? coalesceKey(job.request) : null,
         enqueued: performance.now(),
-        solo: false,
         settled: false,
         resolve,
         reject,
@@ -154,13 +148,13 @@ export class Scheduler {
   private takeBatch(): Waiting[] {
     const head = this.waiting.shift() as Waiting;
     const batch = [head];
-    if (head.key === null || head.solo) return batch;
+    if (head.key === null) return batch;
     const queryLength = head.job.request.queryTokens.length;
     let items = head.job.request.itemTokens.length;
     let tokens = head.job.request.promptTokens;
     for (let i = 0; i < this.waiting.length; ) {
       const other = this.waiting[i];
-      if (other.key === head.key && !other.solo) {
+      if (other.key === head.key) {
         const moreItems = other.job.request.itemTokens.length;
         const moreTokens = other.job.request.promptTokens - queryLength;
         if (items + moreItems <= this.options.maxItems && tokens + moreTokens <= this.options.maxRequestTokens) {
@@ -178,78 +172,43 @@ export class Scheduler {
 
   private async run(batch: Waiting[]): Promise<void> {
     const started = performance.now();
-    const controller = new AbortController();
-    // The call is dropped once every request it serves has gone.
-    const live = new Set(batch);
-    const onMemberAbort = (member: Waiting): void => {
-      live.delete(member);
-      if (live.size === 0) controller.abort(new Error('every request of this call was aborted'));
-    };
+    // A member that aborts from here on is answered at once; its plan is skipped or stopped by its own signal.
     const listeners = batch.map((member) => {
       member.detach();
-      const listener = (): void => {
-        settle(member, () => member.reject(abortError(member.job.signal)));
-        onMemberAbort(member);
-      };
+      const listener = (): void => settle(member, () => member.reject(abortError(member.job.signal)));
       if (member.job.signal.aborted) listener();
       else member.job.signal.addEventListener('abort', listener, { once: true });
       return listener;
     });
     try {
-      if (live.size === 0) return;
-      const body = batch.length === 1 ? singleBody(batch[0].job) : mergedBody(batch);
-      const result = await this.backend.scoreBody(body, { signal: controller.signal });
+      const live = batch.filter((member) => !member.settled);
+      if (live.length === 0) return;
+      const outcomes = await this.backend.scoreBatch(live.map((member) => ({ request: member.job.request, signal: member.job.signal })));
       const seconds = (performance.now() - started) / 1000;
       this.emaCallSeconds = 0.8 * this.emaCallSeconds + 0.2 * seconds;
-      this.options.onBatch?.(batch.length);
-      let offset = 0;
-      const itemTokenTotal = batch.reduce((sum, m) => sum + itemTokenCount(m.job.request), 0);
-      const queryRun = Math.max(0, result.usage.promptTokens - itemTokenTotal);
-      for (const member of batch) {
-        const count = member.job.request.itemTokens.length;
-        const scores = result.scores.slice(offset, offset + count);
-        offset += count;
-        const promptTokens = batch.length === 1 ? result.usage.promptTokens : queryRun + itemTokenCount(member.job.request);
-        const outcome: JobOutcome = {
-          scores,
-          promptTokens,
+      this.options.onBatch?.(live.length);
+      live.forEach((member, i) => {
+        const outcome = outcomes[i];
+        if (!outcome.ok) {
+          const error = outcome.error;
+          settle(member, () => member.reject(member.job.signal.aborted ? abortError(member.job.signal) : error));
+          return;
+        }
+        const { result } = outcome;
+        const jobOutcome: JobOutcome = {
+          scores: result.scores,
+          promptTokens: result.usage.promptTokens,
           algorithm: result.algorithm,
-          batchSize: batch.length,
+          batchSize: live.length,
           queueMs: started - member.enqueued,
         };
-        settle(member, () => member.resolve(outcome));
-      }
+        settle(member, () => member.resolve(jobOutcome));
+      });
     } catch (error) {
-      if (batch.length > 1 && error instanceof ScoreInputError) {
-        // Each request was valid alone; the merged one was refused: run them alone, first in line.
-        for (let i = batch.length - 1; i >= 0; i--) {
-          const member = batch[i];
-          if (member.settled) continue;
-          const solo = this.requeueSolo(member);
-          this.waiting.unshift(solo);
-        }
-        return;
-      }
-      for (const member of batch) {
-        settle(member, () => member.reject(isAbortError(error) && member.job.signal.aborted ? abortError(member.job.signal) : error));
-      }
+      for (const member of batch) settle(member, () => member.reject(error));
     } finally {
       batch.forEach((member, i) => member.job.signal.removeEventListener('abort', listeners[i]));
     }
-  }
-
-  private requeueSolo(member: Waiting): Waiting {
-    const entry: Waiting = { ...member, solo: true, settled: false, detach: () => undefined };
-    const onAbort = (): void => {
-      const index = this.waiting.indexOf(entry);
-      if (index >= 0) this.waiting.splice(index, 1);
-      settle(entry, () => entry.reject(abortError(entry.job.signal)));
-      this.notifyIdle();
-    };
-    entry.detach = () => entry.job.signal.removeEventListener('abort', onAbort);
-    member.job.signal.addEventListener('abort', onAbort, { once: true });
-    member.settled = true; // the old entry is replaced by `entry`
-    return entry;
   }
 }
 
@@ -267,41 +226,8 @@ function abortError(signal: AbortSignal): Error {
   return error;
 }
 
-function itemTokenCount(request: NormalizedRequest): number {
-  let n = 0;
-  for (const item of request.itemTokens) n += item.length;
-  return n;
-}
-
 /** Requests that may share one call. Requests with no items are not merged (nothing to share). */
 function coalesceKey(request: NormalizedRequest): string | null {
   if (request.itemTokens.length === 0 || request.queryTokens.length === 0) return null;
   return `${request.itemFirst ? 1 : 0}${request.applySoftmax ? 1 : 0}|${request.labels.join(',')}|${request.queryTokens.join(',')}`;
-}
-
-/**
- * The request in token form (already tokenized, BOS placed), so the Scorer
- * does not tokenize twice. A query that is empty in token space (item_first
- * with an empty query text) is not expressible as token ids: send it as received.
- */
-function singleBody(job: ScoreJob): unknown {
-  const r = job.request;
-  if (r.queryTokens.length === 0) return job.rawBody;
-  return tokenBody(r, r.itemTokens);
-}
-
-function mergedBody(batch: readonly Waiting[]): ScoreBody {
-  const items: number[][] = [];
-  for (const member of batch) items.push(...member.job.request.itemTokens);
-  return tokenBody(batch[0].job.request, items);
-}
-
-function tokenBody(r: NormalizedRequest, items: number[][]): ScoreBody {
-  return {
-    query: r.queryTokens,
-    items,
-    label_token_ids: r.labels,
-    apply_softmax: r.applySoftmax,
-    item_first: r.itemFirst,
-  };
 }

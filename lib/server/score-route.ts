@@ -1,12 +1,15 @@
 /**
- * POST /v1/score: SGLang's ScoringRequest in, ScoringResponse out.
- * Order of checks: phase (503), content type and body (400/413), fields
- * (400), queue (429), then the device under a deadline (504).
+ * The scoring routes: POST /v1/score (SGLang's ScoringRequest in,
+ * ScoringResponse out) and, through the same steps, POST /v1/rerank
+ * (rerank-route.ts). Order of checks: phase (503), content type and body
+ * (400/413), fields (400), queue (429), then the device under a deadline (504).
+ * An endpoint only says how a body becomes a normalized request and how the
+ * scores become its answer.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ScoreInputError, describeValue } from '../scoring/errors';
-import { NormalizedRequest, normalizeRequestBody } from '../scoring/request';
-import { isAbortError } from './backend';
+import type { NormalizedRequest } from '../scoring/request';
+import { isAbortError, ScoringBackend } from './backend';
 import { checkContentType, parseJsonBody, readBody } from './body';
 import { HttpError } from './http-errors';
 import { sendError, sendJson } from './respond';
@@ -47,7 +50,35 @@ class ClientGoneError extends Error {
   }
 }
 
-export async function handleScore(service: ScoreService, req: IncomingMessage, res: ServerResponse, record: ScoreRecord): Promise<void> {
+/** What differs between the scoring routes. */
+export interface ScoringEndpoint<T> {
+  /** Validates and tokenizes a parsed JSON body (ScoreInputError on bad input): the request's one normalization. */
+  normalize(backend: ScoringBackend, body: unknown): { readonly request: NormalizedRequest; readonly detail: T };
+  /** The 200 answer. */
+  respond(outcome: JobOutcome, detail: T, service: ScoreService, id: string): unknown;
+}
+
+/** POST /v1/score. */
+export const SCORE_ENDPOINT: ScoringEndpoint<null> = {
+  normalize: (backend, body) => {
+    checkModelField(body);
+    return { request: backend.normalizeBody(body), detail: null };
+  },
+  respond: (outcome, _detail, service): ScoreResponseBody => ({
+    scores: outcome.scores,
+    model: service.backend?.modelName ?? '',
+    object: 'scoring',
+    usage: { prompt_tokens: outcome.promptTokens, completion_tokens: 0, total_tokens: outcome.promptTokens },
+  }),
+};
+
+export async function handleScoring<T>(
+  service: ScoreService,
+  req: IncomingMessage,
+  res: ServerResponse,
+  record: ScoreRecord,
+  endpoint: ScoringEndpoint<T>,
+): Promise<void> {
   const { options } = service;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DeadlineError(options.timeoutMs)), options.timeoutMs);
@@ -56,13 +87,8 @@ export async function handleScore(service: ScoreService, req: IncomingMessage, r
   };
   res.on('close', onClose);
   try {
-    const outcome = await scoreRequest(service, req, controller.signal, record);
-    const body: ScoreResponseBody = {
-      scores: outcome.scores,
-      model: service.backend?.modelName ?? '',
-      object: 'scoring',
-      usage: { prompt_tokens: outcome.promptTokens, completion_tokens: 0, total_tokens: outcome.promptTokens },
-    };
+    const { outcome, detail } = await scoreRequest(service, req, controller.signal, record, endpoint);
+    const body = endpoint.respond(outcome, detail, service, record.id);
     record.status = 200;
     sendJson(res, 200, body);
   } catch (error) {
@@ -84,23 +110,28 @@ export async function handleScore(service: ScoreService, req: IncomingMessage, r
   }
 }
 
-async function scoreRequest(service: ScoreService, req: IncomingMessage, signal: AbortSignal, record: ScoreRecord): Promise<JobOutcome> {
+async function scoreRequest<T>(
+  service: ScoreService,
+  req: IncomingMessage,
+  signal: AbortSignal,
+  record: ScoreRecord,
+  endpoint: ScoringEndpoint<T>,
+): Promise<{ outcome: JobOutcome; detail: T }> {
   const scheduler = service.scheduler;
-  const context = service.requestContext;
-  if (service.phase !== 'ready' || !scheduler || !context) {
+  const backend = service.backend;
+  if (service.phase !== 'ready' || !scheduler || !backend) {
     const message = service.phase === 'loading' ? 'the model is loading; retry shortly' : 'the server is shutting down';
     throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
   }
   checkContentType(req.headers['content-type']);
   const bytes = await raceSignal(readBody(req, service.options.maxBodyBytes), signal);
   const body = parseJsonBody(bytes);
-  checkModelField(body);
-  const request: NormalizedRequest = normalizeRequestBody(body, context);
+  const { request, detail } = endpoint.normalize(backend, body);
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;
   let pending: Promise<JobOutcome>;
   try {
-    pending = scheduler.submit({ id: record.id, request, rawBody: body, signal });
+    pending = scheduler.submit({ id: record.id, request, signal });
   } catch (error) {
     if (error instanceof QueueFullError) {
       throw new HttpError(429, `${error.message}: retry later`, { retryAfter: scheduler.retryAfterSeconds() });
@@ -113,11 +144,11 @@ async function scoreRequest(service: ScoreService, req: IncomingMessage, signal:
   record.batch = outcome.batchSize;
   record.queueMs = Math.round(outcome.queueMs * 10) / 10;
   record.tokens = outcome.promptTokens;
-  return outcome;
+  return { outcome, detail };
 }
 
 /** `model` is optional and informational (one model per server), but must be a string when given. */
-function checkModelField(body: unknown): void {
+export function checkModelField(body: unknown): void {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return; // the normalizer reports it
   const model = (body as Record<string, unknown>).model;
   if (model !== undefined && model !== null && typeof model !== 'string') {

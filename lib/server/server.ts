@@ -68,6 +68,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     algorithm: settings.algorithm,
     maxItems: settings.maxItems,
     maxRequestTokens: settings.maxRequestTokens,
+    ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
+    ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
     log: (event) => {
       const { event: name, ...fields } = event;
       logger.info(typeof name === 'string' ? name : 'scorer', { source: 'scorer', ...fields });

@@ -2,7 +2,6 @@
  * The service's state: the backend (once loaded), its queue, the metrics, and
  * the phase it is in: loading -> ready -> draining -> closed.
  */
-import type { ScoreRequestContext } from '../scoring/request';
 import { ScoringBackend } from './backend';
 import { Logger } from './log';
 import { ServiceMetrics } from './metrics';
@@ -17,7 +16,6 @@ export class ScoreService {
   private phaseValue: Phase = 'loading';
   private backendValue: ScoringBackend | null = null;
   private schedulerValue: Scheduler | null = null;
-  private contextValue: ScoreRequestContext | null = null;
   /** HTTP requests being handled (any route); the drain waits for 0. */
   private active = 0;
   private activeWaiters: (() => void)[] = [];
@@ -41,11 +39,6 @@ export class ScoreService {
     return this.schedulerValue;
   }
 
-  /** The validation context (model vocabulary and context, service limits); null until loaded. */
-  get requestContext(): ScoreRequestContext | null {
-    return this.contextValue;
-  }
-
   /** The backend is loaded (warm or not): it may be disposed on close. */
   attach(backend: ScoringBackend): void {
     this.backendValue = backend;
@@ -58,16 +51,6 @@ export class ScoreService {
       maxRequestTokens: options.maxRequestTokens,
       onBatch: (members) => this.metrics.observeBatch(members),
     });
-    const config = backend.config;
-    this.contextValue = {
-      vocabSize: config.vocabSize,
-      contextLength: config.contextLength,
-      maxItems: options.maxItems,
-      maxRequestTokens: options.maxRequestTokens,
-      tokenize: (text: string) => backend.tokenize(text),
-      addBos: config.addBos,
-      ...(config.bosTokenId !== undefined ? { bosTokenId: config.bosTokenId } : {}),
-    };
   }
 
   markReady(): void {

@@ -5,7 +5,7 @@
  * (e.g. `32x8x16,128x16x64@prefix`). Each shape compiles the programs the
  * Scorer's plan for it uses (their buckets), so nearby shapes are warm too.
  */
-import type { Algorithm } from '../scoring/plans';
+import type { Algorithm } from '../scoring/plan';
 import type { WarmupShape } from '../scoring/scorer';
 
 const ALGORITHMS: readonly Algorithm[] = ['serial', 'packed', 'prefix'];

@@ -545,6 +545,7 @@ module.exports = {
   tinyTokenizerJson,
   llamaCppPermute,
   tensorTable,
+  ggufMetadata,
   TINY_TEXTS,
   // file-format primitives, for tests that build broken files
   GGML,

@@ -1,7 +1,7 @@
 /** `pjrt-score fetch`: put the PJRT plugin and the model in the cache (idempotent). */
 import { loadModelInfo } from '../model/load';
-import { OptionSpec, UsageError, parseCommand, stringFlag } from './cli-args';
-import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from './fetch-assets';
+import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
+import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../server/fetch-assets';
 
 const SPEC: OptionSpec = {
   plugin: { type: 'string' },

@@ -1,8 +1,8 @@
 /** `pjrt-score score`: score one request from the command line; a table, or the Score API JSON. */
 import { loadModelInfo } from '../model/load';
-import { ALGORITHM_CHOICES, AlgorithmChoice, BackendScoreResult, ScoringBackend, loadScorerBackend } from './backend';
-import { OptionSpec, UsageError, parseCommand, stringFlag } from './cli-args';
-import { createLogger } from './log';
+import { ALGORITHM_CHOICES, AlgorithmChoice, BackendScoreResult, ScoringBackend, loadScorerBackend } from '../server/backend';
+import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
+import { createLogger } from '../server/log';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },

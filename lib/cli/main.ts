@@ -2,14 +2,16 @@
  * The `pjrt-score` command line: serve, score, fetch. `main` returns the exit
  * code: 0 success, 1 failure, 2 usage error (unknown flag, bad value).
  */
-import { fetchCommand, fetchHelp } from './cli-fetch';
-import { UsageError } from './cli-args';
-import { scoreCommand, scoreHelp } from './cli-score';
-import { serveCommand, serveHelp } from './cli-serve';
+import { fetchCommand, fetchHelp } from './fetch';
+import { UsageError } from './args';
+import { rerankCommand, rerankHelp } from './rerank';
+import { scoreCommand, scoreHelp } from './score';
+import { serveCommand, serveHelp } from './serve';
 
 const COMMANDS: Readonly<Record<string, { run: (args: readonly string[]) => number | Promise<number>; help: () => string }>> = {
   serve: { run: serveCommand, help: serveHelp },
   score: { run: scoreCommand, help: scoreHelp },
+  rerank: { run: rerankCommand, help: rerankHelp },
   fetch: { run: fetchCommand, help: fetchHelp },
 };
 
@@ -21,8 +23,9 @@ export function mainHelp(): string {
     'on XLA through a PJRT plugin.',
     '',
     'Commands:',
-    '  serve   run the scoring service (SGLang-compatible POST /v1/score)',
+    '  serve   run the scoring service (SGLang-compatible POST /v1/score, POST /v1/rerank)',
     '  score   score one request from the command line',
+    '  rerank  rank documents against a query from the command line',
     '  fetch   download the PJRT plugin and the default model into the cache',
     '',
     'Run `pjrt-score <command> --help` for the options of a command.',

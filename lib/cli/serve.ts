@@ -1,8 +1,8 @@
 /** `pjrt-score serve`: run the service until SIGTERM/SIGINT, then drain and exit 0. */
-import { OptionSpec, UsageError, parseCommand } from './cli-args';
-import { createLogger } from './log';
-import { OptionError, SERVE_SETTINGS, resolveServeOptions } from './options';
-import { ScoreServer, startServer } from './server';
+import { OptionSpec, UsageError, parseCommand } from './args';
+import { createLogger } from '../server/log';
+import { OptionError, SERVE_SETTINGS, resolveServeOptions } from '../server/options';
+import { ScoreServer, startServer } from '../server/server';
 
 const SPEC: OptionSpec = Object.fromEntries(
   SERVE_SETTINGS.map((s) => [s.flag, { type: s.kind === 'boolean' ? ('boolean' as const) : ('string' as const) }]),

@@ -1,0 +1,101 @@
+/** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
+import { rerankResults } from '../scoring/rerank';
+import { loadScorerBackend } from '../server/backend';
+import { createLogger } from '../server/log';
+import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
+
+const SPEC: OptionSpec = {
+  query: { type: 'string', short: 'q' },
+  doc: { type: 'string', multiple: true, short: 'd' },
+  instruction: { type: 'string' },
+  'top-n': { type: 'string' },
+  template: { type: 'string' },
+  json: { type: 'boolean' },
+  model: { type: 'string' },
+  plugin: { type: 'string' },
+  verbose: { type: 'boolean' },
+};
+
+export function rerankHelp(): string {
+  return [
+    'Usage: pjrt-score rerank --query TEXT --doc A [--doc B ...] [options]',
+    '',
+    'Ranks the documents by relevance to the query: the probability that the model',
+    'answers "yes" rather than "no" to "does this document meet the query?", every',
+    'document in one pass behind the shared prompt.',
+    '',
+    'Options:',
+    '  -q, --query TEXT      the query',
+    '  -d, --doc TEXT        one document; repeat for more (at least one)',
+    '  --instruction TEXT    the task instruction (default: web search relevance)',
+    '  --top-n N             print only the best N',
+    '  --template NAME       qwen3-reranker, chatml-yes-no or llama3-yes-no (default: from the model)',
+    '  --json                print the rerank API response JSON instead of a table',
+    '  --model PATH          GGUF file or Hugging Face directory (default PJRT_SCORE_MODEL,',
+    '                        else the cached SmolLM2-135M-Instruct)',
+    '  --plugin PATH         PJRT plugin (default PJRT_PLUGIN_PATH, else the cached CPU plugin)',
+    '  --verbose             Scorer log lines on stderr',
+    '  -h, --help            show this help',
+    '',
+  ].join('\n');
+}
+
+export async function rerankCommand(args: readonly string[]): Promise<number> {
+  const values = parseCommand('rerank', args, SPEC);
+  if (values.help) {
+    process.stdout.write(rerankHelp());
+    return 0;
+  }
+  const query = stringFlag(values, 'query');
+  const documents = (values.doc as string[] | undefined) ?? [];
+  if (query === undefined) throw new UsageError('--query is required', 'rerank');
+  if (documents.length === 0) throw new UsageError('at least one --doc is required', 'rerank');
+  const topNText = stringFlag(values, 'top-n');
+  if (topNText !== undefined && !/^\d+$/.test(topNText)) throw new UsageError(`--top-n must be a non-negative integer, got ${JSON.stringify(topNText)}`, 'rerank');
+  const model = stringFlag(values, 'model');
+  const plugin = stringFlag(values, 'plugin');
+  const template = stringFlag(values, 'template');
+  const instruction = stringFlag(values, 'instruction');
+  const logger = createLogger((line) => process.stderr.write(line));
+  const backend = await loadScorerBackend({
+    ...(model !== undefined ? { model } : {}),
+    ...(plugin !== undefined ? { plugin } : {}),
+    ...(template !== undefined ? { rerankTemplate: template } : {}),
+    algorithm: 'auto',
+    maxItems: Math.max(1024, documents.length),
+    maxRequestTokens: 1 << 20,
+    log: values.verbose ? (event) => logger.info('scorer', event) : () => undefined,
+  });
+  try {
+    const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };
+    const rerank = backend.normalizeRerankBody(body);
+    const [outcome] = await backend.scoreBatch([{ request: rerank.score }]);
+    if (!outcome.ok) throw outcome.error;
+    const results = rerankResults(rerank, outcome.result.scores);
+    if (values.json) {
+      const response = {
+        model: backend.modelName,
+        object: 'rerank',
+        results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
+        usage: { prompt_tokens: outcome.result.usage.promptTokens, total_tokens: outcome.result.usage.promptTokens },
+      };
+      process.stdout.write(`${JSON.stringify(response)}\n`);
+    } else {
+      const rows = results.map((r, rank) => [String(rank + 1), r.relevanceScore.toFixed(6), String(r.index), shorten(documents[r.index], 60)]);
+      const header = ['rank', 'relevance', 'index', 'document'];
+      const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
+      const line = (cells: readonly string[]): string => cells.map((cell, c) => (c < 3 ? cell.padStart(widths[c]) : cell)).join('  ').trimEnd();
+      process.stdout.write(
+        [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `model ${backend.modelName}, ${outcome.result.usage.promptTokens} prompt tokens`, ''].join('\n'),
+      );
+    }
+    return 0;
+  } finally {
+    backend.dispose();
+  }
+}
+
+function shorten(text: string, max: number): string {
+  const flat = text.replace(/\s+/g, ' ');
+  return flat.length > max ? `${flat.slice(0, max - 1)}…` : flat;
+}

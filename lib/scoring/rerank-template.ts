@@ -1,0 +1,179 @@
+/**
+ * Rerank templates, as data (SPEC.md section 10). A template says how a
+ * query and a document become one prompt whose next token answers "yes" or
+ * "no": a prefix (system turn, instruction, query), the document, a suffix
+ * that ends where the answer is read, and the two answer strings. The prefix
+ * is the same for every document of a request, so it is the shared query of
+ * one multi-item plan.
+ *
+ * Special tokens of a template (`<|im_start|>`) are token ids looked up in
+ * the model's vocabulary, never text: user text is tokenized with special
+ * tokens off, so a document containing "<|im_end|>" is scored as those
+ * characters. Consecutive text pieces and fields are tokenized as one string,
+ * as the published recipes do; the document starts a new piece at a
+ * whitespace boundary, where byte-level pre-tokenizers split anyway.
+ */
+
+/** One part of a template: literal text, a request field, or a special token by its text. */
+export type TemplatePiece = { readonly text: string } | { readonly field: 'query' | 'instruction' } | { readonly special: string };
+
+export interface RerankTemplate {
+  readonly name: string;
+  /** Before the document. */
+  readonly prefix: readonly TemplatePiece[];
+  /** Text tokenized together with the document, in front of it (a space, so the document's first word keeps its leading space). */
+  readonly documentLead: string;
+  /** After the document; the answer is read at its last token. */
+  readonly suffix: readonly TemplatePiece[];
+  /** The answer strings; each must be one token of the model's vocabulary. */
+  readonly yes: string;
+  readonly no: string;
+  /** The instruction used when a request gives none. */
+  readonly defaultInstruction: string;
+}
+
+/** What a template needs from a tokenizer. */
+export interface TemplateTokenizer {
+  /** Text -> ids with special tokens neither added nor parsed. */
+  encode(text: string): number[];
+  /** A special token's id by its text, or undefined. */
+  tokenToId(token: string): number | undefined;
+}
+
+/** A template bound to one model's vocabulary. */
+export interface ResolvedTemplate {
+  readonly template: RerankTemplate;
+  readonly yesId: number;
+  readonly noId: number;
+  /** The prompt before the document, for one query and instruction. */
+  prefixTokens(query: string, instruction: string): number[];
+  /** One document as an item: its tokens (with the lead) followed by the suffix. */
+  documentTokens(document: string): number[];
+}
+
+export class TemplateError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'TemplateError';
+  }
+}
+
+const JUDGE =
+  'Judge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".';
+const DEFAULT_INSTRUCTION = 'Given a web search query, retrieve relevant passages that answer the query';
+const USER_TURN: readonly TemplatePiece[] = [
+  { text: '<Instruct>: ' },
+  { field: 'instruction' },
+  { text: '\n<Query>: ' },
+  { field: 'query' },
+  { text: '\n<Document>:' },
+];
+
+/** Qwen3-Reranker's published recipe (its model card): ChatML, an empty think block, "yes"/"no". */
+export const QWEN3_RERANKER: RerankTemplate = {
+  name: 'qwen3-reranker',
+  prefix: [{ special: '<|im_start|>' }, { text: `system\n${JUDGE}` }, { special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'user\n' }, ...USER_TURN],
+  documentLead: ' ',
+  suffix: [{ special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n<think>\n\n</think>\n\n' }],
+  yes: 'yes',
+  no: 'no',
+  defaultInstruction: DEFAULT_INSTRUCTION,
+};
+
+/** The same judgement for any ChatML chat model (SmolLM2, Qwen2/2.5/3 instruct): the answer opens the assistant turn. */
+export const CHATML_YES_NO: RerankTemplate = {
+  name: 'chatml-yes-no',
+  prefix: QWEN3_RERANKER.prefix,
+  documentLead: ' ',
+  suffix: [{ special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n' }],
+  yes: 'yes',
+  no: 'no',
+  defaultInstruction: DEFAULT_INSTRUCTION,
+};
+
+/** The same judgement for Llama 3 chat models (header tokens). */
+export const LLAMA3_YES_NO: RerankTemplate = {
+  name: 'llama3-yes-no',
+  prefix: [
+    { special: '<|start_header_id|>' },
+    { text: 'system' },
+    { special: '<|end_header_id|>' },
+    { text: `\n\n${JUDGE}` },
+    { special: '<|eot_id|>' },
+    { special: '<|start_header_id|>' },
+    { text: 'user' },
+    { special: '<|end_header_id|>' },
+    { text: '\n\n' },
+    ...USER_TURN,
+  ],
+  documentLead: ' ',
+  suffix: [{ special: '<|eot_id|>' }, { special: '<|start_header_id|>' }, { text: 'assistant' }, { special: '<|end_header_id|>' }, { text: '\n\n' }],
+  yes: 'yes',
+  no: 'no',
+  defaultInstruction: DEFAULT_INSTRUCTION,
+};
+
+export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
+  [QWEN3_RERANKER.name]: QWEN3_RERANKER,
+  [CHATML_YES_NO.name]: CHATML_YES_NO,
+  [LLAMA3_YES_NO.name]: LLAMA3_YES_NO,
+};
+
+/**
+ * The built-in template for a model, from its name and vocabulary: a model
+ * named like a Qwen3 reranker gets that recipe; a ChatML vocabulary the
+ * ChatML judge; Llama 3 header tokens the Llama 3 judge. Anything else must
+ * name a template.
+ */
+export function chooseTemplate(model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
+  const name = model.name.toLowerCase();
+  if (/rerank/.test(name) && /qwen/.test(name + model.architecture)) return QWEN3_RERANKER;
+  if (tokenizer.tokenToId('<|im_start|>') !== undefined && tokenizer.tokenToId('<|im_end|>') !== undefined) return CHATML_YES_NO;
+  if (tokenizer.tokenToId('<|start_header_id|>') !== undefined && tokenizer.tokenToId('<|eot_id|>') !== undefined) return LLAMA3_YES_NO;
+  throw new TemplateError(
+    `no built-in rerank template fits model ${model.name} (no ChatML or Llama 3 special tokens); ` +
+      `pass one of ${Object.keys(RERANK_TEMPLATES).join(', ')} as the template option`,
+  );
+}
+
+/** Binds a template to a vocabulary: special tokens and answers become ids (TemplateError if one is missing). */
+export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTokenizer): ResolvedTemplate {
+  const special = (text: string): number => {
+    const id = tokenizer.tokenToId(text);
+    if (id === undefined) throw new TemplateError(`template ${template.name}: the model's vocabulary has no special token ${text}`);
+    return id;
+  };
+  const single = (text: string): number => {
+    const ids = tokenizer.encode(text);
+    if (ids.length !== 1) throw new TemplateError(`template ${template.name}: the answer ${JSON.stringify(text)} is ${ids.length} tokens, not one`);
+    return ids[0];
+  };
+  // Fail at load, not at the first request.
+  for (const piece of [...template.prefix, ...template.suffix]) if ('special' in piece) special(piece.special);
+  const render = (pieces: readonly TemplatePiece[], fields: { query: string; instruction: string }): number[] => {
+    const out: number[] = [];
+    let text = '';
+    const flush = (): void => {
+      if (text !== '') out.push(...tokenizer.encode(text));
+      text = '';
+    };
+    for (const piece of pieces) {
+      if ('special' in piece) {
+        flush();
+        out.push(special(piece.special));
+      } else {
+        text += 'text' in piece ? piece.text : fields[piece.field];
+      }
+    }
+    flush();
+    return out;
+  };
+  const suffix = render(template.suffix, { query: '', instruction: '' });
+  return {
+    template,
+    yesId: single(template.yes),
+    noId: single(template.no),
+    prefixTokens: (query, instruction) => render(template.prefix, { query, instruction }),
+    documentTokens: (document) => [...tokenizer.encode(template.documentLead + document), ...suffix],
+  };
+}

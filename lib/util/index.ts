@@ -1,0 +1,9 @@
+/**
+ * lib/util: small helpers below every other room: the cache directory, the
+ * element-type table, static-shape helpers.
+ * May import: nothing in lib/.
+ */
+export { cacheDir } from './cache-dir';
+export { sameDims, elementCount } from './dims';
+export { ELEMENT_TYPES, isElementType, elementKind, elementTypeFromMlir } from './element-types';
+export type { ElementKind, ElementType, ElementTypeInfo } from './element-types';

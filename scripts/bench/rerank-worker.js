@@ -1,0 +1,72 @@
+'use strict';
+// The rerank case of `npm run bench`, in its own process:
+//   node scripts/bench/rerank-worker.js
+// One query of about 30 tokens against (a) 100 documents of about 200 tokens
+// and (b) 20 documents of about 1,000 tokens, through the default model's
+// rerank template. Two ways, on the same normalized request, in one run:
+// our rerank (auto plan: the prompt up to the document is the shared prefix)
+// and each document as its own sequence (the serial plan: what servers that
+// score query-document pairs one by one do). Each is run once untimed
+// (compiles), then timed. Prints one JSON line.
+const { Scorer } = require('../../dist/scoring/scorer');
+
+const WORDS = (
+  'the river city museum north market bridge winter history science music language garden train station library ' +
+  'mountain coffee ocean paper light energy machine system report policy family school street window morning ' +
+  'research water village company project season table doctor story island forest answer question number'
+).split(' ');
+
+/** Deterministic text of about `tokens` tokens (cut at the token count, then decoded). */
+function text(scorer, tokens, seed) {
+  let a = seed >>> 0;
+  const words = [];
+  for (let i = 0; i < tokens * 1.5; i++) {
+    a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
+    words.push(WORDS[a % WORDS.length]);
+  }
+  const ids = scorer.tokenizer.encode(words.join(' ')).slice(0, tokens);
+  return scorer.tokenizer.decode(ids).trim();
+}
+
+async function timed(fn) {
+  await fn(); // compiles
+  const t0 = performance.now();
+  const result = await fn();
+  return { seconds: (performance.now() - t0) / 1000, result };
+}
+
+async function main() {
+  const scorer = await Scorer.load({ prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
+  const query = text(scorer, 30, 7);
+  const cases = [];
+  for (const [count, length] of [
+    [100, 200],
+    [20, 1000],
+  ]) {
+    const documents = Array.from({ length: count }, (_, i) => text(scorer, length, 1000 + i));
+    const request = scorer.normalizeRerankBody({ query, documents });
+    const ours = await timed(() => scorer.scoreNormalized(request.score));
+    const serial = await timed(() => scorer.scoreNormalized(request.score, { algorithm: 'serial' }));
+    let worst = 0;
+    ours.result.scores.forEach((row, i) => (worst = Math.max(worst, Math.abs(row[1] - serial.result.scores[i][1]))));
+    cases.push({
+      documents: count,
+      documentTokens: length,
+      promptTokens: request.score.queryTokens.length,
+      itemTokensMean: request.score.itemTokens.reduce((n, t) => n + t.length, 0) / count,
+      plan: ours.result.algorithm,
+      seconds: ours.seconds,
+      serialSeconds: serial.seconds,
+      speedup: serial.seconds / ours.seconds,
+      maxRelevanceDiff: worst,
+    });
+  }
+  const template = scorer.rerankTemplate().template.name;
+  scorer.dispose();
+  process.stdout.write(`${JSON.stringify({ template, queryTokens: 30, cases })}\n`);
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

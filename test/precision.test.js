@@ -1,0 +1,54 @@
+'use strict';
+// The precision option (SPEC.md section 12): by default every dot of every
+// decoder program asks for HIGHEST (true f32 on every platform); 'default'
+// asks for the platform's fast mode. On the CPU both compute f32, so the
+// scores agree; the programs are different programs, compiled apart.
+const test = require('tape');
+const { decoderFused, decoderPrefill, decoderExtend } = require('../dist/hlo');
+const { makeTinyModel } = require('./helpers/tiny-model');
+const { Scorer } = require('../dist/scoring/scorer');
+
+const config = makeTinyModel('qwen3').config;
+
+/** Every dot_general line of the program text, and those carrying the precision. */
+function dots(text, precision) {
+  const lines = text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
+  return { all: lines.length, marked: lines.filter((l) => l.includes(`#stablehlo<precision ${precision}>, #stablehlo<precision ${precision}>`)).length };
+}
+
+test('program text: every dot carries the asked precision', (t) => {
+  const builders = [
+    (o) => decoderFused(config, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, o),
+    (o) => decoderPrefill(config, { prefix: 8, labels: 2 }, o),
+    (o) => decoderExtend(config, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, o),
+  ];
+  for (const build of builders) {
+    for (const p of ['HIGHEST', 'DEFAULT']) {
+      const d = dots(build({ dotPrecision: p }).text, p);
+      t.ok(d.all > 5 && d.marked === d.all, `${build({}).name}: ${d.marked} of ${d.all} dots ${p}`);
+    }
+    t.equal(dots(build({}).text, 'HIGHEST').marked, 0, 'no option: no attribute');
+  }
+  t.end();
+});
+
+test('Scorer: highest by default; default on the CPU gives the same scores from other programs', async (t) => {
+  await Scorer.load({ precision: 'fast' }).then(
+    () => t.fail('an unknown precision must be refused'),
+    (error) => t.match(error.message, /precision must be one of highest, default/, 'an unknown precision is refused'),
+  );
+  const highest = await Scorer.load({ diskCache: false });
+  const fast = await Scorer.load({ diskCache: false, precision: 'default' });
+  const request = { query: 'Is the sky blue? Answer:', items: [' yes it is', ' no', ''], labelTokenIds: [9805, 787] };
+  t.equal(highest.precision, 'highest', 'the default is highest');
+  t.equal(highest.explain(request).precision, 'highest', 'explain() states it');
+  t.equal(fast.explain(request).precision, 'default');
+  const a = await highest.score(request);
+  const b = await fast.score(request);
+  let worst = 0;
+  a.scores.forEach((row, i) => row.forEach((x, j) => (worst = Math.max(worst, Math.abs(x - b.scores[i][j]) / Math.max(x, 1e-30)))));
+  t.ok(worst <= 1e-5, `CPU: default precision within 1e-5 relative of highest (${worst.toExponential(2)})`);
+  t.equal(highest.stats().jit.compiles + fast.stats().jit.compiles, 2, 'each compiled its own program');
+  highest.dispose();
+  fast.dispose();
+});

@@ -1,0 +1,104 @@
+'use strict';
+// Requests that run together through the service: a request's scores are
+// the same, bit for bit, whether it runs alone or in a batch with 23 copies
+// of itself and with requests of other lengths (SPEC.md section 11), and the
+// batch is real (fewer Scorer calls than requests). Also: the service
+// validates and tokenizes a request once (one normalization, one tokenizer
+// call per text piece), and the Scorer never re-normalizes it.
+const test = require('tape');
+const http = require('node:http');
+const { Scorer } = require('../dist/scoring/scorer');
+const { startServer } = require('../dist/server/server');
+
+const counts = { normalizeBody: 0, encode: 0, scoreBatch: 0, jobs: 0, largestBatch: 0 };
+let server;
+
+function post(body) {
+  return new Promise((resolve, reject) => {
+    const data = JSON.stringify(body);
+    const req = http.request(
+      `${server.url}/v1/score`,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, agent: false },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
+test('setup: the service on the real model, its Scorer instrumented', async (t) => {
+  server = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    warmup: [],
+    timeoutMs: 600_000, // a slow shared CI machine must not turn this into a deadline test
+    logger: { log() {}, info() {}, warn() {}, error() {} },
+    warmupProgress: false,
+    loadBackend: async (options) => {
+      const scorer = await Scorer.load({ ...options, prefixCacheBytes: 0 });
+      const encode = scorer.tokenizer.encode.bind(scorer.tokenizer);
+      scorer.tokenizer.encode = (text) => (counts.encode++, encode(text));
+      const normalizeBody = scorer.normalizeBody.bind(scorer);
+      scorer.normalizeBody = (body) => (counts.normalizeBody++, normalizeBody(body));
+      const scoreBatch = scorer.scoreBatch.bind(scorer);
+      scorer.scoreBatch = (jobs, o) => {
+        counts.scoreBatch++;
+        counts.jobs += jobs.length;
+        counts.largestBatch = Math.max(counts.largestBatch, jobs.length);
+        return scoreBatch(jobs, o);
+      };
+      return scorer;
+    },
+  });
+  await server.ready;
+  t.pass(`listening at ${server.url}`);
+});
+
+const QUERY = 'Is the following a fruit? Answer yes or no. Candidate:';
+const LABELS = [9805, 787]; // ' yes', ' no'
+const base = { query: QUERY, items: [' apple', ' a red bicycle', ''], label_token_ids: LABELS };
+
+test('one request: one normalization, one tokenizer call per text piece', async (t) => {
+  const before = { ...counts };
+  const r = await post(base);
+  t.equal(r.status, 200);
+  t.equal(counts.normalizeBody - before.normalizeBody, 1, 'normalized once');
+  t.equal(counts.encode - before.encode, 1 + base.items.length, 'the query and each item tokenized once');
+  t.equal(counts.scoreBatch - before.scoreBatch, 1, 'one Scorer call');
+});
+
+test('the same request alone and in a batch of 24 copies and other lengths: bit-identical scores', async (t) => {
+  const alone = await post(base);
+  t.equal(alone.status, 200, 'alone: 200');
+  const others = [
+    { ...base, items: [' pear'] },
+    { ...base, items: Array.from({ length: 40 }, (_, i) => ` candidate ${i} ${'with some more words '.repeat(i % 5)}`) },
+    { ...base, items: [' banana', ' a very long description of something that is certainly not a fruit at all, like a car engine'] },
+  ];
+  const before = { ...counts };
+  // The first request holds the device while the rest queue up and are taken together.
+  const sent = [post(base), ...Array.from({ length: 23 }, () => post(base)), ...others.map((b) => post(b))];
+  const answers = await Promise.all(sent);
+  t.ok(answers.every((a) => a.status === 200), `all 200: ${answers.filter((a) => a.status !== 200).slice(0, 2).map((a) => a.status + ' ' + JSON.stringify(a.body)).join('; ')}`);
+  const copies = answers.slice(0, 24);
+  const identical = copies.filter((a) => JSON.stringify(a.body.scores) === JSON.stringify(alone.body.scores)).length;
+  t.equal(identical, 24, `24 of 24 copies equal the request alone, bit for bit (JSON numbers carry every bit of a double)`);
+  const calls = counts.scoreBatch - before.scoreBatch;
+  const jobs = counts.jobs - before.jobs;
+  t.equal(jobs, 27, 'every request reached the Scorer once');
+  t.ok(calls < jobs, `batched: ${jobs} requests in ${calls} Scorer calls (largest batch ${counts.largestBatch})`);
+  // The other requests against their own runs alone.
+  for (const [i, b] of others.entries()) {
+    const again = await post(b);
+    t.equal(JSON.stringify(answers[24 + i].body.scores), JSON.stringify(again.body.scores), `other request ${i} (${b.items.length} items): batched equals alone`);
+  }
+});
+
+test('teardown', async (t) => {
+  await server.close();
+  t.pass('closed');
+});
