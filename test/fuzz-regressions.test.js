@@ -2,7 +2,7 @@
 // Bugs the fuzz targets (fuzz/) found, each reduced to a small input, so they
 // stay fixed. The deserialize finding has its own file (runtime-envelope).
 const test = require('tape');
-const { Tokenizer, TokenizerError } = require('..');
+const { Tokenizer, TokenizerError } = require('../dist/model');
 const tiny = require('./helpers/tiny-model');
 
 const base = () => tiny.tinyTokenizerJson(tiny.makeTinyModel('llama', 3));

@@ -7,7 +7,10 @@ const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { Client, JitCache, clientCompiler, programs } = require('..');
+const { Client } = require('..');
+const { JitCache } = require('../dist/scoring/jit-cache');
+const { clientCompiler } = require('../dist/scoring/compiler');
+const { programs } = require('../dist/hlo');
 
 const K = 4;
 const key = { program: 'lm_head_gather', model: 'synthetic', dims: { K } };

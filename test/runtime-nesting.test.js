@@ -6,7 +6,7 @@
 const test = require('tape');
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { MAX_PROGRAM_NESTING, programNestingDepth } = require('..');
+const { MAX_PROGRAM_NESTING, programNestingDepth } = require('../dist/runtime');
 const { prng } = require('./helpers/prng');
 
 const ROOT = path.join(__dirname, '..');
