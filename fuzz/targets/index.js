@@ -5,6 +5,7 @@ module.exports = {
   safetensors: './safetensors',
   'tokenizer-json': './tokenizer-json',
   request: './request',
+  rerank: './rerank',
   'native-compile': './native-compile',
   'native-deserialize': './native-deserialize',
   'native-upload': './native-upload',

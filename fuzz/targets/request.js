@@ -14,9 +14,11 @@ const { DEFAULT_SERVE_OPTIONS } = require(path.join(DIST, 'server', 'options'));
 
 const expected = (e) => e instanceof HttpError || e instanceof ScoreInputError;
 let ctx = null;
+let info = null;
 
 function setup() {
-  const { config, tokenizer } = loadModelInfo();
+  info = loadModelInfo();
+  const { config, tokenizer } = info;
   ctx = {
     vocabSize: config.vocabSize,
     contextLength: config.contextLength,
@@ -60,6 +62,8 @@ function run(data) {
 }
 
 module.exports = {
+  /** The context and model info of the last setup() (the rerank target shares them). */
+  shared: () => ({ ctx, info }),
   name: 'request',
   maxLength: 1 << 14,
   scripts: scriptsUnder('dist/scoring/request', 'dist/server/body', 'dist/scoring/errors'),
