@@ -3,7 +3,9 @@ import { binding, NativeClient, NativeDevice, NativeOptionValue } from './bindin
 import { DeviceBuffer } from './device-buffer';
 import { arrayName, DType, DTYPES, elementCount, inferDType, isDType } from './dtype';
 import { DisposedError, fromNative } from './errors';
-import { Executable, unpackEnvelope } from './executable';
+import { unpackEnvelope } from './envelope';
+import { Executable } from './executable';
+import { assertProgramNesting } from './nesting';
 import { CPU_PLUGIN, ensurePluginPath } from './plugin-path';
 import { parseMainSignature } from './signature';
 
@@ -87,6 +89,7 @@ export class Client implements Disposable {
     this.assertLive();
     if (typeof mlir !== 'string') throw new TypeError(`compile() takes StableHLO text (a string), got ${arrayName(mlir)}`);
     if (mlir.trim() === '') throw new TypeError('compile() was given an empty program');
+    assertProgramNesting(mlir);
     const native = await fromNative('compile', this.native.compile(mlir));
     return new Executable(native, parseMainSignature(mlir), this.platform());
   }

@@ -40,6 +40,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
   const server = http.createServer({ keepAliveTimeout: 5000 }, service.requestListener());
   server.headersTimeout = 30_000;
   server.requestTimeout = Math.max(60_000, settings.timeoutMs + 10_000);
+  // headersTimeout starts at a request's first byte: a connection that never sends one would stay open for
+  // good (an idle-connection attack holds file descriptors). Close sockets silent for as long as a request may take.
+  server.timeout = server.requestTimeout;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
