@@ -59,6 +59,9 @@ export { ModelNotFoundError } from './model/default-model';
 // The service
 export { startServer } from './server/server';
 export type { ScoreServer, StartServerOptions } from './server/server';
+export { createScoringService } from './server/scoring-service';
+export type { ScoringService, ScoringServiceOptions } from './server/scoring-service';
+export type { MountOptions } from './server/routes';
 export type { ServeOptions } from './server/options';
 export type { ScoreResponseBody } from './server/score-route';
 export type { RerankResponseBody, TeiRerankResponseBody } from './server/rerank-route';
