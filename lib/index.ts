@@ -17,6 +17,7 @@
  *   device-weights  host weights -> the decoder's device arrays, uploaded
  *   server          the HTTP service
  *   cli             the `pjrt-score` command line
+ *   assets          what is fetched into the cache (plugins, the default model), and how
  *   util            cache dir, element-type table, shape helpers
  */
 
@@ -58,6 +59,9 @@ export { ModelNotFoundError } from './model/default-model';
 // The service
 export { startServer } from './server/server';
 export type { ScoreServer, StartServerOptions } from './server/server';
+export { createScoringService } from './server/scoring-service';
+export type { ScoringService, ScoringServiceOptions } from './server/scoring-service';
+export type { MountOptions } from './server/routes';
 export type { ServeOptions } from './server/options';
 export type { ScoreResponseBody } from './server/score-route';
 export type { RerankResponseBody, TeiRerankResponseBody } from './server/rerank-route';

@@ -7,6 +7,8 @@
 #include "element_type.h"
 #include "errors.h"
 #include "executable.h"
+#include "large_stack.h"
+#include "program_nesting.h"
 #include "promise_worker.h"
 
 namespace pjrt_score {
@@ -158,6 +160,42 @@ Status CreateClient(const std::string& plugin_path, const std::vector<OptionValu
   return Status::Ok();
 }
 
+// Compiles MLIR text into `result`. Runs on a large-stack thread.
+Status CompileNow(std::string& code, ExecutableCore* result) {
+  const Plugin& plugin = *result->client->plugin;
+  auto program = MakeArgs<pjrt::Program>();
+  program.code = code.data();
+  program.code_size = code.size();
+  program.format = "mlir";
+  program.format_size = 4;
+  auto args = MakeArgs<pjrt::ClientCompileArgs>();
+  args.client = result->client->client.get();
+  args.program = &program;
+  args.compile_options = kCompileOptions;
+  args.compile_options_size = sizeof(kCompileOptions);
+  Status status = plugin.Call(pjrt::kClientCompile, &args);
+  if (!status.ok()) return status;
+  result->executable = OwnedLoadedExecutable(result->client->plugin, args.executable);
+  return Executable::ReadMetadata(result);
+}
+
+// Loads a serialized executable into `result`. Runs on a large-stack thread.
+Status DeserializeNow(const std::string& bytes, ExecutableCore* result) {
+  const Plugin& plugin = *result->client->plugin;
+  if (!plugin.HasSlot(pjrt::kExecutableDeserializeAndLoad)) {
+    return Status::Make(pjrt::ErrorCode::kUnimplemented,
+                        "this PJRT plugin cannot deserialize executables");
+  }
+  auto args = MakeArgs<pjrt::ExecutableDeserializeAndLoadArgs>();
+  args.client = result->client->client.get();
+  args.serialized_executable = bytes.data();
+  args.serialized_executable_size = bytes.size();
+  Status status = plugin.Call(pjrt::kExecutableDeserializeAndLoad, &args);
+  if (!status.ok()) return status;
+  result->executable = OwnedLoadedExecutable(result->client->plugin, args.loaded_executable);
+  return Executable::ReadMetadata(result);
+}
+
 }  // namespace
 
 Napi::Function Client::Init(Napi::Env env) {
@@ -276,21 +314,15 @@ Napi::Value Client::Compile(const Napi::CallbackInfo& info) {
   return PromiseWorker::Start(
       env, "pjrt-score:compile",
       [code, result]() {
-        const Plugin& plugin = *result->client->plugin;
-        auto program = MakeArgs<pjrt::Program>();
-        program.code = code->data();
-        program.code_size = code->size();
-        program.format = "mlir";
-        program.format_size = 4;
-        auto args = MakeArgs<pjrt::ClientCompileArgs>();
-        args.client = result->client->client.get();
-        args.program = &program;
-        args.compile_options = kCompileOptions;
-        args.compile_options_size = sizeof(kCompileOptions);
-        Status status = plugin.Call(pjrt::kClientCompile, &args);
-        if (!status.ok()) return status;
-        result->executable = OwnedLoadedExecutable(result->client->plugin, args.executable);
-        return Executable::ReadMetadata(result.get());
+        // Checked here too, so a direct call of the binding cannot overflow the stack either.
+        size_t depth = ProgramNestingDepth(*code, kMaxProgramNesting);
+        if (depth > kMaxProgramNesting) {
+          return Status::Make(pjrt::ErrorCode::kInvalidArgument,
+                              "the program nests deeper than " +
+                                  std::to_string(kMaxProgramNesting) +
+                                  " levels of (, [, { and <; it is refused before parsing");
+        }
+        return RunOnLargeStack(kLargeStackBytes, [&]() { return CompileNow(*code, result.get()); });
       },
       [this, result](Napi::Env env, const std::vector<Napi::Object>&) -> Napi::Value {
         if (!core_) ThrowDisposed(env, "Client");
@@ -314,19 +346,8 @@ Napi::Value Client::Deserialize(const Napi::CallbackInfo& info) {
   return PromiseWorker::Start(
       env, "pjrt-score:deserialize",
       [bytes, result]() {
-        const Plugin& plugin = *result->client->plugin;
-        if (!plugin.HasSlot(pjrt::kExecutableDeserializeAndLoad)) {
-          return Status::Make(pjrt::ErrorCode::kUnimplemented,
-                              "this PJRT plugin cannot deserialize executables");
-        }
-        auto args = MakeArgs<pjrt::ExecutableDeserializeAndLoadArgs>();
-        args.client = result->client->client.get();
-        args.serialized_executable = bytes->data();
-        args.serialized_executable_size = bytes->size();
-        Status status = plugin.Call(pjrt::kExecutableDeserializeAndLoad, &args);
-        if (!status.ok()) return status;
-        result->executable = OwnedLoadedExecutable(result->client->plugin, args.loaded_executable);
-        return Executable::ReadMetadata(result.get());
+        return RunOnLargeStack(kLargeStackBytes,
+                               [&]() { return DeserializeNow(*bytes, result.get()); });
       },
       [this, result](Napi::Env env, const std::vector<Napi::Object>&) -> Napi::Value {
         if (!core_) ThrowDisposed(env, "Client");

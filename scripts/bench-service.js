@@ -7,11 +7,22 @@
 // concurrencies, and prints throughput (req/s, items/s), p50/p99 latency and
 // errors. Two workloads: every request with its own query ("distinct"), and
 // all requests sharing one query ("shared", where the server may merge
-// waiting requests into one Scorer call). Writes bench-results/service.json.
+// waiting requests into one Scorer call), and "small-10" (a 300-token query
+// of its own per request, 10 items x 10 tokens: the bench's small workload),
+// and "overhead" (a short query, `items: []`: nothing runs on the device, so
+// it measures the HTTP layer, validation, queue, logging and metrics alone).
+// Writes bench-results/service.json.
 //
 // Options: --duration S (per step, default 10), --concurrency 1,4,16,
-// --items N (per request, default 8), --workload distinct,shared,
-// --url http://host:port (use a running server instead of starting one).
+// --items N (per request, default 8; small-10 always has 10),
+// --workload distinct,shared,small-10,overhead, --url http://host:port (use a running
+// server instead of starting one), --servers current,baseline,fastify (which
+// servers to start and compare, steps interleaved so the machine's load
+// falls on all alike: `current` is this checkout's `pjrt-score serve`,
+// `fastify` this checkout's routes mounted in examples/fastify.js, and
+// `baseline` `pjrt-score serve` from --baseline-ref REF, a git commit that
+// is extracted and compiled into the temp directory), --rounds N (each step
+// N times per server, alternating which goes first; default 1).
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -19,6 +30,7 @@ const path = require('node:path');
 const readline = require('node:readline');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('./machine');
+const { WORKLOADS, request: workloadRequest } = require('./bench/workloads');
 
 const BIN = path.join(__dirname, '..', 'bin', 'pjrt-score.js');
 const YES = 9805;
@@ -33,34 +45,71 @@ function options() {
       items: { type: 'string', default: '8' },
       workload: { type: 'string', default: 'distinct,shared' },
       url: { type: 'string' },
+      servers: { type: 'string', default: 'current' },
+      'baseline-ref': { type: 'string' },
+      rounds: { type: 'string', default: '1' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
   if (values.help) {
-    console.log('Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared] [--url URL]');
+    console.log(
+      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,overhead] [--url URL]\n' +
+        '                                     [--servers current,baseline,fastify] [--baseline-ref REF] [--rounds N]',
+    );
     process.exit(0);
   }
+  const servers = values.servers.split(',');
+  if (servers.includes('baseline') && !values['baseline-ref']) throw new Error('--servers baseline needs --baseline-ref REF');
   return {
     duration: Number(values.duration) * 1000,
     concurrency: values.concurrency.split(',').map(Number),
     items: Number(values.items),
     workloads: values.workload.split(','),
     url: values.url,
+    servers,
+    baselineRef: values['baseline-ref'],
+    rounds: Number(values.rounds),
   };
 }
 
-/** A rerank-like request: a short question, `items` short candidates. */
+/** `git archive REF` into the temp directory, with this checkout's node_modules and native build, compiled. */
+function prepareBaseline(ref) {
+  const { execFileSync } = require('node:child_process');
+  const os = require('node:os');
+  const root = path.join(__dirname, '..');
+  const sha = execFileSync('git', ['rev-parse', ref], { cwd: root, encoding: 'utf8' }).trim();
+  const dir = path.join(os.tmpdir(), `pjrt-score-baseline-${sha.slice(0, 12)}`);
+  if (!fs.existsSync(path.join(dir, 'dist', 'index.js'))) {
+    fs.mkdirSync(dir, { recursive: true });
+    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${JSON.stringify(dir)}`], { cwd: root, stdio: 'inherit' });
+    for (const name of ['node_modules', 'build']) {
+      if (!fs.existsSync(path.join(dir, name)) && fs.existsSync(path.join(root, name))) fs.symlinkSync(path.join(root, name), path.join(dir, name));
+    }
+    execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, stdio: 'inherit' });
+  }
+  return { dir, sha };
+}
+
+/** A rerank-like request: a short question, `items` short candidates (small-10: the bench's token-id workload). */
 function makeBody(workload, serial, itemCount) {
+  if (workload === 'overhead') return JSON.stringify({ query: `Question ${serial % 1000}: is this a fruit?`, items: [], label_token_ids: [YES, NO] });
+  if (workload === 'small-10') {
+    const r = workloadRequest(WORKLOADS['small-10'], serial);
+    return JSON.stringify({ query: r.query, items: r.items, label_token_ids: r.labelTokenIds });
+  }
   const query = workload === 'shared' ? 'Is the following a kind of fruit? Answer yes or no:' : `Question ${serial % 1000}: is the following a kind of fruit? Answer yes or no:`;
   const items = Array.from({ length: itemCount }, (_, i) => ` a ${NOUNS[(serial + i) % NOUNS.length]}`);
   return JSON.stringify({ query, items, label_token_ids: [YES, NO], apply_softmax: true });
 }
 
-async function startServer() {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', 'default', '--queue-size', '256'], {
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
+/** Starts one server kind; resolves { child, url } once it is ready. */
+async function startServer(kind, baselineDir) {
+  const args =
+    kind === 'fastify'
+      ? [path.join(__dirname, 'bench', 'fastify-serve.js')]
+      : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', 'default', '--queue-size', '256'];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let port = null;
   const lines = readline.createInterface({ input: child.stdout });
   await new Promise((resolve, reject) => {
@@ -139,20 +188,7 @@ async function step(url, workload, concurrency, duration, itemCount) {
   const after = await getText(url, '/metrics');
   const calls = metric(after, 'pjrt_score_backend_calls_total') - metric(before, 'pjrt_score_backend_calls_total');
   const served = metric(after, 'pjrt_score_backend_call_requests_total') - metric(before, 'pjrt_score_backend_call_requests_total');
-  latencies.sort((a, b) => a - b);
-  return {
-    workload,
-    concurrency,
-    requests: latencies.length,
-    seconds: round(seconds, 1),
-    reqPerSec: round(latencies.length / seconds, 2),
-    itemsPerSec: round((latencies.length * itemCount) / seconds, 1),
-    p50Ms: round(percentile(latencies, 50), 1),
-    p99Ms: round(percentile(latencies, 99), 1),
-    errors: Object.values(errors).reduce((a, b) => a + b, 0),
-    errorsByStatus: errors,
-    requestsPerScorerCall: calls > 0 ? round(served / calls, 2) : null,
-  };
+  return { workload, concurrency, latencies, seconds, calls, served, errorsByStatus: errors, items: latencies.length * (workload === 'small-10' ? 10 : workload === 'overhead' ? 0 : itemCount) };
 }
 
 function round(x, digits) {
@@ -163,33 +199,69 @@ function round(x, digits) {
 async function main() {
   const opts = options();
   console.log(`machine: ${describeMachine()}`);
-  const server = opts.url ? { url: opts.url, child: null } : await startServer();
-  console.log(`server: ${server.url}; ${opts.items} items per request, ${opts.duration / 1000} s per step`);
+  const baseline = opts.servers.includes('baseline') ? prepareBaseline(opts.baselineRef) : null;
+  if (baseline) console.log(`baseline: ${opts.baselineRef} = ${baseline.sha}`);
+  const servers = [];
+  if (opts.url) servers.push({ kind: 'url', url: opts.url, child: null });
+  else for (const kind of opts.servers) servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir)) });
+  console.log(`servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10), ${opts.duration / 1000} s per step`);
   const rows = [];
   try {
-    // One unmeasured pass so every bucket the workload touches is compiled.
-    for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), 3000, opts.items);
-    console.log('workload  conc   req/s  items/s   p50 ms   p99 ms  errors  req/call');
+    // One unmeasured pass per server so every bucket the workload touches is compiled.
+    for (const server of servers) for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), 3000, opts.items);
+    console.log('server      workload  conc   req/s  items/s   p50 ms   p99 ms  errors  req/call');
     for (const workload of opts.workloads) {
       for (const concurrency of opts.concurrency) {
-        const r = await step(server.url, workload, concurrency, opts.duration, opts.items);
-        rows.push(r);
-        console.log(
-          `${workload.padEnd(8)}  ${String(concurrency).padStart(4)}  ${r.reqPerSec.toFixed(2).padStart(6)}  ${r.itemsPerSec.toFixed(1).padStart(7)}  ` +
-            `${r.p50Ms.toFixed(1).padStart(7)}  ${r.p99Ms.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.requestsPerScorerCall).padStart(8)}`,
-        );
+        const parts = new Map(servers.map((s) => [s, []]));
+        for (let round = 0; round < opts.rounds; round++) {
+          const order = round % 2 === 0 ? servers : [...servers].reverse();
+          for (const server of order) parts.get(server).push(await step(server.url, workload, concurrency, opts.duration, opts.items));
+        }
+        for (const server of servers) {
+          const r = { server: server.kind, ...merge(parts.get(server)) };
+          rows.push(r);
+          console.log(
+            `${server.kind.padEnd(10)}  ${workload.padEnd(8)}  ${String(concurrency).padStart(4)}  ${r.reqPerSec.toFixed(2).padStart(6)}  ${r.itemsPerSec.toFixed(1).padStart(7)}  ` +
+              `${r.p50Ms.toFixed(1).padStart(7)}  ${r.p99Ms.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.requestsPerScorerCall).padStart(8)}`,
+          );
+        }
       }
     }
   } finally {
-    if (server.child) {
+    for (const server of servers) {
+      if (!server.child) continue;
       server.child.kill('SIGTERM');
       await new Promise((resolve) => server.child.on('exit', resolve));
     }
   }
   const outDir = path.join(__dirname, '..', 'bench-results');
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'service.json'), `${JSON.stringify({ machine: machine(), itemsPerRequest: opts.items, steps: rows }, null, 2)}\n`);
+  const out = { machine: machine(), itemsPerRequest: opts.items, ...(baseline ? { baseline: baseline.sha } : {}), rounds: opts.rounds, steps: rows };
+  fs.writeFileSync(path.join(outDir, 'service.json'), `${JSON.stringify(out, null, 2)}\n`);
   console.log('wrote bench-results/service.json');
+}
+
+/** One row from a step's rounds: totals over all of them, percentiles over every latency. */
+function merge(parts) {
+  const latencies = parts.flatMap((p) => p.latencies).sort((a, b) => a - b);
+  const seconds = parts.reduce((a, p) => a + p.seconds, 0);
+  const calls = parts.reduce((a, p) => a + p.calls, 0);
+  const served = parts.reduce((a, p) => a + p.served, 0);
+  const errorsByStatus = {};
+  for (const p of parts) for (const [k, v] of Object.entries(p.errorsByStatus)) errorsByStatus[k] = (errorsByStatus[k] || 0) + v;
+  return {
+    workload: parts[0].workload,
+    concurrency: parts[0].concurrency,
+    requests: latencies.length,
+    seconds: round(seconds, 1),
+    reqPerSec: round(latencies.length / seconds, 2),
+    itemsPerSec: round(parts.reduce((a, p) => a + p.items, 0) / seconds, 1),
+    p50Ms: round(percentile(latencies, 50), 1),
+    p99Ms: round(percentile(latencies, 99), 1),
+    errors: Object.values(errorsByStatus).reduce((a, b) => a + b, 0),
+    errorsByStatus,
+    requestsPerScorerCall: calls > 0 ? round(served / calls, 2) : null,
+  };
 }
 
 main().catch((error) => {

@@ -2,11 +2,9 @@
 'use strict';
 // Fetch the official XLA CPU PJRT plugin into the cache (idempotent).
 // PJRT_PLUGIN_PATH, when set, makes this unnecessary.
-const { fetchCpuPlugin } = require('../dist/runtime/plugin-path');
+const { fetchCpuPlugin } = require('../dist/assets/plugin');
 
-try {
-  fetchCpuPlugin();
-} catch (err) {
+fetchCpuPlugin().catch((err) => {
   console.error(`[pjrt-score] ${err.message}`);
   process.exit(1);
-}
+});

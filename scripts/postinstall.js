@@ -3,7 +3,9 @@
 // Runs after `npm install` in this repository or from the tarball:
 // 1. in a git checkout (lib/ present), compile the TypeScript to dist/;
 // 2. fetch the CPU plugin and the default model into the cache.
-// Set PJRT_SCORE_SKIP_FETCH=1 to skip step 2 (then run `npx pjrt-score fetch`).
+// Set PJRT_SCORE_SKIP_FETCH=1 to skip step 2. The library does not need this
+// script: Client.create() and Scorer.load() fetch what is missing on first use
+// (npm may not run a dependency's scripts at all).
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');

@@ -1,10 +1,13 @@
 'use strict';
-// The published artifact, the way a user meets it: `npm pack` makes the
-// tarball; it holds what an install needs and nothing else; a fresh project
-// installs it with scripts disabled (as npm may for a dependency); there a
-// CommonJS file and an ES module each run StableHLO programs and score with
-// the default model on the prebuilt addon, and TypeScript (strict) compiles
-// against the shipped declarations.
+// The published artifact, the way a user meets it: `npm run prebuild` makes
+// the prebuilt addon, `npm pack` the tarball; it holds what an install needs
+// and nothing else; a fresh project installs it with install scripts off (as
+// npm's allowScripts policy leaves a dependency) and an EMPTY cache directory; there
+// a CommonJS file runs StableHLO programs and scores with the default model on
+// the prebuilt addon, fetching the plugin and the model on first use; an ES
+// module then finds both cached and prints no fetch; with PJRT_SCORE_OFFLINE=1
+// and an empty cache the error names the fetch command; TypeScript (strict)
+// compiles against the shipped declarations.
 //
 // PJRT_SCORE_KEEP_TMP=1 keeps the temporary project for a look afterwards.
 const test = require('tape');
@@ -28,7 +31,7 @@ const ALLOWED = [
   /^LICENSE(\.md|\.txt)?$/,
   /^dist\/.+\.(js|mjs|d\.ts)$/,
   /^bin\/[^/]+\.js$/,
-  /^scripts\/(postinstall|fetch-plugin|fetch-model)\.js$/,
+  /^scripts\/(install-native|postinstall|fetch-plugin|fetch-model)\.js$/,
   /^prebuilds\/[^/]+\/[^/]+\.node$/,
   /^native\/[^/]+\.(h|cc)$/,
   /^binding\.gyp$/,
@@ -49,7 +52,12 @@ const FORBIDDEN = [
   [/^tsconfig.*\.json$/, 'the TypeScript config'],
 ];
 
-const state = { work: null, tarball: null, entries: [], project: null, installed: null, reports: {} };
+const state = { work: null, tarball: null, entries: [], project: null, installed: null, cache: null, reports: {} };
+
+/** What the consumer's processes see: a cache that starts empty, the default plugin and model. */
+function consumerEnv(extra = {}) {
+  return childEnv({ PJRT_SCORE_CACHE: state.cache, PJRT_PLUGIN_PATH: '', PJRT_SCORE_MODEL: '', PJRT_SCORE_OFFLINE: '', ...extra });
+}
 
 /** Environment for child npm/node runs: the outer `npm test` must not leak its lifecycle settings. */
 function childEnv(extra = {}) {
@@ -101,19 +109,11 @@ function maxAbsDiff(a, b) {
   return m;
 }
 
-test('the prebuilt addon for this platform exists (made with prebuildify if missing)', (t) => {
+test('npm run prebuild: the prebuilt addon for this platform, fresh (incremental build)', (t) => {
+  const r = npm(['run', 'prebuild'], { cwd: root, timeout: 1200000 });
+  t.equal(r.status, 0, r.status === 0 ? `npm run prebuild (${r.seconds.toFixed(0)} s)` : r.describe());
   const dir = path.join(root, 'prebuilds', platformDir);
-  const has = () => fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.endsWith('.node'));
-  if (!has()) {
-    t.comment(`no prebuild in ${path.relative(root, dir)}: running npm run prebuild`);
-    const r = npm(['run', 'prebuild'], {
-      cwd: root,
-      timeout: 900000,
-      env: childEnv({ npm_config_nodedir: process.env.npm_config_nodedir || '/usr' }),
-    });
-    t.equal(r.status, 0, r.status === 0 ? `npm run prebuild (${r.seconds.toFixed(0)} s)` : r.describe());
-  }
-  t.ok(has(), `prebuilds/${platformDir}/*.node exists (npm run prebuild makes it)`);
+  t.ok(fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.endsWith('.node')), `prebuilds/${platformDir}/*.node exists`);
   t.ok(fs.existsSync(path.join(root, 'dist', 'index.js')), 'dist/index.js exists (npm run build makes it)');
   t.end();
 });
@@ -196,22 +196,25 @@ test('npm pack: the tarball holds what an install needs and nothing else', (t) =
   t.end();
 });
 
-test('npm install --ignore-scripts <tarball> into a fresh project', (t) => {
+// Scripts off, as npm's allowScripts policy leaves a dependency nobody has
+// approved. npm 11.19.1 itself still runs such scripts with a warning (it only
+// refuses with --strict-allow-scripts), so --ignore-scripts makes the case the
+// same on every npm version.
+test('npm install --ignore-scripts <tarball> into a fresh project: no install script runs', (t) => {
   if (!state.tarball) return t.fail('no tarball (see the npm pack test)') || t.end();
   state.project = path.join(state.work, 'consumer');
+  state.cache = fs.mkdtempSync(path.join(state.work, 'empty-cache-'));
   fs.mkdirSync(state.project);
   fs.writeFileSync(
     path.join(state.project, 'package.json'),
     `${JSON.stringify({ name: 'pjrt-score-consumer', version: '1.0.0', private: true, description: 'made by test/package.test.js' }, null, 2)}\n`,
   );
-  const r = npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', state.tarball], {
-    cwd: state.project,
-    timeout: 300000,
-  });
+  const r = npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', state.tarball], { cwd: state.project, timeout: 300000, env: consumerEnv() });
   if (!ok(t, r.status === 0, r.status === 0 ? `installed (${r.seconds.toFixed(1)} s)` : r.describe())) return t.end();
   state.installed = path.join(state.project, 'node_modules', 'pjrt-score');
   t.ok(fs.existsSync(path.join(state.installed, 'package.json')), 'node_modules/pjrt-score is there');
   t.notOk(fs.existsSync(path.join(state.installed, 'build')), 'no build/ in the installed package (nothing was compiled)');
+  t.deepEqual(fs.readdirSync(state.cache), [], 'the cache is still empty after install');
   const prebuilt = walk(path.join(state.installed, 'prebuilds')).filter((f) => f.endsWith('.node'));
   t.ok(prebuilt.some((f) => f.startsWith(`${platformDir}/`)), `the installed package has prebuilds/${platformDir}/*.node`);
   t.ok(fs.existsSync(path.join(state.project, 'node_modules', '.bin', 'pjrt-score')), 'node_modules/.bin/pjrt-score is linked');
@@ -219,23 +222,15 @@ test('npm install --ignore-scripts <tarball> into a fresh project', (t) => {
   t.end();
 });
 
-test('npx pjrt-score fetch: fills or verifies the cache; a second run is a no-op', (t) => {
+test('PJRT_SCORE_OFFLINE=1 with an empty cache: Scorer.load() names the fetch command and downloads nothing', (t) => {
   if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
-  const fetch = () => run('npx', ['--no-install', 'pjrt-score', 'fetch'], { cwd: state.project, timeout: 900000 });
-  const first = fetch();
-  if (!ok(t, first.status === 0, first.status === 0 ? `first fetch (${first.seconds.toFixed(1)} s)` : first.describe())) return t.end();
-  const plugin = /^plugin: (.+)$/m.exec(first.stdout)?.[1];
-  const model = /^model: (.+)$/m.exec(first.stdout)?.[1];
-  t.ok(plugin && fs.existsSync(plugin), `plugin in the cache: ${plugin}`);
-  t.ok(model && fs.existsSync(model), `model in the cache: ${model}`);
-  const cache = process.env.PJRT_SCORE_CACHE ? path.resolve(process.env.PJRT_SCORE_CACHE) : null;
-  if (cache) t.ok(plugin.startsWith(cache) && model.startsWith(cache), `both under PJRT_SCORE_CACHE=${cache}`);
-
-  const second = fetch();
-  t.equal(second.status, 0, second.status === 0 ? `second fetch (${second.seconds.toFixed(1)} s)` : second.describe());
-  const noops = (second.stderr.match(/already in /g) || []).length;
-  t.equal(noops, 2, `second fetch downloads nothing (${noops} of 2 "already in" lines)`);
-  t.ok(second.seconds < 30, `second fetch is quick (${second.seconds.toFixed(1)} s < 30 s)`);
+  const cache = fs.mkdtempSync(path.join(state.work, 'offline-cache-'));
+  const script = `require('pjrt-score').Scorer.load().then(() => console.log('loaded'), (e) => console.log(JSON.stringify({ name: e.name, message: e.message })));`;
+  const r = run(process.execPath, ['-e', script], { cwd: state.project, timeout: 120000, env: consumerEnv({ PJRT_SCORE_CACHE: cache, PJRT_SCORE_OFFLINE: '1' }) });
+  const err = lastJsonLine(r.stdout) || {};
+  t.equal(err.name, 'ModelNotFoundError', `Scorer.load() rejects with ${err.name}`);
+  t.ok(/npx pjrt-score fetch/.test(err.message || ''), `the message names the fetch command: ${JSON.stringify((err.message || '').split('\n')[1])}`);
+  t.deepEqual(walk(cache), [], 'nothing was written to the cache');
   t.end();
 });
 
@@ -263,16 +258,27 @@ function checkConsumerReport(t, entry, r) {
   return report;
 }
 
-test('CommonJS: require("pjrt-score") runs programs and scores on the prebuilt addon', (t) => {
+/** Lines of ours about fetching, on stderr. */
+function fetchLines(stderr) {
+  return (stderr || '').split('\n').filter((l) => /^\[pjrt-score\] .*(downloading|verifying|extracting|ready at|already in|waiting)/.test(l));
+}
+
+test('CommonJS, empty cache: require("pjrt-score"), first use fetches the plugin and the model, then scores on the prebuilt addon', (t) => {
   if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
-  const r = run(process.execPath, ['use-require.cjs'], { cwd: state.project, timeout: 300000 });
+  const r = run(process.execPath, ['use-require.cjs'], { cwd: state.project, timeout: 900000, env: consumerEnv() });
+  const lines = fetchLines(r.stderr);
+  t.ok(lines.some((l) => /XLA CPU PJRT plugin: downloading/.test(l)), 'fetched the CPU plugin on first use (progress on stderr)');
+  t.ok(lines.some((l) => /SmolLM2.*: downloading/.test(l)), 'fetched the default model on first use');
+  const ready = lines.filter((l) => /ready at /.test(l));
+  t.ok(ready.length === 2 && ready.every((l) => l.includes(state.cache)), `both into the empty PJRT_SCORE_CACHE (${state.cache})`);
   state.reports.require = checkConsumerReport(t, 'require', r);
   t.end();
 });
 
-test('ES module: import { Client, Scorer } from "pjrt-score" runs the same, with every export', (t) => {
+test('ES module, second process: everything is cached (no fetch), same scores, every export', (t) => {
   if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
-  const r = run(process.execPath, ['use-import.mjs'], { cwd: state.project, timeout: 300000 });
+  const r = run(process.execPath, ['use-import.mjs'], { cwd: state.project, timeout: 300000, env: consumerEnv() });
+  t.deepEqual(fetchLines(r.stderr), [], 'printed no fetch: plugin and model found in the cache');
   const report = checkConsumerReport(t, 'import', r);
   if (report) {
     const x = report.exports;
@@ -284,6 +290,20 @@ test('ES module: import { Client, Scorer } from "pjrt-score" runs the same, with
       t.deepEqual(report.score.scores, state.reports.require.score.scores, 'require and import score identically');
     }
   }
+  t.end();
+});
+
+test('npx pjrt-score fetch after first use: both already in the cache, nothing downloaded', (t) => {
+  if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
+  const r = run('npx', ['--no-install', 'pjrt-score', 'fetch'], { cwd: state.project, timeout: 900000, env: consumerEnv() });
+  if (!ok(t, r.status === 0, r.status === 0 ? `npx pjrt-score fetch (${r.seconds.toFixed(1)} s)` : r.describe())) return t.end();
+  const plugin = /^plugin: (.+)$/m.exec(r.stdout)?.[1];
+  const model = /^model: (.+)$/m.exec(r.stdout)?.[1];
+  t.ok(plugin && plugin.startsWith(state.cache) && fs.existsSync(plugin), `plugin in the cache: ${plugin}`);
+  t.ok(model && model.startsWith(state.cache) && fs.existsSync(model), `model in the cache: ${model}`);
+  const noops = (r.stderr.match(/already in /g) || []).length;
+  t.equal(noops, 2, `downloads nothing (${noops} of 2 "already in" lines)`);
+  t.doesNotMatch(r.stderr, /downloading/, 'no download line');
   t.end();
 });
 

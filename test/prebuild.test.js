@@ -1,6 +1,11 @@
 'use strict';
-// The shipped binary: prebuildify (through binding.gyp and node-gyp) makes a
-// prebuild, and node-gyp-build loads it in a package copy that has no build/.
+// The shipped binary: `npm run prebuild` (scripts/prebuild.js: cmake-js with
+// zig c++ for an old glibc, no header download) makes
+// prebuilds/linux-x64/pjrt-score.glibc.napi.node; objdump -T shows it needs no
+// glibc symbol version above the minimum README.md states and nothing from
+// libstdc++; node-gyp-build loads it in a package copy that has no build/.
+// Cold (empty cache: zig download and its libc++ build) this takes minutes;
+// warm, a few seconds.
 const test = require('tape');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -8,30 +13,79 @@ const os = require('node:os');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
+const prebuild = require('../scripts/prebuild.js');
+const file = prebuild.prebuildPath(root);
 
-test('prebuildify builds binding.gyp; the prebuild loads with build/ absent', (t) => {
+/** "2.3.2" -> [2, 3, 2], compared part by part (2.16 > 2.2.5). */
+function versionParts(v) {
+  return v.split('.').map(Number);
+}
+function compareVersions(a, b) {
+  const x = versionParts(a);
+  const y = versionParts(b);
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const d = (x[i] || 0) - (y[i] || 0);
+    if (d !== 0) return d;
+  }
+  return 0;
+}
+
+test('npm run prebuild makes the prebuild with cmake-js, from every native/*.cc', (t) => {
+  const started = Date.now();
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 1200000 });
+  t.equal(r.status, 0, r.status === 0 ? `scripts/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
+  t.ok(fs.existsSync(file), `made ${path.relative(root, file)}`);
+  const output = `${r.stdout}\n${r.stderr}`;
+  t.doesNotMatch(output, /node-gyp|nodejs\.org|-headers\.tar/i, 'no node-gyp, no header download');
+
+  // One list of sources: what CMake compiled is every native/*.cc, and binding.gyp's expression names the same.
+  const sources = fs.readdirSync(path.join(root, 'native')).filter((f) => f.endsWith('.cc')).sort();
+  const objects = path.join(root, 'build', 'prebuild', 'CMakeFiles', 'pjrt_score.dir', 'native');
+  const compiled = fs.existsSync(objects) ? fs.readdirSync(objects).filter((f) => f.endsWith('.cc.o')).map((f) => f.slice(0, -2)).sort() : [];
+  t.deepEqual(compiled, sources, `CMake compiled every native/*.cc (${sources.length})`);
+  const gyp = fs.readFileSync(path.join(root, 'binding.gyp'), 'utf8');
+  const expr = /"sources": \["<!@\(node -p \\"(.+?)\\"\)"\]/.exec(gyp);
+  t.ok(expr, 'binding.gyp derives its sources with one node expression');
+  if (expr) {
+    const listed = spawnSync(process.execPath, ['-p', expr[1]], { cwd: root, encoding: 'utf8' }).stdout.trim().split(/\s+/);
+    t.deepEqual(listed, sources.map((f) => `native/${f}`), 'binding.gyp lists the same files');
+  }
+  t.end();
+});
+
+test('the prebuild needs no glibc above the minimum README.md states, and no libstdc++', (t) => {
+  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+  const stated = /prebuilt addon[^\n]*?glibc (?:>=|≥) ?(\d+\.\d+)/.exec(readme)?.[1];
+  t.equal(stated, prebuild.GLIBC_TARGET, `README.md states glibc ${stated}, the target scripts/prebuild.js builds for`);
+  const minimum = stated || prebuild.GLIBC_TARGET;
+
+  const dyn = spawnSync('objdump', ['-T', file], { encoding: 'utf8' });
+  t.equal(dyn.status, 0, `objdump -T ${path.basename(file)}${dyn.error ? ` (${dyn.error.message}: install binutils)` : ''}`);
+  if (dyn.status !== 0) return t.end();
+  const glibc = [...new Set([...dyn.stdout.matchAll(/\bGLIBC_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))].sort(compareVersions);
+  const glibcxx = [...new Set([...dyn.stdout.matchAll(/\bGLIBCXX_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))];
+  t.ok(glibc.length > 0, `reads the symbol versions: GLIBC_ ${glibc.join(', ')}`);
+  const above = glibc.filter((v) => compareVersions(v, minimum) > 0);
+  t.deepEqual(above, [], `no GLIBC_ version above ${minimum} (highest: ${glibc[glibc.length - 1]})`);
+  t.deepEqual(glibcxx, [], 'no GLIBCXX_ version (libc++ is linked in statically)');
+
+  const needed = spawnSync('objdump', ['-p', file], { encoding: 'utf8' });
+  const libs = [...needed.stdout.matchAll(/NEEDED\s+(\S+)/g)].map((m) => m[1]);
+  t.ok(libs.length > 0 && !libs.some((l) => /libstdc\+\+|libc\+\+|libgcc_s/.test(l)), `NEEDED: ${libs.join(', ')}`);
+  t.end();
+});
+
+test('the prebuild loads with build/ absent (PREBUILDS_ONLY) and runs a program', (t) => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-prebuild-'));
   try {
-    // A copy of the sources, so the checkout's build/ is not touched.
-    for (const f of ['package.json', 'binding.gyp']) fs.copyFileSync(path.join(root, f), path.join(work, f));
-    fs.cpSync(path.join(root, 'native'), path.join(work, 'native'), { recursive: true });
-    fs.symlinkSync(path.join(root, 'node_modules'), path.join(work, 'node_modules'));
-    const prebuildify = require.resolve('prebuildify/bin.js');
-    const built = spawnSync(process.execPath, [prebuildify, '--napi', '--strip', '--target', 'node@20.0.0'], {
-      cwd: work,
-      encoding: 'utf8',
-      env: { ...process.env, npm_config_nodedir: process.env.npm_config_nodedir || '/usr' },
-      timeout: 600000,
-    });
-    t.equal(built.status, 0, `prebuildify exit ${built.status}${built.status ? `: ${built.stderr.slice(-2000)}` : ''}`);
-    const prebuilt = path.join(work, 'prebuilds', `${process.platform}-${process.arch}`);
-    const files = fs.existsSync(prebuilt) ? fs.readdirSync(prebuilt) : [];
-    t.ok(files.some((f) => f.endsWith('.node')), `prebuild made: ${files.join(', ')}`);
-
-    // An installed-package layout: dist/ + prebuilds/, no build/.
-    fs.rmSync(path.join(work, 'build'), { recursive: true, force: true });
-    // A real copy: a symlink would resolve back to this checkout, whose prebuilds/ may be stale or absent.
+    // An installed-package layout: package.json, dist/, prebuilds/; no build/.
+    // Real copies: a symlink would resolve back to this checkout.
+    fs.copyFileSync(path.join(root, 'package.json'), path.join(work, 'package.json'));
     fs.cpSync(path.join(root, 'dist'), path.join(work, 'dist'), { recursive: true });
+    const copied = prebuild.prebuildPath(work);
+    fs.mkdirSync(path.dirname(copied), { recursive: true });
+    fs.copyFileSync(file, copied);
+    fs.symlinkSync(path.join(root, 'node_modules'), path.join(work, 'node_modules'));
     const script = `
       const { Client } = require(${JSON.stringify(work)});
       const resolved = require('node-gyp-build').resolve(${JSON.stringify(work)});
@@ -39,20 +93,17 @@ test('prebuildify builds binding.gyp; the prebuild loads with build/ absent', (t
         const c = await Client.create();
         const e = await c.compile('func.func @main(%a: tensor<3xf32>) -> tensor<3xf32> {\\n %0 = stablehlo.add %a, %a : tensor<3xf32>\\n return %0 : tensor<3xf32>\\n}');
         const [o] = await e.execute([await c.upload(new Float32Array([1, 2, 3]), [3])]);
-        console.log(JSON.stringify({ resolved, out: Array.from(await o.toHost()) }));
+        let error = null;
+        try { await c.compile('not a program'); } catch (err) { error = err.name; }
+        console.log(JSON.stringify({ resolved, out: Array.from(await o.toHost()), error }));
         c.dispose();
       })();`;
-    const ran = spawnSync(process.execPath, ['-e', script], {
-      cwd: work,
-      encoding: 'utf8',
-      env: { ...process.env, PREBUILDS_ONLY: '1' },
-      timeout: 120000,
-    });
+    const ran = spawnSync(process.execPath, ['-e', script], { cwd: work, encoding: 'utf8', env: { ...process.env, PREBUILDS_ONLY: '1' }, timeout: 120000 });
     t.equal(ran.status, 0, `child exit ${ran.status}${ran.status ? `: ${ran.stderr.slice(-2000)}` : ''}`);
-    const line = ran.stdout.trim().split('\n').pop() || '{}';
-    const report = JSON.parse(line);
-    t.ok(String(report.resolved).startsWith(prebuilt), `loaded ${report.resolved}`);
+    const report = JSON.parse(ran.stdout.trim().split('\n').pop() || '{}');
+    t.equal(report.resolved, copied, `loaded ${report.resolved}`);
     t.deepEqual(report.out, [2, 4, 6], 'the prebuilt addon runs a program');
+    t.equal(report.error, 'PjrtError', 'a PJRT error raised in the prebuild (static libc++) reaches JS as a PjrtError');
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -16,6 +16,7 @@ const PUBLIC_NAMES = [
   'PluginNotFoundError',
   'ScoreInputError',
   'Scorer',
+  'createScoringService',
   'programs',
   'startServer',
 ].sort();

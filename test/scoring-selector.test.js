@@ -108,3 +108,23 @@ test('a plan is a function of its request shape alone', (t) => {
   }
   t.end();
 });
+
+test('per-platform facts: each platform its own budget and cost constants; an unknown one gets the CPU facts, marked', (t) => {
+  const { platformFacts } = require('../dist/scoring/platform');
+  const cpu = platformFacts('cpu');
+  const cuda = platformFacts('CUDA');
+  const other = platformFacts('rocm');
+  t.ok(cpu.known && cuda.known, 'cpu and cuda have entries');
+  t.ok(cuda.budget.tokensPerPass > cpu.budget.tokensPerPass, `the GPU's pass budget (${cuda.budget.tokensPerPass}) is larger than the CPU's (${cpu.budget.tokensPerPass})`);
+  t.ok(/unmeasured/.test(cuda.measured), 'what was not measured on the GPU says so');
+  t.notOk(other.known, 'rocm: no entry');
+  t.deepEqual(other.budget, cpu.budget, 'rocm falls back to the CPU budget');
+  // A larger budget packs more items per pass: fewer passes for the same request.
+  const s = uniform(64, 400, 20);
+  const onCpu = makePlan('packed', s, { ...sizing, budget: cpu.budget });
+  const onGpu = makePlan('packed', s, { ...sizing, budget: cuda.budget });
+  t.ok(onGpu.passes.length < onCpu.passes.length, `400 items: ${onGpu.passes.length} passes with the GPU budget, ${onCpu.passes.length} with the CPU's`);
+  const m = costModelFor(config, { keyWeight: 1, flopsPerPass: 0 });
+  t.equal(m.flopsPerPass, 0, 'cost constants come from the caller');
+  t.end();
+});

@@ -227,14 +227,15 @@ test('GET /metrics in the Prometheus text format', async (t) => {
   t.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/, 'Prometheus content type');
   const lines = res.text.trim().split('\n');
   const sample = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? (-?[0-9.e+-]+|[+-]Inf|NaN)$/;
-  const bad = lines.filter((l) => !l.startsWith('# HELP ') && !l.startsWith('# TYPE ') && !sample.test(l));
+  // prom-client separates metrics with blank lines, which the format ignores.
+  const bad = lines.filter((l) => l !== '' && !l.startsWith('# HELP ') && !l.startsWith('# TYPE ') && !sample.test(l));
   t.deepEqual(bad, [], 'every line is a comment or a sample');
   const value = (re) => {
     const line = lines.find((l) => re.test(l));
     return line === undefined ? undefined : Number(line.split(' ').pop());
   };
   t.ok(value(/^pjrt_score_requests_total\{status="200",algorithm="(packed|prefix|serial)"\}/) > 0, 'requests by status and algorithm');
-  t.ok(lines.some((l) => /^pjrt_score_request_duration_seconds_bucket\{status="200",algorithm="serial",le="\+Inf"\} \d+/.test(l)), 'latency histogram (serial for item_first)');
+  t.ok(lines.some((l) => /^pjrt_score_request_duration_seconds_bucket\{(?=[^}]*status="200")(?=[^}]*algorithm="serial")(?=[^}]*le="\+Inf")[^}]*\} \d+/.test(l)), 'latency histogram (serial for item_first)');
   t.ok(lines.some((l) => l === '# TYPE pjrt_score_request_duration_seconds histogram'), 'histogram type');
   t.ok(value(/^pjrt_score_items_scored_total /) >= 60, 'items scored');
   t.ok(value(/^pjrt_score_tokens_scored_total /) > 0, 'tokens scored');

@@ -7,7 +7,9 @@ const test = require('tape');
 const { startService, rssBytes } = require('./helpers/service');
 
 const QUEUE_SIZE = 1;
-const TIMEOUT_MS = 3000;
+// Long enough for one running and one queued small request on a slow, busy 2-core machine;
+// far shorter than the deadline test's 400-item request.
+const TIMEOUT_MS = 8000;
 const LEAK_REQUESTS = Number(process.env.PJRT_SCORE_LEAK_REQUESTS || 2000);
 const YES = 9805;
 const NO = 787;
@@ -57,6 +59,7 @@ test('queue full -> 429 with Retry-After', async (t) => {
 
 test('deadline exceeded -> 504, and the work is dropped', async (t) => {
   const before = (await service.request({ path: '/metrics' })).text;
+  const logsBefore = service.logs.length;
   // ~20k tokens: several passes, far beyond the deadline; the passes not yet run are dropped.
   const items = Array.from({ length: 400 }, (_, i) => ` item number ${i} is a long description of something that may or may not be a fruit, ${i}`);
   const started = Date.now();
@@ -76,7 +79,7 @@ test('deadline exceeded -> 504, and the work is dropped', async (t) => {
   const scored = (text) => metricValue(text, /^pjrt_score_scorer_items_total /);
   t.ok(scored(after) - scored(before) < 400, `the 400 items were not scored for nobody (scorer items +${scored(after) - scored(before)})`);
   t.ok(metricValue(after, /^pjrt_score_requests_total\{status="504",algorithm="none"\}/) >= 1, '504 counted in metrics');
-  const line = service.logs.find((e) => e.event === 'request' && e.status === 504);
+  const line = service.logs.slice(logsBefore).find((e) => e.event === 'request' && e.status === 504);
   t.ok(line && line.items === 400, 'the 504 is logged with its item count');
 });
 

@@ -8,6 +8,7 @@ const test = require('tape');
 const http = require('node:http');
 const { Scorer } = require('../dist/scoring/scorer');
 const { startServer } = require('../dist/server/server');
+const { silentLogger } = require('../dist/server/log');
 
 let server;
 let scorer;
@@ -37,7 +38,7 @@ test('setup', async (t) => {
     host: '127.0.0.1',
     warmup: [],
     timeoutMs: 600_000,
-    logger: { log() {}, info() {}, warn() {}, error() {} },
+    logger: silentLogger(),
     warmupProgress: false,
     loadBackend: async (options) => {
       scorer = await Scorer.load(options);

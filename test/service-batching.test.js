@@ -9,6 +9,7 @@ const test = require('tape');
 const http = require('node:http');
 const { Scorer } = require('../dist/scoring/scorer');
 const { startServer } = require('../dist/server/server');
+const { silentLogger } = require('../dist/server/log');
 
 const counts = { normalizeBody: 0, encode: 0, scoreBatch: 0, jobs: 0, largestBatch: 0 };
 let server;
@@ -36,7 +37,7 @@ test('setup: the service on the real model, its Scorer instrumented', async (t) 
     host: '127.0.0.1',
     warmup: [],
     timeoutMs: 600_000, // a slow shared CI machine must not turn this into a deadline test
-    logger: { log() {}, info() {}, warn() {}, error() {} },
+    logger: silentLogger(),
     warmupProgress: false,
     loadBackend: async (options) => {
       const scorer = await Scorer.load({ ...options, prefixCacheBytes: 0 });

@@ -1,7 +1,7 @@
 /** `pjrt-score fetch`: put the PJRT plugin and the model in the cache (idempotent). */
 import { loadModelInfo } from '../model/load';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
-import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../server/fetch-assets';
+import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../assets/fetch-assets';
 
 const SPEC: OptionSpec = {
   plugin: { type: 'string' },
@@ -27,7 +27,7 @@ export function fetchHelp(): string {
   ].join('\n');
 }
 
-export function fetchCommand(args: readonly string[]): number {
+export async function fetchCommand(args: readonly string[]): Promise<number> {
   const values = parseCommand('fetch', args, SPEC);
   if (values.help) {
     process.stdout.write(fetchHelp());
@@ -43,11 +43,11 @@ export function fetchCommand(args: readonly string[]): number {
   };
   const both = plugin === undefined && model === undefined;
   if (plugin !== undefined || both) {
-    const file = fetchPlugin((plugin ?? 'cpu') as PluginName, { log });
+    const file = await fetchPlugin((plugin ?? 'cpu') as PluginName, { log });
     process.stdout.write(`plugin: ${file}\n`);
   }
   if (model === 'default' || both) {
-    process.stdout.write(`model: ${fetchModel({ log })}\n`);
+    process.stdout.write(`model: ${await fetchModel({ log })}\n`);
   } else if (model !== undefined) {
     const info = loadModelInfo(model);
     process.stdout.write(

@@ -1,7 +1,7 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
 import { rerankResults } from '../scoring/rerank';
 import { loadScorerBackend } from '../server/backend';
-import { createLogger } from '../server/log';
+import { createLogger, logEvent } from '../server/log';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
 const SPEC: OptionSpec = {
@@ -64,7 +64,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     algorithm: 'auto',
     maxItems: Math.max(1024, documents.length),
     maxRequestTokens: 1 << 20,
-    log: values.verbose ? (event) => logger.info('scorer', event) : () => undefined,
+    log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });
   try {
     const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };

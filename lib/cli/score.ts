@@ -2,7 +2,7 @@
 import { loadModelInfo } from '../model/load';
 import { ALGORITHM_CHOICES, AlgorithmChoice, BackendScoreResult, ScoringBackend, loadScorerBackend } from '../server/backend';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
-import { createLogger } from '../server/log';
+import { createLogger, logEvent } from '../server/log';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },
@@ -67,7 +67,7 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
     algorithm,
     maxItems: Math.max(1024, items.length),
     maxRequestTokens: 1 << 20,
-    log: values.verbose ? (event) => logger.info('scorer', event) : () => undefined,
+    log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });
   try {
     const body = { query, items, label_token_ids: labels, apply_softmax: values['apply-softmax'] === true, item_first: values['item-first'] === true };

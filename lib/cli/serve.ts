@@ -1,6 +1,6 @@
 /** `pjrt-score serve`: run the service until SIGTERM/SIGINT, then drain and exit 0. */
 import { OptionSpec, UsageError, parseCommand } from './args';
-import { createLogger } from '../server/log';
+import { createLogger, logEvent } from '../server/log';
 import { OptionError, SERVE_SETTINGS, resolveServeOptions } from '../server/options';
 import { ScoreServer, startServer } from '../server/server';
 
@@ -74,25 +74,25 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
   // Installed before anything else, so a signal at any point drains instead of killing.
   const onSignal = (signal: NodeJS.Signals): void => {
     if (signalled) {
-      logger.warn('forced_exit', { signal, message: 'second signal during the drain: exiting now' });
+      logEvent(logger, 'warn', 'forced_exit', { signal, message: 'second signal during the drain: exiting now' });
       process.exit(1);
     }
     signalled = signal;
-    logger.info('signal', { signal });
+    logEvent(logger, 'info', 'signal', { signal });
     if (!server) {
       finish(0);
       return;
     }
     // A drain cannot outlive the request deadline by much: every request ends by then.
     const guard = setTimeout(() => {
-      logger.error('drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
+      logEvent(logger, 'error', 'drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
       process.exit(1);
     }, options.timeoutMs + 15_000);
     guard.unref();
     server.close().then(
       () => finish(0),
       (error: unknown) => {
-        logger.error('close_failed', { error });
+        logEvent(logger, 'error', 'close_failed', { error });
         finish(1);
       },
     );
@@ -104,7 +104,7 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
   const started = server;
   started.ready.catch(async (error: unknown) => {
     if (signalled) return; // closing anyway
-    logger.error('startup_failed', { error });
+    logEvent(logger, 'error', 'startup_failed', { error });
     await started.close().catch(() => undefined);
     finish(error instanceof OptionError ? 2 : 1);
   });

@@ -2,7 +2,7 @@
  * lib/model: model files. GGUF and safetensors readers, dequantization, the
  * model config, the canonical f32 host weights and the tokenizer adapter.
  * Reads files only: putting weights on the device is lib/device-weights.
- * May import: util only.
+ * May import: util, and assets (to fetch the default model on first use).
  */
 export * from './default-model';
 export { GgufFile } from './gguf';

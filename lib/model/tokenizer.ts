@@ -86,7 +86,14 @@ export class Tokenizer {
   encode(text: string): number[] {
     if (typeof text !== 'string') throw new TypeError(`Tokenizer.encode expects a string, got ${typeof text}`);
     if (text === '') return [];
-    return this.hf.encode(text, { add_special_tokens: false }).ids;
+    const ids = this.hf.encode(text, { add_special_tokens: false }).ids;
+    // The library returns undefined for pieces its vocabulary lacks (found by fuzzing): refuse rather than pass them on.
+    for (const id of ids) {
+      if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
+        throw new TokenizerError(`the tokenizer has no valid token id for part of the text (got ${id}): its vocabulary is incomplete`);
+      }
+    }
+    return ids;
   }
 
   /** The text of `ids`, special tokens included verbatim, without any space clean-up. */
@@ -133,15 +140,25 @@ function readJson(file: string): unknown {
   }
 }
 
+/** Largest vocabulary accepted (2^24 ids; real ones are under 2^18). */
+const MAX_VOCABULARY = 1 << 24;
+
 /** Max id + 1 over the model vocabulary (object or Unigram-style array) and the added tokens. */
 function vocabularySize(tokenizerJson: Json, added: readonly Json[]): number {
   const model = (tokenizerJson.model ?? {}) as Json;
   let size = 0;
+  // Ids must be small non-negative integers: a junk id (null, -1, 1e400) would otherwise reach the scorer (found by fuzzing).
+  const checkId = (id: unknown, where: string): number => {
+    if (!Number.isSafeInteger(id) || (id as number) < 0 || (id as number) >= MAX_VOCABULARY) {
+      throw new TokenizerError(`tokenizer.json ${where} has token id ${JSON.stringify(id)}; ids are integers in [0, ${MAX_VOCABULARY})`);
+    }
+    return id as number;
+  };
   if (Array.isArray(model.vocab)) size = model.vocab.length;
   else if (model.vocab && typeof model.vocab === 'object') {
-    for (const id of Object.values(model.vocab as Record<string, number>)) if (id + 1 > size) size = id + 1;
+    for (const [token, id] of Object.entries(model.vocab as Record<string, unknown>)) size = Math.max(size, checkId(id, `model.vocab[${JSON.stringify(token).slice(0, 40)}]`) + 1);
   }
-  for (const t of added) if ((t.id as number) + 1 > size) size = (t.id as number) + 1;
+  for (const t of added) size = Math.max(size, checkId(t.id, 'added_tokens') + 1);
   if (size === 0) throw new TokenizerError('the tokenizer has an empty vocabulary');
   return size;
 }

@@ -71,8 +71,10 @@ export function binding(): NativeBinding {
         `  Reason: ${reason}\n` +
         '  Fixes, in order:\n' +
         '    1. reinstall so the prebuilt binary is used: npm install pjrt-score\n' +
-        '    2. or build from source (needs cmake and a C++17 compiler): npm run build:native\n' +
-        '  Prebuilt binaries ship for linux-x64.',
+        '    2. or build from source (needs cmake and a C++17 compiler): allow its install script\n' +
+        '       (npm install-scripts approve pjrt-score), then npm rebuild pjrt-score;\n' +
+        '       in a checkout of pjrt-score itself: npm run build:native\n' +
+        '  Prebuilt binaries ship for linux-x64 (glibc >= 2.17).',
     );
   }
   return loaded;

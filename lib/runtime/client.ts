@@ -3,12 +3,14 @@ import { binding, NativeClient, NativeDevice, NativeOptionValue } from './bindin
 import { DeviceBuffer } from './device-buffer';
 import { arrayName, DType, DTYPES, elementCount, inferDType, isDType } from './dtype';
 import { DisposedError, fromNative } from './errors';
-import { Executable, unpackEnvelope } from './executable';
-import { CPU_PLUGIN, resolvePluginPath } from './plugin-path';
+import { unpackEnvelope } from './envelope';
+import { Executable } from './executable';
+import { assertProgramNesting } from './nesting';
+import { CPU_PLUGIN, ensurePluginPath } from './plugin-path';
 import { parseMainSignature } from './signature';
 
 export interface ClientOptions {
-  /** Path of a PJRT plugin (.so). Default: PJRT_PLUGIN_PATH, else the cached CPU plugin. */
+  /** Path of a PJRT plugin (.so). Default: PJRT_PLUGIN_PATH, else the cached CPU plugin (fetched on first use). */
   readonly plugin?: string;
   /** Plugin-specific client options (PJRT named values). */
   readonly options?: Readonly<Record<string, NativeOptionValue>>;
@@ -46,7 +48,8 @@ export class Client implements Disposable {
         throw new TypeError(`client option ${name} must be a number, string or boolean, got ${typeof value}`);
       }
     }
-    const pluginPath = resolvePluginPath(options.plugin);
+    // The cached CPU plugin is fetched here on first use (not with PJRT_SCORE_OFFLINE=1).
+    const pluginPath = await ensurePluginPath(options.plugin);
     // XLA logs INFO lines to stderr on every client creation; keep warnings
     // and errors. A value the user set wins.
     if (process.env.TF_CPP_MIN_LOG_LEVEL === undefined) process.env.TF_CPP_MIN_LOG_LEVEL = '1';
@@ -86,6 +89,7 @@ export class Client implements Disposable {
     this.assertLive();
     if (typeof mlir !== 'string') throw new TypeError(`compile() takes StableHLO text (a string), got ${arrayName(mlir)}`);
     if (mlir.trim() === '') throw new TypeError('compile() was given an empty program');
+    assertProgramNesting(mlir);
     const native = await fromNative('compile', this.native.compile(mlir));
     return new Executable(native, parseMainSignature(mlir), this.platform());
   }

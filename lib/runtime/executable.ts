@@ -3,43 +3,9 @@ import { sameDims } from '../util/dims';
 import { NativeExecutable } from './binding';
 import { DeviceBuffer } from './device-buffer';
 import { DType, isDType } from './dtype';
+import { packEnvelope } from './envelope';
 import { DisposedError, fromNative } from './errors';
 import { formatSpec, Signature, TensorSpec } from './signature';
-
-const ENVELOPE_MAGIC = 'PJRTSCX1';
-
-/** What travels with serialized plugin bytes, so a loaded executable is checked like a compiled one. */
-interface EnvelopeHeader {
-  readonly platform: string;
-  readonly platformVersion: string;
-  readonly signature?: Signature;
-}
-
-export function packEnvelope(header: EnvelopeHeader, payload: Uint8Array): Uint8Array {
-  const json = Buffer.from(JSON.stringify(header), 'utf8');
-  const out = Buffer.allocUnsafe(8 + 4 + json.length + payload.length);
-  out.write(ENVELOPE_MAGIC, 0, 'latin1');
-  out.writeUInt32LE(json.length, 8);
-  json.copy(out, 12);
-  Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength).copy(out, 12 + json.length);
-  return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
-}
-
-export function unpackEnvelope(bytes: Uint8Array): { header: EnvelopeHeader; payload: Uint8Array } {
-  const buf = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (buf.length < 12 || buf.toString('latin1', 0, 8) !== ENVELOPE_MAGIC) {
-    throw new TypeError('not a serialized pjrt-score executable (bad magic): use bytes from executable.serialize()');
-  }
-  const length = buf.readUInt32LE(8);
-  if (12 + length > buf.length) throw new TypeError('serialized executable is truncated');
-  let header: EnvelopeHeader;
-  try {
-    header = JSON.parse(buf.toString('utf8', 12, 12 + length)) as EnvelopeHeader;
-  } catch {
-    throw new TypeError('serialized executable has a corrupt header');
-  }
-  return { header, payload: new Uint8Array(buf.buffer, buf.byteOffset + 12 + length, buf.length - 12 - length) };
-}
 
 /** A compiled program, ready to run on the client's device. */
 export class Executable implements Disposable {

@@ -2,7 +2,8 @@
  * lib/runtime: the typed facade over the native addon: Client (a PJRT client
  * on one plugin), Executable, DeviceBuffer, element types, PJRT errors, and
  * where the PJRT plugin lives.
- * May import: util only (it knows nothing of programs, models or scoring).
+ * May import: util, and assets (to fetch the default CPU plugin on first use);
+ * it knows nothing of programs, models or scoring.
  */
 export { Client, ClientOptions, DeviceInfo } from './client';
 export { Executable } from './executable';
@@ -10,4 +11,5 @@ export { DeviceBuffer } from './device-buffer';
 export { DType, HostArray, HostArrayOf } from './dtype';
 export { PjrtError, PjrtErrorCode, DisposedError } from './errors';
 export { Signature, TensorSpec, parseMainSignature } from './signature';
-export { CPU_PLUGIN, PluginNotFoundError, resolvePluginPath, fetchCpuPlugin, FETCH_PLUGIN_COMMAND } from './plugin-path';
+export { CPU_PLUGIN, PluginNotFoundError, resolvePluginPath, ensurePluginPath, fetchCpuPlugin, FETCH_PLUGIN_COMMAND } from './plugin-path';
+export { MAX_PROGRAM_NESTING, programNestingDepth } from './nesting';

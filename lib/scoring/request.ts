@@ -105,34 +105,25 @@ export function normalizeTokenRequest(
 
 /** Normalizes a library request (camelCase fields). Throws ScoreInputError on bad input. */
 export function normalizeRequest(request: ScoreRequest, ctx: ScoreRequestContext): NormalizedRequest {
-  const raw = asRecord(request, LIBRARY_NAMES);
-  return normalizeFields(
-    {
-      query: raw.query,
-      items: raw.items,
-      labels: raw.labelTokenIds,
-      applySoftmax: raw.applySoftmax,
-      itemFirst: raw.itemFirst,
-    },
-    LIBRARY_NAMES,
-    ctx,
-  );
+  return normalizeSpelled(request, LIBRARY_NAMES, ctx);
 }
 
 /** Normalizes a Score API JSON body (snake_case fields). Throws ScoreInputError on bad input. */
 export function normalizeRequestBody(body: unknown, ctx: ScoreRequestContext): NormalizedRequest {
-  const raw = asRecord(body, BODY_NAMES);
-  return normalizeFields(
-    {
-      query: raw.query,
-      items: raw.items,
-      labels: raw.label_token_ids,
-      applySoftmax: raw.apply_softmax,
-      itemFirst: raw.item_first,
-    },
-    BODY_NAMES,
-    ctx,
-  );
+  return normalizeSpelled(body, BODY_NAMES, ctx);
+}
+
+/** Each spelling's field names are also its keys: read the fields by them. */
+function normalizeSpelled(value: unknown, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
+  const raw = asRecord(value, names);
+  const fields: RawFields = {
+    query: raw[names.query],
+    items: raw[names.items],
+    labels: raw[names.labels],
+    applySoftmax: raw[names.applySoftmax],
+    itemFirst: raw[names.itemFirst],
+  };
+  return normalizeFields(fields, names, ctx);
 }
 
 interface RawFields {

@@ -7,6 +7,7 @@ import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
+import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
@@ -15,6 +16,7 @@ import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
 import { DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
+import { platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
@@ -136,10 +138,6 @@ export interface WarmupShape {
   readonly algorithm?: Algorithm;
 }
 
-// 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core CPU
-// (items/s within 5% from 32 to 128 items per pass).
-const DEFAULT_BUDGET: Budget = { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20 };
-
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
   return x === 'auto' || (typeof x === 'string' && (ALGORITHMS as readonly string[]).includes(x));
 }
@@ -157,6 +155,8 @@ export class Scorer implements Disposable {
   readonly ladders: Ladders;
   /** Per-pass memory budget. */
   readonly budget: Budget;
+  /** The platform's facts this Scorer sizes and costs its plans with (platform.ts). */
+  readonly platform: PlatformFacts;
   /** f32 dot precision of every program this Scorer runs. */
   readonly precision: Precision;
   /** How the weight matrices are stored on the device. */
@@ -196,7 +196,9 @@ export class Scorer implements Disposable {
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = options.algorithm ?? 'auto';
     this.templateOption = options.rerankTemplate;
-    this.budget = { ...DEFAULT_BUDGET, ...options.budget };
+    const facts = platformFacts(this.client.platformName);
+    this.platform = facts;
+    this.budget = { ...facts.budget, ...options.budget };
     this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? 512 * 2 ** 20);
     const context = this.config.contextLength;
     this.ladders = {
@@ -205,7 +207,7 @@ export class Scorer implements Disposable {
       counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }),
       labels: bucketLadder({ min: 2, max: Math.max(2, this.config.vocabSize) }),
     };
-    this.costModel = costModelFor(this.config);
+    this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precision = options.precision ?? 'highest';
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
@@ -239,6 +241,7 @@ export class Scorer implements Disposable {
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
     }
     const started = performance.now();
+    await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     const model = openModel(options.model);
     const opened = performance.now();
     let client: Client;
@@ -263,6 +266,8 @@ export class Scorer implements Disposable {
         precision: scorer.precision,
         weights: weightChoice.weightType,
         weightsReason: weightChoice.reason,
+        budget: scorer.budget,
+        platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,
         // Where the load time went: opening the file (config, tokenizer), then per array read, convert, upload.

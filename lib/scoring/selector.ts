@@ -9,6 +9,7 @@
  * section 11), so a cached query makes prefix cheaper but never flips the plan.
  */
 import { Algorithm, makePlan, Pass, Plan, RequestShape, Sizing } from './plan';
+import { CostConstants, platformFacts } from './platform';
 
 export interface CostModel {
   /** FLOPs per token row for the projections and MLP (about 2 x layer params). */
@@ -29,32 +30,26 @@ export interface PlanChoice {
   readonly costs: Partial<Record<Algorithm, number>>;
 }
 
-export function costModelFor(config: {
-  hiddenSize: number;
-  intermediateSize: number;
-  numLayers: number;
-  numHeads: number;
-  numKvHeads: number;
-  headDim: number;
-}): CostModel {
+/** The cost model of a model's shape on a platform (constants from platform.ts; the CPU's by default). */
+export function costModelFor(
+  config: {
+    hiddenSize: number;
+    intermediateSize: number;
+    numLayers: number;
+    numHeads: number;
+    numKvHeads: number;
+    headDim: number;
+  },
+  constants: CostConstants = platformFacts('cpu').cost,
+): CostModel {
   const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
   const params = Ly * (Dm * (Hq + 2 * Hkv) * D + Hq * D * Dm + 3 * Dm * F);
   return {
     flopsPerRow: 2 * params,
-    flopsPerKey: FITTED.keyWeight * 4 * Hq * D * Ly,
-    flopsPerPass: FITTED.flopsPerPass,
+    flopsPerKey: constants.keyWeight * 4 * Hq * D * Ly,
+    flopsPerPass: constants.flopsPerPass,
   };
 }
-
-/**
- * Fitted on the development machine (AMD EPYC, 2 cores) by
- * scripts/fit-cost-model.js, over 20 requests of 8 shapes and 3 plans
- * (largest error 24%): attention FLOPs cost 1.4x projection/MLP FLOPs, and a
- * pass costs ~48 ms of fixed work (the per-layer weight slices, launch,
- * transfers), i.e. 1.45e10 projection FLOPs. Re-run the script on other
- * hardware; only these ratios matter to the choice.
- */
-const FITTED = { keyWeight: 1.405, flopsPerPass: 1.45e10 } as const;
 
 /** Estimated cost of one pass. */
 export function passCost(pass: Pass, m: CostModel): number {

@@ -1,10 +1,16 @@
 /**
  * lib/server: the scoring microservice (SGLang-compatible POST /v1/score,
- * health, models, Prometheus metrics, bounded queue, deadlines, graceful
- * shutdown). The command line that starts it is lib/cli.
+ * rerank, health, models, Prometheus metrics, bounded queue, deadlines,
+ * graceful shutdown), standalone (startServer) or mounted in a host's
+ * fastify or express app (createScoringService). The command line that
+ * starts it is lib/cli.
  * May import: scoring, model, runtime, util (not cli).
  */
 export { startServer, type ScoreServer, type StartServerOptions } from './server';
+export { createScoringService, type ScoringService, type ScoringServiceOptions } from './scoring-service';
+export { type MountOptions, type RoutePath } from './routes';
+export { type ExpressStyleHandler, type RequestListener } from './node-handler';
+export { type FastifyInstanceLike, type FastifyPluginLike, type FastifyReplyLike, type FastifyRequestLike } from './fastify-plugin';
 export { DEFAULT_SERVE_OPTIONS, SERVE_SETTINGS, resolveServeOptions, type ServeOptions, type SettingSpec } from './options';
 export {
   type BackendLoadOptions,
@@ -14,5 +20,5 @@ export {
   type ScoringBackend,
 } from './backend';
 export { HttpError, type ErrorBody } from './http-errors';
-export { createLogger, type Logger, type LogLevel } from './log';
-export { CUDA12_PLUGIN } from './fetch-assets';
+export { createLogger, silentLogger, type LogDestination, type LogFn, type Logger, type LogLevel, type ServiceLogger } from './log';
+export { CUDA12_PLUGIN } from '../assets/plugin';

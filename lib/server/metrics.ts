@@ -1,33 +1,17 @@
 /**
- * Prometheus metrics, written by hand in the text exposition format 0.0.4:
- * counters and a latency histogram the service updates per request, and
- * gauges read at scrape time (queue, JIT cache, process memory).
+ * The service's Prometheus metrics, through prom-client, in a registry the
+ * caller passes (a host's own, so one scrape shows both) or our own: counters
+ * and a latency histogram updated per request, and values read from the
+ * queue and `scorer.stats()` at scrape time. Names are those of
+ * docs/service.md ("Metrics"); prom-client writes the exposition.
  */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BackendStats } from './backend';
 
 /** Upper bounds of the latency histogram, seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
-type Labels = Readonly<Record<string, string>>;
-
-class Histogram {
-  readonly counts: number[] = new Array<number>(LATENCY_BUCKETS.length).fill(0);
-  count = 0;
-  sum = 0;
-
-  observe(seconds: number): void {
-    this.count++;
-    this.sum += seconds;
-    for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
-      if (seconds <= LATENCY_BUCKETS[i]) {
-        this.counts[i]++;
-        break;
-      }
-    }
-  }
-}
-
-/** What the metrics endpoint reads at scrape time. */
+/** What the scrape-time metrics read. */
 export interface ScrapeState {
   readonly ready: boolean;
   readonly draining: boolean;
@@ -39,159 +23,166 @@ export interface ScrapeState {
   readonly stats: BackendStats | null;
 }
 
-export class ServiceMetrics {
-  private readonly requests = new Map<string, { labels: Labels; count: number }>();
-  private readonly latency = new Map<string, { labels: Labels; histogram: Histogram }>();
-  private readonly httpRequests = new Map<string, { labels: Labels; count: number }>();
-  private itemsScored = 0;
-  private tokensScored = 0;
-  private batchedRequests = 0;
-  private batches = 0;
-  private readonly started = Date.now();
+type Kind = 'counter' | 'gauge';
 
-  /** One finished POST /v1/score. `algorithm` is 'none' when nothing ran. */
+/** `scorer.stats().jit` field -> metric. */
+const FROM_JIT: readonly (readonly [string, string, Kind, string])[] = [
+  ['hits', 'pjrt_score_jit_cache_hits_total', 'counter', 'JIT cache lookups answered by a ready program.'],
+  ['misses', 'pjrt_score_jit_cache_misses_total', 'counter', 'JIT cache lookups that waited for a load or compile.'],
+  ['compiles', 'pjrt_score_jit_compiles_total', 'counter', 'Programs compiled.'],
+  ['compileSeconds', 'pjrt_score_jit_compile_seconds_total', 'counter', 'Seconds spent compiling programs.'],
+  ['diskHits', 'pjrt_score_jit_disk_hits_total', 'counter', 'Executables loaded from the on-disk cache instead of compiled.'],
+  ['diskWrites', 'pjrt_score_jit_disk_writes_total', 'counter', 'Executables written to the on-disk cache.'],
+  ['diskErrors', 'pjrt_score_jit_disk_errors_total', 'counter', 'On-disk executables that failed to load.'],
+  ['evictions', 'pjrt_score_jit_cache_evictions_total', 'counter', 'Programs evicted from the JIT cache.'],
+  ['entries', 'pjrt_score_jit_cache_entries', 'gauge', 'Programs in the JIT cache.'],
+  ['bytes', 'pjrt_score_jit_cache_bytes', 'gauge', 'Bytes of the programs in the JIT cache.'],
+  ['inFlight', 'pjrt_score_jit_loads_in_flight', 'gauge', 'Program loads or compiles in progress.'],
+];
+
+/** `scorer.stats().prefixCache` field -> metric. */
+const FROM_PREFIX: readonly (readonly [string, string, Kind, string])[] = [
+  ['hits', 'pjrt_score_prefix_cache_hits_total', 'counter', 'Queries whose K/V came from the prefix cache.'],
+  ['misses', 'pjrt_score_prefix_cache_misses_total', 'counter', 'Queries whose K/V had to be computed.'],
+  ['evictions', 'pjrt_score_prefix_cache_evictions_total', 'counter', 'Query K/V entries evicted.'],
+  ['entries', 'pjrt_score_prefix_cache_entries', 'gauge', 'Query K/V entries kept on the device.'],
+  ['bytes', 'pjrt_score_prefix_cache_bytes', 'gauge', 'Device bytes held by the prefix cache.'],
+];
+
+export class ServiceMetrics {
+  readonly registry: Registry;
+  private readonly requests: Counter<'status' | 'algorithm'>;
+  private readonly latency: Histogram<'status' | 'algorithm'>;
+  private readonly httpRequests: Counter<'route' | 'status'>;
+  private readonly itemsScored: Counter;
+  private readonly tokensScored: Counter;
+  private readonly batches: Counter;
+  private readonly batchedRequests: Counter;
+
+  /**
+   * Registers every metric in `registry`. `state` is read once per scrape
+   * (and may throw: the scrape then shows the request counters only).
+   */
+  constructor(registry: Registry, state: () => ScrapeState) {
+    this.registry = registry;
+    const registers = [registry];
+    this.requests = new Counter({
+      name: 'pjrt_score_requests_total',
+      help: 'Scoring requests (POST /v1/score, /v1/rerank, /rerank) by HTTP status and the algorithm that ran (none when nothing ran).',
+      labelNames: ['status', 'algorithm'],
+      registers,
+    });
+    this.latency = new Histogram({
+      name: 'pjrt_score_request_duration_seconds',
+      help: 'Scoring request latency from arrival to response, by status and algorithm.',
+      labelNames: ['status', 'algorithm'],
+      buckets: [...LATENCY_BUCKETS],
+      registers,
+    });
+    this.httpRequests = new Counter({ name: 'pjrt_score_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers });
+    this.itemsScored = new Counter({ name: 'pjrt_score_items_scored_total', help: 'Items scored in successful requests.', registers });
+    this.tokensScored = new Counter({ name: 'pjrt_score_tokens_scored_total', help: 'Prompt tokens of successful requests (the query once plus every item).', registers });
+    this.batches = new Counter({ name: 'pjrt_score_backend_calls_total', help: 'Scorer calls made (one call may serve several requests that share a query).', registers });
+    this.batchedRequests = new Counter({ name: 'pjrt_score_backend_call_requests_total', help: 'Requests served by those calls.', registers });
+
+    // Scrape-time values: prom-client runs every collector of a scrape in one synchronous
+    // pass, so the state is read once and forgotten on the next microtask.
+    let snapshot: ScrapeState | null | undefined;
+    const read = (): ScrapeState | null => {
+      if (snapshot === undefined) {
+        try {
+          snapshot = state();
+        } catch {
+          snapshot = null;
+        }
+        queueMicrotask(() => (snapshot = undefined));
+      }
+      return snapshot;
+    };
+    const gauge = (name: string, help: string, value: (s: ScrapeState) => number | null): void => {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const s = read();
+          const v = s ? value(s) : null;
+          if (v === null) this.reset();
+          else this.set(v);
+        },
+      });
+    };
+    // A cumulative count kept by the Scorer is exposed as a counter set to its value at scrape time.
+    const counterFrom = (name: string, help: string, value: (s: ScrapeState) => number | null): void => {
+      new Counter({
+        name,
+        help,
+        registers,
+        collect() {
+          this.reset();
+          const s = read();
+          const v = s ? value(s) : null;
+          if (v !== null && v > 0) this.inc(v);
+        },
+      });
+    };
+    gauge('pjrt_score_ready', '1 once the model is loaded and warm, 0 while loading or draining.', (s) => (s.ready && !s.draining ? 1 : 0));
+    gauge('pjrt_score_draining', '1 after SIGTERM/SIGINT (or close()) while in-flight requests finish.', (s) => (s.draining ? 1 : 0));
+    gauge('pjrt_score_queue_depth', 'Requests admitted and waiting for the device.', (s) => s.queueDepth);
+    gauge('pjrt_score_queue_capacity', 'Most requests that may wait (--queue-size).', (s) => s.queueCapacity);
+    gauge('pjrt_score_in_flight', 'Scorer calls running or queued inside the Scorer.', (s) => s.inFlight);
+    const field = (record: object | undefined, name: string): number | null => {
+      const value = (record as Record<string, unknown> | undefined)?.[name];
+      return typeof value === 'number' ? value : null;
+    };
+    for (const [key, name, kind, help] of FROM_JIT) {
+      (kind === 'counter' ? counterFrom : gauge)(name, help, (s) => field(s.stats?.jit, key));
+    }
+    for (const [key, name, kind, help] of FROM_PREFIX) {
+      (kind === 'counter' ? counterFrom : gauge)(name, help, (s) => field(s.stats?.prefixCache, key));
+    }
+    new Counter({
+      name: 'pjrt_score_runs_total',
+      help: 'Scorer executions by algorithm.',
+      labelNames: ['algorithm'],
+      registers,
+      collect() {
+        this.reset();
+        for (const [algorithm, value] of Object.entries(read()?.stats?.runs ?? {})) if (value > 0) this.inc({ algorithm }, value);
+      },
+    });
+    counterFrom('pjrt_score_scorer_items_total', 'Items the Scorer scored (all callers).', (s) => field(s.stats ?? undefined, 'itemsScored'));
+    counterFrom('pjrt_score_scorer_tokens_total', 'Tokens the Scorer ran (all callers).', (s) => field(s.stats ?? undefined, 'tokensScored'));
+  }
+
+  /** One finished scoring request. `algorithm` is 'none' when nothing ran. */
   observeScore(status: number, algorithm: string, seconds: number, items: number, tokens: number): void {
     const labels = { status: String(status), algorithm };
-    const key = `${labels.status}|${algorithm}`;
-    const counter = this.requests.get(key) ?? { labels, count: 0 };
-    counter.count++;
-    this.requests.set(key, counter);
-    const hist = this.latency.get(key) ?? { labels, histogram: new Histogram() };
-    hist.histogram.observe(seconds);
-    this.latency.set(key, hist);
+    this.requests.inc(labels);
+    this.latency.observe(labels, seconds);
     if (status === 200) {
-      this.itemsScored += items;
-      this.tokensScored += tokens;
+      this.itemsScored.inc(items);
+      this.tokensScored.inc(tokens);
     }
   }
 
-  /** Any HTTP request, by route and status. */
+  /** Any HTTP request our routes answered, by route and status. */
   observeHttp(route: string, status: number): void {
-    const labels = { route, status: String(status) };
-    const key = `${route}|${labels.status}`;
-    const counter = this.httpRequests.get(key) ?? { labels, count: 0 };
-    counter.count++;
-    this.httpRequests.set(key, counter);
+    this.httpRequests.inc({ route, status: String(status) });
   }
 
   /** One backend call that served `members` requests at once. */
   observeBatch(members: number): void {
-    this.batches++;
-    this.batchedRequests += members;
+    this.batches.inc();
+    this.batchedRequests.inc(members);
   }
 
-  render(state: ScrapeState): string {
-    const out: string[] = [];
-    const counter = (name: string, help: string, rows: Iterable<{ labels: Labels; value: number }>): void => {
-      metric(out, name, 'counter', help, rows);
-    };
-    const gauge = (name: string, help: string, value: number): void => {
-      metric(out, name, 'gauge', help, [{ labels: {}, value }]);
-    };
-
-    counter(
-      'pjrt_score_requests_total',
-      'POST /v1/score requests by HTTP status and the algorithm that ran (none when nothing ran).',
-      [...this.requests.values()].map((r) => ({ labels: r.labels, value: r.count })),
-    );
-    out.push('# HELP pjrt_score_request_duration_seconds POST /v1/score latency from arrival to response, by status and algorithm.');
-    out.push('# TYPE pjrt_score_request_duration_seconds histogram');
-    for (const { labels, histogram } of this.latency.values()) {
-      let cumulative = 0;
-      for (let i = 0; i < LATENCY_BUCKETS.length; i++) {
-        cumulative += histogram.counts[i];
-        out.push(`pjrt_score_request_duration_seconds_bucket${labelText({ ...labels, le: String(LATENCY_BUCKETS[i]) })} ${cumulative}`);
-      }
-      out.push(`pjrt_score_request_duration_seconds_bucket${labelText({ ...labels, le: '+Inf' })} ${histogram.count}`);
-      out.push(`pjrt_score_request_duration_seconds_sum${labelText(labels)} ${num(histogram.sum)}`);
-      out.push(`pjrt_score_request_duration_seconds_count${labelText(labels)} ${histogram.count}`);
-    }
-    counter('pjrt_score_http_requests_total', 'HTTP requests by route and status.', [...this.httpRequests.values()].map((r) => ({ labels: r.labels, value: r.count })));
-    counter('pjrt_score_items_scored_total', 'Items scored in successful requests.', [{ labels: {}, value: this.itemsScored }]);
-    counter('pjrt_score_tokens_scored_total', 'Prompt tokens of successful requests (the query once plus every item).', [{ labels: {}, value: this.tokensScored }]);
-    counter('pjrt_score_backend_calls_total', 'Scorer calls made (one call may serve several requests that share a query).', [{ labels: {}, value: this.batches }]);
-    counter('pjrt_score_backend_call_requests_total', 'Requests served by those calls.', [{ labels: {}, value: this.batchedRequests }]);
-
-    gauge('pjrt_score_ready', '1 once the model is loaded and warm, 0 while loading or draining.', state.ready && !state.draining ? 1 : 0);
-    gauge('pjrt_score_draining', '1 after SIGTERM/SIGINT while in-flight requests finish.', state.draining ? 1 : 0);
-    gauge('pjrt_score_queue_depth', 'Requests admitted and waiting for the device.', state.queueDepth);
-    gauge('pjrt_score_queue_capacity', 'Most requests that may wait (--queue-size).', state.queueCapacity);
-    gauge('pjrt_score_in_flight', 'Scorer calls running or queued inside the Scorer.', state.inFlight);
-
-    const stats = state.stats;
-    if (stats) {
-      const jit = (stats.jit ?? {}) as Readonly<Record<string, unknown>>;
-      const field = (record: Readonly<Record<string, unknown>>, name: string): number | null =>
-        typeof record[name] === 'number' ? (record[name] as number) : null;
-      const fromJit: readonly [string, string, 'counter' | 'gauge', string][] = [
-        ['hits', 'pjrt_score_jit_cache_hits_total', 'counter', 'JIT cache lookups answered by a ready program.'],
-        ['misses', 'pjrt_score_jit_cache_misses_total', 'counter', 'JIT cache lookups that waited for a load or compile.'],
-        ['compiles', 'pjrt_score_jit_compiles_total', 'counter', 'Programs compiled.'],
-        ['compileSeconds', 'pjrt_score_jit_compile_seconds_total', 'counter', 'Seconds spent compiling programs.'],
-        ['diskHits', 'pjrt_score_jit_disk_hits_total', 'counter', 'Executables loaded from the on-disk cache instead of compiled.'],
-        ['diskWrites', 'pjrt_score_jit_disk_writes_total', 'counter', 'Executables written to the on-disk cache.'],
-        ['diskErrors', 'pjrt_score_jit_disk_errors_total', 'counter', 'On-disk executables that failed to load.'],
-        ['evictions', 'pjrt_score_jit_cache_evictions_total', 'counter', 'Programs evicted from the JIT cache.'],
-        ['entries', 'pjrt_score_jit_cache_entries', 'gauge', 'Programs in the JIT cache.'],
-        ['bytes', 'pjrt_score_jit_cache_bytes', 'gauge', 'Bytes of the programs in the JIT cache.'],
-        ['inFlight', 'pjrt_score_jit_loads_in_flight', 'gauge', 'Program loads or compiles in progress.'],
-      ];
-      for (const [name, metricName, type, help] of fromJit) {
-        const value = field(jit, name);
-        if (value !== null) metric(out, metricName, type, help, [{ labels: {}, value }]);
-      }
-      if (stats.runs) {
-        counter(
-          'pjrt_score_runs_total',
-          'Scorer executions by algorithm.',
-          Object.entries(stats.runs).map(([algorithm, value]) => ({ labels: { algorithm }, value })),
-        );
-      }
-      const prefix = (stats.prefixCache ?? {}) as Readonly<Record<string, unknown>>;
-      const fromPrefix: readonly [string, string, 'counter' | 'gauge', string][] = [
-        ['hits', 'pjrt_score_prefix_cache_hits_total', 'counter', 'Queries whose K/V came from the prefix cache.'],
-        ['misses', 'pjrt_score_prefix_cache_misses_total', 'counter', 'Queries whose K/V had to be computed.'],
-        ['evictions', 'pjrt_score_prefix_cache_evictions_total', 'counter', 'Query K/V entries evicted.'],
-        ['entries', 'pjrt_score_prefix_cache_entries', 'gauge', 'Query K/V entries kept on the device.'],
-        ['bytes', 'pjrt_score_prefix_cache_bytes', 'gauge', 'Device bytes held by the prefix cache.'],
-      ];
-      for (const [name, metricName, type, help] of fromPrefix) {
-        const value = field(prefix, name);
-        if (value !== null) metric(out, metricName, type, help, [{ labels: {}, value }]);
-      }
-      if (typeof stats.itemsScored === 'number') counter('pjrt_score_scorer_items_total', 'Items the Scorer scored (all callers).', [{ labels: {}, value: stats.itemsScored }]);
-      if (typeof stats.tokensScored === 'number') counter('pjrt_score_scorer_tokens_total', 'Tokens the Scorer ran (all callers).', [{ labels: {}, value: stats.tokensScored }]);
-    }
-
-    const memory = process.memoryUsage();
-    gauge('process_resident_memory_bytes', 'Resident set size in bytes.', memory.rss);
-    gauge('nodejs_heap_size_used_bytes', 'V8 heap used in bytes.', memory.heapUsed);
-    gauge('nodejs_heap_size_total_bytes', 'V8 heap size in bytes.', memory.heapTotal);
-    gauge('nodejs_external_memory_bytes', 'Memory of C++ objects bound to JavaScript objects, in bytes.', memory.external);
-    gauge('process_start_time_seconds', 'Start time of the process since the Unix epoch, in seconds.', Math.floor(this.started / 1000));
-    return `${out.join('\n')}\n`;
+  /** The registry's exposition (every metric in it, the host's included). */
+  render(): Promise<string> {
+    return this.registry.metrics();
   }
-}
 
-function metric(out: string[], name: string, type: 'counter' | 'gauge', help: string, rows: Iterable<{ labels: Labels; value: number }>): void {
-  out.push(`# HELP ${name} ${help}`);
-  out.push(`# TYPE ${name} ${type}`);
-  for (const row of rows) out.push(`${name}${labelText(row.labels)} ${num(row.value)}`);
-}
-
-function labelText(labels: Labels): string {
-  const entries = Object.entries(labels);
-  if (entries.length === 0) return '';
-  return `{${entries.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(',')}}`;
-}
-
-function escapeLabel(value: string): string {
-  return value.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-}
-
-function num(value: number): string {
-  if (Number.isNaN(value)) return 'NaN';
-  if (value === Infinity) return '+Inf';
-  if (value === -Infinity) return '-Inf';
-  return String(value);
+  get contentType(): string {
+    return this.registry.contentType;
+  }
 }

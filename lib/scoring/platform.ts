@@ -1,0 +1,55 @@
+/**
+ * Facts that differ by platform, in one place, keyed by the platform the
+ * plugin reports (SPEC.md section 12), each with where it was measured: the
+ * per-pass memory budget and the cost model's constants. A platform with no
+ * entry gets the CPU's facts and is told so in the load log.
+ */
+import type { Budget } from './plan';
+
+/** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
+export interface CostConstants {
+  /** Attention FLOPs cost this many projection/MLP FLOPs. */
+  readonly keyWeight: number;
+  /** Fixed cost of one execution, in projection/MLP FLOP-equivalents. */
+  readonly flopsPerPass: number;
+}
+
+export interface PlatformFacts {
+  readonly platform: string;
+  readonly budget: Budget;
+  readonly cost: CostConstants;
+  /** Where and how each fact was measured; `unmeasured` names what was not. */
+  readonly measured: string;
+  /** False when the platform has no entry and these are the CPU's facts. */
+  readonly known: boolean;
+}
+
+const FACTS: Readonly<Record<string, PlatformFacts>> = {
+  cpu: {
+    platform: 'cpu',
+    // 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core AMD EPYC
+    // (items/s within 5% from 32 to 128 items per pass).
+    budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20 },
+    // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
+    // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
+    cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
+    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js',
+    known: true,
+  },
+  cuda: {
+    platform: 'cuda',
+    // On an H100 (CUDA plugin of jax-cuda13-pjrt 0.11.2), a pass budget of 16,384 tokens ran the target
+    // workload 40% faster than the CPU's 1,536 (2,955 against 2,111 items/s).
+    budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30 },
+    // Not fitted on a GPU yet: the CPU's constants, which overstate the per-pass cost there.
+    cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
+    measured: 'NVIDIA H100: budget measured on the target workload; cost constants unmeasured (the CPU fit)',
+    known: true,
+  },
+};
+
+/** The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is no entry. */
+export function platformFacts(platform: string): PlatformFacts {
+  const entry = FACTS[platform.toLowerCase()];
+  return entry ?? { ...FACTS.cpu, platform, known: false };
+}

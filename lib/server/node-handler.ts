@@ -1,0 +1,54 @@
+/**
+ * The routes on node:http's (req, res): the standalone service's request
+ * listener (every route, 404 for the rest) and an express-style router,
+ * `(req, res, next)`, for express, connect or a plain http server, that
+ * answers its own paths and passes everything else to `next`.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Exchange, writeReply } from './exchange';
+import { ROUTES, RouteDefinition, dispatch } from './routes';
+import { ScoreService } from './service';
+
+export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
+
+/** express's `(req, res, next)`; no express needed at run time. */
+export type ExpressStyleHandler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
+
+/** The standalone service's listener: every route; an unknown path is our 404. */
+export function createRequestListener(service: ScoreService, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
+  const byPath = indexRoutes(routes);
+  return (req, res) => {
+    const path = pathOf(req.url);
+    const ex: Exchange = { req, res, method: req.method ?? '', path };
+    void dispatch(service, byPath.get(path) ?? null, ex, (reply) => writeReply(res, reply));
+  };
+}
+
+/**
+ * A router for `app.use(router)` (or `app.use('/prefix', router)`: express
+ * strips the prefix from req.url). A body that a parser mounted before it
+ * already read (express.json(), express.raw()) is taken as it is; mounted
+ * first, it reads the body itself, with the standalone service's limits.
+ */
+export function createExpressRouter(service: ScoreService, routes: readonly RouteDefinition[]): ExpressStyleHandler {
+  const byPath = indexRoutes(routes);
+  return (req, res, next) => {
+    const route = byPath.get(pathOf(req.url));
+    if (route === undefined) {
+      next();
+      return;
+    }
+    const parsed = req as IncomingMessage & { body?: unknown; _body?: boolean };
+    const consumed = parsed._body === true || req.readableEnded;
+    const ex: Exchange = { req, res, method: req.method ?? '', path: route.path, ...(consumed ? { body: { value: parsed.body } } : {}) };
+    void dispatch(service, route, ex, (reply) => writeReply(res, reply));
+  };
+}
+
+function indexRoutes(routes: readonly RouteDefinition[]): ReadonlyMap<string, RouteDefinition> {
+  return new Map(routes.map((route) => [route.path, route]));
+}
+
+function pathOf(url: string | undefined): string {
+  return (url ?? '/').split('?')[0];
+}
