@@ -15,8 +15,12 @@ const { makeTinyModel, writeTinyHfDir, tensorTable } = require('./helpers/tiny-m
 
 // Qwen2-1.5B: 28 layers, Dm 1536, F 8960, 12 q heads, 2 kv heads of 128, V 151936.
 const DIMS = { vocabSize: 151936, hiddenSize: 1536, intermediateSize: 8960, numLayers: 28, numHeads: 12, numKvHeads: 2, headDim: 128 };
-// Node, the plugin and the tokenizer before any weight: measured ~0.2 GB; one f32 tensor in flight.
-const ALLOWANCE_BYTES = 0.4e9;
+// Besides the process's own baseline (Node and the plugin, measured in the
+// child before the load): one layer's tensors in flight (host slice, the
+// addon's staging copy, an f32 read) during the load; for the first request,
+// compiling and running its program (the whole f32 LM head is added apart).
+const IN_FLIGHT_BYTES = 0.15e9;
+const FIRST_PROGRAM_BYTES = 0.5e9;
 
 /** Writes a bf16 safetensors file tensor by tensor from a PRNG (never the whole file in memory). */
 function writeRandomBf16Safetensors(file, tensors, seed = 1) {
@@ -64,14 +68,17 @@ function writeRandomBf16Safetensors(file, tensors, seed = 1) {
 
 // The child: load in bf16, report peak RSS after the load, then score one small request.
 const CHILD = `
-const { Scorer } = require(${JSON.stringify(path.join(__dirname, '..'))});
+const { Scorer, Client } = require(${JSON.stringify(path.join(__dirname, '..'))});
 const hwm = () => Number(/VmHWM:\\s+(\\d+) kB/.exec(require('fs').readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
 (async () => {
+  const probe = await Client.create();
+  const baseline = hwm();
+  probe.dispose();
   let loaded;
   const scorer = await Scorer.load({ model: process.argv[1], weights: 'bf16', diskCache: false, log: (e) => { if (e.event === 'model_loaded') loaded = e; } });
   const afterLoad = hwm();
   const r = await scorer.score({ query: [1, 2, 3, 4], items: [[5, 6], [7]], labelTokenIds: [8, 9] });
-  const out = { afterLoad, afterScore: hwm(), weightBytes: scorer.stats && loaded.weightBytes, steps: loaded.steps, seconds: loaded.seconds, scores: r.scores };
+  const out = { baseline, afterLoad, afterScore: hwm(), weightBytes: scorer.stats && loaded.weightBytes, steps: loaded.steps, seconds: loaded.seconds, scores: r.scores };
   scorer.dispose();
   process.stdout.write(JSON.stringify(out) + '\\n');
 })().catch((e) => { console.error(e); process.exit(1); });
@@ -110,15 +117,18 @@ test('a 1.5B-parameter bf16 model loads in bf16 with peak RSS under 1.3x its siz
     if (child.status !== 0) return;
     const r = JSON.parse(child.stdout.trim().split('\n').pop());
     const bf16Bytes = params * 2;
-    const limit = 1.3 * bf16Bytes + ALLOWANCE_BYTES;
+    const allowance = r.baseline + IN_FLIGHT_BYTES;
+    const limit = 1.3 * bf16Bytes + allowance;
     const gb = (x) => `${(x / 1e9).toFixed(2)} GB`;
     t.comment(`load ${r.seconds.toFixed(1)} s (${JSON.stringify(r.steps)}); device weights ${gb(r.weightBytes)}`);
     const vectorParams = tensors.filter((e) => e.dims.length === 1).reduce((n, e) => n + e.dims[0], 0);
     t.equal(r.weightBytes, 2 * (params - vectorParams) + 4 * vectorParams, 'device weights: bf16 matrices, f32 norms and biases');
-    t.ok(r.afterLoad <= limit, `peak RSS after the load ${gb(r.afterLoad)} <= 1.3 x ${gb(bf16Bytes)} + ${gb(ALLOWANCE_BYTES)} = ${gb(limit)} (f32 host copies alone would be ${gb(2 * bf16Bytes)})`);
+    t.comment(`peak RSS before the load (Node, plugin, client): ${gb(r.baseline)}`);
+    t.ok(r.afterLoad <= limit, `peak RSS after the load ${gb(r.afterLoad)} <= 1.3 x ${gb(bf16Bytes)} + ${gb(allowance)} = ${gb(limit)} (f32 host copies alone would be ${gb(2 * bf16Bytes)})`);
     // Scoring converts the whole [V, Dm] LM head to f32 for its logsumexp: that temporary is the activation allowance here.
     const lmHeadF32 = DIMS.vocabSize * DIMS.hiddenSize * 4;
-    t.ok(r.afterScore <= limit + lmHeadF32, `peak RSS after one small request ${gb(r.afterScore)} <= ${gb(limit + lmHeadF32)} (adds the f32 LM head temporary, ${gb(lmHeadF32)})`);
+    const scoreLimit = limit + lmHeadF32 + FIRST_PROGRAM_BYTES;
+    t.ok(r.afterScore <= scoreLimit, `peak RSS after one small request ${gb(r.afterScore)} <= ${gb(scoreLimit)} (adds the f32 LM head temporary, ${gb(lmHeadF32)}, and ${gb(FIRST_PROGRAM_BYTES)} for compiling and running the program)`);
     t.ok(r.scores.flat().every((x) => Number.isFinite(x) && x >= 0 && x <= 1), 'the scores are probabilities');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

@@ -155,6 +155,8 @@ async function uploadByLayer(client: Client, spec: DecoderWeightSpec, reader: We
       const start = performance.now();
       pieces.push(await client.upload(built.data, pieceDims, spec.elementType));
       clock.upload += (performance.now() - start) / 1000;
+      // Layer slices are tens of MB each: dead ones would pile up between V8's own collections.
+      clock.time('convert', releaseHostCopies);
     }
     const start = performance.now();
     const program = buildProgram(`assemble_${spec.name}`, (f) => {
