@@ -154,9 +154,12 @@ def percentile(values: list, p: float) -> float:
 def time_method(method: Method, requests: list, warmup: int, repeats: int, sync: Callable[[], None]) -> dict:
     units = [requests] if method.batched else [[r] for r in requests]
     total_items = sum(len(r["items"]) for r in requests)
+    t0 = time.perf_counter()
     for _ in range(warmup):
         for u in units:
             method.call(u)
+    sync()
+    warmup_s = time.perf_counter() - t0
     call_ms, pass_ms, logprobs, extrapolated = [], [], None, None
     for _ in range(repeats):
         pass_logprobs, t_pass = [], 0.0
@@ -183,6 +186,7 @@ def time_method(method: Method, requests: list, warmup: int, repeats: int, sync:
         "p99_ms": percentile(call_ms, 99),
         "requests_per_call": len(units[0]),
         "calls_timed": len(call_ms),
+        "warmup_s": warmup_s,  # compiles included
         "logprobs": logprobs,
     }
     if extrapolated is not None:
@@ -216,7 +220,7 @@ def run_peer(peer: str, args, labels: list, workloads: dict, make_methods: Calla
                 extra = f" (extrapolated from {row['extrapolated_from_items']} items)" if "extrapolated_from_items" in row else ""
                 print(f"{peer:5} {mname:8} {wname:7} {args.dtype} {row['items_per_s']:10.1f} items/s  "
                       f"median {row['median_ms']:.2f} ms  p50 {row['p50_ms']:.2f} ms  p99 {row['p99_ms']:.2f} ms  "
-                      f"{row['requests_per_call']} req/call{extra}", flush=True)
+                      f"{row['requests_per_call']} req/call  warm-up {row['warmup_s']:.1f} s{extra}", flush=True)
             except Exception as e:  # one method failing must not stop the others
                 row = {**base, "error": f"{type(e).__name__}: {e}".strip()[:2000]}
                 print(f"{peer:5} {mname:8} {wname:7} ERROR {row['error'].splitlines()[0]}", flush=True)

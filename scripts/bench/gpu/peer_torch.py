@@ -2,10 +2,11 @@
 model classes), scoring items against a query five ways:
 
   flex    every item packed after its query in one sequence; FlexAttention
-          with a BlockMask (masked tiles skipped); the forward torch.compile'd
+          with a BlockMask (masked tiles skipped); the layer torch.compile'd
   sdpa    the same packed sequence, a dense boolean mask, scaled_dot_product_attention
-  prefix  the query once (its K/V kept), then all items as one [N, L] batch
-          attending to the query's K/V and causally to their own keys
+  prefix  the query once (its K/V kept), then all items in one packed extend
+          pass: each attends to the query's K/V and causally to its own keys
+          (SDPA, dense mask)
   serial  query ++ item, one item at a time (only --serial-items items timed
           per request; latency and items/s scaled to all items, and said so)
   batch8  all requests of a workload in ONE packed flex call (each item sees
@@ -75,22 +76,33 @@ def rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tenso
     return x * cos + torch.cat([-x[..., h:], x[..., :h]], -1) * sin
 
 
-def forward(m: Qwen3, ids: torch.Tensor, pos: torch.Tensor, attend) -> torch.Tensor:
+def layer(m: Qwen3, x, cos, sin, w, attend) -> torch.Tensor:
+    """One decoder layer on x [B, T, Dm]; attend(q [B,H,T,D], k [B,Hkv,T,D], v) -> [B,H,T,D]."""
+    ln1, wq, wk, wv, wo, qn, kn, ln2, wg, wu, wd = w
+    B, T, _ = x.shape
+    h = rms_norm(x, ln1, m.eps)
+    q = rotate(rms_norm((h @ wq.T).view(B, T, m.H, m.D), qn, m.eps), cos, sin)
+    k = rotate(rms_norm((h @ wk.T).view(B, T, m.Hkv, m.D), kn, m.eps), cos, sin)
+    v = (h @ wv.T).view(B, T, m.Hkv, m.D)
+    o = attend(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+    x = x + o.transpose(1, 2).reshape(B, T, m.H * m.D) @ wo.T
+    h = rms_norm(x, ln2, m.eps)
+    return x + (F.silu(h @ wg.T) * (h @ wu.T)) @ wd.T
+
+
+def forward(m: Qwen3, ids: torch.Tensor, pos: torch.Tensor, run_layer) -> torch.Tensor:
     """ids, pos: [B, T] -> hidden states [B, T, Dm] before the final norm.
-    attend(layer, q [B,H,T,D], k [B,Hkv,T,D], v) -> [B,H,T,D]."""
+    run_layer(i, x, cos, sin, weights) -> x: one layer (eager, or a compiled one)."""
     x = m.embed[ids]
     cos, sin = rope_tables(m, pos, x.dtype)
-    B, T = ids.shape
-    for i, (ln1, wq, wk, wv, wo, qn, kn, ln2, wg, wu, wd) in enumerate(m.layers):
-        h = rms_norm(x, ln1, m.eps)
-        q = rotate(rms_norm((h @ wq.T).view(B, T, m.H, m.D), qn, m.eps), cos, sin)
-        k = rotate(rms_norm((h @ wk.T).view(B, T, m.Hkv, m.D), kn, m.eps), cos, sin)
-        v = (h @ wv.T).view(B, T, m.Hkv, m.D)
-        o = attend(i, q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-        x = x + o.transpose(1, 2).reshape(B, T, m.H * m.D) @ wo.T
-        h = rms_norm(x, ln2, m.eps)
-        x = x + (F.silu(h @ wg.T) * (h @ wu.T)) @ wd.T
+    for i, w in enumerate(m.layers):
+        x = run_layer(i, x, cos, sin, w)
     return x
+
+
+def eager(m: Qwen3, attend):
+    """run_layer for forward() with attend(i, q, k, v) that may depend on the layer index."""
+    return lambda i, x, cos, sin, w: layer(m, x, cos, sin, w, lambda q, k, v: attend(i, q, k, v))
 
 
 def head(m: Qwen3, x: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -120,8 +132,10 @@ class TorchPeer:
         self.dtype = {"bf16": torch.bfloat16, "f32": torch.float32}[args.dtype]
         self.m = Qwen3(args.model, self.dtype, self.dev)
         self.labels = torch.tensor(labels, device=self.dev)
-        # One compiled forward for flex and batch8 (recompiles once per packed length).
-        self.flex_forward = torch.compile(self._flex_forward, dynamic=False, mode=args.compile_mode)
+        # One compiled layer, called for every layer (the weights are inputs): compiles once per
+        # packed length, not once per layer. The block mask is built by a compiled builder on a GPU.
+        self.flex_layer = torch.compile(self._flex_layer, dynamic=False, mode=args.compile_mode)
+        self.block_mask = torch.compile(create_block_mask) if self.dev.type == "cuda" else create_block_mask
 
     def tensor(self, a) -> torch.Tensor:
         return torch.as_tensor(np.asarray(a), device=self.dev)
@@ -130,9 +144,8 @@ class TorchPeer:
         if self.dev.type == "cuda":
             torch.cuda.synchronize()
 
-    def _flex_forward(self, ids, pos, rows, block_mask):
-        att = lambda i, q, k, v: flex_attention(q, k, v, block_mask=block_mask, enable_gqa=True)
-        return head(self.m, forward(self.m, ids, pos, att)[0, rows], self.labels)
+    def _flex_layer(self, x, cos, sin, w, block_mask):
+        return layer(self.m, x, cos, sin, w, lambda q, k, v: flex_attention(q, k, v, block_mask=block_mask, enable_gqa=True))
 
     @torch.inference_mode()
     def flex(self, requests):
@@ -143,8 +156,9 @@ class TorchPeer:
             return (req[qi] == req[ki]) & (ki <= qi) & ((item[ki] < 0) | (item[ki] == item[qi]))
 
         T = len(p.ids)
-        bm = create_block_mask(mask_mod, None, None, T, T, device=self.dev, _compile=self.dev.type == "cuda")
-        lp = self.flex_forward(ids[None], pos[None], rows, bm)
+        bm = self.block_mask(mask_mod, None, None, T, T, device=self.dev)
+        x = forward(self.m, ids[None], pos[None], lambda i, x, cos, sin, w: self.flex_layer(x, cos, sin, w, bm))
+        lp = head(self.m, x[0, rows], self.labels)
         return common.split_rows(lp.cpu().numpy(), p.items_per_request), len(p.rows)
 
     @torch.inference_mode()
@@ -155,7 +169,7 @@ class TorchPeer:
         causal = torch.ones(T, T, dtype=torch.bool, device=self.dev).tril()
         mask = (req[:, None] == req[None, :]) & causal & ((item[None, :] < 0) | (item[None, :] == item[:, None]))
         att = lambda i, q, k, v: sdpa_gqa(q, k, v, attn_mask=mask[None, None])
-        lp = head(self.m, forward(self.m, ids[None], pos[None], att)[0, rows], self.labels)
+        lp = head(self.m, forward(self.m, ids[None], pos[None], eager(self.m, att))[0, rows], self.labels)
         return common.split_rows(lp.cpu().numpy(), p.items_per_request), len(p.rows)
 
     @torch.inference_mode()
@@ -168,28 +182,26 @@ class TorchPeer:
             cache.append((k, v))
             return sdpa_gqa(q, k, v, is_causal=True)
 
-        forward(self.m, self.tensor([rq["query"]]), self.tensor(np.arange(Q)[None]), keep)
+        forward(self.m, self.tensor([rq["query"]]), self.tensor(np.arange(Q)[None]), eager(self.m, keep))
+        # All items packed in one extend sequence after the cached query: queries [1, H, N*L, D]
+        # against keys [query ++ items]. (Items as an [N, L] batch instead copy the query's K/V
+        # N times per layer: 3.9x slower on the H100 with 500 items.)
         items = rq["items"]
         chunk = self.args.prefix_chunk or len(items)
         out = []
         for at in range(0, len(items), chunk):
-            part = items[at:at + chunk]
-            N, L = len(part), max(len(it) for it in part)
-            # Right-padded: a real token's causal keys are never padding.
-            ids = self.tensor([it + [0] * (L - len(it)) for it in part])
-            pos = self.tensor(np.tile(np.arange(Q, Q + L), (N, 1)))
-            mask = torch.cat([torch.ones(L, Q, dtype=torch.bool, device=self.dev),
-                              torch.ones(L, L, dtype=torch.bool, device=self.dev).tril()], 1)
+            p = common.pack([{"query": [], "items": items[at:at + chunk]}])
+            ids, pos, rows, item = (self.tensor(a) for a in (p.ids, p.pos + Q, p.rows, p.item))
+            n = len(p.ids)
+            own = (item[:, None] == item[None, :]) & torch.ones(n, n, dtype=torch.bool, device=self.dev).tril()
+            mask = torch.cat([torch.ones(n, Q, dtype=torch.bool, device=self.dev), own], 1)
 
             def extend(i, q, k, v):
                 kq, vq = cache[i]
-                k = torch.cat([kq.expand(N, -1, -1, -1), k], 2)
-                v = torch.cat([vq.expand(N, -1, -1, -1), v], 2)
-                return sdpa_gqa(q, k, v, attn_mask=mask[None, None])
+                return sdpa_gqa(q, torch.cat([kq, k], 2), torch.cat([vq, v], 2), attn_mask=mask[None, None])
 
-            x = forward(self.m, ids, pos, extend)
-            last = self.tensor([len(it) - 1 for it in part])
-            out.append(head(self.m, x[torch.arange(N, device=self.dev), last], self.labels))
+            x = forward(self.m, ids[None], pos[None], eager(self.m, extend))
+            out.append(head(self.m, x[0, rows], self.labels))
         lp = torch.cat(out).cpu().numpy()
         return common.split_rows(lp, [len(items)]), len(items)
 
@@ -201,7 +213,7 @@ class TorchPeer:
         for it in items:
             seq = rq["query"] + it
             x = forward(self.m, self.tensor([seq]), self.tensor(np.arange(len(seq))[None]),
-                        lambda i, q, k, v: sdpa_gqa(q, k, v, is_causal=True))
+                        eager(self.m, lambda i, q, k, v: sdpa_gqa(q, k, v, is_causal=True)))
             out.append(head(self.m, x[0, -1:], self.labels))
         lp = torch.cat(out).cpu().numpy()
         return common.split_rows(lp, [len(items)]), len(items)
