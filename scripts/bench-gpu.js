@@ -33,7 +33,7 @@ const { PRESETS, writeRandomModel } = require('./bench/random-model');
 const { makeInputs } = require('./bench/gpu/inputs');
 
 function parseArgs(argv) {
-  const a = { preset: 'qwen3_0_6b', configs: 'highest/f32,default/f32,default/bf16', peers: 'torch,jax', repeats: '5' };
+  const a = { preset: 'qwen3_0_6b', configs: 'default/bf16,highest/f32,default/f32', peers: 'torch,jax', repeats: '5' };
   for (let i = 0; i < argv.length; i += 2) {
     if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}: options take a value (--name value)`);
     a[argv[i].slice(2)] = argv[i + 1];
@@ -41,23 +41,6 @@ function parseArgs(argv) {
   if (!PRESETS[a.preset]) throw new Error(`--preset is one of ${Object.keys(PRESETS).join(', ')}`);
   a.scale ??= a.preset.endsWith('tiny') ? 'tiny' : 'full';
   return a;
-}
-
-/** The CUDA plugin of an installed jax CUDA wheel (jax-cuda13-pjrt / jax-cuda12-pjrt), found through python3. */
-function findCudaPlugin() {
-  const code = [
-    'import importlib.util, pathlib',
-    "for name in ('jax_plugins.xla_cuda13', 'jax_plugins.xla_cuda12'):",
-    '    try: spec = importlib.util.find_spec(name)',
-    '    except ModuleNotFoundError: spec = None',
-    '    if spec and spec.origin:',
-    "        so = pathlib.Path(spec.origin).parent / 'xla_cuda_plugin.so'",
-    '        if so.exists(): print(so); break',
-  ].join('\n');
-  const r = spawnSync('python3', ['-c', code], { encoding: 'utf8' });
-  const found = r.status === 0 ? r.stdout.trim() : '';
-  if (!found) throw new Error('--plugin cuda: no jax CUDA plugin (jax-cuda13-pjrt or jax-cuda12-pjrt) is importable by python3');
-  return found;
 }
 
 function run(command, args, label) {
@@ -114,7 +97,7 @@ function main() {
     process.stderr.write(`wrote a random ${a.preset} model: ${(params / 1e9).toFixed(3)}B parameters, ${(fileBytes / 1e9).toFixed(2)} GB bf16, in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
   }
   if (!fs.existsSync(inputsFile)) fs.writeFileSync(inputsFile, JSON.stringify(makeInputs(dims.vocab, a.scale)));
-  const plugin = a.plugin === 'cuda' ? findCudaPlugin() : a.plugin;
+  const plugin = a.plugin; // a path, or `cuda`: the library finds an installed jax CUDA plugin
 
   // pjrt-score, one process per configuration, then the first again with a warm disk cache.
   const diskCache = path.join(dir, 'executables');
@@ -198,7 +181,7 @@ function main() {
     const gb = (x) => (x / 1e9).toFixed(2);
     say(
       `pjrt-score ${config.name}: load ${fmt(result.load_ms / 1000, 2)} s; first target request ${fmt(f.ms / 1000, 2)} s (${f.compiles} compiles, ${fmt(f.compile_s, 1)} s compiling, ${f.disk_hits} from disk); ` +
-        `peak RSS ${gb(result.peak_rss)} GB, ${gb(result.peak_rss - result.client_peak_rss)} GB above a client-only process`,
+        `peak RSS ${gb(result.peak_rss)} GB (${gb(result.load_peak_rss)} after the load), ${gb(result.peak_rss - result.client_peak_rss)} GB above a client-only process`,
     );
   }
 

@@ -70,6 +70,7 @@ async function main() {
     ...extra,
   });
   const loadMs = performance.now() - t0;
+  const loadRss = peakRss();
   const config = { precision: a.precision, weights: scorer.weightType, ...extra };
   const rows = [];
   const row = (r) => {
@@ -162,6 +163,7 @@ async function main() {
     load_steps: loaded.steps,
     weight_bytes: loaded.weightBytes,
     client_peak_rss: clientRss,
+    load_peak_rss: loadRss,
     peak_rss: peakRss(),
     rows,
   };
