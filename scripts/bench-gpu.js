@@ -7,7 +7,7 @@
  *
  *   node scripts/bench-gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
  *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,...]
- *        [--peers torch,jax|none] [--dir DIR] [--out FILE] [--repeats N]
+ *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
@@ -33,7 +33,7 @@ const { PRESETS, writeRandomModel } = require('./bench/random-model');
 const { makeInputs } = require('./bench/gpu/inputs');
 
 function parseArgs(argv) {
-  const a = { preset: 'qwen3_0_6b', configs: 'default/bf16,highest/f32,default/f32', peers: 'torch,jax', repeats: '5' };
+  const a = { preset: 'qwen3_0_6b', configs: 'bf16/bf16,highest/f32,default/f32', peers: 'torch,jax', 'peer-dtypes': 'bf16,f32', repeats: '5' };
   for (let i = 0; i < argv.length; i += 2) {
     if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}: options take a value (--name value)`);
     a[argv[i].slice(2)] = argv[i + 1];
@@ -125,7 +125,7 @@ function main() {
   const wanted = a.peers === 'none' ? [] : a.peers.split(',');
   for (const peer of wanted) {
     const script = path.join(__dirname, 'bench', 'gpu', `peer_${peer}.py`);
-    for (const [dtype, precision] of [['bf16', 'default'], ['f32', 'highest']]) {
+    for (const [dtype, precision] of [['bf16', 'default'], ['f32', 'highest']].filter(([dt]) => a['peer-dtypes'].split(',').includes(dt))) {
       const file = path.join(dir, `peer-${peer}-${dtype}.json`);
       fs.rmSync(file, { force: true });
       const argv = [script, '--model', modelDir, '--inputs', inputsFile, '--out', file, '--dtype', dtype, '--precision', precision, '--repeats', a.repeats];
