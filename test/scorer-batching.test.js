@@ -94,6 +94,22 @@ test('a call aborted while it waits rejects; the rest of its batch is answered',
   t.ok([0, 2, 3].every((i) => settled[i].status === 'fulfilled' && maxDiff(settled[i].value.scores, alone[i].scores) <= BOUND), 'the other three are answered');
 });
 
+test('warmup compiles the shared passes: batches of a warmed shape then compile nothing', async (t) => {
+  const ids = (n, seed) => Array.from({ length: n }, (_, i) => 200 + ((seed * 37 + i * 11) % 30000));
+  const shape = { queryTokens: 12, itemTokens: 4, items: 3, labels: 2 };
+  const request = (seed) => ({ query: ids(12, seed), items: [ids(4, seed + 1), ids(4, seed + 2), ids(4, seed + 3)], labelTokenIds: LABELS });
+  await scorer.warmup([shape, { ...shape, algorithm: 'serial' }], false);
+  const before = scorer.stats();
+  const busy = scorer.score({ ...request(1), algorithm: 'serial' });
+  const answers = await Promise.all([2, 3, 4, 5, 6].map((seed) => scorer.score(request(seed * 10))));
+  await busy;
+  const after = scorer.stats();
+  t.equal(answers.length, 5, 'five requests answered');
+  t.equal(after.batchedRequests - before.batchedRequests, 5, 'in shared passes');
+  t.equal(after.jit.compiles - before.jit.compiles, 0, 'no compile on the request path');
+  t.equal(after.jit.misses - before.jit.misses, 0, 'no lookup waited for a load');
+});
+
 test('the option is checked before anything loads', async (t) => {
   try {
     await Scorer.load({ batching: 'sometimes' });

@@ -13,7 +13,7 @@
  * on its own plan. Requests of different label buckets never share a pass.
  */
 import { bucketFor } from './buckets';
-import { bucketAtMost, ProgramKey, RequestShape, Sizing } from './plan';
+import { bucketAtMost, ProgramKey, programKeyString, RequestShape, Sizing } from './plan';
 
 /** One request in a pass: row r of its group carries the request's item `items[r]`. */
 export interface BatchGroup {
@@ -136,6 +136,19 @@ export function makeBatchPlan(shapes: readonly RequestShape[], sizing: Sizing): 
     alone.push(...packed.alone);
   }
   return { passes, alone: alone.sort((a, b) => a - b) };
+}
+
+/**
+ * The grouped programs that batches of 2 to `maxRequests` requests of this
+ * one shape run (what warmup compiles for a shape when batching is on).
+ */
+export function batchPrograms(shape: RequestShape, sizing: Sizing, maxRequests: number): ProgramKey[] {
+  const programs = new Map<string, ProgramKey>();
+  if (!canJoinBatch(shape, sizing)) return [];
+  for (let k = 2; k <= maxRequests; k++) {
+    for (const pass of makeBatchPlan(new Array<RequestShape>(k).fill(shape), sizing).passes) programs.set(programKeyString(pass.program), pass.program);
+  }
+  return [...programs.values()];
 }
 
 /** Whether a request of this shape can share a pass with others (it may still run alone when none fits with it). */

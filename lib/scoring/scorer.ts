@@ -22,7 +22,7 @@ import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
 import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
 import { runPlan } from './run-plan';
-import { canJoinBatch, makeBatchPlan } from './batch-plan';
+import { batchPrograms, canJoinBatch, makeBatchPlan } from './batch-plan';
 import { runBatchPasses } from './run-batch';
 import { Batching, BATCHINGS, JobOutcome, RequestBatcher } from './request-batcher';
 import { scoresFromLabelLogprobs } from './scores';
@@ -162,6 +162,9 @@ interface ChosenJob {
   readonly signal?: AbortSignal;
   readonly joins: boolean;
 }
+
+/** Warmup compiles the shared passes of up to this many waiting requests of one shape (batching 'cross-request'). */
+const WARMUP_BATCH_REQUESTS = 16;
 
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
   return x === 'auto' || (typeof x === 'string' && (ALGORITHMS as readonly string[]).includes(x));
@@ -440,12 +443,15 @@ export class Scorer implements Disposable {
   /**
    * Compiles exactly the programs that requests of these shapes run (progress
    * bar on stderr): the plan of each shape is made as a real request's would be.
+   * With batching 'cross-request', also the shared passes of 2 to
+   * WARMUP_BATCH_REQUESTS waiting requests of each shape.
    */
   async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
     this.assertLive();
     const programs = new Map<string, ProgramKey>();
     for (const s of shapes) {
       for (const pass of this.planFor(warmupShape(s), s.algorithm).plan.passes) programs.set(programKeyString(pass.program), pass.program);
+      if (this.mayJoin(s.algorithm)) for (const program of batchPrograms(warmupShape(s), this.sizing, WARMUP_BATCH_REQUESTS)) programs.set(programKeyString(program), program);
     }
     const items = [...programs.values()].map((program) => ({ key: this.runner.key(program), source: this.runner.source(program) }));
     await this.runner.jit.warmup(items, { progress });
@@ -490,10 +496,14 @@ export class Scorer implements Disposable {
   /** The plan of a request, and whether it may share passes with other requests (batching 'cross-request'). */
   private chosenJob(request: NormalizedRequest, requested: AlgorithmChoice | undefined, signal: AbortSignal | undefined): ChosenJob {
     const choice = this.choose(request, requested);
-    // A request that names serial or prefix runs that plan; auto and packed may run as a group of a shared (packed) pass.
-    const algorithm = requested ?? this.defaultAlgorithm;
-    const joins = this.batching === 'cross-request' && (algorithm === 'auto' || algorithm === 'packed') && canJoinBatch(shapeOf(request), this.sizing);
+    const joins = this.mayJoin(requested) && canJoinBatch(shapeOf(request), this.sizing);
     return { request, choice, joins, ...(signal ? { signal } : {}) };
+  }
+
+  /** Batching 'cross-request', and a plan that may be a group of a shared (packed) pass: a request that names serial or prefix runs that plan. */
+  private mayJoin(requested: AlgorithmChoice | undefined): boolean {
+    const algorithm = requested ?? this.defaultAlgorithm;
+    return this.batching === 'cross-request' && (algorithm === 'auto' || algorithm === 'packed');
   }
 
   /**
