@@ -34,12 +34,23 @@ export function s32Scalar(value: number): HostInput {
   return { data: Int32Array.of(value), dims: [], dtype: 's32' };
 }
 
-/** f32 dots: 'highest' is true f32 everywhere; 'default' lets the platform use its fast mode (TF32 on NVIDIA). */
-export type Precision = 'highest' | 'default';
-export const PRECISIONS: readonly Precision[] = ['highest', 'default'];
+/**
+ * How dots compute (SPEC.md section 12): 'highest' is true f32 everywhere;
+ * 'default' lets the platform use its fast f32 mode (TF32 on NVIDIA); 'bf16'
+ * rounds dot operands to bf16 and accumulates in f32 (the GPUs' fast path;
+ * slow on CPUs without bf16 dot instructions).
+ */
+export type Precision = 'highest' | 'default' | 'bf16';
+export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
+
+const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
+  highest: { dotPrecision: 'HIGHEST' },
+  default: { dotPrecision: 'DEFAULT' },
+  bf16: { dotOperands: 'bf16' },
+};
 
 function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision, weights: WeightType): HloProgram {
-  const options: DecoderOptions = { dotPrecision: precision === 'highest' ? 'HIGHEST' : 'DEFAULT', ...(weights !== 'f32' ? { weights } : {}) };
+  const options: DecoderOptions = { ...DOT_OPTIONS[precision], ...(weights !== 'f32' ? { weights } : {}) };
   switch (key.program) {
     case 'decoder_fused':
       return decoderFused(config, { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);

@@ -33,8 +33,14 @@ export type AlgorithmChoice = Algorithm | 'auto';
 export interface ScorerOptions {
   /** GGUF file or Hugging Face directory; default PJRT_SCORE_MODEL, else the cached default model. */
   readonly model?: string;
-  /** PJRT plugin; default PJRT_PLUGIN_PATH, else the cached CPU plugin. */
+  /** PJRT plugin: a path, or `cuda` (an installed jax CUDA plugin); default PJRT_PLUGIN_PATH, else the cached CPU plugin. */
   readonly plugin?: string;
+  /**
+   * The plugin's client options (PJRT named values), e.g. the CUDA plugin's
+   * `memory_fraction` (a float in (0, 1]) and `preallocate` (bool). A whole
+   * number is sent as an integer. Default: none (the CPU plugin gets one device).
+   */
+  readonly clientOptions?: Readonly<Record<string, number | string | boolean>>;
   /** Plan for every request unless the request says otherwise; default 'auto'. */
   readonly algorithm?: AlgorithmChoice;
   /** Most items per request; default 1024. */
@@ -284,7 +290,7 @@ export class Scorer implements Disposable {
     const opened = performance.now();
     let client: Client;
     try {
-      client = await Client.create({ plugin: options.plugin });
+      client = await Client.create({ plugin: options.plugin, options: options.clientOptions });
     } catch (err) {
       model.weights.close();
       throw err;

@@ -74,7 +74,7 @@ export interface BackendLoadOptions {
   readonly maxRequestTokens: number;
   /** Rerank template name (default: chosen from the model). */
   readonly rerankTemplate?: string;
-  readonly precision?: 'highest' | 'default';
+  readonly precision?: 'highest' | 'default' | 'bf16';
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
   readonly batching?: 'invariant' | 'cross-request';
   readonly log: (event: Record<string, unknown>) => void;

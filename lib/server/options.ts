@@ -29,8 +29,8 @@ export interface ServeOptions {
   readonly coalesce: boolean;
   /** Rerank template name for /v1/rerank; default chosen from the model. */
   readonly rerankTemplate?: string;
-  /** f32 dot precision: 'highest' (true f32, the default) or 'default' (the platform's fast mode, TF32 on NVIDIA). */
-  readonly precision?: 'highest' | 'default';
+  /** Dot precision: 'highest' (true f32, the default), 'default' (the platform's fast f32 mode, TF32 on NVIDIA) or 'bf16' (bf16 operands, f32 accumulation). */
+  readonly precision?: 'highest' | 'default' | 'bf16';
   /** How the weight matrices live on the device: f32 (default), bf16, int8 or auto (the Scorer's `weights` option). */
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
   /**
@@ -99,7 +99,7 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
   { flag: 'queue-size', env: 'PJRT_SCORE_QUEUE_SIZE', kind: 'integer', key: 'queueSize', min: 0, help: `most requests waiting for the device; more get 429 (default ${DEFAULT_SERVE_OPTIONS.queueSize})` },
   { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', kind: 'integer', key: 'timeoutMs', min: 1, help: `per-request deadline; past it 504 and the work is dropped (default ${DEFAULT_SERVE_OPTIONS.timeoutMs})` },
   { flag: 'max-body-bytes', env: 'PJRT_SCORE_MAX_BODY_BYTES', kind: 'integer', key: 'maxBodyBytes', min: 1, help: `largest request body; more get 413 (default ${DEFAULT_SERVE_OPTIONS.maxBodyBytes}, 8 MiB)` },
-  { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "f32 dots: highest (true f32, default) or default (the platform's fast mode: TF32 on NVIDIA GPUs)" },
+  { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation: the GPU fast path)" },
   { flag: 'weights', env: 'PJRT_SCORE_WEIGHTS', kind: 'string', key: 'weights', help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (a quarter) or auto (chosen for this platform and host)' },
   {
     flag: 'batching',
