@@ -53,7 +53,7 @@ function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision
   const options: DecoderOptions = { ...DOT_OPTIONS[precision], ...(weights !== 'f32' ? { weights } : {}) };
   switch (key.program) {
     case 'decoder_fused':
-      return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
+      return decoderFused(config, { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
     case 'decoder_prefill':
       return decoderPrefill(config, { prefix: key.prefix, labels: key.labels }, options);
     case 'decoder_extend':
@@ -61,16 +61,18 @@ function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision
   }
 }
 
-/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches). */
+/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches: G only when > 1). */
 function jitDims(key: ProgramKey): Record<string, number> {
-  return key.program === 'decoder_prefill'
-    ? { P: key.prefix, B: key.labels }
-    : { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
+  if (key.program === 'decoder_prefill') return { P: key.prefix, B: key.labels };
+  const dims: Record<string, number> = { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
+  if (key.program === 'decoder_fused' && key.groups > 1) dims.G = key.groups;
+  return dims;
 }
 
 export class DecoderRunner {
   readonly jit: JitCache<Executable>;
   private readonly modelId: string;
+  private executed = 0;
 
   constructor(
     readonly client: Client,
@@ -113,11 +115,17 @@ export class DecoderRunner {
             buffers.push(buffer);
           }
         }
+        this.executed++;
         return await executable.execute([...buffers, ...this.weights.buffers]);
       } finally {
         uploaded.forEach((b) => b.dispose());
       }
     });
+  }
+
+  /** Program executions started (every device pass). */
+  get executions(): number {
+    return this.executed;
   }
 
   dispose(): void {

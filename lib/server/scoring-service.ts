@@ -140,6 +140,7 @@ async function load(
     ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
     ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
     ...(settings.weights !== undefined ? { weights: settings.weights } : {}),
+    ...(settings.batching !== undefined ? { batching: settings.batching } : {}),
     log: (event) => {
       const { event: name, ...fields } = event;
       logEvent(scorerLog, 'info', typeof name === 'string' ? name : 'scorer', fields);
@@ -175,6 +176,7 @@ async function load(
     timeout_ms: settings.timeoutMs,
     max_body_bytes: settings.maxBodyBytes,
     coalesce: settings.coalesce,
+    batching: settings.batching ?? 'invariant',
     seconds: round((performance.now() - started) / 1000),
   });
 }
@@ -196,7 +198,7 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
 
 function definedOnly(options: object): Partial<ServeOptions> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision', 'weights'])) {
+  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision', 'weights', 'batching'])) {
     const value = (options as Record<string, unknown>)[key];
     if (value !== undefined) out[key] = value;
   }
