@@ -13,7 +13,7 @@
 // items x 20 tokens), and "overhead" (a short query, `items: []`: nothing
 // runs on the device, so it measures the HTTP layer, validation, queue,
 // logging and metrics alone).
-// Writes bench-results/service.json.
+// Writes bench-results/service.json (--out names another file there).
 //
 // Options: --duration S (per step, default 10), --concurrency 1,4,16,
 // --items N (per request, default 8; small-10 always has 10),
@@ -28,10 +28,15 @@
 // is extracted and compiled into the temp directory), --rounds N (each step
 // N times per server, alternating which goes first; default 1), --warm S
 // (the unmeasured first step per server and workload, default 3; each
-// server also compiles the workload's shapes at startup).
+// server also compiles the workload's shapes at startup), --per-worker N
+// (each worker sends N requests per step instead of running for --duration:
+// on a slow or loaded machine a request takes seconds, and whole cycles
+// compare better than a cut-off step), --timeout-ms MS (the servers' own
+// request deadline; default theirs, 30 s).
 //
 // Cross-request batching, batching on vs off (docs/performance.md):
-//   node scripts/bench-service.js --servers current,cross --workload pr --concurrency 8,16 --rounds 3
+//   node scripts/bench-service.js --servers current,cross --workload pr --concurrency 8,16 --per-worker 3 --rounds 2 \
+//     --timeout-ms 600000 --out service-batching.json
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -58,6 +63,9 @@ function options() {
       'baseline-ref': { type: 'string' },
       rounds: { type: 'string', default: '1' },
       warm: { type: 'string', default: '3' },
+      'per-worker': { type: 'string' },
+      'timeout-ms': { type: 'string' },
+      out: { type: 'string', default: 'service.json' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -65,7 +73,8 @@ function options() {
   if (values.help) {
     console.log(
       'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,pr,overhead] [--url URL]\n' +
-        '                                     [--servers current,cross,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]',
+        '                                     [--servers current,cross,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
+        '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]',
     );
     process.exit(0);
   }
@@ -81,6 +90,9 @@ function options() {
     baselineRef: values['baseline-ref'],
     rounds: Number(values.rounds),
     warm: Number(values.warm) * 1000,
+    perWorker: values['per-worker'] === undefined ? null : Number(values['per-worker']),
+    timeoutMs: values['timeout-ms'],
+    out: values.out,
   };
 }
 
@@ -127,8 +139,8 @@ function warmupSpec(workloads) {
 }
 
 /** Starts one server kind; resolves { child, url } once it is ready. */
-async function startServer(kind, baselineDir, workloads) {
-  const serve = ['serve', '--port', '0', '--host', '127.0.0.1', '--warmup', warmupSpec(workloads), '--queue-size', '256'];
+async function startServer(kind, baselineDir, workloads, timeoutMs) {
+  const serve = ['serve', '--port', '0', '--host', '127.0.0.1', '--warmup', warmupSpec(workloads), '--queue-size', '256', ...(timeoutMs ? ['--timeout-ms', timeoutMs] : [])];
   const args =
     kind === 'fastify'
       ? [path.join(__dirname, 'bench', 'fastify-serve.js')]
@@ -193,8 +205,8 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** Closed loop: `concurrency` workers, each sending its next request when the last returns, for `duration` ms. */
-async function step(url, workload, concurrency, duration, itemCount) {
+/** Closed loop: `concurrency` workers, each sending its next request when the last returns, for `duration` ms (or `perWorker` requests each). */
+async function step(url, workload, concurrency, duration, itemCount, perWorker = null) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const before = await getText(url, '/metrics');
   let serial = Math.floor(Math.random() * 1000);
@@ -202,7 +214,7 @@ async function step(url, workload, concurrency, duration, itemCount) {
   const errors = {};
   const started = Date.now();
   const worker = async () => {
-    while (Date.now() - started < duration) {
+    for (let sent = 0; perWorker === null ? Date.now() - started < duration : sent < perWorker; sent++) {
       const result = await post(agent, url, makeBody(workload, serial++, itemCount));
       if (result.status === 200) latencies.push(result.ms);
       else errors[result.status || result.error] = (errors[result.status || result.error] || 0) + 1;
@@ -230,8 +242,8 @@ async function main() {
   if (baseline) console.log(`baseline: ${opts.baselineRef} = ${baseline.sha}`);
   const servers = [];
   if (opts.url) servers.push({ kind: 'url', url: opts.url, child: null });
-  else for (const kind of opts.servers) servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir, opts.workloads)) });
-  console.log(`servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10), ${opts.duration / 1000} s per step`);
+  else for (const kind of opts.servers) servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir, opts.workloads, opts.timeoutMs)) });
+  console.log(`servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10; pr: 10), ${opts.perWorker === null ? `${opts.duration / 1000} s` : `${opts.perWorker} requests per worker`} per step`);
   const rows = [];
   try {
     // One unmeasured pass per server so every bucket the workload touches is compiled.
@@ -243,7 +255,7 @@ async function main() {
         const parts = new Map(servers.map((s) => [s, []]));
         for (let round = 0; round < opts.rounds; round++) {
           const order = round % 2 === 0 ? servers : [...servers].reverse();
-          for (const server of order) parts.get(server).push(await step(server.url, workload, concurrency, opts.duration, opts.items));
+          for (const server of order) parts.get(server).push(await step(server.url, workload, concurrency, opts.duration, opts.items, opts.perWorker));
         }
         for (const server of servers) {
           const r = { server: server.kind, ...merge(parts.get(server)) };
@@ -264,9 +276,9 @@ async function main() {
   }
   const outDir = path.join(__dirname, '..', 'bench-results');
   fs.mkdirSync(outDir, { recursive: true });
-  const out = { machine: machine(), itemsPerRequest: opts.items, ...(baseline ? { baseline: baseline.sha } : {}), rounds: opts.rounds, steps: rows };
-  fs.writeFileSync(path.join(outDir, 'service.json'), `${JSON.stringify(out, null, 2)}\n`);
-  console.log('wrote bench-results/service.json');
+  const out = { machine: machine(), itemsPerRequest: opts.items, ...(baseline ? { baseline: baseline.sha } : {}), rounds: opts.rounds, perWorker: opts.perWorker, steps: rows };
+  fs.writeFileSync(path.join(outDir, opts.out), `${JSON.stringify(out, null, 2)}\n`);
+  console.log(`wrote bench-results/${opts.out}`);
 }
 
 /** One row from a step's rounds: totals over all of them, percentiles over every latency. */
