@@ -2,13 +2,17 @@
 // Weights in f32, bf16 and int8 on the device (issue 20), on the real CPU
 // plugin and the real default model:
 // - round trip: what the device holds equals a conversion written here (round
-//   to nearest even for bf16; symmetric per-output-channel int8) of what the
-//   f32 upload holds;
+//   to nearest even for bf16; symmetric int8 in blocks of 32 input elements
+//   with an f32 scale each) of what the f32 upload holds; the Q8_0 embedding
+//   of the default model comes back exactly;
 // - at each weight type, the packed and prefix plans equal the serial plan;
-// - each weight type stays within the seeds' gate of f32 over 60 items, on
+// - each weight type stays within the seeds' gate of f32 over 50 items, on
 //   label probabilities as the Score API returns them by default (the seeds'
 //   workloads); the two-label softmax, a stricter reading, is reported and
 //   held for bf16.
+// Cost: three Scorers (one per weight type, each shared by its plans) and
+// three uploads for the round trip; the conversions below run over typed
+// arrays without per-element allocation (135M weights each).
 const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -22,35 +26,55 @@ const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
 
 // ---- the test's own conversions --------------------------------------------
 
-/** f32 -> bf16 bits, round to nearest even, by way of a Float64 split (not the library's bit trick). */
-function bf16Bits(x) {
-  const f = new Float32Array([x]);
-  const u = new Uint32Array(f.buffer)[0];
-  if (Number.isNaN(x)) return (u >>> 16) | 0x40;
-  const hi = u >>> 16;
-  const lo = u & 0xffff;
-  if (lo > 0x8000 || (lo === 0x8000 && (hi & 1) === 1)) return (hi + 1) & 0xffff;
-  return hi;
+/** f32 -> bf16 bits, round to nearest even, by comparing the dropped half with 0x8000 (not the library's add-and-shift). */
+function bf16Bits(values) {
+  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+  const out = new Uint16Array(values.length);
+  for (let i = 0; i < bits.length; i++) {
+    const u = bits[i];
+    const hi = u >>> 16;
+    const lo = u & 0xffff;
+    if (Number.isNaN(values[i])) out[i] = hi | 0x40;
+    else out[i] = lo > 0x8000 || (lo === 0x8000 && (hi & 1) === 1) ? (hi + 1) & 0xffff : hi;
+  }
+  return out;
 }
 
+const BLOCK = 32;
+
 /**
- * The int8 rule the project states: per output channel, scale = f32(max|w| / 127),
- * q = round-half-away-from-zero(w / scale) clamped to [-127, 127]; scale 0 gives q 0.
- * `channelOf(k)` maps a flat index to its channel; returns q and scales.
+ * The int8 rule the project states, written over the device layout: one
+ * block is 32 consecutive input elements of one output channel; scale =
+ * f32(max|w| / 127), q = round-half-away-from-zero(w / scale) clamped to
+ * [-127, 127]; scale 0 gives q 0. The input axis is the last of a [V, Dm]
+ * table (a row is a token) and the middle of a stacked [Ly, in, out] matrix
+ * (a column is an output channel), so the scales are [V, Dm / 32] and
+ * [Ly, in / 32, out].
  */
-function quantize(values, channels, channelOf) {
-  const max = new Float64Array(channels);
-  for (let k = 0; k < values.length; k++) {
-    const c = channelOf(k);
-    max[c] = Math.max(max[c], Math.abs(values[k]));
+function quantizeBlocks(values, dims, perLayer) {
+  const [layers, rows, cols] = perLayer ? dims : [1, ...dims];
+  // blockOf(l, r, c): the scale index of element (l, r, c).
+  const blockOf = perLayer ? (l, r, c) => (l * (rows / BLOCK) + Math.floor(r / BLOCK)) * cols + c : (l, r, c) => r * (cols / BLOCK) + Math.floor(c / BLOCK);
+  const max = new Float64Array(values.length / BLOCK);
+  for (let l = 0, k = 0; l < layers; l++) {
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++, k++) {
+        const b = blockOf(l, r, c);
+        max[b] = Math.max(max[b], Math.abs(values[k]));
+      }
+    }
   }
   const scales = Float32Array.from(max, (m) => m / 127);
   const q = new Int8Array(values.length);
-  for (let k = 0; k < values.length; k++) {
-    const s = scales[channelOf(k)];
-    if (s === 0) continue;
-    const x = values[k] / s;
-    q[k] = Math.max(-127, Math.min(127, Math.sign(x) * Math.floor(Math.abs(x) + 0.5)));
+  for (let l = 0, k = 0; l < layers; l++) {
+    for (let r = 0; r < rows; r++) {
+      for (let c = 0; c < cols; c++, k++) {
+        const s = scales[blockOf(l, r, c)];
+        if (s === 0) continue;
+        const x = values[k] / s;
+        q[k] = Math.max(-127, Math.min(127, Math.sign(x) * Math.floor(Math.abs(x) + 0.5)));
+      }
+    }
   }
   return { q, scales };
 }
@@ -79,7 +103,7 @@ test('round trip: bf16 and int8 arrays on the device equal the test\'s conversio
   for (let i = 0; i < specs.length; i++) {
     const got = await bf16.buffers[i].toHost();
     if (bf16Specs[i].elementType === 'u16') {
-      const want = Uint16Array.from(reference[i], bf16Bits);
+      const want = bf16Bits(reference[i]);
       t.equal(firstMismatch(got, want), null, `bf16 ${specs[i].name} [${specs[i].dims}]: bit-equal to round-to-nearest-even`);
     } else {
       t.equal(firstMismatch(got, reference[i]), null, `bf16 load: ${specs[i].name} stays f32, equal`);
@@ -98,16 +122,18 @@ test('round trip: bf16 and int8 arrays on the device equal the test\'s conversio
       continue;
     }
     const scaleIndex = int8Specs.findIndex((s) => s.scaleOf === spec.name);
+    t.deepEqual(int8Specs[scaleIndex].dims, spec.perLayer ? [spec.dims[0], spec.dims[1] / BLOCK, spec.dims[2]] : [spec.dims[0], spec.dims[1] / BLOCK], `${spec.name}Scale: one per 32 input elements`);
     const gotScales = await int8.buffers[scaleIndex].toHost();
-    // The output channel: a row of the [V, Dm] tables, a column of each [in, out] layer slice.
-    const dims = spec.dims;
-    const out = dims[dims.length - 1];
-    const channels = spec.perLayer ? dims[0] * out : dims[0];
-    const channelOf = spec.perLayer ? (k) => Math.floor(k / (dims[1] * out)) * out + (k % out) : (k) => Math.floor(k / dims[1]);
-    const want = quantize(reference[i], channels, channelOf);
-    t.equal(firstMismatch(gotScales, want.scales), null, `int8 ${spec.name}: ${channels} scales equal`);
-    t.equal(firstMismatch(got, want.q), null, `int8 ${spec.name} [${dims}]: values equal`);
+    const want = quantizeBlocks(reference[i], spec.dims, spec.perLayer);
+    t.equal(firstMismatch(gotScales, want.scales), null, `int8 ${spec.name}: ${want.scales.length} scales equal`);
+    t.equal(firstMismatch(got, want.q), null, `int8 ${spec.name} [${spec.dims}]: values equal`);
+    if (spec.name === 'embedding') {
+      // The file's Q8_0 blocks (32 values, one f16 scale, max |q| = 127) re-quantize to themselves.
+      const back = Float32Array.from(got, (q, k) => q * gotScales[Math.floor(k / BLOCK)]);
+      t.equal(firstMismatch(back, reference[i]), null, 'int8 embedding (Q8_0 in the GGUF): dequantized, bit-equal to the f32 upload');
+    }
   }
+  t.ok(int8.bytes < 0.29 * f32Bytes, `int8 weights take ${(int8.bytes / 2 ** 20).toFixed(0)} MiB`);
   int8.dispose();
   client.dispose();
 });
@@ -128,7 +154,7 @@ test('round trip: a bf16 safetensors model goes to the device as its own bits', 
     for (let i = 0; i < specs.length; i++) {
       const got = await streamed.buffers[i].toHost();
       const ref = await f32.buffers[i].toHost();
-      const want = specs[i].elementType === 'u16' ? Uint16Array.from(ref, bf16Bits) : ref;
+      const want = specs[i].elementType === 'u16' ? bf16Bits(ref) : ref;
       t.equal(firstMismatch(got, want), null, `${specs[i].name}: equal`);
     }
     streamed.dispose();
@@ -161,11 +187,11 @@ test('program text: f32 weights add no op; bf16/int8 convert each matrix slice b
 
 const YES = 9805; // ' yes'
 const NO = 787; // ' no'
-const SUBJECTS = ['The sun', 'Water', 'A cat', 'Paris', 'The moon', 'Iron', 'A triangle', 'Snow', 'The Pacific', 'Honey', 'A violin', 'Mount Everest'];
+const SUBJECTS = ['The sun', 'Water', 'A cat', 'Paris', 'The moon', 'Iron', 'A triangle', 'Snow', 'The Pacific', 'Honey'];
 const CLAIMS = [' is hot.', ' is a liquid at room temperature.', ' has four legs.', ' is the capital of France.', ' orbits the Earth.'];
 const REQUEST = {
   query: 'Answer yes or no. Is the following statement true?',
-  // 60 items: every subject with every claim.
+  // 50 items (the issue's minimum): every subject with every claim.
   items: SUBJECTS.flatMap((s) => CLAIMS.map((c) => ` ${s}${c} Answer:`)),
   labelTokenIds: [YES, NO],
 };
@@ -205,19 +231,16 @@ for (const weights of ['f32', 'bf16', 'int8']) {
   });
 }
 
-// bf16 holds the seeds' gate against f32. Per-output-channel int8 does not on
-// this model (measured on the AMD EPYC development machine: max 4.5e-2, mean
-// 1.0e-2 on these label probabilities; scales per 32 or 128 input columns did
-// not reliably fix it, docs/performance.md): its bound here is three times the
-// gate, to catch regressions, and the gap is stated, not hidden.
-test('bf16 weights are within the gate of f32 (max <= 0.02, mean <= 0.01 on label probabilities); int8 within 3x the gate', (t) => {
+// Both hold the seeds' gate against f32 on the label probabilities. int8 is
+// quantized in blocks of 32 input elements: one scale per output channel
+// (the first int8) gave max 4.5e-2, mean 1.0e-2 here, outside the gate.
+test('bf16 and int8 weights are within the gate of f32 (max <= 0.02, mean <= 0.01 on label probabilities)', (t) => {
   for (const weights of ['bf16', 'int8']) {
     const d = diffs(byType[weights], byType.f32);
     const soft = diffs(twoLabelSoftmax(byType[weights]), twoLabelSoftmax(byType.f32));
     t.comment(`${weights} vs f32 over ${REQUEST.items.length} items: label probabilities max ${d.max.toExponential(2)}, mean ${d.mean.toExponential(2)}; two-label softmax max ${soft.max.toExponential(2)}, mean ${soft.mean.toExponential(2)}`);
-    const k = weights === 'bf16' ? 1 : 3;
-    t.ok(d.max <= 0.02 * k, `${weights}: max |diff| ${d.max.toExponential(2)} <= ${0.02 * k}`);
-    t.ok(d.mean <= 0.01 * k, `${weights}: mean |diff| ${d.mean.toExponential(2)} <= ${0.01 * k}`);
+    t.ok(d.max <= 0.02, `${weights}: max |diff| ${d.max.toExponential(2)} <= 0.02`);
+    t.ok(d.mean <= 0.01, `${weights}: mean |diff| ${d.mean.toExponential(2)} <= 0.01`);
     if (weights === 'bf16') t.ok(soft.max <= 0.02 && soft.mean <= 0.01, 'bf16: within the gate on the two-label softmax too');
   }
   t.end();

@@ -3,14 +3,14 @@
  * the decoder programs take, as lib/hlo/decoder-layout.ts declares them
  * (per-layer arrays stacked over layers, matrices [in, out], q|k|v and
  * gate|up fused), in the weight type asked for (f32, bf16, int8 with
- * per-output-channel scales). Uploaded once; every execution passes the
+ * one scale per INT8_BLOCK input elements). Uploaded once; every execution passes the
  * same buffers.
  *
  * Streaming: tensors come from a WeightReader one at a time; each device
  * array is built, uploaded and dropped before the next, largest first, so
  * peak host memory is about the device arrays plus one array being built.
  */
-import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, MatrixName, WeightType } from '../hlo/decoder-layout';
+import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, INT8_BLOCK, MatrixName, WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, WeightReader } from '../model/weights-reader';
@@ -19,7 +19,7 @@ import { DeviceBuffer } from '../runtime/device-buffer';
 import { elementCount } from '../util/dims';
 import { buildProgram } from '../hlo/program';
 import { TensorType } from '../hlo/types';
-import { f32ToBf16, quantizeRowsInt8, transposeInto } from './convert';
+import { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
 import { RELEASE_BYTES, releaseHostCopies } from './release';
 
 export interface UploadTimings {
@@ -64,18 +64,19 @@ class Clock {
 }
 
 /**
- * A host tensor [rows, rowLength] in the matrix storage of `type`: f32 as
- * is, bf16 bits (the file's own when it has them), or int8 with one scale
- * per row.
+ * A host tensor [rows, in] (Hugging Face orientation: a row is an output
+ * channel, its elements the input axis) in the matrix storage of `type`: f32
+ * as is, bf16 bits (the file's own when it has them), or int8 with one scale
+ * per INT8_BLOCK consecutive elements of a row (scales [rows, in / B]).
  */
-function storeRows(type: WeightType, f32: () => Float32Array, bf16: () => Uint16Array | undefined, rowLength: number, clock: Clock): Built {
+function storeRows(type: WeightType, f32: () => Float32Array, bf16: () => Uint16Array | undefined, clock: Clock): Built {
   if (type === 'bf16') {
     const raw = clock.time('read', bf16);
     if (raw) return { data: raw };
   }
   const data = clock.time('read', f32);
   if (type === 'f32') return { data };
-  return clock.time('convert', () => (type === 'bf16' ? { data: f32ToBf16(data) } : quantizeRowsInt8(data, data.length / rowLength)));
+  return clock.time('convert', () => (type === 'bf16' ? { data: f32ToBf16(data) } : quantizeBlocksInt8(data, INT8_BLOCK)));
 }
 
 function emptyLike(type: WeightType, matrix: boolean, length: number): DeviceData {
@@ -97,8 +98,8 @@ function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightT
   const matrixType: WeightType = spec.matrix ? type : 'f32';
   if ('global' in spec.source) {
     const name = spec.source.global;
-    // [V, Dm] in both layouts; a vector (the final norm) is f32.
-    return storeRows(matrixType, () => reader.global(name).data, () => reader.bf16?.({ global: name }), spec.dims[spec.dims.length - 1], clock);
+    // [V, Dm] in both layouts (scales [V, Dm / B]); a vector (the final norm) is f32.
+    return storeRows(matrixType, () => reader.global(name).data, () => reader.bf16?.({ global: name }), clock);
   }
   const parts = spec.source.layerParts;
   const slice = spec.dims.slice(1);
@@ -106,7 +107,9 @@ function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightT
   const layers = to - from;
   const out = emptyLike(matrixType, spec.matrix, layers * sliceSize);
   const width = slice[slice.length - 1];
-  const scales = matrixType === 'int8' ? new Float32Array(layers * width) : undefined;
+  // int8: a layer's scales are [in / B, width], the slice's blocks of rows.
+  const scaleSliceSize = sliceSize / INT8_BLOCK;
+  const scales = matrixType === 'int8' ? new Float32Array(layers * scaleSliceSize) : undefined;
   for (let k = 0; k < layers; k++) {
     const l = from + k;
     for (const part of parts) {
@@ -116,18 +119,19 @@ function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightT
         continue;
       }
       // A Hugging Face [out, in] matrix becomes columns [offset, offset + out) of the [in, width] slice;
-      // int8 is quantized per HF row first: a row is an output channel, a column of the slice.
+      // int8 is quantized along HF rows first (the input axis), its [out, in / B] scales transposed the same way.
       const inFeatures = slice[0];
       const stored = storeRows(
         matrixType,
         () => layerPart(reader, l, part.source, spec.name),
         () => reader.bf16?.({ layer: l, name: part.source }),
-        inFeatures,
         clock,
       );
       const rows = stored.data.length / inFeatures;
-      clock.time('convert', () => transposeInto(stored.data, rows, inFeatures, out, k * sliceSize, width, part.offset));
-      if (stored.scales) scales!.set(stored.scales, k * width + part.offset);
+      clock.time('convert', () => {
+        transposeInto(stored.data, rows, inFeatures, out, k * sliceSize, width, part.offset);
+        if (stored.scales) transposeInto(stored.scales, rows, inFeatures / INT8_BLOCK, scales!, k * scaleSliceSize, width, part.offset);
+      });
     }
   }
   return { data: out, ...(scales ? { scales } : {}) };
@@ -146,12 +150,12 @@ async function uploadByLayer(client: Client, spec: DecoderWeightSpec, reader: We
   const layers = spec.dims[0];
   const pieceDims = [1, ...spec.dims.slice(1)];
   const pieces: DeviceBuffer[] = [];
-  const width = spec.dims[spec.dims.length - 1];
-  const scales = type === 'int8' && spec.matrix ? new Float32Array(layers * width) : undefined;
+  const scaleSliceSize = elementCount(pieceDims) / INT8_BLOCK;
+  const scales = type === 'int8' && spec.matrix ? new Float32Array(layers * scaleSliceSize) : undefined;
   try {
     for (let l = 0; l < layers; l++) {
       const built = buildArray(spec, reader, type, clock, l, l + 1);
-      if (built.scales) scales!.set(built.scales, l * width);
+      if (built.scales) scales!.set(built.scales, l * scaleSliceSize);
       const start = performance.now();
       pieces.push(await client.upload(built.data, pieceDims, spec.elementType));
       clock.upload += (performance.now() - start) / 1000;
