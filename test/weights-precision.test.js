@@ -3,8 +3,9 @@
 // plugin and the real default model:
 // - round trip: what the device holds equals a conversion written here (round
 //   to nearest even for bf16; symmetric int8 in blocks of 32 input elements
-//   with an f32 scale each) of what the f32 upload holds; the Q8_0 embedding
-//   of the default model comes back exactly;
+//   with an f32 scale each) of what the f32 upload holds, both when the file's
+//   blocks are decoded on the device and when host weights are uploaded; the
+//   Q8_0 embedding of the default model comes back exactly;
 // - at each weight type, the packed and prefix plans equal the serial plan;
 // - each weight type stays within the seeds' gate of f32 over 50 items, on
 //   label probabilities as the Score API returns them by default (the seeds'
@@ -18,10 +19,11 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client, Scorer } = require('..');
-const { loadModel } = require('../dist/model');
+const { loadModel, openModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
 const { decoderFused } = require('../dist/hlo');
+const { loadProgramCache } = require('../dist/scoring/load-programs');
 const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
 
 // ---- the test's own conversions --------------------------------------------
@@ -87,54 +89,63 @@ function firstMismatch(a, b) {
 
 // ---- round trip --------------------------------------------------------------
 
-test('round trip: bf16 and int8 arrays on the device equal the test\'s conversion of the f32 arrays', async (t) => {
+/** What each array of a `weights` load must hold, from the f32 arrays: the test's own conversions. */
+function expectedArrays(config, weights, reference) {
+  const specs = decoderWeightSpecs(config, weights);
+  const expected = specs.map(() => null);
+  specs.forEach((spec, i) => {
+    if (spec.scaleOf !== undefined) return;
+    if (spec.elementType === 'f32') expected[i] = { what: `${spec.name} (f32)`, values: reference[i] };
+    else if (spec.elementType === 'u16') expected[i] = { what: `${spec.name} [${spec.dims}] bf16 bits, round to nearest even`, values: bf16Bits(reference[i]) };
+    else {
+      const { q, scales } = quantizeBlocks(reference[i], spec.dims, spec.perLayer);
+      const scaleIndex = specs.findIndex((s) => s.scaleOf === spec.name);
+      expected[i] = { what: `${spec.name} [${spec.dims}] int8 values`, values: q };
+      expected[scaleIndex] = { what: `${spec.name}Scale [${specs[scaleIndex].dims}]: one per 32 input elements`, values: scales, dims: spec.perLayer ? [spec.dims[0], spec.dims[1] / BLOCK, spec.dims[2]] : [spec.dims[0], spec.dims[1] / BLOCK] };
+    }
+  });
+  return { specs, expected };
+}
+
+test('round trip: each weight type on the device equals the test\'s conversion of the f32 arrays, from the file (decoded on the device) and from host weights', async (t) => {
   const client = await Client.create();
   const model = loadModel();
+  // The reference: the host path's f32 arrays (dequantized in JavaScript, transposed, stacked).
   const f32 = await uploadWeights(client, model.config, model.weights, 'f32');
-  const specs = decoderWeightSpecs(model.config, 'f32');
   const reference = [];
   for (const b of f32.buffers) reference.push(await b.toHost());
   const f32Bytes = f32.bytes;
   f32.dispose();
 
-  const bf16 = await uploadWeights(client, model.config, model.weights, 'bf16');
-  t.equal(bf16.weightType, 'bf16');
-  const bf16Specs = decoderWeightSpecs(model.config, 'bf16');
-  for (let i = 0; i < specs.length; i++) {
-    const got = await bf16.buffers[i].toHost();
-    if (bf16Specs[i].elementType === 'u16') {
-      const want = bf16Bits(reference[i]);
-      t.equal(firstMismatch(got, want), null, `bf16 ${specs[i].name} [${specs[i].dims}]: bit-equal to round-to-nearest-even`);
-    } else {
-      t.equal(firstMismatch(got, reference[i]), null, `bf16 load: ${specs[i].name} stays f32, equal`);
+  // Decode programs through the Scorer's load cache: compiled once, read from the disk cache after.
+  const programs = loadProgramCache(client, true);
+  for (const weights of ['f32', 'bf16', 'int8']) {
+    const { specs, expected } = expectedArrays(model.config, weights, reference);
+    for (const source of weights === 'f32' ? ['file'] : ['file', 'host']) {
+      const opened = source === 'file' ? openModel() : null;
+      const loaded = await uploadWeights(client, model.config, opened ? opened.weights : model.weights, weights, programs);
+      opened?.weights.close();
+      t.equal(loaded.weightType, weights);
+      const bad = [];
+      for (let i = 0; i < specs.length; i++) {
+        if (expected[i].dims && firstMismatch(specs[i].dims, expected[i].dims)) bad.push(`${specs[i].name}: dims [${specs[i].dims}]`);
+        const m = firstMismatch(await loaded.buffers[i].toHost(), expected[i].values);
+        if (m) bad.push(`${expected[i].what}: ${m}`);
+      }
+      t.deepEqual(bad, [], `${weights} from the ${source}: all ${specs.length} arrays equal (${expected.map((e) => e.what.split(' ')[0]).join(', ')})`);
+      const ratio = loaded.bytes / f32Bytes;
+      t.ok(ratio <= { f32: 1, bf16: 0.51, int8: 0.29 }[weights], `${weights} weights take ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB (${ratio.toFixed(3)} of f32)`);
+      if (weights === 'int8' && source === 'file') {
+        // The file's Q8_0 embedding (blocks of 32 values, one f16 scale, max |q| = 127) re-quantizes to itself.
+        const e = specs.findIndex((s) => s.name === 'embedding');
+        const q = await loaded.buffers[e].toHost();
+        const scales = await loaded.buffers[specs.findIndex((s) => s.scaleOf === 'embedding')].toHost();
+        t.equal(firstMismatch(Float32Array.from(q, (v, k) => v * scales[Math.floor(k / BLOCK)]), reference[e]), null, 'int8 embedding (Q8_0 in the GGUF), dequantized: bit-equal to f32');
+      }
+      loaded.dispose();
     }
   }
-  t.ok(bf16.bytes < 0.51 * f32Bytes, `bf16 weights take ${(bf16.bytes / 2 ** 20).toFixed(0)} MiB, f32 ${(f32Bytes / 2 ** 20).toFixed(0)} MiB`);
-  bf16.dispose();
-
-  const int8 = await uploadWeights(client, model.config, model.weights, 'int8');
-  const int8Specs = decoderWeightSpecs(model.config, 'int8');
-  for (let i = 0; i < specs.length; i++) {
-    const spec = int8Specs[i];
-    const got = await int8.buffers[i].toHost();
-    if (spec.elementType !== 's8') {
-      t.equal(firstMismatch(got, reference[i]), null, `int8 load: ${spec.name} stays f32, equal`);
-      continue;
-    }
-    const scaleIndex = int8Specs.findIndex((s) => s.scaleOf === spec.name);
-    t.deepEqual(int8Specs[scaleIndex].dims, spec.perLayer ? [spec.dims[0], spec.dims[1] / BLOCK, spec.dims[2]] : [spec.dims[0], spec.dims[1] / BLOCK], `${spec.name}Scale: one per 32 input elements`);
-    const gotScales = await int8.buffers[scaleIndex].toHost();
-    const want = quantizeBlocks(reference[i], spec.dims, spec.perLayer);
-    t.equal(firstMismatch(gotScales, want.scales), null, `int8 ${spec.name}: ${want.scales.length} scales equal`);
-    t.equal(firstMismatch(got, want.q), null, `int8 ${spec.name} [${spec.dims}]: values equal`);
-    if (spec.name === 'embedding') {
-      // The file's Q8_0 blocks (32 values, one f16 scale, max |q| = 127) re-quantize to themselves.
-      const back = Float32Array.from(got, (q, k) => q * gotScales[Math.floor(k / BLOCK)]);
-      t.equal(firstMismatch(back, reference[i]), null, 'int8 embedding (Q8_0 in the GGUF): dequantized, bit-equal to the f32 upload');
-    }
-  }
-  t.ok(int8.bytes < 0.29 * f32Bytes, `int8 weights take ${(int8.bytes / 2 ** 20).toFixed(0)} MiB`);
-  int8.dispose();
+  await programs.close();
   client.dispose();
 });
 

@@ -13,22 +13,26 @@
 import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, INT8_BLOCK, MatrixName, WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
-import { hostWeightsReader, WeightReader } from '../model/weights-reader';
+import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
+import { Executable } from '../runtime/executable';
 import { elementCount } from '../util/dims';
-import { buildProgram } from '../hlo/program';
+import { buildProgram, HloProgram } from '../hlo/program';
 import { TensorType } from '../hlo/types';
 import { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
+import { decodeProgram, DEVICE_DECODED_TYPES } from './decode';
 import { RELEASE_BYTES, releaseHostCopies } from './release';
 
 export interface UploadTimings {
-  /** Reading tensors from the file (and dequantizing GGUF blocks). */
+  /** Reading tensors from the file (and, on the host path, dequantizing GGUF blocks). */
   readonly readSeconds: number;
-  /** Stacking, transposing and converting to the weight type. */
+  /** Stacking, transposing and converting to the weight type: on the host, or the decode programs on the device. */
   readonly convertSeconds: number;
-  /** client.upload calls. */
+  /** client.upload calls, and joining layer pieces on the device. */
   readonly uploadSeconds: number;
+  /** Waiting for the load's own programs (decode, join): from the disk cache after a restart, else compiled. */
+  readonly programSeconds: number;
 }
 
 export interface DeviceWeights {
@@ -49,16 +53,27 @@ interface Built {
   readonly scales?: Float32Array;
 }
 
+type Step = 'read' | 'convert' | 'upload' | 'program';
+
 class Clock {
   read = 0;
   convert = 0;
   upload = 0;
-  time<T>(bucket: 'read' | 'convert' | 'upload', run: () => T): T {
+  program = 0;
+  time<T>(step: Step, run: () => T): T {
     const start = performance.now();
     try {
       return run();
     } finally {
-      this[bucket] += (performance.now() - start) / 1000;
+      this[step] += (performance.now() - start) / 1000;
+    }
+  }
+  async timeAsync<T>(step: Step, run: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    try {
+      return await run();
+    } finally {
+      this[step] += (performance.now() - start) / 1000;
     }
   }
 }
@@ -138,45 +153,164 @@ function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightT
 }
 
 /**
- * A stacked array at least this large is uploaded layer by layer and joined
+ * A stacked array at least this large is built layer by layer and joined
  * on the device: client.upload stages its own copy of the host array, so a
  * whole-array upload would briefly hold it three times (host, staging,
- * device); joining holds it twice on the device and one layer on the host.
+ * device), and a whole-array decode would hold its f32 intermediate; joining
+ * holds it twice on the device and one layer on the host.
  */
 export const ASSEMBLE_BYTES = 256 * 2 ** 20;
 
-/** Uploads layers one at a time and concatenates them on the device (see ASSEMBLE_BYTES). */
-async function uploadByLayer(client: Client, spec: DecoderWeightSpec, reader: WeightReader, type: WeightType, clock: Clock): Promise<{ buffer: DeviceBuffer; scales?: Float32Array }> {
-  const layers = spec.dims[0];
-  const pieceDims = [1, ...spec.dims.slice(1)];
-  const pieces: DeviceBuffer[] = [];
-  const scaleSliceSize = elementCount(pieceDims) / INT8_BLOCK;
-  const scales = type === 'int8' && spec.matrix ? new Float32Array(layers * scaleSliceSize) : undefined;
-  try {
-    for (let l = 0; l < layers; l++) {
-      const built = buildArray(spec, reader, type, clock, l, l + 1);
-      if (built.scales) scales!.set(built.scales, l * scaleSliceSize);
-      const start = performance.now();
-      pieces.push(await client.upload(built.data, pieceDims, spec.elementType));
-      clock.upload += (performance.now() - start) / 1000;
-      // Layer slices are tens of MB each: dead ones would pile up between V8's own collections.
-      clock.time('convert', releaseHostCopies);
-    }
-    const start = performance.now();
-    const program = buildProgram(`assemble_${spec.name}`, (f) => {
-      const params = pieces.map((_, l) => f.param(new TensorType(spec.elementType, pieceDims), `layer${l}`));
-      return { stacked: f.concatenate(params, 0) };
-    });
+/**
+ * Loads a program the load itself runs (decoding, joining layers) and hands
+ * it back until released. The Scorer passes its disk-cached JIT, so a
+ * restart reads them from disk; the default compiles each time.
+ */
+export type LoadPrograms = (program: HloProgram) => Promise<{ readonly executable: Executable; release(): void }>;
+
+export interface UploadOptions {
+  readonly programs?: LoadPrograms;
+}
+
+function compileEachTime(client: Client): LoadPrograms {
+  return async (program) => {
     const executable = await client.compile(program.text);
+    return { executable, release: () => executable.dispose() };
+  };
+}
+
+/** One device array (or layer piece of one), and its scales for an int8 matrix. */
+interface OnDevice {
+  readonly data: DeviceBuffer;
+  readonly scales?: DeviceBuffer;
+}
+
+function disposeAll(...arrays: (OnDevice | undefined)[]): void {
+  for (const a of arrays) {
+    a?.data.dispose();
+    a?.scales?.dispose();
+  }
+}
+
+interface Load {
+  readonly client: Client;
+  readonly reader: WeightReader;
+  readonly type: WeightType;
+  readonly programs: LoadPrograms;
+  readonly clock: Clock;
+}
+
+/**
+ * The stored rows of each part of `spec` over layers [from, to) (one entry
+ * for a table), when the device can decode them: every part stored in a type
+ * decode.ts reads, the same type and row size in every layer. Else undefined
+ * and the array is built on the host.
+ */
+function storedParts(spec: DecoderWeightSpec, reader: WeightReader, from: number, to: number): StoredMatrix[][] | undefined {
+  if (!spec.matrix || !reader.stored) return undefined;
+  const lists: (StoredMatrix | undefined)[][] =
+    'global' in spec.source
+      ? [[reader.stored({ global: spec.source.global })]]
+      : spec.source.layerParts.map((part) => Array.from({ length: to - from }, (_, k) => reader.stored!({ layer: from + k, name: part.source })));
+  const ok = lists.every((layers) => {
+    const first = layers[0];
+    return first !== undefined && DEVICE_DECODED_TYPES.has(first.type) && layers.every((m) => m !== undefined && m.type === first.type && m.rowBytes === first.rowBytes && m.rows === first.rows);
+  });
+  return ok ? (lists as StoredMatrix[][]) : undefined;
+}
+
+/** The decode program of `spec` from these parts (prefetched: building and loading it overlaps the reads). */
+function decodePlan(spec: DecoderWeightSpec, parts: StoredMatrix[][], load: Load): Promise<{ executable: Executable; release(): void }> {
+  return load.programs(decodeProgram(spec, parts.map((layers) => layers[0]), load.type, parts[0].length));
+}
+
+/** Reads each part's rows over its layers into one u8 [layers, rows, rowBytes] array, uploads it, and runs the decode program. */
+async function decodeOnDevice(parts: StoredMatrix[][], program: Promise<{ executable: Executable; release(): void }>, load: Load): Promise<OnDevice> {
+  const { client, clock } = load;
+  const raw: DeviceBuffer[] = [];
+  try {
+    for (const layers of parts) {
+      const { rows, rowBytes } = layers[0];
+      const bytes = new Uint8Array(layers.length * rows * rowBytes);
+      clock.time('read', () => layers.forEach((m, k) => m.readInto(bytes.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))));
+      raw.push(await clock.timeAsync('upload', () => client.upload(bytes, [layers.length, rows, rowBytes], 'u8')));
+    }
+    const lease = await clock.timeAsync('program', () => program);
     try {
-      const [buffer] = await executable.execute(pieces);
-      clock.upload += (performance.now() - start) / 1000;
-      return { buffer, ...(scales ? { scales } : {}) };
+      const [data, scales] = await clock.timeAsync('convert', () => lease.executable.execute(raw));
+      return { data, ...(scales ? { scales } : {}) };
     } finally {
-      executable.dispose();
+      lease.release();
     }
   } finally {
-    pieces.forEach((p) => p.dispose());
+    raw.forEach((b) => b.dispose());
+  }
+}
+
+/** Builds layers [from, to) of `spec` on the host and uploads them (and int8 scales). */
+async function buildAndUpload(spec: DecoderWeightSpec, load: Load, dims: readonly number[], scaleDims: readonly number[] | undefined, from?: number, to?: number): Promise<OnDevice> {
+  const { client, clock } = load;
+  let built: Built | null = buildArray(spec, load.reader, load.type, clock, from, to);
+  const data = await clock.timeAsync('upload', () => client.upload(built!.data, dims, spec.elementType));
+  let scales: DeviceBuffer | undefined;
+  try {
+    if (built.scales) scales = await clock.timeAsync('upload', () => client.upload(built!.scales!, scaleDims!, 'f32'));
+  } catch (err) {
+    data.dispose();
+    throw err;
+  }
+  const large = built.data.byteLength >= RELEASE_BYTES || to !== undefined;
+  built = null;
+  // The device has its copy: free ours before the next array is built (on the CPU, device memory is host memory).
+  if (large) clock.time('convert', releaseHostCopies);
+  return { data, ...(scales ? { scales } : {}) };
+}
+
+/** Joins layer pieces [1, ...] into one stacked array on the device. */
+async function joinLayers(pieces: readonly DeviceBuffer[], elementType: DecoderWeightSpec['elementType'], pieceDims: readonly number[], name: string, load: Load): Promise<DeviceBuffer> {
+  const program = buildProgram(`assemble_${name}_${pieces.length}`, (f) => {
+    const params = pieces.map((_, l) => f.param(new TensorType(elementType, pieceDims), `layer${l}`));
+    return { stacked: f.concatenate(params, 0) };
+  });
+  const lease = await load.clock.timeAsync('program', () => load.programs(program));
+  try {
+    const [stacked] = await load.clock.timeAsync('upload', () => lease.executable.execute(pieces));
+    return stacked;
+  } finally {
+    lease.release();
+  }
+}
+
+/** A stacked array built one layer at a time (on the device when it can decode them) and joined there (see ASSEMBLE_BYTES). */
+async function uploadByLayer(spec: DecoderWeightSpec, scaleSpec: DecoderWeightSpec | undefined, load: Load): Promise<OnDevice> {
+  const layers = spec.dims[0];
+  const pieceDims = [1, ...spec.dims.slice(1)];
+  const scalePieceDims = scaleSpec && [1, ...scaleSpec.dims.slice(1)];
+  const pieces: OnDevice[] = [];
+  let program: Promise<{ executable: Executable; release(): void }> | undefined;
+  try {
+    for (let l = 0; l < layers; l++) {
+      const parts = storedParts(spec, load.reader, l, l + 1);
+      if (parts) {
+        // One program decodes any layer: load it once.
+        program ??= decodePlan(spec, parts, load);
+        const lease = await program;
+        pieces.push(await decodeOnDevice(parts, Promise.resolve({ executable: lease.executable, release: () => undefined }), load));
+      } else {
+        pieces.push(await buildAndUpload(spec, load, pieceDims, scalePieceDims, l, l + 1));
+      }
+    }
+    const data = await joinLayers(pieces.map((p) => p.data), spec.elementType, pieceDims, spec.name, load);
+    if (!scaleSpec) return { data };
+    try {
+      return { data, scales: await joinLayers(pieces.map((p) => p.scales!), 'f32', scalePieceDims!, scaleSpec.name, load) };
+    } catch (err) {
+      data.dispose();
+      throw err;
+    }
+  } finally {
+    disposeAll(...pieces);
+    if (program) void program.then((lease) => lease.release(), () => undefined);
   }
 }
 
@@ -196,61 +330,67 @@ export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights | Weig
 
 /**
  * Uploads the weights in program parameter order. A tied LM head (and its
- * scales) is uploaded once and passed twice. Arrays are built largest first
- * (whole ones, then those joined by layer): the biggest transient copies
- * then exist while the device holds the least.
+ * scales) is uploaded once and passed twice. Matrices a GGUF file stores in
+ * a type decode.ts reads are decoded on the device from their raw blocks;
+ * the rest (vectors, safetensors, weights already in memory) are built on
+ * the host. Arrays go largest first (whole ones, then those joined by
+ * layer): the biggest transient copies then exist while the device holds
+ * the least. The decode programs are all asked for at the start, so loading
+ * them (from the disk cache after a restart) overlaps the reads.
  */
 export async function uploadWeights(
   client: Client,
   config: ModelConfig,
   weights: HostWeights | WeightReader,
   weightType: WeightType = 'f32',
+  options: UploadOptions = {},
 ): Promise<DeviceWeights> {
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
   const specs = decoderWeightSpecs(config, weightType);
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
-  const clock = new Clock();
-  let bytes = 0;
-  const put = async (i: number, data: DeviceData): Promise<void> => {
-    const start = performance.now();
-    const buffer = await client.upload(data, specs[i].dims, specs[i].elementType);
-    clock.upload += (performance.now() - start) / 1000;
-    owned.push(buffer);
-    buffers[i] = buffer;
-    bytes += buffer.byteLength;
-  };
+  const load: Load = { client, reader, type: weightType, programs: options.programs ?? compileEachTime(client), clock: new Clock() };
   const isTied = (s: DecoderWeightSpec): boolean => s.tiedTo !== undefined && reader.tied;
+  const scaleSpecOf = (s: DecoderWeightSpec): DecoderWeightSpec | undefined => {
+    const i = index.get(`${s.name as MatrixName}Scale`);
+    return i === undefined ? undefined : specs[i];
+  };
   // Scales come with their matrix; tied arrays reuse the buffer they are tied to.
   const order = specs
     .map((_, i) => i)
     .filter((i) => specs[i].scaleOf === undefined && !isTied(specs[i]))
     // Whole uploads first (each briefly holds its array three times), then those joined by layer (twice).
     .sort((a, b) => Number(assembled(specs[a])) - Number(assembled(specs[b])) || hostBytes(specs[b]) - hostBytes(specs[a]));
+  const decoded = new Map<number, { parts: StoredMatrix[][]; program: ReturnType<typeof decodePlan> }>();
+  for (const i of order) {
+    const parts = assembled(specs[i]) ? undefined : storedParts(specs[i], reader, 0, specs[i].dims[0]);
+    if (parts) decoded.set(i, { parts, program: decodePlan(specs[i], parts, load) });
+  }
+  const place = (i: number, array: OnDevice): void => {
+    owned.push(array.data);
+    buffers[i] = array.data;
+    if (array.scales) {
+      owned.push(array.scales);
+      buffers[index.get(`${specs[i].name as MatrixName}Scale`)!] = array.scales;
+    }
+  };
   try {
     for (const i of order) {
-      if (assembled(specs[i])) {
-        const { buffer, scales } = await uploadByLayer(client, specs[i], reader, weightType, clock);
-        owned.push(buffer);
-        buffers[i] = buffer;
-        bytes += buffer.byteLength;
-        if (scales) await put(index.get(`${specs[i].name as MatrixName}Scale`)!, scales);
-        continue;
-      }
-      let built: Built | null = buildArray(specs[i], reader, weightType, clock);
-      await put(i, built.data);
-      if (built.scales) await put(index.get(`${specs[i].name as MatrixName}Scale`)!, built.scales);
-      const large = built.data.byteLength >= RELEASE_BYTES;
-      built = null;
-      // The device has its copy: free ours before the next array is built (on the CPU, device memory is host memory).
-      if (large) clock.time('convert', releaseHostCopies);
+      const spec = specs[i];
+      const scaleSpec = scaleSpecOf(spec);
+      const plan = decoded.get(i);
+      if (assembled(spec)) place(i, await uploadByLayer(spec, scaleSpec, load));
+      else if (plan) place(i, await decodeOnDevice(plan.parts, plan.program, load));
+      else place(i, await buildAndUpload(spec, load, spec.dims, scaleSpec?.dims));
     }
     specs.forEach((s, i) => {
       if (isTied(s)) buffers[i] = buffers[index.get(s.tiedTo!)!];
     });
   } catch (err) {
     owned.forEach((b) => b.dispose());
+    // Programs asked for and not used: release them once loaded.
+    for (const plan of decoded.values()) void plan.program.then((lease) => lease.release(), () => undefined);
     throw err;
   }
   const missing = specs.find((_, i) => !buffers[i]);
@@ -258,11 +398,12 @@ export async function uploadWeights(
     owned.forEach((b) => b.dispose());
     throw new Error(`weights: no device array was built for ${missing.name}`);
   }
+  const { clock } = load;
   return {
     buffers: buffers as DeviceBuffer[],
-    bytes,
+    bytes: owned.reduce((sum, b) => sum + b.byteLength, 0),
     weightType,
-    timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload },
+    timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload, programSeconds: clock.program },
     dispose: () => owned.forEach((b) => b.dispose()),
   };
 }

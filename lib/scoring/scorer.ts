@@ -15,6 +15,7 @@ import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
 import { DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
+import { loadProgramCache } from './load-programs';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
@@ -254,7 +255,11 @@ export class Scorer implements Disposable {
     try {
       const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
       // Streams: each tensor is read, converted and uploaded before the next is read.
-      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType).finally(() => model.weights.close());
+      const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
+      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, { programs: loadPrograms.programs }).finally(() => {
+        model.weights.close();
+        return loadPrograms.close();
+      });
       const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, weightChoice, options });
       // A template named at load must fit the model: say so now, not at the first rerank.
       if (options.rerankTemplate !== undefined) scorer.rerankTemplate();

@@ -5,7 +5,9 @@
 // The time is split into its steps from the server's log: process start to
 // the model load beginning, the load itself (open: config and tokenizer;
 // read, convert, upload: the weights), then the first request.
-//   node service-start.js <cacheDir>
+//   node service-start.js <cacheDir> [packageRoot]
+// packageRoot: whose bin/pjrt-score.js to start (default this checkout; the
+// restart bench passes an older build of the project to compare with).
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
@@ -30,10 +32,11 @@ function post(port, pathname, body) {
 
 async function main() {
   const cache = process.argv[2];
+  const packageRoot = path.resolve(process.argv[3] || path.join(__dirname, '..', '..'));
   const { DEFAULT_MODEL } = require('../../dist/model/default-model');
   const { CPU_PLUGIN } = require('../../dist/runtime/plugin-path');
   const started = Date.now();
-  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js'), 'serve', '--port', '0', '--warmup', 'none'], {
+  const child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'pjrt-score.js'), 'serve', '--port', '0', '--warmup', 'none'], {
     env: {
       ...process.env,
       PJRT_SCORE_CACHE: cache,

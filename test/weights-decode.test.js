@@ -1,0 +1,72 @@
+'use strict';
+// Weights decoded on the device from a GGUF file's own blocks
+// (lib/device-weights/decode.ts) against the host path (dequantize to f32 in
+// JavaScript, transpose, convert): for every stored type the device decodes
+// (F32, F16, BF16, Q8_0, Q4_0, Q4_1) and every weight type, the arrays are
+// bit-equal. Tiny random models written here as GGUF, on the real CPU plugin;
+// llama (Q/K rows permuted in the file), qwen2 (untied LM head, biases) and
+// qwen3 (q/k norms, Hq * D != Dm).
+const test = require('tape');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { Client } = require('..');
+const { loadModel, openModel } = require('../dist/model');
+const { uploadWeights } = require('../dist/device-weights');
+const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
+const { loadProgramCache } = require('../dist/scoring/load-programs');
+const { makeTinyModel, writeTinyGguf } = require('./helpers/tiny-model');
+
+function firstMismatch(a, b) {
+  if (a.length !== b.length) return `length ${a.length} vs ${b.length}`;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
+  return null;
+}
+
+const STORED = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1'];
+
+test('device decode equals the host path, bit for bit, for every stored type and weight type', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-decode-'));
+  const client = await Client.create();
+  // The programs asked for are listed: every matrix must have gone through a decode program, none through
+  // the host. They come through the Scorer's load cache (compiled once, then read from the disk cache).
+  const cache = loadProgramCache(client, true);
+  let compiled = [];
+  const programs = (program) => {
+    compiled.push(program.name);
+    return cache.programs(program);
+  };
+  try {
+    for (const [arch, stored] of [['llama', STORED], ['qwen2', ['Q4_1', 'F16']], ['qwen3', ['Q8_0']]]) {
+      const model = makeTinyModel(arch, 5);
+      for (const matrixType of stored) {
+        // The embedding in another type than the layers, as llama.cpp's quantizations do.
+        const embeddingType = matrixType === 'Q4_1' ? 'Q8_0' : matrixType;
+        const file = writeTinyGguf(model, path.join(dir, `${arch}-${matrixType}.gguf`), { matrixType, embeddingType });
+        const host = loadModel(file);
+        for (const weights of ['f32', 'bf16', 'int8']) {
+          compiled = [];
+          const opened = openModel(file);
+          const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, { programs });
+          opened.weights.close();
+          const fromHost = await uploadWeights(client, host.config, host.weights, weights);
+          const specs = decoderWeightSpecs(host.config, weights);
+          const matrices = specs.filter((s) => s.matrix && !(s.tiedTo && host.config.tiedEmbeddings)).map((s) => s.name);
+          t.deepEqual(compiled.map((n) => /^decode_(\w+?)_/.exec(n)?.[1]).sort(), matrices.sort(), `${arch} ${matrixType} -> ${weights}: each matrix decoded on the device`);
+          const bad = [];
+          for (let i = 0; i < specs.length; i++) {
+            const m = firstMismatch(await fromFile.buffers[i].toHost(), await fromHost.buffers[i].toHost());
+            if (m) bad.push(`${specs[i].name}: ${m}`);
+          }
+          t.deepEqual(bad, [], `${arch} ${matrixType} (embedding ${embeddingType}) -> ${weights}: ${specs.length} arrays bit-equal to the host path`);
+          fromFile.dispose();
+          fromHost.dispose();
+        }
+      }
+    }
+  } finally {
+    await cache.close();
+    client.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
