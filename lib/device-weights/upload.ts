@@ -27,7 +27,7 @@ import { RELEASE_BYTES, releaseHostCopies } from './release';
 export interface UploadTimings {
   /** Reading tensors from the file (and, on the host path, dequantizing GGUF blocks). */
   readonly readSeconds: number;
-  /** Stacking, transposing and converting to the weight type: on the host, or the decode programs on the device. */
+  /** Stacking, transposing and converting to the weight type: on the host, or waiting for the device's decode programs where they did not overlap the rest. */
   readonly convertSeconds: number;
   /** client.upload calls, and joining layer pieces on the device. */
   readonly uploadSeconds: number;
@@ -170,7 +170,21 @@ export type LoadPrograms = (program: HloProgram) => Promise<{ readonly executabl
 
 export interface UploadOptions {
   readonly programs?: LoadPrograms;
+  /**
+   * Called once every array is read and handed to the device, while the
+   * device still decodes: host work that does not need the weights (the
+   * Scorer builds its tokenizer) then overlaps the decoding. Its time is
+   * not counted in the timings.
+   */
+  readonly whileDeviceWorks?: () => void;
 }
+
+/**
+ * Raw rows staged on the device and not yet decoded, at most this many bytes:
+ * decodes run while the host reads the next arrays, and a file stored in f32
+ * does not put all of itself on the device twice.
+ */
+const STAGED_BYTES = 256 * 2 ** 20;
 
 function compileEachTime(client: Client): LoadPrograms {
   return async (program) => {
@@ -221,11 +235,14 @@ function storedParts(spec: DecoderWeightSpec, reader: WeightReader, from: number
 
 /** The decode program of `spec` from these parts (prefetched: building and loading it overlaps the reads). */
 function decodePlan(spec: DecoderWeightSpec, parts: StoredMatrix[][], load: Load): Promise<{ executable: Executable; release(): void }> {
-  return load.programs(decodeProgram(spec, parts.map((layers) => layers[0]), load.type, parts[0].length));
+  const program = load.programs(decodeProgram(spec, parts.map((layers) => layers[0]), load.type, parts[0].length));
+  // Awaited when its array comes; a failure before then must not be an unhandled rejection.
+  program.catch(() => undefined);
+  return program;
 }
 
-/** Reads each part's rows over its layers into one u8 [layers, rows, rowBytes] array, uploads it, and runs the decode program. */
-async function decodeOnDevice(parts: StoredMatrix[][], program: Promise<{ executable: Executable; release(): void }>, load: Load): Promise<OnDevice> {
+/** Reads each part's rows over its layers into one u8 [layers, rows, rowBytes] array and uploads it. */
+async function stageRaw(parts: StoredMatrix[][], load: Load): Promise<DeviceBuffer[]> {
   const { client, clock } = load;
   const raw: DeviceBuffer[] = [];
   try {
@@ -235,9 +252,19 @@ async function decodeOnDevice(parts: StoredMatrix[][], program: Promise<{ execut
       clock.time('read', () => layers.forEach((m, k) => m.readInto(bytes.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))));
       raw.push(await clock.timeAsync('upload', () => client.upload(bytes, [layers.length, rows, rowBytes], 'u8')));
     }
-    const lease = await clock.timeAsync('program', () => program);
+    return raw;
+  } catch (err) {
+    raw.forEach((b) => b.dispose());
+    throw err;
+  }
+}
+
+/** Runs a decode program on staged raw rows (and frees them). Not timed here: decodes overlap the host's work. */
+async function decode(raw: DeviceBuffer[], program: Promise<{ executable: Executable; release(): void }>): Promise<OnDevice> {
+  try {
+    const lease = await program;
     try {
-      const [data, scales] = await clock.timeAsync('convert', () => lease.executable.execute(raw));
+      const [data, scales] = await lease.executable.execute(raw);
       return { data, ...(scales ? { scales } : {}) };
     } finally {
       lease.release();
@@ -294,8 +321,9 @@ async function uploadByLayer(spec: DecoderWeightSpec, scaleSpec: DecoderWeightSp
       if (parts) {
         // One program decodes any layer: load it once.
         program ??= decodePlan(spec, parts, load);
-        const lease = await program;
-        pieces.push(await decodeOnDevice(parts, Promise.resolve({ executable: lease.executable, release: () => undefined }), load));
+        const lease = await load.clock.timeAsync('program', () => program!);
+        const raw = await stageRaw(parts, load);
+        pieces.push(await load.clock.timeAsync('convert', () => decode(raw, Promise.resolve({ executable: lease.executable, release: () => undefined }))));
       } else {
         pieces.push(await buildAndUpload(spec, load, pieceDims, scalePieceDims, l, l + 1));
       }
@@ -375,19 +403,40 @@ export async function uploadWeights(
       buffers[index.get(`${specs[i].name as MatrixName}Scale`)!] = array.scales;
     }
   };
+  // Decodes in flight, with the bytes they hold staged; waited for before more is staged past STAGED_BYTES.
+  const decoding: { done: Promise<void>; bytes: number }[] = [];
+  const clock = load.clock;
+  const drain = async (keepBytes: number): Promise<void> => {
+    while (decoding.length && decoding.reduce((sum, d) => sum + d.bytes, 0) > keepBytes) await clock.timeAsync('convert', () => decoding.shift()!.done);
+  };
   try {
     for (const i of order) {
       const spec = specs[i];
       const scaleSpec = scaleSpecOf(spec);
       const plan = decoded.get(i);
-      if (assembled(spec)) place(i, await uploadByLayer(spec, scaleSpec, load));
-      else if (plan) place(i, await decodeOnDevice(plan.parts, plan.program, load));
-      else place(i, await buildAndUpload(spec, load, spec.dims, scaleSpec?.dims));
+      if (assembled(spec)) {
+        await drain(0);
+        place(i, await uploadByLayer(spec, scaleSpec, load));
+      } else if (plan) {
+        const raw = await stageRaw(plan.parts, load);
+        const bytes = raw.reduce((sum, b) => sum + b.byteLength, 0);
+        const done = decode(raw, plan.program).then((array) => place(i, array));
+        // Handled here so a failure waits for its turn in drain() instead of becoming an unhandled rejection.
+        done.catch(() => undefined);
+        decoding.push({ done, bytes });
+        await drain(STAGED_BYTES);
+      } else {
+        place(i, await buildAndUpload(spec, load, spec.dims, scaleSpec?.dims));
+      }
     }
+    options.whileDeviceWorks?.();
+    await drain(0);
     specs.forEach((s, i) => {
       if (isTied(s)) buffers[i] = buffers[index.get(s.tiedTo!)!];
     });
   } catch (err) {
+    // Decodes still running finish (their staged rows are freed then) before what they made is freed.
+    await Promise.allSettled(decoding.map((d) => d.done));
     owned.forEach((b) => b.dispose());
     // Programs asked for and not used: release them once loaded.
     for (const plan of decoded.values()) void plan.program.then((lease) => lease.release(), () => undefined);
@@ -398,7 +447,6 @@ export async function uploadWeights(
     owned.forEach((b) => b.dispose());
     throw new Error(`weights: no device array was built for ${missing.name}`);
   }
-  const { clock } = load;
   return {
     buffers: buffers as DeviceBuffer[],
     bytes: owned.reduce((sum, b) => sum + b.byteLength, 0),

@@ -3,8 +3,9 @@
 // its first /v1/score request (small-10 shape), and how many programs it
 // compiled (from /metrics). Run twice over one executable cache: cold, then warm.
 // The time is split into its steps from the server's log: process start to
-// the model load beginning, the load itself (open: config and tokenizer;
-// read, convert, upload: the weights), then the first request.
+// the model load beginning, the load itself (open: the file's header and
+// config; tokenizer; read, convert, upload, programs: the weights), then the
+// first request.
 //   node service-start.js <cacheDir> [packageRoot]
 // packageRoot: whose bin/pjrt-score.js to start (default this checkout; the
 // restart bench passes an older build of the project to compare with).
@@ -88,12 +89,21 @@ async function main() {
     steps = {
       startToLoad: (loadedAt - started) / 1000 - loadSeconds,
       open: loaded.steps.openSeconds,
+      // Built while the device decodes the weights (0 where the build's open step still includes it).
+      tokenizer: loaded.steps.tokenizerSeconds ?? 0,
       read: loaded.steps.readSeconds,
       convert: loaded.steps.convertSeconds,
       upload: loaded.steps.uploadSeconds,
       // The load's own programs (decode, join), from the disk cache on a warm start; older builds have none.
       programs: loaded.steps.programSeconds ?? 0,
-      loadOther: loadSeconds - loaded.steps.openSeconds - loaded.steps.readSeconds - loaded.steps.convertSeconds - loaded.steps.uploadSeconds - (loaded.steps.programSeconds ?? 0),
+      loadOther:
+        loadSeconds -
+        loaded.steps.openSeconds -
+        (loaded.steps.tokenizerSeconds ?? 0) -
+        loaded.steps.readSeconds -
+        loaded.steps.convertSeconds -
+        loaded.steps.uploadSeconds -
+        (loaded.steps.programSeconds ?? 0),
       firstRequest: (answeredAt - loadedAt) / 1000,
     };
   }
