@@ -241,26 +241,47 @@ function decodePlan(spec: DecoderWeightSpec, parts: StoredMatrix[][], load: Load
   return program;
 }
 
-/** Reads each part's rows over its layers into one u8 [layers, rows, rowBytes] array and uploads it. */
-async function stageRaw(parts: StoredMatrix[][], load: Load): Promise<DeviceBuffer[]> {
+/**
+ * Reads each part's rows over its layers into one u8 [layers, rows, rowBytes]
+ * array and starts its upload. client.upload copies the array before it
+ * returns, so the next read need not wait for the device: the returned
+ * promise settles when every part is on the device.
+ */
+function stageRaw(parts: StoredMatrix[][], load: Load): { readonly raw: Promise<DeviceBuffer[]>; readonly bytes: number } {
   const { client, clock } = load;
-  const raw: DeviceBuffer[] = [];
+  const uploads: Promise<DeviceBuffer>[] = [];
+  let bytes = 0;
   try {
     for (const layers of parts) {
       const { rows, rowBytes } = layers[0];
-      const bytes = new Uint8Array(layers.length * rows * rowBytes);
-      clock.time('read', () => layers.forEach((m, k) => m.readInto(bytes.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))));
-      raw.push(await clock.timeAsync('upload', () => client.upload(bytes, [layers.length, rows, rowBytes], 'u8')));
+      const data = new Uint8Array(layers.length * rows * rowBytes);
+      clock.time('read', () => layers.forEach((m, k) => m.readInto(data.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))));
+      uploads.push(clock.time('upload', () => client.upload(data, [layers.length, rows, rowBytes], 'u8')));
+      bytes += data.byteLength;
     }
-    return raw;
   } catch (err) {
-    raw.forEach((b) => b.dispose());
+    void freeAll(uploads);
     throw err;
   }
+  return { raw: allOrFree(uploads), bytes };
+}
+
+/** Every upload's buffer, or (when one fails) the first error, once the others are freed. */
+async function allOrFree(uploads: Promise<DeviceBuffer>[]): Promise<DeviceBuffer[]> {
+  const settled = await Promise.allSettled(uploads);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (!failed) return settled.map((r) => (r as PromiseFulfilledResult<DeviceBuffer>).value);
+  await freeAll(uploads);
+  throw failed.reason;
+}
+
+async function freeAll(uploads: Promise<DeviceBuffer>[]): Promise<void> {
+  for (const r of await Promise.allSettled(uploads)) if (r.status === 'fulfilled') r.value.dispose();
 }
 
 /** Runs a decode program on staged raw rows (and frees them). Not timed here: decodes overlap the host's work. */
-async function decode(raw: DeviceBuffer[], program: Promise<{ executable: Executable; release(): void }>): Promise<OnDevice> {
+async function decode(staged: Promise<DeviceBuffer[]>, program: Promise<{ executable: Executable; release(): void }>): Promise<OnDevice> {
+  const raw = await staged;
   try {
     const lease = await program;
     try {
@@ -322,7 +343,7 @@ async function uploadByLayer(spec: DecoderWeightSpec, scaleSpec: DecoderWeightSp
         // One program decodes any layer: load it once.
         program ??= decodePlan(spec, parts, load);
         const lease = await load.clock.timeAsync('program', () => program!);
-        const raw = await stageRaw(parts, load);
+        const { raw } = stageRaw(parts, load);
         pieces.push(await load.clock.timeAsync('convert', () => decode(raw, Promise.resolve({ executable: lease.executable, release: () => undefined }))));
       } else {
         pieces.push(await buildAndUpload(spec, load, pieceDims, scalePieceDims, l, l + 1));
@@ -418,8 +439,7 @@ export async function uploadWeights(
         await drain(0);
         place(i, await uploadByLayer(spec, scaleSpec, load));
       } else if (plan) {
-        const raw = await stageRaw(plan.parts, load);
-        const bytes = raw.reduce((sum, b) => sum + b.byteLength, 0);
+        const { raw, bytes } = stageRaw(plan.parts, load);
         const done = decode(raw, plan.program).then((array) => place(i, array));
         // Handled here so a failure waits for its turn in drain() instead of becoming an unhandled rejection.
         done.catch(() => undefined);
