@@ -3,7 +3,9 @@
 // (lib/device-weights/decode.ts) against the host path (dequantize to f32 in
 // JavaScript, transpose, convert): for every stored type the device decodes
 // (F32, F16, BF16, Q8_0, Q4_0, Q4_1) and every weight type, the arrays are
-// bit-equal. Tiny random models written here as GGUF, on the real CPU plugin;
+// bit-equal, and both equal the test's own conversions (helpers/
+// weight-conversions.js) of the f32 arrays. Tiny random models written here
+// as GGUF, on the real CPU plugin;
 // llama (Q/K rows permuted in the file), qwen2 (untied LM head, biases) and
 // qwen3 (q/k norms, Hq * D != Dm).
 const test = require('tape');
@@ -17,11 +19,7 @@ const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
 const { loadProgramCache } = require('../dist/scoring/load-programs');
 const { makeTinyModel, writeTinyGguf } = require('./helpers/tiny-model');
 
-function firstMismatch(a, b) {
-  if (a.length !== b.length) return `length ${a.length} vs ${b.length}`;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
-  return null;
-}
+const { firstMismatch, mismatches } = require('./helpers/weight-conversions');
 
 const STORED = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1'];
 
@@ -44,6 +42,10 @@ test('device decode equals the host path, bit for bit, for every stored type and
         const embeddingType = matrixType === 'Q4_1' ? 'Q8_0' : matrixType;
         const file = writeTinyGguf(model, path.join(dir, `${arch}-${matrixType}.gguf`), { matrixType, embeddingType });
         const host = loadModel(file);
+        const f32 = await uploadWeights(client, host.config, host.weights, 'f32');
+        const reference = [];
+        for (const b of f32.buffers) reference.push(await b.toHost());
+        f32.dispose();
         for (const weights of ['f32', 'bf16', 'int8']) {
           compiled = [];
           const opened = openModel(file);
@@ -59,6 +61,7 @@ test('device decode equals the host path, bit for bit, for every stored type and
             if (m) bad.push(`${specs[i].name}: ${m}`);
           }
           t.deepEqual(bad, [], `${arch} ${matrixType} (embedding ${embeddingType}) -> ${weights}: ${specs.length} arrays bit-equal to the host path`);
+          if (weights !== 'f32') t.deepEqual(await mismatches(fromHost.buffers, host.config, weights, reference), [], `... and to the test's ${weights} conversion`);
           fromFile.dispose();
           fromHost.dispose();
         }

@@ -25,89 +25,18 @@ const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
 const { decoderFused } = require('../dist/hlo');
 const { loadProgramCache } = require('../dist/scoring/load-programs');
 const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
+const { yesNoRequest } = require('./helpers/yes-no');
+const { BLOCK, bf16Bits, firstMismatch, mismatches } = require('./helpers/weight-conversions');
 
 // ---- the test's own conversions --------------------------------------------
 
-/** f32 -> bf16 bits, round to nearest even, by comparing the dropped half with 0x8000 (not the library's add-and-shift). */
-function bf16Bits(values) {
-  const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
-  const out = new Uint16Array(values.length);
-  for (let i = 0; i < bits.length; i++) {
-    const u = bits[i];
-    const hi = u >>> 16;
-    const lo = u & 0xffff;
-    if (Number.isNaN(values[i])) out[i] = hi | 0x40;
-    else out[i] = lo > 0x8000 || (lo === 0x8000 && (hi & 1) === 1) ? (hi + 1) & 0xffff : hi;
-  }
-  return out;
-}
-
-const BLOCK = 32;
-
-/**
- * The int8 rule the project states, written over the device layout: one
- * block is 32 consecutive input elements of one output channel; scale =
- * f32(max|w| / 127), q = round-half-away-from-zero(w / scale) clamped to
- * [-127, 127]; scale 0 gives q 0. The input axis is the last of a [V, Dm]
- * table (a row is a token) and the middle of a stacked [Ly, in, out] matrix
- * (a column is an output channel), so the scales are [V, Dm / 32] and
- * [Ly, in / 32, out].
- */
-function quantizeBlocks(values, dims, perLayer) {
-  const [layers, rows, cols] = perLayer ? dims : [1, ...dims];
-  // blockOf(l, r, c): the scale index of element (l, r, c).
-  const blockOf = perLayer ? (l, r, c) => (l * (rows / BLOCK) + Math.floor(r / BLOCK)) * cols + c : (l, r, c) => r * (cols / BLOCK) + Math.floor(c / BLOCK);
-  const max = new Float64Array(values.length / BLOCK);
-  for (let l = 0, k = 0; l < layers; l++) {
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++, k++) {
-        const b = blockOf(l, r, c);
-        max[b] = Math.max(max[b], Math.abs(values[k]));
-      }
-    }
-  }
-  const scales = Float32Array.from(max, (m) => m / 127);
-  const q = new Int8Array(values.length);
-  for (let l = 0, k = 0; l < layers; l++) {
-    for (let r = 0; r < rows; r++) {
-      for (let c = 0; c < cols; c++, k++) {
-        const s = scales[blockOf(l, r, c)];
-        if (s === 0) continue;
-        const x = values[k] / s;
-        q[k] = Math.max(-127, Math.min(127, Math.sign(x) * Math.floor(Math.abs(x) + 0.5)));
-      }
-    }
-  }
-  return { q, scales };
-}
-
-function firstMismatch(a, b) {
-  if (a.length !== b.length) return `length ${a.length} vs ${b.length}`;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
-  return null;
-}
 
 // ---- round trip --------------------------------------------------------------
 
-/** What each array of a `weights` load must hold, from the f32 arrays: the test's own conversions. */
-function expectedArrays(config, weights, reference) {
-  const specs = decoderWeightSpecs(config, weights);
-  const expected = specs.map(() => null);
-  specs.forEach((spec, i) => {
-    if (spec.scaleOf !== undefined) return;
-    if (spec.elementType === 'f32') expected[i] = { what: `${spec.name} (f32)`, values: reference[i] };
-    else if (spec.elementType === 'u16') expected[i] = { what: `${spec.name} [${spec.dims}] bf16 bits, round to nearest even`, values: bf16Bits(reference[i]) };
-    else {
-      const { q, scales } = quantizeBlocks(reference[i], spec.dims, spec.perLayer);
-      const scaleIndex = specs.findIndex((s) => s.scaleOf === spec.name);
-      expected[i] = { what: `${spec.name} [${spec.dims}] int8 values`, values: q };
-      expected[scaleIndex] = { what: `${spec.name}Scale [${specs[scaleIndex].dims}]: one per 32 input elements`, values: scales, dims: spec.perLayer ? [spec.dims[0], spec.dims[1] / BLOCK, spec.dims[2]] : [spec.dims[0], spec.dims[1] / BLOCK] };
-    }
-  });
-  return { specs, expected };
-}
-
-test('round trip: each weight type on the device equals the test\'s conversion of the f32 arrays, from the file (decoded on the device) and from host weights', async (t) => {
+// The host path (weights in memory, safetensors) is held to the same arrays
+// by test/weights-decode.test.js (bit-equal to the device decode, and to these
+// conversions, on tiny models of every stored type).
+test('round trip: each weight type decoded on the device from the file equals the test\'s conversion of the f32 arrays', async (t) => {
   const client = await Client.create();
   const model = loadModel();
   // The reference: the host path's f32 arrays (dequantized in JavaScript, transposed, stacked).
@@ -120,30 +49,22 @@ test('round trip: each weight type on the device equals the test\'s conversion o
   // Decode programs through the Scorer's load cache: compiled once, read from the disk cache after.
   const programs = loadProgramCache(client, true);
   for (const weights of ['f32', 'bf16', 'int8']) {
-    const { specs, expected } = expectedArrays(model.config, weights, reference);
-    for (const source of weights === 'f32' ? ['file'] : ['file', 'host']) {
-      const opened = source === 'file' ? openModel() : null;
-      const loaded = await uploadWeights(client, model.config, opened ? opened.weights : model.weights, weights, programs);
-      opened?.weights.close();
-      t.equal(loaded.weightType, weights);
-      const bad = [];
-      for (let i = 0; i < specs.length; i++) {
-        if (expected[i].dims && firstMismatch(specs[i].dims, expected[i].dims)) bad.push(`${specs[i].name}: dims [${specs[i].dims}]`);
-        const m = firstMismatch(await loaded.buffers[i].toHost(), expected[i].values);
-        if (m) bad.push(`${expected[i].what}: ${m}`);
-      }
-      t.deepEqual(bad, [], `${weights} from the ${source}: all ${specs.length} arrays equal (${expected.map((e) => e.what.split(' ')[0]).join(', ')})`);
-      const ratio = loaded.bytes / f32Bytes;
-      t.ok(ratio <= { f32: 1, bf16: 0.51, int8: 0.29 }[weights], `${weights} weights take ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB (${ratio.toFixed(3)} of f32)`);
-      if (weights === 'int8' && source === 'file') {
-        // The file's Q8_0 embedding (blocks of 32 values, one f16 scale, max |q| = 127) re-quantizes to itself.
-        const e = specs.findIndex((s) => s.name === 'embedding');
-        const q = await loaded.buffers[e].toHost();
-        const scales = await loaded.buffers[specs.findIndex((s) => s.scaleOf === 'embedding')].toHost();
-        t.equal(firstMismatch(Float32Array.from(q, (v, k) => v * scales[Math.floor(k / BLOCK)]), reference[e]), null, 'int8 embedding (Q8_0 in the GGUF), dequantized: bit-equal to f32');
-      }
-      loaded.dispose();
+    const opened = openModel();
+    const loaded = await uploadWeights(client, model.config, opened.weights, weights, programs);
+    opened.weights.close();
+    t.equal(loaded.weightType, weights);
+    t.deepEqual(await mismatches(loaded.buffers, model.config, weights, reference), [], `${weights}: every array equals the test's conversion`);
+    const ratio = loaded.bytes / f32Bytes;
+    t.ok(ratio <= { f32: 1, bf16: 0.51, int8: 0.29 }[weights], `${weights} weights take ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB (${ratio.toFixed(3)} of f32)`);
+    if (weights === 'int8') {
+      // The file's Q8_0 embedding (blocks of 32 values, one f16 scale, max |q| = 127) re-quantizes to itself.
+      const specs = decoderWeightSpecs(model.config, 'int8');
+      const e = specs.findIndex((s) => s.name === 'embedding');
+      const q = await loaded.buffers[e].toHost();
+      const scales = await loaded.buffers[specs.findIndex((s) => s.scaleOf === 'embedding')].toHost();
+      t.equal(firstMismatch(Float32Array.from(q, (v, k) => v * scales[Math.floor(k / BLOCK)]), reference[e]), null, 'int8 embedding (Q8_0 in the GGUF), dequantized: bit-equal to f32');
     }
+    loaded.dispose();
   }
   await programs.close();
   client.dispose();
@@ -196,16 +117,8 @@ test('program text: f32 weights add no op; bf16/int8 convert each matrix slice b
 
 // ---- plans and accuracy on the real model ---------------------------------------
 
-const YES = 9805; // ' yes'
-const NO = 787; // ' no'
-const SUBJECTS = ['The sun', 'Water', 'A cat', 'Paris', 'The moon', 'Iron', 'A triangle', 'Snow', 'The Pacific', 'Honey'];
-const CLAIMS = [' is hot.', ' is a liquid at room temperature.', ' has four legs.', ' is the capital of France.', ' orbits the Earth.'];
-const REQUEST = {
-  query: 'Answer yes or no. Is the following statement true?',
-  // 50 items (the issue's minimum): every subject with every claim.
-  items: SUBJECTS.flatMap((s) => CLAIMS.map((c) => ` ${s}${c} Answer:`)),
-  labelTokenIds: [YES, NO],
-};
+// 50 yes/no statements (the issue's minimum): real text, so the label probabilities are not all tiny.
+const REQUEST = yesNoRequest();
 
 /** p(yes) / (p(yes) + p(no)) per item: what apply_softmax would return. */
 function twoLabelSoftmax(scores) {
@@ -225,19 +138,24 @@ function diffs(a, b) {
   return { max, mean: sum / n };
 }
 
+// Plans agree on a subset (serial scores each item as its own sequence: the
+// costly reference); the gate uses the packed scores of all 50 items. Items
+// never see each other, so an item's packed score does not depend on the rest.
+const SUBSET = { ...REQUEST, items: REQUEST.items.slice(0, 12) };
 const byType = {};
 for (const weights of ['f32', 'bf16', 'int8']) {
-  test(`${weights} weights: packed and prefix equal serial (<= 1e-4) over ${REQUEST.items.length} items`, async (t) => {
+  test(`${weights} weights: packed and prefix equal serial (<= 1e-4) on ${SUBSET.items.length} items; packed over ${REQUEST.items.length} items for the gate`, async (t) => {
     const scorer = await Scorer.load({ weights, diskCache: true });
     t.equal(scorer.weightType, weights, `the scorer says ${weights}`);
-    const serial = await scorer.score(REQUEST, { algorithm: 'serial' });
-    for (const algorithm of ['packed', 'prefix']) {
-      const other = await scorer.score(REQUEST, { algorithm });
-      t.equal(other.algorithm, algorithm);
-      const d = diffs(other.scores, serial.scores);
+    const serial = await scorer.score(SUBSET, { algorithm: 'serial' });
+    const packed = await scorer.score(REQUEST, { algorithm: 'packed' });
+    const prefix = await scorer.score(SUBSET, { algorithm: 'prefix' });
+    for (const [algorithm, result] of [['packed', packed], ['prefix', prefix]]) {
+      t.equal(result.algorithm, algorithm);
+      const d = diffs(result.scores.slice(0, SUBSET.items.length), serial.scores);
       t.ok(d.max <= 1e-4, `${algorithm} vs serial: max |diff| ${d.max.toExponential(2)}`);
     }
-    byType[weights] = serial.scores;
+    byType[weights] = packed.scores;
     scorer.dispose();
   });
 }
