@@ -177,6 +177,8 @@ export interface UploadOptions {
    * not counted in the timings.
    */
   readonly whileDeviceWorks?: () => void;
+  /** Stacked arrays of at least this many bytes are built by layer (default ASSEMBLE_BYTES; tests lower it). */
+  readonly assembleBytes?: number;
 }
 
 /**
@@ -212,6 +214,7 @@ interface Load {
   readonly type: WeightType;
   readonly programs: LoadPrograms;
   readonly clock: Clock;
+  readonly assembleBytes: number;
 }
 
 /**
@@ -363,8 +366,8 @@ async function uploadByLayer(spec: DecoderWeightSpec, scaleSpec: DecoderWeightSp
   }
 }
 
-function assembled(spec: DecoderWeightSpec): boolean {
-  return spec.perLayer && hostBytes(spec) >= ASSEMBLE_BYTES;
+function assembled(spec: DecoderWeightSpec, load: Load): boolean {
+  return spec.perLayer && hostBytes(spec) >= load.assembleBytes;
 }
 
 function hostBytes(spec: DecoderWeightSpec): number {
@@ -399,7 +402,7 @@ export async function uploadWeights(
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
-  const load: Load = { client, reader, type: weightType, programs: options.programs ?? compileEachTime(client), clock: new Clock() };
+  const load: Load = { client, reader, type: weightType, programs: options.programs ?? compileEachTime(client), clock: new Clock(), assembleBytes: options.assembleBytes ?? ASSEMBLE_BYTES };
   const isTied = (s: DecoderWeightSpec): boolean => s.tiedTo !== undefined && reader.tied;
   const scaleSpecOf = (s: DecoderWeightSpec): DecoderWeightSpec | undefined => {
     const i = index.get(`${s.name as MatrixName}Scale`);
@@ -410,10 +413,10 @@ export async function uploadWeights(
     .map((_, i) => i)
     .filter((i) => specs[i].scaleOf === undefined && !isTied(specs[i]))
     // Whole uploads first (each briefly holds its array three times), then those joined by layer (twice).
-    .sort((a, b) => Number(assembled(specs[a])) - Number(assembled(specs[b])) || hostBytes(specs[b]) - hostBytes(specs[a]));
+    .sort((a, b) => Number(assembled(specs[a], load)) - Number(assembled(specs[b], load)) || hostBytes(specs[b]) - hostBytes(specs[a]));
   const decoded = new Map<number, { parts: StoredMatrix[][]; program: ReturnType<typeof decodePlan> }>();
   for (const i of order) {
-    const parts = assembled(specs[i]) ? undefined : storedParts(specs[i], reader, 0, specs[i].dims[0]);
+    const parts = assembled(specs[i], load) ? undefined : storedParts(specs[i], reader, 0, specs[i].dims[0]);
     if (parts) decoded.set(i, { parts, program: decodePlan(specs[i], parts, load) });
   }
   const place = (i: number, array: OnDevice): void => {
@@ -435,7 +438,7 @@ export async function uploadWeights(
       const spec = specs[i];
       const scaleSpec = scaleSpecOf(spec);
       const plan = decoded.get(i);
-      if (assembled(spec)) {
+      if (assembled(spec, load)) {
         await drain(0);
         place(i, await uploadByLayer(spec, scaleSpec, load));
       } else if (plan) {
