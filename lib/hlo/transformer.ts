@@ -25,7 +25,7 @@ import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
-import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, MatrixName, WeightType } from './decoder-layout';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
 
 export type { DecoderDims } from './decoder-layout';
 
@@ -35,13 +35,6 @@ type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 export interface DecoderOptions extends ProgramOptions {
   /** How the big matrices are stored (decoder-layout.ts); default f32. */
   readonly weights?: WeightType;
-  /**
-   * int8 only: where the per-output-channel scale is applied to a layer
-   * projection: 'before' the dot (the slice is dequantized) or 'after' it
-   * (on the [T, out] product). Default 'before'; docs/performance.md has the
-   * measurement.
-   */
-  readonly int8Scale?: 'before' | 'after';
 }
 
 function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
@@ -57,30 +50,32 @@ function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
 
 /**
  * A matrix as f32 for its dot: bf16 and int8 are converted here, int8
- * scaled per output channel (`outAxis` of the matrix). f32 passes through
- * with no op, so the f32 programs are what they always were.
+ * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
+ * of each output channel: the scale array is the matrix's dims with that
+ * axis divided by the block). f32 passes through with no op, so the f32
+ * programs are what they always were.
  */
-function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, outAxis: number): HloValue {
+function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number): HloValue {
   if (matrix.elementType === 'f32') return matrix;
   if (matrix.elementType === 'u16') return widenBf16(f, matrix);
   const x = f.convert(matrix, 'f32');
-  return scale ? f.multiply(x, f.broadcastInDim(scale, x.dims, [outAxis])) : x;
+  if (!scale) throw new HloBuildError('decoder: an int8 matrix came without its scales');
+  // [.., in, ..] -> [.., in / B, B, ..]: splitting an axis is free in row-major order.
+  const dims = x.dims;
+  const blocked = [...dims.slice(0, inAxis), dims[inAxis] / INT8_BLOCK, INT8_BLOCK, ...dims.slice(inAxis + 1)];
+  const scaleAxes = dims.map((_, i) => (i <= inAxis ? i : i + 1));
+  const scaled = f.multiply(f.reshape(x, blocked), f.broadcastInDim(scale, blocked, scaleAxes));
+  return f.reshape(scaled, dims);
 }
 
 /** x [T, in] @ one layer's matrix [in, out], whatever its storage. */
-function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, options: DecoderOptions): HloValue {
-  const matrix = need(layer, name);
-  const scale = layer[`${name}Scale`];
-  if (scale && options.int8Scale === 'after') {
-    const out = f.matmul(x, f32Matrix(f, matrix, undefined, 1));
-    return f.multiply(out, f.broadcastInDim(scale, out.dims, [1]));
-  }
-  return f.matmul(x, f32Matrix(f, matrix, scale, 1));
+function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName): HloValue {
+  return f.matmul(x, f32Matrix(f, need(layer, name), layer[`${name}Scale`], 0));
 }
 
 /** The LM head [V, Dm] as f32 (the whole table: its logsumexp needs every row). */
 function lmHeadF32(f: FunctionBuilder, w: Weights): HloValue {
-  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 0);
+  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 1);
 }
 
 function need(w: Weights, name: DecoderWeightName): HloValue {
@@ -161,7 +156,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
-      let qkv = project(b, normed, layer, 'wQkv', x.options);
+      let qkv = project(b, normed, layer, 'wQkv');
       if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
       let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
@@ -173,15 +168,15 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
       q = applyRope(b, q, cos, sin);
       k = applyRope(b, k, cos, sin);
       const attended = x.attention(b, q, k, v, i, extraInv, extra);
-      const afterAttention = b.add(h, project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO', x.options));
+      const afterAttention = b.add(h, project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO'));
 
       // MLP block: h + (silu(gate) * up) @ Wdown
       const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
-      const gateUp = project(b, normed2, layer, 'wGateUp', x.options);
+      const gateUp = project(b, normed2, layer, 'wGateUp');
       const gate = b.slice(gateUp, [0, 0], [t, F]);
       const up = b.slice(gateUp, [0, F], [t, 2 * F]);
       const activated = b.multiply(b.multiply(gate, b.logistic(gate)), up);
-      const out = b.add(afterAttention, project(b, activated, layer, 'wDown', x.options));
+      const out = b.add(afterAttention, project(b, activated, layer, 'wDown'));
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];
     },
@@ -191,8 +186,8 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
 function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
   const rows = f.take(need(w, 'embedding'), tokens, 0);
-  // Only the gathered rows are converted (and scaled, for int8: one scale per token row).
-  return f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 0);
+  // Only the gathered rows are converted (and scaled, for int8: a token's row of block scales).
+  return f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
 }
 
 function checkDims(d: DecoderDims): void {
