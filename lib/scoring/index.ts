@@ -55,4 +55,5 @@ export {
 export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
 export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
+export { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';

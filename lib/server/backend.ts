@@ -73,6 +73,8 @@ export interface BackendLoadOptions {
   readonly rerankTemplate?: string;
   readonly precision?: 'highest' | 'default';
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
+  readonly jitCacheEntries?: number;
+  readonly prefixCacheBytes?: number;
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -90,6 +92,8 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.weights !== undefined ? { weights: options.weights } : {}),
+    ...(options.jitCacheEntries !== undefined ? { jitCacheEntries: options.jitCacheEntries } : {}),
+    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
     log: options.log,
   });
 }

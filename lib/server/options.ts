@@ -4,6 +4,7 @@
  */
 import { ALGORITHM_CHOICES, AlgorithmChoice, WarmupShape } from './backend';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
+import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
 
 export interface ServeOptions {
   /** GGUF file or Hugging Face directory; default PJRT_SCORE_MODEL, else the cached default model. */
@@ -33,6 +34,10 @@ export interface ServeOptions {
   readonly precision?: 'highest' | 'default';
   /** How the weight matrices live on the device: f32 (default), bf16, int8 or auto (the Scorer's `weights` option). */
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
+  /** Compiled programs kept in memory (the Scorer's `jitCacheEntries`; default DEFAULT_JIT_CACHE_ENTRIES). */
+  readonly jitCacheEntries?: number;
+  /** Bytes of query K/V kept across requests (the Scorer's `prefixCacheBytes`; default DEFAULT_PREFIX_CACHE_BYTES). */
+  readonly prefixCacheBytes?: number;
 }
 
 export const DEFAULT_SERVE_OPTIONS: ServeOptions = {
@@ -94,6 +99,22 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
   { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "f32 dots: highest (true f32, default) or default (the platform's fast mode: TF32 on NVIDIA GPUs)" },
   { flag: 'weights', env: 'PJRT_SCORE_WEIGHTS', kind: 'string', key: 'weights', help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (a quarter) or auto (chosen for this platform and host)' },
   { flag: 'rerank-template', env: 'PJRT_SCORE_RERANK_TEMPLATE', kind: 'string', key: 'rerankTemplate', help: 'template of /v1/rerank: qwen3-reranker, chatml-yes-no or llama3-yes-no (default: chosen from the model)' },
+  {
+    flag: 'jit-cache-entries',
+    env: 'PJRT_SCORE_JIT_CACHE_ENTRIES',
+    kind: 'integer',
+    key: 'jitCacheEntries',
+    min: 1,
+    help: `compiled programs kept in memory, least recently used evicted (default ${DEFAULT_JIT_CACHE_ENTRIES}; each holds host memory: see docs/service.md)`,
+  },
+  {
+    flag: 'prefix-cache-bytes',
+    env: 'PJRT_SCORE_PREFIX_CACHE_BYTES',
+    kind: 'integer',
+    key: 'prefixCacheBytes',
+    min: 0,
+    help: `bytes of query K/V kept across requests for prefix reuse, 0 for none (default ${DEFAULT_PREFIX_CACHE_BYTES}, ${DEFAULT_PREFIX_CACHE_BYTES / 2 ** 20} MiB)`,
+  },
   { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', kind: 'boolean', key: 'coalesce', help: 'do not merge waiting requests that share a query into one Scorer call' },
 ];
 
