@@ -12,6 +12,7 @@ import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';
 import { Executable } from '../runtime/executable';
+import { DEFAULT_JIT_CACHE_ENTRIES } from './cache-limits';
 import { clientCompiler, JitKey } from './compiler';
 import { JitCache, JitCacheOptions } from './jit-cache';
 import { ProgramKey } from './plan';
@@ -85,7 +86,7 @@ export class DecoderRunner {
     // Programs of another precision or weight type are other programs: the in-memory key says so (the disk key hashes the text).
     const withPrecision = precision === 'highest' ? modelId : `${modelId}-${precision}`;
     this.modelId = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
-    this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
+    this.jit = new JitCache(clientCompiler(client), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
   key(program: ProgramKey): JitKey {

@@ -57,4 +57,5 @@ export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type Batc
 export { BATCHINGS, type Batching } from './request-batcher';
 export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
+export { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';

@@ -12,6 +12,7 @@ import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
+import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
 import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
@@ -52,8 +53,10 @@ export interface ScorerOptions {
   readonly log?: (event: Record<string, unknown>) => void;
   /** On-disk executable cache: true (default, in the cache directory), a directory, or false. */
   readonly diskCache?: boolean | string;
-  /** Bytes of query K/V kept across requests; default 512 MiB. */
+  /** Bytes of query K/V kept across requests; default DEFAULT_PREFIX_CACHE_BYTES (512 MiB). */
   readonly prefixCacheBytes?: number;
+  /** Compiled programs kept in memory (LRU); default DEFAULT_JIT_CACHE_ENTRIES (48). */
+  readonly jitCacheEntries?: number;
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
   /**
@@ -239,7 +242,7 @@ export class Scorer implements Disposable {
     const facts = platformFacts(this.client.platformName);
     this.platform = facts;
     this.budget = { ...facts.budget, ...options.budget };
-    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? 512 * 2 ** 20);
+    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES);
     const context = this.config.contextLength;
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
@@ -254,6 +257,7 @@ export class Scorer implements Disposable {
     this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs));
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
       disk: options.diskCache ?? true,
+      maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES,
     });
     this.requestContext = {
       vocabSize: this.config.vocabSize,
@@ -285,6 +289,8 @@ export class Scorer implements Disposable {
       const v = options[key];
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
     }
+    const entries = options.jitCacheEntries;
+    if (entries !== undefined && !(Number.isSafeInteger(entries) && entries >= 1)) throw new TypeError(`jitCacheEntries must be a positive integer, got ${entries}`);
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     const model = openModel(options.model);

@@ -77,6 +77,8 @@ export interface BackendLoadOptions {
   readonly precision?: 'highest' | 'default' | 'bf16';
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
   readonly batching?: 'invariant' | 'cross-request';
+  readonly jitCacheEntries?: number;
+  readonly prefixCacheBytes?: number;
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -95,6 +97,8 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.weights !== undefined ? { weights: options.weights } : {}),
     ...(options.batching !== undefined ? { batching: options.batching } : {}),
+    ...(options.jitCacheEntries !== undefined ? { jitCacheEntries: options.jitCacheEntries } : {}),
+    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
     log: options.log,
   });
 }

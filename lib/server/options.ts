@@ -4,6 +4,7 @@
  */
 import { ALGORITHM_CHOICES, AlgorithmChoice, WarmupShape } from './backend';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
+import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
 
 export interface ServeOptions {
   /** GGUF file or Hugging Face directory; default PJRT_SCORE_MODEL, else the cached default model. */
@@ -39,6 +40,10 @@ export interface ServeOptions {
    * bit for bit as alone) or 'cross-request' (waiting requests share passes).
    */
   readonly batching?: 'invariant' | 'cross-request';
+  /** Compiled programs kept in memory (the Scorer's `jitCacheEntries`; default DEFAULT_JIT_CACHE_ENTRIES). */
+  readonly jitCacheEntries?: number;
+  /** Bytes of query K/V kept across requests (the Scorer's `prefixCacheBytes`; default DEFAULT_PREFIX_CACHE_BYTES). */
+  readonly prefixCacheBytes?: number;
 }
 
 export const DEFAULT_SERVE_OPTIONS: ServeOptions = {
@@ -110,6 +115,22 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
     help: 'invariant (default: each request on its own plan, its scores bit for bit those it gets alone) or cross-request (waiting requests with different queries share device passes, within 1e-5 of alone)',
   },
   { flag: 'rerank-template', env: 'PJRT_SCORE_RERANK_TEMPLATE', kind: 'string', key: 'rerankTemplate', help: 'template of /v1/rerank: qwen3-reranker, chatml-yes-no or llama3-yes-no (default: chosen from the model)' },
+  {
+    flag: 'jit-cache-entries',
+    env: 'PJRT_SCORE_JIT_CACHE_ENTRIES',
+    kind: 'integer',
+    key: 'jitCacheEntries',
+    min: 1,
+    help: `compiled programs kept in memory, least recently used evicted (default ${DEFAULT_JIT_CACHE_ENTRIES}; each holds host memory: see docs/service.md)`,
+  },
+  {
+    flag: 'prefix-cache-bytes',
+    env: 'PJRT_SCORE_PREFIX_CACHE_BYTES',
+    kind: 'integer',
+    key: 'prefixCacheBytes',
+    min: 0,
+    help: `bytes of query K/V kept across requests for prefix reuse, 0 for none (default ${DEFAULT_PREFIX_CACHE_BYTES}, ${DEFAULT_PREFIX_CACHE_BYTES / 2 ** 20} MiB)`,
+  },
   { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', kind: 'boolean', key: 'coalesce', help: 'do not merge waiting requests that share a query into one Scorer call' },
 ];
 
