@@ -215,6 +215,19 @@ interface Load {
   readonly programs: LoadPrograms;
   readonly clock: Clock;
   readonly assembleBytes: number;
+  /**
+   * Host memory for raw rows, reused: fresh arrays cost page faults and
+   * count as external memory, which made V8 run extra full collections.
+   */
+  scratch(bytes: number): Uint8Array;
+}
+
+function scratchMemory(): (bytes: number) => Uint8Array {
+  let buffer = new Uint8Array(0);
+  return (bytes) => {
+    if (buffer.byteLength < bytes) buffer = new Uint8Array(bytes);
+    return buffer.subarray(0, bytes);
+  };
 }
 
 /**
@@ -247,8 +260,9 @@ function decodePlan(spec: DecoderWeightSpec, parts: StoredMatrix[][], load: Load
 /**
  * Reads each part's rows over its layers into one u8 [layers, rows, rowBytes]
  * array and starts its upload. client.upload copies the array before it
- * returns, so the next read need not wait for the device: the returned
- * promise settles when every part is on the device.
+ * returns, so the next read need not wait for the device (and reuses the
+ * same scratch memory): the returned promise settles when every part is on
+ * the device.
  */
 function stageRaw(parts: StoredMatrix[][], load: Load): { readonly raw: Promise<DeviceBuffer[]>; readonly bytes: number } {
   const { client, clock } = load;
@@ -257,7 +271,7 @@ function stageRaw(parts: StoredMatrix[][], load: Load): { readonly raw: Promise<
   try {
     for (const layers of parts) {
       const { rows, rowBytes } = layers[0];
-      const data = new Uint8Array(layers.length * rows * rowBytes);
+      const data = load.scratch(layers.length * rows * rowBytes);
       clock.time('read', () => layers.forEach((m, k) => m.readInto(data.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))));
       uploads.push(clock.time('upload', () => client.upload(data, [layers.length, rows, rowBytes], 'u8')));
       bytes += data.byteLength;
@@ -402,7 +416,15 @@ export async function uploadWeights(
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
-  const load: Load = { client, reader, type: weightType, programs: options.programs ?? compileEachTime(client), clock: new Clock(), assembleBytes: options.assembleBytes ?? ASSEMBLE_BYTES };
+  const load: Load = {
+    client,
+    reader,
+    type: weightType,
+    programs: options.programs ?? compileEachTime(client),
+    clock: new Clock(),
+    assembleBytes: options.assembleBytes ?? ASSEMBLE_BYTES,
+    scratch: scratchMemory(),
+  };
   const isTied = (s: DecoderWeightSpec): boolean => s.tiedTo !== undefined && reader.tied;
   const scaleSpecOf = (s: DecoderWeightSpec): DecoderWeightSpec | undefined => {
     const i = index.get(`${s.name as MatrixName}Scale`);

@@ -12,7 +12,8 @@
 // addon's JavaScript interface did not change since; its C++ did only for
 // the parser's stack and nesting checks). Each build has its own executable
 // cache, filled by one untimed cold start; then the two restart alternately
-// (old, new, new, old, ...). Prints the medians, their ratio, and this
+// (old, new, new, old, ...). Prints the medians (wall, and CPU seconds of the
+// server process, which a shared machine moves less), their ratios, and this
 // build's start split into its steps (service-start.js). Writes
 // bench-results/restart.json.
 const { spawnSync } = require('node:child_process');
@@ -102,15 +103,23 @@ function main() {
   for (const [name, b] of Object.entries(builds)) {
     const steps = {};
     for (const key of Object.keys(b.runs[0].steps ?? {})) steps[key] = median(b.runs.map((r) => r.steps[key]));
-    summary[name] = { label: b.label, medianSeconds: median(b.runs.map((r) => r.seconds)), seconds: b.runs.map((r) => r.seconds), compiles: b.runs.map((r) => r.compiles), coldSeconds: b.cold.seconds, steps };
+    summary[name] = {
+      label: b.label,
+      medianSeconds: median(b.runs.map((r) => r.seconds)),
+      medianCpuSeconds: median(b.runs.map((r) => r.cpuSeconds)),
+      seconds: b.runs.map((r) => r.seconds),
+      compiles: b.runs.map((r) => r.compiles),
+      coldSeconds: b.cold.seconds,
+      steps,
+    };
   }
   const ratio = summary.old.medianSeconds / summary.new.medianSeconds;
   console.log(`load average: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before, ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after`);
   console.log(`restart with a warm executable cache to the first answered request (small-10, weights ${args.weights}), ${rounds} alternating rounds:`);
   for (const s of Object.values(summary)) {
-    console.log(`  ${s.label}: median ${s.medianSeconds.toFixed(2)} s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`);
+    console.log(`  ${s.label}: median ${s.medianSeconds.toFixed(2)} s, ${s.medianCpuSeconds.toFixed(2)} CPU s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`);
   }
-  console.log(`  old / new: ${ratio.toFixed(2)}x`);
+  console.log(`  old / new: ${ratio.toFixed(2)}x wall, ${(summary.old.medianCpuSeconds / summary.new.medianCpuSeconds).toFixed(2)}x CPU`);
   const split = Object.entries(summary.new.steps);
   if (split.length) console.log(`  this checkout, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
   fs.mkdirSync(path.join(root, 'bench-results'), { recursive: true });

@@ -31,6 +31,24 @@ function post(port, pathname, body) {
   });
 }
 
+/**
+ * CPU seconds (user + system, all threads) a process has used, from
+ * /proc/<pid>/stat; NaN where there is none. On a shared machine this moves
+ * less than wall time.
+ */
+function processCpuSeconds(pid) {
+  try {
+    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the command name), in clock ticks.
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const hz = Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return ticks / hz;
+  } catch {
+    return NaN;
+  }
+}
+
 /** The server process, killed if this script fails (else it would outlive it). */
 let child;
 
@@ -82,6 +100,7 @@ async function main() {
     await new Promise((r) => setTimeout(r, 50));
   }
   const answeredAt = Date.now();
+  const cpuSeconds = processCpuSeconds(child.pid);
   const seconds = (answeredAt - started) / 1000;
   let steps;
   if (loaded) {
@@ -111,7 +130,7 @@ async function main() {
   const compiles = Number(/^pjrt_score_jit_compiles_total(?:\{[^}]*\})? (\S+)/m.exec(metrics)?.[1] ?? NaN);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
-  process.stdout.write(`${JSON.stringify({ seconds, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`);
+  process.stdout.write(`${JSON.stringify({ seconds, cpuSeconds, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`);
 }
 
 main().catch((err) => {
