@@ -11,6 +11,7 @@ import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
+import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
@@ -176,6 +177,8 @@ export class Scorer implements Disposable {
   private tokensScored = 0;
   private disposed = false;
   private loggedItemFirst = false;
+  /** A trim of the host heap is running (releaseWhenIdle). */
+  private releasing = false;
   private readonly templateOption: string | RerankTemplate | undefined;
   private resolvedTemplate: ResolvedTemplate | null = null;
 
@@ -328,7 +331,7 @@ export class Scorer implements Disposable {
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
     const choice = this.choose(request, options.algorithm);
-    return this.lock.run(() => this.execute(request, choice, options.signal), options.signal);
+    return this.onDevice(() => this.execute(request, choice, options.signal), options.signal);
   }
 
   /**
@@ -348,7 +351,7 @@ export class Scorer implements Disposable {
       }
     });
     const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
-    return this.lock.run(async () => {
+    return this.onDevice(async () => {
       const outcomes: BatchOutcome[] = [];
       for (const c of chosen) {
         if ('error' in c) {
@@ -480,6 +483,31 @@ export class Scorer implements Disposable {
     this.itemsScored += n.itemTokens.length;
     this.tokensScored += n.promptTokens;
     return { scores, usage, algorithm: plan.algorithm, model: this.modelName };
+  }
+
+  /** Runs device work in turn (the device lock); when the device goes idle, frees the host scratch. */
+  private async onDevice<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    try {
+      return await this.lock.run(fn, signal);
+    } finally {
+      this.releaseWhenIdle();
+    }
+  }
+
+  /**
+   * With no call waiting, gives the pages XLA's temporaries freed back to the
+   * OS (milliseconds, off the JS thread), so RSS shows live memory rather
+   * than the largest request so far. Under load the queue is never empty and
+   * nothing is trimmed: the next execution reuses those pages instead.
+   */
+  private releaseWhenIdle(): void {
+    if (this.releasing || this.lock.pending > 0) return;
+    this.releasing = true;
+    releaseFreeHostMemory()
+      .catch(() => false)
+      .finally(() => {
+        this.releasing = false;
+      });
   }
 
   private assertLive(): void {
