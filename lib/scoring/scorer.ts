@@ -11,6 +11,7 @@ import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
+import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
@@ -216,6 +217,8 @@ export class Scorer implements Disposable {
   private tokensScored = 0;
   private disposed = false;
   private loggedItemFirst = false;
+  /** A trim of the host heap is running (releaseWhenIdle). */
+  private releasing = false;
   private readonly templateOption: string | RerankTemplate | undefined;
   private resolvedTemplate: ResolvedTemplate | null = null;
 
@@ -391,7 +394,7 @@ export class Scorer implements Disposable {
     const job = this.chosenJob(request, options.algorithm, options.signal);
     // A call that may share a pass waits with the others; the rest wait in the device line.
     if (job.joins) return this.batcher.submit(job, options.signal);
-    return this.lock.run(() => this.execute(request, job.choice, options.signal), options.signal);
+    return this.onDevice(() => this.execute(request, job.choice, options.signal), options.signal);
   }
 
   /**
@@ -413,7 +416,7 @@ export class Scorer implements Disposable {
       }
     });
     const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
-    return this.lock.run(async () => {
+    return this.onDevice(async () => {
       const runnable = chosen.flatMap((c) => ('job' in c && c.job ? [c.job] : []));
       const ran = await this.runJobs(runnable);
       let next = 0;
@@ -597,6 +600,31 @@ export class Scorer implements Disposable {
     this.itemsScored += n.itemTokens.length;
     this.tokensScored += n.promptTokens;
     return { scores, usage, algorithm, model: this.modelName };
+  }
+
+  /** Runs device work in turn (the device lock); when the device goes idle, frees the host scratch. */
+  private async onDevice<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    try {
+      return await this.lock.run(fn, signal);
+    } finally {
+      this.releaseWhenIdle();
+    }
+  }
+
+  /**
+   * With no call waiting, gives the pages XLA's temporaries freed back to the
+   * OS (milliseconds, off the JS thread), so RSS shows live memory rather
+   * than the largest request so far. Under load the queue is never empty and
+   * nothing is trimmed: the next execution reuses those pages instead.
+   */
+  private releaseWhenIdle(): void {
+    if (this.releasing || this.lock.pending > 0) return;
+    this.releasing = true;
+    releaseFreeHostMemory()
+      .catch(() => false)
+      .finally(() => {
+        this.releasing = false;
+      });
   }
 
   private assertLive(): void {
