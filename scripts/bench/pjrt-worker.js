@@ -4,6 +4,9 @@
 // weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
+// BENCH_ALL_SCORES=1: also every score of the timed request, and the scores
+// of the 50 yes/no statements of test/fixtures/yes-no.json (real text, for
+// accuracy between weight types; untimed, after the timed request).
 const { Scorer } = require('../../dist');
 const { WORKLOADS, request } = require('./workloads');
 
@@ -29,6 +32,9 @@ async function main() {
   const t1 = performance.now();
   const result = await scorer.score(timed);
   const seconds = (performance.now() - t1) / 1000;
+  // Read before the yes/no request, so the peak is the workload's own.
+  const peak = peakRssBytes();
+  const yesNo = process.env.BENCH_ALL_SCORES ? (await scorer.score(require('../../test/helpers/yes-no').yesNoRequest())).scores : undefined;
   const out = {
     workload: workloadName,
     algorithm: result.algorithm,
@@ -37,10 +43,11 @@ async function main() {
     items: timed.items.length,
     seconds,
     firstSeconds,
-    peakRssBytes: peakRssBytes(),
+    peakRssBytes: peak,
     config: scorer.config,
     firstScores: result.scores[0],
     scores: process.env.BENCH_ALL_SCORES ? result.scores : undefined,
+    yesNoScores: yesNo,
     weights: scorer.weightType,
     weightsReason: scorer.weightChoice.reason,
     weightBytes: loaded.weightBytes,
