@@ -9,7 +9,12 @@
 // zig links libc++ statically: the binary needs no GLIBCXX_ version at all.
 // Measured: Debian 12's gcc needs glibc 2.34 (2.36 with -static-libstdc++);
 // this build needs GLIBC_2.16 at most. The build folder (build/prebuild) is
-// kept, so a second run only recompiles what changed.
+// kept, so a second run only recompiles what changed; and a run whose inputs
+// (native sources, build files, this script, the Node-API headers' versions)
+// hash the same as the last build's, with that build's file still in place,
+// builds nothing at all (--force builds anyway). npm runs this script before
+// every `npm run build` (and so on `npm pack`), and the package and prebuild
+// tests run it too: with the stamp the addon is compiled once per change.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -37,6 +42,36 @@ function prebuildPath(dir = root) {
 }
 
 const log = (line) => console.error(`[pjrt-score] ${line}`);
+
+/** Where the digest of the last build's inputs and output is kept (not in prebuilds/: that folder is shipped). */
+function stampPath(dir = root) {
+  return path.join(dir, BUILD_DIR, 'prebuild-inputs.sha256');
+}
+
+/** What the prebuild is made from, as files: a change to any of them makes it stale. */
+function inputFiles(dir = root) {
+  const native = fs.readdirSync(path.join(dir, 'native')).filter((f) => /\.(h|cc)$/.test(f)).sort().map((f) => path.join(dir, 'native', f));
+  const headers = ['node-addon-api', 'node-api-headers'].map((name) => require.resolve(`${name}/package.json`, { paths: [dir] }));
+  return [...native, path.join(dir, 'CMakeLists.txt'), __filename, ...headers];
+}
+
+function sha256(data) {
+  return require('node:crypto').createHash('sha256').update(data).digest('hex');
+}
+
+/** The inputs' digest and the prebuild's own, as one line; null when there is no prebuild. */
+function currentStamp(dir = root) {
+  const file = prebuildPath(dir);
+  if (!fs.existsSync(file)) return null;
+  const inputs = sha256(inputFiles(dir).map((f) => `${path.relative(dir, f)}\0${sha256(fs.readFileSync(f))}`).join('\n'));
+  return `inputs ${inputs} prebuild ${sha256(fs.readFileSync(file))}\n`;
+}
+
+/** True when the prebuild in place was built by this script from the inputs as they are now. */
+function prebuildIsCurrent(dir = root) {
+  const stamp = currentStamp(dir);
+  return stamp !== null && fs.existsSync(stampPath(dir)) && fs.readFileSync(stampPath(dir), 'utf8') === stamp;
+}
 
 /** A compiled module of the library; npm runs this script before `build`, so dist/ may not exist yet. */
 function distModule(rel) {
@@ -96,6 +131,11 @@ async function main() {
   if (`${process.platform}-${process.arch}` !== PLATFORM) {
     throw new Error(`prebuilds are made on ${PLATFORM} (this is ${process.platform}-${process.arch}); build from source with npm run build:native`);
   }
+  if (!process.argv.includes('--force') && prebuildIsCurrent()) {
+    log(`prebuild is current: ${path.relative(root, prebuildPath())} was built from these inputs (${path.relative(root, stampPath())}); nothing to do (--force builds anyway)`);
+    return;
+  }
+  fs.rmSync(stampPath(), { force: true });
   const zig = await ensureZig();
   const wrapper = writeCompilerWrapper(zig);
   const cmakeJs = require.resolve('cmake-js/bin/cmake-js', { paths: [root] });
@@ -114,10 +154,11 @@ async function main() {
   const tmp = `${target}.tmp-${process.pid}`;
   fs.copyFileSync(built, tmp);
   fs.renameSync(tmp, target);
+  fs.writeFileSync(stampPath(), currentStamp());
   log(`prebuild ready: ${path.relative(root, target)} (${(fs.statSync(target).size / 1024).toFixed(0)} KiB)`);
 }
 
-module.exports = { GLIBC_TARGET, ZIG, PLATFORM, PREBUILD_NAME, prebuildPath };
+module.exports = { GLIBC_TARGET, ZIG, PLATFORM, PREBUILD_NAME, prebuildPath, prebuildIsCurrent, stampPath };
 
 if (require.main === module) {
   main().catch((err) => {

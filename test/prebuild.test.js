@@ -5,7 +5,9 @@
 // glibc symbol version above the minimum README.md states and nothing from
 // libstdc++; node-gyp-build loads it in a package copy that has no build/.
 // Cold (empty cache: zig download and its libc++ build) this takes minutes;
-// warm, a few seconds.
+// warm, a few seconds. The build is forced here (--force: this file tests
+// the build); a run without it builds nothing while the inputs' digest
+// matches the last build's, which is what package.test.js and `npm pack` get.
 const test = require('tape');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -32,7 +34,7 @@ function compareVersions(a, b) {
 
 test('npm run prebuild makes the prebuild with cmake-js, from every native/*.cc', (t) => {
   const started = Date.now();
-  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 1200000 });
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
   t.equal(r.status, 0, r.status === 0 ? `scripts/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
   t.ok(fs.existsSync(file), `made ${path.relative(root, file)}`);
   const output = `${r.stdout}\n${r.stderr}`;
@@ -49,6 +51,22 @@ test('npm run prebuild makes the prebuild with cmake-js, from every native/*.cc'
   if (expr) {
     const listed = spawnSync(process.execPath, ['-p', expr[1]], { cwd: root, encoding: 'utf8' }).stdout.trim().split(/\s+/);
     t.deepEqual(listed, sources.map((f) => `native/${f}`), 'binding.gyp lists the same files');
+  }
+  t.end();
+});
+
+test('a second run builds nothing while the inputs are unchanged; a stamp that does not match makes it build', (t) => {
+  t.ok(prebuild.prebuildIsCurrent(root), `the stamp ${path.relative(root, prebuild.stampPath(root))} matches the inputs and the prebuild`);
+  const again = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 120000 });
+  t.equal(again.status, 0, 'scripts/prebuild.js again: exit 0');
+  t.match(again.stderr, /prebuild is current/, 'it says the prebuild is current');
+  t.doesNotMatch(`${again.stdout}${again.stderr}`, /cmake|Building|Linking/i, 'and runs no build');
+  const stamp = fs.readFileSync(prebuild.stampPath(root), 'utf8');
+  try {
+    fs.writeFileSync(prebuild.stampPath(root), stamp.replace(/inputs ([0-9a-f])/, (m, c) => `inputs ${c === '0' ? '1' : '0'}`));
+    t.notOk(prebuild.prebuildIsCurrent(root), 'inputs whose digest differs from the stamp: not current (the next run builds)');
+  } finally {
+    fs.writeFileSync(prebuild.stampPath(root), stamp);
   }
   t.end();
 });

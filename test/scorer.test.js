@@ -151,10 +151,13 @@ test('when no call waits for the device, the Scorer gives freed host memory back
   };
   try {
     const request = (i) => scorer.score({ query: 'Is the following a fruit?', items: [` item ${i}`], labelTokenIds: [YES, NO] });
+    // The Scorer looks for an idle device once a call's turn has ended (setImmediate); the trim takes milliseconds.
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
     await Promise.all([request(1), request(2), request(3)]);
+    await settle();
     t.deepEqual(calls, [0], 'three calls queued together: one trim, after the last, with nothing pending');
-    await new Promise((resolve) => setTimeout(resolve, 200)); // that trim (milliseconds) has finished
     await request(4);
+    await settle();
     t.deepEqual(calls, [0, 0], 'one more call alone: one more trim');
     t.equal(typeof (await original()), 'boolean', 'releaseFreeHostMemory resolves whether memory was given back');
   } finally {

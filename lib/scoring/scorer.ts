@@ -217,7 +217,7 @@ export class Scorer implements Disposable {
   private tokensScored = 0;
   private disposed = false;
   private loggedItemFirst = false;
-  /** A trim of the host heap is running (releaseWhenIdle). */
+  /** A trim of the host heap is scheduled or running (releaseWhenIdle). */
   private releasing = false;
   private readonly templateOption: string | RerankTemplate | undefined;
   private resolvedTemplate: ResolvedTemplate | null = null;
@@ -257,7 +257,7 @@ export class Scorer implements Disposable {
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precision = options.precision ?? 'highest';
     this.batching = options.batching ?? 'invariant';
-    this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs));
+    this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
       disk: options.diskCache ?? true,
       maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES,
@@ -618,13 +618,20 @@ export class Scorer implements Disposable {
    * nothing is trimmed: the next execution reuses those pages instead.
    */
   private releaseWhenIdle(): void {
-    if (this.releasing || this.lock.pending > 0) return;
+    if (this.releasing) return;
     this.releasing = true;
-    releaseFreeHostMemory()
-      .catch(() => false)
-      .finally(() => {
+    // Looked at once the caller's turn has ended (a batch calls this while it still holds the device).
+    setImmediate(() => {
+      if (this.lock.pending > 0) {
         this.releasing = false;
-      });
+        return;
+      }
+      releaseFreeHostMemory()
+        .catch(() => false)
+        .finally(() => {
+          this.releasing = false;
+        });
+    });
   }
 
   private assertLive(): void {
