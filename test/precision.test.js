@@ -28,6 +28,10 @@ test('program text: every dot carries the asked precision', (t) => {
       t.ok(d.all > 5 && d.marked === d.all, `${build({}).name}: ${d.marked} of ${d.all} dots ${p}`);
     }
     t.equal(dots(build({}).text, 'HIGHEST').marked, 0, 'no option: no attribute');
+    // bf16 dots: both operands bf16, the product f32, no precision attribute.
+    const lines = build({ dotOperands: 'bf16' }).text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
+    const bf16 = lines.filter((l) => /: \(tensor<[^>]*xbf16>, tensor<[^>]*xbf16>\) -> tensor<[^>]*xf32>/.test(l) && !l.includes('precision'));
+    t.ok(lines.length > 5 && bf16.length === lines.length, `${build({}).name}: ${bf16.length} of ${lines.length} dots bf16 x bf16 -> f32`);
   }
   t.end();
 });
@@ -35,7 +39,7 @@ test('program text: every dot carries the asked precision', (t) => {
 test('Scorer: highest by default; default on the CPU gives the same scores from other programs', async (t) => {
   await Scorer.load({ precision: 'fast' }).then(
     () => t.fail('an unknown precision must be refused'),
-    (error) => t.match(error.message, /precision must be one of highest, default/, 'an unknown precision is refused'),
+    (error) => t.match(error.message, /precision must be one of highest, default, bf16/, 'an unknown precision is refused'),
   );
   const highest = await Scorer.load({ diskCache: false });
   const fast = await Scorer.load({ diskCache: false, precision: 'default' });
@@ -51,4 +55,28 @@ test('Scorer: highest by default; default on the CPU gives the same scores from 
   t.equal(highest.stats().jit.compiles + fast.stats().jit.compiles, 2, 'each compiled its own program');
   highest.dispose();
   fast.dispose();
+});
+
+test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real model, every plan', async (t) => {
+  const highest = await Scorer.load({ diskCache: false });
+  const bf16 = await Scorer.load({ diskCache: false, precision: 'bf16' });
+  t.equal(bf16.explain({ query: 'a', items: ['b'], labelTokenIds: [1] }).precision, 'bf16', 'explain() states it');
+  const words = ' the a sky sea is blue green red yes no maybe'.split(' ');
+  const items = Array.from({ length: 24 }, (_, i) => ` ${words[i % words.length]} ${words[(i * 7) % words.length]}`);
+  const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
+  const reference = await highest.score({ ...request, algorithm: 'serial' });
+  for (const algorithm of ['serial', 'packed', 'prefix']) {
+    const r = await bf16.score({ ...request, algorithm });
+    let max = 0;
+    let sum = 0;
+    r.scores.forEach((row, i) => row.forEach((x, j) => {
+      const d = Math.abs(x - reference.scores[i][j]);
+      max = Math.max(max, d);
+      sum += d;
+    }));
+    const mean = sum / (r.scores.length * 2);
+    t.ok(max <= 0.02 && mean <= 0.01, `${algorithm}: bf16 dots vs f32 max ${max.toExponential(2)} <= 0.02, mean ${mean.toExponential(2)} <= 0.01`);
+  }
+  highest.dispose();
+  bf16.dispose();
 });

@@ -12,6 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { makeTinyModel, writeTinyHfDir, tensorTable } = require('./helpers/tiny-model');
+const { writeRandomBf16Safetensors } = require('../scripts/bench/random-model');
 
 // Qwen2-1.5B: 28 layers, Dm 1536, F 8960, 12 q heads, 2 kv heads of 128, V 151936.
 const DIMS = { vocabSize: 151936, hiddenSize: 1536, intermediateSize: 8960, numLayers: 28, numHeads: 12, numKvHeads: 2, headDim: 128 };
@@ -21,50 +22,6 @@ const DIMS = { vocabSize: 151936, hiddenSize: 1536, intermediateSize: 8960, numL
 // compiling and running its program (the whole f32 LM head is added apart).
 const IN_FLIGHT_BYTES = 0.15e9;
 const FIRST_PROGRAM_BYTES = 0.5e9;
-
-/** Writes a bf16 safetensors file tensor by tensor from a PRNG (never the whole file in memory). */
-function writeRandomBf16Safetensors(file, tensors, seed = 1) {
-  const header = { __metadata__: { format: 'pt' } };
-  let offset = 0;
-  for (const t of tensors) {
-    const bytes = t.dims.reduce((a, b) => a * b, 1) * 2;
-    header[t.name] = { dtype: 'BF16', shape: t.dims, data_offsets: [offset, offset + bytes] };
-    offset += bytes;
-  }
-  let json = Buffer.from(JSON.stringify(header), 'utf8');
-  json = Buffer.concat([json, Buffer.alloc((8 - (json.length % 8)) % 8, 0x20)]);
-  const fd = fs.openSync(file, 'w');
-  try {
-    const len = Buffer.alloc(8);
-    len.writeBigUInt64LE(BigInt(json.length));
-    fs.writeSync(fd, len);
-    fs.writeSync(fd, json);
-    const chunk = new Uint16Array(8 << 20);
-    let a = seed >>> 0;
-    for (const t of tensors) {
-      let left = t.dims.reduce((x, y) => x * y, 1);
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        if (t.norm) {
-          chunk.fill(0x3f80, 0, n); // 1.0
-        } else {
-          for (let i = 0; i < n; i++) {
-            a = (a ^ (a << 13)) >>> 0;
-            a = (a ^ (a >>> 17)) >>> 0;
-            a = (a ^ (a << 5)) >>> 0;
-            // sign, exponent 2^-8 .. 2^-5, 7 mantissa bits: small weights of both signs
-            chunk[i] = ((a & 1) << 15) | ((0x77 + ((a >>> 1) & 3)) << 7) | ((a >>> 3) & 0x7f);
-          }
-        }
-        fs.writeSync(fd, chunk.subarray(0, n));
-        left -= n;
-      }
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
-  return 8 + json.length + offset;
-}
 
 // The child: load in bf16, report peak RSS after the load, then score one small request.
 const CHILD = `

@@ -51,10 +51,10 @@ export class ModuleBuilder {
   }
 
   /** Starts a function; XLA runs the one named `main`. */
-  func(name = 'main', options: { readonly dotPrecision?: 'DEFAULT' | 'HIGH' | 'HIGHEST' } = {}): FunctionBuilder {
+  func(name = 'main', options: { readonly dotPrecision?: 'DEFAULT' | 'HIGH' | 'HIGHEST'; readonly dotOperands?: 'bf16' } = {}): FunctionBuilder {
     if (!/^[A-Za-z_][A-Za-z0-9_$.]*$/.test(name)) throw new HloBuildError(`function name ${JSON.stringify(name)} must match [A-Za-z_][A-Za-z0-9_$.]*`);
     if (this.functions.some((f) => f.state.name === name)) throw new HloBuildError(`function @${name} is defined twice`);
-    const state = new FunctionState(name, options.dotPrecision);
+    const state = new FunctionState(name, options.dotPrecision, options.dotOperands);
     const builder = new FunctionBuilder(state, state.body);
     this.functions.push({ state, builder });
     return builder;

@@ -67,6 +67,8 @@ export class FunctionState {
     readonly name: string,
     /** precision_config of dots that name none (regions included). */
     readonly dotPrecision?: 'DEFAULT' | 'HIGH' | 'HIGHEST',
+    /** 'bf16': f32 dot operands are rounded to bf16 and the product accumulates in f32. */
+    readonly dotOperands?: 'bf16',
   ) {
     this.body = new Block(this);
   }

@@ -19,9 +19,14 @@ export interface DotDims {
 }
 
 export class DotBuilder extends ShapeBuilder {
-  dotGeneral(lhs: HloValue, rhs: HloValue, d: DotDims): HloValue {
-    this.use('dot_general', lhs);
-    this.use('dot_general', rhs);
+  dotGeneral(lhsIn: HloValue, rhsIn: HloValue, d: DotDims): HloValue {
+    this.use('dot_general', lhsIn);
+    this.use('dot_general', rhsIn);
+    // A function that computes its dots in bf16 rounds f32 operands here; the
+    // result stays f32 (the product accumulates in f32).
+    const narrow = this.fn.dotOperands === 'bf16' && lhsIn.elementType === 'f32' && rhsIn.elementType === 'f32';
+    const lhs = narrow ? this.convert(lhsIn, 'bf16') : lhsIn;
+    const rhs = narrow ? this.convert(rhsIn, 'bf16') : rhsIn;
     const lb = d.lhsBatch ?? [];
     const rb = d.rhsBatch ?? [];
     const lc = d.lhsContract;
@@ -59,12 +64,12 @@ export class DotBuilder extends ShapeBuilder {
       `rhs_contracting_dimensions = ${list(rc)}`,
     ].join(', ');
     const attrs: [string, string][] = [['dot_dimension_numbers', `#stablehlo.dot<${dn}>`]];
-    const precision = d.precision ?? this.fn.dotPrecision;
+    const precision = narrow ? undefined : (d.precision ?? this.fn.dotPrecision);
     if (precision) {
       const p = `#stablehlo<precision ${precision}>`;
       attrs.push(['precision_config', `[${p}, ${p}]`]);
     }
-    return this.emit1('dot_general', [lhs, rhs], lhs.type.withDims(dims), attrs);
+    return this.emit1('dot_general', [lhs, rhs], lhsIn.type.withDims(dims), attrs);
   }
 
   /** Plain matrix product [m, k] x [k, n] -> [m, n]. */

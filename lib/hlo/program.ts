@@ -38,6 +38,12 @@ export interface ProgramOptions {
    * which XLA treats as DEFAULT.
    */
   readonly dotPrecision?: DotPrecision;
+  /**
+   * 'bf16': every f32 dot rounds its operands to bf16 and accumulates in f32
+   * (bf16 x bf16 -> f32, what tensor cores run fastest: 778 TFLOP/s against
+   * 397 for TF32 on an H100). Unset: dots take their operands as they are.
+   */
+  readonly dotOperands?: 'bf16';
 }
 
 /**
@@ -51,7 +57,10 @@ export interface ProgramOptions {
  */
 export function buildProgram(name: string, build: (f: FunctionBuilder) => Record<string, HloValue>, options: ProgramOptions = {}): HloProgram {
   const m = new ModuleBuilder(name);
-  const f = m.func('main', options.dotPrecision !== undefined ? { dotPrecision: options.dotPrecision } : {});
+  const f = m.func('main', {
+    ...(options.dotPrecision !== undefined ? { dotPrecision: options.dotPrecision } : {}),
+    ...(options.dotOperands !== undefined ? { dotOperands: options.dotOperands } : {}),
+  });
   const outs = build(f);
   if (!outs || typeof outs !== 'object') throw new HloBuildError(`${name}: the build callback must return an object of named outputs`);
   const entries = Object.entries(outs);

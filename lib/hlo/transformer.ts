@@ -199,6 +199,12 @@ function checkDims(d: DecoderDims): void {
 }
 
 export interface FactoredDecoderShape {
+  /**
+   * Queries in the pass, G (default 1): each group is one request's query
+   * and its items, and no token ever sees another group's. G = 1 is the
+   * program of one request, unchanged (no group axis anywhere).
+   */
+  groups?: number;
   /** Query (prefix) bucket P. */
   prefix: number;
   /** Items N and item length bucket L. */
@@ -207,7 +213,16 @@ export interface FactoredDecoderShape {
   labels: number;
 }
 
-/** Label logprobs of each item at its last real token (row len - 1; an empty item's row is garbage). */
+/** x as a 1-D array (a no-op, emitting nothing, when it already is one). */
+function flat(f: FunctionBuilder, x: HloValue): HloValue {
+  return x.rank === 1 ? x : f.reshape(x, [x.type.size]);
+}
+
+/**
+ * Label logprobs of each item at its last real token (row len - 1; an empty
+ * item's row is garbage): itemHidden [K, L, Dm], itemLengths s32[K], labels
+ * s32[Lb] shared or s32[K, Lb] per row -> [K, Lb].
+ */
 function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
   const [n, l, dm] = itemHidden.dims;
   const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
@@ -216,18 +231,26 @@ function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: Hlo
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
 }
 
-/** Label logprobs at the query's last real token: [1, Lb]. */
+/**
+ * Label logprobs at the query's last real token: prefixHidden [P, Dm],
+ * prefixLength s32[] -> [1, Lb]; grouped, prefixHidden [G*P, Dm],
+ * prefixLength s32[G], labels s32[G, Lb] -> [G, Lb].
+ */
 function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
-  const p = prefixHidden.dims[0];
-  const last = f.reshape(f.clamp(0, f.subtract(prefixLength, 1), p - 1), [1]);
+  const groups = prefixLength.rank === 0 ? 1 : prefixLength.dims[0];
+  const p = prefixHidden.dims[0] / groups;
+  const clamped = f.clamp(0, f.subtract(prefixLength, 1), p - 1);
+  const last = groups === 1 ? f.reshape(clamped, [1]) : f.add(f.multiply(f.iota(TensorType.s32([groups]), 0), p), clamped);
   const rows = f.take(prefixHidden, last, 0);
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
 }
 
-/** Positions P + j of item tokens, and the flattened item rows. */
+/** Positions P + j of item tokens, and the flattened item rows: prefixLength s32[] (grouped: s32[G], one per group). */
 function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l: number): HloValue {
-  const j = f.iota(TensorType.s32([n, l]), 1);
-  return f.reshape(f.add(j, f.broadcastScalar(prefixLength, [n, l])), [n * l]);
+  const lead = prefixLength.dims;
+  const grid = [...lead, n, l];
+  const j = f.iota(TensorType.s32(grid), lead.length + 1);
+  return f.reshape(f.add(j, f.broadcastInDim(prefixLength, grid, lead.map((_, i) => i))), [grid.reduce((a, b) => a * b, 1)]);
 }
 
 /**
@@ -236,21 +259,35 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
  * -> prefix_logprobs f32[1, Lb] (at the query's last token), item_logprobs
  * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
  * independent sequences: the serial plan.
+ *
+ * With G > 1 groups (cross-request batching), every input gains a leading
+ * group axis (queries s32[G, P], prefixLength s32[G], items s32[G, N, L],
+ * itemLengths s32[G, N], labels s32[G, Lb]) -> prefix_logprobs f32[G, Lb],
+ * item_logprobs f32[G*N, Lb] (row g*N + n). The projections and MLP run over
+ * all G*(P + N*L) rows at once; attention is batched over groups, so a group
+ * is computed as it would be alone (up to f32 rounding: another program).
  */
 export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
-  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}`, (f) => {
-    const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
-    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
-    const itemTokens = f.param(TensorType.s32([N, L]), 'item_tokens');
-    const itemLengths = f.param(TensorType.s32([N]), 'item_lengths');
-    const labels = f.param(TensorType.s32([s.labels]), 'labels');
+  const G = s.groups ?? 1;
+  if (!(Number.isInteger(G) && G >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${G}`);
+  // One request has no group axis at all: its program is the one it always was.
+  const lead = G === 1 ? [] : [G];
+  const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}`;
+  return buildProgram(name, (f) => {
+    const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
+    const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
+    const itemTokens = f.param(TensorType.s32([...lead, N, L]), 'item_tokens');
+    const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
+    const labels = f.param(TensorType.s32([...lead, s.labels]), 'labels');
     const w = declareWeights(f, d, options);
     const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-    const positions = f.concatenate([f.iota(TensorType.s32([P]), 0), itemPositions(f, prefixLength, N, L)], 0);
+    const prefixRows = G * P;
+    const itemRows = G * N * L;
+    const positions = f.concatenate([flat(f, f.iota(TensorType.s32([...lead, P]), lead.length)), itemPositions(f, prefixLength, N, L)], 0);
     const { cos, sin } = ropeTables(f, positions, d);
-    const tokens = f.concatenate([prefixTokens, f.reshape(itemTokens, [N * L])], 0);
+    const tokens = f.concatenate([flat(f, prefixTokens), f.reshape(itemTokens, [itemRows])], 0);
     const { hidden } = layerLoop(f, {
       d,
       options,
@@ -262,29 +299,33 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       extraCarried: [],
       attention: (b, q, k, v, _layer, [plen, ilens]) => {
         const rows = (x: HloValue, h: number, from: number, to: number) => b.slice(x, [from, 0, 0], [to, h, D]);
-        const qP = rows(q, Hq, 0, P);
-        const kP = rows(k, Hkv, 0, P);
-        const vP = rows(v, Hkv, 0, P);
+        const grouped = (x: HloValue, h: number) => (G === 1 ? x : b.reshape(x, [G, P, h, D]));
+        const qP = grouped(rows(q, Hq, 0, prefixRows), Hq);
+        const kP = grouped(rows(k, Hkv, 0, prefixRows), Hkv);
+        const vP = grouped(rows(v, Hkv, 0, prefixRows), Hkv);
         const query = causalPrefixAttention(b, qP, kP, vP, plen);
         const items = itemsOverPrefixAttention(b, {
-          itemQ: b.reshape(rows(q, Hq, P, P + N * L), [N, L, Hq, D]),
-          itemK: b.reshape(rows(k, Hkv, P, P + N * L), [N, L, Hkv, D]),
-          itemV: b.reshape(rows(v, Hkv, P, P + N * L), [N, L, Hkv, D]),
+          itemQ: b.reshape(rows(q, Hq, prefixRows, prefixRows + itemRows), [...lead, N, L, Hq, D]),
+          itemK: b.reshape(rows(k, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
+          itemV: b.reshape(rows(v, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
           itemLengths: ilens,
           prefixK: kP,
           prefixV: vP,
           prefixLength: plen,
         });
-        return { out: b.concatenate([query, b.reshape(items, [N * L, Hq, D])], 0), carried: [] };
+        const queryRows = G === 1 ? query : b.reshape(query, [prefixRows, Hq, D]);
+        return { out: b.concatenate([queryRows, b.reshape(items, [itemRows, Hq, D])], 0), carried: [] };
       },
     });
     const dm = d.hiddenSize;
-    const prefixHidden = f.slice(hidden, [0, 0], [P, dm]);
+    const prefixHidden = f.slice(hidden, [0, 0], [prefixRows, dm]);
     const lmHead = lmHeadF32(f, w);
-    const itemHidden = f.reshape(f.slice(hidden, [P, 0], [P + N * L, dm]), [N, L, dm]);
+    const itemHidden = f.reshape(f.slice(hidden, [prefixRows, 0], [prefixRows + itemRows, dm]), [G * N, L, dm]);
+    // Each item row reads its own group's labels.
+    const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
     return {
       prefix_logprobs: prefixReadout(f, d, w, lmHead, prefixHidden, prefixLength, labels),
-      item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, itemLengths, labels),
+      item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, flat(f, itemLengths), itemLabels),
     };
   }, options);
 }

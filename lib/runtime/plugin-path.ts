@@ -1,12 +1,14 @@
 /**
- * Which PJRT plugin file a client loads: an explicit path, else
- * `PJRT_PLUGIN_PATH`, else the cached CPU plugin, which the assets room
+ * Which PJRT plugin file a client loads: an explicit path (or the name
+ * `cuda`: an installed jax CUDA plugin), else `PJRT_PLUGIN_PATH` (the same),
+ * else the cached CPU plugin, which the assets room
  * fetches on first use (unless PJRT_SCORE_OFFLINE=1).
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, ensureCpuPlugin } from '../assets/plugin';
 import { isOffline } from '../assets/wheel-fetch';
+import { CUDA_PLUGIN_NAME, findInstalledCudaPlugin } from '../assets/installed-cuda-plugin';
 
 export { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, fetchCpuPlugin } from '../assets/plugin';
 
@@ -21,6 +23,11 @@ export class PluginNotFoundError extends Error {
 function explicitPluginPath(explicit?: string): string | undefined {
   const chosen = explicit ?? (process.env.PJRT_PLUGIN_PATH || undefined);
   if (chosen === undefined) return undefined;
+  if (chosen === CUDA_PLUGIN_NAME) {
+    const found = findInstalledCudaPlugin();
+    if ('why' in found) throw new PluginNotFoundError(`plugin "${CUDA_PLUGIN_NAME}": ${found.why}`);
+    return found.path;
+  }
   const resolved = path.resolve(chosen);
   if (!fs.existsSync(resolved)) {
     throw new PluginNotFoundError(`PJRT plugin not found at ${resolved} (from ${explicit !== undefined ? 'the plugin option' : 'PJRT_PLUGIN_PATH'})`);

@@ -12,6 +12,7 @@ import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';
 import { Executable } from '../runtime/executable';
+import { DEFAULT_JIT_CACHE_ENTRIES } from './cache-limits';
 import { clientCompiler, JitKey } from './compiler';
 import { JitCache, JitCacheOptions } from './jit-cache';
 import { ProgramKey } from './plan';
@@ -34,15 +35,26 @@ export function s32Scalar(value: number): HostInput {
   return { data: Int32Array.of(value), dims: [], dtype: 's32' };
 }
 
-/** f32 dots: 'highest' is true f32 everywhere; 'default' lets the platform use its fast mode (TF32 on NVIDIA). */
-export type Precision = 'highest' | 'default';
-export const PRECISIONS: readonly Precision[] = ['highest', 'default'];
+/**
+ * How dots compute (SPEC.md section 12): 'highest' is true f32 everywhere;
+ * 'default' lets the platform use its fast f32 mode (TF32 on NVIDIA); 'bf16'
+ * rounds dot operands to bf16 and accumulates in f32 (the GPUs' fast path;
+ * slow on CPUs without bf16 dot instructions).
+ */
+export type Precision = 'highest' | 'default' | 'bf16';
+export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
+
+const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
+  highest: { dotPrecision: 'HIGHEST' },
+  default: { dotPrecision: 'DEFAULT' },
+  bf16: { dotOperands: 'bf16' },
+};
 
 function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision, weights: WeightType): HloProgram {
-  const options: DecoderOptions = { dotPrecision: precision === 'highest' ? 'HIGHEST' : 'DEFAULT', ...(weights !== 'f32' ? { weights } : {}) };
+  const options: DecoderOptions = { ...DOT_OPTIONS[precision], ...(weights !== 'f32' ? { weights } : {}) };
   switch (key.program) {
     case 'decoder_fused':
-      return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
+      return decoderFused(config, { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
     case 'decoder_prefill':
       return decoderPrefill(config, { prefix: key.prefix, labels: key.labels }, options);
     case 'decoder_extend':
@@ -50,16 +62,18 @@ function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision
   }
 }
 
-/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches). */
+/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches: G only when > 1). */
 function jitDims(key: ProgramKey): Record<string, number> {
-  return key.program === 'decoder_prefill'
-    ? { P: key.prefix, B: key.labels }
-    : { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
+  if (key.program === 'decoder_prefill') return { P: key.prefix, B: key.labels };
+  const dims: Record<string, number> = { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
+  if (key.program === 'decoder_fused' && key.groups > 1) dims.G = key.groups;
+  return dims;
 }
 
 export class DecoderRunner {
   readonly jit: JitCache<Executable>;
   private readonly modelId: string;
+  private executed = 0;
 
   constructor(
     readonly client: Client,
@@ -72,7 +86,7 @@ export class DecoderRunner {
     // Programs of another precision or weight type are other programs: the in-memory key says so (the disk key hashes the text).
     const withPrecision = precision === 'highest' ? modelId : `${modelId}-${precision}`;
     this.modelId = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
-    this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
+    this.jit = new JitCache(clientCompiler(client), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
   key(program: ProgramKey): JitKey {
@@ -102,11 +116,17 @@ export class DecoderRunner {
             buffers.push(buffer);
           }
         }
+        this.executed++;
         return await executable.execute([...buffers, ...this.weights.buffers]);
       } finally {
         uploaded.forEach((b) => b.dispose());
       }
     });
+  }
+
+  /** Program executions started (every device pass). */
+  get executions(): number {
+    return this.executed;
   }
 
   dispose(): void {

@@ -1,0 +1,177 @@
+'use strict';
+/**
+ * pjrt-score's half of bench:gpu, one configuration per process (so peak RSS
+ * is its own):
+ *
+ *   node scripts/bench/gpu/pjrt-run.js --model DIR --inputs FILE --out FILE
+ *        [--plugin SO] [--precision highest|default] [--weights f32|bf16|...]
+ *        [--repeats N] [--serial-items N] [--disk-cache DIR] [--options JSON]
+ *
+ * Runs, on the inputs of ./inputs.js: the target workload with each plan
+ * (packed, prefix, serial on a subset of items), timed after a warm-up, with
+ * the prefix cache off so every request pays its query; the first request of
+ * the target shape (compiles, or loads from the disk cache when warm); and the
+ * pr workload one request at a time and 8 concurrent callers. Writes one JSON
+ * file: the rows (label-softmax scores included, for parity) and the peak RSS
+ * of the process against that of a process that only created the client.
+ */
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..', '..', '..');
+const { Scorer, Client } = require(path.join(root, 'dist'));
+
+function args(argv) {
+  const out = { precision: 'highest', weights: 'f32', repeats: 5, serialItems: 16 };
+  for (let i = 0; i < argv.length; i += 2) {
+    const key = argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase());
+    out[key] = argv[i + 1];
+  }
+  for (const k of ['model', 'inputs', 'out']) if (!out[k]) throw new Error(`--${k} is required`);
+  out.repeats = Number(out.repeats);
+  out.serialItems = Number(out.serialItems);
+  return out;
+}
+
+const peakRss = () => Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
+
+async function timed(fn) {
+  const t0 = performance.now();
+  const value = await fn();
+  return { ms: performance.now() - t0, value };
+}
+
+async function main() {
+  const a = args(process.argv.slice(2));
+  const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
+  const extra = a.options ? JSON.parse(a.options) : {};
+
+  // The reference process: one that only created the client.
+  const probe = await Client.create(a.plugin ? { plugin: a.plugin } : {});
+  const platform = probe.platformName;
+  const device = probe.devices?.[0]?.kind ?? '';
+  const clientRss = peakRss();
+  probe.dispose();
+
+  let loaded = {};
+  const t0 = performance.now();
+  const scorer = await Scorer.load({
+    model: a.model,
+    plugin: a.plugin,
+    precision: a.precision,
+    weights: a.weights,
+    prefixCacheBytes: 0,
+    maxItems: 100000,
+    maxRequestTokens: 1e8,
+    diskCache: a.diskCache ?? true,
+    log: (e) => e.event === 'model_loaded' && (loaded = e),
+    ...extra,
+  });
+  const loadMs = performance.now() - t0;
+  const loadRss = peakRss();
+  const config = { precision: a.precision, weights: scorer.weightType, ...extra };
+  const rows = [];
+  const row = (r) => {
+    rows.push({ peer: 'pjrt-score', ...config, ...r });
+    const items = r.items_per_s === undefined ? '' : ` ${r.items_per_s.toFixed(1)} items/s`;
+    const lat = r.p50_ms === undefined ? '' : ` p50 ${r.p50_ms.toFixed(1)} ms p99 ${r.p99_ms.toFixed(1)} ms`;
+    process.stderr.write(`pjrt-score ${a.precision}/${scorer.weightType} ${r.workload} ${r.method}:${items}${lat}\n`);
+  };
+  const request = (q, items, algorithm) => ({ query: q.query, items: items ?? q.items, labelTokenIds: inputs.labels, applySoftmax: true, algorithm });
+
+  // First request of the target shape: compiles, or loads executables from a warm disk cache.
+  const target = inputs.workloads.target.requests[0];
+  const jit0 = { ...scorer.stats().jit };
+  const first = await timed(() => scorer.score(request(target)));
+  const jit1 = scorer.stats().jit;
+  row({
+    workload: 'target',
+    method: 'first-request',
+    algorithm: first.value.algorithm,
+    ms: first.ms,
+    compiles: jit1.compiles - jit0.compiles,
+    compile_s: jit1.compileSeconds - jit0.compileSeconds,
+    disk_hits: jit1.diskHits - jit0.diskHits,
+  });
+
+  for (const plan of ['packed', 'prefix', 'serial']) {
+    const items = plan === 'serial' ? target.items.slice(0, a.serialItems) : target.items;
+    const r = request(target, items, plan);
+    await scorer.score(r); // warm-up: compiles
+    const times = [];
+    let result;
+    for (let i = 0; i < (plan === 'serial' ? Math.min(2, a.repeats) : a.repeats); i++) {
+      const t = await timed(() => scorer.score(r));
+      times.push(t.ms);
+      result = t.value;
+    }
+    const ms = median(times);
+    row({ workload: 'target', method: plan, items: items.length, median_ms: ms, items_per_s: (1000 * items.length) / ms, scores: [result.scores] });
+  }
+
+  // The PR workload: one request at a time, then 8 concurrent callers.
+  const pr = inputs.workloads.pr.requests;
+  const prItems = pr.reduce((n, q) => n + q.items.length, 0);
+  for (const q of pr) await scorer.score(request(q)); // warm-up
+  {
+    const latencies = [];
+    let scores;
+    const t = await timed(async () => {
+      for (let i = 0; i < a.repeats; i++) {
+        scores = [];
+        for (const q of pr) {
+          const one = await timed(() => scorer.score(request(q)));
+          latencies.push(one.ms);
+          scores.push(one.value.scores);
+        }
+      }
+    });
+    row({ workload: 'pr', method: 'one-at-a-time', items_per_s: (1000 * prItems * a.repeats) / t.ms, p50_ms: median(latencies), p99_ms: quantile(latencies, 0.99), scores });
+  }
+  {
+    const latencies = [];
+    let scores;
+    await Promise.all(pr.map((q) => scorer.score(request(q)))); // warm-up of whatever batching compiles
+    const passes0 = scorer.stats().runs;
+    const t = await timed(async () => {
+      for (let i = 0; i < a.repeats; i++) {
+        const results = await Promise.all(pr.map((q) => timed(() => scorer.score(request(q)))));
+        for (const r of results) latencies.push(r.ms);
+        scores = results.map((r) => r.value.scores);
+      }
+    });
+    const passes1 = scorer.stats().runs;
+    row({
+      workload: 'pr',
+      method: `${pr.length}-concurrent`,
+      items_per_s: (1000 * prItems * a.repeats) / t.ms,
+      p50_ms: median(latencies),
+      p99_ms: quantile(latencies, 0.99),
+      runs: Object.fromEntries(Object.keys(passes1).map((k) => [k, passes1[k] - passes0[k]])),
+      scores,
+    });
+  }
+
+  const out = {
+    platform,
+    device,
+    config,
+    model: scorer.config,
+    load_ms: loadMs,
+    load_steps: loaded.steps,
+    weight_bytes: loaded.weightBytes,
+    client_peak_rss: clientRss,
+    load_peak_rss: loadRss,
+    peak_rss: peakRss(),
+    rows,
+  };
+  scorer.dispose();
+  fs.writeFileSync(a.out, JSON.stringify(out));
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
