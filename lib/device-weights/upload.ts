@@ -27,11 +27,15 @@ import { RELEASE_BYTES, releaseHostCopies } from './release';
 export interface UploadTimings {
   /** Reading tensors from the file (and, on the host path, dequantizing GGUF blocks). */
   readonly readSeconds: number;
-  /** Stacking, transposing and converting to the weight type: on the host, or waiting for the device's decode programs where they did not overlap the rest. */
+  /**
+   * Stacking, transposing and converting to the weight type: on the host,
+   * or waiting for the device's decodes where they did not overlap the rest
+   * (a decode whose program is still loading waits here too).
+   */
   readonly convertSeconds: number;
   /** client.upload calls, and joining layer pieces on the device. */
   readonly uploadSeconds: number;
-  /** Waiting for the load's own programs (decode, join): from the disk cache after a restart, else compiled. */
+  /** Waiting for the load's own programs outside the decodes (layer-by-layer decodes, joins): from the disk cache after a restart, else compiled. */
   readonly programSeconds: number;
 }
 

@@ -105,7 +105,7 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
   { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', kind: 'integer', key: 'timeoutMs', min: 1, help: `per-request deadline; past it 504 and the work is dropped (default ${DEFAULT_SERVE_OPTIONS.timeoutMs})` },
   { flag: 'max-body-bytes', env: 'PJRT_SCORE_MAX_BODY_BYTES', kind: 'integer', key: 'maxBodyBytes', min: 1, help: `largest request body; more get 413 (default ${DEFAULT_SERVE_OPTIONS.maxBodyBytes}, 8 MiB)` },
   { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation: the GPU fast path)" },
-  { flag: 'weights', env: 'PJRT_SCORE_WEIGHTS', kind: 'string', key: 'weights', help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (a quarter) or auto (chosen for this platform and host)' },
+  { flag: 'weights', env: 'PJRT_SCORE_WEIGHTS', kind: 'string', key: 'weights', help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (0.28x, blocks of 32 with an f32 scale) or auto (chosen for this platform and host)' },
   {
     flag: 'batching',
     env: 'PJRT_SCORE_BATCHING',

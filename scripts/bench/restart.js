@@ -120,8 +120,10 @@ function main() {
     console.log(`  ${s.label}: median ${s.medianSeconds.toFixed(2)} s, ${s.medianCpuSeconds.toFixed(2)} CPU s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`);
   }
   console.log(`  old / new: ${ratio.toFixed(2)}x wall, ${(summary.old.medianCpuSeconds / summary.new.medianCpuSeconds).toFixed(2)}x CPU`);
-  const split = Object.entries(summary.new.steps);
-  if (split.length) console.log(`  this checkout, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
+  for (const [name, s] of Object.entries(summary)) {
+    const split = Object.entries(s.steps);
+    if (split.length) console.log(`  ${name === 'new' ? 'this checkout' : 'baseline'}, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
+  }
   fs.mkdirSync(path.join(root, 'bench-results'), { recursive: true });
   const report = { machine: info, loadAverage: { before: loadBefore, after: loadAfter }, weights: args.weights, rounds, summary, ratio, command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights}` };
   fs.writeFileSync(path.join(root, 'bench-results', 'restart.json'), `${JSON.stringify(report, null, 2)}\n`);

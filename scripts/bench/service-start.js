@@ -73,9 +73,11 @@ async function main() {
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       try {
         const e = JSON.parse(line);
-        // The Scorer's own event carries the load's steps.
+        // The Scorer's own event carries the load's steps; builds without them still log the load's end.
         if (e.event === 'model_loaded' && e.steps) {
           loaded = e;
+          loadedAt = Date.now();
+        } else if (e.event === 'model_loaded' && !loadedAt) {
           loadedAt = Date.now();
         }
         if (e.event === 'listening') resolve(e.port);
@@ -103,6 +105,7 @@ async function main() {
   const cpuSeconds = processCpuSeconds(child.pid);
   const seconds = (answeredAt - started) / 1000;
   let steps;
+  if (!loaded && loadedAt) steps = { startToLoaded: (loadedAt - started) / 1000, firstRequest: (answeredAt - loadedAt) / 1000 };
   if (loaded) {
     const loadSeconds = loaded.seconds;
     steps = {
@@ -124,6 +127,8 @@ async function main() {
         loaded.steps.uploadSeconds -
         (loaded.steps.programSeconds ?? 0),
       firstRequest: (answeredAt - loadedAt) / 1000,
+      // The sum of the steps above firstRequest: what a baseline without steps reports alone.
+      startToLoaded: (loadedAt - started) / 1000,
     };
   }
   const metrics = (await post(port, '/metrics')).body;
