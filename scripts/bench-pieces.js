@@ -5,6 +5,13 @@
 // against a 2048-key prefix cache, and the 2000-token prefill).
 //
 //   node scripts/bench-pieces.js [--runs 5] [--pass extend|prefill|both] [--json FILE]
+//                                [--forms kb256w,kb512u,...] [--no-pieces]
+//
+// --forms adds whole extend programs with other prefix-attention forms
+// (kb<keys>w: key blocks in a while loop, kb<keys>u: unrolled; see
+// lib/hlo/attention-blocked.ts) to the same round-robin, so the forms are
+// compared alternating, in one process. --no-pieces times only the whole
+// programs (and the roof).
 //
 // Each piece (scripts/bench/pieces.js) is its own program; the whole
 // decoder_extend / decoder_prefill program (real weights) and the f32 matmul
@@ -17,7 +24,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client } = require('../dist');
-const { buildProgram, decoderExtend, decoderPrefill, TensorType } = require('../dist/hlo');
+const { buildProgram, decoderExtend, decoderPrefill, parsePrefixAttentionTag, TensorType } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const { describeMachine, machine } = require('./machine');
@@ -26,11 +33,13 @@ const { extendPieces, prefillPieces } = require('./bench/pieces');
 const SHAPE = { P: 2048, prefixLength: 2000, C: 64, L: 20, labels: [9454, 2753] };
 
 function parseArgs(argv) {
-  const out = { runs: 5, pass: 'both', json: path.join(__dirname, '..', 'bench-results', 'pieces.json') };
+  const out = { runs: 5, pass: 'both', forms: [], pieces: true, json: path.join(__dirname, '..', 'bench-results', 'pieces.json') };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--runs') out.runs = Number(argv[++i]);
     else if (argv[i] === '--pass') out.pass = argv[++i];
     else if (argv[i] === '--json') out.json = argv[++i];
+    else if (argv[i] === '--forms') out.forms = argv[++i].split(',').map(parsePrefixAttentionTag);
+    else if (argv[i] === '--no-pieces') out.pieces = false;
     else throw new Error(`unknown argument ${argv[i]} (use --runs N, --pass extend|prefill|both, --json FILE)`);
   }
   if (!(Number.isInteger(out.runs) && out.runs >= 1)) throw new Error(`--runs must be a positive integer, got ${out.runs}`);
@@ -109,14 +118,21 @@ async function main() {
   const cases = [];
   for (const n of [1024, 2048]) cases.push({ group: 'roof', name: `f32 matmul ${n}^3`, where: 'once', flops: 2 * n ** 3, program: matmulProgram(n) });
   const passes = args.pass === 'both' ? ['extend', 'prefill'] : [args.pass];
+  const passFlops = {};
   for (const pass of passes) {
     const pieces = pass === 'extend' ? extendPieces(c, SHAPE) : prefillPieces(c, SHAPE);
-    for (const p of pieces) cases.push({ group: pass, ...p });
+    passFlops[pass] = pieces.reduce((a, k) => a + k.flops, 0);
+    if (args.pieces) for (const p of pieces) cases.push({ group: pass, ...p });
     const whole =
       pass === 'extend'
         ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, options)
         : decoderPrefill(c, { prefix: P, labels: 2 }, options);
     cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
+    if (pass !== 'extend') continue;
+    for (const form of args.forms) {
+      const variant = decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: form });
+      cases.push({ group: 'forms', name: variant.name, whole: true, where: 'once', flops: NaN, program: variant });
+    }
   }
 
   process.stdout.write(`compiling ${cases.length} programs...`);
@@ -151,7 +167,7 @@ async function main() {
     const pieces = rows.filter((k) => !k.whole);
     const whole = rows.find((k) => k.whole);
     const sumMs = pieces.reduce((a, k) => a + cpuMs(k), 0);
-    const sumFlops = pieces.reduce((a, k) => a + k.flops, 0);
+    const sumFlops = passFlops[pass];
     const title = pass === 'extend' ? `extend pass: ${C} items x ${L} tokens against a ${P}-key prefix (${SHAPE.prefixLength} valid)` : `prefill pass: ${SHAPE.prefixLength} tokens in a ${P} bucket`;
     console.log(`\n${title}; CPU ms per pass: median of ${args.runs} runs\n`);
     console.log('| piece | runs | CPU ms per pass | share of sum | GFLOP per pass | GFLOP per CPU-s | of roof |');
@@ -159,15 +175,30 @@ async function main() {
     const line = (name, where, ms, flops) =>
       `| ${name} | ${where} | ${ms.toFixed(0)} | ${((100 * ms) / sumMs).toFixed(1)}% | ${(flops / 1e9).toFixed(1)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`;
     for (const k of pieces) console.log(line(k.name, k.where, cpuMs(k), k.flops));
-    console.log(line('**sum of pieces**', '', sumMs, sumFlops));
+    if (pieces.length) console.log(line('**sum of pieces**', '', sumMs, sumFlops));
     console.log(line(`**whole program** (${whole.program.name})`, 'once', cpuMs(whole), sumFlops));
-    console.log(`\nwhole / sum of pieces: ${(cpuMs(whole) / sumMs).toFixed(2)}; whole program wall ${wallMs(whole).toFixed(0)} ms (CPU/wall ${(cpuMs(whole) / wallMs(whole)).toFixed(2)})`);
+    if (pieces.length) console.log(`\nwhole / sum of pieces: ${(cpuMs(whole) / sumMs).toFixed(2)}; whole program wall ${wallMs(whole).toFixed(0)} ms (CPU/wall ${(cpuMs(whole) / wallMs(whole)).toFixed(2)})`);
     report.passes[pass] = {
       pieces: pieces.map((k) => ({ name: k.name, runs: k.where, cpuMsPerPass: cpuMs(k), flopsPerPass: k.flops })),
       sumCpuMs: sumMs,
       sumFlops,
       whole: { name: whole.program.name, cpuMs: cpuMs(whole), wallMs: wallMs(whole) },
     };
+  }
+  const forms = cases.filter((k) => k.group === 'forms');
+  if (forms.length) {
+    const joint = cases.find((k) => k.group === 'extend' && k.whole);
+    const flops = passFlops.extend;
+    console.log(`\nextend pass, prefix-attention forms (alternating in one process, ${args.runs} rounds; ratio: median over rounds of form / joint in the same round)\n`);
+    console.log('| program | CPU ms (median) | CPU ms (min) | ratio to joint | GFLOP per CPU-s | of roof |');
+    console.log('| --- | --- | --- | --- | --- | --- |');
+    report.forms = [];
+    for (const k of [joint, ...forms]) {
+      const ratio = median(k.runs.map((x, r) => x.cpuMs / joint.runs[r].cpuMs));
+      const ms = cpuMs(k);
+      console.log(`| ${k.program.name} | ${ms.toFixed(0)} | ${Math.min(...k.runs.map((x) => x.cpuMs)).toFixed(0)} | ${ratio.toFixed(3)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`);
+      report.forms.push({ name: k.program.name, cpuMs: ms, runsCpuMs: k.runs.map((x) => x.cpuMs), ratioToJoint: ratio });
+    }
   }
   console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   fs.mkdirSync(path.dirname(args.json), { recursive: true });

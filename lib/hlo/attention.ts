@@ -29,7 +29,7 @@ export interface AttentionOptions {
   scale?: number;
 }
 
-interface Heads {
+export interface Heads {
   hq: number;
   hkv: number;
   group: number;
@@ -37,7 +37,7 @@ interface Heads {
 }
 
 /** Checks q [..., Hq, D] against k, v [..., Hkv, D] and returns the head layout. */
-function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
+export function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
   for (const [name, x] of [['q', q], ['k', k], ['v', v]] as const) {
     if (x.elementType !== 'f32') throw new HloBuildError(`${op}: ${name} must be f32, got ${x.type}`);
   }
@@ -50,16 +50,16 @@ function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
   return { hq, hkv, group: hq / hkv, d };
 }
 
-function expectDims(op: string, name: string, x: HloValue, dims: readonly number[], elementType = 'f32'): void {
+export function expectDims(op: string, name: string, x: HloValue, dims: readonly number[], elementType = 'f32'): void {
   if (x.elementType !== elementType || !sameDims(x.dims, dims)) {
     throw new HloBuildError(`${op}: ${name} must be ${elementType}${formatDims(dims)}, got ${x.type}`);
   }
 }
 
 /** Score of a masked key where masking is additive: exp(MASKED_SCORE - finite max) == 0 in f32. */
-const MASKED_SCORE = -1e30;
+export const MASKED_SCORE = -1e30;
 
-function resolveScale(opts: AttentionOptions | undefined, d: number): number {
+export function resolveScale(opts: AttentionOptions | undefined, d: number): number {
   const scale = opts?.scale ?? 1 / Math.sqrt(d);
   if (!Number.isFinite(scale)) throw new HloBuildError(`attention: scale must be a finite number, got ${scale}`);
   return scale;
@@ -201,16 +201,13 @@ export interface ItemsOverPrefixInputs {
   prefixLength: HloValue;
 }
 
-/**
- * Item tokens against [valid prefix keys ; their own earlier keys]:
- * -> [N, L, Hq, D]. Batched over items, never across them.
- */
-export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
-  const op = 'itemsOverPrefixAttention';
+/** Checks the inputs of an items-over-prefix attention and returns its sizes. */
+export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): Heads & { n: number; l: number; p: number } {
   if (x.itemQ.rank !== 4 || x.itemK.rank !== 4) {
     throw new HloBuildError(`${op}: item q and k must be [N, L, H, D], got ${formatDims(x.itemQ.dims)} and ${formatDims(x.itemK.dims)}`);
   }
-  const { hq, hkv, group, d } = headLayout(op, x.itemQ, x.itemK, x.itemV);
+  const heads = headLayout(op, x.itemQ, x.itemK, x.itemV);
+  const { hkv, d } = heads;
   const [n, l] = x.itemQ.dims;
   expectDims(op, 'itemK', x.itemK, [n, l, hkv, d]);
   if (x.prefixK.rank !== 3) throw new HloBuildError(`${op}: prefix k must be [P, Hkv, D], got ${formatDims(x.prefixK.dims)}`);
@@ -219,6 +216,15 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
   expectDims(op, 'prefixV', x.prefixV, [p, hkv, d]);
   expectDims(op, 'itemLengths', x.itemLengths, [n], 's32');
   expectDims(op, 'prefixLength', x.prefixLength, [], 's32');
+  return { ...heads, n, l, p };
+}
+
+/**
+ * Item tokens against [valid prefix keys ; their own earlier keys]:
+ * -> [N, L, Hq, D]. Batched over items, never across them.
+ */
+export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
+  const { hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
 
   const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [n, l, hkv, group, d]);
 

@@ -20,7 +20,8 @@
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { causalPrefixAttention, itemsOverPrefixAttention } from './attention';
+import { causalPrefixAttention } from './attention';
+import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './attention-blocked';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
@@ -42,6 +43,18 @@ export interface DecoderOptions extends ProgramOptions {
    * measurement.
    */
   readonly int8Scale?: 'before' | 'after';
+  /**
+   * How item tokens attend over the prefix keys (fused and extend programs):
+   * the joint softmax (default) or key blocks with an online softmax
+   * (attention-blocked.ts). A platform fact (lib/scoring/platform.ts).
+   */
+  readonly prefixAttention?: PrefixAttention;
+}
+
+/** `_kb256w` for a blocked prefix attention, '' for the default joint one (whose program texts never change). */
+function attentionSuffix(options: DecoderOptions): string {
+  const a = options.prefixAttention;
+  return a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '';
 }
 
 function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
@@ -245,7 +258,7 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
 export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
-  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}`, (f) => {
+  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${attentionSuffix(options)}`, (f) => {
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const itemTokens = f.param(TensorType.s32([N, L]), 'item_tokens');
@@ -271,15 +284,19 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
         const kP = rows(k, Hkv, 0, P);
         const vP = rows(v, Hkv, 0, P);
         const query = causalPrefixAttention(b, qP, kP, vP, plen);
-        const items = itemsOverPrefixAttention(b, {
-          itemQ: b.reshape(rows(q, Hq, P, P + N * L), [N, L, Hq, D]),
-          itemK: b.reshape(rows(k, Hkv, P, P + N * L), [N, L, Hkv, D]),
-          itemV: b.reshape(rows(v, Hkv, P, P + N * L), [N, L, Hkv, D]),
-          itemLengths: ilens,
-          prefixK: kP,
-          prefixV: vP,
-          prefixLength: plen,
-        });
+        const items = itemsOverPrefix(
+          b,
+          {
+            itemQ: b.reshape(rows(q, Hq, P, P + N * L), [N, L, Hq, D]),
+            itemK: b.reshape(rows(k, Hkv, P, P + N * L), [N, L, Hkv, D]),
+            itemV: b.reshape(rows(v, Hkv, P, P + N * L), [N, L, Hkv, D]),
+            itemLengths: ilens,
+            prefixK: kP,
+            prefixV: vP,
+            prefixLength: plen,
+          },
+          options.prefixAttention,
+        );
         return { out: b.concatenate([query, b.reshape(items, [N * L, Hq, D])], 0), carried: [] };
       },
     });
@@ -354,7 +371,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}`, (f) => {
+  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${attentionSuffix(options)}`, (f) => {
     const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
@@ -373,15 +390,19 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
       extraInvariants: [prefixLength, itemLengths, kCache, vCache],
       extraCarried: [],
       attention: (b, q, k, v, layer, [plen, ilens, kc, vc]) => {
-        const items = itemsOverPrefixAttention(b, {
-          itemQ: b.reshape(q, [C, L, Hq, D]),
-          itemK: b.reshape(k, [C, L, Hkv, D]),
-          itemV: b.reshape(v, [C, L, Hkv, D]),
-          itemLengths: ilens,
-          prefixK: layerSlice(b, kc, layer),
-          prefixV: layerSlice(b, vc, layer),
-          prefixLength: plen,
-        });
+        const items = itemsOverPrefix(
+          b,
+          {
+            itemQ: b.reshape(q, [C, L, Hq, D]),
+            itemK: b.reshape(k, [C, L, Hkv, D]),
+            itemV: b.reshape(v, [C, L, Hkv, D]),
+            itemLengths: ilens,
+            prefixK: layerSlice(b, kc, layer),
+            prefixV: layerSlice(b, vc, layer),
+            prefixLength: plen,
+          },
+          options.prefixAttention,
+        );
         return { out: b.reshape(items, [C * L, Hq, D]), carried: [] };
       },
     });

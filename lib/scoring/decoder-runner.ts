@@ -4,6 +4,7 @@
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
 import { HloProgram } from '../hlo/program';
+import { PrefixAttention, prefixAttentionTag } from '../hlo/attention-blocked';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
 import { WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
@@ -49,8 +50,19 @@ const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
   bf16: { dotOperands: 'bf16' },
 };
 
-function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision, weights: WeightType): HloProgram {
-  const options: DecoderOptions = { ...DOT_OPTIONS[precision], ...(weights !== 'f32' ? { weights } : {}) };
+/** How the programs compute beyond their shapes: one value per DecoderRunner. */
+export interface ProgramChoices {
+  readonly precision: Precision;
+  readonly weights: WeightType;
+  readonly prefixAttention: PrefixAttention;
+}
+
+function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): HloProgram {
+  const options: DecoderOptions = {
+    ...DOT_OPTIONS[c.precision],
+    ...(c.weights !== 'f32' ? { weights: c.weights } : {}),
+    ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
+  };
   switch (key.program) {
     case 'decoder_fused':
       return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
@@ -71,6 +83,7 @@ function jitDims(key: ProgramKey): Record<string, number> {
 export class DecoderRunner {
   readonly jit: JitCache<Executable>;
   private readonly modelId: string;
+  private readonly choices: ProgramChoices;
 
   constructor(
     readonly client: Client,
@@ -79,10 +92,13 @@ export class DecoderRunner {
     modelId: string,
     readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
+    readonly prefixAttention: PrefixAttention = { kind: 'joint' },
   ) {
-    // Programs of another precision or weight type are other programs: the in-memory key says so (the disk key hashes the text).
+    // Programs of another precision, weight type or attention form are other programs: the in-memory key says so (the disk key hashes the text).
     const withPrecision = precision === 'highest' ? modelId : `${modelId}-${precision}`;
-    this.modelId = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
+    const withWeights = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
+    this.modelId = prefixAttention.kind === 'joint' ? withWeights : `${withWeights}-${prefixAttentionTag(prefixAttention)}`;
+    this.choices = { precision, weights: weights.weightType, prefixAttention };
     this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
   }
 
@@ -92,7 +108,7 @@ export class DecoderRunner {
 
   /** The program text of a key (for warmup and the debug dump). */
   source(program: ProgramKey): () => string {
-    return () => buildProgram(this.config, program, this.precision, this.weights.weightType).text;
+    return () => buildProgram(this.config, program, this.choices).text;
   }
 
   /**

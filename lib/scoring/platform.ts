@@ -4,6 +4,7 @@
  * per-pass memory budget and the cost model's constants. A platform with no
  * entry gets the CPU's facts and is told so in the load log.
  */
+import type { PrefixAttention } from '../hlo/attention-blocked';
 import type { Budget } from './plan';
 
 /** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
@@ -18,6 +19,8 @@ export interface PlatformFacts {
   readonly platform: string;
   readonly budget: Budget;
   readonly cost: CostConstants;
+  /** How item tokens attend over the prefix keys (lib/hlo/attention-blocked.ts). */
+  readonly prefixAttention: PrefixAttention;
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -33,7 +36,10 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
     // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js',
+    // The joint softmax: key blocks with an online softmax (128-512 keys, while or unrolled) ran the
+    // target extend pass 0-17% slower on a 2-core AMD EPYC Zen 3 (docs/performance.md).
+    prefixAttention: { kind: 'joint' },
+    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, prefix attention by npm run bench:pieces --forms',
     known: true,
   },
   cuda: {
@@ -43,7 +49,9 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30 },
     // Not fitted on a GPU yet: the CPU's constants, which overstate the per-pass cost there.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-    measured: 'NVIDIA H100: budget measured on the target workload; cost constants unmeasured (the CPU fit)',
+    // Not measured on a GPU: the form every plugin runs.
+    prefixAttention: { kind: 'joint' },
+    measured: 'NVIDIA H100: budget measured on the target workload; cost constants and prefix attention unmeasured (the CPU fit, the joint form)',
     known: true,
   },
 };

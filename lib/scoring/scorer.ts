@@ -7,6 +7,7 @@ import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
+import { checkPrefixAttention, PrefixAttention } from '../hlo/attention-blocked';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
@@ -65,6 +66,13 @@ export interface ScorerOptions {
    * Matmuls run in f32 whatever the storage.
    */
   readonly weights?: WeightChoice;
+  /**
+   * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
+   * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
+   * with an online softmax). Default: the platform's (lib/scoring/platform.ts),
+   * measured there. The scores agree within f32 rounding either way.
+   */
+  readonly prefixAttention?: PrefixAttention;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
 }
@@ -165,6 +173,8 @@ export class Scorer implements Disposable {
   readonly platform: PlatformFacts;
   /** f32 dot precision of every program this Scorer runs. */
   readonly precision: Precision;
+  /** How item tokens attend over the query's keys (the option, else the platform's). */
+  readonly prefixAttention: PrefixAttention;
   /** How the weight matrices are stored on the device. */
   readonly weightType: WeightType;
   /** Why this weight type (the option, or what 'auto' saw). */
@@ -216,9 +226,16 @@ export class Scorer implements Disposable {
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precision = options.precision ?? 'highest';
-    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
-      disk: options.diskCache ?? true,
-    });
+    this.prefixAttention = options.prefixAttention ?? facts.prefixAttention;
+    this.runner = new DecoderRunner(
+      this.client,
+      this.config,
+      this.weights,
+      `${this.modelName}-${this.config.architecture}`,
+      this.precision,
+      { disk: options.diskCache ?? true },
+      this.prefixAttention,
+    );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
       contextLength: context,
@@ -238,6 +255,13 @@ export class Scorer implements Disposable {
     }
     if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
       throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
+    }
+    if (options.prefixAttention !== undefined) {
+      try {
+        checkPrefixAttention(options.prefixAttention);
+      } catch (err) {
+        throw new TypeError((err as Error).message);
+      }
     }
     if (options.weights !== undefined && !WEIGHT_CHOICES.includes(options.weights)) {
       throw new TypeError(`weights must be one of ${WEIGHT_CHOICES.join(', ')}; got ${JSON.stringify(options.weights)}`);
@@ -270,6 +294,7 @@ export class Scorer implements Disposable {
         path: model.path,
         platform: `${client.platformName} ${client.platformVersion}`,
         precision: scorer.precision,
+        prefixAttention: scorer.prefixAttention,
         weights: weightChoice.weightType,
         weightsReason: weightChoice.reason,
         budget: scorer.budget,

@@ -1,10 +1,12 @@
 'use strict';
 // One benchmark case in its own process (so peak RSS is its own):
-//   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights]
+//   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights] [prefixAttention]
 // weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
+// prefixAttention: joint, kb<keys>w or kb<keys>u (default: the platform's).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
 const { Scorer } = require('../../dist');
+const { parsePrefixAttentionTag } = require('../../dist/hlo');
 const { WORKLOADS, request } = require('./workloads');
 
 function peakRssBytes() {
@@ -18,8 +20,9 @@ async function main() {
   const workload = WORKLOADS[workloadName];
   const itemLimit = limitArg ? Number(limitArg) : workload.items;
   const weights = process.argv[5] || 'f32';
+  const attention = process.argv[6] ? { prefixAttention: parsePrefixAttentionTag(process.argv[6]) } : {};
   let loaded = {};
-  const scorer = await Scorer.load({ algorithm, weights, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
+  const scorer = await Scorer.load({ algorithm, weights, ...attention, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
   const warm = request(workload, 0, itemLimit);
   const t0 = performance.now();
   await scorer.score(warm);
@@ -27,8 +30,10 @@ async function main() {
   const timed = request(workload, 1, itemLimit);
   const chosen = scorer.explain(timed);
   const t1 = performance.now();
+  const cpu0 = process.cpuUsage();
   const result = await scorer.score(timed);
   const seconds = (performance.now() - t1) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   const out = {
     workload: workloadName,
     algorithm: result.algorithm,
@@ -36,12 +41,15 @@ async function main() {
     autoReason: algorithm === 'auto' ? chosen.reason : undefined,
     items: timed.items.length,
     seconds,
+    // CPU seconds of this process (all threads) for the timed request: comparable on a shared machine.
+    cpuSeconds: (cpu.user + cpu.system) / 1e6,
     firstSeconds,
     peakRssBytes: peakRssBytes(),
     config: scorer.config,
     firstScores: result.scores[0],
     scores: process.env.BENCH_ALL_SCORES ? result.scores : undefined,
     weights: scorer.weightType,
+    prefixAttention: scorer.prefixAttention,
     weightsReason: scorer.weightChoice.reason,
     weightBytes: loaded.weightBytes,
     loadSeconds: loaded.seconds,
