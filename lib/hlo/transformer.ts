@@ -20,8 +20,8 @@
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { causalPrefixAttention } from './attention';
 import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './attention-blocked';
+import { CausalAttention, causalAttentionTag, causalPrefix } from './attention-causal-chunks';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
@@ -49,12 +49,23 @@ export interface DecoderOptions extends ProgramOptions {
    * (attention-blocked.ts). A platform fact (lib/scoring/platform.ts).
    */
   readonly prefixAttention?: PrefixAttention;
+  /**
+   * How the query attends causally to itself (prefill and fused programs): the
+   * whole masked square (default) or query chunks against the keys they see
+   * (attention-causal-chunks.ts). A platform fact (lib/scoring/platform.ts).
+   */
+  readonly causalAttention?: CausalAttention;
 }
 
-/** `_kb256w` for a blocked prefix attention, '' for the default joint one (whose program texts never change). */
-function attentionSuffix(options: DecoderOptions): string {
+/**
+ * `_kb256w` for a blocked prefix attention, `_qc4` for chunked causal attention
+ * (where the program has that step), '' for the default forms, whose program
+ * texts never change.
+ */
+function attentionSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
-  return a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '';
+  const c = options.causalAttention;
+  return (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionTag(c)}` : '');
 }
 
 function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
@@ -258,7 +269,7 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
 export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
-  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${attentionSuffix(options)}`, (f) => {
+  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${attentionSuffix(options, { prefix: true, causal: true })}`, (f) => {
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const itemTokens = f.param(TensorType.s32([N, L]), 'item_tokens');
@@ -283,7 +294,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
         const qP = rows(q, Hq, 0, P);
         const kP = rows(k, Hkv, 0, P);
         const vP = rows(v, Hkv, 0, P);
-        const query = causalPrefixAttention(b, qP, kP, vP, plen);
+        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention);
         const items = itemsOverPrefix(
           b,
           {
@@ -324,7 +335,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_prefill_p${P}_b${s.labels}`, (f) => {
+  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${attentionSuffix(options, { prefix: false, causal: true })}`, (f) => {
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
@@ -342,7 +353,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
       extraCarried: [emptyCache, emptyCache],
       attention: (b, q, k, v, layer, [plen], [kCache, vCache]) => {
         const at = (cache: HloValue, x: HloValue) => b.dynamicUpdateSlice(cache, b.reshape(x, [1, P, Hkv, D]), [layer, 0, 0, 0]);
-        return { out: causalPrefixAttention(b, q, k, v, plen), carried: [at(kCache, k), at(vCache, v)] };
+        return { out: causalPrefix(b, q, k, v, plen, options.causalAttention), carried: [at(kCache, k), at(vCache, v)] };
       },
     });
     return {
@@ -371,7 +382,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${attentionSuffix(options)}`, (f) => {
+  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${attentionSuffix(options, { prefix: true, causal: false })}`, (f) => {
     const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');

@@ -4,7 +4,8 @@
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
 import { HloProgram } from '../hlo/program';
-import { PrefixAttention, prefixAttentionTag } from '../hlo/attention-blocked';
+import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/attention-blocked';
+import { CausalAttention, causalAttentionTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
 import { WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
@@ -50,11 +51,18 @@ const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
   bf16: { dotOperands: 'bf16' },
 };
 
+/** The attention forms of a runner; the defaults (joint, square) are what every plugin runs. */
+export interface AttentionForms {
+  readonly prefixAttention: PrefixAttention;
+  readonly causalAttention: CausalAttention;
+}
+
+export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
+
 /** How the programs compute beyond their shapes: one value per DecoderRunner. */
-export interface ProgramChoices {
+interface ProgramChoices extends AttentionForms {
   readonly precision: Precision;
   readonly weights: WeightType;
-  readonly prefixAttention: PrefixAttention;
 }
 
 function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): HloProgram {
@@ -62,6 +70,7 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
     ...DOT_OPTIONS[c.precision],
     ...(c.weights !== 'f32' ? { weights: c.weights } : {}),
     ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
+    ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
   };
   switch (key.program) {
     case 'decoder_fused':
@@ -92,13 +101,18 @@ export class DecoderRunner {
     modelId: string,
     readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
-    readonly prefixAttention: PrefixAttention = { kind: 'joint' },
+    readonly attention: AttentionForms = DEFAULT_ATTENTION_FORMS,
   ) {
     // Programs of another precision, weight type or attention form are other programs: the in-memory key says so (the disk key hashes the text).
-    const withPrecision = precision === 'highest' ? modelId : `${modelId}-${precision}`;
-    const withWeights = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
-    this.modelId = prefixAttention.kind === 'joint' ? withWeights : `${withWeights}-${prefixAttentionTag(prefixAttention)}`;
-    this.choices = { precision, weights: weights.weightType, prefixAttention };
+    const { prefixAttention, causalAttention } = attention;
+    const tags = [
+      ...(precision === 'highest' ? [] : [precision]),
+      ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
+      ...(prefixAttention.kind === 'joint' ? [] : [prefixAttentionTag(prefixAttention)]),
+      ...(causalAttention.kind === 'square' ? [] : [causalAttentionTag(causalAttention)]),
+    ];
+    this.modelId = [modelId, ...tags].join('-');
+    this.choices = { precision, weights: weights.weightType, prefixAttention, causalAttention };
     this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
   }
 

@@ -1,12 +1,13 @@
 'use strict';
 // One benchmark case in its own process (so peak RSS is its own):
-//   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights] [prefixAttention]
+//   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights] [prefixAttention] [causalAttention]
 // weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
-// prefixAttention: joint, kb<keys>w or kb<keys>u (default: the platform's).
+// prefixAttention: joint, kb<keys>w or kb<keys>u; causalAttention: square or
+// qc<chunks> (default, or '-': the platform's).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
 const { Scorer } = require('../../dist');
-const { parsePrefixAttentionTag } = require('../../dist/hlo');
+const { parseCausalAttentionTag, parsePrefixAttentionTag } = require('../../dist/hlo');
 const { WORKLOADS, request } = require('./workloads');
 
 function peakRssBytes() {
@@ -20,7 +21,11 @@ async function main() {
   const workload = WORKLOADS[workloadName];
   const itemLimit = limitArg ? Number(limitArg) : workload.items;
   const weights = process.argv[5] || 'f32';
-  const attention = process.argv[6] ? { prefixAttention: parsePrefixAttentionTag(process.argv[6]) } : {};
+  const [prefixForm, causalForm] = [process.argv[6], process.argv[7]].map((x) => (x === '-' ? undefined : x));
+  const attention = {
+    ...(prefixForm ? { prefixAttention: parsePrefixAttentionTag(prefixForm) } : {}),
+    ...(causalForm ? { causalAttention: parseCausalAttentionTag(causalForm) } : {}),
+  };
   let loaded = {};
   const scorer = await Scorer.load({ algorithm, weights, ...attention, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
   const warm = request(workload, 0, itemLimit);
@@ -50,6 +55,7 @@ async function main() {
     scores: process.env.BENCH_ALL_SCORES ? result.scores : undefined,
     weights: scorer.weightType,
     prefixAttention: scorer.prefixAttention,
+    causalAttention: scorer.causalAttention,
     weightsReason: scorer.weightChoice.reason,
     weightBytes: loaded.weightBytes,
     loadSeconds: loaded.seconds,
