@@ -1,11 +1,18 @@
-// pjrt-score native addon: registers the three classes and one counter
-// (externalBytes: device-buffer bytes reported to V8 and not yet released).
+// pjrt-score native addon: registers the three classes, one counter
+// (externalBytes: device-buffer bytes reported to V8 and not yet released)
+// and releaseFreeHeap (the allocator's free pages back to the OS, off the JS
+// thread; resolves whether any were given back).
 #include <napi.h>
+
+#include <memory>
+#include <vector>
 
 #include "addon_data.h"
 #include "buffer.h"
 #include "client.h"
 #include "executable.h"
+#include "heap_trim.h"
+#include "promise_worker.h"
 
 namespace pjrt_score {
 
@@ -14,6 +21,19 @@ Napi::Value ExternalBytes(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Napi::Number::New(env,
                            static_cast<double>(env.GetInstanceData<AddonData>()->external_bytes));
+}
+
+Napi::Value ReleaseFreeHeapBinding(const Napi::CallbackInfo& info) {
+  auto released = std::make_shared<bool>(false);
+  return PromiseWorker::Start(
+      info.Env(), "pjrt-score:release-free-heap",
+      [released]() {
+        *released = ReleaseFreeHeap();
+        return Status::Ok();
+      },
+      [released](Napi::Env env, const std::vector<Napi::Object>&) -> Napi::Value {
+        return Napi::Boolean::New(env, *released);
+      });
 }
 }  // namespace
 
@@ -30,6 +50,8 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("Executable", executable);
   exports.Set("DeviceBuffer", buffer);
   exports.Set("externalBytes", Napi::Function::New<ExternalBytes>(env, "externalBytes"));
+  exports.Set("releaseFreeHeap",
+              Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
   return exports;
 }
 

@@ -7,6 +7,7 @@
 #include "element_type.h"
 #include "errors.h"
 #include "executable.h"
+#include "heap_trim.h"
 #include "large_stack.h"
 #include "program_nesting.h"
 #include "promise_worker.h"
@@ -322,7 +323,10 @@ Napi::Value Client::Compile(const Napi::CallbackInfo& info) {
                                   std::to_string(kMaxProgramNesting) +
                                   " levels of (, [, { and <; it is refused before parsing");
         }
-        return RunOnLargeStack(kLargeStackBytes, [&]() { return CompileNow(*code, result.get()); });
+        Status status =
+            RunOnLargeStack(kLargeStackBytes, [&]() { return CompileNow(*code, result.get()); });
+        ReleaseFreeHeap();  // the compiler's scratch, failed compiles included
+        return status;
       },
       [this, result](Napi::Env env, const std::vector<Napi::Object>&) -> Napi::Value {
         if (!core_) ThrowDisposed(env, "Client");
@@ -346,8 +350,10 @@ Napi::Value Client::Deserialize(const Napi::CallbackInfo& info) {
   return PromiseWorker::Start(
       env, "pjrt-score:deserialize",
       [bytes, result]() {
-        return RunOnLargeStack(kLargeStackBytes,
-                               [&]() { return DeserializeNow(*bytes, result.get()); });
+        Status status = RunOnLargeStack(kLargeStackBytes,
+                                        [&]() { return DeserializeNow(*bytes, result.get()); });
+        ReleaseFreeHeap();  // the loader's scratch
+        return status;
       },
       [this, result](Napi::Env env, const std::vector<Napi::Object>&) -> Napi::Value {
         if (!core_) ThrowDisposed(env, "Client");

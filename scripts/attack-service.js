@@ -2,6 +2,17 @@
 'use strict';
 // npm run attack: a hostile-client run against `pjrt-score serve` on the real
 // default model, on 127.0.0.1 only, bounded in count and time. Phases:
+//   0. warm-up, then the "before" reading: the 20 valid request shapes the
+//      run sends, then valid requests of other shapes until the JIT cache
+//      holds as many programs as its cap (--jit-cache-entries, given to the
+//      server), a round of mutations, the same 20 valid requests again. Each
+//      program holds memory (docs/service.md, "Memory"), so with the cache
+//      full before, the programs that rare valid mutated bodies of new shapes
+//      bring in replace others, and growth means memory kept, not a cache
+//      filling up. The server starts with an empty executable cache (its
+//      cache directory is a temporary one whose models and plugins link to
+//      the real cache), so the warm-up compiles programs as the attack will,
+//      and what the compiler costs once (its code paged in) is in "before";
 //   1. mutations: grammar-aware mutated /v1/score bodies and headers through
 //      a keep-alive client, plus raw-socket request mutations (broken request
 //      lines, header syntax, chunking, lengths) and oversized headers;
@@ -10,14 +21,21 @@
 //      trickle headers or bodies byte by byte, while valid requests go one
 //      at a time; blocks with and without the siege alternate: every valid
 //      request must succeed, the siege p99 within 2x the quiet p99;
-//   3. RSS of the server after the attack within 100 MB of before.
+//   3. RSS of the server after the attack within 100 MB (10^8 bytes) of
+//      before, each read after the same 20 valid requests; the memory the
+//      server reports (V8 heap, external, JIT and prefix caches) is printed
+//      with each reading, so growth can be placed.
 // Prints the figures and the machine; exit status 1 when a check fails.
 //
-// Options: --mutations N (default 100000), --raw-share F (share of the
-// mutations sent as raw bytes, default 0.1), --idle N (1000), --slow N
-// (slow clients, default 100), --valid N (valid requests with and without
-// the siege, each; default 300), --concurrency N (mutation senders, default 8), --seed N,
-// --max-seconds S (whole run, default 1800).
+// Options: --mutations N (default 100000), --warm-mutations N (default 5000),
+// --raw-share F (share of the mutations sent as raw bytes, default 0.1),
+// --idle N (1000), --slow N (slow clients, default 100), --valid N (valid
+// requests with and without the siege, each; default 300), --concurrency N
+// (mutation senders, default 8), --seed N, --max-seconds S (whole run,
+// default 1800), --jit-cache-entries N (the server's cap, default 8),
+// --shared-executable-cache (use the real executable cache: faster, but what
+// earlier runs compiled is loaded instead of compiled).
+// A short run: --mutations 20000 --warm-mutations 2000 --valid 50 --idle 200 --slow 20
 const http = require('node:http');
 const net = require('node:net');
 const fs = require('node:fs');
@@ -25,11 +43,16 @@ const os = require('node:os');
 const { parseArgs } = require('node:util');
 const { describeMachine } = require('./machine');
 const { startService } = require('../test/helpers/service');
+const path = require('node:path');
 const { mutate } = require('../fuzz/mutate');
+const { cacheDir } = require('../dist/util/cache-dir');
 
 const { values: opts } = parseArgs({
   options: {
     mutations: { type: 'string', default: '100000' },
+    'warm-mutations': { type: 'string', default: '5000' },
+    'jit-cache-entries': { type: 'string', default: '8' },
+    'shared-executable-cache': { type: 'boolean', default: false },
     'raw-share': { type: 'string', default: '0.1' },
     idle: { type: 'string', default: '1000' },
     slow: { type: 'string', default: '100' },
@@ -40,11 +63,15 @@ const { values: opts } = parseArgs({
   },
 });
 const MUTATIONS = Number(opts.mutations);
+const WARM_MUTATIONS = Number(opts['warm-mutations']);
+const JIT_CACHE_ENTRIES = Number(opts['jit-cache-entries']);
 const RAW_SHARE = Number(opts['raw-share']);
 const IDLE = Number(opts.idle);
 const SLOW = Number(opts.slow);
 const VALID = Number(opts.valid);
 const CONCURRENCY = Number(opts.concurrency);
+/** The server's V8 external memory once the model-load buffers are collected (its working size is a few MiB). */
+const EXTERNAL_SETTLED_BYTES = 32 * 2 ** 20;
 const deadline = Date.now() + Number(opts['max-seconds']) * 1000;
 
 let seed = Number(opts.seed) >>> 0 || 1;
@@ -252,6 +279,45 @@ function rssMiB(pid) {
   return Number(/VmRSS:\s+(\d+) kB/.exec(status)[1]) / 1024;
 }
 
+/** The server's own view of its memory, from /metrics (process metrics and the Scorer's caches). */
+async function serverMemory(port, agent) {
+  const r = await send(port, agent, { method: 'GET', path: '/metrics', headers: {}, body: null });
+  const text = typeof r.text === 'string' ? r.text : '';
+  const value = (name) => {
+    const m = new RegExp(`^${name} (\\S+)`, 'm').exec(text);
+    return m ? Number(m[1]) : NaN;
+  };
+  return {
+    heapUsed: value('nodejs_heap_size_used_bytes'),
+    heapTotal: value('nodejs_heap_size_total_bytes'),
+    external: value('nodejs_external_memory_bytes'),
+    jitEntries: value('pjrt_score_jit_cache_entries'),
+    jitCompiles: value('pjrt_score_jit_compiles_total'),
+    jitDiskLoads: value('pjrt_score_jit_disk_hits_total'),
+    jitEvictions: value('pjrt_score_jit_cache_evictions_total'),
+    prefixEntries: value('pjrt_score_prefix_cache_entries'),
+    prefixBytes: value('pjrt_score_prefix_cache_bytes'),
+  };
+}
+const mib = (bytes) => (bytes / 2 ** 20).toFixed(1);
+function describeMemory(rss, m) {
+  return `RSS ${rss.toFixed(1)} MiB; V8 heap ${mib(m.heapUsed)} MiB used of ${mib(m.heapTotal)}, external ${mib(m.external)} MiB; ` +
+    `JIT cache ${m.jitEntries} programs of at most ${JIT_CACHE_ENTRIES} (so far ${m.jitCompiles} compiled, ${m.jitDiskLoads} loaded from disk, ${m.jitEvictions} evicted); prefix cache ${m.prefixEntries} entries, ${mib(m.prefixBytes)} MiB`;
+}
+
+/**
+ * A cache directory whose models, plugins and downloaded tools are the real
+ * cache's (linked) and whose executables start empty, so the server compiles.
+ */
+function freshExecutableCache() {
+  const real = cacheDir();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-attack-cache-'));
+  for (const entry of fs.readdirSync(real)) {
+    if (entry !== 'executables' && entry !== 'fuzz') fs.symlinkSync(path.join(real, entry), path.join(dir, entry));
+  }
+  return dir;
+}
+
 /** `count` valid requests one at a time; their latencies (ms) and failures. */
 async function validRequests(port, agent, count, offset) {
   const latencies = [];
@@ -317,7 +383,10 @@ async function openSiege(port, idle, slow) {
 (async () => {
   const started = Date.now();
   console.log(`attack on pjrt-score serve (default model), 127.0.0.1 only; machine: ${describeMachine()}`);
-  const service = await startService([]);
+  const freshCache = opts['shared-executable-cache'] ? null : freshExecutableCache();
+  if (freshCache) process.on('exit', () => fs.rmSync(freshCache, { recursive: true, force: true }));
+  console.log(freshCache ? `executables compile fresh: server cache directory ${freshCache} (models and plugins linked to ${cacheDir()})` : `executables: the shared cache in ${cacheDir()}`);
+  const service = await startService(['--jit-cache-entries', String(JIT_CACHE_ENTRIES)], freshCache ? { env: { PJRT_SCORE_CACHE: freshCache } } : {});
   const { port, pid } = service;
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const checks = [];
@@ -326,11 +395,22 @@ async function openSiege(port, idle, slow) {
     console.log(`${ok ? 'PASS' : 'FAIL'} ${what}`);
   };
 
-  // Warm up before the "before" RSS: valid requests (JIT cache, allocator),
-  // then a short mutation round, so the V8 heap and malloc arenas reach their
-  // working size and growth after it means memory kept, not a high-water mark.
+  // Warm up before the "before" RSS: the 20 valid request shapes (validBody
+  // repeats every 20), which compiles their programs, then a short mutation
+  // round, so the V8 heap and malloc arenas reach their working size and
+  // growth after it means memory kept, not a first-use cost.
   for (let i = 0; i < 20; i++) await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(validBody(i))) });
   const rssWarm = rssMiB(pid);
+  const memoryWarm = await serverMemory(port, agent);
+  // Other shapes (item counts in other buckets) until the JIT cache is at its cap.
+  let fill = 0;
+  for (const count of [1, 2, 3, 5, 8, 12, 18, 27, 40, 60, 90, 135, 200, 300, 450, 675, 1000]) {
+    if ((await serverMemory(port, agent)).jitEntries >= JIT_CACHE_ENTRIES) break;
+    const body = { ...validBody(count), items: Array.from({ length: count }, (_, i) => NOUNS[i % NOUNS.length]) };
+    const r = await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) });
+    if (r.status !== 200) throw new Error(`a warm-up request of ${count} items was answered ${r.status}: ${(r.text || '').slice(0, 300)}`);
+    fill++;
+  }
   const statuses = new Map();
   const fiveHundreds = [];
   const rssSamples = [];
@@ -366,26 +446,43 @@ async function openSiege(port, idle, slow) {
     await Promise.all(Array.from({ length: CONCURRENCY }, sender));
     return { sent, seconds: (Date.now() - roundStart) / 1000 };
   };
-  const WARM_MUTATIONS = Math.min(5000, MUTATIONS);
   await mutationRound(WARM_MUTATIONS, false);
-  // RSS swings by hundreds of MiB with each scoring call (the runtime's
-  // buffers come and go), so both readings follow the same 20 valid requests.
+  // Loading the model leaves ~67 MiB of host ArrayBuffers (the weights as
+  // read, already uploaded) that V8 frees at its first large collection; a
+  // "before" read while they are still held would count their release as
+  // shrinkage. So the warm-up goes on, 1,000 mutations at a time, until the
+  // server reports its external memory at its working size.
+  let extraWarm = 0;
+  for (let round = 0; round < 20 && (await serverMemory(port, agent)).external > EXTERNAL_SETTLED_BYTES; round++) {
+    await mutationRound(1000, false);
+    extraWarm += 1000;
+  }
+  // Every reading follows the same 20 valid requests, one at a time, and a
+  // pause in which the idle server gives its freed scratch back to the OS.
   const settle = async () => {
     for (let i = 0; i < 20; i++) await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(validBody(i))) });
+    await sleep(1000);
     return rssMiB(pid);
   };
   const rssBefore = await settle();
-  console.log(`server RSS after 20 valid requests: ${rssWarm.toFixed(1)} MiB; after ${WARM_MUTATIONS} warm-up mutations and 20 valid requests (the "before"): ${rssBefore.toFixed(1)} MiB`);
+  const memoryBefore = await serverMemory(port, agent);
+  console.log(`server after the 20 valid request shapes: ${describeMemory(rssWarm, memoryWarm)}`);
+  console.log(`then ${fill} valid requests of other item counts, to fill the JIT cache`);
+  if (memoryBefore.jitEntries < JIT_CACHE_ENTRIES) console.log(`  (the JIT cache is not full: growth may include programs added during the attack)`);
+  console.log(`server after ${WARM_MUTATIONS + extraWarm} warm-up mutations and the 20 valid requests again (the "before"): ${describeMemory(rssBefore, memoryBefore)}`);
+  if (memoryBefore.external > EXTERNAL_SETTLED_BYTES) console.log(`  (the external memory is still above ${mib(EXTERNAL_SETTLED_BYTES)} MiB: the "before" may be high)`);
 
   const { sent, seconds: mutationSeconds } = await mutationRound(MUTATIONS, true);
   const histogram = [...statuses.entries()].sort((a, b) => String(a[0]).localeCompare(String(b[0]))).map(([st, n]) => `${st}: ${n}`).join(', ');
-  console.log(`mutations: ${sent} in ${mutationSeconds.toFixed(0)} s after ${WARM_MUTATIONS} warm-up ones (${raw} raw, ${oversized} with oversized headers, in all); answers ${histogram}`);
+  console.log(`mutations: ${sent} in ${mutationSeconds.toFixed(0)} s after ${WARM_MUTATIONS + extraWarm} warm-up ones (${raw} raw, ${oversized} with oversized headers, in all); answers ${histogram}`);
   console.log(`server RSS every 10,000 mutations (MiB): ${rssSamples.join(', ')}`);
   const count5xx = [...statuses.entries()].filter(([s]) => typeof s === 'number' && s >= 500).reduce((a, [, n]) => a + n, 0);
   for (const f of fiveHundreds.slice(0, 5)) console.log(`  5xx sample: ${JSON.stringify(f).slice(0, 600)}`);
   check(sent === MUTATIONS, `${sent} of ${MUTATIONS} mutated requests sent within the time bound`);
   check(count5xx === 0, `no 5xx answer (${count5xx})`);
   check(service.exit === null, 'the server process is alive after the mutations');
+  const rssMutated = await settle();
+  console.log(`server after the mutations and the 20 valid requests: ${describeMemory(rssMutated, await serverMemory(port, agent))}`);
 
   // Siege: idle and slow connections while valid requests keep coming. Quiet
   // and siege blocks alternate, so load from outside this run (a shared
@@ -423,7 +520,17 @@ async function openSiege(port, idle, slow) {
   const health = await send(port, agent, { method: 'GET', path: '/health', headers: {}, body: null });
   check(health.status === 200, `/health answers 200 after the attack (${health.status})`);
   const rssAfter = await settle();
-  check(rssAfter - rssBefore <= 100, `server RSS after the attack and 20 valid requests ${rssAfter.toFixed(1)} MiB, before ${rssBefore.toFixed(1)} MiB: growth ${(rssAfter - rssBefore).toFixed(1)} MiB within 100 MiB`);
+  const memoryAfter = await serverMemory(port, agent);
+  console.log(`server after the siege and the 20 valid requests (the "after"): ${describeMemory(rssAfter, memoryAfter)}`);
+  const growthMiB = rssAfter - rssBefore;
+  const growthMB = (growthMiB * 2 ** 20) / 1e6;
+  console.log(
+    `RSS before ${rssBefore.toFixed(1)} MiB, after ${rssAfter.toFixed(1)} MiB: ${growthMiB >= 0 ? '+' : ''}${growthMiB.toFixed(1)} MiB (${growthMB.toFixed(1)} MB); ` +
+      `meanwhile V8 heap used ${mib(memoryAfter.heapUsed - memoryBefore.heapUsed)} MiB, heap total ${mib(memoryAfter.heapTotal - memoryBefore.heapTotal)} MiB, ` +
+      `JIT cache ${memoryAfter.jitEntries - memoryBefore.jitEntries >= 0 ? '+' : ''}${memoryAfter.jitEntries - memoryBefore.jitEntries} programs ` +
+      `(${memoryAfter.jitCompiles - memoryBefore.jitCompiles} compiled, ${memoryAfter.jitDiskLoads - memoryBefore.jitDiskLoads} loaded from disk, ${memoryAfter.jitEvictions - memoryBefore.jitEvictions} evicted)`,
+  );
+  check(growthMB <= 100, `server RSS after the attack within 100 MB of before (${growthMB.toFixed(1)} MB)`);
   agent.destroy();
   const exit = await service.stop();
   check(exit.signal === null || exit.signal === 'SIGTERM', `the server shut down cleanly (${JSON.stringify(exit)})`);

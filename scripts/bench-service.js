@@ -9,9 +9,11 @@
 // all requests sharing one query ("shared", where the server may merge
 // waiting requests into one Scorer call), and "small-10" (a 300-token query
 // of its own per request, 10 items x 10 tokens: the bench's small workload),
-// and "overhead" (a short query, `items: []`: nothing runs on the device, so
-// it measures the HTTP layer, validation, queue, logging and metrics alone).
-// Writes bench-results/service.json.
+// "pr" (SGLang's PR workload: a 300-token query of its own per request, 10
+// items x 20 tokens), and "overhead" (a short query, `items: []`: nothing
+// runs on the device, so it measures the HTTP layer, validation, queue,
+// logging and metrics alone).
+// Writes bench-results/service.json (--out names another file there).
 //
 // Options: --duration S (per step, default 10), --concurrency 1,4,16,
 // --items N (per request, default 8; small-10 always has 10),
@@ -19,10 +21,22 @@
 // server instead of starting one), --servers current,baseline,fastify (which
 // servers to start and compare, steps interleaved so the machine's load
 // falls on all alike: `current` is this checkout's `pjrt-score serve`,
+// `cross` the same with `--batching cross-request` (distinct queries share
+// device passes),
 // `fastify` this checkout's routes mounted in examples/fastify.js, and
 // `baseline` `pjrt-score serve` from --baseline-ref REF, a git commit that
 // is extracted and compiled into the temp directory), --rounds N (each step
-// N times per server, alternating which goes first; default 1).
+// N times per server, alternating which goes first; default 1), --warm S
+// (the unmeasured first step per server and workload, default 3; each
+// server also compiles the workload's shapes at startup), --per-worker N
+// (each worker sends N requests per step instead of running for --duration:
+// on a slow or loaded machine a request takes seconds, and whole cycles
+// compare better than a cut-off step), --timeout-ms MS (the servers' own
+// request deadline; default theirs, 30 s).
+//
+// Cross-request batching, batching on vs off (docs/performance.md):
+//   node scripts/bench-service.js --servers current,cross --workload pr --concurrency 8,16 --per-worker 3 --rounds 2 \
+//     --timeout-ms 600000 --out service-batching.json
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -48,14 +62,19 @@ function options() {
       servers: { type: 'string', default: 'current' },
       'baseline-ref': { type: 'string' },
       rounds: { type: 'string', default: '1' },
+      warm: { type: 'string', default: '3' },
+      'per-worker': { type: 'string' },
+      'timeout-ms': { type: 'string' },
+      out: { type: 'string', default: 'service.json' },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
   });
   if (values.help) {
     console.log(
-      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,overhead] [--url URL]\n' +
-        '                                     [--servers current,baseline,fastify] [--baseline-ref REF] [--rounds N]',
+      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,pr,overhead] [--url URL]\n' +
+        '                                     [--servers current,cross,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
+        '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]',
     );
     process.exit(0);
   }
@@ -70,6 +89,10 @@ function options() {
     servers,
     baselineRef: values['baseline-ref'],
     rounds: Number(values.rounds),
+    warm: Number(values.warm) * 1000,
+    perWorker: values['per-worker'] === undefined ? null : Number(values['per-worker']),
+    timeoutMs: values['timeout-ms'],
+    out: values.out,
   };
 }
 
@@ -94,8 +117,8 @@ function prepareBaseline(ref) {
 /** A rerank-like request: a short question, `items` short candidates (small-10: the bench's token-id workload). */
 function makeBody(workload, serial, itemCount) {
   if (workload === 'overhead') return JSON.stringify({ query: `Question ${serial % 1000}: is this a fruit?`, items: [], label_token_ids: [YES, NO] });
-  if (workload === 'small-10') {
-    const r = workloadRequest(WORKLOADS['small-10'], serial);
+  if (workload === 'small-10' || workload === 'pr') {
+    const r = workloadRequest(WORKLOADS[workload], serial);
     return JSON.stringify({ query: r.query, items: r.items, label_token_ids: r.labelTokenIds });
   }
   const query = workload === 'shared' ? 'Is the following a kind of fruit? Answer yes or no:' : `Question ${serial % 1000}: is the following a kind of fruit? Answer yes or no:`;
@@ -103,12 +126,27 @@ function makeBody(workload, serial, itemCount) {
   return JSON.stringify({ query, items, label_token_ids: [YES, NO], apply_softmax: true });
 }
 
+/** Items per request of a workload. */
+function itemsOf(workload, itemCount) {
+  if (workload === 'overhead') return 0;
+  return WORKLOADS[workload] ? WORKLOADS[workload].items : itemCount;
+}
+
+/** The --warmup spec of the workloads that have fixed shapes (query x item tokens x items), plus the default shapes. */
+function warmupSpec(workloads) {
+  const fixed = workloads.filter((w) => WORKLOADS[w]).map((w) => `${WORKLOADS[w].queryTokens}x${WORKLOADS[w].itemTokens}x${WORKLOADS[w].items}`);
+  return ['16x8x4', '32x16x20', ...fixed].join(',');
+}
+
 /** Starts one server kind; resolves { child, url } once it is ready. */
-async function startServer(kind, baselineDir) {
+async function startServer(kind, baselineDir, workloads, timeoutMs) {
+  const serve = ['serve', '--port', '0', '--host', '127.0.0.1', '--warmup', warmupSpec(workloads), '--queue-size', '256', ...(timeoutMs ? ['--timeout-ms', timeoutMs] : [])];
   const args =
     kind === 'fastify'
       ? [path.join(__dirname, 'bench', 'fastify-serve.js')]
-      : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', 'default', '--queue-size', '256'];
+      : kind === 'cross'
+        ? [BIN, ...serve, '--batching', 'cross-request']
+        : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, ...serve];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let port = null;
   const lines = readline.createInterface({ input: child.stdout });
@@ -167,8 +205,8 @@ function percentile(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 }
 
-/** Closed loop: `concurrency` workers, each sending its next request when the last returns, for `duration` ms. */
-async function step(url, workload, concurrency, duration, itemCount) {
+/** Closed loop: `concurrency` workers, each sending its next request when the last returns, for `duration` ms (or `perWorker` requests each). */
+async function step(url, workload, concurrency, duration, itemCount, perWorker = null) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: concurrency });
   const before = await getText(url, '/metrics');
   let serial = Math.floor(Math.random() * 1000);
@@ -176,7 +214,7 @@ async function step(url, workload, concurrency, duration, itemCount) {
   const errors = {};
   const started = Date.now();
   const worker = async () => {
-    while (Date.now() - started < duration) {
+    for (let sent = 0; perWorker === null ? Date.now() - started < duration : sent < perWorker; sent++) {
       const result = await post(agent, url, makeBody(workload, serial++, itemCount));
       if (result.status === 200) latencies.push(result.ms);
       else errors[result.status || result.error] = (errors[result.status || result.error] || 0) + 1;
@@ -188,7 +226,8 @@ async function step(url, workload, concurrency, duration, itemCount) {
   const after = await getText(url, '/metrics');
   const calls = metric(after, 'pjrt_score_backend_calls_total') - metric(before, 'pjrt_score_backend_calls_total');
   const served = metric(after, 'pjrt_score_backend_call_requests_total') - metric(before, 'pjrt_score_backend_call_requests_total');
-  return { workload, concurrency, latencies, seconds, calls, served, errorsByStatus: errors, items: latencies.length * (workload === 'small-10' ? 10 : workload === 'overhead' ? 0 : itemCount) };
+  const passes = metric(after, 'pjrt_score_device_passes_total') - metric(before, 'pjrt_score_device_passes_total');
+  return { workload, concurrency, latencies, seconds, calls, served, passes, errorsByStatus: errors, items: latencies.length * itemsOf(workload, itemCount) };
 }
 
 function round(x, digits) {
@@ -203,26 +242,27 @@ async function main() {
   if (baseline) console.log(`baseline: ${opts.baselineRef} = ${baseline.sha}`);
   const servers = [];
   if (opts.url) servers.push({ kind: 'url', url: opts.url, child: null });
-  else for (const kind of opts.servers) servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir)) });
-  console.log(`servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10), ${opts.duration / 1000} s per step`);
+  else for (const kind of opts.servers) servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir, opts.workloads, opts.timeoutMs)) });
+  console.log(`servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10; pr: 10), ${opts.perWorker === null ? `${opts.duration / 1000} s` : `${opts.perWorker} requests per worker`} per step`);
   const rows = [];
   try {
     // One unmeasured pass per server so every bucket the workload touches is compiled.
-    for (const server of servers) for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), 3000, opts.items);
-    console.log('server      workload  conc   req/s  items/s   p50 ms   p99 ms  errors  req/call');
+    for (const server of servers) for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), opts.warm, opts.items);
+    console.log(`load average before the measured steps: ${require('node:os').loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    console.log('server      workload  conc   req/s  items/s   p50 ms   p99 ms  errors  req/call  req/pass');
     for (const workload of opts.workloads) {
       for (const concurrency of opts.concurrency) {
         const parts = new Map(servers.map((s) => [s, []]));
         for (let round = 0; round < opts.rounds; round++) {
           const order = round % 2 === 0 ? servers : [...servers].reverse();
-          for (const server of order) parts.get(server).push(await step(server.url, workload, concurrency, opts.duration, opts.items));
+          for (const server of order) parts.get(server).push(await step(server.url, workload, concurrency, opts.duration, opts.items, opts.perWorker));
         }
         for (const server of servers) {
           const r = { server: server.kind, ...merge(parts.get(server)) };
           rows.push(r);
           console.log(
             `${server.kind.padEnd(10)}  ${workload.padEnd(8)}  ${String(concurrency).padStart(4)}  ${r.reqPerSec.toFixed(2).padStart(6)}  ${r.itemsPerSec.toFixed(1).padStart(7)}  ` +
-              `${r.p50Ms.toFixed(1).padStart(7)}  ${r.p99Ms.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.requestsPerScorerCall).padStart(8)}`,
+              `${r.p50Ms.toFixed(1).padStart(7)}  ${r.p99Ms.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.requestsPerScorerCall).padStart(8)}  ${String(r.requestsPerDevicePass).padStart(8)}`,
           );
         }
       }
@@ -236,9 +276,9 @@ async function main() {
   }
   const outDir = path.join(__dirname, '..', 'bench-results');
   fs.mkdirSync(outDir, { recursive: true });
-  const out = { machine: machine(), itemsPerRequest: opts.items, ...(baseline ? { baseline: baseline.sha } : {}), rounds: opts.rounds, steps: rows };
-  fs.writeFileSync(path.join(outDir, 'service.json'), `${JSON.stringify(out, null, 2)}\n`);
-  console.log('wrote bench-results/service.json');
+  const out = { machine: machine(), itemsPerRequest: opts.items, ...(baseline ? { baseline: baseline.sha } : {}), rounds: opts.rounds, perWorker: opts.perWorker, steps: rows };
+  fs.writeFileSync(path.join(outDir, opts.out), `${JSON.stringify(out, null, 2)}\n`);
+  console.log(`wrote bench-results/${opts.out}`);
 }
 
 /** One row from a step's rounds: totals over all of them, percentiles over every latency. */
@@ -247,6 +287,7 @@ function merge(parts) {
   const seconds = parts.reduce((a, p) => a + p.seconds, 0);
   const calls = parts.reduce((a, p) => a + p.calls, 0);
   const served = parts.reduce((a, p) => a + p.served, 0);
+  const passes = parts.reduce((a, p) => a + p.passes, 0);
   const errorsByStatus = {};
   for (const p of parts) for (const [k, v] of Object.entries(p.errorsByStatus)) errorsByStatus[k] = (errorsByStatus[k] || 0) + v;
   return {
@@ -261,6 +302,7 @@ function merge(parts) {
     errors: Object.values(errorsByStatus).reduce((a, b) => a + b, 0),
     errorsByStatus,
     requestsPerScorerCall: calls > 0 ? round(served / calls, 2) : null,
+    requestsPerDevicePass: passes > 0 ? round(latencies.length / passes, 2) : null,
   };
 }
 

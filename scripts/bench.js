@@ -5,12 +5,16 @@
 // same machine). Writes bench-results/bench.json and bench-results/bench.svg.
 //
 //   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
-//                         [--weights f32,bf16,int8,auto] [--weights-only]
+//                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
 //
 // Weight precision: the auto plan with the weights in f32, bf16, int8 and
 // 'auto' (which says what it chose and why), each in its own process: items/s,
-// peak RSS and accuracy against the f32 run (max and mean |diff| of the label
-// probabilities). --weights-only runs just that section.
+// peak RSS, load time and accuracy against the f32 run (max and mean |diff| of
+// the label probabilities), on the workload's random tokens and on 50 yes/no
+// statements (test/fixtures/yes-no.json). --weights-only runs just that section.
+//
+// --quick (or --target-items N) cuts the target workload to 64 (N) of its 500
+// items, everywhere it runs: a smoke test, labelled as such.
 //
 // Each case runs in its own process so its peak RSS is its own. Serial on the
 // target workload and node-llama-cpp on the target workload are timed on a
@@ -34,8 +38,17 @@ const { values: args } = parseArgs({
     'skip-rerank': { type: 'boolean', default: false },
     weights: { type: 'string', default: 'f32,bf16,int8,auto' },
     'weights-only': { type: 'boolean', default: false },
+    quick: { type: 'boolean', default: false },
+    'target-items': { type: 'string' },
   },
 });
+
+/** Items of the target workload this run scores (all 500 unless --quick or --target-items). */
+function targetItems() {
+  const n = args['target-items'] !== undefined ? Number(args['target-items']) : args.quick ? 64 : WORKLOADS.target.items;
+  if (!(Number.isInteger(n) && n >= 1 && n <= WORKLOADS.target.items)) throw new Error(`--target-items must be an integer in [1, ${WORKLOADS.target.items}], got ${args['target-items']}`);
+  return n;
+}
 
 function runJson(command, argv, label, env = {}) {
   process.stderr.write(`[bench] ${label} ...\n`);
@@ -80,8 +93,11 @@ async function main() {
   if (!args['weights-only']) console.log(`matmul roof (bench:runtime): ${roofGflops.toFixed(1)} GFLOP/s`);
   const workloads = args.workloads.split(',').map((w) => {
     if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
-    return WORKLOADS[w];
+    // A cut target workload keeps its name (the worker's shapes) with fewer items; its description says so.
+    const items = w === 'target' ? targetItems() : WORKLOADS[w].items;
+    return items === WORKLOADS[w].items ? WORKLOADS[w] : { ...WORKLOADS[w], items, description: `${WORKLOADS[w].description}, cut to ${items} items (--quick)` };
   });
+  for (const w of workloads) if (w.items < WORKLOADS[w.name].items) console.log(`note: ${w.description}`);
   const { DEFAULT_MODEL } = require('../dist/model/default-model');
   const modelPath = process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination;
   const worker = path.join(__dirname, 'bench', 'pjrt-worker.js');
@@ -187,20 +203,9 @@ function weightPrecision(workloads, worker) {
     let reference;
     for (const weights of types) {
       const r = runJson(process.execPath, [worker, w.name, 'auto', String(w.items), weights], `${w.name} weights ${weights}`, { BENCH_ALL_SCORES: '1' });
-      if (weights === 'f32') reference = r.scores;
-      let accuracy;
-      if (reference && r.scores) {
-        let max = 0;
-        let sum = 0;
-        let n = 0;
-        r.scores.forEach((row, i) => row.forEach((x, j) => {
-          const d = Math.abs(x - reference[i][j]);
-          max = Math.max(max, d);
-          sum += d;
-          n++;
-        }));
-        accuracy = { max, mean: sum / n };
-      }
+      if (weights === 'f32') reference = r;
+      const accuracy = reference && r.scores ? diffs(r.scores, reference.scores) : undefined;
+      const yesNoAccuracy = reference && r.yesNoScores ? diffs(r.yesNoScores, reference.yesNoScores) : undefined;
       rows.push({
         workload: w.name,
         requested: weights,
@@ -213,22 +218,37 @@ function weightPrecision(workloads, worker) {
         weightGB: r.weightBytes / 1e9,
         loadSeconds: r.loadSeconds,
         accuracyVsF32: accuracy,
+        yesNoAccuracyVsF32: yesNoAccuracy,
       });
     }
   }
   return rows;
 }
 
+/** Max and mean |a - b| over two score tables. */
+function diffs(a, b) {
+  let max = 0;
+  let sum = 0;
+  let n = 0;
+  a.forEach((row, i) => row.forEach((x, j) => {
+    const d = Math.abs(x - b[i][j]);
+    max = Math.max(max, d);
+    sum += d;
+    n++;
+  }));
+  return { max, mean: sum / n };
+}
+
 function printWeightRows(rows, info) {
   if (!rows.length) return;
   console.log('');
-  console.log(`weight precision (auto plan; ${info.cpu}; accuracy: label probabilities against the f32 run):`);
-  console.log('| workload | weights | items/s | peak RSS | weights on device | load | max / mean diff vs f32 |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  console.log(`weight precision (auto plan; ${info.cpu} (${info.cpuFlags.join(' ')}); accuracy: max / mean |diff| of label probabilities against the f32 run, on the workload's random tokens and on 50 yes/no statements):`);
+  console.log('| workload | weights | items/s | peak RSS | weights on device | load | vs f32 (workload) | vs f32 (yes/no) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
+  const acc = (a) => (a ? `${a.max.toExponential(1)} / ${a.mean.toExponential(1)}` : '-');
   for (const r of rows) {
-    const acc = r.accuracyVsF32 ? `${r.accuracyVsF32.max.toExponential(1)} / ${r.accuracyVsF32.mean.toExponential(1)}` : '-';
     const label = r.requested === 'auto' ? `auto -> ${r.weights}` : r.weights;
-    console.log(`| ${r.workload} | ${label} | ${fmt(r.itemsPerSecond)} | ${fmt(r.peakRssGB, 2)} GB | ${fmt(r.weightGB, 2)} GB | ${fmt(r.loadSeconds, 2)} s | ${acc} |`);
+    console.log(`| ${r.workload} (${r.items} items) | ${label} | ${fmt(r.itemsPerSecond)} | ${fmt(r.peakRssGB, 2)} GB | ${fmt(r.weightGB, 2)} GB | ${fmt(r.loadSeconds, 2)} s | ${acc(r.accuracyVsF32)} | ${acc(r.yesNoAccuracyVsF32)} |`);
   }
   const auto = rows.find((r) => r.requested === 'auto');
   if (auto) console.log(`auto chose ${auto.weights}: ${auto.reason}`);

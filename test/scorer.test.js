@@ -137,6 +137,31 @@ test('empty items: no work, empty scores', async (t) => {
   t.deepEqual(r.scores, []);
 });
 
+test('when no call waits for the device, the Scorer gives freed host memory back, once', async (t) => {
+  // XLA frees each execution's temporaries into glibc's arenas, which keep the
+  // pages; the Scorer trims them (releaseFreeHostMemory) when it goes idle.
+  // Measured in a fresh process, RSS after requests of 1, 4, 18, 40, 4, 1, 40, 1
+  // items: 778 ... 759 MiB with the trim, 782 ... 872 MiB (rising) without.
+  const hostMemory = require('../dist/runtime/host-memory');
+  const original = hostMemory.releaseFreeHostMemory;
+  const calls = [];
+  hostMemory.releaseFreeHostMemory = () => {
+    calls.push(scorer.pending);
+    return original();
+  };
+  try {
+    const request = (i) => scorer.score({ query: 'Is the following a fruit?', items: [` item ${i}`], labelTokenIds: [YES, NO] });
+    await Promise.all([request(1), request(2), request(3)]);
+    t.deepEqual(calls, [0], 'three calls queued together: one trim, after the last, with nothing pending');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // that trim (milliseconds) has finished
+    await request(4);
+    t.deepEqual(calls, [0, 0], 'one more call alone: one more trim');
+    t.equal(typeof (await original()), 'boolean', 'releaseFreeHostMemory resolves whether memory was given back');
+  } finally {
+    hostMemory.releaseFreeHostMemory = original;
+  }
+});
+
 test('teardown', (t) => {
   scorer.dispose();
   scorer.dispose();

@@ -11,15 +11,16 @@ const config = {
   ropeTheta: 100000, rmsEps: 1e-5, attentionBias: false, qkNorm: false, tiedEmbeddings: true,
 };
 
-test('weightBytes: matrices in the weight type, vectors f32, int8 scales f32, a tied head once', (t) => {
+test('weightBytes: matrices in the weight type, vectors f32, int8 scales f32 (one per 32 input elements), a tied head once', (t) => {
   const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
   const qkv = (Hq + 2 * Hkv) * D;
   const matrices = V * Dm + Ly * (Dm * qkv + Hq * D * Dm + Dm * 2 * F + F * Dm);
   const vectors = Dm + Ly * 2 * Dm;
-  const channels = V + Ly * (qkv + Dm + 2 * F + Dm);
+  // int8: one f32 scale per 32 consecutive input elements of each output channel.
+  const blocks = matrices / 32;
   t.equal(weightBytes(config, 'f32'), 4 * (matrices + vectors));
   t.equal(weightBytes(config, 'bf16'), 2 * matrices + 4 * vectors);
-  t.equal(weightBytes(config, 'int8'), matrices + 4 * vectors + 4 * channels);
+  t.equal(weightBytes(config, 'int8'), matrices + 4 * vectors + 4 * blocks);
   t.end();
 });
 
@@ -37,6 +38,15 @@ test('auto: f32 on a CPU where it fits, whatever the flags; then bf16, then int8
   t.equal(on(int8 - 1).weightType, 'int8', 'nothing fits: the smallest, said so');
   t.match(on(int8 - 1).reason, /no weight type fits/);
   t.ok(on(f32).auto, 'marked as chosen by auto');
+  t.end();
+});
+
+test('auto never picks int8 for a model whose matrix inputs are not whole blocks of 32; int8 asked for is refused with the reason', (t) => {
+  const odd = { ...config, intermediateSize: 1540 };
+  const c = chooseWeightType('auto', { platform: 'cpu', config: odd, memoryBytes: 1 });
+  t.equal(c.weightType, 'bf16', 'nothing fits: the smallest of those it can hold');
+  t.match(c.reason, /wDown has 1540/, 'the reason names the matrix');
+  t.throws(() => weightBytes(odd, 'int8'), /multiple of 32; wDown has 1540/);
   t.end();
 });
 

@@ -2,113 +2,71 @@
 // Weights in f32, bf16 and int8 on the device (issue 20), on the real CPU
 // plugin and the real default model:
 // - round trip: what the device holds equals a conversion written here (round
-//   to nearest even for bf16; symmetric per-output-channel int8) of what the
-//   f32 upload holds;
+//   to nearest even for bf16; symmetric int8 in blocks of 32 input elements
+//   with an f32 scale each) of what the f32 upload holds, both when the file's
+//   blocks are decoded on the device and when host weights are uploaded; the
+//   Q8_0 embedding of the default model comes back exactly;
 // - at each weight type, the packed and prefix plans equal the serial plan;
-// - each weight type stays within the seeds' gate of f32 over 60 items, on
+// - each weight type stays within the seeds' gate of f32 over 50 items, on
 //   label probabilities as the Score API returns them by default (the seeds'
 //   workloads); the two-label softmax, a stricter reading, is reported and
 //   held for bf16.
+// Cost: three Scorers (one per weight type, each shared by its plans) and
+// three uploads for the round trip; the conversions below run over typed
+// arrays without per-element allocation (135M weights each).
 const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client, Scorer } = require('..');
-const { loadModel } = require('../dist/model');
+const { loadModel, openModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
 const { decoderFused } = require('../dist/hlo');
+const { loadProgramCache } = require('../dist/scoring/load-programs');
 const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
+const { yesNoRequest } = require('./helpers/yes-no');
+const { BLOCK, bf16Bits, firstMismatch, mismatches } = require('./helpers/weight-conversions');
 
 // ---- the test's own conversions --------------------------------------------
 
-/** f32 -> bf16 bits, round to nearest even, by way of a Float64 split (not the library's bit trick). */
-function bf16Bits(x) {
-  const f = new Float32Array([x]);
-  const u = new Uint32Array(f.buffer)[0];
-  if (Number.isNaN(x)) return (u >>> 16) | 0x40;
-  const hi = u >>> 16;
-  const lo = u & 0xffff;
-  if (lo > 0x8000 || (lo === 0x8000 && (hi & 1) === 1)) return (hi + 1) & 0xffff;
-  return hi;
-}
-
-/**
- * The int8 rule the project states: per output channel, scale = f32(max|w| / 127),
- * q = round-half-away-from-zero(w / scale) clamped to [-127, 127]; scale 0 gives q 0.
- * `channelOf(k)` maps a flat index to its channel; returns q and scales.
- */
-function quantize(values, channels, channelOf) {
-  const max = new Float64Array(channels);
-  for (let k = 0; k < values.length; k++) {
-    const c = channelOf(k);
-    max[c] = Math.max(max[c], Math.abs(values[k]));
-  }
-  const scales = Float32Array.from(max, (m) => m / 127);
-  const q = new Int8Array(values.length);
-  for (let k = 0; k < values.length; k++) {
-    const s = scales[channelOf(k)];
-    if (s === 0) continue;
-    const x = values[k] / s;
-    q[k] = Math.max(-127, Math.min(127, Math.sign(x) * Math.floor(Math.abs(x) + 0.5)));
-  }
-  return { q, scales };
-}
-
-function firstMismatch(a, b) {
-  if (a.length !== b.length) return `length ${a.length} vs ${b.length}`;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
-  return null;
-}
 
 // ---- round trip --------------------------------------------------------------
 
-test('round trip: bf16 and int8 arrays on the device equal the test\'s conversion of the f32 arrays', async (t) => {
+// The host path (weights in memory, safetensors) is held to the same arrays
+// by test/weights-decode.test.js (bit-equal to the device decode, and to these
+// conversions, on tiny models of every stored type).
+test('round trip: each weight type decoded on the device from the file equals the test\'s conversion of the f32 arrays', async (t) => {
   const client = await Client.create();
   const model = loadModel();
+  // The reference: the host path's f32 arrays (dequantized in JavaScript, transposed, stacked).
   const f32 = await uploadWeights(client, model.config, model.weights, 'f32');
-  const specs = decoderWeightSpecs(model.config, 'f32');
   const reference = [];
   for (const b of f32.buffers) reference.push(await b.toHost());
   const f32Bytes = f32.bytes;
   f32.dispose();
 
-  const bf16 = await uploadWeights(client, model.config, model.weights, 'bf16');
-  t.equal(bf16.weightType, 'bf16');
-  const bf16Specs = decoderWeightSpecs(model.config, 'bf16');
-  for (let i = 0; i < specs.length; i++) {
-    const got = await bf16.buffers[i].toHost();
-    if (bf16Specs[i].elementType === 'u16') {
-      const want = Uint16Array.from(reference[i], bf16Bits);
-      t.equal(firstMismatch(got, want), null, `bf16 ${specs[i].name} [${specs[i].dims}]: bit-equal to round-to-nearest-even`);
-    } else {
-      t.equal(firstMismatch(got, reference[i]), null, `bf16 load: ${specs[i].name} stays f32, equal`);
+  // Decode programs through the Scorer's load cache: compiled once, read from the disk cache after.
+  const programs = loadProgramCache(client, true);
+  for (const weights of ['f32', 'bf16', 'int8']) {
+    const opened = openModel();
+    const loaded = await uploadWeights(client, model.config, opened.weights, weights, programs);
+    opened.weights.close();
+    t.equal(loaded.weightType, weights);
+    t.deepEqual(await mismatches(loaded.buffers, model.config, weights, reference), [], `${weights}: every array equals the test's conversion`);
+    const ratio = loaded.bytes / f32Bytes;
+    t.ok(ratio <= { f32: 1, bf16: 0.51, int8: 0.29 }[weights], `${weights} weights take ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB (${ratio.toFixed(3)} of f32)`);
+    if (weights === 'int8') {
+      // The file's Q8_0 embedding (blocks of 32 values, one f16 scale, max |q| = 127) re-quantizes to itself.
+      const specs = decoderWeightSpecs(model.config, 'int8');
+      const e = specs.findIndex((s) => s.name === 'embedding');
+      const q = await loaded.buffers[e].toHost();
+      const scales = await loaded.buffers[specs.findIndex((s) => s.scaleOf === 'embedding')].toHost();
+      t.equal(firstMismatch(Float32Array.from(q, (v, k) => v * scales[Math.floor(k / BLOCK)]), reference[e]), null, 'int8 embedding (Q8_0 in the GGUF), dequantized: bit-equal to f32');
     }
+    loaded.dispose();
   }
-  t.ok(bf16.bytes < 0.51 * f32Bytes, `bf16 weights take ${(bf16.bytes / 2 ** 20).toFixed(0)} MiB, f32 ${(f32Bytes / 2 ** 20).toFixed(0)} MiB`);
-  bf16.dispose();
-
-  const int8 = await uploadWeights(client, model.config, model.weights, 'int8');
-  const int8Specs = decoderWeightSpecs(model.config, 'int8');
-  for (let i = 0; i < specs.length; i++) {
-    const spec = int8Specs[i];
-    const got = await int8.buffers[i].toHost();
-    if (spec.elementType !== 's8') {
-      t.equal(firstMismatch(got, reference[i]), null, `int8 load: ${spec.name} stays f32, equal`);
-      continue;
-    }
-    const scaleIndex = int8Specs.findIndex((s) => s.scaleOf === spec.name);
-    const gotScales = await int8.buffers[scaleIndex].toHost();
-    // The output channel: a row of the [V, Dm] tables, a column of each [in, out] layer slice.
-    const dims = spec.dims;
-    const out = dims[dims.length - 1];
-    const channels = spec.perLayer ? dims[0] * out : dims[0];
-    const channelOf = spec.perLayer ? (k) => Math.floor(k / (dims[1] * out)) * out + (k % out) : (k) => Math.floor(k / dims[1]);
-    const want = quantize(reference[i], channels, channelOf);
-    t.equal(firstMismatch(gotScales, want.scales), null, `int8 ${spec.name}: ${channels} scales equal`);
-    t.equal(firstMismatch(got, want.q), null, `int8 ${spec.name} [${dims}]: values equal`);
-  }
-  int8.dispose();
+  await programs.close();
   client.dispose();
 });
 
@@ -128,7 +86,7 @@ test('round trip: a bf16 safetensors model goes to the device as its own bits', 
     for (let i = 0; i < specs.length; i++) {
       const got = await streamed.buffers[i].toHost();
       const ref = await f32.buffers[i].toHost();
-      const want = specs[i].elementType === 'u16' ? Uint16Array.from(ref, bf16Bits) : ref;
+      const want = specs[i].elementType === 'u16' ? bf16Bits(ref) : ref;
       t.equal(firstMismatch(got, want), null, `${specs[i].name}: equal`);
     }
     streamed.dispose();
@@ -159,16 +117,8 @@ test('program text: f32 weights add no op; bf16/int8 convert each matrix slice b
 
 // ---- plans and accuracy on the real model ---------------------------------------
 
-const YES = 9805; // ' yes'
-const NO = 787; // ' no'
-const SUBJECTS = ['The sun', 'Water', 'A cat', 'Paris', 'The moon', 'Iron', 'A triangle', 'Snow', 'The Pacific', 'Honey', 'A violin', 'Mount Everest'];
-const CLAIMS = [' is hot.', ' is a liquid at room temperature.', ' has four legs.', ' is the capital of France.', ' orbits the Earth.'];
-const REQUEST = {
-  query: 'Answer yes or no. Is the following statement true?',
-  // 60 items: every subject with every claim.
-  items: SUBJECTS.flatMap((s) => CLAIMS.map((c) => ` ${s}${c} Answer:`)),
-  labelTokenIds: [YES, NO],
-};
+// 50 yes/no statements (the issue's minimum): real text, so the label probabilities are not all tiny.
+const REQUEST = yesNoRequest();
 
 /** p(yes) / (p(yes) + p(no)) per item: what apply_softmax would return. */
 function twoLabelSoftmax(scores) {
@@ -188,36 +138,38 @@ function diffs(a, b) {
   return { max, mean: sum / n };
 }
 
+// Plans agree on a subset (serial scores each item as its own sequence: the
+// costly reference); the gate uses the packed scores of all 50 items. Items
+// never see each other, so an item's packed score does not depend on the rest.
+const SUBSET = { ...REQUEST, items: REQUEST.items.slice(0, 12) };
 const byType = {};
 for (const weights of ['f32', 'bf16', 'int8']) {
-  test(`${weights} weights: packed and prefix equal serial (<= 1e-4) over ${REQUEST.items.length} items`, async (t) => {
+  test(`${weights} weights: packed and prefix equal serial (<= 1e-4) on ${SUBSET.items.length} items; packed over ${REQUEST.items.length} items for the gate`, async (t) => {
     const scorer = await Scorer.load({ weights, diskCache: true });
     t.equal(scorer.weightType, weights, `the scorer says ${weights}`);
-    const serial = await scorer.score(REQUEST, { algorithm: 'serial' });
-    for (const algorithm of ['packed', 'prefix']) {
-      const other = await scorer.score(REQUEST, { algorithm });
-      t.equal(other.algorithm, algorithm);
-      const d = diffs(other.scores, serial.scores);
+    const serial = await scorer.score(SUBSET, { algorithm: 'serial' });
+    const packed = await scorer.score(REQUEST, { algorithm: 'packed' });
+    const prefix = await scorer.score(SUBSET, { algorithm: 'prefix' });
+    for (const [algorithm, result] of [['packed', packed], ['prefix', prefix]]) {
+      t.equal(result.algorithm, algorithm);
+      const d = diffs(result.scores.slice(0, SUBSET.items.length), serial.scores);
       t.ok(d.max <= 1e-4, `${algorithm} vs serial: max |diff| ${d.max.toExponential(2)}`);
     }
-    byType[weights] = serial.scores;
+    byType[weights] = packed.scores;
     scorer.dispose();
   });
 }
 
-// bf16 holds the seeds' gate against f32. Per-output-channel int8 does not on
-// this model (measured on the AMD EPYC development machine: max 4.5e-2, mean
-// 1.0e-2 on these label probabilities; scales per 32 or 128 input columns did
-// not reliably fix it, docs/performance.md): its bound here is three times the
-// gate, to catch regressions, and the gap is stated, not hidden.
-test('bf16 weights are within the gate of f32 (max <= 0.02, mean <= 0.01 on label probabilities); int8 within 3x the gate', (t) => {
+// Both hold the seeds' gate against f32 on the label probabilities. int8 is
+// quantized in blocks of 32 input elements: one scale per output channel
+// (the first int8) gave max 4.5e-2, mean 1.0e-2 here, outside the gate.
+test('bf16 and int8 weights are within the gate of f32 (max <= 0.02, mean <= 0.01 on label probabilities)', (t) => {
   for (const weights of ['bf16', 'int8']) {
     const d = diffs(byType[weights], byType.f32);
     const soft = diffs(twoLabelSoftmax(byType[weights]), twoLabelSoftmax(byType.f32));
     t.comment(`${weights} vs f32 over ${REQUEST.items.length} items: label probabilities max ${d.max.toExponential(2)}, mean ${d.mean.toExponential(2)}; two-label softmax max ${soft.max.toExponential(2)}, mean ${soft.mean.toExponential(2)}`);
-    const k = weights === 'bf16' ? 1 : 3;
-    t.ok(d.max <= 0.02 * k, `${weights}: max |diff| ${d.max.toExponential(2)} <= ${0.02 * k}`);
-    t.ok(d.mean <= 0.01 * k, `${weights}: mean |diff| ${d.mean.toExponential(2)} <= ${0.01 * k}`);
+    t.ok(d.max <= 0.02, `${weights}: max |diff| ${d.max.toExponential(2)} <= 0.02`);
+    t.ok(d.mean <= 0.01, `${weights}: mean |diff| ${d.mean.toExponential(2)} <= 0.01`);
     if (weights === 'bf16') t.ok(soft.max <= 0.02 && soft.mean <= 0.01, 'bf16: within the gate on the two-label softmax too');
   }
   t.end();

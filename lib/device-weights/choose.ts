@@ -7,7 +7,7 @@
  * norm (the peers run in it), so it comes first there.
  */
 import * as os from 'node:os';
-import { DecoderDims, decoderWeightSpecs, WeightType } from '../hlo/decoder-layout';
+import { DecoderDims, decoderWeightSpecs, int8Unsupported, WeightType } from '../hlo/decoder-layout';
 import { notableCpuFlags } from '../runtime/host-cpu';
 import { elementCount } from '../util/dims';
 
@@ -55,15 +55,20 @@ function preference(platform: string, flags: readonly string[]): { order: Weight
 export function chooseWeightType(choice: WeightChoice, host: WeightHost): WeightTypeChoice {
   if (choice !== 'auto') return { weightType: choice, auto: false, reason: `asked for ${choice}` };
   const flags = host.cpuFlags ?? (host.platform === 'cpu' ? notableCpuFlags() : []);
-  const { order, why } = preference(host.platform, flags);
+  const preferred = preference(host.platform, flags);
+  // A model whose matrix inputs are not whole int8 blocks cannot be int8: out of the running, said why.
+  const int8Note = int8Unsupported(host.config);
+  const order = int8Note ? preferred.order.filter((t) => t !== 'int8') : preferred.order;
+  const { why } = preferred;
+  const noInt8 = int8Note ? `; not int8: ${int8Note}` : '';
   const memory = host.memoryBytes ?? (host.platform === 'cpu' ? os.totalmem() / 2 : Infinity);
   const fits = order.find((t) => weightBytes(host.config, t) <= memory);
   const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
   if (fits === undefined) {
     const smallest = order[order.length - 1];
-    return { weightType: smallest, auto: true, reason: `auto: no weight type fits in ${gib(memory)}; ${smallest} is the smallest (${gib(weightBytes(host.config, smallest))})` };
+    return { weightType: smallest, auto: true, reason: `auto: no weight type fits in ${gib(memory)}; ${smallest} is the smallest (${gib(weightBytes(host.config, smallest))})${noInt8}` };
   }
   const skipped = order.slice(0, order.indexOf(fits)).map((t) => `${t} (${gib(weightBytes(host.config, t))})`);
   const fitNote = skipped.length ? `; ${skipped.join(', ')} would not fit in ${gib(memory)}` : '';
-  return { weightType: fits, auto: true, reason: `auto: ${fits}: ${why}${fitNote}` };
+  return { weightType: fits, auto: true, reason: `auto: ${fits}: ${why}${fitNote}${noInt8}` };
 }

@@ -1,7 +1,7 @@
 /**
  * Host-side conversions for the weight upload: f32 -> bf16 bits (round to
- * nearest even, as PyTorch converts), f32 -> int8 per row (symmetric, one
- * f32 scale per row), and the blocked transpose that puts a Hugging Face
+ * nearest even, as PyTorch converts), f32 -> int8 by blocks (symmetric, one
+ * f32 scale per block), and the blocked transpose that puts a Hugging Face
  * [out, in] matrix into the columns of an [in, width] device slice.
  */
 
@@ -19,22 +19,24 @@ export function f32ToBf16(src: Float32Array): Uint16Array {
 }
 
 /**
- * Symmetric int8 per row: scale = fround(max|row| / 127), q = round(x / scale)
- * with halves away from zero, in [-127, 127]; an all-zero row has scale 0 and
- * q 0. The value a row stands for is q * scale.
+ * Symmetric int8 by blocks of `block` consecutive elements (Q8_0's rule, with
+ * an f32 scale): scale = fround(max|block| / 127), q = round(x / scale) with
+ * halves away from zero, in [-127, 127]; an all-zero block has scale 0 and
+ * q 0. The value an element stands for is q * scale. The length must be a
+ * multiple of `block`; scales[b] belongs to elements [b * block, (b + 1) * block).
  */
-export function quantizeRowsInt8(src: Float32Array, rows: number): { data: Int8Array; scales: Float32Array } {
-  const cols = src.length / rows;
+export function quantizeBlocksInt8(src: Float32Array, block: number): { data: Int8Array; scales: Float32Array } {
+  if (src.length % block !== 0) throw new RangeError(`quantizeBlocksInt8: ${src.length} elements are not whole blocks of ${block}`);
   const data = new Int8Array(src.length);
-  const scales = new Float32Array(rows);
-  for (let r = 0; r < rows; r++) {
-    const base = r * cols;
+  const scales = new Float32Array(src.length / block);
+  for (let b = 0; b < scales.length; b++) {
+    const base = b * block;
     let max = 0;
-    for (let c = 0; c < cols; c++) max = Math.max(max, Math.abs(src[base + c]));
+    for (let c = 0; c < block; c++) max = Math.max(max, Math.abs(src[base + c]));
     const scale = Math.fround(max / 127);
-    scales[r] = scale;
+    scales[b] = scale;
     if (scale === 0) continue;
-    for (let c = 0; c < cols; c++) {
+    for (let c = 0; c < block; c++) {
       const x = src[base + c] / scale;
       const q = x < 0 ? -Math.floor(-x + 0.5) : Math.floor(x + 0.5);
       data[base + c] = q > 127 ? 127 : q < -127 ? -127 : q;

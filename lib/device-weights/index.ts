@@ -7,5 +7,5 @@
  * runtime (Client, DeviceBuffer), util.
  */
 export { deviceArray, uploadWeights, type DeviceWeights, type UploadTimings } from './upload';
-export { f32ToBf16, quantizeRowsInt8, transposeInto } from './convert';
+export { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
 export { chooseWeightType, weightBytes, WEIGHT_CHOICES, type WeightChoice, type WeightTypeChoice, type WeightHost } from './choose';

@@ -81,15 +81,21 @@ function withOnes(b: FunctionBuilder, v: HloValue): HloValue {
   return b.concatenate([v, b.full(TensorType.f32([...v.dims.slice(0, -1), 1]), 1)], v.rank - 1);
 }
 
-/** Scores of [q * scale, 1] against a block of [k, bias] and its values: [Hkv, N, L, G, K] and -> [Hkv, N, L, G, D]. */
-function prefixBlock(b: FunctionBuilder, s: Running, qWithOne: HloValue, kWithBias: HloValue, v: HloValue): Running {
-  const scores = b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [2], rhsBatch: [1], lhsContract: [4], rhsContract: [2] });
-  return foldBlock(b, s, scores, (w) => b.dotGeneral(w, v, { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }));
+/**
+ * Scores of [q * scale, 1] against a block of [k, bias] ([..., Hkv, N, L, G, K])
+ * and its values with the ones column ([..., Hkv, N, L, G, D + 1]), folded in;
+ * `g` leading group axes batch every dot.
+ */
+function prefixBlock(b: FunctionBuilder, s: Running, g: number, qWithOne: HloValue, kWithBias: HloValue, v: HloValue): Running {
+  const axes = Array.from({ length: g }, (_, i) => i);
+  const scores = b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] });
+  return foldBlock(b, s, scores, (w) => b.dotGeneral(w, v, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g] }));
 }
 
 /**
  * itemsOverPrefixAttention with prefix keys in blocks of `keyBlock`:
- * -> [N, L, Hq, D].
+ * -> [N, L, Hq, D]; grouped (prefixLength s32[G]) -> [G, N, L, Hq, D], each
+ * group against its own prefix, as in the joint form.
  */
 export function itemsOverPrefixAttentionBlocked(
   f: FunctionBuilder,
@@ -97,51 +103,52 @@ export function itemsOverPrefixAttentionBlocked(
   blocking: { readonly keyBlock: number; readonly loop: 'while' | 'unrolled' },
   opts?: AttentionOptions,
 ): HloValue {
-  const op = 'itemsOverPrefixAttentionBlocked';
-  const { hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout(op, x);
+  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionBlocked', x);
   checkPrefixAttention({ kind: 'blocked', keyBlock: blocking.keyBlock, loop: blocking.loop });
   const { keyBlock } = blocking;
-  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [n, l, hkv, group, d]);
+  const g = lead.length;
+  const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
+  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
 
-  // Own keys first (see the file comment): [Hkv, N, L, G, Lk], own key j' visible iff j' <= j.
-  const ownScores = f.dotGeneral(qGrouped, x.itemK, { lhsBatch: [2, 0], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [3] });
+  // Own keys first (see the file comment): [..., Hkv, N, L, G, Lk], own key j' visible iff j' <= j.
+  const ownScores = f.dotGeneral(qGrouped, x.itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] });
   const causal = f.le(f.iota(TensorType.s32([l, l]), 1), f.iota(TensorType.s32([l, l]), 0));
-  const own = f.select(f.broadcastInDim(causal, ownScores.dims, [2, 4]), ownScores, -Infinity);
-  const ownMax = f.reduceMax(own, [4]);
-  const ownWeights = f.exponential(f.subtract(own, f.expandReduced(ownMax, own.dims, [4])));
+  const own = f.select(f.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]), ownScores, -Infinity);
+  const ownMax = f.reduceMax(own, [g + 4]);
+  const ownWeights = f.exponential(f.subtract(own, f.expandReduced(ownMax, own.dims, [g + 4])));
   let state: Running = {
     max: ownMax,
-    acc: f.dotGeneral(ownWeights, withOnes(f, x.itemV), { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
+    acc: f.dotGeneral(ownWeights, withOnes(f, x.itemV), { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 1] }),
   };
 
   // Prefix keys with the mask as a bias column (as in the joint form), over a whole number of blocks
   // for the while form: key p is visible iff p < prefixLength and p < P (the rest is block padding).
   const blocks = Math.ceil(p / keyBlock);
   const padded = blocking.loop === 'while' ? blocks * keyBlock : p;
-  const keyIndex = f.iota(TensorType.s32([padded]), 0);
-  const valid = f.lt(keyIndex, f.broadcastScalar(x.prefixLength, [padded]));
+  const keyIndex = f.iota(TensorType.s32([...lead, padded]), g);
+  const valid = f.lt(keyIndex, f.broadcastInDim(x.prefixLength, [...lead, padded], axes));
   const visible = padded === p ? valid : f.and(valid, f.lt(keyIndex, p));
-  const bias = f.select(visible, f.full(TensorType.f32([padded]), 0), f.full(TensorType.f32([padded]), MASKED_SCORE));
-  const grow = (t: HloValue): HloValue => (padded === p ? t : f.pad(t, 0, [0, 0, 0], [padded - p, 0, 0]));
-  const kWithBias = f.concatenate([grow(x.prefixK), f.broadcastInDim(bias, [padded, hkv, 1], [0])], 2);
+  const bias = f.select(visible, f.full(TensorType.f32([...lead, padded]), 0), f.full(TensorType.f32([...lead, padded]), MASKED_SCORE));
+  const grow = (t: HloValue): HloValue => (padded === p ? t : f.pad(t, 0, zeros(g + 3), [...zeros(g), padded - p, 0, 0]));
+  const kWithBias = f.concatenate([grow(x.prefixK), f.broadcastInDim(bias, [...lead, padded, hkv, 1], [...axes, g])], g + 2);
   const prefixV = withOnes(f, grow(x.prefixV));
-  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([n, l, hkv, group, 1]), 1)], 4);
+  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
 
   if (blocking.loop === 'unrolled' || blocks <= 1) {
     for (let start = 0; start < p; start += keyBlock) {
       const end = Math.min(p, start + keyBlock);
-      const kBlock = f.slice(kWithBias, [start, 0, 0], [end, hkv, d + 1]);
-      const vBlock = f.slice(prefixV, [start, 0, 0], [end, hkv, d + 1]);
-      state = prefixBlock(f, state, qWithOne, kBlock, vBlock);
+      const kBlock = f.slice(kWithBias, [...zeros(g), start, 0, 0], [...lead, end, hkv, d + 1]);
+      const vBlock = f.slice(prefixV, [...zeros(g), start, 0, 0], [...lead, end, hkv, d + 1]);
+      state = prefixBlock(f, state, g, qWithOne, kBlock, vBlock);
     }
   } else {
     const [max, acc] = f.forLoop(
       { count: blocks, carried: [state.max, state.acc], invariants: [qWithOne, kWithBias, prefixV] },
       (b, i, [m, a], [q1, kb, vb]) => {
         const start = b.multiply(i, keyBlock);
-        const kBlock = b.dynamicSlice(kb, [start, 0, 0], [keyBlock, hkv, d + 1]);
-        const vBlock = b.dynamicSlice(vb, [start, 0, 0], [keyBlock, hkv, d + 1]);
-        const next = prefixBlock(b, { max: m, acc: a }, q1, kBlock, vBlock);
+        const kBlock = b.dynamicSlice(kb, [...zeros(g), start, 0, 0], [...lead, keyBlock, hkv, d + 1]);
+        const vBlock = b.dynamicSlice(vb, [...zeros(g), start, 0, 0], [...lead, keyBlock, hkv, d + 1]);
+        const next = prefixBlock(b, { max: m, acc: a }, g, q1, kBlock, vBlock);
         return [next.max, next.acc];
       },
     );
@@ -150,15 +157,15 @@ export function itemsOverPrefixAttentionBlocked(
 
   // A real row's sum is >= 1 (its max key has weight 1); guard anyway, as the joint form does.
   const rows = state.max.dims;
-  const sum = f.reshape(f.slice(state.acc, [0, 0, 0, 0, d], [...rows, d + 1]), rows);
-  const numerator = f.slice(state.acc, [0, 0, 0, 0, 0], [...rows, d]);
+  const sum = f.reshape(f.slice(state.acc, [...zeros(rows.length), d], [...rows, d + 1]), rows);
+  const numerator = f.slice(state.acc, zeros(rows.length + 1), [...rows, d]);
   const safe = f.select(f.gt(sum, 0), sum, 1);
-  const out = f.divide(numerator, f.expandReduced(safe, numerator.dims, [4]));
+  const out = f.divide(numerator, f.expandReduced(safe, numerator.dims, [g + 4]));
   // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
-  const realRow = f.lt(f.iota(TensorType.s32([n, l]), 1), f.broadcastInDim(x.itemLengths, [n, l], [0]));
-  const tokensFirst = f.transpose(out, [1, 2, 0, 3, 4]); // [N, L, Hkv, G, D]
-  const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [0, 1]), tokensFirst, 0);
-  return f.reshape(zeroed, [n, l, hq, d]);
+  const realRow = f.lt(f.iota(TensorType.s32([...lead, n, l]), g + 1), f.broadcastInDim(x.itemLengths, [...lead, n, l], [...axes, g]));
+  const tokensFirst = f.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., N, L, Hkv, G, D]
+  const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
+  return f.reshape(zeroed, [...lead, n, l, hq, d]);
 }
 
 /** Items over a prefix in the chosen form (default: joint). */

@@ -11,8 +11,8 @@
 
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, expectDims, headLayout, resolveScale } from './attention';
-import { HloBuildError, TensorType, formatDims } from './types';
+import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, causalPrefixLayout, resolveScale } from './attention';
+import { HloBuildError, TensorType } from './types';
 
 /** How the prefill's causal attention is computed (SPEC.md section 12: chosen per platform). */
 export type CausalAttention =
@@ -53,22 +53,20 @@ export function checkCausalAttention(a: CausalAttention): CausalAttention {
 
 /**
  * causalPrefixAttention with the query rows in chunks: q [P, Hq, D], k and v
- * [P, Hkv, D], validLength s32 scalar -> [P, Hq, D] (rows >= validLength: 0).
- * More chunks than rows gives one row per chunk.
+ * [P, Hkv, D], validLength s32 scalar -> [P, Hq, D] (rows >= validLength: 0);
+ * grouped (q [G, P, Hq, D], validLength s32[G]) -> [G, P, Hq, D], each group
+ * alone. More chunks than rows gives one row per chunk.
  */
 export function causalPrefixAttentionChunked(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, queryChunks: number, opts?: AttentionOptions): HloValue {
-  const op = 'causalPrefixAttentionChunked';
-  if (q.rank !== 3 || k.rank !== 3) throw new HloBuildError(`${op}: q and k must be [P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
-  const { hq, hkv, group, d } = headLayout(op, q, k, v);
-  const p = q.dims[0];
-  expectDims(op, 'k', k, [p, hkv, d]);
-  expectDims(op, 'validLength', validLength, [], 's32');
+  const { lead, axes, hq, hkv, group, d, p } = causalPrefixLayout('causalPrefixAttentionChunked', q, k, v, validLength);
   checkCausalAttention({ kind: 'chunked', queryChunks });
-
-  if (p === 0) return f.full(TensorType.f32([0, hq, d]), 0);
+  const g = lead.length;
+  const zeros = (n: number): number[] => Array.from({ length: n }, () => 0);
+  if (p === 0) return f.full(TensorType.f32([...lead, 0, hq, d]), 0);
+  const batch = [...axes, g];
   const qScaled = f.multiply(q, resolveScale(opts, d));
-  const kT = f.transpose(k, [1, 2, 0]); // [Hkv, D, Pk]
-  const vT = f.transpose(v, [1, 0, 2]); // [Hkv, Pk, D]
+  const kT = f.transpose(k, [...axes, g + 1, g + 2, g]); // [..., Hkv, D, Pk]
+  const vT = f.transpose(v, [...axes, g + 1, g, g + 2]); // [..., Hkv, Pk, D]
   const chunks = Math.min(queryChunks, p);
   const bounds = Array.from({ length: chunks + 1 }, (_, c) => Math.round((c * p) / chunks));
   const outs: HloValue[] = [];
@@ -77,25 +75,26 @@ export function causalPrefixAttentionChunked(f: FunctionBuilder, q: HloValue, k:
     const rows = r1 - r0;
     if (rows === 0) continue;
     // Rows [r0, r1) against keys [0, r1), one GEMM per kv head as in the square form.
-    const qc = f.reshape(f.transpose(f.reshape(f.slice(qScaled, [r0, 0, 0], [r1, hq, d]), [rows, hkv, group, d]), [1, 0, 2, 3]), [hkv, rows * group, d]);
-    const kc = f.slice(kT, [0, 0, 0], [hkv, d, r1]);
-    const vc = f.slice(vT, [0, 0, 0], [hkv, r1, d]);
+    const qRows = f.slice(qScaled, [...zeros(g), r0, 0, 0], [...lead, r1, hq, d]);
+    const qc = f.reshape(f.transpose(f.reshape(qRows, [...lead, rows, hkv, group, d]), [...axes, g + 1, g, g + 2, g + 3]), [...lead, hkv, rows * group, d]);
+    const kc = f.slice(kT, zeros(g + 3), [...lead, hkv, d, r1]);
+    const vc = f.slice(vT, zeros(g + 3), [...lead, hkv, r1, d]);
     // Row r0 + i sees key j iff j <= r0 + i; built [rows, keys] and broadcast over the group.
     const causal = f.le(f.iota(TensorType.s32([rows, r1]), 1), f.add(f.iota(TensorType.s32([rows, r1]), 0), r0));
     const bias = f.select(causal, f.full(TensorType.f32([rows, r1]), 0), f.full(TensorType.f32([rows, r1]), MASKED_SCORE));
     const causalBias = f.reshape(f.broadcastInDim(bias, [rows, group, r1], [0, 2]), [rows * group, r1]);
     const scores = f.add(
-      f.dotGeneral(qc, kc, { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }),
-      f.broadcastInDim(causalBias, [hkv, rows * group, r1], [1, 2]),
-    ); // [Hkv, rows*G, keys]
-    const max = f.reduceMax(scores, [2]);
-    const weights = f.exponential(f.subtract(scores, f.expandReduced(max, scores.dims, [2])));
-    const denominator = f.reduceSum(weights, [2]);
-    const numerator = f.dotGeneral(weights, vc, { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }); // [Hkv, rows*G, D]
-    const out = f.divide(numerator, f.expandReduced(denominator, numerator.dims, [2]));
-    outs.push(f.reshape(f.transpose(f.reshape(out, [hkv, rows, group, d]), [1, 0, 2, 3]), [rows, hq, d]));
+      f.dotGeneral(qc, kc, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }),
+      f.broadcastInDim(causalBias, [...lead, hkv, rows * group, r1], [g + 1, g + 2]),
+    ); // [..., Hkv, rows*G, keys]
+    const max = f.reduceMax(scores, [g + 2]);
+    const weights = f.exponential(f.subtract(scores, f.expandReduced(max, scores.dims, [g + 2])));
+    const denominator = f.reduceSum(weights, [g + 2]);
+    const numerator = f.dotGeneral(weights, vc, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }); // [..., Hkv, rows*G, D]
+    const out = f.divide(numerator, f.expandReduced(denominator, numerator.dims, [g + 2]));
+    outs.push(f.reshape(f.transpose(f.reshape(out, [...lead, hkv, rows, group, d]), [...axes, g + 1, g, g + 2, g + 3]), [...lead, rows, hq, d]));
   }
-  const attended = outs.length === 1 ? outs[0] : f.concatenate(outs, 0);
-  const real = f.lt(f.iota(TensorType.s32([p]), 0), f.broadcastScalar(validLength, [p]));
-  return f.select(f.broadcastInDim(real, [p, hq, d], [0]), attended, 0);
+  const attended = outs.length === 1 ? outs[0] : f.concatenate(outs, g);
+  const real = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(validLength, [...lead, p], axes));
+  return f.select(f.broadcastInDim(real, [...lead, p, hq, d], [...axes, g]), attended, 0);
 }

@@ -149,84 +149,124 @@ export function maskedAttentionDense(f: FunctionBuilder, q: HloValue, k: HloValu
 }
 
 /**
+ * The leading group axes of a grouped call, read from its length operand: a
+ * scalar length means one query (no group axis), s32[G] means G independent
+ * queries (each with its own items) in one call. Every other dim and axis of
+ * the call shifts by the number of group axes, and each batched dot gains
+ * them as its first batch dims, so the ungrouped call emits exactly the ops
+ * it always did.
+ */
+export function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number[] } {
+  if (length.elementType !== 's32' || length.rank > 1) throw new HloBuildError(`${op}: lengths must be s32[] or s32[G], got ${length.type}`);
+  return { lead: [...length.dims], axes: length.dims.map((_, i) => i) };
+}
+
+/** Checks the inputs of a causal prefix attention (grouped or not) and returns its sizes and group axes. */
+export function causalPrefixLayout(op: string, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue): Heads & { lead: number[]; axes: number[]; p: number } {
+  const { lead, axes } = groupAxes(op, validLength);
+  const g = lead.length;
+  if (q.rank !== g + 3 || k.rank !== g + 3) {
+    throw new HloBuildError(`${op}: q and k must be [${g ? 'G, ' : ''}P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
+  }
+  const heads = headLayout(op, q, k, v);
+  const p = q.dims[g];
+  expectDims(op, 'q', q, [...lead, p, heads.hq, heads.d]);
+  expectDims(op, 'k', k, [...lead, p, heads.hkv, heads.d]);
+  return { ...heads, lead, axes, p };
+}
+
+/**
  * Causal attention within a prefix (the query): q [P, Hq, D], k and v
  * [P, Hkv, D], validLength s32 scalar (tokens >= validLength are padding and
- * get output 0) -> [P, Hq, D].
+ * get output 0) -> [P, Hq, D]. Grouped: q [G, P, Hq, D], k and v
+ * [G, P, Hkv, D], validLength s32[G] -> [G, P, Hq, D], each group alone.
  */
 export function causalPrefixAttention(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {
-  const op = 'causalPrefixAttention';
-  if (q.rank !== 3 || k.rank !== 3) throw new HloBuildError(`${op}: q and k must be [P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
-  const { hq, hkv, group, d } = headLayout(op, q, k, v);
-  const p = q.dims[0];
-  expectDims(op, 'k', k, [p, hkv, d]);
-  expectDims(op, 'validLength', validLength, [], 's32');
+  const { lead, axes, hq, hkv, group, d, p } = causalPrefixLayout('causalPrefixAttention', q, k, v, validLength);
+  const g = lead.length;
+  const batch = [...axes, g];
 
   // Flat layout: one GEMM per kv head, [Hkv, P*G, D] x [Hkv, D, Pk], with an
   // additive causal bias [P*G, Pk] fused into the softmax passes. Row r sees
   // key 0, so its max is finite; rows >= validLength see only keys < r but
   // are zeroed at the end (so padding keys never reach a real row).
-  const qFlat = f.reshape(f.transpose(f.reshape(f.multiply(q, resolveScale(opts, d)), [p, hkv, group, d]), [1, 0, 2, 3]), [hkv, p * group, d]);
-  const kT = f.transpose(k, [1, 2, 0]); // [Hkv, D, Pk]
-  const vT = f.transpose(v, [1, 0, 2]); // [Hkv, Pk, D]
+  const qFlat = f.reshape(f.transpose(f.reshape(f.multiply(q, resolveScale(opts, d)), [...lead, p, hkv, group, d]), [...axes, g + 1, g, g + 2, g + 3]), [...lead, hkv, p * group, d]);
+  const kT = f.transpose(k, [...axes, g + 1, g + 2, g]); // [Hkv, D, Pk]
+  const vT = f.transpose(v, [...axes, g + 1, g, g + 2]); // [Hkv, Pk, D]
   // Built [P, Pk] and broadcast over the group, so XLA never folds a [P*G, Pk] constant into the executable.
   const causal = f.le(f.iota(TensorType.s32([p, p]), 1), f.iota(TensorType.s32([p, p]), 0));
   const bias = f.select(causal, f.full(TensorType.f32([p, p]), 0), f.full(TensorType.f32([p, p]), MASKED_SCORE));
   const causalBias = f.reshape(f.broadcastInDim(bias, [p, group, p], [0, 2]), [p * group, p]);
   const scores = f.add(
-    f.dotGeneral(qFlat, kT, { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }),
-    f.broadcastInDim(causalBias, [hkv, p * group, p], [1, 2]),
+    f.dotGeneral(qFlat, kT, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }),
+    f.broadcastInDim(causalBias, [...lead, hkv, p * group, p], [g + 1, g + 2]),
   ); // [Hkv, P*G, Pk]
-  const max = f.reduceMax(scores, [2]);
-  const weights = f.exponential(f.subtract(scores, f.expandReduced(max, scores.dims, [2])));
-  const denominator = f.reduceSum(weights, [2]);
-  const numerator = f.dotGeneral(weights, vT, { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }); // [Hkv, P*G, D]
-  const out = f.divide(numerator, f.expandReduced(denominator, numerator.dims, [2]));
-  const attended = f.reshape(f.transpose(f.reshape(out, [hkv, p, group, d]), [1, 0, 2, 3]), [p, hq, d]);
-  const real = f.lt(f.iota(TensorType.s32([p]), 0), f.broadcastScalar(validLength, [p]));
-  return f.select(f.broadcastInDim(real, [p, hq, d], [0]), attended, 0);
+  const max = f.reduceMax(scores, [g + 2]);
+  const weights = f.exponential(f.subtract(scores, f.expandReduced(max, scores.dims, [g + 2])));
+  const denominator = f.reduceSum(weights, [g + 2]);
+  const numerator = f.dotGeneral(weights, vT, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }); // [Hkv, P*G, D]
+  const out = f.divide(numerator, f.expandReduced(denominator, numerator.dims, [g + 2]));
+  const attended = f.reshape(f.transpose(f.reshape(out, [...lead, hkv, p, group, d]), [...axes, g + 1, g, g + 2, g + 3]), [...lead, p, hq, d]);
+  const real = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(validLength, [...lead, p], axes));
+  return f.select(f.broadcastInDim(real, [...lead, p, hq, d], [...axes, g]), attended, 0);
 }
 
 export interface ItemsOverPrefixInputs {
-  /** Item queries [N, L, Hq, D]. */
+  /** Item queries [N, L, Hq, D] (grouped: [G, N, L, Hq, D]). */
   itemQ: HloValue;
-  /** Item keys and values [N, L, Hkv, D]. */
+  /** Item keys and values [N, L, Hkv, D] (grouped: [G, N, L, Hkv, D]). */
   itemK: HloValue;
   itemV: HloValue;
-  /** Item lengths s32 [N]; tokens j >= length are padding (output 0). */
+  /** Item lengths s32 [N] (grouped: [G, N]); tokens j >= length are padding (output 0). */
   itemLengths: HloValue;
-  /** Shared prefix keys and values [P, Hkv, D] (the query's, or a cache). */
+  /** Shared prefix keys and values [P, Hkv, D] (the query's, or a cache; grouped: [G, P, Hkv, D], one query per group). */
   prefixK: HloValue;
   prefixV: HloValue;
-  /** Number of valid prefix keys, s32 scalar. */
+  /** Number of valid prefix keys, s32 scalar (grouped: s32[G]). */
   prefixLength: HloValue;
 }
 
-/** Checks the inputs of an items-over-prefix attention and returns its sizes. */
-export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): Heads & { n: number; l: number; p: number } {
-  if (x.itemQ.rank !== 4 || x.itemK.rank !== 4) {
-    throw new HloBuildError(`${op}: item q and k must be [N, L, H, D], got ${formatDims(x.itemQ.dims)} and ${formatDims(x.itemK.dims)}`);
+/** The sizes of an items-over-prefix call, and its group axes (none for one query). */
+export interface ItemsOverPrefixLayout extends Heads {
+  lead: number[];
+  axes: number[];
+  n: number;
+  l: number;
+  p: number;
+}
+
+/** Checks the inputs of an items-over-prefix attention (grouped or not) and returns its sizes. */
+export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): ItemsOverPrefixLayout {
+  const { lead, axes } = groupAxes(op, x.prefixLength);
+  const g = lead.length;
+  const grid = g ? 'G, N, L, H, D' : 'N, L, H, D';
+  if (x.itemQ.rank !== g + 4 || x.itemK.rank !== g + 4) {
+    throw new HloBuildError(`${op}: item q and k must be [${grid}], got ${formatDims(x.itemQ.dims)} and ${formatDims(x.itemK.dims)}`);
   }
   const heads = headLayout(op, x.itemQ, x.itemK, x.itemV);
-  const { hkv, d } = heads;
-  const [n, l] = x.itemQ.dims;
-  expectDims(op, 'itemK', x.itemK, [n, l, hkv, d]);
-  if (x.prefixK.rank !== 3) throw new HloBuildError(`${op}: prefix k must be [P, Hkv, D], got ${formatDims(x.prefixK.dims)}`);
-  const p = x.prefixK.dims[0];
-  expectDims(op, 'prefixK', x.prefixK, [p, hkv, d]);
-  expectDims(op, 'prefixV', x.prefixV, [p, hkv, d]);
-  expectDims(op, 'itemLengths', x.itemLengths, [n], 's32');
-  expectDims(op, 'prefixLength', x.prefixLength, [], 's32');
-  return { ...heads, n, l, p };
+  const { hq, hkv, d } = heads;
+  const [n, l] = x.itemQ.dims.slice(g);
+  expectDims(op, 'itemQ', x.itemQ, [...lead, n, l, hq, d]);
+  expectDims(op, 'itemK', x.itemK, [...lead, n, l, hkv, d]);
+  if (x.prefixK.rank !== g + 3) throw new HloBuildError(`${op}: prefix k must be [${g ? 'G, ' : ''}P, Hkv, D], got ${formatDims(x.prefixK.dims)}`);
+  const p = x.prefixK.dims[g];
+  expectDims(op, 'prefixK', x.prefixK, [...lead, p, hkv, d]);
+  expectDims(op, 'prefixV', x.prefixV, [...lead, p, hkv, d]);
+  expectDims(op, 'itemLengths', x.itemLengths, [...lead, n], 's32');
+  return { ...heads, lead, axes, n, l, p };
 }
 
 /**
  * Item tokens against [valid prefix keys ; their own earlier keys]:
- * -> [N, L, Hq, D]. Batched over items, never across them.
+ * -> [N, L, Hq, D]. Batched over items, never across them. Grouped (a
+ * prefixLength of s32[G]): -> [G, N, L, Hq, D], each item against its own
+ * group's prefix only.
  */
 export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
-  const { hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
+  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
+  const g = lead.length;
 
-  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [n, l, hkv, group, d]);
+  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
 
   // Prefix key p is visible iff p < prefixLength. That mask rides in the QK
   // product as one more contraction column, [q * scale, 1] . [k, bias] with
@@ -234,14 +274,14 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
   // masked: a select there would make XLA CPU write a masked copy of the
   // largest tensor of the program before reducing it. A real row always sees
   // its own first key, so its max is finite and exp(-1e30 - max) is exactly 0.
-  const prefixKeyValid = f.lt(f.iota(TensorType.s32([p]), 0), f.broadcastScalar(x.prefixLength, [p]));
-  const bias = f.select(prefixKeyValid, f.full(TensorType.f32([p]), 0), f.full(TensorType.f32([p]), MASKED_SCORE));
-  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([n, l, hkv, group, 1]), 1)], 4);
-  const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [p, hkv, 1], [0])], 2);
+  const prefixKeyValid = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(x.prefixLength, [...lead, p], axes));
+  const bias = f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE));
+  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
+  const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [...lead, p, hkv, 1], [...axes, g])], g + 2);
   // Scores against the prefix: [Hkv, N, L, G, P].
-  const prefixScores = f.dotGeneral(qWithOne, kWithBias, { lhsBatch: [2], rhsBatch: [1], lhsContract: [4], rhsContract: [2] });
+  const prefixScores = f.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] });
   // Scores against the item's own keys, batched over (kv head, item): [Hkv, N, L, G, Lk].
-  const ownScores = f.dotGeneral(qGrouped, x.itemK, { lhsBatch: [2, 0], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [3] });
+  const ownScores = f.dotGeneral(qGrouped, x.itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] });
   // Own key j' is visible iff j' <= j.
   const causal = f.le(f.iota(TensorType.s32([l, l]), 1), f.iota(TensorType.s32([l, l]), 0));
 
@@ -249,20 +289,20 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
     {
       scores: prefixScores,
       // [Hkv, N, L, G, P] x [P, Hkv, D] -> [Hkv, N, L, G, D]
-      weightedValues: (w) => f.dotGeneral(w, x.prefixV, { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
+      weightedValues: (w) => f.dotGeneral(w, x.prefixV, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g] }),
     },
     {
       scores: ownScores,
-      visible: f.broadcastInDim(causal, ownScores.dims, [2, 4]),
+      visible: f.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]),
       // [Hkv, N, L, G, Lk] x [N, Lk, Hkv, D] -> [Hkv, N, L, G, D]
-      weightedValues: (w) => f.dotGeneral(w, x.itemV, { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
+      weightedValues: (w) => f.dotGeneral(w, x.itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 1] }),
     },
   ]);
   // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
-  const realRow = f.lt(f.iota(TensorType.s32([n, l]), 1), f.broadcastInDim(x.itemLengths, [n, l], [0]));
-  const tokensFirst = f.transpose(out, [1, 2, 0, 3, 4]); // [N, L, Hkv, G, D]
-  const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [0, 1]), tokensFirst, 0);
-  return f.reshape(zeroed, [n, l, hq, d]);
+  const realRow = f.lt(f.iota(TensorType.s32([...lead, n, l]), g + 1), f.broadcastInDim(x.itemLengths, [...lead, n, l], [...axes, g]));
+  const tokensFirst = f.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [N, L, Hkv, G, D]
+  const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
+  return f.reshape(zeroed, [...lead, n, l, hq, d]);
 }
 
 export interface FactoredAttentionInputs {

@@ -13,9 +13,10 @@
  *
  * The weight type (f32, bf16, int8) sets the element type of the big
  * matrices (embedding/LM head, wQkv, wO, wGateUp, wDown); norms and biases
- * stay f32. int8 matrices come with per-output-channel f32 scales, declared
- * here as arrays of their own after every other array, so the f32 layout is
- * the one it always was.
+ * stay f32. int8 matrices are quantized in blocks along their input axis
+ * (Q8_0-like: one f32 scale per INT8_BLOCK consecutive input elements of an
+ * output channel), the scales declared here as arrays of their own after
+ * every other array, so the f32 layout is the one it always was.
  */
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
@@ -41,6 +42,14 @@ export const WEIGHT_TYPES: readonly WeightType[] = ['f32', 'bf16', 'int8'];
  * and a bitcast of a parameter is a copy; integer slices of u16 are neither.
  */
 export type WeightElementType = 'f32' | 'u16' | 's8';
+
+/**
+ * Input elements per int8 scale. One scale per output channel (a whole row)
+ * put SmolLM2-135M outside the accuracy gate (max 4.5e-2 vs f32); blocks of
+ * 32 hold it (docs/performance.md, "Weight precision"), and 32 matches GGUF's
+ * Q8_0/Q4_x blocks, so a Q8_0 tensor re-quantizes to exactly its own values.
+ */
+export const INT8_BLOCK = 32;
 
 /** The matrices stored in the weight type; int8 gives each a `<name>Scale` array. */
 export type MatrixName = 'embedding' | 'lmHead' | 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
@@ -96,8 +105,9 @@ export interface DecoderWeightSpec {
   readonly matrix: boolean;
   /**
    * Set on an int8 scale array: the matrix it scales. Its dims are the
-   * matrix's without the input axis: one f32 per output channel (a row of
-   * the [V, Dm] embedding/LM head, a column of an [in, out] layer matrix).
+   * matrix's with the input axis divided by INT8_BLOCK: one f32 per block of
+   * a row of the [V, Dm] embedding/LM head ([V, Dm / B]), per block of a
+   * column of an [in, out] layer matrix ([in / B, out]).
    */
   readonly scaleOf?: MatrixName;
 }
@@ -155,13 +165,24 @@ function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
   ];
 }
 
-/** An int8 matrix's scale array: one f32 per output channel. */
+/** The input axis of a matrix as stored: the last of [V, Dm], the middle of a stacked [Ly, in, out]. */
+export function inputAxis(spec: Pick<DecoderWeightSpec, 'perLayer' | 'dims'>): number {
+  return spec.perLayer ? spec.dims.length - 2 : spec.dims.length - 1;
+}
+
+/** Why this decoder cannot hold int8 weights (an input size not a multiple of INT8_BLOCK), or undefined. */
+export function int8Unsupported(d: DecoderDims): string | undefined {
+  const bad = allWeightSpecs(d).filter((s) => isMatrix(s.name) && s.dims[inputAxis(s)] % INT8_BLOCK !== 0);
+  if (!bad.length) return undefined;
+  return `int8 weights need every matrix input size to be a multiple of ${INT8_BLOCK}; ${bad.map((s) => `${s.name} has ${s.dims[inputAxis(s)]}`).join(', ')}`;
+}
+
+/** An int8 matrix's scale array: one f32 per INT8_BLOCK input elements of each output channel. */
 function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
-  const global = !m.perLayer;
+  const axis = inputAxis(m);
   return {
     name: `${m.name}Scale`,
-    // [V, Dm] scales per row (token); a stacked [Ly, in, out] matrix per column.
-    dims: global ? [m.dims[0]] : [m.dims[0], m.dims[m.dims.length - 1]],
+    dims: m.dims.map((n, i) => (i === axis ? n / INT8_BLOCK : n)),
     perLayer: m.perLayer,
     ...(m.tiedTo !== undefined && isMatrix(m.tiedTo) ? { tiedTo: `${m.tiedTo}Scale` as ScaleName } : {}),
     source: m.source,
@@ -179,6 +200,8 @@ export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32'):
     return { ...spec, matrix, elementType: matrix ? matrixElementType(weights) : 'f32' };
   });
   if (weights !== 'int8') return typed;
+  const unsupported = int8Unsupported(d);
+  if (unsupported) throw new Error(`decoder: ${unsupported}`);
   const scales = present.filter((spec): spec is UntypedSpec & { name: MatrixName } => isMatrix(spec.name)).map(scaleSpec);
   return [...typed, ...scales];
 }

@@ -7,7 +7,7 @@
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { logsumexp, rmsNorm } from './nn';
-import { HloBuildError, formatDims } from './types';
+import { HloBuildError, TensorType, formatDims } from './types';
 
 export interface LabelLogprobInputs {
   /** Hidden states at the scoring positions [K, Dm] (before the final norm). */
@@ -16,7 +16,11 @@ export interface LabelLogprobInputs {
   finalNormWeight: HloValue;
   /** LM head [V, Dm] (the token embedding when tied). */
   lmHead: HloValue;
-  /** Label token ids s32 [Lb], each in [0, V) (clamped). */
+  /**
+   * Label token ids, each in [0, V) (clamped): s32 [Lb], the same labels for
+   * every row, or s32 [K, Lb], each row its own (rows of different requests
+   * in one pass).
+   */
   labels: HloValue;
 }
 
@@ -32,15 +36,27 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   if (rows.rank !== 2 || lmHead.rank !== 2 || rows.dims[1] !== lmHead.dims[1]) {
     throw new HloBuildError(`${op}: rows [K, Dm] and lmHead [V, Dm] must share Dm, got ${formatDims(rows.dims)} and ${formatDims(lmHead.dims)}`);
   }
-  if (labels.rank !== 1 || labels.elementType !== 's32') throw new HloBuildError(`${op}: labels must be s32[Lb], got ${labels.type}`);
+  const k = rows.dims[0];
+  const perRow = labels.rank === 2;
+  if (labels.elementType !== 's32' || !(labels.rank === 1 || (perRow && labels.dims[0] === k))) {
+    throw new HloBuildError(`${op}: labels must be s32[Lb] or s32[${k}, Lb], got ${labels.type}`);
+  }
   const vocab = lmHead.dims[0];
   if (vocab === 0) throw new HloBuildError(`${op}: the vocabulary is empty`);
 
   const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
   const logits = f.dotGeneral(normed, lmHead, { lhsContract: [1], rhsContract: [1] }); // [K, V]
   const logNormalizer = logsumexp(f, logits, 1); // [K]
-  const labelLogits = f.take(logits, f.clamp(0, labels, vocab - 1), 1); // [K, Lb]
+  const ids = f.clamp(0, labels, vocab - 1);
+  const labelLogits = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1); // [K, Lb]
   return f.subtract(labelLogits, f.expandReduced(logNormalizer, labelLogits.dims, [1]));
+}
+
+/** logits [K, V] at each row's own label ids [K, Lb] -> [K, Lb]: a gather of (row, label) pairs, the same values and no [K, V] copy. */
+function rowLabelLogits(f: FunctionBuilder, logits: HloValue, ids: HloValue): HloValue {
+  const [k, lb] = ids.dims;
+  const pairs = f.concatenate([f.iota(TensorType.s32([k, lb, 1]), 0), f.reshape(ids, [k, lb, 1])], 2);
+  return f.gather(logits, pairs, { offsetDims: [], collapsedSliceDims: [0, 1], startIndexMap: [0, 1], indexVectorDim: 2, sliceSizes: [1, 1] });
 }
 
 export interface LmHeadGatherInputs {

@@ -26,7 +26,7 @@ import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
-import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, MatrixName, WeightType } from './decoder-layout';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
 
 export type { DecoderDims } from './decoder-layout';
 
@@ -36,13 +36,6 @@ type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 export interface DecoderOptions extends ProgramOptions {
   /** How the big matrices are stored (decoder-layout.ts); default f32. */
   readonly weights?: WeightType;
-  /**
-   * int8 only: where the per-output-channel scale is applied to a layer
-   * projection: 'before' the dot (the slice is dequantized) or 'after' it
-   * (on the [T, out] product). Default 'before'; docs/performance.md has the
-   * measurement.
-   */
-  readonly int8Scale?: 'before' | 'after';
   /**
    * How item tokens attend over the prefix keys (fused and extend programs):
    * the joint softmax (default) or key blocks with an online softmax
@@ -81,30 +74,32 @@ function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
 
 /**
  * A matrix as f32 for its dot: bf16 and int8 are converted here, int8
- * scaled per output channel (`outAxis` of the matrix). f32 passes through
- * with no op, so the f32 programs are what they always were.
+ * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
+ * of each output channel: the scale array is the matrix's dims with that
+ * axis divided by the block). f32 passes through with no op, so the f32
+ * programs are what they always were.
  */
-function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, outAxis: number): HloValue {
+function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number): HloValue {
   if (matrix.elementType === 'f32') return matrix;
   if (matrix.elementType === 'u16') return widenBf16(f, matrix);
   const x = f.convert(matrix, 'f32');
-  return scale ? f.multiply(x, f.broadcastInDim(scale, x.dims, [outAxis])) : x;
+  if (!scale) throw new HloBuildError('decoder: an int8 matrix came without its scales');
+  // [.., in, ..] -> [.., in / B, B, ..]: splitting an axis is free in row-major order.
+  const dims = x.dims;
+  const blocked = [...dims.slice(0, inAxis), dims[inAxis] / INT8_BLOCK, INT8_BLOCK, ...dims.slice(inAxis + 1)];
+  const scaleAxes = dims.map((_, i) => (i <= inAxis ? i : i + 1));
+  const scaled = f.multiply(f.reshape(x, blocked), f.broadcastInDim(scale, blocked, scaleAxes));
+  return f.reshape(scaled, dims);
 }
 
 /** x [T, in] @ one layer's matrix [in, out], whatever its storage. */
-function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, options: DecoderOptions): HloValue {
-  const matrix = need(layer, name);
-  const scale = layer[`${name}Scale`];
-  if (scale && options.int8Scale === 'after') {
-    const out = f.matmul(x, f32Matrix(f, matrix, undefined, 1));
-    return f.multiply(out, f.broadcastInDim(scale, out.dims, [1]));
-  }
-  return f.matmul(x, f32Matrix(f, matrix, scale, 1));
+function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName): HloValue {
+  return f.matmul(x, f32Matrix(f, need(layer, name), layer[`${name}Scale`], 0));
 }
 
 /** The LM head [V, Dm] as f32 (the whole table: its logsumexp needs every row). */
 function lmHeadF32(f: FunctionBuilder, w: Weights): HloValue {
-  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 0);
+  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 1);
 }
 
 function need(w: Weights, name: DecoderWeightName): HloValue {
@@ -185,7 +180,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
-      let qkv = project(b, normed, layer, 'wQkv', x.options);
+      let qkv = project(b, normed, layer, 'wQkv');
       if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
       let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
@@ -197,15 +192,15 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
       q = applyRope(b, q, cos, sin);
       k = applyRope(b, k, cos, sin);
       const attended = x.attention(b, q, k, v, i, extraInv, extra);
-      const afterAttention = b.add(h, project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO', x.options));
+      const afterAttention = b.add(h, project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO'));
 
       // MLP block: h + (silu(gate) * up) @ Wdown
       const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
-      const gateUp = project(b, normed2, layer, 'wGateUp', x.options);
+      const gateUp = project(b, normed2, layer, 'wGateUp');
       const gate = b.slice(gateUp, [0, 0], [t, F]);
       const up = b.slice(gateUp, [0, F], [t, 2 * F]);
       const activated = b.multiply(b.multiply(gate, b.logistic(gate)), up);
-      const out = b.add(afterAttention, project(b, activated, layer, 'wDown', x.options));
+      const out = b.add(afterAttention, project(b, activated, layer, 'wDown'));
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];
     },
@@ -215,8 +210,8 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
 function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
   const rows = f.take(need(w, 'embedding'), tokens, 0);
-  // Only the gathered rows are converted (and scaled, for int8: one scale per token row).
-  return f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 0);
+  // Only the gathered rows are converted (and scaled, for int8: a token's row of block scales).
+  return f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
 }
 
 function checkDims(d: DecoderDims): void {
@@ -228,6 +223,12 @@ function checkDims(d: DecoderDims): void {
 }
 
 export interface FactoredDecoderShape {
+  /**
+   * Queries in the pass, G (default 1): each group is one request's query
+   * and its items, and no token ever sees another group's. G = 1 is the
+   * program of one request, unchanged (no group axis anywhere).
+   */
+  groups?: number;
   /** Query (prefix) bucket P. */
   prefix: number;
   /** Items N and item length bucket L. */
@@ -236,7 +237,16 @@ export interface FactoredDecoderShape {
   labels: number;
 }
 
-/** Label logprobs of each item at its last real token (row len - 1; an empty item's row is garbage). */
+/** x as a 1-D array (a no-op, emitting nothing, when it already is one). */
+function flat(f: FunctionBuilder, x: HloValue): HloValue {
+  return x.rank === 1 ? x : f.reshape(x, [x.type.size]);
+}
+
+/**
+ * Label logprobs of each item at its last real token (row len - 1; an empty
+ * item's row is garbage): itemHidden [K, L, Dm], itemLengths s32[K], labels
+ * s32[Lb] shared or s32[K, Lb] per row -> [K, Lb].
+ */
 function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
   const [n, l, dm] = itemHidden.dims;
   const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
@@ -245,18 +255,26 @@ function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: Hlo
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
 }
 
-/** Label logprobs at the query's last real token: [1, Lb]. */
+/**
+ * Label logprobs at the query's last real token: prefixHidden [P, Dm],
+ * prefixLength s32[] -> [1, Lb]; grouped, prefixHidden [G*P, Dm],
+ * prefixLength s32[G], labels s32[G, Lb] -> [G, Lb].
+ */
 function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
-  const p = prefixHidden.dims[0];
-  const last = f.reshape(f.clamp(0, f.subtract(prefixLength, 1), p - 1), [1]);
+  const groups = prefixLength.rank === 0 ? 1 : prefixLength.dims[0];
+  const p = prefixHidden.dims[0] / groups;
+  const clamped = f.clamp(0, f.subtract(prefixLength, 1), p - 1);
+  const last = groups === 1 ? f.reshape(clamped, [1]) : f.add(f.multiply(f.iota(TensorType.s32([groups]), 0), p), clamped);
   const rows = f.take(prefixHidden, last, 0);
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
 }
 
-/** Positions P + j of item tokens, and the flattened item rows. */
+/** Positions P + j of item tokens, and the flattened item rows: prefixLength s32[] (grouped: s32[G], one per group). */
 function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l: number): HloValue {
-  const j = f.iota(TensorType.s32([n, l]), 1);
-  return f.reshape(f.add(j, f.broadcastScalar(prefixLength, [n, l])), [n * l]);
+  const lead = prefixLength.dims;
+  const grid = [...lead, n, l];
+  const j = f.iota(TensorType.s32(grid), lead.length + 1);
+  return f.reshape(f.add(j, f.broadcastInDim(prefixLength, grid, lead.map((_, i) => i))), [grid.reduce((a, b) => a * b, 1)]);
 }
 
 /**
@@ -265,21 +283,36 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
  * -> prefix_logprobs f32[1, Lb] (at the query's last token), item_logprobs
  * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
  * independent sequences: the serial plan.
+ *
+ * With G > 1 groups (cross-request batching), every input gains a leading
+ * group axis (queries s32[G, P], prefixLength s32[G], items s32[G, N, L],
+ * itemLengths s32[G, N], labels s32[G, Lb]) -> prefix_logprobs f32[G, Lb],
+ * item_logprobs f32[G*N, Lb] (row g*N + n). The projections and MLP run over
+ * all G*(P + N*L) rows at once; attention is batched over groups, so a group
+ * is computed as it would be alone (up to f32 rounding: another program).
  */
 export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
-  return buildProgram(`decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${attentionSuffix(options, { prefix: true, causal: true })}`, (f) => {
-    const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
-    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
-    const itemTokens = f.param(TensorType.s32([N, L]), 'item_tokens');
-    const itemLengths = f.param(TensorType.s32([N]), 'item_lengths');
-    const labels = f.param(TensorType.s32([s.labels]), 'labels');
+  const G = s.groups ?? 1;
+  if (!(Number.isInteger(G) && G >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${G}`);
+  // One request has no group axis at all: its program is the one it always was.
+  const lead = G === 1 ? [] : [G];
+  const suffix = attentionSuffix(options, { prefix: true, causal: true });
+  const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
+  return buildProgram(name, (f) => {
+    const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
+    const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
+    const itemTokens = f.param(TensorType.s32([...lead, N, L]), 'item_tokens');
+    const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
+    const labels = f.param(TensorType.s32([...lead, s.labels]), 'labels');
     const w = declareWeights(f, d, options);
     const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-    const positions = f.concatenate([f.iota(TensorType.s32([P]), 0), itemPositions(f, prefixLength, N, L)], 0);
+    const prefixRows = G * P;
+    const itemRows = G * N * L;
+    const positions = f.concatenate([flat(f, f.iota(TensorType.s32([...lead, P]), lead.length)), itemPositions(f, prefixLength, N, L)], 0);
     const { cos, sin } = ropeTables(f, positions, d);
-    const tokens = f.concatenate([prefixTokens, f.reshape(itemTokens, [N * L])], 0);
+    const tokens = f.concatenate([flat(f, prefixTokens), f.reshape(itemTokens, [itemRows])], 0);
     const { hidden } = layerLoop(f, {
       d,
       options,
@@ -291,16 +324,17 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       extraCarried: [],
       attention: (b, q, k, v, _layer, [plen, ilens]) => {
         const rows = (x: HloValue, h: number, from: number, to: number) => b.slice(x, [from, 0, 0], [to, h, D]);
-        const qP = rows(q, Hq, 0, P);
-        const kP = rows(k, Hkv, 0, P);
-        const vP = rows(v, Hkv, 0, P);
+        const grouped = (x: HloValue, h: number) => (G === 1 ? x : b.reshape(x, [G, P, h, D]));
+        const qP = grouped(rows(q, Hq, 0, prefixRows), Hq);
+        const kP = grouped(rows(k, Hkv, 0, prefixRows), Hkv);
+        const vP = grouped(rows(v, Hkv, 0, prefixRows), Hkv);
         const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention);
         const items = itemsOverPrefix(
           b,
           {
-            itemQ: b.reshape(rows(q, Hq, P, P + N * L), [N, L, Hq, D]),
-            itemK: b.reshape(rows(k, Hkv, P, P + N * L), [N, L, Hkv, D]),
-            itemV: b.reshape(rows(v, Hkv, P, P + N * L), [N, L, Hkv, D]),
+            itemQ: b.reshape(rows(q, Hq, prefixRows, prefixRows + itemRows), [...lead, N, L, Hq, D]),
+            itemK: b.reshape(rows(k, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
+            itemV: b.reshape(rows(v, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
             itemLengths: ilens,
             prefixK: kP,
             prefixV: vP,
@@ -308,16 +342,19 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
           },
           options.prefixAttention,
         );
-        return { out: b.concatenate([query, b.reshape(items, [N * L, Hq, D])], 0), carried: [] };
+        const queryRows = G === 1 ? query : b.reshape(query, [prefixRows, Hq, D]);
+        return { out: b.concatenate([queryRows, b.reshape(items, [itemRows, Hq, D])], 0), carried: [] };
       },
     });
     const dm = d.hiddenSize;
-    const prefixHidden = f.slice(hidden, [0, 0], [P, dm]);
+    const prefixHidden = f.slice(hidden, [0, 0], [prefixRows, dm]);
     const lmHead = lmHeadF32(f, w);
-    const itemHidden = f.reshape(f.slice(hidden, [P, 0], [P + N * L, dm]), [N, L, dm]);
+    const itemHidden = f.reshape(f.slice(hidden, [prefixRows, 0], [prefixRows + itemRows, dm]), [G * N, L, dm]);
+    // Each item row reads its own group's labels.
+    const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
     return {
       prefix_logprobs: prefixReadout(f, d, w, lmHead, prefixHidden, prefixLength, labels),
-      item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, itemLengths, labels),
+      item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, flat(f, itemLengths), itemLabels),
     };
   }, options);
 }

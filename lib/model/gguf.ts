@@ -209,6 +209,13 @@ export class GgufFile implements Disposable {
     return this.readInto(name, Buffer.allocUnsafe(this.tensor(name).byteLength));
   }
 
+  /** Reads a tensor's stored bytes (its blocks, as in the file) into `target`, which must be exactly its byte length. */
+  readTensorBytesInto(name: string, target: Uint8Array): void {
+    const length = this.tensor(name).byteLength;
+    if (target.byteLength !== length) throw new RangeError(`GGUF tensor ${name} has ${length} bytes; the target has ${target.byteLength}`);
+    this.readInto(name, Buffer.from(target.buffer, target.byteOffset, target.byteLength));
+  }
+
   /** A tensor's values as f32, in storage order (row-major with dims[0] fastest). */
   readTensorFloat32(name: string): Float32Array {
     const info = this.tensor(name);

@@ -31,7 +31,12 @@ export function loadModel(pathOrDir?: string): LoadedModel {
   return loadGgufModel(resolved);
 }
 
-/** A model opened for a streaming upload: its weights are read one tensor at a time. */
+/**
+ * A model opened for a streaming upload: its weights are read one tensor at
+ * a time. From a GGUF file the tokenizer is built on first access (a 49k
+ * vocabulary takes a few hundred ms), so a load can build it while the
+ * device decodes the weights; a bad tokenizer throws there.
+ */
 export interface OpenedModel extends Omit<LoadedModel, 'weights'> {
   /** Reads the weights from the file; close it when the upload is done. */
   readonly weights: WeightReader;
@@ -51,8 +56,17 @@ export function openModel(pathOrDir?: string): OpenedModel {
   const gguf = GgufFile.open(resolved);
   try {
     const config = configFromGguf(gguf);
-    const tokenizer = ggufTokenizer(gguf, config);
-    return { config, tokenizer, name: ggufName(resolved), path: resolved, weights: ggufWeightReader(gguf, config, true) };
+    let tokenizer: Tokenizer | undefined;
+    return {
+      config,
+      // From the metadata parsed at open: closing the file (the weight reader) does not affect it.
+      get tokenizer(): Tokenizer {
+        return (tokenizer ??= ggufTokenizer(gguf, config));
+      },
+      name: ggufName(resolved),
+      path: resolved,
+      weights: ggufWeightReader(gguf, config, true),
+    };
   } catch (err) {
     gguf.close();
     throw err;

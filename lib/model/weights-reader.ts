@@ -7,10 +7,30 @@
 import * as path from 'node:path';
 import { ModelConfig } from './config';
 import { GgufFile } from './gguf';
+import { GgmlType, ggmlTypeLayout } from './gguf-types';
 import { SafetensorsShards } from './safetensors';
 import { HostLayerWeights, HostTensor, HostWeights, LayerWeightName, WeightSlot, WeightsError, checkDims, unpermuteRopeRows, weightSlots } from './weights';
 
 export type GlobalWeightName = 'embedding' | 'finalNorm' | 'lmHead';
+
+/** Names one tensor of a reader: a whole-model one or a layer's. */
+export type WeightSlotName = { readonly global: GlobalWeightName } | { readonly layer: number; readonly name: LayerWeightName };
+
+/**
+ * A matrix as the file stores it: rows of blocks of its ggml type, in
+ * Hugging Face orientation (a row is an output channel, its elements the
+ * input axis), RoPE rows already in Hugging Face order.
+ */
+export interface StoredMatrix {
+  readonly type: GgmlType;
+  readonly rows: number;
+  /** Elements per row. */
+  readonly rowLength: number;
+  /** Bytes per row: rowLength / blockSize blocks. */
+  readonly rowBytes: number;
+  /** Reads the rows into `target` (rows * rowBytes bytes). */
+  readInto(target: Uint8Array): void;
+}
 
 export interface WeightReader {
   /** The LM head is the embedding (tied): read it once. */
@@ -23,7 +43,12 @@ export interface WeightReader {
    * The same tensor as bf16 bits when the file stores it so: a bf16 upload
    * then needs no f32 copy. Undefined when the file holds another type.
    */
-  bf16?(slot: { readonly global: GlobalWeightName } | { readonly layer: number; readonly name: LayerWeightName }): Uint16Array | undefined;
+  bf16?(slot: WeightSlotName): Uint16Array | undefined;
+  /**
+   * A matrix's stored blocks, for decoding on the device (GGUF files):
+   * undefined for a vector, a missing tensor, or a format without blocks.
+   */
+  stored?(slot: WeightSlotName): StoredMatrix | undefined;
   /** Closes the file (a reader over HostWeights has none). Idempotent. */
   close(): void;
 }
@@ -42,6 +67,7 @@ export function hostWeightsReader(weights: HostWeights): WeightReader {
 interface SlotSource {
   read(slot: WeightSlot): HostTensor;
   bf16?(slot: WeightSlot): Uint16Array | undefined;
+  stored?(slot: WeightSlot): StoredMatrix | undefined;
   close(): void;
 }
 
@@ -53,6 +79,7 @@ function slotReader(config: ModelConfig, source: SlotSource): WeightReader {
     else layers.set(`${slot.layer}.${slot.layerKey}`, slot);
   }
   const globalSlot = (name: GlobalWeightName): WeightSlot => globals.get(config.tiedEmbeddings && name === 'lmHead' ? 'embedding' : name)!;
+  const slotOf = (which: WeightSlotName): WeightSlot | undefined => ('global' in which ? globalSlot(which.global) : layers.get(`${which.layer}.${which.name}`));
   return {
     tied: config.tiedEmbeddings,
     global: (name) => source.read(globalSlot(name)),
@@ -60,14 +87,8 @@ function slotReader(config: ModelConfig, source: SlotSource): WeightReader {
       const slot = layers.get(`${l}.${name}`);
       return slot && source.read(slot);
     },
-    ...(source.bf16
-      ? {
-          bf16: (which) => {
-            const slot = 'global' in which ? globalSlot(which.global) : layers.get(`${which.layer}.${which.name}`);
-            return slot && source.bf16!(slot);
-          },
-        }
-      : {}),
+    ...(source.bf16 ? { bf16: (which) => slotOf(which) && source.bf16!(slotOf(which)!) } : {}),
+    ...(source.stored ? { stored: (which) => slotOf(which) && source.stored!(slotOf(which)!) } : {}),
     close: () => source.close(),
   };
 }
@@ -84,6 +105,29 @@ export function ggufWeightReader(gguf: GgufFile, config: ModelConfig, owned = fa
       let data = gguf.readTensorFloat32(slot.gguf);
       if (unpermute && slot.ropeHeads !== undefined) data = unpermuteRopeRows(data, slot.ropeHeads, dims.length > 1 ? dims[1] : 1);
       return { dims: slot.dims, data };
+    },
+    stored: (slot) => {
+      const info = gguf.tensors.get(slot.gguf);
+      const layout = info && ggmlTypeLayout(info.type);
+      if (!info || !layout || slot.dims.length !== 2) return undefined;
+      const dims = [...info.dims].reverse();
+      checkDims(`GGUF tensor ${slot.gguf}`, dims, slot.dims);
+      const [rows, rowLength] = slot.dims;
+      if (rowLength % layout.blockSize !== 0) return undefined;
+      const rowBytes = (rowLength / layout.blockSize) * layout.bytesPerBlock;
+      const ropeHeads = unpermute ? slot.ropeHeads : undefined;
+      return {
+        type: info.type,
+        rows,
+        rowLength,
+        rowBytes,
+        readInto: (target) => {
+          if (ropeHeads === undefined) return gguf.readTensorBytesInto(slot.gguf, target);
+          // Whole rows move, so the file's blocks are permuted as the f32 rows would be.
+          const bytes = gguf.readTensorBytes(slot.gguf);
+          target.set(unpermuteRopeRows(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), ropeHeads, rowBytes));
+        },
+      };
     },
     close: () => {
       if (owned) gguf.close();

@@ -148,14 +148,15 @@ export function checkDims(what: string, actual: readonly number[], expected: rea
  * HF's rotate_half layout back, so HF row h*D + j*D/2 + i = GGUF row h*D + 2i + j.
  * `rowLength` is 1 for a bias vector.
  */
-export function unpermuteRopeRows(data: Float32Array, heads: number, rowLength: number): Float32Array {
+export function unpermuteRopeRows<T extends Float32Array | Uint8Array>(data: T, heads: number, rowLength: number): T {
   const rows = data.length / rowLength;
   const headDim = rows / heads;
   if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
     throw new WeightsError(`cannot undo the RoPE permutation: ${rows} rows do not split into ${heads} heads of even size`);
   }
   const half = headDim / 2;
-  const out = new Float32Array(data.length);
+  // Rows of f32 values or of a file's raw blocks: the same permutation of whole rows.
+  const out = new (data.constructor as new (length: number) => T)(data.length);
   for (let h = 0; h < heads; h++) {
     for (let i = 0; i < half; i++) {
       for (let j = 0; j < 2; j++) {

@@ -52,6 +52,8 @@ export interface NativeBinding {
   DeviceBuffer: new (...args: never[]) => NativeBuffer;
   /** Bytes of live device buffers reported to V8 as external memory. */
   externalBytes(): number;
+  /** malloc_trim(0) on a worker thread; resolves whether memory was given back. */
+  releaseFreeHeap(): Promise<boolean>;
 }
 
 const packageRoot = path.join(__dirname, '..', '..');

@@ -14,6 +14,7 @@ import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';
 import { Executable } from '../runtime/executable';
+import { DEFAULT_JIT_CACHE_ENTRIES } from './cache-limits';
 import { clientCompiler, JitKey } from './compiler';
 import { JitCache, JitCacheOptions } from './jit-cache';
 import { ProgramKey } from './plan';
@@ -74,7 +75,7 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
   };
   switch (key.program) {
     case 'decoder_fused':
-      return decoderFused(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
+      return decoderFused(config, { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
     case 'decoder_prefill':
       return decoderPrefill(config, { prefix: key.prefix, labels: key.labels }, options);
     case 'decoder_extend':
@@ -82,17 +83,19 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
   }
 }
 
-/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches). */
+/** The JIT cache's dims of a program key (one-letter names, stable since the first disk caches: G only when > 1). */
 function jitDims(key: ProgramKey): Record<string, number> {
-  return key.program === 'decoder_prefill'
-    ? { P: key.prefix, B: key.labels }
-    : { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
+  if (key.program === 'decoder_prefill') return { P: key.prefix, B: key.labels };
+  const dims: Record<string, number> = { P: key.prefix, N: key.items, L: key.itemLength, B: key.labels };
+  if (key.program === 'decoder_fused' && key.groups > 1) dims.G = key.groups;
+  return dims;
 }
 
 export class DecoderRunner {
   readonly jit: JitCache<Executable>;
   private readonly modelId: string;
   private readonly choices: ProgramChoices;
+  private executed = 0;
 
   constructor(
     readonly client: Client,
@@ -113,7 +116,7 @@ export class DecoderRunner {
     ];
     this.modelId = [modelId, ...tags].join('-');
     this.choices = { precision, weights: weights.weightType, prefixAttention, causalAttention };
-    this.jit = new JitCache(clientCompiler(client), { maxEntries: 48, ...jitOptions });
+    this.jit = new JitCache(clientCompiler(client), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
   key(program: ProgramKey): JitKey {
@@ -143,11 +146,17 @@ export class DecoderRunner {
             buffers.push(buffer);
           }
         }
+        this.executed++;
         return await executable.execute([...buffers, ...this.weights.buffers]);
       } finally {
         uploaded.forEach((b) => b.dispose());
       }
     });
+  }
+
+  /** Program executions started (every device pass). */
+  get executions(): number {
+    return this.executed;
   }
 
   dispose(): void {

@@ -53,6 +53,9 @@ export {
   type PlanExplanation,
 } from './scorer';
 export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
+export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type BatchPlan } from './batch-plan';
+export { BATCHINGS, type Batching } from './request-batcher';
 export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
+export { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';

@@ -1,7 +1,8 @@
 /**
  * The plan of a request, as data (SPEC.md section 6): the algorithm, its
  * buckets, and the list of device passes, each naming its program by a typed
- * key and the items (rows) it carries. `makePlan` is the only place that
+ * key and the items (rows) it carries. `makePlan` (and, for several requests
+ * in one pass, `makeBatchPlan` in batch-plan.ts) is the only place that
  * rounds sizes to buckets or splits items into chunks: the executor
  * (run-plan.ts) runs exactly these passes, the selector costs them, warmup
  * compiles their programs and `explain()` returns them.
@@ -29,6 +30,12 @@ export type ProgramKey =
   | {
       /** Query [prefix] and items [items, itemLength] in one pass; label logprobs of the query's last token and of every item. */
       readonly program: 'decoder_fused';
+      /**
+       * Queries in the pass, each with its own items and labels: 1 for one
+       * request's plan; G > 1 for a cross-request batch (makeBatchPlan).
+       * Every other size is per group.
+       */
+      readonly groups: number;
       readonly prefix: number;
       readonly items: number;
       readonly itemLength: number;
@@ -92,6 +99,12 @@ export interface Budget {
   readonly tokensPerPass: number;
   /** Most bytes of attention scores in one pass (heads x rows x keys x 4). */
   readonly scoreBytesPerPass: number;
+  /**
+   * Most token rows, queries and items together, in one cross-request pass
+   * (batch-plan.ts): G queries are G times the query's rows, which a
+   * one-request pass does not count.
+   */
+  readonly batchRowsPerPass: number;
 }
 
 /** The Scorer's fixed sizing: ladders, per-pass budget, and the model's query heads (score bytes). */
@@ -122,7 +135,7 @@ function byLength(lengths: readonly number[]): number[] {
 }
 
 /** Largest ladder value <= limit (at least the smallest rung). */
-function bucketAtMost(limit: number, ladder: readonly number[]): number {
+export function bucketAtMost(limit: number, ladder: readonly number[]): number {
   let best = ladder[0];
   for (const v of ladder) if (v <= limit) best = v;
   return best;
@@ -174,7 +187,7 @@ export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizi
   if (algorithm === 'serial') {
     const sequences = shape.itemLengths.map((l) => l + shape.queryLength);
     const passes = chunk(sequences, sizing.ladders.tokens, sizing, (l) => l).map(
-      (c): Pass => ({ program: { program: 'decoder_fused', prefix: 1, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
+      (c): Pass => ({ program: { program: 'decoder_fused', groups: 1, prefix: 1, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
     );
     return { algorithm, prefixBucket: 1, labelBucket: B, passes };
   }
@@ -182,7 +195,7 @@ export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizi
   const chunks = chunk(shape.itemLengths, sizing.ladders.itemTokens, sizing, (l) => P + l);
   if (algorithm === 'packed') {
     const passes = chunks.map(
-      (c): Pass => ({ program: { program: 'decoder_fused', prefix: P, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
+      (c): Pass => ({ program: { program: 'decoder_fused', groups: 1, prefix: P, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
     );
     return { algorithm, prefixBucket: P, labelBucket: B, passes };
   }
@@ -193,9 +206,9 @@ export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizi
   return { algorithm, prefixBucket: P, labelBucket: B, passes: [prefill, ...extends_] };
 }
 
-/** The canonical string of a program key (stable field order): for sets of programs and logs. */
+/** The canonical string of a program key (stable field order): for sets of programs and logs. G appears only when > 1. */
 export function programKeyString(key: ProgramKey): string {
-  return key.program === 'decoder_prefill'
-    ? `${key.program}(P=${key.prefix},B=${key.labels})`
-    : `${key.program}(P=${key.prefix},N=${key.items},L=${key.itemLength},B=${key.labels})`;
+  if (key.program === 'decoder_prefill') return `${key.program}(P=${key.prefix},B=${key.labels})`;
+  const groups = key.program === 'decoder_fused' && key.groups > 1 ? `G=${key.groups},` : '';
+  return `${key.program}(${groups}P=${key.prefix},N=${key.items},L=${key.itemLength},B=${key.labels})`;
 }

@@ -35,7 +35,10 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     platform: 'cpu',
     // 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core AMD EPYC
     // (items/s within 5% from 32 to 128 items per pass).
-    budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20 },
+    // A cross-request pass of up to 2560 rows: 4 groups of a 300-token query with 10 items of 20 tokens
+    // (560 rows each). scripts/bench-batching.js on the same machine, two runs at load 6-9: CPU time per
+    // item 7-18% below a request alone at G = 2 to 6, and no better at G = 8 (docs/performance.md).
+    budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20, batchRowsPerPass: 2560 },
     // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
     // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
@@ -52,7 +55,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     platform: 'cuda',
     // On an H100 (CUDA plugin of jax-cuda13-pjrt 0.11.2), a pass budget of 16,384 tokens ran the target
     // workload 40% faster than the CPU's 1,536 (2,955 against 2,111 items/s).
-    budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30 },
+    // Cross-request passes: as many rows as a one-request pass (not measured on its own yet).
+    budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30, batchRowsPerPass: 16384 },
     // Not fitted on a GPU yet: the CPU's constants, which overstate the per-pass cost there.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
     // Not measured on a GPU: the forms every plugin runs.

@@ -13,10 +13,13 @@ import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
+import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
+import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
 import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
-import { DeviceLock } from './device-lock';
+import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
+import { loadProgramCache } from './load-programs';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
@@ -24,6 +27,9 @@ import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
 import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
 import { runPlan } from './run-plan';
+import { batchPrograms, canJoinBatch, makeBatchPlan } from './batch-plan';
+import { runBatchPasses } from './run-batch';
+import { Batching, BATCHINGS, JobOutcome, RequestBatcher } from './request-batcher';
 import { scoresFromLabelLogprobs } from './scores';
 import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
 
@@ -50,8 +56,10 @@ export interface ScorerOptions {
   readonly log?: (event: Record<string, unknown>) => void;
   /** On-disk executable cache: true (default, in the cache directory), a directory, or false. */
   readonly diskCache?: boolean | string;
-  /** Bytes of query K/V kept across requests; default 512 MiB. */
+  /** Bytes of query K/V kept across requests; default DEFAULT_PREFIX_CACHE_BYTES (512 MiB). */
   readonly prefixCacheBytes?: number;
+  /** Compiled programs kept in memory (LRU); default DEFAULT_JIT_CACHE_ENTRIES (48). */
+  readonly jitCacheEntries?: number;
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
   /**
@@ -62,7 +70,7 @@ export interface ScorerOptions {
   readonly precision?: Precision;
   /**
    * How the big weight matrices live on the device: 'f32' (default), 'bf16'
-   * (half the memory), 'int8' (a quarter, per-output-channel f32 scales) or
+   * (half the memory), 'int8' (about 0.28x: blocks of 32 with an f32 scale) or
    * 'auto' (chosen per platform and host: `weightChoice` says what and why).
    * Matmuls run in f32 whatever the storage.
    */
@@ -83,6 +91,15 @@ export interface ScorerOptions {
   readonly causalAttention?: CausalAttention;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
+  /**
+   * How requests with different queries share the device (docs/scorer-api.md
+   * "Batching"): 'invariant' (default) runs every request on its own plan, so
+   * its scores are the same bit for bit whatever else is in flight;
+   * 'cross-request' runs requests that wait together (concurrent calls,
+   * `scoreBatch`) in shared passes, one query per group, within 1e-5 of
+   * their scores alone.
+   */
+  readonly batching?: Batching;
 }
 
 export interface RerankResponse {
@@ -149,6 +166,11 @@ export interface ScorerStats {
   readonly runs: Record<Algorithm, number>;
   readonly itemsScored: number;
   readonly tokensScored: number;
+  /** Program executions on the device (every pass of every plan). */
+  readonly devicePasses: number;
+  /** Cross-request passes run, and the requests they carried (batching 'cross-request'). */
+  readonly batchedPasses: number;
+  readonly batchedRequests: number;
 }
 
 /** Shapes to compile before serving: a request of query length P, N items of length L. */
@@ -159,6 +181,17 @@ export interface WarmupShape {
   readonly labels?: number;
   readonly algorithm?: Algorithm;
 }
+
+/** A request with its plan chosen, as the device runs it; `joins` when it may share a pass with other requests. */
+interface ChosenJob {
+  readonly request: NormalizedRequest;
+  readonly choice: PlanChoice;
+  readonly signal?: AbortSignal;
+  readonly joins: boolean;
+}
+
+/** Warmup compiles the shared passes of up to this many waiting requests of one shape (batching 'cross-request'). */
+const WARMUP_BATCH_REQUESTS = 16;
 
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
   return x === 'auto' || (typeof x === 'string' && (ALGORITHMS as readonly string[]).includes(x));
@@ -189,6 +222,11 @@ export class Scorer implements Disposable {
   readonly weightType: WeightType;
   /** Why this weight type (the option, or what 'auto' saw). */
   readonly weightChoice: WeightTypeChoice;
+  /** How requests with different queries share the device. */
+  readonly batching: Batching;
+  private readonly batcher: RequestBatcher<ChosenJob, ScoreResult>;
+  private batchedPasses = 0;
+  private batchedRequests = 0;
   private readonly costModel: CostModel;
   private readonly sizing: Sizing;
   private readonly requestContext: ScoreRequestContext;
@@ -199,6 +237,8 @@ export class Scorer implements Disposable {
   private tokensScored = 0;
   private disposed = false;
   private loggedItemFirst = false;
+  /** A trim of the host heap is running (releaseWhenIdle). */
+  private releasing = false;
   private readonly templateOption: string | RerankTemplate | undefined;
   private resolvedTemplate: ResolvedTemplate | null = null;
 
@@ -225,7 +265,7 @@ export class Scorer implements Disposable {
     const facts = platformFacts(this.client.platformName);
     this.platform = facts;
     this.budget = { ...facts.budget, ...options.budget };
-    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? 512 * 2 ** 20);
+    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES);
     const context = this.config.contextLength;
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
@@ -238,13 +278,15 @@ export class Scorer implements Disposable {
     this.precision = options.precision ?? 'highest';
     this.prefixAttention = options.prefixAttention ?? facts.prefixAttention;
     this.causalAttention = options.causalAttention ?? facts.causalAttention;
+    this.batching = options.batching ?? 'invariant';
+    this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs));
     this.runner = new DecoderRunner(
       this.client,
       this.config,
       this.weights,
       `${this.modelName}-${this.config.architecture}`,
       this.precision,
-      { disk: options.diskCache ?? true },
+      { disk: options.diskCache ?? true, maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES },
       { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention },
     );
     this.requestContext = {
@@ -276,10 +318,15 @@ export class Scorer implements Disposable {
     if (options.weights !== undefined && !WEIGHT_CHOICES.includes(options.weights)) {
       throw new TypeError(`weights must be one of ${WEIGHT_CHOICES.join(', ')}; got ${JSON.stringify(options.weights)}`);
     }
+    if (options.batching !== undefined && !BATCHINGS.includes(options.batching)) {
+      throw new TypeError(`batching must be one of ${BATCHINGS.join(', ')}; got ${JSON.stringify(options.batching)}`);
+    }
     for (const key of ['maxItems', 'maxRequestTokens', 'prefixCacheBytes'] as const) {
       const v = options[key];
       if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
     }
+    const entries = options.jitCacheEntries;
+    if (entries !== undefined && !(Number.isSafeInteger(entries) && entries >= 1)) throw new TypeError(`jitCacheEntries must be a positive integer, got ${entries}`);
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     const model = openModel(options.model);
@@ -294,7 +341,21 @@ export class Scorer implements Disposable {
     try {
       const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
       // Streams: each tensor is read, converted and uploaded before the next is read.
-      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType).finally(() => model.weights.close());
+      const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
+      let tokenizerSeconds = 0;
+      const buildTokenizer = (): void => {
+        const start = performance.now();
+        void model.tokenizer;
+        tokenizerSeconds = (performance.now() - start) / 1000;
+      };
+      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
+        programs: loadPrograms.programs,
+        // The tokenizer is built while the device decodes the weights (it needs none of them).
+        whileDeviceWorks: buildTokenizer,
+      }).finally(() => {
+        model.weights.close();
+        return loadPrograms.close();
+      });
       const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, weightChoice, options });
       // A template named at load must fit the model: say so now, not at the first rerank.
       if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
@@ -308,12 +369,14 @@ export class Scorer implements Disposable {
         causalAttention: scorer.causalAttention,
         weights: weightChoice.weightType,
         weightsReason: weightChoice.reason,
+        batching: scorer.batching,
         budget: scorer.budget,
         platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,
-        // Where the load time went: opening the file (config, tokenizer), then per array read, convert, upload.
-        steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
+        // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), the GGUF
+        // tokenizer (built while the device decodes), then per array read, convert, upload, and the load's programs.
+        steps: { openSeconds: (opened - started) / 1000, tokenizerSeconds, ...weights.timings },
       });
       return scorer;
     } catch (err) {
@@ -328,7 +391,7 @@ export class Scorer implements Disposable {
     return this.tokenizer.encode(text);
   }
 
-  /** Calls waiting for or holding the device. */
+  /** Calls waiting for or holding the device (each waiting call asks for one turn, even when another call's turn takes it along). */
   get pending(): number {
     return this.lock.pending;
   }
@@ -363,41 +426,36 @@ export class Scorer implements Disposable {
   /** Scores a request that `normalize`/`normalizeBody` already validated: the one path every entry takes. */
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
-    const choice = this.choose(request, options.algorithm);
-    return this.lock.run(() => this.execute(request, choice, options.signal), options.signal);
+    const job = this.chosenJob(request, options.algorithm, options.signal);
+    // A call that may share a pass waits with the others; the rest wait in the device line.
+    if (job.joins) return this.batcher.submit(job, options.signal);
+    return this.onDevice(() => this.execute(request, job.choice, options.signal), options.signal);
   }
 
   /**
-   * Scores several normalized requests in one hold of the device. Each runs
-   * its own plan, exactly as it would alone, so its scores do not depend on
-   * the others (SPEC.md section 11); requests with the same query share its
-   * prefill through the prefix cache. One request's failure or abort does not
-   * affect the others.
+   * Scores several normalized requests in one hold of the device. With
+   * batching 'invariant' each runs its own plan, exactly as it would alone,
+   * so its scores do not depend on the others (SPEC.md section 11); with
+   * 'cross-request' those that can share passes do (within 1e-5 of their
+   * scores alone). Requests with the same query share its prefill through
+   * the prefix cache. One request's failure or abort does not affect the
+   * others.
    */
   async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
     this.assertLive();
     const chosen = jobs.map((job) => {
       try {
-        return { job, choice: this.choose(job.request, options.algorithm) };
+        return { job: this.chosenJob(job.request, options.algorithm, job.signal) };
       } catch (error) {
-        return { job, error };
+        return { error };
       }
     });
     const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
-    return this.lock.run(async () => {
-      const outcomes: BatchOutcome[] = [];
-      for (const c of chosen) {
-        if ('error' in c) {
-          outcomes.push({ ok: false, error: c.error });
-          continue;
-        }
-        try {
-          outcomes.push({ ok: true, result: await this.execute(c.job.request, c.choice, c.job.signal) });
-        } catch (error) {
-          outcomes.push({ ok: false, error });
-        }
-      }
-      return outcomes;
+    return this.onDevice(async () => {
+      const runnable = chosen.flatMap((c) => ('job' in c && c.job ? [c.job] : []));
+      const ran = await this.runJobs(runnable);
+      let next = 0;
+      return chosen.map((c): BatchOutcome => ('error' in c ? { ok: false, error: c.error } : ran[next++]));
     }, live() ? undefined : AbortSignal.abort());
   }
 
@@ -451,12 +509,15 @@ export class Scorer implements Disposable {
   /**
    * Compiles exactly the programs that requests of these shapes run (progress
    * bar on stderr): the plan of each shape is made as a real request's would be.
+   * With batching 'cross-request', also the shared passes of 2 to
+   * WARMUP_BATCH_REQUESTS waiting requests of each shape.
    */
   async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
     this.assertLive();
     const programs = new Map<string, ProgramKey>();
     for (const s of shapes) {
       for (const pass of this.planFor(warmupShape(s), s.algorithm).plan.passes) programs.set(programKeyString(pass.program), pass.program);
+      if (this.mayJoin(s.algorithm)) for (const program of batchPrograms(warmupShape(s), this.sizing, WARMUP_BATCH_REQUESTS)) programs.set(programKeyString(program), program);
     }
     const items = [...programs.values()].map((program) => ({ key: this.runner.key(program), source: this.runner.source(program) }));
     await this.runner.jit.warmup(items, { progress });
@@ -469,6 +530,9 @@ export class Scorer implements Disposable {
       runs: { ...this.runs },
       itemsScored: this.itemsScored,
       tokensScored: this.tokensScored,
+      devicePasses: this.runner.executions,
+      batchedPasses: this.batchedPasses,
+      batchedRequests: this.batchedRequests,
     };
   }
 
@@ -495,6 +559,55 @@ export class Scorer implements Disposable {
     return choosePlan(shape, algorithm, this.sizing, this.costModel);
   }
 
+  /** The plan of a request, and whether it may share passes with other requests (batching 'cross-request'). */
+  private chosenJob(request: NormalizedRequest, requested: AlgorithmChoice | undefined, signal: AbortSignal | undefined): ChosenJob {
+    const choice = this.choose(request, requested);
+    const joins = this.mayJoin(requested) && canJoinBatch(shapeOf(request), this.sizing);
+    return { request, choice, joins, ...(signal ? { signal } : {}) };
+  }
+
+  /** Batching 'cross-request', and a plan that may be a group of a shared (packed) pass: a request that names serial or prefix runs that plan. */
+  private mayJoin(requested: AlgorithmChoice | undefined): boolean {
+    const algorithm = requested ?? this.defaultAlgorithm;
+    return this.batching === 'cross-request' && (algorithm === 'auto' || algorithm === 'packed');
+  }
+
+  /**
+   * Runs jobs in one hold of the device: those that join share passes
+   * (makeBatchPlan), every other one runs its own plan. Answers each job.
+   */
+  private async runJobs(jobs: readonly ChosenJob[]): Promise<JobOutcome<ScoreResult>[]> {
+    const outcomes: JobOutcome<ScoreResult>[] = new Array(jobs.length);
+    const joining = jobs.flatMap((job, i) => (job.joins && !job.signal?.aborted ? [i] : []));
+    const plan = makeBatchPlan(joining.map((i) => shapeOf(jobs[i].request)), this.sizing);
+    const together = new Set(plan.passes.flatMap((pass) => pass.groups.map((g) => joining[g.request])));
+    if (together.size > 0) {
+      const requests = joining.map((i) => jobs[i].request);
+      const logprobs = requests.map((n) => new Float32Array(n.itemTokens.length * n.labels.length));
+      try {
+        await runBatchPasses(plan.passes, requests, logprobs, this.runner);
+        this.batchedPasses += plan.passes.length;
+        this.batchedRequests += together.size;
+        joining.forEach((i, k) => {
+          if (!together.has(i)) return;
+          const job = jobs[i];
+          outcomes[i] = job.signal?.aborted ? { ok: false, error: new AbortError() } : { ok: true, result: this.result(job.request, 'packed', logprobs[k]) };
+        });
+      } catch (error) {
+        for (const i of together) outcomes[i] = { ok: false, error };
+      }
+    }
+    for (let i = 0; i < jobs.length; i++) {
+      if (together.has(i)) continue;
+      try {
+        outcomes[i] = { ok: true, result: await this.execute(jobs[i].request, jobs[i].choice, jobs[i].signal) };
+      } catch (error) {
+        outcomes[i] = { ok: false, error };
+      }
+    }
+    return outcomes;
+  }
+
   private choose(request: NormalizedRequest, requested: AlgorithmChoice | undefined): PlanChoice {
     const choice = this.planFor(shapeOf(request), requested);
     if (request.itemFirst && !this.loggedItemFirst) {
@@ -511,11 +624,42 @@ export class Scorer implements Disposable {
     const { plan } = choice;
     if (n.itemTokens.length === 0) return { scores: [], usage, algorithm: plan.algorithm, model: this.modelName };
     const logprobs = await runPlan(plan, n, { runner: this.runner, prefixCache: this.prefixCache, ...(signal ? { signal } : {}) });
+    return this.result(n, plan.algorithm, logprobs);
+  }
+
+  /** A request's answer from its label logprobs ([item][label]), counted in the stats. */
+  private result(n: NormalizedRequest, algorithm: Algorithm, logprobs: Float32Array): ScoreResult {
+    const usage: ScoreUsage = { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens };
     const scores = scoresFromLabelLogprobs(logprobs, { itemCount: n.itemTokens.length, labelCount: n.labels.length, applySoftmax: n.applySoftmax });
-    this.runs[plan.algorithm]++;
+    this.runs[algorithm]++;
     this.itemsScored += n.itemTokens.length;
     this.tokensScored += n.promptTokens;
-    return { scores, usage, algorithm: plan.algorithm, model: this.modelName };
+    return { scores, usage, algorithm, model: this.modelName };
+  }
+
+  /** Runs device work in turn (the device lock); when the device goes idle, frees the host scratch. */
+  private async onDevice<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+    try {
+      return await this.lock.run(fn, signal);
+    } finally {
+      this.releaseWhenIdle();
+    }
+  }
+
+  /**
+   * With no call waiting, gives the pages XLA's temporaries freed back to the
+   * OS (milliseconds, off the JS thread), so RSS shows live memory rather
+   * than the largest request so far. Under load the queue is never empty and
+   * nothing is trimmed: the next execution reuses those pages instead.
+   */
+  private releaseWhenIdle(): void {
+    if (this.releasing || this.lock.pending > 0) return;
+    this.releasing = true;
+    releaseFreeHostMemory()
+      .catch(() => false)
+      .finally(() => {
+        this.releasing = false;
+      });
   }
 
   private assertLive(): void {

@@ -63,8 +63,10 @@ export function passCost(pass: Pass, m: CostModel): number {
       return rows * m.flopsPerRow + rows * (P + key.itemLength) * m.flopsPerKey + m.flopsPerPass;
     }
     case 'decoder_fused': {
+      // Per group: its query and its items; groups share the pass's fixed cost.
       const rows = key.items * key.itemLength;
-      return (P + rows) * m.flopsPerRow + (P * P + rows * (P + key.itemLength)) * m.flopsPerKey + m.flopsPerPass;
+      const group = (P + rows) * m.flopsPerRow + (P * P + rows * (P + key.itemLength)) * m.flopsPerKey;
+      return key.groups * group + m.flopsPerPass;
     }
   }
 }

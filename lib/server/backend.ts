@@ -39,6 +39,9 @@ export interface BackendStats {
   readonly prefixCache?: Partial<PrefixCacheCounters>;
   readonly itemsScored?: number;
   readonly tokensScored?: number;
+  readonly devicePasses?: number;
+  readonly batchedPasses?: number;
+  readonly batchedRequests?: number;
 }
 
 export interface ScoringBackend {
@@ -53,7 +56,7 @@ export interface ScoringBackend {
   normalizeRerankBody(body: unknown): NormalizedRerank;
   /** Scores one body (the CLI). */
   scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
-  /** Scores normalized requests in one hold of the device, each exactly as it would run alone. */
+  /** Scores normalized requests in one hold of the device: each as it would run alone, or, with batching 'cross-request', in shared passes. */
   scoreBatch(jobs: readonly BackendJob[]): Promise<BackendOutcome[]>;
   stats(): BackendStats;
   /** Compiles the programs requests of these shapes use (progress bar on `progress`). */
@@ -73,6 +76,9 @@ export interface BackendLoadOptions {
   readonly rerankTemplate?: string;
   readonly precision?: 'highest' | 'default' | 'bf16';
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
+  readonly batching?: 'invariant' | 'cross-request';
+  readonly jitCacheEntries?: number;
+  readonly prefixCacheBytes?: number;
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -90,6 +96,9 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
     ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
     ...(options.precision !== undefined ? { precision: options.precision } : {}),
     ...(options.weights !== undefined ? { weights: options.weights } : {}),
+    ...(options.batching !== undefined ? { batching: options.batching } : {}),
+    ...(options.jitCacheEntries !== undefined ? { jitCacheEntries: options.jitCacheEntries } : {}),
+    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
     log: options.log,
   });
 }

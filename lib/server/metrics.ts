@@ -153,6 +153,11 @@ export class ServiceMetrics {
     });
     counterFrom('pjrt_score_scorer_items_total', 'Items the Scorer scored (all callers).', (s) => field(s.stats ?? undefined, 'itemsScored'));
     counterFrom('pjrt_score_scorer_tokens_total', 'Tokens the Scorer ran (all callers).', (s) => field(s.stats ?? undefined, 'tokensScored'));
+    counterFrom('pjrt_score_device_passes_total', 'Program executions on the device (every pass of every plan).', (s) => field(s.stats ?? undefined, 'devicePasses'));
+    counterFrom('pjrt_score_batched_passes_total', 'Device passes shared by requests with different queries (--batching cross-request).', (s) =>
+      field(s.stats ?? undefined, 'batchedPasses'),
+    );
+    counterFrom('pjrt_score_batched_requests_total', 'Requests scored in those shared passes.', (s) => field(s.stats ?? undefined, 'batchedRequests'));
   }
 
   /** One finished scoring request. `algorithm` is 'none' when nothing ran. */

@@ -4,6 +4,7 @@
  */
 import { ALGORITHM_CHOICES, AlgorithmChoice, WarmupShape } from './backend';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
+import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
 
 export interface ServeOptions {
   /** GGUF file or Hugging Face directory; default PJRT_SCORE_MODEL, else the cached default model. */
@@ -33,6 +34,16 @@ export interface ServeOptions {
   readonly precision?: 'highest' | 'default' | 'bf16';
   /** How the weight matrices live on the device: f32 (default), bf16, int8 or auto (the Scorer's `weights` option). */
   readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
+  /**
+   * How requests with different queries share the device (the Scorer's
+   * `batching` option): 'invariant' (default: each on its own plan, scores
+   * bit for bit as alone) or 'cross-request' (waiting requests share passes).
+   */
+  readonly batching?: 'invariant' | 'cross-request';
+  /** Compiled programs kept in memory (the Scorer's `jitCacheEntries`; default DEFAULT_JIT_CACHE_ENTRIES). */
+  readonly jitCacheEntries?: number;
+  /** Bytes of query K/V kept across requests (the Scorer's `prefixCacheBytes`; default DEFAULT_PREFIX_CACHE_BYTES). */
+  readonly prefixCacheBytes?: number;
 }
 
 export const DEFAULT_SERVE_OPTIONS: ServeOptions = {
@@ -56,6 +67,8 @@ export interface SettingSpec {
   readonly help: string;
   /** Smallest accepted integer. */
   readonly min?: number;
+  /** The accepted values of a string setting (checked here, so a bad value fails before the model loads). */
+  readonly choices?: readonly string[];
 }
 
 export const SERVE_SETTINGS: readonly SettingSpec[] = [
@@ -93,7 +106,31 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
   { flag: 'max-body-bytes', env: 'PJRT_SCORE_MAX_BODY_BYTES', kind: 'integer', key: 'maxBodyBytes', min: 1, help: `largest request body; more get 413 (default ${DEFAULT_SERVE_OPTIONS.maxBodyBytes}, 8 MiB)` },
   { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation: the GPU fast path)" },
   { flag: 'weights', env: 'PJRT_SCORE_WEIGHTS', kind: 'string', key: 'weights', help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (a quarter) or auto (chosen for this platform and host)' },
+  {
+    flag: 'batching',
+    env: 'PJRT_SCORE_BATCHING',
+    kind: 'string',
+    key: 'batching',
+    choices: ['invariant', 'cross-request'],
+    help: 'invariant (default: each request on its own plan, its scores bit for bit those it gets alone) or cross-request (waiting requests with different queries share device passes, within 1e-5 of alone)',
+  },
   { flag: 'rerank-template', env: 'PJRT_SCORE_RERANK_TEMPLATE', kind: 'string', key: 'rerankTemplate', help: 'template of /v1/rerank: qwen3-reranker, chatml-yes-no or llama3-yes-no (default: chosen from the model)' },
+  {
+    flag: 'jit-cache-entries',
+    env: 'PJRT_SCORE_JIT_CACHE_ENTRIES',
+    kind: 'integer',
+    key: 'jitCacheEntries',
+    min: 1,
+    help: `compiled programs kept in memory, least recently used evicted (default ${DEFAULT_JIT_CACHE_ENTRIES}; each holds host memory: see docs/service.md)`,
+  },
+  {
+    flag: 'prefix-cache-bytes',
+    env: 'PJRT_SCORE_PREFIX_CACHE_BYTES',
+    kind: 'integer',
+    key: 'prefixCacheBytes',
+    min: 0,
+    help: `bytes of query K/V kept across requests for prefix reuse, 0 for none (default ${DEFAULT_PREFIX_CACHE_BYTES}, ${DEFAULT_PREFIX_CACHE_BYTES / 2 ** 20} MiB)`,
+  },
   { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', kind: 'boolean', key: 'coalesce', help: 'do not merge waiting requests that share a query into one Scorer call' },
 ];
 
@@ -133,6 +170,7 @@ export function resolveServeOptions(
     switch (spec.kind) {
       case 'string':
         if (text === '') throw new OptionError(`${source} must not be empty`);
+        if (spec.choices && !spec.choices.includes(text)) throw new OptionError(`${source} must be one of ${spec.choices.join(', ')}, got ${JSON.stringify(text)}`);
         out[spec.key] = text;
         break;
       case 'integer':

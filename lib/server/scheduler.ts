@@ -11,8 +11,12 @@
  * Scorer runs them in one hold of the device. Each request still runs its
  * own plan, exactly as it would alone, so its scores are the same bit for bit
  * whatever it ran with (SPEC.md section 11); the batch shares the query's
- * prefill through the prefix cache. Nothing waits to form a batch: a request
- * that arrives to an idle device runs at once.
+ * prefill through the prefix cache. With the Scorer's batching
+ * 'cross-request', the head takes every waiting request along, whatever its
+ * query, and the Scorer runs those that can share passes together (each
+ * group its own query; scores within 1e-5 of alone, not bit for bit).
+ * Nothing waits to form a batch: a request that arrives to an idle device
+ * runs at once.
  */
 import type { NormalizedRequest } from '../scoring/request';
 import { Algorithm, ScoringBackend } from './backend';
@@ -41,6 +45,12 @@ export interface SchedulerOptions {
   readonly maxConcurrent: number;
   /** Run waiting requests that share query, labels and flags in one Scorer call. */
   readonly coalesce: boolean;
+  /**
+   * The Scorer batches requests with different queries (batching
+   * 'cross-request'): the head of the queue takes every waiting request
+   * along, and the Scorer decides which share passes.
+   */
+  readonly crossRequest?: boolean;
   readonly maxItems: number;
   readonly maxRequestTokens: number;
   /** One call served several requests. */
@@ -148,6 +158,7 @@ export class Scheduler {
   private takeBatch(): Waiting[] {
     const head = this.waiting.shift() as Waiting;
     const batch = [head];
+    if (this.options.crossRequest) return batch.concat(this.waiting.splice(0));
     if (head.key === null) return batch;
     const queryLength = head.job.request.queryTokens.length;
     let items = head.job.request.itemTokens.length;

@@ -11,6 +11,7 @@ import { FastifyPluginLike, createFastifyPlugin } from './fastify-plugin';
 import { ServiceLogger, createLogger, logEvent } from './log';
 import { ExpressStyleHandler, RequestListener, createExpressRouter, createRequestListener } from './node-handler';
 import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions } from './options';
+import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
 import { MountOptions, ROUTES, selectRoutes } from './routes';
 import { Phase, ScoreService } from './service';
 import { DEFAULT_WARMUP } from './warmup-spec';
@@ -140,6 +141,9 @@ async function load(
     ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
     ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
     ...(settings.weights !== undefined ? { weights: settings.weights } : {}),
+    ...(settings.batching !== undefined ? { batching: settings.batching } : {}),
+    ...(settings.jitCacheEntries !== undefined ? { jitCacheEntries: settings.jitCacheEntries } : {}),
+    ...(settings.prefixCacheBytes !== undefined ? { prefixCacheBytes: settings.prefixCacheBytes } : {}),
     log: (event) => {
       const { event: name, ...fields } = event;
       logEvent(scorerLog, 'info', typeof name === 'string' ? name : 'scorer', fields);
@@ -175,6 +179,9 @@ async function load(
     timeout_ms: settings.timeoutMs,
     max_body_bytes: settings.maxBodyBytes,
     coalesce: settings.coalesce,
+    batching: settings.batching ?? 'invariant',
+    jit_cache_entries: settings.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES,
+    prefix_cache_bytes: settings.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES,
     seconds: round((performance.now() - started) / 1000),
   });
 }
@@ -196,7 +203,7 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
 
 function definedOnly(options: object): Partial<ServeOptions> {
   const out: Record<string, unknown> = {};
-  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision', 'weights'])) {
+  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision', 'weights', 'batching', 'jitCacheEntries', 'prefixCacheBytes'])) {
     const value = (options as Record<string, unknown>)[key];
     if (value !== undefined) out[key] = value;
   }

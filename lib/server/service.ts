@@ -68,6 +68,7 @@ export class ScoreService {
       queueSize: options.queueSize,
       maxConcurrent: 1,
       coalesce: options.coalesce,
+      crossRequest: options.batching === 'cross-request',
       maxItems: options.maxItems,
       maxRequestTokens: options.maxRequestTokens,
       onBatch: (members) => this.metrics.observeBatch(members),

@@ -6,6 +6,9 @@
 // qc<chunks> (default, or '-': the platform's).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
+// BENCH_ALL_SCORES=1: also every score of the timed request, and the scores
+// of the 50 yes/no statements of test/fixtures/yes-no.json (real text, for
+// accuracy between weight types; untimed, after the timed request).
 const { Scorer } = require('../../dist');
 const { parseCausalAttentionTag, parsePrefixAttentionTag } = require('../../dist/hlo');
 const { WORKLOADS, request } = require('./workloads');
@@ -39,6 +42,9 @@ async function main() {
   const result = await scorer.score(timed);
   const seconds = (performance.now() - t1) / 1000;
   const cpu = process.cpuUsage(cpu0);
+  // Read before the yes/no request, so the peak is the workload's own.
+  const peak = peakRssBytes();
+  const yesNo = process.env.BENCH_ALL_SCORES ? (await scorer.score(require('../../test/helpers/yes-no').yesNoRequest())).scores : undefined;
   const out = {
     workload: workloadName,
     algorithm: result.algorithm,
@@ -49,10 +55,11 @@ async function main() {
     // CPU seconds of this process (all threads) for the timed request: comparable on a shared machine.
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
     firstSeconds,
-    peakRssBytes: peakRssBytes(),
+    peakRssBytes: peak,
     config: scorer.config,
     firstScores: result.scores[0],
     scores: process.env.BENCH_ALL_SCORES ? result.scores : undefined,
+    yesNoScores: yesNo,
     weights: scorer.weightType,
     prefixAttention: scorer.prefixAttention,
     causalAttention: scorer.causalAttention,

@@ -3,9 +3,12 @@
 // its first /v1/score request (small-10 shape), and how many programs it
 // compiled (from /metrics). Run twice over one executable cache: cold, then warm.
 // The time is split into its steps from the server's log: process start to
-// the model load beginning, the load itself (open: config and tokenizer;
-// read, convert, upload: the weights), then the first request.
-//   node service-start.js <cacheDir>
+// the model load beginning, the load itself (open: the file's header and
+// config; tokenizer; read, convert, upload, programs: the weights), then the
+// first request.
+//   node service-start.js <cacheDir> [packageRoot]
+// packageRoot: whose bin/pjrt-score.js to start (default this checkout; the
+// restart bench passes an older build of the project to compare with).
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
@@ -28,12 +31,34 @@ function post(port, pathname, body) {
   });
 }
 
+/**
+ * CPU seconds (user + system, all threads) a process has used, from
+ * /proc/<pid>/stat; NaN where there is none. On a shared machine this moves
+ * less than wall time.
+ */
+function processCpuSeconds(pid) {
+  try {
+    const stat = require('node:fs').readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat (11 and 12 after the command name), in clock ticks.
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    const hz = Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return ticks / hz;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The server process, killed if this script fails (else it would outlive it). */
+let child;
+
 async function main() {
   const cache = process.argv[2];
+  const packageRoot = path.resolve(process.argv[3] || path.join(__dirname, '..', '..'));
   const { DEFAULT_MODEL } = require('../../dist/model/default-model');
   const { CPU_PLUGIN } = require('../../dist/runtime/plugin-path');
   const started = Date.now();
-  const child = spawn(process.execPath, [path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js'), 'serve', '--port', '0', '--warmup', 'none'], {
+  child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'pjrt-score.js'), 'serve', '--port', '0', '--warmup', 'none'], {
     env: {
       ...process.env,
       PJRT_SCORE_CACHE: cache,
@@ -62,12 +87,20 @@ async function main() {
   });
   const body = request(WORKLOADS['small-10'], 5);
   let answer;
+  let resets = 0;
   for (;;) {
-    answer = await post(port, '/v1/score', { query: body.query, items: body.items, label_token_ids: body.labelTokenIds });
+    try {
+      answer = await post(port, '/v1/score', { query: body.query, items: body.items, label_token_ids: body.labelTokenIds });
+    } catch (err) {
+      // A connection the loading server dropped: retry as a client would, a few times, and say so.
+      if (err.code !== 'ECONNRESET' || ++resets > 5) throw err;
+      continue;
+    }
     if (answer.status !== 503) break; // still loading: retry like a client behind a readiness probe
     await new Promise((r) => setTimeout(r, 50));
   }
   const answeredAt = Date.now();
+  const cpuSeconds = processCpuSeconds(child.pid);
   const seconds = (answeredAt - started) / 1000;
   let steps;
   if (loaded) {
@@ -75,10 +108,21 @@ async function main() {
     steps = {
       startToLoad: (loadedAt - started) / 1000 - loadSeconds,
       open: loaded.steps.openSeconds,
+      // Built while the device decodes the weights (0 where the build's open step still includes it).
+      tokenizer: loaded.steps.tokenizerSeconds ?? 0,
       read: loaded.steps.readSeconds,
       convert: loaded.steps.convertSeconds,
       upload: loaded.steps.uploadSeconds,
-      loadOther: loadSeconds - loaded.steps.openSeconds - loaded.steps.readSeconds - loaded.steps.convertSeconds - loaded.steps.uploadSeconds,
+      // The load's own programs (decode, join), from the disk cache on a warm start; older builds have none.
+      programs: loaded.steps.programSeconds ?? 0,
+      loadOther:
+        loadSeconds -
+        loaded.steps.openSeconds -
+        (loaded.steps.tokenizerSeconds ?? 0) -
+        loaded.steps.readSeconds -
+        loaded.steps.convertSeconds -
+        loaded.steps.uploadSeconds -
+        (loaded.steps.programSeconds ?? 0),
       firstRequest: (answeredAt - loadedAt) / 1000,
     };
   }
@@ -86,10 +130,11 @@ async function main() {
   const compiles = Number(/^pjrt_score_jit_compiles_total(?:\{[^}]*\})? (\S+)/m.exec(metrics)?.[1] ?? NaN);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
-  process.stdout.write(`${JSON.stringify({ seconds, status: answer.status, compiles, weights: loaded?.weights, steps })}\n`);
+  process.stdout.write(`${JSON.stringify({ seconds, cpuSeconds, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`);
 }
 
 main().catch((err) => {
   console.error(err);
+  child?.kill('SIGKILL');
   process.exit(1);
 });

@@ -6,6 +6,8 @@ const WORKLOADS = {
   target: { name: 'target', description: '2000-token query, 500 items x 20 tokens', queryTokens: 2000, items: 500, itemTokens: 20 },
   'small-10': { name: 'small-10', description: '300-token query, 10 items x 10 tokens', queryTokens: 300, items: 10, itemTokens: 10 },
   'small-100': { name: 'small-100', description: '300-token query, 100 items x 10 tokens', queryTokens: 300, items: 100, itemTokens: 10 },
+  // SGLang's multi-item scoring PR workload: distinct 300-token queries, 10 items of 20 tokens each.
+  pr: { name: 'pr', description: '300-token query, 10 items x 20 tokens', queryTokens: 300, items: 10, itemTokens: 20 },
 };
 
 const LABELS = [9454, 2753];

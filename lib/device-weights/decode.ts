@@ -1,0 +1,197 @@
+/**
+ * Weight arrays decoded on the device from the file's own blocks. A GGUF
+ * matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1) is uploaded as the bytes the
+ * file stores, and one program per device array turns them into what the
+ * decoder programs take, in the weight type asked for: dequantized,
+ * transposed into [in, out] columns, parts fused side by side, stacked over
+ * layers, and for bf16 rounded to nearest even, for int8 re-quantized in
+ * blocks of INT8_BLOCK. The host never builds an f32 copy (a Q4_1 weight is
+ * 0.625 bytes read instead of 4 built, transposed and staged) and the work
+ * runs on every core the device has. Each step is the host path's rule
+ * (model/dequantize.ts, convert.ts) written in StableHLO, so the arrays are
+ * bit-equal to the host path's (test/weights-precision.test.js).
+ */
+import { FunctionBuilder } from '../hlo/builder';
+import { HloValue } from '../hlo/core';
+import { DecoderWeightSpec, INT8_BLOCK, WeightType } from '../hlo/decoder-layout';
+import { buildProgram, HloProgram } from '../hlo/program';
+import { TensorType } from '../hlo/types';
+import { GgmlType, ggmlTypeName } from '../model/gguf-types';
+
+/** The stored types a decode program reads. */
+export const DEVICE_DECODED_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.F32, GgmlType.F16, GgmlType.BF16, GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_1]);
+
+/** One source matrix of a device array, as stored: [rows, rowLength] elements in rows of rowBytes bytes. */
+export interface StoredPart {
+  readonly type: GgmlType;
+  readonly rows: number;
+  readonly rowLength: number;
+  readonly rowBytes: number;
+}
+
+/** Bytes per block and elements per block of each type decode.ts reads. */
+const BLOCKS: ReadonlyMap<GgmlType, { readonly bytes: number; readonly elements: number }> = new Map([
+  [GgmlType.F32, { bytes: 4, elements: 1 }],
+  [GgmlType.F16, { bytes: 2, elements: 1 }],
+  [GgmlType.BF16, { bytes: 2, elements: 1 }],
+  [GgmlType.Q8_0, { bytes: 34, elements: 32 }],
+  [GgmlType.Q4_0, { bytes: 18, elements: 32 }],
+  [GgmlType.Q4_1, { bytes: 20, elements: 32 }],
+]);
+
+/*
+ * The decoders below read blocks laid out [..., bytes, R]: the bytes of a
+ * block on the second-to-last axis, R blocks side by side on the last. A
+ * layer matrix is decoded with R = its rows (output channels), so every
+ * elementwise step runs along contiguous memory and the values come out
+ * already transposed ([in, out]); only the raw bytes are transposed, not
+ * the f32 values. A [V, Dm] table keeps its orientation (R = 1).
+ */
+
+/** Bytes [from, to) of each block: [..., to - from, R]. */
+function byteRange(f: FunctionBuilder, blocks: HloValue, from: number, to: number): HloValue {
+  const axis = blocks.rank - 2;
+  return f.slice(blocks, blocks.dims.map((_, i) => (i === axis ? from : 0)), blocks.dims.map((d, i) => (i === axis ? to : d)));
+}
+
+/** The `width`-byte little-endian integers at byte `at` of each block: [..., R]. */
+function littleEndian(f: FunctionBuilder, blocks: HloValue, at: number, width: 2 | 4, type: 'u16' | 'u32'): HloValue {
+  const dims = blocks.dims.filter((_, i) => i !== blocks.rank - 2);
+  let value: HloValue | undefined;
+  for (let k = 0; k < width; k++) {
+    const byte = f.convert(f.reshape(byteRange(f, blocks, at + k, at + k + 1), dims), type);
+    const shifted = k === 0 ? byte : f.shiftLeft(byte, 8 * k);
+    value = value ? f.or(value, shifted) : shifted;
+  }
+  return value!;
+}
+
+/** The f16 at byte `at` of each block, as f32 [..., R] (exact, as the host's table). */
+function halfAt(f: FunctionBuilder, blocks: HloValue, at: number): HloValue {
+  return f.convert(f.bitcastConvert(littleEndian(f, blocks, at, 2, 'u16'), 'f16'), 'f32');
+}
+
+/** The 32 4-bit values of a Q4 block's 16 bytes [..., 16, R]: low nibbles are elements 0..15, high nibbles 16..31. */
+function nibbles(f: FunctionBuilder, bytes: HloValue): HloValue {
+  const low = f.and(bytes, 15);
+  // Unsigned division by 16 is the logical shift right by 4.
+  const high = f.divide(bytes, 16);
+  return f.convert(f.concatenate([low, high], bytes.rank - 2), 'f32');
+}
+
+/** x [..., 32, R] times a per-block value [..., R]. */
+function perBlock(f: FunctionBuilder, x: HloValue, value: HloValue, op: 'multiply' | 'add'): HloValue {
+  const b = f.broadcastInDim(value, x.dims, x.dims.map((_, i) => i).filter((i) => i !== x.rank - 2));
+  return op === 'multiply' ? f.multiply(x, b) : f.add(x, b);
+}
+
+/** Blocks u8 [..., bytes, R] -> f32 [..., elements, R], the host dequantizer's values. */
+function dequantizeBlocks(f: FunctionBuilder, blocks: HloValue, type: GgmlType): HloValue {
+  const one = (x: HloValue): HloValue => f.reshape(x, [...x.dims.slice(0, -1), 1, x.dims[x.rank - 1]]);
+  switch (type) {
+    case GgmlType.F32:
+      return one(f.bitcastConvert(littleEndian(f, blocks, 0, 4, 'u32'), 'f32'));
+    case GgmlType.F16:
+      return one(halfAt(f, blocks, 0));
+    case GgmlType.BF16:
+      // bf16 is the top half of an f32.
+      return one(f.bitcastConvert(f.shiftLeft(littleEndian(f, blocks, 0, 2, 'u32'), 16), 'f32'));
+    case GgmlType.Q8_0:
+      // 34 bytes: f16 d, then 32 int8 q; value = q * d.
+      return perBlock(f, f.convert(f.bitcastConvert(byteRange(f, blocks, 2, 34), 's8'), 'f32'), halfAt(f, blocks, 0), 'multiply');
+    case GgmlType.Q4_0:
+      // 18 bytes: f16 d, 16 bytes of nibbles; value = (q - 8) * d.
+      return perBlock(f, f.subtract(nibbles(f, byteRange(f, blocks, 2, 18)), 8), halfAt(f, blocks, 0), 'multiply');
+    case GgmlType.Q4_1:
+      // 20 bytes: f16 d, f16 m, 16 bytes of nibbles; value = q * d + m (q * d is exact in f32).
+      return perBlock(f, perBlock(f, nibbles(f, byteRange(f, blocks, 4, 20)), halfAt(f, blocks, 0), 'multiply'), halfAt(f, blocks, 2), 'add');
+    default:
+      throw new RangeError(`decode: ${ggmlTypeName(type)} is not decoded on the device`);
+  }
+}
+
+/** f32 -> bf16 bits (u16), round to nearest even; NaN stays NaN (quiet): convert.ts's f32ToBf16. */
+function bf16Bits(f: FunctionBuilder, x: HloValue): HloValue {
+  const bits = f.bitcastConvert(x, 'u32');
+  const high = f.divide(bits, 0x10000);
+  const rounded = f.divide(f.add(f.add(bits, 0x7fff), f.and(high, 1)), 0x10000);
+  const nan = f.gt(f.and(bits, 0x7fffffff), 0x7f800000);
+  return f.convert(f.select(nan, f.or(high, 0x40), rounded), 'u16');
+}
+
+/**
+ * f32 values -> int8 in blocks of INT8_BLOCK along `axis` (the input axis):
+ * convert.ts's quantizeBlocksInt8, with the division and rounding in f64 as
+ * JavaScript does them. Returns q s8 (x's dims) and scales f32 (x's dims with
+ * that axis divided by the block).
+ */
+function int8Blocks(f: FunctionBuilder, x: HloValue, axis: number): { q: HloValue; scales: HloValue } {
+  const blocked = [...x.dims.slice(0, axis), x.dims[axis] / INT8_BLOCK, INT8_BLOCK, ...x.dims.slice(axis + 1)];
+  const values = f.reshape(x, blocked);
+  const scales = f.convert(f.divide(f.convert(f.reduceMax(f.abs(values), [axis + 1]), 'f64'), 127), 'f32');
+  const scale64 = f.broadcastInDim(f.convert(scales, 'f64'), blocked, blocked.map((_, i) => i).filter((i) => i !== axis + 1));
+  const ratio = f.divide(f.convert(values, 'f64'), scale64);
+  const away = f.select(f.lt(ratio, 0), f.negate(f.floor(f.add(f.negate(ratio), 0.5))), f.floor(f.add(ratio, 0.5)));
+  // A zero block has scale 0 (and 0 / 0 above): its values are 0.
+  const q = f.select(f.eq(scale64, 0), 0, f.clamp(-127, away, 127));
+  return { q: f.reshape(f.convert(q, 's8'), x.dims), scales };
+}
+
+/** What a decode program returns: the array, and for int8 its scales. */
+interface Stored {
+  data: HloValue;
+  scales?: HloValue;
+}
+
+/** A program's named outputs. */
+function named(s: Stored): Record<string, HloValue> {
+  return { data: s.data, ...(s.scales ? { scales: s.scales } : {}) };
+}
+
+/** f32 values in the weight type's storage; int8 blocks run along `inAxis`. */
+function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number): Stored {
+  if (type === 'f32') return { data: x };
+  if (type === 'bf16') return { data: bf16Bits(f, x) };
+  const { q, scales } = int8Blocks(f, x, inAxis);
+  return { data: q, scales };
+}
+
+/**
+ * The program that builds `spec` (layers [from, from + layers) of a
+ * per-layer array, or a whole [V, Dm] table) from its parts' raw rows:
+ * inputs u8 [layers, rows, rowBytes] per part (a table: one "layer"),
+ * outputs the array in the spec's element type and, for int8, its scales.
+ */
+export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPart[], type: WeightType, layers: number): HloProgram {
+  const types = parts.map((p) => ggmlTypeName(p.type)).join('_');
+  return buildProgram(`decode_${spec.name}_${type}_l${layers}_${types}`, (f) => {
+    const raw = parts.map((p, k) => f.param(new TensorType('u8', [layers, p.rows, p.rowBytes]), `part${k}`));
+    const layout = (p: StoredPart): { bytes: number; blocks: number } => {
+      const block = BLOCKS.get(p.type);
+      if (!block) throw new RangeError(`decode: ${ggmlTypeName(p.type)} is not decoded on the device`);
+      return { bytes: block.bytes, blocks: p.rowLength / block.elements };
+    };
+    if (!spec.perLayer) {
+      // A [V, Dm] table keeps the file's orientation: [V, blocks, bytes, 1].
+      const [p] = parts;
+      const { bytes, blocks } = layout(p);
+      const values = f.reshape(dequantizeBlocks(f, f.reshape(raw[0], [p.rows, blocks, bytes, 1]), p.type), [p.rows, p.rowLength]);
+      return named(store(f, values, type, 1));
+    }
+    // Layer matrices: [L, rows, blocks, bytes] -> [L, blocks, bytes, rows], decoded to [L, in, rows]:
+    // the Hugging Face rows are already the columns of the [in, width] slice. Parts stored alike are
+    // joined as bytes (side by side on the rows axis) and decoded once; others are joined decoded.
+    const byRows = parts.map((p, k) => {
+      const { bytes, blocks } = layout(p);
+      return f.transpose(f.reshape(raw[k], [layers, p.rows, blocks, bytes]), [0, 2, 3, 1]);
+    });
+    const decode = (blocks: HloValue, p: StoredPart): Stored => {
+      const rows = blocks.dims[3];
+      return store(f, f.reshape(dequantizeBlocks(f, blocks, p.type), [layers, p.rowLength, rows]), type, 1);
+    };
+    if (parts.every((p) => p.type === parts[0].type)) return named(decode(byRows.length === 1 ? byRows[0] : f.concatenate(byRows, 3), parts[0]));
+    const stored = parts.map((p, k) => decode(byRows[k], p));
+    const side = (vs: HloValue[]): HloValue => f.concatenate(vs, 2);
+    return named({ data: side(stored.map((s) => s.data)), ...(type === 'int8' ? { scales: side(stored.map((s) => s.scales!)) } : {}) });
+  });
+}

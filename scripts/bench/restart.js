@@ -1,0 +1,136 @@
+#!/usr/bin/env node
+'use strict';
+// npm run bench:restart — a restarted service with a warm executable cache,
+// from `pjrt-score serve` to the answer of its first request (small-10),
+// against an older build of this project, alternating in one run:
+//
+//   node scripts/bench/restart.js [--baseline-ref <commit>] [--rounds 5] [--weights f32]
+//
+// --baseline-ref (default fd3023e, the last commit before issue 20's weight
+// work) is exported with `git archive` into a directory under the temp dir
+// and built there with this checkout's node_modules and native addon (the
+// addon's JavaScript interface did not change since; its C++ did only for
+// the parser's stack and nesting checks). Each build has its own executable
+// cache, filled by one untimed cold start; then the two restart alternately
+// (old, new, new, old, ...). Prints the medians (wall, and CPU seconds of the
+// server process, which a shared machine moves less), their ratios, and this
+// build's start split into its steps (service-start.js). Writes
+// bench-results/restart.json.
+const { spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const { describeMachine, machine } = require('../machine');
+
+const root = path.join(__dirname, '..', '..');
+const { values: args } = parseArgs({
+  options: {
+    'baseline-ref': { type: 'string', default: 'fd3023e' },
+    rounds: { type: 'string', default: '5' },
+    weights: { type: 'string', default: 'f32' },
+  },
+});
+
+function run(command, argv, options = {}) {
+  const r = spawnSync(command, argv, { encoding: 'utf8', maxBuffer: 1 << 28, ...options });
+  if (r.status !== 0) throw new Error(`${command} ${argv.join(' ')} failed (exit ${r.status}):\n${(r.stderr || '').slice(-3000)}`);
+  return r.stdout;
+}
+
+/** The baseline's package root, built once per commit. */
+function baselineRoot(ref) {
+  const sha = run('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: root }).trim();
+  const dir = path.join(os.tmpdir(), `pjrt-score-baseline-${sha.slice(0, 12)}`);
+  if (fs.existsSync(path.join(dir, 'dist', 'index.js'))) return { dir, sha };
+  process.stderr.write(`[restart] building ${sha.slice(0, 12)} in ${dir}\n`);
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.mkdirSync(dir, { recursive: true });
+  const tar = spawnSync('git', ['archive', '--format=tar', sha], { cwd: root, maxBuffer: 1 << 30 });
+  if (tar.status !== 0) throw new Error(`git archive ${sha} failed: ${tar.stderr}`);
+  run('tar', ['-x', '-C', dir], { input: tar.stdout, encoding: 'buffer' });
+  fs.symlinkSync(fs.realpathSync(path.join(root, 'node_modules')), path.join(dir, 'node_modules'));
+  fs.symlinkSync(fs.realpathSync(path.join(root, 'build')), path.join(dir, 'build'));
+  run(process.execPath, [path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir });
+  run(process.execPath, ['scripts/write-esm-entry.js'], { cwd: dir });
+  return { dir, sha };
+}
+
+/** One restart of the service in `packageRoot` over `cache` (service-start.js, in its own process). */
+function start(cache, packageRoot, weights) {
+  const out = run(process.execPath, [path.join(__dirname, 'service-start.js'), cache, packageRoot], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
+  const r = JSON.parse(out.trim().split('\n').pop());
+  if (r.status !== 200) throw new Error(`a start answered ${r.status}`);
+  return r;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+function main() {
+  const rounds = Number(args.rounds);
+  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--rounds must be a positive integer, got ${args.rounds}`);
+  const info = machine();
+  console.log(`machine: ${describeMachine()}`);
+  const baseline = baselineRoot(args['baseline-ref']);
+  const head = run('git', ['rev-parse', 'HEAD'], { cwd: root }).trim();
+  const dirty = run('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root }).trim() !== '';
+  const builds = {
+    old: { label: `baseline ${baseline.sha.slice(0, 12)}`, root: baseline.dir, cache: fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-restart-old-')), runs: [] },
+    new: { label: `this checkout ${head.slice(0, 12)}${dirty ? ' (with uncommitted changes)' : ''}`, root, cache: fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-restart-new-')), runs: [] },
+  };
+  const loadBefore = os.loadavg();
+  try {
+    for (const b of Object.values(builds)) {
+      process.stderr.write(`[restart] ${b.label}: cold start to fill its executable cache\n`);
+      b.cold = start(b.cache, b.root, args.weights);
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const name of r % 2 === 0 ? ['old', 'new'] : ['new', 'old']) {
+        const result = start(builds[name].cache, builds[name].root, args.weights);
+        builds[name].runs.push(result);
+        process.stderr.write(`[restart] round ${r + 1}: ${name} ${result.seconds.toFixed(2)} s (${result.compiles} compiles)\n`);
+      }
+    }
+  } finally {
+    for (const b of Object.values(builds)) fs.rmSync(b.cache, { recursive: true, force: true });
+  }
+  const loadAfter = os.loadavg();
+  const summary = {};
+  for (const [name, b] of Object.entries(builds)) {
+    const steps = {};
+    for (const key of Object.keys(b.runs[0].steps ?? {})) steps[key] = median(b.runs.map((r) => r.steps[key]));
+    summary[name] = {
+      label: b.label,
+      medianSeconds: median(b.runs.map((r) => r.seconds)),
+      medianCpuSeconds: median(b.runs.map((r) => r.cpuSeconds)),
+      seconds: b.runs.map((r) => r.seconds),
+      compiles: b.runs.map((r) => r.compiles),
+      coldSeconds: b.cold.seconds,
+      steps,
+    };
+  }
+  const ratio = summary.old.medianSeconds / summary.new.medianSeconds;
+  console.log(`load average: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before, ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after`);
+  console.log(`restart with a warm executable cache to the first answered request (small-10, weights ${args.weights}), ${rounds} alternating rounds:`);
+  for (const s of Object.values(summary)) {
+    console.log(`  ${s.label}: median ${s.medianSeconds.toFixed(2)} s, ${s.medianCpuSeconds.toFixed(2)} CPU s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`);
+  }
+  console.log(`  old / new: ${ratio.toFixed(2)}x wall, ${(summary.old.medianCpuSeconds / summary.new.medianCpuSeconds).toFixed(2)}x CPU`);
+  const split = Object.entries(summary.new.steps);
+  if (split.length) console.log(`  this checkout, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
+  fs.mkdirSync(path.join(root, 'bench-results'), { recursive: true });
+  const report = { machine: info, loadAverage: { before: loadBefore, after: loadAfter }, weights: args.weights, rounds, summary, ratio, command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights}` };
+  fs.writeFileSync(path.join(root, 'bench-results', 'restart.json'), `${JSON.stringify(report, null, 2)}\n`);
+  console.log('wrote bench-results/restart.json');
+}
+
+try {
+  main();
+} catch (err) {
+  console.error(err);
+  process.exit(1);
+}

@@ -1,0 +1,78 @@
+'use strict';
+// Weights decoded on the device from a GGUF file's own blocks
+// (lib/device-weights/decode.ts) against the host path (dequantize to f32 in
+// JavaScript, transpose, convert): for every stored type the device decodes
+// (F32, F16, BF16, Q8_0, Q4_0, Q4_1) and every weight type, the arrays are
+// bit-equal, and both equal the test's own conversions (helpers/
+// weight-conversions.js) of the f32 arrays. Tiny random models written here
+// as GGUF, on the real CPU plugin;
+// llama (Q/K rows permuted in the file), qwen2 (untied LM head, biases) and
+// qwen3 (q/k norms, Hq * D != Dm).
+const test = require('tape');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { Client } = require('..');
+const { loadModel, openModel } = require('../dist/model');
+const { uploadWeights } = require('../dist/device-weights');
+const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
+const { loadProgramCache } = require('../dist/scoring/load-programs');
+const { makeTinyModel, writeTinyGguf } = require('./helpers/tiny-model');
+
+const { firstMismatch, mismatches } = require('./helpers/weight-conversions');
+
+const STORED = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1'];
+
+test('device decode equals the host path, bit for bit, for every stored type and weight type', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-decode-'));
+  const client = await Client.create();
+  // The programs asked for are listed: every matrix must have gone through a decode program, none through
+  // the host. They come through the Scorer's load cache (compiled once, then read from the disk cache).
+  const cache = loadProgramCache(client, true);
+  let compiled = [];
+  const programs = (program) => {
+    compiled.push(program.name);
+    return cache.programs(program);
+  };
+  try {
+    for (const [arch, stored] of [['llama', STORED], ['qwen2', ['Q4_1', 'F16']], ['qwen3', ['Q8_0']]]) {
+      const model = makeTinyModel(arch, 5);
+      for (const matrixType of stored) {
+        // The embedding in another type than the layers, as llama.cpp's quantizations do.
+        const embeddingType = matrixType === 'Q4_1' ? 'Q8_0' : matrixType;
+        const file = writeTinyGguf(model, path.join(dir, `${arch}-${matrixType}.gguf`), { matrixType, embeddingType });
+        const host = loadModel(file);
+        const f32 = await uploadWeights(client, host.config, host.weights, 'f32');
+        const reference = [];
+        for (const b of f32.buffers) reference.push(await b.toHost());
+        f32.dispose();
+        for (const weights of ['f32', 'bf16', 'int8']) {
+          compiled = [];
+          const opened = openModel(file);
+          // llama: every stacked array built layer by layer and joined on the device, as for models past ASSEMBLE_BYTES.
+          const byLayer = arch === 'llama';
+          const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, { programs, ...(byLayer ? { assembleBytes: 1 } : {}) });
+          opened.weights.close();
+          const fromHost = await uploadWeights(client, host.config, host.weights, weights);
+          const specs = decoderWeightSpecs(host.config, weights);
+          const matrices = specs.filter((s) => s.matrix && !(s.tiedTo && host.config.tiedEmbeddings)).map((s) => s.name);
+          const decodedNames = compiled.map((n) => /^decode_(\w+?)_/.exec(n)?.[1]).filter(Boolean);
+          t.deepEqual(decodedNames.sort(), matrices.sort(), `${arch} ${matrixType} -> ${weights}: each matrix decoded on the device${byLayer ? ' (layer by layer, joined on the device)' : ''}`);
+          const bad = [];
+          for (let i = 0; i < specs.length; i++) {
+            const m = firstMismatch(await fromFile.buffers[i].toHost(), await fromHost.buffers[i].toHost());
+            if (m) bad.push(`${specs[i].name}: ${m}`);
+          }
+          t.deepEqual(bad, [], `${arch} ${matrixType} (embedding ${embeddingType}) -> ${weights}${byLayer ? ' by layer' : ''}: ${specs.length} arrays bit-equal to the host path`);
+          if (weights !== 'f32') t.deepEqual(await mismatches(fromHost.buffers, host.config, weights, reference), [], `... and to the test's ${weights} conversion`);
+          fromFile.dispose();
+          fromHost.dispose();
+        }
+      }
+    }
+  } finally {
+    await cache.close();
+    client.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
