@@ -171,6 +171,44 @@ test('blocked: masked prefix keys have weight exactly 0, and items never change 
   });
 });
 
+test('blocked, grouped (prefixLength s32[G]): each group equals the reference alone', async (t) => {
+  const c = { P: 11, N: 2, L: 3, Hq: 4, Hkv: 2, D: 4 };
+  const groups = [
+    { ...c, prefixLength: 9, itemLengths: [3, 1] },
+    { ...c, prefixLength: 4, itemLengths: [0, 2] },
+  ];
+  const inputs = groups.map((gc, i) => makeInputs(70 + i, gc));
+  const joined = (k) => {
+    const parts = inputs.map((x) => x[k]);
+    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
+    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
+    return out;
+  };
+  const G = groups.length;
+  const forms = [{ kind: 'blocked', keyBlock: 4, loop: 'while' }, { kind: 'blocked', keyBlock: 4, loop: 'unrolled' }];
+  const prog = buildProgram('items_over_prefix_grouped', (f) => {
+    const x = {
+      itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),
+      itemK: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemK'),
+      itemV: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemV'),
+      itemLengths: f.param(TensorType.s32([G, c.N]), 'itemLengths'),
+      prefixK: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixK'),
+      prefixV: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixV'),
+      prefixLength: f.param(TensorType.s32([G]), 'prefixLength'),
+    };
+    return Object.fromEntries(forms.map((form, i) => [`out${i}`, itemsOverPrefix(f, x, form)]));
+  });
+  const outs = await runAll(prog, [0, 1, 2, 3, 4, 5, 6].map(joined));
+  const size = c.N * c.L * c.Hq * c.D;
+  forms.forEach((form, i) => {
+    groups.forEach((gc, gi) => {
+      const expect = reference(gc, inputs[gi]);
+      const got = outs[i].subarray(gi * size, (gi + 1) * size);
+      t.ok(ref.maxAbsDiff(got, expect) <= TOL, `Kb=4 ${form.loop}, group ${gi}: vs reference ${ref.maxAbsDiff(got, expect).toExponential(2)}`);
+    });
+  });
+});
+
 test('blocked: a bad key block is a build error', (t) => {
   const c = { P: 4, N: 1, L: 2, Hq: 2, Hkv: 1, D: 4 };
   t.throws(() => program(c, [{ kind: 'blocked', keyBlock: 0, loop: 'while' }]), /keyBlock must be a positive integer, got 0/);

@@ -108,6 +108,41 @@ test('chunked: other garbage in the padding rows changes no real row', async (t)
   FORMS.forEach((form, i) => t.ok(x[i].every((v, j) => Object.is(v, y[i][j])), `${form.kind}${form.queryChunks ? ` ${form.queryChunks}` : ''}: bit-identical`));
 });
 
+test('chunked, grouped (validLength s32[G]): each group equals the reference alone', async (t) => {
+  const c = { P: 10, Hq: 4, Hkv: 2, D: 4 };
+  const groups = [
+    { ...c, validLength: 10 },
+    { ...c, validLength: 6 },
+  ];
+  const inputs = groups.map((gc, i) => makeInputs(40 + i, gc));
+  const G = groups.length;
+  const joined = (k) => {
+    const parts = inputs.map((x) => x[k]);
+    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
+    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
+    return out;
+  };
+  const prog = buildProgram('causal_grouped', (f) => {
+    const q = f.param(TensorType.f32([G, c.P, c.Hq, c.D]), 'q');
+    const k = f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'k');
+    const v = f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'v');
+    const n = f.param(TensorType.s32([G]), 'validLength');
+    return { out: causalPrefix(f, q, k, v, n, { kind: 'chunked', queryChunks: 3 }) };
+  });
+  const exe = await client.compile(prog.text);
+  const buffers = await Promise.all(prog.inputs.map((spec, i) => client.upload(joined(i), spec.dims, spec.dtype)));
+  const [outBuf] = await exe.execute(buffers);
+  const out = await outBuf.toHost();
+  [...buffers, outBuf].forEach((b) => b.dispose());
+  exe.dispose();
+  const size = c.P * c.Hq * c.D;
+  groups.forEach((gc, gi) => {
+    const expect = reference(gc, inputs[gi]);
+    const got = out.subarray(gi * size, (gi + 1) * size);
+    t.ok(ref.maxAbsDiff(got, expect) <= TOL, `3 chunks, group ${gi}: vs reference ${ref.maxAbsDiff(got, expect).toExponential(2)}`);
+  });
+});
+
 test('chunked: a bad chunk count is a build error', (t) => {
   const f = () => buildProgram('bad', (b) => {
     const q = b.param(TensorType.f32([4, 2, 4]), 'q');
