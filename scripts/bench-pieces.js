@@ -5,6 +5,15 @@
 // against a 2048-key prefix cache, and the 2000-token prefill).
 //
 //   node scripts/bench-pieces.js [--runs 5] [--pass extend|prefill|both] [--json FILE]
+//                                [--forms kb256w,kb512u,...] [--causal-forms qc2,qc4,...] [--no-pieces]
+//
+// --forms adds whole extend programs with other prefix-attention forms
+// (kb<keys>w: key blocks in a while loop, kb<keys>u: unrolled; see
+// lib/hlo/attention-blocked.ts) to the same round-robin, so the forms are
+// compared alternating, in one process. --causal-forms does the same for
+// the prefill's causal attention (qc<n>: n query chunks, each against the
+// keys it sees; lib/hlo/attention-causal-chunks.ts). --no-pieces times only the whole
+// programs (and the roof).
 //
 // Each piece (scripts/bench/pieces.js) is its own program; the whole
 // decoder_extend / decoder_prefill program (real weights) and the f32 matmul
@@ -17,7 +26,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client } = require('../dist');
-const { buildProgram, decoderExtend, decoderPrefill, TensorType } = require('../dist/hlo');
+const { buildProgram, decoderExtend, decoderPrefill, parseCausalAttentionTag, parsePrefixAttentionTag, TensorType } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const { describeMachine, machine } = require('./machine');
@@ -26,11 +35,14 @@ const { extendPieces, prefillPieces } = require('./bench/pieces');
 const SHAPE = { P: 2048, prefixLength: 2000, C: 64, L: 20, labels: [9454, 2753] };
 
 function parseArgs(argv) {
-  const out = { runs: 5, pass: 'both', json: path.join(__dirname, '..', 'bench-results', 'pieces.json') };
+  const out = { runs: 5, pass: 'both', forms: [], causalForms: [], pieces: true, json: path.join(__dirname, '..', 'bench-results', 'pieces.json') };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--runs') out.runs = Number(argv[++i]);
     else if (argv[i] === '--pass') out.pass = argv[++i];
     else if (argv[i] === '--json') out.json = argv[++i];
+    else if (argv[i] === '--forms') out.forms = argv[++i].split(',').map(parsePrefixAttentionTag);
+    else if (argv[i] === '--causal-forms') out.causalForms = argv[++i].split(',').map(parseCausalAttentionTag);
+    else if (argv[i] === '--no-pieces') out.pieces = false;
     else throw new Error(`unknown argument ${argv[i]} (use --runs N, --pass extend|prefill|both, --json FILE)`);
   }
   if (!(Number.isInteger(out.runs) && out.runs >= 1)) throw new Error(`--runs must be a positive integer, got ${out.runs}`);
@@ -109,14 +121,21 @@ async function main() {
   const cases = [];
   for (const n of [1024, 2048]) cases.push({ group: 'roof', name: `f32 matmul ${n}^3`, where: 'once', flops: 2 * n ** 3, program: matmulProgram(n) });
   const passes = args.pass === 'both' ? ['extend', 'prefill'] : [args.pass];
+  const passFlops = {};
   for (const pass of passes) {
     const pieces = pass === 'extend' ? extendPieces(c, SHAPE) : prefillPieces(c, SHAPE);
-    for (const p of pieces) cases.push({ group: pass, ...p });
+    passFlops[pass] = pieces.reduce((a, k) => a + k.flops, 0);
+    if (args.pieces) for (const p of pieces) cases.push({ group: pass, ...p });
     const whole =
       pass === 'extend'
         ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, options)
         : decoderPrefill(c, { prefix: P, labels: 2 }, options);
     cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
+    const variants =
+      pass === 'extend'
+        ? args.forms.map((form) => decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: form }))
+        : args.causalForms.map((form) => decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: form }));
+    for (const variant of variants) cases.push({ group: `${pass} forms`, name: variant.name, whole: true, where: 'once', flops: NaN, program: variant });
   }
 
   process.stdout.write(`compiling ${cases.length} programs...`);
@@ -151,8 +170,9 @@ async function main() {
     const pieces = rows.filter((k) => !k.whole);
     const whole = rows.find((k) => k.whole);
     const sumMs = pieces.reduce((a, k) => a + cpuMs(k), 0);
-    const sumFlops = pieces.reduce((a, k) => a + k.flops, 0);
+    const sumFlops = passFlops[pass];
     const title = pass === 'extend' ? `extend pass: ${C} items x ${L} tokens against a ${P}-key prefix (${SHAPE.prefixLength} valid)` : `prefill pass: ${SHAPE.prefixLength} tokens in a ${P} bucket`;
+    if (!pieces.length) continue;
     console.log(`\n${title}; CPU ms per pass: median of ${args.runs} runs\n`);
     console.log('| piece | runs | CPU ms per pass | share of sum | GFLOP per pass | GFLOP per CPU-s | of roof |');
     console.log('| --- | --- | --- | --- | --- | --- | --- |');
@@ -168,6 +188,22 @@ async function main() {
       sumFlops,
       whole: { name: whole.program.name, cpuMs: cpuMs(whole), wallMs: wallMs(whole) },
     };
+  }
+  report.forms = [];
+  for (const pass of passes) {
+    const forms = cases.filter((k) => k.group === `${pass} forms`);
+    if (!forms.length) continue;
+    const base = cases.find((k) => k.group === pass && k.whole);
+    const flops = passFlops[pass];
+    console.log(`\n${pass} pass, attention forms (alternating in one process, ${args.runs} rounds; ratio: median over rounds of form / default in the same round; GFLOP: the default's)\n`);
+    console.log('| program | CPU ms (median) | CPU ms (min) | ratio to default | GFLOP per CPU-s | of roof |');
+    console.log('| --- | --- | --- | --- | --- | --- |');
+    for (const k of [base, ...forms]) {
+      const ratio = median(k.runs.map((x, r) => x.cpuMs / base.runs[r].cpuMs));
+      const ms = cpuMs(k);
+      console.log(`| ${k.program.name} | ${ms.toFixed(0)} | ${Math.min(...k.runs.map((x) => x.cpuMs)).toFixed(0)} | ${ratio.toFixed(3)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`);
+      report.forms.push({ pass, name: k.program.name, cpuMs: ms, runsCpuMs: k.runs.map((x) => x.cpuMs), ratioToDefault: ratio });
+    }
   }
   console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   fs.mkdirSync(path.dirname(args.json), { recursive: true });

@@ -29,7 +29,7 @@ export interface AttentionOptions {
   scale?: number;
 }
 
-interface Heads {
+export interface Heads {
   hq: number;
   hkv: number;
   group: number;
@@ -37,7 +37,7 @@ interface Heads {
 }
 
 /** Checks q [..., Hq, D] against k, v [..., Hkv, D] and returns the head layout. */
-function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
+export function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
   for (const [name, x] of [['q', q], ['k', k], ['v', v]] as const) {
     if (x.elementType !== 'f32') throw new HloBuildError(`${op}: ${name} must be f32, got ${x.type}`);
   }
@@ -50,16 +50,16 @@ function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
   return { hq, hkv, group: hq / hkv, d };
 }
 
-function expectDims(op: string, name: string, x: HloValue, dims: readonly number[], elementType = 'f32'): void {
+export function expectDims(op: string, name: string, x: HloValue, dims: readonly number[], elementType = 'f32'): void {
   if (x.elementType !== elementType || !sameDims(x.dims, dims)) {
     throw new HloBuildError(`${op}: ${name} must be ${elementType}${formatDims(dims)}, got ${x.type}`);
   }
 }
 
 /** Score of a masked key where masking is additive: exp(MASKED_SCORE - finite max) == 0 in f32. */
-const MASKED_SCORE = -1e30;
+export const MASKED_SCORE = -1e30;
 
-function resolveScale(opts: AttentionOptions | undefined, d: number): number {
+export function resolveScale(opts: AttentionOptions | undefined, d: number): number {
   const scale = opts?.scale ?? 1 / Math.sqrt(d);
   if (!Number.isFinite(scale)) throw new HloBuildError(`attention: scale must be a finite number, got ${scale}`);
   return scale;
@@ -156,9 +156,23 @@ export function maskedAttentionDense(f: FunctionBuilder, q: HloValue, k: HloValu
  * them as its first batch dims, so the ungrouped call emits exactly the ops
  * it always did.
  */
-function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number[] } {
+export function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number[] } {
   if (length.elementType !== 's32' || length.rank > 1) throw new HloBuildError(`${op}: lengths must be s32[] or s32[G], got ${length.type}`);
   return { lead: [...length.dims], axes: length.dims.map((_, i) => i) };
+}
+
+/** Checks the inputs of a causal prefix attention (grouped or not) and returns its sizes and group axes. */
+export function causalPrefixLayout(op: string, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue): Heads & { lead: number[]; axes: number[]; p: number } {
+  const { lead, axes } = groupAxes(op, validLength);
+  const g = lead.length;
+  if (q.rank !== g + 3 || k.rank !== g + 3) {
+    throw new HloBuildError(`${op}: q and k must be [${g ? 'G, ' : ''}P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
+  }
+  const heads = headLayout(op, q, k, v);
+  const p = q.dims[g];
+  expectDims(op, 'q', q, [...lead, p, heads.hq, heads.d]);
+  expectDims(op, 'k', k, [...lead, p, heads.hkv, heads.d]);
+  return { ...heads, lead, axes, p };
 }
 
 /**
@@ -168,16 +182,8 @@ function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number
  * [G, P, Hkv, D], validLength s32[G] -> [G, P, Hq, D], each group alone.
  */
 export function causalPrefixAttention(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {
-  const op = 'causalPrefixAttention';
-  const { lead, axes } = groupAxes(op, validLength);
+  const { lead, axes, hq, hkv, group, d, p } = causalPrefixLayout('causalPrefixAttention', q, k, v, validLength);
   const g = lead.length;
-  if (q.rank !== g + 3 || k.rank !== g + 3) {
-    throw new HloBuildError(`${op}: q and k must be [${g ? 'G, ' : ''}P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
-  }
-  const { hq, hkv, group, d } = headLayout(op, q, k, v);
-  const p = q.dims[g];
-  expectDims(op, 'q', q, [...lead, p, hq, d]);
-  expectDims(op, 'k', k, [...lead, p, hkv, d]);
   const batch = [...axes, g];
 
   // Flat layout: one GEMM per kv head, [Hkv, P*G, D] x [Hkv, D, Pk], with an
@@ -220,21 +226,25 @@ export interface ItemsOverPrefixInputs {
   prefixLength: HloValue;
 }
 
-/**
- * Item tokens against [valid prefix keys ; their own earlier keys]:
- * -> [N, L, Hq, D]. Batched over items, never across them. Grouped (a
- * prefixLength of s32[G]): -> [G, N, L, Hq, D], each item against its own
- * group's prefix only.
- */
-export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
-  const op = 'itemsOverPrefixAttention';
+/** The sizes of an items-over-prefix call, and its group axes (none for one query). */
+export interface ItemsOverPrefixLayout extends Heads {
+  lead: number[];
+  axes: number[];
+  n: number;
+  l: number;
+  p: number;
+}
+
+/** Checks the inputs of an items-over-prefix attention (grouped or not) and returns its sizes. */
+export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): ItemsOverPrefixLayout {
   const { lead, axes } = groupAxes(op, x.prefixLength);
   const g = lead.length;
   const grid = g ? 'G, N, L, H, D' : 'N, L, H, D';
   if (x.itemQ.rank !== g + 4 || x.itemK.rank !== g + 4) {
     throw new HloBuildError(`${op}: item q and k must be [${grid}], got ${formatDims(x.itemQ.dims)} and ${formatDims(x.itemK.dims)}`);
   }
-  const { hq, hkv, group, d } = headLayout(op, x.itemQ, x.itemK, x.itemV);
+  const heads = headLayout(op, x.itemQ, x.itemK, x.itemV);
+  const { hq, hkv, d } = heads;
   const [n, l] = x.itemQ.dims.slice(g);
   expectDims(op, 'itemQ', x.itemQ, [...lead, n, l, hq, d]);
   expectDims(op, 'itemK', x.itemK, [...lead, n, l, hkv, d]);
@@ -243,6 +253,18 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
   expectDims(op, 'prefixK', x.prefixK, [...lead, p, hkv, d]);
   expectDims(op, 'prefixV', x.prefixV, [...lead, p, hkv, d]);
   expectDims(op, 'itemLengths', x.itemLengths, [...lead, n], 's32');
+  return { ...heads, lead, axes, n, l, p };
+}
+
+/**
+ * Item tokens against [valid prefix keys ; their own earlier keys]:
+ * -> [N, L, Hq, D]. Batched over items, never across them. Grouped (a
+ * prefixLength of s32[G]): -> [G, N, L, Hq, D], each item against its own
+ * group's prefix only.
+ */
+export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
+  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
+  const g = lead.length;
 
   const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
 

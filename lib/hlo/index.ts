@@ -32,6 +32,10 @@ export {
   maskedAttentionFactored,
 } from './attention';
 export type { AttentionOptions, FactoredAttentionInputs, ItemsOverPrefixInputs } from './attention';
+export { itemsOverPrefix, itemsOverPrefixAttentionBlocked, parsePrefixAttentionTag, prefixAttentionTag } from './attention-blocked';
+export type { PrefixAttention } from './attention-blocked';
+export { causalPrefix, causalPrefixAttentionChunked, causalAttentionTag, parseCausalAttentionTag } from './attention-causal-chunks';
+export type { CausalAttention } from './attention-causal-chunks';
 export { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';
 export { programs } from './programs';

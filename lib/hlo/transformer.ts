@@ -20,7 +20,8 @@
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { causalPrefixAttention, itemsOverPrefixAttention } from './attention';
+import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './attention-blocked';
+import { CausalAttention, causalAttentionTag, causalPrefix } from './attention-causal-chunks';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
@@ -35,6 +36,29 @@ type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 export interface DecoderOptions extends ProgramOptions {
   /** How the big matrices are stored (decoder-layout.ts); default f32. */
   readonly weights?: WeightType;
+  /**
+   * How item tokens attend over the prefix keys (fused and extend programs):
+   * the joint softmax (default) or key blocks with an online softmax
+   * (attention-blocked.ts). A platform fact (lib/scoring/platform.ts).
+   */
+  readonly prefixAttention?: PrefixAttention;
+  /**
+   * How the query attends causally to itself (prefill and fused programs): the
+   * whole masked square (default) or query chunks against the keys they see
+   * (attention-causal-chunks.ts). A platform fact (lib/scoring/platform.ts).
+   */
+  readonly causalAttention?: CausalAttention;
+}
+
+/**
+ * `_kb256w` for a blocked prefix attention, `_qc4` for chunked causal attention
+ * (where the program has that step), '' for the default forms, whose program
+ * texts never change.
+ */
+function attentionSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
+  const a = options.prefixAttention;
+  const c = options.causalAttention;
+  return (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionTag(c)}` : '');
 }
 
 function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
@@ -274,7 +298,8 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
   if (!(Number.isInteger(G) && G >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${G}`);
   // One request has no group axis at all: its program is the one it always was.
   const lead = G === 1 ? [] : [G];
-  const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}`;
+  const suffix = attentionSuffix(options, { prefix: true, causal: true });
+  const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
   return buildProgram(name, (f) => {
     const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
@@ -303,16 +328,20 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
         const qP = grouped(rows(q, Hq, 0, prefixRows), Hq);
         const kP = grouped(rows(k, Hkv, 0, prefixRows), Hkv);
         const vP = grouped(rows(v, Hkv, 0, prefixRows), Hkv);
-        const query = causalPrefixAttention(b, qP, kP, vP, plen);
-        const items = itemsOverPrefixAttention(b, {
-          itemQ: b.reshape(rows(q, Hq, prefixRows, prefixRows + itemRows), [...lead, N, L, Hq, D]),
-          itemK: b.reshape(rows(k, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
-          itemV: b.reshape(rows(v, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
-          itemLengths: ilens,
-          prefixK: kP,
-          prefixV: vP,
-          prefixLength: plen,
-        });
+        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention);
+        const items = itemsOverPrefix(
+          b,
+          {
+            itemQ: b.reshape(rows(q, Hq, prefixRows, prefixRows + itemRows), [...lead, N, L, Hq, D]),
+            itemK: b.reshape(rows(k, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
+            itemV: b.reshape(rows(v, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
+            itemLengths: ilens,
+            prefixK: kP,
+            prefixV: vP,
+            prefixLength: plen,
+          },
+          options.prefixAttention,
+        );
         const queryRows = G === 1 ? query : b.reshape(query, [prefixRows, Hq, D]);
         return { out: b.concatenate([queryRows, b.reshape(items, [itemRows, Hq, D])], 0), carried: [] };
       },
@@ -343,7 +372,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_prefill_p${P}_b${s.labels}`, (f) => {
+  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${attentionSuffix(options, { prefix: false, causal: true })}`, (f) => {
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
@@ -361,7 +390,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
       extraCarried: [emptyCache, emptyCache],
       attention: (b, q, k, v, layer, [plen], [kCache, vCache]) => {
         const at = (cache: HloValue, x: HloValue) => b.dynamicUpdateSlice(cache, b.reshape(x, [1, P, Hkv, D]), [layer, 0, 0, 0]);
-        return { out: causalPrefixAttention(b, q, k, v, plen), carried: [at(kCache, k), at(vCache, v)] };
+        return { out: causalPrefix(b, q, k, v, plen, options.causalAttention), carried: [at(kCache, k), at(vCache, v)] };
       },
     });
     return {
@@ -390,7 +419,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}`, (f) => {
+  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${attentionSuffix(options, { prefix: true, causal: false })}`, (f) => {
     const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
@@ -409,15 +438,19 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
       extraInvariants: [prefixLength, itemLengths, kCache, vCache],
       extraCarried: [],
       attention: (b, q, k, v, layer, [plen, ilens, kc, vc]) => {
-        const items = itemsOverPrefixAttention(b, {
-          itemQ: b.reshape(q, [C, L, Hq, D]),
-          itemK: b.reshape(k, [C, L, Hkv, D]),
-          itemV: b.reshape(v, [C, L, Hkv, D]),
-          itemLengths: ilens,
-          prefixK: layerSlice(b, kc, layer),
-          prefixV: layerSlice(b, vc, layer),
-          prefixLength: plen,
-        });
+        const items = itemsOverPrefix(
+          b,
+          {
+            itemQ: b.reshape(q, [C, L, Hq, D]),
+            itemK: b.reshape(k, [C, L, Hkv, D]),
+            itemV: b.reshape(v, [C, L, Hkv, D]),
+            itemLengths: ilens,
+            prefixK: layerSlice(b, kc, layer),
+            prefixV: layerSlice(b, vc, layer),
+            prefixLength: plen,
+          },
+          options.prefixAttention,
+        );
         return { out: b.reshape(items, [C * L, Hq, D]), carried: [] };
       },
     });

@@ -4,6 +4,8 @@
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
 import { HloProgram } from '../hlo/program';
+import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/attention-blocked';
+import { CausalAttention, causalAttentionTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
 import { WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
@@ -50,8 +52,27 @@ const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
   bf16: { dotOperands: 'bf16' },
 };
 
-function buildProgram(config: DecoderDims, key: ProgramKey, precision: Precision, weights: WeightType): HloProgram {
-  const options: DecoderOptions = { ...DOT_OPTIONS[precision], ...(weights !== 'f32' ? { weights } : {}) };
+/** The attention forms of a runner; the defaults (joint, square) are what every plugin runs. */
+export interface AttentionForms {
+  readonly prefixAttention: PrefixAttention;
+  readonly causalAttention: CausalAttention;
+}
+
+export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
+
+/** How the programs compute beyond their shapes: one value per DecoderRunner. */
+interface ProgramChoices extends AttentionForms {
+  readonly precision: Precision;
+  readonly weights: WeightType;
+}
+
+function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): HloProgram {
+  const options: DecoderOptions = {
+    ...DOT_OPTIONS[c.precision],
+    ...(c.weights !== 'f32' ? { weights: c.weights } : {}),
+    ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
+    ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
+  };
   switch (key.program) {
     case 'decoder_fused':
       return decoderFused(config, { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
@@ -73,6 +94,7 @@ function jitDims(key: ProgramKey): Record<string, number> {
 export class DecoderRunner {
   readonly jit: JitCache<Executable>;
   private readonly modelId: string;
+  private readonly choices: ProgramChoices;
   private executed = 0;
 
   constructor(
@@ -82,10 +104,18 @@ export class DecoderRunner {
     modelId: string,
     readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
+    readonly attention: AttentionForms = DEFAULT_ATTENTION_FORMS,
   ) {
-    // Programs of another precision or weight type are other programs: the in-memory key says so (the disk key hashes the text).
-    const withPrecision = precision === 'highest' ? modelId : `${modelId}-${precision}`;
-    this.modelId = weights.weightType === 'f32' ? withPrecision : `${withPrecision}-w${weights.weightType}`;
+    // Programs of another precision, weight type or attention form are other programs: the in-memory key says so (the disk key hashes the text).
+    const { prefixAttention, causalAttention } = attention;
+    const tags = [
+      ...(precision === 'highest' ? [] : [precision]),
+      ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
+      ...(prefixAttention.kind === 'joint' ? [] : [prefixAttentionTag(prefixAttention)]),
+      ...(causalAttention.kind === 'square' ? [] : [causalAttentionTag(causalAttention)]),
+    ];
+    this.modelId = [modelId, ...tags].join('-');
+    this.choices = { precision, weights: weights.weightType, prefixAttention, causalAttention };
     this.jit = new JitCache(clientCompiler(client), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
@@ -95,7 +125,7 @@ export class DecoderRunner {
 
   /** The program text of a key (for warmup and the debug dump). */
   source(program: ProgramKey): () => string {
-    return () => buildProgram(this.config, program, this.precision, this.weights.weightType).text;
+    return () => buildProgram(this.config, program, this.choices).text;
   }
 
   /**

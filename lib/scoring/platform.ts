@@ -4,6 +4,8 @@
  * per-pass memory budget and the cost model's constants. A platform with no
  * entry gets the CPU's facts and is told so in the load log.
  */
+import type { PrefixAttention } from '../hlo/attention-blocked';
+import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { Budget } from './plan';
 
 /** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
@@ -18,6 +20,10 @@ export interface PlatformFacts {
   readonly platform: string;
   readonly budget: Budget;
   readonly cost: CostConstants;
+  /** How item tokens attend over the prefix keys (lib/hlo/attention-blocked.ts). */
+  readonly prefixAttention: PrefixAttention;
+  /** How the query attends causally to itself (lib/hlo/attention-causal-chunks.ts). */
+  readonly causalAttention: CausalAttention;
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -36,7 +42,13 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
     // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js',
+    // The joint softmax: key blocks with an online softmax (64-512 keys, while or unrolled) were no
+    // faster on the target extend pass on a 2-core AMD EPYC Zen 3 (0.99-1.04x in CPU time at 128-512
+    // keys, 1.17x at 64; docs/performance.md).
+    prefixAttention: { kind: 'joint' },
+    // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'Prefill: query chunks').
+    causalAttention: { kind: 'chunked', queryChunks: 4 },
+    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
   cuda: {
@@ -47,7 +59,10 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30, batchRowsPerPass: 16384 },
     // Not fitted on a GPU yet: the CPU's constants, which overstate the per-pass cost there.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-    measured: 'NVIDIA H100: budget measured on the target workload; cost constants unmeasured (the CPU fit)',
+    // Not measured on a GPU: the forms every plugin runs.
+    prefixAttention: { kind: 'joint' },
+    causalAttention: { kind: 'square' },
+    measured: 'NVIDIA H100: budget measured on the target workload; cost constants and attention forms unmeasured (the CPU fit, the joint and square forms)',
     known: true,
   },
 };

@@ -7,6 +7,8 @@ import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
+import { checkPrefixAttention, PrefixAttention } from '../hlo/attention-blocked';
+import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
@@ -73,6 +75,20 @@ export interface ScorerOptions {
    * Matmuls run in f32 whatever the storage.
    */
   readonly weights?: WeightChoice;
+  /**
+   * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
+   * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
+   * with an online softmax). Default: the platform's (lib/scoring/platform.ts),
+   * measured there. The scores agree within f32 rounding either way.
+   */
+  readonly prefixAttention?: PrefixAttention;
+  /**
+   * How the query attends causally to itself: `{ kind: 'square' }` (all P x P
+   * scores, the upper half masked) or `{ kind: 'chunked', queryChunks }`
+   * (query rows in chunks, each against the keys it sees). Default: the
+   * platform's. The scores agree within f32 rounding either way.
+   */
+  readonly causalAttention?: CausalAttention;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
   /**
@@ -198,6 +214,10 @@ export class Scorer implements Disposable {
   readonly platform: PlatformFacts;
   /** f32 dot precision of every program this Scorer runs. */
   readonly precision: Precision;
+  /** How item tokens attend over the query's keys (the option, else the platform's). */
+  readonly prefixAttention: PrefixAttention;
+  /** How the query attends causally to itself (the option, else the platform's). */
+  readonly causalAttention: CausalAttention;
   /** How the weight matrices are stored on the device. */
   readonly weightType: WeightType;
   /** Why this weight type (the option, or what 'auto' saw). */
@@ -256,12 +276,19 @@ export class Scorer implements Disposable {
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precision = options.precision ?? 'highest';
+    this.prefixAttention = options.prefixAttention ?? facts.prefixAttention;
+    this.causalAttention = options.causalAttention ?? facts.causalAttention;
     this.batching = options.batching ?? 'invariant';
     this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
-    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, {
-      disk: options.diskCache ?? true,
-      maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES,
-    });
+    this.runner = new DecoderRunner(
+      this.client,
+      this.config,
+      this.weights,
+      `${this.modelName}-${this.config.architecture}`,
+      this.precision,
+      { disk: options.diskCache ?? true, maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES },
+      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention },
+    );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
       contextLength: context,
@@ -281,6 +308,12 @@ export class Scorer implements Disposable {
     }
     if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
       throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
+    }
+    try {
+      if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
+      if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
+    } catch (err) {
+      throw new TypeError((err as Error).message);
     }
     if (options.weights !== undefined && !WEIGHT_CHOICES.includes(options.weights)) {
       throw new TypeError(`weights must be one of ${WEIGHT_CHOICES.join(', ')}; got ${JSON.stringify(options.weights)}`);
@@ -332,6 +365,8 @@ export class Scorer implements Disposable {
         path: model.path,
         platform: `${client.platformName} ${client.platformVersion}`,
         precision: scorer.precision,
+        prefixAttention: scorer.prefixAttention,
+        causalAttention: scorer.causalAttention,
         weights: weightChoice.weightType,
         weightsReason: weightChoice.reason,
         batching: scorer.batching,
