@@ -23,26 +23,32 @@ import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemsOverPrefixAttention, itemsOverPrefixLayout, resolveScale } from './attention';
 import { HloBuildError, TensorType } from './types';
+import { RowChunking, checkRowChunking, itemsOverPrefixAttentionRows, parseRowChunkingTag, rowChunkingTag } from './attention-rows';
 
 /** How item tokens attend over the prefix keys (SPEC.md section 12: chosen per platform). */
 export type PrefixAttention =
   /** One softmax over all prefix and own keys at once (itemsOverPrefixAttention). */
   | { readonly kind: 'joint' }
   /** Prefix keys in blocks of `keyBlock` with an online softmax. */
-  | { readonly kind: 'blocked'; readonly keyBlock: number; readonly loop: 'while' | 'unrolled' };
+  | { readonly kind: 'blocked'; readonly keyBlock: number; readonly loop: 'while' | 'unrolled' }
+  /** Item rows in chunks, the denominator from the value GEMM (attention-rows.ts). */
+  | RowChunking;
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
-/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`. */
+/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones`, `rc4u`. */
 export function prefixAttentionTag(a: PrefixAttention): string {
+  if (a.kind === 'rows') return rowChunkingTag(a);
   return a.kind === 'joint' ? 'joint' : `kb${a.keyBlock}${a.loop === 'while' ? 'w' : 'u'}`;
 }
 
-/** The inverse of prefixAttentionTag: `joint`, `kb256w` (while), `kb512u` (unrolled). */
+/** The inverse of prefixAttentionTag: `joint`, `kb256w` (while), `kb512u` (unrolled), `ones`, `rc4u`, `rc4w`, `rc4us`. */
 export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   if (tag === 'joint') return JOINT_PREFIX_ATTENTION;
+  const rows = parseRowChunkingTag(tag);
+  if (rows) return rows;
   const m = /^kb([1-9][0-9]*)([wu])$/.exec(tag);
-  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while) or kb<keys>u (unrolled)`);
+  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones or rc<items><w|u>[s] (row chunks)`);
   return { kind: 'blocked', keyBlock: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled' };
 }
 
@@ -50,7 +56,8 @@ export function parsePrefixAttentionTag(tag: string): PrefixAttention {
 export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
   if (a === null || typeof a !== 'object') throw new HloBuildError(`prefix attention must be { kind: 'joint' } or { kind: 'blocked', keyBlock, loop }, got ${String(a)}`);
   if (a.kind === 'joint') return a;
-  if (a.kind !== 'blocked') throw new HloBuildError(`prefix attention kind must be 'joint' or 'blocked', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
+  if (a.kind === 'rows') return checkRowChunking(a);
+  if (a.kind !== 'blocked') throw new HloBuildError(`prefix attention kind must be 'joint', 'blocked' or 'rows', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
   if (!Number.isSafeInteger(a.keyBlock) || a.keyBlock < 1) throw new HloBuildError(`prefix attention keyBlock must be a positive integer, got ${String(a.keyBlock)}`);
   if (a.loop !== 'while' && a.loop !== 'unrolled') throw new HloBuildError(`prefix attention loop must be 'while' or 'unrolled', got ${JSON.stringify(a.loop)}`);
   return a;
@@ -171,5 +178,6 @@ export function itemsOverPrefixAttentionBlocked(
 /** Items over a prefix in the chosen form (default: joint). */
 export function itemsOverPrefix(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: PrefixAttention = JOINT_PREFIX_ATTENTION, opts?: AttentionOptions): HloValue {
   const checked = checkPrefixAttention(form);
+  if (checked.kind === 'rows') return itemsOverPrefixAttentionRows(f, x, checked, opts);
   return checked.kind === 'joint' ? itemsOverPrefixAttention(f, x, opts) : itemsOverPrefixAttentionBlocked(f, x, checked, opts);
 }

@@ -34,6 +34,8 @@ export {
 export type { AttentionOptions, FactoredAttentionInputs, ItemsOverPrefixInputs } from './attention';
 export { itemsOverPrefix, itemsOverPrefixAttentionBlocked, parsePrefixAttentionTag, prefixAttentionTag } from './attention-blocked';
 export type { PrefixAttention } from './attention-blocked';
+export { itemsOverPrefixAttentionRows } from './attention-rows';
+export type { RowChunking } from './attention-rows';
 export { causalPrefix, causalPrefixAttentionChunked, causalAttentionTag, parseCausalAttentionTag } from './attention-causal-chunks';
 export type { CausalAttention } from './attention-causal-chunks';
 export { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';

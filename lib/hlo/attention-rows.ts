@@ -1,0 +1,184 @@
+/**
+ * Items over a prefix with the item rows in chunks, and the softmax
+ * denominator summed by the value GEMM: the same numbers as
+ * itemsOverPrefixAttention within f32 rounding.
+ *
+ * Why: at the target shape the prefix scores [Hkv, N, L, G, P] are ~94 MB
+ * per layer, and XLA CPU makes separate passes over them (the QK GEMM writes
+ * them, the split row max reads them, exp reads them and writes the weights,
+ * the split row sum and the value GEMM read the weights): it does not fuse
+ * producers into reductions. Two changes, each optional:
+ * - the denominator from the values: the values carry a column of ones
+ *   ([P, Hkv, D + 1]), so the value GEMM sums each row's weights in its last
+ *   column and the reduce-sum pass over the weights disappears;
+ * - row chunks: the items go in chunks of `itemsPerChunk`; a chunk runs
+ *   scores -> max -> exp -> values against all prefix keys (and its own keys)
+ *   while its score tensor can still be in cache. Items are independent, so
+ *   a chunk is exactly the joint attention of its items.
+ *
+ * Every row sees its own first key, so its max is finite and a masked prefix
+ * key (bias -1e30 folded into the QK product, as in the joint form) gets
+ * exp(-1e30 - max), exactly 0; padding rows compute finite garbage and are
+ * set to 0 at the end; an item's outputs read only its own chunk's rows.
+ */
+
+import { FunctionBuilder } from './builder';
+import { HloValue, Operand } from './core';
+import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemsOverPrefixLayout, resolveScale } from './attention';
+import { HloBuildError, TensorType } from './types';
+
+/** Row chunking of the items-over-prefix attention (a `PrefixAttention` kind, attention-blocked.ts). */
+export interface RowChunking {
+  readonly kind: 'rows';
+  /** Items per chunk; absent: all items in one chunk. */
+  readonly itemsPerChunk?: number;
+  /** `while`: one chunk body, items padded to whole chunks; `unrolled`: static slices, short last chunk. */
+  readonly loop: 'while' | 'unrolled';
+  /** `values`: a ones column in the values gives the denominator; `reduce`: a reduce-sum over the weights. */
+  readonly denominator: 'values' | 'reduce';
+}
+
+/** Checks a RowChunking value from a caller; returns it. */
+export function checkRowChunking(a: RowChunking): RowChunking {
+  if (a.itemsPerChunk !== undefined && !(Number.isSafeInteger(a.itemsPerChunk) && a.itemsPerChunk >= 1)) {
+    throw new HloBuildError(`prefix attention itemsPerChunk must be a positive integer or absent, got ${String(a.itemsPerChunk)}`);
+  }
+  if (a.loop !== 'while' && a.loop !== 'unrolled') throw new HloBuildError(`prefix attention loop must be 'while' or 'unrolled', got ${JSON.stringify(a.loop)}`);
+  if (a.denominator !== 'values' && a.denominator !== 'reduce') throw new HloBuildError(`prefix attention denominator must be 'values' or 'reduce', got ${JSON.stringify(a.denominator)}`);
+  return a;
+}
+
+/** `ones` (one chunk, denominator from the values), `rc4u`, `rc4w`, `rc4us` (s: reduce-sum denominator). */
+export function rowChunkingTag(a: RowChunking): string {
+  const sum = a.denominator === 'reduce' ? 's' : '';
+  return a.itemsPerChunk === undefined ? (sum ? 'rows-s' : 'ones') : `rc${a.itemsPerChunk}${a.loop === 'while' ? 'w' : 'u'}${sum}`;
+}
+
+/** The inverse of rowChunkingTag; undefined when the tag is not a row-chunking tag. */
+export function parseRowChunkingTag(tag: string): RowChunking | undefined {
+  if (tag === 'ones') return { kind: 'rows', loop: 'unrolled', denominator: 'values' };
+  if (tag === 'rows-s') return { kind: 'rows', loop: 'unrolled', denominator: 'reduce' };
+  const m = /^rc([1-9][0-9]*)([wu])(s?)$/.exec(tag);
+  if (!m) return undefined;
+  return { kind: 'rows', itemsPerChunk: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled', denominator: m[3] ? 'reduce' : 'values' };
+}
+
+/** What every chunk shares: the prefix keys with the mask column, the values (with ones), the sizes. */
+interface Shared {
+  g: number;
+  lead: number[];
+  axes: number[];
+  hq: number;
+  hkv: number;
+  group: number;
+  d: number;
+  l: number;
+  /** Value columns: D, or D + 1 with the ones column. */
+  dv: number;
+  ones: boolean;
+}
+
+/** [..., D] -> [..., D + 1] with a last column of ones. */
+function withOnes(f: FunctionBuilder, v: HloValue): HloValue {
+  return f.concatenate([v, f.full(TensorType.f32([...v.dims.slice(0, -1), 1]), 1)], v.rank - 1);
+}
+
+/**
+ * The joint attention of one chunk of items: qWithOne [..., n, L, Hkv, G, D + 1]
+ * (scaled queries and a column of ones), its own keys and values
+ * [..., n, L, Hkv, D(+1)], lengths [..., n] -> [..., n, L, Hq, D].
+ */
+function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: HloValue, itemV: HloValue, itemLengths: HloValue, kWithBias: HloValue, prefixV: HloValue): HloValue {
+  const { g, lead, axes, hq, hkv, group, d, l, dv } = s;
+  const n = qWithOne.dims[g];
+  const keyAxis = g + 4;
+  // Prefix scores [..., Hkv, n, L, G, P], masked by the bias column.
+  const prefixScores = b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] });
+  // Own scores [..., Hkv, n, L, G, Lk]; the queries without their ones column.
+  const q = b.slice(qWithOne, axes.map(() => 0).concat([0, 0, 0, 0, 0]), [...lead, n, l, hkv, group, d]);
+  const ownScores = b.dotGeneral(q, itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] });
+  const causal = b.le(b.iota(TensorType.s32([l, l]), 1), b.iota(TensorType.s32([l, l]), 0));
+  const own = b.select(b.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]), ownScores, -Infinity);
+  // Finite for every row: own key 0 is visible from every row.
+  const max = b.maximum(b.reduceMax(prefixScores, [keyAxis]), b.reduceMax(own, [keyAxis]));
+  const prefixWeights = b.exponential(b.subtract(prefixScores, b.expandReduced(max, prefixScores.dims, [keyAxis])));
+  const ownWeights = b.exponential(b.subtract(own, b.expandReduced(max, own.dims, [keyAxis])));
+  // [..., Hkv, n, L, G, P] x [..., P, Hkv, Dv] and [..., Hkv, n, L, G, Lk] x [..., n, Lk, Hkv, Dv] -> [..., Hkv, n, L, G, Dv]
+  const acc = b.add(
+    b.dotGeneral(prefixWeights, prefixV, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [keyAxis], rhsContract: [g] }),
+    b.dotGeneral(ownWeights, itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [keyAxis], rhsContract: [g + 1] }),
+  );
+  const rows = max.dims;
+  const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
+  let numerator: HloValue;
+  let sum: HloValue;
+  if (s.ones) {
+    numerator = b.slice(acc, zeros(rows.length + 1), [...rows, d]);
+    sum = b.reshape(b.slice(acc, [...zeros(rows.length), d], [...rows, dv]), rows);
+  } else {
+    numerator = acc;
+    sum = b.add(b.reduceSum(prefixWeights, [keyAxis]), b.reduceSum(ownWeights, [keyAxis]));
+  }
+  // A row's sum is >= 1 (its max key has weight 1); guard anyway, as the joint form does.
+  const safe = b.select(b.gt(sum, 0), sum, 1);
+  const out = b.divide(numerator, b.expandReduced(safe, numerator.dims, [keyAxis]));
+  // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
+  const realRow = b.lt(b.iota(TensorType.s32([...lead, n, l]), g + 1), b.broadcastInDim(itemLengths, [...lead, n, l], [...axes, g]));
+  const tokensFirst = b.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., n, L, Hkv, G, D]
+  const zeroed = b.select(b.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
+  return b.reshape(zeroed, [...lead, n, l, hq, d]);
+}
+
+/**
+ * itemsOverPrefixAttention with the items in chunks and/or the denominator
+ * from the value GEMM: -> [N, L, Hq, D]; grouped (prefixLength s32[G]) ->
+ * [G, N, L, Hq, D], each group against its own prefix.
+ */
+export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPrefixInputs, chunking: RowChunking, opts?: AttentionOptions): HloValue {
+  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionRows', x);
+  checkRowChunking(chunking);
+  const g = lead.length;
+  const ones = chunking.denominator === 'values';
+  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones };
+  const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
+
+  // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention).
+  const prefixKeyValid = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(x.prefixLength, [...lead, p], axes));
+  const bias = f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE));
+  const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [...lead, p, hkv, 1], [...axes, g])], g + 2);
+  const prefixV = ones ? withOnes(f, x.prefixV) : x.prefixV;
+  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
+  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
+  const itemV = ones ? withOnes(f, x.itemV) : x.itemV;
+
+  const k = Math.min(chunking.itemsPerChunk ?? n, Math.max(n, 1));
+  const chunks = n === 0 ? 0 : Math.ceil(n / k);
+  if (chunks <= 1) return attendChunk(f, s, qWithOne, x.itemK, itemV, x.itemLengths, kWithBias, prefixV);
+
+  // An item's slice of a [..., N, ...] tensor (item axis g).
+  const itemSlice = (t: HloValue, start: number, end: number): HloValue => f.slice(t, t.dims.map((_, i) => (i === g ? start : 0)), t.dims.map((dim, i) => (i === g ? end : dim)));
+  if (chunking.loop === 'unrolled') {
+    const outs: HloValue[] = [];
+    for (let start = 0; start < n; start += k) {
+      const end = Math.min(n, start + k);
+      outs.push(attendChunk(f, s, itemSlice(qWithOne, start, end), itemSlice(x.itemK, start, end), itemSlice(itemV, start, end), itemSlice(x.itemLengths, start, end), kWithBias, prefixV));
+    }
+    return f.concatenate(outs, g);
+  }
+
+  // while: items padded to whole chunks (length 0: padding rows, output 0), one chunk per iteration.
+  const padded = chunks * k;
+  const grow = (t: HloValue): HloValue => (padded === n ? t : f.pad(t, 0, zeros(t.rank), t.dims.map((_, i) => (i === g ? padded - n : 0))));
+  const init = f.full(TensorType.f32([...lead, padded, l, hq, d]), 0);
+  const [out] = f.forLoop(
+    { count: chunks, carried: [init], invariants: [grow(qWithOne), grow(x.itemK), grow(itemV), grow(x.itemLengths), kWithBias, prefixV] },
+    (b, i, [acc], [q1, ik, iv, il, kb, pv]) => {
+      const start = b.multiply(i, k);
+      const at = (t: HloValue): Operand[] => t.dims.map((_, a) => (a === g ? start : 0));
+      const take = (t: HloValue): HloValue => b.dynamicSlice(t, at(t), t.dims.map((dim, a) => (a === g ? k : dim)));
+      const chunk = attendChunk(b, s, take(q1), take(ik), take(iv), take(il), kb, pv);
+      return [b.dynamicUpdateSlice(acc, chunk, at(acc))];
+    },
+  );
+  return padded === n ? out : f.slice(out, zeros(out.rank), [...lead, n, l, hq, d]);
+}

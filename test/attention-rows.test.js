@@ -1,0 +1,276 @@
+'use strict';
+// Items-over-prefix attention with row chunks and the denominator from the
+// value GEMM (lib/hlo/attention-rows.ts), on the real CPU plugin: against the
+// float64 JS reference and the joint form (within 1e-5 relative) on odd
+// sizes (item counts that are not whole chunks, padding keys, L = 1, GQA,
+// empty items), padding rows exactly 0, masked keys with weight exactly 0 and
+// items isolated bit for bit, the grouped (G-axis) call, and the default
+// model's extend program and Scorer against the joint form.
+const test = require('tape');
+const { Client } = require('../dist/runtime');
+const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
+const { loadModel } = require('../dist/model');
+const { uploadWeights } = require('../dist/device-weights');
+const ref = require('./helpers/attention-reference');
+
+const TOL = 1e-5;
+const REL = 1e-5;
+const ABS = 1e-6;
+let client;
+
+/** |a - b| <= 1e-6 + 1e-5 |b| everywhere; `worst` is the largest |a - b| / (1e-6 + 1e-5 |b|) (<= 1 passes). */
+function closeRel(a, b) {
+  let worst = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length && worst <= 1; i++) {
+    const d = Math.abs(a[i] - b[i]) / (ABS + REL * Math.abs(b[i]));
+    worst = Number.isNaN(d) ? Infinity : Math.max(worst, d);
+  }
+  return { ok: worst <= 1, worst };
+}
+
+// The joint form first, then row forms by tag: one chunk (ones column; reduce-sum), chunks of 1, 2 and 4
+// items unrolled and in a while loop, with either denominator.
+const TAGS = ['joint', 'ones', 'rows-s', 'rc1u', 'rc2u', 'rc2w', 'rc4w', 'rc2us', 'rc2ws'];
+const FORMS = TAGS.map(parsePrefixAttentionTag);
+
+/** One program: the same inputs through every form, one output per form. */
+function program({ P, N, L, Hq, Hkv, D }, forms) {
+  return buildProgram('items_over_prefix_forms', (f) => {
+    const x = {
+      itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
+      itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
+      itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
+      itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
+      prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
+      prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
+      prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
+    };
+    return Object.fromEntries(forms.map((form, i) => [`out${i}`, itemsOverPrefix(f, x, form)]));
+  });
+}
+
+async function runAll(prog, inputs) {
+  const exe = await client.compile(prog.text);
+  const buffers = await Promise.all(prog.inputs.map((spec, i) => client.upload(inputs[i], spec.dims, spec.dtype)));
+  const outs = await exe.execute(buffers);
+  const host = await Promise.all(outs.map((o) => o.toHost()));
+  for (const b of [...buffers, ...outs]) b.dispose();
+  exe.dispose();
+  return host;
+}
+
+/** Random inputs; padding slots (keys past prefixLength, tokens past an item's length) hold large finite garbage. */
+function makeInputs(seed, c) {
+  const next = ref.rng(seed);
+  const { P, N, L, Hq, Hkv, D, prefixLength, itemLengths } = c;
+  const itemQ = ref.randomF32(next, N * L * Hq * D);
+  const itemK = ref.randomF32(next, N * L * Hkv * D);
+  const itemV = ref.randomF32(next, N * L * Hkv * D);
+  const prefixK = ref.randomF32(next, P * Hkv * D);
+  const prefixV = ref.randomF32(next, P * Hkv * D);
+  for (let p = prefixLength; p < P; p++) {
+    for (let j = 0; j < Hkv * D; j++) {
+      prefixK[p * Hkv * D + j] = (next() - 0.5) * 1e4;
+      prefixV[p * Hkv * D + j] = (next() - 0.5) * 1e6;
+    }
+  }
+  return [itemQ, itemK, itemV, Int32Array.from(itemLengths), prefixK, prefixV, Int32Array.of(prefixLength)];
+}
+
+function reference(c, inputs) {
+  const [itemQ, itemK, itemV, itemLengths, prefixK, prefixV] = inputs;
+  const { P, N, L, Hq, Hkv, D, prefixLength } = c;
+  return ref.factoredAttention({
+    queryQ: new Float32Array(P * Hq * D),
+    queryK: prefixK,
+    queryV: prefixV,
+    queryLength: prefixLength,
+    itemQ,
+    itemK,
+    itemV,
+    itemLengths,
+    P,
+    N,
+    L,
+    Hq,
+    Hkv,
+    D,
+  }).itemOut;
+}
+
+// Item counts that are not whole chunks of 2 or 4, padding keys, L = 1, empty items, GQA, an empty prefix.
+const CASES = [
+  { name: 'N=3, P=13, 2 padding keys, GQA 3', P: 13, prefixLength: 11, N: 3, L: 4, itemLengths: [4, 2, 0], Hq: 6, Hkv: 2, D: 8 },
+  { name: 'L=1, one item, P=9 all valid', P: 9, prefixLength: 9, N: 1, L: 1, itemLengths: [1], Hq: 2, Hkv: 2, D: 4 },
+  { name: 'P=1, N=2', P: 1, prefixLength: 1, N: 2, L: 3, itemLengths: [3, 1], Hq: 3, Hkv: 1, D: 5 },
+  { name: 'prefix all padding (prefixLength 0): items see only themselves', P: 10, prefixLength: 0, N: 2, L: 3, itemLengths: [2, 3], Hq: 2, Hkv: 1, D: 4 },
+  { name: 'larger: P=70, 64 valid, 9 items of up to 6', P: 70, prefixLength: 64, N: 9, L: 6, itemLengths: [6, 1, 0, 5, 3, 6, 2, 4, 6], Hq: 9, Hkv: 3, D: 16 },
+];
+
+test('setup: CPU client', async (t) => {
+  client = await Client.create();
+  t.equal(client.platformName, 'cpu');
+});
+
+test('row-chunking tags round-trip, and bad forms are build errors', (t) => {
+  for (const tag of TAGS) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
+  t.throws(() => parsePrefixAttentionTag('rc0u'), /is not joint/);
+  const c = { P: 4, N: 1, L: 2, Hq: 2, Hkv: 1, D: 4 };
+  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 0, loop: 'while', denominator: 'values' }]), /itemsPerChunk must be a positive integer or absent, got 0/);
+  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 2, loop: 'sometimes', denominator: 'values' }]), /loop must be 'while' or 'unrolled'/);
+  t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'guess' }]), /denominator must be 'values' or 'reduce'/);
+  t.end();
+});
+
+CASES.forEach((c, ci) => {
+  test(`row forms equal the reference and the joint form: ${c.name}`, async (t) => {
+    const inputs = makeInputs(900 + ci, c);
+    const outs = await runAll(program(c, FORMS), inputs);
+    const expect = reference(c, inputs);
+    const joint = outs[0];
+    t.ok(ref.maxAbsDiff(joint, expect) <= TOL, `joint vs reference: ${ref.maxAbsDiff(joint, expect).toExponential(2)}`);
+    const w = c.Hq * c.D;
+    const padRows = [];
+    c.itemLengths.forEach((len, n) => {
+      for (let j = len; j < c.L; j++) padRows.push(n * c.L + j);
+    });
+    TAGS.slice(1).forEach((tag, i) => {
+      const out = outs[i + 1];
+      t.ok(out.every(Number.isFinite), `${tag}: finite`);
+      t.ok(ref.maxAbsDiff(out, expect) <= TOL, `${tag} vs reference: ${ref.maxAbsDiff(out, expect).toExponential(2)}`);
+      const { ok, worst } = closeRel(out, joint);
+      t.ok(ok, `${tag} vs joint within 1e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
+      t.ok(padRows.every((r) => out.subarray(r * w, (r + 1) * w).every((v) => v === 0)), `${tag}: padding rows are exactly 0 (${padRows.length})`);
+    });
+  });
+});
+
+test('row forms: masked prefix keys have weight exactly 0, and items never change each other', async (t) => {
+  const c = CASES[0];
+  const tags = TAGS.slice(1);
+  const prog = program(c, tags.map(parsePrefixAttentionTag));
+  const base = makeInputs(42, c);
+  const a = await runAll(prog, base);
+  const regarbage = base.map((x) => x.slice());
+  const rng = ref.rng(7);
+  for (let i = c.prefixLength * c.Hkv * c.D; i < c.P * c.Hkv * c.D; i++) {
+    regarbage[4][i] = (rng() - 0.5) * 1e6;
+    regarbage[5][i] = (rng() - 0.5) * 1e8;
+  }
+  const b = await runAll(prog, regarbage);
+  tags.forEach((tag, i) => t.ok(a[i].every((x, j) => Object.is(x, b[i][j])), `${tag}: other masked-key garbage, bit-identical`));
+  const changed = base.map((x) => x.slice());
+  const { L, Hq, Hkv, D } = c;
+  for (let j = 0; j < L * Hq * D; j++) changed[0][L * Hq * D + j] = rng() - 0.5;
+  for (let j = 0; j < L * Hkv * D; j++) {
+    changed[1][L * Hkv * D + j] = rng() - 0.5;
+    changed[2][L * Hkv * D + j] = rng() - 0.5;
+  }
+  const d = await runAll(prog, changed);
+  const rows = L * Hq * D;
+  tags.forEach((tag, i) => {
+    const same = [0, 2].every((n) => a[i].subarray(n * rows, (n + 1) * rows).every((x, j) => Object.is(x, d[i][n * rows + j])));
+    t.ok(same, `${tag}: item 1 changed, items 0 and 2 bit-identical`);
+    t.notOk(a[i].subarray(rows, 2 * rows).every((x, j) => Object.is(x, d[i][rows + j])), `${tag}: item 1 itself changed`);
+  });
+});
+
+test('row forms, grouped (prefixLength s32[G]): each group equals the reference alone', async (t) => {
+  const c = { P: 11, N: 3, L: 3, Hq: 4, Hkv: 2, D: 4 };
+  const groups = [
+    { ...c, prefixLength: 9, itemLengths: [3, 1, 2] },
+    { ...c, prefixLength: 4, itemLengths: [0, 2, 3] },
+  ];
+  const inputs = groups.map((gc, i) => makeInputs(170 + i, gc));
+  const joined = (k) => {
+    const parts = inputs.map((x) => x[k]);
+    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
+    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
+    return out;
+  };
+  const G = groups.length;
+  const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws'];
+  const prog = buildProgram('items_over_prefix_rows_grouped', (f) => {
+    const x = {
+      itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),
+      itemK: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemK'),
+      itemV: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemV'),
+      itemLengths: f.param(TensorType.s32([G, c.N]), 'itemLengths'),
+      prefixK: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixK'),
+      prefixV: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixV'),
+      prefixLength: f.param(TensorType.s32([G]), 'prefixLength'),
+    };
+    return Object.fromEntries(tags.map((tag, i) => [`out${i}`, itemsOverPrefix(f, x, parsePrefixAttentionTag(tag))]));
+  });
+  const outs = await runAll(prog, [0, 1, 2, 3, 4, 5, 6].map(joined));
+  const size = c.N * c.L * c.Hq * c.D;
+  tags.forEach((tag, i) => {
+    groups.forEach((gc, gi) => {
+      const expect = reference(gc, inputs[gi]);
+      const got = outs[i].subarray(gi * size, (gi + 1) * size);
+      t.ok(ref.maxAbsDiff(got, expect) <= TOL, `${tag}, group ${gi}: vs reference ${ref.maxAbsDiff(got, expect).toExponential(2)}`);
+    });
+  });
+});
+
+test('default model: extend with row forms equals the joint extend within 1e-5 relative', async (t) => {
+  const model = loadModel();
+  const weights = await uploadWeights(client, model.config, model.weights);
+  const P = 40;
+  const queryLength = 37;
+  const [C, L, B] = [5, 5, 2];
+  const query = Int32Array.from({ length: P }, (_, i) => (i < queryLength ? 100 + ((i * 7919) % 40000) : 0));
+  const items = Int32Array.from({ length: C * L }, (_, i) => 200 + ((i * 104729) % 40000));
+  const lengths = Int32Array.of(5, 1, 3, 5, 0);
+  const labels = Int32Array.of(9454, 2753);
+  const opts = { dotPrecision: 'HIGHEST' };
+  const prefill = await client.compile(decoderPrefill(model.config, { prefix: P, labels: B }, opts).text);
+  const up = (data, dims) => client.upload(data, dims);
+  const [qBuf, qLen, lbBuf, itBuf, lenBuf] = [await up(query, [P]), await up(Int32Array.of(queryLength), []), await up(labels, [B]), await up(items, [C, L]), await up(lengths, [C])];
+  const [kCache, vCache, prefixOut] = await prefill.execute([qBuf, qLen, lbBuf, ...weights.buffers]);
+  const results = [];
+  for (const tag of ['joint', 'ones', 'rc2u', 'rc2w']) {
+    const prog = decoderExtend(model.config, { prefix: P, items: C, itemLength: L, labels: B }, { ...opts, prefixAttention: parsePrefixAttentionTag(tag) });
+    const exe = await client.compile(prog.text);
+    const [out] = await exe.execute([itBuf, lenBuf, qLen, kCache, vCache, lbBuf, ...weights.buffers]);
+    results.push({ name: prog.name, logprobs: await out.toHost() });
+    out.dispose();
+    exe.dispose();
+  }
+  const probs = (x) => Float64Array.from(x, Math.exp);
+  const joint = results[0];
+  t.ok(joint.logprobs.every(Number.isFinite), `${joint.name}: finite`);
+  for (const r of results.slice(1)) {
+    t.notEqual(r.name, joint.name, `its own program name: ${r.name}`);
+    const { ok, worst } = closeRel(probs(r.logprobs), probs(joint.logprobs));
+    t.ok(ok, `${r.name}: label probabilities within 1e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`);
+  }
+  for (const b of [qBuf, qLen, lbBuf, itBuf, lenBuf, kCache, vCache, prefixOut]) b.dispose();
+  prefill.dispose();
+  weights.dispose();
+});
+
+test('Scorer: a row form gives the joint form\'s scores within 1e-5 relative', async (t) => {
+  const { Scorer } = require('../dist/scoring/scorer');
+  await Scorer.load({ prefixAttention: { kind: 'rows', itemsPerChunk: -1, loop: 'while', denominator: 'values' } }).then(
+    () => t.fail('a bad chunk must be refused'),
+    (error) => t.ok(error instanceof TypeError && /itemsPerChunk must be a positive integer or absent, got -1/.test(error.message), `refused: ${error.message}`),
+  );
+  const joint = await Scorer.load({ diskCache: false, prefixAttention: { kind: 'joint' } });
+  const rows = await Scorer.load({ diskCache: false, prefixAttention: parsePrefixAttentionTag('rc2u') });
+  const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe', ' a stone'], labelTokenIds: [9805, 787] };
+  for (const algorithm of ['prefix', 'packed']) {
+    const a = await joint.score({ ...request, algorithm });
+    const b = await rows.score({ ...request, algorithm });
+    t.equal(b.algorithm, algorithm);
+    const { ok, worst } = closeRel(b.scores.flat(), a.scores.flat());
+    t.ok(ok, `${algorithm}: rc2u within 1e-5 relative of joint (worst ${worst.toFixed(3)} of the bound)`);
+  }
+  joint.dispose();
+  rows.dispose();
+});
+
+test('teardown', (t) => {
+  client.dispose();
+  t.end();
+});
