@@ -29,8 +29,8 @@ function closeRel(a, b) {
 }
 
 // The joint form first, then row forms by tag: one chunk (ones column; reduce-sum), chunks of 1, 2 and 4
-// items unrolled and in a while loop, with either denominator.
-const TAGS = ['joint', 'ones', 'rows-s', 'rc1u', 'rc2u', 'rc2w', 'rc4w', 'rc2us', 'rc2ws'];
+// items unrolled, ordered and in a while loop, with either denominator, and shifted by the own keys' max (_own).
+const TAGS = ['joint', 'ones', 'rsum', 'rc1u', 'rc2u', 'rc2o', 'rc2w', 'rc4w', 'rc2us', 'rc2ws', 'ones_own', 'rsum_own', 'rc2u_own', 'rc2w_own', 'rc2ws_own'];
 const FORMS = TAGS.map(parsePrefixAttentionTag);
 
 /** One program: the same inputs through every form, one output per form. */
@@ -105,7 +105,35 @@ const CASES = [
   { name: 'P=1, N=2', P: 1, prefixLength: 1, N: 2, L: 3, itemLengths: [3, 1], Hq: 3, Hkv: 1, D: 5 },
   { name: 'prefix all padding (prefixLength 0): items see only themselves', P: 10, prefixLength: 0, N: 2, L: 3, itemLengths: [2, 3], Hq: 2, Hkv: 1, D: 4 },
   { name: 'larger: P=70, 64 valid, 9 items of up to 6', P: 70, prefixLength: 64, N: 9, L: 6, itemLengths: [6, 1, 0, 5, 3, 6, 2, 4, 6], Hq: 9, Hkv: 3, D: 16 },
+  // Prefix keys 400x larger: prefix scores exceed the own keys' max by more than 88, so exp overflows
+  // under the own-max shift and those chunks are redone with the true max.
+  { name: 'hot prefix keys (own-max shift overflows)', P: 7, prefixLength: 6, N: 3, L: 3, itemLengths: [3, 2, 3], Hq: 4, Hkv: 2, D: 8, hot: 400 },
 ];
+
+/** The largest (prefix score - own keys' max) over the real rows of a case, in float64. */
+function largestPrefixExcess(c, inputs) {
+  const [itemQ, itemK, , itemLengths, prefixK] = inputs;
+  const { N, L, Hq, Hkv, D, prefixLength } = c;
+  const G = Hq / Hkv;
+  const dot = (a, ai, b, bi) => {
+    let x = 0;
+    for (let e = 0; e < D; e++) x += a[ai + e] * b[bi + e];
+    return x / Math.sqrt(D);
+  };
+  let worst = -Infinity;
+  for (let n = 0; n < N; n++) {
+    for (let j = 0; j < itemLengths[n]; j++) {
+      for (let h = 0; h < Hq; h++) {
+        const qi = ((n * L + j) * Hq + h) * D;
+        const kv = Math.floor(h / G);
+        let own = -Infinity;
+        for (let jj = 0; jj <= j; jj++) own = Math.max(own, dot(itemQ, qi, itemK, ((n * L + jj) * Hkv + kv) * D));
+        for (let p = 0; p < prefixLength; p++) worst = Math.max(worst, dot(itemQ, qi, prefixK, (p * Hkv + kv) * D) - own);
+      }
+    }
+  }
+  return worst;
+}
 
 test('setup: CPU client', async (t) => {
   client = await Client.create();
@@ -117,14 +145,20 @@ test('row-chunking tags round-trip, and bad forms are build errors', (t) => {
   t.throws(() => parsePrefixAttentionTag('rc0u'), /is not joint/);
   const c = { P: 4, N: 1, L: 2, Hq: 2, Hkv: 1, D: 4 };
   t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 0, loop: 'while', denominator: 'values' }]), /itemsPerChunk must be a positive integer or absent, got 0/);
-  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 2, loop: 'sometimes', denominator: 'values' }]), /loop must be 'while' or 'unrolled'/);
+  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 2, loop: 'sometimes', denominator: 'values' }]), /loop must be 'while', 'unrolled' or 'ordered'/);
   t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'guess' }]), /denominator must be 'values' or 'reduce'/);
+  t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'values', shift: 'min' }]), /shift must be 'max' or 'own'/);
   t.end();
 });
 
 CASES.forEach((c, ci) => {
   test(`row forms equal the reference and the joint form: ${c.name}`, async (t) => {
     const inputs = makeInputs(900 + ci, c);
+    if (c.hot) {
+      for (let i = 0; i < c.prefixLength * c.Hkv * c.D; i++) inputs[4][i] *= c.hot;
+      const excess = largestPrefixExcess(c, inputs);
+      t.ok(excess > 89, `a prefix score exceeds its row's own max by ${excess.toFixed(0)} (> 88: exp overflows under the own-max shift)`);
+    }
     const outs = await runAll(program(c, FORMS), inputs);
     const expect = reference(c, inputs);
     const joint = outs[0];
@@ -137,7 +171,7 @@ CASES.forEach((c, ci) => {
     TAGS.slice(1).forEach((tag, i) => {
       const out = outs[i + 1];
       t.ok(out.every(Number.isFinite), `${tag}: finite`);
-      t.ok(ref.maxAbsDiff(out, expect) <= TOL, `${tag} vs reference: ${ref.maxAbsDiff(out, expect).toExponential(2)}`);
+      t.ok(ref.maxAbsDiff(out, expect) <= TOL * (c.hot ? c.hot : 1), `${tag} vs reference: ${ref.maxAbsDiff(out, expect).toExponential(2)}`);
       const { ok, worst } = closeRel(out, joint);
       t.ok(ok, `${tag} vs joint within 1e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
       t.ok(padRows.every((r) => out.subarray(r * w, (r + 1) * w).every((v) => v === 0)), `${tag}: padding rows are exactly 0 (${padRows.length})`);
@@ -189,7 +223,7 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
     return out;
   };
   const G = groups.length;
-  const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws'];
+  const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws', 'rc2w_own', 'ones_own'];
   const prog = buildProgram('items_over_prefix_rows_grouped', (f) => {
     const x = {
       itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),

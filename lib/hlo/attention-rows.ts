@@ -32,10 +32,20 @@ export interface RowChunking {
   readonly kind: 'rows';
   /** Items per chunk; absent: all items in one chunk. */
   readonly itemsPerChunk?: number;
-  /** `while`: one chunk body, items padded to whole chunks; `unrolled`: static slices, short last chunk. */
-  readonly loop: 'while' | 'unrolled';
+  /**
+   * `while`: one chunk body, items padded to whole chunks; `unrolled`: static slices, short last chunk;
+   * `ordered`: unrolled, each chunk's inputs behind an optimization barrier with the previous chunk's
+   * output, so XLA runs the chunks one after another (unordered, it schedules all the QK GEMMs first).
+   */
+  readonly loop: 'while' | 'unrolled' | 'ordered';
   /** `values`: a ones column in the values gives the denominator; `reduce`: a reduce-sum over the weights. */
   readonly denominator: 'values' | 'reduce';
+  /**
+   * The softmax shift per row: `max` (default), the max over all its keys; `own`, the max over its own
+   * keys only (no pass over the prefix scores for their max; the chunk is redone with the true max
+   * where that overflows).
+   */
+  readonly shift?: 'max' | 'own';
 }
 
 /** Checks a RowChunking value from a caller; returns it. */
@@ -43,24 +53,30 @@ export function checkRowChunking(a: RowChunking): RowChunking {
   if (a.itemsPerChunk !== undefined && !(Number.isSafeInteger(a.itemsPerChunk) && a.itemsPerChunk >= 1)) {
     throw new HloBuildError(`prefix attention itemsPerChunk must be a positive integer or absent, got ${String(a.itemsPerChunk)}`);
   }
-  if (a.loop !== 'while' && a.loop !== 'unrolled') throw new HloBuildError(`prefix attention loop must be 'while' or 'unrolled', got ${JSON.stringify(a.loop)}`);
+  if (a.loop !== 'while' && a.loop !== 'unrolled' && a.loop !== 'ordered') throw new HloBuildError(`prefix attention loop must be 'while', 'unrolled' or 'ordered', got ${JSON.stringify(a.loop)}`);
+  if (a.shift !== undefined && a.shift !== 'max' && a.shift !== 'own') throw new HloBuildError(`prefix attention shift must be 'max' or 'own', got ${JSON.stringify(a.shift)}`);
   if (a.denominator !== 'values' && a.denominator !== 'reduce') throw new HloBuildError(`prefix attention denominator must be 'values' or 'reduce', got ${JSON.stringify(a.denominator)}`);
   return a;
 }
 
-/** `ones` (one chunk, denominator from the values), `rc4u`, `rc4w`, `rc4us` (s: reduce-sum denominator). */
+/** `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rc4u`, `rc4w`, `rc4o`, `rc4us` (s: reduce-sum denominator); a last `_own` shifts by the own keys' max (`rc4w_own`). */
 export function rowChunkingTag(a: RowChunking): string {
   const sum = a.denominator === 'reduce' ? 's' : '';
-  return a.itemsPerChunk === undefined ? (sum ? 'rows-s' : 'ones') : `rc${a.itemsPerChunk}${a.loop === 'while' ? 'w' : 'u'}${sum}`;
+  const own = a.shift === 'own' ? '_own' : '';
+  return (a.itemsPerChunk === undefined ? (sum ? 'rsum' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + own;
 }
 
 /** The inverse of rowChunkingTag; undefined when the tag is not a row-chunking tag. */
 export function parseRowChunkingTag(tag: string): RowChunking | undefined {
-  if (tag === 'ones') return { kind: 'rows', loop: 'unrolled', denominator: 'values' };
-  if (tag === 'rows-s') return { kind: 'rows', loop: 'unrolled', denominator: 'reduce' };
-  const m = /^rc([1-9][0-9]*)([wu])(s?)$/.exec(tag);
+  const own = tag.endsWith('_own');
+  const base = own ? tag.slice(0, -4) : tag;
+  const shift = own ? { shift: 'own' as const } : {};
+  if (base === 'ones') return { kind: 'rows', loop: 'unrolled', denominator: 'values', ...shift };
+  if (base === 'rsum') return { kind: 'rows', loop: 'unrolled', denominator: 'reduce', ...shift };
+  const m = /^rc([1-9][0-9]*)([wuo])(s?)$/.exec(base);
   if (!m) return undefined;
-  return { kind: 'rows', itemsPerChunk: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled', denominator: m[3] ? 'reduce' : 'values' };
+  const loop = m[2] === 'w' ? 'while' : m[2] === 'o' ? 'ordered' : 'unrolled';
+  return { kind: 'rows', itemsPerChunk: Number(m[1]), loop, denominator: m[3] ? 'reduce' : 'values', ...shift };
 }
 
 /** What every chunk shares: the prefix keys with the mask column, the values (with ones), the sizes. */
@@ -76,6 +92,7 @@ interface Shared {
   /** Value columns: D, or D + 1 with the ones column. */
   dv: number;
   ones: boolean;
+  shift: 'max' | 'own';
 }
 
 /** [..., D] -> [..., D + 1] with a last column of ones. */
@@ -89,7 +106,7 @@ function withOnes(f: FunctionBuilder, v: HloValue): HloValue {
  * [..., n, L, Hkv, D(+1)], lengths [..., n] -> [..., n, L, Hq, D].
  */
 function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: HloValue, itemV: HloValue, itemLengths: HloValue, kWithBias: HloValue, prefixV: HloValue): HloValue {
-  const { g, lead, axes, hq, hkv, group, d, l, dv } = s;
+  const { g, lead, axes, hkv, group, d, l } = s;
   const n = qWithOne.dims[g];
   const keyAxis = g + 4;
   // Prefix scores [..., Hkv, n, L, G, P], masked by the bias column.
@@ -100,28 +117,46 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   const causal = b.le(b.iota(TensorType.s32([l, l]), 1), b.iota(TensorType.s32([l, l]), 0));
   const own = b.select(b.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]), ownScores, -Infinity);
   // Finite for every row: own key 0 is visible from every row.
-  const max = b.maximum(b.reduceMax(prefixScores, [keyAxis]), b.reduceMax(own, [keyAxis]));
-  const prefixWeights = b.exponential(b.subtract(prefixScores, b.expandReduced(max, prefixScores.dims, [keyAxis])));
-  const ownWeights = b.exponential(b.subtract(own, b.expandReduced(max, own.dims, [keyAxis])));
+  const ownMax = b.reduceMax(own, [keyAxis]);
+  if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(b.reduceMax(prefixScores, [keyAxis]), ownMax), itemV, prefixV));
+  // Shift by the own keys' max: no pass over the prefix scores for their max. Any shift gives the same
+  // softmax; this one can only be too small, and exp overflows only where a prefix score exceeds the own
+  // max by ~88. Then (non-finite sums, never seen in practice) the chunk is computed again with the
+  // true max, in a loop that runs 0 or 1 times.
+  const fast = weigh(b, s, prefixScores, own, ownMax, itemV, prefixV);
+  const probe = b.reduceSum(b.multiply(fast.numerator, 0), fast.numerator.dims.map((_, i) => i)); // NaN iff a non-finite value
+  const probeSum = b.reduceSum(b.multiply(fast.sum, 0), fast.sum.dims.map((_, i) => i));
+  const redo = b.select(b.and(b.eq(probe, probe), b.eq(probeSum, probeSum)), b.scalar(0, 's32'), b.scalar(1, 's32'));
+  const [out] = b.forLoop({ count: redo, carried: [finish(b, s, itemLengths, fast)], invariants: [prefixScores, own, ownMax, itemV, prefixV, itemLengths] }, (c, _i, _carried, [ps, ow, om, iv, pv, il]) => {
+    return [finish(c, s, il, weigh(c, s, ps, ow, c.maximum(c.reduceMax(ps, [keyAxis]), om), iv, pv))];
+  });
+  return out;
+}
+
+/** Softmax numerators [..., Hkv, n, L, G, D] and denominators [..., Hkv, n, L, G] for a shift per row. */
+function weigh(b: FunctionBuilder, s: Shared, prefixScores: HloValue, own: HloValue, shift: HloValue, itemV: HloValue, prefixV: HloValue): { numerator: HloValue; sum: HloValue } {
+  const { g, axes, d, dv } = s;
+  const keyAxis = g + 4;
+  const prefixWeights = b.exponential(b.subtract(prefixScores, b.expandReduced(shift, prefixScores.dims, [keyAxis])));
+  const ownWeights = b.exponential(b.subtract(own, b.expandReduced(shift, own.dims, [keyAxis])));
   // [..., Hkv, n, L, G, P] x [..., P, Hkv, Dv] and [..., Hkv, n, L, G, Lk] x [..., n, Lk, Hkv, Dv] -> [..., Hkv, n, L, G, Dv]
   const acc = b.add(
     b.dotGeneral(prefixWeights, prefixV, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [keyAxis], rhsContract: [g] }),
     b.dotGeneral(ownWeights, itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [keyAxis], rhsContract: [g + 1] }),
   );
-  const rows = max.dims;
-  const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
-  let numerator: HloValue;
-  let sum: HloValue;
-  if (s.ones) {
-    numerator = b.slice(acc, zeros(rows.length + 1), [...rows, d]);
-    sum = b.reshape(b.slice(acc, [...zeros(rows.length), d], [...rows, dv]), rows);
-  } else {
-    numerator = acc;
-    sum = b.add(b.reduceSum(prefixWeights, [keyAxis]), b.reduceSum(ownWeights, [keyAxis]));
-  }
+  if (!s.ones) return { numerator: acc, sum: b.add(b.reduceSum(prefixWeights, [keyAxis]), b.reduceSum(ownWeights, [keyAxis])) };
+  const rows = shift.dims;
+  const zeros = rows.map(() => 0);
+  return { numerator: b.slice(acc, [...zeros, 0], [...rows, d]), sum: b.reshape(b.slice(acc, [...zeros, d], [...rows, dv]), rows) };
+}
+
+/** numerator / denominator, tokens first, padding rows 0: -> [..., n, L, Hq, D]. */
+function finish(b: FunctionBuilder, s: Shared, itemLengths: HloValue, w: { numerator: HloValue; sum: HloValue }): HloValue {
+  const { g, lead, axes, hq, d, l } = s;
+  const n = w.sum.dims[g + 1];
   // A row's sum is >= 1 (its max key has weight 1); guard anyway, as the joint form does.
-  const safe = b.select(b.gt(sum, 0), sum, 1);
-  const out = b.divide(numerator, b.expandReduced(safe, numerator.dims, [keyAxis]));
+  const safe = b.select(b.gt(w.sum, 0), w.sum, 1);
+  const out = b.divide(w.numerator, b.expandReduced(safe, w.numerator.dims, [g + 4]));
   // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
   const realRow = b.lt(b.iota(TensorType.s32([...lead, n, l]), g + 1), b.broadcastInDim(itemLengths, [...lead, n, l], [...axes, g]));
   const tokensFirst = b.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., n, L, Hkv, G, D]
@@ -139,7 +174,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   checkRowChunking(chunking);
   const g = lead.length;
   const ones = chunking.denominator === 'values';
-  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones };
+  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, shift: chunking.shift ?? 'max' };
   const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
 
   // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention).
@@ -157,11 +192,14 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
 
   // An item's slice of a [..., N, ...] tensor (item axis g).
   const itemSlice = (t: HloValue, start: number, end: number): HloValue => f.slice(t, t.dims.map((_, i) => (i === g ? start : 0)), t.dims.map((dim, i) => (i === g ? end : dim)));
-  if (chunking.loop === 'unrolled') {
+  if (chunking.loop !== 'while') {
     const outs: HloValue[] = [];
     for (let start = 0; start < n; start += k) {
       const end = Math.min(n, start + k);
-      outs.push(attendChunk(f, s, itemSlice(qWithOne, start, end), itemSlice(x.itemK, start, end), itemSlice(itemV, start, end), itemSlice(x.itemLengths, start, end), kWithBias, prefixV));
+      let inputs = [qWithOne, x.itemK, itemV, x.itemLengths].map((t) => itemSlice(t, start, end));
+      if (chunking.loop === 'ordered' && outs.length) inputs = f.optimizationBarrier([outs[outs.length - 1], ...inputs]).slice(1);
+      const [q1, ik, iv, il] = inputs;
+      outs.push(attendChunk(f, s, q1, ik, iv, il, kWithBias, prefixV));
     }
     return f.concatenate(outs, g);
   }
