@@ -46,6 +46,8 @@ export interface RowChunking {
    * where that overflows).
    */
   readonly shift?: 'max' | 'own';
+  /** Reduce the prefix keys' max (and sum) in lanes of this many keys (see rowReduce); absent: one reduce. */
+  readonly lanes?: number;
 }
 
 /** Checks a RowChunking value from a caller; returns it. */
@@ -54,23 +56,26 @@ export function checkRowChunking(a: RowChunking): RowChunking {
     throw new HloBuildError(`prefix attention itemsPerChunk must be a positive integer or absent, got ${String(a.itemsPerChunk)}`);
   }
   if (a.loop !== 'while' && a.loop !== 'unrolled' && a.loop !== 'ordered') throw new HloBuildError(`prefix attention loop must be 'while', 'unrolled' or 'ordered', got ${JSON.stringify(a.loop)}`);
+  if (a.lanes !== undefined && !(Number.isSafeInteger(a.lanes) && a.lanes >= 1)) throw new HloBuildError(`prefix attention lanes must be a positive integer or absent, got ${String(a.lanes)}`);
   if (a.shift !== undefined && a.shift !== 'max' && a.shift !== 'own') throw new HloBuildError(`prefix attention shift must be 'max' or 'own', got ${JSON.stringify(a.shift)}`);
   if (a.denominator !== 'values' && a.denominator !== 'reduce') throw new HloBuildError(`prefix attention denominator must be 'values' or 'reduce', got ${JSON.stringify(a.denominator)}`);
   return a;
 }
 
-/** `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rc4u`, `rc4w`, `rc4o`, `rc4us` (s: reduce-sum denominator); a last `_own` shifts by the own keys' max (`rc4w_own`). */
+/** `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rc4u`, `rc4w`, `rc4o`, `rc4us` (s: reduce-sum denominator); then `_l32` reduces in lanes of 32, and a last `_own` shifts by the own keys' max (`rc4w_l32_own`). */
 export function rowChunkingTag(a: RowChunking): string {
   const sum = a.denominator === 'reduce' ? 's' : '';
   const own = a.shift === 'own' ? '_own' : '';
-  return (a.itemsPerChunk === undefined ? (sum ? 'rsum' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + own;
+  const lanes = a.lanes ? `_l${a.lanes}` : '';
+  return (a.itemsPerChunk === undefined ? (sum ? 'rsum' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + lanes + own;
 }
 
 /** The inverse of rowChunkingTag; undefined when the tag is not a row-chunking tag. */
 export function parseRowChunkingTag(tag: string): RowChunking | undefined {
   const own = tag.endsWith('_own');
-  const base = own ? tag.slice(0, -4) : tag;
-  const shift = own ? { shift: 'own' as const } : {};
+  const lanesMatch = /_l([1-9][0-9]*)$/.exec(own ? tag.slice(0, -4) : tag);
+  const base = (own ? tag.slice(0, -4) : tag).slice(0, lanesMatch ? -lanesMatch[0].length : undefined);
+  const shift = { ...(own ? { shift: 'own' as const } : {}), ...(lanesMatch ? { lanes: Number(lanesMatch[1]) } : {}) };
   if (base === 'ones') return { kind: 'rows', loop: 'unrolled', denominator: 'values', ...shift };
   if (base === 'rsum') return { kind: 'rows', loop: 'unrolled', denominator: 'reduce', ...shift };
   const m = /^rc([1-9][0-9]*)([wuo])(s?)$/.exec(base);
@@ -93,6 +98,7 @@ interface Shared {
   dv: number;
   ones: boolean;
   shift: 'max' | 'own';
+  lanes?: number;
 }
 
 /** [..., D] -> [..., D + 1] with a last column of ones. */
@@ -118,7 +124,7 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   const own = b.select(b.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]), ownScores, -Infinity);
   // Finite for every row: own key 0 is visible from every row.
   const ownMax = b.reduceMax(own, [keyAxis]);
-  if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(b.reduceMax(prefixScores, [keyAxis]), ownMax), itemV, prefixV));
+  if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(rowReduce(b, s, 'max', prefixScores), ownMax), itemV, prefixV));
   // Shift by the own keys' max: no pass over the prefix scores for their max. Any shift gives the same
   // softmax; this one can only be too small, and exp overflows only where a prefix score exceeds the own
   // max by ~88. Then (non-finite sums, never seen in practice) the chunk is computed again with the
@@ -127,10 +133,29 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   const probe = b.reduceSum(b.multiply(fast.numerator, 0), fast.numerator.dims.map((_, i) => i)); // NaN iff a non-finite value
   const probeSum = b.reduceSum(b.multiply(fast.sum, 0), fast.sum.dims.map((_, i) => i));
   const redo = b.select(b.and(b.eq(probe, probe), b.eq(probeSum, probeSum)), b.scalar(0, 's32'), b.scalar(1, 's32'));
-  const [out] = b.forLoop({ count: redo, carried: [finish(b, s, itemLengths, fast)], invariants: [prefixScores, own, ownMax, itemV, prefixV, itemLengths] }, (c, _i, _carried, [ps, ow, om, iv, pv, il]) => {
-    return [finish(c, s, il, weigh(c, s, ps, ow, c.maximum(c.reduceMax(ps, [keyAxis]), om), iv, pv))];
-  });
+  // The redo starts again from the chunk's inputs (passing the scores into the loop would copy them),
+  // and reads its queries at the loop counter (0) from a copy one item longer: a body that depends only on
+  // loop invariants is hoisted out of the loop by XLA and would always run.
+  const exact: Shared = { ...s, shift: 'max' };
+  const qLonger = b.pad(qWithOne, 0, qWithOne.dims.map(() => 0), qWithOne.dims.map((_, a) => (a === g ? 1 : 0)));
+  const [out] = b.forLoop({ count: redo, carried: [finish(b, s, itemLengths, fast)], invariants: [qLonger, itemK, itemV, itemLengths, kWithBias, prefixV] }, (c, i, _carried, [ql, ik, iv, il, kb, pv]) => [
+    attendChunk(c, exact, c.dynamicSlice(ql, ql.dims.map((_, a) => (a === g ? i : 0)), qWithOne.dims), ik, iv, il, kb, pv),
+  ]);
   return out;
+}
+
+/**
+ * Max or sum over the last axis. With `lanes`, the keys are viewed as [K / lanes, lanes] and reduced
+ * across the lane groups first (elementwise over contiguous lanes, which vectorizes), then within
+ * the lanes: XLA CPU reduces the minor axis in windows of 32 with a horizontal step per window.
+ */
+function rowReduce(b: FunctionBuilder, s: Shared, op: 'max' | 'sum', x: HloValue): HloValue {
+  const axis = x.rank - 1;
+  const k = x.dims[axis];
+  const reduce = (t: HloValue, a: number): HloValue => (op === 'max' ? b.reduceMax(t, [a]) : b.reduceSum(t, [a]));
+  if (!s.lanes || k % s.lanes !== 0 || k === s.lanes) return reduce(x, axis);
+  const grouped = b.reshape(x, [...x.dims.slice(0, axis), k / s.lanes, s.lanes]);
+  return reduce(reduce(grouped, axis), axis);
 }
 
 /** Softmax numerators [..., Hkv, n, L, G, D] and denominators [..., Hkv, n, L, G] for a shift per row. */
@@ -144,7 +169,7 @@ function weigh(b: FunctionBuilder, s: Shared, prefixScores: HloValue, own: HloVa
     b.dotGeneral(prefixWeights, prefixV, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [keyAxis], rhsContract: [g] }),
     b.dotGeneral(ownWeights, itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [keyAxis], rhsContract: [g + 1] }),
   );
-  if (!s.ones) return { numerator: acc, sum: b.add(b.reduceSum(prefixWeights, [keyAxis]), b.reduceSum(ownWeights, [keyAxis])) };
+  if (!s.ones) return { numerator: acc, sum: b.add(rowReduce(b, s, 'sum', prefixWeights), b.reduceSum(ownWeights, [keyAxis])) };
   const rows = shift.dims;
   const zeros = rows.map(() => 0);
   return { numerator: b.slice(acc, [...zeros, 0], [...rows, d]), sum: b.reshape(b.slice(acc, [...zeros, d], [...rows, dv]), rows) };
@@ -174,7 +199,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   checkRowChunking(chunking);
   const g = lead.length;
   const ones = chunking.denominator === 'values';
-  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, shift: chunking.shift ?? 'max' };
+  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, shift: chunking.shift ?? 'max', lanes: chunking.lanes };
   const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
 
   // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention).
