@@ -6,6 +6,7 @@
 //
 //   node scripts/bench-pieces.js [--runs 5] [--pass extend|prefill|both] [--json FILE]
 //                                [--forms kb256w,kb512u,...] [--causal-forms qc2,qc4,...] [--no-pieces]
+//                                [--pieces-form joint|ones_own]
 //
 // --forms adds whole extend programs with other prefix-attention forms
 // (kb<keys>w: key blocks in a while loop, kb<keys>u: unrolled; see
@@ -13,7 +14,8 @@
 // compared alternating, in one process. --causal-forms does the same for
 // the prefill's causal attention (qc<n>: n query chunks, each against the
 // keys it sees; lib/hlo/attention-causal-chunks.ts). --no-pieces times only the whole
-// programs (and the roof).
+// programs (and the roof). --pieces-form ones_own cuts the extend pass's
+// softmax and values as the row form of lib/hlo/attention-rows.ts does them.
 //
 // Each piece (scripts/bench/pieces.js) is its own program; the whole
 // decoder_extend / decoder_prefill program (real weights) and the f32 matmul
@@ -35,7 +37,7 @@ const { extendPieces, prefillPieces } = require('./bench/pieces');
 const SHAPE = { P: 2048, prefixLength: 2000, C: 64, L: 20, labels: [9454, 2753] };
 
 function parseArgs(argv) {
-  const out = { runs: 5, pass: 'both', forms: [], causalForms: [], pieces: true, json: path.join(__dirname, '..', 'bench-results', 'pieces.json') };
+  const out = { runs: 5, pass: 'both', forms: [], causalForms: [], pieces: true, piecesForm: 'joint', json: path.join(__dirname, '..', 'bench-results', 'pieces.json') };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--runs') out.runs = Number(argv[++i]);
     else if (argv[i] === '--pass') out.pass = argv[++i];
@@ -43,9 +45,11 @@ function parseArgs(argv) {
     else if (argv[i] === '--forms') out.forms = argv[++i].split(',').map(parsePrefixAttentionTag);
     else if (argv[i] === '--causal-forms') out.causalForms = argv[++i].split(',').map(parseCausalAttentionTag);
     else if (argv[i] === '--no-pieces') out.pieces = false;
+    else if (argv[i] === '--pieces-form') out.piecesForm = argv[++i];
     else throw new Error(`unknown argument ${argv[i]} (use --runs N, --pass extend|prefill|both, --json FILE)`);
   }
   if (!(Number.isInteger(out.runs) && out.runs >= 1)) throw new Error(`--runs must be a positive integer, got ${out.runs}`);
+  if (!['joint', 'ones_own'].includes(out.piecesForm)) throw new Error(`--pieces-form must be joint or ones_own, got ${out.piecesForm}`);
   if (!['extend', 'prefill', 'both'].includes(out.pass)) throw new Error(`--pass must be extend, prefill or both, got ${out.pass}`);
   return out;
 }
@@ -123,7 +127,7 @@ async function main() {
   const passes = args.pass === 'both' ? ['extend', 'prefill'] : [args.pass];
   const passFlops = {};
   for (const pass of passes) {
-    const pieces = pass === 'extend' ? extendPieces(c, SHAPE) : prefillPieces(c, SHAPE);
+    const pieces = pass === 'extend' ? extendPieces(c, SHAPE, args.piecesForm) : prefillPieces(c, SHAPE);
     passFlops[pass] = pieces.reduce((a, k) => a + k.flops, 0);
     if (args.pieces) for (const p of pieces) cases.push({ group: pass, ...p });
     const whole =

@@ -31,30 +31,30 @@ export type PrefixAttention =
   | { readonly kind: 'joint' }
   /** Prefix keys in blocks of `keyBlock` with an online softmax. */
   | { readonly kind: 'blocked'; readonly keyBlock: number; readonly loop: 'while' | 'unrolled' }
-  /** Item rows in chunks, the denominator from the value GEMM (attention-rows.ts). */
+  /** The joint softmax with fewer passes over the scores: row chunks, denominator from the values, own-max shift (attention-rows.ts). */
   | RowChunking;
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
-/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones`, `rc4u`. */
+/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`. */
 export function prefixAttentionTag(a: PrefixAttention): string {
   if (a.kind === 'rows') return rowChunkingTag(a);
   return a.kind === 'joint' ? 'joint' : `kb${a.keyBlock}${a.loop === 'while' ? 'w' : 'u'}`;
 }
 
-/** The inverse of prefixAttentionTag: `joint`, `kb256w` (while), `kb512u` (unrolled), `ones`, `rc4u`, `rc4w`, `rc4us`. */
+/** The inverse of prefixAttentionTag: `joint`, `kb256w` (while), `kb512u` (unrolled), and the row forms (attention-rows.ts: `ones`, `ones_own`, `rc4w`, ...). */
 export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   if (tag === 'joint') return JOINT_PREFIX_ATTENTION;
   const rows = parseRowChunkingTag(tag);
   if (rows) return rows;
   const m = /^kb([1-9][0-9]*)([wu])$/.exec(tag);
-  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones or rc<items><w|u>[s] (row chunks)`);
+  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum or rc<items><w|u>[s] (row forms, each optionally ending in _own)`);
   return { kind: 'blocked', keyBlock: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled' };
 }
 
 /** Checks a PrefixAttention value from a caller; returns it. */
 export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
-  if (a === null || typeof a !== 'object') throw new HloBuildError(`prefix attention must be { kind: 'joint' } or { kind: 'blocked', keyBlock, loop }, got ${String(a)}`);
+  if (a === null || typeof a !== 'object') throw new HloBuildError(`prefix attention must be { kind: 'joint' }, { kind: 'blocked', keyBlock, loop } or { kind: 'rows', itemsPerChunk?, loop, denominator, shift? }, got ${String(a)}`);
   if (a.kind === 'joint') return a;
   if (a.kind === 'rows') return checkRowChunking(a);
   if (a.kind !== 'blocked') throw new HloBuildError(`prefix attention kind must be 'joint', 'blocked' or 'rows', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);

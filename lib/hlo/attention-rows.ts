@@ -1,25 +1,31 @@
 /**
- * Items over a prefix with the item rows in chunks, and the softmax
- * denominator summed by the value GEMM: the same numbers as
- * itemsOverPrefixAttention within f32 rounding.
+ * Items over a prefix, the joint softmax with fewer passes over the prefix
+ * scores: the same numbers as itemsOverPrefixAttention within f32 rounding.
  *
  * Why: at the target shape the prefix scores [Hkv, N, L, G, P] are ~94 MB
  * per layer, and XLA CPU makes separate passes over them (the QK GEMM writes
  * them, the split row max reads them, exp reads them and writes the weights,
  * the split row sum and the value GEMM read the weights): it does not fuse
- * producers into reductions. Two changes, each optional:
+ * producers into reductions. Three changes, each optional:
  * - the denominator from the values: the values carry a column of ones
  *   ([P, Hkv, D + 1]), so the value GEMM sums each row's weights in its last
  *   column and the reduce-sum pass over the weights disappears;
+ * - the shift by the own keys' max: softmax is the same for any shift per
+ *   row, and the max over a row's own L keys is a pass over a tensor P/L
+ *   times smaller; it can only be below the true max, so exp can overflow
+ *   (a prefix score ~88 above every own score). Then the chunk, and only
+ *   then, is computed again with the true max;
  * - row chunks: the items go in chunks of `itemsPerChunk`; a chunk runs
  *   scores -> max -> exp -> values against all prefix keys (and its own keys)
  *   while its score tensor can still be in cache. Items are independent, so
  *   a chunk is exactly the joint attention of its items.
+ * docs/performance.md has what each was worth on the CPU.
  *
- * Every row sees its own first key, so its max is finite and a masked prefix
- * key (bias -1e30 folded into the QK product, as in the joint form) gets
- * exp(-1e30 - max), exactly 0; padding rows compute finite garbage and are
- * set to 0 at the end; an item's outputs read only its own chunk's rows.
+ * Every row sees its own first key, so both shifts are finite and a masked
+ * prefix key (bias -1e30 folded into the QK product, as in the joint form)
+ * gets exp(-1e30 - shift), exactly 0; padding rows compute finite garbage
+ * and are set to 0 at the end; an item's outputs read only its own chunk's
+ * rows.
  */
 
 import { FunctionBuilder } from './builder';
@@ -33,11 +39,10 @@ export interface RowChunking {
   /** Items per chunk; absent: all items in one chunk. */
   readonly itemsPerChunk?: number;
   /**
-   * `while`: one chunk body, items padded to whole chunks; `unrolled`: static slices, short last chunk;
-   * `ordered`: unrolled, each chunk's inputs behind an optimization barrier with the previous chunk's
-   * output, so XLA runs the chunks one after another (unordered, it schedules all the QK GEMMs first).
+   * `while`: one chunk body, items padded to whole chunks; `unrolled`: static slices, short last chunk
+   * (XLA schedules all the chunks' QK GEMMs first there, so their scores are alive at once).
    */
-  readonly loop: 'while' | 'unrolled' | 'ordered';
+  readonly loop: 'while' | 'unrolled';
   /** `values`: a ones column in the values gives the denominator; `reduce`: a reduce-sum over the weights. */
   readonly denominator: 'values' | 'reduce';
   /**
@@ -46,8 +51,6 @@ export interface RowChunking {
    * where that overflows).
    */
   readonly shift?: 'max' | 'own';
-  /** Reduce the prefix keys' max (and sum) in lanes of this many keys (see rowReduce); absent: one reduce. */
-  readonly lanes?: number;
 }
 
 /** Checks a RowChunking value from a caller; returns it. */
@@ -55,32 +58,29 @@ export function checkRowChunking(a: RowChunking): RowChunking {
   if (a.itemsPerChunk !== undefined && !(Number.isSafeInteger(a.itemsPerChunk) && a.itemsPerChunk >= 1)) {
     throw new HloBuildError(`prefix attention itemsPerChunk must be a positive integer or absent, got ${String(a.itemsPerChunk)}`);
   }
-  if (a.loop !== 'while' && a.loop !== 'unrolled' && a.loop !== 'ordered') throw new HloBuildError(`prefix attention loop must be 'while', 'unrolled' or 'ordered', got ${JSON.stringify(a.loop)}`);
-  if (a.lanes !== undefined && !(Number.isSafeInteger(a.lanes) && a.lanes >= 1)) throw new HloBuildError(`prefix attention lanes must be a positive integer or absent, got ${String(a.lanes)}`);
+  if (a.loop !== 'while' && a.loop !== 'unrolled') throw new HloBuildError(`prefix attention loop must be 'while' or 'unrolled', got ${JSON.stringify(a.loop)}`);
   if (a.shift !== undefined && a.shift !== 'max' && a.shift !== 'own') throw new HloBuildError(`prefix attention shift must be 'max' or 'own', got ${JSON.stringify(a.shift)}`);
   if (a.denominator !== 'values' && a.denominator !== 'reduce') throw new HloBuildError(`prefix attention denominator must be 'values' or 'reduce', got ${JSON.stringify(a.denominator)}`);
   return a;
 }
 
-/** `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rc4u`, `rc4w`, `rc4o`, `rc4us` (s: reduce-sum denominator); then `_l32` reduces in lanes of 32, and a last `_own` shifts by the own keys' max (`rc4w_l32_own`). */
+/** `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rc4u`, `rc4w`, `rc4us` (s: reduce-sum denominator); a last `_own` shifts by the own keys' max (`ones_own`). */
 export function rowChunkingTag(a: RowChunking): string {
   const sum = a.denominator === 'reduce' ? 's' : '';
   const own = a.shift === 'own' ? '_own' : '';
-  const lanes = a.lanes ? `_l${a.lanes}` : '';
-  return (a.itemsPerChunk === undefined ? (sum ? 'rsum' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + lanes + own;
+  return (a.itemsPerChunk === undefined ? (sum ? 'rsum' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + own;
 }
 
 /** The inverse of rowChunkingTag; undefined when the tag is not a row-chunking tag. */
 export function parseRowChunkingTag(tag: string): RowChunking | undefined {
   const own = tag.endsWith('_own');
-  const lanesMatch = /_l([1-9][0-9]*)$/.exec(own ? tag.slice(0, -4) : tag);
-  const base = (own ? tag.slice(0, -4) : tag).slice(0, lanesMatch ? -lanesMatch[0].length : undefined);
-  const shift = { ...(own ? { shift: 'own' as const } : {}), ...(lanesMatch ? { lanes: Number(lanesMatch[1]) } : {}) };
+  const base = own ? tag.slice(0, -4) : tag;
+  const shift = own ? { shift: 'own' as const } : {};
   if (base === 'ones') return { kind: 'rows', loop: 'unrolled', denominator: 'values', ...shift };
   if (base === 'rsum') return { kind: 'rows', loop: 'unrolled', denominator: 'reduce', ...shift };
-  const m = /^rc([1-9][0-9]*)([wuo])(s?)$/.exec(base);
+  const m = /^rc([1-9][0-9]*)([wu])(s?)$/.exec(base);
   if (!m) return undefined;
-  const loop = m[2] === 'w' ? 'while' : m[2] === 'o' ? 'ordered' : 'unrolled';
+  const loop = m[2] === 'w' ? 'while' : 'unrolled';
   return { kind: 'rows', itemsPerChunk: Number(m[1]), loop, denominator: m[3] ? 'reduce' : 'values', ...shift };
 }
 
@@ -98,7 +98,6 @@ interface Shared {
   dv: number;
   ones: boolean;
   shift: 'max' | 'own';
-  lanes?: number;
 }
 
 /** [..., D] -> [..., D + 1] with a last column of ones. */
@@ -124,7 +123,7 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   const own = b.select(b.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]), ownScores, -Infinity);
   // Finite for every row: own key 0 is visible from every row.
   const ownMax = b.reduceMax(own, [keyAxis]);
-  if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(rowReduce(b, s, 'max', prefixScores), ownMax), itemV, prefixV));
+  if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(b.reduceMax(prefixScores, [keyAxis]), ownMax), itemV, prefixV));
   // Shift by the own keys' max: no pass over the prefix scores for their max. Any shift gives the same
   // softmax; this one can only be too small, and exp overflows only where a prefix score exceeds the own
   // max by ~88. Then (non-finite sums, never seen in practice) the chunk is computed again with the
@@ -144,20 +143,6 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   return out;
 }
 
-/**
- * Max or sum over the last axis. With `lanes`, the keys are viewed as [K / lanes, lanes] and reduced
- * across the lane groups first (elementwise over contiguous lanes, which vectorizes), then within
- * the lanes: XLA CPU reduces the minor axis in windows of 32 with a horizontal step per window.
- */
-function rowReduce(b: FunctionBuilder, s: Shared, op: 'max' | 'sum', x: HloValue): HloValue {
-  const axis = x.rank - 1;
-  const k = x.dims[axis];
-  const reduce = (t: HloValue, a: number): HloValue => (op === 'max' ? b.reduceMax(t, [a]) : b.reduceSum(t, [a]));
-  if (!s.lanes || k % s.lanes !== 0 || k === s.lanes) return reduce(x, axis);
-  const grouped = b.reshape(x, [...x.dims.slice(0, axis), k / s.lanes, s.lanes]);
-  return reduce(reduce(grouped, axis), axis);
-}
-
 /** Softmax numerators [..., Hkv, n, L, G, D] and denominators [..., Hkv, n, L, G] for a shift per row. */
 function weigh(b: FunctionBuilder, s: Shared, prefixScores: HloValue, own: HloValue, shift: HloValue, itemV: HloValue, prefixV: HloValue): { numerator: HloValue; sum: HloValue } {
   const { g, axes, d, dv } = s;
@@ -169,7 +154,7 @@ function weigh(b: FunctionBuilder, s: Shared, prefixScores: HloValue, own: HloVa
     b.dotGeneral(prefixWeights, prefixV, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [keyAxis], rhsContract: [g] }),
     b.dotGeneral(ownWeights, itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [keyAxis], rhsContract: [g + 1] }),
   );
-  if (!s.ones) return { numerator: acc, sum: b.add(rowReduce(b, s, 'sum', prefixWeights), b.reduceSum(ownWeights, [keyAxis])) };
+  if (!s.ones) return { numerator: acc, sum: b.add(b.reduceSum(prefixWeights, [keyAxis]), b.reduceSum(ownWeights, [keyAxis])) };
   const rows = shift.dims;
   const zeros = rows.map(() => 0);
   return { numerator: b.slice(acc, [...zeros, 0], [...rows, d]), sum: b.reshape(b.slice(acc, [...zeros, d], [...rows, dv]), rows) };
@@ -199,7 +184,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   checkRowChunking(chunking);
   const g = lead.length;
   const ones = chunking.denominator === 'values';
-  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, shift: chunking.shift ?? 'max', lanes: chunking.lanes };
+  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, shift: chunking.shift ?? 'max' };
   const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
 
   // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention).
@@ -221,9 +206,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
     const outs: HloValue[] = [];
     for (let start = 0; start < n; start += k) {
       const end = Math.min(n, start + k);
-      let inputs = [qWithOne, x.itemK, itemV, x.itemLengths].map((t) => itemSlice(t, start, end));
-      if (chunking.loop === 'ordered' && outs.length) inputs = f.optimizationBarrier([outs[outs.length - 1], ...inputs]).slice(1);
-      const [q1, ik, iv, il] = inputs;
+      const [q1, ik, iv, il] = [qWithOne, x.itemK, itemV, x.itemLengths].map((t) => itemSlice(t, start, end));
       outs.push(attendChunk(f, s, q1, ik, iv, il, kWithBias, prefixV));
     }
     return f.concatenate(outs, g);

@@ -33,17 +33,6 @@ export class ControlFlowBuilder extends ReduceBuilder {
   }
 
   /**
-   * The values unchanged, but XLA may not move work across the barrier: every
-   * result depends on every operand. Used to order independent steps (run
-   * step B's inputs through a barrier with step A's output, and B starts
-   * after A), which XLA's scheduler would otherwise interleave freely.
-   */
-  optimizationBarrier(values: readonly HloValue[]): HloValue[] {
-    if (!values.length) throw new HloBuildError('optimization_barrier: needs at least one value');
-    return this.emit('optimization_barrier', values, values.map((v) => v.type));
-  }
-
-  /**
    * `for (i = 0; i < count; i++) carried = body(i, carried, invariants)`.
    * `i` is an s32 scalar (or the count's integer type).
    */

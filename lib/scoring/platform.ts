@@ -42,10 +42,13 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
     // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-    // The joint softmax: key blocks with an online softmax (64-512 keys, while or unrolled) were no
-    // faster on the target extend pass on a 2-core AMD EPYC Zen 3 (0.99-1.04x in CPU time at 128-512
-    // keys, 1.17x at 64; docs/performance.md).
-    prefixAttention: { kind: 'joint' },
+    // The joint softmax shifted by the own keys' max, its denominator from a ones column in the values
+    // (lib/hlo/attention-rows.ts, `ones_own`): on a 2-core AMD EPYC Zen 3 (AVX2), 0.961x the joint
+    // form's CPU time per extend pass (npm run bench:pieces --forms, 5 rounds alternating, load 2.3-2.8)
+    // and 5% more items/s on the target workload (3 alternating pairs, 15.3-15.5 -> 16.0-16.3).
+    // Key blocks with an online softmax (0.99-1.17x) and item-row chunks (1.04-1.13x) were no faster
+    // there (docs/performance.md).
+    prefixAttention: { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' },
     // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'Prefill: query chunks').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',

@@ -125,9 +125,13 @@ function lmHeadPiece(c, T, rows) {
 
 /**
  * The extend pass: C items of L tokens against a P-key prefix cache
- * (itemsOverPrefixAttention, cut at its three steps).
+ * (itemsOverPrefixAttention, cut at its three steps). softmaxForm `ones_own`
+ * cuts the row form of lib/hlo/attention-rows.ts instead: the softmax shifted
+ * by the own keys' max (exp only, no pass over the prefix scores for a max or
+ * a sum) and the values with a ones column that gives the denominator, plus
+ * the overflow probe (its exact redo, which runs 0 times here, is left out).
  */
-function extendPieces(c, { P, C, L }) {
+function extendPieces(c, { P, C, L }, softmaxForm = 'joint') {
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = c;
   const G = Hq / Hkv;
   const T = C * L;
@@ -153,6 +157,41 @@ function extendPieces(c, { P, C, L }) {
     layerPiece('attention scores, own keys', Ly, 2 * T * Hq * D * L, { invariant: { item_q: f32([C, L, Hq, D]), item_k: f32([C, L, Hkv, D]) } }, (b, i, [q, k]) => [
       b.dotGeneral(grouped(b, perturb(b, q, i)), k, { lhsBatch: [2, 0], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [3] }),
     ]),
+    ...(softmaxForm === 'ones_own'
+      ? [
+    layerPiece('softmax, own-max shift (own max, exp)', Ly, 2 * T * Hq * (P + L), { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } }, (b, i, [spIn, so]) => {
+      const sp = perturb(b, spIn, i);
+      const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
+      const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
+      const shift = b.reduceMax(own, [4]);
+      return [b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4]))), b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4])))];
+    }),
+    layerPiece(
+      'weighted values, ones column (+ divide, probe, layout)',
+      Ly,
+      2 * T * Hq * (D + 1) * (P + L) + 2 * T * Hq * D,
+      {
+        stacked: { prefix_v: f32([P, Hkv, D]) },
+        invariant: { prefix_weights: f32(prefixScores), own_weights: f32(ownScores), item_v: f32([C, L, Hkv, D]), item_lengths: s32([C]) },
+      },
+      (b, _i, [v, wp, wo, iv, lens]) => {
+        const ones = (x) => b.concatenate([x, b.full(f32([...x.dims.slice(0, -1), 1]), 1)], x.rank - 1);
+        const acc = b.add(
+          b.dotGeneral(wp, ones(v), { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
+          b.dotGeneral(wo, ones(iv), { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
+        );
+        const rows = [Hkv, C, L, G];
+        const num = b.slice(acc, [0, 0, 0, 0, 0], [...rows, D]);
+        const den = b.reshape(b.slice(acc, [0, 0, 0, 0, D], [...rows, D + 1]), rows);
+        const probe = b.reduceSum(b.multiply(acc, 0), [0, 1, 2, 3, 4]);
+        const safe = b.select(b.gt(den, 0), den, 1);
+        const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
+        const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
+        return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D]), probe];
+      },
+    ),
+        ]
+      : [
     layerPiece('softmax (max, exp, sum)', Ly, 4 * T * Hq * (P + L), { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } }, (b, i, [spIn, so]) => {
       const sp = perturb(b, spIn, i);
       const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
@@ -182,6 +221,7 @@ function extendPieces(c, { P, C, L }) {
         return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D])];
       },
     ),
+        ]),
     lmHeadPiece(c, T, C),
   ];
 }
