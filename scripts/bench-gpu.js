@@ -6,13 +6,15 @@
  * model and no peers, so the script cannot rot).
  *
  *   node scripts/bench-gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
- *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,...]
+ *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
  *    into DIR (default: <cache>/bench-gpu/<preset>), once.
- * 2. Runs pjrt-score once per configuration (precision/weights), each in its
+ * 2. Runs pjrt-score once per configuration (precision/weights, optionally
+ *    /prefix-attention/causal-attention forms by their tags: joint, kb512w,
+ *    kb256u; square, qc4; unset: the platform's), each in its
  *    own process (scripts/bench/gpu/pjrt-run.js), then the first
  *    configuration again with the disk cache now warm (its first request is
  *    the restart figure).
@@ -102,15 +104,18 @@ function main() {
   // pjrt-score, one process per configuration, then the first again with a warm disk cache.
   const diskCache = path.join(dir, 'executables');
   const configs = a.configs.split(',').map((c) => {
-    const [precision, weights] = c.split('/');
-    return { precision, weights, name: `${precision}/${weights}` };
+    const [precision, weights, prefixAttention, causalAttention] = c.split('/');
+    if (!precision || !weights) throw new Error(`--configs: ${JSON.stringify(c)} is not precision/weights[/prefix-form[/causal-form]]`);
+    return { precision, weights, prefixAttention, causalAttention, name: c };
   });
   const runs = [];
   const runConfig = (c, suffix) => {
-    const file = path.join(dir, `pjrt-${c.precision}-${c.weights}${suffix}.json`);
+    const file = path.join(dir, `pjrt-${c.name.replace(/\//g, '-')}${suffix}.json`);
     fs.rmSync(file, { force: true });
     const argv = [path.join(__dirname, 'bench', 'gpu', 'pjrt-run.js'), '--model', modelDir, '--inputs', inputsFile, '--out', file];
     argv.push('--precision', c.precision, '--weights', c.weights, '--repeats', a.repeats, '--disk-cache', diskCache);
+    if (c.prefixAttention) argv.push('--prefix-attention', c.prefixAttention);
+    if (c.causalAttention) argv.push('--causal-attention', c.causalAttention);
     if (plugin) argv.push('--plugin', plugin);
     if (a.options) argv.push('--options', a.options);
     run(process.execPath, argv, `pjrt-score ${c.name}${suffix}`);

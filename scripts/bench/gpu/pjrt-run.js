@@ -6,6 +6,7 @@
  *   node scripts/bench/gpu/pjrt-run.js --model DIR --inputs FILE --out FILE
  *        [--plugin SO] [--precision highest|default] [--weights f32|bf16|...]
  *        [--repeats N] [--serial-items N] [--disk-cache DIR] [--options JSON]
+ *        [--prefix-attention joint|kb<keys>w|kb<keys>u] [--causal-attention square|qc<n>]
  *
  * Runs, on the inputs of ./inputs.js: the target workload with each plan
  * (packed, prefix, serial on a subset of items), timed after a warm-up, with
@@ -20,6 +21,7 @@ const path = require('node:path');
 
 const root = path.join(__dirname, '..', '..', '..');
 const { Scorer, Client } = require(path.join(root, 'dist'));
+const { parseCausalAttentionTag, parsePrefixAttentionTag } = require(path.join(root, 'dist', 'hlo'));
 
 function args(argv) {
   const out = { precision: 'highest', weights: 'f32', repeats: 5, serialItems: 16 };
@@ -47,6 +49,9 @@ async function main() {
   const a = args(process.argv.slice(2));
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
   const extra = a.options ? JSON.parse(a.options) : {};
+  // Attention forms by tag (unset: the platform's, lib/scoring/platform.ts).
+  if (a.prefixAttention) extra.prefixAttention = parsePrefixAttentionTag(a.prefixAttention);
+  if (a.causalAttention) extra.causalAttention = parseCausalAttentionTag(a.causalAttention);
 
   // The reference process: one that only created the client.
   const probe = await Client.create(a.plugin ? { plugin: a.plugin } : {});
