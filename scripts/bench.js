@@ -25,6 +25,7 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('./machine');
 const { WORKLOADS, usefulFlops, serialFlopsPerItem } = require('./bench/workloads');
+const { scoreDiffs: diffs } = require('../test/helpers/yes-no');
 
 const root = path.join(__dirname, '..');
 const resultsDir = path.join(root, 'bench-results');
@@ -223,20 +224,6 @@ function weightPrecision(workloads, worker) {
     }
   }
   return rows;
-}
-
-/** Max and mean |a - b| over two score tables. */
-function diffs(a, b) {
-  let max = 0;
-  let sum = 0;
-  let n = 0;
-  a.forEach((row, i) => row.forEach((x, j) => {
-    const d = Math.abs(x - b[i][j]);
-    max = Math.max(max, d);
-    sum += d;
-    n++;
-  }));
-  return { max, mean: sum / n };
 }
 
 function printWeightRows(rows, info) {
