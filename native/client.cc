@@ -37,6 +37,15 @@ std::string ReadDescriptionString(const Plugin& plugin, pjrt::DeviceDescription*
   return std::string(args.value, args.value_size);
 }
 
+// The device's allocatable bytes, or -1 when the plugin has no memory stats
+// for it (an error here only means "not known": it is dropped).
+int64_t ReadMemoryLimit(const Plugin& plugin, pjrt::Device* device) {
+  auto args = MakeArgs<pjrt::DeviceMemoryStatsArgs>();
+  args.device = device;
+  if (!plugin.Call(pjrt::kDeviceMemoryStats, &args).ok() || !args.bytes_limit_is_set) return -1;
+  return args.bytes_limit > 0 ? args.bytes_limit : -1;
+}
+
 Status FillDevices(ClientCore* core) {
   auto args = MakeArgs<pjrt::ClientAddressableDevicesArgs>();
   args.client = core->client.get();
@@ -62,6 +71,7 @@ Status FillDevices(ClientCore* core) {
       info.description = ReadDescriptionString(*core->plugin, description_args.device_description,
                                                pjrt::kDeviceDescriptionDebugString);
     }
+    info.memory_limit = ReadMemoryLimit(*core->plugin, device);
     core->device_info.push_back(info);
   }
   return Status::Ok();
@@ -280,6 +290,9 @@ Napi::Value Client::Devices(const Napi::CallbackInfo& info) {
     device.Set("id", core.device_info[i].id);
     device.Set("kind", core.device_info[i].kind);
     device.Set("description", core.device_info[i].description);
+    int64_t limit = core.device_info[i].memory_limit;
+    device.Set("memoryLimit", limit > 0 ? Napi::Value(Napi::Number::New(env, static_cast<double>(limit)))
+                                        : env.Null());
     devices.Set(static_cast<uint32_t>(i), device);
   }
   return devices;

@@ -18,6 +18,9 @@ struct DeviceInfo {
   int id = 0;
   std::string kind;
   std::string description;
+  // What the plugin's memory stats give as the device's allocatable bytes;
+  // -1 where the plugin does not say (the CPU plugin: host memory).
+  int64_t memory_limit = -1;
 };
 
 struct ClientCore {

@@ -195,6 +195,35 @@ struct DeviceGetDescriptionArgs {
   Device* device;
   DeviceDescription* device_description;  // out
 };
+// Every field through the newest known one, so the struct is never smaller
+// than what the plugin expects. Each `_is_set` says whether the value before
+// it was filled; bytes_in_use always is.
+struct DeviceMemoryStatsArgs {
+  PJRT_ARGS_HEADER;
+  Device* device;
+  int64_t bytes_in_use;  // out
+  int64_t peak_bytes_in_use;
+  bool peak_bytes_in_use_is_set;
+  int64_t num_allocs;
+  bool num_allocs_is_set;
+  int64_t largest_alloc_size;
+  bool largest_alloc_size_is_set;
+  int64_t bytes_limit;  // out: the most the user may allocate on the device
+  bool bytes_limit_is_set;
+  int64_t bytes_reserved;
+  bool bytes_reserved_is_set;
+  int64_t peak_bytes_reserved;
+  bool peak_bytes_reserved_is_set;
+  int64_t bytes_reservable_limit;
+  bool bytes_reservable_limit_is_set;
+  int64_t largest_free_block_bytes;
+  bool largest_free_block_bytes_is_set;
+  int64_t pool_bytes;
+  bool pool_bytes_is_set;
+  int64_t peak_pool_bytes;
+  bool peak_pool_bytes_is_set;
+};
+
 struct ExecutableDestroyArgs {
   PJRT_ARGS_HEADER;
   Executable* executable;
@@ -316,6 +345,7 @@ enum Slot : int {
   kDeviceDescriptionKind = 26,
   kDeviceDescriptionDebugString = 27,
   kDeviceGetDescription = 29,
+  kDeviceMemoryStats = 34,
   kExecutableDestroy = 40,
   kExecutableNumOutputs = 44,
   kExecutableSerialize = 49,

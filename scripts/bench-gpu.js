@@ -6,13 +6,17 @@
  * model and no peers, so the script cannot rot).
  *
  *   node scripts/bench-gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
- *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,...]
+ *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,bf16/bf16+cross-request,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
  *    into DIR (default: <cache>/bench-gpu/<preset>), once.
- * 2. Runs pjrt-score once per configuration (precision/weights), each in its
+ * 2. Runs pjrt-score once per configuration (precision/weights, optionally
+ *    /prefix-attention/causal-attention forms by their tags: joint, kb512w,
+ *    kb256u; square, qc4; unset: the platform's; `+cross-request` for the
+ *    Scorer's cross-request batching, which the 8-concurrent row measures),
+ *    each in its
  *    own process (scripts/bench/gpu/pjrt-run.js), then the first
  *    configuration again with the disk cache now warm (its first request is
  *    the restart figure).
@@ -33,7 +37,7 @@ const { PRESETS, writeRandomModel } = require('./bench/random-model');
 const { makeInputs } = require('./bench/gpu/inputs');
 
 function parseArgs(argv) {
-  const a = { preset: 'qwen3_0_6b', configs: 'bf16/bf16,highest/f32,default/f32', peers: 'torch,jax', 'peer-dtypes': 'bf16,f32', repeats: '5' };
+  const a = { preset: 'qwen3_0_6b', configs: 'bf16/bf16,bf16/bf16+cross-request,highest/f32,default/f32', peers: 'torch,jax', 'peer-dtypes': 'bf16,f32', repeats: '5' };
   for (let i = 0; i < argv.length; i += 2) {
     if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}: options take a value (--name value)`);
     a[argv[i].slice(2)] = argv[i + 1];
@@ -102,15 +106,22 @@ function main() {
   // pjrt-score, one process per configuration, then the first again with a warm disk cache.
   const diskCache = path.join(dir, 'executables');
   const configs = a.configs.split(',').map((c) => {
-    const [precision, weights] = c.split('/');
-    return { precision, weights, name: `${precision}/${weights}` };
+    const [forms, batching, ...rest] = c.split('+');
+    const [precision, weights, prefixAttention, causalAttention] = forms.split('/');
+    if (!precision || !weights || rest.length || (batching !== undefined && batching !== 'cross-request')) {
+      throw new Error(`--configs: ${JSON.stringify(c)} is not precision/weights[/prefix-form[/causal-form]][+cross-request]`);
+    }
+    return { precision, weights, prefixAttention, causalAttention, batching, name: c };
   });
   const runs = [];
   const runConfig = (c, suffix) => {
-    const file = path.join(dir, `pjrt-${c.precision}-${c.weights}${suffix}.json`);
+    const file = path.join(dir, `pjrt-${c.name.replace(/\//g, '-')}${suffix}.json`);
     fs.rmSync(file, { force: true });
     const argv = [path.join(__dirname, 'bench', 'gpu', 'pjrt-run.js'), '--model', modelDir, '--inputs', inputsFile, '--out', file];
     argv.push('--precision', c.precision, '--weights', c.weights, '--repeats', a.repeats, '--disk-cache', diskCache);
+    if (c.batching) argv.push('--batching', c.batching);
+    if (c.prefixAttention) argv.push('--prefix-attention', c.prefixAttention);
+    if (c.causalAttention) argv.push('--causal-attention', c.causalAttention);
     if (plugin) argv.push('--plugin', plugin);
     if (a.options) argv.push('--options', a.options);
     run(process.execPath, argv, `pjrt-score ${c.name}${suffix}`);

@@ -25,6 +25,7 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('./machine');
 const { WORKLOADS, usefulFlops, serialFlopsPerItem } = require('./bench/workloads');
+const { scoreDiffs: diffs } = require('../test/helpers/yes-no');
 
 const root = path.join(__dirname, '..');
 const resultsDir = path.join(root, 'bench-results');
@@ -60,10 +61,11 @@ function runJson(command, argv, label, env = {}) {
   return JSON.parse(line);
 }
 
+/** The f32 matmul roof, measured now by bench:runtime (never an older run's: the machine's load and CPU change). */
 function roof() {
   const file = path.join(resultsDir, 'runtime.json');
-  const fresh = !fs.existsSync(file) || Date.now() - fs.statSync(file).mtimeMs > 6 * 3600 * 1000;
-  if (fresh) spawnSync(process.execPath, [path.join(__dirname, 'bench-runtime.js')], { cwd: root, stdio: 'inherit' });
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'bench-runtime.js')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  if (r.status !== 0) throw new Error(`bench:runtime failed (exit ${r.status}): no roof to compare against`);
   return JSON.parse(fs.readFileSync(file, 'utf8')).roofGflops;
 }
 
@@ -90,7 +92,7 @@ async function main() {
   const info = machine();
   console.log(`machine: ${describeMachine()}`);
   const roofGflops = args['weights-only'] ? NaN : roof();
-  if (!args['weights-only']) console.log(`matmul roof (bench:runtime): ${roofGflops.toFixed(1)} GFLOP/s`);
+  if (!args['weights-only']) console.log(`matmul roof (bench:runtime, measured in this run): ${roofGflops.toFixed(1)} GFLOP/s`);
   const workloads = args.workloads.split(',').map((w) => {
     if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
     // A cut target workload keeps its name (the worker's shapes) with fewer items; its description says so.
@@ -223,20 +225,6 @@ function weightPrecision(workloads, worker) {
     }
   }
   return rows;
-}
-
-/** Max and mean |a - b| over two score tables. */
-function diffs(a, b) {
-  let max = 0;
-  let sum = 0;
-  let n = 0;
-  a.forEach((row, i) => row.forEach((x, j) => {
-    const d = Math.abs(x - b[i][j]);
-    max = Math.max(max, d);
-    sum += d;
-    n++;
-  }));
-  return { max, mean: sum / n };
 }
 
 function printWeightRows(rows, info) {

@@ -11,6 +11,7 @@ const { buildProgram, TensorType, causalPrefix, decoderPrefill } = require('../d
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
+const { runProgram } = require('./helpers/run-program');
 
 const TOL = 1e-5;
 let client;
@@ -36,13 +37,7 @@ async function runForms({ P, Hq, Hkv, D }, inputs) {
     const n = f.param(TensorType.s32([]), 'validLength');
     return Object.fromEntries(FORMS.map((form, i) => [`out${i}`, causalPrefix(f, q, k, v, n, form)]));
   });
-  const exe = await client.compile(prog.text);
-  const buffers = await Promise.all(prog.inputs.map((spec, i) => client.upload(inputs[i], spec.dims, spec.dtype)));
-  const outs = await exe.execute(buffers);
-  const host = await Promise.all(outs.map((o) => o.toHost()));
-  for (const b of [...buffers, ...outs]) b.dispose();
-  exe.dispose();
-  return host;
+  return runProgram(client, prog, inputs);
 }
 
 /** Random rows; padding rows (>= validLength) hold large finite garbage. */

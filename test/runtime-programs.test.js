@@ -11,6 +11,11 @@ test('setup: create a client on the CPU plugin', async (t) => {
   t.ok(client.platformVersion.length > 0, `platform version ${client.platformVersion}`);
   t.equal(client.apiVersion.major, 0, `PJRT C API ${client.apiVersion.major}.${client.apiVersion.minor}`);
   t.equal(client.devices.length, 1, 'one device (cpu_device_count = 1)');
+  // The CPU plugin gives no memory limit (its device memory is the host's): the client falls back to the host's.
+  const limit = client.devices[0].memoryLimit;
+  t.ok(limit === null || (Number.isSafeInteger(limit) && limit > 0), `the device's memory limit is null or a byte count (${limit})`);
+  const os = require('node:os');
+  t.ok(client.deviceMemoryBytes > 0 && client.deviceMemoryBytes <= (limit ?? os.totalmem()), `device memory ${client.deviceMemoryBytes} bytes, within ${limit ?? os.totalmem()}`);
 });
 
 async function run(mlir, inputs) {

@@ -128,3 +128,31 @@ test('per-platform facts: each platform its own budget and cost constants; an un
   t.equal(m.flopsPerPass, 0, 'cost constants come from the caller');
   t.end();
 });
+
+test('per-platform budgets follow the device memory: a sixteenth of it for one pass of scores, the measured budget as the ceiling', (t) => {
+  const { platformFacts, budgetForMemory, SCORE_SHARE_OF_DEVICE_MEMORY } = require('../dist/scoring/platform');
+  for (const name of ['cpu', 'cuda']) {
+    const measured = platformFacts(name).budget;
+    const roomy = measured.scoreBytesPerPass / SCORE_SHARE_OF_DEVICE_MEMORY;
+    t.deepEqual(budgetForMemory(measured, roomy), measured, `${name}: memory to spare keeps the measured budget`);
+    t.deepEqual(budgetForMemory(measured, 100 * roomy), measured, `${name}: more memory never grows it past what was measured`);
+    t.deepEqual(budgetForMemory(measured, NaN), measured, `${name}: unknown memory keeps the measured budget`);
+    // A quarter of that memory: every limit a quarter (the plain arithmetic, by hand).
+    const quarter = budgetForMemory(measured, roomy / 4);
+    t.equal(quarter.scoreBytesPerPass, Math.floor(measured.scoreBytesPerPass / 4), `${name}: score bytes scale with memory`);
+    t.equal(quarter.tokensPerPass, Math.max(256, Math.floor(measured.tokensPerPass / 4)), `${name}: tokens per pass scale alike`);
+    t.equal(quarter.batchRowsPerPass, Math.max(256, Math.floor(measured.batchRowsPerPass / 4)), `${name}: batch rows scale alike`);
+    const tiny = budgetForMemory(measured, 2 ** 20);
+    t.deepEqual(tiny, { tokensPerPass: 256, scoreBytesPerPass: 16 * 2 ** 20, batchRowsPerPass: 256 }, `${name}: a tiny device gets the floor, not zero`);
+  }
+  // The H100 with the CUDA plugin's default memory fraction (0.75 of 80 GB): 3.75 GB of scores, under the measured 4 GiB.
+  const h100 = budgetForMemory(platformFacts('cuda').budget, 0.75 * 80e9);
+  t.equal(h100.scoreBytesPerPass, 3.75e9, 'an H100 at memory fraction 0.75: 3.75 GB of scores per pass');
+  // Plans made with the smaller budget need more passes, each within it.
+  const small = budgetForMemory(platformFacts('cpu').budget, 2 ** 30);
+  const s = uniform(64, 400, 20);
+  const plan = makePlan('packed', s, { ...sizing, budget: small });
+  const roomyPlan = makePlan('packed', s, { ...sizing, budget: platformFacts('cpu').budget });
+  t.ok(plan.passes.length > roomyPlan.passes.length, `1 GiB of memory: ${plan.passes.length} passes against ${roomyPlan.passes.length}`);
+  t.end();
+});

@@ -5,7 +5,7 @@
 // invalid field answered 400 naming it, and concurrent requests (taken
 // together when they share the query) each equal to its own answer alone.
 const test = require('tape');
-const http = require('node:http');
+const { postJson } = require('./helpers/service');
 const { Scorer } = require('../dist/scoring/scorer');
 const { startServer } = require('../dist/server/server');
 const { silentLogger } = require('../dist/server/log');
@@ -15,22 +15,7 @@ let scorer;
 let batches = 0;
 let largestBatch = 0;
 
-function post(path, body) {
-  return new Promise((resolve, reject) => {
-    const data = typeof body === 'string' ? body : JSON.stringify(body);
-    const req = http.request(
-      `${server.url}${path}`,
-      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, agent: false },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
-      },
-    );
-    req.on('error', reject);
-    req.end(data);
-  });
-}
+const post = (path, body) => postJson(`${server.url}${path}`, body);
 
 test('setup', async (t) => {
   server = await startServer({

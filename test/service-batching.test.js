@@ -6,7 +6,7 @@
 // validates and tokenizes a request once (one normalization, one tokenizer
 // call per text piece), and the Scorer never re-normalizes it.
 const test = require('tape');
-const http = require('node:http');
+const { postJson } = require('./helpers/service');
 const { Scorer } = require('../dist/scoring/scorer');
 const { startServer } = require('../dist/server/server');
 const { silentLogger } = require('../dist/server/log');
@@ -14,22 +14,7 @@ const { silentLogger } = require('../dist/server/log');
 const counts = { normalizeBody: 0, encode: 0, scoreBatch: 0, jobs: 0, largestBatch: 0 };
 let server;
 
-function post(body) {
-  return new Promise((resolve, reject) => {
-    const data = JSON.stringify(body);
-    const req = http.request(
-      `${server.url}/v1/score`,
-      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, agent: false },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
-      },
-    );
-    req.on('error', reject);
-    req.end(data);
-  });
-}
+const post = (body) => postJson(`${server.url}/v1/score`, body);
 
 test('setup: the service on the real model, its Scorer instrumented', async (t) => {
   server = await startServer({

@@ -25,7 +25,7 @@ const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
 const { decoderFused } = require('../dist/hlo');
 const { loadProgramCache } = require('../dist/scoring/load-programs');
 const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
-const { yesNoRequest } = require('./helpers/yes-no');
+const { yesNoRequest, scoreDiffs: diffs } = require('./helpers/yes-no');
 const { BLOCK, bf16Bits, firstMismatch, mismatches } = require('./helpers/weight-conversions');
 
 // ---- the test's own conversions --------------------------------------------
@@ -123,19 +123,6 @@ const REQUEST = yesNoRequest();
 /** p(yes) / (p(yes) + p(no)) per item: what apply_softmax would return. */
 function twoLabelSoftmax(scores) {
   return scores.map(([y, n]) => [y / (y + n), n / (y + n)]);
-}
-
-function diffs(a, b) {
-  let max = 0;
-  let sum = 0;
-  let n = 0;
-  a.forEach((row, i) => row.forEach((x, j) => {
-    const d = Math.abs(x - b[i][j]);
-    max = Math.max(max, d);
-    sum += d;
-    n++;
-  }));
-  return { max, mean: sum / n };
 }
 
 // Plans agree on a subset (serial scores each item as its own sequence: the

@@ -11,6 +11,8 @@ export interface NativeDevice {
   readonly id: number;
   readonly kind: string;
   readonly description: string;
+  /** Bytes the plugin lets us allocate on the device (its memory stats), or null where it does not say (the CPU plugin). */
+  readonly memoryLimit: number | null;
 }
 
 export interface NativeClient {

@@ -3,6 +3,7 @@ import { binding, NativeClient, NativeDevice, NativeOptionValue } from './bindin
 import { DeviceBuffer } from './device-buffer';
 import { arrayName, DType, DTYPES, elementCount, inferDType, isDType } from './dtype';
 import { DisposedError, fromNative } from './errors';
+import { hostMemoryBytes } from './host-memory';
 import { unpackEnvelope } from './envelope';
 import { Executable } from './executable';
 import { assertProgramNesting } from './nesting';
@@ -82,6 +83,15 @@ export class Client implements Disposable {
   get devices(): DeviceInfo[] {
     this.assertLive();
     return this.native.devices;
+  }
+
+  /**
+   * The memory the first device can hold: the plugin's memory limit (on CUDA,
+   * after the client's memory fraction), else the host's memory (the CPU
+   * plugin's device memory is host memory), within any cgroup limit.
+   */
+  get deviceMemoryBytes(): number {
+    return this.devices[0]?.memoryLimit ?? hostMemoryBytes();
   }
 
   /** Compiles StableHLO text (off the JS thread). */

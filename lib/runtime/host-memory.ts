@@ -5,6 +5,7 @@
  * trim, not what is live. The addon trims after each compile and load; callers
  * that run programs (the Scorer) trim when they go idle.
  */
+import * as os from 'node:os';
 import { binding } from './binding';
 
 /**
@@ -14,4 +15,11 @@ import { binding } from './binding';
  */
 export function releaseFreeHostMemory(): Promise<boolean> {
   return binding().releaseFreeHeap();
+}
+
+/** The host's memory in bytes: os.totalmem(), or the cgroup's limit when that is lower (a container). */
+export function hostMemoryBytes(): number {
+  const total = os.totalmem();
+  const constrained = process.constrainedMemory?.() ?? 0;
+  return constrained > 0 && constrained < total ? constrained : total;
 }

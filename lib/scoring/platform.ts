@@ -70,6 +70,31 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
   },
 };
 
+/**
+ * The share of the device's memory one pass's attention scores may take.
+ * The scores are the largest tensor of a pass (plan.ts, Budget); the rest of
+ * the device holds the weights, the prefix cache and the other activations.
+ */
+export const SCORE_SHARE_OF_DEVICE_MEMORY = 1 / 16;
+
+/** The smallest budget a small device gets: one pass still holds a 256-token item and its scores. */
+const MIN_BUDGET: Budget = { tokensPerPass: 256, scoreBytesPerPass: 16 * 2 ** 20, batchRowsPerPass: 256 };
+
+/**
+ * The platform's measured budget, shrunk to fit a device with `memoryBytes`
+ * (the plugin's memory limit, or the host's memory on the CPU): when a
+ * sixteenth of the memory is less than the measured score bytes, all three
+ * limits scale down by the same factor, never below MIN_BUDGET. A device
+ * with memory to spare keeps the measured budget: larger passes were not
+ * measured to pay.
+ */
+export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
+  if (!(Number.isFinite(memoryBytes) && memoryBytes > 0)) return measured;
+  const factor = Math.min(1, (memoryBytes * SCORE_SHARE_OF_DEVICE_MEMORY) / measured.scoreBytesPerPass);
+  const scaled = (key: keyof Budget): number => Math.max(MIN_BUDGET[key], Math.floor(measured[key] * factor));
+  return { tokensPerPass: scaled('tokensPerPass'), scoreBytesPerPass: scaled('scoreBytesPerPass'), batchRowsPerPass: scaled('batchRowsPerPass') };
+}
+
 /** The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is no entry. */
 export function platformFacts(platform: string): PlatformFacts {
   const entry = FACTS[platform.toLowerCase()];

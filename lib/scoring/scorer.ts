@@ -21,7 +21,7 @@ import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
-import { platformFacts, PlatformFacts } from './platform';
+import { budgetForMemory, platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
@@ -264,7 +264,7 @@ export class Scorer implements Disposable {
     this.templateOption = options.rerankTemplate;
     const facts = platformFacts(this.client.platformName);
     this.platform = facts;
-    this.budget = { ...facts.budget, ...options.budget };
+    this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
     this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES);
     const context = this.config.contextLength;
     this.ladders = {
@@ -371,6 +371,7 @@ export class Scorer implements Disposable {
         weightsReason: weightChoice.reason,
         batching: scorer.batching,
         budget: scorer.budget,
+        deviceMemoryBytes: client.deviceMemoryBytes,
         platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,

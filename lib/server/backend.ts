@@ -10,6 +10,9 @@ import type { PrefixCacheCounters } from '../scoring/prefix-cache';
 import type { NormalizedRerank } from '../scoring/rerank';
 import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
 import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
+import type { Precision } from '../scoring/decoder-runner';
+import type { Batching } from '../scoring/request-batcher';
+import type { WeightChoice } from '../device-weights/choose';
 
 export type { Algorithm, AlgorithmChoice, WarmupShape };
 export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', 'packed', 'prefix', 'serial'];
@@ -74,9 +77,9 @@ export interface BackendLoadOptions {
   readonly maxRequestTokens: number;
   /** Rerank template name (default: chosen from the model). */
   readonly rerankTemplate?: string;
-  readonly precision?: 'highest' | 'default' | 'bf16';
-  readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
-  readonly batching?: 'invariant' | 'cross-request';
+  readonly precision?: Precision;
+  readonly weights?: WeightChoice;
+  readonly batching?: Batching;
   readonly jitCacheEntries?: number;
   readonly prefixCacheBytes?: number;
   readonly log: (event: Record<string, unknown>) => void;

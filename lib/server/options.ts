@@ -4,6 +4,9 @@
  */
 import { ALGORITHM_CHOICES, AlgorithmChoice, WarmupShape } from './backend';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
+import type { Precision } from '../scoring/decoder-runner';
+import type { Batching } from '../scoring/request-batcher';
+import type { WeightChoice } from '../device-weights/choose';
 import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
 
 export interface ServeOptions {
@@ -31,15 +34,15 @@ export interface ServeOptions {
   /** Rerank template name for /v1/rerank; default chosen from the model. */
   readonly rerankTemplate?: string;
   /** Dot precision: 'highest' (true f32, the default), 'default' (the platform's fast f32 mode, TF32 on NVIDIA) or 'bf16' (bf16 operands, f32 accumulation). */
-  readonly precision?: 'highest' | 'default' | 'bf16';
+  readonly precision?: Precision;
   /** How the weight matrices live on the device: f32 (default), bf16, int8 or auto (the Scorer's `weights` option). */
-  readonly weights?: 'f32' | 'bf16' | 'int8' | 'auto';
+  readonly weights?: WeightChoice;
   /**
    * How requests with different queries share the device (the Scorer's
    * `batching` option): 'invariant' (default: each on its own plan, scores
    * bit for bit as alone) or 'cross-request' (waiting requests share passes).
    */
-  readonly batching?: 'invariant' | 'cross-request';
+  readonly batching?: Batching;
   /** Compiled programs kept in memory (the Scorer's `jitCacheEntries`; default DEFAULT_JIT_CACHE_ENTRIES). */
   readonly jitCacheEntries?: number;
   /** Bytes of query K/V kept across requests (the Scorer's `prefixCacheBytes`; default DEFAULT_PREFIX_CACHE_BYTES). */

@@ -13,8 +13,10 @@
 // the parser's stack and nesting checks). Each build has its own executable
 // cache, filled by one untimed cold start; then the two restart alternately
 // (old, new, new, old, ...). Prints the medians (wall, and CPU seconds of the
-// server process, which a shared machine moves less), their ratios, and this
-// build's start split into its steps (service-start.js). Writes
+// server process, which a shared machine moves less), their ratios, and each
+// build's start split into its steps, in wall seconds and in the server's CPU
+// seconds up to the loaded model and for the first request
+// (service-start.js). Writes
 // bench-results/restart.json.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -103,6 +105,9 @@ function main() {
   for (const [name, b] of Object.entries(builds)) {
     const steps = {};
     for (const key of Object.keys(b.runs[0].steps ?? {})) steps[key] = median(b.runs.map((r) => r.steps[key]));
+    // The server's CPU seconds up to the loaded model and for the first request (read from /proc by service-start.js).
+    const cpuSteps = {};
+    for (const key of Object.keys(b.runs[0].cpu ?? {})) cpuSteps[key] = median(b.runs.map((r) => r.cpu[key]));
     summary[name] = {
       label: b.label,
       medianSeconds: median(b.runs.map((r) => r.seconds)),
@@ -111,6 +116,7 @@ function main() {
       compiles: b.runs.map((r) => r.compiles),
       coldSeconds: b.cold.seconds,
       steps,
+      cpuSteps,
     };
   }
   const ratio = summary.old.medianSeconds / summary.new.medianSeconds;
@@ -122,7 +128,10 @@ function main() {
   console.log(`  old / new: ${ratio.toFixed(2)}x wall, ${(summary.old.medianCpuSeconds / summary.new.medianCpuSeconds).toFixed(2)}x CPU`);
   for (const [name, s] of Object.entries(summary)) {
     const split = Object.entries(s.steps);
-    if (split.length) console.log(`  ${name === 'new' ? 'this checkout' : 'baseline'}, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
+    const who = name === 'new' ? 'this checkout' : 'baseline';
+    if (split.length) console.log(`  ${who}, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
+    const cpu = Object.entries(s.cpuSteps);
+    if (cpu.length) console.log(`  ${who}, median CPU seconds: ${cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
   }
   fs.mkdirSync(path.join(root, 'bench-results'), { recursive: true });
   const report = { machine: info, loadAverage: { before: loadBefore, after: loadAfter }, weights: args.weights, rounds, summary, ratio, command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights}` };

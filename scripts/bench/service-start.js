@@ -31,6 +31,9 @@ function post(port, pathname, body) {
   });
 }
 
+/** Clock ticks per second of /proc's CPU times, read once before anything is timed. */
+const CLOCK_TICKS = Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+
 /**
  * CPU seconds (user + system, all threads) a process has used, from
  * /proc/<pid>/stat; NaN where there is none. On a shared machine this moves
@@ -42,8 +45,7 @@ function processCpuSeconds(pid) {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     // utime and stime are fields 14 and 15 of stat (11 and 12 after the command name), in clock ticks.
     const ticks = Number(fields[11]) + Number(fields[12]);
-    const hz = Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
-    return ticks / hz;
+    return ticks / CLOCK_TICKS;
   } catch {
     return NaN;
   }
@@ -69,6 +71,8 @@ async function main() {
   });
   let loaded = null;
   let loadedAt = 0;
+  // CPU seconds of the server when the model was loaded: splits the process's CPU into load and first request.
+  let loadedCpu = NaN;
   const port = await new Promise((resolve, reject) => {
     readline.createInterface({ input: child.stdout }).on('line', (line) => {
       try {
@@ -77,8 +81,10 @@ async function main() {
         if (e.event === 'model_loaded' && e.steps) {
           loaded = e;
           loadedAt = Date.now();
+          loadedCpu = processCpuSeconds(child.pid);
         } else if (e.event === 'model_loaded' && !loadedAt) {
           loadedAt = Date.now();
+          loadedCpu = processCpuSeconds(child.pid);
         }
         if (e.event === 'listening') resolve(e.port);
       } catch {
@@ -135,7 +141,8 @@ async function main() {
   const compiles = Number(/^pjrt_score_jit_compiles_total(?:\{[^}]*\})? (\S+)/m.exec(metrics)?.[1] ?? NaN);
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
-  process.stdout.write(`${JSON.stringify({ seconds, cpuSeconds, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`);
+  const cpu = { toLoaded: loadedCpu, firstRequest: cpuSeconds - loadedCpu };
+  process.stdout.write(`${JSON.stringify({ seconds, cpuSeconds, cpu, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`);
 }
 
 main().catch((err) => {

@@ -141,6 +141,27 @@ function request({ port, agent, method = 'GET', path: urlPath = '/', headers = {
   });
 }
 
+/**
+ * POSTs `body` (an object, sent as JSON, or a string sent as it is) to `url`
+ * on a fresh connection; resolves { status, body } with the response parsed as JSON.
+ */
+function postJson(url, body) {
+  return new Promise((resolve, reject) => {
+    const data = typeof body === 'string' ? body : JSON.stringify(body);
+    const req = http.request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, agent: false },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(data);
+  });
+}
+
 /** VmRSS of a process in bytes (Linux). */
 function rssBytes(pid) {
   const status = require('node:fs').readFileSync(`/proc/${pid}/status`, 'utf8');
@@ -149,4 +170,4 @@ function rssBytes(pid) {
   return Number(match[1]) * 1024;
 }
 
-module.exports = { BIN, startService, request, rssBytes };
+module.exports = { BIN, startService, request, postJson, rssBytes };

@@ -7,4 +7,20 @@ function yesNoRequest() {
   return { query: fixture.query, items, labelTokenIds: fixture.labelTokenIds };
 }
 
-module.exports = { yesNoRequest };
+/** Max and mean |a - b| over two score tables of the same shape (items x labels). */
+function scoreDiffs(a, b) {
+  let max = 0;
+  let sum = 0;
+  let n = 0;
+  a.forEach((row, i) =>
+    row.forEach((x, j) => {
+      const d = Math.abs(x - b[i][j]);
+      max = Math.max(max, d);
+      sum += d;
+      n++;
+    }),
+  );
+  return { max, mean: sum / n };
+}
+
+module.exports = { yesNoRequest, scoreDiffs };

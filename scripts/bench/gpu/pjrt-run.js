@@ -6,6 +6,8 @@
  *   node scripts/bench/gpu/pjrt-run.js --model DIR --inputs FILE --out FILE
  *        [--plugin SO] [--precision highest|default] [--weights f32|bf16|...]
  *        [--repeats N] [--serial-items N] [--disk-cache DIR] [--options JSON]
+ *        [--prefix-attention joint|kb<keys>w|kb<keys>u] [--causal-attention square|qc<n>]
+ *        [--batching invariant|cross-request]
  *
  * Runs, on the inputs of ./inputs.js: the target workload with each plan
  * (packed, prefix, serial on a subset of items), timed after a warm-up, with
@@ -20,6 +22,7 @@ const path = require('node:path');
 
 const root = path.join(__dirname, '..', '..', '..');
 const { Scorer, Client } = require(path.join(root, 'dist'));
+const { parseCausalAttentionTag, parsePrefixAttentionTag } = require(path.join(root, 'dist', 'hlo'));
 
 function args(argv) {
   const out = { precision: 'highest', weights: 'f32', repeats: 5, serialItems: 16 };
@@ -47,6 +50,10 @@ async function main() {
   const a = args(process.argv.slice(2));
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
   const extra = a.options ? JSON.parse(a.options) : {};
+  // Attention forms by tag (unset: the platform's, lib/scoring/platform.ts).
+  if (a.prefixAttention) extra.prefixAttention = parsePrefixAttentionTag(a.prefixAttention);
+  if (a.causalAttention) extra.causalAttention = parseCausalAttentionTag(a.causalAttention);
+  if (a.batching) extra.batching = a.batching;
 
   // The reference process: one that only created the client.
   const probe = await Client.create(a.plugin ? { plugin: a.plugin } : {});
@@ -134,7 +141,8 @@ async function main() {
     const latencies = [];
     let scores;
     await Promise.all(pr.map((q) => scorer.score(request(q)))); // warm-up of whatever batching compiles
-    const passes0 = scorer.stats().runs;
+    const counted = (st) => ({ ...st.runs, devicePasses: st.devicePasses, batchedPasses: st.batchedPasses, batchedRequests: st.batchedRequests });
+    const passes0 = counted(scorer.stats());
     const t = await timed(async () => {
       for (let i = 0; i < a.repeats; i++) {
         const results = await Promise.all(pr.map((q) => timed(() => scorer.score(request(q)))));
@@ -142,14 +150,15 @@ async function main() {
         scores = results.map((r) => r.value.scores);
       }
     });
-    const passes1 = scorer.stats().runs;
+    const passes1 = counted(scorer.stats());
     row({
       workload: 'pr',
       method: `${pr.length}-concurrent`,
       items_per_s: (1000 * prItems * a.repeats) / t.ms,
       p50_ms: median(latencies),
       p99_ms: quantile(latencies, 0.99),
-      runs: Object.fromEntries(Object.keys(passes1).map((k) => [k, passes1[k] - passes0[k]])),
+      // Plans by kind, device passes and cross-request passes in the timed rounds, against the requests they served.
+      runs: { ...Object.fromEntries(Object.keys(passes1).map((k) => [k, passes1[k] - passes0[k]])), requests: pr.length * a.repeats },
       scores,
     });
   }
