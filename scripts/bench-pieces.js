@@ -10,7 +10,8 @@
 //
 // --forms adds whole extend programs with other prefix-attention forms
 // (kb<keys>w: key blocks in a while loop, kb<keys>u: unrolled; see
-// lib/hlo/attention-blocked.ts) to the same round-robin, so the forms are
+// lib/hlo/attention-blocked.ts; ones_own, rc8w, ...: row forms, lib/hlo/attention-rows.ts)
+// to the same round-robin, so the forms are
 // compared alternating, in one process. --causal-forms does the same for
 // the prefill's causal attention (qc<n>: n query chunks, each against the
 // keys it sees; lib/hlo/attention-causal-chunks.ts). --no-pieces times only the whole

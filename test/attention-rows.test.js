@@ -12,6 +12,7 @@ const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
+const { runProgram } = require('./helpers/run-program');
 
 const TOL = 1e-5;
 const REL = 1e-5;
@@ -49,15 +50,7 @@ function program({ P, N, L, Hq, Hkv, D }, forms) {
   });
 }
 
-async function runAll(prog, inputs) {
-  const exe = await client.compile(prog.text);
-  const buffers = await Promise.all(prog.inputs.map((spec, i) => client.upload(inputs[i], spec.dims, spec.dtype)));
-  const outs = await exe.execute(buffers);
-  const host = await Promise.all(outs.map((o) => o.toHost()));
-  for (const b of [...buffers, ...outs]) b.dispose();
-  exe.dispose();
-  return host;
-}
+const runAll = (prog, inputs) => runProgram(client, prog, inputs);
 
 /** Random inputs; padding slots (keys past prefixLength, tokens past an item's length) hold large finite garbage. */
 function makeInputs(seed, c) {
