@@ -30,8 +30,8 @@ function closeRel(a, b) {
 }
 
 // The joint form first, then row forms by tag: one chunk (ones column; reduce-sum), chunks of 1, 2 and 4
-// items unrolled and in a while loop, with either denominator, and shifted by the own keys' max (_own).
-const TAGS = ['joint', 'ones', 'rsum', 'rc1u', 'rc2u', 'rc2w', 'rc4w', 'rc2us', 'rc2ws', 'ones_own', 'rsum_own', 'rc2u_own', 'rc2w_own', 'rc2ws_own'];
+// items unrolled and in a while loop, with each denominator, and shifted by the own keys' max (_own).
+const TAGS = ['joint', 'ones', 'rsum', 'rdot', 'rc1u', 'rc2u', 'rc2w', 'rc4w', 'rc2us', 'rc2ws', 'rc2ud', 'ones_own', 'rsum_own', 'rdot_own', 'rc2u_own', 'rc2w_own', 'rc2ws_own', 'rc2wd_own'];
 const FORMS = TAGS.map(parsePrefixAttentionTag);
 
 /** One program: the same inputs through every form, one output per form. */
@@ -139,7 +139,7 @@ test('row-chunking tags round-trip, and bad forms are build errors', (t) => {
   const c = { P: 4, N: 1, L: 2, Hq: 2, Hkv: 1, D: 4 };
   t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 0, loop: 'while', denominator: 'values' }]), /itemsPerChunk must be a positive integer or absent, got 0/);
   t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 2, loop: 'sometimes', denominator: 'values' }]), /loop must be 'while' or 'unrolled'/);
-  t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'guess' }]), /denominator must be 'values' or 'reduce'/);
+  t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'guess' }]), /denominator must be 'values', 'reduce' or 'dot'/);
   t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'values', shift: 'min' }]), /shift must be 'max' or 'own'/);
   t.end();
 });
@@ -216,7 +216,7 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
     return out;
   };
   const G = groups.length;
-  const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws', 'rc2w_own', 'ones_own'];
+  const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws', 'rc2w_own', 'ones_own', 'rdot_own'];
   const prog = buildProgram('items_over_prefix_rows_grouped', (f) => {
     const x = {
       itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),

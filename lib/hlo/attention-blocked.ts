@@ -48,7 +48,7 @@ export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   const rows = parseRowChunkingTag(tag);
   if (rows) return rows;
   const m = /^kb([1-9][0-9]*)([wu])$/.exec(tag);
-  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum or rc<items><w|u>[s] (row forms, each optionally ending in _own)`);
+  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own)`);
   return { kind: 'blocked', keyBlock: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled' };
 }
 

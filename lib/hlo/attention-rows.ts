@@ -9,7 +9,9 @@
  * producers into reductions. Three changes, each optional:
  * - the denominator from the values: the values carry a column of ones
  *   ([P, Hkv, D + 1]), so the value GEMM sums each row's weights in its last
- *   column and the reduce-sum pass over the weights disappears;
+ *   column and the reduce-sum pass over the weights disappears (`dot`: a
+ *   separate dot of the weights with a ones vector, which keeps the value
+ *   GEMM at D columns but reads the weights once more);
  * - the shift by the own keys' max: softmax is the same for any shift per
  *   row, and the max over a row's own L keys is a pass over a tensor P/L
  *   times smaller; it can only be below the true max, so exp can overflow
@@ -43,8 +45,11 @@ export interface RowChunking {
    * (XLA schedules all the chunks' QK GEMMs first there, so their scores are alive at once).
    */
   readonly loop: 'while' | 'unrolled';
-  /** `values`: a ones column in the values gives the denominator; `reduce`: a reduce-sum over the weights. */
-  readonly denominator: 'values' | 'reduce';
+  /**
+   * `values`: a ones column in the values gives the denominator; `reduce`: a reduce-sum over the weights;
+   * `dot`: a dot of the prefix weights with a ones vector (own weights: reduce-sum).
+   */
+  readonly denominator: 'values' | 'reduce' | 'dot';
   /**
    * The softmax shift per row: `max` (default), the max over all its keys; `own`, the max over its own
    * keys only (no pass over the prefix scores for their max; the chunk is redone with the true max
@@ -60,15 +65,19 @@ export function checkRowChunking(a: RowChunking): RowChunking {
   }
   if (a.loop !== 'while' && a.loop !== 'unrolled') throw new HloBuildError(`prefix attention loop must be 'while' or 'unrolled', got ${JSON.stringify(a.loop)}`);
   if (a.shift !== undefined && a.shift !== 'max' && a.shift !== 'own') throw new HloBuildError(`prefix attention shift must be 'max' or 'own', got ${JSON.stringify(a.shift)}`);
-  if (a.denominator !== 'values' && a.denominator !== 'reduce') throw new HloBuildError(`prefix attention denominator must be 'values' or 'reduce', got ${JSON.stringify(a.denominator)}`);
+  if (a.denominator !== 'values' && a.denominator !== 'reduce' && a.denominator !== 'dot') throw new HloBuildError(`prefix attention denominator must be 'values', 'reduce' or 'dot', got ${JSON.stringify(a.denominator)}`);
   return a;
 }
 
-/** `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rc4u`, `rc4w`, `rc4us` (s: reduce-sum denominator); a last `_own` shifts by the own keys' max (`ones_own`). */
+/**
+ * `ones` (one chunk, denominator from the values), `rsum` (one chunk, reduce-sum), `rdot` (one chunk, dot
+ * with ones), `rc4u`, `rc4w`, `rc4us` / `rc4ud` (s: reduce-sum, d: dot denominator); a last `_own` shifts by
+ * the own keys' max (`ones_own`).
+ */
 export function rowChunkingTag(a: RowChunking): string {
-  const sum = a.denominator === 'reduce' ? 's' : '';
+  const sum = a.denominator === 'reduce' ? 's' : a.denominator === 'dot' ? 'd' : '';
   const own = a.shift === 'own' ? '_own' : '';
-  return (a.itemsPerChunk === undefined ? (sum ? 'rsum' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + own;
+  return (a.itemsPerChunk === undefined ? (sum === 's' ? 'rsum' : sum === 'd' ? 'rdot' : 'ones') : `rc${a.itemsPerChunk}${a.loop[0]}${sum}`) + own;
 }
 
 /** The inverse of rowChunkingTag; undefined when the tag is not a row-chunking tag. */
@@ -78,10 +87,11 @@ export function parseRowChunkingTag(tag: string): RowChunking | undefined {
   const shift = own ? { shift: 'own' as const } : {};
   if (base === 'ones') return { kind: 'rows', loop: 'unrolled', denominator: 'values', ...shift };
   if (base === 'rsum') return { kind: 'rows', loop: 'unrolled', denominator: 'reduce', ...shift };
-  const m = /^rc([1-9][0-9]*)([wu])(s?)$/.exec(base);
+  if (base === 'rdot') return { kind: 'rows', loop: 'unrolled', denominator: 'dot', ...shift };
+  const m = /^rc([1-9][0-9]*)([wu])([sd]?)$/.exec(base);
   if (!m) return undefined;
   const loop = m[2] === 'w' ? 'while' : 'unrolled';
-  return { kind: 'rows', itemsPerChunk: Number(m[1]), loop, denominator: m[3] ? 'reduce' : 'values', ...shift };
+  return { kind: 'rows', itemsPerChunk: Number(m[1]), loop, denominator: m[3] === 's' ? 'reduce' : m[3] === 'd' ? 'dot' : 'values', ...shift };
 }
 
 /** What every chunk shares: the prefix keys with the mask column, the values (with ones), the sizes. */
@@ -97,6 +107,7 @@ interface Shared {
   /** Value columns: D, or D + 1 with the ones column. */
   dv: number;
   ones: boolean;
+  denominator: RowChunking['denominator'];
   shift: 'max' | 'own';
 }
 
@@ -154,6 +165,11 @@ function weigh(b: FunctionBuilder, s: Shared, prefixScores: HloValue, own: HloVa
     b.dotGeneral(prefixWeights, prefixV, { lhsBatch: [...axes, g], rhsBatch: [...axes, g + 1], lhsContract: [keyAxis], rhsContract: [g] }),
     b.dotGeneral(ownWeights, itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [keyAxis], rhsContract: [g + 1] }),
   );
+  if (s.denominator === 'dot') {
+    const ones = b.full(TensorType.f32([prefixWeights.dims[keyAxis]]), 1);
+    const prefixSum = b.dotGeneral(prefixWeights, ones, { lhsBatch: [], rhsBatch: [], lhsContract: [keyAxis], rhsContract: [0] });
+    return { numerator: acc, sum: b.add(prefixSum, b.reduceSum(ownWeights, [keyAxis])) };
+  }
   if (!s.ones) return { numerator: acc, sum: b.add(b.reduceSum(prefixWeights, [keyAxis]), b.reduceSum(ownWeights, [keyAxis])) };
   const rows = shift.dims;
   const zeros = rows.map(() => 0);
@@ -184,7 +200,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   checkRowChunking(chunking);
   const g = lead.length;
   const ones = chunking.denominator === 'values';
-  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, shift: chunking.shift ?? 'max' };
+  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, denominator: chunking.denominator, shift: chunking.shift ?? 'max' };
   const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
 
   // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention).
