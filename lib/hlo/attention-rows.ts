@@ -94,7 +94,7 @@ export function parseRowChunkingTag(tag: string): RowChunking | undefined {
   return { kind: 'rows', itemsPerChunk: Number(m[1]), loop, denominator: m[3] === 's' ? 'reduce' : m[3] === 'd' ? 'dot' : 'values', ...shift };
 }
 
-/** What every chunk shares: the prefix keys with the mask column, the values (with ones), the sizes. */
+/** What every chunk shares: the sizes, the group axes and the form's choices. */
 interface Shared {
   g: number;
   lead: number[];
@@ -137,7 +137,7 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(b.reduceMax(prefixScores, [keyAxis]), ownMax), itemV, prefixV));
   // Shift by the own keys' max: no pass over the prefix scores for their max. Any shift gives the same
   // softmax; this one can only be too small, and exp overflows only where a prefix score exceeds the own
-  // max by ~88. Then (non-finite sums, never seen in practice) the chunk is computed again with the
+  // max by ~88. Then (a non-finite numerator or sum) the chunk is computed again with the
   // true max, in a loop that runs 0 or 1 times.
   const fast = weigh(b, s, prefixScores, own, ownMax, itemV, prefixV);
   const probe = b.reduceSum(b.multiply(fast.numerator, 0), fast.numerator.dims.map((_, i) => i)); // NaN iff a non-finite value
