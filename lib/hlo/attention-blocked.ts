@@ -21,46 +21,32 @@
 
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemsOverPrefixAttention, itemsOverPrefixLayout, resolveScale } from './attention';
+import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemOutputs, itemsOverPrefixLayout, resolveScale, withOnesColumn } from './attention';
 import { HloBuildError, TensorType } from './types';
-import { RowChunking, checkRowChunking, itemsOverPrefixAttentionRows, parseRowChunkingTag, rowChunkingTag } from './attention-rows';
 
-/** How item tokens attend over the prefix keys (SPEC.md section 12: chosen per platform). */
-export type PrefixAttention =
-  /** One softmax over all prefix and own keys at once (itemsOverPrefixAttention). */
-  | { readonly kind: 'joint' }
-  /** Prefix keys in blocks of `keyBlock` with an online softmax. */
-  | { readonly kind: 'blocked'; readonly keyBlock: number; readonly loop: 'while' | 'unrolled' }
-  /** The joint softmax with fewer passes over the scores: row chunks, denominator from the values, own-max shift (attention-rows.ts). */
-  | RowChunking;
-
-export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
-
-/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`. */
-export function prefixAttentionTag(a: PrefixAttention): string {
-  if (a.kind === 'rows') return rowChunkingTag(a);
-  return a.kind === 'joint' ? 'joint' : `kb${a.keyBlock}${a.loop === 'while' ? 'w' : 'u'}`;
+/** Prefix keys in blocks of `keyBlock` with an online softmax (a `PrefixAttention` kind, prefix-attention.ts). */
+export interface KeyBlocking {
+  readonly kind: 'blocked';
+  readonly keyBlock: number;
+  readonly loop: 'while' | 'unrolled';
 }
 
-/** The inverse of prefixAttentionTag: `joint`, `kb256w` (while), `kb512u` (unrolled), and the row forms (attention-rows.ts: `ones`, `ones_own`, `rc4w`, ...). */
-export function parsePrefixAttentionTag(tag: string): PrefixAttention {
-  if (tag === 'joint') return JOINT_PREFIX_ATTENTION;
-  const rows = parseRowChunkingTag(tag);
-  if (rows) return rows;
-  const m = /^kb([1-9][0-9]*)([wu])$/.exec(tag);
-  if (!m) throw new HloBuildError(`prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own)`);
-  return { kind: 'blocked', keyBlock: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled' };
-}
-
-/** Checks a PrefixAttention value from a caller; returns it. */
-export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
-  if (a === null || typeof a !== 'object') throw new HloBuildError(`prefix attention must be { kind: 'joint' }, { kind: 'blocked', keyBlock, loop } or { kind: 'rows', itemsPerChunk?, loop, denominator, shift? }, got ${String(a)}`);
-  if (a.kind === 'joint') return a;
-  if (a.kind === 'rows') return checkRowChunking(a);
-  if (a.kind !== 'blocked') throw new HloBuildError(`prefix attention kind must be 'joint', 'blocked' or 'rows', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
+/** Checks a KeyBlocking value from a caller; returns it. */
+export function checkKeyBlocking(a: KeyBlocking): KeyBlocking {
   if (!Number.isSafeInteger(a.keyBlock) || a.keyBlock < 1) throw new HloBuildError(`prefix attention keyBlock must be a positive integer, got ${String(a.keyBlock)}`);
   if (a.loop !== 'while' && a.loop !== 'unrolled') throw new HloBuildError(`prefix attention loop must be 'while' or 'unrolled', got ${JSON.stringify(a.loop)}`);
   return a;
+}
+
+/** `kb256w` (while), `kb512u` (unrolled). */
+export function keyBlockingTag(a: KeyBlocking): string {
+  return `kb${a.keyBlock}${a.loop === 'while' ? 'w' : 'u'}`;
+}
+
+/** The inverse of keyBlockingTag; undefined when the tag is not a key-blocking tag. */
+export function parseKeyBlockingTag(tag: string): KeyBlocking | undefined {
+  const m = /^kb([1-9][0-9]*)([wu])$/.exec(tag);
+  return m ? { kind: 'blocked', keyBlock: Number(m[1]), loop: m[2] === 'w' ? 'while' : 'unrolled' } : undefined;
 }
 
 /**
@@ -83,11 +69,6 @@ function foldBlock(b: FunctionBuilder, s: Running, scores: HloValue, weightedVal
   return { max, acc: b.add(b.multiply(s.acc, b.expandReduced(rescale, s.acc.dims, [keyAxis])), weightedValues(weights)) };
 }
 
-/** [..., D] -> [..., D + 1] with a last column of ones. */
-function withOnes(b: FunctionBuilder, v: HloValue): HloValue {
-  return b.concatenate([v, b.full(TensorType.f32([...v.dims.slice(0, -1), 1]), 1)], v.rank - 1);
-}
-
 /**
  * Scores of [q * scale, 1] against a block of [k, bias] ([..., Hkv, N, L, G, K])
  * and its values with the ones column ([..., Hkv, N, L, G, D + 1]), folded in;
@@ -107,11 +88,11 @@ function prefixBlock(b: FunctionBuilder, s: Running, g: number, qWithOne: HloVal
 export function itemsOverPrefixAttentionBlocked(
   f: FunctionBuilder,
   x: ItemsOverPrefixInputs,
-  blocking: { readonly keyBlock: number; readonly loop: 'while' | 'unrolled' },
+  blocking: Omit<KeyBlocking, 'kind'>,
   opts?: AttentionOptions,
 ): HloValue {
-  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionBlocked', x);
-  checkPrefixAttention({ kind: 'blocked', keyBlock: blocking.keyBlock, loop: blocking.loop });
+  const { lead, axes, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionBlocked', x);
+  checkKeyBlocking({ kind: 'blocked', keyBlock: blocking.keyBlock, loop: blocking.loop });
   const { keyBlock } = blocking;
   const g = lead.length;
   const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
@@ -125,7 +106,7 @@ export function itemsOverPrefixAttentionBlocked(
   const ownWeights = f.exponential(f.subtract(own, f.expandReduced(ownMax, own.dims, [g + 4])));
   let state: Running = {
     max: ownMax,
-    acc: f.dotGeneral(ownWeights, withOnes(f, x.itemV), { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 1] }),
+    acc: f.dotGeneral(ownWeights, withOnesColumn(f, x.itemV), { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 1] }),
   };
 
   // Prefix keys with the mask as a bias column (as in the joint form), over a whole number of blocks
@@ -138,7 +119,7 @@ export function itemsOverPrefixAttentionBlocked(
   const bias = f.select(visible, f.full(TensorType.f32([...lead, padded]), 0), f.full(TensorType.f32([...lead, padded]), MASKED_SCORE));
   const grow = (t: HloValue): HloValue => (padded === p ? t : f.pad(t, 0, zeros(g + 3), [...zeros(g), padded - p, 0, 0]));
   const kWithBias = f.concatenate([grow(x.prefixK), f.broadcastInDim(bias, [...lead, padded, hkv, 1], [...axes, g])], g + 2);
-  const prefixV = withOnes(f, grow(x.prefixV));
+  const prefixV = withOnesColumn(f, grow(x.prefixV));
   const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
 
   if (blocking.loop === 'unrolled' || blocks <= 1) {
@@ -168,16 +149,5 @@ export function itemsOverPrefixAttentionBlocked(
   const numerator = f.slice(state.acc, zeros(rows.length + 1), [...rows, d]);
   const safe = f.select(f.gt(sum, 0), sum, 1);
   const out = f.divide(numerator, f.expandReduced(safe, numerator.dims, [g + 4]));
-  // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
-  const realRow = f.lt(f.iota(TensorType.s32([...lead, n, l]), g + 1), f.broadcastInDim(x.itemLengths, [...lead, n, l], [...axes, g]));
-  const tokensFirst = f.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., N, L, Hkv, G, D]
-  const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
-  return f.reshape(zeroed, [...lead, n, l, hq, d]);
-}
-
-/** Items over a prefix in the chosen form (default: joint). */
-export function itemsOverPrefix(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: PrefixAttention = JOINT_PREFIX_ATTENTION, opts?: AttentionOptions): HloValue {
-  const checked = checkPrefixAttention(form);
-  if (checked.kind === 'rows') return itemsOverPrefixAttentionRows(f, x, checked, opts);
-  return checked.kind === 'joint' ? itemsOverPrefixAttention(f, x, opts) : itemsOverPrefixAttentionBlocked(f, x, checked, opts);
+  return itemOutputs(f, out, x.itemLengths, g);
 }

@@ -32,10 +32,10 @@
 
 import { FunctionBuilder } from './builder';
 import { HloValue, Operand } from './core';
-import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemsOverPrefixLayout, resolveScale } from './attention';
+import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemOutputs, itemsOverPrefixLayout, resolveScale, withOnesColumn } from './attention';
 import { HloBuildError, TensorType } from './types';
 
-/** Row chunking of the items-over-prefix attention (a `PrefixAttention` kind, attention-blocked.ts). */
+/** Row chunking of the items-over-prefix attention (a `PrefixAttention` kind, prefix-attention.ts). */
 export interface RowChunking {
   readonly kind: 'rows';
   /** Items per chunk; absent: all items in one chunk. */
@@ -111,11 +111,6 @@ interface Shared {
   shift: 'max' | 'own';
 }
 
-/** [..., D] -> [..., D + 1] with a last column of ones. */
-function withOnes(f: FunctionBuilder, v: HloValue): HloValue {
-  return f.concatenate([v, f.full(TensorType.f32([...v.dims.slice(0, -1), 1]), 1)], v.rank - 1);
-}
-
 /**
  * The joint attention of one chunk of items: qWithOne [..., n, L, Hkv, G, D + 1]
  * (scaled queries and a column of ones), its own keys and values
@@ -178,16 +173,10 @@ function weigh(b: FunctionBuilder, s: Shared, prefixScores: HloValue, own: HloVa
 
 /** numerator / denominator, tokens first, padding rows 0: -> [..., n, L, Hq, D]. */
 function finish(b: FunctionBuilder, s: Shared, itemLengths: HloValue, w: { numerator: HloValue; sum: HloValue }): HloValue {
-  const { g, lead, axes, hq, d, l } = s;
-  const n = w.sum.dims[g + 1];
+  const { g } = s;
   // A row's sum is >= 1 (its max key has weight 1); guard anyway, as the joint form does.
   const safe = b.select(b.gt(w.sum, 0), w.sum, 1);
-  const out = b.divide(w.numerator, b.expandReduced(safe, w.numerator.dims, [g + 4]));
-  // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
-  const realRow = b.lt(b.iota(TensorType.s32([...lead, n, l]), g + 1), b.broadcastInDim(itemLengths, [...lead, n, l], [...axes, g]));
-  const tokensFirst = b.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., n, L, Hkv, G, D]
-  const zeroed = b.select(b.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
-  return b.reshape(zeroed, [...lead, n, l, hq, d]);
+  return itemOutputs(b, b.divide(w.numerator, b.expandReduced(safe, w.numerator.dims, [g + 4])), itemLengths, g);
 }
 
 /**
@@ -207,10 +196,10 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   const prefixKeyValid = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(x.prefixLength, [...lead, p], axes));
   const bias = f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE));
   const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [...lead, p, hkv, 1], [...axes, g])], g + 2);
-  const prefixV = ones ? withOnes(f, x.prefixV) : x.prefixV;
+  const prefixV = ones ? withOnesColumn(f, x.prefixV) : x.prefixV;
   const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
   const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
-  const itemV = ones ? withOnes(f, x.itemV) : x.itemV;
+  const itemV = ones ? withOnesColumn(f, x.itemV) : x.itemV;
 
   const k = Math.min(chunking.itemsPerChunk ?? n, Math.max(n, 1));
   const chunks = n === 0 ? 0 : Math.ceil(n / k);

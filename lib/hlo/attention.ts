@@ -263,7 +263,7 @@ export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): Ite
  * group's prefix only.
  */
 export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
-  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
+  const { lead, axes, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
   const g = lead.length;
 
   const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
@@ -298,11 +298,27 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
       weightedValues: (w) => f.dotGeneral(w, x.itemV, { lhsBatch: [...axes, g, g + 1], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 1] }),
     },
   ]);
-  // Padding tokens (j >= len[n]) computed finite garbage; they output 0.
-  const realRow = f.lt(f.iota(TensorType.s32([...lead, n, l]), g + 1), f.broadcastInDim(x.itemLengths, [...lead, n, l], [...axes, g]));
-  const tokensFirst = f.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [N, L, Hkv, G, D]
+  return itemOutputs(f, out, x.itemLengths, lead.length);
+}
+
+/**
+ * An items-over-prefix result [..., Hkv, N, L, G, D] (any form) as
+ * [..., N, L, Hq, D], tokens first, with padding tokens (j >= len[n]), which
+ * computed finite garbage, set to 0. `g` leading group axes.
+ */
+export function itemOutputs(f: FunctionBuilder, out: HloValue, itemLengths: HloValue, g: number): HloValue {
+  const axes = Array.from({ length: g }, (_, i) => i);
+  const lead = out.dims.slice(0, g);
+  const [hkv, n, l, group, d] = out.dims.slice(g);
+  const realRow = f.lt(f.iota(TensorType.s32([...lead, n, l]), g + 1), f.broadcastInDim(itemLengths, [...lead, n, l], [...axes, g]));
+  const tokensFirst = f.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., N, L, Hkv, G, D]
   const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
-  return f.reshape(zeroed, [...lead, n, l, hq, d]);
+  return f.reshape(zeroed, [...lead, n, l, hkv * group, d]);
+}
+
+/** [..., D] -> [..., D + 1] with a last column of ones: a value GEMM against it also sums its weights. */
+export function withOnesColumn(f: FunctionBuilder, v: HloValue): HloValue {
+  return f.concatenate([v, f.full(TensorType.f32([...v.dims.slice(0, -1), 1]), 1)], v.rank - 1);
 }
 
 export interface FactoredAttentionInputs {

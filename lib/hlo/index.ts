@@ -32,8 +32,9 @@ export {
   maskedAttentionFactored,
 } from './attention';
 export type { AttentionOptions, FactoredAttentionInputs, ItemsOverPrefixInputs } from './attention';
-export { itemsOverPrefix, itemsOverPrefixAttentionBlocked, parsePrefixAttentionTag, prefixAttentionTag } from './attention-blocked';
-export type { PrefixAttention } from './attention-blocked';
+export { itemsOverPrefixAttentionBlocked } from './attention-blocked';
+export { itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } from './prefix-attention';
+export type { PrefixAttention } from './prefix-attention';
 export { itemsOverPrefixAttentionRows } from './attention-rows';
 export type { RowChunking } from './attention-rows';
 export { causalPrefix, causalPrefixAttentionChunked, causalAttentionTag, parseCausalAttentionTag } from './attention-causal-chunks';

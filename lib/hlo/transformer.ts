@@ -20,7 +20,7 @@
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
-import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './attention-blocked';
+import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './prefix-attention';
 import { CausalAttention, causalAttentionTag, causalPrefix } from './attention-causal-chunks';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
@@ -39,7 +39,7 @@ export interface DecoderOptions extends ProgramOptions {
   /**
    * How item tokens attend over the prefix keys (fused and extend programs):
    * the joint softmax (default) or key blocks with an online softmax
-   * (attention-blocked.ts). A platform fact (lib/scoring/platform.ts).
+   * (prefix-attention.ts). A platform fact (lib/scoring/platform.ts).
    */
   readonly prefixAttention?: PrefixAttention;
   /**

@@ -4,7 +4,7 @@
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
 import { HloProgram } from '../hlo/program';
-import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/attention-blocked';
+import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
 import { CausalAttention, causalAttentionTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
 import { WeightType } from '../hlo/decoder-layout';

@@ -4,7 +4,7 @@
  * per-pass memory budget and the cost model's constants. A platform with no
  * entry gets the CPU's facts and is told so in the load log.
  */
-import type { PrefixAttention } from '../hlo/attention-blocked';
+import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { Budget } from './plan';
 
@@ -20,7 +20,7 @@ export interface PlatformFacts {
   readonly platform: string;
   readonly budget: Budget;
   readonly cost: CostConstants;
-  /** How item tokens attend over the prefix keys (lib/hlo/attention-blocked.ts). */
+  /** How item tokens attend over the prefix keys (lib/hlo/prefix-attention.ts). */
   readonly prefixAttention: PrefixAttention;
   /** How the query attends causally to itself (lib/hlo/attention-causal-chunks.ts). */
   readonly causalAttention: CausalAttention;

@@ -7,7 +7,7 @@ import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
-import { checkPrefixAttention, PrefixAttention } from '../hlo/attention-blocked';
+import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
 import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
