@@ -13,6 +13,7 @@ const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
+const { program, makeInputs, reference } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
 const REL = 1e-5;
@@ -34,62 +35,7 @@ function closeRel(a, b) {
 const TAGS = ['joint', 'ones', 'rsum', 'rdot', 'rc1u', 'rc2u', 'rc2w', 'rc4w', 'rc2us', 'rc2ws', 'rc2ud', 'ones_own', 'rsum_own', 'rdot_own', 'rc2u_own', 'rc2w_own', 'rc2ws_own', 'rc2wd_own'];
 const FORMS = TAGS.map(parsePrefixAttentionTag);
 
-/** One program: the same inputs through every form, one output per form. */
-function program({ P, N, L, Hq, Hkv, D }, forms) {
-  return buildProgram('items_over_prefix_forms', (f) => {
-    const x = {
-      itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
-      itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
-      itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
-      itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
-      prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
-      prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
-      prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
-    };
-    return Object.fromEntries(forms.map((form, i) => [`out${i}`, itemsOverPrefix(f, x, form)]));
-  });
-}
-
 const runAll = (prog, inputs) => runProgram(client, prog, inputs);
-
-/** Random inputs; padding slots (keys past prefixLength, tokens past an item's length) hold large finite garbage. */
-function makeInputs(seed, c) {
-  const next = ref.rng(seed);
-  const { P, N, L, Hq, Hkv, D, prefixLength, itemLengths } = c;
-  const itemQ = ref.randomF32(next, N * L * Hq * D);
-  const itemK = ref.randomF32(next, N * L * Hkv * D);
-  const itemV = ref.randomF32(next, N * L * Hkv * D);
-  const prefixK = ref.randomF32(next, P * Hkv * D);
-  const prefixV = ref.randomF32(next, P * Hkv * D);
-  for (let p = prefixLength; p < P; p++) {
-    for (let j = 0; j < Hkv * D; j++) {
-      prefixK[p * Hkv * D + j] = (next() - 0.5) * 1e4;
-      prefixV[p * Hkv * D + j] = (next() - 0.5) * 1e6;
-    }
-  }
-  return [itemQ, itemK, itemV, Int32Array.from(itemLengths), prefixK, prefixV, Int32Array.of(prefixLength)];
-}
-
-function reference(c, inputs) {
-  const [itemQ, itemK, itemV, itemLengths, prefixK, prefixV] = inputs;
-  const { P, N, L, Hq, Hkv, D, prefixLength } = c;
-  return ref.factoredAttention({
-    queryQ: new Float32Array(P * Hq * D),
-    queryK: prefixK,
-    queryV: prefixV,
-    queryLength: prefixLength,
-    itemQ,
-    itemK,
-    itemV,
-    itemLengths,
-    P,
-    N,
-    L,
-    Hq,
-    Hkv,
-    D,
-  }).itemOut;
-}
 
 // Item counts that are not whole chunks of 2 or 4, padding keys, L = 1, empty items, GQA, an empty prefix.
 const CASES = [
