@@ -12,23 +12,12 @@ const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
+const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
 const { program, makeInputs, reference } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
-const REL = 1e-5;
-const ABS = 1e-6;
 let client;
-
-/** |a - b| <= 1e-6 + 1e-5 |b| everywhere; `worst` is the largest |a - b| / (1e-6 + 1e-5 |b|) (<= 1 passes). */
-function closeRel(a, b) {
-  let worst = a.length === b.length ? 0 : Infinity;
-  for (let i = 0; i < a.length && worst <= 1; i++) {
-    const d = Math.abs(a[i] - b[i]) / (ABS + REL * Math.abs(b[i]));
-    worst = Number.isNaN(d) ? Infinity : Math.max(worst, d);
-  }
-  return { ok: worst <= 1, worst };
-}
 
 const FORMS = [
   { kind: 'joint' },

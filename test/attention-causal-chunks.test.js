@@ -11,21 +11,11 @@ const { buildProgram, TensorType, causalPrefix, decoderPrefill } = require('../d
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
+const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
 
 const TOL = 1e-5;
 let client;
-
-/** |a - b| <= 1e-6 + 1e-5 |b| everywhere; `worst` is the largest |a - b| / (1e-6 + 1e-5 |b|) (<= 1 passes). */
-function closeRel(a, b) {
-  const [rel, abs] = [1e-5, 1e-6];
-  let worst = a.length === b.length ? 0 : Infinity;
-  for (let i = 0; i < a.length && worst <= 1; i++) {
-    const d = Math.abs(a[i] - b[i]) / (abs + rel * Math.abs(b[i]));
-    worst = Number.isNaN(d) ? Infinity : Math.max(worst, d);
-  }
-  return { ok: worst <= 1, worst };
-}
 
 const FORMS = [{ kind: 'square' }, { kind: 'chunked', queryChunks: 2 }, { kind: 'chunked', queryChunks: 3 }, { kind: 'chunked', queryChunks: 8 }, { kind: 'chunked', queryChunks: 1000 }];
 

@@ -162,4 +162,18 @@ function maxAbsDiff(a, b, indices) {
   return m;
 }
 
-module.exports = { denseAttention, factoredAttention, lmHeadGather, rng, randomF32, maxAbsDiff };
+/**
+ * |a - b| <= 1e-6 + 1e-5 |b| everywhere (two forms of one computation agreeing within f32 rounding);
+ * `worst` is the largest |a - b| / (1e-6 + 1e-5 |b|) (<= 1 passes; NaN or a length mismatch is Infinity).
+ */
+function closeRel(a, b) {
+  const [rel, abs] = [1e-5, 1e-6];
+  let worst = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length && worst <= 1; i++) {
+    const d = Math.abs(a[i] - b[i]) / (abs + rel * Math.abs(b[i]));
+    worst = Number.isNaN(d) ? Infinity : Math.max(worst, d);
+  }
+  return { ok: worst <= 1, worst };
+}
+
+module.exports = { denseAttention, factoredAttention, lmHeadGather, rng, randomF32, maxAbsDiff, closeRel };
