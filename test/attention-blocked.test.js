@@ -8,13 +8,13 @@
 // blocked attention against the joint one.
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill } = require('../dist/hlo');
+const { buildProgram, TensorType, itemsOverPrefix } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
-const { program, makeInputs, reference } = require('./helpers/prefix-forms');
+const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
 let client;
@@ -148,27 +148,7 @@ test('blocked: a bad key block is a build error', (t) => {
 test('default model: extend with blocked prefix attention equals the joint extend within 1e-5 relative', async (t) => {
   const model = loadModel();
   const weights = await uploadWeights(client, model.config, model.weights);
-  const P = 40;
-  const queryLength = 37;
-  const [C, L, B] = [4, 5, 2];
-  const query = Int32Array.from({ length: P }, (_, i) => (i < queryLength ? 100 + ((i * 7919) % 40000) : 0));
-  const items = Int32Array.from({ length: C * L }, (_, i) => 200 + ((i * 104729) % 40000));
-  const lengths = Int32Array.of(5, 1, 3, 5);
-  const labels = Int32Array.of(9454, 2753);
-  const opts = { dotPrecision: 'HIGHEST' };
-  const prefill = await client.compile(decoderPrefill(model.config, { prefix: P, labels: B }, opts).text);
-  const up = (data, dims) => client.upload(data, dims);
-  const [qBuf, qLen, lbBuf, itBuf, lenBuf] = [await up(query, [P]), await up(Int32Array.of(queryLength), []), await up(labels, [B]), await up(items, [C, L]), await up(lengths, [C])];
-  const [kCache, vCache, prefixOut] = await prefill.execute([qBuf, qLen, lbBuf, ...weights.buffers]);
-  const results = [];
-  for (const form of [{ kind: 'joint' }, { kind: 'blocked', keyBlock: 16, loop: 'while' }, { kind: 'blocked', keyBlock: 16, loop: 'unrolled' }]) {
-    const prog = decoderExtend(model.config, { prefix: P, items: C, itemLength: L, labels: B }, { ...opts, prefixAttention: form });
-    const exe = await client.compile(prog.text);
-    const [out] = await exe.execute([itBuf, lenBuf, qLen, kCache, vCache, lbBuf, ...weights.buffers]);
-    results.push({ form, name: prog.name, logprobs: await out.toHost() });
-    out.dispose();
-    exe.dispose();
-  }
+  const results = await extendByForm(client, model, weights, [{ kind: 'joint' }, { kind: 'blocked', keyBlock: 16, loop: 'while' }, { kind: 'blocked', keyBlock: 16, loop: 'unrolled' }], [5, 1, 3, 5]);
   const probs = (x) => Float64Array.from(x, Math.exp);
   const joint = results[0];
   t.ok(joint.logprobs.every(Number.isFinite), `${joint.name}: finite`);
@@ -177,8 +157,6 @@ test('default model: extend with blocked prefix attention equals the joint exten
     const { ok, worst } = closeRel(probs(r.logprobs), probs(joint.logprobs));
     t.ok(ok, `${r.name}: label probabilities within 1e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`);
   }
-  for (const b of [qBuf, qLen, lbBuf, itBuf, lenBuf, kCache, vCache, prefixOut]) b.dispose();
-  prefill.dispose();
   weights.dispose();
 });
 

@@ -2,7 +2,7 @@
 // Items over a prefix in several forms at once (lib/hlo/prefix-attention.ts):
 // one program with the same inputs through every form, random inputs whose
 // padding slots hold large finite garbage, and the float64 JS reference.
-const { buildProgram, TensorType, itemsOverPrefix } = require('../../dist/hlo');
+const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill } = require('../../dist/hlo');
 const ref = require('./attention-reference');
 
 /** One program: the same inputs through every form, one output per form. */
@@ -60,4 +60,41 @@ function reference(c, inputs) {
   }).itemOut;
 }
 
-module.exports = { program, makeInputs, reference };
+/**
+ * The default model's extend program, once per prefix-attention form, on the
+ * same prefill (a 37-token query in a 40 bucket) and the same items
+ * (`lengths`, 5 tokens each at most, 2 labels), in true f32:
+ * [{ name, logprobs }] in the order of `forms`.
+ */
+async function extendByForm(client, model, weights, forms, lengths) {
+  const P = 40;
+  const queryLength = 37;
+  const [C, L, B] = [lengths.length, 5, 2];
+  const query = Int32Array.from({ length: P }, (_, i) => (i < queryLength ? 100 + ((i * 7919) % 40000) : 0));
+  const items = Int32Array.from({ length: C * L }, (_, i) => 200 + ((i * 104729) % 40000));
+  const labels = Int32Array.of(9454, 2753);
+  const opts = { dotPrecision: 'HIGHEST' };
+  const prefill = await client.compile(decoderPrefill(model.config, { prefix: P, labels: B }, opts).text);
+  const up = (data, dims) => client.upload(data, dims);
+  const inputs = [await up(query, [P]), await up(Int32Array.of(queryLength), []), await up(labels, [B]), await up(items, [C, L]), await up(Int32Array.from(lengths), [C])];
+  const [qBuf, qLen, lbBuf, itBuf, lenBuf] = inputs;
+  const prefilled = await prefill.execute([qBuf, qLen, lbBuf, ...weights.buffers]);
+  const [kCache, vCache] = prefilled;
+  try {
+    const results = [];
+    for (const form of forms) {
+      const prog = decoderExtend(model.config, { prefix: P, items: C, itemLength: L, labels: B }, { ...opts, prefixAttention: form });
+      const exe = await client.compile(prog.text);
+      const [out] = await exe.execute([itBuf, lenBuf, qLen, kCache, vCache, lbBuf, ...weights.buffers]);
+      results.push({ name: prog.name, logprobs: await out.toHost() });
+      out.dispose();
+      exe.dispose();
+    }
+    return results;
+  } finally {
+    for (const b of [...inputs, ...prefilled]) b.dispose();
+    prefill.dispose();
+  }
+}
+
+module.exports = { program, makeInputs, reference, extendByForm };
