@@ -84,9 +84,12 @@ export interface RequestShape {
 }
 
 export interface Ladders {
-  /** Token-length buckets for whole sequences: the query P, serial S. */
+  /** Token-length buckets for whole sequences: serial S. */
   readonly tokens: readonly number[];
-  /** Item-length buckets L: finer, since item padding is paid once per item. */
+  /**
+   * Token-length buckets for the query P and the items L: finer (steps of 1.25x), since every padded row
+   * costs as much as a real one (a 300-token query pads to 320 here, to 384 on `tokens`).
+   */
   readonly itemTokens: readonly number[];
   /** Item-count buckets (rows per pass). */
   readonly counts: readonly number[];
@@ -191,7 +194,7 @@ export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizi
     );
     return { algorithm, prefixBucket: 1, labelBucket: B, passes };
   }
-  const P = bucketFor(Math.max(1, shape.queryLength), sizing.ladders.tokens, 'query length');
+  const P = bucketFor(Math.max(1, shape.queryLength), sizing.ladders.itemTokens, 'query length');
   const chunks = chunk(shape.itemLengths, sizing.ladders.itemTokens, sizing, (l) => P + l);
   if (algorithm === 'packed') {
     const passes = chunks.map(
