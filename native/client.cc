@@ -408,28 +408,30 @@ Napi::Value Client::Upload(const Napi::CallbackInfo& info) {
                             std::to_string(static_cast<uint64_t>(elements * element_size)));
   }
   result->byte_size = data.ByteLength();
-  // Copy now: the JS array may change or be detached while the worker runs.
-  auto bytes = std::make_shared<std::vector<uint8_t>>(
-      static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset(),
-      static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset() +
-          data.ByteLength());
+  // The plugin copies the array during this call (kImmutableOnlyDuringCall), here on the JS thread, so the
+  // caller may reuse or detach it as soon as upload() returns; copying it into a vector first and calling
+  // the plugin from a worker cost a second copy and its page faults (~100 MB for the default model).
+  // Only waiting for the transfer's done event runs on the worker.
+  const ClientCore& client = *core_;
+  auto args = MakeArgs<pjrt::ClientBufferFromHostBufferArgs>();
+  args.client = client.client.get();
+  static const uint8_t kEmpty = 0;  // a valid pointer for zero-element arrays
+  args.data = data.ByteLength() == 0
+                  ? static_cast<const void*>(&kEmpty)
+                  : static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
+  args.type = result->type;
+  args.dims = result->dims.data();
+  args.num_dims = result->dims.size();
+  args.host_buffer_semantics = pjrt::HostBufferSemantics::kImmutableOnlyDuringCall;
+  args.device = client.devices[0];
+  Status called = client.plugin->Call(pjrt::kClientBufferFromHostBuffer, &args);
+  if (called.ok()) result->buffer = OwnedBuffer(client.plugin, args.buffer);
+  pjrt::Event* done = called.ok() ? args.done_with_host_buffer : nullptr;
   return PromiseWorker::Start(
       env, "pjrt-score:upload",
-      [bytes, result]() {
-        const ClientCore& client = *result->client;
-        auto args = MakeArgs<pjrt::ClientBufferFromHostBufferArgs>();
-        args.client = client.client.get();
-        static const uint8_t kEmpty = 0;  // a valid pointer for zero-element arrays
-        args.data = bytes->empty() ? static_cast<const void*>(&kEmpty) : bytes->data();
-        args.type = result->type;
-        args.dims = result->dims.data();
-        args.num_dims = result->dims.size();
-        args.host_buffer_semantics = pjrt::HostBufferSemantics::kImmutableOnlyDuringCall;
-        args.device = client.devices[0];
-        Status status = client.plugin->Call(pjrt::kClientBufferFromHostBuffer, &args);
-        if (!status.ok()) return status;
-        result->buffer = OwnedBuffer(client.plugin, args.buffer);
-        return client.plugin->AwaitAndDestroy(args.done_with_host_buffer);
+      [called, done, result]() {
+        if (!called.ok()) return called;
+        return result->client->plugin->AwaitAndDestroy(done);
       },
       [this, result](Napi::Env env, const std::vector<Napi::Object>&) -> Napi::Value {
         if (!core_) ThrowDisposed(env, "Client");
