@@ -291,8 +291,9 @@ Napi::Value Client::Devices(const Napi::CallbackInfo& info) {
     device.Set("kind", core.device_info[i].kind);
     device.Set("description", core.device_info[i].description);
     int64_t limit = core.device_info[i].memory_limit;
-    device.Set("memoryLimit", limit > 0 ? Napi::Value(Napi::Number::New(env, static_cast<double>(limit)))
-                                        : env.Null());
+    device.Set("memoryLimit", limit > 0
+                                  ? Napi::Value(Napi::Number::New(env, static_cast<double>(limit)))
+                                  : env.Null());
     devices.Set(static_cast<uint32_t>(i), device);
   }
   return devices;
@@ -408,10 +409,10 @@ Napi::Value Client::Upload(const Napi::CallbackInfo& info) {
                             std::to_string(static_cast<uint64_t>(elements * element_size)));
   }
   result->byte_size = data.ByteLength();
-  // The plugin copies the array during this call (kImmutableOnlyDuringCall), here on the JS thread, so the
-  // caller may reuse or detach it as soon as upload() returns; copying it into a vector first and calling
-  // the plugin from a worker cost a second copy and its page faults (~100 MB for the default model).
-  // Only waiting for the transfer's done event runs on the worker.
+  // The plugin copies the array during this call (kImmutableOnlyDuringCall), here on the JS thread,
+  // so the caller may reuse or detach it as soon as upload() returns; copying it into a vector
+  // first and calling the plugin from a worker cost a second copy and its page faults (~100 MB for
+  // the default model). Only waiting for the transfer's done event runs on the worker.
   const ClientCore& client = *core_;
   auto args = MakeArgs<pjrt::ClientBufferFromHostBufferArgs>();
   args.client = client.client.get();
