@@ -1,7 +1,8 @@
 // pjrt-score native addon: registers the three classes, one counter
-// (externalBytes: device-buffer bytes reported to V8 and not yet released)
-// and releaseFreeHeap (the allocator's free pages back to the OS, off the JS
-// thread; resolves whether any were given back).
+// (externalBytes: device-buffer bytes reported to V8 and not yet released),
+// deferExternalMemory (begin/end a span whose changes to that count reach V8
+// as one report at its end) and releaseFreeHeap (the allocator's free pages back to the OS, off the
+// JS thread; resolves whether any were given back).
 #include <napi.h>
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "addon_data.h"
 #include "buffer.h"
 #include "client.h"
+#include "errors.h"
 #include "executable.h"
 #include "heap_trim.h"
 #include "promise_worker.h"
@@ -21,6 +23,22 @@ Napi::Value ExternalBytes(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   return Napi::Number::New(env,
                            static_cast<double>(env.GetInstanceData<AddonData>()->external_bytes));
+}
+
+// deferExternalMemory(true) begins a deferral, (false) ends one; spans nest, and the sum of their
+// changes is reported when the last ends. Returns the depth after the call.
+Napi::Value DeferExternalMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsBoolean())
+    ThrowTypeError(env, "deferExternalMemory(on: boolean)");
+  AddonData* data = env.GetInstanceData<AddonData>();
+  if (info[0].As<Napi::Boolean>().Value()) {
+    ++data->deferring;
+  } else if (data->deferring > 0 && --data->deferring == 0 && data->deferred_bytes != 0) {
+    Napi::MemoryManagement::AdjustExternalMemory(env, data->deferred_bytes);
+    data->deferred_bytes = 0;
+  }
+  return Napi::Number::New(env, data->deferring);
 }
 
 Napi::Value ReleaseFreeHeapBinding(const Napi::CallbackInfo& info) {
@@ -50,6 +68,8 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("Executable", executable);
   exports.Set("DeviceBuffer", buffer);
   exports.Set("externalBytes", Napi::Function::New<ExternalBytes>(env, "externalBytes"));
+  exports.Set("deferExternalMemory",
+              Napi::Function::New<DeferExternalMemory>(env, "deferExternalMemory"));
   exports.Set("releaseFreeHeap",
               Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
   return exports;

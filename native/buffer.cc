@@ -35,8 +35,7 @@ DeviceBuffer::DeviceBuffer(const Napi::CallbackInfo& info) : Napi::ObjectWrap<De
   parent_->AddChild(this);
   // Device memory on a CPU plugin is host memory: let V8's GC know about it.
   accounted_bytes_ = static_cast<int64_t>(core_->byte_size);
-  Napi::MemoryManagement::AdjustExternalMemory(env, accounted_bytes_);
-  env.GetInstanceData<AddonData>()->external_bytes += accounted_bytes_;
+  env.GetInstanceData<AddonData>()->ReportExternalMemory(env, accounted_bytes_);
 }
 
 // Finalizers run on the JS thread: without NAPI_EXPERIMENTAL, Node defers
@@ -53,8 +52,7 @@ DeviceBuffer* DeviceBuffer::TryUnwrap(Napi::Object object) {
 void DeviceBuffer::Release() {
   if (accounted_bytes_ != 0) {
     Napi::Env env = Env();
-    Napi::MemoryManagement::AdjustExternalMemory(env, -accounted_bytes_);
-    env.GetInstanceData<AddonData>()->external_bytes -= accounted_bytes_;
+    env.GetInstanceData<AddonData>()->ReportExternalMemory(env, -accounted_bytes_);
   }
   accounted_bytes_ = 0;
   core_.reset();

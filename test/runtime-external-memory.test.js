@@ -64,3 +64,65 @@ test('external memory returns to its start after buffers are disposed through th
   own.dispose();
   t.equal(external(), start, 'its own dispose (twice) and then its client\'s take it back once');
 });
+
+// Major collections (mark-compact) that ran while `work` did.
+async function majorCollectionsDuring(work) {
+  const { PerformanceObserver, constants } = require('node:perf_hooks');
+  let majors = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) if (entry.detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majors++;
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  await work();
+  // GC entries are delivered asynchronously.
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  observer.disconnect();
+  return majors;
+}
+
+test('deferExternalMemoryReports: one report to V8 at the end, the same count, fewer full collections; nests and survives a throw', async (t) => {
+  const { deferExternalMemoryReports } = require('../dist/runtime');
+  const { binding } = require('../dist/runtime/binding');
+  const client = await Client.create();
+  const big = new Float32Array(4 * MB); // 16 MB
+  const uploadMany = async () => {
+    const made = [];
+    for (let i = 0; i < 48; i++) made.push(await client.upload(big, [big.length])); // 768 MB in all
+    return made;
+  };
+  await settle();
+  const start = external();
+
+  let made = [];
+  const plain = await majorCollectionsDuring(async () => {
+    made = await uploadMany();
+  });
+  t.equal(external() - start, 48 * big.byteLength, 'reported one by one: 768 MB counted');
+  made.forEach((b) => b.dispose());
+  await settle();
+
+  let inside = NaN;
+  const deferred = await majorCollectionsDuring(() =>
+    deferExternalMemoryReports(async () => {
+      made = await uploadMany();
+      inside = external() - start;
+    }),
+  );
+  t.equal(inside, 48 * big.byteLength, 'deferred: the addon still counts every buffer');
+  t.equal(external() - start, 48 * big.byteLength, 'and after the span the count is the same');
+  t.ok(deferred < plain, `full collections while 768 MB of buffers were made: ${plain} reported one by one, ${deferred} deferred`);
+  made.forEach((b) => b.dispose());
+  t.equal(external(), start, 'disposing them takes it all back');
+
+  // Nesting and throws: the depth comes back to 0 whatever happens inside.
+  const failure = await deferExternalMemoryReports(() => deferExternalMemoryReports(() => Promise.reject(new Error('inner failure')))).then(
+    () => null,
+    (err) => err,
+  );
+  t.match(String(failure), /inner failure/, 'a failure inside nested spans comes out');
+  t.equal(binding().deferExternalMemory(true), 1, 'and both spans ended: a new span is the only one open');
+  t.equal(binding().deferExternalMemory(false), 0, 'which ends');
+  t.equal(binding().deferExternalMemory(false), 0, 'an extra end is ignored');
+  t.throws(() => binding().deferExternalMemory('yes'), /deferExternalMemory\(on: boolean\)/, 'a non-boolean is a TypeError');
+  client.dispose();
+});

@@ -16,6 +16,7 @@ import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
+import { deferExternalMemoryReports } from '../runtime/external-memory';
 import { Executable } from '../runtime/executable';
 import { elementCount } from '../util/dims';
 import { buildProgram, HloProgram } from '../hlo/program';
@@ -415,6 +416,11 @@ export async function uploadWeights(
   weightType: WeightType = 'f32',
   options: UploadOptions = {},
 ): Promise<DeviceWeights> {
+  // V8 hears of the new device arrays once, at the end, not in ~64 MB steps that each start a full collection.
+  return deferExternalMemoryReports(() => uploadArrays(client, config, weights, weightType, options));
+}
+
+async function uploadArrays(client: Client, config: ModelConfig, weights: HostWeights | WeightReader, weightType: WeightType, options: UploadOptions): Promise<DeviceWeights> {
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
   const specs = decoderWeightSpecs(config, weightType);
   const index = new Map(specs.map((s, i) => [s.name, i]));

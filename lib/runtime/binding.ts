@@ -54,6 +54,8 @@ export interface NativeBinding {
   DeviceBuffer: new (...args: never[]) => NativeBuffer;
   /** Bytes of live device buffers reported to V8 as external memory. */
   externalBytes(): number;
+  /** true begins a span whose changes to externalBytes reach V8 once, when it ends (false); returns the depth. */
+  deferExternalMemory(on: boolean): number;
   /** malloc_trim(0) on a worker thread; resolves whether memory was given back. */
   releaseFreeHeap(): Promise<boolean>;
 }

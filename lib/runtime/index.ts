@@ -14,3 +14,4 @@ export { Signature, TensorSpec, parseMainSignature } from './signature';
 export { CPU_PLUGIN, PluginNotFoundError, resolvePluginPath, ensurePluginPath, fetchCpuPlugin, FETCH_PLUGIN_COMMAND } from './plugin-path';
 export { MAX_PROGRAM_NESTING, programNestingDepth } from './nesting';
 export { releaseFreeHostMemory } from './host-memory';
+export { deferExternalMemoryReports } from './external-memory';
