@@ -9,6 +9,7 @@
 #include "executable.h"
 #include "heap_trim.h"
 #include "large_stack.h"
+#include "prefix_attention_ffi.h"
 #include "program_nesting.h"
 #include "promise_worker.h"
 
@@ -167,6 +168,12 @@ Status CreateClient(const std::string& plugin_path, const std::vector<OptionValu
   if (!status.ok()) return status;
   status = FillDevices(core.get());
   if (!status.ok()) return status;
+  // The fused prefix-attention kernel runs on the host: only a CPU client
+  // offers it (a GPU plugin's FFI registry is for its own platforms).
+  if (core->platform_name == "cpu") {
+    std::string why;
+    core->prefix_attention_kernel = RegisterPrefixAttention(*plugin, &why);
+  }
   *out = std::move(core);
   return Status::Ok();
 }
@@ -216,6 +223,7 @@ Napi::Function Client::Init(Napi::Env env) {
                          InstanceAccessor<&Client::PlatformName>("platformName"),
                          InstanceAccessor<&Client::PlatformVersion>("platformVersion"),
                          InstanceAccessor<&Client::ApiVersion>("apiVersion"),
+                         InstanceAccessor<&Client::PrefixAttentionKernel>("prefixAttentionKernel"),
                          InstanceAccessor<&Client::Devices>("devices"),
                          InstanceAccessor<&Client::IsDisposed>("disposed"),
                          InstanceMethod<&Client::Compile>("compile"),
@@ -279,6 +287,10 @@ Napi::Value Client::ApiVersion(const Napi::CallbackInfo& info) {
   version.Set("major", core.plugin->major_version());
   version.Set("minor", core.plugin->minor_version());
   return version;
+}
+
+Napi::Value Client::PrefixAttentionKernel(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), LiveCore(info.Env()).prefix_attention_kernel);
 }
 
 Napi::Value Client::Devices(const Napi::CallbackInfo& info) {

@@ -32,6 +32,7 @@ class Client : public Napi::ObjectWrap<Client> {
   Napi::Value PlatformName(const Napi::CallbackInfo& info);
   Napi::Value PlatformVersion(const Napi::CallbackInfo& info);
   Napi::Value ApiVersion(const Napi::CallbackInfo& info);
+  Napi::Value PrefixAttentionKernel(const Napi::CallbackInfo& info);
   Napi::Value Devices(const Napi::CallbackInfo& info);
   Napi::Value Compile(const Napi::CallbackInfo& info);
   Napi::Value Upload(const Napi::CallbackInfo& info);

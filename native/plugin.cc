@@ -141,6 +141,21 @@ void* Plugin::SlotFn(pjrt::Slot slot) const {
 
 bool Plugin::HasSlot(pjrt::Slot slot) const { return SlotFn(slot) != nullptr; }
 
+const void* Plugin::FindExtension(int type) const {
+  // Every extension starts {size_t struct_size; int type; next}; a bound on
+  // the walk guards against a malformed chain.
+  struct Base {
+    size_t struct_size;
+    int type;
+    const Base* next;
+  };
+  const Base* e = static_cast<const Base*>(api_->extension_start);
+  for (int i = 0; e != nullptr && i < 64; e = e->next, ++i) {
+    if (e->type == type) return e;
+  }
+  return nullptr;
+}
+
 Status Plugin::CallRaw(pjrt::Slot slot, void* args) const {
   auto fn = reinterpret_cast<pjrt::Fn>(SlotFn(slot));
   if (fn == nullptr) {

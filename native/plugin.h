@@ -25,6 +25,12 @@ class Plugin {
 
   bool HasSlot(pjrt::Slot slot) const;
 
+  // The extension of `type` in the API's extension_start chain, or null.
+  const void* FindExtension(int type) const;
+
+  // Turns a PJRT_Error the plugin returned into a Status and destroys it.
+  Status TakeError(pjrt::Error* error) const;
+
   // Calls slot with args; turns a returned PJRT_Error into a Status and
   // destroys it. A slot the plugin lacks yields UNIMPLEMENTED.
   template <class Args>
@@ -39,7 +45,6 @@ class Plugin {
  private:
   Plugin() = default;
   Status CallRaw(pjrt::Slot slot, void* args) const;
-  Status TakeError(pjrt::Error* error) const;
   void* SlotFn(pjrt::Slot slot) const;  // null when the table lacks the slot
 
   std::string path_;

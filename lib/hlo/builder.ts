@@ -10,10 +10,10 @@
  */
 
 import { FunctionState, HloValue } from './core';
-import { ControlFlowBuilder } from './control-flow';
+import { CustomCallBuilder } from './ops-custom-call';
 import { HloBuildError, TensorType } from './types';
 
-export class FunctionBuilder extends ControlFlowBuilder {
+export class FunctionBuilder extends CustomCallBuilder {
   /** Declares the next parameter of the function. Only in the function body, before `return`. */
   param(type: TensorType, name?: string): HloValue {
     if (this.block.isRegion) throw new HloBuildError('param: parameters belong to the function, not to a region');

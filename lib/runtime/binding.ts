@@ -19,6 +19,7 @@ export interface NativeClient {
   readonly platformName: string;
   readonly platformVersion: string;
   readonly apiVersion: { readonly major: number; readonly minor: number };
+  readonly prefixAttentionKernel: boolean;
   readonly devices: NativeDevice[];
   readonly disposed: boolean;
   compile(text: string): Promise<NativeExecutable>;

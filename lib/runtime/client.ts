@@ -80,6 +80,16 @@ export class Client implements Disposable {
     return { ...this.native.apiVersion };
   }
 
+  /**
+   * Whether programs on this client may call the addon's fused prefix-attention
+   * kernel (custom call `pjrt_score_prefix_attention`, prefix-attention form
+   * `ffi`): registered with CPU plugins whose FFI extension can register handlers.
+   */
+  get prefixAttentionKernel(): boolean {
+    this.assertLive();
+    return this.native.prefixAttentionKernel;
+  }
+
   get devices(): DeviceInfo[] {
     this.assertLive();
     return this.native.devices;

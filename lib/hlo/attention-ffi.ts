@@ -1,0 +1,37 @@
+/**
+ * Items over a prefix through the addon's fused kernel: one custom call to
+ * `pjrt_score_prefix_attention` (native/prefix_attention.cc), the joint
+ * softmax over the valid prefix keys and each token's own earlier keys,
+ * with prefix keys in cache-sized blocks and an online softmax. The same
+ * numbers as itemsOverPrefixAttention within f32 rounding.
+ *
+ * The kernel exists only where the runtime registered it with the plugin
+ * (a CPU plugin with the FFI extension: Client.prefixAttentionKernel); the
+ * Scorer refuses this form elsewhere. Grouped calls (one query per group)
+ * keep the CPU's StableHLO default form: the kernel takes one query.
+ */
+
+import { FunctionBuilder } from './builder';
+import { HloValue } from './core';
+import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixLayout, resolveScale } from './attention';
+import { itemsOverPrefixAttentionRows } from './attention-rows';
+import { TensorType } from './types';
+
+/** The fused kernel (a `PrefixAttention` kind, prefix-attention.ts; tag `ffi`). */
+export interface PrefixKernel {
+  readonly kind: 'kernel';
+}
+
+export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
+
+/** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
+export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
+
+export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
+  const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
+  if (lead.length) return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
+  // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
+  const q = f.multiply(x.itemQ, resolveScale(opts, d));
+  const operands = [q, x.itemK, x.itemV, x.itemLengths, x.prefixK, x.prefixV, x.prefixLength];
+  return f.customCall(PREFIX_ATTENTION_TARGET, operands, [TensorType.f32([n, l, hq, d])])[0];
+}

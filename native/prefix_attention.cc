@@ -1,0 +1,388 @@
+#include "prefix_attention.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <new>
+#include <vector>
+
+#include "thread_pool.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define PJRT_SCORE_HAVE_AVX2_PATH 1
+#endif
+
+namespace pjrt_score {
+namespace {
+
+// Prefix keys per block: K^T and V of one block of one kv head are
+// 2 * 256 * D * 4 bytes (128 KB at D = 64), in L2 with the rows' state.
+constexpr int64_t kKeyBlock = 256;
+// Query rows per tile: 4 rows x 16 keys of scores are 8 AVX2 registers.
+constexpr int64_t kRowTile = 4;
+constexpr int64_t kColTile = 16;
+// Rows of one work unit (items of one chunk x their tokens x the group's heads):
+// their state (D + 2 floats a row) stays in L2 beside the key block.
+constexpr int64_t kRowsPerUnit = 384;
+
+int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+
+// ---- the inner loops, portable -------------------------------------------
+
+struct PortableOps {
+  // s[r][c] = q[r] . kt[:, c] for 4 rows and `cols` (a multiple of 16) columns.
+  static void QkTile(const float* q, int64_t d, const float* kt, int64_t cols, float* s) {
+    for (int64_t r = 0; r < kRowTile; ++r) {
+      float* sr = s + r * kKeyBlock;
+      for (int64_t c = 0; c < cols; ++c) sr[c] = 0.f;
+      for (int64_t k = 0; k < d; ++k) {
+        const float qk = q[r * d + k];
+        const float* row = kt + k * kKeyBlock;
+        for (int64_t c = 0; c < cols; ++c) sr[c] += qk * row[c];
+      }
+    }
+  }
+  static float RowMax(const float* s, int64_t n) {
+    float m = -std::numeric_limits<float>::infinity();
+    for (int64_t c = 0; c < n; ++c) m = std::max(m, s[c]);
+    return m;
+  }
+  // s[c] = exp(s[c] - shift); returns their sum.
+  static float ExpSum(float* s, int64_t n, float shift) {
+    float sum = 0.f;
+    for (int64_t c = 0; c < n; ++c) {
+      s[c] = std::exp(s[c] - shift);
+      sum += s[c];
+    }
+    return sum;
+  }
+  // acc[r] += sum_k w[r][k] * v[k] for 4 rows, `keys` keys (v rows contiguous, D each).
+  static void PvTile(const float* w, const float* v, int64_t keys, int64_t d, float* acc) {
+    for (int64_t r = 0; r < kRowTile; ++r) {
+      float* ar = acc + r * d;
+      const float* wr = w + r * kKeyBlock;
+      for (int64_t k = 0; k < keys; ++k) {
+        const float wk = wr[k];
+        const float* vk = v + k * d;
+        for (int64_t j = 0; j < d; ++j) ar[j] += wk * vk[j];
+      }
+    }
+  }
+};
+
+// ---- the inner loops, AVX2 + FMA (D a multiple of 16) ---------------------
+
+#ifdef PJRT_SCORE_HAVE_AVX2_PATH
+struct Avx2Ops {
+  __attribute__((target("avx2,fma"))) static void QkTile(const float* q, int64_t d, const float* kt,
+                                                         int64_t cols, float* s) {
+    for (int64_t c = 0; c < cols; c += kColTile) {
+      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
+      __m256 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+      const float* col = kt + c;
+      for (int64_t k = 0; k < d; ++k) {
+        const __m256 k0 = _mm256_loadu_ps(col + k * kKeyBlock);
+        const __m256 k1 = _mm256_loadu_ps(col + k * kKeyBlock + 8);
+        __m256 qb = _mm256_broadcast_ss(q + k);
+        a00 = _mm256_fmadd_ps(qb, k0, a00);
+        a01 = _mm256_fmadd_ps(qb, k1, a01);
+        qb = _mm256_broadcast_ss(q + d + k);
+        a10 = _mm256_fmadd_ps(qb, k0, a10);
+        a11 = _mm256_fmadd_ps(qb, k1, a11);
+        qb = _mm256_broadcast_ss(q + 2 * d + k);
+        a20 = _mm256_fmadd_ps(qb, k0, a20);
+        a21 = _mm256_fmadd_ps(qb, k1, a21);
+        qb = _mm256_broadcast_ss(q + 3 * d + k);
+        a30 = _mm256_fmadd_ps(qb, k0, a30);
+        a31 = _mm256_fmadd_ps(qb, k1, a31);
+      }
+      _mm256_storeu_ps(s + c, a00);
+      _mm256_storeu_ps(s + c + 8, a01);
+      _mm256_storeu_ps(s + kKeyBlock + c, a10);
+      _mm256_storeu_ps(s + kKeyBlock + c + 8, a11);
+      _mm256_storeu_ps(s + 2 * kKeyBlock + c, a20);
+      _mm256_storeu_ps(s + 2 * kKeyBlock + c + 8, a21);
+      _mm256_storeu_ps(s + 3 * kKeyBlock + c, a30);
+      _mm256_storeu_ps(s + 3 * kKeyBlock + c + 8, a31);
+    }
+  }
+
+  __attribute__((target("avx2,fma"))) static float RowMax(const float* s, int64_t n) {
+    __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(s + c));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, m);
+    float out = lanes[0];
+    for (int i = 1; i < 8; ++i) out = std::max(out, lanes[i]);
+    for (; c < n; ++c) out = std::max(out, s[c]);
+    return out;
+  }
+
+  // exp(x) for x <= 0 (a shifted score): 2^n * p(r), r = x - n ln 2 in
+  // [-ln2/2, ln2/2], p the degree-7 Taylor polynomial (error < 1e-8
+  // relative); below -87 (weight < 2^-126 of the row's largest) it is 0.
+  __attribute__((target("avx2,fma"))) static __m256 Exp(__m256 x) {
+    const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
+    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
+    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.f / 5040);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+    const __m256i bits =
+        _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+  }
+
+  __attribute__((target("avx2,fma"))) static float ExpSum(float* s, int64_t n, float shift) {
+    const __m256 sh = _mm256_set1_ps(shift);
+    __m256 sum = _mm256_setzero_ps();
+    int64_t c = 0;
+    for (; c + 8 <= n; c += 8) {
+      const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(s + c), sh));
+      _mm256_storeu_ps(s + c, e);
+      sum = _mm256_add_ps(sum, e);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, sum);
+    float out = 0.f;
+    for (int i = 0; i < 8; ++i) out += lanes[i];
+    for (; c < n; ++c) {
+      s[c] = std::exp(s[c] - shift);
+      out += s[c];
+    }
+    return out;
+  }
+
+  __attribute__((target("avx2,fma"))) static void PvTile(const float* w, const float* v,
+                                                         int64_t keys, int64_t d, float* acc) {
+    for (int64_t j = 0; j < d; j += 16) {
+      __m256 a00 = _mm256_loadu_ps(acc + j), a01 = _mm256_loadu_ps(acc + j + 8);
+      __m256 a10 = _mm256_loadu_ps(acc + d + j), a11 = _mm256_loadu_ps(acc + d + j + 8);
+      __m256 a20 = _mm256_loadu_ps(acc + 2 * d + j), a21 = _mm256_loadu_ps(acc + 2 * d + j + 8);
+      __m256 a30 = _mm256_loadu_ps(acc + 3 * d + j), a31 = _mm256_loadu_ps(acc + 3 * d + j + 8);
+      for (int64_t k = 0; k < keys; ++k) {
+        const __m256 v0 = _mm256_loadu_ps(v + k * d + j);
+        const __m256 v1 = _mm256_loadu_ps(v + k * d + j + 8);
+        __m256 wb = _mm256_broadcast_ss(w + k);
+        a00 = _mm256_fmadd_ps(wb, v0, a00);
+        a01 = _mm256_fmadd_ps(wb, v1, a01);
+        wb = _mm256_broadcast_ss(w + kKeyBlock + k);
+        a10 = _mm256_fmadd_ps(wb, v0, a10);
+        a11 = _mm256_fmadd_ps(wb, v1, a11);
+        wb = _mm256_broadcast_ss(w + 2 * kKeyBlock + k);
+        a20 = _mm256_fmadd_ps(wb, v0, a20);
+        a21 = _mm256_fmadd_ps(wb, v1, a21);
+        wb = _mm256_broadcast_ss(w + 3 * kKeyBlock + k);
+        a30 = _mm256_fmadd_ps(wb, v0, a30);
+        a31 = _mm256_fmadd_ps(wb, v1, a31);
+      }
+      _mm256_storeu_ps(acc + j, a00);
+      _mm256_storeu_ps(acc + j + 8, a01);
+      _mm256_storeu_ps(acc + d + j, a10);
+      _mm256_storeu_ps(acc + d + j + 8, a11);
+      _mm256_storeu_ps(acc + 2 * d + j, a20);
+      _mm256_storeu_ps(acc + 2 * d + j + 8, a21);
+      _mm256_storeu_ps(acc + 3 * d + j, a30);
+      _mm256_storeu_ps(acc + 3 * d + j + 8, a31);
+    }
+  }
+};
+
+bool CpuHasAvx2() {
+  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return has;
+}
+#endif
+
+bool ForcedPortable() {
+  const char* env = std::getenv("PJRT_SCORE_KERNEL_PORTABLE");
+  return env != nullptr && std::strcmp(env, "1") == 0;
+}
+
+// The prefix of one call, packed per kv head: K^T in blocks [block][D][256]
+// (zero columns past the valid keys) and V rows [P][D], contiguous.
+struct PackedPrefix {
+  int64_t blocks = 0;
+  std::vector<float> kt;  // [Hkv][blocks][D][kKeyBlock]
+  std::vector<float> v;   // [Hkv][plen][D]
+};
+
+// One work unit: kv head `h`, items [first, last). Its rows are (item,
+// token < length, head of the group), state per row: shift, sum, acc[D].
+template <class Ops>
+void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen, int64_t h,
+             int64_t first, int64_t last) {
+  const int64_t d = a.d, l = a.l, hq = a.hq, hkv = a.hkv, group = hq / hkv;
+  auto length = [&](int64_t i) {
+    return std::min<int64_t>(std::max<int32_t>(a.item_lengths[i], 0), l);
+  };
+
+  int64_t rows = 0;
+  for (int64_t i = first; i < last; ++i) rows += length(i) * group;
+  const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kRowTile);
+  std::vector<float> q(padded * d, 0.f), acc(padded * d, 0.f), shift(padded, 0.f), sum(padded, 0.f);
+  std::vector<float> scores(kRowTile * kKeyBlock, 0.f), own(l, 0.f);
+
+  // Gather the rows; their own keys first: every row sees its own first key,
+  // so the shift is finite from the start.
+  int64_t r = 0;
+  for (int64_t i = first; i < last; ++i) {
+    for (int64_t j = 0; j < length(i); ++j) {
+      for (int64_t g = 0; g < group; ++g, ++r) {
+        const float* src = a.item_q + ((i * l + j) * hq + h * group + g) * d;
+        float* qr = q.data() + r * d;
+        std::memcpy(qr, src, sizeof(float) * d);
+        float m = -std::numeric_limits<float>::infinity();
+        for (int64_t k = 0; k <= j; ++k) {
+          const float* key = a.item_k + ((i * l + k) * hkv + h) * d;
+          float s = 0.f;
+          for (int64_t x = 0; x < d; ++x) s += qr[x] * key[x];
+          own[k] = s;
+          m = std::max(m, s);
+        }
+        float total = 0.f;
+        float* ar = acc.data() + r * d;
+        for (int64_t k = 0; k <= j; ++k) {
+          const float w = std::exp(own[k] - m);
+          total += w;
+          const float* val = a.item_v + ((i * l + k) * hkv + h) * d;
+          for (int64_t x = 0; x < d; ++x) ar[x] += w * val[x];
+        }
+        shift[r] = m;
+        sum[r] = total;
+      }
+    }
+  }
+
+  // Prefix keys block by block (outer), all row tiles of the unit (inner):
+  // the block stays in cache while every row of the unit reads it.
+  for (int64_t b = 0; b < pre.blocks; ++b) {
+    const int64_t k0 = b * kKeyBlock;
+    const int64_t valid = std::min(kKeyBlock, plen - k0);
+    const int64_t cols = RoundUp(valid, kColTile);
+    const float* kt = pre.kt.data() + (h * pre.blocks + b) * d * kKeyBlock;
+    const float* v = pre.v.data() + (h * plen + k0) * d;
+    for (int64_t t = 0; t < rows; t += kRowTile) {
+      Ops::QkTile(q.data() + t * d, d, kt, cols, scores.data());
+      for (int64_t x = 0; x < kRowTile; ++x) {
+        float* s = scores.data() + x * kKeyBlock;
+        if (t + x >= rows) {
+          std::memset(s, 0, sizeof(float) * kKeyBlock);
+          continue;
+        }
+        const float m = std::max(shift[t + x], Ops::RowMax(s, valid));
+        if (m > shift[t + x]) {
+          const float c = std::exp(shift[t + x] - m);
+          sum[t + x] *= c;
+          float* ar = acc.data() + (t + x) * d;
+          for (int64_t y = 0; y < d; ++y) ar[y] *= c;
+          shift[t + x] = m;
+        }
+        sum[t + x] += Ops::ExpSum(s, valid, m);
+      }
+      Ops::PvTile(scores.data(), v, valid, d, acc.data() + t * d);
+    }
+  }
+
+  // Rows out; padding tokens (j >= length) of these items and heads get 0.
+  r = 0;
+  for (int64_t i = first; i < last; ++i) {
+    for (int64_t j = 0; j < l; ++j) {
+      for (int64_t g = 0; g < group; ++g) {
+        float* dst = a.out + ((i * l + j) * hq + h * group + g) * d;
+        if (j >= length(i)) {
+          std::memset(dst, 0, sizeof(float) * d);
+          continue;
+        }
+        const float inv = 1.f / sum[r];
+        const float* ar = acc.data() + r * d;
+        for (int64_t x = 0; x < d; ++x) dst[x] = ar[x] * inv;
+        ++r;
+      }
+    }
+  }
+}
+
+template <class Ops>
+bool Run(const PrefixAttentionArgs& a, std::string* error) {
+  const int64_t d = a.d, hkv = a.hkv;
+  const int64_t plen = std::min<int64_t>(std::max<int32_t>(a.prefix_length, 0), a.p);
+  ThreadPool& pool = ThreadPool::Shared();
+  PackedPrefix pre;
+  try {
+    pre.blocks = (plen + kKeyBlock - 1) / kKeyBlock;
+    pre.kt.assign(hkv * pre.blocks * d * kKeyBlock, 0.f);
+    pre.v.resize(hkv * plen * d);
+  } catch (const std::bad_alloc&) {
+    *error = "pjrt_score_prefix_attention: out of memory for the packed prefix";
+    return false;
+  }
+  pool.ParallelFor(hkv, [&](int64_t h) {
+    for (int64_t k = 0; k < plen; ++k) {
+      const float* key = a.prefix_k + (k * hkv + h) * d;
+      float* kt =
+          pre.kt.data() + ((h * pre.blocks + k / kKeyBlock) * d) * kKeyBlock + k % kKeyBlock;
+      for (int64_t x = 0; x < d; ++x) kt[x * kKeyBlock] = key[x];
+      std::memcpy(pre.v.data() + (h * plen + k) * d, a.prefix_v + (k * hkv + h) * d,
+                  sizeof(float) * d);
+    }
+  });
+
+  // Items per unit: enough rows to share each key block, and at least two
+  // units per thread so that uneven item lengths even out.
+  const int64_t group = a.hq / hkv;
+  int64_t per_unit = std::max<int64_t>(1, kRowsPerUnit / std::max<int64_t>(1, a.l * group));
+  const int64_t want_units = 2 * pool.threads();
+  while (per_unit > 1 && hkv * ((a.n + per_unit - 1) / per_unit) < want_units)
+    per_unit = (per_unit + 1) / 2;
+  const int64_t chunks = (a.n + per_unit - 1) / per_unit;
+  std::atomic<bool> failed{false};
+  pool.ParallelFor(hkv * chunks, [&](int64_t unit) {
+    const int64_t h = unit % hkv, c = unit / hkv;
+    try {
+      RunUnit<Ops>(a, pre, plen, h, c * per_unit, std::min(a.n, (c + 1) * per_unit));
+    } catch (const std::bad_alloc&) {
+      failed.store(true);
+    }
+  });
+  if (failed.load()) {
+    *error = "pjrt_score_prefix_attention: out of memory for a work unit's scratch";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+const char* PrefixAttentionPath(int64_t d) {
+#ifdef PJRT_SCORE_HAVE_AVX2_PATH
+  if (!ForcedPortable() && CpuHasAvx2() && d % 16 == 0) return "avx2";
+#else
+  (void)d;
+#endif
+  return "portable";
+}
+
+bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error) {
+  if (args.n == 0 || args.l == 0 || args.hq == 0 || args.d == 0) return true;  // nothing to write
+#ifdef PJRT_SCORE_HAVE_AVX2_PATH
+  if (std::strcmp(PrefixAttentionPath(args.d), "avx2") == 0) return Run<Avx2Ops>(args, error);
+#endif
+  return Run<PortableOps>(args, error);
+}
+
+}  // namespace pjrt_score

@@ -1,0 +1,38 @@
+// The fused items-over-prefix attention kernel (f32, one query, ungrouped):
+// each item token attends to the valid prefix keys and causally to its own
+// item's keys with one joint softmax; padding tokens get 0. The same numbers
+// as lib/hlo/attention.ts itemsOverPrefixAttention within f32 rounding.
+//
+// Why a kernel: XLA CPU makes separate passes over the [Hkv, N, L, G, P]
+// prefix scores (GEMM, max, exp, sum, GEMM), each larger than the cache.
+// Here prefix keys go in blocks that stay in L2 with an online softmax, and
+// the rows of several items share each block (docs/performance.md).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pjrt_score {
+
+struct PrefixAttentionArgs {
+  int64_t n = 0, l = 0, hq = 0, hkv = 0, d = 0, p = 0;
+  const float* item_q = nullptr;          // [N, L, Hq, D], already scaled by the score scale
+  const float* item_k = nullptr;          // [N, L, Hkv, D]
+  const float* item_v = nullptr;          // [N, L, Hkv, D]
+  const int32_t* item_lengths = nullptr;  // [N]; clamped to [0, L]
+  const float* prefix_k = nullptr;        // [P, Hkv, D]
+  const float* prefix_v = nullptr;        // [P, Hkv, D]
+  int32_t prefix_length = 0;              // clamped to [0, P]
+  float* out = nullptr;                   // [N, L, Hq, D]
+};
+
+// Which inner loops a call runs: AVX2+FMA where the CPU has them and D is a
+// multiple of 16, unless PJRT_SCORE_KERNEL_PORTABLE=1 (read on every call,
+// so tests can run both paths in one process); else the portable C++ loops.
+const char* PrefixAttentionPath(int64_t d);
+
+// Shapes must already be checked (prefix_attention_ffi.cc). Returns false
+// with `error` set when scratch memory cannot be had; never throws.
+bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error);
+
+}  // namespace pjrt_score

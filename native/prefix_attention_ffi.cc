@@ -1,0 +1,222 @@
+#include "prefix_attention_ffi.h"
+
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "prefix_attention.h"
+#include "xla_ffi.h"
+
+namespace pjrt_score {
+namespace {
+
+using xla_ffi::Buffer;
+using xla_ffi::CallFrame;
+using xla_ffi::DataType;
+
+// Dims past which the byte count of one buffer could overflow int64.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+xla_ffi::Error* MakeError(const CallFrame* frame, xla_ffi::ErrorCode code,
+                          const std::string& message) {
+  const xla_ffi::Api* api = frame->api;
+  if (api == nullptr || api->struct_size < offsetof(xla_ffi::Api, error_create) + sizeof(void*) ||
+      api->error_create == nullptr) {
+    return nullptr;  // no way to say it; the runtime never hands out such an api
+  }
+  std::string text = std::string(kPrefixAttentionTarget) + ": " + message;
+  xla_ffi::ErrorCreateArgs args;
+  std::memset(static_cast<void*>(&args), 0, sizeof(args));
+  args.struct_size = offsetof(xla_ffi::ErrorCreateArgs, errc) + sizeof(args.errc);
+  args.message = text.c_str();
+  args.errc = code;
+  return api->error_create(&args);
+}
+
+std::string DimsText(const Buffer* b) {
+  std::string s = "[";
+  for (int64_t i = 0; i < b->rank; ++i) s += (i ? ", " : "") + std::to_string(b->dims[i]);
+  return s + "]";
+}
+
+// One operand or result, checked: a buffer of `dtype` and `rank`, dims >= 0.
+const Buffer* CheckBuffer(void* raw, int type, const char* name, DataType dtype, int64_t rank,
+                          std::string* why) {
+  const Buffer* b = static_cast<const Buffer*>(raw);
+  if (type != xla_ffi::kArgTypeBuffer || b == nullptr ||
+      b->struct_size < offsetof(Buffer, dims) + sizeof(b->dims)) {
+    *why = std::string(name) + " is not a buffer";
+    return nullptr;
+  }
+  if (b->dtype != dtype) {
+    *why = std::string(name) + " must be " + (dtype == DataType::kF32 ? "f32" : "s32") +
+           ", got element type " + std::to_string(static_cast<int>(b->dtype));
+    return nullptr;
+  }
+  if (b->rank != rank || (rank > 0 && b->dims == nullptr)) {
+    *why = std::string(name) + " must have rank " + std::to_string(rank) + ", got " +
+           std::to_string(b->rank);
+    return nullptr;
+  }
+  int64_t elements = 1;
+  for (int64_t i = 0; i < rank; ++i) {
+    if (b->dims[i] < 0 || b->dims[i] > kMaxElements || (elements *= b->dims[i]) > kMaxElements) {
+      *why = std::string(name) + " has dims " + DimsText(b) + ", out of range";
+      return nullptr;
+    }
+  }
+  if (elements > 0 && b->data == nullptr) {
+    *why = std::string(name) + " has no data";
+    return nullptr;
+  }
+  return b;
+}
+
+bool SameDims(const Buffer* b, std::initializer_list<int64_t> dims) {
+  int64_t i = 0;
+  for (int64_t want : dims) {
+    if (b->dims[i++] != want) return false;
+  }
+  return true;
+}
+
+// Reads and cross-checks the operands; fills `out` or says why not.
+bool Decode(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) {
+  const xla_ffi::Args& args = frame->args;
+  const xla_ffi::Rets& rets = frame->rets;
+  if (args.size != 7 || args.types == nullptr || args.args == nullptr) {
+    *why = "expects 7 operands (item q, k, v, item lengths, prefix k, v, prefix length), got " +
+           std::to_string(args.size);
+    return false;
+  }
+  if (rets.size != 1 || rets.types == nullptr || rets.rets == nullptr) {
+    *why = "expects 1 result, got " + std::to_string(rets.size);
+    return false;
+  }
+  const Buffer* q = CheckBuffer(args.args[0], args.types[0], "item q", DataType::kF32, 4, why);
+  const Buffer* k =
+      q ? CheckBuffer(args.args[1], args.types[1], "item k", DataType::kF32, 4, why) : nullptr;
+  const Buffer* v =
+      k ? CheckBuffer(args.args[2], args.types[2], "item v", DataType::kF32, 4, why) : nullptr;
+  const Buffer* len =
+      v ? CheckBuffer(args.args[3], args.types[3], "item lengths", DataType::kS32, 1, why)
+        : nullptr;
+  const Buffer* pk =
+      len ? CheckBuffer(args.args[4], args.types[4], "prefix k", DataType::kF32, 3, why) : nullptr;
+  const Buffer* pv =
+      pk ? CheckBuffer(args.args[5], args.types[5], "prefix v", DataType::kF32, 3, why) : nullptr;
+  const Buffer* plen =
+      pv ? CheckBuffer(args.args[6], args.types[6], "prefix length", DataType::kS32, 0, why)
+         : nullptr;
+  const Buffer* o =
+      plen ? CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 4, why) : nullptr;
+  if (o == nullptr) return false;
+  const int64_t n = q->dims[0], l = q->dims[1], hq = q->dims[2], d = q->dims[3];
+  const int64_t hkv = k->dims[2], p = pk->dims[0];
+  if (!SameDims(k, {n, l, hkv, d}) || !SameDims(v, {n, l, hkv, d})) {
+    *why = "item k " + DimsText(k) + " and v " + DimsText(v) +
+           " must be [N, L, Hkv, D] of item q " + DimsText(q);
+    return false;
+  }
+  if (hkv == 0 || hq % hkv != 0) {
+    *why = "query heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
+           std::to_string(hkv) + ")";
+    return false;
+  }
+  if (!SameDims(len, {n})) {
+    *why = "item lengths " + DimsText(len) + " must be [N] = [" + std::to_string(n) + "]";
+    return false;
+  }
+  if (!SameDims(pk, {p, hkv, d}) || !SameDims(pv, {p, hkv, d})) {
+    *why = "prefix k " + DimsText(pk) + " and v " + DimsText(pv) +
+           " must be [P, Hkv, D] with Hkv = " + std::to_string(hkv) + ", D = " + std::to_string(d);
+    return false;
+  }
+  if (!SameDims(o, {n, l, hq, d})) {
+    *why = "result " + DimsText(o) + " must be [N, L, Hq, D] = " + DimsText(q);
+    return false;
+  }
+  out->n = n;
+  out->l = l;
+  out->hq = hq;
+  out->hkv = hkv;
+  out->d = d;
+  out->p = p;
+  out->item_q = static_cast<const float*>(q->data);
+  out->item_k = static_cast<const float*>(k->data);
+  out->item_v = static_cast<const float*>(v->data);
+  out->item_lengths = static_cast<const int32_t*>(len->data);
+  out->prefix_k = static_cast<const float*>(pk->data);
+  out->prefix_v = static_cast<const float*>(pv->data);
+  out->prefix_length = *static_cast<const int32_t*>(plen->data);
+  out->out = static_cast<float*>(o->data);
+  return true;
+}
+
+xla_ffi::Error* Handler(CallFrame* frame) {
+  if (frame == nullptr) return nullptr;
+  // The registration handshake: fill in the API version and traits, run nothing.
+  const xla_ffi::ExtensionBase* ext = frame->extension_start;
+  if (ext != nullptr && ext->type == xla_ffi::kExtensionTypeMetadata) {
+    auto* metadata = reinterpret_cast<const xla_ffi::MetadataExtension*>(ext)->metadata;
+    if (metadata != nullptr) {
+      metadata->api_version.struct_size =
+          offsetof(xla_ffi::ApiVersion, minor_version) + sizeof(int);
+      metadata->api_version.extension_start = nullptr;
+      metadata->api_version.major_version = xla_ffi::kApiMajor;
+      metadata->api_version.minor_version = xla_ffi::kApiMinor;
+      metadata->traits = 0;
+    }
+    return nullptr;
+  }
+  if (frame->struct_size < offsetof(CallFrame, rets) + sizeof(xla_ffi::Rets)) {
+    return MakeError(frame, xla_ffi::ErrorCode::kInvalidArgument,
+                     "call frame is older than this handler");
+  }
+  if (frame->stage != xla_ffi::ExecutionStage::kExecute) return nullptr;
+  PrefixAttentionArgs args;
+  std::string why;
+  if (!Decode(frame, &args, &why))
+    return MakeError(frame, xla_ffi::ErrorCode::kInvalidArgument, why);
+  if (!RunPrefixAttention(args, &why)) return MakeError(frame, xla_ffi::ErrorCode::kInternal, why);
+  return nullptr;
+}
+
+}  // namespace
+
+bool RegisterPrefixAttention(const Plugin& plugin, std::string* why) {
+  static std::mutex mu;
+  static std::map<const Plugin*, std::string> done;  // plugin -> "" (registered) or why not
+  std::lock_guard<std::mutex> lock(mu);
+  auto found = done.find(&plugin);
+  if (found == done.end()) {
+    std::string result;
+    const auto* ffi = static_cast<const xla_ffi::PjrtFfiExtension*>(
+        plugin.FindExtension(xla_ffi::kPjrtExtensionTypeFfi));
+    if (ffi == nullptr) {
+      result = "the plugin has no FFI extension";
+    } else if (ffi->base.struct_size <
+                   offsetof(xla_ffi::PjrtFfiExtension, register_handler) + sizeof(void*) ||
+               ffi->register_handler == nullptr) {
+      result = "the plugin's FFI extension cannot register handlers";
+    } else {
+      xla_ffi::PjrtRegisterHandlerArgs args;
+      std::memset(static_cast<void*>(&args), 0, sizeof(args));
+      args.struct_size = xla_ffi::kPjrtRegisterHandlerArgsSize;
+      args.target_name = kPrefixAttentionTarget;
+      args.target_name_size = std::strlen(kPrefixAttentionTarget);
+      args.handler = reinterpret_cast<void*>(&Handler);
+      // XLA CPU's name for its platform in the custom-call registry.
+      args.platform_name = "Host";
+      args.platform_name_size = 4;
+      Status status = plugin.TakeError(static_cast<pjrt::Error*>(ffi->register_handler(&args)));
+      if (!status.ok()) result = "registering the handler failed: " + status.message;
+    }
+    found = done.emplace(&plugin, result).first;
+  }
+  *why = found->second;
+  return found->second.empty();
+}
+
+}  // namespace pjrt_score
