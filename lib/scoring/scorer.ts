@@ -339,6 +339,13 @@ export class Scorer implements Disposable {
       throw err;
     }
     try {
+      // The `ffi` form calls the addon's kernel, which only a plugin that registered it can run.
+      if (options.prefixAttention?.kind === 'kernel' && !client.prefixAttentionKernel) {
+        model.weights.close();
+        throw new TypeError(
+          `prefixAttention 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`,
+        );
+      }
       const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
       // Streams: each tensor is read, converted and uploaded before the next is read.
       const loadPrograms = loadProgramCache(client, options.diskCache ?? true);

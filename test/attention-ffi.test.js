@@ -1,0 +1,191 @@
+'use strict';
+// The addon's fused prefix-attention kernel (native/prefix_attention.cc,
+// prefix-attention form `ffi`, a custom call registered with the real CPU
+// plugin): against the float64 JS reference, the joint form and the CPU's
+// default form `ones_own` (within 1e-5 relative) on random odd shapes (L, N,
+// P not multiples of 8, several key blocks, prefixLength < P, items shorter
+// than L, GQA), on the AVX2 path and on the portable path
+// (PJRT_SCORE_KERNEL_PORTABLE=1); out-of-range lengths clamp as the
+// StableHLO forms do; hostile shapes at the handler are errors, not crashes;
+// the default model's extend program equals the joint form's.
+const test = require('tape');
+const fs = require('fs');
+const { Client } = require('../dist/runtime');
+const { buildProgram, TensorType, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
+const { loadModel } = require('../dist/model');
+const { uploadWeights } = require('../dist/device-weights');
+const ref = require('./helpers/attention-reference');
+const { closeRel } = ref;
+const { runProgram } = require('./helpers/run-program');
+const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
+
+const TOL = 1e-5;
+const PORTABLE_ENV = 'PJRT_SCORE_KERNEL_PORTABLE';
+const TAGS = ['joint', 'ones_own', 'ffi'];
+const FORMS = TAGS.map(parsePrefixAttentionTag);
+// The AVX2 path needs the CPU's avx2 and fma and D a multiple of 16.
+const cpuHasAvx2 = /\bavx2\b/.test(fs.readFileSync('/proc/cpuinfo', 'utf8')) && /\bfma\b/.test(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+let client;
+
+const CASES = [
+  { name: 'D=64 GQA 3, P=301 (2 key blocks) with 290 valid, 13 items of up to 11', P: 301, prefixLength: 290, N: 13, L: 11, itemLengths: [11, 1, 0, 7, 11, 3, 9, 11, 2, 5, 11, 10, 6], Hq: 9, Hkv: 3, D: 64 },
+  { name: 'D=16, P=13 with 11 valid, N=3, L=4, GQA 3', P: 13, prefixLength: 11, N: 3, L: 4, itemLengths: [4, 2, 0], Hq: 6, Hkv: 2, D: 16 },
+  { name: 'D=32, P=515 all valid (3 key blocks), N=5, L=7, MHA', P: 515, prefixLength: 515, N: 5, L: 7, itemLengths: [7, 6, 1, 7, 3], Hq: 2, Hkv: 2, D: 32 },
+  { name: 'D=48, P=257, prefixLength 256 (a block exactly), N=37 (many units), L=3', P: 257, prefixLength: 256, N: 37, L: 3, itemLengths: Array.from({ length: 37 }, (_, i) => i % 4), Hq: 4, Hkv: 1, D: 48 },
+  { name: 'D=5 (portable only), P=9, L=1', P: 9, prefixLength: 9, N: 1, L: 1, itemLengths: [1], Hq: 2, Hkv: 2, D: 5 },
+  { name: 'D=8, prefix all padding (prefixLength 0)', P: 10, prefixLength: 0, N: 2, L: 3, itemLengths: [2, 3], Hq: 2, Hkv: 1, D: 8 },
+  { name: 'D=16, out-of-range lengths clamp: prefixLength 1000 > P, item lengths -3 and 99', P: 21, prefixLength: 1000, N: 3, L: 5, itemLengths: [-3, 99, 4], Hq: 3, Hkv: 1, D: 16 },
+  { name: 'D=16, negative prefixLength: no prefix key', P: 6, prefixLength: -5, N: 2, L: 3, itemLengths: [3, 2], Hq: 2, Hkv: 2, D: 16 },
+];
+
+/** The inputs of a case whose lengths may lie outside [0, P] and [0, L]: garbage where the clamped lengths end. */
+function inputsFor(seed, c) {
+  const clamp = (x, hi) => Math.min(Math.max(x, 0), hi);
+  const inputs = makeInputs(seed, { ...c, prefixLength: clamp(c.prefixLength, c.P) });
+  inputs[3] = Int32Array.from(c.itemLengths);
+  inputs[6] = Int32Array.of(c.prefixLength);
+  return { inputs, clamped: { ...c, prefixLength: clamp(c.prefixLength, c.P), itemLengths: c.itemLengths.map((x) => clamp(x, c.L)) } };
+}
+
+async function withPath(portable, fn) {
+  const before = process.env[PORTABLE_ENV];
+  if (portable) process.env[PORTABLE_ENV] = '1';
+  else delete process.env[PORTABLE_ENV];
+  try {
+    return await fn();
+  } finally {
+    if (before === undefined) delete process.env[PORTABLE_ENV];
+    else process.env[PORTABLE_ENV] = before;
+  }
+}
+
+test('setup: CPU client with the kernel registered', async (t) => {
+  client = await Client.create();
+  t.equal(client.platformName, 'cpu');
+  t.equal(client.prefixAttentionKernel, true, 'the CPU plugin registered pjrt_score_prefix_attention');
+  t.equal(prefixAttentionTag(parsePrefixAttentionTag('ffi')), 'ffi', 'tag ffi round-trips');
+  t.deepEqual(parsePrefixAttentionTag('ffi'), { kind: 'kernel' });
+  t.match(program(CASES[1], [parsePrefixAttentionTag('ffi')]).text, /"stablehlo.custom_call".*call_target_name = "pjrt_score_prefix_attention", api_version = 4 : i32/);
+});
+
+CASES.forEach((c, ci) => {
+  test(`ffi equals the reference, joint and ones_own: ${c.name}`, async (t) => {
+    const { inputs, clamped } = inputsFor(300 + ci, c);
+    const prog = program(c, FORMS);
+    const expect = reference(clamped, [...inputs.slice(0, 3), Int32Array.from(clamped.itemLengths), inputs[4], inputs[5], Int32Array.of(clamped.prefixLength)]);
+    const w = c.Hq * c.D;
+    const padRows = [];
+    clamped.itemLengths.forEach((len, n) => {
+      for (let j = len; j < c.L; j++) padRows.push(n * c.L + j);
+    });
+    const byPath = {};
+    for (const portable of [false, true]) {
+      const path = portable ? 'portable' : cpuHasAvx2 && c.D % 16 === 0 ? 'avx2' : 'portable (no AVX2 here)';
+      const [joint, onesOwn, ffi] = await withPath(portable, () => runProgram(client, prog, inputs));
+      byPath[portable] = ffi;
+      t.ok(ffi.every(Number.isFinite), `${path}: finite`);
+      t.ok(ref.maxAbsDiff(ffi, expect) <= TOL, `${path}: ffi vs reference ${ref.maxAbsDiff(ffi, expect).toExponential(2)}`);
+      for (const [name, other] of [['joint', joint], ['ones_own', onesOwn]]) {
+        const { ok, worst } = closeRel(ffi, other);
+        t.ok(ok, `${path}: ffi vs ${name} within 1e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
+      }
+      t.ok(padRows.every((r) => ffi.subarray(r * w, (r + 1) * w).every((v) => v === 0)), `${path}: padding rows are exactly 0 (${padRows.length})`);
+    }
+    // Own keys run the same scalar code on both paths: a difference needs prefix keys.
+    if (cpuHasAvx2 && c.D % 16 === 0 && clamped.prefixLength > 0 && clamped.itemLengths.some((x) => x > 0)) {
+      t.notOk(byPath[false].every((x, i) => Object.is(x, byPath[true][i])), 'the two paths ran different code (their results differ in some bit)');
+    }
+  });
+});
+
+test('ffi: masked prefix keys have weight exactly 0, and items never change each other', async (t) => {
+  const c = CASES[1];
+  const prog = program(c, [parsePrefixAttentionTag('ffi')]);
+  const base = makeInputs(42, c);
+  for (const portable of [false, true]) {
+    const [a] = await withPath(portable, () => runProgram(client, prog, base));
+    const other = base.map((x) => x.slice());
+    const rng = ref.rng(7);
+    for (let i = c.prefixLength * c.Hkv * c.D; i < c.P * c.Hkv * c.D; i++) {
+      other[4][i] = (rng() - 0.5) * 1e6;
+      other[5][i] = (rng() - 0.5) * 1e8;
+    }
+    const rows = c.L * c.Hq * c.D;
+    for (let j = 0; j < rows; j++) other[0][rows + j] = rng() - 0.5;
+    const [b] = await withPath(portable, () => runProgram(client, prog, other));
+    const same = [0, 2].every((n) => a.subarray(n * rows, (n + 1) * rows).every((x, j) => Object.is(x, b[n * rows + j])));
+    t.ok(same, `${portable ? 'portable' : 'default'} path: other masked-key garbage and item 1 changed, items 0 and 2 bit-identical`);
+    t.notOk(a.subarray(rows, 2 * rows).every((x, j) => Object.is(x, b[rows + j])), 'item 1 itself changed');
+  }
+});
+
+// A custom call with the operands given: [name, type] pairs and the result type.
+function hostileProgram(name, operands, result) {
+  return buildProgram(`ffi_hostile_${name}`, (f) => {
+    const params = operands.map(([n, type]) => f.param(type, n));
+    return { out: f.customCall('pjrt_score_prefix_attention', params, [result])[0] };
+  });
+}
+
+function fill(type) {
+  const size = type.dims.reduce((a, b) => a * b, 1);
+  return type.elementType === 's32' ? new Int32Array(size).fill(1) : Float32Array.from({ length: size }, (_, i) => Math.sin(i));
+}
+
+test('hostile shapes at the handler: a clear error, and the client goes on', async (t) => {
+  const { f32, s32 } = TensorType;
+  const good = () => [
+    ['q', f32([2, 3, 4, 8])],
+    ['k', f32([2, 3, 2, 8])],
+    ['v', f32([2, 3, 2, 8])],
+    ['len', s32([2])],
+    ['pk', f32([5, 2, 8])],
+    ['pv', f32([5, 2, 8])],
+    ['plen', s32([])],
+  ];
+  const out = f32([2, 3, 4, 8]);
+  const swap = (i, type) => good().map((x, j) => (j === i ? [x[0], type] : x));
+  const cases = [
+    ['kv heads not dividing query heads', swap(1, f32([2, 3, 3, 8])), out, /item k \[2, 3, 3, 8\] and v \[2, 3, 2, 8\] must be \[N, L, Hkv, D\]/],
+    ['v differs from k', swap(2, f32([2, 3, 2, 7])), out, /must be \[N, L, Hkv, D\]/],
+    ['3 query heads over 2 kv heads', [['q', f32([2, 3, 3, 8])], ...good().slice(1)], f32([2, 3, 3, 8]), /query heads \(3\) must be a multiple of kv heads \(2\)/],
+    ['item lengths of the wrong count', swap(3, s32([3])), out, /item lengths \[3\] must be \[N\] = \[2\]/],
+    ['item lengths as f32', swap(3, f32([2])), out, /item lengths must be s32/],
+    ['prefix v of another length', swap(5, f32([4, 2, 8])), out, /prefix k \[5, 2, 8\] and v \[4, 2, 8\] must be \[P, Hkv, D\]/],
+    ['prefix k of another head dim', swap(4, f32([5, 2, 4])), out, /must be \[P, Hkv, D\]/],
+    ['prefix length of rank 1', swap(6, s32([1])), out, /prefix length must have rank 0, got 1/],
+    ['item q of rank 3', [['q', f32([2, 3, 32])], ...good().slice(1)], out, /item q must have rank 4, got 3/],
+    ['a result of other dims', good(), f32([2, 3, 4, 9]), /result \[2, 3, 4, 9\] must be \[N, L, Hq, D\]/],
+    ['a result of rank 2', good(), f32([6, 32]), /result must have rank 4, got 2/],
+    ['six operands', good().slice(0, 6), out, /expects 7 operands/],
+  ];
+  for (const [name, operands, result, pattern] of cases) {
+    const prog = hostileProgram(name.replace(/[^A-Za-z0-9]+/g, '_'), operands, result);
+    await runProgram(client, prog, operands.map(([, type]) => fill(type))).then(
+      () => t.fail(`${name}: must be refused`),
+      (err) => t.ok(/pjrt_score_prefix_attention: /.test(err.message) && pattern.test(err.message), `${name}: ${err.message.split('\n')[0].slice(0, 200)}`),
+    );
+  }
+  const prog = hostileProgram('good', good(), out);
+  const [res] = await runProgram(client, prog, good().map(([, type]) => fill(type)));
+  t.ok(res.length === 2 * 3 * 4 * 8 && res.every(Number.isFinite), 'a well-formed call still runs on the same client');
+});
+
+test('default model: extend with ffi equals the joint extend within 1e-5 relative', async (t) => {
+  const model = loadModel();
+  const weights = await uploadWeights(client, model.config, model.weights);
+  const probs = (x) => Float64Array.from(x, Math.exp);
+  for (const portable of [false, true]) {
+    const [joint, ffi] = await withPath(portable, () => extendByForm(client, model, weights, ['joint', 'ffi'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]));
+    t.ok(joint.logprobs.every(Number.isFinite) && ffi.logprobs.every(Number.isFinite), 'finite');
+    t.notEqual(ffi.name, joint.name, `its own program name: ${ffi.name}`);
+    const { ok, worst } = closeRel(probs(ffi.logprobs), probs(joint.logprobs));
+    t.ok(ok, `${portable ? 'portable' : 'default'} path: label probabilities within 1e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`);
+  }
+  weights.dispose();
+});
+
+test('teardown', (t) => {
+  client.dispose();
+  t.end();
+});
