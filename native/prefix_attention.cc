@@ -35,17 +35,26 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // ---- the inner loops, portable -------------------------------------------
 
 struct PortableOps {
-  // s[r][c] = q[r] . kt[:, c] for 4 rows and `cols` (a multiple of 16) columns.
+  // s[r][c] = q[r] . key c for 4 rows and `cols` (a multiple of 16) keys;
+  // kt holds the keys in strips of 16, each strip [D][16].
   static void QkTile(const float* q, int64_t d, const float* kt, int64_t cols, float* s) {
     for (int64_t r = 0; r < kRowTile; ++r) {
       float* sr = s + r * kKeyBlock;
-      for (int64_t c = 0; c < cols; ++c) sr[c] = 0.f;
-      for (int64_t k = 0; k < d; ++k) {
-        const float qk = q[r * d + k];
-        const float* row = kt + k * kKeyBlock;
-        for (int64_t c = 0; c < cols; ++c) sr[c] += qk * row[c];
+      for (int64_t c = 0; c < cols; c += kColTile) {
+        float acc[kColTile] = {};
+        const float* strip = kt + c * d;
+        for (int64_t k = 0; k < d; ++k) {
+          const float qk = q[r * d + k];
+          for (int64_t x = 0; x < kColTile; ++x) acc[x] += qk * strip[k * kColTile + x];
+        }
+        for (int64_t x = 0; x < kColTile; ++x) sr[c + x] = acc[x];
       }
     }
+  }
+  static float Dot(const float* a, const float* b, int64_t d) {
+    float s = 0.f;
+    for (int64_t x = 0; x < d; ++x) s += a[x] * b[x];
+    return s;
   }
   static float RowMax(const float* s, int64_t n) {
     float m = -std::numeric_limits<float>::infinity();
@@ -84,10 +93,10 @@ struct Avx2Ops {
     for (int64_t c = 0; c < cols; c += kColTile) {
       __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
       __m256 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-      const float* col = kt + c;
+      const float* strip = kt + c * d;
       for (int64_t k = 0; k < d; ++k) {
-        const __m256 k0 = _mm256_loadu_ps(col + k * kKeyBlock);
-        const __m256 k1 = _mm256_loadu_ps(col + k * kKeyBlock + 8);
+        const __m256 k0 = _mm256_loadu_ps(strip + k * kColTile);
+        const __m256 k1 = _mm256_loadu_ps(strip + k * kColTile + 8);
         __m256 qb = _mm256_broadcast_ss(q + k);
         a00 = _mm256_fmadd_ps(qb, k0, a00);
         a01 = _mm256_fmadd_ps(qb, k1, a01);
@@ -110,6 +119,19 @@ struct Avx2Ops {
       _mm256_storeu_ps(s + 3 * kKeyBlock + c, a30);
       _mm256_storeu_ps(s + 3 * kKeyBlock + c + 8, a31);
     }
+  }
+
+  // D a multiple of 16.
+  __attribute__((target("avx2,fma"))) static float Dot(const float* a, const float* b, int64_t d) {
+    __m256 s0 = _mm256_setzero_ps(), s1 = s0;
+    for (int64_t x = 0; x < d; x += 16) {
+      s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + x), _mm256_loadu_ps(b + x), s0);
+      s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + x + 8), _mm256_loadu_ps(b + x + 8), s1);
+    }
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, _mm256_add_ps(s0, s1));
+    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
+           ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
   }
 
   __attribute__((target("avx2,fma"))) static float RowMax(const float* s, int64_t n) {
@@ -213,11 +235,12 @@ bool ForcedPortable() {
   return env != nullptr && std::strcmp(env, "1") == 0;
 }
 
-// The prefix of one call, packed per kv head: K^T in blocks [block][D][256]
-// (zero columns past the valid keys) and V rows [P][D], contiguous.
+// The prefix of one call, packed per kv head: K^T in blocks of 256 keys, each
+// in strips of 16 keys [D][16] that the QK tile reads front to back (zero
+// columns past the valid keys), and V rows [P][D], contiguous.
 struct PackedPrefix {
   int64_t blocks = 0;
-  std::vector<float> kt;  // [Hkv][blocks][D][kKeyBlock]
+  std::vector<float> kt;  // [Hkv][blocks][kKeyBlock / 16 strips][D][16]
   std::vector<float> v;   // [Hkv][plen][D]
 };
 
@@ -249,8 +272,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
         float m = -std::numeric_limits<float>::infinity();
         for (int64_t k = 0; k <= j; ++k) {
           const float* key = a.item_k + ((i * l + k) * hkv + h) * d;
-          float s = 0.f;
-          for (int64_t x = 0; x < d; ++x) s += qr[x] * key[x];
+          const float s = Ops::Dot(qr, key, d);
           own[k] = s;
           m = std::max(m, s);
         }
@@ -334,9 +356,10 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
   pool.ParallelFor(hkv, [&](int64_t h) {
     for (int64_t k = 0; k < plen; ++k) {
       const float* key = a.prefix_k + (k * hkv + h) * d;
-      float* kt =
-          pre.kt.data() + ((h * pre.blocks + k / kKeyBlock) * d) * kKeyBlock + k % kKeyBlock;
-      for (int64_t x = 0; x < d; ++x) kt[x * kKeyBlock] = key[x];
+      const int64_t in_block = k % kKeyBlock;
+      float* kt = pre.kt.data() + (h * pre.blocks + k / kKeyBlock) * d * kKeyBlock +
+                  (in_block / kColTile) * d * kColTile + in_block % kColTile;
+      for (int64_t x = 0; x < d; ++x) kt[x * kColTile] = key[x];
       std::memcpy(pre.v.data() + (h * plen + k) * d, a.prefix_v + (k * hkv + h) * d,
                   sizeof(float) * d);
     }
