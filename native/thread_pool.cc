@@ -18,14 +18,16 @@ ThreadPool::~ThreadPool() {
 }
 
 ThreadPool& ThreadPool::Shared() {
-  static ThreadPool pool([] {
+  // Never destroyed: at exit the plugin's threads may still be inside a
+  // custom call that uses the pool, after static destructors have run.
+  static ThreadPool* pool = new ThreadPool([] {
     const char* env = std::getenv("PJRT_SCORE_KERNEL_THREADS");
     long n = env ? std::strtol(env, nullptr, 10) : 0;
     if (n >= 1 && n <= 256) return static_cast<int>(n);
     unsigned hw = std::thread::hardware_concurrency();
     return hw == 0 ? 1 : static_cast<int>(hw > 256 ? 256 : hw);
   }());
-  return pool;
+  return *pool;
 }
 
 void ThreadPool::Drain() {

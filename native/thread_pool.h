@@ -29,7 +29,7 @@ class ThreadPool {
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // The process's pool: one thread per hardware thread, or
-  // PJRT_SCORE_KERNEL_THREADS (1..256) where set. Joined at exit.
+  // PJRT_SCORE_KERNEL_THREADS (1..256) where set. Lives until the process ends.
   static ThreadPool& Shared();
 
  private:

@@ -9,4 +9,5 @@ module.exports = {
   'native-compile': './native-compile',
   'native-deserialize': './native-deserialize',
   'native-upload': './native-upload',
+  'native-ffi': './native-ffi',
 };

@@ -78,7 +78,8 @@ export interface ScorerOptions {
   /**
    * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
    * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
-   * with an online softmax). Default: the platform's (lib/scoring/platform.ts),
+   * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
+   * where the client registered it; else load fails with a TypeError). Default: the platform's (lib/scoring/platform.ts),
    * measured there. The scores agree within f32 rounding either way.
    */
   readonly prefixAttention?: PrefixAttention;

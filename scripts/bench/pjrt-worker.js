@@ -2,7 +2,7 @@
 // One benchmark case in its own process (so peak RSS is its own):
 //   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights] [prefixAttention] [causalAttention]
 // weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
-// prefixAttention: joint, kb<keys>w, kb<keys>u or a row form (ones_own, rc8w, ...:
+// prefixAttention: joint, kb<keys>w, kb<keys>u, ffi (the addon's kernel) or a row form (ones_own, rc8w, ...:
 // lib/hlo/attention-rows.ts); causalAttention: square or
 // qc<chunks> (default, or '-': the platform's).
 // Scores one request to compile (untimed), then a fresh request of the same

@@ -1,0 +1,92 @@
+'use strict';
+// The prefix-attention custom call (native/prefix_attention_ffi.cc): operand
+// shapes, element types and counts decoded from the input, consistent or
+// broken one piece at a time, and lengths anywhere in s32, through a real
+// compile and execute on the CPU plugin. The handler must refuse a broken
+// call with its clear error; an accepted call must give finite outputs.
+const path = require('node:path');
+const { DIST, scriptsUnder } = require('./common');
+const { sharedClient, expected: runtimeExpected } = require('./native');
+
+const { buildProgram, TensorType, HloBuildError } = require(path.join(DIST, 'hlo'));
+let client = null;
+
+async function setup() {
+  client = await sharedClient();
+}
+
+function reader(data) {
+  let at = 0;
+  return () => (at < data.length ? data[at++] : 0);
+}
+
+function decode(data) {
+  const next = reader(data);
+  const [n, l, hkv, group, d, p] = [next() % 5, next() % 6, 1 + (next() % 3), 1 + (next() % 3), next() % 20, next() % 300];
+  const hq = hkv * group;
+  const ops = [
+    ['f32', [n, l, hq, d]],
+    ['f32', [n, l, hkv, d]],
+    ['f32', [n, l, hkv, d]],
+    ['s32', [n]],
+    ['f32', [p, hkv, d]],
+    ['f32', [p, hkv, d]],
+    ['s32', []],
+    ['f32', [n, l, hq, d]], // the result
+  ];
+  const broken = next() % 4;
+  for (let i = 0; i < broken; i++) {
+    const at = next() % ops.length;
+    const how = next() % 4;
+    const [dtype, dims] = ops[at];
+    if (how === 0) ops[at] = [dtype === 'f32' ? 's32' : 'f32', dims];
+    else if (how === 1 && dims.length) ops[at] = [dtype, dims.slice(1)];
+    else if (how === 2) ops[at] = [dtype, [...dims, 1 + (next() % 3)]];
+    else if (dims.length) ops[at] = [dtype, dims.map((x, j) => (j === next() % dims.length ? next() % 8 : x))];
+  }
+  // Operand count: mostly the 7 the handler takes.
+  const count = next() < 220 ? 7 : next() % 10;
+  const lengths = Array.from({ length: 8 }, () => ((next() << 24) | (next() << 16)) >> 16);
+  return { operands: ops.slice(0, Math.min(count, 7)).concat(count > 7 ? Array.from({ length: count - 7 }, () => ops[0]) : []), result: ops[7], lengths };
+}
+
+function fill([dtype, dims], lengths) {
+  const size = dims.reduce((a, b) => a * b, 1);
+  if (dtype === 's32') return Int32Array.from({ length: size }, (_, i) => lengths[i % lengths.length]);
+  return Float32Array.from({ length: size }, (_, i) => Math.sin(i * 0.7));
+}
+
+async function run(data) {
+  const { operands, result, lengths } = decode(data);
+  const prog = buildProgram('fuzz_ffi', (f) => {
+    const params = operands.map(([dtype, dims], i) => f.param(TensorType[dtype](dims), `x${i}`));
+    return { out: f.customCall('pjrt_score_prefix_attention', params, [TensorType[result[0]](result[1])])[0] };
+  });
+  const exe = await client.compile(prog.text);
+  const buffers = [];
+  try {
+    for (const op of operands) buffers.push(await client.upload(fill(op, lengths), op[1], op[0]));
+    const [out] = await exe.execute(buffers);
+    const host = await out.toHost();
+    out.dispose();
+    if (!host.every(Number.isFinite)) throw new Error(`an accepted call gave a non-finite output (${JSON.stringify(operands.map((o) => o[1]))})`);
+  } finally {
+    buffers.forEach((b) => b.dispose());
+    exe.dispose();
+  }
+}
+
+function expected(error) {
+  return error instanceof HloBuildError || runtimeExpected(error);
+}
+
+module.exports = {
+  name: 'native-ffi',
+  maxLength: 64,
+  timeoutMs: 60_000,
+  scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
+  setup,
+  seeds: () => [Buffer.from([2, 3, 1, 2, 16, 40, 0, 0]), Buffer.from([1, 5, 2, 1, 7, 255, 1, 3, 0, 0]), Buffer.from([4, 2, 3, 3, 16, 10, 2, 7, 0, 7, 1, 3])],
+  run,
+  expected,
+};
