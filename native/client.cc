@@ -1,6 +1,8 @@
 #include "client.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <limits>
 
 #include "addon_data.h"
@@ -170,7 +172,11 @@ Status CreateClient(const std::string& plugin_path, const std::vector<OptionValu
   if (!status.ok()) return status;
   // The fused prefix-attention kernel runs on the host: only a CPU client
   // offers it (a GPU plugin's FFI registry is for its own platforms).
-  if (core->platform_name == "cpu") {
+  // PJRT_SCORE_KERNELS=off: a client without it, as on a plugin that has no
+  // FFI extension (registration itself cannot be undone in a process).
+  const char* kernels = std::getenv("PJRT_SCORE_KERNELS");
+  const bool kernels_off = kernels != nullptr && std::strcmp(kernels, "off") == 0;
+  if (core->platform_name == "cpu" && !kernels_off) {
     std::string why;
     core->prefix_attention_kernel = RegisterPrefixAttention(*plugin, &why);
   }

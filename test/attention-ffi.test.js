@@ -185,6 +185,36 @@ test('default model: extend with ffi equals the joint extend within 1e-5 relativ
   weights.dispose();
 });
 
+test('a client without the kernel (PJRT_SCORE_KERNELS=off, as a plugin without the FFI extension): ffi is refused, the default form runs', (t) => {
+  const { spawnSync } = require('node:child_process');
+  const script = `
+    const { Client } = require('./dist/runtime');
+    const { Scorer } = require('./dist/scoring/scorer');
+    (async () => {
+      const client = await Client.create();
+      const out = { kernel: client.prefixAttentionKernel };
+      client.dispose();
+      await Scorer.load({ diskCache: false, prefixAttention: { kind: 'kernel' } }).then(
+        (s) => { out.loaded = true; s.dispose(); },
+        (e) => { out.refused = e instanceof TypeError ? e.message : 'not a TypeError: ' + e.message; });
+      const scorer = await Scorer.load({ diskCache: false });
+      out.defaultForm = scorer.prefixAttention;
+      const r = await scorer.score({ query: 'Is this a fruit? Answer:', items: [' an apple', ' a brick'], labelTokenIds: [9805, 787], algorithm: 'prefix' });
+      out.finite = r.scores.flat().every(Number.isFinite);
+      scorer.dispose();
+      console.log(JSON.stringify(out));
+    })();`;
+  const run = spawnSync(process.execPath, ['-e', script], { cwd: require('node:path').join(__dirname, '..'), env: { ...process.env, PJRT_SCORE_KERNELS: 'off' }, encoding: 'utf8', timeout: 300_000 });
+  t.equal(run.status, 0, `child exit status 0${run.status ? `: ${run.stderr.slice(-2000)}` : ''}`);
+  const out = JSON.parse(run.stdout.trim().split('\n').pop());
+  t.equal(out.kernel, false, 'client.prefixAttentionKernel is false');
+  t.notOk(out.loaded, 'Scorer.load with prefixAttention ffi does not load');
+  t.match(out.refused, /prefixAttention 'ffi' .* needs a CPU plugin whose FFI extension registers handlers/, `refused: ${out.refused}`);
+  t.deepEqual(out.defaultForm, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, 'the platform default (a StableHLO form) is chosen');
+  t.ok(out.finite, 'and scores');
+  t.end();
+});
+
 test('teardown', (t) => {
   client.dispose();
   t.end();
