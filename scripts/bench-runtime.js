@@ -47,7 +47,7 @@ async function main() {
   const onDevice = await client.upload(host, [n]);
   const d2h = await timeIt(async () => onDevice.toHost(), 8);
   results.deviceToHostGBs = (n * 4) / median(d2h) / 1e9;
-  console.log(`host -> device (64 MiB, includes the defensive copy): ${results.hostToDeviceGBs.toFixed(2)} GB/s`);
+  console.log(`host -> device (64 MiB, one copy into a fresh device allocation): ${results.hostToDeviceGBs.toFixed(2)} GB/s`);
   console.log(`device -> host (64 MiB): ${results.deviceToHostGBs.toFixed(2)} GB/s`);
   onDevice.dispose();
 

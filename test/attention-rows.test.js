@@ -9,12 +9,10 @@
 const test = require('tape');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
-const { loadModel } = require('../dist/model');
-const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
-const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
+const { program, makeInputs, reference, assertExtendMatchesJoint } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
 let client;
@@ -176,18 +174,7 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
 });
 
 test('default model: extend with row forms equals the joint extend within 1e-5 relative', async (t) => {
-  const model = loadModel();
-  const weights = await uploadWeights(client, model.config, model.weights);
-  const results = await extendByForm(client, model, weights, ['joint', 'ones', 'rc2u', 'rc2w'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
-  const probs = (x) => Float64Array.from(x, Math.exp);
-  const joint = results[0];
-  t.ok(joint.logprobs.every(Number.isFinite), `${joint.name}: finite`);
-  for (const r of results.slice(1)) {
-    t.notEqual(r.name, joint.name, `its own program name: ${r.name}`);
-    const { ok, worst } = closeRel(probs(r.logprobs), probs(joint.logprobs));
-    t.ok(ok, `${r.name}: label probabilities within 1e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`);
-  }
-  weights.dispose();
+  await assertExtendMatchesJoint(t, client, ['ones', 'rc2u', 'rc2w'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
 });
 
 test('Scorer: a row form gives the joint form\'s scores within 1e-5 relative', async (t) => {

@@ -117,7 +117,9 @@ export class Client implements Disposable {
   /**
    * Copies a typed array to the device as an array of shape `dims`. The dtype
    * defaults from the array class (Float32Array -> f32, ...); f16 and bf16
-   * take a Uint16Array of raw bits; pred takes a Uint8Array of 0/1.
+   * take a Uint16Array of raw bits; pred takes a Uint8Array of 0/1. The
+   * plugin copies the array before this returns its promise (on the calling
+   * thread): the caller may change or reuse it at once.
    */
   async upload(data: ArrayBufferView, dims: readonly number[], dtype?: DType): Promise<DeviceBuffer> {
     this.assertLive();

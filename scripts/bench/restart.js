@@ -40,19 +40,31 @@ function run(command, argv, options = {}) {
   return r.stdout;
 }
 
+/** Points the baseline's node_modules and build (the native addon) at this checkout's. */
+function linkShared(dir) {
+  for (const name of ['node_modules', 'build']) {
+    const link = path.join(dir, name);
+    fs.rmSync(link, { recursive: true, force: true });
+    fs.symlinkSync(fs.realpathSync(path.join(root, name)), link);
+  }
+}
+
 /** The baseline's package root, built once per commit. */
 function baselineRoot(ref) {
   const sha = run('git', ['rev-parse', '--verify', `${ref}^{commit}`], { cwd: root }).trim();
   const dir = path.join(os.tmpdir(), `pjrt-score-baseline-${sha.slice(0, 12)}`);
-  if (fs.existsSync(path.join(dir, 'dist', 'index.js'))) return { dir, sha };
+  if (fs.existsSync(path.join(dir, 'dist', 'index.js'))) {
+    // Built by another checkout, maybe since removed: use this one's node_modules and addon.
+    linkShared(dir);
+    return { dir, sha };
+  }
   process.stderr.write(`[restart] building ${sha.slice(0, 12)} in ${dir}\n`);
   fs.rmSync(dir, { recursive: true, force: true });
   fs.mkdirSync(dir, { recursive: true });
   const tar = spawnSync('git', ['archive', '--format=tar', sha], { cwd: root, maxBuffer: 1 << 30 });
   if (tar.status !== 0) throw new Error(`git archive ${sha} failed: ${tar.stderr}`);
   run('tar', ['-x', '-C', dir], { input: tar.stdout, encoding: 'buffer' });
-  fs.symlinkSync(fs.realpathSync(path.join(root, 'node_modules')), path.join(dir, 'node_modules'));
-  fs.symlinkSync(fs.realpathSync(path.join(root, 'build')), path.join(dir, 'build'));
+  linkShared(dir);
   run(process.execPath, [path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir });
   run(process.execPath, ['scripts/write-esm-entry.js'], { cwd: dir });
   return { dir, sha };

@@ -5,6 +5,8 @@
 const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill } = require('../../dist/hlo');
 const ref = require('./attention-reference');
 
+const { closeRel } = ref;
+
 /** One program: the same inputs through every form, one output per form. */
 function program({ P, N, L, Hq, Hkv, D }, forms) {
   return buildProgram('items_over_prefix_forms', (f) => {
@@ -97,4 +99,28 @@ async function extendByForm(client, model, weights, forms, lengths) {
   }
 }
 
-module.exports = { program, makeInputs, reference, extendByForm };
+/**
+ * Asserts that the default model's extend program with each of `forms` gives
+ * the joint form's label probabilities within 1e-5 relative (closeRel), on
+ * items of `lengths`; each form must compile to a program of its own.
+ */
+async function assertExtendMatchesJoint(t, client, forms, lengths) {
+  const { loadModel } = require('../../dist/model');
+  const { uploadWeights } = require('../../dist/device-weights');
+  const model = loadModel();
+  const weights = await uploadWeights(client, model.config, model.weights);
+  try {
+    const [joint, ...others] = await extendByForm(client, model, weights, [{ kind: 'joint' }, ...forms], lengths);
+    const probs = (x) => Float64Array.from(x, Math.exp);
+    t.ok(joint.logprobs.every(Number.isFinite), `${joint.name}: finite`);
+    for (const r of others) {
+      t.notEqual(r.name, joint.name, `its own program name: ${r.name}`);
+      const { ok, worst } = closeRel(probs(r.logprobs), probs(joint.logprobs));
+      t.ok(ok, `${r.name}: label probabilities within 1e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`);
+    }
+  } finally {
+    weights.dispose();
+  }
+}
+
+module.exports = { program, makeInputs, reference, extendByForm, assertExtendMatchesJoint };
