@@ -149,13 +149,14 @@ test('default model: extend with blocked prefix attention equals the joint exten
 
 test('Scorer: prefixAttention option is checked, and blocked scores equal the platform default within 1e-5 relative', async (t) => {
   const { Scorer } = require('../dist/scoring/scorer');
+  const { defaultPrefixAttention } = require('../dist/scoring/platform');
   await Scorer.load({ prefixAttention: { kind: 'blocked', keyBlock: 0, loop: 'while' } }).then(
     () => t.fail('a bad key block must be refused'),
     (error) => t.ok(error instanceof TypeError && /keyBlock must be a positive integer, got 0/.test(error.message), `refused: ${error.message}`),
   );
   const platform = await Scorer.load({ diskCache: false });
   const blocked = await Scorer.load({ diskCache: false, prefixAttention: { kind: 'blocked', keyBlock: 8, loop: 'while' } });
-  t.deepEqual(platform.prefixAttention, platform.platform.prefixAttention, 'default: the platform fact');
+  t.deepEqual(platform.prefixAttention, defaultPrefixAttention(platform.platform, platform.client.prefixAttentionKernel), 'default: the platform fact (the kernel where registered)');
   t.deepEqual(blocked.prefixAttention, { kind: 'blocked', keyBlock: 8, loop: 'while' }, 'the option wins');
   const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe'], labelTokenIds: [9805, 787] };
   for (const algorithm of ['prefix', 'packed']) {

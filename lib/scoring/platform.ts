@@ -22,6 +22,11 @@ export interface PlatformFacts {
   readonly cost: CostConstants;
   /** How item tokens attend over the prefix keys (lib/hlo/prefix-attention.ts). */
   readonly prefixAttention: PrefixAttention;
+  /**
+   * The form to use instead where the runtime registered the addon's fused kernel with this
+   * plugin (Client.prefixAttentionKernel); absent: prefixAttention everywhere.
+   */
+  readonly prefixAttentionWithKernel?: PrefixAttention;
   /** How the query attends causally to itself (lib/hlo/attention-causal-chunks.ts). */
   readonly causalAttention: CausalAttention;
   /** Where and how each fact was measured; `unmeasured` names what was not. */
@@ -49,6 +54,11 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Key blocks with an online softmax (0.99-1.17x) and item-row chunks (1.04-1.13x) were no faster
     // there (docs/performance.md).
     prefixAttention: { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' },
+    // The addon's fused kernel (native/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
+    // the same Zen 3, 0.891x `ones_own`'s CPU time per extend pass (median of 5 alternating rounds, load
+    // 1.7-1.9; 92% of the roof against 77%) and 0.82-0.85x its CPU time on the target workload
+    // (alternating pairs, load 1.4-2.0) (docs/performance.md, 'A fused attention kernel').
+    prefixAttentionWithKernel: { kind: 'kernel' },
     // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'Prefill: query chunks').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
@@ -99,4 +109,9 @@ export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
 export function platformFacts(platform: string): PlatformFacts {
   const entry = FACTS[platform.toLowerCase()];
   return entry ?? { ...FACTS.cpu, platform, known: false };
+}
+
+/** The prefix-attention form a Scorer uses by default on this platform, given whether the kernel is registered. */
+export function defaultPrefixAttention(facts: PlatformFacts, kernelRegistered: boolean): PrefixAttention {
+  return kernelRegistered && facts.prefixAttentionWithKernel ? facts.prefixAttentionWithKernel : facts.prefixAttention;
 }
