@@ -132,6 +132,16 @@ function fill(type) {
   return type.elementType === 's32' ? new Int32Array(size).fill(1) : Float32Array.from({ length: size }, (_, i) => Math.sin(i));
 }
 
+test('ffi calls the kernel for items up to PREFIX_KERNEL_MAX_ITEM_TOKENS tokens, and the StableHLO form above (own keys go row by row)', (t) => {
+  const { PREFIX_KERNEL_MAX_ITEM_TOKENS } = require('../dist/hlo/attention-ffi');
+  const ffi = [parsePrefixAttentionTag('ffi')];
+  const shape = (L) => ({ P: 8, N: 2, L, Hq: 2, Hkv: 1, D: 8 });
+  const calls = (L) => (program(shape(L), ffi).text.match(/call_target_name = "pjrt_score_prefix_attention"/g) || []).length;
+  t.equal(calls(PREFIX_KERNEL_MAX_ITEM_TOKENS), 1, `L = ${PREFIX_KERNEL_MAX_ITEM_TOKENS}: one custom call`);
+  t.equal(calls(PREFIX_KERNEL_MAX_ITEM_TOKENS + 1), 0, `L = ${PREFIX_KERNEL_MAX_ITEM_TOKENS + 1}: no custom call`);
+  t.end();
+});
+
 test('hostile shapes at the handler: a clear error, and the client goes on', async (t) => {
   const { f32, s32 } = TensorType;
   const good = () => [

@@ -8,7 +8,9 @@
  * The kernel exists only where the runtime registered it with the plugin
  * (a CPU plugin with the FFI extension: Client.prefixAttentionKernel); the
  * Scorer refuses this form elsewhere. Grouped calls (one query per group)
- * keep the CPU's StableHLO default form: the kernel takes one query.
+ * and items longer than PREFIX_KERNEL_MAX_ITEM_TOKENS keep the CPU's
+ * StableHLO default form: the kernel takes one query, and does own keys
+ * row by row.
  */
 
 import { FunctionBuilder } from './builder';
@@ -27,9 +29,19 @@ export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
 /** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
 export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
 
+/**
+ * Longest items the kernel takes. It does each row's own keys one by one, unblocked (fine for short
+ * items, where the prefix keys are nearly all the work): on serial sequences of 2,020 tokens (no prefix,
+ * all keys own) it ran at 43 useful GFLOP/s against 89 for the StableHLO form on the same Zen 3
+ * (npm run bench, 2026-11-23). Longer items keep the StableHLO form.
+ */
+export const PREFIX_KERNEL_MAX_ITEM_TOKENS = 32;
+
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length) return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
+  if (lead.length || l > PREFIX_KERNEL_MAX_ITEM_TOKENS) {
+    return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
+  }
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const q = f.multiply(x.itemQ, resolveScale(opts, d));
   const operands = [q, x.itemK, x.itemV, x.itemLengths, x.prefixK, x.prefixV, x.prefixLength];
