@@ -13,6 +13,7 @@
 #include "thread_pool.h"
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define PJRT_SCORE_HAVE_AVX2_PATH 1
 #endif
@@ -224,8 +225,24 @@ struct Avx2Ops {
   }
 };
 
+// AVX2 and FMA from CPUID, and the OS saving the YMM registers (XCR0 bits 1
+// and 2). Not __builtin_cpu_supports: it reads the runtime library's
+// __cpu_model, which the prebuild's toolchain (zig c++, compiler-rt) cannot
+// link into a shared object.
+bool DetectAvx2Fma() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const bool fma = (c >> 12) & 1, osxsave = (c >> 27) & 1, avx = (c >> 28) & 1;
+  if (!(fma && osxsave && avx)) return false;
+  unsigned xcr0_lo = 0, xcr0_hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(xcr0_lo), "=d"(xcr0_hi) : "c"(0));
+  if ((xcr0_lo & 6u) != 6u) return false;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  return (b >> 5) & 1;  // AVX2
+}
+
 bool CpuHasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool has = DetectAvx2Fma();
   return has;
 }
 #endif
