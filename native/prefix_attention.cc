@@ -89,37 +89,52 @@ struct PortableOps {
 
 #ifdef PJRT_SCORE_HAVE_AVX2_PATH
 struct Avx2Ops {
+  // c[r][0:16] (+)= sum over k of a[r * a_row + k] * b[k * b_row + 0:16], for rows r = 0..3: the
+  // one register tile both products use (4 rows x 16 columns, 8 accumulators). `add`: onto c's
+  // values.
+  __attribute__((target("avx2,fma"))) static inline void Tile4x16(const float* a, int64_t a_row,
+                                                                  const float* b, int64_t b_row,
+                                                                  int64_t depth, float* c,
+                                                                  int64_t c_row, bool add) {
+    __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
+    __m256 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
+    if (add) {
+      a00 = _mm256_loadu_ps(c), a01 = _mm256_loadu_ps(c + 8);
+      a10 = _mm256_loadu_ps(c + c_row), a11 = _mm256_loadu_ps(c + c_row + 8);
+      a20 = _mm256_loadu_ps(c + 2 * c_row), a21 = _mm256_loadu_ps(c + 2 * c_row + 8);
+      a30 = _mm256_loadu_ps(c + 3 * c_row), a31 = _mm256_loadu_ps(c + 3 * c_row + 8);
+    }
+    for (int64_t k = 0; k < depth; ++k) {
+      const __m256 b0 = _mm256_loadu_ps(b + k * b_row);
+      const __m256 b1 = _mm256_loadu_ps(b + k * b_row + 8);
+      __m256 x = _mm256_broadcast_ss(a + k);
+      a00 = _mm256_fmadd_ps(x, b0, a00);
+      a01 = _mm256_fmadd_ps(x, b1, a01);
+      x = _mm256_broadcast_ss(a + a_row + k);
+      a10 = _mm256_fmadd_ps(x, b0, a10);
+      a11 = _mm256_fmadd_ps(x, b1, a11);
+      x = _mm256_broadcast_ss(a + 2 * a_row + k);
+      a20 = _mm256_fmadd_ps(x, b0, a20);
+      a21 = _mm256_fmadd_ps(x, b1, a21);
+      x = _mm256_broadcast_ss(a + 3 * a_row + k);
+      a30 = _mm256_fmadd_ps(x, b0, a30);
+      a31 = _mm256_fmadd_ps(x, b1, a31);
+    }
+    _mm256_storeu_ps(c, a00);
+    _mm256_storeu_ps(c + 8, a01);
+    _mm256_storeu_ps(c + c_row, a10);
+    _mm256_storeu_ps(c + c_row + 8, a11);
+    _mm256_storeu_ps(c + 2 * c_row, a20);
+    _mm256_storeu_ps(c + 2 * c_row + 8, a21);
+    _mm256_storeu_ps(c + 3 * c_row, a30);
+    _mm256_storeu_ps(c + 3 * c_row + 8, a31);
+  }
+
+  // Scores of 4 query rows against `cols` keys: K^T strips of 16 keys, [D][16] each.
   __attribute__((target("avx2,fma"))) static void QkTile(const float* q, int64_t d, const float* kt,
                                                          int64_t cols, float* s) {
-    for (int64_t c = 0; c < cols; c += kColTile) {
-      __m256 a00 = _mm256_setzero_ps(), a01 = a00, a10 = a00, a11 = a00;
-      __m256 a20 = a00, a21 = a00, a30 = a00, a31 = a00;
-      const float* strip = kt + c * d;
-      for (int64_t k = 0; k < d; ++k) {
-        const __m256 k0 = _mm256_loadu_ps(strip + k * kColTile);
-        const __m256 k1 = _mm256_loadu_ps(strip + k * kColTile + 8);
-        __m256 qb = _mm256_broadcast_ss(q + k);
-        a00 = _mm256_fmadd_ps(qb, k0, a00);
-        a01 = _mm256_fmadd_ps(qb, k1, a01);
-        qb = _mm256_broadcast_ss(q + d + k);
-        a10 = _mm256_fmadd_ps(qb, k0, a10);
-        a11 = _mm256_fmadd_ps(qb, k1, a11);
-        qb = _mm256_broadcast_ss(q + 2 * d + k);
-        a20 = _mm256_fmadd_ps(qb, k0, a20);
-        a21 = _mm256_fmadd_ps(qb, k1, a21);
-        qb = _mm256_broadcast_ss(q + 3 * d + k);
-        a30 = _mm256_fmadd_ps(qb, k0, a30);
-        a31 = _mm256_fmadd_ps(qb, k1, a31);
-      }
-      _mm256_storeu_ps(s + c, a00);
-      _mm256_storeu_ps(s + c + 8, a01);
-      _mm256_storeu_ps(s + kKeyBlock + c, a10);
-      _mm256_storeu_ps(s + kKeyBlock + c + 8, a11);
-      _mm256_storeu_ps(s + 2 * kKeyBlock + c, a20);
-      _mm256_storeu_ps(s + 2 * kKeyBlock + c + 8, a21);
-      _mm256_storeu_ps(s + 3 * kKeyBlock + c, a30);
-      _mm256_storeu_ps(s + 3 * kKeyBlock + c + 8, a31);
-    }
+    for (int64_t c = 0; c < cols; c += kColTile)
+      Tile4x16(q, d, kt + c * d, kColTile, d, s + c, kKeyBlock, false);
   }
 
   // D a multiple of 16.
@@ -192,36 +207,7 @@ struct Avx2Ops {
 
   __attribute__((target("avx2,fma"))) static void PvTile(const float* w, const float* v,
                                                          int64_t keys, int64_t d, float* acc) {
-    for (int64_t j = 0; j < d; j += 16) {
-      __m256 a00 = _mm256_loadu_ps(acc + j), a01 = _mm256_loadu_ps(acc + j + 8);
-      __m256 a10 = _mm256_loadu_ps(acc + d + j), a11 = _mm256_loadu_ps(acc + d + j + 8);
-      __m256 a20 = _mm256_loadu_ps(acc + 2 * d + j), a21 = _mm256_loadu_ps(acc + 2 * d + j + 8);
-      __m256 a30 = _mm256_loadu_ps(acc + 3 * d + j), a31 = _mm256_loadu_ps(acc + 3 * d + j + 8);
-      for (int64_t k = 0; k < keys; ++k) {
-        const __m256 v0 = _mm256_loadu_ps(v + k * d + j);
-        const __m256 v1 = _mm256_loadu_ps(v + k * d + j + 8);
-        __m256 wb = _mm256_broadcast_ss(w + k);
-        a00 = _mm256_fmadd_ps(wb, v0, a00);
-        a01 = _mm256_fmadd_ps(wb, v1, a01);
-        wb = _mm256_broadcast_ss(w + kKeyBlock + k);
-        a10 = _mm256_fmadd_ps(wb, v0, a10);
-        a11 = _mm256_fmadd_ps(wb, v1, a11);
-        wb = _mm256_broadcast_ss(w + 2 * kKeyBlock + k);
-        a20 = _mm256_fmadd_ps(wb, v0, a20);
-        a21 = _mm256_fmadd_ps(wb, v1, a21);
-        wb = _mm256_broadcast_ss(w + 3 * kKeyBlock + k);
-        a30 = _mm256_fmadd_ps(wb, v0, a30);
-        a31 = _mm256_fmadd_ps(wb, v1, a31);
-      }
-      _mm256_storeu_ps(acc + j, a00);
-      _mm256_storeu_ps(acc + j + 8, a01);
-      _mm256_storeu_ps(acc + d + j, a10);
-      _mm256_storeu_ps(acc + d + j + 8, a11);
-      _mm256_storeu_ps(acc + 2 * d + j, a20);
-      _mm256_storeu_ps(acc + 2 * d + j + 8, a21);
-      _mm256_storeu_ps(acc + 3 * d + j, a30);
-      _mm256_storeu_ps(acc + 3 * d + j + 8, a31);
-    }
+    for (int64_t j = 0; j < d; j += 16) Tile4x16(w, kKeyBlock, v + j, d, keys, acc + j, d, true);
   }
 };
 

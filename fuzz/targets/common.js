@@ -34,4 +34,10 @@ function tolerate(expected, step) {
   }
 }
 
-module.exports = { ROOT, DIST, scratchFile, scriptsUnder, tolerate };
+/** A reader over a fuzz input's bytes: each call takes the next byte (0 when exhausted). */
+function reader(data) {
+  let at = 0;
+  return () => (at < data.length ? data[at++] : 0);
+}
+
+module.exports = { ROOT, DIST, scratchFile, scriptsUnder, tolerate, reader };

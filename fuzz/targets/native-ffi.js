@@ -5,7 +5,7 @@
 // compile and execute on the CPU plugin. The handler must refuse a broken
 // call with its clear error; an accepted call must give finite outputs.
 const path = require('node:path');
-const { DIST, scriptsUnder } = require('./common');
+const { DIST, reader, scriptsUnder } = require('./common');
 const { sharedClient, expected: runtimeExpected } = require('./native');
 
 const { buildProgram, TensorType, HloBuildError } = require(path.join(DIST, 'hlo'));
@@ -13,11 +13,6 @@ let client = null;
 
 async function setup() {
   client = await sharedClient();
-}
-
-function reader(data) {
-  let at = 0;
-  return () => (at < data.length ? data[at++] : 0);
 }
 
 function decode(data) {

@@ -2,7 +2,7 @@
 // upload(): dims, dtypes and typed arrays decoded from the input, through the
 // public API and the raw binding. An accepted upload must read back the same
 // bytes (checked against the input array, not against the runtime).
-const { scriptsUnder } = require('./common');
+const { reader, scriptsUnder } = require('./common');
 const { sharedClient, expected } = require('./native');
 
 const DTYPES = ['f32', 'f16', 'bf16', 'f64', 's8', 's16', 's32', 's64', 'u8', 'u16', 'u32', 'u64', 'pred', 'c64', 'f8', '', 'F32', 'f32\u0000'];
@@ -13,12 +13,6 @@ let client = null;
 
 async function setup() {
   client = await sharedClient();
-}
-
-// A reader over the input bytes: each call takes the next byte (0 when exhausted).
-function reader(data) {
-  let at = 0;
-  return () => (at < data.length ? data[at++] : 0);
 }
 
 function decode(data) {
