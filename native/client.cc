@@ -170,15 +170,15 @@ Status CreateClient(const std::string& plugin_path, const std::vector<OptionValu
   if (!status.ok()) return status;
   status = FillDevices(core.get());
   if (!status.ok()) return status;
-  // The fused prefix-attention kernel runs on the host: only a CPU client
-  // offers it (a GPU plugin's FFI registry is for its own platforms).
+  // The fused attention kernels (prefix and causal) run on the host: only a
+  // CPU client offers them (a GPU plugin's FFI registry is for its own platforms).
   // PJRT_SCORE_KERNELS=off: a client without it, as on a plugin that has no
   // FFI extension (registration itself cannot be undone in a process).
   const char* kernels = std::getenv("PJRT_SCORE_KERNELS");
   const bool kernels_off = kernels != nullptr && std::strcmp(kernels, "off") == 0;
   if (core->platform_name == "cpu" && !kernels_off) {
     std::string why;
-    core->prefix_attention_kernel = RegisterPrefixAttention(*plugin, &why);
+    core->prefix_attention_kernel = RegisterAttentionKernels(*plugin, &why);
   }
   *out = std::move(core);
   return Status::Ok();

@@ -30,8 +30,9 @@ struct ClientCore {
   std::vector<DeviceInfo> device_info;
   std::string platform_name;
   std::string platform_version;
-  // The `pjrt_score_prefix_attention` custom call is registered with this
-  // client's plugin (native/prefix_attention_ffi.h).
+  // The `pjrt_score_prefix_attention` and `pjrt_score_causal_attention`
+  // custom calls are registered with this client's plugin
+  // (native/prefix_attention_ffi.h).
   bool prefix_attention_kernel = false;
 };
 

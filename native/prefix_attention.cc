@@ -256,12 +256,20 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
   auto length = [&](int64_t i) {
     return std::min<int64_t>(std::max<int32_t>(a.item_lengths[i], 0), l);
   };
+  // The prefix keys item i sees: all valid ones, or fewer where the call limits them per item.
+  auto prefix_limit = [&](int64_t i) {
+    if (a.item_prefix_lengths == nullptr) return plen;
+    return std::min<int64_t>(std::max<int32_t>(a.item_prefix_lengths[i], 0), plen);
+  };
 
   int64_t rows = 0;
   for (int64_t i = first; i < last; ++i) rows += length(i) * group;
   const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kRowTile);
   std::vector<float> q(padded * d, 0.f), acc(padded * d, 0.f), shift(padded, 0.f), sum(padded, 0.f);
   std::vector<float> scores(kRowTile * kKeyBlock, 0.f), own(l, 0.f);
+  // Per row its prefix-key limit; per row tile the largest of its rows' (padding rows: 0), past
+  // which the tile skips keys altogether.
+  std::vector<int64_t> limit(padded, 0), tile_limit(padded / kRowTile, 0);
 
   // Gather the rows; their own keys first: every row sees its own first key,
   // so the shift is finite from the start.
@@ -289,6 +297,8 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
         }
         shift[r] = m;
         sum[r] = total;
+        limit[r] = prefix_limit(i);
+        tile_limit[r / kRowTile] = std::max(tile_limit[r / kRowTile], limit[r]);
       }
     }
   }
@@ -298,18 +308,24 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
   for (int64_t b = 0; b < pre.blocks; ++b) {
     const int64_t k0 = b * kKeyBlock;
     const int64_t valid = std::min(kKeyBlock, plen - k0);
-    const int64_t cols = RoundUp(valid, kColTile);
     const float* kt = pre.kt.data() + (h * pre.blocks + b) * d * kKeyBlock;
     const float* v = pre.v.data() + (h * plen + k0) * d;
     for (int64_t t = 0; t < rows; t += kRowTile) {
-      Ops::QkTile(q.data() + t * d, d, kt, cols, scores.data());
+      // Keys of this block that some row of the tile sees (all `valid` without per-item limits).
+      const int64_t seen = std::min(valid, tile_limit[t / kRowTile] - k0);
+      if (seen <= 0) continue;
+      Ops::QkTile(q.data() + t * d, d, kt, RoundUp(seen, kColTile), scores.data());
       for (int64_t x = 0; x < kRowTile; ++x) {
         float* s = scores.data() + x * kKeyBlock;
         if (t + x >= rows) {
           std::memset(s, 0, sizeof(float) * kKeyBlock);
           continue;
         }
-        const float m = std::max(shift[t + x], Ops::RowMax(s, valid));
+        // Keys past the row's limit: -inf, so weight exactly 0 on both Exp paths. The shift stays
+        // finite even when the row sees none of them: its own first key came before.
+        for (int64_t c = std::max<int64_t>(limit[t + x] - k0, 0); c < seen; ++c)
+          s[c] = -std::numeric_limits<float>::infinity();
+        const float m = std::max(shift[t + x], Ops::RowMax(s, seen));
         if (m > shift[t + x]) {
           const float c = std::exp(shift[t + x] - m);
           sum[t + x] *= c;
@@ -317,9 +333,9 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
           for (int64_t y = 0; y < d; ++y) ar[y] *= c;
           shift[t + x] = m;
         }
-        sum[t + x] += Ops::ExpSum(s, valid, m);
+        sum[t + x] += Ops::ExpSum(s, seen, m);
       }
-      Ops::PvTile(scores.data(), v, valid, d, acc.data() + t * d);
+      Ops::PvTile(scores.data(), v, seen, d, acc.data() + t * d);
     }
   }
 
@@ -353,7 +369,7 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     pre.kt.assign(hkv * pre.blocks * d * kKeyBlock, 0.f);
     pre.v.resize(hkv * plen * d);
   } catch (const std::bad_alloc&) {
-    *error = "pjrt_score_prefix_attention: out of memory for the packed prefix";
+    *error = "out of memory for the packed prefix";
     return false;
   }
   pool.ParallelFor(hkv, [&](int64_t h) {
@@ -377,8 +393,11 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     per_unit = (per_unit + 1) / 2;
   const int64_t chunks = (a.n + per_unit - 1) / per_unit;
   std::atomic<bool> failed{false};
+  // With per-item limits later items see more keys (causal: item i sees i): their units go first,
+  // so that no thread is left with a long unit at the end.
+  const bool last_first = a.item_prefix_lengths != nullptr;
   pool.ParallelFor(hkv * chunks, [&](int64_t unit) {
-    const int64_t h = unit % hkv, c = unit / hkv;
+    const int64_t h = unit % hkv, c = last_first ? chunks - 1 - unit / hkv : unit / hkv;
     try {
       RunUnit<Ops>(a, pre, plen, h, c * per_unit, std::min(a.n, (c + 1) * per_unit));
     } catch (const std::bad_alloc&) {
@@ -386,7 +405,7 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     }
   });
   if (failed.load()) {
-    *error = "pjrt_score_prefix_attention: out of memory for a work unit's scratch";
+    *error = "out of memory for a work unit's scratch";
     return false;
   }
   return true;
@@ -409,6 +428,43 @@ bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error) {
   if (std::strcmp(PrefixAttentionPath(args.d), "avx2") == 0) return Run<Avx2Ops>(args, error);
 #endif
   return Run<PortableOps>(args, error);
+}
+
+bool RunCausalAttention(const CausalAttentionArgs& args, std::string* error) {
+  const int64_t t = args.t;
+  const int32_t valid =
+      static_cast<int32_t>(std::min<int64_t>(std::max<int32_t>(args.valid_length, 0), t));
+  std::vector<int32_t> item_lengths, item_prefix_lengths;
+  try {
+    item_lengths.resize(t);
+    item_prefix_lengths.resize(t);
+  } catch (const std::bad_alloc&) {
+    *error = "out of memory for the row lengths";
+    return false;
+  }
+  // Row i is an item of one token (none past the valid length) whose prefix is keys 0..i-1 of
+  // the same sequence, and its own key is key i: together exactly the causal keys 0..i.
+  for (int64_t i = 0; i < t; ++i) {
+    item_lengths[i] = i < valid ? 1 : 0;
+    item_prefix_lengths[i] = static_cast<int32_t>(std::min<int64_t>(i, valid));
+  }
+  PrefixAttentionArgs a;
+  a.n = t;
+  a.l = 1;
+  a.hq = args.hq;
+  a.hkv = args.hkv;
+  a.d = args.d;
+  a.p = t;
+  a.item_q = args.q;
+  a.item_k = args.k;
+  a.item_v = args.v;
+  a.item_lengths = item_lengths.data();
+  a.prefix_k = args.k;
+  a.prefix_v = args.v;
+  a.prefix_length = valid;
+  a.item_prefix_lengths = item_prefix_lengths.data();
+  a.out = args.out;
+  return RunPrefixAttention(a, error);
 }
 
 }  // namespace pjrt_score

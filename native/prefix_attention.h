@@ -23,7 +23,11 @@ struct PrefixAttentionArgs {
   const float* prefix_k = nullptr;        // [P, Hkv, D]
   const float* prefix_v = nullptr;        // [P, Hkv, D]
   int32_t prefix_length = 0;              // clamped to [0, P]
-  float* out = nullptr;                   // [N, L, Hq, D]
+  // [N] or null: item i sees prefix keys [0, min(max(item_prefix_lengths[i], 0), prefix_length)).
+  // Causal attention is this kernel with items of one token over their own sequence as the prefix,
+  // item i seeing the i keys before it (RunCausalAttention).
+  const int32_t* item_prefix_lengths = nullptr;
+  float* out = nullptr;  // [N, L, Hq, D]
 };
 
 // Which inner loops a call runs: AVX2+FMA where the CPU has them and D is a
@@ -34,5 +38,19 @@ const char* PrefixAttentionPath(int64_t d);
 // Shapes must already be checked (prefix_attention_ffi.cc). Returns false
 // with `error` set when scratch memory cannot be had; never throws.
 bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error);
+
+// Causal self-attention of one sequence, as RunPrefixAttention with items of
+// one token (see item_prefix_lengths): q [T, Hq, D] (already scaled), k, v
+// [T, Hkv, D]; row i < valid_length attends to keys 0..i; rows at or past
+// valid_length (clamped to [0, T]) get 0. Shapes must already be checked.
+struct CausalAttentionArgs {
+  int64_t t = 0, hq = 0, hkv = 0, d = 0;
+  const float* q = nullptr;  // [T, Hq, D]
+  const float* k = nullptr;  // [T, Hkv, D]
+  const float* v = nullptr;  // [T, Hkv, D]
+  int32_t valid_length = 0;
+  float* out = nullptr;  // [T, Hq, D]
+};
+bool RunCausalAttention(const CausalAttentionArgs& args, std::string* error);
 
 }  // namespace pjrt_score

@@ -18,14 +18,14 @@ using xla_ffi::DataType;
 // Dims past which the byte count of one buffer could overflow int64.
 constexpr int64_t kMaxElements = int64_t{1} << 40;
 
-xla_ffi::Error* MakeError(const CallFrame* frame, xla_ffi::ErrorCode code,
+xla_ffi::Error* MakeError(const CallFrame* frame, const char* target, xla_ffi::ErrorCode code,
                           const std::string& message) {
   const xla_ffi::Api* api = frame->api;
   if (api == nullptr || api->struct_size < offsetof(xla_ffi::Api, error_create) + sizeof(void*) ||
       api->error_create == nullptr) {
     return nullptr;  // no way to say it; the runtime never hands out such an api
   }
-  std::string text = std::string(kPrefixAttentionTarget) + ": " + message;
+  std::string text = std::string(target) + ": " + message;
   xla_ffi::ErrorCreateArgs args;
   std::memset(static_cast<void*>(&args), 0, sizeof(args));
   args.struct_size = offsetof(xla_ffi::ErrorCreateArgs, errc) + sizeof(args.errc);
@@ -81,12 +81,12 @@ bool SameDims(const Buffer* b, std::initializer_list<int64_t> dims) {
   return true;
 }
 
-// Reads and cross-checks the operands; fills `out` or says why not.
-bool Decode(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) {
+// The call has `operands` operands (named in `names`) and one result.
+bool CheckArity(const CallFrame* frame, int64_t operands, const char* names, std::string* why) {
   const xla_ffi::Args& args = frame->args;
   const xla_ffi::Rets& rets = frame->rets;
-  if (args.size != 7 || args.types == nullptr || args.args == nullptr) {
-    *why = "expects 7 operands (item q, k, v, item lengths, prefix k, v, prefix length), got " +
+  if (args.size != operands || args.types == nullptr || args.args == nullptr) {
+    *why = "expects " + std::to_string(operands) + " operands (" + names + "), got " +
            std::to_string(args.size);
     return false;
   }
@@ -94,6 +94,24 @@ bool Decode(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) 
     *why = "expects 1 result, got " + std::to_string(rets.size);
     return false;
   }
+  return true;
+}
+
+bool CheckHeads(int64_t hq, int64_t hkv, std::string* why) {
+  if (hkv == 0 || hq % hkv != 0) {
+    *why = "query heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
+           std::to_string(hkv) + ")";
+    return false;
+  }
+  return true;
+}
+
+// Reads and cross-checks the prefix call's operands; fills `out` or says why not.
+bool DecodePrefix(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) {
+  if (!CheckArity(frame, 7, "item q, k, v, item lengths, prefix k, v, prefix length", why))
+    return false;
+  const xla_ffi::Args& args = frame->args;
+  const xla_ffi::Rets& rets = frame->rets;
   const Buffer* q = CheckBuffer(args.args[0], args.types[0], "item q", DataType::kF32, 4, why);
   const Buffer* k =
       q ? CheckBuffer(args.args[1], args.types[1], "item k", DataType::kF32, 4, why) : nullptr;
@@ -119,11 +137,7 @@ bool Decode(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) 
            " must be [N, L, Hkv, D] of item q " + DimsText(q);
     return false;
   }
-  if (hkv == 0 || hq % hkv != 0) {
-    *why = "query heads (" + std::to_string(hq) + ") must be a multiple of kv heads (" +
-           std::to_string(hkv) + ")";
-    return false;
-  }
+  if (!CheckHeads(hq, hkv, why)) return false;
   if (!SameDims(len, {n})) {
     *why = "item lengths " + DimsText(len) + " must be [N] = [" + std::to_string(n) + "]";
     return false;
@@ -154,7 +168,51 @@ bool Decode(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) 
   return true;
 }
 
-xla_ffi::Error* Handler(CallFrame* frame) {
+// Reads and cross-checks the causal call's operands: q [T, Hq, D], k, v [T, Hkv, D], valid
+// length s32 []; result [T, Hq, D].
+bool DecodeCausal(const CallFrame* frame, CausalAttentionArgs* out, std::string* why) {
+  if (!CheckArity(frame, 4, "q, k, v, valid length", why)) return false;
+  const xla_ffi::Args& args = frame->args;
+  const xla_ffi::Rets& rets = frame->rets;
+  const Buffer* q = CheckBuffer(args.args[0], args.types[0], "q", DataType::kF32, 3, why);
+  const Buffer* k =
+      q ? CheckBuffer(args.args[1], args.types[1], "k", DataType::kF32, 3, why) : nullptr;
+  const Buffer* v =
+      k ? CheckBuffer(args.args[2], args.types[2], "v", DataType::kF32, 3, why) : nullptr;
+  const Buffer* len =
+      v ? CheckBuffer(args.args[3], args.types[3], "valid length", DataType::kS32, 0, why)
+        : nullptr;
+  const Buffer* o =
+      len ? CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 3, why) : nullptr;
+  if (o == nullptr) return false;
+  const int64_t t = q->dims[0], hq = q->dims[1], d = q->dims[2], hkv = k->dims[1];
+  if (!SameDims(k, {t, hkv, d}) || !SameDims(v, {t, hkv, d})) {
+    *why =
+        "k " + DimsText(k) + " and v " + DimsText(v) + " must be [T, Hkv, D] of q " + DimsText(q);
+    return false;
+  }
+  if (!CheckHeads(hq, hkv, why)) return false;
+  if (!SameDims(o, {t, hq, d})) {
+    *why = "result " + DimsText(o) + " must be [T, Hq, D] = " + DimsText(q);
+    return false;
+  }
+  out->t = t;
+  out->hq = hq;
+  out->hkv = hkv;
+  out->d = d;
+  out->q = static_cast<const float*>(q->data);
+  out->k = static_cast<const float*>(k->data);
+  out->v = static_cast<const float*>(v->data);
+  out->valid_length = *static_cast<const int32_t*>(len->data);
+  out->out = static_cast<float*>(o->data);
+  return true;
+}
+
+// One handler body for both targets: the registration handshake, then decode
+// (INVALID_ARGUMENT when the call is malformed) and run (INTERNAL when out of memory).
+template <class Args, bool (*Decode)(const CallFrame*, Args*, std::string*),
+          bool (*Run)(const Args&, std::string*)>
+xla_ffi::Error* Handle(CallFrame* frame, const char* target) {
   if (frame == nullptr) return nullptr;
   // The registration handshake: fill in the API version and traits, run nothing.
   const xla_ffi::ExtensionBase* ext = frame->extension_start;
@@ -171,21 +229,48 @@ xla_ffi::Error* Handler(CallFrame* frame) {
     return nullptr;
   }
   if (frame->struct_size < offsetof(CallFrame, rets) + sizeof(xla_ffi::Rets)) {
-    return MakeError(frame, xla_ffi::ErrorCode::kInvalidArgument,
+    return MakeError(frame, target, xla_ffi::ErrorCode::kInvalidArgument,
                      "call frame is older than this handler");
   }
   if (frame->stage != xla_ffi::ExecutionStage::kExecute) return nullptr;
-  PrefixAttentionArgs args;
+  Args args;
   std::string why;
   if (!Decode(frame, &args, &why))
-    return MakeError(frame, xla_ffi::ErrorCode::kInvalidArgument, why);
-  if (!RunPrefixAttention(args, &why)) return MakeError(frame, xla_ffi::ErrorCode::kInternal, why);
+    return MakeError(frame, target, xla_ffi::ErrorCode::kInvalidArgument, why);
+  if (!Run(args, &why)) return MakeError(frame, target, xla_ffi::ErrorCode::kInternal, why);
   return nullptr;
+}
+
+xla_ffi::Error* PrefixHandler(CallFrame* frame) {
+  return Handle<PrefixAttentionArgs, DecodePrefix, RunPrefixAttention>(frame,
+                                                                       kPrefixAttentionTarget);
+}
+
+xla_ffi::Error* CausalHandler(CallFrame* frame) {
+  return Handle<CausalAttentionArgs, DecodeCausal, RunCausalAttention>(frame,
+                                                                       kCausalAttentionTarget);
+}
+
+// Registers one handler; "" when it is, else why not.
+std::string RegisterOne(const Plugin& plugin, const xla_ffi::PjrtFfiExtension* ffi,
+                        const char* target, xla_ffi::Error* (*handler)(CallFrame*)) {
+  xla_ffi::PjrtRegisterHandlerArgs args;
+  std::memset(static_cast<void*>(&args), 0, sizeof(args));
+  args.struct_size = xla_ffi::kPjrtRegisterHandlerArgsSize;
+  args.target_name = target;
+  args.target_name_size = std::strlen(target);
+  args.handler = reinterpret_cast<void*>(handler);
+  // XLA CPU's name for its platform in the custom-call registry.
+  args.platform_name = "Host";
+  args.platform_name_size = 4;
+  Status status = plugin.TakeError(static_cast<pjrt::Error*>(ffi->register_handler(&args)));
+  return status.ok() ? std::string()
+                     : std::string("registering ") + target + " failed: " + status.message;
 }
 
 }  // namespace
 
-bool RegisterPrefixAttention(const Plugin& plugin, std::string* why) {
+bool RegisterAttentionKernels(const Plugin& plugin, std::string* why) {
   static std::mutex mu;
   static std::map<const Plugin*, std::string> done;  // plugin -> "" (registered) or why not
   std::lock_guard<std::mutex> lock(mu);
@@ -201,17 +286,8 @@ bool RegisterPrefixAttention(const Plugin& plugin, std::string* why) {
                ffi->register_handler == nullptr) {
       result = "the plugin's FFI extension cannot register handlers";
     } else {
-      xla_ffi::PjrtRegisterHandlerArgs args;
-      std::memset(static_cast<void*>(&args), 0, sizeof(args));
-      args.struct_size = xla_ffi::kPjrtRegisterHandlerArgsSize;
-      args.target_name = kPrefixAttentionTarget;
-      args.target_name_size = std::strlen(kPrefixAttentionTarget);
-      args.handler = reinterpret_cast<void*>(&Handler);
-      // XLA CPU's name for its platform in the custom-call registry.
-      args.platform_name = "Host";
-      args.platform_name_size = 4;
-      Status status = plugin.TakeError(static_cast<pjrt::Error*>(ffi->register_handler(&args)));
-      if (!status.ok()) result = "registering the handler failed: " + status.message;
+      result = RegisterOne(plugin, ffi, kPrefixAttentionTarget, &PrefixHandler);
+      if (result.empty()) result = RegisterOne(plugin, ffi, kCausalAttentionTarget, &CausalHandler);
     }
     found = done.emplace(&plugin, result).first;
   }

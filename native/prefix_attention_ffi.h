@@ -1,8 +1,11 @@
-// The prefix-attention kernel as an XLA FFI custom-call target
-// (`pjrt_score_prefix_attention`), registered with a PJRT plugin through the
-// plugin's FFI extension. Operands: item q (scaled), k, v, item lengths,
-// prefix k, v, prefix length (lib/hlo/attention-ffi.ts emits the call); one
-// result [N, L, Hq, D].
+// The attention kernel (prefix_attention.h) as two XLA FFI custom-call
+// targets, registered with a PJRT plugin through the plugin's FFI extension:
+// - `pjrt_score_prefix_attention`, items over a prefix. Operands: item q
+//   (scaled), k, v, item lengths, prefix k, v, prefix length
+//   (lib/hlo/attention-ffi.ts emits the call); one result [N, L, Hq, D];
+// - `pjrt_score_causal_attention`, the prefill's causal attention. Operands:
+//   q (scaled) [T, Hq, D], k, v [T, Hkv, D], valid length s32 []
+//   (lib/hlo/attention-causal-ffi.ts); one result [T, Hq, D].
 #pragma once
 
 #include "plugin.h"
@@ -10,11 +13,12 @@
 namespace pjrt_score {
 
 constexpr const char* kPrefixAttentionTarget = "pjrt_score_prefix_attention";
+constexpr const char* kCausalAttentionTarget = "pjrt_score_causal_attention";
 
-// Registers the handler with `plugin` once per process (registration is
-// process-wide and permanent in the plugin). True when the handler is
-// registered; false when the plugin has no FFI extension with
-// register_handler, or registration failed (`why` says which).
-bool RegisterPrefixAttention(const Plugin& plugin, std::string* why);
+// Registers both handlers with `plugin` once per process (registration is
+// process-wide and permanent in the plugin). True when both are registered;
+// false when the plugin has no FFI extension with register_handler, or
+// registration failed (`why` says which).
+bool RegisterAttentionKernels(const Plugin& plugin, std::string* why);
 
 }  // namespace pjrt_score

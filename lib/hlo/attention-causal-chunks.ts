@@ -13,40 +13,57 @@ import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, causalPrefixLayout, resolveScale } from './attention';
 import { HloBuildError, TensorType } from './types';
+import { CAUSAL_KERNEL, CAUSAL_KERNEL_FALLBACK, CausalKernel, causalPrefixAttentionKernel } from './attention-causal-ffi';
 
 /** How the prefill's causal attention is computed (SPEC.md section 12: chosen per platform). */
 export type CausalAttention =
   /** All P x P scores with the upper half masked (causalPrefixAttention). */
   | { readonly kind: 'square' }
   /** Query rows in `queryChunks` chunks, each against the keys it can see. */
-  | { readonly kind: 'chunked'; readonly queryChunks: number };
+  | { readonly kind: 'chunked'; readonly queryChunks: number }
+  /** The addon's fused kernel (attention-causal-ffi.ts), where the runtime registered it. */
+  | CausalKernel;
 
 export const SQUARE_CAUSAL_ATTENTION: CausalAttention = Object.freeze({ kind: 'square' });
 
-/** `square` or `qc4`: for program names and cache keys. */
+/** `square`, `qc4` or `ffi`: for options, benchmarks and logs. */
 export function causalAttentionTag(a: CausalAttention): string {
-  return a.kind === 'square' ? 'square' : `qc${a.queryChunks}`;
+  return a.kind === 'square' ? 'square' : a.kind === 'kernel' ? 'ffi' : `qc${a.queryChunks}`;
+}
+
+/**
+ * The form's part of program names and in-memory cache keys: its tag, but `cffi` for the kernel,
+ * whose tag `ffi` would read as the prefix kernel's in a name that carries both forms.
+ */
+export function causalAttentionNameTag(a: CausalAttention): string {
+  return a.kind === 'kernel' ? 'cffi' : causalAttentionTag(a);
 }
 
 /** The inverse of causalAttentionTag. */
 export function parseCausalAttentionTag(tag: string): CausalAttention {
   if (tag === 'square') return SQUARE_CAUSAL_ATTENTION;
+  if (tag === 'ffi') return CAUSAL_KERNEL;
   const m = /^qc([1-9][0-9]*)$/.exec(tag);
-  if (!m) throw new HloBuildError(`causal attention ${JSON.stringify(tag)} is not square or qc<chunks>`);
+  if (!m) throw new HloBuildError(`causal attention ${JSON.stringify(tag)} is not square, qc<chunks> or ffi (the addon's kernel)`);
   return { kind: 'chunked', queryChunks: Number(m[1]) };
 }
 
 /** The prefill's causal attention in the chosen form (default: the square). */
 export function causalPrefix(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CausalAttention = SQUARE_CAUSAL_ATTENTION, opts?: AttentionOptions): HloValue {
   const checked = checkCausalAttention(form);
+  if (checked.kind === 'kernel') {
+    // The kernel takes one sequence; grouped calls run the CPU's StableHLO form.
+    if (validLength.rank === 0) return causalPrefixAttentionKernel(f, q, k, v, validLength, opts);
+    return causalPrefixAttentionChunked(f, q, k, v, validLength, CAUSAL_KERNEL_FALLBACK.queryChunks, opts);
+  }
   return checked.kind === 'square' ? causalPrefixAttention(f, q, k, v, validLength, opts) : causalPrefixAttentionChunked(f, q, k, v, validLength, checked.queryChunks, opts);
 }
 
 /** Checks a CausalAttention value from a caller; returns it. */
 export function checkCausalAttention(a: CausalAttention): CausalAttention {
-  if (a === null || typeof a !== 'object') throw new HloBuildError(`causal attention must be { kind: 'square' } or { kind: 'chunked', queryChunks }, got ${String(a)}`);
-  if (a.kind === 'square') return a;
-  if (a.kind !== 'chunked') throw new HloBuildError(`causal attention kind must be 'square' or 'chunked', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
+  if (a === null || typeof a !== 'object') throw new HloBuildError(`causal attention must be { kind: 'square' }, { kind: 'chunked', queryChunks } or { kind: 'kernel' }, got ${String(a)}`);
+  if (a.kind === 'square' || a.kind === 'kernel') return a;
+  if (a.kind !== 'chunked') throw new HloBuildError(`causal attention kind must be 'square', 'chunked' or 'kernel', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
   if (!Number.isSafeInteger(a.queryChunks) || a.queryChunks < 1) throw new HloBuildError(`causal attention queryChunks must be a positive integer, got ${String(a.queryChunks)}`);
   return a;
 }

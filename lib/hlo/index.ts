@@ -38,6 +38,7 @@ export type { PrefixAttention } from './prefix-attention';
 export { itemsOverPrefixAttentionRows } from './attention-rows';
 export type { RowChunking } from './attention-rows';
 export { causalPrefix, causalPrefixAttentionChunked, causalAttentionTag, parseCausalAttentionTag } from './attention-causal-chunks';
+export { causalPrefixAttentionKernel } from './attention-causal-ffi';
 export type { CausalAttention } from './attention-causal-chunks';
 export { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';

@@ -21,7 +21,7 @@
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './prefix-attention';
-import { CausalAttention, causalAttentionTag, causalPrefix } from './attention-causal-chunks';
+import { CausalAttention, causalAttentionNameTag, causalPrefix } from './attention-causal-chunks';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
@@ -58,7 +58,7 @@ export interface DecoderOptions extends ProgramOptions {
 function attentionSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
-  return (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionTag(c)}` : '');
+  return (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
 }
 
 function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {

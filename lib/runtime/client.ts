@@ -81,9 +81,10 @@ export class Client implements Disposable {
   }
 
   /**
-   * Whether programs on this client may call the addon's fused prefix-attention
-   * kernel (custom call `pjrt_score_prefix_attention`, prefix-attention form
-   * `ffi`): registered with CPU plugins whose FFI extension can register handlers.
+   * Whether programs on this client may call the addon's fused attention
+   * kernels: custom calls `pjrt_score_prefix_attention` (prefix-attention form
+   * `ffi`) and `pjrt_score_causal_attention` (causal-attention form `ffi`),
+   * registered together with CPU plugins whose FFI extension can register handlers.
    */
   get prefixAttentionKernel(): boolean {
     this.assertLive();

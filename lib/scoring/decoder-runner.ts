@@ -5,7 +5,7 @@
  */
 import { HloProgram } from '../hlo/program';
 import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
-import { CausalAttention, causalAttentionTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
+import { CausalAttention, causalAttentionNameTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
 import { WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
@@ -112,7 +112,7 @@ export class DecoderRunner {
       ...(precision === 'highest' ? [] : [precision]),
       ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
       ...(prefixAttention.kind === 'joint' ? [] : [prefixAttentionTag(prefixAttention)]),
-      ...(causalAttention.kind === 'square' ? [] : [causalAttentionTag(causalAttention)]),
+      ...(causalAttention.kind === 'square' ? [] : [causalAttentionNameTag(causalAttention)]),
     ];
     this.modelId = [modelId, ...tags].join('-');
     this.choices = { precision, weights: weights.weightType, prefixAttention, causalAttention };

@@ -29,6 +29,8 @@ export interface PlatformFacts {
   readonly prefixAttentionWithKernel?: PrefixAttention;
   /** How the query attends causally to itself (lib/hlo/attention-causal-chunks.ts). */
   readonly causalAttention: CausalAttention;
+  /** As prefixAttentionWithKernel, for the causal attention (the same registration covers both kernels). */
+  readonly causalAttentionWithKernel?: CausalAttention;
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -61,6 +63,9 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     prefixAttentionWithKernel: { kind: 'kernel' },
     // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'Prefill: query chunks').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
+    // The addon's kernel (tag `ffi`, lib/hlo/attention-causal-ffi.ts) where the plugin registered it:
+    // MEASURED_CAUSAL_PLACEHOLDER
+    causalAttentionWithKernel: { kind: 'kernel' },
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
@@ -114,4 +119,9 @@ export function platformFacts(platform: string): PlatformFacts {
 /** The prefix-attention form a Scorer uses by default on this platform, given whether the kernel is registered. */
 export function defaultPrefixAttention(facts: PlatformFacts, kernelRegistered: boolean): PrefixAttention {
   return kernelRegistered && facts.prefixAttentionWithKernel ? facts.prefixAttentionWithKernel : facts.prefixAttention;
+}
+
+/** The causal-attention form a Scorer uses by default on this platform, given whether the kernels are registered. */
+export function defaultCausalAttention(facts: PlatformFacts, kernelRegistered: boolean): CausalAttention {
+  return kernelRegistered && facts.causalAttentionWithKernel ? facts.causalAttentionWithKernel : facts.causalAttention;
 }

@@ -21,7 +21,7 @@ import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
-import { budgetForMemory, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
+import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
@@ -86,8 +86,10 @@ export interface ScorerOptions {
   /**
    * How the query attends causally to itself: `{ kind: 'square' }` (all P x P
    * scores, the upper half masked) or `{ kind: 'chunked', queryChunks }`
-   * (query rows in chunks, each against the keys it sees). Default: the
-   * platform's. The scores agree within f32 rounding either way.
+   * (query rows in chunks, each against the keys it sees) or `{ kind:
+   * 'kernel' }` (the addon's fused kernel, where the client registered it;
+   * else load fails with a TypeError). Default: the platform's. The scores
+   * agree within f32 rounding either way.
    */
   readonly causalAttention?: CausalAttention;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
@@ -278,7 +280,7 @@ export class Scorer implements Disposable {
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precision = options.precision ?? 'highest';
     this.prefixAttention = options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel);
-    this.causalAttention = options.causalAttention ?? facts.causalAttention;
+    this.causalAttention = options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel);
     this.batching = options.batching ?? 'invariant';
     this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
     this.runner = new DecoderRunner(
@@ -340,12 +342,12 @@ export class Scorer implements Disposable {
       throw err;
     }
     try {
-      // The `ffi` form calls the addon's kernel, which only a plugin that registered it can run.
-      if (options.prefixAttention?.kind === 'kernel' && !client.prefixAttentionKernel) {
-        model.weights.close();
-        throw new TypeError(
-          `prefixAttention 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`,
-        );
+      // The `ffi` forms call the addon's kernels, which only a plugin that registered them can run.
+      for (const option of ['prefixAttention', 'causalAttention'] as const) {
+        if (options[option]?.kind === 'kernel' && !client.prefixAttentionKernel) {
+          model.weights.close();
+          throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
+        }
       }
       const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
       // Streams: each tensor is read, converted and uploaded before the next is read.

@@ -1,0 +1,42 @@
+/**
+ * The prefill's causal attention through the addon's fused kernel: one custom
+ * call to `pjrt_score_causal_attention` (native/prefix_attention_ffi.cc). The
+ * kernel is the items-over-prefix kernel with items of one token whose prefix
+ * is the sequence itself, row i seeing keys 0..i-1 as prefix and key i as its
+ * own: key blocks in cache with an online softmax, blocks past a row tile's
+ * last key skipped. The same numbers as causalPrefixAttention within f32
+ * rounding; rows at or past the valid length get 0.
+ *
+ * Like the prefix kernel it exists only where the runtime registered it
+ * (Client.prefixAttentionKernel covers both targets); the Scorer refuses this
+ * form elsewhere. The kernel takes one sequence: grouped calls (cross-request
+ * passes) get CAUSAL_KERNEL_FALLBACK instead (causalPrefix dispatches).
+ */
+
+import { FunctionBuilder } from './builder';
+import { HloValue } from './core';
+import { AttentionOptions, causalPrefixLayout, resolveScale } from './attention';
+import { HloBuildError, TensorType } from './types';
+
+/** The fused kernel (a `CausalAttention` kind, attention-causal-chunks.ts; tag `ffi`). */
+export interface CausalKernel {
+  readonly kind: 'kernel';
+}
+
+export const CAUSAL_KERNEL: CausalKernel = Object.freeze({ kind: 'kernel' });
+
+/** The form grouped calls run instead: the CPU's StableHLO default (lib/scoring/platform.ts). */
+export const CAUSAL_KERNEL_FALLBACK: { readonly kind: 'chunked'; readonly queryChunks: number } = Object.freeze({ kind: 'chunked', queryChunks: 4 });
+
+/** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
+export const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
+
+/** q [T, Hq, D], k and v [T, Hkv, D], validLength s32 [] -> [T, Hq, D]; one sequence only. */
+export function causalPrefixAttentionKernel(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {
+  const { lead, hq, d, p } = causalPrefixLayout('causalPrefixAttentionKernel', q, k, v, validLength);
+  if (lead.length) throw new HloBuildError(`causalPrefixAttentionKernel: takes one sequence (validLength s32[]), got validLength ${validLength.type}`);
+  if (p === 0) return f.full(TensorType.f32([0, hq, d]), 0);
+  // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
+  const scaled = f.multiply(q, resolveScale(opts, d));
+  return f.customCall(CAUSAL_ATTENTION_TARGET, [scaled, k, v, validLength], [TensorType.f32([p, hq, d])])[0];
+}
