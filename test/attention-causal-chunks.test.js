@@ -173,7 +173,7 @@ test('default model: prefill with query chunks agrees with the square prefill as
   weights.dispose();
 });
 
-test('Scorer: causalAttention option is checked; the platform default and the square form give the same scores within 1e-5 relative', async (t) => {
+test('Scorer: causalAttention option is checked; the platform default (the kernel, ffi) and the square form give the same scores within 1e-5 relative', async (t) => {
   const { Scorer } = require('../dist/scoring/scorer');
   await Scorer.load({ causalAttention: { kind: 'chunked', queryChunks: -1 } }).then(
     () => t.fail('a bad chunk count must be refused'),
@@ -181,7 +181,10 @@ test('Scorer: causalAttention option is checked; the platform default and the sq
   );
   const platform = await Scorer.load({ diskCache: false });
   const square = await Scorer.load({ diskCache: false, causalAttention: { kind: 'square' } });
-  t.deepEqual(platform.causalAttention, platform.platform.causalAttention, `default: the platform fact (${JSON.stringify(platform.causalAttention)})`);
+  // The real CPU plugin registers the addon's kernels: its default is the kernel form (`ffi`).
+  t.equal(platform.client.prefixAttentionKernel, true, 'the kernels are registered');
+  t.deepEqual(platform.causalAttention, { kind: 'kernel' }, `default: the platform's kernel form (${JSON.stringify(platform.causalAttention)})`);
+  t.deepEqual(platform.platform.causalAttentionWithKernel, platform.causalAttention, 'as the platform facts say');
   t.deepEqual(square.causalAttention, { kind: 'square' }, 'the option wins');
   const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each one. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe'], labelTokenIds: [9805, 787] };
   for (const algorithm of ['prefix', 'packed']) {

@@ -195,7 +195,7 @@ test('default model: extend with ffi equals the joint extend within 1e-5 relativ
   weights.dispose();
 });
 
-test('a client without the kernel (PJRT_SCORE_KERNELS=off, as a plugin without the FFI extension): ffi is refused, the default form runs', (t) => {
+test('a client without the kernels (PJRT_SCORE_KERNELS=off, as a plugin without the FFI extension): ffi is refused for prefix and causal attention, the default forms run', (t) => {
   const { spawnSync } = require('node:child_process');
   const script = `
     const { Client } = require('./dist/runtime');
@@ -207,8 +207,12 @@ test('a client without the kernel (PJRT_SCORE_KERNELS=off, as a plugin without t
       await Scorer.load({ diskCache: false, prefixAttention: { kind: 'kernel' } }).then(
         (s) => { out.loaded = true; s.dispose(); },
         (e) => { out.refused = e instanceof TypeError ? e.message : 'not a TypeError: ' + e.message; });
+      await Scorer.load({ diskCache: false, causalAttention: { kind: 'kernel' } }).then(
+        (s) => { out.causalLoaded = true; s.dispose(); },
+        (e) => { out.causalRefused = e instanceof TypeError ? e.message : 'not a TypeError: ' + e.message; });
       const scorer = await Scorer.load({ diskCache: false });
       out.defaultForm = scorer.prefixAttention;
+      out.defaultCausal = scorer.causalAttention;
       const r = await scorer.score({ query: 'Is this a fruit? Answer:', items: [' an apple', ' a brick'], labelTokenIds: [9805, 787], algorithm: 'prefix' });
       out.finite = r.scores.flat().every(Number.isFinite);
       scorer.dispose();
@@ -221,6 +225,9 @@ test('a client without the kernel (PJRT_SCORE_KERNELS=off, as a plugin without t
   t.notOk(out.loaded, 'Scorer.load with prefixAttention ffi does not load');
   t.match(out.refused, /prefixAttention 'ffi' .* needs a CPU plugin whose FFI extension registers handlers/, `refused: ${out.refused}`);
   t.deepEqual(out.defaultForm, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, 'the platform default (a StableHLO form) is chosen');
+  t.notOk(out.causalLoaded, 'Scorer.load with causalAttention ffi does not load');
+  t.match(out.causalRefused, /causalAttention 'ffi' .* needs a CPU plugin whose FFI extension registers handlers/, `refused: ${out.causalRefused}`);
+  t.deepEqual(out.defaultCausal, { kind: 'chunked', queryChunks: 4 }, 'the causal default falls back to the StableHLO form (qc4)');
   t.ok(out.finite, 'and scores');
   t.end();
 });

@@ -1,9 +1,10 @@
 'use strict';
-// The prefix-attention custom call (native/prefix_attention_ffi.cc): operand
-// shapes, element types and counts decoded from the input, consistent or
-// broken one piece at a time, and lengths anywhere in s32, through a real
-// compile and execute on the CPU plugin. The handler must refuse a broken
-// call with its clear error; an accepted call must give finite outputs.
+// The attention custom calls (native/prefix_attention_ffi.cc: the prefix
+// target, and the causal one when the first byte is odd): operand shapes,
+// element types and counts decoded from the input, consistent or broken one
+// piece at a time, and lengths anywhere in s32, through a real compile and
+// execute on the CPU plugin. The handler must refuse a broken call with its
+// clear error; an accepted call must give finite outputs.
 const path = require('node:path');
 const { DIST, reader, scriptsUnder } = require('./common');
 const { sharedClient, expected: runtimeExpected } = require('./native');
@@ -15,11 +16,18 @@ async function setup() {
   client = await sharedClient();
 }
 
-function decode(data) {
-  const next = reader(data);
+const PREFIX = 'pjrt_score_prefix_attention';
+const CAUSAL = 'pjrt_score_causal_attention';
+
+// The well-formed operands of each target, then the result.
+function wellFormed(causal, next) {
   const [n, l, hkv, group, d, p] = [next() % 5, next() % 6, 1 + (next() % 3), 1 + (next() % 3), next() % 20, next() % 300];
   const hq = hkv * group;
-  const ops = [
+  if (causal) {
+    const t = p * 2; // up to 598 rows: three key blocks of 256
+    return [['f32', [t, hq, d]], ['f32', [t, hkv, d]], ['f32', [t, hkv, d]], ['s32', []], ['f32', [t, hq, d]]];
+  }
+  return [
     ['f32', [n, l, hq, d]],
     ['f32', [n, l, hkv, d]],
     ['f32', [n, l, hkv, d]],
@@ -29,6 +37,13 @@ function decode(data) {
     ['s32', []],
     ['f32', [n, l, hq, d]], // the result
   ];
+}
+
+function decode(data) {
+  const next = reader(data);
+  const target = next() % 2 ? CAUSAL : PREFIX;
+  const ops = wellFormed(target === CAUSAL, next);
+  const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
     const at = next() % ops.length;
@@ -39,10 +54,10 @@ function decode(data) {
     else if (how === 2) ops[at] = [dtype, [...dims, 1 + (next() % 3)]];
     else if (dims.length) ops[at] = [dtype, dims.map((x, j) => (j === next() % dims.length ? next() % 8 : x))];
   }
-  // Operand count: mostly the 7 the handler takes.
-  const count = next() < 220 ? 7 : next() % 10;
+  // Operand count: mostly the one the handler takes.
+  const count = next() < 220 ? arity : next() % 10;
   const lengths = Array.from({ length: 8 }, () => ((next() << 24) | (next() << 16)) >> 16);
-  return { operands: ops.slice(0, Math.min(count, 7)).concat(count > 7 ? Array.from({ length: count - 7 }, () => ops[0]) : []), result: ops[7], lengths };
+  return { target, operands: ops.slice(0, Math.min(count, arity)).concat(count > arity ? Array.from({ length: count - arity }, () => ops[0]) : []), result: ops[arity], lengths };
 }
 
 function fill([dtype, dims], lengths) {
@@ -52,10 +67,10 @@ function fill([dtype, dims], lengths) {
 }
 
 async function run(data) {
-  const { operands, result, lengths } = decode(data);
+  const { target, operands, result, lengths } = decode(data);
   const prog = buildProgram('fuzz_ffi', (f) => {
     const params = operands.map(([dtype, dims], i) => f.param(TensorType[dtype](dims), `x${i}`));
-    return { out: f.customCall('pjrt_score_prefix_attention', params, [TensorType[result[0]](result[1])])[0] };
+    return { out: f.customCall(target, params, [TensorType[result[0]](result[1])])[0] };
   });
   const exe = await client.compile(prog.text);
   const buffers = [];
@@ -64,7 +79,7 @@ async function run(data) {
     const [out] = await exe.execute(buffers);
     const host = await out.toHost();
     out.dispose();
-    if (!host.every(Number.isFinite)) throw new Error(`an accepted call gave a non-finite output (${JSON.stringify(operands.map((o) => o[1]))})`);
+    if (!host.every(Number.isFinite)) throw new Error(`an accepted ${target} call gave a non-finite output (${JSON.stringify(operands.map((o) => o[1]))})`);
   } finally {
     buffers.forEach((b) => b.dispose());
     exe.dispose();
@@ -81,7 +96,14 @@ module.exports = {
   timeoutMs: 60_000,
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
   setup,
-  seeds: () => [Buffer.from([2, 3, 1, 2, 16, 40, 0, 0]), Buffer.from([1, 5, 2, 1, 7, 255, 1, 3, 0, 0]), Buffer.from([4, 2, 3, 3, 16, 10, 2, 7, 0, 7, 1, 3])],
+  // First byte even: the prefix target; odd: the causal one.
+  seeds: () => [
+    Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
+    Buffer.from([0, 1, 5, 2, 1, 7, 255, 1, 3, 0, 0]),
+    Buffer.from([0, 4, 2, 3, 3, 16, 10, 2, 7, 0, 7, 1, 3]),
+    Buffer.from([1, 0, 0, 3, 3, 16, 200, 0, 0]),
+    Buffer.from([1, 0, 0, 1, 2, 7, 130, 1, 0, 2, 1, 3]),
+  ],
   run,
   expected,
 };
