@@ -14,7 +14,8 @@
 // to the same round-robin, so the forms are
 // compared alternating, in one process. --causal-forms does the same for
 // the prefill's causal attention (qc<n>: n query chunks, each against the
-// keys it sees; lib/hlo/attention-causal-chunks.ts). --no-pieces times only the whole
+// keys it sees; lib/hlo/attention-causal-chunks.ts; ffi: the addon's kernel,
+// lib/hlo/attention-causal-ffi.ts). --no-pieces times only the whole
 // programs (and the roof). --pieces-form ones_own cuts the extend pass's
 // softmax and values as the row form of lib/hlo/attention-rows.ts does them.
 //

@@ -3,8 +3,8 @@
 //   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights] [prefixAttention] [causalAttention]
 // weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
 // prefixAttention: joint, kb<keys>w, kb<keys>u, ffi (the addon's kernel) or a row form (ones_own, rc8w, ...:
-// lib/hlo/attention-rows.ts); causalAttention: square or
-// qc<chunks> (default, or '-': the platform's).
+// lib/hlo/attention-rows.ts); causalAttention: square, qc<chunks> or ffi (the
+// addon's kernel) (default, or '-': the platform's).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
 // BENCH_ALL_SCORES=1: also every score of the timed request, and the scores
