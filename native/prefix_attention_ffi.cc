@@ -81,18 +81,39 @@ bool SameDims(const Buffer* b, std::initializer_list<int64_t> dims) {
   return true;
 }
 
-// The call has `operands` operands (named in `names`) and one result.
-bool CheckArity(const CallFrame* frame, int64_t operands, const char* names, std::string* why) {
+// What one operand or the result must be.
+struct BufferSpec {
+  const char* name;
+  DataType dtype;
+  int64_t rank;
+};
+
+// Checks the call's operands against `operands` and its one result against
+// `result`, in that order; fills `out` (operands, then the result) or says
+// why not.
+template <size_t N>
+bool CheckCall(const CallFrame* frame, const BufferSpec (&operands)[N], const BufferSpec& result,
+               const Buffer* (&out)[N + 1], std::string* why) {
   const xla_ffi::Args& args = frame->args;
   const xla_ffi::Rets& rets = frame->rets;
-  if (args.size != operands || args.types == nullptr || args.args == nullptr) {
-    *why = "expects " + std::to_string(operands) + " operands (" + names + "), got " +
+  if (args.size != static_cast<int64_t>(N) || args.types == nullptr || args.args == nullptr) {
+    std::string names;
+    for (const BufferSpec& spec : operands)
+      names += (names.empty() ? "" : ", ") + std::string(spec.name);
+    *why = "expects " + std::to_string(N) + " operands (" + names + "), got " +
            std::to_string(args.size);
     return false;
   }
   if (rets.size != 1 || rets.types == nullptr || rets.rets == nullptr) {
     *why = "expects 1 result, got " + std::to_string(rets.size);
     return false;
+  }
+  for (size_t i = 0; i <= N; ++i) {
+    const BufferSpec& spec = i < N ? operands[i] : result;
+    out[i] = i < N
+                 ? CheckBuffer(args.args[i], args.types[i], spec.name, spec.dtype, spec.rank, why)
+                 : CheckBuffer(rets.rets[0], rets.types[0], spec.name, spec.dtype, spec.rank, why);
+    if (out[i] == nullptr) return false;
   }
   return true;
 }
@@ -108,28 +129,16 @@ bool CheckHeads(int64_t hq, int64_t hkv, std::string* why) {
 
 // Reads and cross-checks the prefix call's operands; fills `out` or says why not.
 bool DecodePrefix(const CallFrame* frame, PrefixAttentionArgs* out, std::string* why) {
-  if (!CheckArity(frame, 7, "item q, k, v, item lengths, prefix k, v, prefix length", why))
-    return false;
-  const xla_ffi::Args& args = frame->args;
-  const xla_ffi::Rets& rets = frame->rets;
-  const Buffer* q = CheckBuffer(args.args[0], args.types[0], "item q", DataType::kF32, 4, why);
-  const Buffer* k =
-      q ? CheckBuffer(args.args[1], args.types[1], "item k", DataType::kF32, 4, why) : nullptr;
-  const Buffer* v =
-      k ? CheckBuffer(args.args[2], args.types[2], "item v", DataType::kF32, 4, why) : nullptr;
-  const Buffer* len =
-      v ? CheckBuffer(args.args[3], args.types[3], "item lengths", DataType::kS32, 1, why)
-        : nullptr;
-  const Buffer* pk =
-      len ? CheckBuffer(args.args[4], args.types[4], "prefix k", DataType::kF32, 3, why) : nullptr;
-  const Buffer* pv =
-      pk ? CheckBuffer(args.args[5], args.types[5], "prefix v", DataType::kF32, 3, why) : nullptr;
-  const Buffer* plen =
-      pv ? CheckBuffer(args.args[6], args.types[6], "prefix length", DataType::kS32, 0, why)
-         : nullptr;
-  const Buffer* o =
-      plen ? CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 4, why) : nullptr;
-  if (o == nullptr) return false;
+  static const BufferSpec kOperands[] = {
+      {"item q", DataType::kF32, 4},        {"item k", DataType::kF32, 4},
+      {"item v", DataType::kF32, 4},        {"item lengths", DataType::kS32, 1},
+      {"prefix k", DataType::kF32, 3},      {"prefix v", DataType::kF32, 3},
+      {"prefix length", DataType::kS32, 0},
+  };
+  const Buffer* b[8];
+  if (!CheckCall(frame, kOperands, {"result", DataType::kF32, 4}, b, why)) return false;
+  const Buffer *q = b[0], *k = b[1], *v = b[2], *len = b[3], *pk = b[4], *pv = b[5], *plen = b[6],
+               *o = b[7];
   const int64_t n = q->dims[0], l = q->dims[1], hq = q->dims[2], d = q->dims[3];
   const int64_t hkv = k->dims[2], p = pk->dims[0];
   if (!SameDims(k, {n, l, hkv, d}) || !SameDims(v, {n, l, hkv, d})) {
@@ -171,20 +180,15 @@ bool DecodePrefix(const CallFrame* frame, PrefixAttentionArgs* out, std::string*
 // Reads and cross-checks the causal call's operands: q [T, Hq, D], k, v [T, Hkv, D], valid
 // length s32 []; result [T, Hq, D].
 bool DecodeCausal(const CallFrame* frame, CausalAttentionArgs* out, std::string* why) {
-  if (!CheckArity(frame, 4, "q, k, v, valid length", why)) return false;
-  const xla_ffi::Args& args = frame->args;
-  const xla_ffi::Rets& rets = frame->rets;
-  const Buffer* q = CheckBuffer(args.args[0], args.types[0], "q", DataType::kF32, 3, why);
-  const Buffer* k =
-      q ? CheckBuffer(args.args[1], args.types[1], "k", DataType::kF32, 3, why) : nullptr;
-  const Buffer* v =
-      k ? CheckBuffer(args.args[2], args.types[2], "v", DataType::kF32, 3, why) : nullptr;
-  const Buffer* len =
-      v ? CheckBuffer(args.args[3], args.types[3], "valid length", DataType::kS32, 0, why)
-        : nullptr;
-  const Buffer* o =
-      len ? CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 3, why) : nullptr;
-  if (o == nullptr) return false;
+  static const BufferSpec kOperands[] = {
+      {"q", DataType::kF32, 3},
+      {"k", DataType::kF32, 3},
+      {"v", DataType::kF32, 3},
+      {"valid length", DataType::kS32, 0},
+  };
+  const Buffer* b[5];
+  if (!CheckCall(frame, kOperands, {"result", DataType::kF32, 3}, b, why)) return false;
+  const Buffer *q = b[0], *k = b[1], *v = b[2], *len = b[3], *o = b[4];
   const int64_t t = q->dims[0], hq = q->dims[1], d = q->dims[2], hkv = k->dims[1];
   if (!SameDims(k, {t, hkv, d}) || !SameDims(v, {t, hkv, d})) {
     *why =

@@ -7,12 +7,13 @@
 // prefill with chunks against the square one.
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, causalPrefix, decoderPrefill } = require('../dist/hlo');
+const { buildProgram, TensorType, causalPrefix } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
+const { causalInputs, prefillByForm } = require('./helpers/causal-forms');
 
 const TOL = 1e-5;
 let client;
@@ -28,19 +29,6 @@ async function runForms({ P, Hq, Hkv, D }, inputs) {
     return Object.fromEntries(FORMS.map((form, i) => [`out${i}`, causalPrefix(f, q, k, v, n, form)]));
   });
   return runProgram(client, prog, inputs);
-}
-
-/** Random rows; padding rows (>= validLength) hold large finite garbage. */
-function makeInputs(seed, { P, Hq, Hkv, D, validLength }) {
-  const next = ref.rng(seed);
-  const q = ref.randomF32(next, P * Hq * D);
-  const k = ref.randomF32(next, P * Hkv * D);
-  const v = ref.randomF32(next, P * Hkv * D);
-  for (let i = validLength * Hkv * D; i < P * Hkv * D; i++) {
-    k[i] = (next() - 0.5) * 1e4;
-    v[i] = (next() - 0.5) * 1e6;
-  }
-  return [q, k, v, Int32Array.of(validLength)];
 }
 
 function reference({ P, Hq, Hkv, D, validLength }, [q, k, v]) {
@@ -62,7 +50,7 @@ test('setup: CPU client', async (t) => {
 
 CASES.forEach((c, ci) => {
   test(`chunked causal attention equals the reference and the square form: ${c.name}`, async (t) => {
-    const inputs = makeInputs(900 + ci, c);
+    const inputs = causalInputs(900 + ci, { ...c, T: c.P });
     const outs = await runForms(c, inputs);
     const expect = reference(c, inputs);
     const square = outs[0];
@@ -81,7 +69,7 @@ CASES.forEach((c, ci) => {
 
 test('chunked: other garbage in the padding rows changes no real row', async (t) => {
   const c = CASES[0];
-  const a = makeInputs(77, c);
+  const a = causalInputs(77, { ...c, T: c.P });
   const b = a.map((x) => x.slice());
   const next = ref.rng(3);
   for (let i = c.validLength * c.Hkv * c.D; i < c.P * c.Hkv * c.D; i++) {
@@ -99,7 +87,7 @@ test('chunked, grouped (validLength s32[G]): each group equals the reference alo
     { ...c, validLength: 10 },
     { ...c, validLength: 6 },
   ];
-  const inputs = groups.map((gc, i) => makeInputs(40 + i, gc));
+  const inputs = groups.map((gc, i) => causalInputs(40 + i, { ...gc, T: gc.P }));
   const G = groups.length;
   const joined = (k) => {
     const parts = inputs.map((x) => x[k]);
@@ -141,21 +129,9 @@ test('chunked: a bad chunk count is a build error', (t) => {
 test('default model: prefill with query chunks agrees with the square prefill as closely as the square one does with itself in another bucket', async (t) => {
   const model = loadModel();
   const weights = await uploadWeights(client, model.config, model.weights);
-  const length = 45;
-  const { numLayers, numKvHeads, headDim } = model.config;
-  const rowWidth = numKvHeads * headDim;
   const run = async (P, form) => {
-    const query = Int32Array.from({ length: P }, (_, i) => (i < length ? 100 + ((i * 7919) % 40000) : 0));
-    const up = [await client.upload(query, [P]), await client.upload(Int32Array.of(length), []), await client.upload(Int32Array.of(9454, 2753), [2])];
-    const prog = decoderPrefill(model.config, { prefix: P, labels: 2 }, { dotPrecision: 'HIGHEST', causalAttention: form });
-    const exe = await client.compile(prog.text);
-    const outs = await exe.execute([...up, ...weights.buffers]);
-    const [k, v, logprobs] = await Promise.all(outs.map((o) => o.toHost()));
-    [...outs, ...up].forEach((b) => b.dispose());
-    exe.dispose();
-    // The valid rows of each layer's [P, Hkv, D] slice.
-    const valid = (x) => Float32Array.from({ length: numLayers * length * rowWidth }, (_, i) => x[Math.floor(i / (length * rowWidth)) * P * rowWidth + (i % (length * rowWidth))]);
-    return { name: prog.name, k: valid(k), v: valid(v), probs: Float64Array.from(logprobs, Math.exp) };
+    const r = await prefillByForm(client, model, weights, P, 45, form);
+    return { ...r, probs: Float64Array.from(r.logprobs, Math.exp) };
   };
   const square = await run(48, { kind: 'square' });
   const otherBucket = await run(64, { kind: 'square' });

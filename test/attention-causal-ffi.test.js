@@ -11,7 +11,6 @@
 // errors and the client goes on; the default model's prefill with `ffi`
 // equals `qc4` and `square`.
 const test = require('tape');
-const fs = require('fs');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, causalPrefix, decoderPrefill, decoderFused, parseCausalAttentionTag, causalAttentionTag } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
@@ -19,13 +18,12 @@ const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
+const { cpuHasAvx2, withPath } = require('./helpers/kernel-path');
+const { causalInputs, prefillByForm } = require('./helpers/causal-forms');
 
 // Outputs are softmax-weighted averages of values in [-1, 1): 1e-5 absolute is 1e-5 of their scale.
 // f32 rounding of D-term dots and up-to-600-term sums is ~1e-6 there, so 1e-5 still fails a wrong key.
 const TOL = 1e-5;
-const PORTABLE_ENV = 'PJRT_SCORE_KERNEL_PORTABLE';
-const cpuinfo = fs.readFileSync('/proc/cpuinfo', 'utf8');
-const cpuHasAvx2 = /\bavx2\b/.test(cpuinfo) && /\bfma\b/.test(cpuinfo);
 let client;
 
 const CASES = [
@@ -37,19 +35,6 @@ const CASES = [
   { name: 'T=300, 280 valid (2 blocks), GQA 3/1, D=40 (portable only)', T: 300, validLength: 280, Hq: 3, Hkv: 1, D: 40 },
   { name: 'T=600, 555 valid (3 blocks), GQA 9/3, D=64', T: 600, validLength: 555, Hq: 9, Hkv: 3, D: 64 },
 ];
-
-/** q, k, v uniform in [-1, 1); rows past the valid length hold large garbage, which no real row may see. */
-function makeInputs(seed, { T, Hq, Hkv, D, validLength }) {
-  const next = ref.rng(seed);
-  const q = ref.randomF32(next, T * Hq * D);
-  const k = ref.randomF32(next, T * Hkv * D);
-  const v = ref.randomF32(next, T * Hkv * D);
-  for (let i = validLength * Hkv * D; i < T * Hkv * D; i++) {
-    k[i] = (next() - 0.5) * 1e4;
-    v[i] = (next() - 0.5) * 1e6;
-  }
-  return [q, k, v, Int32Array.of(validLength)];
-}
 
 /** Causal attention in float64, one row and head at a time: row i sees keys 0..i; rows >= validLength are 0. */
 function causalReference({ T, Hq, Hkv, D, validLength }, [q, k, v]) {
@@ -89,18 +74,6 @@ function formsProgram({ T, Hq, Hkv, D }, forms) {
   });
 }
 
-async function withPath(portable, fn) {
-  const before = process.env[PORTABLE_ENV];
-  if (portable) process.env[PORTABLE_ENV] = '1';
-  else delete process.env[PORTABLE_ENV];
-  try {
-    return await fn();
-  } finally {
-    if (before === undefined) delete process.env[PORTABLE_ENV];
-    else process.env[PORTABLE_ENV] = before;
-  }
-}
-
 const SQUARE = parseCausalAttentionTag('square');
 const KERNEL = parseCausalAttentionTag('ffi');
 
@@ -115,7 +88,7 @@ test('setup: CPU client with the causal kernel registered; the tag and the progr
 
 CASES.forEach((c, ci) => {
   test(`causal ffi equals the float64 reference and the square form: ${c.name}`, async (t) => {
-    const inputs = makeInputs(700 + ci, c);
+    const inputs = causalInputs(700 + ci, c);
     const prog = formsProgram(c, [SQUARE, KERNEL]);
     const expect = causalReference(c, inputs);
     const w = c.Hq * c.D;
@@ -140,7 +113,7 @@ CASES.forEach((c, ci) => {
 test('causal ffi: a later key never reaches an earlier row', async (t) => {
   const c = { T: 300, validLength: 290, Hq: 6, Hkv: 2, D: 64 };
   const prog = formsProgram(c, [KERNEL]);
-  const base = makeInputs(11, c);
+  const base = causalInputs(11, c);
   const w = c.Hq * c.D;
   for (const portable of [false, true]) {
     const [a] = await withPath(portable, () => runProgram(client, prog, base));
@@ -235,25 +208,8 @@ test('hostile shapes at the causal handler: a clear error, and the client goes o
 test('default model: the prefill with causal ffi equals qc4 and square (label probabilities within 1e-5 relative)', async (t) => {
   const model = loadModel();
   const weights = await uploadWeights(client, model.config, model.weights);
-  const P = 48;
-  const length = 45;
-  const { numLayers, numKvHeads, headDim } = model.config;
-  const rowWidth = numKvHeads * headDim;
-  const run = async (form) => {
-    const query = Int32Array.from({ length: P }, (_, i) => (i < length ? 100 + ((i * 7919) % 40000) : 0));
-    const up = [await client.upload(query, [P]), await client.upload(Int32Array.of(length), []), await client.upload(Int32Array.of(9454, 2753), [2])];
-    const prog = decoderPrefill(model.config, { prefix: P, labels: 2 }, { dotPrecision: 'HIGHEST', causalAttention: form });
-    const exe = await client.compile(prog.text);
-    const outs = await exe.execute([...up, ...weights.buffers]);
-    const [k, v, logprobs] = await Promise.all(outs.map((o) => o.toHost()));
-    [...outs, ...up].forEach((b) => b.dispose());
-    exe.dispose();
-    // The valid rows of each layer's [P, Hkv, D] slice.
-    const valid = (x) => Float32Array.from({ length: numLayers * length * rowWidth }, (_, i) => x[Math.floor(i / (length * rowWidth)) * P * rowWidth + (i % (length * rowWidth))]);
-    return { name: prog.name, k: valid(k), v: valid(v), logprobs };
-  };
   const forms = {};
-  for (const tag of ['ffi', 'qc4', 'square']) forms[tag] = await run(parseCausalAttentionTag(tag));
+  for (const tag of ['ffi', 'qc4', 'square']) forms[tag] = await prefillByForm(client, model, weights, 48, 45, parseCausalAttentionTag(tag));
   t.match(forms.ffi.name, /_cffi$/, `its own program name: ${forms.ffi.name}`);
   t.ok(forms.ffi.logprobs.every(Number.isFinite), 'finite');
   for (const tag of ['qc4', 'square']) {

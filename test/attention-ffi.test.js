@@ -9,7 +9,6 @@
 // StableHLO forms do; hostile shapes at the handler are errors, not crashes;
 // the default model's extend program equals the joint form's.
 const test = require('tape');
-const fs = require('fs');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
@@ -18,13 +17,11 @@ const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
 const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
+const { cpuHasAvx2, withPath } = require('./helpers/kernel-path');
 
 const TOL = 1e-5;
-const PORTABLE_ENV = 'PJRT_SCORE_KERNEL_PORTABLE';
 const TAGS = ['joint', 'ones_own', 'ffi'];
 const FORMS = TAGS.map(parsePrefixAttentionTag);
-// The AVX2 path needs the CPU's avx2 and fma and D a multiple of 16.
-const cpuHasAvx2 = /\bavx2\b/.test(fs.readFileSync('/proc/cpuinfo', 'utf8')) && /\bfma\b/.test(fs.readFileSync('/proc/cpuinfo', 'utf8'));
 let client;
 
 const CASES = [
@@ -45,18 +42,6 @@ function inputsFor(seed, c) {
   inputs[3] = Int32Array.from(c.itemLengths);
   inputs[6] = Int32Array.of(c.prefixLength);
   return { inputs, clamped: { ...c, prefixLength: clamp(c.prefixLength, c.P), itemLengths: c.itemLengths.map((x) => clamp(x, c.L)) } };
-}
-
-async function withPath(portable, fn) {
-  const before = process.env[PORTABLE_ENV];
-  if (portable) process.env[PORTABLE_ENV] = '1';
-  else delete process.env[PORTABLE_ENV];
-  try {
-    return await fn();
-  } finally {
-    if (before === undefined) delete process.env[PORTABLE_ENV];
-    else process.env[PORTABLE_ENV] = before;
-  }
 }
 
 test('setup: CPU client with the kernel registered', async (t) => {

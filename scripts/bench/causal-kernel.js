@@ -18,6 +18,7 @@ const os = require('node:os');
 const { Client } = require('../../dist/runtime');
 const { buildProgram, causalPrefix, parseCausalAttentionTag, TensorType } = require('../../dist/hlo');
 const { describeMachine } = require('../machine');
+const { disposeCases, timeAlternating } = require('./alternate');
 
 const SHAPE = { T: 2048, validLength: 2000, Hq: 9, Hkv: 3, D: 64 };
 // Row i sees i + 1 keys: sum over the valid rows, 2 FLOPs per multiply-add, QK and PV.
@@ -55,22 +56,9 @@ async function main() {
   for (const k of cases) {
     k.exe = await client.compile(k.prog.text);
     k.buffers = await Promise.all(k.prog.inputs.map((s, i) => client.upload(hostInput(s, i), s.dims, s.dtype)));
-    k.cpu = [];
-    k.wall = [];
   }
-  for (let round = 0; round < rounds; round++) {
-    for (const k of cases) {
-      const cpu0 = process.cpuUsage();
-      const wall0 = performance.now();
-      const outs = await k.exe.execute(k.buffers);
-      await outs[0].toHost();
-      outs.forEach((o) => o.dispose());
-      const cpu = process.cpuUsage(cpu0);
-      if (round === 0) continue;
-      k.cpu.push((cpu.user + cpu.system) / 1000);
-      k.wall.push(performance.now() - wall0);
-    }
-  }
+  await timeAlternating(cases, rounds);
+
   const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   const roof = Math.max(...roofs.map((k) => k.flops / median(k.cpu) / 1e6));
   console.log(`\n${(FLOPS / 1e9).toFixed(2)} useful GFLOP per causal attention; roof (f32 matmul, the better median) ${roof.toFixed(1)} GFLOP per CPU-s; ${rounds - 1} rounds after the first\n`);
@@ -81,10 +69,7 @@ async function main() {
     console.log(`| ${k.tag} | ${median(k.cpu).toFixed(0)} (${Math.min(...k.cpu).toFixed(0)}-${Math.max(...k.cpu).toFixed(0)}) | ${median(k.wall).toFixed(0)} | ${gflops.toFixed(1)} | ${((100 * gflops) / roof).toFixed(0)}% |`);
   }
   console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  for (const k of cases) {
-    k.buffers.forEach((b) => b.dispose());
-    k.exe.dispose();
-  }
+  disposeCases(cases);
   client.dispose();
 }
 

@@ -17,6 +17,7 @@ const { Client } = require('../../dist/runtime');
 const { parsePrefixAttentionTag } = require('../../dist/hlo');
 const { program, makeInputs } = require('../../test/helpers/prefix-forms');
 const { describeMachine } = require('../machine');
+const { disposeCases, timeAlternating } = require('./alternate');
 
 const SHAPE = { P: 2048, prefixLength: 2000, N: 64, L: 20, itemLengths: Array(64).fill(20), Hq: 9, Hkv: 3, D: 64 };
 const FLOPS = SHAPE.N * SHAPE.L * SHAPE.Hq * SHAPE.prefixLength * SHAPE.D * 4; // QK and PV, 2 per multiply-add
@@ -33,21 +34,10 @@ async function main() {
     const prog = program(SHAPE, [parsePrefixAttentionTag(tag)]);
     const exe = await client.compile(prog.text);
     const buffers = await Promise.all(prog.inputs.map((s, i) => client.upload(inputs[i], s.dims, s.dtype)));
-    cases.push({ tag, exe, buffers, cpu: [], wall: [] });
+    cases.push({ tag, exe, buffers });
   }
-  for (let round = 0; round < rounds; round++) {
-    for (const k of cases) {
-      const cpu0 = process.cpuUsage();
-      const wall0 = performance.now();
-      const outs = await k.exe.execute(k.buffers);
-      await outs[0].toHost();
-      outs.forEach((o) => o.dispose());
-      const cpu = process.cpuUsage(cpu0);
-      if (round === 0) continue;
-      k.cpu.push((cpu.user + cpu.system) / 1000);
-      k.wall.push(performance.now() - wall0);
-    }
-  }
+  await timeAlternating(cases, rounds);
+
   console.log(`\n${(FLOPS / 1e9).toFixed(2)} GFLOP per execution; ${rounds - 1} rounds after the first\n`);
   console.log('| form | CPU ms (min-max) | wall ms (min-max) | GFLOP per CPU-s (best) |');
   console.log('| --- | --- | --- | --- |');
@@ -56,10 +46,7 @@ async function main() {
     console.log(`| ${k.tag} | ${range(k.cpu)} | ${range(k.wall)} | ${(FLOPS / Math.min(...k.cpu) / 1e6).toFixed(1)} |`);
   }
   console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  for (const k of cases) {
-    k.buffers.forEach((b) => b.dispose());
-    k.exe.dispose();
-  }
+  disposeCases(cases);
   client.dispose();
 }
 
