@@ -174,7 +174,8 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
 });
 
 test('default model: extend with row forms equals the joint extend within 1e-5 relative', async (t) => {
-  await assertExtendMatchesJoint(t, client, ['ones', 'rc2u', 'rc2w'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
+  // The CPU's StableHLO default (ones_own: grouped passes and long items) and a chunked while loop.
+  await assertExtendMatchesJoint(t, client, ['ones_own', 'rc2w'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
 });
 
 test('Scorer: a row form gives the joint form\'s scores within 1e-5 relative', async (t) => {
@@ -186,7 +187,8 @@ test('Scorer: a row form gives the joint form\'s scores within 1e-5 relative', a
   const joint = await Scorer.load({ diskCache: false, prefixAttention: { kind: 'joint' } });
   const rows = await Scorer.load({ diskCache: false, prefixAttention: parsePrefixAttentionTag('rc2u') });
   const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe', ' a stone'], labelTokenIds: [9805, 787] };
-  for (const algorithm of ['prefix', 'packed']) {
+  // The prefix plan: the option reaches the programs (the packed plan's fused program takes the same form).
+  for (const algorithm of ['prefix']) {
     const a = await joint.score({ ...request, algorithm });
     const b = await rows.score({ ...request, algorithm });
     t.equal(b.algorithm, algorithm);

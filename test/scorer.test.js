@@ -37,20 +37,36 @@ const CASES = [
   },
 ];
 
-for (const c of CASES) {
+/** applySoftmax's rule from the raw probabilities, in plain JS: each row divided by its sum. */
+function softmaxOfProbabilities(rows) {
+  return rows.map((r) => {
+    const total = r.reduce((a, b) => a + b, 0);
+    return r.map((x) => x / total);
+  });
+}
+
+// Serial (one sequence per item) is the reference and the slow path: it runs once per case, raw; the
+// softmax scores of packed and prefix are checked against the softmax of serial's raw rows in JS, and
+// the serial path's own softmax on the first case.
+for (const [index, c] of CASES.entries()) {
   test(`packed and prefix equal serial: ${c.name}`, async (t) => {
+    const base = { query: c.query, items: c.items, labelTokenIds: [YES, NO, 9454, 2753] };
+    const serial = await scorer.score({ ...base, applySoftmax: false, algorithm: 'serial' });
+    t.equal(serial.scores.length, c.items.length, 'one row per item');
+    t.ok(serial.scores.every((r) => r.length === 4 && r.every((x) => Number.isFinite(x) && x > 0)), 'finite positive probabilities');
+    const references = { false: serial.scores, true: softmaxOfProbabilities(serial.scores) };
+    if (index === 0) {
+      const own = await scorer.score({ ...base, applySoftmax: true, algorithm: 'serial' });
+      t.ok(maxDiff(own.scores, references.true) <= 1e-6, `serial with applySoftmax=true is the softmax of its raw rows (max |diff| ${maxDiff(own.scores, references.true).toExponential(2)})`);
+    }
     for (const applySoftmax of [false, true]) {
-      const req = { query: c.query, items: c.items, labelTokenIds: [YES, NO, 9454, 2753], applySoftmax };
-      const serial = await scorer.score({ ...req, algorithm: 'serial' });
-      const packed = await scorer.score({ ...req, algorithm: 'packed' });
-      const prefix = await scorer.score({ ...req, algorithm: 'prefix' });
-      t.equal(serial.scores.length, c.items.length, 'one row per item');
-      t.ok(serial.scores.every((r) => r.length === 4 && r.every((x) => Number.isFinite(x) && x >= 0)), 'finite non-negative scores');
-      const dp = maxDiff(packed.scores, serial.scores);
-      const dx = maxDiff(prefix.scores, serial.scores);
+      const packed = await scorer.score({ ...base, applySoftmax, algorithm: 'packed' });
+      const prefix = await scorer.score({ ...base, applySoftmax, algorithm: 'prefix' });
+      const dp = maxDiff(packed.scores, references[applySoftmax]);
+      const dx = maxDiff(prefix.scores, references[applySoftmax]);
       t.ok(dp <= 1e-4, `applySoftmax=${applySoftmax}: packed vs serial max |diff| ${dp.toExponential(2)}`);
       t.ok(dx <= 1e-4, `applySoftmax=${applySoftmax}: prefix vs serial max |diff| ${dx.toExponential(2)}`);
-      if (applySoftmax) t.ok(serial.scores.every((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1) < 1e-5), 'rows sum to 1');
+      if (applySoftmax) t.ok(prefix.scores.every((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1) < 1e-5), 'rows sum to 1');
     }
   });
 }
