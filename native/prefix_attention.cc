@@ -393,11 +393,11 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     per_unit = (per_unit + 1) / 2;
   const int64_t chunks = (a.n + per_unit - 1) / per_unit;
   std::atomic<bool> failed{false};
-  // With per-item limits later items see more keys (causal: item i sees i): their units go first,
-  // so that no thread is left with a long unit at the end.
-  const bool last_first = a.item_prefix_lengths != nullptr;
+  // Causal calls give later units more keys; handing them out biggest first was no faster at the
+  // prefill's shape (wall median equal over 40 alternating rounds; units are small and handed out
+  // one by one), so units go in order.
   pool.ParallelFor(hkv * chunks, [&](int64_t unit) {
-    const int64_t h = unit % hkv, c = last_first ? chunks - 1 - unit / hkv : unit / hkv;
+    const int64_t h = unit % hkv, c = unit / hkv;
     try {
       RunUnit<Ops>(a, pre, plen, h, c * per_unit, std::min(a.n, (c + 1) * per_unit));
     } catch (const std::bad_alloc&) {
