@@ -143,12 +143,12 @@ test('blocked: a bad key block is a build error', (t) => {
   t.end();
 });
 
-test('default model: extend with blocked prefix attention equals the joint extend within 1e-5 relative', async (t) => {
+test('default model: extend with blocked prefix attention equals the joint extend within 5e-5 relative', async (t) => {
   // The while loop on the real model (the unrolled loop is checked against the reference above).
   await assertExtendMatchesJoint(t, client, [{ kind: 'blocked', keyBlock: 16, loop: 'while' }], [5, 1, 3, 5]);
 });
 
-test('Scorer: prefixAttention option is checked, and blocked scores equal the platform default within 1e-5 relative', async (t) => {
+test('Scorer: prefixAttention option is checked, and blocked scores equal the platform default within 5e-5 relative', async (t) => {
   const { Scorer } = require('../dist/scoring/scorer');
   const { defaultPrefixAttention } = require('../dist/scoring/platform');
   await Scorer.load({ prefixAttention: { kind: 'blocked', keyBlock: 0, loop: 'while' } }).then(
@@ -165,8 +165,8 @@ test('Scorer: prefixAttention option is checked, and blocked scores equal the pl
     const a = await platform.score({ ...request, algorithm });
     const b = await blocked.score({ ...request, algorithm });
     t.equal(b.algorithm, algorithm);
-    const { ok, worst } = closeRel(b.scores.flat(), a.scores.flat());
-    t.ok(ok, `${algorithm}: blocked within 1e-5 relative of ${platform.prefixAttention.kind} (worst ${worst.toFixed(3)} of the bound)`);
+    const { ok, worst } = ref.closeProbabilities(b.scores.flat(), a.scores.flat());
+    t.ok(ok, `${algorithm}: blocked within 5e-5 relative of ${platform.prefixAttention.kind} (worst ${worst.toFixed(3)} of the bound)`);
   }
   platform.dispose();
   blocked.dispose();

@@ -144,12 +144,12 @@ test('default model: prefill with query chunks agrees with the square prefill as
     const yardstick = ref.maxAbsDiff(otherBucket[part], square[part]);
     t.ok(ours <= Math.max(2 * yardstick, 1e-6), `${part} cache (valid rows): max |chunked - square| ${ours.toExponential(2)} <= 2 x square P=64 vs P=48 (${yardstick.toExponential(2)})`);
   }
-  const { ok, worst } = closeRel(chunked.probs, square.probs);
-  t.ok(ok, `label probabilities within 1e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
+  const { ok, worst } = ref.closeProbabilities(chunked.probs, square.probs);
+  t.ok(ok, `label probabilities within 5e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
   weights.dispose();
 });
 
-test('Scorer: causalAttention option is checked; the platform default (the kernel, ffi) and the square form give the same scores within 1e-5 relative', async (t) => {
+test('Scorer: causalAttention option is checked; the platform default (the kernel, ffi) and the square form give the same scores within 5e-5 relative', async (t) => {
   const { Scorer } = require('../dist/scoring/scorer');
   await Scorer.load({ causalAttention: { kind: 'chunked', queryChunks: -1 } }).then(
     () => t.fail('a bad chunk count must be refused'),
@@ -166,8 +166,8 @@ test('Scorer: causalAttention option is checked; the platform default (the kerne
   for (const algorithm of ['prefix', 'packed']) {
     const a = await platform.score({ ...request, algorithm });
     const b = await square.score({ ...request, algorithm });
-    const { ok, worst } = closeRel(a.scores.flat(), b.scores.flat());
-    t.ok(ok, `${algorithm}: platform form within 1e-5 relative of the square form (worst ${worst.toFixed(3)} of the bound)`);
+    const { ok, worst } = ref.closeProbabilities(a.scores.flat(), b.scores.flat());
+    t.ok(ok, `${algorithm}: platform form within 5e-5 relative of the square form (worst ${worst.toFixed(3)} of the bound)`);
   }
   platform.dispose();
   square.dispose();

@@ -173,12 +173,12 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
   });
 });
 
-test('default model: extend with row forms equals the joint extend within 1e-5 relative', async (t) => {
+test('default model: extend with row forms equals the joint extend within 5e-5 relative', async (t) => {
   // The CPU's StableHLO default (ones_own: grouped passes and long items) and a chunked while loop.
   await assertExtendMatchesJoint(t, client, ['ones_own', 'rc2w'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
 });
 
-test('Scorer: a row form gives the joint form\'s scores within 1e-5 relative', async (t) => {
+test('Scorer: a row form gives the joint form\'s scores within 5e-5 relative', async (t) => {
   const { Scorer } = require('../dist/scoring/scorer');
   await Scorer.load({ prefixAttention: { kind: 'rows', itemsPerChunk: -1, loop: 'while', denominator: 'values' } }).then(
     () => t.fail('a bad chunk must be refused'),
@@ -192,8 +192,8 @@ test('Scorer: a row form gives the joint form\'s scores within 1e-5 relative', a
     const a = await joint.score({ ...request, algorithm });
     const b = await rows.score({ ...request, algorithm });
     t.equal(b.algorithm, algorithm);
-    const { ok, worst } = closeRel(b.scores.flat(), a.scores.flat());
-    t.ok(ok, `${algorithm}: rc2u within 1e-5 relative of joint (worst ${worst.toFixed(3)} of the bound)`);
+    const { ok, worst } = ref.closeProbabilities(b.scores.flat(), a.scores.flat());
+    t.ok(ok, `${algorithm}: rc2u within 5e-5 relative of joint (worst ${worst.toFixed(3)} of the bound)`);
   }
   joint.dispose();
   rows.dispose();

@@ -10,7 +10,7 @@ import { WeightType } from '../hlo/decoder-layout';
 import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
 import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
-import { openModel } from '../model/load';
+import { OpenedModel, openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
@@ -332,11 +332,22 @@ export class Scorer implements Disposable {
     if (entries !== undefined && !(Number.isSafeInteger(entries) && entries >= 1)) throw new TypeError(`jitCacheEntries must be a positive integer, got ${entries}`);
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
-    const model = openModel(options.model);
+    // The client comes up (the plugin loads, on a worker) while this thread reads the model's header.
+    const clientReady = Client.create({ plugin: options.plugin, options: options.clientOptions });
+    let model: OpenedModel;
+    try {
+      model = openModel(options.model);
+    } catch (err) {
+      void clientReady.then(
+        (c) => c.dispose(),
+        () => undefined,
+      );
+      throw err;
+    }
     const opened = performance.now();
     let client: Client;
     try {
-      client = await Client.create({ plugin: options.plugin, options: options.clientOptions });
+      client = await clientReady;
     } catch (err) {
       model.weights.close();
       throw err;

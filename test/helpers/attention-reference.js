@@ -176,4 +176,29 @@ function closeRel(a, b) {
   return { ok: worst <= 1, worst };
 }
 
-module.exports = { denseAttention, factoredAttention, lmHeadGather, rng, randomF32, maxAbsDiff, closeRel };
+/**
+ * How far apart two f32 programs that order their sums differently put the
+ * default model's label probabilities: the StableHLO path's own prefix and
+ * packed plans differ by 1.9e-5 relative, serial and prefix by 1.1e-5
+ * (yes/no labels of a 4-item request, 2026-11-23). Forms and plans are
+ * compared within this bound; a wrong key or mask moves them by 1e-3 or more.
+ */
+const PROGRAM_REL = 5e-5;
+
+/**
+ * Label probabilities within `rel` relative of each other, with no absolute
+ * floor: they are often 1e-4 to 1e-7, where closeRel's 1e-6 floor would
+ * accept anything. About |log a - log b| <= rel; zeros must match exactly.
+ * worst: the largest |a - b| / (rel max(a, b)).
+ */
+function closeProbabilities(a, b, rel = PROGRAM_REL) {
+  let worst = a.length === b.length ? 0 : Infinity;
+  for (let i = 0; i < a.length && worst <= 1; i++) {
+    const scale = Math.max(Math.abs(a[i]), Math.abs(b[i]));
+    const d = scale === 0 ? 0 : Math.abs(a[i] - b[i]) / (rel * scale);
+    worst = Number.isNaN(d) ? Infinity : Math.max(worst, d);
+  }
+  return { ok: worst <= 1, worst };
+}
+
+module.exports = { denseAttention, factoredAttention, lmHeadGather, rng, randomF32, maxAbsDiff, closeRel, closeProbabilities };
