@@ -6,10 +6,23 @@ const test = require('tape');
 const { Scorer, ScoreInputError } = require('..');
 
 let scorer;
+const events = [];
 test('setup: load the default model', async (t) => {
-  scorer = await Scorer.load({ diskCache: true });
+  scorer = await Scorer.load({ diskCache: true, log: (e) => events.push(e) });
   t.equal(scorer.modelName, 'SmolLM2-135M-Instruct');
   t.equal(scorer.config.vocabSize, 49152);
+});
+
+test('the tokenizer is built at the first text request, once; token ids never build it', async (t) => {
+  const built = () => events.filter((e) => e.event === 'tokenizer_built').length;
+  t.equal(built(), 0, 'the load builds no tokenizer');
+  const ids = await scorer.score({ query: [1, 504, 3458], items: [[9805], [787, 30]], labelTokenIds: [9805, 787] });
+  t.equal(ids.scores.length, 2, 'token ids are scored');
+  t.equal(built(), 0, 'a request of token ids builds no tokenizer');
+  await scorer.score({ query: 'Is the sky blue?', items: [' yes'], labelTokenIds: [9805, 787] });
+  t.equal(built(), 1, 'the first text request builds it');
+  scorer.tokenize(' and again');
+  t.equal(built(), 1, 'once');
 });
 
 function maxDiff(a, b) {

@@ -175,13 +175,6 @@ export type LoadPrograms = (program: HloProgram) => Promise<{ readonly executabl
 
 export interface UploadOptions {
   readonly programs?: LoadPrograms;
-  /**
-   * Called once every array is read and handed to the device, while the
-   * device still decodes: host work that does not need the weights (the
-   * Scorer builds its tokenizer) then overlaps the decoding. Its time is
-   * not counted in the timings.
-   */
-  readonly whileDeviceWorks?: () => void;
   /** Stacked arrays of at least this many bytes are built by layer (default ASSEMBLE_BYTES; tests lower it). */
   readonly assembleBytes?: number;
 }
@@ -484,7 +477,6 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
         place(i, await buildAndUpload(spec, load, spec.dims, scaleSpec?.dims));
       }
     }
-    options.whileDeviceWorks?.();
     await drain(0);
     specs.forEach((s, i) => {
       if (isTied(s)) buffers[i] = buffers[index.get(s.tiedTo!)!];

@@ -327,8 +327,9 @@ function readValue(cursor: FileCursor, type: number, key: string, depth: number)
       if (count > cursor.fileSize - cursor.position) {
         throw new GgufError(`GGUF metadata ${key}: array of ${count} elements cannot fit in the rest of the file`);
       }
-      const values: GgufValue[] = new Array(count);
-      for (let i = 0; i < count; i++) values[i] = readValue(cursor, elementType, key, depth + 1);
+      // A vocabulary is ~50k strings: read them in one loop, not one readValue() each.
+      const values: GgufValue[] = elementType === GgufValueType.STRING ? cursor.strings(count, key) : new Array(count);
+      if (elementType !== GgufValueType.STRING) for (let i = 0; i < count; i++) values[i] = readValue(cursor, elementType, key, depth + 1);
       const array: GgufArray = { kind: 'array', elementType, values };
       return array;
     }

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
-import { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
+import type { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
 import type { GgufFile } from './gguf';
 import { tokenizerJsonFromGguf } from './gguf-tokenizer';
 
@@ -13,6 +13,16 @@ export interface TokenizerOptions {
   readonly eosTokenId?: number;
   /** The model wants a BOS token at the start of each sequence (the caller adds it; encode never does). */
   readonly addBos?: boolean;
+}
+
+/**
+ * The Hugging Face tokenizer class, required on first use: a Scorer builds
+ * its tokenizer at the first text request, and a restart answering token ids
+ * should not pay the module's load (~25 ms).
+ */
+function hfTokenizerClass(): typeof HfTokenizer {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers')).Tokenizer;
 }
 
 export class TokenizerError extends Error {
@@ -57,7 +67,7 @@ export class Tokenizer {
       added_tokens: added.filter((t) => t.special !== true),
     };
     try {
-      this.hf = new HfTokenizer(stripped, { ...(options.tokenizerConfig ?? {}), clean_up_tokenization_spaces: false });
+      this.hf = new (hfTokenizerClass())(stripped, { ...(options.tokenizerConfig ?? {}), clean_up_tokenization_spaces: false });
     } catch (err) {
       throw new TokenizerError(`cannot build the tokenizer: ${(err as Error).message}`);
     }

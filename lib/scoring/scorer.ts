@@ -203,8 +203,10 @@ function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
 export class Scorer implements Disposable {
   readonly modelName: string;
   readonly config: ModelConfig;
-  readonly tokenizer: Tokenizer;
   readonly client: Client;
+  /** Builds the tokenizer (parsing the file's vocabulary and merges): once, at first use or warmup. */
+  private readonly buildTokenizer: () => Tokenizer;
+  private builtTokenizer: Tokenizer | undefined;
   private readonly runner: DecoderRunner;
   private readonly weights: DeviceWeights;
   private readonly lock = new DeviceLock();
@@ -248,7 +250,7 @@ export class Scorer implements Disposable {
   private constructor(init: {
     modelName: string;
     config: ModelConfig;
-    tokenizer: Tokenizer;
+    tokenizer: () => Tokenizer;
     client: Client;
     weights: DeviceWeights;
     weightChoice: WeightTypeChoice;
@@ -257,7 +259,7 @@ export class Scorer implements Disposable {
     const { options } = init;
     this.modelName = init.modelName;
     this.config = init.config;
-    this.tokenizer = init.tokenizer;
+    this.buildTokenizer = init.tokenizer;
     this.client = init.client;
     this.weights = init.weights;
     this.weightType = init.weights.weightType;
@@ -363,21 +365,13 @@ export class Scorer implements Disposable {
       const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
       // Streams: each tensor is read, converted and uploaded before the next is read.
       const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
-      let tokenizerSeconds = 0;
-      const buildTokenizer = (): void => {
-        const start = performance.now();
-        void model.tokenizer;
-        tokenizerSeconds = (performance.now() - start) / 1000;
-      };
       const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
         programs: loadPrograms.programs,
-        // The tokenizer is built while the device decodes the weights (it needs none of them).
-        whileDeviceWorks: buildTokenizer,
       }).finally(() => {
         model.weights.close();
         return loadPrograms.close();
       });
-      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: model.tokenizer, client, weights, weightChoice, options });
+      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options });
       // A template named at load must fit the model: say so now, not at the first rerank.
       if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
       scorer.log({
@@ -396,15 +390,30 @@ export class Scorer implements Disposable {
         platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
         weightBytes: weights.bytes,
         seconds: (performance.now() - started) / 1000,
-        // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), the GGUF
-        // tokenizer (built while the device decodes), then per array read, convert, upload, and the load's programs.
-        steps: { openSeconds: (opened - started) / 1000, tokenizerSeconds, ...weights.timings },
+        // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
+        // array read, convert, upload, and the load's programs. A GGUF file's tokenizer is built later (see tokenizer).
+        steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
       });
       return scorer;
     } catch (err) {
       client.dispose();
       throw err;
     }
+  }
+
+  /**
+   * The model's tokenizer. A GGUF file's is built from its metadata on first
+   * use (the first text request, a rerank template, or warmup()), not at
+   * load: on a 2-core CPU building it took ~0.25 s that the weight decode
+   * needed, and requests given token ids never use it.
+   */
+  get tokenizer(): Tokenizer {
+    if (this.builtTokenizer) return this.builtTokenizer;
+    const start = performance.now();
+    const tokenizer = this.buildTokenizer();
+    this.builtTokenizer = tokenizer;
+    this.log({ event: 'tokenizer_built', model: this.modelName, seconds: (performance.now() - start) / 1000 });
+    return tokenizer;
   }
 
   /** Text -> token ids, without special tokens. */
@@ -529,13 +538,15 @@ export class Scorer implements Disposable {
   }
 
   /**
-   * Compiles exactly the programs that requests of these shapes run (progress
-   * bar on stderr): the plan of each shape is made as a real request's would be.
+   * Builds the tokenizer and compiles exactly the programs that requests of
+   * these shapes run (progress bar on stderr): the plan of each shape is made
+   * as a real request's would be.
    * With batching 'cross-request', also the shared passes of 2 to
    * WARMUP_BATCH_REQUESTS waiting requests of each shape.
    */
   async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
     this.assertLive();
+    void this.tokenizer;
     const programs = new Map<string, ProgramKey>();
     for (const s of shapes) {
       for (const pass of this.planFor(warmupShape(s), s.algorithm).plan.passes) programs.set(programKeyString(pass.program), pass.program);

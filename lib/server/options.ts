@@ -94,7 +94,7 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
     env: 'PJRT_SCORE_WARMUP',
     kind: 'warmup',
     key: 'warmup',
-    help: 'request shapes to compile before /health turns ready: none, default, or QxLxN[@algorithm],... (query tokens x item tokens x items; default 16x8x4,32x16x20)',
+    help: 'request shapes to compile (and the tokenizer to build) before /health turns ready: none (the first text request builds the tokenizer), default, or QxLxN[@algorithm],... (query tokens x item tokens x items; default 16x8x4,32x16x20)',
   },
   {
     flag: 'multi-item-scoring-delimiter',

@@ -4,7 +4,10 @@
 // from `pjrt-score serve` to the answer of its first request (small-10),
 // against an older build of this project, alternating in one run:
 //
-//   node scripts/bench/restart.js [--baseline-ref <commit>] [--rounds 5] [--weights f32]
+//   node scripts/bench/restart.js [--baseline-ref <commit>] [--rounds 5] [--weights f32] [--input ids|text]
+//
+// --input text sends the first request as text (the service then builds its
+// tokenizer, which the load no longer does); ids (default) as token ids.
 //
 // --baseline-ref (default fd3023e, the last commit before issue 20's weight
 // work) is exported with `git archive` into a directory under the temp dir
@@ -31,6 +34,7 @@ const { values: args } = parseArgs({
     'baseline-ref': { type: 'string', default: 'fd3023e' },
     rounds: { type: 'string', default: '5' },
     weights: { type: 'string', default: 'f32' },
+    input: { type: 'string', default: 'ids' },
   },
 });
 
@@ -72,7 +76,7 @@ function baselineRoot(ref) {
 
 /** One restart of the service in `packageRoot` over `cache` (service-start.js, in its own process). */
 function start(cache, packageRoot, weights) {
-  const out = run(process.execPath, [path.join(__dirname, 'service-start.js'), cache, packageRoot], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
+  const out = run(process.execPath, [path.join(__dirname, 'service-start.js'), cache, packageRoot, args.input], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
   const r = JSON.parse(out.trim().split('\n').pop());
   if (r.status !== 200) throw new Error(`a start answered ${r.status}`);
   return r;
@@ -87,6 +91,7 @@ function median(xs) {
 function main() {
   const rounds = Number(args.rounds);
   if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--rounds must be a positive integer, got ${args.rounds}`);
+  if (args.input !== 'ids' && args.input !== 'text') throw new Error(`--input must be ids or text, got ${args.input}`);
   const info = machine();
   console.log(`machine: ${describeMachine()}`);
   const baseline = baselineRoot(args['baseline-ref']);
@@ -133,7 +138,7 @@ function main() {
   }
   const ratio = summary.old.medianSeconds / summary.new.medianSeconds;
   console.log(`load average: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before, ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after`);
-  console.log(`restart with a warm executable cache to the first answered request (small-10, weights ${args.weights}), ${rounds} alternating rounds:`);
+  console.log(`restart with a warm executable cache to the first answered request (small-10 as ${args.input === 'text' ? 'text' : 'token ids'}, weights ${args.weights}), ${rounds} alternating rounds:`);
   for (const s of Object.values(summary)) {
     console.log(`  ${s.label}: median ${s.medianSeconds.toFixed(2)} s, ${s.medianCpuSeconds.toFixed(2)} CPU s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`);
   }
@@ -146,7 +151,7 @@ function main() {
     if (cpu.length) console.log(`  ${who}, median CPU seconds: ${cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
   }
   fs.mkdirSync(path.join(root, 'bench-results'), { recursive: true });
-  const report = { machine: info, loadAverage: { before: loadBefore, after: loadAfter }, weights: args.weights, rounds, summary, ratio, command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights}` };
+  const report = { machine: info, loadAverage: { before: loadBefore, after: loadAfter }, weights: args.weights, input: args.input, rounds, summary, ratio, command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights} --input ${args.input}` };
   fs.writeFileSync(path.join(root, 'bench-results', 'restart.json'), `${JSON.stringify(report, null, 2)}\n`);
   console.log('wrote bench-results/restart.json');
 }

@@ -6,14 +6,16 @@
 // the model load beginning, the load itself (open: the file's header and
 // config; tokenizer; read, convert, upload, programs: the weights), then the
 // first request.
-//   node service-start.js <cacheDir> [packageRoot]
+//   node service-start.js <cacheDir> [packageRoot] [ids|text]
 // packageRoot: whose bin/pjrt-score.js to start (default this checkout; the
 // restart bench passes an older build of the project to compare with).
+// ids (default) sends the request as token ids; text sends text of about the
+// same shape, which a service must tokenize (and so build its tokenizer).
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
 const readline = require('node:readline');
-const { WORKLOADS, request } = require('./workloads');
+const { WORKLOADS, request, textRequest } = require('./workloads');
 
 function post(port, pathname, body) {
   return new Promise((resolve, reject) => {
@@ -93,7 +95,9 @@ async function main() {
     });
     child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
   });
-  const body = request(WORKLOADS['small-10'], 5);
+  const input = process.argv[4] || 'ids';
+  if (input !== 'ids' && input !== 'text') throw new Error(`input must be ids or text, got ${input}`);
+  const body = input === 'text' ? textRequest(WORKLOADS['small-10'], 5) : request(WORKLOADS['small-10'], 5);
   let answer;
   let resets = 0;
   for (;;) {

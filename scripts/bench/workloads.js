@@ -30,6 +30,22 @@ function request(workload, variant, itemLimit = workload.items) {
   };
 }
 
+const WORDS = 'the of and to in is was for on that with as by at from his an were are which this be or had not but first one their its new after who they have her she two been other when there all during into school time may years more most only over city some world would where later up such used many can state about national out known university united then made'.split(' ');
+
+/**
+ * A request of the workload's shape in text (common words, one token each
+ * with SmolLM2's vocabulary): for measuring what a text request costs beyond
+ * token ids, not for FLOP counts.
+ */
+function textRequest(workload, variant) {
+  const words = (count, seed) => tokens(count, seed).map((t) => WORDS[t % WORDS.length]).join(' ');
+  return {
+    query: words(workload.queryTokens, 1000 + variant),
+    items: Array.from({ length: workload.items }, (_, i) => ` ${words(workload.itemTokens, 100000 * (variant + 1) + i)}`),
+    labelTokenIds: LABELS,
+  };
+}
+
 /**
  * Useful FLOPs of scoring the workload (what any exact method must compute):
  * projections and MLP for the query once and every item token, attention over
@@ -51,4 +67,4 @@ function serialFlopsPerItem(config, workload) {
   return usefulFlops(config, { ...workload, queryTokens: workload.queryTokens + workload.itemTokens, itemTokens: 0 }, 1);
 }
 
-module.exports = { WORKLOADS, LABELS, request, usefulFlops, serialFlopsPerItem };
+module.exports = { WORKLOADS, LABELS, request, textRequest, usefulFlops, serialFlopsPerItem };
