@@ -289,6 +289,12 @@ function alignUp(offset: number, alignment: number): number {
   return Math.ceil(offset / alignment) * alignment;
 }
 
+function readValues(cursor: FileCursor, type: number, count: number, key: string, depth: number): GgufValue[] {
+  const values: GgufValue[] = new Array(count);
+  for (let i = 0; i < count; i++) values[i] = readValue(cursor, type, key, depth);
+  return values;
+}
+
 function readValue(cursor: FileCursor, type: number, key: string, depth: number): GgufValue {
   switch (type) {
     case GgufValueType.UINT8:
@@ -328,8 +334,7 @@ function readValue(cursor: FileCursor, type: number, key: string, depth: number)
         throw new GgufError(`GGUF metadata ${key}: array of ${count} elements cannot fit in the rest of the file`);
       }
       // A vocabulary is ~50k strings: read them in one loop, not one readValue() each.
-      const values: GgufValue[] = elementType === GgufValueType.STRING ? cursor.strings(count, key) : new Array(count);
-      if (elementType !== GgufValueType.STRING) for (let i = 0; i < count; i++) values[i] = readValue(cursor, elementType, key, depth + 1);
+      const values: GgufValue[] = elementType === GgufValueType.STRING ? cursor.strings(count, key) : readValues(cursor, elementType, count, key, depth + 1);
       const array: GgufArray = { kind: 'array', elementType, values };
       return array;
     }

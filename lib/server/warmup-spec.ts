@@ -1,8 +1,8 @@
 /**
  * `--warmup SPEC`: which request shapes to compile (after building the
  * tokenizer) before /health turns ready; with `none` nothing is, and the
- * first text request builds the tokenizer. SPEC is `none`, `default`, or a comma-separated list of
- * `QxLxN[@algorithm]`: a query of Q tokens with N items of L tokens each
+ * first text request builds the tokenizer. SPEC is `none`, `default`, or a
+ * comma-separated list of `QxLxN[@algorithm]`: a query of Q tokens with N items of L tokens each
  * (e.g. `32x8x16,128x16x64@prefix`). Each shape compiles the programs the
  * Scorer's plan for it uses (their buckets), so nearby shapes are warm too.
  */
