@@ -24,9 +24,12 @@ namespace {
 // Prefix keys per block: K^T and V of one block of one kv head are
 // 2 * 256 * D * 4 bytes (128 KB at D = 64), in L2 with the rows' state.
 constexpr int64_t kKeyBlock = 256;
-// Query rows per tile: 6 rows x 16 keys of scores are 12 AVX2 registers (see Tile6x16).
+// Query rows per register tile: 6 rows x 16 keys of scores are 12 AVX2 registers (see Tile6x16).
 constexpr int64_t kRowTile = 6;
 constexpr int64_t kColTile = 16;
+// Query rows per step: two register tiles read each strip of keys (or of values) in turn, so
+// the second reads it from L1 (a strip of K^T is 4 KB, a strip of V 16 KB) instead of L2.
+constexpr int64_t kStepRows = 2 * kRowTile;
 // Rows of one work unit (items of one chunk x their tokens x the group's heads):
 // their state (D + 2 floats a row) stays in L2 beside the key block.
 constexpr int64_t kRowsPerUnit = 384;
@@ -36,10 +39,10 @@ int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 // ---- the inner loops, portable -------------------------------------------
 
 struct PortableOps {
-  // s[r][c] = q[r] . key c for the tile's kRowTile rows and `cols` (a multiple of 16) keys;
+  // s[r][c] = q[r] . key c for the step's kStepRows rows and `cols` (a multiple of 16) keys;
   // kt holds the keys in strips of 16, each strip [D][16].
-  static void QkTile(const float* q, int64_t d, const float* kt, int64_t cols, float* s) {
-    for (int64_t r = 0; r < kRowTile; ++r) {
+  static void QkStep(const float* q, int64_t d, const float* kt, int64_t cols, float* s) {
+    for (int64_t r = 0; r < kStepRows; ++r) {
       float* sr = s + r * kKeyBlock;
       for (int64_t c = 0; c < cols; c += kColTile) {
         float acc[kColTile] = {};
@@ -57,6 +60,14 @@ struct PortableOps {
     for (int64_t x = 0; x < d; ++x) s += a[x] * b[x];
     return s;
   }
+  // y += w * x, d floats.
+  static void Axpy(float w, const float* x, int64_t d, float* y) {
+    for (int64_t j = 0; j < d; ++j) y[j] += w * x[j];
+  }
+  // y = c * x, d floats (in place when y == x).
+  static void Scale(float c, const float* x, int64_t d, float* y) {
+    for (int64_t j = 0; j < d; ++j) y[j] = c * x[j];
+  }
   static float RowMax(const float* s, int64_t n) {
     float m = -std::numeric_limits<float>::infinity();
     for (int64_t c = 0; c < n; ++c) m = std::max(m, s[c]);
@@ -71,14 +82,15 @@ struct PortableOps {
     }
     return sum;
   }
-  // acc[r] += sum_k w[r][k] * v[k] for the tile's rows, `keys` keys (v rows contiguous, D each).
-  static void PvTile(const float* w, const float* v, int64_t keys, int64_t d, float* acc) {
-    for (int64_t r = 0; r < kRowTile; ++r) {
+  // acc[r] += sum_k w[r][k] * v[k] for the step's rows, `keys` keys (v rows D floats, v_row apart).
+  static void PvStep(const float* w, const float* v, int64_t v_row, int64_t keys, int64_t d,
+                     float* acc) {
+    for (int64_t r = 0; r < kStepRows; ++r) {
       float* ar = acc + r * d;
       const float* wr = w + r * kKeyBlock;
       for (int64_t k = 0; k < keys; ++k) {
         const float wk = wr[k];
-        const float* vk = v + k * d;
+        const float* vk = v + k * v_row;
         for (int64_t j = 0; j < d; ++j) ar[j] += wk * vk[j];
       }
     }
@@ -146,11 +158,12 @@ struct Avx2Ops {
     _mm256_storeu_ps(c + 5 * c_row + 8, c51);
   }
 
-  // Scores of the tile's query rows against `cols` keys: K^T strips of 16 keys, [D][16] each.
-  __attribute__((target("avx2,fma"))) static void QkTile(const float* q, int64_t d, const float* kt,
+  // Scores of the step's query rows against `cols` keys: K^T strips of 16 keys, [D][16] each.
+  __attribute__((target("avx2,fma"))) static void QkStep(const float* q, int64_t d, const float* kt,
                                                          int64_t cols, float* s) {
     for (int64_t c = 0; c < cols; c += kColTile)
-      Tile6x16(q, d, kt + c * d, kColTile, d, s + c, kKeyBlock, false);
+      for (int64_t t = 0; t < kStepRows; t += kRowTile)
+        Tile6x16(q + t * d, d, kt + c * d, kColTile, d, s + t * kKeyBlock + c, kKeyBlock, false);
   }
 
   // D a multiple of 16.
@@ -166,6 +179,25 @@ struct Avx2Ops {
            ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
   }
 
+  // y += w * x and y = c * x, D floats (a multiple of 16).
+  __attribute__((target("avx2,fma"))) static void Axpy(float w, const float* x, int64_t d,
+                                                       float* y) {
+    const __m256 wv = _mm256_set1_ps(w);
+    for (int64_t j = 0; j < d; j += 16) {
+      _mm256_storeu_ps(y + j, _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + j), _mm256_loadu_ps(y + j)));
+      _mm256_storeu_ps(y + j + 8,
+                       _mm256_fmadd_ps(wv, _mm256_loadu_ps(x + j + 8), _mm256_loadu_ps(y + j + 8)));
+    }
+  }
+  __attribute__((target("avx2,fma"))) static void Scale(float c, const float* x, int64_t d,
+                                                        float* y) {
+    const __m256 cv = _mm256_set1_ps(c);
+    for (int64_t j = 0; j < d; j += 16) {
+      _mm256_storeu_ps(y + j, _mm256_mul_ps(cv, _mm256_loadu_ps(x + j)));
+      _mm256_storeu_ps(y + j + 8, _mm256_mul_ps(cv, _mm256_loadu_ps(x + j + 8)));
+    }
+  }
+
   __attribute__((target("avx2,fma"))) static float RowMax(const float* s, int64_t n) {
     __m256 m = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
     int64_t c = 0;
@@ -178,40 +210,46 @@ struct Avx2Ops {
     return out;
   }
 
-  // exp(x) for x <= 0 (a shifted score): 2^n * p(r), r = x - n ln 2 in
-  // [-ln2/2, ln2/2], p the degree-7 Taylor polynomial (error < 1e-8
-  // relative); below -87 (weight < 2^-126 of the row's largest) it is 0.
-  __attribute__((target("avx2,fma"))) static __m256 Exp(__m256 x) {
-    const __m256 tiny = _mm256_cmp_ps(x, _mm256_set1_ps(-87.0f), _CMP_LT_OQ);
-    x = _mm256_max_ps(x, _mm256_set1_ps(-87.0f));
-    const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                     _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
-    __m256 p = _mm256_set1_ps(1.f / 5040);
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 720));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 120));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 24));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f / 6));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
-    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.f));
+  // exp(s - shift) for s <= shift, as 2^t with t = s * log2(e) - shift * log2(e) (one FMA):
+  // 2^t = 2^n * 2^f, n = round(t), f = t - n in [-1/2, 1/2], 2^f a degree-5 polynomial fitted for
+  // relative error (under 1e-7 in exact arithmetic, 3e-7 in f32). Below t = -127 the result is
+  // exactly 0: t is clamped there, and n = -127 makes 2^n's exponent bits 0. The shared rounding
+  // of shift * log2(e) scales a row's weights alike, so it cancels in the softmax.
+  __attribute__((target("avx2,fma"))) static __m256 Exp2(__m256 t) {
+    t = _mm256_max_ps(t, _mm256_set1_ps(-127.f));
+    const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m256 f = _mm256_sub_ps(t, n);
+    __m256 p = _mm256_set1_ps(1.327645150e-03f);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.675540961e-03f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550713465e-02f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402212024e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931469440e-01f));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.000000119e+00f));
     const __m256i bits =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
-    return _mm256_andnot_ps(tiny, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
   }
 
   __attribute__((target("avx2,fma"))) static float ExpSum(float* s, int64_t n, float shift) {
-    const __m256 sh = _mm256_set1_ps(shift);
-    __m256 sum = _mm256_setzero_ps();
+    const float kLog2e = 1.44269504088896341f;
+    const __m256 log2e = _mm256_set1_ps(kLog2e), sh = _mm256_set1_ps(shift * kLog2e);
+    __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0;
     int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+      const __m256 e0 = Exp2(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), log2e, sh));
+      const __m256 e1 = Exp2(_mm256_fmsub_ps(_mm256_loadu_ps(s + c + 8), log2e, sh));
+      _mm256_storeu_ps(s + c, e0);
+      _mm256_storeu_ps(s + c + 8, e1);
+      sum0 = _mm256_add_ps(sum0, e0);
+      sum1 = _mm256_add_ps(sum1, e1);
+    }
     for (; c + 8 <= n; c += 8) {
-      const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(s + c), sh));
+      const __m256 e = Exp2(_mm256_fmsub_ps(_mm256_loadu_ps(s + c), log2e, sh));
       _mm256_storeu_ps(s + c, e);
-      sum = _mm256_add_ps(sum, e);
+      sum0 = _mm256_add_ps(sum0, e);
     }
     alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, sum);
+    _mm256_store_ps(lanes, _mm256_add_ps(sum0, sum1));
     float out = 0.f;
     for (int i = 0; i < 8; ++i) out += lanes[i];
     for (; c < n; ++c) {
@@ -221,9 +259,12 @@ struct Avx2Ops {
     return out;
   }
 
-  __attribute__((target("avx2,fma"))) static void PvTile(const float* w, const float* v,
-                                                         int64_t keys, int64_t d, float* acc) {
-    for (int64_t j = 0; j < d; j += 16) Tile6x16(w, kKeyBlock, v + j, d, keys, acc + j, d, true);
+  __attribute__((target("avx2,fma"))) static void PvStep(const float* w, const float* v,
+                                                         int64_t v_row, int64_t keys, int64_t d,
+                                                         float* acc) {
+    for (int64_t j = 0; j < d; j += 16)
+      for (int64_t t = 0; t < kStepRows; t += kRowTile)
+        Tile6x16(w + t * kKeyBlock, kKeyBlock, v + j, v_row, keys, acc + t * d + j, d, true);
   }
 };
 
@@ -254,13 +295,13 @@ bool ForcedPortable() {
   return env != nullptr && std::strcmp(env, "1") == 0;
 }
 
-// The prefix of one call, packed per kv head: K^T in blocks of 256 keys, each
-// in strips of 16 keys [D][16] that the QK tile reads front to back (zero
-// columns past the valid keys), and V rows [P][D], contiguous.
+// The prefix keys of one call, packed per kv head: K^T in blocks of 256 keys,
+// each in strips of 16 keys [D][16] that the QK tile reads front to back (zero
+// columns past the valid keys). V is read where it lies ([P][Hkv][D]: a kv
+// head's rows Hkv * D floats apart); a packed copy was no faster.
 struct PackedPrefix {
   int64_t blocks = 0;
   std::vector<float> kt;  // [Hkv][blocks][kKeyBlock / 16 strips][D][16]
-  std::vector<float> v;   // [Hkv][plen][D]
 };
 
 // One work unit: kv head `h`, items [first, last). Its rows are (item,
@@ -280,12 +321,12 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
 
   int64_t rows = 0;
   for (int64_t i = first; i < last; ++i) rows += length(i) * group;
-  const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kRowTile);
+  const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kStepRows);
   std::vector<float> q(padded * d, 0.f), acc(padded * d, 0.f), shift(padded, 0.f), sum(padded, 0.f);
-  std::vector<float> scores(kRowTile * kKeyBlock, 0.f), own(l, 0.f);
-  // Per row its prefix-key limit; per row tile the largest of its rows' (padding rows: 0), past
-  // which the tile skips keys altogether.
-  std::vector<int64_t> limit(padded, 0), tile_limit(padded / kRowTile, 0);
+  std::vector<float> scores(kStepRows * kKeyBlock, 0.f), own(l, 0.f);
+  // Per row its prefix-key limit; per step the largest of its rows' (padding rows: 0), past
+  // which the step skips keys altogether.
+  std::vector<int64_t> limit(padded, 0), tile_limit(padded / kStepRows, 0);
 
   // Gather the rows; their own keys first: every row sees its own first key,
   // so the shift is finite from the start.
@@ -308,30 +349,29 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
         for (int64_t k = 0; k <= j; ++k) {
           const float w = std::exp(own[k] - m);
           total += w;
-          const float* val = a.item_v + ((i * l + k) * hkv + h) * d;
-          for (int64_t x = 0; x < d; ++x) ar[x] += w * val[x];
+          Ops::Axpy(w, a.item_v + ((i * l + k) * hkv + h) * d, d, ar);
         }
         shift[r] = m;
         sum[r] = total;
         limit[r] = prefix_limit(i);
-        tile_limit[r / kRowTile] = std::max(tile_limit[r / kRowTile], limit[r]);
+        tile_limit[r / kStepRows] = std::max(tile_limit[r / kStepRows], limit[r]);
       }
     }
   }
 
-  // Prefix keys block by block (outer), all row tiles of the unit (inner):
+  // Prefix keys block by block (outer), all steps of the unit (inner):
   // the block stays in cache while every row of the unit reads it.
   for (int64_t b = 0; b < pre.blocks; ++b) {
     const int64_t k0 = b * kKeyBlock;
     const int64_t valid = std::min(kKeyBlock, plen - k0);
     const float* kt = pre.kt.data() + (h * pre.blocks + b) * d * kKeyBlock;
-    const float* v = pre.v.data() + (h * plen + k0) * d;
-    for (int64_t t = 0; t < rows; t += kRowTile) {
-      // Keys of this block that some row of the tile sees (all `valid` without per-item limits).
-      const int64_t seen = std::min(valid, tile_limit[t / kRowTile] - k0);
+    const float* v = a.prefix_v + (k0 * hkv + h) * d;
+    for (int64_t t = 0; t < rows; t += kStepRows) {
+      // Keys of this block that some row of the step sees (all `valid` without per-item limits).
+      const int64_t seen = std::min(valid, tile_limit[t / kStepRows] - k0);
       if (seen <= 0) continue;
-      Ops::QkTile(q.data() + t * d, d, kt, RoundUp(seen, kColTile), scores.data());
-      for (int64_t x = 0; x < kRowTile; ++x) {
+      Ops::QkStep(q.data() + t * d, d, kt, RoundUp(seen, kColTile), scores.data());
+      for (int64_t x = 0; x < kStepRows; ++x) {
         float* s = scores.data() + x * kKeyBlock;
         if (t + x >= rows) {
           std::memset(s, 0, sizeof(float) * kKeyBlock);
@@ -346,12 +386,12 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
           const float c = std::exp(shift[t + x] - m);
           sum[t + x] *= c;
           float* ar = acc.data() + (t + x) * d;
-          for (int64_t y = 0; y < d; ++y) ar[y] *= c;
+          Ops::Scale(c, ar, d, ar);
           shift[t + x] = m;
         }
         sum[t + x] += Ops::ExpSum(s, seen, m);
       }
-      Ops::PvTile(scores.data(), v, seen, d, acc.data() + t * d);
+      Ops::PvStep(scores.data(), v, hkv * d, seen, d, acc.data() + t * d);
     }
   }
 
@@ -365,9 +405,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
           std::memset(dst, 0, sizeof(float) * d);
           continue;
         }
-        const float inv = 1.f / sum[r];
-        const float* ar = acc.data() + r * d;
-        for (int64_t x = 0; x < d; ++x) dst[x] = ar[x] * inv;
+        Ops::Scale(1.f / sum[r], acc.data() + r * d, d, dst);
         ++r;
       }
     }
@@ -383,7 +421,6 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
   try {
     pre.blocks = (plen + kKeyBlock - 1) / kKeyBlock;
     pre.kt.assign(hkv * pre.blocks * d * kKeyBlock, 0.f);
-    pre.v.resize(hkv * plen * d);
   } catch (const std::bad_alloc&) {
     *error = "out of memory for the packed prefix";
     return false;
@@ -395,8 +432,6 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
       float* kt = pre.kt.data() + (h * pre.blocks + k / kKeyBlock) * d * kKeyBlock +
                   (in_block / kColTile) * d * kColTile + in_block % kColTile;
       for (int64_t x = 0; x < d; ++x) kt[x * kColTile] = key[x];
-      std::memcpy(pre.v.data() + (h * plen + k) * d, a.prefix_v + (k * hkv + h) * d,
-                  sizeof(float) * d);
     }
   });
 

@@ -6,6 +6,12 @@
 //
 //   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
 //                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
+//                         [--roof-rounds 3]
+//
+// The target workload's share of the f32 matmul roof: --roof-rounds more
+// processes of its prefix plan, each between two roof measurements (roof,
+// request, roof, request, ..., roof); each round against the higher roof
+// around it, and the median round printed.
 //
 // Weight precision: the auto plan with the weights in f32, bf16, int8 and
 // 'auto' (which says what it chose and why), each in its own process: items/s,
@@ -41,6 +47,7 @@ const { values: args } = parseArgs({
     'weights-only': { type: 'boolean', default: false },
     quick: { type: 'boolean', default: false },
     'target-items': { type: 'string' },
+    'roof-rounds': { type: 'string', default: '3' },
   },
 });
 
@@ -149,6 +156,8 @@ async function main() {
   const roofGflops = Math.max(roofBefore, roofAfter);
   console.log(`matmul roof after the workloads: ${roofAfter.toFixed(1)} GFLOP/s; "of roof" below is against ${roofGflops.toFixed(1)}`);
   for (const r of results) for (const p of Object.values(r.plans)) p.roofFraction = p.gflops / roofGflops;
+  const target = workloads.find((w) => w.name === 'target');
+  const share = target ? roofShare(target, worker, Number(args['roof-rounds']), roofAfter) : null;
 
   // Rerank: our one-plan rerank against each document as its own sequence, in one run.
   const rerank = args['skip-rerank'] ? null : runJson(process.execPath, [path.join(__dirname, 'bench', 'rerank-worker.js')], 'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents');
@@ -177,6 +186,7 @@ async function main() {
       console.log(`| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`);
     }
   }
+  if (share) printRoofShare(share);
   if (rerank) {
     console.log('');
     console.log(`rerank (template ${rerank.template}; the same request both ways, one run):`);
@@ -197,10 +207,44 @@ async function main() {
   console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
 
   fs.mkdirSync(resultsDir, { recursive: true });
-  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
+  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, roofShare: share, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
   fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeChart(report);
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');
+}
+
+/**
+ * The target workload's prefix plan against the roof, interleaved: roof, request, roof, request,
+ * ..., roof, each in its own process. A round's share is its useful GFLOP/s over the higher of the
+ * roofs measured just before and just after it, so a slow stretch of a shared machine falls on
+ * the request and its roofs alike; the median round is the figure.
+ */
+function roofShare(w, worker, rounds, firstRoof) {
+  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--roof-rounds must be a positive integer, got ${args['roof-rounds']}`);
+  const roofs = [firstRoof];
+  const runs = [];
+  for (let i = 0; i < rounds; i++) {
+    const r = runJson(process.execPath, [worker, w.name, 'prefix', String(w.items)], `${w.name} prefix against the roof, round ${i + 1} of ${rounds}`);
+    runs.push(r);
+    roofs.push(roof());
+  }
+  const rows = runs.map((r, i) => {
+    const gflops = usefulFlops(r.config, w) / r.seconds / 1e9;
+    const roofGflops = Math.max(roofs[i], roofs[i + 1]);
+    return { seconds: r.seconds, cpuSeconds: r.cpuSeconds, gflops, roofBefore: roofs[i], roofAfter: roofs[i + 1], fraction: gflops / roofGflops };
+  });
+  const sorted = rows.map((r) => r.fraction).sort((a, b) => a - b);
+  const median = sorted.length % 2 ? sorted[sorted.length >> 1] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
+  return { workload: w, rounds: rows, medianFraction: median };
+}
+
+function printRoofShare(share) {
+  console.log('');
+  console.log(`${share.workload.name} (${share.workload.description}), prefix plan, against the matmul roof measured around each request:`);
+  console.log('| round | seconds | useful GFLOP/s | roof before | roof after | of roof (the higher) |');
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  share.rounds.forEach((r, i) => console.log(`| ${i + 1} | ${fmt(r.seconds, 2)} | ${fmt(r.gflops)} | ${fmt(r.roofBefore)} | ${fmt(r.roofAfter)} | ${fmt(100 * r.fraction)}% |`));
+  console.log(`median share of the roof: ${fmt(100 * share.medianFraction)}%`);
 }
 
 /** Each weight type on each workload (auto plan), in its own process; accuracy against the f32 run. */

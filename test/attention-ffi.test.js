@@ -33,12 +33,17 @@ const CASES = [
   { name: 'D=8, prefix all padding (prefixLength 0)', P: 10, prefixLength: 0, N: 2, L: 3, itemLengths: [2, 3], Hq: 2, Hkv: 1, D: 8 },
   { name: 'D=16, out-of-range lengths clamp: prefixLength 1000 > P, item lengths -3 and 99', P: 21, prefixLength: 1000, N: 3, L: 5, itemLengths: [-3, 99, 4], Hq: 3, Hkv: 1, D: 16 },
   { name: 'D=16, negative prefixLength: no prefix key', P: 6, prefixLength: -5, N: 2, L: 3, itemLengths: [3, 2], Hq: 2, Hkv: 2, D: 16 },
+  // Queries x 10: scores spread ten times wider than above, and rows whose largest score comes in
+  // a later key block (the running shift moves). Much larger scales make f32's own rounding of the
+  // scores (|q| |k| D ulps) the error, on every form alike.
+  { name: 'D=64, queries x 10, P=700 with 611 valid, N=6, L=5', P: 700, prefixLength: 611, N: 6, L: 5, itemLengths: [5, 4, 1, 5, 2, 3], Hq: 6, Hkv: 2, D: 64, qScale: 10 },
 ];
 
 /** The inputs of a case whose lengths may lie outside [0, P] and [0, L]: garbage where the clamped lengths end. */
 function inputsFor(seed, c) {
   const clamp = (x, hi) => Math.min(Math.max(x, 0), hi);
   const inputs = makeInputs(seed, { ...c, prefixLength: clamp(c.prefixLength, c.P) });
+  if (c.qScale) inputs[0] = inputs[0].map((x) => x * c.qScale);
   inputs[3] = Int32Array.from(c.itemLengths);
   inputs[6] = Int32Array.of(c.prefixLength);
   return { inputs, clamped: { ...c, prefixLength: clamp(c.prefixLength, c.P), itemLengths: c.itemLengths.map((x) => clamp(x, c.L)) } };
