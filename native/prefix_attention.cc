@@ -327,7 +327,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
   std::vector<float> scores(kStepRows * kKeyBlock, 0.f), own(l, 0.f);
   // Per row its prefix-key limit; per step the largest of its rows' (padding rows: 0), past
   // which the step skips keys altogether.
-  std::vector<int64_t> limit(padded, 0), tile_limit(padded / kStepRows, 0);
+  std::vector<int64_t> limit(padded, 0), step_limit(padded / kStepRows, 0);
 
   // Gather the rows; their own keys first: every row sees its own first key,
   // so the shift is finite from the start.
@@ -355,7 +355,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
         shift[r] = m;
         sum[r] = total;
         limit[r] = prefix_limit(i);
-        tile_limit[r / kStepRows] = std::max(tile_limit[r / kStepRows], limit[r]);
+        step_limit[r / kStepRows] = std::max(step_limit[r / kStepRows], limit[r]);
       }
     }
   }
@@ -369,7 +369,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
     const float* v = a.prefix_v + (k0 * hkv + h) * d;
     for (int64_t t = 0; t < rows; t += kStepRows) {
       // Keys of this block that some row of the step sees (all `valid` without per-item limits).
-      const int64_t seen = std::min(valid, tile_limit[t / kStepRows] - k0);
+      const int64_t seen = std::min(valid, step_limit[t / kStepRows] - k0);
       if (seen <= 0) continue;
       Ops::QkStep(q.data() + t * d, d, kt, RoundUp(seen, kColTile), scores.data());
       for (int64_t x = 0; x < kStepRows; ++x) {
