@@ -31,6 +31,7 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('./machine');
 const { WORKLOADS, usefulFlops, serialFlopsPerItem } = require('./bench/workloads');
+const { median } = require('./bench/median');
 const { scoreDiffs: diffs } = require('../test/helpers/yes-no');
 
 const root = path.join(__dirname, '..');
@@ -233,9 +234,7 @@ function roofShare(w, worker, rounds, firstRoof) {
     const roofGflops = Math.max(roofs[i], roofs[i + 1]);
     return { seconds: r.seconds, cpuSeconds: r.cpuSeconds, gflops, roofBefore: roofs[i], roofAfter: roofs[i + 1], fraction: gflops / roofGflops };
   });
-  const sorted = rows.map((r) => r.fraction).sort((a, b) => a - b);
-  const median = sorted.length % 2 ? sorted[sorted.length >> 1] : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
-  return { workload: w, rounds: rows, medianFraction: median };
+  return { workload: w, rounds: rows, medianFraction: median(rows.map((r) => r.fraction)) };
 }
 
 function printRoofShare(share) {

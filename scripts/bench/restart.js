@@ -27,6 +27,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('../machine');
+const { median } = require('./median');
 
 const root = path.join(__dirname, '..', '..');
 const { values: args } = parseArgs({
@@ -80,12 +81,6 @@ function start(cache, packageRoot, weights) {
   const r = JSON.parse(out.trim().split('\n').pop());
   if (r.status !== 200) throw new Error(`a start answered ${r.status}`);
   return r;
-}
-
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function main() {
