@@ -19,6 +19,13 @@
 // programs (and the roof). --pieces-form ones_own cuts the extend pass's
 // softmax and values as the row form of lib/hlo/attention-rows.ts does them.
 //
+// Every run also times the passes the Scorer runs on this platform (its
+// attention forms: the addon's kernels where the plugin registered them)
+// and prints them against the roof in useful FLOPs (the work any exact
+// method does for the pass: scripts/bench/workloads.js, usefulFlops), in
+// CPU time and in wall time: the production passes against the roof in one
+// process, which a shared machine's swings between processes do not reach.
+//
 // Each piece (scripts/bench/pieces.js) is its own program; the whole
 // decoder_extend / decoder_prefill program (real weights) and the f32 matmul
 // roof are timed in the same process, round-robin (A B C ... A B C ...), so
@@ -35,6 +42,8 @@ const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const { describeMachine, machine } = require('./machine');
 const { extendPieces, prefillPieces } = require('./bench/pieces');
+const { usefulFlops } = require('./bench/workloads');
+const { defaultCausalAttention, defaultPrefixAttention, platformFacts } = require('../dist/scoring/platform');
 
 const SHAPE = { P: 2048, prefixLength: 2000, C: 64, L: 20, labels: [9454, 2753] };
 
@@ -104,6 +113,17 @@ async function timeOnce(exe, args) {
   return { cpuMs: (c.user + c.system) / 1000, wallMs };
 }
 
+/**
+ * The roof as npm run bench:runtime measures it, warm: one untimed execution (after the other
+ * programs of the round, its operands are out of cache), then the median of three.
+ */
+async function timeWarm(exe, args) {
+  await timeOnce(exe, args);
+  const runs = [];
+  for (let i = 0; i < 3; i++) runs.push(await timeOnce(exe, args));
+  return runs.sort((a, b) => a.cpuMs - b.cpuMs)[1];
+}
+
 function matmulProgram(n) {
   return buildProgram(`roof_${n}`, (f) => {
     const a = f.param(TensorType.f32([n, n]), 'a');
@@ -126,6 +146,15 @@ async function main() {
   // Cases: the roof, then per pass its pieces and the whole program.
   const cases = [];
   for (const n of [1024, 2048]) cases.push({ group: 'roof', name: `f32 matmul ${n}^3`, where: 'once', flops: 2 * n ** 3, program: matmulProgram(n) });
+  // The passes as the Scorer runs them here, and their useful FLOPs: the prefill is the query alone,
+  // an extend pass its C items (the workload's FLOPs with C items less those with none).
+  const facts = platformFacts(client.platformName);
+  const production = {
+    prefixAttention: defaultPrefixAttention(facts, client.prefixAttentionKernel),
+    causalAttention: defaultCausalAttention(facts, client.prefixAttentionKernel),
+  };
+  const work = { queryTokens: SHAPE.prefixLength, itemTokens: L };
+  const useful = { prefill: usefulFlops(c, work, 0), extend: usefulFlops(c, work, C) - usefulFlops(c, work, 0) };
   const passes = args.pass === 'both' ? ['extend', 'prefill'] : [args.pass];
   const passFlops = {};
   for (const pass of passes) {
@@ -136,12 +165,18 @@ async function main() {
       pass === 'extend'
         ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, options)
         : decoderPrefill(c, { prefix: P, labels: 2 }, options);
-    cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
     const variants =
       pass === 'extend'
         ? args.forms.map((form) => decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: form }))
         : args.causalForms.map((form) => decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: form }));
+    // The whole program in the pieces' own form: what the pieces add up to, and what the forms compare with.
+    if (args.pieces || variants.length) cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
     for (const variant of variants) cases.push({ group: `${pass} forms`, name: variant.name, whole: true, where: 'once', flops: NaN, program: variant });
+    const used =
+      pass === 'extend'
+        ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: production.prefixAttention })
+        : decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: production.causalAttention });
+    cases.push({ group: `${pass} production`, name: used.name, whole: true, where: 'once', flops: useful[pass], program: used });
   }
 
   process.stdout.write(`compiling ${cases.length} programs...`);
@@ -159,7 +194,7 @@ async function main() {
   // One untimed execution each, then round-robin timed runs.
   for (const k of cases) await timeOnce(k.exe, k.args);
   for (let r = 0; r < args.runs; r++) {
-    for (const k of cases) k.runs.push(await timeOnce(k.exe, k.args));
+    for (const k of cases) k.runs.push(k.group === 'roof' ? await timeWarm(k.exe, k.args) : await timeOnce(k.exe, k.args));
     process.stdout.write(`round ${r + 1}/${args.runs} (load ${os.loadavg()[0].toFixed(2)})\n`);
   }
 
@@ -194,6 +229,21 @@ async function main() {
       sumFlops,
       whole: { name: whole.program.name, cpuMs: cpuMs(whole), wallMs: wallMs(whole) },
     };
+  }
+  report.production = [];
+  console.log(
+    `\nthe passes as the Scorer runs them on this platform (prefix attention ${JSON.stringify(production.prefixAttention)}, causal ${JSON.stringify(production.causalAttention)}), in useful FLOPs, against the roof; median of ${args.runs} runs\n`,
+  );
+  console.log('| pass | program | useful GFLOP | CPU ms | GFLOP per CPU-s | of roof (CPU) | wall ms | GFLOP/s wall | of roof (wall) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const pass of passes) {
+    const k = cases.find((x) => x.group === `${pass} production`);
+    const [ms, wall] = [cpuMs(k), wallMs(k)];
+    const [perCpu, perWall] = [k.flops / ms / 1e6, k.flops / wall / 1e6];
+    console.log(
+      `| ${pass} | ${k.program.name} | ${(k.flops / 1e9).toFixed(1)} | ${ms.toFixed(0)} | ${perCpu.toFixed(1)} | ${((100 * perCpu) / roofCpu).toFixed(1)}% | ${wall.toFixed(0)} | ${perWall.toFixed(1)} | ${((100 * perWall) / roofWall).toFixed(1)}% |`,
+    );
+    report.production.push({ pass, name: k.program.name, usefulFlops: k.flops, cpuMs: ms, wallMs: wall, runsCpuMs: k.runs.map((x) => x.cpuMs), ofRoofCpu: perCpu / roofCpu, ofRoofWall: perWall / roofWall });
   }
   report.forms = [];
   for (const pass of passes) {
