@@ -55,12 +55,6 @@ struct PortableOps {
       }
     }
   }
-  // strip[x][c] = key c's element x, for `count` <= 16 keys `stride` floats apart (a K^T strip
-  // [D][16]; columns past `count` are left as they are).
-  static void PackStrip(const float* keys, int64_t stride, int64_t count, int64_t d, float* strip) {
-    for (int64_t c = 0; c < count; ++c)
-      for (int64_t x = 0; x < d; ++x) strip[x * kColTile + c] = keys[c * stride + x];
-  }
   static float Dot(const float* a, const float* b, int64_t d) {
     float s = 0.f;
     for (int64_t x = 0; x < d; ++x) s += a[x] * b[x];
@@ -170,46 +164,6 @@ struct Avx2Ops {
     for (int64_t c = 0; c < cols; c += kColTile)
       for (int64_t t = 0; t < kStepRows; t += kRowTile)
         Tile6x16(q + t * d, d, kt + c * d, kColTile, d, s + t * kKeyBlock + c, kKeyBlock, false);
-  }
-
-  // As PortableOps::PackStrip; a full strip in 8 x 8 transposes (D a multiple of 16).
-  __attribute__((target("avx2,fma"))) static void PackStrip(const float* keys, int64_t stride,
-                                                            int64_t count, int64_t d,
-                                                            float* strip) {
-    if (count != kColTile) {
-      PortableOps::PackStrip(keys, stride, count, d, strip);
-      return;
-    }
-    for (int64_t half = 0; half < kColTile; half += 8) {
-      const float* k = keys + half * stride;
-      for (int64_t x = 0; x < d; x += 8) {
-        // Rows: keys half..half+7, elements x..x+7; out: elements x..x+7, keys half..half+7.
-        const __m256 r0 = _mm256_loadu_ps(k + x), r1 = _mm256_loadu_ps(k + stride + x);
-        const __m256 r2 = _mm256_loadu_ps(k + 2 * stride + x);
-        const __m256 r3 = _mm256_loadu_ps(k + 3 * stride + x);
-        const __m256 r4 = _mm256_loadu_ps(k + 4 * stride + x);
-        const __m256 r5 = _mm256_loadu_ps(k + 5 * stride + x);
-        const __m256 r6 = _mm256_loadu_ps(k + 6 * stride + x);
-        const __m256 r7 = _mm256_loadu_ps(k + 7 * stride + x);
-        const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-        const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-        const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-        const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-        const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-        float* out = strip + x * kColTile + half;
-        _mm256_storeu_ps(out + 0 * kColTile, _mm256_permute2f128_ps(u0, u4, 0x20));
-        _mm256_storeu_ps(out + 1 * kColTile, _mm256_permute2f128_ps(u1, u5, 0x20));
-        _mm256_storeu_ps(out + 2 * kColTile, _mm256_permute2f128_ps(u2, u6, 0x20));
-        _mm256_storeu_ps(out + 3 * kColTile, _mm256_permute2f128_ps(u3, u7, 0x20));
-        _mm256_storeu_ps(out + 4 * kColTile, _mm256_permute2f128_ps(u0, u4, 0x31));
-        _mm256_storeu_ps(out + 5 * kColTile, _mm256_permute2f128_ps(u1, u5, 0x31));
-        _mm256_storeu_ps(out + 6 * kColTile, _mm256_permute2f128_ps(u2, u6, 0x31));
-        _mm256_storeu_ps(out + 7 * kColTile, _mm256_permute2f128_ps(u3, u7, 0x31));
-      }
-    }
   }
 
   // D a multiple of 16.
@@ -370,7 +324,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
   for (int64_t i = first; i < last; ++i) rows += length(i) * group;
   const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kStepRows);
   std::vector<float> q(padded * d, 0.f), acc(padded * d, 0.f), shift(padded, 0.f), sum(padded, 0.f);
-  std::vector<float> scores(kStepRows * kKeyBlock, 0.f), own(RoundUp(l, 8), 0.f);
+  std::vector<float> scores(kStepRows * kKeyBlock, 0.f), own(l, 0.f);
   // Per row its prefix-key limit; per step the largest of its rows' (padding rows: 0), past
   // which the step skips keys altogether.
   std::vector<int64_t> limit(padded, 0), step_limit(padded / kStepRows, 0);
@@ -391,15 +345,13 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedPrefix& pre, int64_t plen
           own[k] = s;
           m = std::max(m, s);
         }
-        // The weights through the same exp as the prefix keys, in whole vectors: the keys past j
-        // are -inf, so weight 0.
-        const int64_t own_cols = RoundUp(j + 1, 8);
-        std::fill(own.begin() + j + 1, own.begin() + own_cols,
-                  -std::numeric_limits<float>::infinity());
-        const float total = Ops::ExpSum(own.data(), own_cols, m);
+        float total = 0.f;
         float* ar = acc.data() + r * d;
-        for (int64_t k = 0; k <= j; ++k)
-          Ops::Axpy(own[k], a.item_v + ((i * l + k) * hkv + h) * d, d, ar);
+        for (int64_t k = 0; k <= j; ++k) {
+          const float w = std::exp(own[k] - m);
+          total += w;
+          Ops::Axpy(w, a.item_v + ((i * l + k) * hkv + h) * d, d, ar);
+        }
         shift[r] = m;
         sum[r] = total;
         limit[r] = prefix_limit(i);
@@ -474,14 +426,14 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     *error = "out of memory for the packed prefix";
     return false;
   }
-  // One task per (kv head, key block): 3 kv heads alone would leave one of two threads idle a third
-  // of the time.
-  pool.ParallelFor(hkv * pre.blocks, [&](int64_t task) {
-    const int64_t h = task / pre.blocks, b = task % pre.blocks;
-    float* kt = pre.kt.data() + task * d * kKeyBlock;
-    for (int64_t k0 = b * kKeyBlock; k0 < std::min(plen, (b + 1) * kKeyBlock); k0 += kColTile)
-      Ops::PackStrip(a.prefix_k + (k0 * hkv + h) * d, hkv * d,
-                     std::min<int64_t>(kColTile, plen - k0), d, kt + (k0 - b * kKeyBlock) * d);
+  pool.ParallelFor(hkv, [&](int64_t h) {
+    for (int64_t k = 0; k < plen; ++k) {
+      const float* key = a.prefix_k + (k * hkv + h) * d;
+      const int64_t in_block = k % kKeyBlock;
+      float* kt = pre.kt.data() + (h * pre.blocks + k / kKeyBlock) * d * kKeyBlock +
+                  (in_block / kColTile) * d * kColTile + in_block % kColTile;
+      for (int64_t x = 0; x < d; ++x) kt[x * kColTile] = key[x];
+    }
   });
 
   // Items per unit: enough rows to share each key block, and at least two
