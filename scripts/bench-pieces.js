@@ -155,27 +155,24 @@ async function main() {
   };
   const work = { queryTokens: SHAPE.prefixLength, itemTokens: L };
   const useful = { prefill: usefulFlops(c, work, 0), extend: usefulFlops(c, work, C) - usefulFlops(c, work, 0) };
+  // A whole pass program at the target's shape; `attention`: its prefix (extend) or causal
+  // (prefill) attention form, undefined for the builders' default.
+  const passProgram = (pass, attention) =>
+    pass === 'extend'
+      ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: attention })
+      : decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: attention });
   const passes = args.pass === 'both' ? ['extend', 'prefill'] : [args.pass];
   const passFlops = {};
   for (const pass of passes) {
     const pieces = pass === 'extend' ? extendPieces(c, SHAPE, args.piecesForm) : prefillPieces(c, SHAPE);
     passFlops[pass] = pieces.reduce((a, k) => a + k.flops, 0);
     if (args.pieces) for (const p of pieces) cases.push({ group: pass, ...p });
-    const whole =
-      pass === 'extend'
-        ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, options)
-        : decoderPrefill(c, { prefix: P, labels: 2 }, options);
-    const variants =
-      pass === 'extend'
-        ? args.forms.map((form) => decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: form }))
-        : args.causalForms.map((form) => decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: form }));
+    const whole = passProgram(pass, undefined);
+    const variants = (pass === 'extend' ? args.forms : args.causalForms).map((form) => passProgram(pass, form));
     // The whole program in the pieces' own form: what the pieces add up to, and what the forms compare with.
     if (args.pieces || variants.length) cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
     for (const variant of variants) cases.push({ group: `${pass} forms`, name: variant.name, whole: true, where: 'once', flops: NaN, program: variant });
-    const used =
-      pass === 'extend'
-        ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: production.prefixAttention })
-        : decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: production.causalAttention });
+    const used = passProgram(pass, pass === 'extend' ? production.prefixAttention : production.causalAttention);
     cases.push({ group: `${pass} production`, name: used.name, whole: true, where: 'once', flops: useful[pass], program: used });
   }
 
