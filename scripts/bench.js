@@ -6,12 +6,19 @@
 //
 //   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
 //                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
-//                         [--roof-rounds 3]
+//                         [--roof-rounds 3] [--roof-paths default,joint] [--roof-only]
 //
-// The target workload's share of the f32 matmul roof: --roof-rounds more
-// processes of its prefix plan, each between two roof measurements (roof,
-// request, roof, request, ..., roof); each round against the higher roof
-// around it, and the median round printed.
+// The target workload's share of the f32 matmul roof: --roof-rounds rounds of
+// its prefix plan, one process per code path of --roof-paths in each round,
+// each process between two roof measurements (roof, request, roof, request,
+// ..., roof; the paths' order turns round by round); each request against the
+// higher roof around it, and each path's median round printed. The paths:
+//   default  the platform's attention forms (on the CPU, the addon's kernels)
+//   joint    the StableHLO forms the plans ran before issue 18 (joint prefix
+//            attention, square causal attention; what the CUDA plugin runs)
+//   rows     the CPU's pure StableHLO forms, the kernels off (ones_own, qc4)
+// so one run gives the figure before and after. --roof-only runs just that
+// (with the roof before it) and skips the plans' table, rerank, start and weights.
 //
 // Weight precision: the auto plan with the weights in f32, bf16, int8 and
 // 'auto' (which says what it chose and why), each in its own process: items/s,
@@ -49,6 +56,8 @@ const { values: args } = parseArgs({
     quick: { type: 'boolean', default: false },
     'target-items': { type: 'string' },
     'roof-rounds': { type: 'string', default: '3' },
+    'roof-paths': { type: 'string', default: 'default,joint' },
+    'roof-only': { type: 'boolean', default: false },
   },
 });
 
@@ -98,6 +107,8 @@ function fmt(x, digits = 1) {
 
 async function main() {
   const info = machine();
+  roofPaths();
+  if (args['roof-only'] && !args.workloads.split(',').includes('target')) throw new Error('--roof-only times the target workload: leave it in --workloads');
   console.log(`machine: ${describeMachine()}`);
   const roofBefore = args['weights-only'] ? NaN : roof();
   if (!args['weights-only']) console.log(`matmul roof (bench:runtime, measured in this run, before the workloads): ${roofBefore.toFixed(1)} GFLOP/s`);
@@ -111,6 +122,15 @@ async function main() {
   const { DEFAULT_MODEL } = require('../dist/model/default-model');
   const modelPath = process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination;
   const worker = path.join(__dirname, 'bench', 'pjrt-worker.js');
+  if (args['roof-only']) {
+    const target = workloads.find((w) => w.name === 'target');
+    const share = roofShare(target, worker, Number(args['roof-rounds']), roofBefore);
+    printRoofShare(share);
+    fs.mkdirSync(resultsDir, { recursive: true });
+    fs.writeFileSync(path.join(resultsDir, 'roof-share.json'), `${JSON.stringify({ machine: info, roofShare: share, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
+    console.log('wrote bench-results/roof-share.json');
+    return;
+  }
   const weightRows = weightPrecision(workloads, worker);
   const results = [];
   for (const w of args['weights-only'] ? [] : workloads) {
@@ -214,36 +234,61 @@ async function main() {
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');
 }
 
+/** The code paths --roof-paths can name: the worker's attention-form arguments (prefix, causal; '-': the platform's). */
+const ROOF_PATHS = {
+  default: { forms: ['-', '-'], label: "the platform's forms (CPU: the addon's kernels)" },
+  joint: { forms: ['joint', 'square'], label: 'StableHLO joint + square (the forms before issue 18)' },
+  rows: { forms: ['ones_own', 'qc4'], label: "the CPU's pure StableHLO forms (kernels off)" },
+};
+
+/** --roof-paths and --roof-rounds, checked (before anything slow runs). */
+function roofPaths() {
+  const rounds = Number(args['roof-rounds']);
+  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--roof-rounds must be a positive integer, got ${args['roof-rounds']}`);
+  const paths = args['roof-paths'].split(',').filter(Boolean);
+  for (const p of paths) if (!ROOF_PATHS[p]) throw new Error(`unknown --roof-paths entry ${JSON.stringify(p)}; known: ${Object.keys(ROOF_PATHS).join(', ')}`);
+  if (paths.length === 0 || new Set(paths).size !== paths.length) throw new Error(`--roof-paths must name one or more distinct paths, got ${JSON.stringify(args['roof-paths'])}`);
+  return paths;
+}
+
 /**
  * The target workload's prefix plan against the roof, interleaved: roof, request, roof, request,
- * ..., roof, each in its own process. A round's share is its useful GFLOP/s over the higher of the
- * roofs measured just before and just after it, so a slow stretch of a shared machine falls on
- * the request and its roofs alike; the median round is the figure.
+ * ..., roof, each request in its own process, one per code path in each round (their order turning
+ * round by round). A request's share is its useful GFLOP/s over the higher of the roofs measured
+ * just before and just after it, so a slow stretch of a shared machine falls on the request and its
+ * roofs alike; each path's median round is its figure.
  */
 function roofShare(w, worker, rounds, firstRoof) {
-  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--roof-rounds must be a positive integer, got ${args['roof-rounds']}`);
-  const roofs = [firstRoof];
-  const runs = [];
+  const paths = roofPaths();
+  let roofGflops = firstRoof;
+  const rows = [];
   for (let i = 0; i < rounds; i++) {
-    const r = runJson(process.execPath, [worker, w.name, 'prefix', String(w.items)], `${w.name} prefix against the roof, round ${i + 1} of ${rounds}`);
-    runs.push(r);
-    roofs.push(roof());
+    for (let j = 0; j < paths.length; j++) {
+      const name = paths[(i + j) % paths.length];
+      const r = runJson(process.execPath, [worker, w.name, 'prefix', String(w.items), 'f32', ...ROOF_PATHS[name].forms], `${w.name} prefix (${name}) against the roof, round ${i + 1} of ${rounds}`);
+      const roofBefore = roofGflops;
+      roofGflops = roof();
+      const gflops = usefulFlops(r.config, w) / r.seconds / 1e9;
+      rows.push({ round: i + 1, path: name, seconds: r.seconds, cpuSeconds: r.cpuSeconds, gflops, roofBefore, roofAfter: roofGflops, fraction: gflops / Math.max(roofBefore, roofGflops) });
+    }
   }
-  const rows = runs.map((r, i) => {
-    const gflops = usefulFlops(r.config, w) / r.seconds / 1e9;
-    const roofGflops = Math.max(roofs[i], roofs[i + 1]);
-    return { seconds: r.seconds, cpuSeconds: r.cpuSeconds, gflops, roofBefore: roofs[i], roofAfter: roofs[i + 1], fraction: gflops / roofGflops };
+  const byPath = paths.map((name) => {
+    const own = rows.filter((r) => r.path === name);
+    return { path: name, label: ROOF_PATHS[name].label, medianFraction: median(own.map((r) => r.fraction)), medianSeconds: median(own.map((r) => r.seconds)) };
   });
-  return { workload: w, rounds: rows, medianFraction: median(rows.map((r) => r.fraction)) };
+  return { workload: w, rounds: rows, paths: byPath, medianFraction: byPath[0].medianFraction };
 }
 
 function printRoofShare(share) {
   console.log('');
-  console.log(`${share.workload.name} (${share.workload.description}), prefix plan, against the matmul roof measured around each request:`);
-  console.log('| round | seconds | useful GFLOP/s | roof before | roof after | of roof (the higher) |');
-  console.log('| --- | --- | --- | --- | --- | --- |');
-  share.rounds.forEach((r, i) => console.log(`| ${i + 1} | ${fmt(r.seconds, 2)} | ${fmt(r.gflops)} | ${fmt(r.roofBefore)} | ${fmt(r.roofAfter)} | ${fmt(100 * r.fraction)}% |`));
-  console.log(`median share of the roof: ${fmt(100 * share.medianFraction)}%`);
+  console.log(`${share.workload.name} (${share.workload.description}), prefix plan, f32, against the matmul roof measured around each request:`);
+  console.log('| round | code path | seconds | useful GFLOP/s | roof before | roof after | of roof (the higher) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of share.rounds) console.log(`| ${r.round} | ${r.path} | ${fmt(r.seconds, 2)} | ${fmt(r.gflops)} | ${fmt(r.roofBefore)} | ${fmt(r.roofAfter)} | ${fmt(100 * r.fraction)}% |`);
+  console.log('');
+  console.log('| code path | what it runs | median seconds | median share of the roof |');
+  console.log('| --- | --- | --- | --- |');
+  for (const p of share.paths) console.log(`| ${p.path} | ${p.label} | ${fmt(p.medianSeconds, 2)} | ${fmt(100 * p.medianFraction)}% |`);
 }
 
 /** Each weight type on each workload (auto plan), in its own process; accuracy against the f32 run. */
