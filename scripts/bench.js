@@ -107,7 +107,7 @@ function fmt(x, digits = 1) {
 
 async function main() {
   const info = machine();
-  roofPaths();
+  const roofRounds = checkedRoofRounds();
   if (args['roof-only'] && !args.workloads.split(',').includes('target')) throw new Error('--roof-only times the target workload: leave it in --workloads');
   console.log(`machine: ${describeMachine()}`);
   const roofBefore = args['weights-only'] ? NaN : roof();
@@ -124,7 +124,7 @@ async function main() {
   const worker = path.join(__dirname, 'bench', 'pjrt-worker.js');
   if (args['roof-only']) {
     const target = workloads.find((w) => w.name === 'target');
-    const share = roofShare(target, worker, Number(args['roof-rounds']), roofBefore);
+    const share = roofShare(target, worker, roofRounds, roofBefore);
     printRoofShare(share);
     fs.mkdirSync(resultsDir, { recursive: true });
     fs.writeFileSync(path.join(resultsDir, 'roof-share.json'), `${JSON.stringify({ machine: info, roofShare: share, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
@@ -178,7 +178,7 @@ async function main() {
   console.log(`matmul roof after the workloads: ${roofAfter.toFixed(1)} GFLOP/s; "of roof" below is against ${roofGflops.toFixed(1)}`);
   for (const r of results) for (const p of Object.values(r.plans)) p.roofFraction = p.gflops / roofGflops;
   const target = workloads.find((w) => w.name === 'target');
-  const share = target ? roofShare(target, worker, Number(args['roof-rounds']), roofAfter) : null;
+  const share = target ? roofShare(target, worker, roofRounds, roofAfter) : null;
 
   // Rerank: our one-plan rerank against each document as its own sequence, in one run.
   const rerank = args['skip-rerank'] ? null : runJson(process.execPath, [path.join(__dirname, 'bench', 'rerank-worker.js')], 'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents');
@@ -241,14 +241,14 @@ const ROOF_PATHS = {
   rows: { forms: ['ones_own', 'qc4'], label: "the CPU's pure StableHLO forms (kernels off)" },
 };
 
-/** --roof-paths and --roof-rounds, checked (before anything slow runs). */
-function roofPaths() {
+/** --roof-rounds and --roof-paths, checked (before anything slow runs): { rounds, paths }. */
+function checkedRoofRounds() {
   const rounds = Number(args['roof-rounds']);
   if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--roof-rounds must be a positive integer, got ${args['roof-rounds']}`);
   const paths = args['roof-paths'].split(',').filter(Boolean);
   for (const p of paths) if (!ROOF_PATHS[p]) throw new Error(`unknown --roof-paths entry ${JSON.stringify(p)}; known: ${Object.keys(ROOF_PATHS).join(', ')}`);
   if (paths.length === 0 || new Set(paths).size !== paths.length) throw new Error(`--roof-paths must name one or more distinct paths, got ${JSON.stringify(args['roof-paths'])}`);
-  return paths;
+  return { rounds, paths };
 }
 
 /**
@@ -258,8 +258,7 @@ function roofPaths() {
  * just before and just after it, so a slow stretch of a shared machine falls on the request and its
  * roofs alike; each path's median round is its figure.
  */
-function roofShare(w, worker, rounds, firstRoof) {
-  const paths = roofPaths();
+function roofShare(w, worker, { rounds, paths }, firstRoof) {
   let roofGflops = firstRoof;
   const rows = [];
   for (let i = 0; i < rounds; i++) {
@@ -276,7 +275,7 @@ function roofShare(w, worker, rounds, firstRoof) {
     const own = rows.filter((r) => r.path === name);
     return { path: name, label: ROOF_PATHS[name].label, medianFraction: median(own.map((r) => r.fraction)), medianSeconds: median(own.map((r) => r.seconds)) };
   });
-  return { workload: w, rounds: rows, paths: byPath, medianFraction: byPath[0].medianFraction };
+  return { workload: w, rounds: rows, paths: byPath };
 }
 
 function printRoofShare(share) {

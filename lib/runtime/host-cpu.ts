@@ -12,6 +12,12 @@ import * as os from 'node:os';
 export interface HostCpu {
   /** The model name, e.g. "AMD EPYC 7B13". */
   readonly model: string;
+  /**
+   * The family and model numbers (x86 Linux: "cpu family", "model"), e.g. "family 23 model 1";
+   * absent where /proc/cpuinfo has none. A VM's model name ("AMD EPYC") may not tell one
+   * generation from the next.
+   */
+  readonly generation?: string;
   /** Feature flags as the kernel reports them (cpuid bits), sorted. */
   readonly flags: readonly string[];
   /** Short stable hash of architecture, vendor, family, model and flags: the cache key part. */
@@ -43,9 +49,12 @@ export function hostCpu(): HostCpu {
   const fields = cpuinfoFields();
   const model = fields.get('model name') ?? os.cpus()[0]?.model ?? 'unknown';
   const flags = (fields.get('flags') ?? fields.get('Features') ?? '').split(/\s+/).filter(Boolean).sort();
-  const identity = [os.arch(), fields.get('vendor_id') ?? '', fields.get('cpu family') ?? '', fields.get('model') ?? '', model, flags.join(' ')].join('|');
+  const family = fields.get('cpu family');
+  const modelNumber = fields.get('model');
+  const identity = [os.arch(), fields.get('vendor_id') ?? '', family ?? '', modelNumber ?? '', model, flags.join(' ')].join('|');
   const id = createHash('sha256').update(identity).digest('hex').slice(0, 12);
-  cached = { model, flags, id };
+  const generation = family !== undefined && modelNumber !== undefined ? `family ${family} model ${modelNumber}` : undefined;
+  cached = { model, ...(generation !== undefined ? { generation } : {}), flags, id };
   return cached;
 }
 
