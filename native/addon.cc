@@ -1,7 +1,8 @@
 // pjrt-score native addon: registers the three classes, one counter
 // (externalBytes: device-buffer bytes reported to V8 and not yet released),
 // deferExternalMemory (begin/end a span whose changes to that count reach V8
-// as one report at its end) and releaseFreeHeap (the allocator's free pages back to the OS, off the
+// as one report at its end), setErrorClasses (the facade's error classes, for
+// the errors natives throw) and releaseFreeHeap (the allocator's free pages back to the OS, off the
 // JS thread; resolves whether any were given back).
 #include <napi.h>
 
@@ -70,6 +71,7 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("externalBytes", Napi::Function::New<ExternalBytes>(env, "externalBytes"));
   exports.Set("deferExternalMemory",
               Napi::Function::New<DeferExternalMemory>(env, "deferExternalMemory"));
+  exports.Set("setErrorClasses", Napi::Function::New<SetErrorClasses>(env, "setErrorClasses"));
   exports.Set("releaseFreeHeap",
               Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
   return exports;

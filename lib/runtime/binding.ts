@@ -4,6 +4,7 @@
  * first, so the binding's own checks are a safety net, not the interface.
  */
 import * as path from 'node:path';
+import { DisposedError, PjrtError } from './errors';
 
 export type NativeOptionValue = number | string | boolean;
 
@@ -59,6 +60,8 @@ export interface NativeBinding {
   deferExternalMemory(on: boolean): number;
   /** malloc_trim(0) on a worker thread; resolves whether memory was given back. */
   releaseFreeHeap(): Promise<boolean>;
+  /** The classes the addon makes its errors from (called once, at load). */
+  setErrorClasses(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
 }
 
 const packageRoot = path.join(__dirname, '..', '..');
@@ -84,5 +87,7 @@ export function binding(): NativeBinding {
         '  Prebuilt binaries ship for linux-x64 (glibc >= 2.17).',
     );
   }
+  // Errors the addon throws or rejects with are instances of the exported classes.
+  loaded.setErrorClasses(PjrtError, DisposedError);
   return loaded;
 }
