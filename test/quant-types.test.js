@@ -16,43 +16,11 @@ const { decodeProgram } = require('../dist/device-weights/decode');
 const { prng } = require('./helpers/prng');
 const { runProgram } = require('./helpers/run-program');
 const { runGgufPy } = require('./helpers/gguf-py');
+const { QUANT_BLOCKS, randomQuantBlocks } = require('./helpers/quant-blocks');
 
-// The test's own block table (ggml's block_* structs): elements, bytes, and where the f16 scales sit.
-const TYPES = {
-  Q8_0: { elements: 32, bytes: 34, halves: [0] },
-  Q4_0: { elements: 32, bytes: 18, halves: [0] },
-  Q4_1: { elements: 32, bytes: 20, halves: [0, 2] },
-  Q5_0: { elements: 32, bytes: 22, halves: [0] },
-  Q5_1: { elements: 32, bytes: 24, halves: [0, 2] },
-  Q2_K: { elements: 256, bytes: 84, halves: [80, 82] },
-  Q3_K: { elements: 256, bytes: 110, halves: [108] },
-  Q4_K: { elements: 256, bytes: 144, halves: [0, 2] },
-  Q5_K: { elements: 256, bytes: 176, halves: [0, 2] },
-  Q6_K: { elements: 256, bytes: 210, halves: [208] },
-  IQ4_NL: { elements: 32, bytes: 18, halves: [0] },
-  IQ4_XS: { elements: 256, bytes: 136, halves: [0] },
-};
+const TYPES = QUANT_BLOCKS;
 const ROWS = 6;
 const ROW_LENGTH = 2048;
-
-/** Random blocks of a type, ROWS rows of ROW_LENGTH elements; each f16 scale finite (an all-ones exponent loses a bit). */
-function randomBlocks(name, random) {
-  const { elements, bytes, halves } = TYPES[name];
-  const count = (ROWS * ROW_LENGTH) / elements;
-  const data = new Uint8Array(count * bytes);
-  for (let i = 0; i < data.length; i++) data[i] = random.int(0, 255);
-  for (let b = 0; b < count; b++) {
-    for (const at of halves) {
-      const high = b * bytes + at + 1;
-      if (((data[high] >> 2) & 31) === 31) data[high] &= ~0x40;
-    }
-  }
-  // A few blocks of extremes: all zero, all ones but the scales (the largest quants, the largest finite scale).
-  data.fill(0, 0, bytes);
-  data.fill(0xff, bytes, 2 * bytes);
-  for (const at of halves) data[bytes + at + 1] = 0x7b;
-  return data;
-}
 
 /** gguf-py's values for each type's blocks (one Python process for all). */
 function ggufPyDecode(inputs, dir) {
@@ -101,7 +69,7 @@ test('the decoded types: the legacy and K quants, IQ4_NL and IQ4_XS, besides F32
 test('random blocks: host decode equals gguf-py bit for bit, and the device decode equals the host', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-quant-'));
   const random = prng(35);
-  const inputs = Object.fromEntries(Object.keys(TYPES).map((name) => [name, randomBlocks(name, random)]));
+  const inputs = Object.fromEntries(Object.keys(TYPES).map((name) => [name, randomQuantBlocks(name, (ROWS * ROW_LENGTH) / TYPES[name].elements, random)]));
   const client = await Client.create();
   try {
     const reference = ggufPyDecode(inputs, dir);
