@@ -20,7 +20,7 @@ const { uploadWeights } = require('../dist/device-weights');
 const { decoderWeightSpecs } = require('../dist/hlo/decoder-layout');
 const { loadProgramCache } = require('../dist/scoring/load-programs');
 const { makeTinyModel, writeTinyGguf, tensorTable, ggufMetadata, writeGguf, encodeTensor } = require('./helpers/tiny-model');
-const { randomQuantBlocks, QUANT_BLOCKS } = require('./helpers/quant-blocks');
+const { randomQuantBlocks, QUANT_BLOCKS, REFUSED_BLOCKS } = require('./helpers/quant-blocks');
 const { prng } = require('./helpers/prng');
 
 const { firstMismatch, mismatches } = require('./helpers/weight-conversions');
@@ -93,7 +93,7 @@ function writeRandomBlocksGguf(arch, file, types) {
     const count = entry.dims.reduce((a, b) => a * b, 1);
     const suffix = entry.gguf.replace(/^blk\.\d+\./, '');
     const type = entry.dims.length === 1 ? 'F32' : types[suffix];
-    const bytes = type === 'F32' ? encodeTensor('F32', Array.from({ length: count }, () => random.uniform())) : randomQuantBlocks(type, count / QUANT_BLOCKS[type].elements, random);
+    const bytes = type === 'F32' ? encodeTensor('F32', Array.from({ length: count }, () => random.uniform())) : randomQuantBlocks(type, count / (QUANT_BLOCKS[type] ?? REFUSED_BLOCKS[type]).elements, random);
     return { name: entry.gguf, dims: [...entry.dims].reverse(), type, bytes: Buffer.from(bytes) };
   });
   writeGguf(file, ggufMetadata(model), tensors);
@@ -139,6 +139,32 @@ test('K-quant, Q5 and IQ4 matrices: each decoded on the device, bit-equal to the
         fromFile.dispose();
         fromHost.dispose();
       }
+    }
+  } finally {
+    await cache.close();
+    client.dispose();
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a matrix in a type pjrt-score does not decode is refused at load, by name, with the list', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-decode-refused-'));
+  const client = await Client.create();
+  const cache = loadProgramCache(client, true);
+  try {
+    const types = { 'token_embd.weight': 'Q8_0', 'attn_q.weight': 'Q4_K', 'attn_k.weight': 'Q4_K', 'attn_v.weight': 'Q4_K', 'attn_output.weight': 'Q4_K', 'ffn_gate.weight': 'Q4_K', 'ffn_up.weight': 'IQ2_XS', 'ffn_down.weight': 'Q4_K' };
+    const file = writeRandomBlocksGguf('llama', path.join(dir, 'iq2.gguf'), types);
+    const message = /^GGUF tensor blk\.\d\.ffn_up\.weight has type IQ2_XS \(17\), which pjrt-score cannot dequantize yet \(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS\)$/;
+    t.throws(() => loadModel(file), (err) => message.test(err.message) && err.code === 'GGUF_UNSUPPORTED', 'loadModel (host weights) refuses it');
+    const opened = openModel(file);
+    try {
+      await uploadWeights(client, opened.config, opened.weights, 'f32', { programs: cache.programs });
+      t.fail('the streaming upload loaded it');
+    } catch (err) {
+      t.match(err.message, message, 'the streaming upload (decoded on the device) refuses it');
+      t.equal(err.code, 'GGUF_UNSUPPORTED', 'with code GGUF_UNSUPPORTED');
+    } finally {
+      opened.weights.close();
     }
   } finally {
     await cache.close();

@@ -4,7 +4,8 @@
  * suite's own table of ggml's block_* structs (elements, bytes, where the
  * f16 scales sit), independent of lib/.
  *
- *   QUANT_BLOCKS: { Q8_0: { elements, bytes, halves }, ... }
+ *   QUANT_BLOCKS: { Q8_0: { elements, bytes, halves }, ... } (the types pjrt-score decodes)
+ *   REFUSED_BLOCKS: { IQ2_XS: ... } (one it refuses)
  *   randomQuantBlocks(name, count, random) -> Uint8Array of `count` blocks:
  *     random bytes, each f16 scale finite (an all-ones exponent loses a bit);
  *     block 0 all zero, block 1 all ones but its scales (the largest quants,
@@ -25,8 +26,11 @@ const QUANT_BLOCKS = {
   IQ4_XS: { elements: 256, bytes: 136, halves: [0] },
 };
 
+/** A type pjrt-score does not decode, for refusal tests. */
+const REFUSED_BLOCKS = { IQ2_XS: { elements: 256, bytes: 74, halves: [0] } };
+
 function randomQuantBlocks(name, count, random) {
-  const { bytes, halves } = QUANT_BLOCKS[name];
+  const { bytes, halves } = QUANT_BLOCKS[name] ?? REFUSED_BLOCKS[name];
   const data = new Uint8Array(count * bytes);
   for (let i = 0; i < data.length; i++) data[i] = random.int(0, 255);
   for (let b = 0; b < count; b++) {
@@ -43,4 +47,4 @@ function randomQuantBlocks(name, count, random) {
   return data;
 }
 
-module.exports = { QUANT_BLOCKS, randomQuantBlocks };
+module.exports = { QUANT_BLOCKS, REFUSED_BLOCKS, randomQuantBlocks };
