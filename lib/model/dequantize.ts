@@ -96,6 +96,9 @@ export function dequantize(type: GgmlType, bytes: Uint8Array, elementCount: numb
     case GgmlType.IQ4_XS:
       decodeIQ4_XS(bytes, out);
       break;
+    default:
+      // A type added to DEQUANTIZABLE_TYPES without its decoder.
+      throw new RangeError(`dequantize: no decoder for ${ggmlTypeName(type)}`);
   }
   return out;
 }
