@@ -32,12 +32,17 @@ PINNED = [
     'scipy==1.16.3',
 ]
 
-# The shapes our programs use: (name, batch, q rows, kv rows, q heads, kv heads, head dim, causal).
+# The shapes our programs use: (name, batch, q rows, kv rows, q heads, kv heads, head dim, mask).
+# mask: none, causal, or padding (key_value_seq_lengths given: the prefix keys past the prefix length).
 SHAPES = [
-    ('qwen3-prefix', 1, 256, 512, 16, 8, 128, False),
-    ('qwen3-causal', 1, 512, 512, 16, 8, 128, True),
-    ('smollm2-prefix', 1, 128, 256, 9, 3, 64, False),
-    ('smollm2-causal', 1, 256, 256, 9, 3, 64, True),
+    ('qwen3-prefix', 1, 256, 512, 16, 8, 128, 'none'),
+    ('qwen3-prefix-padded', 1, 256, 512, 16, 8, 128, 'padding'),
+    ('qwen3-grouped-prefix-padded', 4, 160, 384, 16, 8, 128, 'padding'),
+    ('qwen3-causal', 1, 512, 512, 16, 8, 128, 'causal'),
+    ('qwen3-items-causal', 64, 20, 20, 16, 8, 128, 'causal'),
+    ('smollm2-prefix', 1, 128, 256, 9, 3, 64, 'none'),
+    ('smollm2-prefix-padded', 1, 128, 256, 9, 3, 64, 'padding'),
+    ('smollm2-causal', 1, 256, 256, 9, 3, 64, 'causal'),
 ]
 
 
@@ -75,25 +80,27 @@ def custom_calls(text):
 def lower(shape):
     import jax
     import jax.numpy as jnp
-    name, b, tq, tk, hq, hkv, d, causal = shape
+    name, b, tq, tk, hq, hkv, d, mask = shape
     q = jax.ShapeDtypeStruct((b, tq, hq, d), jnp.bfloat16)
     k = jax.ShapeDtypeStruct((b, tk, hkv, d), jnp.bfloat16)
     v = jax.ShapeDtypeStruct((b, tk, hkv, d), jnp.bfloat16)
+    lengths = jax.ShapeDtypeStruct((b,), jnp.int32)
 
-    def attend(q, k, v):
-        return jax.nn.dot_product_attention(q, k, v, is_causal=causal, implementation='cudnn')
+    def attend(q, k, v, kv_lengths):
+        return jax.nn.dot_product_attention(
+            q, k, v, is_causal=mask == 'causal', key_value_seq_lengths=kv_lengths if mask == 'padding' else None, implementation='cudnn')
 
-    def training_forward(q, k, v):
-        out, _ = jax.vjp(attend, q, k, v)
+    def training_forward(q, k, v, kv_lengths):
+        out, _ = jax.vjp(lambda q, k, v: attend(q, k, v, kv_lengths), q, k, v)
         return out
 
     out = []
     for form, fn in (('forward', attend), ('training', training_forward)):
-        text = jax.jit(fn).trace(q, k, v).lower(lowering_platforms=('cuda',)).as_text()
+        text = jax.jit(fn).trace(q, k, v, lengths).lower(lowering_platforms=('cuda',)).as_text()
         calls = custom_calls(text)
         if not calls:
             raise SystemExit(f'{name} {form}: no cuDNN custom call in the lowering')
-        out.append(f'## {name} {form} q={b}x{tq}x{hq}x{d} kv={b}x{tk}x{hkv}x{d} causal={str(causal).lower()}')
+        out.append(f'## {name} {form} q={b}x{tq}x{hq}x{d} kv={b}x{tk}x{hkv}x{d} mask={mask}')
         out.extend(calls)
     return out
 
