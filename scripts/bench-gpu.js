@@ -8,11 +8,13 @@
  *   node scripts/bench-gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
  *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,bf16/bf16+cross-request,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
- *        [--emit-only 1]
+ *        [--emit-only 1] [--restart 0] [--peer-methods flexfull,batch8full]
  *
  * --emit-only 1: no device run and no peers; each configuration's programs are
  * built for the workloads' shapes and the custom calls they would emit are
- * printed (the `cudnn` forms' cuDNN calls, on any machine).
+ * printed (the `cudnn` forms' cuDNN calls, on any machine). --restart 0 skips
+ * the warm-disk-cache rerun; --peer-methods narrows the peers' bf16 methods
+ * (the f32 reference always runs PyTorch's sdpa).
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
@@ -146,7 +148,7 @@ function main() {
   }
   fs.rmSync(diskCache, { recursive: true, force: true });
   for (const c of configs) runs.push({ config: c, result: runConfig(c, '') });
-  const restart = runConfig(configs[0], '-restart');
+  const restart = a.restart === '0' ? undefined : runConfig(configs[0], '-restart');
 
   // The peers.
   const peerResults = [];
@@ -161,6 +163,8 @@ function main() {
       if (dtype === 'f32') {
         if (peer !== 'torch') continue;
         argv.push('--methods', 'sdpa');
+      } else if (a['peer-methods']) {
+        argv.push('--methods', a['peer-methods']);
       }
       run('python3', argv, `${peer} ${dtype}`);
       const r = readJson(file);
