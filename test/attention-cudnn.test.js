@@ -187,6 +187,50 @@ test("the stand-in's statistics are each row's log-sum-exp of the visible scaled
   t.ok(maxCausal <= TOL, `causal prefill on the stand-in within ${maxCausal.toExponential(2)} of the square form`);
 });
 
+
+test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinned plugin; the stand-in forms score as the defaults within 1e-5', async (t) => {
+  const os = require('node:os');
+  const tiny = require('./helpers/tiny-model');
+  const { Scorer } = require('../dist/scoring/scorer');
+  const { cudaPluginWheelVersion } = require('../dist/assets/installed-cuda-plugin');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-cudnn-'));
+  try {
+    // The wheel version beside a plugin file, as jax-cuda13-pjrt ships it.
+    fs.writeFileSync(path.join(dir, 'version.py'), '# comment\n_version = "0.11.2"\n_release_version: str | None = None\n');
+    t.equal(cudaPluginWheelVersion(path.join(dir, 'xla_cuda_plugin.so')), '0.11.2', 'version.py beside the plugin gives its wheel version');
+    t.equal(cudaPluginWheelVersion(path.join(os.tmpdir(), 'nowhere', 'x.so')), undefined, 'no version.py: unknown');
+
+    const model = tiny.writeTinyHfDir(tiny.makeTinyModel('qwen3'), path.join(dir, 'model'));
+    await Scorer.load({ model, diskCache: false, prefixAttention: parsePrefixAttentionTag('cudnn') }).then(
+      (s) => {
+        s.dispose();
+        t.fail('cudnn loaded on the CPU plugin');
+      },
+      (err) => t.match(String(err.message), /pinned to the CUDA plugin of jax-cuda13-pjrt 0\.11\.2.*platform cpu/, `refused: ${err.message.slice(0, 160)}`),
+    );
+
+    const sim = await Scorer.load({ model, diskCache: false, batching: 'cross-request', prefixAttention: SIM, causalAttention: parseCausalAttentionTag('cudnnsim') });
+    const plain = await Scorer.load({ model, diskCache: false, batching: 'cross-request' });
+    const requests = [0, 1, 2].map((r) => ({
+      query: Array.from({ length: 11 + 5 * r }, (_, i) => 5 + ((i * 7 + r) % 40)),
+      items: Array.from({ length: 4 + r }, (_, n) => Array.from({ length: 1 + ((n + r) % 4) }, (_, j) => 6 + ((n * 5 + j * 3 + r) % 40))),
+      labelTokenIds: [3, 4],
+    }));
+    let worst = 0;
+    const compare = (a, b) => a.scores.forEach((row, i) => row.forEach((v, l) => (worst = Math.max(worst, Math.abs(v - b.scores[i][l])))));
+    for (const algorithm of ['packed', 'prefix']) {
+      for (const r of requests) compare(await sim.score({ ...r, algorithm }), await plain.score({ ...r, algorithm }));
+    }
+    const together = await Promise.all(requests.map((r) => sim.score(r)));
+    for (const [i, r] of requests.entries()) compare(together[i], await plain.score(r));
+    t.ok(worst <= TOL, `packed, prefix and 3 concurrent cross-request calls: max |diff| ${worst.toExponential(2)} against the default forms`);
+    sim.dispose();
+    plain.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('teardown', (t) => {
   client.dispose();
   t.end();
