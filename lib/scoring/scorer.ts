@@ -21,6 +21,7 @@ import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
+import { pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
@@ -360,6 +361,16 @@ export class Scorer implements Disposable {
         if (options[option]?.kind === 'kernel' && !client.prefixAttentionKernel) {
           model.weights.close();
           throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
+        }
+        // The `cudnn` forms: the loaded plugin's version written in, or refused (cudnn-pin.ts).
+        const form = options[option];
+        if (form?.kind === 'cudnn') {
+          try {
+            options = { ...options, [option]: pinCudnnForm(form, option, client.pluginPath, client.platformName) };
+          } catch (err) {
+            model.weights.close();
+            throw err;
+          }
         }
       }
       const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
