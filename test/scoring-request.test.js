@@ -118,13 +118,18 @@ test('flags must be booleans', (t) => {
   t.end();
 });
 
-test('empty query: invalid without BOS, valid with BOS', (t) => {
-  rejects(t, () => normalizeRequestBody(body({ query: '' }), context()), 'query', 'query tokenizes to no tokens and the model adds no BOS token: a non-empty query is required');
-  // A tokenizer may map non-empty text to nothing.
-  rejects(t, () => normalizeRequestBody(body({ query: '   ' }), context({ tokenize: (s) => charTokens(s.trim()) })), 'query', /^query tokenizes to no tokens/);
-  rejects(t, () => normalizeRequestBody(body({ query: [], items: [[1]] }), context()), 'query', 'query must not be an empty token-id array');
-  // BOS is added to text only, so token ids get no rescue.
-  rejects(t, () => normalizeRequestBody(body({ query: [], items: [[1]] }), context({ addBos: true, bosTokenId: BOS })), 'query', 'query must not be an empty token-id array');
+test("empty query: each item its own sequence (SGLang's semantics); an empty item beside it is an error", (t) => {
+  const empty = normalizeRequestBody(body({ query: '', items: ['ab', 'c'] }), context());
+  t.deepEqual(empty.queryTokens, [], 'no query tokens');
+  t.deepEqual(empty.itemTokens, [charTokens('ab'), charTokens('c')], 'each item whole');
+  t.equal(empty.promptTokens, 3, 'usage counts the items');
+  // A tokenizer may map non-empty text to nothing: the same rule.
+  const blank = normalizeRequestBody(body({ query: '   ', items: ['x'] }), context({ tokenize: (s) => charTokens(s.trim()) }));
+  t.deepEqual(blank.queryTokens, [], 'a query that tokenizes to nothing is empty');
+  const ids = normalizeRequestBody(body({ query: [], items: [[1], [2, 3]] }), context());
+  t.deepEqual(ids.itemTokens, [[1], [2, 3]], 'token ids: an empty query too');
+  rejects(t, () => normalizeRequestBody(body({ query: '', items: ['a', ''] }), context()), 'items', 'items[1] is empty and so is query: the sequence has no token to score at');
+  rejects(t, () => normalizeRequestBody(body({ query: [], items: [[]] }), context()), 'items', 'items[0] is empty and so is query: the sequence has no token to score at');
   const withBos = normalizeRequestBody(body({ query: '' }), context({ addBos: true, bosTokenId: BOS }));
   t.deepEqual(withBos.queryTokens, [BOS], 'empty text query with BOS is [BOS]');
   const itemFirst = normalizeRequestBody(body({ query: '', item_first: true }), context({ addBos: true, bosTokenId: BOS }));

@@ -172,14 +172,9 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
   // Token-id requests are taken as the exact sequence the caller wants, so BOS is added to text only.
   const bos = inputKind === 'text' && ctx.addBos ? [bosOf(ctx)] : [];
   const queryTokens = [...(itemFirst ? [] : bos), ...tokensOf(query, ctx, names.query)];
-  if (queryTokens.length === 0 && bos.length === 0) {
-    throw new ScoreInputError(
-      inputKind === 'text'
-        ? `${names.query} tokenizes to no tokens and the model adds no BOS token: a non-empty query is required`
-        : `${names.query} must not be an empty token-id array`,
-      names.query,
-    );
-  }
+  // An empty query (SGLang allows one) makes each item its own sequence: the
+  // plans run it serial, like item_first. An item must then bring a token to score at.
+  const emptyQuery = queryTokens.length === 0 && bos.length === 0;
   if (queryTokens.length > ctx.contextLength) {
     throw new ScoreInputError(
       `${names.query} is ${queryTokens.length} tokens, longer than the model's context of ${ctx.contextLength} tokens`,
@@ -197,6 +192,12 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
   const itemTokens: number[][] = [];
   for (let i = 0; i < items.length; i++) {
     const tokens = [...(itemFirst ? bos : []), ...tokensOf(items[i], ctx, `${names.items}[${i}]`)];
+    if (emptyQuery && tokens.length === 0) {
+      throw new ScoreInputError(
+        `${names.items}[${i}] is empty and so is ${names.query}: the sequence has no token to score at`,
+        names.items,
+      );
+    }
     const sequenceLength = queryTokens.length + tokens.length;
     if (sequenceLength > ctx.contextLength) {
       throw new ScoreInputError(

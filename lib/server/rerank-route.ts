@@ -10,7 +10,13 @@
  */
 import type { NormalizedRerank } from '../scoring/rerank';
 import { rerankResults } from '../scoring/rerank';
+import { ErrorShape, HttpError } from './http-errors';
 import { checkModelField, ScoringEndpoint } from './score-route';
+
+/** TEI's request shape names its documents `texts`; its errors are TEI's too. */
+function isTeiBody(body: unknown): body is { texts: unknown } {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) && (body as { texts?: unknown }).texts !== undefined;
+}
 
 export interface RerankResponseBody {
   readonly id: string;
@@ -25,6 +31,10 @@ export type TeiRerankResponseBody = readonly { readonly index: number; readonly 
 export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
   normalize: (backend, body) => {
     checkModelField(body);
+    // TEI refuses an empty batch (its ErrorType::Empty) where the common shape answers no results.
+    if (isTeiBody(body) && Array.isArray(body.texts) && body.texts.length === 0) {
+      throw new HttpError(400, '`texts` cannot be empty', { param: 'texts', teiType: 'empty' });
+    }
     const rerank = backend.normalizeRerankBody(body);
     return { request: rerank.score, detail: rerank };
   },
@@ -41,4 +51,6 @@ export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
       usage: { prompt_tokens: outcome.promptTokens, total_tokens: outcome.promptTokens },
     };
   },
+  floatKeys: new Set(['relevance_score', 'score']),
+  errorShape: (body): ErrorShape => (isTeiBody(body) ? 'tei' : 'common'),
 };
