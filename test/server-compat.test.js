@@ -128,6 +128,131 @@ test("GET /info: TEI's fields", async (t) => {
   for (const key of ['max_concurrent_requests', 'max_batch_tokens', 'max_client_batch_size', 'version']) t.ok(info.body[key] !== undefined, key);
 });
 
+const QUERY = 'What is the capital of France?';
+const DOCS = ['Paris is the capital of France.', 'Bananas are yellow.', 'Berlin is in Germany.'];
+
+test("POST /v2/rerank: Cohere v2's shape, the same relevances as /v1/rerank", async (t) => {
+  const v1 = await post('/v1/rerank', { query: QUERY, documents: DOCS, return_documents: true });
+  const v2 = await post('/v2/rerank', { model: 'rerank-v3.5', query: QUERY, documents: DOCS, top_n: 2, return_documents: true });
+  t.equal(v2.status, 200, v2.text.slice(0, 200));
+  t.deepEqual(v2.body.results, v1.body.results.slice(0, 2), 'the best two, as v1 ranks them');
+  t.equal(v2.body.meta.api_version.version, '2', 'meta.api_version');
+  t.equal(v2.body.meta.tokens.input_tokens, v2.body.usage.prompt_tokens, 'meta.tokens.input_tokens');
+  const objects = await post('/v2/rerank', { query: QUERY, documents: [{ text: 'a' }] });
+  t.deepEqual([objects.status, objects.body.param], [400, 'documents'], 'v2 documents are strings');
+  const fields = await post('/v2/rerank', { query: QUERY, documents: ['a'], rank_fields: ['text'] });
+  t.deepEqual([fields.status, fields.body.param], [400, 'rank_fields'], 'rank_fields is v1');
+});
+
+test("rank_fields on v1: the named fields' values in order; the caller's whole object returned", async (t) => {
+  const docs = [
+    { id: 'a1', title: 'France', text: 'Paris is its capital.', year: 2020 },
+    { id: 'b2', title: 'Fruit', text: 'Bananas are yellow.' },
+  ];
+  const ranked = await post('/v1/rerank', { query: QUERY, documents: docs, rank_fields: ['title', 'text'], return_documents: true });
+  t.equal(ranked.status, 200, ranked.text.slice(0, 200));
+  const joined = await post('/v1/rerank', { query: QUERY, documents: docs.map((d) => `${d.title}\n${d.text}`) });
+  t.deepEqual(
+    ranked.body.results.map((r) => [r.index, r.relevance_score]),
+    joined.body.results.map((r) => [r.index, r.relevance_score]),
+    'equals the values joined by newlines, as strings',
+  );
+  t.ok(ranked.body.results.every((r) => JSON.stringify(r.document) === JSON.stringify(docs[r.index])), 'document: the whole object, extra fields kept');
+  const none = await post('/v1/rerank', { query: QUERY, documents: [{ body: 'x' }] });
+  t.deepEqual([none.status, none.body.param], [400, 'documents'], 'an object with none of the ranked fields: 400');
+  t.ok(none.body.message.includes('rank_fields'), none.body.message);
+});
+
+// Long documents: 20,000 words, each one token behind a space, so a cut by tokens is a cut by words.
+const WORDS = ['apple', 'river', 'blue', 'stone', 'music', 'garden', 'paper', 'winter', 'horse', 'silver', 'cloud', 'table', 'bread', 'light', 'ocean', 'forest'];
+const LONG = Array.from({ length: 20_000 }, (_, i) => WORDS[(i * 7 + ((i >> 4) % 5)) % WORDS.length]);
+const text = (words) => words.join(' ');
+const first = (n) => text(LONG.slice(0, n));
+const last = (n) => text(LONG.slice(LONG.length - n));
+const CUT = 64;
+
+test('a 20,000-token document: the tokens are the words', async (t) => {
+  t.equal(scorer.tokenize(` ${text(LONG)}`).length, 20_000, '20,000 tokens behind the template\'s space');
+  t.deepEqual(scorer.tokenize(` ${last(CUT)}`), scorer.tokenize(` ${text(LONG)}`).slice(-CUT), 'the last words are the last tokens');
+});
+
+test('past the context with no truncation asked for: 400 naming the field to set, in each shape', async (t) => {
+  const cases = [
+    ['/v1/rerank', { query: QUERY, documents: [text(LONG)] }, 'max_chunks_per_doc or truncate_prompt_tokens'],
+    ['/rerank', { query: QUERY, texts: [text(LONG)] }, 'truncate'],
+    ['/v2/rerank', { query: QUERY, documents: [text(LONG)], max_tokens_per_doc: 20_000 }, 'max_tokens_per_doc'],
+    ['/v1/score', { query: QUERY, items: [text(LONG)], label_token_ids: [1, 2] }, 'truncate (or truncate_prompt_tokens)'],
+  ];
+  for (const [path, body, field] of cases) {
+    const r = await post(path, body);
+    t.ok(r.status === 400 && r.body.message.endsWith(`set ${field} to cut it`), `${path}: ${r.status} ${r.body.message}`);
+  }
+  try {
+    await scorer.score({ query: QUERY, items: [text(LONG)], labelTokenIds: [1, 2] });
+    t.fail('the library accepted it');
+  } catch (error) {
+    t.ok(error.message.endsWith('set truncate to cut it'), `library: ${error.message}`);
+  }
+});
+
+/** Relevance of each document by index. */
+const byIndex = (results) => Object.fromEntries(results.map((r) => [r.index, r.relevance_score]));
+
+test('truncated scores equal the hand-cut document: Cohere v2 max_tokens_per_doc (keeps the start), vLLM truncate_prompt_tokens (keeps the end)', async (t) => {
+  const v2 = await post('/v2/rerank', { query: QUERY, documents: [text(LONG), DOCS[0]], max_tokens_per_doc: CUT });
+  const byHand = await post('/v1/rerank', { query: QUERY, documents: [first(CUT), DOCS[0]] });
+  t.equal(v2.status, 200, v2.text.slice(0, 200));
+  t.deepEqual(byIndex(v2.body.results), byIndex(byHand.body.results), 'v2: the first 64 tokens');
+  t.equal(v2.body.usage.prompt_tokens, byHand.body.usage.prompt_tokens, 'usage after: the hand-cut count');
+  t.equal(v2.body.usage.prompt_tokens_before_truncation, byHand.body.usage.prompt_tokens - CUT + 20_000, 'usage before: 20,000 document tokens');
+  t.ok(v2.body.meta.warnings[0].startsWith('truncated to fit: documents 0 '), v2.body.meta.warnings[0]);
+  const one = await post('/v1/rerank', { query: QUERY, documents: ['apple'] });
+  const overhead = one.body.usage.prompt_tokens - 1; // the prompt around one document of one token
+  const vllm = await post('/v1/rerank', { query: QUERY, documents: [text(LONG)], truncate_prompt_tokens: overhead + CUT });
+  const endByHand = await post('/v1/rerank', { query: QUERY, documents: [last(CUT)] });
+  t.equal(vllm.status, 200, vllm.text.slice(0, 200));
+  t.deepEqual(byIndex(vllm.body.results), byIndex(endByHand.body.results), 'truncate_prompt_tokens: the last 64 tokens');
+});
+
+test("TEI truncate and v1 max_chunks_per_doc: the model's context, cut as by hand (compared in tokens)", async (t) => {
+  const ctx = scorer.config.contextLength;
+  const one = scorer.normalizeRerankBody({ query: QUERY, documents: ['apple'] });
+  const room = ctx - (one.score.promptTokens - 1); // document tokens that fit beside the prompt
+  const item = (body, shape) => scorer.normalizeRerankBody(body, shape).score.itemTokens;
+  const right = item({ query: QUERY, texts: [text(LONG)], truncate: true });
+  t.deepEqual(right, item({ query: QUERY, texts: [first(room)] }), `truncate: the first ${room} tokens`);
+  t.equal(one.score.queryTokens.length + right[0].length, ctx, 'the sequence fills the context');
+  const left = item({ query: QUERY, texts: [text(LONG)], truncate: true, truncation_direction: 'Left' });
+  t.deepEqual(left, item({ query: QUERY, texts: [last(room)] }), 'truncation_direction left: the last tokens');
+  t.deepEqual(item({ query: QUERY, documents: [text(LONG)], max_chunks_per_doc: 1 }), right, 'max_chunks_per_doc 1: the first chunk');
+  const three = scorer.normalizeRerankBody({ query: QUERY, documents: [text(LONG), 'apple'], max_chunks_per_doc: 3 });
+  t.deepEqual(three.itemDocument, [0, 0, 0, 1], 'three chunks of document 0, then document 1 whole');
+  t.deepEqual(three.score.itemTokens[1], item({ query: QUERY, documents: [text(LONG.slice(room, 2 * room))] })[0].map((id, i) => (i === 0 ? three.score.itemTokens[1][0] : id)), 'the second chunk: the next tokens');
+  const v2 = item({ query: QUERY, documents: [text(LONG)] }, 'v2');
+  t.deepEqual(v2, item({ query: QUERY, documents: [first(4096)] }), "v2's default max_tokens_per_doc: the first 4,096 tokens");
+});
+
+test('/v1/score truncate and truncate_prompt_tokens, and the library option: scores equal the hand-cut item', async (t) => {
+  const labels = [scorer.tokenize(' yes')[0], scorer.tokenize(' no')[0]];
+  const q = 'Is this about fruit?';
+  const qLen = scorer.tokenize(q).length;
+  const start = await post('/v1/score', { query: q, items: [text(LONG)], label_token_ids: labels, truncate: { keep: 'start', max_item_tokens: CUT } });
+  const startByHand = await post('/v1/score', { query: q, items: [first(CUT)], label_token_ids: labels });
+  t.equal(start.status, 200, start.text.slice(0, 200));
+  t.deepEqual(start.body.scores, startByHand.body.scores, 'keep start: the first 64 tokens');
+  t.equal(start.body.usage.prompt_tokens_before_truncation, qLen + 20_000, 'usage before');
+  t.equal(start.body.usage.prompt_tokens, qLen + CUT, 'usage after');
+  const end = await post('/v1/score', { query: q, items: [text(LONG)], label_token_ids: labels, truncate_prompt_tokens: qLen + CUT });
+  const endByHand = await post('/v1/score', { query: q, items: [` ${last(CUT)}`], label_token_ids: labels });
+  t.deepEqual(end.body.scores, endByHand.body.scores, 'truncate_prompt_tokens: the last 64 tokens');
+  const lib = await scorer.score({ query: q, items: [text(LONG)], labelTokenIds: labels, truncate: { keep: 'end', maxItemTokens: CUT } });
+  t.deepEqual(lib.scores, endByHand.body.scores, 'library truncate { keep: end }');
+  t.deepEqual(lib.truncation, { tokensBefore: qLen + 20_000, tokensAfter: qLen + CUT, truncatedItems: [0] }, 'library: the counts');
+  const rr = await scorer.rerank({ query: QUERY, documents: [text(LONG)], truncate: { maxItemTokens: CUT } });
+  const rrByHand = await scorer.rerank({ query: QUERY, documents: [first(CUT)] });
+  t.equal(rr.results[0].relevanceScore, rrByHand.results[0].relevanceScore, 'library rerank truncate');
+});
+
 test('teardown', async (t) => {
   await server.close();
   t.pass('closed');

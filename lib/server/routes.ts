@@ -9,6 +9,7 @@ import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
 import { listModels, retrieveModel, teiInfo } from './info-routes';
 import { logEvent } from './log';
+import { COHERE_V2_RERANK_ENDPOINT } from './cohere-v2-route';
 import { RERANK_ENDPOINT } from './rerank-route';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
 import { ScoreService } from './service';
@@ -16,6 +17,7 @@ import { ScoreService } from './service';
 export type RoutePath =
   | '/v1/score'
   | '/v1/rerank'
+  | '/v2/rerank'
   | '/rerank'
   | '/health'
   | '/v1/models'
@@ -44,6 +46,7 @@ export interface MountOptions {
 export const ROUTES: readonly RouteDefinition[] = [
   { path: '/v1/score', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
   { path: '/v1/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/v2/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, COHERE_V2_RERANK_ENDPOINT) },
   { path: '/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
   { path: '/health', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => health(service) },
   { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => listModels(service) },

@@ -20,7 +20,13 @@ export interface ScoreResponseBody {
   readonly scores: number[][];
   readonly model: string;
   readonly object: 'scoring';
-  readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: 0; readonly total_tokens: number };
+  readonly usage: {
+    readonly prompt_tokens: number;
+    readonly completion_tokens: 0;
+    readonly total_tokens: number;
+    /** Present when the request asked for truncation (`truncate`, `truncate_prompt_tokens`): the tokens had nothing been cut. */
+    readonly prompt_tokens_before_truncation?: number;
+  };
 }
 
 /** What the request log line and the metrics learn about one request. */
@@ -65,16 +71,22 @@ export interface ScoringEndpoint<T> {
 }
 
 /** POST /v1/score. */
-export const SCORE_ENDPOINT: ScoringEndpoint<null> = {
+export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest['truncation'] | null> = {
   normalize: (backend, body) => {
     checkModelField(body);
-    return { request: backend.normalizeBody(body), detail: null };
+    const request = backend.normalizeBody(body);
+    return { request, detail: request.truncation ?? null };
   },
-  respond: (outcome, _detail, service): ScoreResponseBody => ({
+  respond: (outcome, truncation, service): ScoreResponseBody => ({
     scores: outcome.scores,
     model: service.backend?.modelName ?? '',
     object: 'scoring',
-    usage: { prompt_tokens: outcome.promptTokens, completion_tokens: 0, total_tokens: outcome.promptTokens },
+    usage: {
+      prompt_tokens: outcome.promptTokens,
+      completion_tokens: 0,
+      total_tokens: outcome.promptTokens,
+      ...(truncation ? { prompt_tokens_before_truncation: truncation.tokensBefore } : {}),
+    },
   }),
   floatKeys: new Set(['scores']),
 };
