@@ -20,8 +20,12 @@ async function call(method, path, body) {
   }
   const res = await fetch(`${server.url}${path}`, init);
   const text = await res.text();
-  return { status: res.status, text, body: JSON.parse(text) };
+  const answer = { status: res.status, text, body: JSON.parse(text) };
+  received.push({ method, path: path.split('?')[0], status: res.status, body: answer.body });
+  return answer;
 }
+/** Every answer the suite receives, validated against /openapi.json at the end. */
+const received = [];
 const post = (path, body) => call('POST', path, body);
 const get = (path) => call('GET', path);
 
@@ -251,6 +255,39 @@ test('/v1/score truncate and truncate_prompt_tokens, and the library option: sco
   const rr = await scorer.rerank({ query: QUERY, documents: [text(LONG)], truncate: { maxItemTokens: CUT } });
   const rrByHand = await scorer.rerank({ query: QUERY, documents: [first(CUT)] });
   t.equal(rr.results[0].relevanceScore, rrByHand.results[0].relevanceScore, 'library rerank truncate');
+});
+
+test('GET /openapi.json: a valid OpenAPI 3.1 document, and every answer above validates against it', async (t) => {
+  const r = await get('/openapi.json');
+  t.equal(r.status, 200);
+  const doc = r.body;
+  t.equal(doc.openapi, '3.1.0');
+  const { Validator } = await import('@seriousme/openapi-schema-validator');
+  const verdict = await new Validator().validate(doc);
+  t.ok(verdict.valid, `the OpenAPI validator: ${JSON.stringify(verdict.errors ?? []).slice(0, 500)}`);
+  for (const path of ['/v1/score', '/v1/rerank', '/v2/rerank', '/rerank', '/v1/models/{id}', '/info', '/health', '/metrics', '/openapi.json']) t.ok(doc.paths[path], `documents ${path}`);
+  const Ajv2020 = require('ajv/dist/2020').default;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  const templates = Object.keys(doc.paths).map((p) => ({ p, re: new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
+  let checked = 0;
+  const unmatched = new Set();
+  for (const answer of received) {
+    const template = templates.find(({ re }) => re.test(answer.path));
+    if (!template) {
+      unmatched.add(answer.path);
+      continue;
+    }
+    const response = doc.paths[template.p][answer.method.toLowerCase()].responses[String(answer.status)];
+    if (!response) {
+      t.fail(`${answer.method} ${answer.path} ${answer.status}: no such response documented`);
+      continue;
+    }
+    const validate = ajv.compile({ ...response.content['application/json'].schema, components: doc.components });
+    if (!validate(answer.body)) t.fail(`${answer.method} ${answer.path} ${answer.status}: ${ajv.errorsText(validate.errors)}`);
+    checked++;
+  }
+  t.deepEqual([...unmatched], ['/no/such/path'], 'only the deliberate 404 has no route');
+  t.equal(checked, received.length - 1, `all ${checked} answers but the deliberate 404 validated against their documented schema`);
 });
 
 test('teardown', async (t) => {

@@ -8,6 +8,8 @@
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
 import { listModels, retrieveModel, teiInfo } from './info-routes';
+import { openApiDocument } from './openapi';
+import { Operation, OPERATIONS } from './openapi-schemas';
 import { logEvent } from './log';
 import { COHERE_V2_RERANK_ENDPOINT } from './cohere-v2-route';
 import { RERANK_ENDPOINT } from './rerank-route';
@@ -23,13 +25,16 @@ export type RoutePath =
   | '/v1/models'
   | '/v1/models/:id'
   | '/info'
-  | '/metrics';
+  | '/metrics'
+  | '/openapi.json';
 
 export interface RouteDefinition {
   readonly path: RoutePath;
   readonly methods: readonly string[];
   /** Scoring routes are counted in pjrt_score_requests_total and log their items, tokens and batch. */
   readonly scoring: boolean;
+  /** Its entry in GET /openapi.json. */
+  readonly operation: Operation;
   run(service: ScoreService, ex: Exchange, record: ScoreRecord): Promise<Reply>;
 }
 
@@ -41,19 +46,31 @@ export interface MountOptions {
   readonly metrics?: boolean;
   /** GET /v1/models, GET /v1/models/{id} and TEI's GET /info. Default false. */
   readonly models?: boolean;
+  /** GET /openapi.json (the standalone service's routes). Default false. */
+  readonly openapi?: boolean;
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
-  { path: '/v1/score', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
-  { path: '/v1/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
-  { path: '/v2/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, COHERE_V2_RERANK_ENDPOINT) },
-  { path: '/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
-  { path: '/health', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => health(service) },
-  { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => listModels(service) },
-  { path: '/v1/models/:id', methods: ['GET', 'HEAD'], scoring: false, run: async (service, ex) => retrieveModel(service, ex) },
-  { path: '/info', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => teiInfo(service) },
-  { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, run: (service) => metrics(service) },
+  { path: '/v1/score', methods: ['POST'], scoring: true, operation: OPERATIONS.score, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
+  { path: '/v1/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerank, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/v2/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerankV2, run: (service, ex, record) => handleScoring(service, ex, record, COHERE_V2_RERANK_ENDPOINT) },
+  { path: '/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerank, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/health', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.health, run: async (service) => health(service) },
+  { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.models, run: async (service) => listModels(service) },
+  { path: '/v1/models/:id', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.model, run: async (service, ex) => retrieveModel(service, ex) },
+  { path: '/info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.info, run: async (service) => teiInfo(service) },
+  { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.metrics, run: (service) => metrics(service) },
+  { path: '/openapi.json', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.openapi, run: async () => openApiReply() },
 ];
+
+let openApiText: string | undefined;
+/** The document of ROUTES, built once. */
+function openApiReply(): Reply {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const version = (require('../../package.json') as { version: string }).version;
+  openApiText ??= JSON.stringify(openApiDocument(ROUTES, { title: 'pjrt-score', version }));
+  return { status: 200, contentType: 'application/json', body: openApiText, headers: {} };
+}
 
 /** The routes a mount serves. */
 export function selectRoutes(options: MountOptions): readonly RouteDefinition[] {
@@ -62,7 +79,8 @@ export function selectRoutes(options: MountOptions): readonly RouteDefinition[] 
       route.scoring ||
       (route.path === '/health' && options.health === true) ||
       (route.path === '/metrics' && options.metrics === true) ||
-      (MODEL_PATHS.has(route.path) && options.models === true),
+      (MODEL_PATHS.has(route.path) && options.models === true) ||
+      (route.path === '/openapi.json' && options.openapi === true),
   );
 }
 
