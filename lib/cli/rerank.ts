@@ -2,6 +2,7 @@
 import * as fs from 'node:fs';
 import { rerankResults } from '../scoring/rerank';
 import { loadScorerBackend } from '../server/backend';
+import { stringifyWithFloats } from '../server/json-floats';
 import { createLogger, logEvent } from '../server/log';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
@@ -84,7 +85,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
         results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
         usage: { prompt_tokens: outcome.result.usage.promptTokens, total_tokens: outcome.result.usage.promptTokens },
       };
-      process.stdout.write(`${JSON.stringify(response)}\n`);
+      process.stdout.write(`${stringifyWithFloats(response, new Set(['relevance_score']))}\n`);
     } else {
       const rows = results.map((r, rank) => [String(rank + 1), r.relevanceScore.toFixed(6), String(r.index), shorten(documents[r.index], 60)]);
       const header = ['rank', 'relevance', 'index', 'document'];
