@@ -229,7 +229,8 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
     tokensBefore += own.length + (itemFirst ? bos.length : 0);
     if (spec) {
       const limit = Math.min(spec.maxItemTokens !== undefined ? spec.maxItemTokens + tail : Infinity, spec.toContext ? room : Infinity);
-      if (limit < tail + (emptyQuery ? 1 : 0)) {
+      // A cut must leave at least one of the item's own tokens.
+      if (own.length > limit && limit < tail + 1) {
         throw new ScoreInputError(
           `${names.query} is ${queryTokens.length} tokens: it leaves no room for ${names.items}[${i}] within ${Math.min(spec.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength)} tokens`,
           names.query,
