@@ -7,6 +7,7 @@
  * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
 export { ScoreInputError } from './errors';
+export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './truncate';
 export {
   normalizeRequest,
   normalizeRequestBody,

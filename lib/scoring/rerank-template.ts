@@ -49,6 +49,8 @@ export interface ResolvedTemplate {
   prefixTokens(query: string, instruction: string): number[];
   /** One document as an item: its tokens (with the lead) followed by the suffix. */
   documentTokens(document: string): number[];
+  /** Tokens of the suffix that ends every item (never cut by truncation). */
+  readonly suffixLength: number;
 }
 
 export class TemplateError extends Error {
@@ -175,5 +177,6 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
     noId: single(template.no),
     prefixTokens: (query, instruction) => render(template.prefix, { query, instruction }),
     documentTokens: (document) => [...tokenizer.encode(template.documentLead + document), ...suffix],
+    suffixLength: suffix.length,
   };
 }

@@ -25,6 +25,7 @@ import { pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
+import type { TruncationReport } from './truncate';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
 import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
 import { runPlan } from './run-plan';
@@ -113,6 +114,8 @@ export interface RerankResponse {
   readonly model: string;
   /** The template that built the prompts. */
   readonly template: string;
+  /** When the request asked for truncation: tokens before and after, and the items cut. */
+  readonly truncation?: TruncationReport;
 }
 
 export interface ScoreCallOptions {
@@ -162,6 +165,8 @@ export interface ScoreResult {
   /** The plan that ran. */
   readonly algorithm: Algorithm;
   readonly model: string;
+  /** When the request asked for truncation: tokens before and after, and the items cut. */
+  readonly truncation?: TruncationReport;
 }
 
 export interface ScorerStats {
@@ -457,7 +462,8 @@ export class Scorer implements Disposable {
   async score(request: ScoreLibraryRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     const normalized = this.normalize(request);
     const algorithm = options.algorithm ?? (request && typeof request === 'object' ? request.algorithm : undefined);
-    return this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
+    const result = await this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
+    return normalized.truncation ? { ...result, truncation: normalized.truncation } : result;
   }
 
   /** Scores an SGLang Score API body (snake_case JSON). */
@@ -511,16 +517,23 @@ export class Scorer implements Disposable {
     return this.runRerank(normalizeRerank(request, this.rerankTemplate(), this.requestContext), options);
   }
 
-  /** Validates a rerank JSON body (the common shape, or text-embeddings-inference's). */
-  normalizeRerankBody(body: unknown): NormalizedRerank {
+  /** Validates a rerank JSON body: 'v1' the common shape or text-embeddings-inference's, 'v2' Cohere v2's. */
+  normalizeRerankBody(body: unknown, shape: 'v1' | 'v2' = 'v1'): NormalizedRerank {
     this.assertLive();
-    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext);
+    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext, shape);
   }
 
   /** Runs a validated rerank request. */
   async runRerank(request: NormalizedRerank, options: ScoreCallOptions = {}): Promise<RerankResponse> {
     const result = await this.scoreNormalized(request.score, options);
-    return { results: rerankResults(request, result.scores), usage: result.usage, model: this.modelName, template: this.rerankTemplate().template.name };
+    const truncation = request.score.truncation;
+    return {
+      results: rerankResults(request, result.scores),
+      usage: result.usage,
+      model: this.modelName,
+      template: this.rerankTemplate().template.name,
+      ...(truncation ? { truncation } : {}),
+    };
   }
 
   /** The rerank template bound to this model's vocabulary (TemplateError when none fits). */

@@ -55,8 +55,8 @@ export interface ScoringBackend {
   tokenize(text: string): number[];
   /** Validates and tokenizes a Score API body (ScoreInputError on bad input): the service's only normalization. */
   normalizeBody(body: unknown): NormalizedRequest;
-  /** Validates a rerank body into its score request (ScoreInputError on bad input; needs a rerank template for the model). */
-  normalizeRerankBody(body: unknown): NormalizedRerank;
+  /** Validates a rerank body into its score request ('v1': /v1/rerank, 'v2': Cohere v2's /v2/rerank; ScoreInputError on bad input; needs a rerank template). */
+  normalizeRerankBody(body: unknown, shape?: 'v1' | 'v2'): NormalizedRerank;
   /** Scores one body (the CLI). */
   scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
   /** Scores normalized requests in one hold of the device: each as it would run alone, or, with batching 'cross-request', in shared passes. */
