@@ -31,8 +31,8 @@ struct PrefixAttentionArgs {
 };
 
 // Which inner loops a call runs: AVX2+FMA where the CPU has them and D is a
-// multiple of 16, unless PJRT_SCORE_KERNEL_PORTABLE=1 (read on every call,
-// so tests can run both paths in one process); else the portable C++ loops.
+// multiple of 16, unless PJRT_SCORE_KERNEL_PORTABLE=1 or PJRT_SCORE_KERNEL_ISA=portable (read on
+// every call, so tests can run both paths in one process); else the portable C++ loops.
 const char* PrefixAttentionPath(int64_t d);
 
 // Shapes must already be checked (prefix_attention_ffi.cc). Returns false

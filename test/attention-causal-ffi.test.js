@@ -212,11 +212,14 @@ test('default model: the prefill with causal ffi equals qc4 and square (label pr
   for (const tag of ['ffi', 'qc4', 'square']) forms[tag] = await prefillByForm(client, model, weights, 48, 45, parseCausalAttentionTag(tag));
   t.match(forms.ffi.name, /_cffi$/, `its own program name: ${forms.ffi.name}`);
   t.ok(forms.ffi.logprobs.every(Number.isFinite), 'finite');
-  for (const tag of ['qc4', 'square']) {
-    // The probabilities are ~1e-4 and smaller: a relative bound on them is a bound on their logs' difference.
-    const diff = ref.maxAbsDiff(forms.ffi.logprobs, forms[tag].logprobs);
-    t.ok(diff <= TOL, `vs ${tag}: label probabilities within 1e-5 relative (max |log p difference| ${diff.toExponential(2)})`);
-  }
+  // The probabilities are ~1e-4 and smaller: a relative bound on them is a bound on their logs' difference.
+  // Against square within 1e-5; against qc4 within 1e-5 plus how far qc4 itself is from square (XLA's own
+  // rounding of the chunked form differs by CPU: 1.1e-5 from ffi on an AVX-512 Zen 4 with the code before).
+  const squareDiff = ref.maxAbsDiff(forms.ffi.logprobs, forms.square.logprobs);
+  t.ok(squareDiff <= TOL, `vs square: label probabilities within 1e-5 relative (max |log p difference| ${squareDiff.toExponential(2)})`);
+  const formsApart = ref.maxAbsDiff(forms.qc4.logprobs, forms.square.logprobs);
+  const qc4Diff = ref.maxAbsDiff(forms.ffi.logprobs, forms.qc4.logprobs);
+  t.ok(qc4Diff <= TOL + formsApart, `vs qc4: max |log p difference| ${qc4Diff.toExponential(2)} <= 1e-5 + |qc4 - square| (${formsApart.toExponential(2)})`);
   // K/V after 30 layers of rounding: the yardstick is how far the two StableHLO forms are apart.
   for (const part of ['k', 'v']) {
     const ours = ref.maxAbsDiff(forms.ffi[part], forms.square[part]);

@@ -36,6 +36,12 @@ const CASES = [
   // Queries x 10: scores spread ten times wider than above, and rows whose largest score comes in
   // a later key block (the running shift moves). Much larger scales make f32's own rounding of the
   // scores (|q| |k| D ulps) the error, on every form alike.
+  // Items over 32 tokens: own keys in key blocks, causal within the item, segments of the item's
+  // tokens in separate work units (384 rows / group per segment).
+  { name: 'long items: D=64 GQA 3, P=45 with 40 valid, N=3, L=33 (the first blocked length)', P: 45, prefixLength: 40, N: 3, L: 33, itemLengths: [33, 1, 20], Hq: 3, Hkv: 1, D: 64 },
+  { name: 'long items: D=48, P=100 all valid, N=2, L=300 (2 own blocks, segments of 192 tokens), GQA 2', P: 100, prefixLength: 100, N: 2, L: 300, itemLengths: [300, 257], Hq: 4, Hkv: 2, D: 48 },
+  { name: 'long items: D=40 (portable only), no prefix (prefixLength 0), N=1, L=530 with 529 valid, MHA', P: 3, prefixLength: 0, N: 1, L: 530, itemLengths: [529], Hq: 1, Hkv: 1, D: 40 },
+  { name: 'long items: D=64, queries x 10, P=270 with 259 valid, N=2, L=600 (3 own blocks), GQA 9/3, clamped length 999', P: 270, prefixLength: 259, N: 2, L: 600, itemLengths: [999, 0], Hq: 9, Hkv: 3, D: 64, qScale: 10 },
   { name: 'D=64, queries x 10, P=700 with 611 valid, N=6, L=5', P: 700, prefixLength: 611, N: 6, L: 5, itemLengths: [5, 4, 1, 5, 2, 3], Hq: 6, Hkv: 2, D: 64, qScale: 10 },
 ];
 
@@ -122,13 +128,11 @@ function fill(type) {
   return type.elementType === 's32' ? new Int32Array(size).fill(1) : Float32Array.from({ length: size }, (_, i) => Math.sin(i));
 }
 
-test('ffi calls the kernel for items up to PREFIX_KERNEL_MAX_ITEM_TOKENS tokens, and the StableHLO form above (own keys go row by row)', (t) => {
-  const { PREFIX_KERNEL_MAX_ITEM_TOKENS } = require('../dist/hlo/attention-ffi');
+test('ffi calls the kernel for items of any length (own keys of items over 32 tokens go in key blocks)', (t) => {
   const ffi = [parsePrefixAttentionTag('ffi')];
   const shape = (L) => ({ P: 8, N: 2, L, Hq: 2, Hkv: 1, D: 8 });
   const calls = (L) => (program(shape(L), ffi).text.match(/call_target_name = "pjrt_score_prefix_attention"/g) || []).length;
-  t.equal(calls(PREFIX_KERNEL_MAX_ITEM_TOKENS), 1, `L = ${PREFIX_KERNEL_MAX_ITEM_TOKENS}: one custom call`);
-  t.equal(calls(PREFIX_KERNEL_MAX_ITEM_TOKENS + 1), 0, `L = ${PREFIX_KERNEL_MAX_ITEM_TOKENS + 1}: no custom call`);
+  for (const L of [32, 33, 4500]) t.equal(calls(L), 1, `L = ${L}: one custom call`);
   t.end();
 });
 

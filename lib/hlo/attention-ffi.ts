@@ -8,9 +8,10 @@
  * The kernel exists only where the runtime registered it with the plugin
  * (a CPU plugin with the FFI extension: Client.prefixAttentionKernel); the
  * Scorer refuses this form elsewhere. Grouped calls (one query per group)
- * and items longer than PREFIX_KERNEL_MAX_ITEM_TOKENS keep the CPU's
- * StableHLO default form: the kernel takes one query, and does own keys
- * row by row.
+ * keep the CPU's StableHLO default form: the kernel takes one query. Items of
+ * any length go through the kernel: up to 32 tokens it does each row's own
+ * keys row by row, longer items' own keys go in key blocks with the causal
+ * limit per row, as the prefix keys do (native/prefix_attention.cc).
  */
 
 import { FunctionBuilder } from './builder';
@@ -29,17 +30,9 @@ export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
 /** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
 export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
 
-/**
- * Longest items the kernel takes. It does each row's own keys one by one, unblocked (fine for short
- * items, where the prefix keys are nearly all the work): on serial sequences of 2,020 tokens (no prefix,
- * all keys own) it ran at 43 useful GFLOP/s against 89 for the StableHLO form on the same Zen 3
- * (npm run bench, 2026-11-23). Longer items keep the StableHLO form.
- */
-export const PREFIX_KERNEL_MAX_ITEM_TOKENS = 32;
-
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length || l > PREFIX_KERNEL_MAX_ITEM_TOKENS) {
+  if (lead.length) {
     return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
   }
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
