@@ -12,6 +12,7 @@
 
 #include "attention_blocking.h"
 #include "attention_ops_avx2.h"
+#include "attention_ops_avx512.h"
 #include "attention_ops_portable.h"
 #include "kernel_isa.h"
 #include "thread_pool.h"
@@ -262,6 +263,7 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
 const char* PrefixAttentionPath(int64_t d) {
   const KernelIsa isa = AllowedKernelIsa();
 #if defined(__x86_64__)
+  if (isa >= KernelIsa::kAvx512 && d % 16 == 0) return "avx512";
   if (isa >= KernelIsa::kAvx2 && d % 16 == 0) return "avx2";
 #else
   (void)isa;
@@ -274,12 +276,15 @@ bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error) {
   if (args.n == 0 || args.l == 0 || args.hq == 0 || args.d == 0) return true;  // nothing to write
 #if defined(__x86_64__)
   const char* path = PrefixAttentionPath(args.d);
+  if (std::strcmp(path, "avx512") == 0) return Run<attention::Avx512Ops>(args, error);
   if (std::strcmp(path, "avx2") == 0) return Run<attention::Avx2Ops>(args, error);
 #endif
   return Run<attention::PortableOps>(args, error);
 }
 
-bool RunCausalAttention(const CausalAttentionArgs& args, std::string* error) {
+namespace {
+bool RunCausal(const CausalAttentionArgs& args, std::string* error,
+               bool (*run)(const PrefixAttentionArgs&, std::string*)) {
   const int64_t t = args.t;
   const int32_t valid =
       static_cast<int32_t>(std::min<int64_t>(std::max<int32_t>(args.valid_length, 0), t));
@@ -313,7 +318,16 @@ bool RunCausalAttention(const CausalAttentionArgs& args, std::string* error) {
   a.prefix_length = valid;
   a.item_prefix_lengths = item_prefix_lengths.data();
   a.out = args.out;
-  return RunPrefixAttention(a, error);
+  return run(a, error);
+}
+}  // namespace
+
+bool RunCausalAttention(const CausalAttentionArgs& args, std::string* error) {
+  return RunCausal(args, error, RunPrefixAttention);
+}
+
+bool RunCausalAttentionBf16(const CausalAttentionArgs& args, std::string* error) {
+  return RunCausal(args, error, RunPrefixAttentionBf16);
 }
 
 }  // namespace pjrt_score

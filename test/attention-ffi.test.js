@@ -4,8 +4,8 @@
 // plugin): against the float64 JS reference, the joint form and the CPU's
 // default form `ones_own` (within 1e-5 relative) on random odd shapes (L, N,
 // P not multiples of 8, several key blocks, prefixLength < P, items shorter
-// than L, GQA), on the AVX2 path and on the portable path
-// (PJRT_SCORE_KERNEL_PORTABLE=1); out-of-range lengths clamp as the
+// than L, GQA, items over 32 tokens whose own keys go in key blocks), on
+// every f32 path this CPU has (portable, AVX2, AVX-512: PJRT_SCORE_KERNEL_ISA); out-of-range lengths clamp as the
 // StableHLO forms do; hostile shapes at the handler are errors, not crashes;
 // the default model's extend program equals the joint form's.
 const test = require('tape');
@@ -17,7 +17,7 @@ const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
 const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
-const { cpuHasAvx2, withPath } = require('./helpers/kernel-path');
+const { withIsa, withPath, f32Paths } = require('./helpers/kernel-path');
 
 const TOL = 1e-5;
 const TAGS = ['joint', 'ones_own', 'ffi'];
@@ -75,10 +75,9 @@ CASES.forEach((c, ci) => {
       for (let j = len; j < c.L; j++) padRows.push(n * c.L + j);
     });
     const byPath = {};
-    for (const portable of [false, true]) {
-      const path = portable ? 'portable' : cpuHasAvx2 && c.D % 16 === 0 ? 'avx2' : 'portable (no AVX2 here)';
-      const [joint, onesOwn, ffi] = await withPath(portable, () => runProgram(client, prog, inputs));
-      byPath[portable] = ffi;
+    for (const { isa, path } of f32Paths(c.D)) {
+      const [joint, onesOwn, ffi] = await withIsa(isa, () => runProgram(client, prog, inputs));
+      byPath[path] = ffi;
       t.ok(ffi.every(Number.isFinite), `${path}: finite`);
       t.ok(ref.maxAbsDiff(ffi, expect) <= TOL, `${path}: ffi vs reference ${ref.maxAbsDiff(ffi, expect).toExponential(2)}`);
       for (const [name, other] of [['joint', joint], ['ones_own', onesOwn]]) {
@@ -87,10 +86,12 @@ CASES.forEach((c, ci) => {
       }
       t.ok(padRows.every((r) => ffi.subarray(r * w, (r + 1) * w).every((v) => v === 0)), `${path}: padding rows are exactly 0 (${padRows.length})`);
     }
-    // Own keys run the same scalar code on both paths: a difference needs prefix keys.
-    if (cpuHasAvx2 && c.D % 16 === 0 && clamped.prefixLength > 0 && clamped.itemLengths.some((x) => x > 0)) {
-      t.notOk(byPath[false].every((x, i) => Object.is(x, byPath[true][i])), 'the two paths ran different code (their results differ in some bit)');
+    // Short items' own keys run the same scalar code on every path: a difference needs blocked keys.
+    const paths = Object.keys(byPath);
+    if ((clamped.prefixLength > 0 || c.L > 32) && clamped.itemLengths.some((x) => x > 0)) {
+      for (const path of paths.slice(1)) t.notOk(byPath[path].every((x, i) => Object.is(x, byPath.portable[i])), `${path} and portable ran different code (their results differ in some bit)`);
     }
+    t.pass(`paths run here for D=${c.D}: ${paths.join(', ')}`);
   });
 });
 

@@ -30,6 +30,13 @@ export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
 /** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
 export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
 
+/**
+ * The same kernel in bf16 on the CPU's matrix units (AMX, AVX512_BF16; the portable tiles elsewhere),
+ * called where the function's dots run in bf16 (precision 'bf16'): q, K, V and the probabilities
+ * rounded to bf16, scores, softmax statistics and accumulation in f32.
+ */
+export const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
+
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
   if (lead.length) {
@@ -38,5 +45,6 @@ export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverP
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const q = f.multiply(x.itemQ, resolveScale(opts, d));
   const operands = [q, x.itemK, x.itemV, x.itemLengths, x.prefixK, x.prefixV, x.prefixLength];
-  return f.customCall(PREFIX_ATTENTION_TARGET, operands, [TensorType.f32([n, l, hq, d])])[0];
+  const target = f.fn.dotOperands === 'bf16' ? PREFIX_ATTENTION_BF16_TARGET : PREFIX_ATTENTION_TARGET;
+  return f.customCall(target, operands, [TensorType.f32([n, l, hq, d])])[0];
 }
