@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "bf16_tiles_avx512.h"
+
 #define PJRT_SCORE_AMX __attribute__((target("amx-tile,amx-bf16")))
 
 namespace pjrt_score {
@@ -42,6 +44,8 @@ struct AmxBf16Tiles {
     _tile_loadconfig(&cfg);
   }
   PJRT_SCORE_AMX static void End() { _tile_release(); }
+  // Every AMX CPU has AVX512_BF16: its rounding.
+  static void Round(const float* s, int64_t n, uint16_t* p) { Avx512Bf16Tiles::Round(s, n, p); }
 
   PJRT_SCORE_AMX static void Dot(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t depth,
                                  float* c, int64_t ldc, bool add) {

@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "bf16_tiles_portable.h"
+
 // Clang 18 and later split 512-bit vectors off AVX-512 (feature evex512); GCC before 14 knows no
 // such feature.
 #if defined(__clang__) && __clang_major__ >= 18
@@ -29,6 +31,16 @@ struct Avx512Bf16Tiles {
   static constexpr const char* kName = "avx512bf16";
   static void Begin() {}
   static void End() {}
+  // p = bf16(s), nearest even, 16 at a time (vcvtneps2bf16; it reads f32 denormals as 0, the
+  // portable rounding keeps them: a difference below 1e-38).
+  PJRT_SCORE_AVX512BF16 static void Round(const float* s, int64_t n, uint16_t* p) {
+    int64_t c = 0;
+    for (; c + 16 <= n; c += 16) {
+      const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(s + c));
+      std::memcpy(p + c, &h, sizeof(h));
+    }
+    for (; c < n; ++c) p[c] = F32ToBf16(s[c]);
+  }
   PJRT_SCORE_AVX512BF16 static void Dot(const uint16_t* a, int64_t lda, const uint16_t* b,
                                         int64_t depth, float* c, int64_t ldc, bool add) {
 #define PJRT_SCORE_DECL(m) __m512 c##m = add ? _mm512_loadu_ps(c + (m)*ldc) : _mm512_setzero_ps();

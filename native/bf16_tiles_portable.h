@@ -29,11 +29,16 @@ inline uint16_t F32ToBf16(float f) {
 // The tile product every bf16 path implements:
 //   c[m][n] (+)= sum over k < depth of a[m * lda + k] * b(k, n), m, n < 16,
 // a row-major bf16, b in pairs ([depth / 2][16 columns][2]: what AMX's B tile and vdpbf16ps read),
-// depth a multiple of 32, c f32 with rows ldc floats apart; add: onto c's values.
+// depth a multiple of 32, c f32 with rows ldc floats apart; add: onto c's values. And the
+// rounding of a row of probabilities to bf16 (Round).
 struct PortableBf16Tiles {
   static constexpr const char* kName = "portable";
   static void Begin() {}
   static void End() {}
+  // p[c] = bf16(s[c]), nearest even, n floats.
+  static void Round(const float* s, int64_t n, uint16_t* p) {
+    for (int64_t c = 0; c < n; ++c) p[c] = F32ToBf16(s[c]);
+  }
   static void Dot(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t depth, float* c,
                   int64_t ldc, bool add) {
     for (int64_t m = 0; m < 16; ++m) {

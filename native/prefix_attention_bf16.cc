@@ -158,7 +158,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
           shift[t + x] = m;
         }
         sum[t + x] += Ops::ExpSum(s, seen, m);
-        for (int64_t c = 0; c < seen; ++c) p[c] = F32ToBf16(s[c]);
+        Tiles::Round(s, seen, p);
         for (int64_t c = seen; c < depth; ++c) p[c] = 0;
       }
       for (int64_t j = 0; j < dp; j += kStrip)
