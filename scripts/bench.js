@@ -282,9 +282,13 @@ function shapesTable(worker, modelPath) {
   if (itemLimit !== null && !(Number.isInteger(itemLimit) && itemLimit >= 1)) throw new Error(`--shapes-items must be a positive integer, got ${args['shapes-items']}`);
   const before = roofs();
   console.log(`roofs before the shapes: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`);
+  // node-llama-cpp scores items one by one: over 50 items it is timed on --llama-cpp-subset of them and
+  // its per-item time scaled linearly (as in the plans' table).
   const llama = (w, items) => {
     if (args['skip-llama-cpp']) return null;
-    return runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(items)], `shapes: ${w.name} node-llama-cpp (${items} items)`);
+    const timed = items > 50 ? Math.min(items, Number(args['llama-cpp-subset'])) : items;
+    const r = runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(timed)], `shapes: ${w.name} node-llama-cpp (${timed} of ${items} items)`);
+    return { ...r, itemSeconds: (r.itemSeconds / r.items) * items, timedItems: r.items, scaled: r.items < items };
   };
   const rows = runShapesTable({ runJson, worker, llama, roofs: before, shapes: names, precisions, itemLimit });
   const after = roofs();

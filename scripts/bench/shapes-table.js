@@ -42,6 +42,7 @@ function runShapesTable(opts) {
         roof: roof ?? null,
         roofFraction: roof ? gflops / roof : null,
         llamaCppSeconds: llamaSeconds,
+        llamaCppScaled: llama ? Boolean(llama.scaled) : false,
         ratioToLlamaCpp: llamaSeconds ? llamaSeconds / r.seconds : null,
       });
     }
@@ -59,7 +60,7 @@ function printShapesTable(rows, roofs, fmt) {
     const shape = `${r.workload} ${w.queryTokens} / ${r.items}${r.items < w.items ? ` (of ${w.items})` : ''} x ${w.itemTokens}`;
     const kernel = r.attentionKernel ? r.attentionKernel.used : '-';
     console.log(
-      `| ${shape} | ${r.precision} (${r.asked}) | ${kernel} | ${fmt(r.seconds, 3)} | ${r.llamaCppSeconds ? fmt(r.llamaCppSeconds, 3) : '-'} | ${r.ratioToLlamaCpp ? `${fmt(r.ratioToLlamaCpp, 2)}x` : '-'} | ${fmt(r.gflops, 0)} | ${r.roofFraction ? `${fmt(100 * r.roofFraction, 0)}% (${r.precision === 'bf16' ? 'bf16' : 'f32'})` : '-'} |`,
+      `| ${shape} | ${r.precision} (${r.asked}) | ${kernel} | ${fmt(r.seconds, 3)} | ${r.llamaCppSeconds ? `${fmt(r.llamaCppSeconds, 3)}${r.llamaCppScaled ? ' (scaled)' : ''}` : '-'} | ${r.ratioToLlamaCpp ? `${fmt(r.ratioToLlamaCpp, 2)}x` : '-'} | ${fmt(r.gflops, 0)} | ${r.roofFraction ? `${fmt(100 * r.roofFraction, 0)}% (${r.precision === 'bf16' ? 'bf16' : 'f32'})` : '-'} |`,
     );
   }
   const reasons = [...new Set(rows.filter((r) => r.asked === 'auto').map((r) => r.precisionReason))];
