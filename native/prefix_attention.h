@@ -42,8 +42,10 @@ bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error);
 
 // The same attention in bf16 on the CPU's matrix units (prefix_attention_bf16.cc): q, K, V
 // rounded to bf16, scores and softmax statistics in f32, probabilities rounded to bf16 before
-// the PV product (f32 accumulation). The path: "amx", "avx512bf16" or "portable" (the same
-// blocking and rounding anywhere), capped by PJRT_SCORE_KERNEL_ISA like the f32 path; any D.
+// the PV product (f32 accumulation). The path: "amx", "avx512bf16", "portable" (the same
+// blocking and rounding anywhere: where the allowed ISA is portable), or on AVX2 and AVX-512 CPUs
+// without bf16 dot units "f32 avx2" / "f32 avx512" (the f32 kernel: faster there than portable
+// tiles); capped by PJRT_SCORE_KERNEL_ISA like the f32 path; any D.
 const char* PrefixAttentionBf16Path(int64_t d);
 bool RunPrefixAttentionBf16(const PrefixAttentionArgs& args, std::string* error);
 

@@ -272,24 +272,33 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
 
 }  // namespace
 
+// The bf16 tiles where the CPU has bf16 dot units; on AVX2 and AVX-512 CPUs without them the f32
+// kernel (the portable tiles run 8x slower than the AVX2 f32 path there, and f32 is more exact);
+// the portable tiles where the allowed ISA is portable (a CPU without AVX2, or
+// PJRT_SCORE_KERNEL_ISA=portable: how tests run them on any CPU).
 const char* PrefixAttentionBf16Path(int64_t d) {
-  (void)d;  // any D: padded to a multiple of 32
   const KernelIsa isa = AllowedKernelIsa();
   if (isa >= KernelIsa::kAmx) return attention::AmxBf16Tiles::kName;
   if (isa >= KernelIsa::kAvx512Bf16) return attention::Avx512Bf16Tiles::kName;
-  return attention::PortableBf16Tiles::kName;
+  if (isa == KernelIsa::kPortable) return attention::PortableBf16Tiles::kName;
+  const char* f32 = PrefixAttentionPath(d);
+  if (std::strcmp(f32, "avx512") == 0) return "f32 avx512";
+  if (std::strcmp(f32, "avx2") == 0) return "f32 avx2";
+  return "f32 portable";
 }
 
 bool RunPrefixAttentionBf16(const PrefixAttentionArgs& args, std::string* error) {
   if (args.n == 0 || args.l == 0 || args.hq == 0 || args.d == 0) return true;  // nothing to write
-#if defined(__x86_64__)
   const char* path = PrefixAttentionBf16Path(args.d);
+#if defined(__x86_64__)
   if (std::strcmp(path, attention::AmxBf16Tiles::kName) == 0)
     return Run<attention::AmxBf16Tiles, attention::Avx512Ops>(args, error);
   if (std::strcmp(path, attention::Avx512Bf16Tiles::kName) == 0)
     return Run<attention::Avx512Bf16Tiles, attention::Avx512Ops>(args, error);
 #endif
-  return Run<attention::PortableBf16Tiles, attention::PortableOps>(args, error);
+  if (std::strcmp(path, attention::PortableBf16Tiles::kName) == 0)
+    return Run<attention::PortableBf16Tiles, attention::PortableOps>(args, error);
+  return RunPrefixAttention(args, error);  // "f32 ...": the f32 kernel's own choice of path
 }
 
 }  // namespace pjrt_score
