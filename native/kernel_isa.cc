@@ -6,6 +6,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#endif
+#if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -17,8 +19,10 @@ namespace {
 // arch_prctl's request for permission to use an extended state component,
 // and AMX's tile data component (Linux 5.16+; older kernels refuse it and
 // the CPU then counts as having no AMX).
+#if defined(__linux__)
 constexpr int kArchReqXcompPerm = 0x1023;
 constexpr int kXfeatureXtiledata = 18;
+#endif
 
 // Not __builtin_cpu_supports: it reads the runtime library's __cpu_model,
 // which the prebuild's toolchain (zig c++, compiler-rt) cannot link into a
@@ -43,9 +47,13 @@ KernelIsa Detect() {
   const bool amx = ((edx7 >> 22) & 1) && ((edx7 >> 24) & 1) &&  // AMX-BF16, AMX-TILE
                    (xcr0 & 0x60000u) == 0x60000u;               // XTILECFG, XTILEDATA state
   if (!amx) return KernelIsa::kAvx512Bf16;
+#if defined(__linux__)
   if (syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) != 0)
     return KernelIsa::kAvx512Bf16;
   return KernelIsa::kAmx;
+#else
+  return KernelIsa::kAvx512Bf16;  // no way asked here for tile state: no AMX
+#endif
 }
 #else
 KernelIsa Detect() { return KernelIsa::kPortable; }

@@ -278,8 +278,10 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
 // PJRT_SCORE_KERNEL_ISA=portable: how tests run them on any CPU).
 const char* PrefixAttentionBf16Path(int64_t d) {
   const KernelIsa isa = AllowedKernelIsa();
+#if defined(__x86_64__)
   if (isa >= KernelIsa::kAmx) return attention::AmxBf16Tiles::kName;
   if (isa >= KernelIsa::kAvx512Bf16) return attention::Avx512Bf16Tiles::kName;
+#endif
   if (isa == KernelIsa::kPortable) return attention::PortableBf16Tiles::kName;
   const char* f32 = PrefixAttentionPath(d);
   if (std::strcmp(f32, "avx512") == 0) return "f32 avx512";
