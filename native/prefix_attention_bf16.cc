@@ -3,7 +3,8 @@
 // to bf16 (to nearest even), scores and the softmax statistics (shift, sum) in f32, the
 // probabilities rounded to bf16 before the PV product, which accumulates in f32. The products
 // go through a tile interface (bf16_tiles_portable.h) with three implementations: portable,
-// AVX512_BF16 and AMX; only the tile product differs between them.
+// AVX512_BF16 and AMX; only the tile product differs between them. Short items' own keys (row by
+// row, see OwnRows) stay f32.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -48,6 +49,14 @@ struct PackedBf16 {
   int64_t BlockSize() const { return kKeyBlock * dp; }
 };
 
+// Short items' own keys and values as f32 rows of Dp (zeros past D), copied once per call: their
+// own keys go row by row in f32, not rounded (a few keys a row; with no prefix, as in the serial
+// plan's short sequences, they are all the row's keys, and bf16 there moved the real model's
+// scores up to the seeds' gate), with the f32 row loops (Ops::Dot, Ops::Axpy).
+struct OwnRows {
+  std::vector<float> k, v;  // [N][L][Hkv][Dp]
+};
+
 // Packs keys and values [0, count) of one sequence (rows `row` floats apart) at block `k`, `v`.
 void Pack(const float* keys, const float* values, int64_t row, int64_t count, int64_t d, int64_t dp,
           uint16_t* k, uint16_t* v) {
@@ -72,7 +81,7 @@ struct Unit {
 // Scale) on rows of Dp floats.
 template <class Tiles, class Ops>
 void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf16& own,
-             int64_t plen, const Unit& u) {
+             const OwnRows& own_rows, int64_t plen, const Unit& u) {
   const int64_t d = a.d, dp = pre.dp, l = a.l, hq = a.hq, hkv = a.hkv, group = hq / hkv, h = u.h;
   const bool blocked_own = own.blocks > 0;
   auto length = [&](int64_t i) {
@@ -83,7 +92,6 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
     if (a.item_prefix_lengths == nullptr) return plen;
     return std::min<int64_t>(std::max<int32_t>(a.item_prefix_lengths[i], 0), plen);
   };
-  auto round = [](float x) { return Bf16ToF32(F32ToBf16(x)); };
 
   int64_t rows = 0;
   for (int64_t i = u.first; i < u.last; ++i) rows += tokens(i) * group;
@@ -91,6 +99,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
   std::vector<uint16_t> q(padded * dp, 0), probs(kRows * kKeyBlock, 0);
   std::vector<float> acc(padded * dp, 0.f), sum(padded, 0.f), scores(kRows * kKeyBlock, 0.f);
   std::vector<float> shift(padded, -std::numeric_limits<float>::infinity()), own_scores(l, 0.f);
+  std::vector<float> q_row(dp, 0.f);
   std::vector<int64_t> limit(padded, 0), step_limit(steps, 0);
   std::vector<int64_t> own_limit(padded, 0), step_own_limit(steps, 0);
 
@@ -108,22 +117,21 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
           step_own_limit[r / kRows] = std::max(step_own_limit[r / kRows], j + 1);
           continue;
         }
-        // Short items: own keys row by row (in f32 on bf16-rounded operands), first.
+        // Short items: own keys row by row in f32, first.
+        std::memcpy(q_row.data(), src, sizeof(float) * d);
         float m = -std::numeric_limits<float>::infinity();
         for (int64_t k = 0; k <= j; ++k) {
-          const float* key = a.item_k + ((i * l + k) * hkv + h) * d;
-          float s = 0.f;
-          for (int64_t x = 0; x < d; ++x) s += Bf16ToF32(qr[x]) * round(key[x]);
+          const float s =
+              Ops::Dot(q_row.data(), own_rows.k.data() + ((i * l + k) * hkv + h) * dp, dp);
           own_scores[k] = s;
           m = std::max(m, s);
         }
         float total = 0.f;
         float* ar = acc.data() + r * dp;
         for (int64_t k = 0; k <= j; ++k) {
-          const float w = std::exp(own_scores[k] - m), wb = round(w);
+          const float w = std::exp(own_scores[k] - m);
           total += w;
-          const float* value = a.item_v + ((i * l + k) * hkv + h) * d;
-          for (int64_t x = 0; x < d; ++x) ar[x] += wb * round(value[x]);
+          Ops::Axpy(w, own_rows.v.data() + ((i * l + k) * hkv + h) * dp, dp, ar);
         }
         shift[r] = m;
         sum[r] = total;
@@ -204,6 +212,7 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
   const int64_t plen = std::min<int64_t>(std::max<int32_t>(a.prefix_length, 0), a.p);
   ThreadPool& pool = ThreadPool::Shared();
   PackedBf16 pre, own;
+  OwnRows own_rows;
   try {
     pre.dp = own.dp = RoundUp(d, kDepth);
     pre.blocks = (plen + kKeyBlock - 1) / kKeyBlock;
@@ -213,6 +222,9 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
       own.blocks = (l + kKeyBlock - 1) / kKeyBlock;
       own.k.assign(hkv * n * own.blocks * own.BlockSize(), 0);
       own.v.assign(own.k.size(), 0);
+    } else {
+      own_rows.k.assign(n * l * hkv * pre.dp, 0.f);
+      own_rows.v.assign(own_rows.k.size(), 0.f);
     }
   } catch (const std::bad_alloc&) {
     *error = "out of memory for the packed keys";
@@ -230,6 +242,17 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
       const int64_t at = (h * n + i) * own.blocks * own.BlockSize();
       Pack(a.item_k + (i * l * hkv + h) * d, a.item_v + (i * l * hkv + h) * d, hkv * d, len, d,
            own.dp, own.k.data() + at, own.v.data() + at);
+    });
+  }
+
+  if (!own_rows.k.empty()) {
+    pool.ParallelFor(n, [&](int64_t i) {
+      for (int64_t row = i * l * hkv; row < (i + 1) * l * hkv; ++row) {
+        for (int64_t x = 0; x < d; ++x) {
+          own_rows.k[row * pre.dp + x] = a.item_k[row * d + x];
+          own_rows.v[row * pre.dp + x] = a.item_v[row * d + x];
+        }
+      }
     });
   }
 
@@ -258,7 +281,7 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
   std::atomic<bool> failed{false};
   pool.ParallelFor(static_cast<int64_t>(units.size()), [&](int64_t k) {
     try {
-      RunUnit<Tiles, Ops>(a, pre, own, plen, units[k]);
+      RunUnit<Tiles, Ops>(a, pre, own, own_rows, plen, units[k]);
     } catch (const std::bad_alloc&) {
       failed.store(true);
     }

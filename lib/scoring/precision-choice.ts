@@ -34,7 +34,7 @@ const AUTO_BF16: Partial<Record<KernelIsa, string>> = {
   amx:
     'AMX bf16 matrix units: XLA runs bf16 x bf16 -> f32 dots on AMX (1,045-1,276 against 270-347 GFLOP/s f32 on a Xeon, family 6 model 167) and the attention kernel runs AMX tiles',
   avx512bf16:
-    'AVX512_BF16 (vdpbf16ps): XLA ran bf16 x bf16 -> f32 dots at 1.85x the f32 GFLOP per CPU-s on an AMD EPYC Zen 4 (family 25 model 17), the bf16 attention kernel 1.1x the f32 kernel',
+    'AVX512_BF16 (vdpbf16ps): XLA ran bf16 x bf16 -> f32 dots at 1.85x the f32 GFLOP per CPU-s on an AMD EPYC Zen 4 (family 25 model 17), the bf16 attention kernel 1.1-1.55x the f32 kernel',
 };
 
 /** Resolves `asked` on a host whose kernels take `kernel` (null: no attention kernels, e.g. not the CPU plugin). */
