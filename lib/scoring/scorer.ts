@@ -13,10 +13,12 @@ import { ensureModelPath } from '../model/default-model';
 import { OpenedModel, openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
+import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
-import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
+import { DecoderRunner, Precision } from './decoder-runner';
+import { AttentionKernelChoice, attentionKernelChoice, choosePrecision, PrecisionChoice, PrecisionOption, PRECISION_OPTIONS } from './precision-choice';
 import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { loadProgramCache } from './load-programs';
@@ -67,9 +69,13 @@ export interface ScorerOptions {
   /**
    * f32 dot precision (SPEC.md section 12): 'highest' (default) is true f32 on
    * every platform, so every plan agrees within 1e-4; 'default' lets the
-   * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU).
+   * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU);
+   * 'bf16' rounds dot operands to bf16 (f32 accumulation; on the CPU the
+   * attention kernel runs its bf16 tiles: AMX, AVX512_BF16 or portable);
+   * 'auto' is bf16 where the CPU has bf16 matrix units measured to pay,
+   * 'highest' elsewhere (`precisionChoice` says which and why).
    */
-  readonly precision?: Precision;
+  readonly precision?: PrecisionOption;
   /**
    * How the big weight matrices live on the device: 'f32' (default), 'bf16'
    * (half the memory), 'int8' (about 0.28x: blocks of 32 with an f32 scale) or
@@ -139,6 +145,10 @@ export interface PlanExplanation {
   readonly algorithm: Algorithm;
   /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
   readonly precision: Precision;
+  /** Why this precision (the option, or what 'auto' saw). */
+  readonly precisionReason: string;
+  /** The attention kernels' paths on this CPU and the one this precision takes; null without the kernels. */
+  readonly attentionKernel: AttentionKernelChoice | null;
   readonly reason: string;
   /** Estimated cost of the chosen plan, FLOP-equivalents. */
   readonly cost: number;
@@ -225,6 +235,8 @@ export class Scorer implements Disposable {
   readonly platform: PlatformFacts;
   /** f32 dot precision of every program this Scorer runs. */
   readonly precision: Precision;
+  /** The precision option resolved: what was asked, what runs, why. */
+  readonly precisionChoice: PrecisionChoice;
   /** How item tokens attend over the query's keys (the option, else the platform's). */
   readonly prefixAttention: PrefixAttention;
   /** How the query attends causally to itself (the option, else the platform's). */
@@ -273,7 +285,7 @@ export class Scorer implements Disposable {
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = options.algorithm ?? 'auto';
     this.templateOption = options.rerankTemplate;
-    const facts = platformFacts(this.client.platformName);
+    const facts = platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
     this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES);
@@ -286,7 +298,8 @@ export class Scorer implements Disposable {
     };
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
-    this.precision = options.precision ?? 'highest';
+    this.precisionChoice = choosePrecision(options.precision ?? 'highest', this.client.platformName, this.kernelPaths());
+    this.precision = this.precisionChoice.precision;
     this.prefixAttention = options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel);
     this.causalAttention = options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel);
     this.batching = options.batching ?? 'invariant';
@@ -317,8 +330,8 @@ export class Scorer implements Disposable {
     if (options.algorithm !== undefined && !isAlgorithmChoice(options.algorithm)) {
       throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(options.algorithm)}`);
     }
-    if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
-      throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
+    if (options.precision !== undefined && !PRECISION_OPTIONS.includes(options.precision)) {
+      throw new TypeError(`precision must be one of ${PRECISION_OPTIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
     }
     try {
       if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
@@ -396,6 +409,8 @@ export class Scorer implements Disposable {
         path: model.path,
         platform: `${client.platformName} ${client.platformVersion}`,
         precision: scorer.precision,
+        precisionReason: scorer.precisionChoice.reason,
+        attentionKernel: scorer.attentionKernel(),
         prefixAttention: scorer.prefixAttention,
         causalAttention: scorer.causalAttention,
         weights: weightChoice.weightType,
@@ -558,7 +573,22 @@ export class Scorer implements Disposable {
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
     const choice = this.choose(normalized, request.algorithm);
-    return explanation(choice, this.precision);
+    return explanation(choice, this.precisionChoice, this.attentionKernel());
+  }
+
+  /**
+   * The attention kernels' paths on this CPU (read now: PJRT_SCORE_KERNEL_ISA may cap them) and the
+   * one this Scorer's precision takes; null where no kernel form runs.
+   */
+  attentionKernel(): AttentionKernelChoice | null {
+    const usesKernel = this.prefixAttention.kind === 'kernel' || this.causalAttention.kind === 'kernel';
+    const paths = usesKernel ? this.kernelPaths() : null;
+    return paths ? attentionKernelChoice(paths, this.precision) : null;
+  }
+
+  /** The kernels' paths for this model's head dim, where the client registered the kernels. */
+  private kernelPaths(): KernelPaths | null {
+    return this.client.prefixAttentionKernel ? attentionKernelPaths(this.config.headDim) : null;
   }
 
   /**
@@ -736,9 +766,9 @@ function warmupShape(s: WarmupShape): RequestShape {
   return { queryLength: s.queryTokens, itemLengths: new Array<number>(s.items).fill(s.itemTokens), labelCount: s.labels ?? 2, itemFirst: false };
 }
 
-function explanation(choice: PlanChoice, precision: Precision): PlanExplanation {
+function explanation(choice: PlanChoice, precision: PrecisionChoice, attentionKernel: AttentionKernelChoice | null): PlanExplanation {
   const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
-  return { algorithm: choice.plan.algorithm, precision, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
+  return { algorithm: choice.plan.algorithm, precision: precision.precision, precisionReason: precision.reason, attentionKernel, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
 }
 
 export type { Plan };

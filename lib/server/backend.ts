@@ -10,7 +10,7 @@ import type { PrefixCacheCounters } from '../scoring/prefix-cache';
 import type { NormalizedRerank } from '../scoring/rerank';
 import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
 import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
-import type { Precision } from '../scoring/decoder-runner';
+import type { PrecisionOption as Precision } from '../scoring/precision-choice';
 import type { Batching } from '../scoring/request-batcher';
 import type { WeightChoice } from '../device-weights/choose';
 

@@ -4,7 +4,7 @@
  */
 import { ALGORITHM_CHOICES, AlgorithmChoice, WarmupShape } from './backend';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
-import type { Precision } from '../scoring/decoder-runner';
+import type { PrecisionOption as Precision } from '../scoring/precision-choice';
 import type { Batching } from '../scoring/request-batcher';
 import type { WeightChoice } from '../device-weights/choose';
 import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
@@ -33,7 +33,7 @@ export interface ServeOptions {
   readonly coalesce: boolean;
   /** Rerank template name for /v1/rerank; default chosen from the model. */
   readonly rerankTemplate?: string;
-  /** Dot precision: 'highest' (true f32, the default), 'default' (the platform's fast f32 mode, TF32 on NVIDIA) or 'bf16' (bf16 operands, f32 accumulation). */
+  /** Dot precision: 'highest' (true f32, the default), 'default' (the platform's fast f32 mode, TF32 on NVIDIA) or 'bf16' (bf16 operands, f32 accumulation) or 'auto' (bf16 on CPUs with bf16 matrix units, else highest). */
   readonly precision?: Precision;
   /** How the weight matrices live on the device: f32 (default), bf16, int8 or auto (the Scorer's `weights` option). */
   readonly weights?: WeightChoice;
@@ -107,7 +107,7 @@ export const SERVE_SETTINGS: readonly SettingSpec[] = [
   { flag: 'queue-size', env: 'PJRT_SCORE_QUEUE_SIZE', kind: 'integer', key: 'queueSize', min: 0, help: `most requests waiting for the device; more get 429 (default ${DEFAULT_SERVE_OPTIONS.queueSize})` },
   { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', kind: 'integer', key: 'timeoutMs', min: 1, help: `per-request deadline; past it 504 and the work is dropped (default ${DEFAULT_SERVE_OPTIONS.timeoutMs})` },
   { flag: 'max-body-bytes', env: 'PJRT_SCORE_MAX_BODY_BYTES', kind: 'integer', key: 'maxBodyBytes', min: 1, help: `largest request body; more get 413 (default ${DEFAULT_SERVE_OPTIONS.maxBodyBytes}, 8 MiB)` },
-  { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation: the GPU fast path)" },
+  { flag: 'precision', env: 'PJRT_SCORE_PRECISION', kind: 'string', key: 'precision', help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) , bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where the CPU has bf16 matrix units measured to pay, else highest)" },
   { flag: 'weights', env: 'PJRT_SCORE_WEIGHTS', kind: 'string', key: 'weights', help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (0.28x, blocks of 32 with an f32 scale) or auto (chosen for this platform and host)' },
   {
     flag: 'batching',
