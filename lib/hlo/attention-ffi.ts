@@ -7,10 +7,10 @@
  *
  * The kernel exists only where the runtime registered it with the plugin
  * (a CPU plugin with the FFI extension: Client.prefixAttentionKernel); the
- * Scorer refuses this form elsewhere. Grouped calls (one query per group)
- * and items longer than PREFIX_KERNEL_MAX_ITEM_TOKENS keep the CPU's
- * StableHLO default form: the kernel takes one query, and does own keys
- * row by row.
+ * Scorer refuses this form elsewhere. Grouped calls (one query per group),
+ * items longer than PREFIX_KERNEL_MAX_ITEM_TOKENS and calls with a sliding
+ * window or soft-capped scores keep the CPU's StableHLO default form: the
+ * kernel takes one query, does own keys row by row, and has no window or cap.
  */
 
 import { FunctionBuilder } from './builder';
@@ -18,6 +18,7 @@ import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixLayout, resolveScale } from './attention';
 import { itemsOverPrefixAttentionRows } from './attention-rows';
 import { TensorType } from './types';
+import { shapesScores } from './attention-window';
 
 /** The fused kernel (a `PrefixAttention` kind, prefix-attention.ts; tag `ffi`). */
 export interface PrefixKernel {
@@ -39,7 +40,9 @@ export const PREFIX_KERNEL_MAX_ITEM_TOKENS = 32;
 
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length || l > PREFIX_KERNEL_MAX_ITEM_TOKENS) {
+  // The kernel takes no window or soft cap yet: opts is the seam that would pass them; until then those
+  // layers (Gemma's) run the StableHLO form.
+  if (lead.length || l > PREFIX_KERNEL_MAX_ITEM_TOKENS || shapesScores(opts)) {
     return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
   }
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.

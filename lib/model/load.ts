@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { ModelConfig, ModelConfigError, configFromGguf, configFromHf } from './config';
 import { DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolveModelPath } from './default-model';
 import { GgufFile } from './gguf';
+import { SafetensorsShards } from './safetensors';
 import { Tokenizer } from './tokenizer';
 import { HostWeights } from './weights';
 import { loadGgufWeights, loadHfWeights } from './weights-load';
@@ -117,6 +118,18 @@ function ggufName(file: string): string {
   return path.basename(file).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '');
 }
 
+/** The stored dtype of a Gemma directory's embedding (its sqrt(hidden) factor is rounded to it); undefined for other families. */
+function hfEmbeddingDtype(dir: string, config: Record<string, unknown>): string | undefined {
+  if (typeof config.model_type !== 'string' || !config.model_type.startsWith('gemma')) return undefined;
+  const shards = SafetensorsShards.open(dir);
+  try {
+    const name = 'model.embed_tokens.weight';
+    return shards.has(name) ? shards.tensor(name).dtype : undefined;
+  } finally {
+    shards.close();
+  }
+}
+
 function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer: Tokenizer } {
   const configFile = path.join(dir, 'config.json');
   if (!fs.existsSync(configFile)) {
@@ -134,7 +147,8 @@ function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer
   const tokenizerJson = readJson(tokenizerFile);
   if (!tokenizerJson) throw new ModelConfigError(`${dir} has no tokenizer.json`);
   const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json'));
-  const config = configFromHf(readJson(configFile)!, tokenizerConfig, tokenizerJson, configFile);
+  const configJson = readJson(configFile)!;
+  const config = configFromHf(configJson, tokenizerConfig, tokenizerJson, configFile, { embeddingDtype: hfEmbeddingDtype(dir, configJson) });
   const tokenizer = new Tokenizer(tokenizerJson, {
     tokenizerConfig,
     bosTokenId: config.bosTokenId,
