@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { ModelConfig, ModelConfigError, configFromGguf, configFromHf } from './config';
 import { DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolveModelPath } from './default-model';
 import { GgufFile } from './gguf';
+import { ggmlTypeName } from './gguf-types';
 import { SafetensorsShards } from './safetensors';
 import { Tokenizer } from './tokenizer';
 import { HostWeights } from './weights';
@@ -18,6 +19,28 @@ export interface LoadedModel {
   readonly name: string;
   /** Absolute path of the GGUF file or Hugging Face directory. */
   readonly path: string;
+  /** The stored tensor types and how many tensors have each, most first: "Q4_K (27), F32 (109)". */
+  readonly quantization: string;
+}
+
+/** "Q5_0 (81), F32 (...)": tensor types by count, most first (ties by name). */
+export function tensorTypeSummary(types: Iterable<string>): string {
+  const counts = new Map<string, number>();
+  for (const t of types) counts.set(t, (counts.get(t) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t, n]) => `${t} (${n})`).join(', ');
+}
+
+function ggufQuantization(gguf: GgufFile): string {
+  return tensorTypeSummary([...gguf.tensors.values()].map((t) => ggmlTypeName(t.type)));
+}
+
+function hfQuantization(dir: string): string {
+  const shards = SafetensorsShards.open(dir);
+  try {
+    return tensorTypeSummary(shards.tensorNames.map((n) => shards.tensor(n).dtype));
+  } finally {
+    shards.close();
+  }
 }
 
 /**
@@ -52,7 +75,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: path.basename(resolved), path: resolved, weights: hfWeightReader(resolved, config) };
+    return { config, tokenizer, name: path.basename(resolved), path: resolved, quantization: hfQuantization(resolved), weights: hfWeightReader(resolved, config) };
   }
   const gguf = GgufFile.open(resolved);
   try {
@@ -66,6 +89,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
       },
       name: ggufName(resolved),
       path: resolved,
+      quantization: ggufQuantization(gguf),
       weights: ggufWeightReader(gguf, config, true),
     };
   } catch (err) {
@@ -79,12 +103,12 @@ export function loadModelInfo(pathOrDir?: string): Omit<LoadedModel, 'weights'> 
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: path.basename(resolved), path: resolved };
+    return { config, tokenizer, name: path.basename(resolved), path: resolved, quantization: hfQuantization(resolved) };
   }
   const gguf = GgufFile.open(resolved);
   try {
     const config = configFromGguf(gguf);
-    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved };
+    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved, quantization: ggufQuantization(gguf) };
   } finally {
     gguf.close();
   }
@@ -96,7 +120,7 @@ function loadGgufModel(file: string): LoadedModel {
     const config = configFromGguf(gguf);
     const tokenizer = ggufTokenizer(gguf, config);
     const weights = loadGgufWeights(gguf, config);
-    return { config, weights, tokenizer, name: ggufName(file), path: file };
+    return { config, weights, tokenizer, name: ggufName(file), path: file, quantization: ggufQuantization(gguf) };
   } finally {
     gguf.close();
   }
@@ -105,7 +129,7 @@ function loadGgufModel(file: string): LoadedModel {
 function loadHfModel(dir: string): LoadedModel {
   const { config, tokenizer } = readHfConfigAndTokenizer(dir);
   const weights = loadHfWeights(dir, config);
-  return { config, weights, tokenizer, name: path.basename(dir), path: dir };
+  return { config, weights, tokenizer, name: path.basename(dir), path: dir, quantization: hfQuantization(dir) };
 }
 
 function ggufTokenizer(gguf: GgufFile, config: ModelConfig): Tokenizer {

@@ -152,6 +152,9 @@ function models(service: ScoreService): Reply {
         owned_by: 'pjrt-score',
         root: backend.modelName,
         max_model_len: backend.config.contextLength,
+        ...(backend.config.architecture ? { family: backend.config.architecture } : {}),
+        ...(backend.quantization ? { quantization: backend.quantization } : {}),
+        context_length: backend.config.contextLength,
       },
     ],
   });
