@@ -33,11 +33,14 @@ const QUERY = [5, 9, 11, 3, 40, 17, 22, 30, 12];
 const ITEMS = [[7, 8], [60, 61, 62, 1, 2, 3], [4], [33, 34, 35, 36], [50, 51, 52]];
 const LABELS = [0, 5, 63, 31];
 
+// Beside the CPU's forms (the Hugging Face directory's run), each model runs the GPU's and one more.
+const JOINT_SQUARE = { prefixAttention: { kind: 'joint' }, causalAttention: { kind: 'square' } };
 const FORMS = {
-  cpu: {},
-  'joint+square': { prefixAttention: { kind: 'joint' }, causalAttention: { kind: 'square' } },
-  'rc2w+qc3': { prefixAttention: { kind: 'rows', itemsPerChunk: 2, loop: 'while', denominator: 'reduce' }, causalAttention: { kind: 'chunked', queryChunks: 3 } },
-  'kb4w (runs rows)': { prefixAttention: { kind: 'blocked', keyBlock: 4, loop: 'while' } },
+  gemma3: {
+    'joint+square': JOINT_SQUARE,
+    'rc2w+qc3': { prefixAttention: { kind: 'rows', itemsPerChunk: 2, loop: 'while', denominator: 'reduce' }, causalAttention: { kind: 'chunked', queryChunks: 3 } },
+  },
+  gemma2: { 'joint+square': JOINT_SQUARE, 'kb4w (runs rows)': { prefixAttention: { kind: 'blocked', keyBlock: 4, loop: 'while' } } },
 };
 
 function maxDiff(a, b) {
@@ -97,10 +100,11 @@ for (const arch of ['gemma3', 'gemma2']) {
       t.notEqual(hf.prefixAttention.kind, 'kernel', 'the kernel form is replaced by a StableHLO form');
     }
     hf.dispose();
-    for (const [name, options] of Object.entries(FORMS)) {
+    for (const [name, options] of Object.entries(FORMS[arch])) {
       (await checkPlans(t, gguf, reference, options, `${arch} GGUF F16, ${name}`)).dispose();
     }
 
+    if (arch !== 'gemma2') return;
     // Cross-request passes: two requests with different queries share passes (a group axis on every attention input).
     const scorer = await Scorer.load({ model: gguf, diskCache: false, batching: 'cross-request' });
     const other = QUERY.slice(2);
@@ -133,6 +137,11 @@ test('config: query_pre_attn_scalar, layer patterns, refusals that list what is 
   t.equal(config.gemma.attentionScale, Math.fround(24 ** -0.5), 'attention scale query_pre_attn_scalar^-0.5');
   t.deepEqual(config.slidingWindow.layers, [true, true, false, true, true, false], 'sliding_window_pattern 3: every third layer global');
   t.equal(M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma3-default'), { config: { layer_types: undefined } })).config.slidingWindow.layers.join(), 'true,true,true,true,true,false', 'Gemma 3 default: 5 local, 1 global');
+  // sqrt(hidden) in the embedding's dtype, as transformers rounds it (the helper's bf16 rounding, not lib's).
+  const { f32ToBf16Bits } = require('./helpers/tiny-model');
+  const bf16 = M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma3-bf16'), { dtype: 'BF16' })).config.gemma.embeddingScale;
+  t.equal(bf16, new Float32Array(new Uint32Array([f32ToBf16Bits(Math.sqrt(32)) << 16]).buffer)[0], `BF16 directory: embedding scale ${bf16} (sqrt(32) rounded to bf16)`);
+  t.equal(config.gemma.embeddingScale, Math.fround(Math.sqrt(32)), 'F32 directory: embedding scale sqrt(32) in f32');
   const g2 = makeTinyModel('gemma2', 2);
   const g2config = M.loadModelInfo(writeTinyGguf(g2, path.join(work, 'g2-pattern.gguf'))).config;
   t.deepEqual(g2config.slidingWindow.layers, [true, false, true], 'Gemma 2 GGUF: even layers local (llama.cpp)');
