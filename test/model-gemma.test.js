@@ -89,7 +89,12 @@ for (const arch of ['gemma3', 'gemma2']) {
     writeTinyHfDir(tiny, noWindow, { dtype: 'F32', config: { sliding_window: null } });
     t.ok(maxDiff(referenceLabelLogprobs(noWindow, ITEMS.map((item) => [...QUERY, ...item]), LABELS), reference) > 1e-3, 'the windows change the reference scores');
 
-    const hf = await checkPlans(t, dir, reference, {}, `${arch} safetensors, CPU forms`);
+    const events = [];
+    const hf = await checkPlans(t, dir, reference, { log: (e) => events.push(e) }, `${arch} safetensors, CPU forms`);
+    const loadedEvent = events.find((e) => e.event === 'model_loaded');
+    t.equal(loadedEvent.family, arch, 'the load log names the family');
+    t.equal(loadedEvent.quantization, `F32 (${tiny.config.numLayers * (arch === 'gemma3' ? 13 : 11) + 2})`, `... the stored types (${loadedEvent.quantization})`);
+    t.equal(loadedEvent.contextLength, tiny.config.contextLength, '... and the context');
     const loaded = M.loadModelInfo(dir);
     t.equal(loaded.config.architecture, arch, 'family');
     t.deepEqual(loaded.config.slidingWindow, tiny.config.slidingWindow, 'window and layer pattern from config.json');
@@ -97,6 +102,7 @@ for (const arch of ['gemma3', 'gemma2']) {
     t.ok(explained.attention && typeof explained.attention.prefixAttention === 'string', `explain() names the attention forms (${JSON.stringify(explained.attention)})`);
     if (hf.client.prefixAttentionKernel) {
       t.ok(/kernels do not take/.test(explained.attention.note ?? ''), 'explain() says why the kernels are not used');
+      t.equal(loadedEvent.attentionNote, explained.attention.note, 'so does the load log');
       t.notEqual(hf.prefixAttention.kind, 'kernel', 'the kernel form is replaced by a StableHLO form');
     }
     hf.dispose();

@@ -208,7 +208,7 @@ function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
 
 export class Scorer implements Disposable {
   readonly modelName: string;
-  /** The model file's stored tensor types ("Q4_1 (169), F32 (61)"). */
+  /** The model file's stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"). */
   readonly quantization: string;
   readonly config: ModelConfig;
   readonly client: Client;

@@ -50,7 +50,7 @@ export interface BackendStats {
 export interface ScoringBackend {
   readonly modelName: string;
   readonly config: Pick<ModelConfig, 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> & Partial<Pick<ModelConfig, 'architecture'>>;
-  /** The stored tensor types ("Q4_1 (169), F32 (61)"), when the backend knows them (/v1/models). */
+  /** The stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"), when the backend knows them (/v1/models). */
   readonly quantization?: string;
   /** Calls waiting for or holding the device inside the backend. */
   readonly pending: number;
