@@ -153,6 +153,11 @@ test('config: query_pre_attn_scalar, layer patterns, refusals that list what is 
   t.deepEqual(g2config.slidingWindow.layers, [true, false, true], 'Gemma 2 GGUF: even layers local (llama.cpp)');
   t.equal(g2config.gemma.attentionSoftcap, 2, 'attn_logit_softcapping from GGUF');
   t.equal(g2config.gemma.finalSoftcap, 3, 'final_logit_softcapping from GGUF');
+  // transformers' Gemma2Config defaults for an absent key; null means none.
+  const g2hf = M.loadModelInfo(writeTinyHfDir(g2, path.join(work, 'g2-defaults'), { config: { attn_logit_softcapping: undefined, final_logit_softcapping: null, sliding_window: null } })).config;
+  t.equal(g2hf.gemma.attentionSoftcap, 50, 'attn_logit_softcapping absent: 50 (Gemma2Config default)');
+  t.equal(g2hf.gemma.finalSoftcap, undefined, 'final_logit_softcapping null: no cap');
+  t.equal(g2hf.slidingWindow, undefined, 'sliding_window null: no window');
 
   const phi = writeTinyHfDir(makeTinyModel('llama', 1), path.join(work, 'phi'), { config: { model_type: 'phi3' } });
   t.throws(() => M.loadModelInfo(phi), /model_type "phi3" is not supported by pjrt-score \(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, gemma3_text\)/, 'HF: unsupported model_type lists the supported ones');

@@ -184,7 +184,8 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
   const hiddenSize = int('hidden_size');
   const numHeads = int('num_attention_heads');
   const numLayers = int('num_hidden_layers');
-  const headDim = int('head_dim', hiddenSize / numHeads);
+  // Gemma2Config and Gemma3TextConfig default to a head dim of 256 and (Gemma 3) a RoPE base of 1e6.
+  const headDim = int('head_dim', gemmaArch ? 256 : hiddenSize / numHeads);
   const fail = (message: string): never => {
     throw new ModelConfigError(message);
   };
@@ -200,7 +201,7 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
       numHeads,
       numKvHeads: int('num_key_value_heads', numHeads),
       headDim,
-      ropeTheta: num('rope_theta', 10000),
+      ropeTheta: num('rope_theta', architecture === 'gemma3' ? 1000000 : 10000),
       rmsEps: num('rms_norm_eps', 1e-6),
       contextLength: int('max_position_embeddings'),
       // transformers' LlamaConfig, Qwen2Config and Qwen3Config all default to untied; Gemma's configs to tied.

@@ -120,12 +120,14 @@ export function gemmaFromHf(
   source: string,
   fail: (message: string) => never,
 ): GemmaConfigPart {
+  // transformers' defaults apply to an absent key; an explicit null means none (a cap, a window).
   const positive = (key: string, fallback?: number): number | undefined => {
-    const v = config[key] ?? fallback;
+    const v = Object.hasOwn(config, key) ? config[key] : fallback;
     if (v === undefined || v === null) return undefined;
     if (typeof v !== 'number' || !(v > 0)) fail(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
-    return v;
+    return v as number;
   };
+  const gemma2 = arch === 'gemma2';
   const activation = config.hidden_activation ?? config.hidden_act ?? 'gelu_pytorch_tanh';
   if (activation !== 'gelu_pytorch_tanh' && activation !== 'gelu_tanh') {
     fail(`${source}: hidden_activation ${JSON.stringify(activation)} is not supported (gelu_pytorch_tanh is)`);
@@ -133,15 +135,16 @@ export function gemmaFromHf(
   const rope = config.rope_scaling as Json | null | undefined;
   const factor = rope && (rope.rope_type ?? rope.type) === 'linear' ? rope.factor : undefined;
   if (factor !== undefined && !(typeof factor === 'number' && factor > 0)) fail(`${source}: rope_scaling.factor should be a positive number, got ${JSON.stringify(factor)}`);
-  const theta = positive('rope_theta', 10000)!;
-  const window = positive('sliding_window', arch === 'gemma2' ? 4096 : undefined);
+  // Gemma2Config / Gemma3TextConfig defaults.
+  const theta = positive('rope_theta', gemma2 ? 10000 : 1000000) ?? 10000;
+  const window = positive('sliding_window', 4096);
   return {
     gemma: {
       embeddingScale: embeddingScaleIn(sizes.hiddenSize, sizes.embeddingDtype),
-      attentionScale: Math.fround(positive('query_pre_attn_scalar', sizes.headDim)! ** -0.5),
-      ...optional('attentionSoftcap', positive('attn_logit_softcapping')),
-      ...optional('finalSoftcap', positive('final_logit_softcapping')),
-      ropeThetaLocal: arch === 'gemma3' ? positive('rope_local_base_freq', 10000)! : theta,
+      attentionScale: Math.fround((positive('query_pre_attn_scalar', 256) ?? sizes.headDim) ** -0.5),
+      ...optional('attentionSoftcap', positive('attn_logit_softcapping', gemma2 ? 50 : undefined)),
+      ...optional('finalSoftcap', positive('final_logit_softcapping', gemma2 ? 30 : undefined)),
+      ropeThetaLocal: gemma2 ? theta : (positive('rope_local_base_freq', 10000) ?? 10000),
       ...optional('ropeLinearFactor', factor !== undefined && factor !== 1 ? (factor as number) : undefined),
     },
     ...(window !== undefined ? { slidingWindow: { window, layers: hfLayerTypes(config, arch, sizes.numLayers, source, fail) } } : {}),
