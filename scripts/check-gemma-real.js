@@ -74,7 +74,14 @@ async function main() {
   const statements = [' The council met on Tuesday.', ' The library was discussed.', ' The meeting was about football.', ' Paris is in France.'];
   const items = statements.map((s) => [...t(`${s}\nAnswer yes or no:`)]);
   const labels = [t(' yes')[0], t(' no')[0]];
-  const reference = JSON.parse(python(env, [path.join(__dirname, '..', 'test', 'helpers', 'decoder_reference.py'), dir], JSON.stringify({ sequences: items.map((item) => [...query, ...item]), labels }))).logprobs;
+  const referenceOf = (modelDir) => JSON.parse(python(env, [path.join(__dirname, '..', 'test', 'helpers', 'decoder_reference.py'), modelDir], JSON.stringify({ sequences: items.map((item) => [...query, ...item]), labels }))).logprobs;
+  const reference = referenceOf(dir);
+  // The same reference without windows (every layer global): how much the windows move the scores.
+  const open = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-gemma-nowindow-'));
+  fs.symlinkSync(path.join(path.resolve(dir), 'model.safetensors'), path.join(open, 'model.safetensors'));
+  fs.writeFileSync(path.join(open, 'config.json'), JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')), sliding_window: null }));
+  const withoutWindows = referenceOf(open);
+  fs.rmSync(open, { recursive: true, force: true });
   const out = { model: path.basename(gguf), queryTokens: query.length, window: scorer.config.slidingWindow, itemTokens: items.map((i) => i.length), attention: scorer.explain({ query, items, labelTokenIds: labels }).attention, plans: {} };
   const logprobs = {};
   for (const algorithm of ['serial', 'packed', 'prefix']) {
@@ -85,6 +92,7 @@ async function main() {
   out.plans.packed.maxDiffToSerial = maxDiff(logprobs.packed, logprobs.serial);
   out.plans.prefix.maxDiffToSerial = maxDiff(logprobs.prefix, logprobs.serial);
   out.referenceLogprobs = reference;
+  out.windowsMoveTheReferenceBy = maxDiff(reference, withoutWindows);
   scorer.dispose();
   if (arg('keep') === undefined) fs.rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify(out, null, 2));

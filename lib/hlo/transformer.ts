@@ -14,6 +14,11 @@
  * not grow with depth. Their layout (names, dims, order, which exist for
  * which architecture) is declared once in decoder-layout.ts.
  *
+ * Gemma (DecoderDims.gemma, decoder-gemma.ts) adds an embedding scale, norms
+ * after attention and after the MLP, GeGLU, its score scale and soft caps,
+ * and per-layer sliding windows with a RoPE base of their own: programs of
+ * the other families are the ones they always were.
+ *
  * Weights in bf16 or int8 (DecoderOptions.weights) are converted to f32
  * right before their dot, one layer's slice at a time: XLA CPU runs bf16
  * dots very slowly, so every matmul is f32 and accumulates in f32.
@@ -24,7 +29,7 @@ import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './prefix-a
 import { CausalAttention, causalAttentionNameTag, causalPrefix } from './attention-causal-chunks';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { AttentionOptions } from './attention';
-import { NO_WINDOW } from './attention-window';
+import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decoder-gemma';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
@@ -178,24 +183,6 @@ interface LayerLoopInputs {
   attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[], opts: AttentionOptions | undefined) => { out: HloValue; carried: HloValue[] };
 }
 
-/** gelu with the tanh approximation (transformers' gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
-function geluTanh(f: FunctionBuilder, x: HloValue): HloValue {
-  const inner = f.multiply(f.add(x, f.multiply(f.multiply(f.multiply(x, x), x), 0.044715)), Math.sqrt(2 / Math.PI));
-  return f.multiply(f.multiply(x, 0.5), f.add(f.tanh(inner), 1));
-}
-
-/**
- * Layer i's window (s32 scalar; NO_WINDOW for a global layer), read from a
- * constant table at the loop counter: one loop body serves local and global
- * layers. Undefined for a model without windows.
- */
-function layerWindow(b: FunctionBuilder, d: DecoderDims, i: HloValue): HloValue | undefined {
-  const w = d.slidingWindow;
-  if (!w) return undefined;
-  const table = b.constant(w.layers.map((local) => (local ? w.window : NO_WINDOW)), TensorType.s32([d.numLayers]));
-  return b.reshape(b.dynamicSlice(table, [i], [1]), []);
-}
-
 /** The decoder layers as one while loop; returns the final hidden states and extra carried values. */
 function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; carried: HloValue[] } {
   const { d, w } = x;
@@ -220,17 +207,8 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
       const extraInv = inv.slice(stackedNames.length + nRope);
       const t = h.dims[0];
       const window = layerWindow(b, d, i);
-      let [cos, sin] = ropeInv;
-      if (rope.local && window) {
-        // A local layer (window < NO_WINDOW) takes the local tables.
-        const local = b.broadcastInDim(b.lt(window, NO_WINDOW), cos.dims, []);
-        cos = b.select(local, ropeInv[2], cos);
-        sin = b.select(local, ropeInv[3], sin);
-      }
-      const opts: AttentionOptions | undefined =
-        gemma || window
-          ? { ...(gemma ? { scale: gemma.attentionScale } : {}), ...(gemma?.attentionSoftcap !== undefined ? { softcap: gemma.attentionSoftcap } : {}), ...(window ? { window } : {}) }
-          : undefined;
+      const [cos, sin] = layerRope(b, ropeInv, window);
+      const opts = layerAttentionOptions(d, window);
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
