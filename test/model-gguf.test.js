@@ -313,7 +313,7 @@ test('GGUF errors: bad magic, unsupported version, truncation, unsupported type,
   const at = gemmaBytes.indexOf('llama', 0, 'latin1');
   gemmaBytes.write('gemma', at, 'latin1'); // same length: the header stays valid
   const gemmaFile = M.GgufFile.open(variant('gemma.gguf', gemmaBytes));
-  throwsMessage(t, () => M.configFromGguf(gemmaFile), 'GGUF architecture "gemma" is not supported by pjrt-score (supported: llama, qwen2, qwen3)', 'unsupported architecture');
+  throwsMessage(t, () => M.configFromGguf(gemmaFile), 'GGUF architecture "gemma" is not supported by pjrt-score (supported: llama, qwen2, qwen3, gemma2, gemma3)', 'unsupported architecture');
 
   // Drop a tensor by renaming it (same length keeps every offset valid).
   const missing = tiny.writeTinyGguf(model, path.join(dir, 'missing.gguf'));

@@ -15,6 +15,7 @@ import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, causalPrefixLayo
 import { HloBuildError, TensorType } from './types';
 import { CudnnAttention } from './attention-cudnn';
 import { causalPrefixAttentionCudnn } from './attention-cudnn-forms';
+import { capScores, causalWindowVisible, checkShaping, shapesScores } from './attention-window';
 import { CAUSAL_KERNEL, CAUSAL_KERNEL_FALLBACK, CausalKernel, causalPrefixAttentionKernel } from './attention-causal-ffi';
 
 /** How the prefill's causal attention is computed (SPEC.md section 12: chosen per platform). */
@@ -59,8 +60,8 @@ export function causalPrefix(f: FunctionBuilder, q: HloValue, k: HloValue, v: Hl
   const checked = checkCausalAttention(form);
   if (checked.kind === 'cudnn') return causalPrefixAttentionCudnn(f, q, k, v, validLength, checked, opts);
   if (checked.kind === 'kernel') {
-    // The kernel takes one sequence; grouped calls run the CPU's StableHLO form.
-    if (validLength.rank === 0) return causalPrefixAttentionKernel(f, q, k, v, validLength, opts);
+    // The kernel takes one sequence and no window or cap yet (its seam: opts); the rest run the CPU's StableHLO form.
+    if (validLength.rank === 0 && !shapesScores(opts)) return causalPrefixAttentionKernel(f, q, k, v, validLength, opts);
     return causalPrefixAttentionChunked(f, q, k, v, validLength, CAUSAL_KERNEL_FALLBACK.queryChunks, opts);
   }
   return checked.kind === 'square' ? causalPrefixAttention(f, q, k, v, validLength, opts) : causalPrefixAttentionChunked(f, q, k, v, validLength, checked.queryChunks, opts);
@@ -84,6 +85,7 @@ export function checkCausalAttention(a: CausalAttention): CausalAttention {
 export function causalPrefixAttentionChunked(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, queryChunks: number, opts?: AttentionOptions): HloValue {
   const { lead, axes, hq, hkv, group, d, p } = causalPrefixLayout('causalPrefixAttentionChunked', q, k, v, validLength);
   checkCausalAttention({ kind: 'chunked', queryChunks });
+  const shaping = checkShaping('causalPrefixAttentionChunked', opts);
   const g = lead.length;
   const zeros = (n: number): number[] => Array.from({ length: n }, () => 0);
   if (p === 0) return f.full(TensorType.f32([...lead, 0, hq, d]), 0);
@@ -103,12 +105,12 @@ export function causalPrefixAttentionChunked(f: FunctionBuilder, q: HloValue, k:
     const qc = f.reshape(f.transpose(f.reshape(qRows, [...lead, rows, hkv, group, d]), [...axes, g + 1, g, g + 2, g + 3]), [...lead, hkv, rows * group, d]);
     const kc = f.slice(kT, zeros(g + 3), [...lead, hkv, d, r1]);
     const vc = f.slice(vT, zeros(g + 3), [...lead, hkv, r1, d]);
-    // Row r0 + i sees key j iff j <= r0 + i; built [rows, keys] and broadcast over the group.
-    const causal = f.le(f.iota(TensorType.s32([rows, r1]), 1), f.add(f.iota(TensorType.s32([rows, r1]), 0), r0));
+    // Row r0 + i sees key j iff j <= r0 + i (and r0 + i - j < window); built [rows, keys] and broadcast over the group.
+    const causal = shaping.window ? causalWindowVisible(f, rows, r1, r0, shaping.window) : f.le(f.iota(TensorType.s32([rows, r1]), 1), f.add(f.iota(TensorType.s32([rows, r1]), 0), r0));
     const bias = f.select(causal, f.full(TensorType.f32([rows, r1]), 0), f.full(TensorType.f32([rows, r1]), MASKED_SCORE));
     const causalBias = f.reshape(f.broadcastInDim(bias, [rows, group, r1], [0, 2]), [rows * group, r1]);
     const scores = f.add(
-      f.dotGeneral(qc, kc, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }),
+      capScores(f, f.dotGeneral(qc, kc, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }), shaping.softcap),
       f.broadcastInDim(causalBias, [...lead, hkv, rows * group, r1], [g + 1, g + 2]),
     ); // [..., Hkv, rows*G, keys]
     const max = f.reduceMax(scores, [g + 2]);

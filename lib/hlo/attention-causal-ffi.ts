@@ -9,8 +9,9 @@
  *
  * Like the prefix kernel it exists only where the runtime registered it
  * (Client.prefixAttentionKernel covers both targets); the Scorer refuses this
- * form elsewhere. The kernel takes one sequence: grouped calls (cross-request
- * passes) get CAUSAL_KERNEL_FALLBACK instead (causalPrefix dispatches).
+ * form elsewhere. The kernel takes one sequence and no sliding window or soft
+ * cap: grouped calls (cross-request passes) and windowed or capped layers
+ * get CAUSAL_KERNEL_FALLBACK instead (causalPrefix dispatches).
  */
 
 import { FunctionBuilder } from './builder';

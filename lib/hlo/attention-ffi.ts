@@ -11,7 +11,9 @@
  * keep the CPU's StableHLO default form: the kernel takes one query. Items of
  * any length go through the kernel: up to 32 tokens it does each row's own
  * keys row by row, longer items' own keys go in key blocks with the causal
- * limit per row, as the prefix keys do (native/prefix_attention.cc).
+ * limit per row, as the prefix keys do (native/prefix_attention.cc). Calls
+ * with a sliding window or soft-capped scores keep the StableHLO form: the
+ * kernel has no window or cap yet (opts is the seam that would pass them).
  */
 
 import { FunctionBuilder } from './builder';
@@ -19,6 +21,7 @@ import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixLayout, resolveScale } from './attention';
 import { itemsOverPrefixAttentionRows } from './attention-rows';
 import { TensorType } from './types';
+import { shapesScores } from './attention-window';
 
 /** The fused kernel (a `PrefixAttention` kind, prefix-attention.ts; tag `ffi`). */
 export interface PrefixKernel {
@@ -39,7 +42,7 @@ export const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
 
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length) {
+  if (lead.length || shapesScores(opts)) {
     return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
   }
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.

@@ -22,6 +22,10 @@ import { PREFIX_KERNEL, PrefixKernel, itemsOverPrefixAttentionKernel } from './a
 import { CudnnAttention } from './attention-cudnn';
 import { itemsOverPrefixAttentionCudnn } from './attention-cudnn-forms';
 import { HloBuildError } from './types';
+import { shapesScores } from './attention-window';
+
+/** The form windowed or soft-capped calls of the blocked form run instead (`ones_own`, the CPU's default). */
+const SHAPED_BLOCKED_FALLBACK: RowChunking = Object.freeze({ kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' });
 
 export type PrefixAttention = { readonly kind: 'joint' } | KeyBlocking | RowChunking | PrefixKernel | CudnnAttention;
 
@@ -65,7 +69,8 @@ export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
 export function itemsOverPrefix(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: PrefixAttention = JOINT_PREFIX_ATTENTION, opts?: AttentionOptions): HloValue {
   const checked = checkPrefixAttention(form);
   if (checked.kind === 'rows') return itemsOverPrefixAttentionRows(f, x, checked, opts);
-  if (checked.kind === 'blocked') return itemsOverPrefixAttentionBlocked(f, x, checked, opts);
+  // The blocked form has no window or cap: such layers run the rows form (the CPU's default).
+  if (checked.kind === 'blocked') return shapesScores(opts) ? itemsOverPrefixAttentionRows(f, x, SHAPED_BLOCKED_FALLBACK, opts) : itemsOverPrefixAttentionBlocked(f, x, checked, opts);
   if (checked.kind === 'kernel') return itemsOverPrefixAttentionKernel(f, x, opts);
   if (checked.kind === 'cudnn') return itemsOverPrefixAttentionCudnn(f, x, checked, opts);
   return itemsOverPrefixAttention(f, x, opts);

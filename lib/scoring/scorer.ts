@@ -7,8 +7,8 @@ import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
-import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
-import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
+import { checkPrefixAttention, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
+import { CausalAttention, causalAttentionTag, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
 import { OpenedModel, openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
@@ -25,6 +25,7 @@ import { loadProgramCache } from './load-programs';
 import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
+import { modelAttention } from './attention-forms';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
 import type { TruncationReport } from './truncate';
@@ -155,6 +156,11 @@ export interface PlanExplanation {
   readonly costs: Partial<Record<Algorithm, number>>;
   /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
   readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
+  /**
+   * The attention forms of every pass (tags: lib/hlo/prefix-attention.ts, attention-causal-chunks.ts) and, for
+   * a model with sliding windows or soft-capped scores, why the fused kernels are not among them.
+   */
+  readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
 }
 
 export interface ScoreLibraryRequest extends ScoreRequest {
@@ -218,6 +224,8 @@ function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
 
 export class Scorer implements Disposable {
   readonly modelName: string;
+  /** The model file's stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"). */
+  readonly quantization: string;
   readonly config: ModelConfig;
   readonly client: Client;
   /** Builds the tokenizer (parsing the file's vocabulary and merges): once, at first use or warmup. */
@@ -241,6 +249,8 @@ export class Scorer implements Disposable {
   readonly prefixAttention: PrefixAttention;
   /** How the query attends causally to itself (the option, else the platform's). */
   readonly causalAttention: CausalAttention;
+  /** Why the attention forms differ from the ones asked for (a model the fused kernels cannot run), or undefined. */
+  readonly attentionNote: string | undefined;
   /** How the weight matrices are stored on the device. */
   readonly weightType: WeightType;
   /** Why this weight type (the option, or what 'auto' saw). */
@@ -267,6 +277,7 @@ export class Scorer implements Disposable {
 
   private constructor(init: {
     modelName: string;
+    quantization: string;
     config: ModelConfig;
     tokenizer: () => Tokenizer;
     client: Client;
@@ -276,6 +287,7 @@ export class Scorer implements Disposable {
   }) {
     const { options } = init;
     this.modelName = init.modelName;
+    this.quantization = init.quantization;
     this.config = init.config;
     this.buildTokenizer = init.tokenizer;
     this.client = init.client;
@@ -300,8 +312,17 @@ export class Scorer implements Disposable {
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precisionChoice = choosePrecision(options.precision ?? 'highest', this.client.platformName, this.kernelPaths());
     this.precision = this.precisionChoice.precision;
-    this.prefixAttention = options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel);
-    this.causalAttention = options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel);
+    const attention = modelAttention(
+      this.config,
+      {
+        prefixAttention: options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel),
+        causalAttention: options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel),
+      },
+      facts,
+    );
+    this.prefixAttention = attention.prefixAttention;
+    this.causalAttention = attention.causalAttention;
+    this.attentionNote = attention.note;
     this.batching = options.batching ?? 'invariant';
     this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
     this.runner = new DecoderRunner(
@@ -400,7 +421,7 @@ export class Scorer implements Disposable {
         model.weights.close();
         return loadPrograms.close();
       });
-      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options });
+      const scorer = new Scorer({ modelName: model.name, quantization: model.quantization, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options });
       // A template named at load must fit the model: say so now, not at the first rerank.
       if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
       scorer.log({
@@ -413,6 +434,10 @@ export class Scorer implements Disposable {
         attentionKernel: scorer.attentionKernel(),
         prefixAttention: scorer.prefixAttention,
         causalAttention: scorer.causalAttention,
+        ...(scorer.attentionNote ? { attentionNote: scorer.attentionNote } : {}),
+        family: model.config.architecture,
+        quantization: model.quantization,
+        contextLength: model.config.contextLength,
         weights: weightChoice.weightType,
         weightsReason: weightChoice.reason,
         batching: scorer.batching,
@@ -573,7 +598,7 @@ export class Scorer implements Disposable {
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
     const choice = this.choose(normalized, request.algorithm);
-    return explanation(choice, this.precisionChoice, this.attentionKernel());
+    return { ...explanation(choice, this.precisionChoice, this.attentionKernel()), attention: this.attentionExplanation() };
   }
 
   /**
@@ -589,6 +614,15 @@ export class Scorer implements Disposable {
   /** The kernels' paths for this model's head dim, where the client registered the kernels. */
   private kernelPaths(): KernelPaths | null {
     return this.client.prefixAttentionKernel ? attentionKernelPaths(this.config.headDim) : null;
+  }
+
+  /** The attention forms every pass runs, and why they are not the ones asked for when a model needs that. */
+  private attentionExplanation(): PlanExplanation['attention'] {
+    return {
+      prefixAttention: prefixAttentionTag(this.prefixAttention),
+      causalAttention: causalAttentionTag(this.causalAttention),
+      ...(this.attentionNote ? { note: this.attentionNote } : {}),
+    };
   }
 
   /**

@@ -49,7 +49,9 @@ export interface BackendStats {
 
 export interface ScoringBackend {
   readonly modelName: string;
-  readonly config: Pick<ModelConfig, 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'>;
+  readonly config: Pick<ModelConfig, 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> & Partial<Pick<ModelConfig, 'architecture'>>;
+  /** The stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"), when the backend knows them (/v1/models). */
+  readonly quantization?: string;
   /** Calls waiting for or holding the device inside the backend. */
   readonly pending: number;
   tokenize(text: string): number[];

@@ -16,6 +16,12 @@ export interface ModelObject {
   readonly owned_by: string;
   readonly root: string;
   readonly max_model_len: number;
+  /** The model's context in tokens (max_model_len's value, under the name other servers use). */
+  readonly context_length: number;
+  /** Its architecture: llama, qwen2, qwen3, gemma2, gemma3. */
+  readonly family?: string;
+  /** Its stored tensor types by count, most first. */
+  readonly quantization?: string;
 }
 
 function loaded(service: ScoreService): ScoringBackend {
@@ -32,6 +38,9 @@ function modelObject(service: ScoreService, backend: ScoringBackend): ModelObjec
     owned_by: 'pjrt-score',
     root: backend.modelName,
     max_model_len: backend.config.contextLength,
+    context_length: backend.config.contextLength,
+    ...(backend.config.architecture ? { family: backend.config.architecture } : {}),
+    ...(backend.quantization ? { quantization: backend.quantization } : {}),
   };
 }
 

@@ -113,7 +113,7 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     usage,
     meta: ref('RerankMeta'),
   }),
-  Model: obj(['id', 'object', 'created', 'owned_by'], { id: str, object: { const: 'model' }, created: int, owned_by: str, root: str, max_model_len: int }),
+  Model: obj(['id', 'object', 'created', 'owned_by'], { id: str, object: { const: 'model' }, created: int, owned_by: str, root: str, max_model_len: int, context_length: int, family: str, quantization: str }),
   ModelList: obj(['object', 'data'], { object: { const: 'list' }, data: { type: 'array', items: ref('Model') } }),
   TeiInfo: obj(['model_id', 'model_type', 'max_input_length', 'max_client_batch_size', 'version'], {
     model_id: str,

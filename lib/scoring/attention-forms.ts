@@ -1,0 +1,41 @@
+/**
+ * The attention forms a model runs: the platform's (or the caller's) choice,
+ * except that the addon's fused kernels take no sliding window and no
+ * soft-capped scores yet. A model with either (Gemma, a windowed Mistral)
+ * runs the platform's StableHLO forms instead, which carry both
+ * (lib/hlo/attention-window.ts); its program names say so (no `ffi` tag).
+ * The kernels' seam is AttentionOptions.window/softcap: a kernel that takes
+ * them would be chosen here again.
+ */
+import type { PrefixAttention } from '../hlo/prefix-attention';
+import type { CausalAttention } from '../hlo/attention-causal-chunks';
+import type { ModelConfig } from '../model/config';
+import type { PlatformFacts } from './platform';
+
+export interface ModelAttention {
+  readonly prefixAttention: PrefixAttention;
+  readonly causalAttention: CausalAttention;
+  /** Why the forms differ from the ones asked for, or undefined. */
+  readonly note?: string;
+}
+
+/** What of the model's attention the kernels cannot compute: '' when nothing. */
+export function shapedAttention(config: ModelConfig): string {
+  const parts: string[] = [];
+  const w = config.slidingWindow;
+  if (w) parts.push(`a sliding window of ${w.window} on ${w.layers.filter(Boolean).length} of ${config.numLayers} layers`);
+  if (config.gemma?.attentionSoftcap !== undefined) parts.push(`attention scores soft-capped at ${config.gemma.attentionSoftcap}`);
+  return parts.join(' and ');
+}
+
+/** The forms `config` runs, given the ones asked for (or the platform's defaults) and the platform's StableHLO forms. */
+export function modelAttention(config: ModelConfig, asked: { prefixAttention: PrefixAttention; causalAttention: CausalAttention }, facts: PlatformFacts): ModelAttention {
+  const shaped = shapedAttention(config);
+  const kernel = asked.prefixAttention.kind === 'kernel' || asked.causalAttention.kind === 'kernel';
+  if (!shaped || !kernel) return asked;
+  return {
+    prefixAttention: asked.prefixAttention.kind === 'kernel' ? facts.prefixAttention : asked.prefixAttention,
+    causalAttention: asked.causalAttention.kind === 'kernel' ? facts.causalAttention : asked.causalAttention,
+    note: `the model has ${shaped}, which the fused kernels do not take yet: its layers run the StableHLO forms`,
+  };
+}
