@@ -101,7 +101,7 @@ for (const arch of ['gemma3', 'gemma2']) {
     const explained = hf.explain({ query: QUERY, items: ITEMS, labelTokenIds: LABELS });
     t.ok(explained.attention && typeof explained.attention.prefixAttention === 'string', `explain() names the attention forms (${JSON.stringify(explained.attention)})`);
     if (hf.client.prefixAttentionKernel) {
-      t.ok(/kernels do not take/.test(explained.attention.note ?? ''), 'explain() says why the kernels are not used');
+      t.ok(/fused attention forms do not take/.test(explained.attention.note ?? ''), 'explain() says why the kernels are not used');
       t.equal(loadedEvent.attentionNote, explained.attention.note, 'so does the load log');
       t.notEqual(hf.prefixAttention.kind, 'kernel', 'the kernel form is replaced by a StableHLO form');
     }

@@ -20,7 +20,8 @@ import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
 import { CudnnAttention, fusedAttention, mergeByStats } from './attention-cudnn';
-import { TensorType } from './types';
+import { shapesScores } from './attention-window';
+import { HloBuildError, TensorType } from './types';
 
 /** Rows of x [...lead, T, ...rest] at or past `lengths` [...lead] along axis lead.length set to 0. */
 function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): HloValue {
@@ -31,7 +32,13 @@ function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): Hlo
 }
 
 /** Items over a prefix, factored into two fused calls merged by their statistics. -> [...lead, N, L, Hq, D]. */
+/** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/attention-forms.ts). */
+function refuseShaping(op: string, opts: AttentionOptions | undefined): void {
+  if (shapesScores(opts)) throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
+}
+
 export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+  refuseShaping('itemsOverPrefixAttentionCudnn', opts);
   const { lead, hq, hkv, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionCudnn', x);
   const b = lead.reduce((a, c) => a * c, 1);
   const scale = resolveScale(opts, d);
@@ -68,6 +75,7 @@ export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPr
 
 /** The prefill's causal attention as one fused call. q [...lead, P, Hq, D] -> [...lead, P, Hq, D]. */
 export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+  refuseShaping('causalPrefixAttentionCudnn', opts);
   const { lead, hq, hkv, d, p } = causalPrefixLayout('causalPrefixAttentionCudnn', q, k, v, validLength);
   if (p === 0) return f.full(TensorType.f32([...lead, 0, hq, d]), 0);
   const b = lead.reduce((a, c) => a * c, 1);

@@ -1,11 +1,12 @@
 /**
  * The attention forms a model runs: the platform's (or the caller's) choice,
- * except that the addon's fused kernels take no sliding window and no
- * soft-capped scores yet. A model with either (Gemma, a windowed Mistral)
- * runs the platform's StableHLO forms instead, which carry both
- * (lib/hlo/attention-window.ts); its program names say so (no `ffi` tag).
- * The kernels' seam is AttentionOptions.window/softcap: a kernel that takes
- * them would be chosen here again.
+ * except that the fused forms (the addon's CPU kernels, `kernel`, and cuDNN's
+ * calls, `cudnn`) take no sliding window and no soft-capped scores yet. A
+ * model with either (Gemma, a windowed Mistral) runs the platform's StableHLO
+ * forms instead, which carry both (lib/hlo/attention-window.ts); its program
+ * names say so (no `ffi` or `cudnn` tag). The fused forms' seam is
+ * AttentionOptions.window/softcap: a form that takes them would be chosen
+ * here again.
  */
 import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
@@ -31,11 +32,11 @@ export function shapedAttention(config: ModelConfig): string {
 /** The forms `config` runs, given the ones asked for (or the platform's defaults) and the platform's StableHLO forms. */
 export function modelAttention(config: ModelConfig, asked: { prefixAttention: PrefixAttention; causalAttention: CausalAttention }, facts: PlatformFacts): ModelAttention {
   const shaped = shapedAttention(config);
-  const kernel = asked.prefixAttention.kind === 'kernel' || asked.causalAttention.kind === 'kernel';
-  if (!shaped || !kernel) return asked;
+  const fused = (kind: string): boolean => kind === 'kernel' || kind === 'cudnn';
+  if (!shaped || !(fused(asked.prefixAttention.kind) || fused(asked.causalAttention.kind))) return asked;
   return {
-    prefixAttention: asked.prefixAttention.kind === 'kernel' ? facts.prefixAttention : asked.prefixAttention,
-    causalAttention: asked.causalAttention.kind === 'kernel' ? facts.causalAttention : asked.causalAttention,
-    note: `the model has ${shaped}, which the fused kernels do not take yet: its layers run the StableHLO forms`,
+    prefixAttention: fused(asked.prefixAttention.kind) ? facts.prefixAttention : asked.prefixAttention,
+    causalAttention: fused(asked.causalAttention.kind) ? facts.causalAttention : asked.causalAttention,
+    note: `the model has ${shaped}, which the fused attention forms do not take yet: its layers run the StableHLO forms`,
   };
 }
