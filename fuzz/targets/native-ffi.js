@@ -1,10 +1,12 @@
 'use strict';
 // The attention custom calls (native/prefix_attention_ffi.cc: the prefix
-// target, and the causal one when the first byte is odd): operand shapes,
-// element types and counts decoded from the input, consistent or broken one
-// piece at a time, and lengths anywhere in s32, through a real compile and
-// execute on the CPU plugin. The handler must refuse a broken call with its
-// clear error; an accepted call must give finite outputs.
+// target, the causal one when the first byte is odd, and their bf16 variants
+// when its bit 1 is set): operand shapes, element types and counts decoded
+// from the input, consistent or broken one piece at a time, lengths anywhere
+// in s32, and the kernel's instruction-set cap (PJRT_SCORE_KERNEL_ISA, read at
+// each call: every dispatch path the CPU has, and a bad value), through a real
+// compile and execute on the CPU plugin. The handler must refuse a broken call
+// with its clear error; an accepted call must give finite outputs.
 const path = require('node:path');
 const { DIST, reader, scriptsUnder } = require('./common');
 const { sharedClient, expected: runtimeExpected } = require('./native');
@@ -18,6 +20,8 @@ async function setup() {
 
 const PREFIX = 'pjrt_score_prefix_attention';
 const CAUSAL = 'pjrt_score_causal_attention';
+// '' leaves the variable unset; a cap above the CPU's best, or an unknown one, must change nothing.
+const ISA_CAPS = ['', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'sse9'];
 
 // The well-formed operands of each target, then the result.
 function wellFormed(causal, next) {
@@ -41,8 +45,10 @@ function wellFormed(causal, next) {
 
 function decode(data) {
   const next = reader(data);
-  const target = next() % 2 ? CAUSAL : PREFIX;
-  const ops = wellFormed(target === CAUSAL, next);
+  const first = next();
+  const causal = (first & 1) === 1;
+  const target = (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
+  const ops = wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
@@ -57,7 +63,8 @@ function decode(data) {
   // Operand count: mostly the one the handler takes.
   const count = next() < 220 ? arity : next() % 10;
   const lengths = Array.from({ length: 8 }, () => ((next() << 24) | (next() << 16)) >> 16);
-  return { target, operands: ops.slice(0, Math.min(count, arity)).concat(count > arity ? Array.from({ length: count - arity }, () => ops[0]) : []), result: ops[arity], lengths };
+  const isa = ISA_CAPS[next() % ISA_CAPS.length];
+  return { target, operands: ops.slice(0, Math.min(count, arity)).concat(count > arity ? Array.from({ length: count - arity }, () => ops[0]) : []), result: ops[arity], lengths, isa };
 }
 
 function fill([dtype, dims], lengths) {
@@ -67,7 +74,10 @@ function fill([dtype, dims], lengths) {
 }
 
 async function run(data) {
-  const { target, operands, result, lengths } = decode(data);
+  const { target, operands, result, lengths, isa } = decode(data);
+  // Inputs run one at a time, so no kernel call reads the variable while it changes.
+  if (isa) process.env.PJRT_SCORE_KERNEL_ISA = isa;
+  else delete process.env.PJRT_SCORE_KERNEL_ISA;
   const prog = buildProgram('fuzz_ffi', (f) => {
     const params = operands.map(([dtype, dims], i) => f.param(TensorType[dtype](dims), `x${i}`));
     return { out: f.customCall(target, params, [TensorType[result[0]](result[1])])[0] };
@@ -97,13 +107,16 @@ module.exports = {
   timeoutMs: 60_000,
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
   setup,
-  // First byte even: the prefix target; odd: the causal one.
+  // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant. The
+  // instruction-set cap comes from the byte after the lengths (none in the first five).
   seeds: () => [
     Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
     Buffer.from([0, 1, 5, 2, 1, 7, 255, 1, 3, 0, 0]),
     Buffer.from([0, 4, 2, 3, 3, 16, 10, 2, 7, 0, 7, 1, 3]),
     Buffer.from([1, 0, 0, 3, 3, 16, 200, 0, 0]),
     Buffer.from([1, 0, 0, 1, 2, 7, 130, 1, 0, 2, 1, 3]),
+    Buffer.from([2, 2, 3, 1, 2, 16, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
+    Buffer.from([3, 0, 0, 3, 3, 16, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
   ],
   run,
   expected,
