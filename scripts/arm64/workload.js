@@ -43,7 +43,8 @@ async function main() {
 
   const asset = assets.cpuPluginFor();
   report.pluginWheel = asset.wheelFile;
-  report.plugin = await assets.fetchCpuPlugin({ log: (line) => process.stderr.write(`${line}\n`) });
+  report.fetchLog = [];
+  report.plugin = await assets.fetchCpuPlugin({ log: (line) => report.fetchLog.push(line) });
   report.pluginVerified = assets.isFetched(asset);
 
   const client = await Client.create({ plugin: report.plugin });
@@ -59,8 +60,9 @@ async function main() {
   report.platformFacts = scorer.platform.measured;
   report.prefixAttention = scorer.prefixAttention.kind;
   const request = { query: 'the cat sat on', items: [' the mat.', ' 2024 things', ''], labelTokenIds: [5, 9, 17] };
-  const result = await scorer.score(request);
-  report.scores = result.scores.map((row) => Array.from(row));
+  // The labels' probabilities (tiny: a random model over 64 tokens), and the same softmaxed over the labels.
+  report.scores = (await scorer.score(request)).scores.map((row) => Array.from(row));
+  report.softmax = (await scorer.score({ ...request, applySoftmax: true })).scores.map((row) => Array.from(row));
   scorer.dispose();
   process.stdout.write(`${JSON.stringify(report)}\n`);
 }
