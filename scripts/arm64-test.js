@@ -106,7 +106,7 @@ function main() {
     emulator = timed('emulator packages', () => ensureEmulator(cache, log));
   } catch (err) {
     if (!(err instanceof EmulatorUnavailable)) throw err;
-    check(false, `Debian's arm64 Node and qemu-user-static could not be fetched into ${path.join(cache, 'arm64')}: ${err.message}. ` + 'test:arm64 needs apt-get and Debian's package archive (the sources configured in /etc/apt); it cannot run on this machine');
+    check(false, `Debian's arm64 Node and qemu-user-static could not be fetched into ${path.join(cache, 'arm64')}: ${err.message}. ` + 'test:arm64 needs apt-get and the Debian package archive (the sources configured in /etc/apt); it cannot run on this machine');
     return;
   }
   const version = spawnSync(...(({ command, args, env }) => [command, args, { env, encoding: 'utf8' }])(emulatedNode(emulator, ['-p', 'process.arch + " " + process.version'])));
