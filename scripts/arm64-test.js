@@ -129,8 +129,8 @@ function main() {
       fs.copyFileSync(prebuild.prebuildPath(root, t.platform), prebuild.prebuildPath(pkg, t.platform));
     }
     fs.symlinkSync(path.join(root, 'node_modules'), path.join(pkg, 'node_modules'));
-    // qwen3's tiny model has head dim 16: on x86-64 the fused kernel takes its AVX2 path (D a multiple
-    // of 16), on arm64 the portable one, so the comparison spans both.
+    // qwen3's tiny model has head dim 16: on x86-64 the fused kernel takes its vector path (AVX2 or
+    // AVX-512: D a multiple of 16), on arm64 the portable one, so the comparison spans both.
     const model = writeTinyGguf(makeTinyModel('qwen3', 7), path.join(work, 'tiny.gguf'));
 
     const x64 = runWorkload('x64', process.execPath, [], process.env, pkg, model);
@@ -149,7 +149,11 @@ function main() {
     check(raw <= RAW_TOLERANCE, `its raw label probabilities (${Math.min(...x64.scores.flat()).toExponential(1)} to ${Math.max(...x64.scores.flat()).toExponential(1)}) within ${RAW_TOLERANCE} relative (max ${raw.toExponential(2)})`);
     const flat = x64.softmax.flat();
     check(flat.every((x) => x > 0 && x < 1) && new Set(flat).size === flat.length, 'the scores are in (0, 1) and all differ');
-    check(/on arm64: none of it measured .*portable/.test(arm64.platformFacts) && !/arm64/.test(x64.platformFacts), 'the platform facts say, on arm64 only, that they are unmeasured there and the portable kernel path runs');
+    // The kernels' paths and the CPU class the platform facts are keyed by (native/kernel_isa.h,
+    // lib/scoring/platform.ts): on arm64 the portable path, a class nothing was measured on.
+    const paths = arm64.kernelPaths;
+    check(paths && paths.cpu === 'portable' && paths.f32 === 'portable', `arm64: the attention kernels run their portable path (${JSON.stringify(paths)})`);
+    check(arm64.cpuClass && arm64.cpuClass.isa === 'portable' && arm64.cpuClass.measured === false && /portable: not measured/.test(arm64.platformFacts), `arm64: the platform facts are the portable class's and say it was not measured there`);
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -113,28 +113,10 @@ export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
   return { tokensPerPass: scaled('tokensPerPass'), scoreBytesPerPass: scaled('scoreBytesPerPass'), batchRowsPerPass: scaled('batchRowsPerPass') };
 }
 
-/**
- * Where the CPU's facts were measured: x86-64. On another architecture
- * (linux-arm64) they are used unmeasured, and the addon's fused attention
- * kernels run their portable C++ path (the AVX2 one is compiled for x86-64
- * only, native/prefix_attention.cc).
- */
-const CPU_FACTS_ARCH = 'x64';
-
-/**
- * The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is
- * no entry. `arch` (process.arch by default): the CPU's facts on another architecture say they are
- * unmeasured there and which kernel path runs.
- */
-export function platformFacts(platform: string, arch: string = process.arch): PlatformFacts {
+/** The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is no entry. */
+export function platformFacts(platform: string): PlatformFacts {
   const entry = FACTS[platform.toLowerCase()];
-  const facts = entry ?? { ...FACTS.cpu, platform, known: false };
-  const cpuFacts = entry === undefined || entry === FACTS.cpu;
-  if (!cpuFacts || arch === CPU_FACTS_ARCH) return facts;
-  return {
-    ...facts,
-    measured: `${facts.measured}; on ${arch}: none of it measured (the x86-64 facts), the fused attention kernels run their portable C++ path`,
-  };
+  return entry ?? { ...FACTS.cpu, platform, known: false };
 }
 
 /** The prefix-attention form a Scorer uses by default on this platform, given whether the kernel is registered. */

@@ -58,6 +58,7 @@ async function main() {
 
   const scorer = await Scorer.load({ model: modelFile, plugin: report.plugin, diskCache: false });
   report.platformFacts = scorer.platform.measured;
+  report.cpuClass = scorer.platform.cpuClass ?? null;
   report.prefixAttention = scorer.prefixAttention.kind;
   const request = { query: 'the cat sat on', items: [' the mat.', ' 2024 things', ''], labelTokenIds: [5, 9, 17] };
   // The labels' probabilities (tiny: a random model over 64 tokens), and the same softmaxed over the labels.
