@@ -1,9 +1,13 @@
 'use strict';
-// The shipped binary: `npm run prebuild` (scripts/prebuild.js: cmake-js with
+// The shipped binaries: `npm run prebuild` (scripts/prebuild.js: cmake-js with
 // zig c++ for an old glibc, no header download) makes
-// prebuilds/linux-x64/pjrt-score.glibc.napi.node; objdump -T shows it needs no
-// glibc symbol version above the minimum README.md states and nothing from
-// libstdc++; node-gyp-build loads it in a package copy that has no build/.
+// prebuilds/linux-x64/ and prebuilds/linux-arm64/pjrt-score.glibc.napi.node;
+// objdump -T shows each needs no glibc symbol version above the minimum
+// README.md states and nothing from libstdc++ (binutils' objdump reads the
+// aarch64 file as a generic little-endian ELF: the dynamic symbols and their
+// versions are all this needs); node-gyp-build loads the x86-64 one in a
+// package copy that has no build/ (the arm64 one runs in npm run test:arm64,
+// under emulation).
 // Cold (empty cache: zig download and its libc++ build) this takes minutes;
 // warm, a few seconds. The build is forced here (--force: this file tests
 // the build); a run without it builds nothing while the inputs' digest
@@ -32,19 +36,22 @@ function compareVersions(a, b) {
   return 0;
 }
 
-test('npm run prebuild makes the prebuild with cmake-js, from every native/*.cc', (t) => {
+test('npm run prebuild makes both prebuilds with cmake-js, from every native/*.cc', (t) => {
   const started = Date.now();
   const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
   t.equal(r.status, 0, r.status === 0 ? `scripts/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
-  t.ok(fs.existsSync(file), `made ${path.relative(root, file)}`);
+  for (const { platform } of prebuild.TARGETS) t.ok(fs.existsSync(prebuild.prebuildPath(root, platform)), `made ${path.relative(root, prebuild.prebuildPath(root, platform))}`);
+  t.deepEqual(prebuild.TARGETS.map((x) => x.platform), ['linux-x64', 'linux-arm64'], 'the targets: linux-x64 and linux-arm64');
   const output = `${r.stdout}\n${r.stderr}`;
   t.doesNotMatch(output, /node-gyp|nodejs\.org|-headers\.tar/i, 'no node-gyp, no header download');
 
   // One list of sources: what CMake compiled is every native/*.cc, and binding.gyp's expression names the same.
   const sources = fs.readdirSync(path.join(root, 'native')).filter((f) => f.endsWith('.cc')).sort();
-  const objects = path.join(root, 'build', 'prebuild', 'CMakeFiles', 'pjrt_score.dir', 'native');
-  const compiled = fs.existsSync(objects) ? fs.readdirSync(objects).filter((f) => f.endsWith('.cc.o')).map((f) => f.slice(0, -2)).sort() : [];
-  t.deepEqual(compiled, sources, `CMake compiled every native/*.cc (${sources.length})`);
+  for (const { platform, buildDir } of prebuild.TARGETS) {
+    const objects = path.join(root, buildDir, 'CMakeFiles', 'pjrt_score.dir', 'native');
+    const compiled = fs.existsSync(objects) ? fs.readdirSync(objects).filter((f) => f.endsWith('.cc.o')).map((f) => f.slice(0, -2)).sort() : [];
+    t.deepEqual(compiled, sources, `${platform}: CMake compiled every native/*.cc (${sources.length})`);
+  }
   const gyp = fs.readFileSync(path.join(root, 'binding.gyp'), 'utf8');
   const expr = /"sources": \["<!@\(node -p \\"(.+?)\\"\)"\]/.exec(gyp);
   t.ok(expr, 'binding.gyp derives its sources with one node expression');
@@ -56,7 +63,8 @@ test('npm run prebuild makes the prebuild with cmake-js, from every native/*.cc'
 });
 
 test('a second run builds nothing while the inputs are unchanged; a stamp that does not match makes it build', (t) => {
-  t.ok(prebuild.prebuildIsCurrent(root), `the stamp ${path.relative(root, prebuild.stampPath(root))} matches the inputs and the prebuild`);
+  const stamps = prebuild.TARGETS.map((x) => path.relative(root, prebuild.stampPath(root, x.platform))).join(' and ');
+  t.ok(prebuild.prebuildIsCurrent(root), `the stamps ${stamps} match the inputs and the prebuilds`);
   const again = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 120000 });
   t.equal(again.status, 0, 'scripts/prebuild.js again: exit 0');
   t.match(again.stderr, /prebuild is current/, 'it says the prebuild is current');
@@ -71,27 +79,38 @@ test('a second run builds nothing while the inputs are unchanged; a stamp that d
   t.end();
 });
 
-test('the prebuild needs no glibc above the minimum README.md states, and no libstdc++', (t) => {
-  const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-  const stated = /prebuilt addon[^\n]*?glibc (?:>=|≥) ?(\d+\.\d+)/.exec(readme)?.[1];
-  t.equal(stated, prebuild.GLIBC_TARGET, `README.md states glibc ${stated}, the target scripts/prebuild.js builds for`);
-  const minimum = stated || prebuild.GLIBC_TARGET;
+for (const { platform } of prebuild.TARGETS) {
+  test(`the ${platform} prebuild is for its architecture and needs no glibc above the minimum README.md states, and no libstdc++`, (t) => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const stated = /prebuilt addon[^\n]*?glibc (?:>=|≥) ?(\d+\.\d+)/.exec(readme)?.[1];
+    t.equal(stated, prebuild.GLIBC_TARGET, `README.md states glibc ${stated}, the target scripts/prebuild.js builds for`);
+    const minimum = stated || prebuild.GLIBC_TARGET;
+    const target = prebuild.prebuildPath(root, platform);
 
-  const dyn = spawnSync('objdump', ['-T', file], { encoding: 'utf8' });
-  t.equal(dyn.status, 0, `objdump -T ${path.basename(file)}${dyn.error ? ` (${dyn.error.message}: install binutils)` : ''}`);
-  if (dyn.status !== 0) return t.end();
-  const glibc = [...new Set([...dyn.stdout.matchAll(/\bGLIBC_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))].sort(compareVersions);
-  const glibcxx = [...new Set([...dyn.stdout.matchAll(/\bGLIBCXX_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))];
-  t.ok(glibc.length > 0, `reads the symbol versions: GLIBC_ ${glibc.join(', ')}`);
-  const above = glibc.filter((v) => compareVersions(v, minimum) > 0);
-  t.deepEqual(above, [], `no GLIBC_ version above ${minimum} (highest: ${glibc[glibc.length - 1]})`);
-  t.deepEqual(glibcxx, [], 'no GLIBCXX_ version (libc++ is linked in statically)');
+    // e_machine of the ELF header: what the file runs on, read without objdump.
+    const header = Buffer.alloc(20);
+    const fd = fs.openSync(target, 'r');
+    fs.readSync(fd, header, 0, 20, 0);
+    fs.closeSync(fd);
+    const machine = { 62: 'x86-64', 183: 'aarch64' }[header.readUInt16LE(18)] ?? `e_machine ${header.readUInt16LE(18)}`;
+    t.equal(machine, platform === 'linux-arm64' ? 'aarch64' : 'x86-64', `ELF header: ${machine}`);
 
-  const needed = spawnSync('objdump', ['-p', file], { encoding: 'utf8' });
-  const libs = [...needed.stdout.matchAll(/NEEDED\s+(\S+)/g)].map((m) => m[1]);
-  t.ok(libs.length > 0 && !libs.some((l) => /libstdc\+\+|libc\+\+|libgcc_s/.test(l)), `NEEDED: ${libs.join(', ')}`);
-  t.end();
-});
+    const dyn = spawnSync('objdump', ['-T', target], { encoding: 'utf8' });
+    t.equal(dyn.status, 0, `objdump -T ${path.relative(root, target)}${dyn.error ? ` (${dyn.error.message}: install binutils)` : ''}`);
+    if (dyn.status !== 0) return t.end();
+    const glibc = [...new Set([...dyn.stdout.matchAll(/\bGLIBC_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))].sort(compareVersions);
+    const glibcxx = [...new Set([...dyn.stdout.matchAll(/\bGLIBCXX_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))];
+    t.ok(glibc.length > 0, `reads the symbol versions: GLIBC_ ${glibc.join(', ')}`);
+    const above = glibc.filter((v) => compareVersions(v, minimum) > 0);
+    t.deepEqual(above, [], `no GLIBC_ version above ${minimum} (highest: ${glibc[glibc.length - 1]})`);
+    t.deepEqual(glibcxx, [], 'no GLIBCXX_ version (libc++ is linked in statically)');
+
+    const needed = spawnSync('objdump', ['-p', target], { encoding: 'utf8' });
+    const libs = [...needed.stdout.matchAll(/NEEDED\s+(\S+)/g)].map((m) => m[1]);
+    t.ok(libs.length > 0 && !libs.some((l) => /libstdc\+\+|libc\+\+|libgcc_s/.test(l)), `NEEDED: ${libs.join(', ')}`);
+    t.end();
+  });
+}
 
 test('the prebuild loads with build/ absent (PREBUILDS_ONLY) and runs a program', (t) => {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-prebuild-'));

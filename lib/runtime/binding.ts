@@ -100,7 +100,8 @@ export function binding(): NativeBinding {
         '    2. or build from source (needs cmake and a C++17 compiler): allow its install script\n' +
         '       (npm install-scripts approve pjrt-score), then npm rebuild pjrt-score;\n' +
         '       in a checkout of pjrt-score itself: npm run build:native\n' +
-        '  Prebuilt binaries ship for linux-x64 (glibc >= 2.17).',
+        '  Prebuilt binaries ship for linux-x64 and linux-arm64 (glibc >= 2.17); macOS, Windows and musl\n' +
+        '  are not supported (PyPI has no XLA CPU plugin for them): see README.md, Platforms.',
     );
   }
   // Errors the addon throws or rejects with are instances of the exported classes.
