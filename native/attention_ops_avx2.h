@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "attention_blocking.h"
+#include "attention_exp2.h"
 
 namespace pjrt_score {
 namespace attention {
@@ -126,28 +127,25 @@ struct Avx2Ops {
     return out;
   }
 
-  // exp(s - shift) for s <= shift, as 2^t with t = s * log2(e) - shift * log2(e) (one FMA):
-  // 2^t = 2^n * 2^f, n = round(t), f = t - n in [-1/2, 1/2], 2^f a degree-5 polynomial fitted for
-  // relative error (under 1e-7 in exact arithmetic, 3e-7 in f32). Below t = -127 the result is
+  // exp(s - shift) for s <= shift, as 2^t (attention_exp2.h). Below t = -127 the result is
   // exactly 0: t is clamped there, and n = -127 makes 2^n's exponent bits 0. The shared rounding
   // of shift * log2(e) scales a row's weights alike, so it cancels in the softmax.
   __attribute__((target("avx2,fma"))) static __m256 Exp2(__m256 t) {
     t = _mm256_max_ps(t, _mm256_set1_ps(-127.f));
     const __m256 n = _mm256_round_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m256 f = _mm256_sub_ps(t, n);
-    __m256 p = _mm256_set1_ps(1.327645150e-03f);
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(9.675540961e-03f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.550713465e-02f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(2.402212024e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(6.931469440e-01f));
-    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.000000119e+00f));
+    __m256 p = _mm256_set1_ps(kExp2Poly[0]);
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[1]));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[2]));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[3]));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[4]));
+    p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(kExp2Poly[5]));
     const __m256i bits =
         _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
   }
 
   __attribute__((target("avx2,fma"))) static float ExpSum(float* s, int64_t n, float shift) {
-    const float kLog2e = 1.44269504088896341f;
     const __m256 log2e = _mm256_set1_ps(kLog2e), sh = _mm256_set1_ps(shift * kLog2e);
     __m256 sum0 = _mm256_setzero_ps(), sum1 = sum0;
     int64_t c = 0;

@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "attention_blocking.h"
+#include "attention_exp2.h"
 
 // Clang 18 and later split 512-bit vectors off AVX-512 (feature evex512); GCC before 14 knows no
 // such feature.
@@ -148,19 +149,18 @@ struct Avx512Ops {
     t = _mm512_max_ps(t, _mm512_set1_ps(-127.f));
     const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
     const __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_set1_ps(1.327645150e-03f);
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.675540961e-03f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.550713465e-02f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.402212024e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931469440e-01f));
-    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.000000119e+00f));
+    __m512 p = _mm512_set1_ps(kExp2Poly[0]);
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[1]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[2]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[3]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[4]));
+    p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(kExp2Poly[5]));
     const __m512i bits =
         _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
     return _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
   }
 
   PJRT_SCORE_AVX512 static float ExpSum(float* s, int64_t n, float shift) {
-    const float kLog2e = 1.44269504088896341f;
     const __m512 log2e = _mm512_set1_ps(kLog2e), sh = _mm512_set1_ps(shift * kLog2e);
     __m512 sum = _mm512_setzero_ps();
     int64_t c = 0;

@@ -1,12 +1,9 @@
 #include "prefix_attention.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
-#include <memory>
 #include <new>
 #include <vector>
 
@@ -14,18 +11,22 @@
 #include "attention_ops_avx2.h"
 #include "attention_ops_avx512.h"
 #include "attention_ops_portable.h"
+#include "attention_units.h"
 #include "kernel_isa.h"
 #include "thread_pool.h"
 
 namespace pjrt_score {
 namespace {
 
+using attention::ItemLength;
 using attention::kColTile;
 using attention::kKeyBlock;
 using attention::kRowByRowMaxTokens;
-using attention::kRowsPerUnit;
 using attention::kStepRows;
+using attention::PrefixLength;
+using attention::PrefixLimit;
 using attention::RoundUp;
+using attention::Unit;
 
 // Keys packed per kv head (the prefix's) or per kv head and item (long
 // items' own keys): K^T in blocks of 256 keys, each in strips of 16 keys
@@ -48,13 +49,6 @@ void PackKeys(const float* keys, int64_t row, int64_t count, int64_t d, float* k
   }
 }
 
-// One work unit: kv head `h` and tokens [j0, j1) of items [first, last). Items
-// of at most kRowByRowMaxTokens come whole, several to a unit; a longer item
-// comes alone, in segments of its tokens.
-struct Unit {
-  int64_t h = 0, first = 0, last = 0, j0 = 0, j1 = 0;
-};
-
 // Runs one unit. Its rows are (item, token, head of the group); state per
 // row: shift, sum, acc[D] of an online softmax over the keys the row sees.
 // `own` holds long items' own keys packed (blocks == 0: own keys row by row).
@@ -63,19 +57,9 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedKeys& pre, const PackedKe
              int64_t plen, const Unit& u) {
   const int64_t d = a.d, l = a.l, hq = a.hq, hkv = a.hkv, group = hq / hkv, h = u.h;
   const bool blocked_own = own.blocks > 0;
-  auto length = [&](int64_t i) {
-    return std::min<int64_t>(std::max<int32_t>(a.item_lengths[i], 0), l);
-  };
-  // The unit's tokens of item i that are not padding.
-  auto tokens = [&](int64_t i) { return std::max<int64_t>(0, std::min(length(i), u.j1) - u.j0); };
-  // The prefix keys item i sees: all valid ones, or fewer where the call limits them per item.
-  auto prefix_limit = [&](int64_t i) {
-    if (a.item_prefix_lengths == nullptr) return plen;
-    return std::min<int64_t>(std::max<int32_t>(a.item_prefix_lengths[i], 0), plen);
-  };
 
   int64_t rows = 0;
-  for (int64_t i = u.first; i < u.last; ++i) rows += tokens(i) * group;
+  for (int64_t i = u.first; i < u.last; ++i) rows += u.Tokens(a, i) * group;
   const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kStepRows);
   const int64_t steps = padded / kStepRows;
   std::vector<float> q(padded * d, 0.f), acc(padded * d, 0.f), sum(padded, 0.f);
@@ -88,12 +72,12 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedKeys& pre, const PackedKe
 
   int64_t r = 0;
   for (int64_t i = u.first; i < u.last; ++i) {
-    for (int64_t j = u.j0; j < u.j0 + tokens(i); ++j) {
+    for (int64_t j = u.j0; j < u.j0 + u.Tokens(a, i); ++j) {
       for (int64_t g = 0; g < group; ++g, ++r) {
         const float* src = a.item_q + ((i * l + j) * hq + h * group + g) * d;
         float* qr = q.data() + r * d;
         std::memcpy(qr, src, sizeof(float) * d);
-        limit[r] = prefix_limit(i);
+        limit[r] = PrefixLimit(a, plen, i);
         step_limit[r / kStepRows] = std::max(step_limit[r / kStepRows], limit[r]);
         if (blocked_own) {
           own_limit[r] = j + 1;
@@ -155,8 +139,8 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedKeys& pre, const PackedKe
   };
 
   if (blocked_own && rows > 0) {
-    const int64_t i = u.first, len = length(i);
-    for (int64_t b = 0; b * kKeyBlock < u.j0 + tokens(i); ++b) {
+    const int64_t i = u.first, len = ItemLength(a, i);
+    for (int64_t b = 0; b * kKeyBlock < u.j0 + u.Tokens(a, i); ++b) {
       const int64_t k0 = b * kKeyBlock;
       attend(own.kt.data() + ((h * a.n + i) * own.blocks + b) * d * kKeyBlock,
              a.item_v + ((i * l + k0) * hkv + h) * d, hkv * d, k0, std::min(kKeyBlock, len - k0),
@@ -175,7 +159,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedKeys& pre, const PackedKe
     for (int64_t j = u.j0; j < std::min(u.j1, l); ++j) {
       for (int64_t g = 0; g < group; ++g) {
         float* dst = a.out + ((i * l + j) * hq + h * group + g) * d;
-        if (j >= length(i)) {
+        if (j >= ItemLength(a, i)) {
           std::memset(dst, 0, sizeof(float) * d);
           continue;
         }
@@ -189,7 +173,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedKeys& pre, const PackedKe
 template <class Ops>
 bool Run(const PrefixAttentionArgs& a, std::string* error) {
   const int64_t d = a.d, l = a.l, hkv = a.hkv, n = a.n;
-  const int64_t plen = std::min<int64_t>(std::max<int32_t>(a.prefix_length, 0), a.p);
+  const int64_t plen = PrefixLength(a);
   ThreadPool& pool = ThreadPool::Shared();
   PackedKeys pre, own;
   try {
@@ -209,53 +193,13 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
   if (own.blocks > 0) {
     pool.ParallelFor(hkv * n, [&](int64_t unit) {
       const int64_t h = unit / n, i = unit % n;
-      const int64_t len = std::min<int64_t>(std::max<int32_t>(a.item_lengths[i], 0), l);
-      PackKeys(a.item_k + (i * l * hkv + h) * d, hkv * d, len, d,
+      PackKeys(a.item_k + (i * l * hkv + h) * d, hkv * d, ItemLength(a, i), d,
                own.kt.data() + (h * n + i) * own.blocks * d * kKeyBlock);
     });
   }
 
-  const int64_t group = a.hq / hkv;
-  std::vector<Unit> units;
-  try {
-    if (l > kRowByRowMaxTokens) {
-      // A long item alone, in segments of its tokens: their rows share each key block.
-      const int64_t seg = std::max<int64_t>(1, kRowsPerUnit / group);
-      for (int64_t h = 0; h < hkv; ++h)
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j0 = 0; j0 < l; j0 += seg) units.push_back({h, i, i + 1, j0, j0 + seg});
-    } else {
-      // Items per unit: enough rows to share each key block, and at least two units per thread
-      // so that uneven item lengths even out.
-      int64_t per_unit = std::max<int64_t>(1, kRowsPerUnit / std::max<int64_t>(1, l * group));
-      const int64_t want_units = 2 * pool.threads();
-      while (per_unit > 1 && hkv * ((n + per_unit - 1) / per_unit) < want_units)
-        per_unit = (per_unit + 1) / 2;
-      const int64_t chunks = (n + per_unit - 1) / per_unit;
-      // Causal calls give later units more keys; handing them out biggest first was no faster at
-      // the prefill's shape (wall median equal over 40 alternating rounds; units are small and
-      // handed out one by one), so units go in order.
-      for (int64_t c = 0; c < chunks; ++c)
-        for (int64_t h = 0; h < hkv; ++h)
-          units.push_back({h, c * per_unit, std::min(n, (c + 1) * per_unit), 0, l});
-    }
-  } catch (const std::bad_alloc&) {
-    *error = "out of memory for the work units";
-    return false;
-  }
-  std::atomic<bool> failed{false};
-  pool.ParallelFor(static_cast<int64_t>(units.size()), [&](int64_t k) {
-    try {
-      RunUnit<Ops>(a, pre, own, plen, units[k]);
-    } catch (const std::bad_alloc&) {
-      failed.store(true);
-    }
-  });
-  if (failed.load()) {
-    *error = "out of memory for a work unit's scratch";
-    return false;
-  }
-  return true;
+  return attention::RunUnits(
+      a, pool, [&](const Unit& u) { RunUnit<Ops>(a, pre, own, plen, u); }, error);
 }
 
 }  // namespace

@@ -6,7 +6,6 @@
 // AVX512_BF16 and AMX; only the tile product differs between them. Short items' own keys (row by
 // row, see OwnRows) stay f32.
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -16,6 +15,7 @@
 #include "attention_blocking.h"
 #include "attention_ops_avx512.h"
 #include "attention_ops_portable.h"
+#include "attention_units.h"
 #include "bf16_tiles_amx.h"
 #include "bf16_tiles_avx512.h"
 #include "bf16_tiles_portable.h"
@@ -28,10 +28,13 @@ namespace {
 
 using attention::Bf16ToF32;
 using attention::F32ToBf16;
+using attention::ItemLength;
 using attention::kKeyBlock;
 using attention::kRowByRowMaxTokens;
-using attention::kRowsPerUnit;
+using attention::PrefixLength;
+using attention::PrefixLimit;
 using attention::RoundUp;
+using attention::Unit;
 
 // Rows per step: one tile of 16.
 constexpr int64_t kRows = 16;
@@ -73,10 +76,6 @@ void Pack(const float* keys, const float* values, int64_t row, int64_t count, in
   }
 }
 
-struct Unit {
-  int64_t h = 0, first = 0, last = 0, j0 = 0, j1 = 0;
-};
-
 // One work unit, as RunUnit of prefix_attention.cc; Ops gives the f32 row loops (RowMax, ExpSum,
 // Scale) on rows of Dp floats.
 template <class Tiles, class Ops>
@@ -84,17 +83,9 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
              const OwnRows& own_rows, int64_t plen, const Unit& u) {
   const int64_t d = a.d, dp = pre.dp, l = a.l, hq = a.hq, hkv = a.hkv, group = hq / hkv, h = u.h;
   const bool blocked_own = own.blocks > 0;
-  auto length = [&](int64_t i) {
-    return std::min<int64_t>(std::max<int32_t>(a.item_lengths[i], 0), l);
-  };
-  auto tokens = [&](int64_t i) { return std::max<int64_t>(0, std::min(length(i), u.j1) - u.j0); };
-  auto prefix_limit = [&](int64_t i) {
-    if (a.item_prefix_lengths == nullptr) return plen;
-    return std::min<int64_t>(std::max<int32_t>(a.item_prefix_lengths[i], 0), plen);
-  };
 
   int64_t rows = 0;
-  for (int64_t i = u.first; i < u.last; ++i) rows += tokens(i) * group;
+  for (int64_t i = u.first; i < u.last; ++i) rows += u.Tokens(a, i) * group;
   const int64_t padded = RoundUp(std::max<int64_t>(rows, 1), kRows), steps = padded / kRows;
   std::vector<uint16_t> q(padded * dp, 0), probs(kRows * kKeyBlock, 0);
   std::vector<float> acc(padded * dp, 0.f), sum(padded, 0.f), scores(kRows * kKeyBlock, 0.f);
@@ -105,12 +96,12 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
 
   int64_t r = 0;
   for (int64_t i = u.first; i < u.last; ++i) {
-    for (int64_t j = u.j0; j < u.j0 + tokens(i); ++j) {
+    for (int64_t j = u.j0; j < u.j0 + u.Tokens(a, i); ++j) {
       for (int64_t g = 0; g < group; ++g, ++r) {
         const float* src = a.item_q + ((i * l + j) * hq + h * group + g) * d;
         uint16_t* qr = q.data() + r * dp;
         for (int64_t x = 0; x < d; ++x) qr[x] = F32ToBf16(src[x]);
-        limit[r] = prefix_limit(i);
+        limit[r] = PrefixLimit(a, plen, i);
         step_limit[r / kRows] = std::max(step_limit[r / kRows], limit[r]);
         if (blocked_own) {
           own_limit[r] = j + 1;
@@ -175,8 +166,8 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
     }
   };
   if (blocked_own && rows > 0) {
-    const int64_t i = u.first, len = length(i);
-    for (int64_t b = 0; b * kKeyBlock < u.j0 + tokens(i); ++b) {
+    const int64_t i = u.first, len = ItemLength(a, i);
+    for (int64_t b = 0; b * kKeyBlock < u.j0 + u.Tokens(a, i); ++b) {
       const int64_t at = ((h * a.n + i) * own.blocks + b) * own.BlockSize();
       attend(own.k.data() + at, own.v.data() + at, b * kKeyBlock,
              std::min(kKeyBlock, len - b * kKeyBlock), own_limit, step_own_limit);
@@ -194,7 +185,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
     for (int64_t j = u.j0; j < std::min(u.j1, l); ++j) {
       for (int64_t g = 0; g < group; ++g) {
         float* dst = a.out + ((i * l + j) * hq + h * group + g) * d;
-        if (j >= length(i)) {
+        if (j >= ItemLength(a, i)) {
           std::memset(dst, 0, sizeof(float) * d);
           continue;
         }
@@ -209,7 +200,7 @@ void RunUnit(const PrefixAttentionArgs& a, const PackedBf16& pre, const PackedBf
 template <class Tiles, class Ops>
 bool Run(const PrefixAttentionArgs& a, std::string* error) {
   const int64_t d = a.d, l = a.l, hkv = a.hkv, n = a.n;
-  const int64_t plen = std::min<int64_t>(std::max<int32_t>(a.prefix_length, 0), a.p);
+  const int64_t plen = PrefixLength(a);
   ThreadPool& pool = ThreadPool::Shared();
   PackedBf16 pre, own;
   OwnRows own_rows;
@@ -238,10 +229,9 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
   if (own.blocks > 0) {
     pool.ParallelFor(hkv * n, [&](int64_t x) {
       const int64_t h = x / n, i = x % n;
-      const int64_t len = std::min<int64_t>(std::max<int32_t>(a.item_lengths[i], 0), l);
       const int64_t at = (h * n + i) * own.blocks * own.BlockSize();
-      Pack(a.item_k + (i * l * hkv + h) * d, a.item_v + (i * l * hkv + h) * d, hkv * d, len, d,
-           own.dp, own.k.data() + at, own.v.data() + at);
+      Pack(a.item_k + (i * l * hkv + h) * d, a.item_v + (i * l * hkv + h) * d, hkv * d,
+           ItemLength(a, i), d, own.dp, own.k.data() + at, own.v.data() + at);
     });
   }
 
@@ -256,41 +246,8 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     });
   }
 
-  const int64_t group = a.hq / hkv;
-  std::vector<Unit> units;
-  try {
-    if (l > kRowByRowMaxTokens) {
-      const int64_t seg = std::max<int64_t>(1, kRowsPerUnit / group);
-      for (int64_t h = 0; h < hkv; ++h)
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t j0 = 0; j0 < l; j0 += seg) units.push_back({h, i, i + 1, j0, j0 + seg});
-    } else {
-      int64_t per_unit = std::max<int64_t>(1, kRowsPerUnit / std::max<int64_t>(1, l * group));
-      const int64_t want_units = 2 * pool.threads();
-      while (per_unit > 1 && hkv * ((n + per_unit - 1) / per_unit) < want_units)
-        per_unit = (per_unit + 1) / 2;
-      const int64_t chunks = (n + per_unit - 1) / per_unit;
-      for (int64_t c = 0; c < chunks; ++c)
-        for (int64_t h = 0; h < hkv; ++h)
-          units.push_back({h, c * per_unit, std::min(n, (c + 1) * per_unit), 0, l});
-    }
-  } catch (const std::bad_alloc&) {
-    *error = "out of memory for the work units";
-    return false;
-  }
-  std::atomic<bool> failed{false};
-  pool.ParallelFor(static_cast<int64_t>(units.size()), [&](int64_t k) {
-    try {
-      RunUnit<Tiles, Ops>(a, pre, own, own_rows, plen, units[k]);
-    } catch (const std::bad_alloc&) {
-      failed.store(true);
-    }
-  });
-  if (failed.load()) {
-    *error = "out of memory for a work unit's scratch";
-    return false;
-  }
-  return true;
+  return attention::RunUnits(
+      a, pool, [&](const Unit& u) { RunUnit<Tiles, Ops>(a, pre, own, own_rows, plen, u); }, error);
 }
 
 }  // namespace

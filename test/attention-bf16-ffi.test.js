@@ -16,7 +16,7 @@ const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, causalPrefix, parsePrefixAttentionTag, parseCausalAttentionTag } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
-const { makeInputs } = require('./helpers/prefix-forms');
+const { makeInputs, prefixParams, reference: prefixReference } = require('./helpers/prefix-forms');
 const { cpuIsa, withIsa, bf16Paths } = require('./helpers/kernel-path');
 
 let client;
@@ -50,28 +50,8 @@ const PREFIX_CASES = [
   { name: 'long items: D=64, P=270 with 259 valid, N=1, L=530 with 529 valid, MHA', P: 270, prefixLength: 259, N: 1, L: 530, itemLengths: [529], Hq: 2, Hkv: 2, D: 64 },
 ];
 
-function prefixProgram({ P, N, L, Hq, Hkv, D }) {
-  return buildProgram(
-    'items_over_prefix_bf16',
-    (f) => {
-      const x = {
-        itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
-        itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
-        itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
-        itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
-        prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
-        prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
-        prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
-      };
-      return { out: itemsOverPrefix(f, x, parsePrefixAttentionTag('ffi')) };
-    },
-    { dotOperands: 'bf16' },
-  );
-}
-
-function prefixReference(c, [itemQ, itemK, itemV, itemLengths, prefixK, prefixV]) {
-  const { P, N, L, Hq, Hkv, D, prefixLength } = c;
-  return ref.factoredAttention({ queryQ: new Float32Array(P * Hq * D), queryK: prefixK, queryV: prefixV, queryLength: prefixLength, itemQ, itemK, itemV, itemLengths, P, N, L, Hq, Hkv, D }).itemOut;
+function prefixProgram(c) {
+  return buildProgram('items_over_prefix_bf16', (f) => ({ out: itemsOverPrefix(f, prefixParams(f, c), parsePrefixAttentionTag('ffi')) }), { dotOperands: 'bf16' });
 }
 
 test('setup: the bf16 targets are registered; the bf16 paths of this CPU', async (t) => {

@@ -12,10 +12,8 @@ const test = require('tape');
 const { execFileSync, spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { Scorer } = require('../dist/scoring/scorer');
-const { startServer } = require('../dist/server/server');
-const { silentLogger } = require('../dist/server/log');
 const { cacheDir } = require('../dist/util/cache-dir');
+const { startInProcessServer } = require('./helpers/in-process-server');
 
 let server;
 let scorer;
@@ -27,16 +25,7 @@ async function post(urlPath, body) {
 }
 
 test('setup', async (t) => {
-  server = await startServer({
-    port: 0,
-    host: '127.0.0.1',
-    warmup: [],
-    timeoutMs: 600_000,
-    logger: silentLogger(),
-    warmupProgress: false,
-    loadBackend: async (options) => (scorer = await Scorer.load(options)),
-  });
-  await server.ready;
+  server = await startInProcessServer({ onScorer: (s) => (scorer = s) });
   t.pass(server.url);
 });
 

@@ -5,9 +5,7 @@
 // are JSON floats even when exactly 1 or 0, SGLang's empty query, OpenAI's
 // GET /v1/models/{id}, TEI's GET /info and its 400 for `texts: []`.
 const test = require('tape');
-const { Scorer } = require('../dist/scoring/scorer');
-const { startServer } = require('../dist/server/server');
-const { silentLogger } = require('../dist/server/log');
+const { startInProcessServer } = require('./helpers/in-process-server');
 
 let server;
 let scorer;
@@ -30,16 +28,7 @@ const post = (path, body) => call('POST', path, body);
 const get = (path) => call('GET', path);
 
 test('setup', async (t) => {
-  server = await startServer({
-    port: 0,
-    host: '127.0.0.1',
-    warmup: [],
-    timeoutMs: 600_000,
-    logger: silentLogger(),
-    warmupProgress: false,
-    loadBackend: async (options) => (scorer = await Scorer.load(options)),
-  });
-  await server.ready;
+  server = await startInProcessServer({ onScorer: (s) => (scorer = s) });
   t.pass(server.url);
 });
 

@@ -5,10 +5,8 @@
 // invalid field answered 400 naming it, and concurrent requests (taken
 // together when they share the query) each equal to its own answer alone.
 const test = require('tape');
+const { startInProcessServer } = require('./helpers/in-process-server');
 const { postJson } = require('./helpers/service');
-const { Scorer } = require('../dist/scoring/scorer');
-const { startServer } = require('../dist/server/server');
-const { silentLogger } = require('../dist/server/log');
 
 let server;
 let scorer;
@@ -18,15 +16,9 @@ let largestBatch = 0;
 const post = (path, body) => postJson(`${server.url}${path}`, body);
 
 test('setup', async (t) => {
-  server = await startServer({
-    port: 0,
-    host: '127.0.0.1',
-    warmup: [],
-    timeoutMs: 600_000,
-    logger: silentLogger(),
-    warmupProgress: false,
-    loadBackend: async (options) => {
-      scorer = await Scorer.load(options);
+  server = await startInProcessServer({
+    onScorer: (s) => {
+      scorer = s;
       const scoreBatch = scorer.scoreBatch.bind(scorer);
       scorer.scoreBatch = (jobs, o) => {
         batches++;
@@ -36,7 +28,6 @@ test('setup', async (t) => {
       return scorer;
     },
   });
-  await server.ready;
   t.pass(server.url);
 });
 

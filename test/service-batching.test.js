@@ -6,10 +6,8 @@
 // validates and tokenizes a request once (one normalization, one tokenizer
 // call per text piece), and the Scorer never re-normalizes it.
 const test = require('tape');
+const { startInProcessServer } = require('./helpers/in-process-server');
 const { postJson } = require('./helpers/service');
-const { Scorer } = require('../dist/scoring/scorer');
-const { startServer } = require('../dist/server/server');
-const { silentLogger } = require('../dist/server/log');
 
 const counts = { normalizeBody: 0, encode: 0, scoreBatch: 0, jobs: 0, largestBatch: 0 };
 let server;
@@ -17,15 +15,9 @@ let server;
 const post = (body) => postJson(`${server.url}/v1/score`, body);
 
 test('setup: the service on the real model, its Scorer instrumented', async (t) => {
-  server = await startServer({
-    port: 0,
-    host: '127.0.0.1',
-    warmup: [],
-    timeoutMs: 600_000, // a slow shared CI machine must not turn this into a deadline test
-    logger: silentLogger(),
-    warmupProgress: false,
-    loadBackend: async (options) => {
-      const scorer = await Scorer.load({ ...options, prefixCacheBytes: 0 });
+  server = await startInProcessServer({
+    scorerOptions: { prefixCacheBytes: 0 },
+    onScorer: (scorer) => {
       const encode = scorer.tokenizer.encode.bind(scorer.tokenizer);
       scorer.tokenizer.encode = (text) => (counts.encode++, encode(text));
       const normalizeBody = scorer.normalizeBody.bind(scorer);
@@ -40,7 +32,6 @@ test('setup: the service on the real model, its Scorer instrumented', async (t) 
       return scorer;
     },
   });
-  await server.ready;
   t.pass(`listening at ${server.url}`);
 });
 

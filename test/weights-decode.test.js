@@ -27,17 +27,48 @@ const { firstMismatch, mismatches } = require('./helpers/weight-conversions');
 
 const STORED = ['F32', 'F16', 'BF16', 'Q8_0', 'Q4_0', 'Q4_1'];
 
-test('device decode equals the host path, bit for bit, for every stored type and weight type', async (t) => {
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-decode-'));
-  const client = await Client.create();
-  // The programs asked for are listed: every matrix must have gone through a decode program, none through
-  // the host. They come through the Scorer's load cache (compiled once, then read from the disk cache).
-  const cache = loadProgramCache(client, true);
-  let compiled = [];
+/**
+ * Uploads `file`'s weights as `weights` decoded on the device from the file's own blocks (llama:
+ * every stacked array built layer by layer and joined on the device, as for models past
+ * ASSEMBLE_BYTES) and through the host path (`host`: the file loaded); asserts that every matrix
+ * went through a decode program and that the arrays are bit-equal. The programs asked for are
+ * listed: every matrix must have gone through a decode program, none through the host. They come
+ * through the Scorer's load cache `cache` (compiled once, then read from the disk cache).
+ * `more(fromHost)` checks more before both are freed.
+ */
+async function assertDecodedEqualsHost(t, { client, cache, arch, file, host, weights, label, more = async () => {} }) {
+  const compiled = [];
   const programs = (program) => {
     compiled.push(program.name);
     return cache.programs(program);
   };
+  const opened = openModel(file);
+  const byLayer = arch === 'llama';
+  const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, { programs, ...(byLayer ? { assembleBytes: 1 } : {}) });
+  opened.weights.close();
+  const fromHost = await uploadWeights(client, host.config, host.weights, weights);
+  try {
+    const specs = decoderWeightSpecs(host.config, weights);
+    const matrices = specs.filter((s) => s.matrix && !(s.tiedTo && host.config.tiedEmbeddings)).map((s) => s.name);
+    const decodedNames = compiled.map((n) => /^decode_(\w+?)_/.exec(n)?.[1]).filter(Boolean);
+    t.deepEqual(decodedNames.sort(), matrices.sort(), `${label} -> ${weights}: each matrix decoded on the device${byLayer ? ' (layer by layer, joined on the device)' : ''}`);
+    const bad = [];
+    for (let i = 0; i < specs.length; i++) {
+      const m = firstMismatch(await fromFile.buffers[i].toHost(), await fromHost.buffers[i].toHost());
+      if (m) bad.push(`${specs[i].name}: ${m}`);
+    }
+    t.deepEqual(bad, [], `${label} -> ${weights}${byLayer ? ' by layer' : ''}: ${specs.length} arrays bit-equal to the host path`);
+    await more(fromHost);
+  } finally {
+    fromFile.dispose();
+    fromHost.dispose();
+  }
+}
+
+test('device decode equals the host path, bit for bit, for every stored type and weight type', async (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-decode-'));
+  const client = await Client.create();
+  const cache = loadProgramCache(client, true);
   try {
     for (const [arch, stored] of [['llama', STORED], ['qwen2', ['Q4_1', 'F16']], ['qwen3', ['Q8_0']]]) {
       const model = makeTinyModel(arch, 5);
@@ -51,26 +82,10 @@ test('device decode equals the host path, bit for bit, for every stored type and
         for (const b of f32.buffers) reference.push(await b.toHost());
         f32.dispose();
         for (const weights of ['f32', 'bf16', 'int8']) {
-          compiled = [];
-          const opened = openModel(file);
-          // llama: every stacked array built layer by layer and joined on the device, as for models past ASSEMBLE_BYTES.
-          const byLayer = arch === 'llama';
-          const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, { programs, ...(byLayer ? { assembleBytes: 1 } : {}) });
-          opened.weights.close();
-          const fromHost = await uploadWeights(client, host.config, host.weights, weights);
-          const specs = decoderWeightSpecs(host.config, weights);
-          const matrices = specs.filter((s) => s.matrix && !(s.tiedTo && host.config.tiedEmbeddings)).map((s) => s.name);
-          const decodedNames = compiled.map((n) => /^decode_(\w+?)_/.exec(n)?.[1]).filter(Boolean);
-          t.deepEqual(decodedNames.sort(), matrices.sort(), `${arch} ${matrixType} -> ${weights}: each matrix decoded on the device${byLayer ? ' (layer by layer, joined on the device)' : ''}`);
-          const bad = [];
-          for (let i = 0; i < specs.length; i++) {
-            const m = firstMismatch(await fromFile.buffers[i].toHost(), await fromHost.buffers[i].toHost());
-            if (m) bad.push(`${specs[i].name}: ${m}`);
-          }
-          t.deepEqual(bad, [], `${arch} ${matrixType} (embedding ${embeddingType}) -> ${weights}${byLayer ? ' by layer' : ''}: ${specs.length} arrays bit-equal to the host path`);
-          if (weights !== 'f32') t.deepEqual(await mismatches(fromHost.buffers, host.config, weights, reference), [], `... and to the test's ${weights} conversion`);
-          fromFile.dispose();
-          fromHost.dispose();
+          const more = async (fromHost) => {
+            if (weights !== 'f32') t.deepEqual(await mismatches(fromHost.buffers, host.config, weights, reference), [], `... and to the test's ${weights} conversion`);
+          };
+          await assertDecodedEqualsHost(t, { client, cache, arch, file, host, weights, label: `${arch} ${matrixType} (embedding ${embeddingType})`, more });
         }
       }
     }
@@ -104,11 +119,6 @@ test('K-quant, Q5 and IQ4 matrices: each decoded on the device, bit-equal to the
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-decode-k-'));
   const client = await Client.create();
   const cache = loadProgramCache(client, true);
-  let compiled = [];
-  const programs = (program) => {
-    compiled.push(program.name);
-    return cache.programs(program);
-  };
   const cases = [
     // q, k, v of different types (joined after decoding), the layers joined on the device.
     ['llama', { 'token_embd.weight': 'Q6_K', 'attn_q.weight': 'Q4_K', 'attn_k.weight': 'Q5_K', 'attn_v.weight': 'Q6_K', 'attn_output.weight': 'Q2_K', 'ffn_gate.weight': 'Q3_K', 'ffn_up.weight': 'IQ4_XS', 'ffn_down.weight': 'Q5_0' }],
@@ -120,24 +130,7 @@ test('K-quant, Q5 and IQ4 matrices: each decoded on the device, bit-equal to the
       const file = writeRandomBlocksGguf(arch, path.join(dir, `${arch}.gguf`), types);
       const host = loadModel(file);
       for (const weights of ['f32', 'int8']) {
-        compiled = [];
-        const opened = openModel(file);
-        const byLayer = arch === 'llama';
-        const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, { programs, ...(byLayer ? { assembleBytes: 1 } : {}) });
-        opened.weights.close();
-        const fromHost = await uploadWeights(client, host.config, host.weights, weights);
-        const specs = decoderWeightSpecs(host.config, weights);
-        const matrices = specs.filter((s) => s.matrix && !(s.tiedTo && host.config.tiedEmbeddings)).map((s) => s.name);
-        const decodedNames = compiled.map((n) => /^decode_(\w+?)_/.exec(n)?.[1]).filter(Boolean);
-        t.deepEqual(decodedNames.sort(), matrices.sort(), `${arch} -> ${weights}: each matrix decoded on the device`);
-        const bad = [];
-        for (let i = 0; i < specs.length; i++) {
-          const m = firstMismatch(await fromFile.buffers[i].toHost(), await fromHost.buffers[i].toHost());
-          if (m) bad.push(`${specs[i].name}: ${m}`);
-        }
-        t.deepEqual(bad, [], `${arch} (${[...new Set(Object.values(types))].join(', ')}) -> ${weights}: ${specs.length} arrays bit-equal to the host path`);
-        fromFile.dispose();
-        fromHost.dispose();
+        await assertDecodedEqualsHost(t, { client, cache, arch, file, host, weights, label: `${arch} (${[...new Set(Object.values(types))].join(', ')})` });
       }
     }
   } finally {

@@ -17,7 +17,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { cacheDir } from '../util/cache-dir';
 import { withFileLock } from './file-lock';
-import { FetchError, FetchOptions, WheelSpec, downloadVerifiedWheel, runToStderr, uniqueSibling } from './wheel-fetch';
+import { FetchOptions, defaultLog, hasMarker, writeMarker } from './cached-file';
+import { FetchError, WheelSpec, downloadVerifiedWheel, runToStderr } from './wheel-fetch';
 
 export const CUDA13_PLUGIN_VERSION = '0.11.2';
 
@@ -57,11 +58,7 @@ function markerOf(spec: WheelSpec): string {
 }
 
 function isUnpacked(spec: WheelSpec): boolean {
-  try {
-    return fs.readFileSync(markerOf(spec), 'utf8').trim() === spec.wheelSha256;
-  } catch {
-    return false;
-  }
+  return hasMarker(markerOf(spec), spec.wheelSha256);
 }
 
 /** True when every wheel of the set is unpacked (verified by its marker) and the plugin file is there. */
@@ -87,7 +84,7 @@ with zipfile.ZipFile(sys.argv[1]) as z:
  * first unmarked wheel. Safe when several processes call it at once.
  */
 export async function fetchCuda13Plugin(options: FetchOptions = {}): Promise<string> {
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const log = options.log ?? defaultLog;
   if (isCuda13Fetched()) {
     log(`[pjrt-score] CUDA plugin ${CUDA13_PLUGIN_VERSION}: already in ${CUDA13_SITE}`);
     return CUDA13_PLUGIN_FILE;
@@ -104,9 +101,7 @@ export async function fetchCuda13Plugin(options: FetchOptions = {}): Promise<str
           log(`[pjrt-score] ${spec.label}: unpacking into ${CUDA13_SITE}`);
           const code = await runToStderr('python3', ['-c', UNPACK_PY, file, CUDA13_SITE]);
           if (code !== 0) throw new FetchError(`${spec.label}: could not unpack ${spec.wheelFile}`);
-          const marker = uniqueSibling(markerOf(spec), 'partial');
-          fs.writeFileSync(marker, `${spec.wheelSha256}\n`);
-          fs.renameSync(marker, markerOf(spec));
+          writeMarker(markerOf(spec), spec.wheelSha256);
         } finally {
           fs.rmSync(work, { recursive: true, force: true });
         }

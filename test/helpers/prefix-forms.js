@@ -5,18 +5,23 @@
 const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill } = require('../../dist/hlo');
 const ref = require('./attention-reference');
 
+/** The items-over-prefix inputs of shape `c` as the parameters of the function `f` builds, in makeInputs' order. */
+function prefixParams(f, { P, N, L, Hq, Hkv, D }) {
+  return {
+    itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
+    itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
+    itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
+    itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
+    prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
+    prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
+    prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
+  };
+}
+
 /** One program: the same inputs through every form, one output per form. */
-function program({ P, N, L, Hq, Hkv, D }, forms) {
+function program(c, forms) {
   return buildProgram('items_over_prefix_forms', (f) => {
-    const x = {
-      itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
-      itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
-      itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
-      itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
-      prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
-      prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
-      prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
-    };
+    const x = prefixParams(f, c);
     return Object.fromEntries(forms.map((form, i) => [`out${i}`, itemsOverPrefix(f, x, form)]));
   });
 }
@@ -121,4 +126,4 @@ async function assertExtendMatchesJoint(t, client, forms, lengths) {
   }
 }
 
-module.exports = { program, makeInputs, reference, extendByForm, assertExtendMatchesJoint };
+module.exports = { prefixParams, program, makeInputs, reference, extendByForm, assertExtendMatchesJoint };
