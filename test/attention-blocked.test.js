@@ -139,7 +139,7 @@ test('blocked: a bad key block is a build error', (t) => {
   const c = { P: 4, N: 1, L: 2, Hq: 2, Hkv: 1, D: 4 };
   t.throws(() => program(c, [{ kind: 'blocked', keyBlock: 0, loop: 'while' }]), /keyBlock must be a positive integer, got 0/);
   t.throws(() => program(c, [{ kind: 'blocked', keyBlock: 4, loop: 'sometimes' }]), /loop must be 'while' or 'unrolled'/);
-  t.throws(() => program(c, [{ kind: 'fast' }]), /kind must be 'joint', 'blocked', 'rows' or 'kernel'/);
+  t.throws(() => program(c, [{ kind: 'fast' }]), /kind must be 'joint', 'blocked', 'rows', 'kernel' or 'cudnn'/);
   t.end();
 });
 
