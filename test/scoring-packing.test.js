@@ -118,7 +118,7 @@ test('denseMask equals the visibility derived from standalone sequences', (t) =>
 });
 
 test('denseMask follows the SPEC rule on arbitrary segment ids', (t) => {
-  // The rule as SPEC.md section 4 states it, on ids that no packer would produce (interleaved, padding inside).
+  // The rule as docs/design.md "The programs" states it, on ids that no packer would produce (interleaved, padding inside).
   const segments = [0, 1, 0, 2, 1, -1, 2, 0, -1, 3];
   const T = segments.length;
   const mask = denseMask(segments);

@@ -1,7 +1,7 @@
 'use strict';
 // Requests that run together through the service: a request's scores are
 // the same, bit for bit, whether it runs alone or in a batch with 23 copies
-// of itself and with requests of other lengths (SPEC.md section 11), and the
+// of itself and with requests of other lengths (docs/design.md "Batch invariance"), and the
 // batch is real (fewer Scorer calls than requests). Also: the service
 // validates and tokenizes a request once (one normalization, one tokenizer
 // call per text piece), and the Scorer never re-normalizes it.

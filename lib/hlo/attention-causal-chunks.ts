@@ -15,7 +15,7 @@ import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, causalPrefixLayo
 import { HloBuildError, TensorType } from './types';
 import { CAUSAL_KERNEL, CAUSAL_KERNEL_FALLBACK, CausalKernel, causalPrefixAttentionKernel } from './attention-causal-ffi';
 
-/** How the prefill's causal attention is computed (SPEC.md section 12: chosen per platform). */
+/** How the prefill's causal attention is computed (docs/design.md "Platforms and precision": chosen per platform). */
 export type CausalAttention =
   /** All P x P scores with the upper half masked (causalPrefixAttention). */
   | { readonly kind: 'square' }

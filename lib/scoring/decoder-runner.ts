@@ -38,7 +38,7 @@ export function s32Scalar(value: number): HostInput {
 }
 
 /**
- * How dots compute (SPEC.md section 12): 'highest' is true f32 everywhere;
+ * How dots compute (docs/design.md "Platforms and precision"): 'highest' is true f32 everywhere;
  * 'default' lets the platform use its fast f32 mode (TF32 on NVIDIA); 'bf16'
  * rounds dot operands to bf16 and accumulates in f32 (the GPUs' fast path;
  * slow on CPUs without bf16 dot instructions).

@@ -1,5 +1,5 @@
 /**
- * The JIT cache (SPEC.md section 5): one compiled executable per
+ * The JIT cache (docs/design.md "Static shapes, buckets, the JIT cache"): one compiled executable per
  * (program, model, bucket dims), shared by all requests.
  *
  * - The program text is produced only on a miss (building a transformer's

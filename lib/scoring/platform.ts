@@ -1,6 +1,6 @@
 /**
  * Facts that differ by platform, in one place, keyed by the platform the
- * plugin reports (SPEC.md section 12), each with where it was measured: the
+ * plugin reports (docs/design.md "Platforms and precision"), each with where it was measured: the
  * per-pass memory budget and the cost model's constants. A platform with no
  * entry gets the CPU's facts and is told so in the load log.
  */

@@ -63,7 +63,7 @@ export interface ScorerOptions {
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
   /**
-   * f32 dot precision (SPEC.md section 12): 'highest' (default) is true f32 on
+   * f32 dot precision (docs/design.md "Platforms and precision"): 'highest' (default) is true f32 on
    * every platform, so every plan agrees within 1e-4; 'default' lets the
    * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU).
    */
@@ -466,7 +466,7 @@ export class Scorer implements Disposable {
   /**
    * Scores several normalized requests in one hold of the device. With
    * batching 'invariant' each runs its own plan, exactly as it would alone,
-   * so its scores do not depend on the others (SPEC.md section 11); with
+   * so its scores do not depend on the others (docs/design.md "Batch invariance"); with
    * 'cross-request' those that can share passes do (within 1e-5 of their
    * scores alone). Requests with the same query share its prefill through
    * the prefix cache. One request's failure or abort does not affect the
@@ -491,7 +491,7 @@ export class Scorer implements Disposable {
   }
 
   /**
-   * Reranks documents against a query (SPEC.md section 10): every document in
+   * Reranks documents against a query (docs/design.md "Rerank"): every document in
    * one plan, the prompt up to the document shared. Results are sorted by
    * relevance, best first.
    */

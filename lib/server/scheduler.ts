@@ -10,7 +10,7 @@
  * query tokens, labels and flags (within the item and token limits), and the
  * Scorer runs them in one hold of the device. Each request still runs its
  * own plan, exactly as it would alone, so its scores are the same bit for bit
- * whatever it ran with (SPEC.md section 11); the batch shares the query's
+ * whatever it ran with (docs/design.md "Batch invariance"); the batch shares the query's
  * prefill through the prefix cache. With the Scorer's batching
  * 'cross-request', the head takes every waiting request along, whatever its
  * query, and the Scorer runs those that can share passes together (each
