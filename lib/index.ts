@@ -38,7 +38,7 @@ export type {
   RerankResponse,
 } from './scoring/scorer';
 export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/plan';
-export type { Batching } from './scoring/request-batcher';
+export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/rerank';
 export type { RerankTemplate, TemplatePiece } from './scoring/rerank-template';
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';

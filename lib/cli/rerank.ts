@@ -1,5 +1,5 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
-import { rerankResults } from '../scoring/rerank';
+import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
 import { loadScorerBackend } from '../server/backend';
 import { createLogger, logEvent } from '../server/log';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
@@ -62,7 +62,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     ...(plugin !== undefined ? { plugin } : {}),
     ...(template !== undefined ? { rerankTemplate: template } : {}),
     algorithm: 'auto',
-    maxItems: Math.max(1024, documents.length),
+    maxItems: Math.max(DEFAULT_MAX_ITEMS, documents.length),
     maxRequestTokens: 1 << 20,
     log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });

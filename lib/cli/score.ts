@@ -1,6 +1,7 @@
 /** `pjrt-score score`: score one request from the command line; a table, or the Score API JSON. */
 import { loadModelInfo } from '../model/load';
-import { ALGORITHM_CHOICES, AlgorithmChoice, BackendScoreResult, ScoringBackend, loadScorerBackend } from '../server/backend';
+import { BackendScoreResult, ScoringBackend, loadScorerBackend } from '../server/backend';
+import { ALGORITHM_CHOICES, AlgorithmChoice, DEFAULT_MAX_ITEMS } from '../scoring';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { createLogger, logEvent } from '../server/log';
 
@@ -65,7 +66,7 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
     ...(model !== undefined ? { model } : {}),
     ...(plugin !== undefined ? { plugin } : {}),
     algorithm,
-    maxItems: Math.max(1024, items.length),
+    maxItems: Math.max(DEFAULT_MAX_ITEMS, items.length),
     maxRequestTokens: 1 << 20,
     log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });

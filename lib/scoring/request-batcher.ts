@@ -11,9 +11,6 @@
  */
 import { AbortError, DeviceLock } from './device-lock';
 
-/** How requests may share the device (docs/scorer-api.md "Batching"). */
-export type Batching = 'invariant' | 'cross-request';
-export const BATCHINGS: readonly Batching[] = ['invariant', 'cross-request'];
 
 interface Waiting<J, R> {
   readonly job: J;

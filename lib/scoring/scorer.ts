@@ -5,7 +5,7 @@
  */
 import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
-import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
+import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
 import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
 import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
@@ -15,12 +15,12 @@ import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
-import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
-import { DecoderRunner, Precision, PRECISIONS } from './decoder-runner';
+import { DecoderRunner } from './decoder-runner';
+import { AlgorithmChoice, ALGORITHM_CHOICES, Batching, pickSettings, Precision, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
 import { AbortError, DeviceLock } from './device-lock';
 import { JitCacheCounters } from './jit-cache';
 import { loadProgramCache } from './load-programs';
-import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
+import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
@@ -29,52 +29,32 @@ import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, Reso
 import { runPlan } from './run-plan';
 import { batchPrograms, canJoinBatch, makeBatchPlan } from './batch-plan';
 import { runBatchPasses } from './run-batch';
-import { Batching, BATCHINGS, JobOutcome, RequestBatcher } from './request-batcher';
+import { JobOutcome, RequestBatcher } from './request-batcher';
 import { scoresFromLabelLogprobs } from './scores';
 import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
 
-export type AlgorithmChoice = Algorithm | 'auto';
+export type { AlgorithmChoice };
 
-export interface ScorerOptions {
-  /** GGUF file or Hugging Face directory; default PJRT_SCORE_MODEL, else the cached default model. */
-  readonly model?: string;
-  /** PJRT plugin: a path, or `cuda` (an installed jax CUDA plugin); default PJRT_PLUGIN_PATH, else the cached CPU plugin. */
-  readonly plugin?: string;
+/**
+ * Scorer.load's options: the settings table's (scoring/options.ts: model,
+ * plugin, algorithm, maxItems, maxRequestTokens, precision, weights,
+ * batching, rerankTemplate, jitCacheEntries, prefixCacheBytes; each row
+ * holds its choices, default and help) and the library's own below.
+ * docs/scorer-api.md documents each.
+ */
+export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
   /**
    * The plugin's client options (PJRT named values), e.g. the CUDA plugin's
    * `memory_fraction` (a float in (0, 1]) and `preallocate` (bool). A whole
    * number is sent as an integer. Default: none (the CPU plugin gets one device).
    */
   readonly clientOptions?: Readonly<Record<string, number | string | boolean>>;
-  /** Plan for every request unless the request says otherwise; default 'auto'. */
-  readonly algorithm?: AlgorithmChoice;
-  /** Most items per request; default 1024. */
-  readonly maxItems?: number;
-  /** Most tokens per request (the query once plus every item); default 65536. */
-  readonly maxRequestTokens?: number;
   /** Structured log events. */
   readonly log?: (event: Record<string, unknown>) => void;
   /** On-disk executable cache: true (default, in the cache directory), a directory, or false. */
   readonly diskCache?: boolean | string;
-  /** Bytes of query K/V kept across requests; default DEFAULT_PREFIX_CACHE_BYTES (512 MiB). */
-  readonly prefixCacheBytes?: number;
-  /** Compiled programs kept in memory (LRU); default DEFAULT_JIT_CACHE_ENTRIES (48). */
-  readonly jitCacheEntries?: number;
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
-  /**
-   * f32 dot precision (docs/design.md "Platforms and precision"): 'highest' (default) is true f32 on
-   * every platform, so every plan agrees within 1e-4; 'default' lets the
-   * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU).
-   */
-  readonly precision?: Precision;
-  /**
-   * How the big weight matrices live on the device: 'f32' (default), 'bf16'
-   * (half the memory), 'int8' (about 0.28x: blocks of 32 with an f32 scale) or
-   * 'auto' (chosen per platform and host: `weightChoice` says what and why).
-   * Matmuls run in f32 whatever the storage.
-   */
-  readonly weights?: WeightChoice;
   /**
    * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
    * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
@@ -94,15 +74,6 @@ export interface ScorerOptions {
   readonly causalAttention?: CausalAttention;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
-  /**
-   * How requests with different queries share the device (docs/scorer-api.md
-   * "Batching"): 'invariant' (default) runs every request on its own plan, so
-   * its scores are the same bit for bit whatever else is in flight;
-   * 'cross-request' runs requests that wait together (concurrent calls,
-   * `scoreBatch`) in shared passes, one query per group, within 1e-5 of
-   * their scores alone.
-   */
-  readonly batching?: Batching;
 }
 
 export interface RerankResponse {
@@ -197,7 +168,14 @@ interface ChosenJob {
 const WARMUP_BATCH_REQUESTS = 16;
 
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
-  return x === 'auto' || (typeof x === 'string' && (ALGORITHMS as readonly string[]).includes(x));
+  return (ALGORITHM_CHOICES as readonly unknown[]).includes(x);
+}
+
+/** The settings-table options of a load, each checked by its row (TypeError), with the table's defaults. */
+function scorerSettings(options: ScorerOptions): Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings {
+  // A template object is the library's own (checked when it is resolved); a name is checked against the built-in ones.
+  const picked = pickSettings(SCORER_SETTINGS, options, (s) => s.key === 'rerankTemplate' && typeof options.rerankTemplate === 'object');
+  return { ...settingDefaults(SCORER_SETTINGS), ...picked };
 }
 
 export class Scorer implements Disposable {
@@ -255,8 +233,9 @@ export class Scorer implements Disposable {
     weights: DeviceWeights;
     weightChoice: WeightTypeChoice;
     options: ScorerOptions;
+    settings: ReturnType<typeof scorerSettings>;
   }) {
-    const { options } = init;
+    const { options, settings } = init;
     this.modelName = init.modelName;
     this.config = init.config;
     this.buildTokenizer = init.tokenizer;
@@ -265,12 +244,12 @@ export class Scorer implements Disposable {
     this.weightType = init.weights.weightType;
     this.weightChoice = init.weightChoice;
     this.log = options.log ?? (() => undefined);
-    this.defaultAlgorithm = options.algorithm ?? 'auto';
+    this.defaultAlgorithm = settings.algorithm;
     this.templateOption = options.rerankTemplate;
     const facts = platformFacts(this.client.platformName);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
-    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES);
+    this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
     const context = this.config.contextLength;
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
@@ -280,10 +259,10 @@ export class Scorer implements Disposable {
     };
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
-    this.precision = options.precision ?? 'highest';
+    this.precision = settings.precision;
     this.prefixAttention = options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel);
     this.causalAttention = options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel);
-    this.batching = options.batching ?? 'invariant';
+    this.batching = settings.batching;
     this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
     this.runner = new DecoderRunner(
       this.client,
@@ -291,14 +270,14 @@ export class Scorer implements Disposable {
       this.weights,
       `${this.modelName}-${this.config.architecture}`,
       this.precision,
-      { disk: options.diskCache ?? true, maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES },
+      { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries },
       { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention },
     );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
       contextLength: context,
-      maxItems: options.maxItems ?? 1024,
-      maxRequestTokens: options.maxRequestTokens ?? 65536,
+      maxItems: settings.maxItems,
+      maxRequestTokens: settings.maxRequestTokens,
       tokenize: (text) => this.tokenizer.encode(text),
       bosTokenId: this.config.bosTokenId,
       addBos: this.config.addBos,
@@ -308,30 +287,13 @@ export class Scorer implements Disposable {
   /** Loads the model, creates the client, uploads the weights. */
   static async load(options: ScorerOptions = {}): Promise<Scorer> {
     if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
-    if (options.algorithm !== undefined && !isAlgorithmChoice(options.algorithm)) {
-      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(options.algorithm)}`);
-    }
-    if (options.precision !== undefined && !PRECISIONS.includes(options.precision)) {
-      throw new TypeError(`precision must be one of ${PRECISIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
-    }
+    const settings = scorerSettings(options);
     try {
       if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
       if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
     } catch (err) {
       throw new TypeError((err as Error).message);
     }
-    if (options.weights !== undefined && !WEIGHT_CHOICES.includes(options.weights)) {
-      throw new TypeError(`weights must be one of ${WEIGHT_CHOICES.join(', ')}; got ${JSON.stringify(options.weights)}`);
-    }
-    if (options.batching !== undefined && !BATCHINGS.includes(options.batching)) {
-      throw new TypeError(`batching must be one of ${BATCHINGS.join(', ')}; got ${JSON.stringify(options.batching)}`);
-    }
-    for (const key of ['maxItems', 'maxRequestTokens', 'prefixCacheBytes'] as const) {
-      const v = options[key];
-      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
-    }
-    const entries = options.jitCacheEntries;
-    if (entries !== undefined && !(Number.isSafeInteger(entries) && entries >= 1)) throw new TypeError(`jitCacheEntries must be a positive integer, got ${entries}`);
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     // The client comes up (the plugin loads, on a worker) while this thread reads the model's header.
@@ -362,7 +324,7 @@ export class Scorer implements Disposable {
           throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
         }
       }
-      const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
+      const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
       // Streams: each tensor is read, converted and uploaded before the next is read.
       const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
       const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
@@ -371,7 +333,7 @@ export class Scorer implements Disposable {
         model.weights.close();
         return loadPrograms.close();
       });
-      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options });
+      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options, settings });
       // A template named at load must fit the model: say so now, not at the first rerank.
       if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
       scorer.log({
@@ -587,7 +549,7 @@ export class Scorer implements Disposable {
   private planFor(shape: RequestShape, requested: AlgorithmChoice | undefined): PlanChoice {
     const algorithm = requested ?? this.defaultAlgorithm;
     if (!isAlgorithmChoice(algorithm)) {
-      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(algorithm)}`);
+      throw new TypeError(`algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}; got ${JSON.stringify(algorithm)}`);
     }
     return choosePlan(shape, algorithm, this.sizing, this.costModel);
   }

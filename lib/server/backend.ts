@@ -9,13 +9,9 @@ import type { JitCacheCounters } from '../scoring/jit-cache';
 import type { PrefixCacheCounters } from '../scoring/prefix-cache';
 import type { NormalizedRerank } from '../scoring/rerank';
 import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
-import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
-import type { Precision } from '../scoring/decoder-runner';
-import type { Batching } from '../scoring/request-batcher';
-import type { WeightChoice } from '../device-weights/choose';
+import type { AlgorithmChoice, ScorerSettings, WarmupShape } from '../scoring';
 
 export type { Algorithm, AlgorithmChoice, WarmupShape };
-export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', 'packed', 'prefix', 'serial'];
 
 /** The Score API body as the backend receives it (snake_case, SGLang spelling). */
 export type ScoreBody = ScoreRequestBody;
@@ -69,19 +65,8 @@ export interface ScoringBackend {
   dispose(): void;
 }
 
-export interface BackendLoadOptions {
-  readonly model?: string;
-  readonly plugin?: string;
-  readonly algorithm: AlgorithmChoice;
-  readonly maxItems: number;
-  readonly maxRequestTokens: number;
-  /** Rerank template name (default: chosen from the model). */
-  readonly rerankTemplate?: string;
-  readonly precision?: Precision;
-  readonly weights?: WeightChoice;
-  readonly batching?: Batching;
-  readonly jitCacheEntries?: number;
-  readonly prefixCacheBytes?: number;
+/** The Scorer's settings (scoring/options.ts, one row each) and where its log events go. */
+export interface BackendLoadOptions extends ScorerSettings {
   readonly log: (event: Record<string, unknown>) => void;
 }
 
@@ -90,20 +75,7 @@ export async function loadScorerBackend(options: BackendLoadOptions): Promise<Sc
   // Required lazily: the CLI's --help and `fetch` must work without loading the native addon.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const { Scorer } = require('../scoring/scorer') as typeof import('../scoring/scorer');
-  return Scorer.load({
-    ...(options.model !== undefined ? { model: options.model } : {}),
-    ...(options.plugin !== undefined ? { plugin: options.plugin } : {}),
-    algorithm: options.algorithm,
-    maxItems: options.maxItems,
-    maxRequestTokens: options.maxRequestTokens,
-    ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
-    ...(options.precision !== undefined ? { precision: options.precision } : {}),
-    ...(options.weights !== undefined ? { weights: options.weights } : {}),
-    ...(options.batching !== undefined ? { batching: options.batching } : {}),
-    ...(options.jitCacheEntries !== undefined ? { jitCacheEntries: options.jitCacheEntries } : {}),
-    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
-    log: options.log,
-  });
+  return Scorer.load(options);
 }
 
 /** True for the rejection of an aborted call (the Scorer's AbortError, or DOMException 'AbortError'). */

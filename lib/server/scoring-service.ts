@@ -10,8 +10,7 @@ import { BackendLoadOptions, ScoringBackend, loadScorerBackend } from './backend
 import { FastifyPluginLike, createFastifyPlugin } from './fastify-plugin';
 import { ServiceLogger, createLogger, logEvent } from './log';
 import { ExpressStyleHandler, RequestListener, createExpressRouter, createRequestListener } from './node-handler';
-import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions } from './options';
-import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
+import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions, scorerSettingsOf, serveSettingsOf } from './options';
 import { MountOptions, ROUTES, selectRoutes } from './routes';
 import { Phase, ScoreService } from './service';
 import { DEFAULT_WARMUP } from './warmup-spec';
@@ -67,7 +66,7 @@ export function createScoringService(options: ScoringServiceOptions = {}): Scori
 }
 
 export function openScoringService(options: ScoringServiceOptions & Partial<Pick<ServeOptions, 'host' | 'port'>>): ScoringServiceControl {
-  const settings: ServeOptions = { ...DEFAULT_SERVE_OPTIONS, ...definedOnly(options) };
+  const settings: ServeOptions = { ...DEFAULT_SERVE_OPTIONS, ...serveSettingsOf(options) };
   const logger = options.logger ?? createLogger();
   const registry = options.registry ?? new Registry();
   if (options.processMetrics === true && registry.getSingleMetric('process_cpu_user_seconds_total') === undefined) {
@@ -133,17 +132,7 @@ async function load(
   const started = performance.now();
   const scorerLog = logger.child({ source: 'scorer' });
   const loadOptions: BackendLoadOptions = {
-    ...(settings.model !== undefined ? { model: settings.model } : {}),
-    ...(settings.plugin !== undefined ? { plugin: settings.plugin } : {}),
-    algorithm: settings.algorithm,
-    maxItems: settings.maxItems,
-    maxRequestTokens: settings.maxRequestTokens,
-    ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
-    ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
-    ...(settings.weights !== undefined ? { weights: settings.weights } : {}),
-    ...(settings.batching !== undefined ? { batching: settings.batching } : {}),
-    ...(settings.jitCacheEntries !== undefined ? { jitCacheEntries: settings.jitCacheEntries } : {}),
-    ...(settings.prefixCacheBytes !== undefined ? { prefixCacheBytes: settings.prefixCacheBytes } : {}),
+    ...scorerSettingsOf(settings),
     log: (event) => {
       const { event: name, ...fields } = event;
       logEvent(scorerLog, 'info', typeof name === 'string' ? name : 'scorer', fields);
@@ -179,9 +168,9 @@ async function load(
     timeout_ms: settings.timeoutMs,
     max_body_bytes: settings.maxBodyBytes,
     coalesce: settings.coalesce,
-    batching: settings.batching ?? 'invariant',
-    jit_cache_entries: settings.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES,
-    prefix_cache_bytes: settings.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES,
+    batching: settings.batching,
+    jit_cache_entries: settings.jitCacheEntries,
+    prefix_cache_bytes: settings.prefixCacheBytes,
     seconds: round((performance.now() - started) / 1000),
   });
 }
@@ -199,15 +188,6 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
     message:
       'accepted for SGLang compatibility; pjrt-score delimits items by their lengths, so no delimiter token is placed in the sequence and this setting changes nothing',
   });
-}
-
-function definedOnly(options: object): Partial<ServeOptions> {
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision', 'weights', 'batching', 'jitCacheEntries', 'prefixCacheBytes'])) {
-    const value = (options as Record<string, unknown>)[key];
-    if (value !== undefined) out[key] = value;
-  }
-  return out as Partial<ServeOptions>;
 }
 
 function round(seconds: number): number {
