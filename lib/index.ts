@@ -42,7 +42,7 @@ export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/rerank';
 export type { RerankTemplate, TemplatePiece } from './scoring/rerank-template';
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
-export { ScoreInputError } from './scoring/errors';
+export { AbortError, QueueFullError, ScoreInputError } from './scoring/errors';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';

@@ -175,7 +175,7 @@ test('when no call waits for the device, the Scorer gives freed host memory back
   const original = hostMemory.releaseFreeHostMemory;
   const calls = [];
   hostMemory.releaseFreeHostMemory = () => {
-    calls.push(scorer.pending);
+    calls.push(scorer.queueDepth + scorer.inFlight);
     return original();
   };
   try {

@@ -57,12 +57,13 @@ test('one row each: flags, variables, defaults and the Scorer options come from 
   for (const s of SERVE_SETTINGS) {
     if (s.default !== undefined) t.deepEqual(DEFAULT_SERVE_OPTIONS[s.key], s.default, `${s.key}: the default is the row's`);
   }
+  t.deepEqual([DEFAULT_SERVE_OPTIONS.host, DEFAULT_SERVE_OPTIONS.port], ['127.0.0.1', 30000], 'by default the service listens on loopback, port 30000');
   t.deepEqual(Object.keys(DEFAULT_SERVE_OPTIONS).sort(), SERVE_SETTINGS.filter((s) => s.default !== undefined).map((s) => s.key).sort(), 'no default outside the table');
   // Each Scorer row, given as a flag, reaches the Scorer's options under its key.
   const flagsIn = {};
   const expected = {};
   for (const s of SCORER_SETTINGS) {
-    const text = s.choices ? s.choices[s.choices.length - 1] : s.kind === 'integer' ? String((s.min ?? 0) + 3) : 'x';
+    const text = s.choices ? s.choices[s.choices.length - 1] : s.kind === 'integer' ? String((s.min ?? 0) + 3) : s.kind === 'switch-off' ? true : 'x';
     flagsIn[s.flag] = text;
     expected[s.key] = s.parse(text, `--${s.flag}`);
   }

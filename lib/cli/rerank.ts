@@ -69,15 +69,14 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
   try {
     const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };
     const rerank = backend.normalizeRerankBody(body);
-    const [outcome] = await backend.scoreBatch([{ request: rerank.score }]);
-    if (!outcome.ok) throw outcome.error;
-    const results = rerankResults(rerank, outcome.result.scores);
+    const result = await backend.scoreNormalized(rerank.score);
+    const results = rerankResults(rerank, result.scores);
     if (values.json) {
       const response = {
         model: backend.modelName,
         object: 'rerank',
         results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
-        usage: { prompt_tokens: outcome.result.usage.promptTokens, total_tokens: outcome.result.usage.promptTokens },
+        usage: { prompt_tokens: result.usage.promptTokens, total_tokens: result.usage.promptTokens },
       };
       process.stdout.write(`${JSON.stringify(response)}\n`);
     } else {
@@ -86,7 +85,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
       const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
       const line = (cells: readonly string[]): string => cells.map((cell, c) => (c < 3 ? cell.padStart(widths[c]) : cell)).join('  ').trimEnd();
       process.stdout.write(
-        [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `model ${backend.modelName}, ${outcome.result.usage.promptTokens} prompt tokens`, ''].join('\n'),
+        [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `model ${backend.modelName}, ${result.usage.promptTokens} prompt tokens`, ''].join('\n'),
       );
     }
     return 0;

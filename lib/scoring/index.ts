@@ -6,7 +6,8 @@
  * label logprobs become scores (scores.ts). Scorer (scorer.ts) is the front door.
  * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
-export { ScoreInputError } from './errors';
+export { AbortError, QueueFullError, ScoreInputError, describeValue } from './errors';
+export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './admission';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './rerank';
 export {
   normalizeRequest,
@@ -55,7 +56,6 @@ export {
 } from './scorer';
 export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
 export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type BatchPlan } from './batch-plan';
-export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
 export {
   ALGORITHM_CHOICES,

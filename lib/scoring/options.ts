@@ -78,7 +78,10 @@ interface Spelling {
   readonly help: string;
 }
 
-export function stringSetting<K extends string>(key: K, spec: Spelling & { readonly metavar?: string }): Setting<K, string> {
+export function stringSetting<K extends string, D extends string | undefined = undefined>(
+  key: K,
+  spec: Spelling & { readonly metavar?: string; readonly default?: D },
+): Setting<K, string> & Extra<D> {
   return {
     key,
     ...spec,
@@ -91,7 +94,7 @@ export function stringSetting<K extends string>(key: K, spec: Spelling & { reado
     check: (value) => {
       if (typeof value !== 'string' || value === '') throw new TypeError(`${key} must be a non-empty string, got ${JSON.stringify(value)}`);
     },
-  };
+  } as Setting<K, string> & Extra<D>;
 }
 
 export function integerSetting<K extends string, D extends number | undefined = undefined>(
@@ -197,6 +200,14 @@ export const SCORER_SETTINGS = [
     env: 'PJRT_SCORE_RERANK_TEMPLATE',
     help: `template of /v1/rerank: ${Object.keys(RERANK_TEMPLATES).join(', ')} (default: chosen from the model)`,
   }),
+  integerSetting('queueSize', {
+    flag: 'queue-size',
+    env: 'PJRT_SCORE_QUEUE_SIZE',
+    min: 0,
+    default: 64,
+    help: 'most requests waiting for the device; more are refused (QueueFullError; HTTP 429) (default 64)',
+  }),
+  switchOffSetting('coalesce', { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', help: 'do not run waiting requests that share a query in one turn of the device' }),
   integerSetting('jitCacheEntries', {
     flag: 'jit-cache-entries',
     env: 'PJRT_SCORE_JIT_CACHE_ENTRIES',

@@ -10,151 +10,43 @@ import { WeightType } from '../hlo/decoder-layout';
 import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
 import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
-import { OpenedModel, openModel } from '../model/load';
+import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DecoderRunner } from './decoder-runner';
 import { AlgorithmChoice, ALGORITHM_CHOICES, Batching, pickSettings, Precision, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
-import { AbortError, DeviceLock } from './device-lock';
-import { JitCacheCounters } from './jit-cache';
+import { AdmissionQueue, Outcome } from './admission';
+import { AbortError } from './errors';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
-import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
+import { PrefixCache } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
-import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
+import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResults } from './rerank';
 import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
 import { runPlan } from './run-plan';
 import { batchPrograms, canJoinBatch, makeBatchPlan } from './batch-plan';
 import { runBatchPasses } from './run-batch';
-import { JobOutcome, RequestBatcher } from './request-batcher';
 import { scoresFromLabelLogprobs } from './scores';
 import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
 
-export type { AlgorithmChoice };
-
-/**
- * Scorer.load's options: the settings table's (scoring/options.ts: model,
- * plugin, algorithm, maxItems, maxRequestTokens, precision, weights,
- * batching, rerankTemplate, jitCacheEntries, prefixCacheBytes; each row
- * holds its choices, default and help) and the library's own below.
- * docs/scorer-api.md documents each.
- */
-export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
-  /**
-   * The plugin's client options (PJRT named values), e.g. the CUDA plugin's
-   * `memory_fraction` (a float in (0, 1]) and `preallocate` (bool). A whole
-   * number is sent as an integer. Default: none (the CPU plugin gets one device).
-   */
-  readonly clientOptions?: Readonly<Record<string, number | string | boolean>>;
-  /** Structured log events. */
-  readonly log?: (event: Record<string, unknown>) => void;
-  /** On-disk executable cache: true (default, in the cache directory), a directory, or false. */
-  readonly diskCache?: boolean | string;
-  /** Per-pass memory budget. */
-  readonly budget?: Partial<Budget>;
-  /**
-   * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
-   * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
-   * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
-   * where the client registered it; else load fails with a TypeError). Default: the platform's (lib/scoring/platform.ts),
-   * measured there. The scores agree within f32 rounding either way.
-   */
-  readonly prefixAttention?: PrefixAttention;
-  /**
-   * How the query attends causally to itself: `{ kind: 'square' }` (all P x P
-   * scores, the upper half masked) or `{ kind: 'chunked', queryChunks }`
-   * (query rows in chunks, each against the keys it sees) or `{ kind:
-   * 'kernel' }` (the addon's fused kernel, where the client registered it;
-   * else load fails with a TypeError). Default: the platform's. The scores
-   * agree within f32 rounding either way.
-   */
-  readonly causalAttention?: CausalAttention;
-  /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
-  readonly rerankTemplate?: string | RerankTemplate;
-}
-
-export interface RerankResponse {
-  /** Best first, cut to topN. */
-  readonly results: readonly RerankResult[];
-  readonly usage: ScoreUsage;
-  readonly model: string;
-  /** The template that built the prompts. */
-  readonly template: string;
-}
-
-export interface ScoreCallOptions {
-  /** Aborting drops the work that has not run yet; the call rejects with an AbortError. */
-  readonly signal?: AbortSignal;
-  /** Forces a plan (default: the Scorer's algorithm option). */
-  readonly algorithm?: AlgorithmChoice;
-}
-
-/** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
-export interface BatchJob {
-  readonly request: NormalizedRequest;
-  readonly signal?: AbortSignal;
-}
-
-/** What became of one request of a batch. */
-export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
-
-/** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
-export interface PlanExplanation {
-  readonly algorithm: Algorithm;
-  /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
-  readonly precision: Precision;
-  readonly reason: string;
-  /** Estimated cost of the chosen plan, FLOP-equivalents. */
-  readonly cost: number;
-  readonly costs: Partial<Record<Algorithm, number>>;
-  /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
-  readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
-}
-
-export interface ScoreLibraryRequest extends ScoreRequest {
-  /** Forces a plan for this request. */
-  readonly algorithm?: AlgorithmChoice;
-}
-
-export interface ScoreUsage {
-  readonly promptTokens: number;
-  readonly completionTokens: 0;
-  readonly totalTokens: number;
-}
-
-export interface ScoreResult {
-  /** One row per item in request order, one score per label in label order. */
-  readonly scores: number[][];
-  readonly usage: ScoreUsage;
-  /** The plan that ran. */
-  readonly algorithm: Algorithm;
-  readonly model: string;
-}
-
-export interface ScorerStats {
-  readonly jit: JitCacheCounters;
-  readonly prefixCache: PrefixCacheCounters;
-  readonly runs: Record<Algorithm, number>;
-  readonly itemsScored: number;
-  readonly tokensScored: number;
-  /** Program executions on the device (every pass of every plan). */
-  readonly devicePasses: number;
-  /** Cross-request passes run, and the requests they carried (batching 'cross-request'). */
-  readonly batchedPasses: number;
-  readonly batchedRequests: number;
-}
-
-/** Shapes to compile before serving: a request of query length P, N items of length L. */
-export interface WarmupShape {
-  readonly queryTokens: number;
-  readonly itemTokens: number;
-  readonly items: number;
-  readonly labels?: number;
-  readonly algorithm?: Algorithm;
-}
+export type {
+  AlgorithmChoice,
+  BatchJob,
+  BatchOutcome,
+  PlanExplanation,
+  RerankResponse,
+  ScoreCallOptions,
+  ScoreLibraryRequest,
+  ScoreResult,
+  ScorerOptions,
+  ScorerStats,
+  ScoreUsage,
+  WarmupShape,
+} from './scorer-types';
+import type { BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 
 /** A request with its plan chosen, as the device runs it; `joins` when it may share a pass with other requests. */
 interface ChosenJob {
@@ -171,11 +63,33 @@ function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
   return (ALGORITHM_CHOICES as readonly unknown[]).includes(x);
 }
 
-/** The settings-table options of a load, each checked by its row (TypeError), with the table's defaults. */
-function scorerSettings(options: ScorerOptions): Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings {
+type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings;
+
+/**
+ * Scorer.load's options, checked in one place before anything loads (a
+ * TypeError naming the option): the settings-table options by their rows,
+ * with the table's defaults, and the library's own.
+ */
+function checkScorerOptions(options: ScorerOptions): LoadSettings {
+  if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
   // A template object is the library's own (checked when it is resolved); a name is checked against the built-in ones.
   const picked = pickSettings(SCORER_SETTINGS, options, (s) => s.key === 'rerankTemplate' && typeof options.rerankTemplate === 'object');
+  try {
+    if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
+    if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
+  } catch (err) {
+    throw new TypeError((err as Error).message);
+  }
   return { ...settingDefaults(SCORER_SETTINGS), ...picked };
+}
+
+/** The `kernel` forms call the addon's kernels, which only a plugin that registered them can run. */
+function checkKernels(options: ScorerOptions, client: Client): void {
+  for (const option of ['prefixAttention', 'causalAttention'] as const) {
+    if (options[option]?.kind === 'kernel' && !client.prefixAttentionKernel) {
+      throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
+    }
+  }
 }
 
 export class Scorer implements Disposable {
@@ -187,7 +101,6 @@ export class Scorer implements Disposable {
   private builtTokenizer: Tokenizer | undefined;
   private readonly runner: DecoderRunner;
   private readonly weights: DeviceWeights;
-  private readonly lock = new DeviceLock();
   private readonly prefixCache: PrefixCache;
   /** Bucket ladders (token lengths, item lengths, counts, labels). */
   readonly ladders: Ladders;
@@ -207,7 +120,8 @@ export class Scorer implements Disposable {
   readonly weightChoice: WeightTypeChoice;
   /** How requests with different queries share the device. */
   readonly batching: Batching;
-  private readonly batcher: RequestBatcher<ChosenJob, ScoreResult>;
+  /** The one line in front of the device (admission.ts). */
+  private readonly queue: AdmissionQueue<ChosenJob, ScoreResult>;
   private batchedPasses = 0;
   private batchedRequests = 0;
   private readonly costModel: CostModel;
@@ -233,7 +147,7 @@ export class Scorer implements Disposable {
     weights: DeviceWeights;
     weightChoice: WeightTypeChoice;
     options: ScorerOptions;
-    settings: ReturnType<typeof scorerSettings>;
+    settings: LoadSettings;
   }) {
     const { options, settings } = init;
     this.modelName = init.modelName;
@@ -263,7 +177,9 @@ export class Scorer implements Disposable {
     this.prefixAttention = options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel);
     this.causalAttention = options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel);
     this.batching = settings.batching;
-    this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
+    const takeAlong = this.batching === 'cross-request' ? 'all' : settings.coalesce ? 'same-query' : 'none';
+    const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
+    this.queue = new AdmissionQueue({ queueSize: settings.queueSize, takeAlong, ...limits }, (jobs) => this.runTurn(jobs));
     this.runner = new DecoderRunner(
       this.client,
       this.config,
@@ -286,79 +202,68 @@ export class Scorer implements Disposable {
 
   /** Loads the model, creates the client, uploads the weights. */
   static async load(options: ScorerOptions = {}): Promise<Scorer> {
-    if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
-    const settings = scorerSettings(options);
-    try {
-      if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
-      if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
-    } catch (err) {
-      throw new TypeError((err as Error).message);
-    }
+    const settings = checkScorerOptions(options);
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
+    // What a failed load releases, last acquired first. The model file is closed in every case.
+    const release: (() => void)[] = [];
     // The client comes up (the plugin loads, on a worker) while this thread reads the model's header.
     const clientReady = Client.create({ plugin: options.plugin, options: options.clientOptions });
-    let model: OpenedModel;
-    try {
-      model = openModel(options.model);
-    } catch (err) {
+    release.push(() =>
       void clientReady.then(
-        (c) => c.dispose(),
+        (c) => c.dispose(), // disposes its children too: the weights, the executables
         () => undefined,
-      );
-      throw err;
-    }
-    const opened = performance.now();
-    let client: Client;
+      ),
+    );
     try {
-      client = await clientReady;
-    } catch (err) {
-      model.weights.close();
-      throw err;
-    }
-    try {
-      // The `ffi` forms call the addon's kernels, which only a plugin that registered them can run.
-      for (const option of ['prefixAttention', 'causalAttention'] as const) {
-        if (options[option]?.kind === 'kernel' && !client.prefixAttentionKernel) {
-          model.weights.close();
-          throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
-        }
+      const model = openModel(options.model);
+      let closed = false;
+      const closeModel = (): void => {
+        if (!closed) model.weights.close();
+        closed = true;
+      };
+      try {
+        const opened = performance.now();
+        const client = await clientReady;
+        checkKernels(options, client);
+        const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
+        // Streams: each tensor is read, converted and uploaded before the next is read.
+        const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
+        const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
+          programs: loadPrograms.programs,
+        }).finally(() => {
+          closeModel();
+          return loadPrograms.close();
+        });
+        const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options, settings });
+        // A template named at load must fit the model: say so now, not at the first rerank.
+        if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
+        scorer.log({
+          event: 'model_loaded',
+          model: model.name,
+          path: model.path,
+          platform: `${client.platformName} ${client.platformVersion}`,
+          precision: scorer.precision,
+          prefixAttention: scorer.prefixAttention,
+          causalAttention: scorer.causalAttention,
+          weights: weightChoice.weightType,
+          weightsReason: weightChoice.reason,
+          batching: scorer.batching,
+          budget: scorer.budget,
+          deviceMemoryBytes: client.deviceMemoryBytes,
+          platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
+          weightBytes: weights.bytes,
+          seconds: (performance.now() - started) / 1000,
+          // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
+          // array read, convert, upload, and the load's programs. A GGUF file's tokenizer is built later (see tokenizer).
+          steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
+        });
+        return scorer;
+      } finally {
+        closeModel();
       }
-      const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
-      // Streams: each tensor is read, converted and uploaded before the next is read.
-      const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
-      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
-        programs: loadPrograms.programs,
-      }).finally(() => {
-        model.weights.close();
-        return loadPrograms.close();
-      });
-      const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options, settings });
-      // A template named at load must fit the model: say so now, not at the first rerank.
-      if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
-      scorer.log({
-        event: 'model_loaded',
-        model: model.name,
-        path: model.path,
-        platform: `${client.platformName} ${client.platformVersion}`,
-        precision: scorer.precision,
-        prefixAttention: scorer.prefixAttention,
-        causalAttention: scorer.causalAttention,
-        weights: weightChoice.weightType,
-        weightsReason: weightChoice.reason,
-        batching: scorer.batching,
-        budget: scorer.budget,
-        deviceMemoryBytes: client.deviceMemoryBytes,
-        platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
-        weightBytes: weights.bytes,
-        seconds: (performance.now() - started) / 1000,
-        // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
-        // array read, convert, upload, and the load's programs. A GGUF file's tokenizer is built later (see tokenizer).
-        steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
-      });
-      return scorer;
     } catch (err) {
-      client.dispose();
+      for (const undo of release.reverse()) undo();
       throw err;
     }
   }
@@ -384,9 +289,24 @@ export class Scorer implements Disposable {
     return this.tokenizer.encode(text);
   }
 
-  /** Calls waiting for or holding the device (each waiting call asks for one turn, even when another call's turn takes it along). */
-  get pending(): number {
-    return this.lock.pending;
+  /** Calls waiting in the admission queue. */
+  get queueDepth(): number {
+    return this.queue.queueDepth;
+  }
+
+  /** Calls in the device's turn now. */
+  get inFlight(): number {
+    return this.queue.inFlight;
+  }
+
+  /** Seconds a call refused by a full queue should wait before retrying. */
+  retryAfterSeconds(): number {
+    return this.queue.retryAfterSeconds();
+  }
+
+  /** Resolves when no call waits or runs. */
+  idle(): Promise<void> {
+    return this.queue.idle();
   }
 
   /**
@@ -420,36 +340,26 @@ export class Scorer implements Disposable {
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
     const job = this.chosenJob(request, options.algorithm, options.signal);
-    // A call that may share a pass waits with the others; the rest wait in the device line.
-    if (job.joins) return this.batcher.submit(job, options.signal);
-    return this.onDevice(() => this.execute(request, job.choice, options.signal), options.signal);
+    const { result, admission } = await this.queue.submit(job);
+    options.onAdmitted?.(admission);
+    return result;
   }
 
   /**
-   * Scores several normalized requests in one hold of the device. With
-   * batching 'invariant' each runs its own plan, exactly as it would alone,
-   * so its scores do not depend on the others (docs/design.md "Batch invariance"); with
+   * Scores several normalized requests, each through the admission queue
+   * as a call of its own, queued together. With batching 'invariant' each
+   * runs its own plan, exactly as it would alone, so its scores do not
+   * depend on the others (docs/design.md "Batch invariance"); with
    * 'cross-request' those that can share passes do (within 1e-5 of their
-   * scores alone). Requests with the same query share its prefill through
-   * the prefix cache. One request's failure or abort does not affect the
-   * others.
+   * scores alone). One request's failure, abort or refusal does not affect
+   * the others.
    */
   async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
     this.assertLive();
-    const chosen = jobs.map((job) => {
-      try {
-        return { job: this.chosenJob(job.request, options.algorithm, job.signal) };
-      } catch (error) {
-        return { error };
-      }
-    });
-    const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
-    return this.onDevice(async () => {
-      const runnable = chosen.flatMap((c) => ('job' in c && c.job ? [c.job] : []));
-      const ran = await this.runJobs(runnable);
-      let next = 0;
-      return chosen.map((c): BatchOutcome => ('error' in c ? { ok: false, error: c.error } : ran[next++]));
-    }, live() ? undefined : AbortSignal.abort());
+    const settled = await Promise.allSettled(
+      jobs.map((job) => this.scoreNormalized(job.request, { ...options, ...(job.signal ? { signal: job.signal } : {}) })),
+    );
+    return settled.map((s): BatchOutcome => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason }));
   }
 
   /**
@@ -528,6 +438,8 @@ export class Scorer implements Disposable {
       devicePasses: this.runner.executions,
       batchedPasses: this.batchedPasses,
       batchedRequests: this.batchedRequests,
+      turns: this.queue.turns,
+      turnRequests: this.queue.turnRequests,
     };
   }
 
@@ -571,8 +483,8 @@ export class Scorer implements Disposable {
    * Runs jobs in one hold of the device: those that join share passes
    * (makeBatchPlan), every other one runs its own plan. Answers each job.
    */
-  private async runJobs(jobs: readonly ChosenJob[]): Promise<JobOutcome<ScoreResult>[]> {
-    const outcomes: JobOutcome<ScoreResult>[] = new Array(jobs.length);
+  private async runJobs(jobs: readonly ChosenJob[]): Promise<Outcome<ScoreResult>[]> {
+    const outcomes: Outcome<ScoreResult>[] = new Array(jobs.length);
     const joining = jobs.flatMap((job, i) => (job.joins && !job.signal?.aborted ? [i] : []));
     const plan = makeBatchPlan(joining.map((i) => shapeOf(jobs[i].request)), this.sizing);
     const together = new Set(plan.passes.flatMap((pass) => pass.groups.map((g) => joining[g.request])));
@@ -586,7 +498,7 @@ export class Scorer implements Disposable {
         joining.forEach((i, k) => {
           if (!together.has(i)) return;
           const job = jobs[i];
-          outcomes[i] = job.signal?.aborted ? { ok: false, error: new AbortError() } : { ok: true, result: this.result(job.request, 'packed', logprobs[k]) };
+          outcomes[i] = job.signal?.aborted ? { ok: false, error: AbortError.from(job.signal) } : { ok: true, result: this.result(job.request, 'packed', logprobs[k]) };
         });
       } catch (error) {
         for (const i of together) outcomes[i] = { ok: false, error };
@@ -612,7 +524,7 @@ export class Scorer implements Disposable {
     return choice;
   }
 
-  /** Runs a chosen plan (the device lock is held by the caller). */
+  /** Runs a chosen plan (in the caller's turn of the device). */
   private async execute(n: NormalizedRequest, choice: PlanChoice, signal: AbortSignal | undefined): Promise<ScoreResult> {
     this.assertLive();
     const usage: ScoreUsage = { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens };
@@ -632,10 +544,10 @@ export class Scorer implements Disposable {
     return { scores, usage, algorithm, model: this.modelName };
   }
 
-  /** Runs device work in turn (the device lock); when the device goes idle, frees the host scratch. */
-  private async onDevice<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  /** One turn of the device (the admission queue's): runs its jobs; when the device goes idle, frees the host scratch. */
+  private async runTurn(jobs: ChosenJob[]): Promise<Outcome<ScoreResult>[]> {
     try {
-      return await this.lock.run(fn, signal);
+      return await this.runJobs(jobs);
     } finally {
       this.releaseWhenIdle();
     }
@@ -650,9 +562,9 @@ export class Scorer implements Disposable {
   private releaseWhenIdle(): void {
     if (this.releasing) return;
     this.releasing = true;
-    // Looked at once the caller's turn has ended (a batch calls this while it still holds the device).
+    // Looked at once the turn has ended (this is called while it still holds the device).
     setImmediate(() => {
-      if (this.lock.pending > 0) {
+      if (!this.queue.isIdle()) {
         this.releasing = false;
         return;
       }

@@ -2,7 +2,7 @@
  * Every non-2xx answer of the service is an HttpError rendered as the Score
  * API's error body: `{"object": "error", "message", "type", "param", "code"}`.
  */
-import { ScoreInputError } from '../scoring/errors';
+import { ScoreInputError } from '../scoring';
 
 export interface ErrorBody {
   readonly object: 'error';

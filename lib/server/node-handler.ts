@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, writeReply } from './exchange';
 import { ROUTES, RouteDefinition, dispatch } from './routes';
-import { ScoreService } from './service';
+import { ServiceState } from './service';
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -15,7 +15,7 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
 export type ExpressStyleHandler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
 /** The standalone service's listener: every route; an unknown path is our 404. */
-export function createRequestListener(service: ScoreService, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
+export function createRequestListener(service: ServiceState, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
   const byPath = indexRoutes(routes);
   return (req, res) => {
     const path = pathOf(req.url);
@@ -30,7 +30,7 @@ export function createRequestListener(service: ScoreService, routes: readonly Ro
  * already read (express.json(), express.raw()) is taken as it is; mounted
  * first, it reads the body itself, with the standalone service's limits.
  */
-export function createExpressRouter(service: ScoreService, routes: readonly RouteDefinition[]): ExpressStyleHandler {
+export function createExpressRouter(service: ServiceState, routes: readonly RouteDefinition[]): ExpressStyleHandler {
   const byPath = indexRoutes(routes);
   return (req, res, next) => {
     const route = byPath.get(pathOf(req.url));

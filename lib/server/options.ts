@@ -14,7 +14,6 @@ import {
   pickSettings,
   settingDefaults,
   stringSetting,
-  switchOffSetting,
 } from '../scoring';
 import type { WarmupShape } from '../scoring';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
@@ -45,7 +44,7 @@ const warmupSetting: Setting<'warmup', readonly WarmupShape[]> = {
 
 export const SERVE_SETTINGS = [
   ...SCORER_SETTINGS,
-  stringSetting('host', { flag: 'host', env: 'PJRT_SCORE_HOST', metavar: 'HOST', help: 'address to listen on (default 127.0.0.1)' }),
+  stringSetting('host', { flag: 'host', env: 'PJRT_SCORE_HOST', metavar: 'HOST', default: '127.0.0.1', help: 'address to listen on (default 127.0.0.1)' }),
   integerSetting('port', { flag: 'port', env: 'PJRT_SCORE_PORT', min: 0, default: 30000, help: 'port; 0 picks a free one (default 30000)' }),
   warmupSetting,
   integerSetting('multiItemScoringDelimiter', {
@@ -54,7 +53,6 @@ export const SERVE_SETTINGS = [
     min: 0,
     help: 'accepted for SGLang compatibility: must be a token id in the vocabulary; changes nothing (items are delimited by their lengths)',
   }),
-  integerSetting('queueSize', { flag: 'queue-size', env: 'PJRT_SCORE_QUEUE_SIZE', min: 0, default: 64, help: 'most requests waiting for the device; more get 429 (default 64)' }),
   integerSetting('timeoutMs', { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', min: 1, default: 30000, help: 'per-request deadline; past it 504 and the work is dropped (default 30000)' }),
   integerSetting('maxBodyBytes', {
     flag: 'max-body-bytes',
@@ -63,7 +61,6 @@ export const SERVE_SETTINGS = [
     default: 8 * 2 ** 20,
     help: `largest request body; more get 413 (default ${8 * 2 ** 20}, 8 MiB)`,
   }),
-  switchOffSetting('coalesce', { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', help: 'do not merge waiting requests that share a query into one Scorer call' }),
 ] as const;
 
 /**

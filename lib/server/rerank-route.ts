@@ -8,8 +8,7 @@
  * answers TEI's bare array `[{ index, score, text? }]`. Both sorted by
  * relevance, best first.
  */
-import type { NormalizedRerank } from '../scoring/rerank';
-import { rerankResults } from '../scoring/rerank';
+import { rerankResults, type NormalizedRerank } from '../scoring';
 import { checkModelField, ScoringEndpoint } from './score-route';
 
 export interface RerankResponseBody {
@@ -38,7 +37,7 @@ export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
       model: service.backend?.modelName ?? '',
       object: 'rerank',
       results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore, ...(r.document !== undefined ? { document: { text: r.document } } : {}) })),
-      usage: { prompt_tokens: outcome.promptTokens, total_tokens: outcome.promptTokens },
+      usage: { prompt_tokens: outcome.usage.promptTokens, total_tokens: outcome.usage.promptTokens },
     };
   },
 };

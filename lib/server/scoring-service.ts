@@ -12,7 +12,7 @@ import { ServiceLogger, createLogger, logEvent } from './log';
 import { ExpressStyleHandler, RequestListener, createExpressRouter, createRequestListener } from './node-handler';
 import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions, scorerSettingsOf, serveSettingsOf } from './options';
 import { MountOptions, ROUTES, selectRoutes } from './routes';
-import { Phase, ScoreService } from './service';
+import { Phase, ServiceState } from './service';
 import { DEFAULT_WARMUP } from './warmup-spec';
 
 /** The service's settings (ServeOptions without the listener's host and port) and what it reports to. */
@@ -23,7 +23,10 @@ export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host'
   readonly registry?: Registry;
   /** Also collect prom-client's default process metrics into the registry (skipped if it has them). Default false. */
   readonly processMetrics?: boolean;
-  /** Builds the backend instead of `Scorer.load` (tests, a Scorer shared with other code). */
+  /**
+   * Builds the backend instead of `Scorer.load` (tests, a Scorer shared with other code). It is
+   * given the Scorer's settings; a Scorer made otherwise keeps its own limits and queue.
+   */
   readonly loadBackend?: (options: BackendLoadOptions) => Promise<ScoringBackend>;
   /** Warmup progress bar stream (default stderr; false for none). */
   readonly warmupProgress?: NodeJS.WritableStream | false;
@@ -48,7 +51,7 @@ export interface ScoringService {
 /** Internal handle: the standalone server starts loading once it listens, and closes its listener mid-drain. */
 export interface ScoringServiceControl {
   readonly service: ScoringService;
-  readonly state: ScoreService;
+  readonly state: ServiceState;
   readonly settings: ServeOptions;
   /** Starts loading (once). */
   start(): void;
@@ -72,7 +75,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
   if (options.processMetrics === true && registry.getSingleMetric('process_cpu_user_seconds_total') === undefined) {
     collectDefaultMetrics({ register: registry });
   }
-  const state = new ScoreService(settings, logger, registry);
+  const state = new ServiceState(settings, logger, registry);
   let closing: Promise<void> | null = null;
   let draining: Promise<void> | null = null;
   let startReady: () => void = () => undefined;
@@ -83,7 +86,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
   const drain = (): Promise<void> => {
     if (draining) return draining;
     state.beginDrain();
-    logEvent(logger, 'info', 'draining', { queue_depth: state.scheduler?.queueDepth ?? 0, in_flight: state.scheduler?.inFlight ?? 0 });
+    logEvent(logger, 'info', 'draining', { queue_depth: state.backend?.queueDepth ?? 0, in_flight: state.backend?.inFlight ?? 0 });
     draining = state.settled();
     return draining;
   };
@@ -119,7 +122,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
 }
 
 async function load(
-  state: ScoreService,
+  state: ServiceState,
   settings: ServeOptions,
   options: ScoringServiceOptions,
   logger: ServiceLogger,
