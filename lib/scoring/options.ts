@@ -42,6 +42,8 @@ export const DEFAULT_MAX_REQUEST_TOKENS = 65536;
  */
 export const DEFAULT_JIT_CACHE_ENTRIES = 48;
 export const DEFAULT_PREFIX_CACHE_BYTES = 512 * 2 ** 20;
+/** Most calls waiting in the admission queue, by default. */
+export const DEFAULT_QUEUE_SIZE = 64;
 
 /** A bad setting from the command line or the environment: a usage error (exit 2). */
 export class OptionError extends Error {
@@ -204,8 +206,8 @@ export const SCORER_SETTINGS = [
     flag: 'queue-size',
     env: 'PJRT_SCORE_QUEUE_SIZE',
     min: 0,
-    default: 64,
-    help: 'most requests waiting for the device; more are refused (QueueFullError; HTTP 429) (default 64)',
+    default: DEFAULT_QUEUE_SIZE,
+    help: `most requests waiting for the device; more are refused (QueueFullError; HTTP 429) (default ${DEFAULT_QUEUE_SIZE})`,
   }),
   switchOffSetting('coalesce', { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', help: 'do not run waiting requests that share a query in one turn of the device' }),
   integerSetting('jitCacheEntries', {

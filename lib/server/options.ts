@@ -42,10 +42,15 @@ const warmupSetting: Setting<'warmup', readonly WarmupShape[]> = {
   },
 };
 
+const DEFAULT_HOST = '127.0.0.1';
+const DEFAULT_PORT = 30000;
+const DEFAULT_TIMEOUT_MS = 30000;
+const DEFAULT_MAX_BODY_BYTES = 8 * 2 ** 20;
+
 export const SERVE_SETTINGS = [
   ...SCORER_SETTINGS,
-  stringSetting('host', { flag: 'host', env: 'PJRT_SCORE_HOST', metavar: 'HOST', default: '127.0.0.1', help: 'address to listen on (default 127.0.0.1)' }),
-  integerSetting('port', { flag: 'port', env: 'PJRT_SCORE_PORT', min: 0, default: 30000, help: 'port; 0 picks a free one (default 30000)' }),
+  stringSetting('host', { flag: 'host', env: 'PJRT_SCORE_HOST', metavar: 'HOST', default: DEFAULT_HOST, help: `address to listen on (default ${DEFAULT_HOST})` }),
+  integerSetting('port', { flag: 'port', env: 'PJRT_SCORE_PORT', min: 0, default: DEFAULT_PORT, help: `port; 0 picks a free one (default ${DEFAULT_PORT})` }),
   warmupSetting,
   integerSetting('multiItemScoringDelimiter', {
     flag: 'multi-item-scoring-delimiter',
@@ -53,13 +58,13 @@ export const SERVE_SETTINGS = [
     min: 0,
     help: 'accepted for SGLang compatibility: must be a token id in the vocabulary; changes nothing (items are delimited by their lengths)',
   }),
-  integerSetting('timeoutMs', { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', min: 1, default: 30000, help: 'per-request deadline; past it 504 and the work is dropped (default 30000)' }),
+  integerSetting('timeoutMs', { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', min: 1, default: DEFAULT_TIMEOUT_MS, help: `per-request deadline; past it 504 and the work is dropped (default ${DEFAULT_TIMEOUT_MS})` }),
   integerSetting('maxBodyBytes', {
     flag: 'max-body-bytes',
     env: 'PJRT_SCORE_MAX_BODY_BYTES',
     min: 1,
-    default: 8 * 2 ** 20,
-    help: `largest request body; more get 413 (default ${8 * 2 ** 20}, 8 MiB)`,
+    default: DEFAULT_MAX_BODY_BYTES,
+    help: `largest request body; more get 413 (default ${DEFAULT_MAX_BODY_BYTES}, ${DEFAULT_MAX_BODY_BYTES / 2 ** 20} MiB)`,
   }),
 ] as const;
 
