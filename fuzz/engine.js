@@ -106,11 +106,13 @@ function sha1(data) {
 }
 
 /**
- * Fuzzes `target` for `seconds` (or `maxExecs` inputs). Returns the figures.
+ * Fuzzes `target` for `seconds` or `maxExecs` inputs, whichever ends first
+ * (seconds Infinity: exactly maxExecs, the same inputs for the same seed on
+ * any machine). delayMs slows each execution (tests only). Returns the figures.
  * target: { name, maxLength, scripts(url) -> bool, seeds() -> Buffer[], dictionary?: string[],
  *           setup?(), run(data) -> void | Promise, expected(error) -> bool, timeoutMs? }
  */
-async function fuzz(target, { seconds, maxExecs = Infinity, corpusDir, findingsDir, currentFile, seed = Date.now(), log = () => {} }) {
+async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusDir, findingsDir, currentFile, seed = Date.now(), log = () => {} }) {
   let state = seed >>> 0 || 1;
   const random = () => {
     // xorshift32: fast, seeded, reproducible with --seed
@@ -151,6 +153,7 @@ async function fuzz(target, { seconds, maxExecs = Infinity, corpusDir, findingsD
       fs.writeSync(currentFd, data, 0, data.length, 0);
     }
     execs++;
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
     let outcome = 'ok';
     try {
       const result = target.run(data);

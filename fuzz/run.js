@@ -1,15 +1,23 @@
 #!/usr/bin/env node
 'use strict';
 // npm run fuzz: runs each fuzz target in its own process for a bounded time
-// and prints, per target, executions, corpus size, coverage (JS blocks
-// reached) and findings. A crash of the process (a signal, an abort) is a
-// finding too, saved with the input that caused it.
+// (or a bounded number of executions) and prints, per target, executions,
+// corpus size, coverage (JS blocks reached) and findings. A crash of the
+// process (a signal, an abort) is a finding too, saved with the input that
+// caused it.
 //
-//   node fuzz/run.js [--seconds 180] [--targets gguf,request] [--seed N]
-//                    [--work DIR] [--smoke] [--json FILE]
+//   node fuzz/run.js [--seconds 180 | --execs N] [--targets gguf,request]
+//                    [--seed N] [--work DIR] [--smoke] [--json FILE]
 //   --seconds  total time, split evenly across the targets (default 180)
+//   --execs    instead of a time, N executions per target: the same inputs
+//              and verdict on any machine, however fast
 //   --work     corpus and findings directory (default <cacheDir>/fuzz)
-//   --smoke    a few seconds per target in a fresh temporary directory
+//   --smoke    each target's own smokeExecs executions (the test suite's
+//              run: a count, never a time, so the verdict does not depend
+//              on the machine's speed; give --seed for the same inputs too),
+//              in a fresh temporary directory
+//   --delay-ms slows every execution by this much (to show that a count-bound
+//              run is the same run on a slower machine)
 //   --json     also write the per-target figures and findings to FILE
 // Exit status: 0 when nothing was found, 1 otherwise.
 const { spawn } = require('node:child_process');
@@ -35,8 +43,12 @@ function cacheRoot() {
 const smoke = process.argv.includes('--smoke');
 const names = (arg('targets') || Object.keys(targets).join(',')).split(',').filter(Boolean);
 for (const n of names) if (!targets[n]) throw new Error(`unknown target ${n}; known: ${Object.keys(targets).join(', ')}`);
-const total = Number(arg('seconds', smoke ? String(3 * names.length) : '180'));
-const perTarget = total / names.length;
+const execsArg = arg('execs');
+const byCount = smoke || execsArg !== undefined;
+const perTarget = byCount ? Infinity : Number(arg('seconds', '180')) / names.length;
+const delayMs = arg('delay-ms');
+// A target that prints nothing for this long is stuck in synchronous code.
+const HANG_SECONDS = 120;
 const work = arg('work') || (smoke ? fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-fuzz-smoke-')) : path.join(cacheRoot(), 'fuzz'));
 const seed = arg('seed');
 
@@ -46,7 +58,9 @@ function runTarget(name) {
     fs.mkdirSync(work, { recursive: true });
     const args = [path.join(__dirname, 'worker.js'), '--target', name, '--seconds', String(perTarget), '--corpus', path.join(work, 'corpus', name),
       '--findings', path.join(work, 'findings'), '--current', current];
+    if (byCount) args.push('--max-execs', execsArg ?? String(require(path.join(__dirname, 'targets', targets[name])).smokeExecs));
     if (seed) args.push('--seed', seed);
+    if (delayMs) args.push('--delay-ms', delayMs);
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { TF_CPP_MIN_LOG_LEVEL: '2', ...process.env } });
     let done = null;
     const findings = [];
@@ -62,9 +76,9 @@ function runTarget(name) {
       if (event.type === 'done') done = event;
       else if (event.type === 'finding') findings.push(event);
     });
-    // A target stuck in synchronous code prints nothing: past the budget plus a minute, it hangs.
+    // A target stuck in synchronous code prints nothing (a running one reports every 2 s).
     const watchdog = setInterval(() => {
-      if (Date.now() - lastProgress > (perTarget + 60) * 1000) child.kill('SIGKILL');
+      if (Date.now() - lastProgress > HANG_SECONDS * 1000) child.kill('SIGKILL');
     }, 1000);
     child.on('close', (code, signal) => {
       clearInterval(watchdog);
@@ -83,7 +97,8 @@ function runTarget(name) {
 
 (async () => {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-  console.log(`fuzzing ${names.length} target(s), ${perTarget.toFixed(1)} s each, on ${cpu}; corpus and findings in ${work}`);
+  const budget = byCount ? (execsArg ? `${execsArg} executions` : 'its smokeExecs executions') : `${perTarget.toFixed(1)} s`;
+  console.log(`fuzzing ${names.length} target(s), ${budget} each, on ${cpu}; corpus and findings in ${work}`);
   const rows = [];
   let anyFinding = false;
   const allFindings = [];
@@ -91,14 +106,14 @@ function runTarget(name) {
     const { result, findings } = await runTarget(name);
     anyFinding ||= findings.length > 0;
     allFindings.push(...findings.map((f) => ({ target: name, ...f })));
-    const r = result || { seconds: 0, execs: 0, corpus: 0, blocks: 0, seeds: 0, newInputs: 0 };
+    const r = result || { seconds: 0, execs: 0, corpus: 0, blocks: 0, seeds: 0, newInputs: 0, features: 0 };
     rows.push({ target: name, seconds: r.seconds.toFixed(1), execs: r.execs, 'execs/s': r.seconds ? Math.round(r.execs / r.seconds) : 0,
-      seeds: r.seeds, corpus: r.corpus, 'new inputs': r.newInputs, blocks: r.blocks, findings: findings.length });
+      seeds: r.seeds, corpus: r.corpus, 'new inputs': r.newInputs, blocks: r.blocks, features: r.features, findings: findings.length });
     console.log(`${name}: ${r.execs} execs in ${r.seconds.toFixed(1)} s, corpus ${r.corpus}, ${r.blocks} JS blocks reached, ${findings.length} finding(s)`);
     for (const f of findings) console.log(`  FINDING ${f.kind}\n    input: ${f.file}`);
   }
   console.table(rows);
-  if (arg('json')) fs.writeFileSync(arg('json'), JSON.stringify({ cpu, perTarget, rows, findings: allFindings }, null, 2));
+  if (arg('json')) fs.writeFileSync(arg('json'), JSON.stringify({ cpu, budget, rows, findings: allFindings }, null, 2));
   if (smoke) fs.rmSync(work, { recursive: true, force: true });
   process.exitCode = anyFinding ? 1 : 0;
 })();

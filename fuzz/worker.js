@@ -18,6 +18,7 @@ function arg(name, fallback) {
   const result = await fuzz(target, {
     seconds: Number(arg('seconds', '10')),
     maxExecs: Number(arg('max-execs', 'Infinity')),
+    delayMs: Number(arg('delay-ms', '0')),
     corpusDir: arg('corpus'),
     findingsDir: arg('findings'),
     currentFile: arg('current'),

@@ -42,6 +42,7 @@ export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/rerank';
 export type { RerankTemplate, TemplatePiece } from './scoring/rerank-template';
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
+export type { TruncateOption, TruncationReport } from './scoring/truncate';
 export { AbortError, QueueFullError, ScoreInputError } from './scoring/errors';
 
 // The runtime
@@ -66,3 +67,4 @@ export type { MountOptions } from './server/routes';
 export type { ServeOptions } from './server/options';
 export type { ScoreResponseBody } from './server/score-route';
 export type { RerankResponseBody, TeiRerankResponseBody } from './server/rerank-route';
+export type { CohereV2RerankResponseBody } from './server/cohere-v2-route';

@@ -1,8 +1,11 @@
 // pjrt-score native addon: registers the three classes, one counter
 // (externalBytes: device-buffer bytes reported to V8 and not yet released),
 // deferExternalMemory (begin/end a span whose changes to that count reach V8
-// as one report at its end) and releaseFreeHeap (the allocator's free pages back to the OS, off the
-// JS thread; resolves whether any were given back).
+// as one report at its end), setErrorClasses (the facade's error classes, for
+// the errors natives throw), releaseFreeHeap (the allocator's free pages back to
+// the OS, off the JS thread; resolves whether any were given back) and
+// attentionKernelPaths (which paths the fused attention kernels take on this
+// CPU, kernel_isa.h).
 #include <napi.h>
 
 #include <memory>
@@ -14,6 +17,8 @@
 #include "errors.h"
 #include "executable.h"
 #include "heap_trim.h"
+#include "kernel_isa.h"
+#include "prefix_attention.h"
 #include "promise_worker.h"
 
 namespace pjrt_score {
@@ -53,6 +58,23 @@ Napi::Value ReleaseFreeHeapBinding(const Napi::CallbackInfo& info) {
         return Napi::Boolean::New(env, *released);
       });
 }
+// attentionKernelPaths(headDim) -> { cpu, allowed, f32, bf16 }: the CPU's best instruction set for
+// the kernels, the one PJRT_SCORE_KERNEL_ISA allows now, and the paths an f32 and a bf16 call of
+// that head dim take.
+Napi::Value AttentionKernelPaths(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsNumber())
+    ThrowTypeError(env, "attentionKernelPaths(headDim: number)");
+  const double d = info[0].As<Napi::Number>().DoubleValue();
+  if (!(d >= 1 && d <= 65536) || d != static_cast<double>(static_cast<int64_t>(d)))
+    ThrowTypeError(env, "attentionKernelPaths: headDim must be an integer in [1, 65536]");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("cpu", KernelIsaName(CpuKernelIsa()));
+  out.Set("allowed", KernelIsaName(AllowedKernelIsa()));
+  out.Set("f32", PrefixAttentionPath(static_cast<int64_t>(d)));
+  out.Set("bf16", PrefixAttentionBf16Path(static_cast<int64_t>(d)));
+  return out;
+}
 }  // namespace
 
 Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
@@ -70,8 +92,11 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("externalBytes", Napi::Function::New<ExternalBytes>(env, "externalBytes"));
   exports.Set("deferExternalMemory",
               Napi::Function::New<DeferExternalMemory>(env, "deferExternalMemory"));
+  exports.Set("setErrorClasses", Napi::Function::New<SetErrorClasses>(env, "setErrorClasses"));
   exports.Set("releaseFreeHeap",
               Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
+  exports.Set("attentionKernelPaths",
+              Napi::Function::New<AttentionKernelPaths>(env, "attentionKernelPaths"));
   return exports;
 }
 

@@ -1,4 +1,5 @@
-// Per-environment data: the constructors, so natives can make instances, and
+// Per-environment data: the constructors, so natives can make instances (the
+// error classes included), and
 // the bytes of live device buffers this addon has reported to V8.
 #pragma once
 
@@ -12,6 +13,11 @@ struct AddonData {
   Napi::FunctionReference client_constructor;
   Napi::FunctionReference executable_constructor;
   Napi::FunctionReference buffer_constructor;
+  // The facade's error classes (setErrorClasses, called once when the binding
+  // loads), so that the raw binding rejects with instances of the exported
+  // PjrtError and DisposedError; plain Errors of the same name and code until then.
+  Napi::FunctionReference pjrt_error_class;
+  Napi::FunctionReference disposed_error_class;
   // Sum of the sizes passed to AdjustExternalMemory and not yet taken back;
   // V8 does not report its own total (process.memoryUsage().external omits it).
   int64_t external_bytes = 0;

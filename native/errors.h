@@ -1,5 +1,6 @@
-// JS errors for PJRT failures: name 'PjrtError', .code 'INVALID_ARGUMENT'...,
-// and the plugin's own message.
+// JS errors for PJRT failures: instances of the facade's PjrtError (name
+// 'PjrtError', .code 'INVALID_ARGUMENT'..., the plugin's own message), and of
+// its DisposedError for use of a disposed object.
 #pragma once
 
 #include <napi.h>
@@ -15,5 +16,8 @@ Napi::Error MakePjrtError(Napi::Env env, const Status& status);
 
 // Throws an Error with code 'ERR_DISPOSED' for use of a disposed object.
 [[noreturn]] void ThrowDisposed(Napi::Env env, const char* what);
+
+// setErrorClasses(PjrtError, DisposedError): the classes the errors above are made from.
+Napi::Value SetErrorClasses(const Napi::CallbackInfo& info);
 
 }  // namespace pjrt_score

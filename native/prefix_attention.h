@@ -30,14 +30,24 @@ struct PrefixAttentionArgs {
   float* out = nullptr;  // [N, L, Hq, D]
 };
 
-// Which inner loops a call runs: AVX2+FMA where the CPU has them and D is a
-// multiple of 16, unless PJRT_SCORE_KERNEL_PORTABLE=1 (read on every call,
-// so tests can run both paths in one process); else the portable C++ loops.
+// Which inner loops an f32 call runs: "avx512" or "avx2" where the CPU has
+// them (kernel_isa.h: CPUID, XCR0) and D is a multiple of 16, else
+// "portable"; PJRT_SCORE_KERNEL_ISA caps the choice (read on every call, so
+// tests can run every path in one process).
 const char* PrefixAttentionPath(int64_t d);
 
 // Shapes must already be checked (prefix_attention_ffi.cc). Returns false
 // with `error` set when scratch memory cannot be had; never throws.
 bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error);
+
+// The same attention in bf16 on the CPU's matrix units (prefix_attention_bf16.cc): q, K, V
+// rounded to bf16, scores and softmax statistics in f32, probabilities rounded to bf16 before
+// the PV product (f32 accumulation). The path: "amx", "avx512bf16", "portable" (the same
+// blocking and rounding anywhere: where the allowed ISA is portable), or on AVX2 and AVX-512 CPUs
+// without bf16 dot units "f32 avx2" / "f32 avx512" (the f32 kernel: faster there than portable
+// tiles); capped by PJRT_SCORE_KERNEL_ISA like the f32 path; any D.
+const char* PrefixAttentionBf16Path(int64_t d);
+bool RunPrefixAttentionBf16(const PrefixAttentionArgs& args, std::string* error);
 
 // Causal self-attention of one sequence, as RunPrefixAttention with items of
 // one token (see item_prefix_lengths): q [T, Hq, D] (already scaled), k, v
@@ -52,5 +62,7 @@ struct CausalAttentionArgs {
   float* out = nullptr;  // [T, Hq, D]
 };
 bool RunCausalAttention(const CausalAttentionArgs& args, std::string* error);
+// As RunCausalAttention through RunPrefixAttentionBf16.
+bool RunCausalAttentionBf16(const CausalAttentionArgs& args, std::string* error);
 
 }  // namespace pjrt_score

@@ -212,7 +212,7 @@ bool DecodeCausal(const CallFrame* frame, CausalAttentionArgs* out, std::string*
   return true;
 }
 
-// One handler body for both targets: the registration handshake, then decode
+// One handler body for every target: the registration handshake, then decode
 // (INVALID_ARGUMENT when the call is malformed) and run (INTERNAL when out of memory).
 template <class Args, bool (*Decode)(const CallFrame*, Args*, std::string*),
           bool (*Run)(const Args&, std::string*)>
@@ -255,6 +255,16 @@ xla_ffi::Error* CausalHandler(CallFrame* frame) {
                                                                        kCausalAttentionTarget);
 }
 
+xla_ffi::Error* PrefixBf16Handler(CallFrame* frame) {
+  return Handle<PrefixAttentionArgs, DecodePrefix, RunPrefixAttentionBf16>(
+      frame, kPrefixAttentionBf16Target);
+}
+
+xla_ffi::Error* CausalBf16Handler(CallFrame* frame) {
+  return Handle<CausalAttentionArgs, DecodeCausal, RunCausalAttentionBf16>(
+      frame, kCausalAttentionBf16Target);
+}
+
 // Registers one handler; "" when it is, else why not.
 std::string RegisterOne(const Plugin& plugin, const xla_ffi::PjrtFfiExtension* ffi,
                         const char* target, xla_ffi::Error* (*handler)(CallFrame*)) {
@@ -292,6 +302,10 @@ bool RegisterAttentionKernels(const Plugin& plugin, std::string* why) {
     } else {
       result = RegisterOne(plugin, ffi, kPrefixAttentionTarget, &PrefixHandler);
       if (result.empty()) result = RegisterOne(plugin, ffi, kCausalAttentionTarget, &CausalHandler);
+      if (result.empty())
+        result = RegisterOne(plugin, ffi, kPrefixAttentionBf16Target, &PrefixBf16Handler);
+      if (result.empty())
+        result = RegisterOne(plugin, ffi, kCausalAttentionBf16Target, &CausalBf16Handler);
     }
     found = done.emplace(&plugin, result).first;
   }

@@ -8,6 +8,13 @@
  *   node scripts/bench-gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
  *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,bf16/bf16+cross-request,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
+ *        [--emit-only 1] [--restart 0] [--peer-methods flexfull,batch8full]
+ *
+ * --emit-only 1: no device run and no peers; each configuration's programs are
+ * built for the workloads' shapes and the custom calls they would emit are
+ * printed (the `cudnn` forms' cuDNN calls, on any machine). --restart 0 skips
+ * the warm-disk-cache rerun; --peer-methods narrows the peers' bf16 methods
+ * (the f32 reference always runs PyTorch's sdpa).
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
@@ -127,9 +134,21 @@ function main() {
     run(process.execPath, argv, `pjrt-score ${c.name}${suffix}`);
     return readJson(file);
   };
+  if (a['emit-only']) {
+    let ok = true;
+    for (const c of configs) {
+      const argv = [path.join(__dirname, 'bench', 'gpu', 'pjrt-run.js'), '--model', modelDir, '--inputs', inputsFile, '--out', '-', '--emit-only', '1'];
+      argv.push('--precision', c.precision, '--weights', c.weights);
+      if (c.prefixAttention) argv.push('--prefix-attention', c.prefixAttention);
+      if (c.causalAttention) argv.push('--causal-attention', c.causalAttention);
+      ok = run(process.execPath, argv, `pjrt-score ${c.name} (emit only)`) && ok;
+    }
+    if (!ok) process.exitCode = 1;
+    return;
+  }
   fs.rmSync(diskCache, { recursive: true, force: true });
   for (const c of configs) runs.push({ config: c, result: runConfig(c, '') });
-  const restart = runConfig(configs[0], '-restart');
+  const restart = a.restart === '0' ? undefined : runConfig(configs[0], '-restart');
 
   // The peers.
   const peerResults = [];
@@ -144,6 +163,8 @@ function main() {
       if (dtype === 'f32') {
         if (peer !== 'torch') continue;
         argv.push('--methods', 'sdpa');
+      } else if (a['peer-methods']) {
+        argv.push('--methods', a['peer-methods']);
       }
       run('python3', argv, `${peer} ${dtype}`);
       const r = readJson(file);

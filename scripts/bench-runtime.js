@@ -2,7 +2,9 @@
 'use strict';
 // npm run bench:runtime — the runtime's own costs on this machine:
 // per-call overhead, host<->device bandwidth, and f32 matmul GFLOP/s (the
-// compute roof that scripts/bench.js compares the scoring plans against).
+// compute roof that scripts/bench.js compares the scoring plans against) and,
+// where the CPU has bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32
+// matmul roof (what bf16 runs are compared against).
 const { Client } = require('../dist');
 const { describeMachine, machine } = require('./machine');
 const fs = require('node:fs');
@@ -72,6 +74,38 @@ async function main() {
   }
   results.roofGflops = Math.max(...Object.values(results.matmulGflops));
   console.log(`compute roof (best matmul): ${results.roofGflops.toFixed(1)} GFLOP/s`);
+
+  // 4. bf16 roof, where the CPU has bf16 matrix units (AMX; AVX512_BF16): bf16 x bf16 -> f32
+  // dot_general, the operands converted from f32 inside the program (O(n^2) of the O(n^3) work).
+  const { attentionKernelPaths } = require('../dist/runtime');
+  results.cpuClass = attentionKernelPaths(64).cpu;
+  if (['amx', 'avx512bf16'].includes(results.cpuClass)) {
+    results.bf16MatmulGflops = {};
+    for (const size of [1024, 2048]) {
+      const t = (e) => `tensor<${size}x${size}x${e}>`;
+      const exe = await client.compile(`func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
+        %a1 = stablehlo.convert %a : (${t('f32')}) -> ${t('bf16')}
+        %b1 = stablehlo.convert %b : (${t('f32')}) -> ${t('bf16')}
+        %0 = stablehlo.dot_general %a1, %b1, contracting_dims = [1] x [0] : (${t('bf16')}, ${t('bf16')}) -> ${t('f32')}
+        return %0 : ${t('f32')}
+      }`);
+      const data = Float32Array.from({ length: size * size }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
+      const a = await client.upload(data, [size, size]);
+      const b = await client.upload(data, [size, size]);
+      for (let i = 0; i < 2; i++) (await exe.execute([a, b]))[0].dispose();
+      const times = await timeIt(async () => (await exe.execute([a, b]))[0].dispose(), size === 1024 ? 20 : 8);
+      const gflops = (2 * size ** 3) / median(times) / 1e9;
+      results.bf16MatmulGflops[size] = gflops;
+      console.log(`bf16 x bf16 -> f32 matmul ${size}x${size}x${size}: ${gflops.toFixed(1)} GFLOP/s (median of ${times.length})`);
+      a.dispose();
+      b.dispose();
+      exe.dispose();
+    }
+    results.bf16RoofGflops = Math.max(...Object.values(results.bf16MatmulGflops));
+    console.log(`bf16 roof (best bf16 matmul, CPU class ${results.cpuClass}): ${results.bf16RoofGflops.toFixed(1)} GFLOP/s`);
+  } else {
+    console.log(`bf16 roof: not measured (CPU class ${results.cpuClass}: no bf16 matrix units)`);
+  }
   client.dispose();
 
   const outDir = path.join(__dirname, '..', 'bench-results');

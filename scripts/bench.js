@@ -7,6 +7,18 @@
 //   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
 //                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
 //                         [--roof-rounds 3] [--roof-paths default,joint] [--roof-only]
+//                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision auto,highest]
+//                         [--shapes-items N] [--shapes-only]
+//
+// The roofs: bench:runtime measures the f32 matmul roof and, where the CPU has
+// bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32 roof, before
+// and after the workloads; a run in bf16 is compared with the bf16 roof.
+//
+// Issue 31's table (--shapes, default all five): the auto plan of each
+// workload in each precision of --shapes-precision with node-llama-cpp on each
+// (scripts/bench/shapes-table.js): the ratio to node-llama-cpp and the share of
+// the roof of the precision it ran in. --shapes-items N cuts every workload to
+// N items (a smoke run, labelled); --shapes-only runs just that table.
 //
 // The target workload's share of the f32 matmul roof: --roof-rounds rounds of
 // its prefix plan, one process per code path of --roof-paths in each round,
@@ -37,7 +49,8 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('./machine');
-const { WORKLOADS, usefulFlops, serialFlopsPerItem } = require('./bench/workloads');
+const { WORKLOADS, SHAPE_TABLE, usefulFlops, serialFlopsPerItem } = require('./bench/workloads');
+const { runShapesTable, printShapesTable } = require('./bench/shapes-table');
 const { median } = require('./bench/median');
 const { scoreDiffs: diffs } = require('../test/helpers/yes-no');
 
@@ -58,6 +71,10 @@ const { values: args } = parseArgs({
     'roof-rounds': { type: 'string', default: '3' },
     'roof-paths': { type: 'string', default: 'default,joint' },
     'roof-only': { type: 'boolean', default: false },
+    shapes: { type: 'string', default: SHAPE_TABLE.join(',') },
+    'shapes-precision': { type: 'string', default: 'auto,highest' },
+    'shapes-items': { type: 'string' },
+    'shapes-only': { type: 'boolean', default: false },
   },
 });
 
@@ -76,6 +93,13 @@ function runJson(command, argv, label, env = {}) {
   const line = r.stdout.trim().split('\n').pop();
   process.stderr.write(`[bench] ${label}: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return JSON.parse(line);
+}
+
+/** The f32 and (where the CPU has bf16 matrix units) bf16 roofs, measured now by bench:runtime: { f32, bf16 | null }. */
+function roofs() {
+  const f32 = roof();
+  const r = JSON.parse(fs.readFileSync(path.join(resultsDir, 'runtime.json'), 'utf8'));
+  return { f32, bf16: r.bf16RoofGflops ?? null };
 }
 
 /** The f32 matmul roof, measured now by bench:runtime (never an older run's: the machine's load and CPU change). */
@@ -131,6 +155,13 @@ async function main() {
     console.log('wrote bench-results/roof-share.json');
     return;
   }
+  if (args['shapes-only']) {
+    const table = shapesTable(worker, modelPath);
+    fs.mkdirSync(resultsDir, { recursive: true });
+    fs.writeFileSync(path.join(resultsDir, 'shapes.json'), `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
+    console.log('wrote bench-results/shapes.json');
+    return;
+  }
   const weightRows = weightPrecision(workloads, worker);
   const results = [];
   for (const w of args['weights-only'] ? [] : workloads) {
@@ -180,6 +211,8 @@ async function main() {
   const target = workloads.find((w) => w.name === 'target');
   const share = target ? roofShare(target, worker, roofRounds, roofAfter) : null;
 
+  const shapes = args.shapes ? shapesTable(worker, modelPath) : null;
+
   // Rerank: our one-plan rerank against each document as its own sequence, in one run.
   const rerank = args['skip-rerank'] ? null : runJson(process.execPath, [path.join(__dirname, 'bench', 'rerank-worker.js')], 'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents');
 
@@ -208,6 +241,7 @@ async function main() {
     }
   }
   if (share) printRoofShare(share);
+  if (shapes) printShapesTable(shapes.rows, shapes.roofs, fmt);
   if (rerank) {
     console.log('');
     console.log(`rerank (template ${rerank.template}; the same request both ways, one run):`);
@@ -228,10 +262,44 @@ async function main() {
   console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
 
   fs.mkdirSync(resultsDir, { recursive: true });
-  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, roofShare: share, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
+  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, roofShare: share, shapes, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
   fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeChart(report);
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');
+}
+
+/**
+ * Issue 31's table: the roofs (f32, and bf16 where the CPU has bf16 matrix units) around it, each
+ * workload of --shapes in each precision of --shapes-precision with node-llama-cpp on each; printed at
+ * once with --shapes-only. Every fraction is against the higher roof of its precision.
+ */
+function shapesTable(worker, modelPath) {
+  const names = args.shapes.split(',').filter(Boolean);
+  for (const n of names) if (!WORKLOADS[n]) throw new Error(`--shapes: unknown workload ${n}; known: ${Object.keys(WORKLOADS).join(', ')}`);
+  const precisions = args['shapes-precision'].split(',').filter(Boolean);
+  for (const p of precisions) if (!['auto', 'highest', 'bf16', 'default'].includes(p)) throw new Error(`--shapes-precision: ${p} is not a precision`);
+  const itemLimit = args['shapes-items'] !== undefined ? Number(args['shapes-items']) : null;
+  if (itemLimit !== null && !(Number.isInteger(itemLimit) && itemLimit >= 1)) throw new Error(`--shapes-items must be a positive integer, got ${args['shapes-items']}`);
+  const before = roofs();
+  console.log(`roofs before the shapes: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`);
+  // node-llama-cpp scores items one by one: over 50 items it is timed on --llama-cpp-subset of them and
+  // its per-item time scaled linearly (as in the plans' table).
+  const llama = (w, items) => {
+    if (args['skip-llama-cpp']) return null;
+    const timed = items > 50 ? Math.min(items, Number(args['llama-cpp-subset'])) : items;
+    const r = runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(timed)], `shapes: ${w.name} node-llama-cpp (${timed} of ${items} items)`);
+    return { ...r, itemSeconds: (r.itemSeconds / r.items) * items, timedItems: r.items, scaled: r.items < items };
+  };
+  const rows = runShapesTable({ runJson, worker, llama, roofs: before, shapes: names, precisions, itemLimit });
+  const after = roofs();
+  const best = { f32: Math.max(before.f32, after.f32), bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null };
+  for (const r of rows) {
+    r.roof = r.precision === 'bf16' ? best.bf16 : best.f32;
+    r.roofFraction = r.roof ? r.gflops / r.roof : null;
+  }
+  const table = { roofs: best, roofMeasurements: { before, after }, rows, itemLimit };
+  if (args['shapes-only']) printShapesTable(rows, best, fmt);
+  return table;
 }
 
 /** The code paths --roof-paths can name: the worker's attention-form arguments (prefix, causal; '-': the platform's). */

@@ -4,8 +4,8 @@
 // plugin): against the float64 JS reference, the joint form and the CPU's
 // default form `ones_own` (within 1e-5 relative) on random odd shapes (L, N,
 // P not multiples of 8, several key blocks, prefixLength < P, items shorter
-// than L, GQA), on the AVX2 path and on the portable path
-// (PJRT_SCORE_KERNEL_PORTABLE=1); out-of-range lengths clamp as the
+// than L, GQA, items over 32 tokens whose own keys go in key blocks), on
+// every f32 path this CPU has (portable, AVX2, AVX-512: PJRT_SCORE_KERNEL_ISA); out-of-range lengths clamp as the
 // StableHLO forms do; hostile shapes at the handler are errors, not crashes;
 // the default model's extend program equals the joint form's.
 const test = require('tape');
@@ -17,7 +17,7 @@ const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
 const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
-const { cpuHasAvx2, withPath } = require('./helpers/kernel-path');
+const { withIsa, withPath, f32Paths } = require('./helpers/kernel-path');
 
 const TOL = 1e-5;
 const TAGS = ['joint', 'ones_own', 'ffi'];
@@ -36,6 +36,12 @@ const CASES = [
   // Queries x 10: scores spread ten times wider than above, and rows whose largest score comes in
   // a later key block (the running shift moves). Much larger scales make f32's own rounding of the
   // scores (|q| |k| D ulps) the error, on every form alike.
+  // Items over 32 tokens: own keys in key blocks, causal within the item, segments of the item's
+  // tokens in separate work units (384 rows / group per segment).
+  { name: 'long items: D=64 GQA 3, P=45 with 40 valid, N=3, L=33 (the first blocked length)', P: 45, prefixLength: 40, N: 3, L: 33, itemLengths: [33, 1, 20], Hq: 3, Hkv: 1, D: 64 },
+  { name: 'long items: D=48, P=100 all valid, N=2, L=300 (2 own blocks, segments of 192 tokens), GQA 2', P: 100, prefixLength: 100, N: 2, L: 300, itemLengths: [300, 257], Hq: 4, Hkv: 2, D: 48 },
+  { name: 'long items: D=40 (portable only), no prefix (prefixLength 0), N=1, L=530 with 529 valid, MHA', P: 3, prefixLength: 0, N: 1, L: 530, itemLengths: [529], Hq: 1, Hkv: 1, D: 40 },
+  { name: 'long items: D=64, queries x 10, P=270 with 259 valid, N=2, L=600 (3 own blocks), GQA 9/3, clamped length 999', P: 270, prefixLength: 259, N: 2, L: 600, itemLengths: [999, 0], Hq: 9, Hkv: 3, D: 64, qScale: 10 },
   { name: 'D=64, queries x 10, P=700 with 611 valid, N=6, L=5', P: 700, prefixLength: 611, N: 6, L: 5, itemLengths: [5, 4, 1, 5, 2, 3], Hq: 6, Hkv: 2, D: 64, qScale: 10 },
 ];
 
@@ -69,10 +75,9 @@ CASES.forEach((c, ci) => {
       for (let j = len; j < c.L; j++) padRows.push(n * c.L + j);
     });
     const byPath = {};
-    for (const portable of [false, true]) {
-      const path = portable ? 'portable' : cpuHasAvx2 && c.D % 16 === 0 ? 'avx2' : 'portable (no AVX2 here)';
-      const [joint, onesOwn, ffi] = await withPath(portable, () => runProgram(client, prog, inputs));
-      byPath[portable] = ffi;
+    for (const { isa, path } of f32Paths(c.D)) {
+      const [joint, onesOwn, ffi] = await withIsa(isa, () => runProgram(client, prog, inputs));
+      byPath[path] = ffi;
       t.ok(ffi.every(Number.isFinite), `${path}: finite`);
       t.ok(ref.maxAbsDiff(ffi, expect) <= TOL, `${path}: ffi vs reference ${ref.maxAbsDiff(ffi, expect).toExponential(2)}`);
       for (const [name, other] of [['joint', joint], ['ones_own', onesOwn]]) {
@@ -81,10 +86,12 @@ CASES.forEach((c, ci) => {
       }
       t.ok(padRows.every((r) => ffi.subarray(r * w, (r + 1) * w).every((v) => v === 0)), `${path}: padding rows are exactly 0 (${padRows.length})`);
     }
-    // Own keys run the same scalar code on both paths: a difference needs prefix keys.
-    if (cpuHasAvx2 && c.D % 16 === 0 && clamped.prefixLength > 0 && clamped.itemLengths.some((x) => x > 0)) {
-      t.notOk(byPath[false].every((x, i) => Object.is(x, byPath[true][i])), 'the two paths ran different code (their results differ in some bit)');
+    // Short items' own keys run the same scalar code on every path: a difference needs blocked keys.
+    const paths = Object.keys(byPath);
+    if ((clamped.prefixLength > 0 || c.L > 32) && clamped.itemLengths.some((x) => x > 0)) {
+      for (const path of paths.slice(1)) t.notOk(byPath[path].every((x, i) => Object.is(x, byPath.portable[i])), `${path} and portable ran different code (their results differ in some bit)`);
     }
+    t.pass(`paths run here for D=${c.D}: ${paths.join(', ')}`);
   });
 });
 
@@ -122,13 +129,11 @@ function fill(type) {
   return type.elementType === 's32' ? new Int32Array(size).fill(1) : Float32Array.from({ length: size }, (_, i) => Math.sin(i));
 }
 
-test('ffi calls the kernel for items up to PREFIX_KERNEL_MAX_ITEM_TOKENS tokens, and the StableHLO form above (own keys go row by row)', (t) => {
-  const { PREFIX_KERNEL_MAX_ITEM_TOKENS } = require('../dist/hlo/attention-ffi');
+test('ffi calls the kernel for items of any length (own keys of items over 32 tokens go in key blocks)', (t) => {
   const ffi = [parsePrefixAttentionTag('ffi')];
   const shape = (L) => ({ P: 8, N: 2, L, Hq: 2, Hkv: 1, D: 8 });
   const calls = (L) => (program(shape(L), ffi).text.match(/call_target_name = "pjrt_score_prefix_attention"/g) || []).length;
-  t.equal(calls(PREFIX_KERNEL_MAX_ITEM_TOKENS), 1, `L = ${PREFIX_KERNEL_MAX_ITEM_TOKENS}: one custom call`);
-  t.equal(calls(PREFIX_KERNEL_MAX_ITEM_TOKENS + 1), 0, `L = ${PREFIX_KERNEL_MAX_ITEM_TOKENS + 1}: no custom call`);
+  for (const L of [32, 33, 4500]) t.equal(calls(L), 1, `L = ${L}: one custom call`);
   t.end();
 });
 

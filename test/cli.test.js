@@ -11,9 +11,10 @@ const ITEMS = [' apple', ' car', ' banana'];
 const LABELS = [9805, 787];
 
 /** Runs the CLI; resolves { code, stdout, stderr }. */
-function cli(args, env = {}) {
+function cli(args, env = {}, input = undefined) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [BIN, ...args], { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    if (input !== undefined) child.stdin.end(input);
     const out = [];
     const err = [];
     child.stdout.on('data', (c) => out.push(c));
@@ -62,6 +63,43 @@ test('score prints a table with the decoded label tokens; --apply-softmax rows s
   t.match(run.stdout, /apple/, 'items are shown');
 });
 
+test('score --labels as text: " yes"," no" are the ids 9805, 787; a label of several tokens exits 2 naming them', async (t) => {
+  const [byText, byIds, json] = await Promise.all([
+    cli(['score', '--query', QUERY, ...ITEMS.flatMap((i) => ['--items', i]), '--labels', ' yes, no', '--json']),
+    cli(scoreArgs(['--json'])),
+    cli(['score', '--query', QUERY, '--items', ITEMS[0], '--labels', '[" yes", 787]', '--json']),
+  ]);
+  t.equal(byText.code, 0, `exit 0${byText.code ? `: ${byText.stderr}` : ''}`);
+  t.deepEqual(JSON.parse(byText.stdout).scores, JSON.parse(byIds.stdout).scores, 'the same scores as the ids');
+  t.ok(/"scores":\[\[[0-9.e-]+,[0-9.e-]+\]/.test(byText.stdout), 'JSON scores as floats');
+  t.equal(json.code, 2, 'a JSON array mixing text and ids: exit 2');
+  const long = await cli(['score', '--query', 'q', '--items', 'a', '--labels', ' xqzvjk, no']);
+  t.equal(long.code, 2, 'a label of several tokens: exit 2');
+  t.match(long.stderr, /" xqzvjk" is \d+ tokens \([0-9, ]+\), not one/, long.stderr.split('\n')[0]);
+});
+
+test('rerank --file: documents one per line, or a JSON array from stdin; the same ranking as --doc', async (t) => {
+  const docs = ['Paris is the capital of France.', 'Bananas are yellow.', 'Berlin is in Germany.'];
+  const file = require('node:path').join(require('node:os').tmpdir(), `pjrt-score-cli-docs-${process.pid}.txt`);
+  require('node:fs').writeFileSync(file, `${docs.join('\n')}\n\n`);
+  try {
+    const q = ['rerank', '--query', 'What is the capital of France?', '--json'];
+    const [byDoc, byFile, byStdin] = await Promise.all([
+      cli([...q, ...docs.flatMap((d) => ['--doc', d])]),
+      cli([...q, '--file', file]),
+      cli([...q, '--file', '-'], {}, JSON.stringify(docs.map((text) => ({ text })))),
+    ]);
+    t.equal(byFile.code, 0, `file: exit 0${byFile.code ? `: ${byFile.stderr}` : ''}`);
+    t.equal(byStdin.code, 0, `stdin: exit 0${byStdin.code ? `: ${byStdin.stderr}` : ''}`);
+    const results = (run) => JSON.parse(run.stdout).results;
+    t.equal(results(byDoc).length, 3, 'three results');
+    t.deepEqual(results(byFile), results(byDoc), 'lines: the same results (the empty line skipped)');
+    t.deepEqual(results(byStdin), results(byDoc), 'JSON on stdin: the same results');
+  } finally {
+    require('node:fs').unlinkSync(file);
+  }
+});
+
 test('--help exits 0 for the command and every subcommand', async (t) => {
   for (const args of [['--help'], ['serve', '--help'], ['score', '--help'], ['fetch', '--help'], ['help', 'serve']]) {
     const run = await cli(args);
@@ -78,12 +116,14 @@ test('unknown flags, commands and bad values exit 2 with a message', async (t) =
   const cases = [
     [['serve', '--bogus'], /--bogus/],
     [['score', '--query', 'q', '--items', 'a', '--labels', '1', '--nope'], /--nope/],
-    [['fetch', '--plugin', 'tpu'], /--plugin must be one of cpu, cuda12/],
+    [['fetch', '--plugin', 'tpu'], /--plugin must be one of cpu, cuda, cuda12/],
     [['frobnicate'], /unknown command "frobnicate"/],
     [['serve', '--port', 'eighty'], /--port must be an integer/],
     [['serve', '--algorithm', 'fastest'], /--algorithm must be one of auto, serial, packed, prefix/],
     [['serve', '--warmup', '12x'], /warmup shape "12x"/],
-    [['score', '--query', 'q', '--items', 'a', '--labels', 'yes'], /--labels must be comma-separated token ids/],
+    [['score', '--query', 'q', '--items', 'a', '--labels', ' yes,'], /--labels must be token ids or label texts, not a mix or empty labels/],
+    [['rerank', '--query', 'q'], /no documents: give --doc or --file/],
+    [['rerank', '--query', 'q', '--file', '/no/such/file'], /--file: cannot read/],
     [['score', '--items', 'a', '--labels', '1'], /--query is required/],
   ];
   for (const [args, message] of cases) {

@@ -25,6 +25,7 @@ test('TensorType prints MLIR types and rejects bad dims', (t) => {
   t.equal(String(new TensorType('u8', [0, 2])), 'tensor<0x2xui8>');
   t.throws(() => f32([2, -1]), /tensor dims must be non-negative integers, got \[2, -1\]/);
   t.throws(() => f32([1.5]), /non-negative integers/);
+  t.throws(() => f32([2 ** 32, 2 ** 32, 0]), /tensor dims must have a product \(zeros left out\) of at most 2\^53 - 1, got \[4294967296, 4294967296, 0\]/);
   t.throws(() => new TensorType('f8', [1]), /unknown element type "f8"/);
   t.end();
 });

@@ -86,6 +86,19 @@ test('elementwise math, compare/select, logic, convert, clamp', async (t) => {
   close(t, r.clamp, xs.map((v) => Math.min(Math.max(v, -1), 2)), 'clamp');
 });
 
+test('integer shifts: left, and right with zeros shifted in (s32 and u8)', async (t) => {
+  const ints = Int32Array.from([1, -1, 0x7fffffff, -256, 12345, 3]);
+  const bytes = Uint8Array.from([0x80, 0xff, 0x0f, 0xa5, 0, 1]);
+  const r = await evaluate('shifts', { x: [s32([6]), ints], b: [new TensorType('u8', [6]), bytes] }, (f, { x, b }) => ({
+    left: f.shiftLeft(x, 3),
+    right: f.shiftRightLogical(x, 4),
+    bytesRight: f.shiftRightLogical(b, 3),
+  }));
+  t.deepEqual(r.left, Array.from(ints, (v) => v << 3), 'shiftLeft');
+  t.deepEqual(r.right, Array.from(ints, (v) => (v >>> 4) | 0), 'shiftRightLogical (s32: zeros shifted in, not the sign)');
+  t.deepEqual(r.bytesRight, Array.from(bytes, (v) => v >>> 3), 'shiftRightLogical (u8)');
+});
+
 test('shape ops: iota, broadcast, reshape, transpose, concatenate, slice, pad', async (t) => {
   const r = await evaluate('shapes', { x: [f32([3, 4]), X] }, (f, { x }) => ({
     iota: f.iota(s32([2, 3]), 1),

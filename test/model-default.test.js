@@ -36,7 +36,6 @@ test('loadModel() loads the default model: config, name, tokenizer settings, loa
   loaded = M.loadModel();
   loadSeconds = Number(process.hrtime.bigint() - started) / 1e9;
   t.comment(`loadModel() took ${loadSeconds.toFixed(2)} s (header, tokenizer, dequantization of ~134M weights)`);
-  t.ok(loadSeconds < 15, 'loads in well under 15 s');
   t.deepEqual(loaded.config, SMOLLM2, 'config matches the published SmolLM2-135M architecture');
   t.equal(loaded.name, M.DEFAULT_MODEL_NAME, 'name');
   t.equal(loaded.tokenizer.vocabSize, SMOLLM2.vocabSize, 'tokenizer vocabulary size');

@@ -290,29 +290,30 @@ test('GGUF errors: bad magic, unsupported version, truncation, unsupported type,
   throwsMessage(t, () => M.GgufFile.open(variant('short-data.gguf', bytes.subarray(0, cut))), new RegExp(`^GGUF file short-data\\.gguf is truncated: tensor \\S+ needs bytes up to \\d+, but the file has ${cut} bytes$`), 'truncated data');
   throwsMessage(t, () => M.GgufFile.open(variant('empty.gguf', Buffer.alloc(0))), 'empty.gguf is not a GGUF file: it has only 0 bytes', 'empty file');
 
-  // A Q5_K tensor (176 bytes per 256 values) is valid GGUF that we cannot dequantize.
-  const q5k = variant('q5k.gguf', Buffer.alloc(0));
-  tiny.writeGguf(q5k, [['general.architecture', { type: 'STRING', value: 'llama' }]], [{ name: 'blk.0.attn_q.weight', dims: [256, 1], type: 'Q5_K', bytes: Buffer.alloc(176) }]);
-  const q5 = M.GgufFile.open(q5k);
-  t.equal(q5.tensor('blk.0.attn_q.weight').byteLength, 176, 'Q5_K tensors are listed with their size');
-  throwsMessage(t, () => q5.readTensorFloat32('blk.0.attn_q.weight'),
-    'GGUF tensor blk.0.attn_q.weight has type Q5_K (13), which pjrt-score cannot dequantize yet (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)', 'unsupported type');
+  // An IQ2_XXS tensor (66 bytes per 256 values) is valid GGUF that we do not decode.
+  const iq2 = variant('iq2.gguf', Buffer.alloc(0));
+  tiny.writeGguf(iq2, [['general.architecture', { type: 'STRING', value: 'llama' }]], [{ name: 'blk.0.attn_q.weight', dims: [256, 1], type: 'IQ2_XXS', bytes: Buffer.alloc(66) }]);
+  const iq2File = M.GgufFile.open(iq2);
+  t.equal(iq2File.tensor('blk.0.attn_q.weight').byteLength, 66, 'IQ2_XXS tensors are listed with their size');
+  throwsMessage(t, () => iq2File.readTensorFloat32('blk.0.attn_q.weight'),
+    'GGUF tensor blk.0.attn_q.weight has type IQ2_XXS (16), which pjrt-score cannot dequantize yet ' +
+      '(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS)', 'unsupported type');
   try {
-    q5.readTensorFloat32('blk.0.attn_q.weight');
+    iq2File.readTensorFloat32('blk.0.attn_q.weight');
   } catch (err) {
     t.equal(err.code, 'GGUF_UNSUPPORTED', 'unsupported type has code GGUF_UNSUPPORTED');
     t.ok(err instanceof M.GgufError, 'and is a GgufError');
   }
-  throwsMessage(t, () => q5.tensor('nope'), 'GGUF file q5k.gguf has no tensor named nope', 'unknown tensor');
-  q5.close();
-  q5.close();
-  throwsMessage(t, () => q5.readTensorBytes('blk.0.attn_q.weight'), 'GGUF file q5k.gguf is closed', 'read after close');
+  throwsMessage(t, () => iq2File.tensor('nope'), 'GGUF file iq2.gguf has no tensor named nope', 'unknown tensor');
+  iq2File.close();
+  iq2File.close();
+  throwsMessage(t, () => iq2File.readTensorBytes('blk.0.attn_q.weight'), 'GGUF file iq2.gguf is closed', 'read after close');
 
   const gemmaBytes = Buffer.from(bytes);
   const at = gemmaBytes.indexOf('llama', 0, 'latin1');
   gemmaBytes.write('gemma', at, 'latin1'); // same length: the header stays valid
   const gemmaFile = M.GgufFile.open(variant('gemma.gguf', gemmaBytes));
-  throwsMessage(t, () => M.configFromGguf(gemmaFile), 'GGUF architecture "gemma" is not supported by pjrt-score (supported: llama, qwen2, qwen3)', 'unsupported architecture');
+  throwsMessage(t, () => M.configFromGguf(gemmaFile), 'GGUF architecture "gemma" is not supported by pjrt-score (supported: llama, qwen2, qwen3, gemma2, gemma3)', 'unsupported architecture');
 
   // Drop a tensor by renaming it (same length keeps every offset valid).
   const missing = tiny.writeTinyGguf(model, path.join(dir, 'missing.gguf'));

@@ -7,6 +7,7 @@ const test = require('tape');
 const { decoderFused, decoderPrefill, decoderExtend } = require('../dist/hlo');
 const { makeTinyModel } = require('./helpers/tiny-model');
 const { Scorer } = require('../dist/scoring/scorer');
+const { cpuIsa, withIsa, bf16Paths } = require('./helpers/kernel-path');
 
 const config = makeTinyModel('qwen3').config;
 
@@ -39,7 +40,7 @@ test('program text: every dot carries the asked precision', (t) => {
 test('Scorer: highest by default; default on the CPU gives the same scores from other programs', async (t) => {
   await Scorer.load({ precision: 'fast' }).then(
     () => t.fail('an unknown precision must be refused'),
-    (error) => t.match(error.message, /precision must be one of highest, default, bf16/, 'an unknown precision is refused'),
+    (error) => t.match(error.message, /precision must be one of highest, default, bf16, auto/, 'an unknown precision is refused'),
   );
   const highest = await Scorer.load({ diskCache: false });
   const fast = await Scorer.load({ diskCache: false, precision: 'default' });
@@ -65,8 +66,14 @@ test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real mod
   const items = Array.from({ length: 24 }, (_, i) => ` ${words[i % words.length]} ${words[(i * 7) % words.length]}`);
   const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
   const reference = await highest.score({ ...request, algorithm: 'serial' });
-  for (const algorithm of ['serial', 'packed', 'prefix']) {
-    const r = await bf16.score({ ...request, algorithm });
+  // Every plan on the CPU's best bf16 attention path (native/prefix_attention_bf16.cc: AMX or AVX512_BF16
+  // tiles, else the f32 kernel); the prefix plan also on each other matrix-unit path this CPU has. The
+  // portable tiles are checked against the float64 reference in test/attention-bf16-ffi.test.js.
+  const paths = bf16Paths();
+  const others = paths.slice(0, -1).filter(({ path }) => ['amx', 'avx512bf16'].includes(path));
+  const runs = [['serial'], ['packed'], ['prefix'], ...others.map(({ isa, path }) => ['prefix', isa, path])];
+  for (const [algorithm, isa, path] of runs) {
+    const r = await withIsa(isa ?? null, () => bf16.score({ ...request, algorithm }));
     let max = 0;
     let sum = 0;
     r.scores.forEach((row, i) => row.forEach((x, j) => {
@@ -75,8 +82,22 @@ test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real mod
       sum += d;
     }));
     const mean = sum / (r.scores.length * 2);
-    t.ok(max <= 0.02 && mean <= 0.01, `${algorithm}: bf16 dots vs f32 max ${max.toExponential(2)} <= 0.02, mean ${mean.toExponential(2)} <= 0.01`);
+    t.ok(max <= 0.02 && mean <= 0.01, `${algorithm} (${path ?? paths[paths.length - 1].path} attention): bf16 dots vs f32 max ${max.toExponential(2)} <= 0.02, mean ${mean.toExponential(2)} <= 0.01`);
   }
   highest.dispose();
   bf16.dispose();
+});
+
+test("Scorer: precision 'auto' is bf16 where the CPU has bf16 matrix units (AMX, AVX512_BF16), highest elsewhere; explain() and the load log say why", async (t) => {
+  let loaded;
+  const auto = await Scorer.load({ diskCache: false, precision: 'auto', log: (e) => e.event === 'model_loaded' && (loaded = e) });
+  const e = auto.explain({ query: 'a', items: ['b'], labelTokenIds: [1] });
+  const matrixUnits = ['amx', 'avx512bf16'].includes(cpuIsa);
+  t.equal(e.precision, matrixUnits ? 'bf16' : 'highest', `CPU ${cpuIsa}: auto runs ${e.precision}`);
+  t.match(e.precisionReason, matrixUnits ? new RegExp(`^auto: bf16 on ${cpuIsa}`) : /^auto: highest/, `reason: ${e.precisionReason}`);
+  t.equal(e.attentionKernel.cpu, cpuIsa, 'explain() names the CPU class');
+  t.equal(e.attentionKernel.used, matrixUnits ? e.attentionKernel.bf16 : e.attentionKernel.f32, `and the kernel path used: ${e.attentionKernel.used}`);
+  t.equal(loaded.precisionReason, e.precisionReason, 'the load log says the same');
+  t.deepEqual(loaded.attentionKernel, e.attentionKernel, 'and names the same paths');
+  auto.dispose();
 });

@@ -85,6 +85,22 @@ test('typed array of the wrong length, unknown dtype, bad dims', async (t) => {
   await rejects(t, () => client.upload(new Float32Array(6), [2, -3]), TypeError, /non-negative integers/, 'negative dim');
   await rejects(t, () => client.upload(new Float32Array(6), [2, 1.5]), TypeError, /non-negative integers/, 'fractional dim');
   await rejects(t, () => client.upload([1, 2, 3], [3]), TypeError, /typed array, got Array/, 'plain array');
+  // Found by the fuzz target native-upload: no element, but the extents' product overflows int64 in XLA.
+  await rejects(t, () => client.upload(new Float32Array(0), [2 ** 32, 2 ** 32, 0]), TypeError, /dims must have a product \(zeros left out\) of at most 2\^53 - 1/, 'overflowing dims');
+  await rejects(t, () => client.upload(new Float32Array(0), [0, 2 ** 27, 2 ** 27]), TypeError, /dims must have a product/, 'overflowing dims after a zero');
+  const empty = await client.upload(new Float32Array(0), [2 ** 26, 0, 2 ** 26]);
+  t.deepEqual(empty.dims, [2 ** 26, 0, 2 ** 26], 'a zero-element shape whose product fits is accepted');
+  empty.dispose();
+});
+
+test('the raw binding rejects with instances of the exported error classes', async (t) => {
+  // The plugin's own refusal of the fuzzer's input, past the facade.
+  const err = await rejects(t, () => client.native.upload(new Float32Array(0), [2 ** 32, 2 ** 32, 0], 'f32'), PjrtError, /overflow/, 'raw upload of overflowing dims');
+  t.equal(typeof err.code, 'string', `raw PjrtError has a code (${err.code})`);
+  const b = await client.upload(new Float32Array(6), [2, 3]);
+  const raw = b.native;
+  b.dispose();
+  t.throws(() => raw.dims, (e) => e instanceof DisposedError && /DeviceBuffer has been disposed/.test(e.message), 'raw disposed buffer throws a DisposedError');
 });
 
 test('disposed buffer, executable and client', async (t) => {

@@ -118,18 +118,53 @@ test('flags must be booleans', (t) => {
   t.end();
 });
 
-test('empty query: invalid without BOS, valid with BOS', (t) => {
-  rejects(t, () => normalizeRequestBody(body({ query: '' }), context()), 'query', 'query tokenizes to no tokens and the model adds no BOS token: a non-empty query is required');
-  // A tokenizer may map non-empty text to nothing.
-  rejects(t, () => normalizeRequestBody(body({ query: '   ' }), context({ tokenize: (s) => charTokens(s.trim()) })), 'query', /^query tokenizes to no tokens/);
-  rejects(t, () => normalizeRequestBody(body({ query: [], items: [[1]] }), context()), 'query', 'query must not be an empty token-id array');
-  // BOS is added to text only, so token ids get no rescue.
-  rejects(t, () => normalizeRequestBody(body({ query: [], items: [[1]] }), context({ addBos: true, bosTokenId: BOS })), 'query', 'query must not be an empty token-id array');
+test("empty query: each item its own sequence (SGLang's semantics); an empty item beside it is an error", (t) => {
+  const empty = normalizeRequestBody(body({ query: '', items: ['ab', 'c'] }), context());
+  t.deepEqual(empty.queryTokens, [], 'no query tokens');
+  t.deepEqual(empty.itemTokens, [charTokens('ab'), charTokens('c')], 'each item whole');
+  t.equal(empty.promptTokens, 3, 'usage counts the items');
+  // A tokenizer may map non-empty text to nothing: the same rule.
+  const blank = normalizeRequestBody(body({ query: '   ', items: ['x'] }), context({ tokenize: (s) => charTokens(s.trim()) }));
+  t.deepEqual(blank.queryTokens, [], 'a query that tokenizes to nothing is empty');
+  const ids = normalizeRequestBody(body({ query: [], items: [[1], [2, 3]] }), context());
+  t.deepEqual(ids.itemTokens, [[1], [2, 3]], 'token ids: an empty query too');
+  rejects(t, () => normalizeRequestBody(body({ query: '', items: ['a', ''] }), context()), 'items', 'items[1] is empty and so is query: the sequence has no token to score at');
+  rejects(t, () => normalizeRequestBody(body({ query: [], items: [[]] }), context()), 'items', 'items[0] is empty and so is query: the sequence has no token to score at');
   const withBos = normalizeRequestBody(body({ query: '' }), context({ addBos: true, bosTokenId: BOS }));
   t.deepEqual(withBos.queryTokens, [BOS], 'empty text query with BOS is [BOS]');
   const itemFirst = normalizeRequestBody(body({ query: '', item_first: true }), context({ addBos: true, bosTokenId: BOS }));
   t.deepEqual(itemFirst.queryTokens, [], 'item_first: the query carries no BOS');
   t.deepEqual(itemFirst.itemTokens, [[BOS, 120], [BOS, 121, 122]], 'item_first: BOS starts each item ++ query sequence');
+  t.end();
+});
+
+test('truncation: each spelling cuts the item only, keeps the end asked for, reports the counts', (t) => {
+  const ctx = context(); // context 32
+  const q = 'q'.repeat(10);
+  const item = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJ'; // 36 tokens, one per character
+  const start = normalizeRequestBody(body({ query: q, items: [item, 'x'], truncate: true }), ctx);
+  t.deepEqual(start.itemTokens[0], charTokens(item.slice(0, 22)), 'truncate: true keeps the first 22 (32 - 10)');
+  t.deepEqual(start.itemTokens[1], charTokens('x'), 'an item that fits is untouched');
+  t.deepEqual(start.truncation, { tokensBefore: 10 + 36 + 1, tokensAfter: 10 + 22 + 1, truncatedItems: [0] }, 'the counts');
+  t.equal(start.promptTokens, 33, 'promptTokens counts what runs');
+  const end = normalizeRequestBody(body({ query: q, items: [item], truncate: { keep: 'end', max_item_tokens: 5 } }), ctx);
+  t.deepEqual(end.itemTokens[0], charTokens(item.slice(-5)), 'keep end, at most 5 tokens');
+  const vllm = normalizeRequestBody(body({ query: q, items: [item], truncate_prompt_tokens: 16 }), ctx);
+  t.deepEqual(vllm.itemTokens[0], charTokens(item.slice(-6)), 'truncate_prompt_tokens 16: the sequence is 16, the item keeps its end');
+  const whole = normalizeRequestBody(body({ query: q, items: [item], truncate_prompt_tokens: -1 }), ctx);
+  t.equal(whole.itemTokens[0].length, 22, 'truncate_prompt_tokens -1: the context');
+  const lib = normalizeRequest({ query: q, items: [item], labelTokenIds: [1], truncate: { keep: 'end', maxItemTokens: 3 } }, ctx);
+  t.deepEqual(lib.itemTokens[0], charTokens(item.slice(-3)), 'library camelCase');
+  const first = normalizeRequestBody(body({ query: q, items: [item], truncate: true, item_first: true }), context({ addBos: true, bosTokenId: BOS }));
+  t.deepEqual(first.itemTokens[0], [BOS, ...charTokens(item.slice(0, 21))], 'item_first: BOS kept in front, counted against the context');
+  t.equal(normalizeRequestBody(body({ query: q, items: ['x'] }), ctx).truncation, undefined, 'no truncation asked: no report');
+  rejects(t, () => normalizeRequestBody(body({ truncate: true, truncate_prompt_tokens: 5 }), ctx), 'truncate_prompt_tokens', 'give truncate or truncate_prompt_tokens, not both');
+  rejects(t, () => normalizeRequestBody(body({ truncate: 'yes' }), ctx), 'truncate', /^truncate must be a boolean or an object/);
+  rejects(t, () => normalizeRequestBody(body({ truncate: { keep: 'middle' } }), ctx), 'truncate', 'truncate.keep must be "start" or "end", got string "middle"');
+  rejects(t, () => normalizeRequestBody(body({ truncate: { max_item_tokens: 0 } }), ctx), 'truncate', /^truncate.max_item_tokens must be a positive integer/);
+  rejects(t, () => normalizeRequestBody(body({ truncate_prompt_tokens: 0 }), ctx), 'truncate_prompt_tokens', /^truncate_prompt_tokens must be a positive integer/);
+  rejects(t, () => normalizeRequestBody(body({ query: q, items: [item], truncate_prompt_tokens: 10 }), ctx), 'query', 'query is 10 tokens: it leaves no room for items[0] within 10 tokens');
+  rejects(t, () => normalizeRequest({ query: q, items: [item], labelTokenIds: [1] }, ctx), 'items', "query + items[0] is 46 tokens, longer than the model's context of 32 tokens: set truncate to cut it");
   t.end();
 });
 
@@ -144,7 +179,7 @@ test('invalid Unicode text is rejected', (t) => {
 test('context length and request limits', (t) => {
   const ctx = context(); // context 32, maxItems 4, maxRequestTokens 64
   const q10 = 'q'.repeat(10);
-  rejects(t, () => normalizeRequestBody(body({ query: q10, items: ['a', 'b'.repeat(23)] }), ctx), 'items', "query + items[1] is 33 tokens, longer than the model's context of 32 tokens");
+  rejects(t, () => normalizeRequestBody(body({ query: q10, items: ['a', 'b'.repeat(23)] }), ctx), 'items', "query + items[1] is 33 tokens, longer than the model's context of 32 tokens: set truncate (or truncate_prompt_tokens) to cut it");
   t.equal(normalizeRequestBody(body({ query: q10, items: ['b'.repeat(22)] }), ctx).promptTokens, 32, 'exactly the context length is accepted');
   rejects(t, () => normalizeRequestBody(body({ query: 'q'.repeat(33), items: [] }), ctx), 'query', "query is 33 tokens, longer than the model's context of 32 tokens");
   rejects(t, () => normalizeRequestBody(body({ query: [1], items: [[1], [1], [1], [1], [1]] }), ctx), 'items', 'too many items: 5 > 4 (the configured maximum per request)');

@@ -109,6 +109,22 @@ test('a plan is a function of its request shape alone', (t) => {
   t.end();
 });
 
+test('CPU facts keyed by CPU class: the fitted AVX2 class says so; another class borrows its facts and says which; other platforms ignore the class', (t) => {
+  const { platformFacts } = require('../dist/scoring/platform');
+  const avx2 = platformFacts('cpu', 'avx2');
+  t.deepEqual(avx2.cpuClass, { isa: 'avx2', measured: true }, 'avx2: measured');
+  t.match(avx2.measured, /^AVX2 \(AMD EPYC Zen 3/, `avx2: ${avx2.measured.slice(0, 60)}`);
+  for (const isa of ['portable', 'avx512', 'avx512bf16', 'amx']) {
+    const f = platformFacts('cpu', isa);
+    t.deepEqual(f.cpuClass, { isa, measured: false }, `${isa}: not measured`);
+    t.match(f.measured, new RegExp(`^${isa}: not measured on this CPU class, the facts of AVX2`), `${isa}: the load log says it borrowed the AVX2 facts`);
+    t.deepEqual([f.budget, f.cost], [avx2.budget, avx2.cost], `${isa}: the AVX2 budget and cost constants`);
+  }
+  t.notOk('cpuClass' in platformFacts('cuda', 'amx'), 'cuda: no CPU class');
+  t.notOk('cpuClass' in platformFacts('cpu'), 'no class given (no kernels): the platform facts');
+  t.end();
+});
+
 test('per-platform facts: each platform its own budget and cost constants; an unknown one gets the CPU facts, marked', (t) => {
   const { platformFacts } = require('../dist/scoring/platform');
   const cpu = platformFacts('cpu');

@@ -43,7 +43,7 @@ test('a bad choice from the environment exits 2, naming the variable', async (t)
   const row = CHOICE_ROWS.find((s) => s.flag === 'precision');
   const run = await cli(['serve', '--port', '0'], { [row.env]: 'foo' });
   t.equal(run.code, 2, `${row.env}=foo: exit 2`);
-  t.ok(run.stderr.includes(`${row.env} must be one of highest, default, bf16, got "foo"`), run.stderr.split('\n')[0]);
+  t.ok(run.stderr.includes(`${row.env} must be one of highest, default, bf16, auto, got "foo"`), run.stderr.split('\n')[0]);
   t.end();
 });
 

@@ -219,6 +219,17 @@ test('GET /v1/models', async (t) => {
   t.equal(res.json.data.length, 1, 'one model');
   t.equal(res.json.data[0].id, 'SmolLM2-135M-Instruct', 'model id');
   t.equal(res.json.data[0].object, 'model', 'object model');
+  // Family, quantization and context (issue 35): the default model is a Q4_1 SmolLM2 (a Llama-family GGUF).
+  const entry = res.json.data[0];
+  t.equal(entry.family, 'llama', 'family llama');
+  t.equal(entry.context_length, entry.max_model_len, 'context_length');
+  t.match(entry.quantization, /^Q4_1 \(\d+\)/, `quantization ${entry.quantization}: Q4_1 first`);
+  const { GgufFile } = require('../dist/model');
+  const { DEFAULT_MODEL } = require('../dist/model/default-model');
+  const file = GgufFile.open(DEFAULT_MODEL.destination);
+  const counted = [...entry.quantization.matchAll(/\((\d+)\)/g)].reduce((a, m) => a + Number(m[1]), 0);
+  t.equal(counted, file.tensors.size, `the counts add up to the file's ${file.tensors.size} tensors`);
+  file.close();
 });
 
 test('GET /metrics in the Prometheus text format', async (t) => {

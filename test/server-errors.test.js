@@ -59,7 +59,7 @@ const CASES = [
   ['query null', { ...VALID, query: null }, 'query'],
   ['query a number', { ...VALID, query: 42 }, 'query'],
   ['query an object', { ...VALID, query: { text: 'a' } }, 'query'],
-  ['query an empty token-id array', { ...VALID, query: [], items: [[1]] }, 'query'],
+  ['an empty query with an empty item (no token to score at)', { ...VALID, query: [], items: [[1], []] }, 'items'],
   ['query with a lone surrogate', { ...VALID, query: 'bad \ud800 text' }, 'query'],
   ['query longer than the context', { ...VALID, query: new Array(CONTEXT + 1).fill(28), items: [[1]] }, 'query'],
   ['missing items', without('items'), 'items'],

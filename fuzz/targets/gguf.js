@@ -56,6 +56,7 @@ function run(data) {
 
 module.exports = {
   name: 'gguf',
+  smokeExecs: 1500,
   maxLength: 1 << 18,
   scripts: scriptsUnder('dist/model/'),
   seeds,

@@ -29,6 +29,7 @@ async function run(data) {
 
 module.exports = {
   name: 'native-compile',
+  smokeExecs: 300,
   maxLength: 1 << 13,
   timeoutMs: 60_000,
   scripts: scriptsUnder('dist/runtime/'),

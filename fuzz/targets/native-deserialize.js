@@ -28,6 +28,7 @@ async function run(data) {
 
 module.exports = {
   name: 'native-deserialize',
+  smokeExecs: 1500,
   maxLength: 1 << 20,
   scripts: scriptsUnder('dist/runtime/'),
   setup,

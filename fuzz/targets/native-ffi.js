@@ -92,6 +92,7 @@ function expected(error) {
 
 module.exports = {
   name: 'native-ffi',
+  smokeExecs: 200,
   maxLength: 64,
   timeoutMs: 60_000,
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),

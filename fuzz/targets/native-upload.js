@@ -54,6 +54,7 @@ async function run(data) {
 
 module.exports = {
   name: 'native-upload',
+  smokeExecs: 1500,
   maxLength: 256,
   scripts: scriptsUnder('dist/runtime/'),
   setup,

@@ -65,6 +65,7 @@ module.exports = {
   /** The context and model info of the last setup() (the rerank target shares them). */
   shared: () => ({ ctx, info }),
   name: 'request',
+  smokeExecs: 1500,
   maxLength: 1 << 14,
   scripts: scriptsUnder('dist/scoring/request', 'dist/server/body', 'dist/scoring/errors'),
   setup,

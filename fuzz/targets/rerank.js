@@ -51,6 +51,7 @@ function run(data) {
 
 module.exports = {
   name: 'rerank',
+  smokeExecs: 1500,
   maxLength: 1 << 14,
   scripts: scriptsUnder('dist/scoring/rerank', 'dist/scoring/request', 'dist/server/body'),
   setup,

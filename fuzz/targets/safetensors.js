@@ -37,6 +37,7 @@ function run(data) {
 
 module.exports = {
   name: 'safetensors',
+  smokeExecs: 1500,
   maxLength: 1 << 16,
   scripts: scriptsUnder('dist/model/'),
   seeds,

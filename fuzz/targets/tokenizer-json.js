@@ -51,6 +51,7 @@ function run(data) {
 
 module.exports = {
   name: 'tokenizer-json',
+  smokeExecs: 1500,
   maxLength: 1 << 16,
   scripts: scriptsUnder('dist/model/tokenizer', '@huggingface/tokenizers'),
   seeds,

@@ -6,6 +6,8 @@
  * LD_LIBRARY_PATH. Which Python: PJRT_SCORE_PYTHON, else python3.
  */
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /** The jax plugin packages tried, newest CUDA first, and the file each ships. */
 const JAX_CUDA_PLUGINS = ['jax_plugins.xla_cuda13', 'jax_plugins.xla_cuda12'];
@@ -37,4 +39,18 @@ export function findInstalledCudaPlugin(): { path: string } | { why: string } {
   return {
     why: `${python} has no jax CUDA plugin (${JAX_CUDA_PLUGINS.join(' or ')}): install one (pip install "jax[cuda13]") or give the plugin's path`,
   };
+}
+
+/**
+ * The wheel version of a jax CUDA plugin file: the `_version = "x.y.z"` of the `version.py` the
+ * wheel ships beside `xla_cuda_plugin.so` (jax-cuda13-pjrt 0.11.2 does). Undefined for a plugin
+ * file with no such neighbour (a plugin given by a path from elsewhere): its version is unknown.
+ */
+export function cudaPluginWheelVersion(pluginPath: string): string | undefined {
+  try {
+    const text = readFileSync(join(dirname(pluginPath), 'version.py'), 'utf8');
+    return /^_version\s*(?::\s*str\s*)?=\s*["']([^"']+)["']/m.exec(text)?.[1];
+  } catch {
+    return undefined;
+  }
 }

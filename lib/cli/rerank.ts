@@ -1,12 +1,15 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
+import * as fs from 'node:fs';
 import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
 import { loadScorerBackend } from '../server/backend';
+import { stringifyWithFloats } from '../server/json-floats';
 import { createLogger, logEvent } from '../server/log';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },
   doc: { type: 'string', multiple: true, short: 'd' },
+  file: { type: 'string', short: 'f' },
   instruction: { type: 'string' },
   'top-n': { type: 'string' },
   template: { type: 'string' },
@@ -18,7 +21,7 @@ const SPEC: OptionSpec = {
 
 export function rerankHelp(): string {
   return [
-    'Usage: pjrt-score rerank --query TEXT --doc A [--doc B ...] [options]',
+    'Usage: pjrt-score rerank --query TEXT (--doc A [--doc B ...] | --file PATH) [options]',
     '',
     'Ranks the documents by relevance to the query: the probability that the model',
     'answers "yes" rather than "no" to "does this document meet the query?", every',
@@ -26,7 +29,9 @@ export function rerankHelp(): string {
     '',
     'Options:',
     '  -q, --query TEXT      the query',
-    '  -d, --doc TEXT        one document; repeat for more (at least one)',
+    '  -d, --doc TEXT        one document; repeat for more',
+    '  -f, --file PATH       documents from a file (- for stdin): a JSON array of strings',
+    '                        (or of {text} objects), else one document per non-empty line',
     '  --instruction TEXT    the task instruction (default: web search relevance)',
     '  --top-n N             print only the best N',
     '  --template NAME       qwen3-reranker, chatml-yes-no or llama3-yes-no (default: from the model)',
@@ -47,9 +52,10 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     return 0;
   }
   const query = stringFlag(values, 'query');
-  const documents = (values.doc as string[] | undefined) ?? [];
+  const file = stringFlag(values, 'file');
+  const documents = [...((values.doc as string[] | undefined) ?? []), ...(file !== undefined ? readDocuments(file) : [])];
   if (query === undefined) throw new UsageError('--query is required', 'rerank');
-  if (documents.length === 0) throw new UsageError('at least one --doc is required', 'rerank');
+  if (documents.length === 0) throw new UsageError('no documents: give --doc or --file', 'rerank');
   const topNText = stringFlag(values, 'top-n');
   if (topNText !== undefined && !/^\d+$/.test(topNText)) throw new UsageError(`--top-n must be a non-negative integer, got ${JSON.stringify(topNText)}`, 'rerank');
   const model = stringFlag(values, 'model');
@@ -78,7 +84,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
         results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
         usage: { prompt_tokens: result.usage.promptTokens, total_tokens: result.usage.promptTokens },
       };
-      process.stdout.write(`${JSON.stringify(response)}\n`);
+      process.stdout.write(`${stringifyWithFloats(response, new Set(['relevance_score']))}\n`);
     } else {
       const rows = results.map((r, rank) => [String(rank + 1), r.relevanceScore.toFixed(6), String(r.index), shorten(documents[r.index], 60)]);
       const header = ['rank', 'relevance', 'index', 'document'];
@@ -92,6 +98,31 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
   } finally {
     backend.dispose();
   }
+}
+
+/** Documents from a file or stdin ('-'): a JSON array (strings or {text}), else one per non-empty line. */
+export function readDocuments(file: string): string[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');
+  } catch (error) {
+    throw new UsageError(`--file: cannot read ${JSON.stringify(file)}: ${(error as Error).message}`, 'rerank');
+  }
+  if (text.trimStart().startsWith('[')) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw new UsageError(`--file: ${file} starts with [ but is not JSON: ${(error as Error).message}`, 'rerank');
+    }
+    if (!Array.isArray(parsed)) throw new UsageError(`--file: ${file} must hold a JSON array`, 'rerank');
+    return parsed.map((d: unknown, i: number) => {
+      if (typeof d === 'string') return d;
+      if (d !== null && typeof d === 'object' && typeof (d as { text?: unknown }).text === 'string') return (d as { text: string }).text;
+      throw new UsageError(`--file: element ${i} of ${file} must be a string or an object with a text string`, 'rerank');
+    });
+  }
+  return text.split(/\r?\n/).filter((line) => line.trim() !== '');
 }
 
 function shorten(text: string, max: number): string {

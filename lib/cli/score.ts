@@ -4,6 +4,7 @@ import { ScoringBackend, loadScorerBackend } from '../server/backend';
 import { ALGORITHM_CHOICES, AlgorithmChoice, DEFAULT_MAX_ITEMS, type ScoreResult } from '../scoring';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { createLogger, logEvent } from '../server/log';
+import { stringifyWithFloats } from '../server/json-floats';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },
@@ -20,7 +21,7 @@ const SPEC: OptionSpec = {
 
 export function scoreHelp(): string {
   return [
-    'Usage: pjrt-score score --query TEXT --items A [--items B ...] --labels ID[,ID...] [options]',
+    'Usage: pjrt-score score --query TEXT --items A [--items B ...] --labels LABELS [options]',
     '',
     'Scores the items against the query once and prints, per item, the probability',
     'of each label token after query ++ item (item ++ query with --item-first).',
@@ -28,7 +29,9 @@ export function scoreHelp(): string {
     'Options:',
     '  -q, --query TEXT      the query text',
     '  -i, --items TEXT      one item; repeat for more (at least one)',
-    '  -l, --labels IDS      label token ids, comma-separated (e.g. 9805,787)',
+    '  -l, --labels LABELS   label token ids, comma-separated (9805,787), or label texts',
+    '                        (--labels " yes"," no": spaces kept, each text one token),',
+    '                        or a JSON array of either (\'[" yes", " no"]\')',
     '  --apply-softmax       softmax over the labels (rows sum to 1)',
     '  --item-first          item before query (runs on the serial path)',
     '  --json                print the Score API response JSON instead of a table',
@@ -53,8 +56,8 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
   const labelsText = stringFlag(values, 'labels');
   if (query === undefined) throw new UsageError('--query is required', 'score');
   if (items.length === 0) throw new UsageError('at least one --items is required', 'score');
-  if (labelsText === undefined) throw new UsageError('--labels is required (comma-separated token ids)', 'score');
-  const labels = parseLabels(labelsText);
+  if (labelsText === undefined) throw new UsageError('--labels is required (token ids or label texts, comma-separated)', 'score');
+  const labelSpec = parseLabels(labelsText);
   const algorithm = (stringFlag(values, 'algorithm') ?? 'auto') as AlgorithmChoice;
   if (!ALGORITHM_CHOICES.includes(algorithm)) {
     throw new UsageError(`--algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}, got ${JSON.stringify(algorithm)}`, 'score');
@@ -71,10 +74,11 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
     log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });
   try {
+    const labels = labelSpec.kind === 'ids' ? labelSpec.ids : labelIds(labelSpec.texts, backend);
     const body = { query, items, label_token_ids: labels, apply_softmax: values['apply-softmax'] === true, item_first: values['item-first'] === true };
     const result = await backend.scoreBody(body);
     if (values.json) {
-      process.stdout.write(`${JSON.stringify(responseJson(result))}\n`);
+      process.stdout.write(`${stringifyWithFloats(responseJson(result), new Set(['scores']))}\n`);
     } else {
       const decode = labelDecoder(backend.tokenizer, model);
       process.stdout.write(renderTable(items, labels, result, decode));
@@ -85,11 +89,41 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
   }
 }
 
-function parseLabels(text: string): number[] {
-  const parts = text.split(',').map((p) => p.trim());
-  return parts.map((part) => {
-    if (!/^\d+$/.test(part)) throw new UsageError(`--labels must be comma-separated token ids, got ${JSON.stringify(text)}`, 'score');
-    return Number(part);
+type LabelSpec = { readonly kind: 'ids'; readonly ids: number[] } | { readonly kind: 'texts'; readonly texts: string[] };
+
+/** `--labels`: comma-separated ids, comma-separated texts (kept as written, spaces too), or a JSON array of either. */
+export function parseLabels(text: string): LabelSpec {
+  let parts: unknown[];
+  if (text.trimStart().startsWith('[')) {
+    try {
+      parts = JSON.parse(text) as unknown[];
+    } catch {
+      throw new UsageError(`--labels: ${JSON.stringify(text)} is not a JSON array`, 'score');
+    }
+    if (!Array.isArray(parts) || parts.length === 0) throw new UsageError('--labels: the JSON array must not be empty', 'score');
+  } else {
+    parts = text.split(',');
+  }
+  if (parts.every((p) => (typeof p === 'number' && Number.isSafeInteger(p) && p >= 0) || (typeof p === 'string' && /^\s*\d+\s*$/.test(p)))) {
+    return { kind: 'ids', ids: parts.map((p) => Number(p)) };
+  }
+  if (!parts.every((p): p is string => typeof p === 'string' && p !== '')) {
+    throw new UsageError(`--labels must be token ids or label texts, not a mix or empty labels: ${JSON.stringify(text)}`, 'score');
+  }
+  return { kind: 'texts', texts: parts };
+}
+
+/** Each label text as its one token id; a text of more (or no) tokens is a usage error naming its tokens. */
+function labelIds(texts: readonly string[], backend: ScoringBackend): number[] {
+  return texts.map((label) => {
+    const ids = backend.tokenize(label);
+    if (ids.length !== 1) {
+      throw new UsageError(
+        `--labels: ${JSON.stringify(label)} is ${ids.length} tokens (${ids.join(', ')}), not one; a label is one token of the model's vocabulary (mind the leading space)`,
+        'score',
+      );
+    }
+    return ids[0];
   });
 }
 

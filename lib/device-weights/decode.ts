@@ -1,25 +1,28 @@
 /**
  * Weight arrays decoded on the device from the file's own blocks. A GGUF
- * matrix (F32, F16, BF16, Q8_0, Q4_0, Q4_1) is uploaded as the bytes the
- * file stores, and one program per device array turns them into what the
- * decoder programs take, in the weight type asked for: dequantized,
- * transposed into [in, out] columns, parts fused side by side, stacked over
- * layers, and for bf16 rounded to nearest even, for int8 re-quantized in
- * blocks of INT8_BLOCK. The host never builds an f32 copy (a Q4_1 weight is
- * 0.625 bytes read instead of 4 built, transposed and staged) and the work
- * runs on every core the device has. Each step is the host path's rule
- * (model/dequantize.ts, convert.ts) written in StableHLO, so the arrays are
- * bit-equal to the host path's (test/weights-precision.test.js).
+ * matrix in a type the host decodes (DEQUANTIZABLE_TYPES: F32, F16, BF16,
+ * the legacy Q4/Q5/Q8 blocks, the K-quants, IQ4_NL, IQ4_XS) is uploaded as
+ * the bytes the file stores, and one program per device array turns them
+ * into what the decoder programs take, in the weight type asked for:
+ * dequantized, transposed into [in, out] columns, parts fused side by side,
+ * stacked over layers, and for bf16 rounded to nearest even, for int8
+ * re-quantized in blocks of INT8_BLOCK. The host never builds an f32 copy (a
+ * Q4_1 weight is 0.625 bytes read instead of 4 built, transposed and
+ * staged) and the work runs on every core the device has. Each step is the
+ * host path's rule (model/dequantize.ts, convert.ts) written in StableHLO
+ * (the blocks in decode-blocks.ts), so the arrays are bit-equal to the host
+ * path's (test/weights-decode.test.js, test/quant-types.test.js).
  */
 import { FunctionBuilder } from '../hlo/builder';
 import { HloValue } from '../hlo/core';
 import { DecoderWeightSpec, INT8_BLOCK, WeightType } from '../hlo/decoder-layout';
 import { buildProgram, HloProgram } from '../hlo/program';
 import { TensorType } from '../hlo/types';
-import { GgmlType, ggmlTypeName } from '../model/gguf-types';
+import { DEQUANTIZABLE_TYPES, GgmlType, ggmlTypeLayout, ggmlTypeName } from '../model/gguf-types';
+import { dequantizeBlocks } from './decode-blocks';
 
-/** The stored types a decode program reads. */
-export const DEVICE_DECODED_TYPES: ReadonlySet<GgmlType> = new Set([GgmlType.F32, GgmlType.F16, GgmlType.BF16, GgmlType.Q8_0, GgmlType.Q4_0, GgmlType.Q4_1]);
+/** The stored types a decode program reads: every type the host decodes. */
+export const DEVICE_DECODED_TYPES: ReadonlySet<GgmlType> = new Set(DEQUANTIZABLE_TYPES);
 
 /** One source matrix of a device array, as stored: [rows, rowLength] elements in rows of rowBytes bytes. */
 export interface StoredPart {
@@ -29,86 +32,14 @@ export interface StoredPart {
   readonly rowBytes: number;
 }
 
-/** Bytes per block and elements per block of each type decode.ts reads. */
-const BLOCKS: ReadonlyMap<GgmlType, { readonly bytes: number; readonly elements: number }> = new Map([
-  [GgmlType.F32, { bytes: 4, elements: 1 }],
-  [GgmlType.F16, { bytes: 2, elements: 1 }],
-  [GgmlType.BF16, { bytes: 2, elements: 1 }],
-  [GgmlType.Q8_0, { bytes: 34, elements: 32 }],
-  [GgmlType.Q4_0, { bytes: 18, elements: 32 }],
-  [GgmlType.Q4_1, { bytes: 20, elements: 32 }],
-]);
-
 /*
- * The decoders below read blocks laid out [..., bytes, R]: the bytes of a
- * block on the second-to-last axis, R blocks side by side on the last. A
- * layer matrix is decoded with R = its rows (output channels), so every
- * elementwise step runs along contiguous memory and the values come out
- * already transposed ([in, out]); only the raw bytes are transposed, not
- * the f32 values. A [V, Dm] table keeps its orientation (R = 1).
+ * The decoders (decode-blocks.ts) read blocks laid out [..., bytes, R]: the
+ * bytes of a block on the second-to-last axis, R blocks side by side on the
+ * last. A layer matrix is decoded with R = its rows (output channels), so
+ * every elementwise step runs along contiguous memory and the values come
+ * out already transposed ([in, out]); only the raw bytes are transposed,
+ * not the f32 values. A [V, Dm] table keeps its orientation (R = 1).
  */
-
-/** Bytes [from, to) of each block: [..., to - from, R]. */
-function byteRange(f: FunctionBuilder, blocks: HloValue, from: number, to: number): HloValue {
-  const axis = blocks.rank - 2;
-  return f.slice(blocks, blocks.dims.map((_, i) => (i === axis ? from : 0)), blocks.dims.map((d, i) => (i === axis ? to : d)));
-}
-
-/** The `width`-byte little-endian integers at byte `at` of each block: [..., R]. */
-function littleEndian(f: FunctionBuilder, blocks: HloValue, at: number, width: 2 | 4, type: 'u16' | 'u32'): HloValue {
-  const dims = blocks.dims.filter((_, i) => i !== blocks.rank - 2);
-  let value: HloValue | undefined;
-  for (let k = 0; k < width; k++) {
-    const byte = f.convert(f.reshape(byteRange(f, blocks, at + k, at + k + 1), dims), type);
-    const shifted = k === 0 ? byte : f.shiftLeft(byte, 8 * k);
-    value = value ? f.or(value, shifted) : shifted;
-  }
-  return value!;
-}
-
-/** The f16 at byte `at` of each block, as f32 [..., R] (exact, as the host's table). */
-function halfAt(f: FunctionBuilder, blocks: HloValue, at: number): HloValue {
-  return f.convert(f.bitcastConvert(littleEndian(f, blocks, at, 2, 'u16'), 'f16'), 'f32');
-}
-
-/** The 32 4-bit values of a Q4 block's 16 bytes [..., 16, R]: low nibbles are elements 0..15, high nibbles 16..31. */
-function nibbles(f: FunctionBuilder, bytes: HloValue): HloValue {
-  const low = f.and(bytes, 15);
-  // Unsigned division by 16 is the logical shift right by 4.
-  const high = f.divide(bytes, 16);
-  return f.convert(f.concatenate([low, high], bytes.rank - 2), 'f32');
-}
-
-/** x [..., 32, R] times a per-block value [..., R]. */
-function perBlock(f: FunctionBuilder, x: HloValue, value: HloValue, op: 'multiply' | 'add'): HloValue {
-  const b = f.broadcastInDim(value, x.dims, x.dims.map((_, i) => i).filter((i) => i !== x.rank - 2));
-  return op === 'multiply' ? f.multiply(x, b) : f.add(x, b);
-}
-
-/** Blocks u8 [..., bytes, R] -> f32 [..., elements, R], the host dequantizer's values. */
-function dequantizeBlocks(f: FunctionBuilder, blocks: HloValue, type: GgmlType): HloValue {
-  const one = (x: HloValue): HloValue => f.reshape(x, [...x.dims.slice(0, -1), 1, x.dims[x.rank - 1]]);
-  switch (type) {
-    case GgmlType.F32:
-      return one(f.bitcastConvert(littleEndian(f, blocks, 0, 4, 'u32'), 'f32'));
-    case GgmlType.F16:
-      return one(halfAt(f, blocks, 0));
-    case GgmlType.BF16:
-      // bf16 is the top half of an f32.
-      return one(f.bitcastConvert(f.shiftLeft(littleEndian(f, blocks, 0, 2, 'u32'), 16), 'f32'));
-    case GgmlType.Q8_0:
-      // 34 bytes: f16 d, then 32 int8 q; value = q * d.
-      return perBlock(f, f.convert(f.bitcastConvert(byteRange(f, blocks, 2, 34), 's8'), 'f32'), halfAt(f, blocks, 0), 'multiply');
-    case GgmlType.Q4_0:
-      // 18 bytes: f16 d, 16 bytes of nibbles; value = (q - 8) * d.
-      return perBlock(f, f.subtract(nibbles(f, byteRange(f, blocks, 2, 18)), 8), halfAt(f, blocks, 0), 'multiply');
-    case GgmlType.Q4_1:
-      // 20 bytes: f16 d, f16 m, 16 bytes of nibbles; value = q * d + m (q * d is exact in f32).
-      return perBlock(f, perBlock(f, nibbles(f, byteRange(f, blocks, 4, 20)), halfAt(f, blocks, 0), 'multiply'), halfAt(f, blocks, 2), 'add');
-    default:
-      throw new RangeError(`decode: ${ggmlTypeName(type)} is not decoded on the device`);
-  }
-}
 
 /** f32 -> bf16 bits (u16), round to nearest even; NaN stays NaN (quiet): convert.ts's f32ToBf16. */
 function bf16Bits(f: FunctionBuilder, x: HloValue): HloValue {
@@ -167,9 +98,9 @@ export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPar
   return buildProgram(`decode_${spec.name}_${type}_l${layers}_${types}`, (f) => {
     const raw = parts.map((p, k) => f.param(new TensorType('u8', [layers, p.rows, p.rowBytes]), `part${k}`));
     const layout = (p: StoredPart): { bytes: number; blocks: number } => {
-      const block = BLOCKS.get(p.type);
-      if (!block) throw new RangeError(`decode: ${ggmlTypeName(p.type)} is not decoded on the device`);
-      return { bytes: block.bytes, blocks: p.rowLength / block.elements };
+      const block = ggmlTypeLayout(p.type);
+      if (!block || !DEVICE_DECODED_TYPES.has(p.type)) throw new RangeError(`decode: ${ggmlTypeName(p.type)} is not decoded on the device`);
+      return { bytes: block.bytesPerBlock, blocks: p.rowLength / block.blockSize };
     };
     if (!spec.perLayer) {
       // A [V, Dm] table keeps the file's orientation: [V, blocks, bytes, 1].

@@ -13,6 +13,9 @@ import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, causalPrefixLayout, resolveScale } from './attention';
 import { HloBuildError, TensorType } from './types';
+import { CudnnAttention } from './attention-cudnn';
+import { causalPrefixAttentionCudnn } from './attention-cudnn-forms';
+import { capScores, causalWindowVisible, checkShaping, shapesScores } from './attention-window';
 import { CAUSAL_KERNEL, CAUSAL_KERNEL_FALLBACK, CausalKernel, causalPrefixAttentionKernel } from './attention-causal-ffi';
 
 /** How the prefill's causal attention is computed (docs/design.md "Platforms and precision": chosen per platform). */
@@ -22,12 +25,15 @@ export type CausalAttention =
   /** Query rows in `queryChunks` chunks, each against the keys it can see. */
   | { readonly kind: 'chunked'; readonly queryChunks: number }
   /** The addon's fused kernel (attention-causal-ffi.ts), where the runtime registered it. */
-  | CausalKernel;
+  | CausalKernel
+  /** One cuDNN fused call (attention-cudnn-forms.ts), or its StableHLO stand-in. */
+  | CudnnAttention;
 
 export const SQUARE_CAUSAL_ATTENTION: CausalAttention = Object.freeze({ kind: 'square' });
 
 /** `square`, `qc4` or `ffi`: for options, benchmarks and logs. */
 export function causalAttentionTag(a: CausalAttention): string {
+  if (a.kind === 'cudnn') return a.standIn ? 'cudnnsim' : 'cudnn';
   return a.kind === 'square' ? 'square' : a.kind === 'kernel' ? 'ffi' : `qc${a.queryChunks}`;
 }
 
@@ -36,24 +42,26 @@ export function causalAttentionTag(a: CausalAttention): string {
  * whose tag `ffi` would read as the prefix kernel's in a name that carries both forms.
  */
 export function causalAttentionNameTag(a: CausalAttention): string {
-  return a.kind === 'kernel' ? 'cffi' : causalAttentionTag(a);
+  return a.kind === 'kernel' || a.kind === 'cudnn' ? `c${causalAttentionTag(a)}` : causalAttentionTag(a);
 }
 
 /** The inverse of causalAttentionTag. */
 export function parseCausalAttentionTag(tag: string): CausalAttention {
   if (tag === 'square') return SQUARE_CAUSAL_ATTENTION;
   if (tag === 'ffi') return CAUSAL_KERNEL;
+  if (tag === 'cudnn' || tag === 'cudnnsim') return Object.freeze({ kind: 'cudnn', standIn: tag === 'cudnnsim' });
   const m = /^qc([1-9][0-9]*)$/.exec(tag);
-  if (!m) throw new HloBuildError(`causal attention ${JSON.stringify(tag)} is not square, qc<chunks> or ffi (the addon's kernel)`);
+  if (!m) throw new HloBuildError(`causal attention ${JSON.stringify(tag)} is not square, qc<chunks> ffi (the addon's kernel), cudnn or cudnnsim`);
   return { kind: 'chunked', queryChunks: Number(m[1]) };
 }
 
 /** The prefill's causal attention in the chosen form (default: the square). */
 export function causalPrefix(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CausalAttention = SQUARE_CAUSAL_ATTENTION, opts?: AttentionOptions): HloValue {
   const checked = checkCausalAttention(form);
+  if (checked.kind === 'cudnn') return causalPrefixAttentionCudnn(f, q, k, v, validLength, checked, opts);
   if (checked.kind === 'kernel') {
-    // The kernel takes one sequence; grouped calls run the CPU's StableHLO form.
-    if (validLength.rank === 0) return causalPrefixAttentionKernel(f, q, k, v, validLength, opts);
+    // The kernel takes one sequence and no window or cap yet (its seam: opts); the rest run the CPU's StableHLO form.
+    if (validLength.rank === 0 && !shapesScores(opts)) return causalPrefixAttentionKernel(f, q, k, v, validLength, opts);
     return causalPrefixAttentionChunked(f, q, k, v, validLength, CAUSAL_KERNEL_FALLBACK.queryChunks, opts);
   }
   return checked.kind === 'square' ? causalPrefixAttention(f, q, k, v, validLength, opts) : causalPrefixAttentionChunked(f, q, k, v, validLength, checked.queryChunks, opts);
@@ -62,7 +70,7 @@ export function causalPrefix(f: FunctionBuilder, q: HloValue, k: HloValue, v: Hl
 /** Checks a CausalAttention value from a caller; returns it. */
 export function checkCausalAttention(a: CausalAttention): CausalAttention {
   if (a === null || typeof a !== 'object') throw new HloBuildError(`causal attention must be { kind: 'square' }, { kind: 'chunked', queryChunks } or { kind: 'kernel' }, got ${String(a)}`);
-  if (a.kind === 'square' || a.kind === 'kernel') return a;
+  if (a.kind === 'square' || a.kind === 'kernel' || a.kind === 'cudnn') return a;
   if (a.kind !== 'chunked') throw new HloBuildError(`causal attention kind must be 'square', 'chunked' or 'kernel', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
   if (!Number.isSafeInteger(a.queryChunks) || a.queryChunks < 1) throw new HloBuildError(`causal attention queryChunks must be a positive integer, got ${String(a.queryChunks)}`);
   return a;
@@ -77,6 +85,7 @@ export function checkCausalAttention(a: CausalAttention): CausalAttention {
 export function causalPrefixAttentionChunked(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, queryChunks: number, opts?: AttentionOptions): HloValue {
   const { lead, axes, hq, hkv, group, d, p } = causalPrefixLayout('causalPrefixAttentionChunked', q, k, v, validLength);
   checkCausalAttention({ kind: 'chunked', queryChunks });
+  const shaping = checkShaping('causalPrefixAttentionChunked', opts);
   const g = lead.length;
   const zeros = (n: number): number[] => Array.from({ length: n }, () => 0);
   if (p === 0) return f.full(TensorType.f32([...lead, 0, hq, d]), 0);
@@ -96,12 +105,12 @@ export function causalPrefixAttentionChunked(f: FunctionBuilder, q: HloValue, k:
     const qc = f.reshape(f.transpose(f.reshape(qRows, [...lead, rows, hkv, group, d]), [...axes, g + 1, g, g + 2, g + 3]), [...lead, hkv, rows * group, d]);
     const kc = f.slice(kT, zeros(g + 3), [...lead, hkv, d, r1]);
     const vc = f.slice(vT, zeros(g + 3), [...lead, hkv, r1, d]);
-    // Row r0 + i sees key j iff j <= r0 + i; built [rows, keys] and broadcast over the group.
-    const causal = f.le(f.iota(TensorType.s32([rows, r1]), 1), f.add(f.iota(TensorType.s32([rows, r1]), 0), r0));
+    // Row r0 + i sees key j iff j <= r0 + i (and r0 + i - j < window); built [rows, keys] and broadcast over the group.
+    const causal = shaping.window ? causalWindowVisible(f, rows, r1, r0, shaping.window) : f.le(f.iota(TensorType.s32([rows, r1]), 1), f.add(f.iota(TensorType.s32([rows, r1]), 0), r0));
     const bias = f.select(causal, f.full(TensorType.f32([rows, r1]), 0), f.full(TensorType.f32([rows, r1]), MASKED_SCORE));
     const causalBias = f.reshape(f.broadcastInDim(bias, [rows, group, r1], [0, 2]), [rows * group, r1]);
     const scores = f.add(
-      f.dotGeneral(qc, kc, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }),
+      capScores(f, f.dotGeneral(qc, kc, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }), shaping.softcap),
       f.broadcastInDim(causalBias, [...lead, hkv, rows * group, r1], [g + 1, g + 2]),
     ); // [..., Hkv, rows*G, keys]
     const max = f.reduceMax(scores, [g + 2]);

@@ -9,8 +9,9 @@
  *
  * Like the prefix kernel it exists only where the runtime registered it
  * (Client.prefixAttentionKernel covers both targets); the Scorer refuses this
- * form elsewhere. The kernel takes one sequence: grouped calls (cross-request
- * passes) get CAUSAL_KERNEL_FALLBACK instead (causalPrefix dispatches).
+ * form elsewhere. The kernel takes one sequence and no sliding window or soft
+ * cap: grouped calls (cross-request passes) and windowed or capped layers
+ * get CAUSAL_KERNEL_FALLBACK instead (causalPrefix dispatches).
  */
 
 import { FunctionBuilder } from './builder';
@@ -31,6 +32,9 @@ export const CAUSAL_KERNEL_FALLBACK: { readonly kind: 'chunked'; readonly queryC
 /** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
 export const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
 
+/** The same kernel in bf16 on the CPU's matrix units, where the function's dots run in bf16 (attention-ffi.ts). */
+export const CAUSAL_ATTENTION_BF16_TARGET = 'pjrt_score_causal_attention_bf16';
+
 /** q [T, Hq, D], k and v [T, Hkv, D], validLength s32 [] -> [T, Hq, D]; one sequence only. */
 export function causalPrefixAttentionKernel(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {
   const { lead, hq, d, p } = causalPrefixLayout('causalPrefixAttentionKernel', q, k, v, validLength);
@@ -38,5 +42,6 @@ export function causalPrefixAttentionKernel(f: FunctionBuilder, q: HloValue, k: 
   if (p === 0) return f.full(TensorType.f32([0, hq, d]), 0);
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const scaled = f.multiply(q, resolveScale(opts, d));
-  return f.customCall(CAUSAL_ATTENTION_TARGET, [scaled, k, v, validLength], [TensorType.f32([p, hq, d])])[0];
+  const target = f.fn.dotOperands === 'bf16' ? CAUSAL_ATTENTION_BF16_TARGET : CAUSAL_ATTENTION_TARGET;
+  return f.customCall(target, [scaled, k, v, validLength], [TensorType.f32([p, hq, d])])[0];
 }

@@ -8,9 +8,12 @@
  * The kernel exists only where the runtime registered it with the plugin
  * (a CPU plugin with the FFI extension: Client.prefixAttentionKernel); the
  * Scorer refuses this form elsewhere. Grouped calls (one query per group)
- * and items longer than PREFIX_KERNEL_MAX_ITEM_TOKENS keep the CPU's
- * StableHLO default form: the kernel takes one query, and does own keys
- * row by row.
+ * keep the CPU's StableHLO default form: the kernel takes one query. Items of
+ * any length go through the kernel: up to 32 tokens it does each row's own
+ * keys row by row, longer items' own keys go in key blocks with the causal
+ * limit per row, as the prefix keys do (native/prefix_attention.cc). Calls
+ * with a sliding window or soft-capped scores keep the StableHLO form: the
+ * kernel has no window or cap yet (opts is the seam that would pass them).
  */
 
 import { FunctionBuilder } from './builder';
@@ -18,6 +21,7 @@ import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixLayout, resolveScale } from './attention';
 import { itemsOverPrefixAttentionRows } from './attention-rows';
 import { TensorType } from './types';
+import { shapesScores } from './attention-window';
 
 /** The fused kernel (a `PrefixAttention` kind, prefix-attention.ts; tag `ffi`). */
 export interface PrefixKernel {
@@ -30,20 +34,20 @@ export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
 export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
 
 /**
- * Longest items the kernel takes. It does each row's own keys one by one, unblocked (fine for short
- * items, where the prefix keys are nearly all the work): on serial sequences of 2,020 tokens (no prefix,
- * all keys own) it ran at 43 useful GFLOP/s against 89 for the StableHLO form on the same Zen 3
- * (npm run bench, 2026-11-23). Longer items keep the StableHLO form.
+ * The same kernel in bf16 on the CPU's matrix units (AMX, AVX512_BF16; the portable tiles elsewhere),
+ * called where the function's dots run in bf16 (precision 'bf16'): q, K, V and the probabilities
+ * rounded to bf16, scores, softmax statistics and accumulation in f32.
  */
-export const PREFIX_KERNEL_MAX_ITEM_TOKENS = 32;
+export const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
 
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length || l > PREFIX_KERNEL_MAX_ITEM_TOKENS) {
+  if (lead.length || shapesScores(opts)) {
     return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
   }
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const q = f.multiply(x.itemQ, resolveScale(opts, d));
   const operands = [q, x.itemK, x.itemV, x.itemLengths, x.prefixK, x.prefixV, x.prefixLength];
-  return f.customCall(PREFIX_ATTENTION_TARGET, operands, [TensorType.f32([n, l, hq, d])])[0];
+  const target = f.fn.dotOperands === 'bf16' ? PREFIX_ATTENTION_BF16_TARGET : PREFIX_ATTENTION_TARGET;
+  return f.customCall(target, operands, [TensorType.f32([n, l, hq, d])])[0];
 }

@@ -34,6 +34,7 @@ import { FunctionBuilder } from './builder';
 import { HloValue, Operand } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, MASKED_SCORE, itemOutputs, itemsOverPrefixLayout, resolveScale, withOnesColumn } from './attention';
 import { HloBuildError, TensorType } from './types';
+import { capScores, causalWindowVisible, checkShaping, maskBias, prefixKeysVisible, shapesScores } from './attention-window';
 
 /** Row chunking of the items-over-prefix attention (a `PrefixAttention` kind, prefix-attention.ts). */
 export interface RowChunking {
@@ -109,6 +110,26 @@ interface Shared {
   ones: boolean;
   denominator: RowChunking['denominator'];
   shift: 'max' | 'own';
+  /** Soft cap of the scores (attention-window.ts). */
+  softcap?: number;
+}
+
+/**
+ * The masks a window or a soft cap needs (attention-window.ts), the same for
+ * every chunk: own-key visibility pred [L, L], and a bias [..., L, P] added
+ * to the (capped) prefix scores. Absent: the plain form's masks.
+ */
+interface ChunkMasks {
+  own: HloValue;
+  prefixBias?: HloValue;
+}
+
+function maskList(m: ChunkMasks | undefined): HloValue[] {
+  return m ? [m.own, ...(m.prefixBias ? [m.prefixBias] : [])] : [];
+}
+
+function masksFrom(m: ChunkMasks | undefined, values: readonly HloValue[]): ChunkMasks | undefined {
+  return m ? { own: values[0], ...(m.prefixBias ? { prefixBias: values[1] } : {}) } : undefined;
 }
 
 /**
@@ -116,18 +137,19 @@ interface Shared {
  * (scaled queries and a column of ones), its own keys and values
  * [..., n, L, Hkv, D(+1)], lengths [..., n] -> [..., n, L, Hq, D].
  */
-function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: HloValue, itemV: HloValue, itemLengths: HloValue, kWithBias: HloValue, prefixV: HloValue): HloValue {
+function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: HloValue, itemV: HloValue, itemLengths: HloValue, kWithBias: HloValue, prefixV: HloValue, masks?: ChunkMasks): HloValue {
   const { g, lead, axes, hkv, group, d, l } = s;
   const n = qWithOne.dims[g];
   const keyAxis = g + 4;
-  // Prefix scores [..., Hkv, n, L, G, P], masked by the bias column.
-  const prefixScores = b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] });
+  // Prefix scores [..., Hkv, n, L, G, P], masked by the bias column (and, with a window or cap, the bias after the cap).
+  let prefixScores = capScores(b, b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] }), s.softcap);
+  if (masks?.prefixBias) prefixScores = b.add(prefixScores, b.broadcastInDim(masks.prefixBias, prefixScores.dims, [...axes, g + 2, g + 4]));
   // Own scores [..., Hkv, n, L, G, Lk]; the queries without their ones column.
   const q = b.slice(qWithOne, axes.map(() => 0).concat([0, 0, 0, 0, 0]), [...lead, n, l, hkv, group, d]);
-  const ownScores = b.dotGeneral(q, itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] });
-  const causal = b.le(b.iota(TensorType.s32([l, l]), 1), b.iota(TensorType.s32([l, l]), 0));
+  const ownScores = capScores(b, b.dotGeneral(q, itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] }), s.softcap);
+  const causal = masks?.own ?? b.le(b.iota(TensorType.s32([l, l]), 1), b.iota(TensorType.s32([l, l]), 0));
   const own = b.select(b.broadcastInDim(causal, ownScores.dims, [g + 2, g + 4]), ownScores, -Infinity);
-  // Finite for every row: own key 0 is visible from every row.
+  // Finite for every row: a row sees its own key (window or not).
   const ownMax = b.reduceMax(own, [keyAxis]);
   if (s.shift === 'max') return finish(b, s, itemLengths, weigh(b, s, prefixScores, own, b.maximum(b.reduceMax(prefixScores, [keyAxis]), ownMax), itemV, prefixV));
   // Shift by the own keys' max: no pass over the prefix scores for their max. Any shift gives the same
@@ -143,9 +165,10 @@ function attendChunk(b: FunctionBuilder, s: Shared, qWithOne: HloValue, itemK: H
   // loop invariants is hoisted out of the loop by XLA and would always run.
   const exact: Shared = { ...s, shift: 'max' };
   const qLonger = b.pad(qWithOne, 0, qWithOne.dims.map(() => 0), qWithOne.dims.map((_, a) => (a === g ? 1 : 0)));
-  const [out] = b.forLoop({ count: redo, carried: [finish(b, s, itemLengths, fast)], invariants: [qLonger, itemK, itemV, itemLengths, kWithBias, prefixV] }, (c, i, _carried, [ql, ik, iv, il, kb, pv]) => [
-    attendChunk(c, exact, c.dynamicSlice(ql, ql.dims.map((_, a) => (a === g ? i : 0)), qWithOne.dims), ik, iv, il, kb, pv),
-  ]);
+  const [out] = b.forLoop(
+    { count: redo, carried: [finish(b, s, itemLengths, fast)], invariants: [qLonger, itemK, itemV, itemLengths, kWithBias, prefixV, ...maskList(masks)] },
+    (c, i, _carried, [ql, ik, iv, il, kb, pv, ...m]) => [attendChunk(c, exact, c.dynamicSlice(ql, ql.dims.map((_, a) => (a === g ? i : 0)), qWithOne.dims), ik, iv, il, kb, pv, masksFrom(masks, m))],
+  );
   return out;
 }
 
@@ -189,12 +212,20 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   checkRowChunking(chunking);
   const g = lead.length;
   const ones = chunking.denominator === 'values';
-  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, denominator: chunking.denominator, shift: chunking.shift ?? 'max' };
+  const shaping = checkShaping('itemsOverPrefixAttentionRows', opts);
+  const s: Shared = { g, lead, axes, hq, hkv, group, d, l, dv: ones ? d + 1 : d, ones, denominator: chunking.denominator, shift: chunking.shift ?? 'max', ...(shaping.softcap !== undefined ? { softcap: shaping.softcap } : {}) };
   const zeros = (k: number): number[] => Array.from({ length: k }, () => 0);
 
-  // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention).
+  // The prefix mask as a bias column of the QK product (see itemsOverPrefixAttention); with a soft cap, a
+  // bias added after the cap, as is a window's (attention-window.ts).
+  const fold = shaping.softcap === undefined;
   const prefixKeyValid = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(x.prefixLength, [...lead, p], axes));
-  const bias = f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE));
+  const bias = fold ? f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE)) : f.full(TensorType.f32([...lead, p]), 0);
+  let masks: ChunkMasks | undefined;
+  if (shapesScores(shaping)) {
+    const visible = prefixKeysVisible(f, lead, l, p, x.prefixLength, shaping.window, !fold);
+    masks = { own: causalWindowVisible(f, l, l, 0, shaping.window), ...(visible ? { prefixBias: maskBias(f, visible) } : {}) };
+  }
   const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [...lead, p, hkv, 1], [...axes, g])], g + 2);
   const prefixV = ones ? withOnesColumn(f, x.prefixV) : x.prefixV;
   const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
@@ -203,7 +234,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
 
   const k = Math.min(chunking.itemsPerChunk ?? n, Math.max(n, 1));
   const chunks = n === 0 ? 0 : Math.ceil(n / k);
-  if (chunks <= 1) return attendChunk(f, s, qWithOne, x.itemK, itemV, x.itemLengths, kWithBias, prefixV);
+  if (chunks <= 1) return attendChunk(f, s, qWithOne, x.itemK, itemV, x.itemLengths, kWithBias, prefixV, masks);
 
   // An item's slice of a [..., N, ...] tensor (item axis g).
   const itemSlice = (t: HloValue, start: number, end: number): HloValue => f.slice(t, t.dims.map((_, i) => (i === g ? start : 0)), t.dims.map((dim, i) => (i === g ? end : dim)));
@@ -212,7 +243,7 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
     for (let start = 0; start < n; start += k) {
       const end = Math.min(n, start + k);
       const [q1, ik, iv, il] = [qWithOne, x.itemK, itemV, x.itemLengths].map((t) => itemSlice(t, start, end));
-      outs.push(attendChunk(f, s, q1, ik, iv, il, kWithBias, prefixV));
+      outs.push(attendChunk(f, s, q1, ik, iv, il, kWithBias, prefixV, masks));
     }
     return f.concatenate(outs, g);
   }
@@ -222,12 +253,12 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
   const grow = (t: HloValue): HloValue => (padded === n ? t : f.pad(t, 0, zeros(t.rank), t.dims.map((_, i) => (i === g ? padded - n : 0))));
   const init = f.full(TensorType.f32([...lead, padded, l, hq, d]), 0);
   const [out] = f.forLoop(
-    { count: chunks, carried: [init], invariants: [grow(qWithOne), grow(x.itemK), grow(itemV), grow(x.itemLengths), kWithBias, prefixV] },
-    (b, i, [acc], [q1, ik, iv, il, kb, pv]) => {
+    { count: chunks, carried: [init], invariants: [grow(qWithOne), grow(x.itemK), grow(itemV), grow(x.itemLengths), kWithBias, prefixV, ...maskList(masks)] },
+    (b, i, [acc], [q1, ik, iv, il, kb, pv, ...m]) => {
       const start = b.multiply(i, k);
       const at = (t: HloValue): Operand[] => t.dims.map((_, a) => (a === g ? start : 0));
       const take = (t: HloValue): HloValue => b.dynamicSlice(t, at(t), t.dims.map((dim, a) => (a === g ? k : dim)));
-      const chunk = attendChunk(b, s, take(q1), take(ik), take(iv), take(il), kb, pv);
+      const chunk = attendChunk(b, s, take(q1), take(ik), take(iv), take(il), kb, pv, masksFrom(masks, m));
       return [b.dynamicUpdateSlice(acc, chunk, at(acc))];
     },
   );

@@ -23,8 +23,15 @@ import { sameDims } from '../util/dims';
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { HloBuildError, TensorType, formatDims } from './types';
+import { ScoreShaping, capScores, causalWindowVisible, checkShaping, maskBias, prefixKeysVisible, shapesScores } from './attention-window';
 
-export interface AttentionOptions {
+/**
+ * How scores are made: the scale, and (attention-window.ts) a sliding
+ * window and soft-capping. The window and cap are the seam the fused
+ * kernels would take them through: today a kernel form given either runs
+ * the StableHLO form instead (attention-ffi.ts, attention-causal-ffi.ts).
+ */
+export interface AttentionOptions extends ScoreShaping {
   /** Score scale; default 1/sqrt(headDim). */
   scale?: number;
 }
@@ -194,11 +201,12 @@ export function causalPrefixAttention(f: FunctionBuilder, q: HloValue, k: HloVal
   const kT = f.transpose(k, [...axes, g + 1, g + 2, g]); // [Hkv, D, Pk]
   const vT = f.transpose(v, [...axes, g + 1, g, g + 2]); // [Hkv, Pk, D]
   // Built [P, Pk] and broadcast over the group, so XLA never folds a [P*G, Pk] constant into the executable.
-  const causal = f.le(f.iota(TensorType.s32([p, p]), 1), f.iota(TensorType.s32([p, p]), 0));
+  const shaping = checkShaping('causalPrefixAttention', opts);
+  const causal = shaping.window ? causalWindowVisible(f, p, p, 0, shaping.window) : f.le(f.iota(TensorType.s32([p, p]), 1), f.iota(TensorType.s32([p, p]), 0));
   const bias = f.select(causal, f.full(TensorType.f32([p, p]), 0), f.full(TensorType.f32([p, p]), MASKED_SCORE));
   const causalBias = f.reshape(f.broadcastInDim(bias, [p, group, p], [0, 2]), [p * group, p]);
   const scores = f.add(
-    f.dotGeneral(qFlat, kT, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }),
+    capScores(f, f.dotGeneral(qFlat, kT, { lhsBatch: batch, rhsBatch: batch, lhsContract: [g + 2], rhsContract: [g + 1] }), shaping.softcap),
     f.broadcastInDim(causalBias, [...lead, hkv, p * group, p], [g + 1, g + 2]),
   ); // [Hkv, P*G, Pk]
   const max = f.reduceMax(scores, [g + 2]);
@@ -265,6 +273,7 @@ export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): Ite
 export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, axes, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttention', x);
   const g = lead.length;
+  const shaping = checkShaping('itemsOverPrefixAttention', opts);
 
   const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
 
@@ -273,17 +282,22 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
   // bias 0 or -1e30, so the [Hq, N, L, P] scores come out of the GEMM already
   // masked: a select there would make XLA CPU write a masked copy of the
   // largest tensor of the program before reducing it. A real row always sees
-  // its own first key, so its max is finite and exp(-1e30 - max) is exactly 0.
+  // its own key, so its max is finite and exp(-1e30 - max) is exactly 0.
+  // A soft cap must see the raw scores: then the mask is a bias added after it
+  // (attention-window.ts), as is a window's, which depends on the item row.
+  const fold = shaping.softcap === undefined;
   const prefixKeyValid = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(x.prefixLength, [...lead, p], axes));
-  const bias = f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE));
+  const bias = fold ? f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE)) : f.full(TensorType.f32([...lead, p]), 0);
   const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
   const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [...lead, p, hkv, 1], [...axes, g])], g + 2);
   // Scores against the prefix: [Hkv, N, L, G, P].
-  const prefixScores = f.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] });
+  let prefixScores = capScores(f, f.dotGeneral(qWithOne, kWithBias, { lhsBatch: [...axes, g + 2], rhsBatch: [...axes, g + 1], lhsContract: [g + 4], rhsContract: [g + 2] }), shaping.softcap);
+  const prefixVisible = prefixKeysVisible(f, lead, l, p, x.prefixLength, shaping.window, !fold);
+  if (prefixVisible) prefixScores = f.add(prefixScores, f.broadcastInDim(maskBias(f, prefixVisible), prefixScores.dims, [...axes, g + 2, g + 4]));
   // Scores against the item's own keys, batched over (kv head, item): [Hkv, N, L, G, Lk].
-  const ownScores = f.dotGeneral(qGrouped, x.itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] });
-  // Own key j' is visible iff j' <= j.
-  const causal = f.le(f.iota(TensorType.s32([l, l]), 1), f.iota(TensorType.s32([l, l]), 0));
+  const ownScores = capScores(f, f.dotGeneral(qGrouped, x.itemK, { lhsBatch: [...axes, g + 2, g], rhsBatch: [...axes, g + 2, g], lhsContract: [g + 4], rhsContract: [g + 3] }), shaping.softcap);
+  // Own key j' is visible iff j' <= j (and j - j' < window).
+  const causal = shapesScores(shaping) ? causalWindowVisible(f, l, l, 0, shaping.window) : f.le(f.iota(TensorType.s32([l, l]), 1), f.iota(TensorType.s32([l, l]), 0));
 
   const out = attendJointly(f, [
     {

@@ -29,7 +29,28 @@ export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'nu
 export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: number } & {
   readonly attentionBias: boolean;
   readonly qkNorm: boolean;
+  /** The Gemma decoder's parts (the model room's GemmaParts fits): absent for every other family. */
+  readonly gemma?: DecoderGemma;
+  /** Layers with a sliding attention window (the model room's SlidingWindow fits). */
+  readonly slidingWindow?: { readonly window: number; readonly layers: readonly boolean[] };
 };
+
+/**
+ * What a Gemma decoder adds (transformer.ts): embeddings times
+ * `embeddingScale`, a norm after attention and after the MLP (attnPostNorm,
+ * ffnPostNorm), GeGLU, scores times `attentionScale`, optional soft-capping
+ * of the scores and of the final logits, and a RoPE base of its own for the
+ * sliding-window layers (the global ones use ropeTheta, positions divided by
+ * ropeLinearFactor).
+ */
+export interface DecoderGemma {
+  readonly embeddingScale: number;
+  readonly attentionScale: number;
+  readonly attentionSoftcap?: number;
+  readonly finalSoftcap?: number;
+  readonly ropeThetaLocal: number;
+  readonly ropeLinearFactor?: number;
+}
 
 /** How the big matrices live on the device; norms and biases are f32 in every case. */
 export type WeightType = 'f32' | 'bf16' | 'int8';
@@ -67,13 +88,15 @@ export type DecoderWeightName =
   | 'kNorm'
   | 'wO'
   | 'ffnNorm'
+  | 'attnPostNorm'
+  | 'ffnPostNorm'
   | 'wGateUp'
   | 'wDown';
 
 /** Whole-model host tensors (the model room's HostWeights keys). */
 export type HostGlobalName = 'embedding' | 'finalNorm' | 'lmHead';
 /** Per-layer host tensors, Hugging Face orientation (the model room's HostLayerWeights keys). */
-export type HostLayerName = 'attnNorm' | 'wq' | 'wk' | 'wv' | 'wo' | 'bq' | 'bk' | 'bv' | 'qNorm' | 'kNorm' | 'ffnNorm' | 'wGate' | 'wUp' | 'wDown';
+export type HostLayerName = 'attnNorm' | 'wq' | 'wk' | 'wv' | 'wo' | 'bq' | 'bk' | 'bv' | 'qNorm' | 'kNorm' | 'attnPostNorm' | 'ffnNorm' | 'ffnPostNorm' | 'wGate' | 'wUp' | 'wDown';
 
 /**
  * One host tensor's place in a layer's slice of a stacked array: a vector is
@@ -94,8 +117,8 @@ export interface DecoderWeightSpec {
   readonly dims: readonly number[];
   /** Carries the layer as its leading dimension (sliced inside the layer loop). */
   readonly perLayer: boolean;
-  /** Exists only for models with this flag set. */
-  readonly onlyWith?: 'attentionBias' | 'qkNorm';
+  /** Exists only for models with this flag set (`gemma`: a Gemma decoder). */
+  readonly onlyWith?: 'attentionBias' | 'qkNorm' | 'gemma';
   /** When the model ties it to this array (same host tensor), the same buffer is passed twice. */
   readonly tiedTo?: DecoderWeightName;
   readonly source: WeightSource;
@@ -162,6 +185,9 @@ function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
       { source: 'wUp', offset: F },
     ]),
     perLayer('wDown', [F, Dm], [{ source: 'wDown', offset: 0 }]),
+    // After every other array, so the other families' parameter order is the one it always was.
+    perLayer('attnPostNorm', [Dm], [{ source: 'attnPostNorm', offset: 0 }], 'gemma'),
+    perLayer('ffnPostNorm', [Dm], [{ source: 'ffnPostNorm', offset: 0 }], 'gemma'),
   ];
 }
 
@@ -194,7 +220,7 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
 
 /** The weight parameters this model's decoder programs take, in parameter order, for a weight type (default f32). */
 export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32'): DecoderWeightSpec[] {
-  const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || d[spec.onlyWith]);
+  const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'gemma' ? d.gemma !== undefined : d[spec.onlyWith]));
   const typed: DecoderWeightSpec[] = present.map((spec) => {
     const matrix = isMatrix(spec.name);
     return { ...spec, matrix, elementType: matrix ? matrixElementType(weights) : 'f32' };

@@ -27,6 +27,8 @@ export interface LabelLogprobInputs {
 export interface LmHeadOptions {
   /** RMSNorm epsilon (the model's rms_norm_eps). */
   eps: number;
+  /** Logits soft-capped to cap * tanh(logit / cap) before the softmax (Gemma 2's final_logit_softcapping). */
+  softcap?: number;
 }
 
 /** log_softmax(rmsNorm(rows) @ lmHead^T)[:, labels] -> [K, Lb]. */
@@ -45,7 +47,10 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   if (vocab === 0) throw new HloBuildError(`${op}: the vocabulary is empty`);
 
   const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
-  const logits = f.dotGeneral(normed, lmHead, { lhsContract: [1], rhsContract: [1] }); // [K, V]
+  const raw = f.dotGeneral(normed, lmHead, { lhsContract: [1], rhsContract: [1] }); // [K, V]
+  const cap = opts.softcap;
+  if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
+  const logits = cap === undefined ? raw : f.multiply(f.tanh(f.divide(raw, cap)), cap);
   const logNormalizer = logsumexp(f, logits, 1); // [K]
   const ids = f.clamp(0, labels, vocab - 1);
   const labelLogits = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1); // [K, Lb]

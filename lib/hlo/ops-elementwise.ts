@@ -112,6 +112,10 @@ export class ElementwiseBuilder extends CoreBuilder {
   shiftLeft(x: Operand, y: Operand): HloValue {
     return this.binary('shift_left', x, y, isIntegerType, 'integer');
   }
+  /** x >> y with zeros shifted in (an unsigned shift whatever the type). */
+  shiftRightLogical(x: Operand, y: Operand): HloValue {
+    return this.binary('shift_right_logical', x, y, isIntegerType, 'integer');
+  }
 
   /** Elementwise comparison; the result is `pred` of the same shape. */
   compare(x: Operand, y: Operand, direction: ComparisonDirection): HloValue {

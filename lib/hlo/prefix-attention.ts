@@ -19,15 +19,22 @@ import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixAttention } fro
 import { KeyBlocking, checkKeyBlocking, itemsOverPrefixAttentionBlocked, keyBlockingTag, parseKeyBlockingTag } from './attention-blocked';
 import { RowChunking, checkRowChunking, itemsOverPrefixAttentionRows, parseRowChunkingTag, rowChunkingTag } from './attention-rows';
 import { PREFIX_KERNEL, PrefixKernel, itemsOverPrefixAttentionKernel } from './attention-ffi';
+import { CudnnAttention } from './attention-cudnn';
+import { itemsOverPrefixAttentionCudnn } from './attention-cudnn-forms';
 import { HloBuildError } from './types';
+import { shapesScores } from './attention-window';
 
-export type PrefixAttention = { readonly kind: 'joint' } | KeyBlocking | RowChunking | PrefixKernel;
+/** The form windowed or soft-capped calls of the blocked form run instead (`ones_own`, the CPU's default). */
+const SHAPED_BLOCKED_FALLBACK: RowChunking = Object.freeze({ kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' });
+
+export type PrefixAttention = { readonly kind: 'joint' } | KeyBlocking | RowChunking | PrefixKernel | CudnnAttention;
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
 /** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`. */
 export function prefixAttentionTag(a: PrefixAttention): string {
   if (a.kind === 'kernel') return 'ffi';
+  if (a.kind === 'cudnn') return a.standIn ? 'cudnnsim' : 'cudnn';
   return a.kind === 'joint' ? 'joint' : a.kind === 'rows' ? rowChunkingTag(a) : keyBlockingTag(a);
 }
 
@@ -35,10 +42,11 @@ export function prefixAttentionTag(a: PrefixAttention): string {
 export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   if (tag === 'joint') return JOINT_PREFIX_ATTENTION;
   if (tag === 'ffi') return PREFIX_KERNEL;
+  if (tag === 'cudnn' || tag === 'cudnnsim') return Object.freeze({ kind: 'cudnn', standIn: tag === 'cudnnsim' });
   const form = parseRowChunkingTag(tag) ?? parseKeyBlockingTag(tag);
   if (!form) {
     throw new HloBuildError(
-      `prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own) or ffi (the addon's kernel)`,
+      `prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own) ffi (the addon's kernel), cudnn (cuDNN's fused attention) or cudnnsim (its StableHLO stand-in)`,
     );
   }
   return form;
@@ -53,14 +61,17 @@ export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
   if (a.kind === 'rows') return checkRowChunking(a);
   if (a.kind === 'blocked') return checkKeyBlocking(a);
   if (a.kind === 'kernel') return a;
-  throw new HloBuildError(`prefix attention kind must be 'joint', 'blocked', 'rows' or 'kernel', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
+  if (a.kind === 'cudnn') return a;
+  throw new HloBuildError(`prefix attention kind must be 'joint', 'blocked', 'rows', 'kernel' or 'cudnn', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
 }
 
 /** Items over a prefix in the chosen form (default: joint). */
 export function itemsOverPrefix(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: PrefixAttention = JOINT_PREFIX_ATTENTION, opts?: AttentionOptions): HloValue {
   const checked = checkPrefixAttention(form);
   if (checked.kind === 'rows') return itemsOverPrefixAttentionRows(f, x, checked, opts);
-  if (checked.kind === 'blocked') return itemsOverPrefixAttentionBlocked(f, x, checked, opts);
+  // The blocked form has no window or cap: such layers run the rows form (the CPU's default).
+  if (checked.kind === 'blocked') return shapesScores(opts) ? itemsOverPrefixAttentionRows(f, x, SHAPED_BLOCKED_FALLBACK, opts) : itemsOverPrefixAttentionBlocked(f, x, checked, opts);
   if (checked.kind === 'kernel') return itemsOverPrefixAttentionKernel(f, x, opts);
+  if (checked.kind === 'cudnn') return itemsOverPrefixAttentionCudnn(f, x, checked, opts);
   return itemsOverPrefixAttention(f, x, opts);
 }

@@ -14,6 +14,11 @@
  * not grow with depth. Their layout (names, dims, order, which exist for
  * which architecture) is declared once in decoder-layout.ts.
  *
+ * Gemma (DecoderDims.gemma, decoder-gemma.ts) adds an embedding scale, norms
+ * after attention and after the MLP, GeGLU, its score scale and soft caps,
+ * and per-layer sliding windows with a RoPE base of their own: programs of
+ * the other families are the ones they always were.
+ *
  * Weights in bf16 or int8 (DecoderOptions.weights) are converted to f32
  * right before their dot, one layer's slice at a time: XLA CPU runs bf16
  * dots very slowly, so every matmul is f32 and accumulates in f32.
@@ -23,6 +28,8 @@ import { HloValue } from './core';
 import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './prefix-attention';
 import { CausalAttention, causalAttentionNameTag, causalPrefix } from './attention-causal-chunks';
 import { lmHeadLabelLogprobs } from './lm-head';
+import { AttentionOptions } from './attention';
+import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decoder-gemma';
 import { rmsNorm } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
@@ -115,14 +122,32 @@ function layerSlice(f: FunctionBuilder, stacked: HloValue, i: HloValue): HloValu
   return f.reshape(f.dynamicSlice(stacked, starts, [1, ...rest]), rest);
 }
 
+/** RoPE tables [T, D/2] for the layers: `local` for sliding-window layers whose base (or scaling) differs (Gemma 3). */
+interface RopeTables {
+  cos: HloValue;
+  sin: HloValue;
+  local?: { cos: HloValue; sin: HloValue };
+}
+
 /**
  * RoPE tables for the given positions: cos and sin [T, D/2] of
- * position * theta^(-2j/D) (rotate-half pairing: j with j + D/2).
+ * position * theta^(-2j/D) (rotate-half pairing: j with j + D/2); with
+ * Gemma's parts, those of the global layers (positions divided by the linear
+ * scaling factor) and, where they differ, the local layers' own.
  */
-function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDims): { cos: HloValue; sin: HloValue } {
-  const half = d.headDim / 2;
-  if (!Number.isInteger(half)) throw new HloBuildError(`decoder: head dim ${d.headDim} must be even for RoPE`);
-  const inverseFrequencies = Array.from({ length: half }, (_, j) => Math.pow(d.ropeTheta, (-2 * j) / d.headDim));
+function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDims): RopeTables {
+  const gemma = d.gemma;
+  if (!gemma) return ropeTablesFor(f, positions, d.headDim, d.ropeTheta, 1);
+  const global = ropeTablesFor(f, positions, d.headDim, d.ropeTheta, gemma.ropeLinearFactor ?? 1);
+  const sameForLocal = gemma.ropeThetaLocal === d.ropeTheta && (gemma.ropeLinearFactor ?? 1) === 1;
+  if (sameForLocal || !d.slidingWindow) return global;
+  return { ...global, local: ropeTablesFor(f, positions, d.headDim, gemma.ropeThetaLocal, 1) };
+}
+
+function ropeTablesFor(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number, linearFactor: number): { cos: HloValue; sin: HloValue } {
+  const half = headDim / 2;
+  if (!Number.isInteger(half)) throw new HloBuildError(`decoder: head dim ${headDim} must be even for RoPE`);
+  const inverseFrequencies = Array.from({ length: half }, (_, j) => Math.pow(theta, (-2 * j) / headDim) / linearFactor);
   const t = positions.dims[0];
   const angles = f.multiply(
     f.broadcastInDim(f.convert(positions, 'f32'), [t, half], [0]),
@@ -149,13 +174,13 @@ interface LayerLoopInputs {
   /** Hidden states [T, Dm] after the embedding. */
   x: HloValue;
   /** RoPE tables for the rows of x. */
-  cos: HloValue;
-  sin: HloValue;
+  rope: RopeTables;
   /** Extra values the attention step reads (segment ids, caches, lengths). */
   extraInvariants: HloValue[];
   /** Extra values the attention step updates (K/V caches being filled). */
   extraCarried: HloValue[];
-  attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[]) => { out: HloValue; carried: HloValue[] };
+  /** `opts`: the layer's score scale, window and soft cap, for the attention forms. */
+  attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[], opts: AttentionOptions | undefined) => { out: HloValue; carried: HloValue[] };
 }
 
 /** The decoder layers as one while loop; returns the final hidden states and extra carried values. */
@@ -168,15 +193,22 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
   const perLayer = decoderWeightSpecs(d, x.options.weights).filter((spec) => spec.perLayer);
   const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
   const stacked = stackedNames.map((n) => need(w, n));
-  const fixed = [x.cos, x.sin, ...x.extraInvariants];
+  const rope = x.rope;
+  const fixed = [rope.cos, rope.sin, ...(rope.local ? [rope.local.cos, rope.local.sin] : []), ...x.extraInvariants];
+  const nRope = rope.local ? 4 : 2;
+  const gemma = d.gemma;
   const nExtra = x.extraCarried.length;
   const [hidden, ...carriedOut] = f.forLoop(
     { count: d.numLayers, carried: [x.x, ...x.extraCarried], invariants: [...stacked, ...fixed] },
     (b, i, [h, ...extra], inv) => {
       const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
       stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
-      const [cos, sin, ...extraInv] = inv.slice(stackedNames.length);
+      const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
+      const extraInv = inv.slice(stackedNames.length + nRope);
       const t = h.dims[0];
+      const window = layerWindow(b, d, i);
+      const [cos, sin] = layerRope(b, ropeInv, window);
+      const opts = layerAttentionOptions(d, window);
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
@@ -191,16 +223,19 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
       }
       q = applyRope(b, q, cos, sin);
       k = applyRope(b, k, cos, sin);
-      const attended = x.attention(b, q, k, v, i, extraInv, extra);
-      const afterAttention = b.add(h, project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO'));
+      const attended = x.attention(b, q, k, v, i, extraInv, extra, opts);
+      const projected = project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO');
+      // Gemma normalizes the attention output (and the MLP's) before the residual add.
+      const afterAttention = b.add(h, layer.attnPostNorm ? rmsNorm(b, projected, layer.attnPostNorm, d.rmsEps) : projected);
 
-      // MLP block: h + (silu(gate) * up) @ Wdown
+      // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
       const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
       const gateUp = project(b, normed2, layer, 'wGateUp');
       const gate = b.slice(gateUp, [0, 0], [t, F]);
       const up = b.slice(gateUp, [0, F], [t, 2 * F]);
-      const activated = b.multiply(b.multiply(gate, b.logistic(gate)), up);
-      const out = b.add(afterAttention, project(b, activated, layer, 'wDown'));
+      const activated = b.multiply(gemma ? geluTanh(b, gate) : b.multiply(gate, b.logistic(gate)), up);
+      const down = project(b, activated, layer, 'wDown');
+      const out = b.add(afterAttention, layer.ffnPostNorm ? rmsNorm(b, down, layer.ffnPostNorm, d.rmsEps) : down);
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];
     },
@@ -208,10 +243,17 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
   return { hidden, carried: carriedOut };
 }
 
-function embed(f: FunctionBuilder, w: Weights, tokens: HloValue): HloValue {
+function embed(f: FunctionBuilder, d: DecoderDims, w: Weights, tokens: HloValue): HloValue {
   const rows = f.take(need(w, 'embedding'), tokens, 0);
   // Only the gathered rows are converted (and scaled, for int8: a token's row of block scales).
-  return f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
+  const x = f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
+  // Gemma: times sqrt(hidden), already rounded as the reference rounds it (the model room's gemma.ts).
+  return d.gemma ? f.multiply(x, d.gemma.embeddingScale) : x;
+}
+
+/** The LM head's options: the final norm's epsilon, Gemma 2's final soft cap. */
+function lmHeadOptions(d: DecoderDims): { eps: number; softcap?: number } {
+  return { eps: d.rmsEps, ...(d.gemma?.finalSoftcap !== undefined ? { softcap: d.gemma.finalSoftcap } : {}) };
 }
 
 function checkDims(d: DecoderDims): void {
@@ -252,7 +294,7 @@ function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: Hlo
   const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
   const flatIndex = f.add(f.multiply(f.iota(TensorType.s32([n]), 0), l), last);
   const rows = f.take(f.reshape(itemHidden, [n * l, dm]), flatIndex, 0);
-  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
 }
 
 /**
@@ -266,7 +308,7 @@ function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: H
   const clamped = f.clamp(0, f.subtract(prefixLength, 1), p - 1);
   const last = groups === 1 ? f.reshape(clamped, [1]) : f.add(f.multiply(f.iota(TensorType.s32([groups]), 0), p), clamped);
   const rows = f.take(prefixHidden, last, 0);
-  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, { eps: d.rmsEps });
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
 }
 
 /** Positions P + j of item tokens, and the flattened item rows: prefixLength s32[] (grouped: s32[G], one per group). */
@@ -311,24 +353,23 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const prefixRows = G * P;
     const itemRows = G * N * L;
     const positions = f.concatenate([flat(f, f.iota(TensorType.s32([...lead, P]), lead.length)), itemPositions(f, prefixLength, N, L)], 0);
-    const { cos, sin } = ropeTables(f, positions, d);
+    const rope = ropeTables(f, positions, d);
     const tokens = f.concatenate([flat(f, prefixTokens), f.reshape(itemTokens, [itemRows])], 0);
     const { hidden } = layerLoop(f, {
       d,
       options,
       w,
-      x: embed(f, w, tokens),
-      cos,
-      sin,
+      x: embed(f, d, w, tokens),
+      rope,
       extraInvariants: [prefixLength, itemLengths],
       extraCarried: [],
-      attention: (b, q, k, v, _layer, [plen, ilens]) => {
+      attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
         const rows = (x: HloValue, h: number, from: number, to: number) => b.slice(x, [from, 0, 0], [to, h, D]);
         const grouped = (x: HloValue, h: number) => (G === 1 ? x : b.reshape(x, [G, P, h, D]));
         const qP = grouped(rows(q, Hq, 0, prefixRows), Hq);
         const kP = grouped(rows(k, Hkv, 0, prefixRows), Hkv);
         const vP = grouped(rows(v, Hkv, 0, prefixRows), Hkv);
-        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention);
+        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention, opts);
         const items = itemsOverPrefix(
           b,
           {
@@ -341,6 +382,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
             prefixLength: plen,
           },
           options.prefixAttention,
+          opts,
         );
         const queryRows = G === 1 ? query : b.reshape(query, [prefixRows, Hq, D]);
         return { out: b.concatenate([queryRows, b.reshape(items, [itemRows, Hq, D])], 0), carried: [] };
@@ -377,20 +419,19 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
     const w = declareWeights(f, d, options);
-    const { cos, sin } = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
+    const rope = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
     const emptyCache = f.full(TensorType.f32([Ly, P, Hkv, D]), 0);
     const { hidden, carried } = layerLoop(f, {
       d,
       options,
       w,
-      x: embed(f, w, prefixTokens),
-      cos,
-      sin,
+      x: embed(f, d, w, prefixTokens),
+      rope,
       extraInvariants: [prefixLength],
       extraCarried: [emptyCache, emptyCache],
-      attention: (b, q, k, v, layer, [plen], [kCache, vCache]) => {
+      attention: (b, q, k, v, layer, [plen], [kCache, vCache], opts) => {
         const at = (cache: HloValue, x: HloValue) => b.dynamicUpdateSlice(cache, b.reshape(x, [1, P, Hkv, D]), [layer, 0, 0, 0]);
-        return { out: causalPrefix(b, q, k, v, plen, options.causalAttention), carried: [at(kCache, k), at(vCache, v)] };
+        return { out: causalPrefix(b, q, k, v, plen, options.causalAttention, opts), carried: [at(kCache, k), at(vCache, v)] };
       },
     });
     return {
@@ -427,17 +468,16 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
     const vCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'v_cache');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
     const w = declareWeights(f, d, options);
-    const { cos, sin } = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
+    const rope = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
     const { hidden } = layerLoop(f, {
       d,
       options,
       w,
-      x: embed(f, w, f.reshape(itemTokens, [C * L])),
-      cos,
-      sin,
+      x: embed(f, d, w, f.reshape(itemTokens, [C * L])),
+      rope,
       extraInvariants: [prefixLength, itemLengths, kCache, vCache],
       extraCarried: [],
-      attention: (b, q, k, v, layer, [plen, ilens, kc, vc]) => {
+      attention: (b, q, k, v, layer, [plen, ilens, kc, vc], _carried, opts) => {
         const items = itemsOverPrefix(
           b,
           {
@@ -450,6 +490,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
             prefixLength: plen,
           },
           options.prefixAttention,
+          opts,
         );
         return { out: b.reshape(items, [C * L, Hq, D]), carried: [] };
       },

@@ -6,7 +6,7 @@
  * `mlirElementType` maps them to MLIR spelling (`f32`, `i32`, `i1`, ...). Both
  * come from the one table in util/element-types.
  */
-import { elementCount, sameDims } from '../util/dims';
+import { dimsProblem, elementCount, sameDims } from '../util/dims';
 import { ELEMENT_TYPES, ElementType, elementKind, isElementType } from '../util/element-types';
 
 export { isElementType };
@@ -51,11 +51,8 @@ export class TensorType {
       throw new HloBuildError(`unknown element type ${JSON.stringify(elementType)}; expected one of ${Object.keys(ELEMENT_TYPES).join(', ')}`);
     }
     if (!Array.isArray(dims)) throw new HloBuildError(`tensor dims must be an array of integers, got ${String(dims)}`);
-    for (const d of dims) {
-      if (!Number.isSafeInteger(d) || d < 0) {
-        throw new HloBuildError(`tensor dims must be non-negative integers, got [${dims.join(', ')}]`);
-      }
-    }
+    const problem = dimsProblem(dims);
+    if (problem !== undefined) throw new HloBuildError(`tensor dims ${problem}, got [${dims.join(', ')}]`);
     this.elementType = elementType;
     this.dims = Object.freeze(dims.slice());
   }

@@ -1,9 +1,30 @@
 import type { GgufFile } from './gguf';
 import { GgufError } from './gguf-types';
+import { GemmaParts, SlidingWindow, gemmaFromGguf, gemmaFromHf, windowFromHf } from './gemma';
 
-/** The decoder families pjrt-score runs: Llama, plus Qwen2 (q/k/v bias) and Qwen3 (q/k RMSNorm). */
-export type Architecture = 'llama' | 'qwen2' | 'qwen3';
-export const ARCHITECTURES: readonly Architecture[] = ['llama', 'qwen2', 'qwen3'];
+export type { GemmaParts, SlidingWindow } from './gemma';
+
+/**
+ * The decoder families pjrt-score runs: Llama, plus Qwen2 (q/k/v bias),
+ * Qwen3 (q/k RMSNorm), Gemma 2 and Gemma 3 (the Gemma parts: gemma.ts).
+ */
+export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3';
+export const ARCHITECTURES: readonly Architecture[] = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3'];
+
+/**
+ * Hugging Face model_type values and the architecture each loads as: Mistral
+ * is the Llama decoder (with a sliding window where its config sets one), a
+ * text-only Gemma 3 config says gemma3_text.
+ */
+export const HF_MODEL_TYPES: Readonly<Record<string, Architecture>> = {
+  llama: 'llama',
+  mistral: 'llama',
+  qwen2: 'qwen2',
+  qwen3: 'qwen3',
+  gemma2: 'gemma2',
+  gemma3: 'gemma3',
+  gemma3_text: 'gemma3',
+};
 
 /** Everything the programs and the scorer need to know about a model, independent of the file format. */
 export interface ModelConfig {
@@ -35,6 +56,14 @@ export interface ModelConfig {
   readonly eosTokenId?: number;
   /** The tokenizer config asks for a BOS token at the start of every sequence. */
   readonly addBos: boolean;
+  /** The Gemma parts (gemma.ts); absent for the other families, whose programs never change. */
+  readonly gemma?: GemmaParts;
+  /**
+   * Sliding-window attention: layer i attends only to keys less than
+   * `window` positions back where `layers[i]` is true (Gemma's local layers,
+   * every layer of a windowed Mistral). Absent: every layer is global.
+   */
+  readonly slidingWindow?: SlidingWindow;
 }
 
 export class ModelConfigError extends Error {
@@ -69,7 +98,8 @@ export function configFromGguf(file: GgufFile): ModelConfig {
     throw new GgufError(`GGUF ${k('rope.dimension_count')} is ${ropeDims} but the head dimension is ${headDim}: partial RoPE is not supported`, 'GGUF_UNSUPPORTED');
   }
   const scaling = meta.string(k('rope.scaling.type'), 'optional');
-  if (scaling !== undefined && scaling !== 'none') {
+  const gemma = architecture === 'gemma2' || architecture === 'gemma3' ? gemmaFromGguf(meta, architecture, headDim, file.path) : undefined;
+  if (scaling !== undefined && scaling !== 'none' && !(gemma && scaling === 'linear')) {
     throw new GgufError(`GGUF ${k('rope.scaling.type')} is "${scaling}": RoPE scaling is not supported`, 'GGUF_UNSUPPORTED');
   }
   if (file.tensors.has('rope_freqs.weight')) {
@@ -98,6 +128,7 @@ export function configFromGguf(file: GgufFile): ModelConfig {
       eosTokenId: meta.integer('tokenizer.ggml.eos_token_id', 'optional'),
       // llama.cpp's default when the key is absent: SentencePiece ("llama") vocabularies add BOS, BPE ones do not.
       addBos: meta.boolean('tokenizer.ggml.add_bos_token', 'optional') ?? tokenizerModel === 'llama',
+      ...(gemma ?? {}),
     },
     `GGUF file ${file.path}`,
   );
@@ -105,19 +136,29 @@ export function configFromGguf(file: GgufFile): ModelConfig {
 
 type Json = Record<string, unknown>;
 
+export interface HfConfigOptions {
+  /** The safetensors dtype of the embedding (F32, F16, BF16): Gemma scales embeddings by sqrt(hidden) rounded to it. */
+  readonly embeddingDtype?: string;
+}
+
 /**
  * Read a Hugging Face config.json (already parsed). `tokenizerConfig`
  * (tokenizer_config.json) and `tokenizerJson` (tokenizer.json) decide addBos:
  * an explicit add_bos_token wins, else a post-processor that inserts a
  * special token before the sequence.
  */
-export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson?: Json, source = 'config.json'): ModelConfig {
+export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson?: Json, source = 'config.json', options: HfConfigOptions = {}): ModelConfig {
   const modelType = config.model_type;
-  if (typeof modelType !== 'string' || !(ARCHITECTURES as readonly string[]).includes(modelType)) {
+  const architecture = typeof modelType === 'string' && Object.hasOwn(HF_MODEL_TYPES, modelType) ? HF_MODEL_TYPES[modelType] : undefined;
+  if (architecture === undefined) {
     throw new ModelConfigError(
-      `${source}: model_type ${JSON.stringify(modelType)} is not supported by pjrt-score (supported: ${ARCHITECTURES.join(', ')})`,
+      `${source}: model_type ${JSON.stringify(modelType)} is not supported by pjrt-score (supported: ${Object.keys(HF_MODEL_TYPES).join(', ')})`,
     );
   }
+  if (config.text_config !== undefined) {
+    throw new ModelConfigError(`${source}: a multimodal ${String(modelType)} config (text_config) is not supported: load the text-only model (model_type gemma3_text)`);
+  }
+  const gemmaArch = architecture === 'gemma2' || architecture === 'gemma3';
   const int = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
     if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
@@ -131,36 +172,47 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
     return v;
   };
   const rope = config.rope_scaling as Json | null | undefined;
-  if (rope && rope.rope_type !== 'default' && rope.type !== 'default') {
+  const linearRope = gemmaArch && rope && (rope.rope_type ?? rope.type) === 'linear';
+  if (rope && !linearRope && rope.rope_type !== 'default' && rope.type !== 'default') {
     throw new ModelConfigError(`${source}: rope_scaling ${JSON.stringify(rope)} is not supported`);
   }
   if (config.mlp_bias === true) throw new ModelConfigError(`${source}: mlp_bias=true is not supported`);
-  if (config.use_sliding_window === true) throw new ModelConfigError(`${source}: use_sliding_window=true is not supported`);
+  if (architecture !== 'llama' && !gemmaArch && config.use_sliding_window === true) throw new ModelConfigError(`${source}: use_sliding_window=true is not supported`);
   if (config.partial_rotary_factor !== undefined && config.partial_rotary_factor !== 1) {
     throw new ModelConfigError(`${source}: partial_rotary_factor ${JSON.stringify(config.partial_rotary_factor)} is not supported`);
   }
   const hiddenSize = int('hidden_size');
   const numHeads = int('num_attention_heads');
+  const numLayers = int('num_hidden_layers');
+  // Gemma2Config and Gemma3TextConfig default to a head dim of 256 and (Gemma 3) a RoPE base of 1e6.
+  const headDim = int('head_dim', gemmaArch ? 256 : hiddenSize / numHeads);
+  const fail = (message: string): never => {
+    throw new ModelConfigError(message);
+  };
+  const gemma = gemmaArch ? gemmaFromHf(config, architecture, { hiddenSize, headDim, numLayers, embeddingDtype: options.embeddingDtype }, source, fail) : undefined;
+  const window = modelType === 'mistral' ? windowFromHf(config, numLayers, int('max_position_embeddings'), source, fail) : undefined;
   return validateConfig(
     {
-      architecture: modelType as Architecture,
+      architecture,
       vocabSize: int('vocab_size'),
       hiddenSize,
       intermediateSize: int('intermediate_size'),
-      numLayers: int('num_hidden_layers'),
+      numLayers,
       numHeads,
       numKvHeads: int('num_key_value_heads', numHeads),
-      headDim: int('head_dim', hiddenSize / numHeads),
-      ropeTheta: num('rope_theta', 10000),
+      headDim,
+      ropeTheta: num('rope_theta', architecture === 'gemma3' ? 1000000 : 10000),
       rmsEps: num('rms_norm_eps', 1e-6),
       contextLength: int('max_position_embeddings'),
-      // transformers' LlamaConfig, Qwen2Config and Qwen3Config all default to untied.
-      tiedEmbeddings: config.tie_word_embeddings === true,
-      attentionBias: modelType === 'qwen2' || config.attention_bias === true,
-      qkNorm: modelType === 'qwen3',
+      // transformers' LlamaConfig, Qwen2Config and Qwen3Config all default to untied; Gemma's configs to tied.
+      tiedEmbeddings: gemmaArch ? config.tie_word_embeddings !== false : config.tie_word_embeddings === true,
+      attentionBias: architecture === 'qwen2' || config.attention_bias === true,
+      qkNorm: architecture === 'qwen3' || architecture === 'gemma3',
       bosTokenId: firstTokenId(config.bos_token_id),
       eosTokenId: firstTokenId(config.eos_token_id),
       addBos: hfAddBos(tokenizerConfig, tokenizerJson),
+      ...(gemma ?? {}),
+      ...(window ? { slidingWindow: window } : {}),
     },
     source,
   );
@@ -200,5 +252,10 @@ export function validateConfig(c: ModelConfig, source: string): ModelConfig {
     if (id !== undefined && id >= c.vocabSize) fail(`${key} ${id} is outside the vocabulary of ${c.vocabSize}`);
   }
   if (c.addBos && c.bosTokenId === undefined) fail('the tokenizer asks for a BOS token but none is defined');
+  const w = c.slidingWindow;
+  if (w) {
+    if (!(Number.isSafeInteger(w.window) && w.window >= 1)) fail(`the sliding window must be a positive integer, got ${w.window}`);
+    if (w.layers.length !== c.numLayers) fail(`the sliding-window pattern has ${w.layers.length} layers, the model ${c.numLayers}`);
+  }
   return c;
 }

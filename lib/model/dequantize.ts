@@ -1,5 +1,9 @@
 import * as os from 'node:os';
-import { DEQUANTIZABLE_TYPES, GgmlType, GgufError, ggmlTypeLayout, ggmlTypeName } from './gguf-types';
+import { decodeIQ4_XS, decodeQ2_K, decodeQ3_K, decodeQ4_K, decodeQ5_K, decodeQ6_K } from './dequantize-k';
+import { DEQUANTIZABLE_TYPES, GgmlType, GgufError, IQ4_VALUES, ggmlTypeLayout, ggmlTypeName } from './gguf-types';
+import { halfToFloatTable } from './half';
+
+export { halfToFloatTable };
 
 /*
  * ggml tensor data -> Float32Array. Each loop reads bytes straight from the
@@ -9,26 +13,6 @@ import { DEQUANTIZABLE_TYPES, GgmlType, GgufError, ggmlTypeLayout, ggmlTypeName 
  * Typed-array views reinterpret bytes in host order and GGUF is little-endian,
  * so we refuse to run on a big-endian host rather than return garbage.
  */
-
-let halfTable: Float32Array | undefined;
-
-/** All 65536 half-precision values as f32, built once: a lookup beats bit twiddling per element. */
-export function halfToFloatTable(): Float32Array {
-  if (halfTable) return halfTable;
-  const table = new Float32Array(65536);
-  for (let h = 0; h < 65536; h++) {
-    const sign = h & 0x8000 ? -1 : 1;
-    const exponent = (h >> 10) & 0x1f;
-    const mantissa = h & 0x3ff;
-    let value: number;
-    if (exponent === 0) value = mantissa * 2 ** -24; // zero and subnormals
-    else if (exponent === 31) value = mantissa === 0 ? Infinity : NaN;
-    else value = (1 + mantissa / 1024) * 2 ** (exponent - 15);
-    table[h] = sign * value;
-  }
-  halfTable = table;
-  return table;
-}
 
 function assertLittleEndianHost(): void {
   if (os.endianness() !== 'LE') {
@@ -85,6 +69,36 @@ export function dequantize(type: GgmlType, bytes: Uint8Array, elementCount: numb
     case GgmlType.Q4_1:
       decodeQ4_1(bytes, out);
       break;
+    case GgmlType.Q5_0:
+      decodeQ5(bytes, out, false);
+      break;
+    case GgmlType.Q5_1:
+      decodeQ5(bytes, out, true);
+      break;
+    case GgmlType.IQ4_NL:
+      decodeIQ4_NL(bytes, out);
+      break;
+    case GgmlType.Q2_K:
+      decodeQ2_K(bytes, out);
+      break;
+    case GgmlType.Q3_K:
+      decodeQ3_K(bytes, out);
+      break;
+    case GgmlType.Q4_K:
+      decodeQ4_K(bytes, out);
+      break;
+    case GgmlType.Q5_K:
+      decodeQ5_K(bytes, out);
+      break;
+    case GgmlType.Q6_K:
+      decodeQ6_K(bytes, out);
+      break;
+    case GgmlType.IQ4_XS:
+      decodeIQ4_XS(bytes, out);
+      break;
+    default:
+      // A type added to DEQUANTIZABLE_TYPES without its decoder.
+      throw new RangeError(`dequantize: no decoder for ${ggmlTypeName(type)}`);
   }
   return out;
 }
@@ -140,6 +154,44 @@ function decodeQ4_1(bytes: Uint8Array, out: Float32Array): void {
       const q = bytes[b + 4 + j];
       out[o + j] = (q & 15) * d + m;
       out[o + j + 16] = (q >> 4) * d + m;
+    }
+  }
+}
+
+/**
+ * Q5_0 block (22 bytes): f16 d, u32 qh (bit j is the fifth bit of element j), 16 bytes of low nibbles laid
+ * out as Q4_0; value = (q - 16) * d. Q5_1 (24 bytes): f16 d, f16 m, then the same; value = q * d + m.
+ */
+function decodeQ5(bytes: Uint8Array, out: Float32Array, withMin: boolean): void {
+  const table = halfToFloatTable();
+  const size = withMin ? 24 : 22;
+  const blocks = out.length / 32;
+  for (let blk = 0, b = 0, o = 0; blk < blocks; blk++, b += size, o += 32) {
+    const d = table[bytes[b] | (bytes[b + 1] << 8)];
+    const m = withMin ? table[bytes[b + 2] | (bytes[b + 3] << 8)] : 0;
+    const h = withMin ? b + 4 : b + 2;
+    const qh = (bytes[h] | (bytes[h + 1] << 8) | (bytes[h + 2] << 16) | (bytes[h + 3] << 24)) >>> 0;
+    for (let j = 0; j < 16; j++) {
+      const q = bytes[h + 4 + j];
+      const lo = (q & 15) | (((qh >>> j) & 1) << 4);
+      const hi = (q >> 4) | (((qh >>> (j + 16)) & 1) << 4);
+      // q * d is exact in f32 (16 significant bits), so one rounding of the sum, as in f32.
+      out[o + j] = withMin ? lo * d + m : (lo - 16) * d;
+      out[o + j + 16] = withMin ? hi * d + m : (hi - 16) * d;
+    }
+  }
+}
+
+/** IQ4_NL block (18 bytes): f16 d, 16 bytes of nibbles laid out as Q4_0, each an index into IQ4_VALUES; value = d * IQ4_VALUES[q]. */
+function decodeIQ4_NL(bytes: Uint8Array, out: Float32Array): void {
+  const table = halfToFloatTable();
+  const blocks = out.length / 32;
+  for (let blk = 0, b = 0, o = 0; blk < blocks; blk++, b += 18, o += 32) {
+    const d = table[bytes[b] | (bytes[b + 1] << 8)];
+    for (let j = 0; j < 16; j++) {
+      const q = bytes[b + 2 + j];
+      out[o + j] = d * IQ4_VALUES[q & 15];
+      out[o + j + 16] = d * IQ4_VALUES[q >> 4];
     }
   }
 }

@@ -122,7 +122,11 @@ export function ggmlTypeLayout(type: number): GgmlTypeLayout | undefined {
   return LAYOUTS.get(type as GgmlType);
 }
 
-/** The types `dequantize` turns into f32. */
+/**
+ * The types pjrt-score decodes into f32: on the host (`dequantize`) and on
+ * the device (lib/device-weights/decode.ts), with the same values. Every
+ * other type is refused by name with this list (docs/models.md).
+ */
 export const DEQUANTIZABLE_TYPES: readonly GgmlType[] = [
   GgmlType.F32,
   GgmlType.F16,
@@ -130,7 +134,19 @@ export const DEQUANTIZABLE_TYPES: readonly GgmlType[] = [
   GgmlType.Q8_0,
   GgmlType.Q4_0,
   GgmlType.Q4_1,
+  GgmlType.Q5_0,
+  GgmlType.Q5_1,
+  GgmlType.Q2_K,
+  GgmlType.Q3_K,
+  GgmlType.Q4_K,
+  GgmlType.Q5_K,
+  GgmlType.Q6_K,
+  GgmlType.IQ4_NL,
+  GgmlType.IQ4_XS,
 ];
+
+/** The 16 values an IQ4_NL / IQ4_XS index stands for (ggml's kvalues_iq4nl), times the block's scale. */
+export const IQ4_VALUES: readonly number[] = [-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113];
 
 /** One entry of the tensor table. */
 export interface GgufTensorInfo {

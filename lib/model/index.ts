@@ -19,8 +19,8 @@ export type { GgufArray, GgufScalar, GgufValue, GgufTensorInfo, GgmlTypeLayout }
 export { dequantize, tensorByteLength } from './dequantize';
 export { SafetensorsFile, SafetensorsShards, SafetensorsError } from './safetensors';
 export type { SafetensorsTensorInfo } from './safetensors';
-export { ARCHITECTURES, ModelConfigError, configFromGguf, configFromHf, validateConfig } from './config';
-export type { Architecture, ModelConfig } from './config';
+export { ARCHITECTURES, HF_MODEL_TYPES, ModelConfigError, configFromGguf, configFromHf, validateConfig } from './config';
+export type { Architecture, GemmaParts, HfConfigOptions, ModelConfig, SlidingWindow } from './config';
 export { WeightsError, weightSlots, unpermuteRopeRows } from './weights';
 export type { HostTensor, HostLayerWeights, HostWeights, WeightSlot } from './weights';
 export { loadGgufWeights, loadHfWeights } from './weights-load';

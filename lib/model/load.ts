@@ -3,6 +3,8 @@ import * as path from 'node:path';
 import { ModelConfig, ModelConfigError, configFromGguf, configFromHf } from './config';
 import { DEFAULT_MODEL, DEFAULT_MODEL_NAME, resolveModelPath } from './default-model';
 import { GgufFile } from './gguf';
+import { ggmlTypeName } from './gguf-types';
+import { SafetensorsShards } from './safetensors';
 import { Tokenizer } from './tokenizer';
 import { HostWeights } from './weights';
 import { loadGgufWeights, loadHfWeights } from './weights-load';
@@ -17,6 +19,28 @@ export interface LoadedModel {
   readonly name: string;
   /** Absolute path of the GGUF file or Hugging Face directory. */
   readonly path: string;
+  /** The stored tensor types and how many tensors have each, most first: "Q4_K (27), F32 (109)". */
+  readonly quantization: string;
+}
+
+/** "Q5_0 (81), F32 (...)": tensor types by count, most first (ties by name). */
+export function tensorTypeSummary(types: Iterable<string>): string {
+  const counts = new Map<string, number>();
+  for (const t of types) counts.set(t, (counts.get(t) ?? 0) + 1);
+  return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t, n]) => `${t} (${n})`).join(', ');
+}
+
+function ggufQuantization(gguf: GgufFile): string {
+  return tensorTypeSummary([...gguf.tensors.values()].map((t) => ggmlTypeName(t.type)));
+}
+
+function hfQuantization(dir: string): string {
+  const shards = SafetensorsShards.open(dir);
+  try {
+    return tensorTypeSummary(shards.tensorNames.map((n) => shards.tensor(n).dtype));
+  } finally {
+    shards.close();
+  }
 }
 
 /**
@@ -51,7 +75,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: path.basename(resolved), path: resolved, weights: hfWeightReader(resolved, config) };
+    return { config, tokenizer, name: path.basename(resolved), path: resolved, quantization: hfQuantization(resolved), weights: hfWeightReader(resolved, config) };
   }
   const gguf = GgufFile.open(resolved);
   try {
@@ -65,6 +89,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
       },
       name: ggufName(resolved),
       path: resolved,
+      quantization: ggufQuantization(gguf),
       weights: ggufWeightReader(gguf, config, true),
     };
   } catch (err) {
@@ -78,12 +103,12 @@ export function loadModelInfo(pathOrDir?: string): Omit<LoadedModel, 'weights'> 
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: path.basename(resolved), path: resolved };
+    return { config, tokenizer, name: path.basename(resolved), path: resolved, quantization: hfQuantization(resolved) };
   }
   const gguf = GgufFile.open(resolved);
   try {
     const config = configFromGguf(gguf);
-    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved };
+    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved, quantization: ggufQuantization(gguf) };
   } finally {
     gguf.close();
   }
@@ -95,7 +120,7 @@ function loadGgufModel(file: string): LoadedModel {
     const config = configFromGguf(gguf);
     const tokenizer = ggufTokenizer(gguf, config);
     const weights = loadGgufWeights(gguf, config);
-    return { config, weights, tokenizer, name: ggufName(file), path: file };
+    return { config, weights, tokenizer, name: ggufName(file), path: file, quantization: ggufQuantization(gguf) };
   } finally {
     gguf.close();
   }
@@ -104,7 +129,7 @@ function loadGgufModel(file: string): LoadedModel {
 function loadHfModel(dir: string): LoadedModel {
   const { config, tokenizer } = readHfConfigAndTokenizer(dir);
   const weights = loadHfWeights(dir, config);
-  return { config, weights, tokenizer, name: path.basename(dir), path: dir };
+  return { config, weights, tokenizer, name: path.basename(dir), path: dir, quantization: hfQuantization(dir) };
 }
 
 function ggufTokenizer(gguf: GgufFile, config: ModelConfig): Tokenizer {
@@ -115,6 +140,18 @@ function ggufName(file: string): string {
   if (path.resolve(file) === path.resolve(DEFAULT_MODEL.destination)) return DEFAULT_MODEL_NAME;
   // A split model is named after its prefix: model-00001-of-00003.gguf -> model.
   return path.basename(file).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '');
+}
+
+/** The stored dtype of a Gemma directory's embedding (its sqrt(hidden) factor is rounded to it); undefined for other families. */
+function hfEmbeddingDtype(dir: string, config: Record<string, unknown>): string | undefined {
+  if (typeof config.model_type !== 'string' || !config.model_type.startsWith('gemma')) return undefined;
+  const shards = SafetensorsShards.open(dir);
+  try {
+    const name = 'model.embed_tokens.weight';
+    return shards.has(name) ? shards.tensor(name).dtype : undefined;
+  } finally {
+    shards.close();
+  }
 }
 
 function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer: Tokenizer } {
@@ -134,7 +171,8 @@ function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer
   const tokenizerJson = readJson(tokenizerFile);
   if (!tokenizerJson) throw new ModelConfigError(`${dir} has no tokenizer.json`);
   const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json'));
-  const config = configFromHf(readJson(configFile)!, tokenizerConfig, tokenizerJson, configFile);
+  const configJson = readJson(configFile)!;
+  const config = configFromHf(configJson, tokenizerConfig, tokenizerJson, configFile, { embeddingDtype: hfEmbeddingDtype(dir, configJson) });
   const tokenizer = new Tokenizer(tokenizerJson, {
     tokenizerConfig,
     bosTokenId: config.bosTokenId,

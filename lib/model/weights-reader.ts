@@ -145,11 +145,15 @@ export function hfWeightReader(dir: string, config: ModelConfig): WeightReader {
   return slotReader(config, {
     read: (slot) => {
       check(slot);
-      return { dims: slot.dims, data: shards.readTensorFloat32(slot.hf) };
+      const data = shards.readTensorFloat32(slot.hf);
+      // Gemma's norms: the file holds w, the multiplier is 1 + w (f32, as transformers computes it).
+      if (slot.hfPlusOne) for (let i = 0; i < data.length; i++) data[i] = Math.fround(1 + data[i]);
+      return { dims: slot.dims, data };
     },
     bf16: (slot) => {
       check(slot);
-      return shards.readTensorBf16Bits(slot.hf);
+      // A norm's bits are not its multiplier's: those go through read().
+      return slot.hfPlusOne ? undefined : shards.readTensorBf16Bits(slot.hf);
     },
     close: () => shards.close(),
   });

@@ -5,6 +5,10 @@ import type { ModelConfig } from './config';
  * f32, row-major, Hugging Face orientation (a Linear weight is
  * [outFeatures, inFeatures], applied as y = W x), and Hugging Face's RoPE
  * convention (rotate_half: dimension i pairs with i + headDim/2 in each head).
+ * An RMSNorm weight is the multiplier of the normalized values: a Gemma
+ * Hugging Face file stores w for a multiplier of 1 + w, and its reader adds
+ * the 1 (in f32, as transformers does); llama.cpp's GGUF conversion already
+ * stored 1 + w.
  */
 export interface HostTensor {
   /** Row-major, slowest-varying first: [rows, cols] for matrices. */
@@ -30,8 +34,12 @@ export interface HostLayerWeights {
   /** Per-head RMSNorm weights [D] on q and k: present iff config.qkNorm. */
   readonly qNorm?: HostTensor;
   readonly kNorm?: HostTensor;
+  /** RMSNorm of the attention output before the residual add, [Dm]: present iff config.gemma. */
+  readonly attnPostNorm?: HostTensor;
   /** RMSNorm before the MLP, [Dm]. */
   readonly ffnNorm: HostTensor;
+  /** RMSNorm of the MLP output before the residual add, [Dm]: present iff config.gemma. */
+  readonly ffnPostNorm?: HostTensor;
   /** [F, Dm] */
   readonly wGate: HostTensor;
   /** [F, Dm] */
@@ -71,17 +79,21 @@ export interface WeightSlot {
   readonly dims: readonly number[];
   /** Rows are grouped per head and carry RoPE pairs (q/k weights and biases): `heads` heads. */
   readonly ropeHeads?: number;
+  /** A Gemma RMSNorm weight: the Hugging Face file holds w, the multiplier is 1 + w. */
+  readonly hfPlusOne?: boolean;
 }
 
 /** Every tensor a model with this config has, in load order. */
 export function weightSlots(config: ModelConfig): WeightSlot[] {
   const { hiddenSize: dm, intermediateSize: f, numHeads: hq, numKvHeads: hkv, headDim: d, vocabSize: v } = config;
+  const gemma = config.gemma !== undefined;
   const slots: WeightSlot[] = [{ globalKey: 'embedding', gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [v, dm] }];
   for (let i = 0; i < config.numLayers; i++) {
     const g = (s: string): string => `blk.${i}.${s}`;
     const h = (s: string): string => `model.layers.${i}.${s}`;
     const layer = (layerKey: LayerWeightName, gguf: string, hf: string, dims: number[], ropeHeads?: number): WeightSlot => ({
       layer: i, layerKey, gguf: g(gguf), hf: h(hf), dims, ropeHeads,
+      ...(gemma && dims.length === 1 && /norm/i.test(layerKey) ? { hfPlusOne: true } : {}),
     });
     slots.push(
       layer('attnNorm', 'attn_norm.weight', 'input_layernorm.weight', [dm]),
@@ -103,14 +115,17 @@ export function weightSlots(config: ModelConfig): WeightSlot[] {
         layer('kNorm', 'attn_k_norm.weight', 'self_attn.k_norm.weight', [d]),
       );
     }
+    // Gemma's post_attention_layernorm is the norm after attention; Llama's is the one before the MLP.
+    if (gemma) slots.push(layer('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [dm]));
     slots.push(
-      layer('ffnNorm', 'ffn_norm.weight', 'post_attention_layernorm.weight', [dm]),
+      layer('ffnNorm', 'ffn_norm.weight', gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [dm]),
       layer('wGate', 'ffn_gate.weight', 'mlp.gate_proj.weight', [f, dm]),
       layer('wUp', 'ffn_up.weight', 'mlp.up_proj.weight', [f, dm]),
       layer('wDown', 'ffn_down.weight', 'mlp.down_proj.weight', [dm, f]),
     );
+    if (gemma) slots.push(layer('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [dm]));
   }
-  slots.push({ globalKey: 'finalNorm', gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [dm] });
+  slots.push({ globalKey: 'finalNorm', gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [dm], ...(gemma ? { hfPlusOne: true } : {}) });
   if (!config.tiedEmbeddings) slots.push({ globalKey: 'lmHead', gguf: 'output.weight', hf: 'lm_head.weight', dims: [v, dm] });
   return slots;
 }

@@ -4,6 +4,7 @@
  * first, so the binding's own checks are a safety net, not the interface.
  */
 import * as path from 'node:path';
+import { DisposedError, PjrtError } from './errors';
 
 export type NativeOptionValue = number | string | boolean;
 
@@ -59,6 +60,24 @@ export interface NativeBinding {
   deferExternalMemory(on: boolean): number;
   /** malloc_trim(0) on a worker thread; resolves whether memory was given back. */
   releaseFreeHeap(): Promise<boolean>;
+  /** The classes the addon makes its errors from (called once, at load). */
+  setErrorClasses(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
+  /** Which paths the fused attention kernels take on this CPU for a head dim (native/kernel_isa.h). */
+  attentionKernelPaths(headDim: number): NativeKernelPaths;
+}
+
+/** An instruction set the attention kernels may run on, in order (each one's CPUs have the ones before). */
+export type KernelIsa = 'portable' | 'avx2' | 'avx512' | 'avx512bf16' | 'amx';
+
+export interface NativeKernelPaths {
+  /** The CPU's best (CPUID, XCR0; AMX once the kernel granted tile state). */
+  readonly cpu: KernelIsa;
+  /** The CPU's best capped by PJRT_SCORE_KERNEL_ISA (or PJRT_SCORE_KERNEL_PORTABLE=1). */
+  readonly allowed: KernelIsa;
+  /** The inner loops an f32 call takes: 'avx512', 'avx2' or 'portable'. */
+  readonly f32: string;
+  /** The tiles a bf16 call takes: 'amx', 'avx512bf16' or 'portable' (absent before the bf16 kernel). */
+  readonly bf16?: string;
 }
 
 const packageRoot = path.join(__dirname, '..', '..');
@@ -84,5 +103,7 @@ export function binding(): NativeBinding {
         '  Prebuilt binaries ship for linux-x64 (glibc >= 2.17).',
     );
   }
+  // Errors the addon throws or rejects with are instances of the exported classes.
+  loaded.setErrorClasses(PjrtError, DisposedError);
   return loaded;
 }

@@ -1,6 +1,7 @@
 import * as path from 'node:path';
 import { binding, NativeClient, NativeDevice, NativeOptionValue } from './binding';
 import { DeviceBuffer } from './device-buffer';
+import { dimsProblem } from '../util/dims';
 import { arrayName, DType, DTYPES, elementCount, inferDType, isDType } from './dtype';
 import { DisposedError, fromNative } from './errors';
 import { hostMemoryBytes } from './host-memory';
@@ -127,9 +128,8 @@ export class Client implements Disposable {
     if (!ArrayBuffer.isView(data) || data instanceof DataView) {
       throw new TypeError(`upload() takes a typed array, got ${arrayName(data)}`);
     }
-    if (!Array.isArray(dims) || !dims.every((d) => Number.isSafeInteger(d) && d >= 0)) {
-      throw new TypeError(`dims must be an array of non-negative integers, got ${JSON.stringify(dims)}`);
-    }
+    const problem = dimsProblem(dims);
+    if (problem !== undefined) throw new TypeError(`dims ${problem}, got ${JSON.stringify(dims)}`);
     if (dtype !== undefined && !isDType(dtype)) {
       throw new TypeError(`unknown dtype ${JSON.stringify(dtype)} (known: ${Object.keys(DTYPES).join(', ')})`);
     }

@@ -8,6 +8,7 @@
  * program, and loading one is running it.
  */
 import { createHash } from 'node:crypto';
+import { dimsProblem } from '../util/dims';
 import { isDType } from './dtype';
 import { Signature, TensorSpec } from './signature';
 
@@ -87,7 +88,7 @@ function isSpecList(value: unknown): value is TensorSpec[] {
         spec !== null &&
         isDType((spec as TensorSpec).dtype) &&
         Array.isArray((spec as TensorSpec).dims) &&
-        (spec as TensorSpec).dims.every((d: unknown) => Number.isSafeInteger(d) && (d as number) >= 0),
+        dimsProblem((spec as TensorSpec).dims) === undefined,
     )
   );
 }

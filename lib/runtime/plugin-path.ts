@@ -1,6 +1,7 @@
 /**
  * Which PJRT plugin file a client loads: an explicit path (or the name
- * `cuda`: an installed jax CUDA plugin), else `PJRT_PLUGIN_PATH` (the same),
+ * `cuda`: the cached set of `pjrt-score fetch --plugin cuda`, else an
+ * installed jax CUDA plugin), else `PJRT_PLUGIN_PATH` (the same),
  * else the cached CPU plugin, which the assets room
  * fetches on first use (unless PJRT_SCORE_OFFLINE=1).
  */
@@ -9,8 +10,11 @@ import * as path from 'node:path';
 import { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, ensureCpuPlugin } from '../assets/plugin';
 import { isOffline } from '../assets/wheel-fetch';
 import { CUDA_PLUGIN_NAME, findInstalledCudaPlugin } from '../assets/installed-cuda-plugin';
+import { CUDA13_PLUGIN_FILE, isCuda13Fetched } from '../assets/cuda-plugin-wheels';
 
 export { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, fetchCpuPlugin } from '../assets/plugin';
+/** The wheel version of a loaded jax CUDA plugin file (its version.py), or undefined. */
+export { cudaPluginWheelVersion } from '../assets/installed-cuda-plugin';
 
 export class PluginNotFoundError extends Error {
   readonly code = 'PLUGIN_NOT_FOUND';
@@ -24,6 +28,8 @@ function explicitPluginPath(explicit?: string): string | undefined {
   const chosen = explicit ?? (process.env.PJRT_PLUGIN_PATH || undefined);
   if (chosen === undefined) return undefined;
   if (chosen === CUDA_PLUGIN_NAME) {
+    // The set `pjrt-score fetch --plugin cuda` put in the cache, else an installed jax CUDA plugin.
+    if (isCuda13Fetched()) return CUDA13_PLUGIN_FILE;
     const found = findInstalledCudaPlugin();
     if ('why' in found) throw new PluginNotFoundError(`plugin "${CUDA_PLUGIN_NAME}": ${found.why}`);
     return found.path;

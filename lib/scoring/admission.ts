@@ -104,9 +104,27 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
 
   /** Queues a job; rejects with QueueFullError at once when the queue is full. */
   submit(job: J): Promise<{ result: R; admission: Admission }> {
+    const queued = this.enqueue(job);
+    this.pump();
+    return queued;
+  }
+
+  /**
+   * Queues several jobs together before the device takes its next turn, so
+   * those that may share a turn (takeAlong) find each other; each is refused
+   * or aborted on its own, as if submitted alone.
+   */
+  submitAll(jobs: readonly J[]): Promise<{ result: R; admission: Admission }>[] {
+    const queued = jobs.map((job) => this.enqueue(job));
+    this.pump();
+    return queued;
+  }
+
+  /** Puts a job in the line without starting a turn. Full: `queueSize` wait beyond the one the device takes next. */
+  private enqueue(job: J): Promise<{ result: R; admission: Admission }> {
     const { signal } = job;
     if (signal?.aborted) return Promise.reject(AbortError.from(signal));
-    if (this.turning && this.waiting.length >= this.options.queueSize) {
+    if (this.waiting.length >= this.options.queueSize + (this.turning ? 0 : 1)) {
       return Promise.reject(new QueueFullError(this.options.queueSize, this.retryAfterSeconds()));
     }
     return new Promise((resolve, reject) => {
@@ -127,7 +145,6 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
       };
       signal?.addEventListener('abort', onAbort, { once: true });
       this.waiting.push(entry);
-      this.pump();
     });
   }
 

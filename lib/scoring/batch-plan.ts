@@ -63,7 +63,7 @@ function fits(groups: number, s: Omit<GroupShape, 'request' | 'labels'>, sizing:
  * batch, query padding is paid once per group, like item padding per item.
  */
 function groupShape(request: number, shape: RequestShape, sizing: Sizing): GroupShape | null {
-  if (shape.itemFirst || shape.itemLengths.length === 0) return null;
+  if (shape.itemFirst || shape.queryLength === 0 || shape.itemLengths.length === 0) return null;
   const { ladders } = sizing;
   const top = (ladder: readonly number[]): number => ladder[ladder.length - 1];
   const longest = Math.max(1, ...shape.itemLengths);

@@ -9,6 +9,7 @@
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './errors';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './admission';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './rerank';
+export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './truncate';
 export {
   normalizeRequest,
   normalizeRequestBody,

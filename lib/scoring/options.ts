@@ -21,10 +21,16 @@ export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', ...ALGORIT
  * How dots compute (docs/design.md "Platforms and precision"): 'highest' is
  * true f32 everywhere; 'default' lets the platform use its fast f32 mode
  * (TF32 on NVIDIA); 'bf16' rounds dot operands to bf16 and accumulates in f32
- * (the GPUs' fast path; slow on CPUs without bf16 dot instructions).
+ * (the GPUs' fast path; on the CPU the attention kernel runs its bf16 tiles).
  */
 export type Precision = 'highest' | 'default' | 'bf16';
 export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
+/**
+ * The `precision` option: a precision, or 'auto' (bf16 where the CPU has bf16
+ * matrix units measured to pay, 'highest' elsewhere: precision-choice.ts).
+ */
+export type PrecisionOption = Precision | 'auto';
+export const PRECISION_OPTIONS: readonly PrecisionOption[] = [...PRECISIONS, 'auto'];
 
 /** How requests may share the device (docs/scorer-api.md "Batching"). */
 export type Batching = 'invariant' | 'cross-request';
@@ -179,11 +185,11 @@ export const SCORER_SETTINGS = [
     default: 'auto',
     help: `${ALGORITHM_CHOICES.join('|')} (default auto: a cost model picks per request)`,
   }),
-  choiceSetting('precision', PRECISIONS, {
+  choiceSetting('precision', PRECISION_OPTIONS, {
     flag: 'precision',
     env: 'PJRT_SCORE_PRECISION',
     default: 'highest',
-    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation: the GPU fast path)",
+    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs), bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where the CPU has bf16 matrix units measured to pay, else highest)",
   }),
   choiceSetting('weights', WEIGHT_CHOICES, {
     flag: 'weights',

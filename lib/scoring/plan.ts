@@ -181,11 +181,13 @@ function chunk(lengths: readonly number[], lengthLadder: readonly number[], sizi
 
 /**
  * The plan of `algorithm` for a request of this shape. item_first requests
- * have no shared prefix: only serial is correct for them, and asking for
- * another algorithm is an error (the Scorer routes them to serial).
+ * and requests with an empty query (each item its own sequence) have no
+ * shared prefix: only serial is correct for them, and asking for another
+ * algorithm is an error (the Scorer routes them to serial).
  */
 export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizing): Plan {
   if (shape.itemFirst && algorithm !== 'serial') throw new RangeError(`item_first requests run serial, not ${algorithm}`);
+  if (shape.queryLength === 0 && algorithm !== 'serial') throw new RangeError(`a request with an empty query runs serial, not ${algorithm}`);
   const B = bucketFor(shape.labelCount, sizing.ladders.labels, 'label count');
   if (algorithm === 'serial') {
     const sequences = shape.itemLengths.map((l) => l + shape.queryLength);

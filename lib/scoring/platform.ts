@@ -2,8 +2,12 @@
  * Facts that differ by platform, in one place, keyed by the platform the
  * plugin reports (docs/design.md "Platforms and precision"), each with where it was measured: the
  * per-pass memory budget and the cost model's constants. A platform with no
- * entry gets the CPU's facts and is told so in the load log.
+ * entry gets the CPU's facts and is told so in the load log. On the CPU the
+ * budget and cost constants are further keyed by what the CPU can do (its
+ * class: the attention kernels' instruction set, native/kernel_isa.h), not
+ * by the platform name alone.
  */
+import type { KernelIsa } from '../runtime/kernel-paths';
 import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { Budget } from './plan';
@@ -35,20 +39,48 @@ export interface PlatformFacts {
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
   readonly known: boolean;
+  /** On the CPU: the class these facts are for (what the CPU can do), and whether that class was measured. */
+  readonly cpuClass?: { readonly isa: KernelIsa; readonly measured: boolean };
 }
+
+/** Budget and cost constants per CPU class; `measured` says where, or that the class borrows another's. */
+interface CpuClassFacts {
+  readonly budget: Budget;
+  readonly cost: CostConstants;
+  readonly measured: string | null;
+}
+
+const AVX2_FACTS: CpuClassFacts = {
+  // 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core AMD EPYC
+  // (items/s within 5% from 32 to 128 items per pass).
+  // A cross-request pass of up to 2560 rows: 4 groups of a 300-token query with 10 items of 20 tokens
+  // (560 rows each). scripts/bench-batching.js on the same machine, two runs at load 6-9: CPU time per
+  // item 7-18% below a request alone at G = 2 to 6, and no better at G = 8 (docs/performance.md).
+  budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20, batchRowsPerPass: 2560 },
+  // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
+  // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
+  cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
+  measured: 'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js',
+};
+
+/**
+ * The CPU classes. Only AVX2 has been fitted; the others borrow its facts until
+ * scripts/fit-cost-model.js and the bench's chunk sweep run on such a CPU
+ * (the load log says which class borrowed). Portable: a CPU without AVX2.
+ */
+const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
+  portable: { ...AVX2_FACTS, measured: null },
+  avx2: AVX2_FACTS,
+  avx512: { ...AVX2_FACTS, measured: null },
+  avx512bf16: { ...AVX2_FACTS, measured: null },
+  amx: { ...AVX2_FACTS, measured: null },
+};
 
 const FACTS: Readonly<Record<string, PlatformFacts>> = {
   cpu: {
     platform: 'cpu',
-    // 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core AMD EPYC
-    // (items/s within 5% from 32 to 128 items per pass).
-    // A cross-request pass of up to 2560 rows: 4 groups of a 300-token query with 10 items of 20 tokens
-    // (560 rows each). scripts/bench-batching.js on the same machine, two runs at load 6-9: CPU time per
-    // item 7-18% below a request alone at G = 2 to 6, and no better at G = 8 (docs/performance.md).
-    budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20, batchRowsPerPass: 2560 },
-    // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
-    // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
-    cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
+    budget: AVX2_FACTS.budget,
+    cost: AVX2_FACTS.cost,
     // The joint softmax shifted by the own keys' max, its denominator from a ones column in the values
     // (lib/hlo/attention-rows.ts, `ones_own`): on a 2-core AMD EPYC Zen 3 (AVX2), 0.961x the joint
     // form's CPU time per extend pass (npm run bench:pieces --forms, 5 rounds alternating, load 2.3-2.8)
@@ -113,10 +145,18 @@ export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
   return { tokensPerPass: scaled('tokensPerPass'), scoreBytesPerPass: scaled('scoreBytesPerPass'), batchRowsPerPass: scaled('batchRowsPerPass') };
 }
 
-/** The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is no entry. */
-export function platformFacts(platform: string): PlatformFacts {
+/**
+ * The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is no
+ * entry. On the CPU, `cpuClass` (the attention kernels' instruction set on this CPU, null where unknown)
+ * picks the budget and cost constants of that class.
+ */
+export function platformFacts(platform: string, cpuClass: KernelIsa | null = null): PlatformFacts {
   const entry = FACTS[platform.toLowerCase()];
-  return entry ?? { ...FACTS.cpu, platform, known: false };
+  if (!entry) return { ...FACTS.cpu, platform, known: false };
+  if (entry.platform !== 'cpu' || cpuClass === null) return entry;
+  const cls = CPU_CLASS_FACTS[cpuClass];
+  const measured = cls.measured ?? `${cpuClass}: not measured on this CPU class, the facts of ${AVX2_FACTS.measured}`;
+  return { ...entry, budget: cls.budget, cost: cls.cost, measured: `${measured}; ${entry.measured}`, cpuClass: { isa: cpuClass, measured: cls.measured !== null } };
 }
 
 /** The prefix-attention form a Scorer uses by default on this platform, given whether the kernel is registered. */

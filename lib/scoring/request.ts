@@ -6,6 +6,7 @@
  * between calls, so a rejected request changes nothing.
  */
 import { ScoreInputError, describeValue } from './errors';
+import { cutTokens, readTruncateOption, readTruncatePromptTokens, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
 
 /** What the normalizer needs to know about the model and the service limits. */
 export interface ScoreRequestContext {
@@ -35,6 +36,8 @@ export interface ScoreRequest {
   labelTokenIds: TokenIdList;
   applySoftmax?: boolean;
   itemFirst?: boolean;
+  /** Cut items whose sequence passes the context (truncate.ts); default: such a request is an error. */
+  truncate?: TruncateOption;
 }
 
 /** The Score API's JSON body (SGLang spelling); other fields (model, ...) are ignored here. */
@@ -44,6 +47,10 @@ export interface ScoreRequestBody {
   label_token_ids: number[];
   apply_softmax?: boolean;
   item_first?: boolean;
+  /** Ours: true, or { keep: "start" | "end", max_item_tokens? }. */
+  truncate?: boolean | { keep?: 'start' | 'end'; max_item_tokens?: number };
+  /** vLLM's: keep the last k tokens of each sequence (cut from the item's start); -1: the model's context. */
+  truncate_prompt_tokens?: number;
   [other: string]: unknown;
 }
 
@@ -61,6 +68,8 @@ export interface NormalizedRequest {
   readonly inputKind: 'text' | 'tokens';
   /** Tokens the request runs: the query once plus every item (the usage count of the response). */
   readonly promptTokens: number;
+  /** Present when the request asked for truncation: the counts before and after, and which items were cut. */
+  readonly truncation?: TruncationReport;
 }
 
 /** How one entry point spells each field, used in `.param` and messages. */
@@ -71,6 +80,8 @@ export interface FieldNames {
   readonly labels: string;
   readonly applySoftmax: string;
   readonly itemFirst: string;
+  /** The field a caller sets to have an item past the context cut, named in that 400. */
+  readonly truncate: string;
 }
 
 const LIBRARY_NAMES: FieldNames = {
@@ -80,6 +91,7 @@ const LIBRARY_NAMES: FieldNames = {
   labels: 'labelTokenIds',
   applySoftmax: 'applySoftmax',
   itemFirst: 'itemFirst',
+  truncate: 'truncate',
 };
 
 const BODY_NAMES: FieldNames = {
@@ -89,6 +101,7 @@ const BODY_NAMES: FieldNames = {
   labels: 'label_token_ids',
   applySoftmax: 'apply_softmax',
   itemFirst: 'item_first',
+  truncate: 'truncate (or truncate_prompt_tokens)',
 };
 
 /**
@@ -96,7 +109,15 @@ const BODY_NAMES: FieldNames = {
  * template), checking the same limits under the caller's field names.
  */
 export function normalizeTokenRequest(
-  fields: { readonly query: readonly number[]; readonly items: readonly (readonly number[])[]; readonly labels: readonly number[]; readonly applySoftmax: boolean },
+  fields: {
+    readonly query: readonly number[];
+    readonly items: readonly (readonly number[])[];
+    readonly labels: readonly number[];
+    readonly applySoftmax: boolean;
+    readonly truncation?: TruncationSpec;
+    /** Tokens at the end of every item that truncation never cuts (a rerank template's suffix). */
+    readonly tail?: number;
+  },
   names: FieldNames,
   ctx: ScoreRequestContext,
 ): NormalizedRequest {
@@ -116,12 +137,17 @@ export function normalizeRequestBody(body: unknown, ctx: ScoreRequestContext): N
 /** Each spelling's field names are also its keys: read the fields by them. */
 function normalizeSpelled(value: unknown, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
   const raw = asRecord(value, names);
+  const truncation = readTruncateOption(raw.truncate, 'truncate');
+  const promptCap = names === BODY_NAMES ? readTruncatePromptTokens(raw.truncate_prompt_tokens, 'truncate_prompt_tokens') : undefined;
+  if (truncation && promptCap) throw new ScoreInputError('give truncate or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
+  const spec = truncation ?? promptCap;
   const fields: RawFields = {
     query: raw[names.query],
     items: raw[names.items],
     labels: raw[names.labels],
     applySoftmax: raw[names.applySoftmax],
     itemFirst: raw[names.itemFirst],
+    ...(spec ? { truncation: spec } : {}),
   };
   return normalizeFields(fields, names, ctx);
 }
@@ -132,6 +158,8 @@ interface RawFields {
   readonly labels: unknown;
   readonly applySoftmax: unknown;
   readonly itemFirst: unknown;
+  readonly truncation?: TruncationSpec;
+  readonly tail?: number;
 }
 
 /** A query or item after type checks: text still to tokenize, or validated token ids. */
@@ -172,14 +200,9 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
   // Token-id requests are taken as the exact sequence the caller wants, so BOS is added to text only.
   const bos = inputKind === 'text' && ctx.addBos ? [bosOf(ctx)] : [];
   const queryTokens = [...(itemFirst ? [] : bos), ...tokensOf(query, ctx, names.query)];
-  if (queryTokens.length === 0 && bos.length === 0) {
-    throw new ScoreInputError(
-      inputKind === 'text'
-        ? `${names.query} tokenizes to no tokens and the model adds no BOS token: a non-empty query is required`
-        : `${names.query} must not be an empty token-id array`,
-      names.query,
-    );
-  }
+  // An empty query (SGLang allows one) makes each item its own sequence: the
+  // plans run it serial, like item_first. An item must then bring a token to score at.
+  const emptyQuery = queryTokens.length === 0 && bos.length === 0;
   if (queryTokens.length > ctx.contextLength) {
     throw new ScoreInputError(
       `${names.query} is ${queryTokens.length} tokens, longer than the model's context of ${ctx.contextLength} tokens`,
@@ -194,13 +217,43 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
   }
 
   let promptTokens = queryTokens.length;
+  let tokensBefore = queryTokens.length;
+  const truncatedItems: number[] = [];
+  const spec = raw.truncation;
+  const tail = raw.tail ?? 0;
+  // Room for an item's own tokens in one sequence (its BOS, when it leads, counted).
+  const room = Math.min(spec?.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength) - queryTokens.length - (itemFirst ? bos.length : 0);
   const itemTokens: number[][] = [];
   for (let i = 0; i < items.length; i++) {
-    const tokens = [...(itemFirst ? bos : []), ...tokensOf(items[i], ctx, `${names.items}[${i}]`)];
+    let own = tokensOf(items[i], ctx, `${names.items}[${i}]`);
+    tokensBefore += own.length + (itemFirst ? bos.length : 0);
+    if (spec) {
+      const limit = Math.min(spec.maxItemTokens !== undefined ? spec.maxItemTokens + tail : Infinity, spec.toContext ? room : Infinity);
+      // A cut must leave at least one of the item's own tokens.
+      if (own.length > limit && limit < tail + 1) {
+        throw new ScoreInputError(
+          `${names.query} is ${queryTokens.length} tokens: it leaves no room for ${names.items}[${i}] within ${Math.min(spec.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength)} tokens`,
+          names.query,
+        );
+      }
+      if (own.length > limit) {
+        const body = own.slice(0, own.length - tail);
+        own = [...cutTokens(body, limit - tail, spec.keep), ...own.slice(own.length - tail)];
+        truncatedItems.push(i);
+      }
+    }
+    const tokens = [...(itemFirst ? bos : []), ...own];
+    if (emptyQuery && tokens.length === 0) {
+      throw new ScoreInputError(
+        `${names.items}[${i}] is empty and so is ${names.query}: the sequence has no token to score at`,
+        names.items,
+      );
+    }
     const sequenceLength = queryTokens.length + tokens.length;
     if (sequenceLength > ctx.contextLength) {
       throw new ScoreInputError(
-        `${names.query} + ${names.items}[${i}] is ${sequenceLength} tokens, longer than the model's context of ${ctx.contextLength} tokens`,
+        `${names.query} + ${names.items}[${i}] is ${sequenceLength} tokens, longer than the model's context of ${ctx.contextLength} tokens: ` +
+          `set ${names.truncate} to cut it`,
         names.items,
       );
     }
@@ -215,7 +268,8 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
     itemTokens.push(tokens);
   }
 
-  return { queryTokens, itemTokens, labels, applySoftmax, itemFirst, inputKind, promptTokens };
+  const truncation: TruncationReport | undefined = spec ? { tokensBefore, tokensAfter: promptTokens, truncatedItems } : undefined;
+  return { queryTokens, itemTokens, labels, applySoftmax, itemFirst, inputKind, promptTokens, ...(truncation ? { truncation } : {}) };
 }
 
 function asRecord(value: unknown, names: FieldNames): Record<string, unknown> {

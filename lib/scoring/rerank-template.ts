@@ -49,6 +49,8 @@ export interface ResolvedTemplate {
   prefixTokens(query: string, instruction: string): number[];
   /** One document as an item: its tokens (with the lead) followed by the suffix. */
   documentTokens(document: string): number[];
+  /** Tokens of the suffix that ends every item (never cut by truncation). */
+  readonly suffixLength: number;
 }
 
 export class TemplateError extends Error {
@@ -113,25 +115,38 @@ export const LLAMA3_YES_NO: RerankTemplate = {
   defaultInstruction: DEFAULT_INSTRUCTION,
 };
 
+/** The same judgement for Gemma chat models: Gemma has no system turn, so the judging text opens the user turn. */
+export const GEMMA_YES_NO: RerankTemplate = {
+  name: 'gemma-yes-no',
+  prefix: [{ special: '<start_of_turn>' }, { text: `user\n${JUDGE}\n\n` }, ...USER_TURN],
+  documentLead: ' ',
+  suffix: [{ special: '<end_of_turn>' }, { text: '\n' }, { special: '<start_of_turn>' }, { text: 'model\n' }],
+  yes: 'yes',
+  no: 'no',
+  defaultInstruction: DEFAULT_INSTRUCTION,
+};
+
 export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
   [QWEN3_RERANKER.name]: QWEN3_RERANKER,
   [CHATML_YES_NO.name]: CHATML_YES_NO,
   [LLAMA3_YES_NO.name]: LLAMA3_YES_NO,
+  [GEMMA_YES_NO.name]: GEMMA_YES_NO,
 };
 
 /**
  * The built-in template for a model, from its name and vocabulary: a model
  * named like a Qwen3 reranker gets that recipe; a ChatML vocabulary the
- * ChatML judge; Llama 3 header tokens the Llama 3 judge. Anything else must
- * name a template.
+ * ChatML judge; Llama 3 header tokens the Llama 3 judge; Gemma's turn tokens
+ * the Gemma judge. Anything else must name a template.
  */
 export function chooseTemplate(model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
   const name = model.name.toLowerCase();
   if (/rerank/.test(name) && /qwen/.test(name + model.architecture)) return QWEN3_RERANKER;
   if (tokenizer.tokenToId('<|im_start|>') !== undefined && tokenizer.tokenToId('<|im_end|>') !== undefined) return CHATML_YES_NO;
   if (tokenizer.tokenToId('<|start_header_id|>') !== undefined && tokenizer.tokenToId('<|eot_id|>') !== undefined) return LLAMA3_YES_NO;
+  if (tokenizer.tokenToId('<start_of_turn>') !== undefined && tokenizer.tokenToId('<end_of_turn>') !== undefined) return GEMMA_YES_NO;
   throw new TemplateError(
-    `no built-in rerank template fits model ${model.name} (no ChatML or Llama 3 special tokens); ` +
+    `no built-in rerank template fits model ${model.name} (no ChatML, Llama 3 or Gemma special tokens); ` +
       `pass one of ${Object.keys(RERANK_TEMPLATES).join(', ')} as the template option`,
   );
 }
@@ -175,5 +190,6 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
     noId: single(template.no),
     prefixTokens: (query, instruction) => render(template.prefix, { query, instruction }),
     documentTokens: (document) => [...tokenizer.encode(template.documentLead + document), ...suffix],
+    suffixLength: suffix.length,
   };
 }

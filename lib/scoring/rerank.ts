@@ -6,48 +6,79 @@
  * item; the labels are the template's "no" and "yes"), and its scores
  * become relevances: softmax([no, yes])[yes], Qwen3-Reranker's recipe.
  *
- * Two request spellings: the common rerank JSON (Cohere, Jina, vLLM:
- * `documents`, `top_n`, `return_documents`; `instruction` is ours) and
- * text-embeddings-inference's (`texts`, `raw_scores`, `return_text`). The
- * library's is the common one in camelCase.
+ * Request spellings (docs/rerank.md has the table):
+ *   common     Cohere v1, Jina, vLLM: `documents` (strings, or objects read
+ *              through `rank_fields`), `top_n`, `return_documents`,
+ *              `max_chunks_per_doc`, `truncate_prompt_tokens`
+ *   cohere-v2  Cohere v2 (/v2/rerank): `documents` strings, `top_n`,
+ *              `max_tokens_per_doc` (default 4096)
+ *   tei        text-embeddings-inference: `texts`, `raw_scores`,
+ *              `return_text`, `truncate`, `truncation_direction`
+ *   library    the common one in camelCase, with `truncate` (truncate.ts)
  */
 import { ScoreInputError, describeValue } from './errors';
 import { checkUnicode, FieldNames, NormalizedRequest, normalizeTokenRequest, ScoreRequestContext } from './request';
 import { ResolvedTemplate } from './rerank-template';
+import {
+  positiveCount,
+  readMaxTokensPerDoc,
+  readTeiTruncation,
+  readTruncateOption,
+  readTruncatePromptTokens,
+  TruncateOption,
+  TruncationSpec,
+} from './truncate';
 
 /** The library's rerank request. */
 export interface RerankRequest {
   readonly query: string;
-  /** Strings, or objects with a `text` field. */
-  readonly documents: readonly (string | { readonly text: string })[];
+  /** Strings, or objects whose `rankFields` (default `text`) are ranked. */
+  readonly documents: readonly (string | Readonly<Record<string, unknown>>)[];
   /** Keep only the best N results; default all. */
   readonly topN?: number;
   /** The task instruction; default the template's. */
   readonly instruction?: string;
   /** Put each document in its result; default false. */
   readonly returnDocuments?: boolean;
+  /** Fields of object documents ranked, in order (their values joined by newlines); default ['text']. */
+  readonly rankFields?: readonly string[];
+  /** Cut documents past the context (truncate.ts); default: such a document is an error. */
+  readonly truncate?: TruncateOption;
 }
 
 /** Which spelling a request came in, which decides the response's. */
-export type RerankDialect = 'library' | 'common' | 'tei';
+export type RerankDialect = 'library' | 'common' | 'cohere-v2' | 'tei';
+
+/** Cohere v2's default for max_tokens_per_doc. */
+export const COHERE_V2_MAX_TOKENS_PER_DOC = 4096;
 
 /** A validated rerank request: the score request it runs, and how to shape its answer. */
 export interface NormalizedRerank {
   readonly dialect: RerankDialect;
   readonly score: NormalizedRequest;
+  /** The text ranked for each document. */
   readonly documents: readonly string[];
+  /** Each document as the caller sent it (a string or its whole object). */
+  readonly originals: readonly unknown[];
+  /** For each item of `score`, the document it belongs to (several with max_chunks_per_doc). */
+  readonly itemDocument: readonly number[];
   readonly topN: number;
   readonly returnDocuments: boolean;
   /** TEI's raw_scores: log-odds of yes against no instead of a probability. */
   readonly rawScores: boolean;
+  /** Documents split into chunks by max_chunks_per_doc (their indices). */
+  readonly chunkedDocuments: readonly number[];
 }
 
 export interface RerankResult {
   /** Index of the document in the request. */
   readonly index: number;
-  /** P(yes) / (P(yes) + P(no)) at the answer position; log-odds when rawScores. */
+  /** P(yes) / (P(yes) + P(no)) at the answer position (the best chunk's); log-odds when rawScores. */
   readonly relevanceScore: number;
+  /** The ranked text. */
   readonly document?: string;
+  /** The document as the caller sent it. */
+  readonly original?: unknown;
 }
 
 interface RerankNames {
@@ -55,42 +86,96 @@ interface RerankNames {
   readonly topN: string;
   readonly returnDocuments: string;
   readonly instruction: string;
+  /** The field that makes a document past the context fit, named in that 400. */
+  readonly truncate: string;
 }
 
 const NAMES: Record<RerankDialect, RerankNames> = {
-  library: { documents: 'documents', topN: 'topN', returnDocuments: 'returnDocuments', instruction: 'instruction' },
-  common: { documents: 'documents', topN: 'top_n', returnDocuments: 'return_documents', instruction: 'instruction' },
-  tei: { documents: 'texts', topN: 'top_n', returnDocuments: 'return_text', instruction: 'instruction' },
+  library: { documents: 'documents', topN: 'topN', returnDocuments: 'returnDocuments', instruction: 'instruction', truncate: 'truncate' },
+  common: {
+    documents: 'documents',
+    topN: 'top_n',
+    returnDocuments: 'return_documents',
+    instruction: 'instruction',
+    truncate: 'max_chunks_per_doc or truncate_prompt_tokens',
+  },
+  'cohere-v2': { documents: 'documents', topN: 'top_n', returnDocuments: 'return_documents', instruction: 'instruction', truncate: 'max_tokens_per_doc' },
+  tei: { documents: 'texts', topN: 'top_n', returnDocuments: 'return_text', instruction: 'instruction', truncate: 'truncate' },
 };
 
-function scoreNames(documents: string): FieldNames {
-  return { request: 'request', query: 'query', items: documents, labels: 'labels', applySoftmax: 'apply_softmax', itemFirst: 'item_first' };
+function scoreNames(names: RerankNames): FieldNames {
+  return { request: 'request', query: 'query', items: names.documents, labels: 'labels', applySoftmax: 'apply_softmax', itemFirst: 'item_first', truncate: names.truncate };
+}
+
+/** The fields every spelling is read into. */
+interface RerankFields {
+  readonly query: unknown;
+  readonly documents: unknown;
+  readonly topN: unknown;
+  readonly returnDocuments: unknown;
+  readonly instruction: unknown;
+  readonly rankFields?: unknown;
+  readonly rawScores?: unknown;
+  readonly maxChunks?: unknown;
+  readonly truncation?: TruncationSpec;
 }
 
 /** Validates a library rerank request. */
 export function normalizeRerank(request: RerankRequest, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
-  return normalizeFields(request as unknown as Record<string, unknown>, 'library', template, ctx);
+  const raw = asObject(request, 'request');
+  const truncation = readTruncateOption(raw.truncate, 'truncate');
+  return normalizeFields(
+    { query: raw.query, documents: raw.documents, topN: raw.topN, returnDocuments: raw.returnDocuments, instruction: raw.instruction, rankFields: raw.rankFields, ...(truncation ? { truncation } : {}) },
+    'library',
+    template,
+    ctx,
+  );
 }
 
-/** Validates a rerank JSON body: the common shape, or TEI's when it has `texts`. */
-export function normalizeRerankBody(body: unknown, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw new ScoreInputError(`the body must be an object, got ${describeValue(body)}`, 'body');
+/**
+ * Validates a rerank JSON body. `shape` 'v1' (POST /v1/rerank, /rerank):
+ * the common shape, or TEI's when it has `texts`; 'v2' (POST /v2/rerank): Cohere v2's.
+ */
+export function normalizeRerankBody(body: unknown, template: ResolvedTemplate, ctx: ScoreRequestContext, shape: 'v1' | 'v2' = 'v1'): NormalizedRerank {
+  const raw = asObject(body, 'body');
+  const common = { query: raw.query, topN: raw.top_n, instruction: raw.instruction, rankFields: raw.rank_fields };
+  if (shape === 'v2') {
+    if (raw.texts !== undefined) throw new ScoreInputError('/v2/rerank takes documents (Cohere v2), not texts', 'texts');
+    const truncation = readMaxTokensPerDoc(raw.max_tokens_per_doc, 'max_tokens_per_doc', COHERE_V2_MAX_TOKENS_PER_DOC);
+    return normalizeFields({ ...common, documents: raw.documents, returnDocuments: raw.return_documents, truncation }, 'cohere-v2', template, ctx);
   }
-  const raw = body as Record<string, unknown>;
   if (raw.texts !== undefined && raw.documents !== undefined) {
     throw new ScoreInputError('give documents or texts (text-embeddings-inference), not both', 'texts');
   }
   if (raw.texts !== undefined) {
-    return normalizeFields({ ...raw, documents: raw.texts, topN: raw.top_n, returnDocuments: raw.return_text }, 'tei', template, ctx);
+    const truncation = readTeiTruncation(raw.truncate, raw.truncation_direction);
+    return normalizeFields(
+      { ...common, documents: raw.texts, returnDocuments: raw.return_text, rawScores: raw.raw_scores, ...(truncation ? { truncation } : {}) },
+      'tei',
+      template,
+      ctx,
+    );
   }
-  return normalizeFields({ ...raw, topN: raw.top_n, returnDocuments: raw.return_documents }, 'common', template, ctx);
+  const truncation = readTruncatePromptTokens(raw.truncate_prompt_tokens, 'truncate_prompt_tokens');
+  if (truncation && raw.max_chunks_per_doc !== undefined && raw.max_chunks_per_doc !== null) {
+    throw new ScoreInputError('give max_chunks_per_doc or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
+  }
+  return normalizeFields(
+    { ...common, documents: raw.documents, returnDocuments: raw.return_documents, rankFields: raw.rank_fields, maxChunks: raw.max_chunks_per_doc, ...(truncation ? { truncation } : {}) },
+    'common',
+    template,
+    ctx,
+  );
 }
 
-function normalizeFields(raw: Record<string, unknown>, dialect: RerankDialect, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
-  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new ScoreInputError(`the request must be an object, got ${describeValue(raw)}`, 'request');
+function asObject(value: unknown, param: string): Record<string, unknown> {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ScoreInputError(`the ${param} must be an object, got ${describeValue(value)}`, param);
   }
+  return value as Record<string, unknown>;
+}
+
+function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
   const names = NAMES[dialect];
   if (typeof raw.query !== 'string') throw new ScoreInputError(`query must be a string, got ${describeValue(raw.query)}`, 'query');
   if (!Array.isArray(raw.documents)) {
@@ -99,17 +184,13 @@ function normalizeFields(raw: Record<string, unknown>, dialect: RerankDialect, t
   if (raw.documents.length > ctx.maxItems) {
     throw new ScoreInputError(`too many ${names.documents}: ${raw.documents.length} > ${ctx.maxItems} (the configured maximum per request)`, names.documents);
   }
-  const documents = raw.documents.map((d: unknown, i: number): string => {
-    if (typeof d === 'string') return d;
-    if (dialect !== 'tei' && d !== null && typeof d === 'object' && typeof (d as { text?: unknown }).text === 'string') return (d as { text: string }).text;
-    throw new ScoreInputError(
-      `${names.documents}[${i}] must be a string${dialect === 'tei' ? '' : ' or an object with a text string'}, got ${describeValue(d)}`,
-      names.documents,
-    );
-  });
+  const rankFields = readRankFields(raw.rankFields, dialect);
+  const originals: unknown[] = raw.documents;
+  const documents = originals.map((d, i) => documentText(d, i, dialect, names.documents, rankFields));
   const topN = optionalCount(raw.topN, names.topN) ?? documents.length;
   const returnDocuments = optionalFlag(raw.returnDocuments, names.returnDocuments) ?? false;
-  const rawScores = dialect === 'tei' ? (optionalFlag(raw.raw_scores, 'raw_scores') ?? false) : false;
+  const rawScores = dialect === 'tei' ? (optionalFlag(raw.rawScores, 'raw_scores') ?? false) : false;
+  const maxChunks = raw.maxChunks === undefined || raw.maxChunks === null ? undefined : positiveCount(raw.maxChunks, 'max_chunks_per_doc', 'max_chunks_per_doc');
   let instruction = template.template.defaultInstruction;
   if (raw.instruction !== undefined && raw.instruction !== null) {
     if (typeof raw.instruction !== 'string') throw new ScoreInputError(`instruction must be a string, got ${describeValue(raw.instruction)}`, names.instruction);
@@ -119,17 +200,84 @@ function normalizeFields(raw: Record<string, unknown>, dialect: RerankDialect, t
   checkUnicode(instruction, 'instruction', names.instruction);
   documents.forEach((d, i) => checkUnicode(d, `${names.documents}[${i}]`, names.documents));
   const bos = ctx.addBos && ctx.bosTokenId !== undefined ? [ctx.bosTokenId] : [];
+  const query = [...bos, ...template.prefixTokens(raw.query, instruction)];
+  let items = documents.map((d) => template.documentTokens(d));
+  let itemDocument = documents.map((_, i) => i);
+  const chunkedDocuments: number[] = [];
+  if (maxChunks !== undefined) ({ items, itemDocument } = chunkItems(items, query.length, template.suffixLength, maxChunks, ctx.contextLength, chunkedDocuments));
   const score = normalizeTokenRequest(
-    {
-      query: [...bos, ...template.prefixTokens(raw.query, instruction)],
-      items: documents.map((d) => template.documentTokens(d)),
-      labels: [template.noId, template.yesId],
-      applySoftmax: true,
-    },
-    scoreNames(names.documents),
+    { query, items, labels: [template.noId, template.yesId], applySoftmax: true, tail: template.suffixLength, ...(raw.truncation ? { truncation: raw.truncation } : {}) },
+    scoreNames(names),
     ctx,
   );
-  return { dialect, score, documents, topN, returnDocuments, rawScores };
+  return { dialect, score, documents, originals, itemDocument, topN, returnDocuments, rawScores, chunkedDocuments };
+}
+
+/**
+ * Cohere v1's max_chunks_per_doc: a document whose sequence passes the
+ * context is cut into consecutive chunks that fit (each followed by the
+ * template's suffix), at most `maxChunks` of them (the rest of the document
+ * is dropped); the document scores as its best chunk.
+ */
+function chunkItems(
+  items: readonly number[][],
+  queryLength: number,
+  tail: number,
+  maxChunks: number,
+  contextLength: number,
+  chunked: number[],
+): { items: number[][]; itemDocument: number[] } {
+  const room = contextLength - queryLength - tail;
+  if (room < 1) throw new ScoreInputError(`query is ${queryLength} tokens: it leaves no room for a document within the context of ${contextLength} tokens`, 'query');
+  const out: number[][] = [];
+  const itemDocument: number[] = [];
+  items.forEach((item, d) => {
+    const body = item.slice(0, item.length - tail);
+    const suffix = item.slice(item.length - tail);
+    if (body.length <= room) {
+      out.push(item);
+      itemDocument.push(d);
+      return;
+    }
+    chunked.push(d);
+    for (let c = 0; c < maxChunks && c * room < body.length; c++) {
+      out.push([...body.slice(c * room, (c + 1) * room), ...suffix]);
+      itemDocument.push(d);
+    }
+  });
+  return { items: out, itemDocument };
+}
+
+function readRankFields(value: unknown, dialect: RerankDialect): readonly string[] {
+  if (value === undefined || value === null) return ['text'];
+  const param = dialect === 'library' ? 'rankFields' : 'rank_fields';
+  if (dialect === 'tei' || dialect === 'cohere-v2') throw new ScoreInputError(`${param} is Cohere v1's (POST /v1/rerank)`, param);
+  if (!Array.isArray(value) || value.length === 0 || !value.every((f): f is string => typeof f === 'string' && f !== '')) {
+    throw new ScoreInputError(`${param} must be a non-empty array of field names, got ${describeValue(value)}`, param);
+  }
+  return value;
+}
+
+/** The text ranked for one document: a string, or the values of `rankFields` in order, joined by newlines. */
+function documentText(d: unknown, i: number, dialect: RerankDialect, param: string, rankFields: readonly string[]): string {
+  if (typeof d === 'string') return d;
+  if (dialect === 'tei' || dialect === 'cohere-v2' || d === null || typeof d !== 'object' || Array.isArray(d)) {
+    const objects = dialect === 'tei' || dialect === 'cohere-v2' ? '' : ' or an object with the ranked fields';
+    throw new ScoreInputError(`${param}[${i}] must be a string${objects}, got ${describeValue(d)}`, param);
+  }
+  const record = d as Record<string, unknown>;
+  const values: string[] = [];
+  for (const field of rankFields) {
+    const v = record[field];
+    if (v === undefined || v === null) continue;
+    if (typeof v === 'string') values.push(v);
+    else if (typeof v === 'number' || typeof v === 'boolean') values.push(String(v));
+    else throw new ScoreInputError(`${param}[${i}].${field} must be a string, number or boolean to be ranked, got ${describeValue(v)}`, param);
+  }
+  if (values.length === 0) {
+    throw new ScoreInputError(`${param}[${i}] has none of the ranked fields (${rankFields.join(', ')}): name them in rank_fields`, param);
+  }
+  return values.join('\n');
 }
 
 function optionalCount(value: unknown, param: string): number | undefined {
@@ -147,14 +295,26 @@ function optionalFlag(value: unknown, param: string): boolean | undefined {
 }
 
 /**
- * Scores ([no, yes] probabilities per document, softmaxed over the two) to
- * results sorted by relevance, best first (ties: request order), cut to topN.
+ * Scores ([no, yes] probabilities per item, softmaxed over the two) to
+ * results sorted by relevance, best first (ties: request order), cut to
+ * topN. A chunked document takes its best chunk's relevance.
  */
 export function rerankResults(request: NormalizedRerank, scores: readonly (readonly number[])[]): RerankResult[] {
-  const results = scores.map((row, index): RerankResult => {
+  const best = new Array<number>(request.documents.length).fill(-Infinity);
+  const rows = new Array<readonly number[] | undefined>(request.documents.length);
+  scores.forEach((row, item) => {
+    const d = request.itemDocument[item];
+    if (row[1] > best[d] || rows[d] === undefined) {
+      best[d] = row[1];
+      rows[d] = row;
+    }
+  });
+  const results = request.documents.map((text, index): RerankResult => {
+    const row = rows[index];
+    if (row === undefined) throw new Error(`internal: no score for document ${index}`);
     const [no, yes] = row;
     const relevanceScore = request.rawScores ? Math.log(yes) - Math.log(no) : yes;
-    return { index, relevanceScore, ...(request.returnDocuments ? { document: request.documents[index] } : {}) };
+    return { index, relevanceScore, ...(request.returnDocuments ? { document: text, original: request.originals[index] } : {}) };
   });
   results.sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);
   return results.slice(0, request.topN);

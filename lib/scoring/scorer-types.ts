@@ -8,11 +8,13 @@ import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { Admission } from './admission';
 import type { JitCacheCounters } from './jit-cache';
 import type { AlgorithmChoice, Precision, ScorerSettings } from './options';
+import type { AttentionKernelChoice } from './precision-choice';
 import type { Algorithm, Budget, ProgramKey } from './plan';
 import type { PrefixCacheCounters } from './prefix-cache';
 import type { NormalizedRequest, ScoreRequest } from './request';
 import type { RerankResult } from './rerank';
 import type { RerankTemplate } from './rerank-template';
+import type { TruncationReport } from './truncate';
 
 export type { AlgorithmChoice };
 
@@ -64,6 +66,8 @@ export interface RerankResponse {
   readonly model: string;
   /** The template that built the prompts. */
   readonly template: string;
+  /** When the request asked for truncation: tokens before and after, and the items cut. */
+  readonly truncation?: TruncationReport;
 }
 
 export interface ScoreCallOptions {
@@ -89,12 +93,21 @@ export interface PlanExplanation {
   readonly algorithm: Algorithm;
   /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
   readonly precision: Precision;
+  /** Why this precision (the option, or what 'auto' saw). */
+  readonly precisionReason: string;
+  /** The attention kernels' paths on this CPU and the one this precision takes; null without the kernels. */
+  readonly attentionKernel: AttentionKernelChoice | null;
   readonly reason: string;
   /** Estimated cost of the chosen plan, FLOP-equivalents. */
   readonly cost: number;
   readonly costs: Partial<Record<Algorithm, number>>;
   /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
   readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
+  /**
+   * The attention forms of every pass (tags: lib/hlo/prefix-attention.ts, attention-causal-chunks.ts) and, for
+   * a model with sliding windows or soft-capped scores, why the fused kernels are not among them.
+   */
+  readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
 }
 
 export interface ScoreLibraryRequest extends ScoreRequest {
@@ -115,6 +128,8 @@ export interface ScoreResult {
   /** The plan that ran. */
   readonly algorithm: Algorithm;
   readonly model: string;
+  /** When the request asked for truncation: tokens before and after, and the items cut. */
+  readonly truncation?: TruncationReport;
 }
 
 export interface ScorerStats {

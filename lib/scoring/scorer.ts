@@ -7,21 +7,25 @@ import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
-import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
-import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
+import { checkPrefixAttention, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
+import { CausalAttention, causalAttentionTag, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
+import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DecoderRunner } from './decoder-runner';
 import { AlgorithmChoice, ALGORITHM_CHOICES, Batching, pickSettings, Precision, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
+import { AttentionKernelChoice, attentionKernelChoice, choosePrecision, PrecisionChoice } from './precision-choice';
 import { AdmissionQueue, Outcome } from './admission';
 import { AbortError } from './errors';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
+import { pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
+import { modelAttention } from './attention-forms';
 import { PrefixCache } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResults } from './rerank';
@@ -83,17 +87,27 @@ function checkScorerOptions(options: ScorerOptions): LoadSettings {
   return { ...settingDefaults(SCORER_SETTINGS), ...picked };
 }
 
-/** The `kernel` forms call the addon's kernels, which only a plugin that registered them can run. */
-function checkKernels(options: ScorerOptions, client: Client): void {
+/**
+ * The attention forms bound to the loaded client: the `kernel` forms call the addon's kernels, which only a
+ * plugin that registered them can run; the `cudnn` forms get the loaded plugin's version written in, or are
+ * refused (cudnn-pin.ts). A TypeError before the weights upload.
+ */
+function bindAttentionForms(options: ScorerOptions, client: Client): ScorerOptions {
+  let bound = options;
   for (const option of ['prefixAttention', 'causalAttention'] as const) {
-    if (options[option]?.kind === 'kernel' && !client.prefixAttentionKernel) {
+    const form = options[option];
+    if (form?.kind === 'kernel' && !client.prefixAttentionKernel) {
       throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
     }
+    if (form?.kind === 'cudnn') bound = { ...bound, [option]: pinCudnnForm(form, option, client.pluginPath, client.platformName) };
   }
+  return bound;
 }
 
 export class Scorer implements Disposable {
   readonly modelName: string;
+  /** The model file's stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"). */
+  readonly quantization: string;
   readonly config: ModelConfig;
   readonly client: Client;
   /** Builds the tokenizer (parsing the file's vocabulary and merges): once, at first use or warmup. */
@@ -110,10 +124,14 @@ export class Scorer implements Disposable {
   readonly platform: PlatformFacts;
   /** f32 dot precision of every program this Scorer runs. */
   readonly precision: Precision;
+  /** The precision option resolved: what was asked, what runs, why. */
+  readonly precisionChoice: PrecisionChoice;
   /** How item tokens attend over the query's keys (the option, else the platform's). */
   readonly prefixAttention: PrefixAttention;
   /** How the query attends causally to itself (the option, else the platform's). */
   readonly causalAttention: CausalAttention;
+  /** Why the attention forms differ from the ones asked for (a model the fused kernels cannot run), or undefined. */
+  readonly attentionNote: string | undefined;
   /** How the weight matrices are stored on the device. */
   readonly weightType: WeightType;
   /** Why this weight type (the option, or what 'auto' saw). */
@@ -141,6 +159,7 @@ export class Scorer implements Disposable {
 
   private constructor(init: {
     modelName: string;
+    quantization: string;
     config: ModelConfig;
     tokenizer: () => Tokenizer;
     client: Client;
@@ -151,6 +170,7 @@ export class Scorer implements Disposable {
   }) {
     const { options, settings } = init;
     this.modelName = init.modelName;
+    this.quantization = init.quantization;
     this.config = init.config;
     this.buildTokenizer = init.tokenizer;
     this.client = init.client;
@@ -160,7 +180,7 @@ export class Scorer implements Disposable {
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = settings.algorithm;
     this.templateOption = options.rerankTemplate;
-    const facts = platformFacts(this.client.platformName);
+    const facts = platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
     this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
@@ -173,9 +193,19 @@ export class Scorer implements Disposable {
     };
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
-    this.precision = settings.precision;
-    this.prefixAttention = options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel);
-    this.causalAttention = options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel);
+    this.precisionChoice = choosePrecision(settings.precision, this.client.platformName, this.kernelPaths());
+    this.precision = this.precisionChoice.precision;
+    const attention = modelAttention(
+      this.config,
+      {
+        prefixAttention: options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel),
+        causalAttention: options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel),
+      },
+      facts,
+    );
+    this.prefixAttention = attention.prefixAttention;
+    this.causalAttention = attention.causalAttention;
+    this.attentionNote = attention.note;
     this.batching = settings.batching;
     const takeAlong = this.batching === 'cross-request' ? 'all' : settings.coalesce ? 'same-query' : 'none';
     const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
@@ -225,7 +255,7 @@ export class Scorer implements Disposable {
       try {
         const opened = performance.now();
         const client = await clientReady;
-        checkKernels(options, client);
+        const bound = bindAttentionForms(options, client);
         const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
         // Streams: each tensor is read, converted and uploaded before the next is read.
         const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
@@ -235,7 +265,17 @@ export class Scorer implements Disposable {
           closeModel();
           return loadPrograms.close();
         });
-        const scorer = new Scorer({ modelName: model.name, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options, settings });
+        const scorer = new Scorer({
+          modelName: model.name,
+          quantization: model.quantization,
+          config: model.config,
+          tokenizer: () => model.tokenizer,
+          client,
+          weights,
+          weightChoice,
+          options: bound,
+          settings,
+        });
         // A template named at load must fit the model: say so now, not at the first rerank.
         if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
         scorer.log({
@@ -244,8 +284,14 @@ export class Scorer implements Disposable {
           path: model.path,
           platform: `${client.platformName} ${client.platformVersion}`,
           precision: scorer.precision,
+          precisionReason: scorer.precisionChoice.reason,
+          attentionKernel: scorer.attentionKernel(),
           prefixAttention: scorer.prefixAttention,
           causalAttention: scorer.causalAttention,
+          ...(scorer.attentionNote ? { attentionNote: scorer.attentionNote } : {}),
+          family: model.config.architecture,
+          quantization: model.quantization,
+          contextLength: model.config.contextLength,
           weights: weightChoice.weightType,
           weightsReason: weightChoice.reason,
           batching: scorer.batching,
@@ -328,7 +374,8 @@ export class Scorer implements Disposable {
   async score(request: ScoreLibraryRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     const normalized = this.normalize(request);
     const algorithm = options.algorithm ?? (request && typeof request === 'object' ? request.algorithm : undefined);
-    return this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
+    const result = await this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
+    return normalized.truncation ? { ...result, truncation: normalized.truncation } : result;
   }
 
   /** Scores an SGLang Score API body (snake_case JSON). */
@@ -356,9 +403,19 @@ export class Scorer implements Disposable {
    */
   async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
     this.assertLive();
-    const settled = await Promise.allSettled(
-      jobs.map((job) => this.scoreNormalized(job.request, { ...options, ...(job.signal ? { signal: job.signal } : {}) })),
-    );
+    const results: Promise<ScoreResult>[] = new Array<Promise<ScoreResult>>(jobs.length);
+    const chosen: { readonly index: number; readonly job: ChosenJob }[] = [];
+    jobs.forEach((job, index) => {
+      try {
+        chosen.push({ index, job: this.chosenJob(job.request, options.algorithm, job.signal) });
+      } catch (error) {
+        results[index] = Promise.reject(error);
+      }
+    });
+    // Queued together, so the requests that may share passes meet in one turn.
+    const admitted = this.queue.submitAll(chosen.map((c) => c.job));
+    chosen.forEach((c, k) => (results[c.index] = admitted[k].then((a) => a.result)));
+    const settled = await Promise.allSettled(results);
     return settled.map((s): BatchOutcome => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason }));
   }
 
@@ -372,16 +429,23 @@ export class Scorer implements Disposable {
     return this.runRerank(normalizeRerank(request, this.rerankTemplate(), this.requestContext), options);
   }
 
-  /** Validates a rerank JSON body (the common shape, or text-embeddings-inference's). */
-  normalizeRerankBody(body: unknown): NormalizedRerank {
+  /** Validates a rerank JSON body: 'v1' the common shape or text-embeddings-inference's, 'v2' Cohere v2's. */
+  normalizeRerankBody(body: unknown, shape: 'v1' | 'v2' = 'v1'): NormalizedRerank {
     this.assertLive();
-    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext);
+    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext, shape);
   }
 
   /** Runs a validated rerank request. */
   async runRerank(request: NormalizedRerank, options: ScoreCallOptions = {}): Promise<RerankResponse> {
     const result = await this.scoreNormalized(request.score, options);
-    return { results: rerankResults(request, result.scores), usage: result.usage, model: this.modelName, template: this.rerankTemplate().template.name };
+    const truncation = request.score.truncation;
+    return {
+      results: rerankResults(request, result.scores),
+      usage: result.usage,
+      model: this.modelName,
+      template: this.rerankTemplate().template.name,
+      ...(truncation ? { truncation } : {}),
+    };
   }
 
   /** The rerank template bound to this model's vocabulary (TemplateError when none fits). */
@@ -406,7 +470,31 @@ export class Scorer implements Disposable {
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
     const choice = this.choose(normalized, request.algorithm);
-    return explanation(choice, this.precision);
+    return { ...explanation(choice, this.precisionChoice, this.attentionKernel()), attention: this.attentionExplanation() };
+  }
+
+  /**
+   * The attention kernels' paths on this CPU (read now: PJRT_SCORE_KERNEL_ISA may cap them) and the
+   * one this Scorer's precision takes; null where no kernel form runs.
+   */
+  attentionKernel(): AttentionKernelChoice | null {
+    const usesKernel = this.prefixAttention.kind === 'kernel' || this.causalAttention.kind === 'kernel';
+    const paths = usesKernel ? this.kernelPaths() : null;
+    return paths ? attentionKernelChoice(paths, this.precision) : null;
+  }
+
+  /** The kernels' paths for this model's head dim, where the client registered the kernels. */
+  private kernelPaths(): KernelPaths | null {
+    return this.client.prefixAttentionKernel ? attentionKernelPaths(this.config.headDim) : null;
+  }
+
+  /** The attention forms every pass runs, and why they are not the ones asked for when a model needs that. */
+  private attentionExplanation(): PlanExplanation['attention'] {
+    return {
+      prefixAttention: prefixAttentionTag(this.prefixAttention),
+      causalAttention: causalAttentionTag(this.causalAttention),
+      ...(this.attentionNote ? { note: this.attentionNote } : {}),
+    };
   }
 
   /**
@@ -586,9 +674,9 @@ function warmupShape(s: WarmupShape): RequestShape {
   return { queryLength: s.queryTokens, itemLengths: new Array<number>(s.items).fill(s.itemTokens), labelCount: s.labels ?? 2, itemFirst: false };
 }
 
-function explanation(choice: PlanChoice, precision: Precision): PlanExplanation {
+function explanation(choice: PlanChoice, precision: PrecisionChoice, attentionKernel: AttentionKernelChoice | null): PlanExplanation {
   const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
-  return { algorithm: choice.plan.algorithm, precision, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
+  return { algorithm: choice.plan.algorithm, precision: precision.precision, precisionReason: precision.reason, attentionKernel, reason: choice.reason, cost: choice.cost, costs: choice.costs, passes };
 }
 
 export type { Plan };

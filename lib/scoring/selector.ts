@@ -78,12 +78,13 @@ export function planCost(plan: Plan, m: CostModel): number {
 
 /**
  * The plan a request runs: `requested` when it names an algorithm, else the
- * cheapest candidate. item_first always runs serial.
+ * cheapest candidate. item_first and an empty query always run serial.
  */
 export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', sizing: Sizing, m: CostModel): PlanChoice {
-  if (shape.itemFirst) {
+  if (shape.itemFirst || shape.queryLength === 0) {
     const plan = makePlan('serial', shape, sizing);
-    return { plan, cost: planCost(plan, m), reason: 'item_first has no shared prefix', costs: {} };
+    const reason = shape.itemFirst ? 'item_first has no shared prefix' : 'an empty query has no shared prefix';
+    return { plan, cost: planCost(plan, m), reason, costs: {} };
   }
   if (requested !== 'auto') {
     const plan = makePlan(requested, shape, sizing);

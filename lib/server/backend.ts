@@ -29,7 +29,9 @@ export interface ScoringBackend
     | 'warmup'
     | 'dispose'
   > {
-  readonly config: Pick<Scorer['config'], 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'>;
+  readonly config: Pick<Scorer['config'], 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> & Partial<Pick<Scorer['config'], 'architecture'>>;
+  /** The stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"), when the backend knows them (/v1/models). */
+  readonly quantization?: Scorer['quantization'];
   stats(): BackendStats;
   /** Token ids -> text (label names in the CLI table); optional. */
   readonly tokenizer?: { decode(ids: readonly number[]): string };

@@ -5,7 +5,8 @@
  * themselves, so the three hosts give the same statuses, headers and bodies.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpError } from './http-errors';
+import { ErrorShape, HttpError } from './http-errors';
+import { stringifyWithFloats } from './json-floats';
 
 export interface Exchange {
   /** The raw request; its body stream is read unless `body` is given. */
@@ -26,14 +27,16 @@ export interface Reply {
   readonly headers: Readonly<Record<string, string>>;
 }
 
-export function jsonReply(status: number, body: unknown, headers: Readonly<Record<string, string>> = {}): Reply {
-  return { status, contentType: 'application/json', body: JSON.stringify(body), headers };
+/** A JSON answer; numbers under `floatKeys` are written with a fraction part (json-floats.ts). */
+export function jsonReply(status: number, body: unknown, headers: Readonly<Record<string, string>> = {}, floatKeys?: ReadonlySet<string>): Reply {
+  const text = floatKeys === undefined ? JSON.stringify(body) : stringifyWithFloats(body, floatKeys);
+  return { status, contentType: 'application/json', body: text, headers };
 }
 
-export function errorReply(error: HttpError, headers: Readonly<Record<string, string>> = {}): Reply {
+export function errorReply(error: HttpError, headers: Readonly<Record<string, string>> = {}, shape: ErrorShape = 'common'): Reply {
   const all: Record<string, string> = { ...error.headers, ...headers };
   if (error.retryAfter !== undefined) all['retry-after'] = String(error.retryAfter);
-  return jsonReply(error.status, error.body(), all);
+  return jsonReply(error.status, error.body(shape), all);
 }
 
 /** Writes a Reply on a node:http (or express) response; nothing if the response is already gone. */

@@ -6,7 +6,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, writeReply } from './exchange';
-import { ROUTES, RouteDefinition, dispatch } from './routes';
+import { ROUTES, RouteDefinition, dispatch, findRoute } from './routes';
 import { ServiceState } from './service';
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
@@ -16,11 +16,10 @@ export type ExpressStyleHandler = (req: IncomingMessage, res: ServerResponse, ne
 
 /** The standalone service's listener: every route; an unknown path is our 404. */
 export function createRequestListener(service: ServiceState, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
-  const byPath = indexRoutes(routes);
   return (req, res) => {
     const path = pathOf(req.url);
     const ex: Exchange = { req, res, method: req.method ?? '', path };
-    void dispatch(service, byPath.get(path) ?? null, ex, (reply) => writeReply(res, reply));
+    void dispatch(service, findRoute(routes, path), ex, (reply) => writeReply(res, reply));
   };
 }
 
@@ -31,10 +30,9 @@ export function createRequestListener(service: ServiceState, routes: readonly Ro
  * first, it reads the body itself, with the standalone service's limits.
  */
 export function createExpressRouter(service: ServiceState, routes: readonly RouteDefinition[]): ExpressStyleHandler {
-  const byPath = indexRoutes(routes);
   return (req, res, next) => {
-    const route = byPath.get(pathOf(req.url));
-    if (route === undefined) {
+    const route = findRoute(routes, pathOf(req.url));
+    if (route === null) {
       next();
       return;
     }
@@ -43,10 +41,6 @@ export function createExpressRouter(service: ServiceState, routes: readonly Rout
     const ex: Exchange = { req, res, method: req.method ?? '', path: route.path, ...(consumed ? { body: { value: parsed.body } } : {}) };
     void dispatch(service, route, ex, (reply) => writeReply(res, reply));
   };
-}
-
-function indexRoutes(routes: readonly RouteDefinition[]): ReadonlyMap<string, RouteDefinition> {
-  return new Map(routes.map((route) => [route.path, route]));
 }
 
 function pathOf(url: string | undefined): string {

@@ -1,30 +1,89 @@
 /**
  * POST /v1/rerank and /rerank: the rerank JSON the ecosystem speaks, on the
- * scoring route's steps (score-route.ts). The common shape (Cohere, Jina,
- * vLLM: `query`, `documents` as strings or `{text}`, `top_n`,
- * `return_documents`; `instruction` is ours) answers
- * `{ id, model, results: [{ index, relevance_score, document? }], usage }`;
- * text-embeddings-inference's shape (`texts`, `raw_scores`, `return_text`)
- * answers TEI's bare array `[{ index, score, text? }]`. Both sorted by
- * relevance, best first.
+ * scoring route's steps (score-route.ts). The common shape (Cohere v1, Jina,
+ * vLLM: `query`, `documents` as strings or objects ranked through
+ * `rank_fields`, `top_n`, `return_documents`, `max_chunks_per_doc`,
+ * `truncate_prompt_tokens`; `instruction` is ours) answers
+ * `{ id, model, object, results: [{ index, relevance_score, document? }], usage, meta }`;
+ * text-embeddings-inference's shape (`texts`, `raw_scores`, `return_text`,
+ * `truncate`, `truncation_direction`) answers TEI's bare array
+ * `[{ index, score, text? }]`. Both sorted by relevance, best first.
+ * Cohere v2's POST /v2/rerank is cohere-v2-route.ts.
  */
-import { rerankResults, type NormalizedRerank } from '../scoring';
+import { rerankResults, type NormalizedRerank, type RerankResult, type ScoreResult } from '../scoring';
+import { ErrorShape, HttpError } from './http-errors';
 import { checkModelField, ScoringEndpoint } from './score-route';
+
+export interface RerankUsage {
+  readonly prompt_tokens: number;
+  readonly total_tokens: number;
+  /** Present when truncation was asked for: the tokens had nothing been cut. */
+  readonly prompt_tokens_before_truncation?: number;
+}
+
+/** Cohere's `meta`, with the token counts; `warnings` name the documents truncation cut. */
+export interface RerankMeta {
+  readonly api_version: { readonly version: string };
+  readonly billed_units: { readonly search_units: number };
+  readonly tokens: { readonly input_tokens: number; readonly output_tokens: 0 };
+  readonly warnings?: readonly string[];
+}
 
 export interface RerankResponseBody {
   readonly id: string;
   readonly model: string;
   readonly object: 'rerank';
-  readonly results: readonly { readonly index: number; readonly relevance_score: number; readonly document?: { readonly text: string } }[];
-  readonly usage: { readonly prompt_tokens: number; readonly total_tokens: number };
+  readonly results: readonly { readonly index: number; readonly relevance_score: number; readonly document?: unknown }[];
+  readonly usage: RerankUsage;
+  readonly meta: RerankMeta;
 }
 
 export type TeiRerankResponseBody = readonly { readonly index: number; readonly score: number; readonly text?: string }[];
 
+/** Numbers written as floats in every rerank answer. */
+export const RERANK_FLOAT_KEYS: ReadonlySet<string> = new Set(['relevance_score', 'score']);
+
+/** TEI's request shape names its documents `texts`; its errors are TEI's too. */
+function isTeiBody(body: unknown): body is { texts: unknown } {
+  return body !== null && typeof body === 'object' && !Array.isArray(body) && (body as { texts?: unknown }).texts !== undefined;
+}
+
+export function rerankUsage(outcome: ScoreResult, rerank: NormalizedRerank): RerankUsage {
+  const truncation = rerank.score.truncation;
+  return {
+    prompt_tokens: outcome.usage.promptTokens,
+    total_tokens: outcome.usage.promptTokens,
+    ...(truncation ? { prompt_tokens_before_truncation: truncation.tokensBefore } : {}),
+  };
+}
+
+export function rerankMeta(outcome: ScoreResult, rerank: NormalizedRerank, version: string): RerankMeta {
+  const warnings: string[] = [];
+  const cut = rerank.score.truncation?.truncatedItems ?? [];
+  if (cut.length > 0) warnings.push(`truncated to fit: documents ${cut.join(', ')} (${rerank.score.truncation?.tokensBefore} tokens before, ${outcome.usage.promptTokens} after)`);
+  if (rerank.chunkedDocuments.length > 0) warnings.push(`split into chunks (max_chunks_per_doc), scored by the best chunk: documents ${rerank.chunkedDocuments.join(', ')}`);
+  return {
+    api_version: { version },
+    billed_units: { search_units: 1 },
+    tokens: { input_tokens: outcome.usage.promptTokens, output_tokens: 0 },
+    ...(warnings.length > 0 ? { warnings } : {}),
+  };
+}
+
+/** A result's `document`: `{ text }` for a string document, the caller's whole object otherwise. */
+export function resultDocument(result: RerankResult): unknown {
+  if (result.original !== undefined && typeof result.original === 'object' && result.original !== null) return result.original;
+  return { text: result.document };
+}
+
 export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
   normalize: (backend, body) => {
     checkModelField(body);
-    const rerank = backend.normalizeRerankBody(body);
+    // TEI refuses an empty batch (its ErrorType::Empty) where the common shape answers no results.
+    if (isTeiBody(body) && Array.isArray(body.texts) && body.texts.length === 0) {
+      throw new HttpError(400, '`texts` cannot be empty', { param: 'texts', teiType: 'empty' });
+    }
+    const rerank = backend.normalizeRerankBody(body, 'v1');
     return { request: rerank.score, detail: rerank };
   },
   respond: (outcome, rerank, service, id): RerankResponseBody | TeiRerankResponseBody => {
@@ -36,8 +95,11 @@ export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
       id,
       model: service.backend?.modelName ?? '',
       object: 'rerank',
-      results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore, ...(r.document !== undefined ? { document: { text: r.document } } : {}) })),
-      usage: { prompt_tokens: outcome.usage.promptTokens, total_tokens: outcome.usage.promptTokens },
+      results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore, ...(r.document !== undefined ? { document: resultDocument(r) } : {}) })),
+      usage: rerankUsage(outcome, rerank),
+      meta: rerankMeta(outcome, rerank, '1'),
     };
   },
+  floatKeys: RERANK_FLOAT_KEYS,
+  errorShape: (body): ErrorShape => (isTeiBody(body) ? 'tei' : 'common'),
 };

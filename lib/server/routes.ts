@@ -7,18 +7,34 @@
  */
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
+import { listModels, retrieveModel, teiInfo } from './info-routes';
+import { openApiDocument } from './openapi';
+import { Operation, OPERATIONS } from './openapi-schemas';
 import { logEvent } from './log';
+import { COHERE_V2_RERANK_ENDPOINT } from './cohere-v2-route';
 import { RERANK_ENDPOINT } from './rerank-route';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
 import { ServiceState } from './service';
 
-export type RoutePath = '/v1/score' | '/v1/rerank' | '/rerank' | '/health' | '/v1/models' | '/metrics';
+export type RoutePath =
+  | '/v1/score'
+  | '/v1/rerank'
+  | '/v2/rerank'
+  | '/rerank'
+  | '/health'
+  | '/v1/models'
+  | '/v1/models/:id'
+  | '/info'
+  | '/metrics'
+  | '/openapi.json';
 
 export interface RouteDefinition {
   readonly path: RoutePath;
   readonly methods: readonly string[];
   /** Scoring routes are counted in pjrt_score_requests_total and log their items, tokens and batch. */
   readonly scoring: boolean;
+  /** Its entry in GET /openapi.json. */
+  readonly operation: Operation;
   run(service: ServiceState, ex: Exchange, record: ScoreRecord): Promise<Reply>;
 }
 
@@ -28,18 +44,33 @@ export interface MountOptions {
   readonly health?: boolean;
   /** GET /metrics: the registry's exposition (the host's metrics too, if it passed its registry). Default false. */
   readonly metrics?: boolean;
-  /** GET /v1/models. Default false. */
+  /** GET /v1/models, GET /v1/models/{id} and TEI's GET /info. Default false. */
   readonly models?: boolean;
+  /** GET /openapi.json (the standalone service's routes). Default false. */
+  readonly openapi?: boolean;
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
-  { path: '/v1/score', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
-  { path: '/v1/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
-  { path: '/rerank', methods: ['POST'], scoring: true, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
-  { path: '/health', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => health(service) },
-  { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, run: async (service) => models(service) },
-  { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, run: (service) => metrics(service) },
+  { path: '/v1/score', methods: ['POST'], scoring: true, operation: OPERATIONS.score, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
+  { path: '/v1/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerank, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/v2/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerankV2, run: (service, ex, record) => handleScoring(service, ex, record, COHERE_V2_RERANK_ENDPOINT) },
+  { path: '/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerank, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
+  { path: '/health', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.health, run: async (service) => health(service) },
+  { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.models, run: async (service) => listModels(service) },
+  { path: '/v1/models/:id', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.model, run: async (service, ex) => retrieveModel(service, ex) },
+  { path: '/info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.info, run: async (service) => teiInfo(service) },
+  { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.metrics, run: (service) => metrics(service) },
+  { path: '/openapi.json', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.openapi, run: async () => openApiReply() },
 ];
+
+let openApiText: string | undefined;
+/** The document of ROUTES, built once. */
+function openApiReply(): Reply {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const version = (require('../../package.json') as { version: string }).version;
+  openApiText ??= JSON.stringify(openApiDocument(ROUTES, { title: 'pjrt-score', version }));
+  return { status: 200, contentType: 'application/json', body: openApiText, headers: {} };
+}
 
 /** The routes a mount serves. */
 export function selectRoutes(options: MountOptions): readonly RouteDefinition[] {
@@ -48,8 +79,24 @@ export function selectRoutes(options: MountOptions): readonly RouteDefinition[] 
       route.scoring ||
       (route.path === '/health' && options.health === true) ||
       (route.path === '/metrics' && options.metrics === true) ||
-      (route.path === '/v1/models' && options.models === true),
+      (MODEL_PATHS.has(route.path) && options.models === true) ||
+      (route.path === '/openapi.json' && options.openapi === true),
   );
+}
+
+const MODEL_PATHS: ReadonlySet<RoutePath> = new Set(['/v1/models', '/v1/models/:id', '/info']);
+
+/** The route serving `path`: an exact path, else a pattern whose `:name` segments match any one segment. */
+export function findRoute(routes: readonly RouteDefinition[], path: string): RouteDefinition | null {
+  const exact = routes.find((route) => route.path === path);
+  if (exact) return exact;
+  const segments = path.split('/');
+  for (const route of routes) {
+    const pattern = route.path.split('/');
+    if (!route.path.includes('/:') || pattern.length !== segments.length) continue;
+    if (pattern.every((p, i) => (p.startsWith(':') ? segments[i] !== '' : p === segments[i]))) return route;
+  }
+  return null;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -137,24 +184,6 @@ function health(service: ServiceState): Reply {
     body.in_flight = service.backend.inFlight;
   }
   return jsonReply(ready ? 200 : 503, body, ready ? {} : { 'retry-after': String(service.retryAfterSeconds()) });
-}
-
-function models(service: ServiceState): Reply {
-  const backend = service.backend;
-  if (!backend) return errorReply(new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() }));
-  return jsonReply(200, {
-    object: 'list',
-    data: [
-      {
-        id: backend.modelName,
-        object: 'model',
-        created: Math.floor(service.startedAt / 1000),
-        owned_by: 'pjrt-score',
-        root: backend.modelName,
-        max_model_len: backend.config.contextLength,
-      },
-    ],
-  });
 }
 
 async function metrics(service: ServiceState): Promise<Reply> {

@@ -10,7 +10,7 @@ import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admiss
 import { isAbortError, ScoringBackend } from './backend';
 import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from './body';
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
-import { HttpError } from './http-errors';
+import { ErrorShape, HttpError } from './http-errors';
 import { logEvent } from './log';
 import { ServiceState } from './service';
 
@@ -18,7 +18,13 @@ export interface ScoreResponseBody {
   readonly scores: number[][];
   readonly model: string;
   readonly object: 'scoring';
-  readonly usage: { readonly prompt_tokens: number; readonly completion_tokens: 0; readonly total_tokens: number };
+  readonly usage: {
+    readonly prompt_tokens: number;
+    readonly completion_tokens: 0;
+    readonly total_tokens: number;
+    /** Present when the request asked for truncation (`truncate`, `truncate_prompt_tokens`): the tokens had nothing been cut. */
+    readonly prompt_tokens_before_truncation?: number;
+  };
 }
 
 /** What the request log line and the metrics learn about one request. */
@@ -32,6 +38,8 @@ export interface ScoreRecord {
   queueMs?: number;
   error?: string;
   param?: string | null;
+  /** The error body's shape, once the body says which client sent it. */
+  errorShape?: ErrorShape;
 }
 
 /** The request's deadline passed (504): the reason its signal fires with, kept through the Scorer. */
@@ -54,20 +62,31 @@ export interface ScoringEndpoint<T> {
   normalize(backend: ScoringBackend, body: unknown): { readonly request: NormalizedRequest; readonly detail: T };
   /** The 200 answer. */
   respond(outcome: ScoreResult, detail: T, service: ServiceState, id: string): unknown;
+  /** Keys whose numbers are floats on the wire (1 is written 1.0): json-floats.ts. */
+  readonly floatKeys: ReadonlySet<string>;
+  /** The error body for a parsed request body (TEI's shape on TEI's requests); default the common one. */
+  errorShape?(body: unknown): ErrorShape;
 }
 
 /** POST /v1/score. */
-export const SCORE_ENDPOINT: ScoringEndpoint<null> = {
+export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest['truncation'] | null> = {
   normalize: (backend, body) => {
     checkModelField(body);
-    return { request: backend.normalizeBody(body), detail: null };
+    const request = backend.normalizeBody(body);
+    return { request, detail: request.truncation ?? null };
   },
-  respond: (outcome, _detail, service): ScoreResponseBody => ({
+  respond: (outcome, truncation, service): ScoreResponseBody => ({
     scores: outcome.scores,
     model: service.backend?.modelName ?? '',
     object: 'scoring',
-    usage: { prompt_tokens: outcome.usage.promptTokens, completion_tokens: 0, total_tokens: outcome.usage.promptTokens },
+    usage: {
+      prompt_tokens: outcome.usage.promptTokens,
+      completion_tokens: 0,
+      total_tokens: outcome.usage.promptTokens,
+      ...(truncation ? { prompt_tokens_before_truncation: truncation.tokensBefore } : {}),
+    },
   }),
+  floatKeys: new Set(['scores']),
 };
 
 /** Answers one scoring request; never throws (every failure is an error Reply). */
@@ -83,7 +102,7 @@ export async function handleScoring<T>(service: ServiceState, ex: Exchange, reco
     const { outcome, detail } = await scoreRequest(service, ex, controller.signal, record, endpoint);
     const body = endpoint.respond(outcome, detail, service, record.id);
     record.status = 200;
-    return jsonReply(200, body);
+    return jsonReply(200, body, {}, endpoint.floatKeys);
   } catch (error) {
     const httpError = toHttpError(service, error, controller.signal);
     record.status = httpError.status;
@@ -97,7 +116,7 @@ export async function handleScoring<T>(service: ServiceState, ex: Exchange, reco
       ex.req.resume();
     }
     if (controller.signal.reason instanceof ClientGoneError) record.status = 499;
-    return errorReply(httpError, headers);
+    return errorReply(httpError, headers, record.errorShape);
   } finally {
     clearTimeout(timer);
     ex.res.off('close', onClose);
@@ -135,6 +154,7 @@ async function scoreRequest<T>(
   }
   checkContentType(ex.req.headers['content-type']);
   const body = await requestBody(service, ex, signal);
+  if (endpoint.errorShape) record.errorShape = endpoint.errorShape(body);
   const { request, detail } = endpoint.normalize(backend, body);
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;

@@ -4,6 +4,6 @@
  * May import: nothing in lib/.
  */
 export { cacheDir } from './cache-dir';
-export { sameDims, elementCount } from './dims';
+export { sameDims, elementCount, dimsProblem } from './dims';
 export { ELEMENT_TYPES, isElementType, elementKind, elementTypeFromMlir } from './element-types';
 export type { ElementKind, ElementType, ElementTypeInfo } from './element-types';

@@ -4,11 +4,18 @@
 // time of this process (every thread: XLA's and the addon's kernel pool) and
 // wall time per execution, the first round dropped (compile-time effects).
 
-/** cases: [{ exe, buffers }]; fills each case's `cpu` and `wall` (ms, one per round after the first). */
+/**
+ * cases: [{ exe, buffers, isa? }]; fills each case's `cpu` and `wall` (ms, one per round after the
+ * first). `isa`: PJRT_SCORE_KERNEL_ISA while the case runs (the attention kernels' path cap).
+ */
 async function timeAlternating(cases, rounds) {
   for (const k of cases) [k.cpu, k.wall] = [[], []];
+  const isaBefore = process.env.PJRT_SCORE_KERNEL_ISA;
   for (let round = 0; round < rounds; round++) {
     for (const k of cases) {
+      if (k.isa) process.env.PJRT_SCORE_KERNEL_ISA = k.isa;
+      else if (isaBefore === undefined) delete process.env.PJRT_SCORE_KERNEL_ISA;
+      else process.env.PJRT_SCORE_KERNEL_ISA = isaBefore;
       const cpu0 = process.cpuUsage();
       const wall0 = performance.now();
       const outs = await k.exe.execute(k.buffers);
@@ -20,6 +27,8 @@ async function timeAlternating(cases, rounds) {
       k.wall.push(performance.now() - wall0);
     }
   }
+  if (isaBefore === undefined) delete process.env.PJRT_SCORE_KERNEL_ISA;
+  else process.env.PJRT_SCORE_KERNEL_ISA = isaBefore;
 }
 
 /** Disposes every case's buffers and executable. */

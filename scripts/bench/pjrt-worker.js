@@ -5,6 +5,7 @@
 // prefixAttention: joint, kb<keys>w, kb<keys>u, ffi (the addon's kernel) or a row form (ones_own, rc8w, ...:
 // lib/hlo/attention-rows.ts); causalAttention: square, qc<chunks> or ffi (the
 // addon's kernel) (default, or '-': the platform's).
+// BENCH_PRECISION: the Scorer's `precision` option (highest by default; bf16, auto).
 // Scores one request to compile (untimed), then a fresh request of the same
 // shape (timed). The prefix cache is off, so every request pays its query.
 // BENCH_ALL_SCORES=1: also every score of the timed request, and the scores
@@ -31,7 +32,8 @@ async function main() {
     ...(causalForm ? { causalAttention: parseCausalAttentionTag(causalForm) } : {}),
   };
   let loaded = {};
-  const scorer = await Scorer.load({ algorithm, weights, ...attention, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
+  const precision = process.env.BENCH_PRECISION || 'highest';
+  const scorer = await Scorer.load({ algorithm, weights, precision, ...attention, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
   const warm = request(workload, 0, itemLimit);
   const t0 = performance.now();
   await scorer.score(warm);
@@ -62,6 +64,9 @@ async function main() {
     scores: process.env.BENCH_ALL_SCORES ? result.scores : undefined,
     yesNoScores: yesNo,
     weights: scorer.weightType,
+    precision: scorer.precision,
+    precisionReason: scorer.precisionChoice.reason,
+    attentionKernel: scorer.attentionKernel(),
     prefixAttention: scorer.prefixAttention,
     causalAttention: scorer.causalAttention,
     weightsReason: scorer.weightChoice.reason,

@@ -8,7 +8,14 @@ const WORKLOADS = {
   'small-100': { name: 'small-100', description: '300-token query, 100 items x 10 tokens', queryTokens: 300, items: 100, itemTokens: 10 },
   // SGLang's multi-item scoring PR workload: distinct 300-token queries, 10 items of 20 tokens each.
   pr: { name: 'pr', description: '300-token query, 10 items x 20 tokens', queryTokens: 300, items: 10, itemTokens: 20 },
+  // The shapes most rerank users send (issue 31): a short query and long documents.
+  rag: { name: 'rag', description: '30-token query, 20 items x 500 tokens (RAG chunks)', queryTokens: 30, items: 20, itemTokens: 500 },
+  'items-100': { name: 'items-100', description: '30-token query, 100 items x 100 tokens', queryTokens: 30, items: 100, itemTokens: 100 },
+  doc: { name: 'doc', description: '30-token query, one document of 4,500 tokens', queryTokens: 30, items: 1, itemTokens: 4500 },
 };
+
+/** The five workloads of issue 31's table, in its order: the long-query target, SGLang's PR shape, and three short-query shapes. */
+const SHAPE_TABLE = ['target', 'pr', 'rag', 'items-100', 'doc'];
 
 const LABELS = [9454, 2753];
 
@@ -67,4 +74,4 @@ function serialFlopsPerItem(config, workload) {
   return usefulFlops(config, { ...workload, queryTokens: workload.queryTokens + workload.itemTokens, itemTokens: 0 }, 1);
 }
 
-module.exports = { WORKLOADS, LABELS, request, textRequest, usefulFlops, serialFlopsPerItem };
+module.exports = { WORKLOADS, SHAPE_TABLE, LABELS, request, textRequest, usefulFlops, serialFlopsPerItem };

@@ -6,7 +6,14 @@
  *
  *   makeTinyModel(arch = 'llama', seed = 1) -> { arch, config, weights, tokenizer }
  *     config:  a ModelConfig (2 layers, Dm 32, 4 q heads / 2 kv heads, vocab 64;
- *              qwen3 uses head dim 16 so Hq*D != Dm)
+ *              qwen3 uses head dim 16 so Hq*D != Dm). gemma3: 6 layers (5 local
+ *              with a window of 3 and RoPE base 10,000, then 1 global with base
+ *              1e6 and linear RoPE scaling 2), q/k norms, head dim 16; gemma2:
+ *              3 layers (local, global, local; window 4), attention soft cap 2
+ *              and final soft cap 3, so that windows and caps change the numbers.
+ *              Gemma's 2-D weights are f16-representable (an F16 file holds them
+ *              exactly); its norm weights are the multipliers (llama.cpp's 1 + w;
+ *              the Hugging Face writer stores w).
  *     weights: HF orientation, Float64Array per tensor (already f32-representable),
  *              lmHead === embedding when tied. Shape of lib's HostWeights.
  *     tokenizer: { tokens, types, merges } of a 64-token byte-level BPE
@@ -15,13 +22,14 @@
  *     matrixType/embeddingType: 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' for the
  *     2-D tensors (1-D norms and biases stay F32, as llama.cpp does). For llama,
  *     Q and K rows are permuted as convert_hf_to_gguf.py does (unless permute: false).
- *   writeTinyHfDir(model, dir, { dtype: 'F32' | 'F16' | 'BF16', shards: 1 | 2 })
+ *   writeTinyHfDir(model, dir, { dtype: 'F32' | 'F16' | 'BF16', shards: 1 | 2, config: {...} })
+ *     config: keys merged into config.json (model_type: 'mistral', sliding_window, ...)
  *   TINY_TEXTS: strings inside the tiny vocabulary's alphabet.
  */
 const fs = require('node:fs');
 const path = require('node:path');
 
-const GGML = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q8_0: 8, Q5_K: 13, BF16: 30 };
+const GGML = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, IQ2_XXS: 16, IQ2_XS: 17, IQ4_NL: 20, IQ4_XS: 23, BF16: 30 };
 const VALUE = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
 
 const f32 = new Float32Array(1);
@@ -321,7 +329,22 @@ const ARCH_CONFIGS = {
   llama: { ropeTheta: 10000, rmsEps: 1e-5, headDim: 8, tiedEmbeddings: true, attentionBias: false, qkNorm: false },
   qwen2: { ropeTheta: 1000000, rmsEps: 1e-6, headDim: 8, tiedEmbeddings: false, attentionBias: true, qkNorm: false },
   qwen3: { ropeTheta: 1000000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: true },
+  gemma3: {
+    ropeTheta: 1000000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: true, numLayers: 6,
+    gemma: { attentionScale: 0.25, ropeThetaLocal: 10000, ropeLinearFactor: 2 },
+    slidingWindow: { window: 3, layers: [true, true, true, true, true, false] },
+  },
+  gemma2: {
+    ropeTheta: 10000, rmsEps: 1e-6, headDim: 8, tiedEmbeddings: true, attentionBias: false, qkNorm: false, numLayers: 3,
+    gemma: { attentionScale: 1 / Math.sqrt(8), attentionSoftcap: 2, finalSoftcap: 3, ropeThetaLocal: 10000 },
+    slidingWindow: { window: 4, layers: [true, false, true] },
+  },
 };
+
+/** Round to the nearest f16 value (then exact in F16, F32 and f64). */
+function f16Exact(v) {
+  return f16BitsToNumber(f32ToF16Bits(v));
+}
 
 function makeTinyModel(arch = 'llama', seed = 1) {
   const a = ARCH_CONFIGS[arch];
@@ -332,7 +355,7 @@ function makeTinyModel(arch = 'llama', seed = 1) {
     vocabSize: tokenizer.tokens.length,
     hiddenSize: 32,
     intermediateSize: 64,
-    numLayers: 2,
+    numLayers: a.numLayers ?? 2,
     numHeads: 4,
     numKvHeads: 2,
     headDim: a.headDim,
@@ -346,13 +369,18 @@ function makeTinyModel(arch = 'llama', seed = 1) {
     eosTokenId: 2,
     addBos: false,
   };
+  if (a.gemma) {
+    config.gemma = { embeddingScale: Math.fround(Math.sqrt(config.hiddenSize)), ...a.gemma };
+    config.slidingWindow = a.slidingWindow;
+  }
   const rng = prng(seed * 7919 + arch.length);
-  // Values are rounded to f32 so an F32 file holds them exactly.
-  const matrix = (rows, cols) => Float64Array.from({ length: rows * cols }, () => Math.fround(rng.normal() / Math.sqrt(cols)));
+  // Values are rounded to f32 so an F32 file holds them exactly (Gemma's matrices to f16, for an F16 file).
+  const round = a.gemma ? f16Exact : Math.fround;
+  const matrix = (rows, cols) => Float64Array.from({ length: rows * cols }, () => round(rng.normal() / Math.sqrt(cols)));
   const norm = (n) => Float64Array.from({ length: n }, () => Math.fround(1 + 0.2 * (rng.uniform() - 0.5)));
   const bias = (n) => Float64Array.from({ length: n }, () => Math.fround(0.1 * rng.normal()));
   const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
-  const embedding = Float64Array.from({ length: V * Dm }, () => Math.fround(rng.normal()));
+  const embedding = Float64Array.from({ length: V * Dm }, () => round(rng.normal()));
   const layers = [];
   for (let l = 0; l < config.numLayers; l++) {
     const layer = {
@@ -361,6 +389,7 @@ function makeTinyModel(arch = 'llama', seed = 1) {
     if (config.attentionBias) Object.assign(layer, { bq: bias(Hq * D), bk: bias(Hkv * D), bv: bias(Hkv * D) });
     if (config.qkNorm) Object.assign(layer, { qNorm: norm(D), kNorm: norm(D) });
     Object.assign(layer, { ffnNorm: norm(Dm), wGate: matrix(F, Dm), wUp: matrix(F, Dm), wDown: matrix(Dm, F) });
+    if (config.gemma) Object.assign(layer, { attnPostNorm: norm(Dm), ffnPostNorm: norm(Dm) });
     layers.push(layer);
   }
   const weights = {
@@ -391,9 +420,11 @@ function llamaCppPermute(values, heads, cols) {
 /** [{ key, gguf, hf, dims (HF order), ropeHeads? }] for every tensor of the model. */
 function tensorTable(config) {
   const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
+  const gemma = config.gemma !== undefined;
   const list = [{ get: (w) => w.embedding, gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [V, Dm] }];
   for (let l = 0; l < config.numLayers; l++) {
-    const t = (key, gguf, hf, dims, ropeHeads) => ({ get: (w) => w.layers[l][key], gguf: `blk.${l}.${gguf}`, hf: `model.layers.${l}.${hf}`, dims, ropeHeads });
+    // Gemma's norms: the Hugging Face file holds w for a multiplier of 1 + w (hfMinusOne).
+    const t = (key, gguf, hf, dims, ropeHeads) => ({ get: (w) => w.layers[l][key], gguf: `blk.${l}.${gguf}`, hf: `model.layers.${l}.${hf}`, dims, ropeHeads, hfMinusOne: gemma && /norm/i.test(key) });
     list.push(
       t('attnNorm', 'attn_norm.weight', 'input_layernorm.weight', [Dm]),
       t('wq', 'attn_q.weight', 'self_attn.q_proj.weight', [Hq * D, Dm], Hq),
@@ -411,14 +442,16 @@ function tensorTable(config) {
     if (config.qkNorm) {
       list.push(t('qNorm', 'attn_q_norm.weight', 'self_attn.q_norm.weight', [D]), t('kNorm', 'attn_k_norm.weight', 'self_attn.k_norm.weight', [D]));
     }
+    if (gemma) list.push(t('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [Dm]));
     list.push(
-      t('ffnNorm', 'ffn_norm.weight', 'post_attention_layernorm.weight', [Dm]),
+      t('ffnNorm', 'ffn_norm.weight', gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [Dm]),
       t('wGate', 'ffn_gate.weight', 'mlp.gate_proj.weight', [F, Dm]),
       t('wUp', 'ffn_up.weight', 'mlp.up_proj.weight', [F, Dm]),
       t('wDown', 'ffn_down.weight', 'mlp.down_proj.weight', [Dm, F]),
     );
+    if (gemma) list.push(t('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [Dm]));
   }
-  list.push({ get: (w) => w.finalNorm, gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [Dm] });
+  list.push({ get: (w) => w.finalNorm, gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [Dm], hfMinusOne: gemma });
   if (!config.tiedEmbeddings) list.push({ get: (w) => w.lmHead, gguf: 'output.weight', hf: 'lm_head.weight', dims: [V, Dm] });
   return list;
 }
@@ -451,6 +484,11 @@ function ggufMetadata(model) {
   if (c.headDim !== c.hiddenSize / c.numHeads) {
     md.push([`${arch}.attention.key_length`, u32(c.headDim)], [`${arch}.attention.value_length`, u32(c.headDim)]);
   }
+  // Gemma: the keys llama.cpp's converter writes (the local RoPE base and the layer pattern are llama.cpp's constants).
+  if (c.slidingWindow) md.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow.window)]);
+  if (c.gemma?.attentionSoftcap) md.push([`${arch}.attn_logit_softcapping`, f32v(c.gemma.attentionSoftcap)]);
+  if (c.gemma?.finalSoftcap) md.push([`${arch}.final_logit_softcapping`, f32v(c.gemma.finalSoftcap)]);
+  if (c.gemma?.ropeLinearFactor) md.push([`${arch}.rope.scaling.type`, { type: 'STRING', value: 'linear' }], [`${arch}.rope.scaling.factor`, f32v(c.gemma.ropeLinearFactor)]);
   return md;
 }
 
@@ -496,11 +534,11 @@ function tinyTokenizerJson(model) {
   };
 }
 
-function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1 } = {}) {
+function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1, config: overrides = {} } = {}) {
   const { config: c } = model;
   fs.mkdirSync(dir, { recursive: true });
   const hfConfig = {
-    architectures: [{ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[model.arch]],
+    architectures: [{ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', gemma2: 'Gemma2ForCausalLM', gemma3: 'Gemma3ForCausalLM' }[model.arch]],
     model_type: model.arch,
     vocab_size: c.vocabSize,
     hidden_size: c.hiddenSize,
@@ -518,10 +556,29 @@ function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1 } = {}) {
     rope_scaling: null,
     torch_dtype: { F32: 'float32', F16: 'float16', BF16: 'bfloat16' }[dtype],
   };
+  const g = c.gemma;
+  if (g) {
+    // transformers' Gemma2Config / Gemma3TextConfig keys.
+    Object.assign(hfConfig, {
+      model_type: model.arch === 'gemma3' ? 'gemma3_text' : 'gemma2',
+      hidden_activation: 'gelu_pytorch_tanh',
+      query_pre_attn_scalar: 1 / g.attentionScale ** 2,
+      sliding_window: c.slidingWindow.window,
+      layer_types: c.slidingWindow.layers.map((local) => (local ? 'sliding_attention' : 'full_attention')),
+      attn_logit_softcapping: g.attentionSoftcap ?? null,
+      final_logit_softcapping: g.finalSoftcap ?? null,
+      ...(model.arch === 'gemma3' ? { rope_local_base_freq: g.ropeThetaLocal } : {}),
+      rope_scaling: g.ropeLinearFactor ? { rope_type: 'linear', factor: g.ropeLinearFactor } : null,
+    });
+  }
+  Object.assign(hfConfig, overrides);
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(hfConfig, null, 2));
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tinyTokenizerJson(model)));
   fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: c.addBos, clean_up_tokenization_spaces: false }));
-  const all = tensorTable(c).map((t) => ({ name: t.hf, shape: t.dims, dtype, values: t.get(model.weights) }));
+  const all = tensorTable(c).map((t) => {
+    const values = t.get(model.weights);
+    return { name: t.hf, shape: t.dims, dtype, values: t.hfMinusOne ? values.map((v) => Math.fround(v - 1)) : values };
+  });
   if (shards === 1) {
     writeSafetensors(path.join(dir, 'model.safetensors'), all);
   } else {

@@ -11,6 +11,8 @@ model classes), scoring items against a query five ways:
           per request; latency and items/s scaled to all items, and said so)
   batch8  all requests of a workload in ONE packed flex call (each item sees
           its own query only); only for workloads with several requests
+  flexfull, batch8full  flex and batch8 with the whole forward (all layers
+          and FlexAttention) torch.compile'd as one graph
 
 The LM head runs only at scored rows (each item's last token); the result is
 log_softmax over the vocabulary gathered at the labels.
@@ -34,7 +36,7 @@ from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
 import peer_common as common
 
-METHODS = ["flex", "sdpa", "prefix", "serial", "batch8"]
+METHODS = ["flex", "sdpa", "prefix", "serial", "batch8", "flexfull", "batch8full"]
 
 
 # ---- the model ---------------------------------------------------------------
@@ -136,6 +138,8 @@ class TorchPeer:
         # packed length, not once per layer. The block mask is built by a compiled builder on a GPU.
         self.flex_layer = torch.compile(self._flex_layer, dynamic=False, mode=args.compile_mode)
         self.block_mask = torch.compile(create_block_mask) if self.dev.type == "cuda" else create_block_mask
+        # The whole forward as one compiled graph (flexfull, batch8full): compiles once per packed length.
+        self.flex_forward = torch.compile(self._flex_forward, dynamic=False, mode=args.compile_mode)
 
     def tensor(self, a) -> torch.Tensor:
         return torch.as_tensor(np.asarray(a), device=self.dev)
@@ -147,8 +151,16 @@ class TorchPeer:
     def _flex_layer(self, x, cos, sin, w, block_mask):
         return layer(self.m, x, cos, sin, w, lambda q, k, v: flex_attention(q, k, v, block_mask=block_mask, enable_gqa=True))
 
+    def _flex_forward(self, ids, pos, block_mask):
+        return forward(self.m, ids, pos, lambda i, x, cos, sin, w: layer(
+            self.m, x, cos, sin, w, lambda q, k, v: flex_attention(q, k, v, block_mask=block_mask, enable_gqa=True)))
+
     @torch.inference_mode()
-    def flex(self, requests):
+    def flex_full(self, requests):
+        return self.flex(requests, whole=True)
+
+    @torch.inference_mode()
+    def flex(self, requests, whole=False):
         p = common.pack(requests)
         ids, pos, rows, req, item = (self.tensor(a) for a in (p.ids, p.pos, p.rows, p.req, p.item))
 
@@ -157,7 +169,10 @@ class TorchPeer:
 
         T = len(p.ids)
         bm = self.block_mask(mask_mod, None, None, T, T, device=self.dev)
-        x = forward(self.m, ids[None], pos[None], lambda i, x, cos, sin, w: self.flex_layer(x, cos, sin, w, bm))
+        if whole:
+            x = self.flex_forward(ids[None], pos[None], bm)
+        else:
+            x = forward(self.m, ids[None], pos[None], lambda i, x, cos, sin, w: self.flex_layer(x, cos, sin, w, bm))
         lp = head(self.m, x[0, rows], self.labels)
         return common.split_rows(lp.cpu().numpy(), p.items_per_request), len(p.rows)
 
@@ -221,8 +236,10 @@ class TorchPeer:
     def methods(self, workload: str, requests: list) -> list:
         ms = [common.Method("flex", self.flex), common.Method("sdpa", self.sdpa),
               common.Method("prefix", self.prefix), common.Method("serial", self.serial)]
+        ms.append(common.Method("flexfull", self.flex_full))
         if len(requests) > 1:
             ms.append(common.Method("batch8", self.flex, batched=True))
+            ms.append(common.Method("batch8full", self.flex_full, batched=True))
         return ms
 
     def versions(self) -> dict:

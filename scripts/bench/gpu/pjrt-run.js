@@ -7,7 +7,13 @@
  *        [--plugin SO] [--precision highest|default] [--weights f32|bf16|...]
  *        [--repeats N] [--serial-items N] [--disk-cache DIR] [--options JSON]
  *        [--prefix-attention joint|kb<keys>w|kb<keys>u] [--causal-attention square|qc<n>]
- *        [--batching invariant|cross-request]
+ *        [--batching invariant|cross-request] [--emit-only 1]
+ *
+ * --emit-only 1 builds the configuration's programs for the workloads'
+ * shapes (prefill, extend, the packed plan's fused pass, a cross-request pass
+ * of 8 queries) without a device, and prints the custom calls they would
+ * emit; a `cudnn` form is built as for the plugin it is pinned to when the
+ * given plugin is not that one (what the CUDA run would send).
  *
  * Runs, on the inputs of ./inputs.js: the target workload with each plan
  * (packed, prefix, serial on a subset of items), timed after a warm-up, with
@@ -22,7 +28,9 @@ const path = require('node:path');
 
 const root = path.join(__dirname, '..', '..', '..');
 const { Scorer, Client } = require(path.join(root, 'dist'));
-const { parseCausalAttentionTag, parsePrefixAttentionTag } = require(path.join(root, 'dist', 'hlo'));
+const { parseCausalAttentionTag, parsePrefixAttentionTag, decoderPrefill, decoderExtend, decoderFused } = require(path.join(root, 'dist', 'hlo'));
+const { configFromHf } = require(path.join(root, 'dist', 'model'));
+const { CUDNN_PINNED_PLUGIN } = require(path.join(root, 'dist', 'hlo', 'attention-cudnn'));
 
 function args(argv) {
   const out = { precision: 'highest', weights: 'f32', repeats: 5, serialItems: 16 };
@@ -46,6 +54,50 @@ async function timed(fn) {
   return { ms: performance.now() - t0, value };
 }
 
+/** The custom calls each of the configuration's programs would emit, printed; nothing runs. */
+function emitOnly(a, inputs, extra) {
+  const config = configFromHf(JSON.parse(fs.readFileSync(path.join(a.model, 'config.json'), 'utf8')));
+  const pin = (form) => (form && form.kind === 'cudnn' && !form.standIn ? { ...form, pluginVersion: CUDNN_PINNED_PLUGIN.version } : form);
+  const options = {
+    weights: a.weights === 'bf16' ? 'bf16' : 'f32',
+    ...(a.precision === 'bf16' ? { dotOperands: 'bf16' } : { dotPrecision: a.precision === 'default' ? 'DEFAULT' : 'HIGHEST' }),
+    prefixAttention: pin(extra.prefixAttention),
+    causalAttention: pin(extra.causalAttention),
+  };
+  const round8 = (n) => Math.ceil(n / 8) * 8;
+  const target = inputs.workloads.target.requests[0];
+  const pr = inputs.workloads.pr.requests[0];
+  const [p, n, l] = [round8(target.query.length), target.items.length, round8(target.items[0].length)];
+  const programs = [
+    ['prefill', () => decoderPrefill(config, { prefix: p, labels: inputs.labels.length }, options)],
+    ['extend', () => decoderExtend(config, { prefix: p, items: n, itemLength: l, labels: inputs.labels.length }, options)],
+    ['packed (fused pass)', () => decoderFused(config, { prefix: p, items: n, itemLength: l, labels: inputs.labels.length }, options)],
+    ['cross-request pass of 8', () => decoderFused(config, { groups: 8, prefix: round8(pr.query.length), items: pr.items.length, itemLength: round8(pr.items[0].length), labels: inputs.labels.length }, options)],
+  ];
+  const shown = new Set();
+  let total = 0;
+  for (const [what, build] of programs) {
+    let prog;
+    try {
+      prog = build();
+    } catch (err) {
+      process.stdout.write(`${what}: cannot build: ${err.message}\n`);
+      process.exitCode = 1;
+      continue;
+    }
+    const calls = prog.text.split('\n').filter((x) => x.includes('stablehlo.custom_call'));
+    total += calls.length;
+    process.stdout.write(`${what}: ${prog.name}, ${calls.length} custom calls\n`);
+    for (const call of calls) {
+      const key = call.replace(/^\s*%[^=]*= /, '').replace(/\(%[^)]*\)/, '()');
+      if (shown.has(key)) continue;
+      shown.add(key);
+      process.stdout.write(`  ${call.trim()}\n`);
+    }
+  }
+  process.stdout.write(`emit-only: ${total} custom calls in ${programs.length} programs (${a.precision}/${a.weights}, prefix ${a.prefixAttention ?? 'platform default'}, causal ${a.causalAttention ?? 'platform default'})\n`);
+}
+
 async function main() {
   const a = args(process.argv.slice(2));
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
@@ -54,6 +106,7 @@ async function main() {
   if (a.prefixAttention) extra.prefixAttention = parsePrefixAttentionTag(a.prefixAttention);
   if (a.causalAttention) extra.causalAttention = parseCausalAttentionTag(a.causalAttention);
   if (a.batching) extra.batching = a.batching;
+  if (a.emitOnly) return emitOnly(a, inputs, extra);
 
   // The reference process: one that only created the client.
   const probe = await Client.create(a.plugin ? { plugin: a.plugin } : {});

@@ -1,0 +1,90 @@
+/**
+ * Our attention forms on cuDNN's fused attention (attention-cudnn.ts):
+ *
+ * - items over a prefix, factored: each item token attends to the valid
+ *   prefix keys (one fused call over all item rows of a query, the padding
+ *   mask with the prefix length) and causally to its own keys (one fused
+ *   call batched over the items), each call returning its softmax
+ *   statistics; the two parts merge exactly in the program (mergeByStats),
+ *   so the joint softmax over [prefix ; own keys] is what comes out;
+ * - the prefill's causal attention: one fused call with the causal mask.
+ *
+ * Grouped calls (cross-request passes, one query per group) put the groups
+ * in the call's batch axis. Inputs are f32 (the program's activations);
+ * the custom call rounds q, k and v to bf16 and its output comes back as
+ * f32. Padding rows (item tokens at or past their length, prefill rows at
+ * or past the valid length) get 0, as in every other form.
+ */
+
+import { FunctionBuilder } from './builder';
+import { HloValue } from './core';
+import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
+import { CudnnAttention, fusedAttention, mergeByStats } from './attention-cudnn';
+import { shapesScores } from './attention-window';
+import { HloBuildError, TensorType } from './types';
+
+/** Rows of x [...lead, T, ...rest] at or past `lengths` [...lead] along axis lead.length set to 0. */
+function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): HloValue {
+  const g = lengths.rank;
+  const rows = x.dims.slice(0, g + 1);
+  const real = f.lt(f.iota(TensorType.s32(rows), g), f.broadcastInDim(lengths, rows, Array.from({ length: g }, (_, i) => i)));
+  return f.select(f.broadcastInDim(real, x.dims, Array.from({ length: g + 1 }, (_, i) => i)), x, 0);
+}
+
+/** Items over a prefix, factored into two fused calls merged by their statistics. -> [...lead, N, L, Hq, D]. */
+/** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/attention-forms.ts). */
+function refuseShaping(op: string, opts: AttentionOptions | undefined): void {
+  if (shapesScores(opts)) throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
+}
+
+export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+  refuseShaping('itemsOverPrefixAttentionCudnn', opts);
+  const { lead, hq, hkv, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionCudnn', x);
+  const b = lead.reduce((a, c) => a * c, 1);
+  const scale = resolveScale(opts, d);
+  const rows = [...lead, n, l];
+
+  // Every item row of a query against that query's valid prefix keys.
+  const prefixLengths = f.reshape(x.prefixLength, [b]);
+  const overPrefix = fusedAttention(
+    f,
+    { q: f.reshape(x.itemQ, [b, n * l, hq, d]), k: f.reshape(x.prefixK, [b, p, hkv, d]), v: f.reshape(x.prefixV, [b, p, hkv, d]), mask: 'padding', kvLengths: prefixLengths, scale },
+    form,
+    true,
+  );
+  // Each item's rows against its own keys, causally: the items are the batch.
+  const overOwn = fusedAttention(
+    f,
+    { q: f.reshape(x.itemQ, [b * n, l, hq, d]), k: f.reshape(x.itemK, [b * n, l, hkv, d]), v: f.reshape(x.itemV, [b * n, l, hkv, d]), mask: 'causal', scale },
+    form,
+    true,
+  );
+  // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
+  const hasPrefix = f.broadcastInDim(f.gt(x.prefixLength, 0), [...rows, hq], lead.map((_, i) => i));
+  const prefixStats = f.select(hasPrefix, f.reshape(overPrefix.stats!, [...rows, hq]), -Infinity);
+  const prefixOut = f.select(f.broadcastInDim(hasPrefix, [...rows, hq, d], [...rows, hq].map((_, i) => i)), f.reshape(overPrefix.out, [...rows, hq, d]), 0);
+  const merged = mergeByStats(
+    f,
+    { out: prefixOut, stats: prefixStats },
+    { out: f.reshape(overOwn.out, [...rows, hq, d]), stats: f.reshape(overOwn.stats!, [...rows, hq]) },
+  );
+  // Item tokens at or past their item's length computed finite garbage: 0, as every form gives.
+  const real = f.lt(f.iota(TensorType.s32(rows), lead.length + 1), f.broadcastInDim(x.itemLengths, rows, [...lead, n].map((_, i) => i)));
+  return f.select(f.broadcastInDim(real, merged.dims, rows.map((_, i) => i)), merged, 0);
+}
+
+/** The prefill's causal attention as one fused call. q [...lead, P, Hq, D] -> [...lead, P, Hq, D]. */
+export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+  refuseShaping('causalPrefixAttentionCudnn', opts);
+  const { lead, hq, hkv, d, p } = causalPrefixLayout('causalPrefixAttentionCudnn', q, k, v, validLength);
+  if (p === 0) return f.full(TensorType.f32([...lead, 0, hq, d]), 0);
+  const b = lead.reduce((a, c) => a * c, 1);
+  const { out } = fusedAttention(
+    f,
+    { q: f.reshape(q, [b, p, hq, d]), k: f.reshape(k, [b, p, hkv, d]), v: f.reshape(v, [b, p, hkv, d]), mask: 'causal', scale: resolveScale(opts, d) },
+    form,
+    false,
+  );
+  // Rows at or past the valid length saw only keys before them (finite), and are set to 0.
+  return zeroPastLength(f, f.reshape(out, [...lead, p, hq, d]), validLength);
+}

@@ -1,0 +1,22 @@
+/**
+ * The cuDNN attention forms (lib/hlo/attention-cudnn.ts) emit a
+ * backend_config pinned to one release of the CUDA plugin. At load the
+ * Scorer reads the loaded plugin's wheel version (beside the plugin file)
+ * and writes it into the form, so the builder can refuse a plugin it was not
+ * pinned for; a mismatch is refused here, before the weights upload.
+ */
+import { cudaPluginWheelVersion } from '../runtime/plugin-path';
+import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../hlo/attention-cudnn';
+
+/** `form` with the plugin's version written in when it is a cuDNN form (not the stand-in); throws on a version it was not pinned for. */
+export function pinCudnnForm<T extends { readonly kind: string }>(form: T, option: string, pluginPath: string, platformName: string): T {
+  if (form.kind !== 'cudnn' || (form as unknown as CudnnAttention).standIn) return form;
+  const version = cudaPluginWheelVersion(pluginPath);
+  if (platformName.toLowerCase() !== 'cuda' || version !== CUDNN_PINNED_PLUGIN.version) {
+    throw new TypeError(
+      `${option} 'cudnn' is pinned to the CUDA plugin of ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version}; ` +
+        `the loaded plugin (${pluginPath}, platform ${platformName}) is ${version === undefined ? 'of unknown version' : `version ${version}`}`,
+    );
+  }
+  return { ...form, pluginVersion: version };
+}
