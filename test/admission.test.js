@@ -109,6 +109,27 @@ test('a batch respects the item limit', async (t) => {
   await Promise.all(rest);
 });
 
+test('submitAll queues its jobs before the device takes a turn: they meet in one turn, and the bound still holds', async (t) => {
+  const backend = fakeDevice();
+  const queue = new AdmissionQueue({ queueSize: 1, takeAlong: 'all', maxItems: 16, maxRequestTokens: 200 }, (jobs) => backend.runTurn(jobs));
+  const bodies = [
+    { query: 'q', items: ['a'], label_token_ids: [1] },
+    { query: 'other', items: ['bb', 'c'], label_token_ids: [1] },
+    { query: 'third', items: ['d'], label_token_ids: [1] },
+  ];
+  const outcomes = queue.submitAll(bodies.map((body) => job(body)));
+  const settled = Promise.allSettled(outcomes);
+  await tick();
+  t.equal(backend.calls.length, 1, 'one turn');
+  t.equal(backend.calls[0].jobs.length, 2, 'the device free: the one it takes next and queueSize (1) more, together');
+  backend.calls[0].release();
+  const [a, b, c] = await settled;
+  t.deepEqual(a.value.result.scores, expected(['a'], [1]), 'the first answered with its own rows');
+  t.deepEqual(b.value.result.scores, expected(['bb', 'c'], [1]), 'the second with its own');
+  t.equal(a.value.admission.turnSize, 2, 'in a turn of 2');
+  t.ok(c.status === 'rejected' && c.reason instanceof QueueFullError, 'the third refused with QueueFullError, as if submitted alone');
+});
+
 test('the queue bound: QueueFullError at once', async (t) => {
   const backend = fakeDevice();
   const queue = queueOver(backend, { queueSize: 1, coalesce: false, maxItems: 16, maxRequestTokens: 200 });
