@@ -38,12 +38,12 @@ export type {
   RerankResponse,
 } from './scoring/scorer';
 export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/plan';
-export type { Batching } from './scoring/request-batcher';
+export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/rerank';
 export type { RerankTemplate, TemplatePiece } from './scoring/rerank-template';
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
 export type { TruncateOption, TruncationReport } from './scoring/truncate';
-export { ScoreInputError } from './scoring/errors';
+export { AbortError, QueueFullError, ScoreInputError } from './scoring/errors';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';

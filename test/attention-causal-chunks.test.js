@@ -138,7 +138,7 @@ test('default model: prefill with query chunks agrees with the square prefill as
   const chunked = await run(48, { kind: 'chunked', queryChunks: 4 });
   t.notEqual(chunked.name, square.name, `its own program name: ${chunked.name}`);
   // K/V are activations after up to 30 layers of rounding differences: the yardstick is the same
-  // square program in another bucket (SPEC.md section 11: within f32 rounding, not bit for bit).
+  // square program in another bucket (docs/design.md "Batch invariance": within f32 rounding, not bit for bit).
   for (const part of ['k', 'v']) {
     const ours = ref.maxAbsDiff(chunked[part], square[part]);
     const yardstick = ref.maxAbsDiff(otherBucket[part], square[part]);

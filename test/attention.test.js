@@ -154,7 +154,7 @@ function rowsMaxDiff(a, b) {
  * Across different compiled programs (other buckets, other positions of a row
  * in the sequence) XLA may order a reduction differently, and how it does so
  * depends on the CPU: results then agree within f32 rounding, not bit for bit
- * (SPEC.md section 11). This is the bound, per element: 1e-6 absolute plus 1e-5 relative.
+ * (docs/design.md "Batch invariance"). This is the bound, per element: 1e-6 absolute plus 1e-5 relative.
  */
 const CROSS_PROGRAM_ABS = 1e-6;
 const CROSS_PROGRAM_REL = 1e-5;

@@ -119,7 +119,7 @@ test('unknown flags, commands and bad values exit 2 with a message', async (t) =
     [['fetch', '--plugin', 'tpu'], /--plugin must be one of cpu, cuda, cuda12/],
     [['frobnicate'], /unknown command "frobnicate"/],
     [['serve', '--port', 'eighty'], /--port must be an integer/],
-    [['serve', '--algorithm', 'fastest'], /--algorithm must be one of auto, packed, prefix, serial/],
+    [['serve', '--algorithm', 'fastest'], /--algorithm must be one of auto, serial, packed, prefix/],
     [['serve', '--warmup', '12x'], /warmup shape "12x"/],
     [['score', '--query', 'q', '--items', 'a', '--labels', ' yes,'], /--labels must be token ids or label texts, not a mix or empty labels/],
     [['rerank', '--query', 'q'], /no documents: give --doc or --file/],

@@ -1,5 +1,5 @@
 'use strict';
-// The precision option (SPEC.md section 12): by default every dot of every
+// The precision option (docs/design.md "Platforms and precision"): by default every dot of every
 // decoder program asks for HIGHEST (true f32 on every platform); 'default'
 // asks for the platform's fast mode. On the CPU both compute f32, so the
 // scores agree; the programs are different programs, compiled apart.

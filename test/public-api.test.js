@@ -15,6 +15,8 @@ const PUBLIC_NAMES = [
   'PjrtError',
   'PluginNotFoundError',
   'ScoreInputError',
+  'QueueFullError',
+  'AbortError',
   'Scorer',
   'createScoringService',
   'programs',
@@ -34,6 +36,12 @@ test('the ES module entry exports the same names', async (t) => {
   const esm = await import(path.join(__dirname, '..', 'dist', 'index.mjs'));
   const names = Object.keys(esm).filter((n) => n !== 'default').sort();
   t.deepEqual(names, PUBLIC_NAMES, 'dist/index.mjs');
+});
+
+test('the subpaths are pinned: the root, one per room a user may reach, package.json', (t) => {
+  const pkg = require('../package.json');
+  t.deepEqual(Object.keys(pkg.exports), ['.', './runtime', './hlo', './scoring', './model', './device-weights', './server', './assets', './package.json'], 'exports keys');
+  t.end();
 });
 
 test('each subpath in package.json "exports" is a room index that loads', (t) => {

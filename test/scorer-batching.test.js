@@ -64,7 +64,7 @@ test('16 concurrent distinct requests: fewer device passes than requests, each w
   });
   t.equal(compared, REQUESTS.reduce((n, r) => n + r.items.length * LABELS.length, 0), 'every score of every request is a finite number');
   t.ok(worst <= BOUND, `max |score - score alone| over 16 requests: ${worst.toExponential(2)} <= ${BOUND}`);
-  t.ok(maxDiff(serial.scores, alone[0].scores) <= 1e-4, 'the serial request agrees with the packed plan (SPEC.md section 1)');
+  t.ok(maxDiff(serial.scores, alone[0].scores) <= 1e-4, 'the serial request agrees with the packed plan (docs/design.md "Scoring semantics")');
   t.deepEqual(
     together.map((r) => r.usage.promptTokens),
     alone.map((r) => r.usage.promptTokens),

@@ -145,7 +145,7 @@ test('invalid input throws ScoreInputError naming the field and never reaches th
     [{ query: [1, 2], items: [[1, -3]], labelTokenIds: [1] }, 'items'],
     [{ query: 'q', items: ['a'], labelTokenIds: [1], applySoftmax: 'yes' }, 'applySoftmax'],
     [{ query: 'q', items: ['a'], labelTokenIds: [1], itemFirst: 1 }, 'itemFirst'],
-    [{ query: '', items: ['a'], labelTokenIds: [1] }, 'query'],
+    [{ query: '', items: [''], labelTokenIds: [1] }, 'items'], // an empty query is valid (each item its own sequence), both empty is not
     [{ query: 'word '.repeat(9000), items: ['a'], labelTokenIds: [1] }, 'query'],
   ];
   for (const [req, param] of bad) {
@@ -175,7 +175,7 @@ test('when no call waits for the device, the Scorer gives freed host memory back
   const original = hostMemory.releaseFreeHostMemory;
   const calls = [];
   hostMemory.releaseFreeHostMemory = () => {
-    calls.push(scorer.pending);
+    calls.push(scorer.queueDepth + scorer.inFlight);
     return original();
   };
   try {

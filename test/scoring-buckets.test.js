@@ -1,5 +1,5 @@
 'use strict';
-// Bucket ladders and lookups (SPEC.md section 5).
+// Bucket ladders and lookups (docs/design.md "Static shapes, buckets, the JIT cache").
 const test = require('tape');
 const { bucketLadder, bucketFor, parseBucketList, BucketOverflowError, DEFAULT_TOKEN_BUCKETS, DEFAULT_COUNT_BUCKETS } = require('../dist/scoring');
 

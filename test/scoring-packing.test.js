@@ -1,7 +1,7 @@
 'use strict';
 // Segment metadata, positions, read indices and masks of the dense, factored
 // and serial layouts, against plain-loop references written here from the
-// SPEC's words, not from the code under test.
+// words of docs/design.md ("The programs"), not from the code under test.
 const test = require('tape');
 const { packDense, packFactored, packSerial, denseMask, renderMask } = require('./helpers/layouts');
 
@@ -117,8 +117,8 @@ test('denseMask equals the visibility derived from standalone sequences', (t) =>
   t.end();
 });
 
-test('denseMask follows the SPEC rule on arbitrary segment ids', (t) => {
-  // The rule as SPEC.md section 4 states it, on ids that no packer would produce (interleaved, padding inside).
+test('denseMask follows the design rule on arbitrary segment ids', (t) => {
+  // The rule as docs/design.md "The programs" states it, on ids that no packer would produce (interleaved, padding inside).
   const segments = [0, 1, 0, 2, 1, -1, 2, 0, -1, 3];
   const T = segments.length;
   const mask = denseMask(segments);

@@ -1,5 +1,5 @@
 'use strict';
-// Request validation and normalization (SPEC.md section 1). The tokenizer is
+// Request validation and normalization (docs/design.md "Scoring semantics"). The tokenizer is
 // a fake (one token per character, its char code): this tests the rules, not
 // a model.
 const test = require('tape');

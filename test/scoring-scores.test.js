@@ -1,5 +1,5 @@
 'use strict';
-// Label logprobs -> scores (SPEC.md section 1): softmax over labels, or exp.
+// Label logprobs -> scores (docs/design.md "Scoring semantics"): softmax over labels, or exp.
 const test = require('tape');
 const { scoresFromLabelLogprobs, softmaxScores, expScores } = require('../dist/scoring');
 

@@ -9,7 +9,7 @@ const test = require('tape');
 const { loadModelInfo } = require('../dist/model');
 const { startService } = require('./helpers/service');
 
-const TOL = 1e-4; // SPEC section 1: multi-item vs one at a time, f32
+const TOL = 1e-4; // docs/design.md "Scoring semantics": multi-item vs one at a time, f32
 const YES = 9805; // " yes"
 const NO = 787; // " no"
 const QUERY = 'Is the following a fruit? Answer yes or no. Item:';

@@ -10,8 +10,6 @@ const { postJson } = require('./helpers/service');
 
 let server;
 let scorer;
-let batches = 0;
-let largestBatch = 0;
 
 const post = (path, body) => postJson(`${server.url}${path}`, body);
 
@@ -19,12 +17,6 @@ test('setup', async (t) => {
   server = await startInProcessServer({
     onScorer: (s) => {
       scorer = s;
-      const scoreBatch = scorer.scoreBatch.bind(scorer);
-      scorer.scoreBatch = (jobs, o) => {
-        batches++;
-        largestBatch = Math.max(largestBatch, jobs.length);
-        return scoreBatch(jobs, o);
-      };
       return scorer;
     },
   });
@@ -100,11 +92,14 @@ test('concurrent requests: taken together when they share the query, each equal 
   ];
   const alone = [];
   for (const b of bodies) alone.push(await post('/v1/rerank', b));
-  const before = batches;
+  const before = scorer.stats();
   const together = await Promise.all([...bodies, ...bodies, ...bodies].map((b) => post('/v1/rerank', b)));
   t.ok(together.every((r) => r.status === 200), 'all 200');
   t.ok(together.every((r, i) => JSON.stringify(r.body.results) === JSON.stringify(alone[i % bodies.length].body.results)), 'each equals its answer alone, bit for bit');
-  t.ok(batches - before < together.length && largestBatch > 1, `${together.length} requests in ${batches - before} Scorer calls (largest ${largestBatch})`);
+  const after = scorer.stats();
+  const turns = after.turns - before.turns;
+  t.equal(after.turnRequests - before.turnRequests, together.length, 'every request reached the device once');
+  t.ok(turns < together.length, `${together.length} requests in ${turns} turns of the device`);
 });
 
 test('teardown', async (t) => {

@@ -30,7 +30,7 @@ async function counter(name) {
 test('the flag: cross-request or invariant; anything else is refused with the flag named', (t) => {
   t.equal(resolveServeOptions({ batching: 'cross-request' }, {}).batching, 'cross-request', '--batching cross-request');
   t.equal(resolveServeOptions({}, { PJRT_SCORE_BATCHING: 'invariant' }).batching, 'invariant', 'PJRT_SCORE_BATCHING=invariant');
-  t.equal(resolveServeOptions({}, {}).batching, undefined, 'unset: the Scorer default (invariant)');
+  t.equal(resolveServeOptions({}, {}).batching, 'invariant', 'unset: the default (invariant)');
   t.throws(() => resolveServeOptions({ batching: 'always' }, {}), (e) => e instanceof OptionError && e.message === '--batching must be one of invariant, cross-request, got "always"', 'a bad value names the flag and the choices');
   t.end();
 });

@@ -1,6 +1,6 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
 import * as fs from 'node:fs';
-import { rerankResults } from '../scoring/rerank';
+import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
 import { loadScorerBackend } from '../server/backend';
 import { stringifyWithFloats } from '../server/json-floats';
 import { createLogger, logEvent } from '../server/log';
@@ -68,22 +68,21 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     ...(plugin !== undefined ? { plugin } : {}),
     ...(template !== undefined ? { rerankTemplate: template } : {}),
     algorithm: 'auto',
-    maxItems: Math.max(1024, documents.length),
+    maxItems: Math.max(DEFAULT_MAX_ITEMS, documents.length),
     maxRequestTokens: 1 << 20,
     log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });
   try {
     const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };
     const rerank = backend.normalizeRerankBody(body);
-    const [outcome] = await backend.scoreBatch([{ request: rerank.score }]);
-    if (!outcome.ok) throw outcome.error;
-    const results = rerankResults(rerank, outcome.result.scores);
+    const result = await backend.scoreNormalized(rerank.score);
+    const results = rerankResults(rerank, result.scores);
     if (values.json) {
       const response = {
         model: backend.modelName,
         object: 'rerank',
         results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
-        usage: { prompt_tokens: outcome.result.usage.promptTokens, total_tokens: outcome.result.usage.promptTokens },
+        usage: { prompt_tokens: result.usage.promptTokens, total_tokens: result.usage.promptTokens },
       };
       process.stdout.write(`${stringifyWithFloats(response, new Set(['relevance_score']))}\n`);
     } else {
@@ -92,7 +91,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
       const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
       const line = (cells: readonly string[]): string => cells.map((cell, c) => (c < 3 ? cell.padStart(widths[c]) : cell)).join('  ').trimEnd();
       process.stdout.write(
-        [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `model ${backend.modelName}, ${outcome.result.usage.promptTokens} prompt tokens`, ''].join('\n'),
+        [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `model ${backend.modelName}, ${result.usage.promptTokens} prompt tokens`, ''].join('\n'),
       );
     }
     return 0;

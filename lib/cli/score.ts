@@ -1,6 +1,7 @@
 /** `pjrt-score score`: score one request from the command line; a table, or the Score API JSON. */
 import { loadModelInfo } from '../model/load';
-import { ALGORITHM_CHOICES, AlgorithmChoice, BackendScoreResult, ScoringBackend, loadScorerBackend } from '../server/backend';
+import { ScoringBackend, loadScorerBackend } from '../server/backend';
+import { ALGORITHM_CHOICES, AlgorithmChoice, DEFAULT_MAX_ITEMS, type ScoreResult } from '../scoring';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { createLogger, logEvent } from '../server/log';
 import { stringifyWithFloats } from '../server/json-floats';
@@ -68,7 +69,7 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
     ...(model !== undefined ? { model } : {}),
     ...(plugin !== undefined ? { plugin } : {}),
     algorithm,
-    maxItems: Math.max(1024, items.length),
+    maxItems: Math.max(DEFAULT_MAX_ITEMS, items.length),
     maxRequestTokens: 1 << 20,
     log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });
@@ -126,7 +127,7 @@ function labelIds(texts: readonly string[], backend: ScoringBackend): number[] {
   });
 }
 
-function responseJson(result: BackendScoreResult): Record<string, unknown> {
+function responseJson(result: ScoreResult): Record<string, unknown> {
   return {
     scores: result.scores,
     model: result.model,
@@ -151,7 +152,7 @@ function labelDecoder(own: ScoringBackend['tokenizer'], model: string | undefine
   }
 }
 
-function renderTable(items: readonly string[], labels: readonly number[], result: BackendScoreResult, decode: (id: number) => string): string {
+function renderTable(items: readonly string[], labels: readonly number[], result: ScoreResult, decode: (id: number) => string): string {
   const header = ['#', 'item', ...labels.map((id) => `${decode(id)} (${id})`)];
   const rows = result.scores.map((row, i) => [String(i), shorten(items[i] ?? '', 48), ...row.map(formatScore)]);
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));

@@ -1,16 +1,16 @@
 /** `pjrt-score serve`: run the service until SIGTERM/SIGINT, then drain and exit 0. */
 import { OptionSpec, UsageError, parseCommand } from './args';
 import { createLogger, logEvent } from '../server/log';
-import { OptionError, SERVE_SETTINGS, resolveServeOptions } from '../server/options';
+import { OptionError, SERVE_SETTINGS, SettingSpec, resolveServeOptions } from '../server/options';
 import { ScoreServer, startServer } from '../server/server';
 
 const SPEC: OptionSpec = Object.fromEntries(
-  SERVE_SETTINGS.map((s) => [s.flag, { type: s.kind === 'boolean' ? ('boolean' as const) : ('string' as const) }]),
+  SERVE_SETTINGS.map((s) => [s.flag, { type: s.kind === 'switch-off' ? ('boolean' as const) : ('string' as const) }]),
 );
 
 export function serveHelp(): string {
-  const width = Math.max(...SERVE_SETTINGS.map((s) => flagLabel(s.flag, s.kind).length));
-  const flagLines = SERVE_SETTINGS.map((s) => wrap(`  ${flagLabel(s.flag, s.kind).padEnd(width)}  `, s.help, 100));
+  const width = Math.max(...SERVE_SETTINGS.map((s) => flagLabel(s).length));
+  const flagLines = SERVE_SETTINGS.map((s) => wrap(`  ${flagLabel(s).padEnd(width)}  `, s.help, 100));
   const envWidth = Math.max(...SERVE_SETTINGS.map((s) => s.env.length));
   const envLines = SERVE_SETTINGS.map((s) => `  ${s.env.padEnd(envWidth)}  --${s.flag}`);
   return [
@@ -46,10 +46,8 @@ function wrap(lead: string, text: string, columns: number): string {
   return lines.join('\n');
 }
 
-function flagLabel(flag: string, kind: string): string {
-  if (kind === 'boolean') return `--${flag}`;
-  const metavar = flag === 'algorithm' ? 'NAME' : flag === 'model' || flag === 'plugin' ? 'PATH' : flag === 'host' ? 'HOST' : flag === 'warmup' ? 'SPEC' : 'N';
-  return `--${flag} ${metavar}`;
+function flagLabel(setting: SettingSpec): string {
+  return setting.metavar === '' ? `--${setting.flag}` : `--${setting.flag} ${setting.metavar}`;
 }
 
 export async function serveCommand(args: readonly string[]): Promise<number> {

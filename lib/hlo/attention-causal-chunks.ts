@@ -18,7 +18,7 @@ import { causalPrefixAttentionCudnn } from './attention-cudnn-forms';
 import { capScores, causalWindowVisible, checkShaping, shapesScores } from './attention-window';
 import { CAUSAL_KERNEL, CAUSAL_KERNEL_FALLBACK, CausalKernel, causalPrefixAttentionKernel } from './attention-causal-ffi';
 
-/** How the prefill's causal attention is computed (SPEC.md section 12: chosen per platform). */
+/** How the prefill's causal attention is computed (docs/design.md "Platforms and precision": chosen per platform). */
 export type CausalAttention =
   /** All P x P scores with the upper half masked (causalPrefixAttention). */
   | { readonly kind: 'square' }

@@ -1,5 +1,5 @@
 /**
- * Masked grouped-query attention for multi-item scoring (SPEC.md section 4).
+ * Masked grouped-query attention for multi-item scoring (docs/design.md "The programs").
  *
  * Visibility: key k is visible from query token q iff k <= q, k is not
  * padding, and k is in the query or in q's own item. Query head h reads kv

@@ -1,7 +1,7 @@
 /**
  * How item tokens attend over the prefix keys: one choice among equivalent
- * forms (the same numbers within f32 rounding), made per platform (SPEC.md
- * section 12; lib/scoring/platform.ts) or by the Scorer's `prefixAttention`
+ * forms (the same numbers within f32 rounding), made per platform (docs/design.md
+ * "Platforms and precision"; lib/scoring/platform.ts) or by the Scorer's `prefixAttention`
  * option, and written into program names and cache keys by its tag.
  *
  * - joint (attention.ts): one softmax over all prefix and own keys; what

@@ -32,7 +32,7 @@ export interface HloProgram {
 /** How a program computes, beyond its shapes. */
 export interface ProgramOptions {
   /**
-   * precision_config of every dot that names none (SPEC.md section 12):
+   * precision_config of every dot that names none (docs/design.md "Platforms and precision"):
    * HIGHEST is true f32 arithmetic on every platform; DEFAULT lets the
    * platform use its fast mode (TF32 on NVIDIA GPUs). Unset: no attribute,
    * which XLA treats as DEFAULT.

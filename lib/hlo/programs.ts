@@ -1,5 +1,5 @@
 /**
- * The two named programs of SPEC.md section 4, ready to compile and run alone.
+ * The two named programs of docs/design.md "The programs", ready to compile and run alone.
  */
 
 import { AttentionOptions, maskedAttentionDense, maskedAttentionFactored } from './attention';

@@ -3,7 +3,7 @@
  * set extensions it may generate code for. XLA compiles for the host's
  * features (AVX-512 where present), so an executable compiled on one CPU can
  * fault with an illegal instruction on another: every cache of compiled
- * programs keys on this identity (SPEC.md section 12).
+ * programs keys on this identity (docs/design.md "Platforms and precision").
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';

@@ -13,6 +13,8 @@ import { CUDA_PLUGIN_NAME, findInstalledCudaPlugin } from '../assets/installed-c
 import { CUDA13_PLUGIN_FILE, isCuda13Fetched } from '../assets/cuda-plugin-wheels';
 
 export { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, fetchCpuPlugin } from '../assets/plugin';
+/** The wheel version of a loaded jax CUDA plugin file (its version.py), or undefined. */
+export { cudaPluginWheelVersion } from '../assets/installed-cuda-plugin';
 
 export class PluginNotFoundError extends Error {
   readonly code = 'PLUGIN_NOT_FOUND';

@@ -4,7 +4,7 @@
  * program (ProgramKey `groups` G > 1). A pass carries up to G requests, one
  * per group; each group attends to its own query only, so a request's scores
  * are its own, computed by another program than the one it runs alone
- * (within f32 rounding of it, not bit for bit: SPEC.md section 11 and
+ * (within f32 rounding of it, not bit for bit: docs/design.md "Batch invariance" and
  * docs/scorer-api.md "Batching").
  *
  * Like makePlan, this depends on the shapes and the Scorer's fixed sizing

@@ -1,5 +1,5 @@
 /**
- * Static-shape buckets (SPEC.md section 5). XLA compiles one program per
+ * Static-shape buckets (docs/design.md "Static shapes, buckets, the JIT cache"). XLA compiles one program per
  * shape, so real sizes are rounded up to a small ladder of sizes: few enough
  * that warmup can compile them, fine enough that padding wastes little.
  * A ladder is a plain ascending array of positive integers.

@@ -83,7 +83,7 @@ function shortHash(text: string): string {
 }
 
 /**
- * The namespace of a client's executables (SPEC.md section 12): platform,
+ * The namespace of a client's executables (docs/design.md "Platforms and precision"): platform,
  * plugin version and build, device kind, the host CPU's identity (XLA
  * compiles for the host's instruction set) and the compile environment
  * (XLA_FLAGS). Executables never cross namespaces.

@@ -5,7 +5,7 @@
  * and writes it into the form, so the builder can refuse a plugin it was not
  * pinned for; a mismatch is refused here, before the weights upload.
  */
-import { cudaPluginWheelVersion } from '../assets/installed-cuda-plugin';
+import { cudaPluginWheelVersion } from '../runtime/plugin-path';
 import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../hlo/attention-cudnn';
 
 /** `form` with the plugin's version written in when it is a cuDNN form (not the stand-in); throws on a version it was not pinned for. */

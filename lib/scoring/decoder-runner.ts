@@ -14,7 +14,7 @@ import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';
 import { Executable } from '../runtime/executable';
-import { DEFAULT_JIT_CACHE_ENTRIES } from './cache-limits';
+import { DEFAULT_JIT_CACHE_ENTRIES, Precision } from './options';
 import { clientCompiler, JitKey } from './compiler';
 import { JitCache, JitCacheOptions } from './jit-cache';
 import { ProgramKey } from './plan';
@@ -37,14 +37,6 @@ export function s32Scalar(value: number): HostInput {
   return { data: Int32Array.of(value), dims: [], dtype: 's32' };
 }
 
-/**
- * How dots compute (SPEC.md section 12): 'highest' is true f32 everywhere;
- * 'default' lets the platform use its fast f32 mode (TF32 on NVIDIA); 'bf16'
- * rounds dot operands to bf16 and accumulates in f32 (the GPUs' fast path;
- * slow on CPUs without bf16 dot instructions).
- */
-export type Precision = 'highest' | 'default' | 'bf16';
-export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
 
 const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
   highest: { dotPrecision: 'HIGHEST' },

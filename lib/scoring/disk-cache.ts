@@ -1,6 +1,6 @@
 /**
  * The on-disk half of the JIT cache: serialized executables, one file per
- * program, so a restart does not recompile (SPEC.md section 5).
+ * program, so a restart does not recompile (docs/design.md "Static shapes, buckets, the JIT cache").
  *
  * - Files live in <cacheDir>/executables/<namespace>/, the namespace naming
  *   the plugin (platform + version): another plugin never sees them.

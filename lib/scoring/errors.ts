@@ -6,7 +6,7 @@
 export class ScoreInputError extends Error {
   /** The request field at fault, spelled as the caller spelled it ('query', 'label_token_ids', ...). */
   readonly param: string;
-  /** HTTP status: 400 for every input rule in SPEC section 1. */
+  /** HTTP status: 400 for every input rule (docs/design.md "Scoring semantics"). */
   readonly code: number;
   /** The SGLang/OpenAI error type the service reports. */
   readonly type: string = 'BadRequestError';
@@ -40,5 +40,48 @@ export function describeValue(value: unknown): string {
       return `${typeof value} ${String(value)}`;
     default:
       return typeof value;
+  }
+}
+
+/**
+ * A call that stopped because its AbortSignal fired: the one abort error of
+ * the library and the service. `reason` is the signal's reason, kept as the
+ * caller gave it (the service's deadline or a client gone are AbortErrors
+ * themselves, and come back unchanged).
+ */
+export class AbortError extends Error {
+  readonly code = 'ABORT_ERR';
+  constructor(
+    message = 'the operation was aborted',
+    /** The signal's reason, when it had one. */
+    readonly reason?: unknown,
+  ) {
+    super(message);
+    this.name = 'AbortError';
+  }
+
+  /** The error a call aborted by `signal` rejects with: its reason when that is an AbortError, else one carrying it. */
+  static from(signal: AbortSignal): AbortError {
+    const reason: unknown = signal.reason;
+    if (reason instanceof AbortError) return reason;
+    const message = reason instanceof Error ? reason.message : typeof reason === 'string' ? reason : undefined;
+    return new AbortError(message, reason);
+  }
+}
+
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw AbortError.from(signal);
+}
+
+/** The admission queue is full: the call was refused at once, nothing ran (the service answers 429 with Retry-After). */
+export class QueueFullError extends Error {
+  readonly code = 'QUEUE_FULL';
+  constructor(
+    readonly queueSize: number,
+    /** Seconds after which a retry will likely find room. */
+    readonly retryAfterSeconds: number,
+  ) {
+    super(`the queue is full (${queueSize} requests waiting)`);
+    this.name = 'QueueFullError';
   }
 }

@@ -6,7 +6,9 @@
  * label logprobs become scores (scores.ts). Scorer (scorer.ts) is the front door.
  * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
-export { ScoreInputError } from './errors';
+export { AbortError, QueueFullError, ScoreInputError, describeValue } from './errors';
+export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './admission';
+export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './rerank';
 export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './truncate';
 export {
   normalizeRequest,
@@ -55,8 +57,28 @@ export {
 } from './scorer';
 export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
 export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type BatchPlan } from './batch-plan';
-export { BATCHINGS, type Batching } from './request-batcher';
-export { AbortError } from './device-lock';
 export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
-export { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
+export {
+  ALGORITHM_CHOICES,
+  BATCHINGS,
+  DEFAULT_JIT_CACHE_ENTRIES,
+  DEFAULT_MAX_ITEMS,
+  DEFAULT_MAX_REQUEST_TOKENS,
+  DEFAULT_PREFIX_CACHE_BYTES,
+  OptionError,
+  PRECISIONS,
+  SCORER_SETTINGS,
+  choiceSetting,
+  integerSetting,
+  pickSettings,
+  settingDefaults,
+  stringSetting,
+  switchOffSetting,
+  type Batching,
+  type Precision,
+  type ResolvedSettings,
+  type ScorerSettings,
+  type Setting,
+  type SettingValues,
+} from './options';
 export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';

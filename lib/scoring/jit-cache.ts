@@ -1,5 +1,5 @@
 /**
- * The JIT cache (SPEC.md section 5): one compiled executable per
+ * The JIT cache (docs/design.md "Static shapes, buckets, the JIT cache"): one compiled executable per
  * (program, model, bucket dims), shared by all requests.
  *
  * - The program text is produced only on a miss (building a transformer's
@@ -15,10 +15,11 @@
  */
 import { JitKey, LoadSource, ProgramCompiler, ProgramSource, jitKeyString } from './compiler';
 import { ExecutableDiskCache, defaultExecutableDir, errorMessage, executableKey } from './disk-cache';
+import { DEFAULT_JIT_CACHE_ENTRIES } from './options';
 import { WarmupItem, WarmupOptions, WarmupResult, runWarmup } from './warmup';
 
 export interface JitCacheOptions<E> {
-  /** Most executables kept; default 64. */
+  /** Most executables kept; default DEFAULT_JIT_CACHE_ENTRIES. */
   maxEntries?: number;
   /** Most bytes kept (by the size estimate); default unlimited. */
   maxBytes?: number;
@@ -92,7 +93,6 @@ interface Loaded<E> {
   readonly source: LoadSource;
 }
 
-const DEFAULT_MAX_ENTRIES = 64;
 
 export class JitCache<E> {
   private readonly compiler: ProgramCompiler<E>;
@@ -126,7 +126,7 @@ export class JitCache<E> {
       throw new TypeError('JitCache needs compiler.cacheNamespace (the plugin platform and version)');
     }
     this.compiler = compiler;
-    this.maxEntries = options.maxEntries ?? DEFAULT_MAX_ENTRIES;
+    this.maxEntries = options.maxEntries ?? DEFAULT_JIT_CACHE_ENTRIES;
     this.maxBytes = options.maxBytes ?? Infinity;
     if (!Number.isInteger(this.maxEntries) || this.maxEntries < 1) {
       throw new RangeError(`maxEntries must be a positive integer, got ${options.maxEntries}`);

@@ -1,5 +1,5 @@
 /**
- * The plan of a request, as data (SPEC.md section 6): the algorithm, its
+ * The plan of a request, as data (docs/design.md "Plans"): the algorithm, its
  * buckets, and the list of device passes, each naming its program by a typed
  * key and the items (rows) it carries. `makePlan` (and, for several requests
  * in one pass, `makeBatchPlan` in batch-plan.ts) is the only place that
@@ -18,7 +18,7 @@
  * A plan depends on the shape of its own request and on the Scorer's fixed
  * sizing only, never on what else is in flight or cached: the same request
  * runs the same compiled programs with the same rows, so its scores are the
- * same bit for bit (SPEC.md section 11).
+ * same bit for bit (docs/design.md "Batch invariance").
  */
 import { bucketFor } from './buckets';
 

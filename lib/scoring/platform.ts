@@ -1,6 +1,6 @@
 /**
  * Facts that differ by platform, in one place, keyed by the platform the
- * plugin reports (SPEC.md section 12), each with where it was measured: the
+ * plugin reports (docs/design.md "Platforms and precision"), each with where it was measured: the
  * per-pass memory budget and the cost model's constants. A platform with no
  * entry gets the CPU's facts and is told so in the load log. On the CPU the
  * budget and cost constants are further keyed by what the CPU can do (its
@@ -91,15 +91,15 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // The addon's fused kernel (native/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
     // the same Zen 3, 0.891x `ones_own`'s CPU time per extend pass (median of 5 alternating rounds, load
     // 1.7-1.9; 92% of the roof against 77%) and 0.82-0.85x its CPU time on the target workload
-    // (alternating pairs, load 1.4-2.0) (docs/performance.md, 'A fused attention kernel').
+    // (alternating pairs, load 1.4-2.0) (docs/performance.md, 'Items over the prefix').
     prefixAttentionWithKernel: { kind: 'kernel' },
-    // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'Prefill: query chunks').
+    // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
     // The addon's kernel (tag `ffi`, lib/hlo/attention-causal-ffi.ts) where the plugin registered it: on a
     // 2-core AMD EPYC (AVX2), 0.72x `qc4`'s CPU time per prefill (median of 5 alternating rounds, load
     // 1.8-2.0), 68% of the roof for the attention alone against 21%, and ~190 MB less peak RSS on the
     // target workload; its whole-request gain (0.95-0.975x CPU in 10 processes) is within that machine's
-    // noise (docs/performance.md, 'The prefill's causal attention through the kernel').
+    // noise (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttentionWithKernel: { kind: 'kernel' },
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,

@@ -6,10 +6,7 @@
  * with it, for explain() and the load log.
  */
 import type { KernelIsa, KernelPaths } from '../runtime/kernel-paths';
-import { Precision, PRECISIONS } from './decoder-runner';
-
-export type PrecisionOption = Precision | 'auto';
-export const PRECISION_OPTIONS: readonly PrecisionOption[] = [...PRECISIONS, 'auto'];
+import type { Precision, PrecisionOption } from './options';
 
 export interface PrecisionChoice {
   /** What the programs run. */

@@ -1,5 +1,5 @@
 /**
- * Request -> token sequences (SPEC.md section 1). One validator serves two
+ * Request -> token sequences (docs/design.md "Scoring semantics"). One validator serves two
  * spellings: the library's camelCase `normalizeRequest` and the Score API's
  * snake_case JSON body `normalizeRequestBody`. Errors name the field the
  * way the caller spelled it. The input is never mutated and nothing is kept

@@ -1,5 +1,5 @@
 /**
- * Rerank templates, as data (SPEC.md section 10). A template says how a
+ * Rerank templates, as data (docs/design.md "Rerank"). A template says how a
  * query and a document become one prompt whose next token answers "yes" or
  * "no": a prefix (system turn, instruction, query), the document, a suffix
  * that ends where the answer is read, and the two answer strings. The prefix

@@ -1,5 +1,5 @@
 /**
- * Rerank requests (SPEC.md section 10): a query and documents in, documents
+ * Rerank requests (docs/design.md "Rerank"): a query and documents in, documents
  * sorted by relevance out. A request is validated here, turned into one
  * multi-item score request by its template (the prompt up to the document
  * is the shared query; each document with the template's suffix is an

@@ -7,7 +7,7 @@
  */
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DecoderRunner, HostInput, s32, s32Scalar } from './decoder-runner';
-import { throwIfAborted } from './device-lock';
+import { throwIfAborted } from './errors';
 import { Plan } from './plan';
 import { PrefixCache, PrefixEntry } from './prefix-cache';
 

@@ -5,207 +5,52 @@
  */
 import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
-import { chooseWeightType, WEIGHT_CHOICES, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
+import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
 import { WeightType } from '../hlo/decoder-layout';
 import { checkPrefixAttention, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
 import { CausalAttention, causalAttentionTag, checkCausalAttention } from '../hlo/attention-causal-chunks';
 import { ensureModelPath } from '../model/default-model';
-import { OpenedModel, openModel } from '../model/load';
+import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
-import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from './cache-limits';
-import { DecoderRunner, Precision } from './decoder-runner';
-import { AttentionKernelChoice, attentionKernelChoice, choosePrecision, PrecisionChoice, PrecisionOption, PRECISION_OPTIONS } from './precision-choice';
-import { AbortError, DeviceLock } from './device-lock';
-import { JitCacheCounters } from './jit-cache';
+import { DecoderRunner } from './decoder-runner';
+import { AlgorithmChoice, ALGORITHM_CHOICES, Batching, pickSettings, Precision, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
+import { AttentionKernelChoice, attentionKernelChoice, choosePrecision, PrecisionChoice } from './precision-choice';
+import { AdmissionQueue, Outcome } from './admission';
+import { AbortError } from './errors';
 import { loadProgramCache } from './load-programs';
-import { Algorithm, ALGORITHMS, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
+import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { modelAttention } from './attention-forms';
-import { PrefixCache, PrefixCacheCounters } from './prefix-cache';
+import { PrefixCache } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
-import type { TruncationReport } from './truncate';
-import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, RerankResult, rerankResults } from './rerank';
+import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResults } from './rerank';
 import { chooseTemplate, RERANK_TEMPLATES, RerankTemplate, resolveTemplate, ResolvedTemplate, TemplateError } from './rerank-template';
 import { runPlan } from './run-plan';
 import { batchPrograms, canJoinBatch, makeBatchPlan } from './batch-plan';
 import { runBatchPasses } from './run-batch';
-import { Batching, BATCHINGS, JobOutcome, RequestBatcher } from './request-batcher';
 import { scoresFromLabelLogprobs } from './scores';
 import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
 
-export type AlgorithmChoice = Algorithm | 'auto';
-
-export interface ScorerOptions {
-  /** GGUF file or Hugging Face directory; default PJRT_SCORE_MODEL, else the cached default model. */
-  readonly model?: string;
-  /** PJRT plugin: a path, or `cuda` (an installed jax CUDA plugin); default PJRT_PLUGIN_PATH, else the cached CPU plugin. */
-  readonly plugin?: string;
-  /**
-   * The plugin's client options (PJRT named values), e.g. the CUDA plugin's
-   * `memory_fraction` (a float in (0, 1]) and `preallocate` (bool). A whole
-   * number is sent as an integer. Default: none (the CPU plugin gets one device).
-   */
-  readonly clientOptions?: Readonly<Record<string, number | string | boolean>>;
-  /** Plan for every request unless the request says otherwise; default 'auto'. */
-  readonly algorithm?: AlgorithmChoice;
-  /** Most items per request; default 1024. */
-  readonly maxItems?: number;
-  /** Most tokens per request (the query once plus every item); default 65536. */
-  readonly maxRequestTokens?: number;
-  /** Structured log events. */
-  readonly log?: (event: Record<string, unknown>) => void;
-  /** On-disk executable cache: true (default, in the cache directory), a directory, or false. */
-  readonly diskCache?: boolean | string;
-  /** Bytes of query K/V kept across requests; default DEFAULT_PREFIX_CACHE_BYTES (512 MiB). */
-  readonly prefixCacheBytes?: number;
-  /** Compiled programs kept in memory (LRU); default DEFAULT_JIT_CACHE_ENTRIES (48). */
-  readonly jitCacheEntries?: number;
-  /** Per-pass memory budget. */
-  readonly budget?: Partial<Budget>;
-  /**
-   * f32 dot precision (SPEC.md section 12): 'highest' (default) is true f32 on
-   * every platform, so every plan agrees within 1e-4; 'default' lets the
-   * platform use its fast mode (TF32 on NVIDIA GPUs; no change on the CPU);
-   * 'bf16' rounds dot operands to bf16 (f32 accumulation; on the CPU the
-   * attention kernel runs its bf16 tiles: AMX, AVX512_BF16 or portable);
-   * 'auto' is bf16 where the CPU has bf16 matrix units measured to pay,
-   * 'highest' elsewhere (`precisionChoice` says which and why).
-   */
-  readonly precision?: PrecisionOption;
-  /**
-   * How the big weight matrices live on the device: 'f32' (default), 'bf16'
-   * (half the memory), 'int8' (about 0.28x: blocks of 32 with an f32 scale) or
-   * 'auto' (chosen per platform and host: `weightChoice` says what and why).
-   * Matmuls run in f32 whatever the storage.
-   */
-  readonly weights?: WeightChoice;
-  /**
-   * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
-   * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
-   * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
-   * where the client registered it; else load fails with a TypeError). Default: the platform's (lib/scoring/platform.ts),
-   * measured there. The scores agree within f32 rounding either way.
-   */
-  readonly prefixAttention?: PrefixAttention;
-  /**
-   * How the query attends causally to itself: `{ kind: 'square' }` (all P x P
-   * scores, the upper half masked) or `{ kind: 'chunked', queryChunks }`
-   * (query rows in chunks, each against the keys it sees) or `{ kind:
-   * 'kernel' }` (the addon's fused kernel, where the client registered it;
-   * else load fails with a TypeError). Default: the platform's. The scores
-   * agree within f32 rounding either way.
-   */
-  readonly causalAttention?: CausalAttention;
-  /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
-  readonly rerankTemplate?: string | RerankTemplate;
-  /**
-   * How requests with different queries share the device (docs/scorer-api.md
-   * "Batching"): 'invariant' (default) runs every request on its own plan, so
-   * its scores are the same bit for bit whatever else is in flight;
-   * 'cross-request' runs requests that wait together (concurrent calls,
-   * `scoreBatch`) in shared passes, one query per group, within 1e-5 of
-   * their scores alone.
-   */
-  readonly batching?: Batching;
-}
-
-export interface RerankResponse {
-  /** Best first, cut to topN. */
-  readonly results: readonly RerankResult[];
-  readonly usage: ScoreUsage;
-  readonly model: string;
-  /** The template that built the prompts. */
-  readonly template: string;
-  /** When the request asked for truncation: tokens before and after, and the items cut. */
-  readonly truncation?: TruncationReport;
-}
-
-export interface ScoreCallOptions {
-  /** Aborting drops the work that has not run yet; the call rejects with an AbortError. */
-  readonly signal?: AbortSignal;
-  /** Forces a plan (default: the Scorer's algorithm option). */
-  readonly algorithm?: AlgorithmChoice;
-}
-
-/** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
-export interface BatchJob {
-  readonly request: NormalizedRequest;
-  readonly signal?: AbortSignal;
-}
-
-/** What became of one request of a batch. */
-export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
-
-/** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
-export interface PlanExplanation {
-  readonly algorithm: Algorithm;
-  /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
-  readonly precision: Precision;
-  /** Why this precision (the option, or what 'auto' saw). */
-  readonly precisionReason: string;
-  /** The attention kernels' paths on this CPU and the one this precision takes; null without the kernels. */
-  readonly attentionKernel: AttentionKernelChoice | null;
-  readonly reason: string;
-  /** Estimated cost of the chosen plan, FLOP-equivalents. */
-  readonly cost: number;
-  readonly costs: Partial<Record<Algorithm, number>>;
-  /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
-  readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
-  /**
-   * The attention forms of every pass (tags: lib/hlo/prefix-attention.ts, attention-causal-chunks.ts) and, for
-   * a model with sliding windows or soft-capped scores, why the fused kernels are not among them.
-   */
-  readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
-}
-
-export interface ScoreLibraryRequest extends ScoreRequest {
-  /** Forces a plan for this request. */
-  readonly algorithm?: AlgorithmChoice;
-}
-
-export interface ScoreUsage {
-  readonly promptTokens: number;
-  readonly completionTokens: 0;
-  readonly totalTokens: number;
-}
-
-export interface ScoreResult {
-  /** One row per item in request order, one score per label in label order. */
-  readonly scores: number[][];
-  readonly usage: ScoreUsage;
-  /** The plan that ran. */
-  readonly algorithm: Algorithm;
-  readonly model: string;
-  /** When the request asked for truncation: tokens before and after, and the items cut. */
-  readonly truncation?: TruncationReport;
-}
-
-export interface ScorerStats {
-  readonly jit: JitCacheCounters;
-  readonly prefixCache: PrefixCacheCounters;
-  readonly runs: Record<Algorithm, number>;
-  readonly itemsScored: number;
-  readonly tokensScored: number;
-  /** Program executions on the device (every pass of every plan). */
-  readonly devicePasses: number;
-  /** Cross-request passes run, and the requests they carried (batching 'cross-request'). */
-  readonly batchedPasses: number;
-  readonly batchedRequests: number;
-}
-
-/** Shapes to compile before serving: a request of query length P, N items of length L. */
-export interface WarmupShape {
-  readonly queryTokens: number;
-  readonly itemTokens: number;
-  readonly items: number;
-  readonly labels?: number;
-  readonly algorithm?: Algorithm;
-}
+export type {
+  AlgorithmChoice,
+  BatchJob,
+  BatchOutcome,
+  PlanExplanation,
+  RerankResponse,
+  ScoreCallOptions,
+  ScoreLibraryRequest,
+  ScoreResult,
+  ScorerOptions,
+  ScorerStats,
+  ScoreUsage,
+  WarmupShape,
+} from './scorer-types';
+import type { BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 
 /** A request with its plan chosen, as the device runs it; `joins` when it may share a pass with other requests. */
 interface ChosenJob {
@@ -219,7 +64,44 @@ interface ChosenJob {
 const WARMUP_BATCH_REQUESTS = 16;
 
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
-  return x === 'auto' || (typeof x === 'string' && (ALGORITHMS as readonly string[]).includes(x));
+  return (ALGORITHM_CHOICES as readonly unknown[]).includes(x);
+}
+
+type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings;
+
+/**
+ * Scorer.load's options, checked in one place before anything loads (a
+ * TypeError naming the option): the settings-table options by their rows,
+ * with the table's defaults, and the library's own.
+ */
+function checkScorerOptions(options: ScorerOptions): LoadSettings {
+  if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
+  // A template object is the library's own (checked when it is resolved); a name is checked against the built-in ones.
+  const picked = pickSettings(SCORER_SETTINGS, options, (s) => s.key === 'rerankTemplate' && typeof options.rerankTemplate === 'object');
+  try {
+    if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
+    if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
+  } catch (err) {
+    throw new TypeError((err as Error).message);
+  }
+  return { ...settingDefaults(SCORER_SETTINGS), ...picked };
+}
+
+/**
+ * The attention forms bound to the loaded client: the `kernel` forms call the addon's kernels, which only a
+ * plugin that registered them can run; the `cudnn` forms get the loaded plugin's version written in, or are
+ * refused (cudnn-pin.ts). A TypeError before the weights upload.
+ */
+function bindAttentionForms(options: ScorerOptions, client: Client): ScorerOptions {
+  let bound = options;
+  for (const option of ['prefixAttention', 'causalAttention'] as const) {
+    const form = options[option];
+    if (form?.kind === 'kernel' && !client.prefixAttentionKernel) {
+      throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
+    }
+    if (form?.kind === 'cudnn') bound = { ...bound, [option]: pinCudnnForm(form, option, client.pluginPath, client.platformName) };
+  }
+  return bound;
 }
 
 export class Scorer implements Disposable {
@@ -233,7 +115,6 @@ export class Scorer implements Disposable {
   private builtTokenizer: Tokenizer | undefined;
   private readonly runner: DecoderRunner;
   private readonly weights: DeviceWeights;
-  private readonly lock = new DeviceLock();
   private readonly prefixCache: PrefixCache;
   /** Bucket ladders (token lengths, item lengths, counts, labels). */
   readonly ladders: Ladders;
@@ -257,7 +138,8 @@ export class Scorer implements Disposable {
   readonly weightChoice: WeightTypeChoice;
   /** How requests with different queries share the device. */
   readonly batching: Batching;
-  private readonly batcher: RequestBatcher<ChosenJob, ScoreResult>;
+  /** The one line in front of the device (admission.ts). */
+  private readonly queue: AdmissionQueue<ChosenJob, ScoreResult>;
   private batchedPasses = 0;
   private batchedRequests = 0;
   private readonly costModel: CostModel;
@@ -284,8 +166,9 @@ export class Scorer implements Disposable {
     weights: DeviceWeights;
     weightChoice: WeightTypeChoice;
     options: ScorerOptions;
+    settings: LoadSettings;
   }) {
-    const { options } = init;
+    const { options, settings } = init;
     this.modelName = init.modelName;
     this.quantization = init.quantization;
     this.config = init.config;
@@ -295,12 +178,12 @@ export class Scorer implements Disposable {
     this.weightType = init.weights.weightType;
     this.weightChoice = init.weightChoice;
     this.log = options.log ?? (() => undefined);
-    this.defaultAlgorithm = options.algorithm ?? 'auto';
+    this.defaultAlgorithm = settings.algorithm;
     this.templateOption = options.rerankTemplate;
     const facts = platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
-    this.prefixCache = new PrefixCache(options.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES);
+    this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
     const context = this.config.contextLength;
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
@@ -310,7 +193,7 @@ export class Scorer implements Disposable {
     };
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
-    this.precisionChoice = choosePrecision(options.precision ?? 'highest', this.client.platformName, this.kernelPaths());
+    this.precisionChoice = choosePrecision(settings.precision, this.client.platformName, this.kernelPaths());
     this.precision = this.precisionChoice.precision;
     const attention = modelAttention(
       this.config,
@@ -323,22 +206,24 @@ export class Scorer implements Disposable {
     this.prefixAttention = attention.prefixAttention;
     this.causalAttention = attention.causalAttention;
     this.attentionNote = attention.note;
-    this.batching = options.batching ?? 'invariant';
-    this.batcher = new RequestBatcher(this.lock, (jobs) => this.runJobs(jobs).finally(() => this.releaseWhenIdle()));
+    this.batching = settings.batching;
+    const takeAlong = this.batching === 'cross-request' ? 'all' : settings.coalesce ? 'same-query' : 'none';
+    const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
+    this.queue = new AdmissionQueue({ queueSize: settings.queueSize, takeAlong, ...limits }, (jobs) => this.runTurn(jobs));
     this.runner = new DecoderRunner(
       this.client,
       this.config,
       this.weights,
       `${this.modelName}-${this.config.architecture}`,
       this.precision,
-      { disk: options.diskCache ?? true, maxEntries: options.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES },
+      { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries },
       { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention },
     );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
       contextLength: context,
-      maxItems: options.maxItems ?? 1024,
-      maxRequestTokens: options.maxRequestTokens ?? 65536,
+      maxItems: settings.maxItems,
+      maxRequestTokens: settings.maxRequestTokens,
       tokenize: (text) => this.tokenizer.encode(text),
       bosTokenId: this.config.bosTokenId,
       addBos: this.config.addBos,
@@ -347,112 +232,84 @@ export class Scorer implements Disposable {
 
   /** Loads the model, creates the client, uploads the weights. */
   static async load(options: ScorerOptions = {}): Promise<Scorer> {
-    if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
-    if (options.algorithm !== undefined && !isAlgorithmChoice(options.algorithm)) {
-      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(options.algorithm)}`);
-    }
-    if (options.precision !== undefined && !PRECISION_OPTIONS.includes(options.precision)) {
-      throw new TypeError(`precision must be one of ${PRECISION_OPTIONS.join(', ')}; got ${JSON.stringify(options.precision)}`);
-    }
-    try {
-      if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
-      if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
-    } catch (err) {
-      throw new TypeError((err as Error).message);
-    }
-    if (options.weights !== undefined && !WEIGHT_CHOICES.includes(options.weights)) {
-      throw new TypeError(`weights must be one of ${WEIGHT_CHOICES.join(', ')}; got ${JSON.stringify(options.weights)}`);
-    }
-    if (options.batching !== undefined && !BATCHINGS.includes(options.batching)) {
-      throw new TypeError(`batching must be one of ${BATCHINGS.join(', ')}; got ${JSON.stringify(options.batching)}`);
-    }
-    for (const key of ['maxItems', 'maxRequestTokens', 'prefixCacheBytes'] as const) {
-      const v = options[key];
-      if (v !== undefined && !(Number.isSafeInteger(v) && v >= 0)) throw new TypeError(`${key} must be a non-negative integer, got ${v}`);
-    }
-    const entries = options.jitCacheEntries;
-    if (entries !== undefined && !(Number.isSafeInteger(entries) && entries >= 1)) throw new TypeError(`jitCacheEntries must be a positive integer, got ${entries}`);
+    const settings = checkScorerOptions(options);
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
+    // What a failed load releases, last acquired first. The model file is closed in every case.
+    const release: (() => void)[] = [];
     // The client comes up (the plugin loads, on a worker) while this thread reads the model's header.
     const clientReady = Client.create({ plugin: options.plugin, options: options.clientOptions });
-    let model: OpenedModel;
-    try {
-      model = openModel(options.model);
-    } catch (err) {
+    release.push(() =>
       void clientReady.then(
-        (c) => c.dispose(),
+        (c) => c.dispose(), // disposes its children too: the weights, the executables
         () => undefined,
-      );
-      throw err;
-    }
-    const opened = performance.now();
-    let client: Client;
+      ),
+    );
     try {
-      client = await clientReady;
-    } catch (err) {
-      model.weights.close();
-      throw err;
-    }
-    try {
-      // The `ffi` forms call the addon's kernels, which only a plugin that registered them can run.
-      for (const option of ['prefixAttention', 'causalAttention'] as const) {
-        if (options[option]?.kind === 'kernel' && !client.prefixAttentionKernel) {
-          model.weights.close();
-          throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${client.platformName} has no such kernel`);
-        }
-        // The `cudnn` forms: the loaded plugin's version written in, or refused (cudnn-pin.ts).
-        const form = options[option];
-        if (form?.kind === 'cudnn') {
-          try {
-            options = { ...options, [option]: pinCudnnForm(form, option, client.pluginPath, client.platformName) };
-          } catch (err) {
-            model.weights.close();
-            throw err;
-          }
-        }
+      const model = openModel(options.model);
+      let closed = false;
+      const closeModel = (): void => {
+        if (!closed) model.weights.close();
+        closed = true;
+      };
+      try {
+        const opened = performance.now();
+        const client = await clientReady;
+        const bound = bindAttentionForms(options, client);
+        const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
+        // Streams: each tensor is read, converted and uploaded before the next is read.
+        const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
+        const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
+          programs: loadPrograms.programs,
+        }).finally(() => {
+          closeModel();
+          return loadPrograms.close();
+        });
+        const scorer = new Scorer({
+          modelName: model.name,
+          quantization: model.quantization,
+          config: model.config,
+          tokenizer: () => model.tokenizer,
+          client,
+          weights,
+          weightChoice,
+          options: bound,
+          settings,
+        });
+        // A template named at load must fit the model: say so now, not at the first rerank.
+        if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
+        scorer.log({
+          event: 'model_loaded',
+          model: model.name,
+          path: model.path,
+          platform: `${client.platformName} ${client.platformVersion}`,
+          precision: scorer.precision,
+          precisionReason: scorer.precisionChoice.reason,
+          attentionKernel: scorer.attentionKernel(),
+          prefixAttention: scorer.prefixAttention,
+          causalAttention: scorer.causalAttention,
+          ...(scorer.attentionNote ? { attentionNote: scorer.attentionNote } : {}),
+          family: model.config.architecture,
+          quantization: model.quantization,
+          contextLength: model.config.contextLength,
+          weights: weightChoice.weightType,
+          weightsReason: weightChoice.reason,
+          batching: scorer.batching,
+          budget: scorer.budget,
+          deviceMemoryBytes: client.deviceMemoryBytes,
+          platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
+          weightBytes: weights.bytes,
+          seconds: (performance.now() - started) / 1000,
+          // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
+          // array read, convert, upload, and the load's programs. A GGUF file's tokenizer is built later (see tokenizer).
+          steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
+        });
+        return scorer;
+      } finally {
+        closeModel();
       }
-      const weightChoice = chooseWeightType(options.weights ?? 'f32', { platform: client.platformName, config: model.config });
-      // Streams: each tensor is read, converted and uploaded before the next is read.
-      const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
-      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
-        programs: loadPrograms.programs,
-      }).finally(() => {
-        model.weights.close();
-        return loadPrograms.close();
-      });
-      const scorer = new Scorer({ modelName: model.name, quantization: model.quantization, config: model.config, tokenizer: () => model.tokenizer, client, weights, weightChoice, options });
-      // A template named at load must fit the model: say so now, not at the first rerank.
-      if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
-      scorer.log({
-        event: 'model_loaded',
-        model: model.name,
-        path: model.path,
-        platform: `${client.platformName} ${client.platformVersion}`,
-        precision: scorer.precision,
-        precisionReason: scorer.precisionChoice.reason,
-        attentionKernel: scorer.attentionKernel(),
-        prefixAttention: scorer.prefixAttention,
-        causalAttention: scorer.causalAttention,
-        ...(scorer.attentionNote ? { attentionNote: scorer.attentionNote } : {}),
-        family: model.config.architecture,
-        quantization: model.quantization,
-        contextLength: model.config.contextLength,
-        weights: weightChoice.weightType,
-        weightsReason: weightChoice.reason,
-        batching: scorer.batching,
-        budget: scorer.budget,
-        deviceMemoryBytes: client.deviceMemoryBytes,
-        platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
-        weightBytes: weights.bytes,
-        seconds: (performance.now() - started) / 1000,
-        // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
-        // array read, convert, upload, and the load's programs. A GGUF file's tokenizer is built later (see tokenizer).
-        steps: { openSeconds: (opened - started) / 1000, ...weights.timings },
-      });
-      return scorer;
     } catch (err) {
-      client.dispose();
+      for (const undo of release.reverse()) undo();
       throw err;
     }
   }
@@ -478,9 +335,24 @@ export class Scorer implements Disposable {
     return this.tokenizer.encode(text);
   }
 
-  /** Calls waiting for or holding the device (each waiting call asks for one turn, even when another call's turn takes it along). */
-  get pending(): number {
-    return this.lock.pending;
+  /** Calls waiting in the admission queue. */
+  get queueDepth(): number {
+    return this.queue.queueDepth;
+  }
+
+  /** Calls in the device's turn now. */
+  get inFlight(): number {
+    return this.queue.inFlight;
+  }
+
+  /** Seconds a call refused by a full queue should wait before retrying. */
+  retryAfterSeconds(): number {
+    return this.queue.retryAfterSeconds();
+  }
+
+  /** Resolves when no call waits or runs. */
+  idle(): Promise<void> {
+    return this.queue.idle();
   }
 
   /**
@@ -515,40 +387,40 @@ export class Scorer implements Disposable {
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
     const job = this.chosenJob(request, options.algorithm, options.signal);
-    // A call that may share a pass waits with the others; the rest wait in the device line.
-    if (job.joins) return this.batcher.submit(job, options.signal);
-    return this.onDevice(() => this.execute(request, job.choice, options.signal), options.signal);
+    const { result, admission } = await this.queue.submit(job);
+    options.onAdmitted?.(admission);
+    return result;
   }
 
   /**
-   * Scores several normalized requests in one hold of the device. With
-   * batching 'invariant' each runs its own plan, exactly as it would alone,
-   * so its scores do not depend on the others (SPEC.md section 11); with
+   * Scores several normalized requests, each through the admission queue
+   * as a call of its own, queued together. With batching 'invariant' each
+   * runs its own plan, exactly as it would alone, so its scores do not
+   * depend on the others (docs/design.md "Batch invariance"); with
    * 'cross-request' those that can share passes do (within 1e-5 of their
-   * scores alone). Requests with the same query share its prefill through
-   * the prefix cache. One request's failure or abort does not affect the
-   * others.
+   * scores alone). One request's failure, abort or refusal does not affect
+   * the others.
    */
   async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
     this.assertLive();
-    const chosen = jobs.map((job) => {
+    const results: Promise<ScoreResult>[] = new Array<Promise<ScoreResult>>(jobs.length);
+    const chosen: { readonly index: number; readonly job: ChosenJob }[] = [];
+    jobs.forEach((job, index) => {
       try {
-        return { job: this.chosenJob(job.request, options.algorithm, job.signal) };
+        chosen.push({ index, job: this.chosenJob(job.request, options.algorithm, job.signal) });
       } catch (error) {
-        return { error };
+        results[index] = Promise.reject(error);
       }
     });
-    const live = (): boolean => jobs.some((j) => !j.signal?.aborted);
-    return this.onDevice(async () => {
-      const runnable = chosen.flatMap((c) => ('job' in c && c.job ? [c.job] : []));
-      const ran = await this.runJobs(runnable);
-      let next = 0;
-      return chosen.map((c): BatchOutcome => ('error' in c ? { ok: false, error: c.error } : ran[next++]));
-    }, live() ? undefined : AbortSignal.abort());
+    // Queued together, so the requests that may share passes meet in one turn.
+    const admitted = this.queue.submitAll(chosen.map((c) => c.job));
+    chosen.forEach((c, k) => (results[c.index] = admitted[k].then((a) => a.result)));
+    const settled = await Promise.allSettled(results);
+    return settled.map((s): BatchOutcome => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason }));
   }
 
   /**
-   * Reranks documents against a query (SPEC.md section 10): every document in
+   * Reranks documents against a query (docs/design.md "Rerank"): every document in
    * one plan, the prompt up to the document shared. Results are sorted by
    * relevance, best first.
    */
@@ -654,6 +526,8 @@ export class Scorer implements Disposable {
       devicePasses: this.runner.executions,
       batchedPasses: this.batchedPasses,
       batchedRequests: this.batchedRequests,
+      turns: this.queue.turns,
+      turnRequests: this.queue.turnRequests,
     };
   }
 
@@ -675,7 +549,7 @@ export class Scorer implements Disposable {
   private planFor(shape: RequestShape, requested: AlgorithmChoice | undefined): PlanChoice {
     const algorithm = requested ?? this.defaultAlgorithm;
     if (!isAlgorithmChoice(algorithm)) {
-      throw new TypeError(`algorithm must be one of auto, ${ALGORITHMS.join(', ')}; got ${JSON.stringify(algorithm)}`);
+      throw new TypeError(`algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}; got ${JSON.stringify(algorithm)}`);
     }
     return choosePlan(shape, algorithm, this.sizing, this.costModel);
   }
@@ -697,8 +571,8 @@ export class Scorer implements Disposable {
    * Runs jobs in one hold of the device: those that join share passes
    * (makeBatchPlan), every other one runs its own plan. Answers each job.
    */
-  private async runJobs(jobs: readonly ChosenJob[]): Promise<JobOutcome<ScoreResult>[]> {
-    const outcomes: JobOutcome<ScoreResult>[] = new Array(jobs.length);
+  private async runJobs(jobs: readonly ChosenJob[]): Promise<Outcome<ScoreResult>[]> {
+    const outcomes: Outcome<ScoreResult>[] = new Array(jobs.length);
     const joining = jobs.flatMap((job, i) => (job.joins && !job.signal?.aborted ? [i] : []));
     const plan = makeBatchPlan(joining.map((i) => shapeOf(jobs[i].request)), this.sizing);
     const together = new Set(plan.passes.flatMap((pass) => pass.groups.map((g) => joining[g.request])));
@@ -712,7 +586,7 @@ export class Scorer implements Disposable {
         joining.forEach((i, k) => {
           if (!together.has(i)) return;
           const job = jobs[i];
-          outcomes[i] = job.signal?.aborted ? { ok: false, error: new AbortError() } : { ok: true, result: this.result(job.request, 'packed', logprobs[k]) };
+          outcomes[i] = job.signal?.aborted ? { ok: false, error: AbortError.from(job.signal) } : { ok: true, result: this.result(job.request, 'packed', logprobs[k]) };
         });
       } catch (error) {
         for (const i of together) outcomes[i] = { ok: false, error };
@@ -738,7 +612,7 @@ export class Scorer implements Disposable {
     return choice;
   }
 
-  /** Runs a chosen plan (the device lock is held by the caller). */
+  /** Runs a chosen plan (in the caller's turn of the device). */
   private async execute(n: NormalizedRequest, choice: PlanChoice, signal: AbortSignal | undefined): Promise<ScoreResult> {
     this.assertLive();
     const usage: ScoreUsage = { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens };
@@ -758,10 +632,10 @@ export class Scorer implements Disposable {
     return { scores, usage, algorithm, model: this.modelName };
   }
 
-  /** Runs device work in turn (the device lock); when the device goes idle, frees the host scratch. */
-  private async onDevice<T>(fn: () => Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  /** One turn of the device (the admission queue's): runs its jobs; when the device goes idle, frees the host scratch. */
+  private async runTurn(jobs: ChosenJob[]): Promise<Outcome<ScoreResult>[]> {
     try {
-      return await this.lock.run(fn, signal);
+      return await this.runJobs(jobs);
     } finally {
       this.releaseWhenIdle();
     }
@@ -776,9 +650,9 @@ export class Scorer implements Disposable {
   private releaseWhenIdle(): void {
     if (this.releasing) return;
     this.releasing = true;
-    // Looked at once the caller's turn has ended (a batch calls this while it still holds the device).
+    // Looked at once the turn has ended (this is called while it still holds the device).
     setImmediate(() => {
-      if (this.lock.pending > 0) {
+      if (!this.queue.isIdle()) {
         this.releasing = false;
         return;
       }

@@ -1,5 +1,5 @@
 /**
- * Label logprobs -> scores (SPEC.md section 1). The device returns
+ * Label logprobs -> scores (docs/design.md "Scoring semantics"). The device returns
  * log_softmax over the whole vocabulary at each read position, gathered at
  * the labels: [K, Lb] with K and Lb possibly padded. Math is done in f64.
  *

@@ -5,8 +5,8 @@
  * weighted by their measured relative cost), plus a fixed cost per pass.
  * item_first has no shared prefix, so it is always serial. The choice looks
  * at the request's shape only, never at what the prefix cache holds: a
- * request must run the same programs every time it is sent (SPEC.md
- * section 11), so a cached query makes prefix cheaper but never flips the plan.
+ * request must run the same programs every time it is sent (docs/design.md
+ * "Batch invariance"), so a cached query makes prefix cheaper but never flips the plan.
  */
 import { Algorithm, makePlan, Pass, Plan, RequestShape, Sizing } from './plan';
 import { CostConstants, platformFacts } from './platform';

@@ -1,7 +1,7 @@
 /**
  * Warmup: compile (or load from disk) a list of programs at startup, with a
- * progress bar, so the first requests do not pay for compiles (SPEC.md
- * section 5).
+ * progress bar, so the first requests do not pay for compiles (docs/design.md
+ * "Static shapes, buckets, the JIT cache").
  */
 import { JitKey, LoadSource, ProgramSource, jitKeyString } from './compiler';
 import { ProgressBar, ProgressStream } from './progress';

@@ -1,111 +1,53 @@
 /**
  * What the service needs from the Scorer (docs/scorer-api.md), as a
- * structural type: the HTTP layer depends on this narrow surface only, so it
- * can be read, tested and reasoned about without the device behind it.
+ * structural type over the Scorer's own: the HTTP layer depends on this
+ * narrow surface only, so it can be read and tested with a Scorer of its
+ * own making (a shared one, a gated one) behind it. The queue, coalescing,
+ * cross-request batching and the in-flight count are the Scorer's
+ * (scoring/admission.ts); the service reads them through here.
  */
-import type { ModelConfig } from '../model/config';
-import type { Algorithm } from '../scoring/plan';
-import type { JitCacheCounters } from '../scoring/jit-cache';
-import type { PrefixCacheCounters } from '../scoring/prefix-cache';
-import type { NormalizedRerank } from '../scoring/rerank';
-import type { NormalizedRequest, ScoreRequestBody } from '../scoring/request';
-import type { AlgorithmChoice, WarmupShape } from '../scoring/scorer';
-import type { PrecisionOption as Precision } from '../scoring/precision-choice';
-import type { Batching } from '../scoring/request-batcher';
-import type { WeightChoice } from '../device-weights/choose';
+import type { Algorithm, AlgorithmChoice, Scorer, ScorerSettings, ScorerStats, WarmupShape } from '../scoring';
 
 export type { Algorithm, AlgorithmChoice, WarmupShape };
-export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', 'packed', 'prefix', 'serial'];
-
-/** The Score API body as the backend receives it (snake_case, SGLang spelling). */
-export type ScoreBody = ScoreRequestBody;
-
-export interface BackendScoreResult {
-  readonly scores: number[][];
-  readonly usage: { readonly promptTokens: number; readonly completionTokens: number; readonly totalTokens: number };
-  readonly algorithm: Algorithm;
-  readonly model: string;
-}
-
-/** One request of a batch, with its own abort signal. */
-export interface BackendJob {
-  readonly request: NormalizedRequest;
-  readonly signal?: AbortSignal;
-}
-
-export type BackendOutcome = { readonly ok: true; readonly result: BackendScoreResult } | { readonly ok: false; readonly error: unknown };
 
 /** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
-export interface BackendStats {
-  readonly jit?: Partial<JitCacheCounters>;
-  readonly runs?: Readonly<Record<string, number>>;
-  readonly prefixCache?: Partial<PrefixCacheCounters>;
-  readonly itemsScored?: number;
-  readonly tokensScored?: number;
-  readonly devicePasses?: number;
-  readonly batchedPasses?: number;
-  readonly batchedRequests?: number;
-}
+export type BackendStats = { readonly [K in keyof ScorerStats]?: ScorerStats[K] extends object ? Partial<ScorerStats[K]> : ScorerStats[K] };
 
-export interface ScoringBackend {
-  readonly modelName: string;
-  readonly config: Pick<ModelConfig, 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> & Partial<Pick<ModelConfig, 'architecture'>>;
+export interface ScoringBackend
+  extends Pick<
+    Scorer,
+    | 'modelName'
+    | 'tokenize'
+    | 'normalizeBody'
+    | 'normalizeRerankBody'
+    | 'scoreBody'
+    | 'scoreNormalized'
+    | 'queueDepth'
+    | 'inFlight'
+    | 'retryAfterSeconds'
+    | 'idle'
+    | 'warmup'
+    | 'dispose'
+  > {
+  readonly config: Pick<Scorer['config'], 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> & Partial<Pick<Scorer['config'], 'architecture'>>;
   /** The stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"), when the backend knows them (/v1/models). */
-  readonly quantization?: string;
-  /** Calls waiting for or holding the device inside the backend. */
-  readonly pending: number;
-  tokenize(text: string): number[];
-  /** Validates and tokenizes a Score API body (ScoreInputError on bad input): the service's only normalization. */
-  normalizeBody(body: unknown): NormalizedRequest;
-  /** Validates a rerank body into its score request ('v1': /v1/rerank, 'v2': Cohere v2's /v2/rerank; ScoreInputError on bad input; needs a rerank template). */
-  normalizeRerankBody(body: unknown, shape?: 'v1' | 'v2'): NormalizedRerank;
-  /** Scores one body (the CLI). */
-  scoreBody(body: unknown, options?: { signal?: AbortSignal }): Promise<BackendScoreResult>;
-  /** Scores normalized requests in one hold of the device: each as it would run alone, or, with batching 'cross-request', in shared passes. */
-  scoreBatch(jobs: readonly BackendJob[]): Promise<BackendOutcome[]>;
+  readonly quantization?: Scorer['quantization'];
   stats(): BackendStats;
-  /** Compiles the programs requests of these shapes use (progress bar on `progress`). */
-  warmup(shapes: readonly WarmupShape[], progress?: NodeJS.WritableStream | false): Promise<void>;
   /** Token ids -> text (label names in the CLI table); optional. */
   readonly tokenizer?: { decode(ids: readonly number[]): string };
-  dispose(): void;
 }
 
-export interface BackendLoadOptions {
-  readonly model?: string;
-  readonly plugin?: string;
-  readonly algorithm: AlgorithmChoice;
-  readonly maxItems: number;
-  readonly maxRequestTokens: number;
-  /** Rerank template name (default: chosen from the model). */
-  readonly rerankTemplate?: string;
-  readonly precision?: Precision;
-  readonly weights?: WeightChoice;
-  readonly batching?: Batching;
-  readonly jitCacheEntries?: number;
-  readonly prefixCacheBytes?: number;
+/** The Scorer's settings (scoring/options.ts, one row each) and where its log events go. */
+export interface BackendLoadOptions extends ScorerSettings {
   readonly log: (event: Record<string, unknown>) => void;
 }
 
 /** Loads the real Scorer (model weights on the device). */
 export async function loadScorerBackend(options: BackendLoadOptions): Promise<ScoringBackend> {
-  // Required lazily: the CLI's --help and `fetch` must work without loading the native addon.
+  // Required lazily: the CLI's --help and `fetch` need none of the Scorer's modules.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Scorer } = require('../scoring/scorer') as typeof import('../scoring/scorer');
-  return Scorer.load({
-    ...(options.model !== undefined ? { model: options.model } : {}),
-    ...(options.plugin !== undefined ? { plugin: options.plugin } : {}),
-    algorithm: options.algorithm,
-    maxItems: options.maxItems,
-    maxRequestTokens: options.maxRequestTokens,
-    ...(options.rerankTemplate !== undefined ? { rerankTemplate: options.rerankTemplate } : {}),
-    ...(options.precision !== undefined ? { precision: options.precision } : {}),
-    ...(options.weights !== undefined ? { weights: options.weights } : {}),
-    ...(options.batching !== undefined ? { batching: options.batching } : {}),
-    ...(options.jitCacheEntries !== undefined ? { jitCacheEntries: options.jitCacheEntries } : {}),
-    ...(options.prefixCacheBytes !== undefined ? { prefixCacheBytes: options.prefixCacheBytes } : {}),
-    log: options.log,
-  });
+  const { Scorer } = require('../scoring') as typeof import('../scoring');
+  return Scorer.load(options);
 }
 
 /** True for the rejection of an aborted call (the Scorer's AbortError, or DOMException 'AbortError'). */

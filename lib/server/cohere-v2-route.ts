@@ -6,8 +6,7 @@
  * `{ id, model, results: [{ index, relevance_score, document? }], usage, meta }`
  * with `meta.api_version.version` "2".
  */
-import type { NormalizedRerank } from '../scoring/rerank';
-import { rerankResults } from '../scoring/rerank';
+import { rerankResults, type NormalizedRerank } from '../scoring';
 import { RERANK_FLOAT_KEYS, RerankMeta, rerankMeta, RerankUsage, rerankUsage } from './rerank-route';
 import { checkModelField, ScoringEndpoint } from './score-route';
 

@@ -8,7 +8,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, Reply } from './exchange';
 import { RouteDefinition, dispatch } from './routes';
-import { ScoreService } from './service';
+import { ServiceState } from './service';
 
 /** The part of a fastify request the plugin reads. */
 export interface FastifyRequestLike {
@@ -40,7 +40,7 @@ export type FastifyPluginLike = (instance: FastifyInstanceLike, options: Record<
 /** Every method fastify routes by default: a wrong one is our 405, as in the standalone service. */
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'];
 
-export function createFastifyPlugin(service: ScoreService, routes: readonly RouteDefinition[]): FastifyPluginLike {
+export function createFastifyPlugin(service: ServiceState, routes: readonly RouteDefinition[]): FastifyPluginLike {
   return async (instance) => {
     instance.removeAllContentTypeParsers();
     // Called for any content type (or none): the body stays unread for our routes.

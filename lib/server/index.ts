@@ -1,10 +1,11 @@
 /**
  * lib/server: the scoring microservice (SGLang-compatible POST /v1/score,
- * rerank, health, models, Prometheus metrics, bounded queue, deadlines,
- * graceful shutdown), standalone (startServer) or mounted in a host's
- * fastify or express app (createScoringService). The command line that
- * starts it is lib/cli.
- * May import: scoring, model, runtime, util (not cli).
+ * rerank, health, models, Prometheus metrics, deadlines, graceful
+ * shutdown), standalone (startServer) or mounted in a host's fastify or
+ * express app (createScoringService). The command line that starts it is
+ * lib/cli. The queue (and its 429s), the Scorer's types and its options are
+ * lib/scoring's; the service keeps only HTTP.
+ * May import: scoring (its index only), util (not cli).
  */
 export { startServer, type ScoreServer, type StartServerOptions } from './server';
 export { createScoringService, type ScoringService, type ScoringServiceOptions } from './scoring-service';
@@ -14,11 +15,8 @@ export { type FastifyInstanceLike, type FastifyPluginLike, type FastifyReplyLike
 export { DEFAULT_SERVE_OPTIONS, SERVE_SETTINGS, resolveServeOptions, type ServeOptions, type SettingSpec } from './options';
 export {
   type BackendLoadOptions,
-  type BackendScoreResult,
   type BackendStats,
-  type ScoreBody,
   type ScoringBackend,
 } from './backend';
 export { HttpError, type ErrorBody } from './http-errors';
 export { createLogger, silentLogger, type LogDestination, type LogFn, type Logger, type LogLevel, type ServiceLogger } from './log';
-export { CUDA12_PLUGIN } from '../assets/plugin';

@@ -6,7 +6,7 @@
  */
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
-import { ScoreService } from './service';
+import { ServiceState } from './service';
 import type { ScoringBackend } from './backend';
 
 export interface ModelObject {
@@ -24,13 +24,13 @@ export interface ModelObject {
   readonly quantization?: string;
 }
 
-function loaded(service: ScoreService): ScoringBackend {
+function loaded(service: ServiceState): ScoringBackend {
   const backend = service.backend;
   if (!backend) throw new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() });
   return backend;
 }
 
-function modelObject(service: ScoreService, backend: ScoringBackend): ModelObject {
+function modelObject(service: ServiceState, backend: ScoringBackend): ModelObject {
   return {
     id: backend.modelName,
     object: 'model',
@@ -45,14 +45,14 @@ function modelObject(service: ScoreService, backend: ScoringBackend): ModelObjec
 }
 
 /** GET /v1/models: the one model this server serves. */
-export function listModels(service: ScoreService): Reply {
+export function listModels(service: ServiceState): Reply {
   const backend = service.backend;
   if (!backend) return errorReply(new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() }));
   return jsonReply(200, { object: 'list', data: [modelObject(service, backend)] });
 }
 
 /** GET /v1/models/{id}: the model when `id` names it, else OpenAI's 404. */
-export function retrieveModel(service: ScoreService, ex: Exchange): Reply {
+export function retrieveModel(service: ServiceState, ex: Exchange): Reply {
   const backend = loaded(service);
   const id = lastSegment(ex.req.url ?? ex.path);
   if (id !== backend.modelName) {
@@ -62,7 +62,7 @@ export function retrieveModel(service: ScoreService, ex: Exchange): Reply {
 }
 
 /** text-embeddings-inference's Info, with this server's limits in TEI's fields. */
-export function teiInfo(service: ScoreService): Reply {
+export function teiInfo(service: ServiceState): Reply {
   const backend = loaded(service);
   const { options } = service;
   // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -8,6 +8,7 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { BackendStats } from './backend';
 
+
 /** Upper bounds of the latency histogram, seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
@@ -15,9 +16,9 @@ export const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1
 export interface ScrapeState {
   readonly ready: boolean;
   readonly draining: boolean;
-  /** Requests admitted and waiting for the device. */
+  /** Requests admitted and waiting for the device (the Scorer's admission queue). */
   readonly queueDepth: number;
-  /** Backend calls running or waiting inside the backend. */
+  /** Requests in the device's turn now (the same queue). */
   readonly inFlight: number;
   readonly queueCapacity: number;
   readonly stats: BackendStats | null;
@@ -56,8 +57,6 @@ export class ServiceMetrics {
   private readonly httpRequests: Counter<'route' | 'status'>;
   private readonly itemsScored: Counter;
   private readonly tokensScored: Counter;
-  private readonly batches: Counter;
-  private readonly batchedRequests: Counter;
 
   /**
    * Registers every metric in `registry`. `state` is read once per scrape
@@ -82,8 +81,6 @@ export class ServiceMetrics {
     this.httpRequests = new Counter({ name: 'pjrt_score_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers });
     this.itemsScored = new Counter({ name: 'pjrt_score_items_scored_total', help: 'Items scored in successful requests.', registers });
     this.tokensScored = new Counter({ name: 'pjrt_score_tokens_scored_total', help: 'Prompt tokens of successful requests (the query once plus every item).', registers });
-    this.batches = new Counter({ name: 'pjrt_score_backend_calls_total', help: 'Scorer calls made (one call may serve several requests that share a query).', registers });
-    this.batchedRequests = new Counter({ name: 'pjrt_score_backend_call_requests_total', help: 'Requests served by those calls.', registers });
 
     // Scrape-time values: prom-client runs every collector of a scrape in one synchronous
     // pass, so the state is read once and forgotten on the next microtask.
@@ -130,7 +127,7 @@ export class ServiceMetrics {
     gauge('pjrt_score_draining', '1 after SIGTERM/SIGINT (or close()) while in-flight requests finish.', (s) => (s.draining ? 1 : 0));
     gauge('pjrt_score_queue_depth', 'Requests admitted and waiting for the device.', (s) => s.queueDepth);
     gauge('pjrt_score_queue_capacity', 'Most requests that may wait (--queue-size).', (s) => s.queueCapacity);
-    gauge('pjrt_score_in_flight', 'Scorer calls running or queued inside the Scorer.', (s) => s.inFlight);
+    gauge('pjrt_score_in_flight', 'Requests in the device\'s turn now.', (s) => s.inFlight);
     const field = (record: object | undefined, name: string): number | null => {
       const value = (record as Record<string, unknown> | undefined)?.[name];
       return typeof value === 'number' ? value : null;
@@ -157,6 +154,8 @@ export class ServiceMetrics {
     counterFrom('pjrt_score_batched_passes_total', 'Device passes shared by requests with different queries (--batching cross-request).', (s) =>
       field(s.stats ?? undefined, 'batchedPasses'),
     );
+    counterFrom('pjrt_score_backend_calls_total', 'Turns of the device (one turn may serve several requests that share a query).', (s) => field(s.stats ?? undefined, 'turns'));
+    counterFrom('pjrt_score_backend_call_requests_total', 'Requests served by those turns.', (s) => field(s.stats ?? undefined, 'turnRequests'));
     counterFrom('pjrt_score_batched_requests_total', 'Requests scored in those shared passes.', (s) => field(s.stats ?? undefined, 'batchedRequests'));
   }
 
@@ -174,12 +173,6 @@ export class ServiceMetrics {
   /** Any HTTP request our routes answered, by route and status. */
   observeHttp(route: string, status: number): void {
     this.httpRequests.inc({ route, status: String(status) });
-  }
-
-  /** One backend call that served `members` requests at once. */
-  observeBatch(members: number): void {
-    this.batches.inc();
-    this.batchedRequests.inc(members);
   }
 
   /** The registry's exposition (every metric in it, the host's included). */

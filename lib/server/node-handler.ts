@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Exchange, writeReply } from './exchange';
 import { ROUTES, RouteDefinition, dispatch, findRoute } from './routes';
-import { ScoreService } from './service';
+import { ServiceState } from './service';
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -15,7 +15,7 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
 export type ExpressStyleHandler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
 /** The standalone service's listener: every route; an unknown path is our 404. */
-export function createRequestListener(service: ScoreService, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
+export function createRequestListener(service: ServiceState, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
   return (req, res) => {
     const path = pathOf(req.url);
     const ex: Exchange = { req, res, method: req.method ?? '', path };
@@ -29,7 +29,7 @@ export function createRequestListener(service: ScoreService, routes: readonly Ro
  * already read (express.json(), express.raw()) is taken as it is; mounted
  * first, it reads the body itself, with the standalone service's limits.
  */
-export function createExpressRouter(service: ScoreService, routes: readonly RouteDefinition[]): ExpressStyleHandler {
+export function createExpressRouter(service: ServiceState, routes: readonly RouteDefinition[]): ExpressStyleHandler {
   return (req, res, next) => {
     const route = findRoute(routes, pathOf(req.url));
     if (route === null) {

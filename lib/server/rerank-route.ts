@@ -10,9 +10,7 @@
  * `[{ index, score, text? }]`. Both sorted by relevance, best first.
  * Cohere v2's POST /v2/rerank is cohere-v2-route.ts.
  */
-import type { NormalizedRerank, RerankResult } from '../scoring/rerank';
-import { rerankResults } from '../scoring/rerank';
-import type { JobOutcome } from './scheduler';
+import { rerankResults, type NormalizedRerank, type RerankResult, type ScoreResult } from '../scoring';
 import { ErrorShape, HttpError } from './http-errors';
 import { checkModelField, ScoringEndpoint } from './score-route';
 
@@ -50,24 +48,24 @@ function isTeiBody(body: unknown): body is { texts: unknown } {
   return body !== null && typeof body === 'object' && !Array.isArray(body) && (body as { texts?: unknown }).texts !== undefined;
 }
 
-export function rerankUsage(outcome: JobOutcome, rerank: NormalizedRerank): RerankUsage {
+export function rerankUsage(outcome: ScoreResult, rerank: NormalizedRerank): RerankUsage {
   const truncation = rerank.score.truncation;
   return {
-    prompt_tokens: outcome.promptTokens,
-    total_tokens: outcome.promptTokens,
+    prompt_tokens: outcome.usage.promptTokens,
+    total_tokens: outcome.usage.promptTokens,
     ...(truncation ? { prompt_tokens_before_truncation: truncation.tokensBefore } : {}),
   };
 }
 
-export function rerankMeta(outcome: JobOutcome, rerank: NormalizedRerank, version: string): RerankMeta {
+export function rerankMeta(outcome: ScoreResult, rerank: NormalizedRerank, version: string): RerankMeta {
   const warnings: string[] = [];
   const cut = rerank.score.truncation?.truncatedItems ?? [];
-  if (cut.length > 0) warnings.push(`truncated to fit: documents ${cut.join(', ')} (${rerank.score.truncation?.tokensBefore} tokens before, ${outcome.promptTokens} after)`);
+  if (cut.length > 0) warnings.push(`truncated to fit: documents ${cut.join(', ')} (${rerank.score.truncation?.tokensBefore} tokens before, ${outcome.usage.promptTokens} after)`);
   if (rerank.chunkedDocuments.length > 0) warnings.push(`split into chunks (max_chunks_per_doc), scored by the best chunk: documents ${rerank.chunkedDocuments.join(', ')}`);
   return {
     api_version: { version },
     billed_units: { search_units: 1 },
-    tokens: { input_tokens: outcome.promptTokens, output_tokens: 0 },
+    tokens: { input_tokens: outcome.usage.promptTokens, output_tokens: 0 },
     ...(warnings.length > 0 ? { warnings } : {}),
   };
 }

@@ -14,7 +14,7 @@ import { logEvent } from './log';
 import { COHERE_V2_RERANK_ENDPOINT } from './cohere-v2-route';
 import { RERANK_ENDPOINT } from './rerank-route';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
-import { ScoreService } from './service';
+import { ServiceState } from './service';
 
 export type RoutePath =
   | '/v1/score'
@@ -35,7 +35,7 @@ export interface RouteDefinition {
   readonly scoring: boolean;
   /** Its entry in GET /openapi.json. */
   readonly operation: Operation;
-  run(service: ScoreService, ex: Exchange, record: ScoreRecord): Promise<Reply>;
+  run(service: ServiceState, ex: Exchange, record: ScoreRecord): Promise<Reply>;
 }
 
 /** Which of the optional routes a mount serves; the scoring routes are always there. */
@@ -105,7 +105,7 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Runs `route` (null: no route here, a 404) and hands the Reply to `send`.
  * Never throws, never leaves a request unanswered; the drain waits for it.
  */
-export async function dispatch(service: ScoreService, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
+export async function dispatch(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
   service.enter();
   try {
     await dispatchInner(service, route, ex, send);
@@ -114,7 +114,7 @@ export async function dispatch(service: ScoreService, route: RouteDefinition | n
   }
 }
 
-async function dispatchInner(service: ScoreService, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
+async function dispatchInner(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
   const started = performance.now();
   const given = ex.req.headers['x-request-id'];
   const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
@@ -171,7 +171,7 @@ async function dispatchInner(service: ScoreService, route: RouteDefinition | nul
   });
 }
 
-function health(service: ScoreService): Reply {
+function health(service: ServiceState): Reply {
   const ready = service.phase === 'ready';
   const body: Record<string, unknown> = {
     status: ready ? 'ok' : service.phase,
@@ -179,14 +179,14 @@ function health(service: ScoreService): Reply {
     uptime_seconds: Math.round((Date.now() - service.startedAt) / 100) / 10,
   };
   if (service.backend) body.model = service.backend.modelName;
-  if (service.scheduler) {
-    body.queue_depth = service.scheduler.queueDepth;
-    body.in_flight = service.scheduler.inFlight;
+  if (service.backend) {
+    body.queue_depth = service.backend.queueDepth;
+    body.in_flight = service.backend.inFlight;
   }
   return jsonReply(ready ? 200 : 503, body, ready ? {} : { 'retry-after': String(service.retryAfterSeconds()) });
 }
 
-async function metrics(service: ScoreService): Promise<Reply> {
+async function metrics(service: ServiceState): Promise<Reply> {
   const text = await service.metrics.render();
   return { status: 200, contentType: service.metrics.contentType, body: text, headers: {} };
 }

@@ -6,15 +6,13 @@
  * An endpoint only says how a body becomes a normalized request and how the
  * scores become its answer.
  */
-import { ScoreInputError, describeValue } from '../scoring/errors';
-import type { NormalizedRequest } from '../scoring/request';
+import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type NormalizedRequest, type ScoreResult } from '../scoring';
 import { isAbortError, ScoringBackend } from './backend';
 import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from './body';
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { ErrorShape, HttpError } from './http-errors';
 import { logEvent } from './log';
-import { JobOutcome, QueueFullError } from './scheduler';
-import { ScoreService } from './service';
+import { ServiceState } from './service';
 
 export interface ScoreResponseBody {
   readonly scores: number[][];
@@ -44,15 +42,15 @@ export interface ScoreRecord {
   errorShape?: ErrorShape;
 }
 
-class DeadlineError extends Error {
-  override readonly name = 'AbortError';
+/** The request's deadline passed (504): the reason its signal fires with, kept through the Scorer. */
+class DeadlineError extends AbortError {
   constructor(readonly timeoutMs: number) {
     super(`the request did not finish within ${timeoutMs} ms`);
   }
 }
 
-class ClientGoneError extends Error {
-  override readonly name = 'AbortError';
+/** The client closed the connection (499). */
+class ClientGoneError extends AbortError {
   constructor() {
     super('the client closed the connection');
   }
@@ -63,7 +61,7 @@ export interface ScoringEndpoint<T> {
   /** Validates and tokenizes a parsed JSON body (ScoreInputError on bad input): the request's one normalization. */
   normalize(backend: ScoringBackend, body: unknown): { readonly request: NormalizedRequest; readonly detail: T };
   /** The 200 answer. */
-  respond(outcome: JobOutcome, detail: T, service: ScoreService, id: string): unknown;
+  respond(outcome: ScoreResult, detail: T, service: ServiceState, id: string): unknown;
   /** Keys whose numbers are floats on the wire (1 is written 1.0): json-floats.ts. */
   readonly floatKeys: ReadonlySet<string>;
   /** The error body for a parsed request body (TEI's shape on TEI's requests); default the common one. */
@@ -82,9 +80,9 @@ export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest['truncation'] | n
     model: service.backend?.modelName ?? '',
     object: 'scoring',
     usage: {
-      prompt_tokens: outcome.promptTokens,
+      prompt_tokens: outcome.usage.promptTokens,
       completion_tokens: 0,
-      total_tokens: outcome.promptTokens,
+      total_tokens: outcome.usage.promptTokens,
       ...(truncation ? { prompt_tokens_before_truncation: truncation.tokensBefore } : {}),
     },
   }),
@@ -92,7 +90,7 @@ export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest['truncation'] | n
 };
 
 /** Answers one scoring request; never throws (every failure is an error Reply). */
-export async function handleScoring<T>(service: ScoreService, ex: Exchange, record: ScoreRecord, endpoint: ScoringEndpoint<T>): Promise<Reply> {
+export async function handleScoring<T>(service: ServiceState, ex: Exchange, record: ScoreRecord, endpoint: ScoringEndpoint<T>): Promise<Reply> {
   const { options } = service;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DeadlineError(options.timeoutMs)), options.timeoutMs);
@@ -126,7 +124,7 @@ export async function handleScoring<T>(service: ScoreService, ex: Exchange, reco
 }
 
 /** The JSON body: read and parsed here, or as the host's body parser left it. */
-async function requestBody(service: ScoreService, ex: Exchange, signal: AbortSignal): Promise<unknown> {
+async function requestBody(service: ServiceState, ex: Exchange, signal: AbortSignal): Promise<unknown> {
   const limit = service.options.maxBodyBytes;
   if (ex.body !== undefined) {
     const value = ex.body.value;
@@ -143,15 +141,14 @@ async function requestBody(service: ScoreService, ex: Exchange, signal: AbortSig
 }
 
 async function scoreRequest<T>(
-  service: ScoreService,
+  service: ServiceState,
   ex: Exchange,
   signal: AbortSignal,
   record: ScoreRecord,
   endpoint: ScoringEndpoint<T>,
-): Promise<{ outcome: JobOutcome; detail: T }> {
-  const scheduler = service.scheduler;
+): Promise<{ outcome: ScoreResult; detail: T }> {
   const backend = service.backend;
-  if (service.phase !== 'ready' || !scheduler || !backend) {
+  if (service.phase !== 'ready' || !backend) {
     const message = service.phase === 'loading' ? 'the model is loading; retry shortly' : 'the server is shutting down';
     throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
   }
@@ -161,21 +158,16 @@ async function scoreRequest<T>(
   const { request, detail } = endpoint.normalize(backend, body);
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;
-  let pending: Promise<JobOutcome>;
-  try {
-    pending = scheduler.submit({ id: record.id, request, signal });
-  } catch (error) {
-    if (error instanceof QueueFullError) {
-      throw new HttpError(429, `${error.message}: retry later`, { retryAfter: scheduler.retryAfterSeconds() });
-    }
-    throw error;
-  }
-  const outcome = await pending;
+  let admission: Admission | null = null;
+  const outcome = await backend.scoreNormalized(request, { signal, onAdmitted: (a) => (admission = a) });
   // With no items nothing ran on the device, whatever plan the Scorer names.
   record.algorithm = request.itemTokens.length === 0 ? 'none' : outcome.algorithm;
-  record.batch = outcome.batchSize;
-  record.queueMs = Math.round(outcome.queueMs * 10) / 10;
-  record.tokens = outcome.promptTokens;
+  if (admission !== null) {
+    const { turnSize, queueMs } = admission;
+    record.batch = turnSize;
+    record.queueMs = Math.round(queueMs * 10) / 10;
+  }
+  record.tokens = outcome.usage.promptTokens;
   return { outcome, detail };
 }
 
@@ -188,14 +180,12 @@ export function checkModelField(body: unknown): void {
   }
 }
 
-function toHttpError(service: ScoreService, error: unknown, signal: AbortSignal): HttpError {
+function toHttpError(service: ServiceState, error: unknown, signal: AbortSignal): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof ScoreInputError) return HttpError.fromInput(error);
-  if (signal.aborted && (isAbortError(error) || error === signal.reason)) {
-    const reason: unknown = signal.reason;
-    if (reason instanceof DeadlineError) return new HttpError(504, reason.message);
-    return new HttpError(499, 'the client closed the connection');
-  }
+  if (error instanceof QueueFullError) return new HttpError(429, `${error.message}: retry later`, { retryAfter: error.retryAfterSeconds });
+  if (error instanceof DeadlineError) return new HttpError(504, error.message);
+  if (signal.aborted && (isAbortError(error) || error === signal.reason)) return new HttpError(499, 'the client closed the connection');
   if (service.phase === 'closed') return new HttpError(503, 'the server is shutting down', { retryAfter: 5 });
   return new HttpError(500, 'internal error while scoring; see the server log');
 }

@@ -10,10 +10,9 @@ import { BackendLoadOptions, ScoringBackend, loadScorerBackend } from './backend
 import { FastifyPluginLike, createFastifyPlugin } from './fastify-plugin';
 import { ServiceLogger, createLogger, logEvent } from './log';
 import { ExpressStyleHandler, RequestListener, createExpressRouter, createRequestListener } from './node-handler';
-import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions } from './options';
-import { DEFAULT_JIT_CACHE_ENTRIES, DEFAULT_PREFIX_CACHE_BYTES } from '../scoring/cache-limits';
+import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions, scorerSettingsOf, serveSettingsOf } from './options';
 import { MountOptions, ROUTES, selectRoutes } from './routes';
-import { Phase, ScoreService } from './service';
+import { Phase, ServiceState } from './service';
 import { DEFAULT_WARMUP } from './warmup-spec';
 
 /** The service's settings (ServeOptions without the listener's host and port) and what it reports to. */
@@ -24,7 +23,10 @@ export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host'
   readonly registry?: Registry;
   /** Also collect prom-client's default process metrics into the registry (skipped if it has them). Default false. */
   readonly processMetrics?: boolean;
-  /** Builds the backend instead of `Scorer.load` (tests, a Scorer shared with other code). */
+  /**
+   * Builds the backend instead of `Scorer.load` (tests, a Scorer shared with other code). It is
+   * given the Scorer's settings; a Scorer made otherwise keeps its own limits and queue.
+   */
   readonly loadBackend?: (options: BackendLoadOptions) => Promise<ScoringBackend>;
   /** Warmup progress bar stream (default stderr; false for none). */
   readonly warmupProgress?: NodeJS.WritableStream | false;
@@ -49,7 +51,7 @@ export interface ScoringService {
 /** Internal handle: the standalone server starts loading once it listens, and closes its listener mid-drain. */
 export interface ScoringServiceControl {
   readonly service: ScoringService;
-  readonly state: ScoreService;
+  readonly state: ServiceState;
   readonly settings: ServeOptions;
   /** Starts loading (once). */
   start(): void;
@@ -67,13 +69,13 @@ export function createScoringService(options: ScoringServiceOptions = {}): Scori
 }
 
 export function openScoringService(options: ScoringServiceOptions & Partial<Pick<ServeOptions, 'host' | 'port'>>): ScoringServiceControl {
-  const settings: ServeOptions = { ...DEFAULT_SERVE_OPTIONS, ...definedOnly(options) };
+  const settings: ServeOptions = { ...DEFAULT_SERVE_OPTIONS, ...serveSettingsOf(options) };
   const logger = options.logger ?? createLogger();
   const registry = options.registry ?? new Registry();
   if (options.processMetrics === true && registry.getSingleMetric('process_cpu_user_seconds_total') === undefined) {
     collectDefaultMetrics({ register: registry });
   }
-  const state = new ScoreService(settings, logger, registry);
+  const state = new ServiceState(settings, logger, registry);
   let closing: Promise<void> | null = null;
   let draining: Promise<void> | null = null;
   let startReady: () => void = () => undefined;
@@ -84,7 +86,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
   const drain = (): Promise<void> => {
     if (draining) return draining;
     state.beginDrain();
-    logEvent(logger, 'info', 'draining', { queue_depth: state.scheduler?.queueDepth ?? 0, in_flight: state.scheduler?.inFlight ?? 0 });
+    logEvent(logger, 'info', 'draining', { queue_depth: state.backend?.queueDepth ?? 0, in_flight: state.backend?.inFlight ?? 0 });
     draining = state.settled();
     return draining;
   };
@@ -120,7 +122,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
 }
 
 async function load(
-  state: ScoreService,
+  state: ServiceState,
   settings: ServeOptions,
   options: ScoringServiceOptions,
   logger: ServiceLogger,
@@ -133,17 +135,7 @@ async function load(
   const started = performance.now();
   const scorerLog = logger.child({ source: 'scorer' });
   const loadOptions: BackendLoadOptions = {
-    ...(settings.model !== undefined ? { model: settings.model } : {}),
-    ...(settings.plugin !== undefined ? { plugin: settings.plugin } : {}),
-    algorithm: settings.algorithm,
-    maxItems: settings.maxItems,
-    maxRequestTokens: settings.maxRequestTokens,
-    ...(settings.rerankTemplate !== undefined ? { rerankTemplate: settings.rerankTemplate } : {}),
-    ...(settings.precision !== undefined ? { precision: settings.precision } : {}),
-    ...(settings.weights !== undefined ? { weights: settings.weights } : {}),
-    ...(settings.batching !== undefined ? { batching: settings.batching } : {}),
-    ...(settings.jitCacheEntries !== undefined ? { jitCacheEntries: settings.jitCacheEntries } : {}),
-    ...(settings.prefixCacheBytes !== undefined ? { prefixCacheBytes: settings.prefixCacheBytes } : {}),
+    ...scorerSettingsOf(settings),
     log: (event) => {
       const { event: name, ...fields } = event;
       logEvent(scorerLog, 'info', typeof name === 'string' ? name : 'scorer', fields);
@@ -179,9 +171,9 @@ async function load(
     timeout_ms: settings.timeoutMs,
     max_body_bytes: settings.maxBodyBytes,
     coalesce: settings.coalesce,
-    batching: settings.batching ?? 'invariant',
-    jit_cache_entries: settings.jitCacheEntries ?? DEFAULT_JIT_CACHE_ENTRIES,
-    prefix_cache_bytes: settings.prefixCacheBytes ?? DEFAULT_PREFIX_CACHE_BYTES,
+    batching: settings.batching,
+    jit_cache_entries: settings.jitCacheEntries,
+    prefix_cache_bytes: settings.prefixCacheBytes,
     seconds: round((performance.now() - started) / 1000),
   });
 }
@@ -199,15 +191,6 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
     message:
       'accepted for SGLang compatibility; pjrt-score delimits items by their lengths, so no delimiter token is placed in the sequence and this setting changes nothing',
   });
-}
-
-function definedOnly(options: object): Partial<ServeOptions> {
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(DEFAULT_SERVE_OPTIONS).concat(['model', 'plugin', 'warmup', 'multiItemScoringDelimiter', 'rerankTemplate', 'precision', 'weights', 'batching', 'jitCacheEntries', 'prefixCacheBytes'])) {
-    const value = (options as Record<string, unknown>)[key];
-    if (value !== undefined) out[key] = value;
-  }
-  return out as Partial<ServeOptions>;
 }
 
 function round(seconds: number): number {

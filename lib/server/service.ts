@@ -1,22 +1,21 @@
 /**
- * The service's state: the backend (once loaded), its queue, the metrics, and
- * the phase it is in: loading -> ready -> draining -> closed.
+ * The service's state: the backend (once loaded), the metrics, and the phase
+ * it is in: loading -> ready -> draining -> closed. The queue is the
+ * Scorer's (scoring/admission.ts).
  */
 import { ScoringBackend } from './backend';
 import type { Registry } from 'prom-client';
 import { ServiceLogger, logEvent } from './log';
 import { ServiceMetrics } from './metrics';
 import { ServeOptions } from './options';
-import { Scheduler } from './scheduler';
 
 export type Phase = 'loading' | 'ready' | 'draining' | 'closed';
 
-export class ScoreService {
+export class ServiceState {
   readonly metrics: ServiceMetrics;
   readonly startedAt = Date.now();
   private phaseValue: Phase = 'loading';
   private backendValue: ScoringBackend | null = null;
-  private schedulerValue: Scheduler | null = null;
   /** HTTP requests being handled (any route); the drain waits for 0. */
   private active = 0;
   private activeWaiters: (() => void)[] = [];
@@ -31,8 +30,8 @@ export class ScoreService {
     this.metrics = new ServiceMetrics(registry, () => ({
       ready: this.phaseValue === 'ready',
       draining: this.phaseValue === 'draining',
-      queueDepth: this.schedulerValue?.queueDepth ?? 0,
-      inFlight: this.backendValue?.pending ?? 0,
+      queueDepth: this.backendValue?.queueDepth ?? 0,
+      inFlight: this.backendValue?.inFlight ?? 0,
       queueCapacity: this.options.queueSize,
       stats: this.statsOrNull(),
     }));
@@ -56,23 +55,9 @@ export class ScoreService {
     return this.backendValue;
   }
 
-  get scheduler(): Scheduler | null {
-    return this.schedulerValue;
-  }
-
   /** The backend is loaded (warm or not): it may be disposed on close. */
   attach(backend: ScoringBackend): void {
     this.backendValue = backend;
-    const { options } = this;
-    this.schedulerValue = new Scheduler(backend, {
-      queueSize: options.queueSize,
-      maxConcurrent: 1,
-      coalesce: options.coalesce,
-      crossRequest: options.batching === 'cross-request',
-      maxItems: options.maxItems,
-      maxRequestTokens: options.maxRequestTokens,
-      onBatch: (members) => this.metrics.observeBatch(members),
-    });
   }
 
   markReady(): void {
@@ -110,13 +95,13 @@ export class ScoreService {
 
   /** Resolves once no HTTP request is being handled and the queue is empty. */
   async settled(): Promise<void> {
-    if (this.schedulerValue) await this.schedulerValue.idle();
+    if (this.backendValue) await this.backendValue.idle();
     if (this.active > 0) await new Promise<void>((resolve) => this.activeWaiters.push(resolve));
   }
 
   /** Seconds a client should wait before retrying a 503 or 429. */
   retryAfterSeconds(): number {
     if (this.phaseValue === 'loading' || this.phaseValue === 'draining') return 5;
-    return this.schedulerValue?.retryAfterSeconds() ?? 1;
+    return this.backendValue?.retryAfterSeconds() ?? 1;
   }
 }

@@ -1,6 +1,6 @@
 'use strict';
 // Naive references for masked attention and the LM-head gather: explicit
-// loops, float64 accumulation, written from SPEC.md alone (nothing from lib/).
+// loops, float64 accumulation, written from docs/design.md ("The programs") alone (nothing from lib/).
 //
 // Layouts (row-major flat arrays):
 //   dense:    q [T, Hq, D], k/v [T, Hkv, D], segmentIds [T] (0 query, i item i, -1 padding)

@@ -3,20 +3,24 @@
 // free 127.0.0.1 port, all over ONE real Scorer (the default model, loaded
 // once): the standalone service (startServer), the fastify example and the
 // express example (examples/*.js), each mounting our routes beside a route
-// of its own. Each server gets its own backend view of the Scorer with a
-// gate: while the gate is shut, Scorer calls wait before they start (the
-// device "busy"), so queue-full, deadline and drain cases are deterministic.
+// of its own. The Scorer's device turns pass a gate: while it is shut, a
+// turn waits before it starts (the device "busy"), so queue-full, deadline
+// and drain cases are deterministic.
 const { Writable } = require('node:stream');
 const pino = require('pino');
 
-/** A ScoringBackend over `scorer` whose calls wait while the gate is shut; dispose() is counted, not done (the Scorer is shared). */
-function gatedBackend(scorer) {
+/**
+ * A gate at the device: while it is shut, a turn of the Scorer's admission
+ * queue waits before it starts (the device "busy"), its requests in flight
+ * and the rest queued behind it. One gate per Scorer: the three servers
+ * share the Scorer, so they share its queue and its gate.
+ */
+function gateScorer(scorer) {
   let open = true;
   let waiters = [];
   let heldWaiters = [];
   const gate = {
     held: 0,
-    disposed: 0,
     shut() {
       open = false;
     },
@@ -26,39 +30,53 @@ function gatedBackend(scorer) {
       waiters = [];
       for (const resolve of w) resolve();
     },
-    /** Resolves once `n` calls wait at the gate. */
+    /** Resolves once `n` turns wait at the gate. */
     whenHeld(n) {
       if (gate.held >= n) return Promise.resolve();
       return new Promise((resolve) => heldWaiters.push({ n, resolve }));
     },
   };
+  // The queue calls the Scorer's runTurn for each turn; the gate waits in front of it.
+  const runTurn = scorer.runTurn.bind(scorer);
+  scorer.runTurn = async (jobs) => {
+    if (!open) {
+      gate.held++;
+      heldWaiters = heldWaiters.filter((w) => (gate.held >= w.n ? (w.resolve(), false) : true));
+      await new Promise((resolve) => waiters.push(resolve));
+      gate.held--;
+    }
+    return runTurn(jobs);
+  };
+  return gate;
+}
+
+/** A server's view of the shared Scorer: its calls, but dispose() is counted, not done. */
+function sharedBackend(scorer) {
+  const counts = { disposed: 0 };
   const backend = {
     modelName: scorer.modelName,
     config: scorer.config,
-    get pending() {
-      return scorer.pending;
+    get queueDepth() {
+      return scorer.queueDepth;
+    },
+    get inFlight() {
+      return scorer.inFlight;
     },
     tokenizer: scorer.tokenizer,
     tokenize: (text) => scorer.tokenize(text),
     normalizeBody: (body) => scorer.normalizeBody(body),
     normalizeRerankBody: (body) => scorer.normalizeRerankBody(body),
     scoreBody: (body, options) => scorer.scoreBody(body, options),
-    async scoreBatch(jobs) {
-      if (!open) {
-        gate.held++;
-        heldWaiters = heldWaiters.filter((w) => (gate.held >= w.n ? (w.resolve(), false) : true));
-        await new Promise((resolve) => waiters.push(resolve));
-        gate.held--;
-      }
-      return scorer.scoreBatch(jobs);
-    },
+    scoreNormalized: (request, options) => scorer.scoreNormalized(request, options),
+    retryAfterSeconds: () => scorer.retryAfterSeconds(),
+    idle: () => scorer.idle(),
     stats: () => scorer.stats(),
     warmup: (shapes, progress) => scorer.warmup(shapes, progress),
     dispose() {
-      gate.disposed++;
+      counts.disposed++;
     },
   };
-  return { backend, gate };
+  return { backend, counts };
 }
 
 /** A pino logger writing JSON lines into `lines` (parsed). */
@@ -74,38 +92,51 @@ function capturingLogger(lines) {
 
 /**
  * Starts the three servers with the same service settings. Resolves
- * [{ kind, port, url, gate, logs, registry, scoring?, close() }] once all are ready.
+ * [{ kind, port, url, gate: gateView(gate, counts), logs, registry, scoring?, close() }] once all are ready.
  */
 async function startThree(scorer, settings, { registry } = {}) {
   const { startServer } = require('../../dist/server/server');
   const fastifyExample = require('../../examples/fastify');
   const expressExample = require('../../examples/express');
   const servers = [];
+  const gate = gateScorer(scorer);
 
   {
-    const { backend, gate } = gatedBackend(scorer);
+    const { backend, counts } = sharedBackend(scorer);
     const logs = [];
     const s = await startServer({ ...settings, port: 0, host: '127.0.0.1', logger: capturingLogger(logs).logger, loadBackend: async () => backend });
     await s.ready;
-    servers.push({ kind: 'standalone', port: s.port, url: s.url, gate, logs, registry: s.registry, phase: () => s.phase, close: () => s.close() });
+    servers.push({ kind: 'standalone', port: s.port, url: s.url, gate: gateView(gate, counts), logs, registry: s.registry, phase: () => s.phase, close: () => s.close() });
   }
   {
-    const { backend, gate } = gatedBackend(scorer);
+    const { backend, counts } = sharedBackend(scorer);
     const logs = [];
     // fastify's own pino logger, pointed at a stream: our events go through app.log.
     const { stream } = capturingLogger(logs);
     const app = await fastifyExample.start({ port: 0, logger: { level: 'info', stream }, service: { ...settings, loadBackend: async () => backend } });
     await app.scoring.ready;
-    servers.push({ kind: 'fastify', port: Number(new URL(app.url).port), url: app.url, gate, logs, registry: app.registry, phase: () => app.scoring.phase, close: app.close });
+    servers.push({ kind: 'fastify', port: Number(new URL(app.url).port), url: app.url, gate: gateView(gate, counts), logs, registry: app.registry, phase: () => app.scoring.phase, close: app.close });
   }
   {
-    const { backend, gate } = gatedBackend(scorer);
+    const { backend, counts } = sharedBackend(scorer);
     const logs = [];
     const app = await expressExample.start({ port: 0, logger: capturingLogger(logs).logger, registry, service: { ...settings, loadBackend: async () => backend } });
     await app.scoring.ready;
-    servers.push({ kind: 'express', port: Number(new URL(app.url).port), url: app.url, gate, logs, registry: app.registry, phase: () => app.scoring.phase, close: app.close });
+    servers.push({ kind: 'express', port: Number(new URL(app.url).port), url: app.url, gate: gateView(gate, counts), logs, registry: app.registry, phase: () => app.scoring.phase, close: app.close });
   }
   return servers;
 }
 
-module.exports = { gatedBackend, capturingLogger, startThree };
+/** The gate as a server sees it: the shared gate, and that server's dispose() count. */
+function gateView(gate, counts) {
+  return {
+    shut: () => gate.shut(),
+    open: () => gate.open(),
+    whenHeld: (n) => gate.whenHeld(n),
+    get disposed() {
+      return counts.disposed;
+    },
+  };
+}
+
+module.exports = { gateScorer, sharedBackend, capturingLogger, startThree };

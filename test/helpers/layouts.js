@@ -1,7 +1,7 @@
 'use strict';
 /**
  * Test helper: packs a request into the layouts the named attention programs
- * take (SPEC.md section 4), as plain host arrays, so the attention tests can
+ * take (docs/design.md "The programs"), as plain host arrays, so the attention tests can
  * feed `programs.maskedAttention` and its float64 reference the same inputs.
  * The Scorer does not use these: its decoder programs take token rows and
  * lengths and derive segments on the device. Everything here is O(T)

@@ -1,0 +1,158 @@
+/**
+ * The Scorer's public types: its options, what a call takes and returns,
+ * its counters. Kept apart from the Scorer (scorer.ts) so the contract reads
+ * on its own (docs/scorer-api.md).
+ */
+import type { CausalAttention } from '../hlo/attention-causal-chunks';
+import type { PrefixAttention } from '../hlo/prefix-attention';
+import type { Admission } from './admission';
+import type { JitCacheCounters } from './jit-cache';
+import type { AlgorithmChoice, Precision, ScorerSettings } from './options';
+import type { AttentionKernelChoice } from './precision-choice';
+import type { Algorithm, Budget, ProgramKey } from './plan';
+import type { PrefixCacheCounters } from './prefix-cache';
+import type { NormalizedRequest, ScoreRequest } from './request';
+import type { RerankResult } from './rerank';
+import type { RerankTemplate } from './rerank-template';
+import type { TruncationReport } from './truncate';
+
+export type { AlgorithmChoice };
+
+/**
+ * Scorer.load's options: the settings table's (scoring/options.ts: model,
+ * plugin, algorithm, maxItems, maxRequestTokens, precision, weights,
+ * batching, rerankTemplate, jitCacheEntries, prefixCacheBytes; each row
+ * holds its choices, default and help) and the library's own below.
+ * docs/scorer-api.md documents each.
+ */
+export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
+  /**
+   * The plugin's client options (PJRT named values), e.g. the CUDA plugin's
+   * `memory_fraction` (a float in (0, 1]) and `preallocate` (bool). A whole
+   * number is sent as an integer. Default: none (the CPU plugin gets one device).
+   */
+  readonly clientOptions?: Readonly<Record<string, number | string | boolean>>;
+  /** Structured log events. */
+  readonly log?: (event: Record<string, unknown>) => void;
+  /** On-disk executable cache: true (default, in the cache directory), a directory, or false. */
+  readonly diskCache?: boolean | string;
+  /** Per-pass memory budget. */
+  readonly budget?: Partial<Budget>;
+  /**
+   * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
+   * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
+   * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
+   * where the client registered it; else load fails with a TypeError). Default: the platform's (lib/scoring/platform.ts),
+   * measured there. The scores agree within f32 rounding either way.
+   */
+  readonly prefixAttention?: PrefixAttention;
+  /**
+   * How the query attends causally to itself: `{ kind: 'square' }` (all P x P
+   * scores, the upper half masked) or `{ kind: 'chunked', queryChunks }`
+   * (query rows in chunks, each against the keys it sees) or `{ kind:
+   * 'kernel' }` (the addon's fused kernel, where the client registered it;
+   * else load fails with a TypeError). Default: the platform's. The scores
+   * agree within f32 rounding either way.
+   */
+  readonly causalAttention?: CausalAttention;
+  /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
+  readonly rerankTemplate?: string | RerankTemplate;
+}
+
+export interface RerankResponse {
+  /** Best first, cut to topN. */
+  readonly results: readonly RerankResult[];
+  readonly usage: ScoreUsage;
+  readonly model: string;
+  /** The template that built the prompts. */
+  readonly template: string;
+  /** When the request asked for truncation: tokens before and after, and the items cut. */
+  readonly truncation?: TruncationReport;
+}
+
+export interface ScoreCallOptions {
+  /** Aborting drops the work that has not run yet; the call rejects with an AbortError. */
+  readonly signal?: AbortSignal;
+  /** Forces a plan (default: the Scorer's algorithm option). */
+  readonly algorithm?: AlgorithmChoice;
+  /** Told how the call went through the admission queue (its turn's size, its wait), before it resolves. */
+  readonly onAdmitted?: (admission: Admission) => void;
+}
+
+/** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
+export interface BatchJob {
+  readonly request: NormalizedRequest;
+  readonly signal?: AbortSignal;
+}
+
+/** What became of one request of a batch. */
+export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
+
+/** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
+export interface PlanExplanation {
+  readonly algorithm: Algorithm;
+  /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
+  readonly precision: Precision;
+  /** Why this precision (the option, or what 'auto' saw). */
+  readonly precisionReason: string;
+  /** The attention kernels' paths on this CPU and the one this precision takes; null without the kernels. */
+  readonly attentionKernel: AttentionKernelChoice | null;
+  readonly reason: string;
+  /** Estimated cost of the chosen plan, FLOP-equivalents. */
+  readonly cost: number;
+  readonly costs: Partial<Record<Algorithm, number>>;
+  /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
+  readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
+  /**
+   * The attention forms of every pass (tags: lib/hlo/prefix-attention.ts, attention-causal-chunks.ts) and, for
+   * a model with sliding windows or soft-capped scores, why the fused kernels are not among them.
+   */
+  readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
+}
+
+export interface ScoreLibraryRequest extends ScoreRequest {
+  /** Forces a plan for this request. */
+  readonly algorithm?: AlgorithmChoice;
+}
+
+export interface ScoreUsage {
+  readonly promptTokens: number;
+  readonly completionTokens: 0;
+  readonly totalTokens: number;
+}
+
+export interface ScoreResult {
+  /** One row per item in request order, one score per label in label order. */
+  readonly scores: number[][];
+  readonly usage: ScoreUsage;
+  /** The plan that ran. */
+  readonly algorithm: Algorithm;
+  readonly model: string;
+  /** When the request asked for truncation: tokens before and after, and the items cut. */
+  readonly truncation?: TruncationReport;
+}
+
+export interface ScorerStats {
+  readonly jit: JitCacheCounters;
+  readonly prefixCache: PrefixCacheCounters;
+  readonly runs: Record<Algorithm, number>;
+  readonly itemsScored: number;
+  readonly tokensScored: number;
+  /** Program executions on the device (every pass of every plan). */
+  readonly devicePasses: number;
+  /** Cross-request passes run, and the requests they carried (batching 'cross-request'). */
+  readonly batchedPasses: number;
+  readonly batchedRequests: number;
+  /** Turns of the device the admission queue gave, and the calls they served (coalesced calls share a turn). */
+  readonly turns: number;
+  readonly turnRequests: number;
+}
+
+/** Shapes to compile before serving: a request of query length P, N items of length L. */
+export interface WarmupShape {
+  readonly queryTokens: number;
+  readonly itemTokens: number;
+  readonly items: number;
+  readonly labels?: number;
+  readonly algorithm?: Algorithm;
+}
