@@ -55,7 +55,7 @@ struct PackedBf16 {
 // Short items' own keys and values as f32 rows of Dp (zeros past D), copied once per call: their
 // own keys go row by row in f32, not rounded (a few keys a row; with no prefix, as in the serial
 // plan's short sequences, they are all the row's keys, and bf16 there moved the real model's
-// scores up to the seeds' gate), with the f32 row loops (Ops::Dot, Ops::Axpy).
+// scores up to the accuracy gate), with the f32 row loops (Ops::Dot, Ops::Axpy).
 struct OwnRows {
   std::vector<float> k, v;  // [N][L][Hkv][Dp]
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// npm run bench — every scoring plan and the auto choice on the seeds'
+// npm run bench — every scoring plan and the auto choice on the benchmark
 // workloads, against the serial plan (same run) and node-llama-cpp (same GGUF,
 // same machine). Writes bench-results/bench.json and bench-results/bench.svg.
 //

@@ -6,7 +6,7 @@
 // where the CPU has them; on AVX2 and AVX-512 CPUs without bf16 dot units the
 // f32 kernel; PJRT_SCORE_KERNEL_ISA caps the choice), against the
 // float64 reference on odd shapes (D not a multiple of 32, items over 32
-// tokens, several key blocks, prefix length 0, GQA): within the seeds' gate
+// tokens, several key blocks, prefix length 0, GQA): within the accuracy gate
 // (max |diff| <= 0.02, mean <= 0.01; outputs are averages of values in
 // [-1, 1)), and within 2e-3 of the float64 reference on bf16-rounded q, K, V
 // (what is left is the probabilities' rounding to bf16), masked rows exactly

@@ -2,7 +2,7 @@
 // Plans as data and the auto selector. The plan's passes are checked against
 // what a plan must be (every item exactly once, each in a row of a long
 // enough bucket, within the budget), and the selector's choices against an
-// independent FLOP count for the seeds' shapes.
+// independent FLOP count for the target workload's shapes.
 const test = require('tape');
 const { bucketLadder } = require('../dist/scoring/buckets');
 const { makePlan } = require('../dist/scoring/plan');

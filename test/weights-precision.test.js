@@ -7,9 +7,9 @@
 //   blocks are decoded on the device and when host weights are uploaded; the
 //   Q8_0 embedding of the default model comes back exactly;
 // - at each weight type, the packed and prefix plans equal the serial plan;
-// - each weight type stays within the seeds' gate of f32 over 50 items, on
-//   label probabilities as the Score API returns them by default (the seeds'
-//   workloads); the two-label softmax, a stricter reading, is reported and
+// - each weight type stays within the accuracy gate of f32 over 50 items, on
+//   label probabilities as the Score API returns them by default (docs/design.md,
+//   "The accuracy gate"); the two-label softmax, a stricter reading, is reported and
 //   held for bf16.
 // Cost: three Scorers (one per weight type, each shared by its plans) and
 // three uploads for the round trip; the conversions below run over typed
@@ -147,7 +147,7 @@ for (const weights of ['f32', 'bf16', 'int8']) {
   });
 }
 
-// Both hold the seeds' gate against f32 on the label probabilities. int8 is
+// Both hold the accuracy gate against f32 on the label probabilities. int8 is
 // quantized in blocks of 32 input elements: one scale per output channel
 // (the first int8) gave max 4.5e-2, mean 1.0e-2 here, outside the gate.
 test('bf16 and int8 weights are within the gate of f32 (max <= 0.02, mean <= 0.01 on label probabilities)', (t) => {

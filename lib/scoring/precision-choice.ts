@@ -24,7 +24,7 @@ export interface AttentionKernelChoice extends KernelPaths {
 
 /**
  * CPU classes where 'auto' runs bf16, with what showed it pays and holds
- * the seeds' accuracy gate (max |diff| <= 0.02, mean <= 0.01 against
+ * the accuracy gate (docs/design.md) (max |diff| <= 0.02, mean <= 0.01 against
  * 'highest'; test/precision.test.js checks it on the default model).
  */
 const AUTO_BF16: Partial<Record<KernelIsa, string>> = {

@@ -1,6 +1,6 @@
 'use strict';
-// The benchmark workloads (the seeds' shapes), as deterministic token ids.
-// Labels 9454 and 2753 are the seeds' label ids (valid in SmolLM2's vocabulary).
+// The benchmark workloads (the target workload's shapes), as deterministic token ids.
+// Labels 9454 and 2753 are the benchmark's label ids (valid in SmolLM2's vocabulary).
 
 const WORKLOADS = {
   target: { name: 'target', description: '2000-token query, 500 items x 20 tokens', queryTokens: 2000, items: 500, itemTokens: 20 },

@@ -14,7 +14,7 @@
 #      TF32 off as the parity reference). A fused configuration that fails to
 #      build or compile fails its own process only: its error is printed and
 #      the baseline still runs;
-#   4. the seeds' gate for the fused form against true f32 (max |diff| <= 0.02,
+#   4. the accuracy gate for the fused form against true f32 (max |diff| <= 0.02,
 #      mean <= 0.01 over label probabilities), printed and in gate.json;
 #   5. the JAX peer with the time that is left.
 set -uo pipefail
