@@ -9,7 +9,7 @@
 // plain JSON (the server's own answer, checked by server-compat and
 // server-rerank against the library).
 const test = require('tape');
-const { execFileSync, spawn, spawnSync } = require('node:child_process');
+const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { cacheDir } = require('../dist/util/cache-dir');
@@ -173,7 +173,13 @@ test('the Python clients: cohere (v1 and v2), openai, huggingface_hub, and SGLan
   }
   const target = path.join(cacheDir(), 'python-clients', PY_PACKAGES.join('_').replace(/[^A-Za-z0-9._-]+/g, '-'));
   if (!fs.existsSync(path.join(target, '.complete'))) {
-    execFileSync(py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', target, ...PY_PACKAGES], { stdio: 'inherit' });
+    // Not execFileSync: the service runs in this process, and an event loop blocked for the
+    // install's minute leaves the client's keep-alive socket closed under it ("fetch failed").
+    const install = await new Promise((resolve) => {
+      const child = spawn(py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', target, ...PY_PACKAGES], { stdio: ['ignore', 'inherit', 'inherit'] });
+      child.on('close', (status) => resolve(status));
+    });
+    t.equal(install, 0, `pip installed ${PY_PACKAGES.join(', ')} into ${target}`);
     fs.writeFileSync(path.join(target, '.complete'), PY_PACKAGES.join('\n'));
   }
   const plain = await post('/v1/rerank', { query: QUERY, documents: DOCS, top_n: 2 });
