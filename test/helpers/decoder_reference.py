@@ -289,12 +289,12 @@ def forward_items(model, prefix, items, labels, batch=25):
                     visible = visible & (qpos - kpos < model.windows[i])
                 out = np.zeros((N, L, Hq, D))
                 for head in range(Hq):
-                    s = np.einsum("nld,nkd->nlk", q[:, :, head, :], keys[:, :, head // group, :]) * model.scaling
+                    s = (q[:, :, head, :] @ keys[:, :, head // group, :].transpose(0, 2, 1)) * model.scaling
                     if model.attn_cap:
                         s = model.attn_cap * np.tanh(s / model.attn_cap)
                     s = np.where(visible, s, -np.inf)
                     e = np.exp(s - s.max(axis=2, keepdims=True))
-                    out[:, :, head, :] = np.einsum("nlk,nkd->nld", e / e.sum(axis=2, keepdims=True), values[:, :, head // group, :])
+                    out[:, :, head, :] = (e / e.sum(axis=2, keepdims=True)) @ values[:, :, head // group, :]
                 h = rest_of_layer(model, h, out, p)
             lp = log_softmax_last(model, h[:, -1, :])
             for r, n in enumerate(idx):
