@@ -109,8 +109,8 @@ async function main() {
   const t = (s) => scorer.tokenize(s);
 
   const requests = {
-    target: targetText(t, scorer.config.bosTokenId, Number(args['query-tokens']), Number(args.items), Number(args['item-tokens'])),
     yesNo: gemmaYesNo(t, scorer.config.bosTokenId),
+    target: targetText(t, scorer.config.bosTokenId, Number(args['query-tokens']), Number(args.items), Number(args['item-tokens'])),
   };
   for (const [name, req] of Object.entries(requests)) {
     const row = { queryTokens: req.query.length, items: req.items.length, itemTokens: [...new Set(req.items.map((i) => i.length))], attention: scorer.explain(req).attention, plans: {} };
@@ -118,12 +118,7 @@ async function main() {
     log(`${name}: numpy float64 reference (${req.items.length} items)`);
     const ref = reference({ prefix: req.query, items: req.items, labels: req.labelTokenIds });
     row.referenceSeconds = seconds(t0);
-    const alone = Math.min(Number(args['alone-items']), req.items.length);
-    if (alone > 0) {
-      const picks = Array.from({ length: alone }, (_, k) => Math.floor((k * req.items.length) / alone));
-      const each = reference({ sequences: picks.map((i) => [...req.query, ...req.items[i]]), labels: req.labelTokenIds });
-      row.referenceItemAloneVsShared = { items: picks, maxDiff: maxDiff(each, picks.map((i) => ref[i])) };
-    }
+    log(`${name}: reference done in ${row.referenceSeconds} s`);
     const logprobs = {};
     for (const algorithm of ['packed', 'prefix', 'serial']) {
       const every = algorithm === 'serial' && req.items.length > 50 ? Math.max(1, Math.round(req.items.length / Number(args['serial-items']))) : 1;
@@ -135,9 +130,18 @@ async function main() {
       logprobs[algorithm] = { picks, lp };
       out.requests[name] = row;
       row.plans[algorithm] = { items: picks.length, seconds: seconds(t0), maxDiffToReference: maxDiff(lp, picks.map((i) => ref[i])) };
+      log(`${name}: ${algorithm} ${JSON.stringify(row.plans[algorithm])}`);
     }
     const serial = logprobs.serial;
     for (const algorithm of ['packed', 'prefix']) row.plans[algorithm].maxDiffToSerial = maxDiff(serial.lp, serial.picks.map((i) => logprobs[algorithm].lp[i]));
+    log(`${name}: to serial: packed ${row.plans.packed.maxDiffToSerial}, prefix ${row.plans.prefix.maxDiffToSerial}`);
+    const alone = Math.min(Number(args['alone-items']), req.items.length);
+    if (alone > 0) {
+      const picks = Array.from({ length: alone }, (_, k) => Math.floor((k * req.items.length) / alone));
+      const each = reference({ sequences: picks.map((i) => [...req.query, ...req.items[i]]), labels: req.labelTokenIds });
+      row.referenceItemAloneVsShared = { items: picks, maxDiff: maxDiff(each, picks.map((i) => ref[i])) };
+      log(`${name}: reference item alone vs shared prefix ${JSON.stringify(row.referenceItemAloneVsShared)}`);
+    }
     row.referenceLogprobsFirst = ref.slice(0, 3);
     if (name === 'yesNo') {
       row.preferYes = ref.filter(([yes, no]) => yes > no).length;
@@ -154,6 +158,7 @@ async function main() {
         const ours = logprobs.packed.lp;
         const same = ours.filter((row_, i) => row_[0] > row_[1] === theirs[i][0] > theirs[i][1]).length;
         const margin = (rows) => rows.map(([yes, no]) => yes - no);
+        log(`${name}: node-llama-cpp same preferred label on ${same} of ${ours.length}`);
         row.llamaCpp = {
           samePreferredLabel: same,
           of: ours.length,
