@@ -4,7 +4,8 @@
 // workloads, against the serial plan (same run) and node-llama-cpp (same GGUF,
 // same machine). Writes bench-results/bench.json and bench-results/bench.svg.
 //
-//   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads target,small-10,small-100]
+//   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads small-10,small-100,target,gemma3-target]
+//                         [--workloads-only]
 //                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
 //                         [--roof-rounds 3] [--roof-paths default,joint] [--roof-only]
 //                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision auto,highest]
@@ -38,8 +39,16 @@
 // the label probabilities), on the workload's random tokens and on 50 yes/no
 // statements (test/fixtures/yes-no.json). --weights-only runs just that section.
 //
-// --quick (or --target-items N) cuts the target workload to 64 (N) of its 500
-// items, everywhere it runs: a smoke test, labelled as such.
+// gemma3-target is the target shape on Gemma 3 270M Q4_K_M (the optional
+// asset, fetched on first use; its query is longer than the model's 512-token
+// sliding window, which the FLOP count of "of roof" takes into account):
+// the same plans and node-llama-cpp on the same file. --workloads-only runs
+// just the plans' table of --workloads (with the roof before and after) and
+// writes bench-results/bench-workloads.json, e.g.
+//   npm run bench -- --workloads gemma3-target --workloads-only
+//
+// --quick (or --target-items N) cuts the target workloads to 64 (N) of their
+// 500 items, everywhere they run: a smoke test, labelled as such.
 //
 // Each case runs in its own process so its peak RSS is its own. Serial on the
 // target workload and node-llama-cpp on the target workload are timed on a
@@ -53,13 +62,15 @@ const { WORKLOADS, SHAPE_TABLE, usefulFlops, serialFlopsPerItem } = require('./b
 const { runShapesTable, printShapesTable } = require('./bench/shapes-table');
 const { median } = require('./bench/median');
 const { scoreDiffs: diffs } = require('../test/helpers/yes-no');
+const { llamaCppModules } = require('./bench/llama-cpp-modules');
 
 const root = path.join(__dirname, '..');
 const resultsDir = path.join(root, 'bench-results');
 const { values: args } = parseArgs({
   options: {
     'skip-llama-cpp': { type: 'boolean', default: false },
-    workloads: { type: 'string', default: 'small-10,small-100,target' },
+    workloads: { type: 'string', default: 'small-10,small-100,target,gemma3-target' },
+    'workloads-only': { type: 'boolean', default: false },
     'serial-subset': { type: 'string', default: '8' },
     'llama-cpp-subset': { type: 'string', default: '40' },
     'chart-only': { type: 'boolean', default: false },
@@ -80,7 +91,7 @@ const { values: args } = parseArgs({
 
 /** Items of the target workload this run scores (all 500 unless --quick or --target-items). */
 function targetItems() {
-  const n = args['target-items'] !== undefined ? Number(args['target-items']) : args.quick ? 64 : WORKLOADS.target.items;
+  const n = args['target-items'] !== undefined ? Number(args['target-items']) : args.quick ? 64 : WORKLOADS.target.items; // gemma3-target has the same 500
   if (!(Number.isInteger(n) && n >= 1 && n <= WORKLOADS.target.items)) throw new Error(`--target-items must be an integer in [1, ${WORKLOADS.target.items}], got ${args['target-items']}`);
   return n;
 }
@@ -110,19 +121,28 @@ function roof() {
   return JSON.parse(fs.readFileSync(file, 'utf8')).roofGflops;
 }
 
-/** node-llama-cpp lives outside the project's dependencies: installed on demand in the cache. */
-function llamaCppModules() {
-  const { cacheDir } = require('../dist/util/cache-dir');
-  const dir = path.join(cacheDir(), 'bench-peers');
-  const modules = path.join(dir, 'node_modules');
-  if (!fs.existsSync(path.join(modules, 'node-llama-cpp'))) {
-    fs.mkdirSync(dir, { recursive: true });
-    if (!fs.existsSync(path.join(dir, 'package.json'))) fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"pjrt-score-bench-peers","private":true}\n');
-    process.stderr.write(`[bench] installing node-llama-cpp@3.22.1 into ${dir} (once)\n`);
-    const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', 'node-llama-cpp@3.22.1'], { cwd: dir, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('could not install node-llama-cpp');
+/** The model file a workload runs on: its own asset (fetched on first use) or the bench's model. */
+async function workloadModel(w, modelPath) {
+  if (w.model === 'gemma3-270m') return require('../dist/assets').fetchGemma3Model();
+  return modelPath;
+}
+
+/** The workloads table: each plan's items/s, against serial, node-llama-cpp and the roof. */
+function printWorkloadRows(results) {
+  console.log('| workload | method | items/s | seconds | x serial | x node-llama-cpp | peak RSS | GFLOP/s | of roof |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const r of results) {
+    for (const [name, p] of Object.entries(r.plans)) {
+      const label = name === 'auto' ? `auto (${p.algorithm})` : name;
+      console.log(
+        `| ${r.workload.name} | ${label}${p.scaled ? ` [${p.timedItems} items timed, scaled]` : ''} | ${fmt(p.itemsPerSecond)} | ${fmt(p.seconds)} | ${fmt(p.speedupOverSerial)} | ${p.ratioToLlamaCpp ? fmt(p.ratioToLlamaCpp, 2) : '-'} | ${fmt(p.peakRssGB, 2)} GB | ${fmt(p.gflops, 0)} | ${fmt(100 * p.roofFraction, 0)}% |`,
+      );
+    }
+    if (r.llamaCpp) {
+      const l = r.llamaCpp;
+      console.log(`| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`);
+    }
   }
-  return modules;
 }
 
 function fmt(x, digits = 1) {
@@ -139,7 +159,7 @@ async function main() {
   const workloads = args.workloads.split(',').map((w) => {
     if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
     // A cut target workload keeps its name (the worker's shapes) with fewer items; its description says so.
-    const items = w === 'target' ? targetItems() : WORKLOADS[w].items;
+    const items = w === 'target' || w === 'gemma3-target' ? targetItems() : WORKLOADS[w].items;
     return items === WORKLOADS[w].items ? WORKLOADS[w] : { ...WORKLOADS[w], items, description: `${WORKLOADS[w].description}, cut to ${items} items (--quick)` };
   });
   for (const w of workloads) if (w.items < WORKLOADS[w.name].items) console.log(`note: ${w.description}`);
@@ -162,18 +182,21 @@ async function main() {
     console.log('wrote bench-results/shapes.json');
     return;
   }
-  const weightRows = weightPrecision(workloads, worker);
+  const weightRows = args['workloads-only'] ? [] : weightPrecision(workloads.filter((w) => !w.model), worker);
   const results = [];
   for (const w of args['weights-only'] ? [] : workloads) {
     const rows = {};
+    const wModel = await workloadModel(w, modelPath);
+    const modelEnv = w.model ? { PJRT_SCORE_MODEL: wModel } : {};
     for (const algorithm of ['serial', 'packed', 'prefix', 'auto']) {
       const subset = algorithm === 'serial' && w.items > 50 ? Math.min(w.items, Number(args['serial-subset'])) : w.items;
-      const r = runJson(process.execPath, [worker, w.name, algorithm, String(subset)], `${w.name} ${algorithm}${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`);
+      const r = runJson(process.execPath, [worker, w.name, algorithm, String(subset)], `${w.name} ${algorithm}${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`, modelEnv);
       const perItem = r.seconds / r.items;
       const seconds = perItem * w.items; // linear scaling when timed on a subset
       const flops = algorithm === 'serial' ? serialFlopsPerItem(r.config, w) * w.items : usefulFlops(r.config, w);
       rows[algorithm] = {
         algorithm: r.algorithm,
+        weights: r.weights,
         autoReason: r.autoReason,
         timedItems: r.items,
         scaled: r.items < w.items,
@@ -187,7 +210,7 @@ async function main() {
     let llama;
     if (!args['skip-llama-cpp']) {
       const subset = w.items > 50 ? Math.min(w.items, Number(args['llama-cpp-subset'])) : w.items;
-      const r = runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(subset)], `${w.name} node-llama-cpp${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`);
+      const r = runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), wModel, w.name, String(subset)], `${w.name} node-llama-cpp${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`);
       const seconds = r.querySeconds + (r.itemSeconds / r.items) * w.items;
       llama = { timedItems: r.items, scaled: r.items < w.items, seconds, itemsPerSecond: w.items / seconds, peakRssGB: r.peakRssBytes / 1e9 };
     }
@@ -208,6 +231,17 @@ async function main() {
   const roofGflops = Math.max(roofBefore, roofAfter);
   console.log(`matmul roof after the workloads: ${roofAfter.toFixed(1)} GFLOP/s; "of roof" below is against ${roofGflops.toFixed(1)}`);
   for (const r of results) for (const p of Object.values(r.plans)) p.roofFraction = p.gflops / roofGflops;
+  if (args['workloads-only']) {
+    console.log('');
+    printWorkloadRows(results);
+    console.log('serial and node-llama-cpp on 500-item workloads are timed on a subset of the items and scaled linearly.');
+    fs.mkdirSync(resultsDir, { recursive: true });
+    const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` };
+    fs.writeFileSync(path.join(resultsDir, 'bench-workloads.json'), `${JSON.stringify(report, null, 2)}
+`);
+    console.log('wrote bench-results/bench-workloads.json');
+    return;
+  }
   const target = workloads.find((w) => w.name === 'target');
   const share = target ? roofShare(target, worker, roofRounds, roofAfter) : null;
 
@@ -226,20 +260,7 @@ async function main() {
   fs.rmSync(startCache, { recursive: true, force: true });
 
   console.log('');
-  console.log('| workload | method | items/s | seconds | x serial | x node-llama-cpp | peak RSS | GFLOP/s | of roof |');
-  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of results) {
-    for (const [name, p] of Object.entries(r.plans)) {
-      const label = name === 'auto' ? `auto (${p.algorithm})` : name;
-      console.log(
-        `| ${r.workload.name} | ${label}${p.scaled ? ` [${p.timedItems} items timed, scaled]` : ''} | ${fmt(p.itemsPerSecond)} | ${fmt(p.seconds)} | ${fmt(p.speedupOverSerial)} | ${p.ratioToLlamaCpp ? fmt(p.ratioToLlamaCpp, 2) : '-'} | ${fmt(p.peakRssGB, 2)} GB | ${fmt(p.gflops, 0)} | ${fmt(100 * p.roofFraction, 0)}% |`,
-      );
-    }
-    if (r.llamaCpp) {
-      const l = r.llamaCpp;
-      console.log(`| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`);
-    }
-  }
+  printWorkloadRows(results);
   if (share) printRoofShare(share);
   if (shapes) printShapesTable(shapes.rows, shapes.roofs, fmt);
   if (rerank) {

