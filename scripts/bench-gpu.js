@@ -8,13 +8,16 @@
  *   node scripts/bench-gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
  *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,bf16/bf16+cross-request,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
- *        [--emit-only 1] [--restart 0] [--peer-methods flexfull,batch8full]
+ *        [--emit-only 1] [--restart 0] [--peer-methods flexfull,batch8full] [--breakdown 1]
  *
  * --emit-only 1: no device run and no peers; each configuration's programs are
  * built for the workloads' shapes and the custom calls they would emit are
  * printed (the `cudnn` forms' cuDNN calls, on any machine). --restart 0 skips
  * the warm-disk-cache rerun; --peer-methods narrows the peers' bf16 methods
- * (the f32 reference always runs PyTorch's sdpa).
+ * (the f32 reference always runs PyTorch's sdpa). --breakdown 1 prints, for
+ * the 8-concurrent rounds, the time inside uploads, executions and downloads
+ * against the round's wall time; every run prints where its resident memory
+ * is after the load (/proc/self/smaps by mapping).
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
@@ -131,6 +134,7 @@ function main() {
     if (c.causalAttention) argv.push('--causal-attention', c.causalAttention);
     if (plugin) argv.push('--plugin', plugin);
     if (a.options) argv.push('--options', a.options);
+    if (a.breakdown) argv.push('--breakdown', a.breakdown);
     run(process.execPath, argv, `pjrt-score ${c.name}${suffix}`);
     return readJson(file);
   };

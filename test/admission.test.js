@@ -45,7 +45,12 @@ function queueOver(device, { queueSize, coalesce, maxItems, maxRequestTokens }) 
   return new AdmissionQueue({ queueSize, takeAlong: coalesce ? 'same-query' : 'none', maxItems, maxRequestTokens }, (jobs) => device.runTurn(jobs));
 }
 
-const tick = () => new Promise((resolve) => setImmediate(resolve));
+// A turn starts on the queue's setImmediate; after a release, the previous
+// turn settles in microtasks and schedules the next: two event-loop turns see it.
+const tick = async () => {
+  await new Promise((resolve) => setImmediate(resolve));
+  await new Promise((resolve) => setImmediate(resolve));
+};
 
 function job(body, controller = new AbortController()) {
   return { request: normalizeRequestBody(body, CONTEXT), signal: controller.signal, controller };
@@ -57,6 +62,7 @@ test('requests that share query, labels and flags go in one call, each answered 
   const backend = fakeDevice();
   const queue = queueOver(backend, { queueSize: 8, coalesce: true, maxItems: 16, maxRequestTokens: 200 });
   const a = queue.submit(job({ query: 'qq', items: ['a'], label_token_ids: [1, 2] }));
+  await tick(); // a reaches the idle device alone; the rest arrive while it runs
   const b = queue.submit(job({ query: 'qq', items: ['bb', 'c'], label_token_ids: [1, 2] }));
   const other = queue.submit(job({ query: 'zz', items: ['d'], label_token_ids: [1, 2] }));
   const c = queue.submit(job({ query: 'qq', items: ['eee'], label_token_ids: [1, 2] }));
@@ -95,6 +101,7 @@ test('a batch respects the item limit', async (t) => {
   const backend = fakeDevice();
   const queue = queueOver(backend, { queueSize: 8, coalesce: true, maxItems: 4, maxRequestTokens: 200 });
   const first = queue.submit(job({ query: 'q', items: ['a'], label_token_ids: [1] }));
+  await tick();
   const rest = [0, 1, 2].map(() => queue.submit(job({ query: 'q', items: ['a', 'b'], label_token_ids: [1] })));
   await tick();
   backend.calls[0].release();
@@ -107,6 +114,35 @@ test('a batch respects the item limit', async (t) => {
   t.equal(backend.calls[2].jobs.length, 1, 'the third runs next');
   backend.calls[2].release();
   await Promise.all(rest);
+});
+
+test('calls made in the same event-loop turn share the first turn; nothing waits on a timer', async (t) => {
+  const backend = fakeDevice();
+  const queue = new AdmissionQueue({ queueSize: 8, takeAlong: 'all', maxItems: 16, maxRequestTokens: 200 }, (jobs) => backend.runTurn(jobs));
+  const bodies = [
+    { query: 'q', items: ['a'], label_token_ids: [1] },
+    { query: 'other', items: ['bb'], label_token_ids: [1] },
+    { query: 'third', items: ['d', 'e'], label_token_ids: [1] },
+  ];
+  const outcomes = bodies.map((body) => queue.submit(job(body)));
+  t.equal(backend.calls.length, 0, 'no turn before the event loop moves on');
+  t.equal(queue.isIdle(), false, 'a turn is due: not idle');
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(backend.calls.length, 1, 'one turn, started at the next event-loop turn');
+  t.deepEqual(
+    backend.calls[0].jobs.map((j) => j.request.itemTokens.length),
+    [1, 1, 2],
+    'the three calls in it, in submission order',
+  );
+  backend.calls[0].release();
+  const results = await Promise.all(outcomes);
+  t.deepEqual(
+    results.map((r) => r.result.scores),
+    [expected(['a'], [1]), expected(['bb'], [1]), expected(['d', 'e'], [1])],
+    'each answered with its own rows',
+  );
+  t.ok(results.every((r) => r.admission.turnSize === 3), 'in a turn of 3');
+  await queue.idle();
 });
 
 test('submitAll queues its jobs before the device takes a turn: they meet in one turn, and the bound still holds', async (t) => {

@@ -17,8 +17,13 @@
  * - all (batching 'cross-request'): every waiting request, whatever its
  *   query; the turn decides which share passes.
  *
- * Nothing waits to form a batch: a request that arrives to an idle device
- * runs at once. A request whose signal fires while it waits leaves the
+ * Nothing waits on a timer to form a batch: a turn starts at the end of the
+ * event loop's current turn (setImmediate), with every request that arrived
+ * by then. So calls made together (a Promise.all, the requests of one poll
+ * of the server's sockets, the callers answered by the previous turn that
+ * call again at once) share a turn instead of the first running alone, and a
+ * request to an idle device waits microseconds, not a batching window. A
+ * request whose signal fires while it waits leaves the
  * queue and rejects with the signal's AbortError; one that fires during its
  * turn is answered at once, and its plan stops at its next pass.
  */
@@ -66,6 +71,8 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
   /** Requests in the device's turn and not yet answered. */
   private running = 0;
   private turning = false;
+  /** A turn is due at the end of the event loop's current turn. */
+  private due = false;
   private emaTurnSeconds = 0.05;
   private idleWaiters: (() => void)[] = [];
   private turnsValue = 0;
@@ -155,7 +162,7 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
   }
 
   isIdle(): boolean {
-    return this.waiting.length === 0 && !this.turning;
+    return this.waiting.length === 0 && !this.turning && !this.due;
   }
 
   private notifyIdle(): void {
@@ -165,8 +172,21 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
     for (const resolve of waiters) resolve();
   }
 
+  /** Schedules the next turn for the end of this event-loop turn, so requests arriving meanwhile join it. */
   private pump(): void {
-    if (this.turning || this.waiting.length === 0) return;
+    if (this.turning || this.due || this.waiting.length === 0) return;
+    this.due = true;
+    setImmediate(() => {
+      this.due = false;
+      this.startTurn();
+    });
+  }
+
+  private startTurn(): void {
+    if (this.turning || this.waiting.length === 0) {
+      this.notifyIdle();
+      return;
+    }
     const turn = this.takeTurn();
     this.turning = true;
     void this.run(turn).finally(() => {

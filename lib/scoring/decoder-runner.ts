@@ -126,18 +126,16 @@ export class DecoderRunner {
    */
   async run(program: ProgramKey, args: readonly ProgramArg[]): Promise<DeviceBuffer[]> {
     return this.jit.use(this.key(program), this.source(program), async (executable) => {
-      const uploaded: DeviceBuffer[] = [];
+      // The host inputs go up together (each upload is its own trip to a
+      // worker thread and the device); every one that arrived is freed after
+      // the execution, or at once when another failed.
+      const settled = await Promise.allSettled(args.map((arg) => (arg instanceof DeviceBuffer ? arg : this.client.upload(arg.data, arg.dims, arg.dtype))));
+      const uploaded = settled.flatMap((s, i) => (s.status === 'fulfilled' && !(args[i] instanceof DeviceBuffer) ? [s.value] : []));
       try {
-        const buffers: DeviceBuffer[] = [];
-        for (const arg of args) {
-          if (arg instanceof DeviceBuffer) {
-            buffers.push(arg);
-          } else {
-            const buffer = await this.client.upload(arg.data, arg.dims, arg.dtype);
-            uploaded.push(buffer);
-            buffers.push(buffer);
-          }
-        }
+        const buffers = settled.map((s) => {
+          if (s.status === 'rejected') throw s.reason;
+          return s.value;
+        });
         this.executed++;
         return await executable.execute([...buffers, ...this.weights.buffers]);
       } finally {

@@ -44,8 +44,7 @@ export async function runBatchPasses(passes: readonly BatchPass[], inputs: reado
     const { items: N, labels: B } = pass.program;
     const [prefixOut, itemOut] = await runner.run(pass.program, passInputs(pass, inputs));
     try {
-      const prefixRows = (await prefixOut.toHost()) as Float32Array;
-      const itemRows = (await itemOut.toHost()) as Float32Array;
+      const [prefixRows, itemRows] = (await Promise.all([prefixOut.toHost(), itemOut.toHost()])) as [Float32Array, Float32Array];
       pass.groups.forEach((group, g) => {
         const input = inputs[group.request];
         const out = outputs[group.request];

@@ -44,7 +44,64 @@ function args(argv) {
   return out;
 }
 
-const peakRss = () => Number(/VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+const statusBytes = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+const peakRss = () => statusBytes('VmHWM');
+
+/**
+ * Where the resident memory is: /proc/self/smaps summed by mapping (a file's
+ * base name, or [heap] / [anon] / [stack]), the largest first, with the totals
+ * of anonymous and file-backed pages and the JS engine's own view.
+ */
+function rssBreakdown() {
+  const by = new Map();
+  let name = '';
+  let anon = 0;
+  let file = 0;
+  for (const line of fs.readFileSync('/proc/self/smaps', 'utf8').split('\n')) {
+    const head = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \d+\s*(.*)$/.exec(line);
+    if (head) {
+      const p = head[1].trim();
+      name = p === '' ? '[anon]' : p.startsWith('[') ? p : path.basename(p);
+      continue;
+    }
+    const rss = /^Rss:\s+(\d+) kB/.exec(line);
+    if (!rss) continue;
+    const bytes = Number(rss[1]) * 1024;
+    by.set(name, (by.get(name) ?? 0) + bytes);
+    if (name.startsWith('[')) anon += bytes;
+    else file += bytes;
+  }
+  const gb = (b) => Number((b / 1e9).toFixed(3));
+  const top = [...by].sort((x, y) => y[1] - x[1]).slice(0, 12).map(([k, v]) => [k, gb(v)]);
+  const m = process.memoryUsage();
+  return { rss: gb(statusBytes('VmRSS')), peak: gb(peakRss()), anon: gb(anon), file: gb(file), js: { heap: gb(m.heapUsed), external: gb(m.external), arrayBuffers: gb(m.arrayBuffers) }, top };
+}
+
+/**
+ * --breakdown 1: wall time inside the runtime's uploads, executions and
+ * downloads (wrapped on their prototypes), so a timed section splits into
+ * device-facing calls and the rest (planning, inputs, scores, queueing).
+ */
+function timeRuntimeCalls() {
+  const { Executable, DeviceBuffer, Client: ClientClass } = require(path.join(root, 'dist', 'runtime'));
+  const spent = { upload: 0, execute: 0, toHost: 0, uploads: 0, executes: 0, toHosts: 0 };
+  const wrap = (proto, method, key) => {
+    const original = proto[method];
+    proto[method] = async function (...xs) {
+      const t0 = performance.now();
+      try {
+        return await original.apply(this, xs);
+      } finally {
+        spent[key] += performance.now() - t0;
+        spent[`${key}s`] += 1;
+      }
+    };
+  };
+  wrap(ClientClass.prototype, 'upload', 'upload');
+  wrap(Executable.prototype, 'execute', 'execute');
+  wrap(DeviceBuffer.prototype, 'toHost', 'toHost');
+  return () => ({ ...spent });
+}
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 
@@ -100,6 +157,7 @@ function emitOnly(a, inputs, extra) {
 
 async function main() {
   const a = args(process.argv.slice(2));
+  const runtimeCalls = a.breakdown === '1' ? timeRuntimeCalls() : null;
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
   const extra = a.options ? JSON.parse(a.options) : {};
   // Attention forms by tag (unset: the platform's, lib/scoring/platform.ts).
@@ -131,6 +189,8 @@ async function main() {
   });
   const loadMs = performance.now() - t0;
   const loadRss = peakRss();
+  const loadMemory = rssBreakdown();
+  process.stderr.write(`memory after the load: ${JSON.stringify(loadMemory)}\n`);
   const config = { precision: a.precision, weights: scorer.weightType, ...extra };
   const rows = [];
   const row = (r) => {
@@ -196,6 +256,7 @@ async function main() {
     await Promise.all(pr.map((q) => scorer.score(request(q)))); // warm-up of whatever batching compiles
     const counted = (st) => ({ ...st.runs, devicePasses: st.devicePasses, batchedPasses: st.batchedPasses, batchedRequests: st.batchedRequests });
     const passes0 = counted(scorer.stats());
+    const calls0 = runtimeCalls?.();
     const t = await timed(async () => {
       for (let i = 0; i < a.repeats; i++) {
         const results = await Promise.all(pr.map((q) => timed(() => scorer.score(request(q)))));
@@ -204,6 +265,12 @@ async function main() {
       }
     });
     const passes1 = counted(scorer.stats());
+    if (calls0) {
+      const calls1 = runtimeCalls();
+      const per = (k) => (calls1[k] - calls0[k]) / a.repeats;
+      const split = { wall: t.ms / a.repeats, upload: per('upload'), execute: per('execute'), toHost: per('toHost'), uploads: per('uploads'), executes: per('executes'), toHosts: per('toHosts') };
+      process.stderr.write(`pjrt-score pr ${pr.length}-concurrent, ms per round of ${pr.length} requests: ${JSON.stringify(Object.fromEntries(Object.entries(split).map(([k, v]) => [k, Number(v.toFixed(2))])))}\n`);
+    }
     row({
       workload: 'pr',
       method: `${pr.length}-concurrent`,
@@ -226,6 +293,8 @@ async function main() {
     weight_bytes: loaded.weightBytes,
     client_peak_rss: clientRss,
     load_peak_rss: loadRss,
+    load_memory: loadMemory,
+    end_memory: rssBreakdown(),
     peak_rss: peakRss(),
     rows,
   };
