@@ -16,7 +16,11 @@
 #      the baseline still runs;
 #   4. the accuracy gate for the fused form against true f32 (max |diff| <= 0.02,
 #      mean <= 0.01 over label probabilities), printed and in gate.json;
-#   5. the JAX peer with the time that is left.
+#   5. a kernel profile of one target pass of the fused configuration under
+#      Nsight Compute (one metric, gpu__time_duration; at most 100 s; skipped
+#      where ncu is missing), summed by kernel and kind
+#      (scripts/gpu/profile-pass.js, scripts/gpu/kernel-table.py);
+#   6. the JAX peer with the time that is left.
 set -uo pipefail
 START=$(date +%s)
 BUDGET=${BUDGET_S:-470}
@@ -47,7 +51,7 @@ node scripts/bench-gpu.js --plugin cuda --configs "$FUSED" --emit-only 1 --dir "
 
 say "bench:gpu: $FUSED and $BASE (budget $(left) s)"
 timeout $(( $(left) - 40 )) node scripts/bench-gpu.js --plugin cuda --configs "$FUSED,$BASE" --restart 0 \
-  --peers none --repeats 3 --dir "$DIR" --out "$OUT/results.json"
+  --peers none --repeats 3 --breakdown 1 --dir "$DIR" --out "$OUT/results.json"
 say "bench:gpu exit $?"
 # Names with '+' do not come back from the device: '+' becomes '_'.
 for f in "$DIR"/pjrt-*.json; do [ -e "$f" ] && cp "$f" "$OUT/$(basename "$f" | tr '+' '_')"; done
@@ -102,6 +106,21 @@ for name in (fused, os.environ.get('BASE', 'bf16/bf16+cross-request')):
     print(f'{name}: peak RSS {r["peak_rss"]/1e9:.2f} GB, {r["load_peak_rss"]/1e9:.2f} GB after load, client-only {r["client_peak_rss"]/1e9:.2f} GB')
 json.dump(gate, open(os.path.join(out, 'gate.json'), 'w'), indent=1)
 PY
+
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ] && [ "$(left)" -gt 130 ]; then
+  say "kernel profile of one target pass of $FUSED ($NCU, at most 100 s)"
+  IFS=/ read -r P W PA CA <<<"${FUSED%%+*}"
+  timeout 100 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    --log-file "$OUT/ncu-target.csv" node scripts/gpu/profile-pass.js --model "$DIR/model" --inputs "$DIR/inputs-full.json" \
+    --plugin cuda --precision "$P" --weights "$W" ${PA:+--prefix-attention "$PA"} ${CA:+--causal-attention "$CA"} \
+    --disk-cache "$DIR/executables" > "$OUT/ncu-stdout.txt" 2>&1
+  say "kernel profile exit $? ($(wc -l < "$OUT/ncu-target.csv" 2>/dev/null || echo 0) lines)"
+  tail -5 "$OUT/ncu-stdout.txt"
+  python3 scripts/gpu/kernel-table.py "$OUT/ncu-target.csv" --top 30 | tee "$OUT/kernel-table.md"
+else
+  say "no kernel profile (ncu: ${NCU:-not found}, $(left) s left)"
+fi
 
 if [ "$(left)" -gt 60 ]; then
   say "JAX peer with the $(left) s left"
