@@ -16,11 +16,13 @@
 #      the baseline still runs;
 #   4. the accuracy gate for the fused form against true f32 (max |diff| <= 0.02,
 #      mean <= 0.01 over label probabilities), printed and in gate.json;
-#   5. a kernel profile of one target pass of the fused configuration under
+#   5. the host memory probe (scripts/gpu/memory-probe.js) with the client's
+#      defaults and with unstaged host-to-device transfers;
+#   6. a kernel profile of one target pass of the fused configuration under
 #      Nsight Compute (one metric, gpu__time_duration; at most 100 s; skipped
 #      where ncu is missing), summed by kernel and kind
 #      (scripts/gpu/profile-pass.js, scripts/gpu/kernel-table.py);
-#   6. the JAX peer with the time that is left.
+#   7. the JAX peer with the time that is left.
 set -uo pipefail
 START=$(date +%s)
 BUDGET=${BUDGET_S:-470}
@@ -55,6 +57,16 @@ timeout $(( $(left) - 40 )) node scripts/bench-gpu.js --plugin cuda --configs "$
 say "bench:gpu exit $?"
 # Names with '+' do not come back from the device: '+' becomes '_'.
 for f in "$DIR"/pjrt-*.json; do [ -e "$f" ] && cp "$f" "$OUT/$(basename "$f" | tr '+' '_')"; done
+
+# Host memory step by step (client, load, first request), with the client's
+# defaults and with host-to-device transfers not staged through pinned
+# buffers: one process each, at most 40 s each.
+for opts in '{}' '{"should_stage_host_to_device_transfers":false}'; do
+  [ "$(left)" -gt 200 ] || break
+  say "memory probe, client options $opts"
+  timeout 40 node scripts/gpu/memory-probe.js --model "$DIR/model" --inputs "$DIR/inputs-full.json" --plugin cuda \
+    --client-options "$opts" | tee -a "$OUT/memory-probe.jsonl" | cut -c1-400
+done
 
 # The peers one by one, cheapest first, each bounded, so a slow compile costs
 # only its own row: PyTorch f32 with TF32 off (the parity reference), then
