@@ -6,9 +6,10 @@
 // one thread), End releases the tiles. The process needs the kernel's
 // permission for tile state first (kernel_isa.cc asks for it; without it the
 // CPU does not count as having AMX); Unusable checks, before any tile
-// instruction runs, what would make one fault (bf16_tiles_gate.h). Hand-written intrinsics, not
-// oneDNN's brgemm: a library the prebuild cannot link would have to be fetched at run time
-// (docs/performance.md, 'Matrix units').
+// instruction runs, what would make one fault (bf16_tiles_gate.h).
+// Hand-written intrinsics, not oneDNN's brgemm: a library the prebuild cannot
+// link would have to be fetched at run time (docs/performance.md, 'Matrix
+// units').
 #pragma once
 
 #if defined(__x86_64__)
@@ -41,10 +42,10 @@ struct AmxBf16Tiles {
     uint8_t rows[16] = {};
   };
 
-  // Null when this process can run Begin and Dot; else why not (each a fault there: an
-  // unsupported configuration is #GP, tile data without the kernel's permission #NM). CPUID leaf
-  // 0x1D (palette 1: 3 tiles of 16 rows x 64 bytes), leaf 0x1E (TMUL: K 16, N 64 bytes) and the
-  // permission granted (arch_prctl ARCH_GET_XCOMP_PERM, Linux).
+  // Null when this process can run Begin and Dot; else why not (each a fault there: a
+  // configuration the CPU lacks is #GP, tile data without the kernel's permission #NM): CPUID leaf
+  // 0x1D (palette 1 with 3 tiles of 16 rows x 64 bytes) and the permission granted (arch_prctl
+  // ARCH_GET_XCOMP_PERM, Linux).
   static const char* Unusable() {
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (!__get_cpuid_count(0x1d, 0, &a, &b, &c, &d) || a < 1)
@@ -52,9 +53,6 @@ struct AmxBf16Tiles {
     __get_cpuid_count(0x1d, 1, &a, &b, &c, &d);
     if ((b & 0xffffu) < 64 || (b >> 16) < 3 || (c & 0xffffu) < 16)
       return "cannot run: tile palette 1 has fewer than 3 tiles of 16 rows x 64 bytes";
-    if (!__get_cpuid_count(0x1e, 0, &a, &b, &c, &d) || (b & 0xffu) < 16 ||
-        ((b >> 8) & 0xffffu) < 64)
-      return "cannot run: CPUID leaf 0x1E reports a tile multiply smaller than K 16 x N 64 bytes";
 #if defined(__linux__)
     constexpr int kArchGetXcompPerm = 0x1022;
     constexpr uint64_t kXtiledata = uint64_t{1} << 18;

@@ -308,7 +308,9 @@ bool CheckNamedTiles(const std::string& path, std::string* detail) {
   return false;
 }
 
-const char* Fallback(const std::string& failed, const char* path, std::string* note) {
+// Returns `path`, the one dispatch takes; *note: the paths that failed their check first (`failed`)
+// and that `path` runs instead, or empty.
+const char* Chosen(const std::string& failed, const char* path, std::string* note) {
   if (note != nullptr) *note = failed.empty() ? std::string() : failed + "; using " + path;
   return path;
 }
@@ -325,22 +327,21 @@ const char* PrefixAttentionBf16Path(int64_t d, std::string* note) {
 #if defined(__x86_64__)
   if (isa >= KernelIsa::kAmx) {
     const std::string& why = AmxGate().Failure();
-    if (why.empty()) return Fallback(failed, attention::AmxBf16Tiles::kName, note);
+    if (why.empty()) return Chosen(failed, attention::AmxBf16Tiles::kName, note);
     failed = std::string(attention::AmxBf16Tiles::kName) + " " + why;
   }
   if (isa >= KernelIsa::kAvx512Bf16) {
     const std::string& why = Avx512Bf16Gate().Failure();
-    if (why.empty()) return Fallback(failed, attention::Avx512Bf16Tiles::kName, note);
+    if (why.empty()) return Chosen(failed, attention::Avx512Bf16Tiles::kName, note);
     failed +=
         (failed.empty() ? "" : "; ") + std::string(attention::Avx512Bf16Tiles::kName) + " " + why;
   }
 #endif
-  if (isa == KernelIsa::kPortable)
-    return Fallback(failed, attention::PortableBf16Tiles::kName, note);
+  if (isa == KernelIsa::kPortable) return Chosen(failed, attention::PortableBf16Tiles::kName, note);
   const char* f32 = PrefixAttentionPath(d);
-  if (std::strcmp(f32, "avx512") == 0) return Fallback(failed, "f32 avx512", note);
-  if (std::strcmp(f32, "avx2") == 0) return Fallback(failed, "f32 avx2", note);
-  return Fallback(failed, "f32 portable", note);
+  if (std::strcmp(f32, "avx512") == 0) return Chosen(failed, "f32 avx512", note);
+  if (std::strcmp(f32, "avx2") == 0) return Chosen(failed, "f32 avx2", note);
+  return Chosen(failed, "f32 portable", note);
 }
 
 bool CheckBf16TilePath(const std::string& path, std::string* detail) {
