@@ -5,10 +5,12 @@
 // the errors natives throw), releaseFreeHeap (the allocator's free pages back to
 // the OS, off the JS thread; resolves whether any were given back) and
 // attentionKernelPaths (which paths the fused attention kernels take on this
-// CPU, kernel_isa.h).
+// CPU, kernel_isa.h) and checkBf16Tiles (a bf16 tile path's self-check, run
+// now: bf16_tiles_check.h).
 #include <napi.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "addon_data.h"
@@ -58,9 +60,10 @@ Napi::Value ReleaseFreeHeapBinding(const Napi::CallbackInfo& info) {
         return Napi::Boolean::New(env, *released);
       });
 }
-// attentionKernelPaths(headDim) -> { cpu, allowed, f32, bf16 }: the CPU's best instruction set for
-// the kernels, the one PJRT_SCORE_KERNEL_ISA allows now, and the paths an f32 and a bf16 call of
-// that head dim take.
+// attentionKernelPaths(headDim) -> { cpu, allowed, f32, bf16, bf16Note? }: the CPU's best
+// instruction set for the kernels, the one PJRT_SCORE_KERNEL_ISA allows now, the paths an f32 and a
+// bf16 call of that head dim take, and why the bf16 path is not the allowed one's (a matrix-unit
+// path that failed its self-check), when it is not.
 Napi::Value AttentionKernelPaths(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (info.Length() < 1 || !info[0].IsNumber())
@@ -72,7 +75,26 @@ Napi::Value AttentionKernelPaths(const Napi::CallbackInfo& info) {
   out.Set("cpu", KernelIsaName(CpuKernelIsa()));
   out.Set("allowed", KernelIsaName(AllowedKernelIsa()));
   out.Set("f32", PrefixAttentionPath(static_cast<int64_t>(d)));
-  out.Set("bf16", PrefixAttentionBf16Path(static_cast<int64_t>(d)));
+  std::string note;
+  out.Set("bf16", PrefixAttentionBf16Path(static_cast<int64_t>(d), &note));
+  if (!note.empty()) out.Set("bf16Note", note);
+  return out;
+}
+
+// checkBf16Tiles(path) -> { ok, detail }: the self-check of a bf16 tile path against the portable
+// tiles, run now (the dispatcher's verdict is once per process): "portable", "avx512bf16" and "amx"
+// where this CPU has them, "test-swapped-pairs" (a deliberately wrong product) anywhere.
+Napi::Value CheckBf16Tiles(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) ThrowTypeError(env, "checkBf16Tiles(path: string)");
+  const std::string path = info[0].As<Napi::String>().Utf8Value();
+  std::string detail;
+  const bool ok = CheckBf16TilePath(path, &detail);
+  if (detail.empty())
+    ThrowTypeError(env, "checkBf16Tiles: no bf16 tile path '" + path + "' on this CPU");
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ok", ok);
+  out.Set("detail", detail);
   return out;
 }
 }  // namespace
@@ -97,6 +119,7 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
               Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
   exports.Set("attentionKernelPaths",
               Napi::Function::New<AttentionKernelPaths>(env, "attentionKernelPaths"));
+  exports.Set("checkBf16Tiles", Napi::Function::New<CheckBf16Tiles>(env, "checkBf16Tiles"));
   return exports;
 }
 

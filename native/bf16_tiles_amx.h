@@ -5,18 +5,25 @@
 // The tile configuration is per thread: Begin loads it (a work unit runs on
 // one thread), End releases the tiles. The process needs the kernel's
 // permission for tile state first (kernel_isa.cc asks for it; without it the
-// CPU does not count as having AMX). Hand-written intrinsics, not oneDNN's
-// brgemm: a library the prebuild cannot link would have to be fetched at run
-// time (docs/performance.md, 'Matrix units').
+// CPU does not count as having AMX); Unusable checks, before any tile
+// instruction runs, what would make one fault (bf16_tiles_gate.h).
+// Hand-written intrinsics, not oneDNN's brgemm: a library the prebuild cannot
+// link would have to be fetched at run time (docs/performance.md, 'Matrix
+// units').
 #pragma once
 
 #if defined(__x86_64__)
+#include <cpuid.h>
 #include <immintrin.h>
 
 #include <cstdint>
 #include <cstring>
 
 #include "bf16_tiles_avx512.h"
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 #define PJRT_SCORE_AMX __attribute__((target("amx-tile,amx-bf16")))
 
@@ -34,6 +41,29 @@ struct AmxBf16Tiles {
     uint16_t colsb[16] = {};
     uint8_t rows[16] = {};
   };
+
+  // Null when this process can run Begin and Dot; else why not (each a fault there: a
+  // configuration the CPU lacks is #GP, tile data without the kernel's permission #NM): CPUID leaf
+  // 0x1D (palette 1 with 3 tiles of 16 rows x 64 bytes) and the permission granted (arch_prctl
+  // ARCH_GET_XCOMP_PERM, Linux).
+  static const char* Unusable() {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (!__get_cpuid_count(0x1d, 0, &a, &b, &c, &d) || a < 1)
+      return "cannot run: CPUID leaf 0x1D has no tile palette 1";
+    __get_cpuid_count(0x1d, 1, &a, &b, &c, &d);
+    if ((b & 0xffffu) < 64 || (b >> 16) < 3 || (c & 0xffffu) < 16)
+      return "cannot run: tile palette 1 has fewer than 3 tiles of 16 rows x 64 bytes";
+#if defined(__linux__)
+    constexpr int kArchGetXcompPerm = 0x1022;
+    constexpr uint64_t kXtiledata = uint64_t{1} << 18;
+    uint64_t granted = 0;
+    if (syscall(SYS_arch_prctl, kArchGetXcompPerm, &granted) != 0 || !(granted & kXtiledata))
+      return "cannot run: the kernel did not grant tile data state (ARCH_GET_XCOMP_PERM)";
+    return nullptr;
+#else
+    return "cannot run: no way asked here for tile state";
+#endif
+  }
 
   PJRT_SCORE_AMX static void Begin() {
     Config cfg;

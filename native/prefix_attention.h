@@ -45,9 +45,18 @@ bool RunPrefixAttention(const PrefixAttentionArgs& args, std::string* error);
 // the PV product (f32 accumulation). The path: "amx", "avx512bf16", "portable" (the same
 // blocking and rounding anywhere: where the allowed ISA is portable), or on AVX2 and AVX-512 CPUs
 // without bf16 dot units "f32 avx2" / "f32 avx512" (the f32 kernel: faster there than portable
-// tiles); capped by PJRT_SCORE_KERNEL_ISA like the f32 path; any D.
-const char* PrefixAttentionBf16Path(int64_t d);
+// tiles); capped by PJRT_SCORE_KERNEL_ISA like the f32 path; any D. A matrix-unit path ("amx",
+// "avx512bf16") is first checked once per process against the portable tiles
+// (bf16_tiles_check.h); one that fails is not taken, and *note (when given) says which and why
+// ("amx failed its self-check ...; using avx512bf16"); empty when nothing fell back.
+const char* PrefixAttentionBf16Path(int64_t d, std::string* note = nullptr);
 bool RunPrefixAttentionBf16(const PrefixAttentionArgs& args, std::string* error);
+
+// Runs the self-check of bf16 tile path `path` ("portable", "avx512bf16", "amx", or
+// "test-swapped-pairs": a deliberately wrong product) against the portable tiles now (not the
+// process's once-only verdict): true when it agrees, what it found in *detail. Returns false with
+// *detail empty when this CPU cannot run `path` (an unknown name included).
+bool CheckBf16TilePath(const std::string& path, std::string* detail);
 
 // Causal self-attention of one sequence, as RunPrefixAttention with items of
 // one token (see item_prefix_lengths): q [T, Hq, D] (already scaled), k, v

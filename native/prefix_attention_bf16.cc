@@ -3,10 +3,12 @@
 // to bf16 (to nearest even), scores and the softmax statistics (shift, sum) in f32, the
 // probabilities rounded to bf16 before the PV product, which accumulates in f32. The products
 // go through a tile interface (bf16_tiles_portable.h) with three implementations: portable,
-// AVX512_BF16 and AMX; only the tile product differs between them. Short items' own keys (row by
-// row, see OwnRows) stay f32.
+// AVX512_BF16 and AMX; only the tile product differs between them, and each matrix-unit one is
+// checked once per process against the portable tiles before its first use (bf16_tiles_gate.h).
+// Short items' own keys (row by row, see OwnRows) stay f32.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <new>
@@ -18,7 +20,10 @@
 #include "attention_units.h"
 #include "bf16_tiles_amx.h"
 #include "bf16_tiles_avx512.h"
+#include "bf16_tiles_check.h"
+#include "bf16_tiles_gate.h"
 #include "bf16_tiles_portable.h"
+#include "bf16_tiles_swapped.h"
 #include "kernel_isa.h"
 #include "prefix_attention.h"
 #include "thread_pool.h"
@@ -250,23 +255,103 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
       a, pool, [&](const Unit& u) { RunUnit<Tiles, Ops>(a, pre, own, own_rows, plen, u); }, error);
 }
 
+// Tiles' self-check against the portable tiles; where PJRT_SCORE_TILES_CHECK_WRONG names Tiles'
+// path (a test hook, docs/performance.md), the check of a deliberately wrong product instead: that
+// path then fails and is not taken. It can only disable a path, never change an output.
+template <class Tiles>
+bool CheckTiles(std::string* detail) {
+  const char* wrong = std::getenv("PJRT_SCORE_TILES_CHECK_WRONG");
+  if (wrong != nullptr && std::strcmp(wrong, Tiles::kName) == 0)
+    return attention::CheckBf16Tiles<attention::SwappedPairsBf16Tiles,
+                                     attention::PortableBf16Tiles>(detail);
+  return attention::CheckBf16Tiles<Tiles, attention::PortableBf16Tiles>(detail);
+}
+
+#if defined(__x86_64__)
+bool CheckAmx(std::string* detail) {
+  if (const char* why = attention::AmxBf16Tiles::Unusable()) {
+    *detail = why;
+    return false;
+  }
+  return CheckTiles<attention::AmxBf16Tiles>(detail);
+}
+
+attention::Bf16TilesGate& AmxGate() {
+  static attention::Bf16TilesGate gate(&CheckAmx);
+  return gate;
+}
+
+attention::Bf16TilesGate& Avx512Bf16Gate() {
+  static attention::Bf16TilesGate gate(&CheckTiles<attention::Avx512Bf16Tiles>);
+  return gate;
+}
+#endif
+
+// The real tiles named `path` (CheckBf16TilePath) against the portable tiles.
+bool CheckNamedTiles(const std::string& path, std::string* detail) {
+  using attention::PortableBf16Tiles;
+  if (path == PortableBf16Tiles::kName)
+    return attention::CheckBf16Tiles<PortableBf16Tiles, PortableBf16Tiles>(detail);
+  if (path == attention::SwappedPairsBf16Tiles::kName)
+    return attention::CheckBf16Tiles<attention::SwappedPairsBf16Tiles, PortableBf16Tiles>(detail);
+#if defined(__x86_64__)
+  if (path == attention::Avx512Bf16Tiles::kName && CpuKernelIsa() >= KernelIsa::kAvx512Bf16)
+    return attention::CheckBf16Tiles<attention::Avx512Bf16Tiles, PortableBf16Tiles>(detail);
+  if (path == attention::AmxBf16Tiles::kName && CpuKernelIsa() >= KernelIsa::kAmx) {
+    if (const char* why = attention::AmxBf16Tiles::Unusable()) {
+      *detail = why;
+      return false;
+    }
+    return attention::CheckBf16Tiles<attention::AmxBf16Tiles, PortableBf16Tiles>(detail);
+  }
+#endif
+  return false;
+}
+
+// Returns `path`, the one dispatch takes; *note: the paths that failed their check first (`failed`)
+// and that `path` runs instead, or empty.
+const char* Chosen(const std::string& failed, const char* path, std::string* note) {
+  if (note != nullptr) *note = failed.empty() ? std::string() : failed + "; using " + path;
+  return path;
+}
+
 }  // namespace
 
-// The bf16 tiles where the CPU has bf16 dot units; on AVX2 and AVX-512 CPUs without them the f32
-// kernel (the portable tiles run 8x slower than the AVX2 f32 path there, and f32 is more exact);
-// the portable tiles where the allowed ISA is portable (a CPU without AVX2, or
-// PJRT_SCORE_KERNEL_ISA=portable: how tests run them on any CPU).
-const char* PrefixAttentionBf16Path(int64_t d) {
+// The bf16 tiles where the CPU has bf16 dot units and they passed their self-check; on AVX2 and
+// AVX-512 CPUs without them the f32 kernel (the portable tiles run 8x slower than the AVX2 f32
+// path there, and f32 is more exact); the portable tiles where the allowed ISA is portable (a CPU
+// without AVX2, or PJRT_SCORE_KERNEL_ISA=portable: how tests run them on any CPU).
+const char* PrefixAttentionBf16Path(int64_t d, std::string* note) {
   const KernelIsa isa = AllowedKernelIsa();
+  std::string failed;  // the paths that failed their check, and why
 #if defined(__x86_64__)
-  if (isa >= KernelIsa::kAmx) return attention::AmxBf16Tiles::kName;
-  if (isa >= KernelIsa::kAvx512Bf16) return attention::Avx512Bf16Tiles::kName;
+  if (isa >= KernelIsa::kAmx) {
+    const std::string& why = AmxGate().Failure();
+    if (why.empty()) return Chosen(failed, attention::AmxBf16Tiles::kName, note);
+    failed = std::string(attention::AmxBf16Tiles::kName) + " " + why;
+  }
+  if (isa >= KernelIsa::kAvx512Bf16) {
+    const std::string& why = Avx512Bf16Gate().Failure();
+    if (why.empty()) return Chosen(failed, attention::Avx512Bf16Tiles::kName, note);
+    failed +=
+        (failed.empty() ? "" : "; ") + std::string(attention::Avx512Bf16Tiles::kName) + " " + why;
+  }
 #endif
-  if (isa == KernelIsa::kPortable) return attention::PortableBf16Tiles::kName;
+  if (isa == KernelIsa::kPortable) return Chosen(failed, attention::PortableBf16Tiles::kName, note);
   const char* f32 = PrefixAttentionPath(d);
-  if (std::strcmp(f32, "avx512") == 0) return "f32 avx512";
-  if (std::strcmp(f32, "avx2") == 0) return "f32 avx2";
-  return "f32 portable";
+  if (std::strcmp(f32, "avx512") == 0) return Chosen(failed, "f32 avx512", note);
+  if (std::strcmp(f32, "avx2") == 0) return Chosen(failed, "f32 avx2", note);
+  return Chosen(failed, "f32 portable", note);
+}
+
+bool CheckBf16TilePath(const std::string& path, std::string* detail) {
+  detail->clear();
+  try {
+    return CheckNamedTiles(path, detail);
+  } catch (const std::bad_alloc&) {
+    *detail = "could not allocate its self-check";
+    return false;
+  }
 }
 
 bool RunPrefixAttentionBf16(const PrefixAttentionArgs& args, std::string* error) {

@@ -64,6 +64,8 @@ export interface NativeBinding {
   setErrorClasses(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
   /** Which paths the fused attention kernels take on this CPU for a head dim (native/kernel_isa.h). */
   attentionKernelPaths(headDim: number): NativeKernelPaths;
+  /** A bf16 tile path's self-check against the portable tiles, run now (native/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */
+  checkBf16Tiles(path: string): { readonly ok: boolean; readonly detail: string };
 }
 
 /** An instruction set the attention kernels may run on, in order (each one's CPUs have the ones before). */
@@ -78,6 +80,8 @@ export interface NativeKernelPaths {
   readonly f32: string;
   /** The tiles a bf16 call takes: 'amx', 'avx512bf16' or 'portable' (absent before the bf16 kernel). */
   readonly bf16?: string;
+  /** Present when a matrix-unit bf16 path failed its once-per-process self-check and `bf16` is what dispatch fell back to: which, why, and the path used. */
+  readonly bf16Note?: string;
 }
 
 const packageRoot = path.join(__dirname, '..', '..');
