@@ -23,7 +23,7 @@
 //
 // With --float32-reference VARIANTS the reference also runs, on the same
 // items, with some of its stages in numpy float32 (decoder_reference.py's
-// "float32": "rope", "norm", "matmul", "attention", "mlp", "residual",
+// "float32": "rope", "norm", "matmul", "scores", "attention", "mlp", "residual",
 // "head", "arrays" for all but "rope", "all"; a variant joins stages with
 // '+'), each compared with the float64 reference and with every plan: how
 // far f32 arithmetic alone, stage by stage, moves the scores.
