@@ -21,11 +21,19 @@
 //    (installed on demand as npm run bench does) scores the same prompts on
 //    the same file and the preferred labels are compared.
 //
+// With --float32-reference VARIANTS the reference also runs, on the same
+// items, with some of its stages in numpy float32 (decoder_reference.py's
+// "float32": "rope", "norm", "matmul", "scores", "attention", "mlp", "residual",
+// "head", "arrays" for all but "rope", "all"; a variant joins stages with
+// '+'), each compared with the float64 reference and with every plan: how
+// far f32 arithmetic alone, stage by stage, moves the scores.
+//
 // Not a test (1 GB of f32 weights, minutes on 2 cores): prints the figures
 // and the CPU as JSON.
 //
 //   node scripts/check-gemma-real.js [MODEL.gguf] [--items 500] [--serial-items 25]
 //        [--alone-items 2] [--query-tokens 2000] [--llama-cpp] [--keep DIR]
+//        [--requests yesNo,target] [--float32-reference rope,arrays,all,...]
 //
 // gguf-py and numpy come from python3, else from a pip install into the
 // pjrt-score cache (python-gguf/).
@@ -50,6 +58,8 @@ const { values: args, positionals } = parseArgs({
     'alone-items': { type: 'string', default: '2' },
     'llama-cpp': { type: 'boolean', default: false },
     keep: { type: 'string' },
+    requests: { type: 'string', default: 'yesNo,target' },
+    'float32-reference': { type: 'string' },
   },
 });
 
@@ -108,10 +118,13 @@ async function main() {
   const out = { machine: describeMachine(), model: path.basename(gguf), weights: scorer.weightType, window: scorer.config.slidingWindow, requests: {} };
   const t = (s) => scorer.tokenize(s);
 
-  const requests = {
-    yesNo: gemmaYesNo(t, scorer.config.bosTokenId),
-    target: targetText(t, scorer.config.bosTokenId, Number(args['query-tokens']), Number(args.items), Number(args['item-tokens'])),
+  const build = {
+    yesNo: () => gemmaYesNo(t, scorer.config.bosTokenId),
+    target: () => targetText(t, scorer.config.bosTokenId, Number(args['query-tokens']), Number(args.items), Number(args['item-tokens'])),
   };
+  const names = args.requests.split(',');
+  for (const n of names) if (!build[n]) throw new Error(`--requests: unknown request ${n} (known: ${Object.keys(build).join(', ')})`);
+  const requests = Object.fromEntries(names.map((n) => [n, build[n]()]));
   for (const [name, req] of Object.entries(requests)) {
     const row = { queryTokens: req.query.length, items: req.items.length, itemTokens: [...new Set(req.items.map((i) => i.length))], attention: scorer.explain(req).attention, plans: {} };
     let t0 = performance.now();
@@ -135,6 +148,20 @@ async function main() {
     const serial = logprobs.serial;
     for (const algorithm of ['packed', 'prefix']) row.plans[algorithm].maxDiffToSerial = maxDiff(serial.lp, serial.picks.map((i) => logprobs[algorithm].lp[i]));
     log(`${name}: to serial: packed ${row.plans.packed.maxDiffToSerial}, prefix ${row.plans.prefix.maxDiffToSerial}`);
+    if (args['float32-reference']) {
+      row.float32Reference = {};
+      for (const variant of args['float32-reference'].split(',')) {
+        const float32 = variant.split('+');
+        log(`${name}: numpy reference, float32 ${variant}`);
+        t0 = performance.now();
+        const ref32 = reference({ prefix: req.query, items: req.items, labels: req.labelTokenIds, float32 });
+        const entry = { toFloat64Reference: maxDiff(ref32, ref), plans: {} };
+        for (const [algorithm, { picks, lp }] of Object.entries(logprobs)) entry.plans[algorithm] = maxDiff(lp, picks.map((i) => ref32[i]));
+        entry.seconds = seconds(t0);
+        row.float32Reference[variant] = entry;
+        log(`${name}: float32 ${variant}: ${JSON.stringify(entry)}`);
+      }
+    }
     const alone = Math.min(Number(args['alone-items']), req.items.length);
     if (alone > 0) {
       const picks = Array.from({ length: alone }, (_, k) => Math.floor((k * req.items.length) / alone));

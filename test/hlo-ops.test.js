@@ -246,6 +246,19 @@ test('transformer helpers: silu, linear, rotary embedding', async (t) => {
   close(t, r.rope, rope, 'rotary embedding (rotate-half)', 1e-5);
 });
 
+test('rotary tables at long positions: within f32 rounding of the exact angles', async (t) => {
+  // Head dim 256 and bases 1e6 (linear scaling 8) and 1e4, as Gemma 3's and
+  // Llama's; an angle formed in f32 at position 32,767 is off by up to 2e-3.
+  const D = 256;
+  const positions = Int32Array.from([0, 1, 511, 2020, 4095, 32767]);
+  for (const [theta, factor] of [[1e6, 8], [1e4, 1]]) {
+    const r = await evaluate('rope_tables', { pos: [s32([positions.length]), positions] }, (f, p) => nn.rotaryTables(f, p.pos, D, theta, factor));
+    const angles = Array.from(positions).flatMap((p) => Array.from({ length: D / 2 }, (_, i) => (p * theta ** ((-2 * i) / D)) / factor));
+    close(t, r.cos, angles.map(Math.cos), `cos, base ${theta}, scaling ${factor}`, 1e-7);
+    close(t, r.sin, angles.map(Math.sin), `sin, base ${theta}, scaling ${factor}`, 1e-7);
+  }
+});
+
 test('teardown', (t) => {
   client.dispose();
   t.end();

@@ -12,6 +12,9 @@
 //   item alone as query + item (test/helpers/decoder_reference.py), the
 //   query longer than the windows; serial within 1e-4 of packed and prefix;
 //   cross-request passes (a group axis) the same;
+// - Gemma 3 with items after a 2,100-token query (positions past 2,000, RoPE
+//   angles where f32 loses 1e-4 radians) and large q/k norms, every plan
+//   within 1e-4 of the reference;
 // - the config facts: the query scale from query_pre_attn_scalar, the layer
 //   pattern, mistral as the Llama family, refusals that list what is supported;
 // - the Gemma rerank template, chosen from the vocabulary.
@@ -51,13 +54,13 @@ function maxDiff(a, b) {
 
 const logprobs = (result) => result.scores.map((row) => row.map((p) => Math.log(p)));
 
-/** Scores QUERY/ITEMS with every plan on a Scorer over `model`, each against `reference`. */
-async function checkPlans(t, model, reference, options, what) {
+/** Scores `request` (default QUERY/ITEMS) with every plan on a Scorer over `model`, each against `reference`. */
+async function checkPlans(t, model, reference, options, what, request = { query: QUERY, items: ITEMS, labelTokenIds: LABELS }) {
   const scorer = await Scorer.load({ model, diskCache: false, ...options });
   try {
     const out = {};
     for (const algorithm of ['serial', 'packed', 'prefix']) {
-      const result = await scorer.score({ query: QUERY, items: ITEMS, labelTokenIds: LABELS }, { algorithm });
+      const result = await scorer.score(request, { algorithm });
       t.equal(result.algorithm, algorithm, `${what}: ran ${algorithm}`);
       out[algorithm] = logprobs(result);
       const d = maxDiff(out[algorithm], reference);
@@ -123,6 +126,23 @@ for (const arch of ['gemma3', 'gemma2']) {
     scorer.dispose();
   });
 }
+
+test('gemma3: items after a 2,100-token query (positions past 2,000), every plan within 1e-4 of the reference', async (t) => {
+  // An RoPE angle formed in f32 at position p is off by up to p * 2^-24
+  // radians (1.2e-4 at 2,000). Gemma 3 270M's q/k norm multipliers reach
+  // 24 (rms 2 to 4), so its scores reach tens to hundreds, where such angles
+  // moved the target shape's logprobs by 2.9e-4. Here the tiny model's
+  // multipliers (about 1) times 8: with angles formed in f32 this case is
+  // 1.4e-4 from the reference, with the tables formed in f64
+  // (lib/hlo/nn.ts, rotaryTables) 1.6e-5.
+  const tiny = makeTinyModel('gemma3', 7);
+  for (const layer of tiny.weights.layers) for (const n of ['qNorm', 'kNorm']) layer[n] = layer[n].map((v) => 8 * v);
+  const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-long'), { dtype: 'F32', config: { max_position_embeddings: 4096 } });
+  const query = Array.from({ length: 2100 }, (_, i) => 3 + ((i * 37 + (i >> 3)) % 61));
+  const items = [[7, 8, 9], [60, 61], [4, 5, 6, 12, 13]];
+  const reference = referenceLabelLogprobs(dir, items.map((item) => [...query, ...item]), LABELS);
+  (await checkPlans(t, dir, reference, { maxRequestTokens: 1e5 }, 'gemma3 at positions past 2,000', { query, items, labelTokenIds: LABELS })).dispose();
+});
 
 test('mistral: a Hugging Face directory with model_type mistral loads as the Llama family, its window on every layer', async (t) => {
   const tiny = makeTinyModel('llama', 9);

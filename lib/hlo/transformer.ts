@@ -30,7 +30,7 @@ import { CausalAttention, causalAttentionNameTag, causalPrefix } from './attenti
 import { lmHeadLabelLogprobs } from './lm-head';
 import { AttentionOptions } from './attention';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decoder-gemma';
-import { rmsNorm } from './nn';
+import { rmsNorm, rotaryTables } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
 import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
@@ -145,15 +145,8 @@ function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDims): Ro
 }
 
 function ropeTablesFor(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number, linearFactor: number): { cos: HloValue; sin: HloValue } {
-  const half = headDim / 2;
-  if (!Number.isInteger(half)) throw new HloBuildError(`decoder: head dim ${headDim} must be even for RoPE`);
-  const inverseFrequencies = Array.from({ length: half }, (_, j) => Math.pow(theta, (-2 * j) / headDim) / linearFactor);
-  const t = positions.dims[0];
-  const angles = f.multiply(
-    f.broadcastInDim(f.convert(positions, 'f32'), [t, half], [0]),
-    f.broadcastInDim(f.constant(inverseFrequencies, TensorType.f32([half])), [t, half], [1]),
-  );
-  return { cos: f.cosine(angles), sin: f.sine(angles) };
+  if (headDim % 2 !== 0) throw new HloBuildError(`decoder: head dim ${headDim} must be even for RoPE`);
+  return rotaryTables(f, positions, headDim, theta, linearFactor);
 }
 
 /** x [T, H, D] rotated: [x1 cos - x2 sin ; x2 cos + x1 sin] with x1, x2 the two halves. */

@@ -13,6 +13,16 @@ request: {"sequences": [[token ids], ...], "labels": [ids]}
          once and each item's tokens run against them (the same float64
          arithmetic as the standalone sequence, without recomputing the
          prefix for every item; items run in batches)
+optional "float32": [stages] (or one stage) computed in numpy float32, the
+         rest in float64, to measure what f32 arithmetic moves: "rope" (the
+         angles as f32 positions times f32 inverse frequencies, as an f32
+         program would form them; their cosine and sine in float64), "norm"
+         (every RMSNorm), "matmul" (every projection and the LM head),
+         "scores" (q.k alone), "attention" (scores, softmax, weighted
+         values), "mlp" (the
+         activation times up), "residual" (the residual stream stored in
+         float32), "head" (the final log-softmax); "arrays" for all of these
+         but "rope", "all" for every array float32 and every stage
 output:  {"logprobs": [[log p(label | sequence) at its last token, ...], ...]}
 
 Definitions (HF, the parts that differ between families):
@@ -38,7 +48,7 @@ import sys
 import numpy as np
 
 
-def read_safetensors(directory):
+def read_safetensors(directory, as_type=np.float64):
     tensors = {}
     for name in sorted(os.listdir(directory)):
         if not name.endswith(".safetensors"):
@@ -63,7 +73,7 @@ def read_safetensors(directory):
                 arr = bits.view(np.float32)
             else:
                 raise ValueError(f"dtype {dtype} not handled")
-            tensors[key] = (arr.astype(np.float64).reshape(info["shape"]), dtype)
+            tensors[key] = (arr.astype(as_type).reshape(info["shape"]), dtype)
     return tensors
 
 
@@ -77,15 +87,27 @@ def round_to(value, dtype):
     return float(np.float32(value))
 
 
+STAGES = ("rope", "norm", "matmul", "scores", "attention", "mlp", "residual", "head")
+
+
 class Model:
-    def __init__(self, directory):
+    def __init__(self, directory, float32=()):
+        names = [float32] if isinstance(float32, str) else list(float32 or ())
+        stages = set()
+        for name in names:
+            if name not in STAGES + ("arrays", "all"):
+                raise ValueError(f"float32: unknown stage {name} (known: {', '.join(STAGES)}, arrays, all)")
+            stages |= {name} if name in STAGES else set(STAGES) - ({"rope"} if name == "arrays" else set())
+        self.stages = stages
+        self.dtype = np.float32 if "all" in names else np.float64
+        self.w32 = {}
         with open(os.path.join(directory, "config.json")) as fh:
             c = json.load(fh)
         self.c = c
         kind = c["model_type"]
         self.gemma = kind in ("gemma2", "gemma3", "gemma3_text")
         self.gemma3 = kind in ("gemma3", "gemma3_text")
-        self.t = read_safetensors(directory)
+        self.t = read_safetensors(directory, self.dtype)
         self.hidden = c["hidden_size"]
         self.layers = c["num_hidden_layers"]
         self.heads = c["num_attention_heads"]
@@ -114,16 +136,40 @@ class Model:
         factor = scaling.get("factor", 1.0) if scaling.get("rope_type", scaling.get("type")) == "linear" else 1.0
         local_theta = c.get("rope_local_base_freq", 10000.0) if self.gemma3 else theta
         self.rope = [(local_theta, 1.0) if (self.gemma3 and s) else (theta, factor) for s in sliding]
-        self.lm_head = self.t["lm_head.weight"][0] if "lm_head.weight" in self.t else embed
+        self.lm_head_name = "lm_head.weight" if "lm_head.weight" in self.t else "model.embed_tokens.weight"
 
-    def w(self, name):
-        return self.t[name][0]
+    def w(self, name, stage=None):
+        """A weight, as float32 when `stage` runs in float32."""
+        if stage not in self.stages or self.dtype == np.float32:
+            return self.t[name][0]
+        if name not in self.w32:
+            self.w32[name] = self.t[name][0].astype(np.float32)
+        return self.w32[name]
+
+    def at(self, stage, x):
+        """x as float32 when `stage` runs in float32, else in the model's dtype."""
+        return x.astype(np.float32 if stage in self.stages else self.dtype, copy=False)
+
+    def back(self, x):
+        return x.astype(self.dtype, copy=False)
 
     def norm(self, x, name):
-        weight = self.w(name)
+        x = self.at("norm", x)
+        weight = self.w(name, "norm")
         if self.gemma:
             weight = 1.0 + weight
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * weight
+        return self.back(x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.eps) * weight)
+
+    def project(self, x, name):
+        """x [..., in] @ W.T for W [out, in]."""
+        return self.back(self.at("matmul", x) @ self.w(name, "matmul").T)
+
+    def add(self, h, a):
+        """The residual stream's add."""
+        return self.back(self.at("residual", h) + self.at("residual", a))
+
+    def embedding(self, ids):
+        return self.back(self.at("residual", self.embed[np.array(ids)] * self.normalizer))
 
     def rope_apply(self, x, layer, start=0):
         # x [..., T, H, D] at positions start.., rotate_half pairing
@@ -131,9 +177,12 @@ class Model:
         d = self.head_dim
         inv = theta ** (-np.arange(0, d, 2, dtype=np.float64) / d) / factor
         pos = np.arange(start, start + x.shape[-3], dtype=np.float64)
-        ang = pos[:, None] * inv[None, :]
-        cos = np.cos(ang)[:, None, :]
-        sin = np.sin(ang)[:, None, :]
+        if "rope" in self.stages:
+            ang = (pos.astype(np.float32)[:, None] * inv.astype(np.float32)[None, :]).astype(np.float64)
+        else:
+            ang = pos[:, None] * inv[None, :]
+        cos = np.cos(ang).astype(self.dtype)[:, None, :]
+        sin = np.sin(ang).astype(self.dtype)[:, None, :]
         x1, x2 = x[..., : d // 2], x[..., d // 2 :]
         return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
 
@@ -143,67 +192,18 @@ class Model:
         return x / (1.0 + np.exp(-x))
 
     def forward(self, ids):
-        T = len(ids)
-        h = self.embed[np.array(ids)] * self.normalizer
-        D, Hq, Hkv = self.head_dim, self.heads, self.kv_heads
-        group = Hq // Hkv
-        for i in range(self.layers):
-            p = f"model.layers.{i}."
-            x = self.norm(h, p + "input_layernorm.weight")
-            q = (x @ self.w(p + "self_attn.q_proj.weight").T).reshape(T, Hq, D)
-            k = (x @ self.w(p + "self_attn.k_proj.weight").T).reshape(T, Hkv, D)
-            v = (x @ self.w(p + "self_attn.v_proj.weight").T).reshape(T, Hkv, D)
-            if p + "self_attn.q_proj.bias" in self.t:
-                q = q + self.w(p + "self_attn.q_proj.bias").reshape(Hq, D)
-                k = k + self.w(p + "self_attn.k_proj.bias").reshape(Hkv, D)
-                v = v + self.w(p + "self_attn.v_proj.bias").reshape(Hkv, D)
-            if p + "self_attn.q_norm.weight" in self.t:
-                q = self.norm(q, p + "self_attn.q_norm.weight")
-                k = self.norm(k, p + "self_attn.k_norm.weight")
-            q = self.rope_apply(q, i)
-            k = self.rope_apply(k, i)
-            qi = np.arange(T)[:, None]
-            ki = np.arange(T)[None, :]
-            visible = ki <= qi
-            if self.windows[i] is not None:
-                visible = visible & (qi - ki < self.windows[i])
-            out = np.zeros((T, Hq, D))
-            for head in range(Hq):
-                kv = head // group
-                s = (q[:, head, :] @ k[:, kv, :].T) * self.scaling
-                if self.attn_cap:
-                    s = self.attn_cap * np.tanh(s / self.attn_cap)
-                s = np.where(visible, s, -np.inf)
-                s = s - s.max(axis=1, keepdims=True)
-                e = np.exp(s)
-                out[:, head, :] = (e / e.sum(axis=1, keepdims=True)) @ v[:, kv, :]
-            a = out.reshape(T, Hq * D) @ self.w(p + "self_attn.o_proj.weight").T
-            if self.gemma:
-                a = self.norm(a, p + "post_attention_layernorm.weight")
-                h = h + a
-                x = self.norm(h, p + "pre_feedforward_layernorm.weight")
-            else:
-                h = h + a
-                x = self.norm(h, p + "post_attention_layernorm.weight")
-            m = (self.act(x @ self.w(p + "mlp.gate_proj.weight").T) * (x @ self.w(p + "mlp.up_proj.weight").T)) @ self.w(p + "mlp.down_proj.weight").T
-            if self.gemma:
-                m = self.norm(m, p + "post_feedforward_layernorm.weight")
-            h = h + m
-        last = self.norm(h[-1], "model.norm.weight")
-        logits = self.lm_head @ last
-        if self.final_cap:
-            logits = self.final_cap * np.tanh(logits / self.final_cap)
-        top = logits.max()
-        return logits - (top + np.log(np.exp(logits - top).sum()))
+        """log-probabilities [vocab] at the last token of the sequence ids."""
+        h, _ = forward_prefix(self, ids)
+        return log_softmax_last(self, h[-1:])[0]
 
 
 def qkv(model, x, p):
     # x [..., T, hidden] -> q [..., T, Hq, D], k, v [..., T, Hkv, D] before RoPE
     lead = x.shape[:-1]
     D, Hq, Hkv = model.head_dim, model.heads, model.kv_heads
-    q = (x @ model.w(p + "self_attn.q_proj.weight").T).reshape(*lead, Hq, D)
-    k = (x @ model.w(p + "self_attn.k_proj.weight").T).reshape(*lead, Hkv, D)
-    v = (x @ model.w(p + "self_attn.v_proj.weight").T).reshape(*lead, Hkv, D)
+    q = model.project(x, p + "self_attn.q_proj.weight").reshape(*lead, Hq, D)
+    k = model.project(x, p + "self_attn.k_proj.weight").reshape(*lead, Hkv, D)
+    v = model.project(x, p + "self_attn.v_proj.weight").reshape(*lead, Hkv, D)
     if p + "self_attn.q_proj.bias" in model.t:
         q = q + model.w(p + "self_attn.q_proj.bias").reshape(Hq, D)
         k = k + model.w(p + "self_attn.k_proj.bias").reshape(Hkv, D)
@@ -214,58 +214,81 @@ def qkv(model, x, p):
     return q, k, v
 
 
+def visible_keys(model, layer, query_positions, key_positions):
+    """pred [Tq, Tk]: key k visible from query q iff k <= q and, on a sliding layer, q - k < window."""
+    qi, ki = query_positions[:, None], key_positions[None, :]
+    visible = ki <= qi
+    if model.windows[layer] is not None:
+        visible = visible & (qi - ki < model.windows[layer])
+    return visible
+
+
+def attend(model, q, k, v, visible):
+    # q [..., Tq, Hq, D], k, v [..., Tk, Hkv, D], visible [Tq, Tk] -> [..., Tq, Hq, D]
+    q, k, v = model.at("attention", q), model.at("attention", k), model.at("attention", v)
+    group = model.heads // model.kv_heads
+    out = np.zeros(q.shape, dtype=q.dtype)
+    for head in range(model.heads):
+        kv = head // group
+        qh, kh = q[..., head, :], k[..., kv, :]
+        if "scores" in model.stages:
+            qh, kh = qh.astype(np.float32), kh.astype(np.float32)
+        s = (qh @ np.swapaxes(kh, -1, -2)).astype(q.dtype) * model.scaling
+        if model.attn_cap:
+            s = model.attn_cap * np.tanh(s / model.attn_cap)
+        s = np.where(visible, s, -np.inf)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        out[..., head, :] = (e / e.sum(axis=-1, keepdims=True)) @ v[..., kv, :]
+    return model.back(out)
+
+
 def rest_of_layer(model, h, out, p):
     # out [..., T, Hq, D]: the attention output; the residual adds and the MLP
-    a = out.reshape(*out.shape[:-2], -1) @ model.w(p + "self_attn.o_proj.weight").T
+    a = model.project(out.reshape(*out.shape[:-2], -1), p + "self_attn.o_proj.weight")
     if model.gemma:
-        h = h + model.norm(a, p + "post_attention_layernorm.weight")
+        h = model.add(h, model.norm(a, p + "post_attention_layernorm.weight"))
         x = model.norm(h, p + "pre_feedforward_layernorm.weight")
     else:
-        h = h + a
+        h = model.add(h, a)
         x = model.norm(h, p + "post_attention_layernorm.weight")
-    m = (model.act(x @ model.w(p + "mlp.gate_proj.weight").T) * (x @ model.w(p + "mlp.up_proj.weight").T)) @ model.w(p + "mlp.down_proj.weight").T
+    gate, up = model.project(x, p + "mlp.gate_proj.weight"), model.project(x, p + "mlp.up_proj.weight")
+    m = model.project(model.back(model.act(model.at("mlp", gate)) * model.at("mlp", up)), p + "mlp.down_proj.weight")
     if model.gemma:
         m = model.norm(m, p + "post_feedforward_layernorm.weight")
-    return h + m
+    return model.add(h, m)
 
 
 def log_softmax_last(model, h_last):
     # h_last [N, hidden] -> [N, vocab] log-probabilities
-    logits = model.norm(h_last, "model.norm.weight") @ model.lm_head.T
+    logits = model.at("head", model.project(model.norm(h_last, "model.norm.weight"), model.lm_head_name))
     if model.final_cap:
         logits = model.final_cap * np.tanh(logits / model.final_cap)
     top = logits.max(axis=-1, keepdims=True)
-    return logits - (top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True)))
+    return model.back(logits - (top + np.log(np.exp(logits - top).sum(axis=-1, keepdims=True))))
 
 
-def forward_items(model, prefix, items, labels, batch=25):
-    """Each sequence prefix + item: the prefix's K and V once (model.forward's
-    arithmetic), then the items in batches, each item's token at position
-    P + j seeing the prefix keys and its own keys up to j, the window
-    included. Items must have one length per batch (they are grouped)."""
-    P = len(prefix)
-    h = model.embed[np.array(prefix)] * model.normalizer
-    D, Hq, Hkv = model.head_dim, model.heads, model.kv_heads
-    group = Hq // Hkv
+def forward_prefix(model, ids):
+    """The sequence ids alone: hidden states [T, hidden] after the last layer and each layer's K and V (after RoPE)."""
+    T = len(ids)
+    h = model.embedding(ids)
+    positions = np.arange(T)
     cache = []
     for i in range(model.layers):
         p = f"model.layers.{i}."
         q, k, v = qkv(model, model.norm(h, p + "input_layernorm.weight"), p)
         q, k = model.rope_apply(q, i), model.rope_apply(k, i)
         cache.append((k, v))
-        qi, ki = np.arange(P)[:, None], np.arange(P)[None, :]
-        visible = ki <= qi
-        if model.windows[i] is not None:
-            visible = visible & (qi - ki < model.windows[i])
-        out = np.zeros((P, Hq, D))
-        for head in range(Hq):
-            s = (q[:, head, :] @ k[:, head // group, :].T) * model.scaling
-            if model.attn_cap:
-                s = model.attn_cap * np.tanh(s / model.attn_cap)
-            s = np.where(visible, s, -np.inf)
-            e = np.exp(s - s.max(axis=1, keepdims=True))
-            out[:, head, :] = (e / e.sum(axis=1, keepdims=True)) @ v[:, head // group, :]
-        h = rest_of_layer(model, h, out, p)
+        h = rest_of_layer(model, h, attend(model, q, k, v, visible_keys(model, i, positions, positions)), p)
+    return h, cache
+
+
+def forward_items(model, prefix, items, labels, batch=25):
+    """Each sequence prefix + item: the prefix's K and V once (the arithmetic
+    of the sequence alone), then the items in batches, each item's token at
+    position P + j seeing the prefix keys and its own keys up to j, the
+    window included. Items must have one length per batch (they are grouped)."""
+    P = len(prefix)
+    _, cache = forward_prefix(model, prefix)
     results = [None] * len(items)
     by_length = {}
     for n, item in enumerate(items):
@@ -274,9 +297,7 @@ def forward_items(model, prefix, items, labels, batch=25):
         for b in range(0, len(members), batch):
             idx = members[b : b + batch]
             N = len(idx)
-            h = model.embed[np.array([items[n] for n in idx])] * model.normalizer  # [N, L, hidden]
-            qpos = P + np.arange(L)[:, None]
-            kpos = np.arange(P + L)[None, :]
+            h = model.embedding([items[n] for n in idx])  # [N, L, hidden]
             for i in range(model.layers):
                 p = f"model.layers.{i}."
                 q, k, v = qkv(model, model.norm(h, p + "input_layernorm.weight"), p)
@@ -284,18 +305,8 @@ def forward_items(model, prefix, items, labels, batch=25):
                 ck, cv = cache[i]
                 keys = np.concatenate([np.broadcast_to(ck, (N,) + ck.shape), k], axis=1)  # [N, P+L, Hkv, D]
                 values = np.concatenate([np.broadcast_to(cv, (N,) + cv.shape), v], axis=1)
-                visible = kpos <= qpos
-                if model.windows[i] is not None:
-                    visible = visible & (qpos - kpos < model.windows[i])
-                out = np.zeros((N, L, Hq, D))
-                for head in range(Hq):
-                    s = (q[:, :, head, :] @ keys[:, :, head // group, :].transpose(0, 2, 1)) * model.scaling
-                    if model.attn_cap:
-                        s = model.attn_cap * np.tanh(s / model.attn_cap)
-                    s = np.where(visible, s, -np.inf)
-                    e = np.exp(s - s.max(axis=2, keepdims=True))
-                    out[:, :, head, :] = (e / e.sum(axis=2, keepdims=True)) @ values[:, :, head // group, :]
-                h = rest_of_layer(model, h, out, p)
+                visible = visible_keys(model, i, P + np.arange(L), np.arange(P + L))
+                h = rest_of_layer(model, h, attend(model, q, keys, values, visible), p)
             lp = log_softmax_last(model, h[:, -1, :])
             for r, n in enumerate(idx):
                 results[n] = [float(lp[r, l]) for l in labels]
@@ -303,8 +314,8 @@ def forward_items(model, prefix, items, labels, batch=25):
 
 
 def main():
-    model = Model(sys.argv[1])
     request = json.load(sys.stdin)
+    model = Model(sys.argv[1], request.get("float32"))
     labels = request["labels"]
     if "prefix" in request:
         json.dump({"logprobs": forward_items(model, request["prefix"], request["items"], labels)}, sys.stdout)
