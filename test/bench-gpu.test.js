@@ -10,6 +10,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
 const SCRIPT = path.join(__dirname, '..', 'scripts', 'bench-gpu.js');
+const GPU_SCRIPTS = path.join(__dirname, '..', 'scripts', 'gpu');
 
 test('bench:gpu runs pjrt-score on a tiny random model and prints one table', (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-bench-gpu-'));
@@ -66,6 +67,43 @@ test('bench:gpu runs pjrt-score on a tiny random model and prints one table', (t
     const restart = results.restart.rows.find((x) => x.method === 'first-request');
     t.equal(restart.compiles, 0, 'a restart with a warm disk cache compiles nothing');
     t.ok(restart.disk_hits >= 1, 'and loads its executables from disk');
+    const memory = results.runs[0].result.load_memory;
+    t.ok(memory.rss > 0 && memory.anon > 0 && memory.top.length > 0, `every run says where its memory is after the load (RSS ${memory.rss} GB)`);
+
+    // The GPU call's other two scripts, on the same model (the cuDNN forms' CPU stand-in for the profiled pass).
+    const model = path.join(dir, 'model');
+    const inputsFile = path.join(dir, 'inputs-tiny.json');
+    const pass = spawnSync(process.execPath, [path.join(GPU_SCRIPTS, 'profile-pass.js'), '--model', model, '--inputs', inputsFile, '--prefix-attention', 'cudnnsim', '--causal-attention', 'cudnnsim'], { encoding: 'utf8' });
+    t.equal(pass.status, 0, `profile-pass.js exits 0${pass.status ? `: ${pass.stderr.slice(-1000)}` : ''}`);
+    t.equal((pass.stdout.match(/^pass \d: [\d.]+ ms$/gm) ?? []).length, 3, 'profile-pass.js runs the target pass three times');
+    const probe = spawnSync(process.execPath, [path.join(GPU_SCRIPTS, 'memory-probe.js'), '--model', model, '--inputs', inputsFile], { encoding: 'utf8' });
+    t.equal(probe.status, 0, `memory-probe.js exits 0${probe.status ? `: ${probe.stderr.slice(-1000)}` : ''}`);
+    const steps = probe.stdout.trim().split('\n').map((line) => JSON.parse(line));
+    t.deepEqual(steps.map((x) => x.step), ['start', 'client', 'loaded', 'first request'], 'memory-probe.js reports each step');
+    t.ok(steps.every((x) => x.rss > 0 && x.peak >= x.rss), 'with its resident and peak memory');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+  t.end();
+});
+
+test('kernel-table.py splits the last of the repeated passes out of a profiler trace and sums it by kind', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-kernel-table-'));
+  try {
+    // A load (two kernels), then the same pass of four kernels three times; times in ns, the last pass's known.
+    const pass = ['nvjet_sm90_gemm', 'loop_convert_fusion', 'cudnn_flash_fprop', 'input_reduce_fusion'];
+    const names = ['load_join', 'load_copy', ...pass, ...pass, ...pass];
+    const ns = names.map((_, i) => 1000 * (i + 1));
+    const header = '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"';
+    const rows = names.map((n, i) => `"${i}","1","node","h","${n}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","Command line profiler metrics","gpu__time_duration.sum","nsecond","${ns[i].toLocaleString('en-US')}"`);
+    const trace = path.join(dir, 'trace.csv');
+    fs.writeFileSync(trace, ['==PROF== Connected to process', header, ...rows].join('\n') + '\n');
+    const r = spawnSync('python3', [path.join(GPU_SCRIPTS, 'kernel-table.py'), trace], { encoding: 'utf8' });
+    t.equal(r.status, 0, `exits 0${r.status ? `: ${r.stderr}` : ''}`);
+    const lastMs = ns.slice(-4).reduce((a, b) => a + b, 0) / 1e6;
+    t.match(r.stdout, new RegExp(`the last pass: 4 launches, ${lastMs.toFixed(2)} ms`), `the last pass: 4 launches, ${lastMs.toFixed(2)} ms`);
+    t.match(r.stdout, new RegExp(`\\| cudnn attention \\| 1 \\| ${(ns[names.length - 2] / 1e6).toFixed(2)} \\|`), 'cuDNN attention summed as its own kind');
+    t.match(r.stdout, /\| matrix product \| 1 \|/, 'matrix products as theirs');
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
