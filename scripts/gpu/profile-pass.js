@@ -19,6 +19,7 @@ const path = require('node:path');
 const root = path.join(__dirname, '..', '..');
 const { Scorer } = require(path.join(root, 'dist'));
 const { parseCausalAttentionTag, parsePrefixAttentionTag } = require(path.join(root, 'dist', 'hlo'));
+const { benchScorerOptions } = require(path.join(root, 'scripts', 'bench', 'gpu', 'scorer-options'));
 
 function args(argv) {
   const out = { precision: 'bf16', weights: 'bf16', algorithm: 'packed' };
@@ -31,14 +32,7 @@ async function main() {
   const a = args(process.argv.slice(2));
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
   const scorer = await Scorer.load({
-    model: a.model,
-    plugin: a.plugin,
-    precision: a.precision,
-    weights: a.weights,
-    prefixCacheBytes: 0,
-    maxItems: 100000,
-    maxRequestTokens: 1e8,
-    diskCache: a.diskCache ?? true,
+    ...benchScorerOptions(a),
     ...(a.prefixAttention ? { prefixAttention: parsePrefixAttentionTag(a.prefixAttention) } : {}),
     ...(a.causalAttention ? { causalAttention: parseCausalAttentionTag(a.causalAttention) } : {}),
   });

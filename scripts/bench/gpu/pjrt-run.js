@@ -45,6 +45,7 @@ function args(argv) {
 }
 
 const { peakRss, rssBreakdown } = require('./memory');
+const { benchScorerOptions } = require('./scorer-options');
 
 /**
  * --breakdown 1: wall time inside the runtime's uploads, executions and
@@ -145,14 +146,7 @@ async function main() {
   let loaded = {};
   const t0 = performance.now();
   const scorer = await Scorer.load({
-    model: a.model,
-    plugin: a.plugin,
-    precision: a.precision,
-    weights: a.weights,
-    prefixCacheBytes: 0,
-    maxItems: 100000,
-    maxRequestTokens: 1e8,
-    diskCache: a.diskCache ?? true,
+    ...benchScorerOptions(a),
     log: (e) => e.event === 'model_loaded' && (loaded = e),
     ...extra,
   });
