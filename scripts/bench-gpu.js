@@ -9,6 +9,7 @@
  *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,bf16/bf16+cross-request,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
  *        [--emit-only 1] [--restart 0] [--peer-methods flexfull,batch8full] [--breakdown 1]
+ *        [--methods packed,prefix,serial,one-at-a-time,8-concurrent]
  *
  * --emit-only 1: no device run and no peers; each configuration's programs are
  * built for the workloads' shapes and the custom calls they would emit are
@@ -17,7 +18,8 @@
  * (the f32 reference always runs PyTorch's sdpa). --breakdown 1 prints, for
  * the 8-concurrent rounds, the time inside uploads, executions and downloads
  * against the round's wall time; every run prints where its resident memory
- * is after the load (/proc/self/smaps by mapping).
+ * is after the load (/proc/self/smaps by mapping). --methods narrows
+ * pjrt-score's timed rows (all five by default).
  *
  * 1. Writes a random model of the preset's shape (scripts/bench/random-model.js,
  *    bf16 safetensors) and the workloads' token ids (scripts/bench/gpu/inputs.js)
@@ -135,6 +137,7 @@ function main() {
     if (plugin) argv.push('--plugin', plugin);
     if (a.options) argv.push('--options', a.options);
     if (a.breakdown) argv.push('--breakdown', a.breakdown);
+    if (a.methods) argv.push('--methods', a.methods);
     run(process.execPath, argv, `pjrt-score ${c.name}${suffix}`);
     return readJson(file);
   };

@@ -24,6 +24,21 @@ function isCpuPlugin(pluginPath: string): boolean {
   return pluginPath === CPU_PLUGIN.destination || /cpu/i.test(path.basename(pluginPath));
 }
 
+/** The jax CUDA plugin's file name (jax-cuda12-pjrt and jax-cuda13-pjrt alike). */
+const CUDA_PLUGIN_FILE = 'xla_cuda_plugin.so';
+
+/**
+ * The client options a plugin gets unless the caller sets them: the CPU plugin
+ * one device; the CUDA plugin host-to-device copies that are not staged
+ * through its pinned host pool, which grows to the largest burst of uploads
+ * (the whole model at load) and never shrinks (docs/gpu.md, 'Host memory').
+ */
+export function defaultClientOptions(pluginPath: string): Record<string, NativeOptionValue> {
+  if (isCpuPlugin(pluginPath)) return { cpu_device_count: 1 };
+  if (path.basename(pluginPath) === CUDA_PLUGIN_FILE) return { should_stage_host_to_device_transfers: false };
+  return {};
+}
+
 /** A PJRT client: one plugin, its devices, and what runs on them. */
 export class Client implements Disposable {
   /** @internal */
@@ -38,8 +53,8 @@ export class Client implements Disposable {
 
   /**
    * Loads the plugin (once per process), initializes it and creates a client.
-   * The CPU plugin is asked for one device (`cpu_device_count: 1`) unless the
-   * options say otherwise; other plugins get exactly the options given.
+   * The options given go over the plugin's defaults (defaultClientOptions:
+   * one device on the CPU plugin, unstaged uploads on the CUDA plugin).
    */
   static async create(options: ClientOptions = {}): Promise<Client> {
     if (options === null || typeof options !== 'object') throw new TypeError('Client.create() takes an options object');
@@ -55,7 +70,7 @@ export class Client implements Disposable {
     // XLA logs INFO lines to stderr on every client creation; keep warnings
     // and errors. A value the user set wins.
     if (process.env.TF_CPP_MIN_LOG_LEVEL === undefined) process.env.TF_CPP_MIN_LOG_LEVEL = '1';
-    const named: Record<string, NativeOptionValue> = isCpuPlugin(pluginPath) ? { cpu_device_count: 1, ...extra } : { ...extra };
+    const named: Record<string, NativeOptionValue> = { ...defaultClientOptions(pluginPath), ...extra };
     const native = await fromNative('Client.create', binding().Client.create(pluginPath, named));
     return new Client(native, pluginPath);
   }

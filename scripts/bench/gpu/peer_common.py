@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import statistics
 import sys
 import time
@@ -60,6 +61,9 @@ def parse_args(peer: str, methods: Sequence[str], extra: Callable[[argparse.Argu
     p.add_argument("--warmup", type=int, default=2, help="untimed runs of each workload first (compiles)")
     p.add_argument("--repeats", type=int, default=10, help="timed runs of each workload")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto", help="auto: cuda when present")
+    p.add_argument("--gate", default=None,
+                   help="a file to wait for after the warm-up and before the timed runs, so a long compile "
+                        "can overlap other work that must have the device to itself while it is timed")
     if extra:
         extra(p)
     a = p.parse_args()
@@ -151,7 +155,18 @@ def percentile(values: list, p: float) -> float:
     return s[max(0, math.ceil(p / 100 * len(s)) - 1)]
 
 
-def time_method(method: Method, requests: list, warmup: int, repeats: int, sync: Callable[[], None]) -> dict:
+def wait_for_gate(gate: str | None) -> None:
+    """Waits until `gate` exists (no gate: returns at once), saying when the wait began and ended."""
+    if not gate:
+        return
+    print(f"warm-up done at {time.time():.1f}; waiting for {gate}", flush=True)
+    while not os.path.exists(gate):
+        time.sleep(0.2)
+    print(f"gate open at {time.time():.1f}", flush=True)
+
+
+def time_method(method: Method, requests: list, warmup: int, repeats: int, sync: Callable[[], None],
+                gate: str | None = None) -> dict:
     units = [requests] if method.batched else [[r] for r in requests]
     total_items = sum(len(r["items"]) for r in requests)
     t0 = time.perf_counter()
@@ -160,6 +175,7 @@ def time_method(method: Method, requests: list, warmup: int, repeats: int, sync:
             method.call(u)
     sync()
     warmup_s = time.perf_counter() - t0
+    wait_for_gate(gate)
     call_ms, pass_ms, logprobs, extrapolated = [], [], None, None
     for _ in range(repeats):
         pass_logprobs, t_pass = [], 0.0
@@ -215,7 +231,7 @@ def run_peer(peer: str, args, labels: list, workloads: dict, make_methods: Calla
                 print(f"{peer:5} {mname:8} {wname:7} skipped: not a method for this workload", flush=True)
                 continue
             try:
-                row = {**base, **time_method(method, requests, args.warmup, args.repeats, sync)}
+                row = {**base, **time_method(method, requests, args.warmup, args.repeats, sync, args.gate)}
                 row.update(method.info)  # filled in during the run (e.g. which attention ran)
                 extra = f" (extrapolated from {row['extrapolated_from_items']} items)" if "extrapolated_from_items" in row else ""
                 print(f"{peer:5} {mname:8} {wname:7} {args.dtype} {row['items_per_s']:10.1f} items/s  "

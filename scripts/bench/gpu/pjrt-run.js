@@ -7,7 +7,8 @@
  *        [--plugin SO] [--precision highest|default] [--weights f32|bf16|...]
  *        [--repeats N] [--serial-items N] [--disk-cache DIR] [--options JSON]
  *        [--prefix-attention joint|kb<keys>w|kb<keys>u] [--causal-attention square|qc<n>]
- *        [--batching invariant|cross-request] [--emit-only 1]
+ *        [--batching invariant|cross-request] [--methods packed,prefix,serial,one-at-a-time,8-concurrent]
+ *        [--emit-only 1]
  *
  * --emit-only 1 builds the configuration's programs for the workloads'
  * shapes (prefill, extend, the packed plan's fused pass, a cross-request pass
@@ -22,6 +23,8 @@
  * pr workload one request at a time and 8 concurrent callers. Writes one JSON
  * file: the rows (label-softmax scores included, for parity) and the peak RSS
  * of the process against that of a process that only created the client.
+ * --methods narrows the timed rows to those named (every one by default; the
+ * first request always runs).
  */
 const fs = require('node:fs');
 const path = require('node:path');
@@ -41,6 +44,10 @@ function args(argv) {
   for (const k of ['model', 'inputs', 'out']) if (!out[k]) throw new Error(`--${k} is required`);
   out.repeats = Number(out.repeats);
   out.serialItems = Number(out.serialItems);
+  const methods = ['packed', 'prefix', 'serial', 'one-at-a-time', '8-concurrent'];
+  out.methods = out.methods ? out.methods.split(',') : methods;
+  const unknown = out.methods.filter((m) => !methods.includes(m));
+  if (unknown.length) throw new Error(`--methods: ${unknown.join(', ')} not among ${methods.join(', ')}`);
   return out;
 }
 
@@ -179,7 +186,7 @@ async function main() {
     disk_hits: jit1.diskHits - jit0.diskHits,
   });
 
-  for (const plan of ['packed', 'prefix', 'serial']) {
+  for (const plan of ['packed', 'prefix', 'serial'].filter((m) => a.methods.includes(m))) {
     const items = plan === 'serial' ? target.items.slice(0, a.serialItems) : target.items;
     const r = request(target, items, plan);
     await scorer.score(r); // warm-up: compiles
@@ -198,7 +205,7 @@ async function main() {
   const pr = inputs.workloads.pr.requests;
   const prItems = pr.reduce((n, q) => n + q.items.length, 0);
   for (const q of pr) await scorer.score(request(q)); // warm-up
-  {
+  if (a.methods.includes('one-at-a-time')) {
     const latencies = [];
     let scores;
     const t = await timed(async () => {
@@ -213,7 +220,7 @@ async function main() {
     });
     row({ workload: 'pr', method: 'one-at-a-time', items_per_s: (1000 * prItems * a.repeats) / t.ms, p50_ms: median(latencies), p99_ms: quantile(latencies, 0.99), scores });
   }
-  {
+  if (a.methods.includes('8-concurrent')) {
     const latencies = [];
     let scores;
     await Promise.all(pr.map((q) => scorer.score(request(q)))); // warm-up of whatever batching compiles
