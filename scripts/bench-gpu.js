@@ -26,7 +26,7 @@
  *    into DIR (default: <cache>/bench-gpu/<preset>), once.
  * 2. Runs pjrt-score once per configuration (precision/weights, optionally
  *    /prefix-attention/causal-attention forms by their tags: joint, kb512w,
- *    kb256u; square, qc4; unset: the platform's; `+cross-request` for the
+ *    kb256u, cudnn, cudnn_ownhlo, cudnnsim; square, qc4, cudnn; unset: the platform's; `+cross-request` for the
  *    Scorer's cross-request batching, which the 8-concurrent row measures),
  *    each in its
  *    own process (scripts/bench/gpu/pjrt-run.js), then the first

@@ -20,39 +20,10 @@ const { fusedAttention, CUDNN_PINNED_PLUGIN } = require('../dist/hlo/attention-c
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
 const prefixForms = require('./helpers/prefix-forms');
+const { parseCall, fixtureCases } = require('./helpers/cudnn-fixture');
 
-const FIXTURE = path.join(__dirname, 'fixtures', 'jax-cudnn-0.11.2.txt');
 const TOL = 1e-5;
 const PINNED = { kind: 'cudnn', pluginVersion: '0.11.2' };
-
-/** The fields of one custom-call line, from JAX's pretty form or the builder's generic form. */
-function parseCall(line) {
-  const target = /custom_call @([^(]+)\(|call_target_name = "([^"]+)"/.exec(line);
-  const config = /backend_config = "((?:[^"\\]|\\.)*)"/.exec(line)[1].replace(/\\22/g, '"').replace(/\\5C/g, '\\');
-  const types = / : \(([^)]*)\) -> \(([^)]*)\)$/.exec(line);
-  return {
-    target: target[1] ?? target[2],
-    apiVersion: /api_version = (\d+) : i32/.exec(line)[1],
-    configText: config,
-    config: JSON.parse(config),
-    operandLayouts: /operand_layouts = (\[.*?\])(?:, result_layouts|\})/.exec(line)[1],
-    resultLayouts: /result_layouts = (\[.*?\])\}/.exec(line)[1],
-    operandTypes: types[1].split(', '),
-    resultTypes: types[2].split(', '),
-  };
-}
-
-function fixtureCases() {
-  const lines = fs.readFileSync(FIXTURE, 'utf8').split('\n');
-  const cases = [];
-  for (let i = 0; i < lines.length; i++) {
-    const m = /^## (\S+) (forward|training) q=(\d+)x(\d+)x(\d+)x(\d+) kv=\d+x(\d+)x(\d+)x\d+ mask=(\w+)$/.exec(lines[i]);
-    if (!m) continue;
-    const [, name, form, b, tq, hq, d, tk, hkv, mask] = m;
-    cases.push({ name: `${name} ${form}`, withStats: form === 'training', b: +b, tq: +tq, hq: +hq, d: +d, tk: +tk, hkv: +hkv, mask, line: lines[i + 1] });
-  }
-  return cases;
-}
 
 function emittedCall(c) {
   const prog = buildProgram('cudnn_call', (f) => {
@@ -209,22 +180,25 @@ test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinn
       (err) => t.match(String(err.message), /pinned to the CUDA plugin of jax-cuda13-pjrt 0\.11\.2.*platform cpu/, `refused: ${err.message.slice(0, 160)}`),
     );
 
-    const sim = await Scorer.load({ model, diskCache: false, batching: 'cross-request', prefixAttention: SIM, causalAttention: parseCausalAttentionTag('cudnnsim') });
     const plain = await Scorer.load({ model, diskCache: false, batching: 'cross-request' });
-    const requests = [0, 1, 2].map((r) => ({
-      query: Array.from({ length: 11 + 5 * r }, (_, i) => 5 + ((i * 7 + r) % 40)),
-      items: Array.from({ length: 4 + r }, (_, n) => Array.from({ length: 1 + ((n + r) % 4) }, (_, j) => 6 + ((n * 5 + j * 3 + r) % 40))),
-      labelTokenIds: [3, 4],
-    }));
-    let worst = 0;
-    const compare = (a, b) => a.scores.forEach((row, i) => row.forEach((v, l) => (worst = Math.max(worst, Math.abs(v - b.scores[i][l])))));
-    for (const algorithm of ['packed', 'prefix']) {
-      for (const r of requests) compare(await sim.score({ ...r, algorithm }), await plain.score({ ...r, algorithm }));
+    // The stand-in forms, and the prefix form with the own keys in StableHLO (tag cudnnsim_ownhlo).
+    for (const prefixTag of ['cudnnsim', 'cudnnsim_ownhlo']) {
+      const sim = await Scorer.load({ model, diskCache: false, batching: 'cross-request', prefixAttention: parsePrefixAttentionTag(prefixTag), causalAttention: parseCausalAttentionTag('cudnnsim') });
+      const requests = [0, 1, 2].map((r) => ({
+        query: Array.from({ length: 11 + 5 * r }, (_, i) => 5 + ((i * 7 + r) % 40)),
+        items: Array.from({ length: 4 + r }, (_, n) => Array.from({ length: 1 + ((n + r) % 4) }, (_, j) => 6 + ((n * 5 + j * 3 + r) % 40))),
+        labelTokenIds: [3, 4],
+      }));
+      let worst = 0;
+      const compare = (a, b) => a.scores.forEach((row, i) => row.forEach((v, l) => (worst = Math.max(worst, Math.abs(v - b.scores[i][l])))));
+      for (const algorithm of ['packed', 'prefix']) {
+        for (const r of requests) compare(await sim.score({ ...r, algorithm }), await plain.score({ ...r, algorithm }));
+      }
+      const together = await Promise.all(requests.map((r) => sim.score(r)));
+      for (const [i, r] of requests.entries()) compare(together[i], await plain.score(r));
+      t.ok(worst <= TOL, `${prefixTag}: packed, prefix and 3 concurrent cross-request calls: max |diff| ${worst.toExponential(2)} against the default forms`);
+      sim.dispose();
     }
-    const together = await Promise.all(requests.map((r) => sim.score(r)));
-    for (const [i, r] of requests.entries()) compare(together[i], await plain.score(r));
-    t.ok(worst <= TOL, `packed, prefix and 3 concurrent cross-request calls: max |diff| ${worst.toExponential(2)} against the default forms`);
-    sim.dispose();
     plain.dispose();
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

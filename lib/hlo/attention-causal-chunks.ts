@@ -13,7 +13,7 @@ import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, MASKED_SCORE, causalPrefixAttention, causalPrefixLayout, resolveScale } from './attention';
 import { HloBuildError, TensorType } from './types';
-import { CudnnAttention } from './attention-cudnn';
+import { CudnnAttention, checkCudnnAttention, cudnnTag } from './attention-cudnn';
 import { causalPrefixAttentionCudnn } from './attention-cudnn-forms';
 import { capScores, causalWindowVisible, checkShaping, shapesScores } from './attention-window';
 import { CAUSAL_KERNEL, CAUSAL_KERNEL_FALLBACK, CausalKernel, causalPrefixAttentionKernel } from './attention-causal-ffi';
@@ -33,7 +33,7 @@ export const SQUARE_CAUSAL_ATTENTION: CausalAttention = Object.freeze({ kind: 's
 
 /** `square`, `qc4` or `ffi`: for options, benchmarks and logs. */
 export function causalAttentionTag(a: CausalAttention): string {
-  if (a.kind === 'cudnn') return a.standIn ? 'cudnnsim' : 'cudnn';
+  if (a.kind === 'cudnn') return cudnnTag(a);
   return a.kind === 'square' ? 'square' : a.kind === 'kernel' ? 'ffi' : `qc${a.queryChunks}`;
 }
 
@@ -70,7 +70,8 @@ export function causalPrefix(f: FunctionBuilder, q: HloValue, k: HloValue, v: Hl
 /** Checks a CausalAttention value from a caller; returns it. */
 export function checkCausalAttention(a: CausalAttention): CausalAttention {
   if (a === null || typeof a !== 'object') throw new HloBuildError(`causal attention must be { kind: 'square' }, { kind: 'chunked', queryChunks } or { kind: 'kernel' }, got ${String(a)}`);
-  if (a.kind === 'square' || a.kind === 'kernel' || a.kind === 'cudnn') return a;
+  if (a.kind === 'cudnn') return checkCudnnAttention(a, false);
+  if (a.kind === 'square' || a.kind === 'kernel') return a;
   if (a.kind !== 'chunked') throw new HloBuildError(`causal attention kind must be 'square', 'chunked' or 'kernel', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
   if (!Number.isSafeInteger(a.queryChunks) || a.queryChunks < 1) throw new HloBuildError(`causal attention queryChunks must be a positive integer, got ${String(a.queryChunks)}`);
   return a;

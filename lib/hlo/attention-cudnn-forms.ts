@@ -6,7 +6,10 @@
  *   mask with the prefix length) and causally to its own keys (one fused
  *   call batched over the items), each call returning its softmax
  *   statistics; the two parts merge exactly in the program (mergeByStats),
- *   so the joint softmax over [prefix ; own keys] is what comes out;
+ *   so the joint softmax over [prefix ; own keys] is what comes out; under
+ *   `ownKeys: 'hlo'` the own-keys part is StableHLO instead of a fused call
+ *   (tiny L x L problems, which XLA does as a batched dot and a softmax
+ *   fusion), the same results merged alike;
  * - the prefill's causal attention: one fused call with the causal mask.
  *
  * Grouped calls (cross-request passes, one query per group) put the groups
@@ -19,7 +22,7 @@
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
-import { CudnnAttention, fusedAttention, mergeByStats } from './attention-cudnn';
+import { CudnnAttention, FmhaInputs, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './attention-cudnn';
 import { shapesScores } from './attention-window';
 import { HloBuildError, TensorType } from './types';
 
@@ -31,14 +34,15 @@ function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): Hlo
   return f.select(f.broadcastInDim(real, x.dims, Array.from({ length: g + 1 }, (_, i) => i)), x, 0);
 }
 
-/** Items over a prefix, factored into two fused calls merged by their statistics. -> [...lead, N, L, Hq, D]. */
 /** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/attention-forms.ts). */
 function refuseShaping(op: string, opts: AttentionOptions | undefined): void {
   if (shapesScores(opts)) throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
 }
 
+/** Items over a prefix, factored into two parts (fused calls, or the own keys in StableHLO) merged by their statistics. -> [...lead, N, L, Hq, D]. */
 export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
   refuseShaping('itemsOverPrefixAttentionCudnn', opts);
+  checkCudnnAttention(form, true);
   const { lead, hq, hkv, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionCudnn', x);
   const b = lead.reduce((a, c) => a * c, 1);
   const scale = resolveScale(opts, d);
@@ -52,13 +56,9 @@ export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPr
     form,
     true,
   );
-  // Each item's rows against its own keys, causally: the items are the batch.
-  const overOwn = fusedAttention(
-    f,
-    { q: f.reshape(x.itemQ, [b * n, l, hq, d]), k: f.reshape(x.itemK, [b * n, l, hkv, d]), v: f.reshape(x.itemV, [b * n, l, hkv, d]), mask: 'causal', scale },
-    form,
-    true,
-  );
+  // Each item's rows against its own keys, causally: the items are the batch; a fused call, or StableHLO under ownKeys 'hlo'.
+  const own: FmhaInputs = { q: f.reshape(x.itemQ, [b * n, l, hq, d]), k: f.reshape(x.itemK, [b * n, l, hkv, d]), v: f.reshape(x.itemV, [b * n, l, hkv, d]), mask: 'causal', scale };
+  const overOwn = form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : fusedAttention(f, own, form, true);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
   const hasPrefix = f.broadcastInDim(f.gt(x.prefixLength, 0), [...rows, hq], lead.map((_, i) => i));
   const prefixStats = f.select(hasPrefix, f.reshape(overPrefix.stats!, [...rows, hq]), -Infinity);
@@ -76,6 +76,7 @@ export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPr
 /** The prefill's causal attention as one fused call. q [...lead, P, Hq, D] -> [...lead, P, Hq, D]. */
 export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CudnnAttention, opts?: AttentionOptions): HloValue {
   refuseShaping('causalPrefixAttentionCudnn', opts);
+  checkCudnnAttention(form, false);
   const { lead, hq, hkv, d, p } = causalPrefixLayout('causalPrefixAttentionCudnn', q, k, v, validLength);
   if (p === 0) return f.full(TensorType.f32([...lead, 0, hq, d]), 0);
   const b = lead.reduce((a, c) => a * c, 1);

@@ -20,7 +20,8 @@
  * A StableHLO stand-in computes the same two results in f32 on any plugin
  * (the form `{ kind: 'cudnn', standIn: true }`, tag `cudnnsim`): it is what
  * the CPU suite runs to check the merge, and what `bench:gpu --emit-only`
- * can compile on the CPU.
+ * can compile on the CPU. The same StableHLO computes the own-keys part of
+ * items over a prefix under `ownKeys: 'hlo'` (tag suffix `_ownhlo`).
  */
 
 import { FunctionBuilder } from './builder';
@@ -36,13 +37,45 @@ export const CUDNN_FMHA_TARGET = '__cudnn$fmhaSoftmax';
  */
 export const CUDNN_PINNED_PLUGIN = Object.freeze({ wheel: 'jax-cuda13-pjrt', version: '0.11.2' });
 
-/** Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`). */
+/**
+ * Where items over a prefix compute each item's rows against its own keys (docs/gpu.md, 'Fused attention
+ * through cuDNN'): `cudnn`, a second fused call with the items as its batch (the default), or `hlo`, plain
+ * StableHLO (the stand-in's batched dots and softmax, which XLA fuses), merged with the prefix part alike.
+ */
+export type CudnnOwnKeys = 'cudnn' | 'hlo';
+
+export const CUDNN_OWN_KEYS: readonly CudnnOwnKeys[] = Object.freeze(['cudnn', 'hlo']);
+
+/** Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`, `cudnn_ownhlo`, `cudnnsim_ownhlo`). */
 export interface CudnnAttention {
   readonly kind: 'cudnn';
   /** The loaded plugin's wheel version; the builder refuses all but CUDNN_PINNED_PLUGIN.version. */
   readonly pluginVersion?: string;
   /** The StableHLO stand-in instead of the custom call (any plugin, f32, no pin). */
   readonly standIn?: boolean;
+  /** Items over a prefix only: where the own-keys part is computed (default 'cudnn'). */
+  readonly ownKeys?: CudnnOwnKeys;
+}
+
+/** The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` when the own-keys part is StableHLO. */
+export function cudnnTag(form: CudnnAttention): string {
+  return `${form.standIn ? 'cudnnsim' : 'cudnn'}${form.ownKeys === 'hlo' ? '_ownhlo' : ''}`;
+}
+
+/** The inverse of cudnnTag; undefined for a tag that names no cuDNN form. */
+export function parseCudnnTag(tag: string): CudnnAttention | undefined {
+  const m = /^(cudnn|cudnnsim)(_ownhlo)?$/.exec(tag);
+  if (!m) return undefined;
+  return Object.freeze({ kind: 'cudnn', standIn: m[1] === 'cudnnsim', ...(m[2] ? { ownKeys: 'hlo' as const } : {}) });
+}
+
+/** Checks a cuDNN form from a caller; `ownKeys` only where it means something (`prefix`). Returns it. */
+export function checkCudnnAttention(form: CudnnAttention, prefix: boolean): CudnnAttention {
+  if (form.standIn !== undefined && typeof form.standIn !== 'boolean') throw new HloBuildError(`cuDNN attention standIn must be a boolean, got ${JSON.stringify(form.standIn)}`);
+  if (form.ownKeys === undefined) return form;
+  if (!prefix) throw new HloBuildError(`cuDNN attention ownKeys applies to prefix attention (items over a prefix) only, not the causal prefill`);
+  if (!CUDNN_OWN_KEYS.includes(form.ownKeys)) throw new HloBuildError(`cuDNN attention ownKeys must be ${CUDNN_OWN_KEYS.map((k) => `'${k}'`).join(' or ')}, got ${JSON.stringify(form.ownKeys)}`);
+  return form;
 }
 
 export type FmhaMask = 'none' | 'causal' | 'padding';
@@ -159,6 +192,11 @@ export function fusedAttention(f: FunctionBuilder, x: FmhaInputs, form: CudnnAtt
   return form.standIn ? standInFmha(f, x, withStats) : cudnnFmha(f, x, withStats);
 }
 
+/** The same results as fusedAttention in StableHLO on any plugin (no pin): the stand-in, or the `hlo` own-keys part. */
+export function stableHloAttention(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {
+  return standInFmha(f, x, withStats);
+}
+
 function cudnnFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {
   const { b, tq, tk, hq, d } = fmhaLayout(x);
   const bf16 = (v: HloValue): HloValue => (v.elementType === 'bf16' ? v : f.convert(v, 'bf16'));
@@ -180,7 +218,11 @@ function cudnnFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaR
   return { out, stats: withStats ? f.transpose(call[1], [0, 2, 1]) : undefined };
 }
 
-/** The same results in f32 StableHLO: scores, the mask as -inf, the log-sum-exp and the normalized values. */
+/**
+ * The same results in f32 StableHLO: scores, the mask as -inf, the log-sum-exp and the normalized values.
+ * The two dots take the function's dot precision (ops-dot.ts): under bf16 dots q, k, the weights and v
+ * round to bf16, as the custom call's operands do, and accumulate in f32.
+ */
 function standInFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {
   const { b, tq, tk, hq, hkv, d } = fmhaLayout(x);
   const group = hq / hkv;

@@ -11,7 +11,9 @@
  *   scores (the denominator from the value GEMM, the own keys' max as the
  *   shift, item-row chunks);
  * - kernel (attention-ffi.ts, tag `ffi`): a custom call to the addon's fused
- *   kernel, only where the runtime registered it (Client.prefixAttentionKernel).
+ *   kernel, only where the runtime registered it (Client.prefixAttentionKernel);
+ * - cudnn (attention-cudnn-forms.ts, tags `cudnn`, `cudnn_ownhlo` and their
+ *   stand-ins `cudnnsim`, `cudnnsim_ownhlo`): cuDNN's fused attention on XLA GPU.
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
@@ -19,7 +21,7 @@ import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixAttention } fro
 import { KeyBlocking, checkKeyBlocking, itemsOverPrefixAttentionBlocked, keyBlockingTag, parseKeyBlockingTag } from './attention-blocked';
 import { RowChunking, checkRowChunking, itemsOverPrefixAttentionRows, parseRowChunkingTag, rowChunkingTag } from './attention-rows';
 import { PREFIX_KERNEL, PrefixKernel, itemsOverPrefixAttentionKernel } from './attention-ffi';
-import { CudnnAttention } from './attention-cudnn';
+import { CudnnAttention, checkCudnnAttention, cudnnTag, parseCudnnTag } from './attention-cudnn';
 import { itemsOverPrefixAttentionCudnn } from './attention-cudnn-forms';
 import { HloBuildError } from './types';
 import { shapesScores } from './attention-window';
@@ -31,10 +33,10 @@ export type PrefixAttention = { readonly kind: 'joint' } | KeyBlocking | RowChun
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
-/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`. */
+/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`, `cudnn`, `cudnn_ownhlo`. */
 export function prefixAttentionTag(a: PrefixAttention): string {
   if (a.kind === 'kernel') return 'ffi';
-  if (a.kind === 'cudnn') return a.standIn ? 'cudnnsim' : 'cudnn';
+  if (a.kind === 'cudnn') return cudnnTag(a);
   return a.kind === 'joint' ? 'joint' : a.kind === 'rows' ? rowChunkingTag(a) : keyBlockingTag(a);
 }
 
@@ -42,11 +44,12 @@ export function prefixAttentionTag(a: PrefixAttention): string {
 export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   if (tag === 'joint') return JOINT_PREFIX_ATTENTION;
   if (tag === 'ffi') return PREFIX_KERNEL;
-  if (tag === 'cudnn' || tag === 'cudnnsim') return Object.freeze({ kind: 'cudnn', standIn: tag === 'cudnnsim' });
+  const cudnn = parseCudnnTag(tag);
+  if (cudnn) return cudnn;
   const form = parseRowChunkingTag(tag) ?? parseKeyBlockingTag(tag);
   if (!form) {
     throw new HloBuildError(
-      `prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own) ffi (the addon's kernel), cudnn (cuDNN's fused attention) or cudnnsim (its StableHLO stand-in)`,
+      `prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own) ffi (the addon's kernel), cudnn (cuDNN's fused attention), cudnnsim (its StableHLO stand-in), either ending in _ownhlo (the own keys in StableHLO)`,
     );
   }
   return form;
@@ -61,7 +64,7 @@ export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
   if (a.kind === 'rows') return checkRowChunking(a);
   if (a.kind === 'blocked') return checkKeyBlocking(a);
   if (a.kind === 'kernel') return a;
-  if (a.kind === 'cudnn') return a;
+  if (a.kind === 'cudnn') return checkCudnnAttention(a, true);
   throw new HloBuildError(`prefix attention kind must be 'joint', 'blocked', 'rows', 'kernel' or 'cudnn', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
 }
 

@@ -6,7 +6,7 @@
  *   node scripts/bench/gpu/pjrt-run.js --model DIR --inputs FILE --out FILE
  *        [--plugin SO] [--precision highest|default] [--weights f32|bf16|...]
  *        [--repeats N] [--serial-items N] [--disk-cache DIR] [--options JSON]
- *        [--prefix-attention joint|kb<keys>w|kb<keys>u] [--causal-attention square|qc<n>]
+ *        [--prefix-attention joint|kb<keys>w|kb<keys>u|cudnn|cudnn_ownhlo|...] [--causal-attention square|qc<n>|cudnn]
  *        [--batching invariant|cross-request] [--methods packed,prefix,serial,one-at-a-time,8-concurrent]
  *        [--emit-only 1]
  *
