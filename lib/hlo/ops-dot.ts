@@ -20,7 +20,7 @@ export interface DotDims {
    * The result's element type. Default: f32 where an operand was f32 (in a
    * bf16-operand function too: the product accumulates in f32), else the
    * operands'. 'bf16' of f32 or bf16 operands: the backend still accumulates
-   * in f32 and rounds the result once (cuBLAS writes bf16 directly).
+   * in f32 and rounds the result once (on a GPU, a bf16 GEMM output).
    */
   result?: 'f32' | 'bf16';
 }

@@ -37,7 +37,7 @@ import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decod
 import { rmsNorm, rotaryTables } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
-import { Bf16Matrices, DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
+import { Bf16Matrices, DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
 
 export type { DecoderDims } from './decoder-layout';
 
@@ -82,7 +82,7 @@ export interface DecoderOptions extends ProgramOptions {
  * bf16 and `_pbf16` for bf16 products (where they take effect); '' for the
  * defaults, whose program texts never change.
  */
-function attentionSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
+function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
   const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
@@ -99,7 +99,7 @@ function bf16Products(options: DecoderOptions): boolean {
   return options.dotOperands === 'bf16' && options.bf16Products === true;
 }
 
-function weightSpecs(d: DecoderDims, options: DecoderOptions) {
+function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   return decoderWeightSpecs(d, options.weights, options.bf16Matrices);
 }
 
@@ -115,14 +115,14 @@ function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
 }
 
 /**
- * A matrix as f32 for its dot: bf16 and int8 are converted here, int8
+ * A matrix for its dot, as f32: bf16 and int8 are converted here, int8
  * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
  * of each output channel: the scale array is the matrix's dims with that
  * axis divided by the block). f32 passes through with no op, so the f32
  * programs are what they always were. A matrix typed bf16 stays bf16 where
  * `keepBf16` (it goes into a bf16 dot as it is), else is converted exactly.
  */
-function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
+function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
   if (matrix.elementType === 'f32') return matrix;
   if (matrix.elementType === 'u16') return widenBf16(f, matrix);
   if (matrix.elementType === 'bf16') return keepBf16 ? matrix : f.convert(matrix, 'f32');
@@ -147,14 +147,14 @@ function bf16Dots(f: FunctionBuilder): boolean {
  * once), converted to f32 for the math after it.
  */
 function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false): HloValue {
-  const matrix = f32Matrix(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
+  const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
   if (!bf16Product) return f.matmul(x, matrix);
   return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
 }
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
-function lmHeadF32(f: FunctionBuilder, w: Weights): HloValue {
-  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 1, bf16Dots(f));
+function lmHeadForDot(f: FunctionBuilder, w: Weights): HloValue {
+  return matrixForDot(f, need(w, 'lmHead'), w.lmHeadScale, 1, bf16Dots(f));
 }
 
 function need(w: Weights, name: DecoderWeightName): HloValue {
@@ -288,7 +288,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 function embed(f: FunctionBuilder, d: DecoderDims, w: Weights, tokens: HloValue): HloValue {
   const rows = f.take(need(w, 'embedding'), tokens, 0);
   // Only the gathered rows are converted (and scaled, for int8: a token's row of block scales).
-  const x = f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
+  const x = matrixForDot(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
   // Gemma: times sqrt(hidden), already rounded as the reference rounds it (the model room's gemma.ts).
   return d.gemma ? f.multiply(x, d.gemma.embeddingScale) : x;
 }
@@ -382,7 +382,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
   if (!(Number.isInteger(G) && G >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${G}`);
   // One request has no group axis at all: its program is the one it always was.
   const lead = G === 1 ? [] : [G];
-  const suffix = attentionSuffix(options, { prefix: true, causal: true });
+  const suffix = programSuffix(options, { prefix: true, causal: true });
   const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
   return buildProgram(name, (f) => {
     const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
@@ -432,7 +432,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     });
     const dm = d.hiddenSize;
     const prefixHidden = f.slice(hidden, [0, 0], [prefixRows, dm]);
-    const lmHead = lmHeadF32(f, w);
+    const lmHead = lmHeadForDot(f, w);
     const itemHidden = f.reshape(f.slice(hidden, [prefixRows, 0], [prefixRows + itemRows, dm]), [G * N, L, dm]);
     // Each item row reads its own group's labels.
     const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
@@ -456,7 +456,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${attentionSuffix(options, { prefix: false, causal: true })}`, (f) => {
+  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${programSuffix(options, { prefix: false, causal: true })}`, (f) => {
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
@@ -479,7 +479,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
     return {
       k_cache: carried[0],
       v_cache: carried[1],
-      prefix_logprobs: prefixReadout(f, d, w, lmHeadF32(f, w), hidden, prefixLength, labels),
+      prefix_logprobs: prefixReadout(f, d, w, lmHeadForDot(f, w), hidden, prefixLength, labels),
     };
   }, options);
 }
@@ -502,7 +502,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${attentionSuffix(options, { prefix: true, causal: false })}`, (f) => {
+  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${programSuffix(options, { prefix: true, causal: false })}`, (f) => {
     const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
@@ -538,6 +538,6 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
       },
     });
     const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
-    return { item_logprobs: itemReadout(f, d, w, lmHeadF32(f, w), itemHidden, itemLengths, labels) };
+    return { item_logprobs: itemReadout(f, d, w, lmHeadForDot(f, w), itemHidden, itemLengths, labels) };
   }, options);
 }
