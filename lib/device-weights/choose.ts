@@ -10,6 +10,7 @@ import * as os from 'node:os';
 import { DecoderDims, decoderWeightSpecs, int8Unsupported, WeightType } from '../hlo/decoder-layout';
 import { notableCpuFlags } from '../runtime/host-cpu';
 import { elementCount } from '../util/dims';
+import { ELEMENT_TYPES } from '../util/element-types';
 
 export type WeightChoice = WeightType | 'auto';
 export const WEIGHT_CHOICES: readonly WeightChoice[] = ['f32', 'bf16', 'int8', 'auto'];
@@ -34,10 +35,9 @@ export interface WeightHost {
 
 /** Device bytes of the weights in a weight type (a tied LM head counted once). */
 export function weightBytes(config: WeightHost['config'], type: WeightType): number {
-  const size = { f32: 4, u16: 2, s8: 1 } as const;
   return decoderWeightSpecs(config, type)
     .filter((s) => !(s.tiedTo !== undefined && config.tiedEmbeddings))
-    .reduce((sum, s) => sum + elementCount(s.dims) * size[s.elementType], 0);
+    .reduce((sum, s) => sum + elementCount(s.dims) * ELEMENT_TYPES[s.elementType].bytes, 0);
 }
 
 /** Fastest first, per platform, with the reason (measured on the CPU; the GPU order is the peers' practice). */

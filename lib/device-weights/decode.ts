@@ -79,10 +79,10 @@ function named(s: Stored): Record<string, HloValue> {
   return { data: s.data, ...(s.scales ? { scales: s.scales } : {}) };
 }
 
-/** f32 values in the weight type's storage; int8 blocks run along `inAxis`. */
-function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number): Stored {
+/** f32 values in the weight type's storage (bf16 bits typed as `spec` says); int8 blocks run along `inAxis`. */
+function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number, spec: DecoderWeightSpec): Stored {
   if (type === 'f32') return { data: x };
-  if (type === 'bf16') return { data: bf16Bits(f, x) };
+  if (type === 'bf16') return { data: spec.elementType === 'bf16' ? f.bitcastConvert(bf16Bits(f, x), 'bf16') : bf16Bits(f, x) };
   const { q, scales } = int8Blocks(f, x, inAxis);
   return { data: q, scales };
 }
@@ -95,7 +95,9 @@ function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number
  */
 export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPart[], type: WeightType, layers: number): HloProgram {
   const types = parts.map((p) => ggmlTypeName(p.type)).join('_');
-  return buildProgram(`decode_${spec.name}_${type}_l${layers}_${types}`, (f) => {
+  // bf16 typed bf16 (not u16 bits): `bf16t`.
+  const storage = type === 'bf16' && spec.elementType === 'bf16' ? 'bf16t' : type;
+  return buildProgram(`decode_${spec.name}_${storage}_l${layers}_${types}`, (f) => {
     const raw = parts.map((p, k) => f.param(new TensorType('u8', [layers, p.rows, p.rowBytes]), `part${k}`));
     const layout = (p: StoredPart): { bytes: number; blocks: number } => {
       const block = ggmlTypeLayout(p.type);
@@ -107,7 +109,7 @@ export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPar
       const [p] = parts;
       const { bytes, blocks } = layout(p);
       const values = f.reshape(dequantizeBlocks(f, f.reshape(raw[0], [p.rows, blocks, bytes, 1]), p.type), [p.rows, p.rowLength]);
-      return named(store(f, values, type, 1));
+      return named(store(f, values, type, 1, spec));
     }
     // Layer matrices: [L, rows, blocks, bytes] -> [L, blocks, bytes, rows], decoded to [L, in, rows]:
     // the Hugging Face rows are already the columns of the [in, width] slice. Parts stored alike are
@@ -118,7 +120,7 @@ export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPar
     });
     const decode = (blocks: HloValue, p: StoredPart): Stored => {
       const rows = blocks.dims[3];
-      return store(f, f.reshape(dequantizeBlocks(f, blocks, p.type), [layers, p.rowLength, rows]), type, 1);
+      return store(f, f.reshape(dequantizeBlocks(f, blocks, p.type), [layers, p.rowLength, rows]), type, 1, spec);
     };
     if (parts.every((p) => p.type === parts[0].type)) return named(decode(byRows.length === 1 ? byRows[0] : f.concatenate(byRows, 3), parts[0]));
     const stored = parts.map((p, k) => decode(byRows[k], p));

@@ -10,7 +10,7 @@
  * array is built, uploaded and dropped before the next, largest first, so
  * peak host memory is about the device arrays plus one array being built.
  */
-import { DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, INT8_BLOCK, MatrixName, WeightType } from '../hlo/decoder-layout';
+import { Bf16Matrices, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, INT8_BLOCK, MatrixName, WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
@@ -19,6 +19,7 @@ import { DeviceBuffer } from '../runtime/device-buffer';
 import { deferExternalMemoryReports } from '../runtime/external-memory';
 import { Executable } from '../runtime/executable';
 import { elementCount } from '../util/dims';
+import { ELEMENT_TYPES } from '../util/element-types';
 import { buildProgram, HloProgram } from '../hlo/program';
 import { TensorType } from '../hlo/types';
 import { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
@@ -41,11 +42,13 @@ export interface UploadTimings {
 }
 
 export interface DeviceWeights {
-  /** In the order of decoderWeightSpecs(config, weightType). */
+  /** In the order of decoderWeightSpecs(config, weightType, bf16Matrices). */
   readonly buffers: readonly DeviceBuffer[];
   readonly bytes: number;
   /** How the matrices are stored. */
   readonly weightType: WeightType;
+  /** How bf16 matrices are typed on the device (the same bits either way); matters only for bf16 weights. */
+  readonly bf16Matrices: Bf16Matrices;
   readonly timings: UploadTimings;
   dispose(): void;
 }
@@ -175,6 +178,8 @@ export type LoadPrograms = (program: HloProgram) => Promise<{ readonly executabl
 
 export interface UploadOptions {
   readonly programs?: LoadPrograms;
+  /** How bf16 matrices are typed on the device (default u16 bits): a platform fact, lib/scoring/platform.ts. */
+  readonly bf16Matrices?: Bf16Matrices;
   /** Stacked arrays of at least this many bytes are built by layer (default ASSEMBLE_BYTES; tests lower it). */
   readonly assembleBytes?: number;
 }
@@ -383,8 +388,7 @@ function assembled(spec: DecoderWeightSpec, load: Load): boolean {
 }
 
 function hostBytes(spec: DecoderWeightSpec): number {
-  const size = spec.elementType === 'f32' ? 4 : spec.elementType === 'u16' ? 2 : 1;
-  return elementCount(spec.dims) * size;
+  return elementCount(spec.dims) * ELEMENT_TYPES[spec.elementType].bytes;
 }
 
 /** The device array `spec` describes, as host data (for tests and tools; uploads stream instead). */
@@ -415,7 +419,8 @@ export async function uploadWeights(
 
 async function uploadArrays(client: Client, config: ModelConfig, weights: HostWeights | WeightReader, weightType: WeightType, options: UploadOptions): Promise<DeviceWeights> {
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
-  const specs = decoderWeightSpecs(config, weightType);
+  const bf16Matrices = options.bf16Matrices ?? 'u16';
+  const specs = decoderWeightSpecs(config, weightType, bf16Matrices);
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
@@ -498,6 +503,7 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     buffers: buffers as DeviceBuffer[],
     bytes: owned.reduce((sum, b) => sum + b.byteLength, 0),
     weightType,
+    bf16Matrices,
     timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload, programSeconds: clock.program },
     dispose: () => owned.forEach((b) => b.dispose()),
   };

@@ -57,12 +57,27 @@ export type WeightType = 'f32' | 'bf16' | 'int8';
 export const WEIGHT_TYPES: readonly WeightType[] = ['f32', 'bf16', 'int8'];
 
 /**
- * Device element type of a weight array. bf16 weights travel as their bits
- * typed u16: XLA CPU computes every bf16 op in f32 (a dynamic slice of the
- * stacked array included, which converted whole arrays at each execution),
- * and a bitcast of a parameter is a copy; integer slices of u16 are neither.
+ * Device element type of a weight array: f32, bf16 matrices as Bf16Matrices
+ * says, int8 matrices s8.
  */
-export type WeightElementType = 'f32' | 'u16' | 's8';
+export type WeightElementType = 'f32' | 'u16' | 'bf16' | 's8';
+
+/**
+ * How bf16 matrices are typed on the device, the same bits either way (a
+ * platform fact: lib/scoring/platform.ts, docs/gpu.md "Options that matter
+ * there"):
+ *
+ *   u16    their bits typed u16, widened to f32 in each layer (shift, bitcast):
+ *          XLA CPU computes every bf16 op in f32 (a dynamic slice of the
+ *          stacked array included, which converted whole arrays at each
+ *          execution), and a bitcast of a parameter is a copy; integer slices
+ *          of u16 are neither. The CPU's.
+ *   bf16   typed bf16: under bf16 dots a matrix goes into its dot as it is,
+ *          otherwise it is converted to f32 (exactly). The GPU's: there the
+ *          widening was a kernel per layer.
+ */
+export type Bf16Matrices = 'u16' | 'bf16';
+export const BF16_MATRICES: readonly Bf16Matrices[] = ['u16', 'bf16'];
 
 /**
  * Input elements per int8 scale. One scale per output channel (a whole row)
@@ -141,9 +156,9 @@ function isMatrix(name: DecoderWeightName): name is MatrixName {
   return (MATRICES as readonly string[]).includes(name);
 }
 
-/** The device element type of a matrix in this weight type. */
-export function matrixElementType(weights: WeightType): WeightElementType {
-  return weights === 'int8' ? 's8' : weights === 'bf16' ? 'u16' : 'f32';
+/** The device element type of a matrix in this weight type (bf16 matrices typed as `bf16` says; default u16). */
+export function matrixElementType(weights: WeightType, bf16: Bf16Matrices = 'u16'): WeightElementType {
+  return weights === 'int8' ? 's8' : weights === 'bf16' ? bf16 : 'f32';
 }
 
 /** Width of the fused q|k|v projection. */
@@ -218,12 +233,16 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
   };
 }
 
-/** The weight parameters this model's decoder programs take, in parameter order, for a weight type (default f32). */
-export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32'): DecoderWeightSpec[] {
+/**
+ * The weight parameters this model's decoder programs take, in parameter
+ * order, for a weight type (default f32) and, for bf16, how its matrices
+ * are typed (default u16 bits).
+ */
+export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16'): DecoderWeightSpec[] {
   const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'gemma' ? d.gemma !== undefined : d[spec.onlyWith]));
   const typed: DecoderWeightSpec[] = present.map((spec) => {
     const matrix = isMatrix(spec.name);
-    return { ...spec, matrix, elementType: matrix ? matrixElementType(weights) : 'f32' };
+    return { ...spec, matrix, elementType: matrix ? matrixElementType(weights, bf16) : 'f32' };
   });
   if (weights !== 'int8') return typed;
   const unsupported = int8Unsupported(d);

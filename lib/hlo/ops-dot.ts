@@ -16,17 +16,31 @@ export interface DotDims {
   rhsContract: readonly number[];
   /** Precision for both operands; default the function's (ModuleBuilder.func options), else none. */
   precision?: DotPrecision;
+  /**
+   * The result's element type. Default: f32 where an operand was f32 (in a
+   * bf16-operand function too: the product accumulates in f32), else the
+   * operands'. 'bf16' of f32 or bf16 operands: the backend still accumulates
+   * in f32 and rounds the result once (on a GPU, a bf16 GEMM output).
+   */
+  result?: 'f32' | 'bf16';
 }
 
 export class DotBuilder extends ShapeBuilder {
+  /** 'bf16' where this function computes its dots in bf16 (ModuleBuilder.func options). */
+  get dotOperands(): 'bf16' | undefined {
+    return this.fn.dotOperands;
+  }
+
   dotGeneral(lhsIn: HloValue, rhsIn: HloValue, d: DotDims): HloValue {
     this.use('dot_general', lhsIn);
     this.use('dot_general', rhsIn);
-    // A function that computes its dots in bf16 rounds f32 operands here; the
-    // result stays f32 (the product accumulates in f32).
-    const narrow = this.fn.dotOperands === 'bf16' && lhsIn.elementType === 'f32' && rhsIn.elementType === 'f32';
-    const lhs = narrow ? this.convert(lhsIn, 'bf16') : lhsIn;
-    const rhs = narrow ? this.convert(rhsIn, 'bf16') : rhsIn;
+    // A function that computes its dots in bf16 rounds f32 operands here (both
+    // f32, or an f32 side meeting a bf16 one: a bf16 matrix as stored); the
+    // result stays f32 (the product accumulates in f32) unless d.result says.
+    const floats = (x: HloValue): boolean => x.elementType === 'f32' || x.elementType === 'bf16';
+    const narrow = this.fn.dotOperands === 'bf16' && floats(lhsIn) && floats(rhsIn) && (lhsIn.elementType === 'f32' || rhsIn.elementType === 'f32');
+    const lhs = narrow && lhsIn.elementType === 'f32' ? this.convert(lhsIn, 'bf16') : lhsIn;
+    const rhs = narrow && rhsIn.elementType === 'f32' ? this.convert(rhsIn, 'bf16') : rhsIn;
     const lb = d.lhsBatch ?? [];
     const rb = d.rhsBatch ?? [];
     const lc = d.lhsContract;
@@ -69,7 +83,10 @@ export class DotBuilder extends ShapeBuilder {
       const p = `#stablehlo<precision ${precision}>`;
       attrs.push(['precision_config', `[${p}, ${p}]`]);
     }
-    return this.emit1('dot_general', [lhs, rhs], lhsIn.type.withDims(dims), attrs);
+    if (d.result !== undefined && d.result !== 'f32' && d.result !== 'bf16') throw new HloBuildError(`dot_general: result must be f32 or bf16, got ${String(d.result)}`);
+    if (d.result !== undefined && !floats(lhs)) throw new HloBuildError(`dot_general: a declared result type needs float operands, got ${lhs.type}`);
+    const result = d.result ?? (narrow ? 'f32' : lhs.elementType);
+    return this.emit1('dot_general', [lhs, rhs], lhs.type.withDims(dims).withElementType(result), attrs);
   }
 
   /** Plain matrix product [m, k] x [k, n] -> [m, n]. */

@@ -21,7 +21,11 @@
  *
  * Weights in bf16 or int8 (DecoderOptions.weights) are converted to f32
  * right before their dot, one layer's slice at a time: XLA CPU runs bf16
- * dots very slowly, so every matmul is f32 and accumulates in f32.
+ * dots very slowly, so every matmul is f32 and accumulates in f32. Two
+ * exceptions for the GPU, both platform facts (lib/scoring/platform.ts):
+ * bf16 matrices typed bf16 on the device go into bf16 dots as they are
+ * (DecoderOptions.bf16Matrices), and under bf16 dots the q|k|v and gate|up
+ * projections may return bf16 products (DecoderOptions.bf16Products).
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
@@ -33,7 +37,7 @@ import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decod
 import { rmsNorm, rotaryTables } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
-import { DECODER_SIZES, DecoderDims, DecoderWeightName, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
+import { Bf16Matrices, DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
 
 export type { DecoderDims } from './decoder-layout';
 
@@ -43,6 +47,21 @@ type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 export interface DecoderOptions extends ProgramOptions {
   /** How the big matrices are stored (decoder-layout.ts); default f32. */
   readonly weights?: WeightType;
+  /**
+   * With bf16 weights: their matrices typed u16 (bits, widened in each layer:
+   * the default) or bf16 on the device (decoder-layout.ts, Bf16Matrices).
+   * A platform fact (lib/scoring/platform.ts).
+   */
+  readonly bf16Matrices?: Bf16Matrices;
+  /**
+   * Under bf16 dots (dotOperands 'bf16'): the q|k|v and gate|up projections
+   * return bf16 (accumulated in f32 by the backend, rounded once), converted
+   * to f32 before the math after them; wO and wDown keep f32 products (they
+   * feed the f32 residual stream). Ignored under f32 dots. A platform fact
+   * (lib/scoring/platform.ts): half the bytes of the widest intermediates on
+   * a GPU, bf16 elementwise work on the CPU.
+   */
+  readonly bf16Products?: boolean;
   /**
    * How item tokens attend over the prefix keys (fused and extend programs):
    * the joint softmax (default) or key blocks with an online softmax
@@ -59,18 +78,34 @@ export interface DecoderOptions extends ProgramOptions {
 
 /**
  * `_kb256w` for a blocked prefix attention, `_qc4` for chunked causal attention
- * (where the program has that step), '' for the default forms, whose program
- * texts never change.
+ * (where the program has that step), then `_mbf16` for bf16 matrices typed
+ * bf16 and `_pbf16` for bf16 products (where they take effect); '' for the
+ * defaults, whose program texts never change.
  */
-function attentionSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
+function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
-  return (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
+  const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
+  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '');
+}
+
+/** The matrices are bf16 typed bf16 on the device. */
+function bf16Typed(options: DecoderOptions): boolean {
+  return options.weights === 'bf16' && options.bf16Matrices === 'bf16';
+}
+
+/** The q|k|v and gate|up products are bf16 (only under bf16 dots). */
+function bf16Products(options: DecoderOptions): boolean {
+  return options.dotOperands === 'bf16' && options.bf16Products === true;
+}
+
+function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
+  return decoderWeightSpecs(d, options.weights, options.bf16Matrices);
 }
 
 function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
   const w: Weights = {};
-  for (const spec of decoderWeightSpecs(d, options.weights)) w[spec.name] = f.param(new TensorType(spec.elementType, spec.dims), spec.name);
+  for (const spec of weightSpecs(d, options)) w[spec.name] = f.param(new TensorType(spec.elementType, spec.dims), spec.name);
   return w;
 }
 
@@ -80,15 +115,17 @@ function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
 }
 
 /**
- * A matrix as f32 for its dot: bf16 and int8 are converted here, int8
+ * A matrix for its dot, as f32: bf16 and int8 are converted here, int8
  * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
  * of each output channel: the scale array is the matrix's dims with that
  * axis divided by the block). f32 passes through with no op, so the f32
- * programs are what they always were.
+ * programs are what they always were. A matrix typed bf16 stays bf16 where
+ * `keepBf16` (it goes into a bf16 dot as it is), else is converted exactly.
  */
-function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number): HloValue {
+function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
   if (matrix.elementType === 'f32') return matrix;
   if (matrix.elementType === 'u16') return widenBf16(f, matrix);
+  if (matrix.elementType === 'bf16') return keepBf16 ? matrix : f.convert(matrix, 'f32');
   const x = f.convert(matrix, 'f32');
   if (!scale) throw new HloBuildError('decoder: an int8 matrix came without its scales');
   // [.., in, ..] -> [.., in / B, B, ..]: splitting an axis is free in row-major order.
@@ -99,14 +136,25 @@ function f32Matrix(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undef
   return f.reshape(scaled, dims);
 }
 
-/** x [T, in] @ one layer's matrix [in, out], whatever its storage. */
-function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName): HloValue {
-  return f.matmul(x, f32Matrix(f, need(layer, name), layer[`${name}Scale`], 0));
+/** The function computes its dots in bf16: a matrix typed bf16 goes into them as it is. */
+function bf16Dots(f: FunctionBuilder): boolean {
+  return f.dotOperands === 'bf16';
 }
 
-/** The LM head [V, Dm] as f32 (the whole table: its logsumexp needs every row). */
-function lmHeadF32(f: FunctionBuilder, w: Weights): HloValue {
-  return f32Matrix(f, need(w, 'lmHead'), w.lmHeadScale, 1);
+/**
+ * x [T, in] @ one layer's matrix [in, out] -> f32 [T, out], whatever its
+ * storage. `bf16Product`: the dot returns bf16 (accumulated in f32, rounded
+ * once), converted to f32 for the math after it.
+ */
+function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false): HloValue {
+  const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
+  if (!bf16Product) return f.matmul(x, matrix);
+  return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
+}
+
+/** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
+function lmHeadForDot(f: FunctionBuilder, w: Weights): HloValue {
+  return matrixForDot(f, need(w, 'lmHead'), w.lmHeadScale, 1, bf16Dots(f));
 }
 
 function need(w: Weights, name: DecoderWeightName): HloValue {
@@ -183,7 +231,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
   // The loop's invariants are the per-layer arrays, those every model has
   // first, then the optional ones: the order the programs (and so the JIT
   // disk cache keys) have always had.
-  const perLayer = decoderWeightSpecs(d, x.options.weights).filter((spec) => spec.perLayer);
+  const perLayer = weightSpecs(d, x.options).filter((spec) => spec.perLayer);
   const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
   const stacked = stackedNames.map((n) => need(w, n));
   const rope = x.rope;
@@ -191,6 +239,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
   const nRope = rope.local ? 4 : 2;
   const gemma = d.gemma;
   const nExtra = x.extraCarried.length;
+  const narrowProducts = bf16Products(x.options);
   const [hidden, ...carriedOut] = f.forLoop(
     { count: d.numLayers, carried: [x.x, ...x.extraCarried], invariants: [...stacked, ...fixed] },
     (b, i, [h, ...extra], inv) => {
@@ -205,7 +254,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
-      let qkv = project(b, normed, layer, 'wQkv');
+      let qkv = project(b, normed, layer, 'wQkv', narrowProducts);
       if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
       let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
@@ -223,7 +272,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 
       // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
       const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
-      const gateUp = project(b, normed2, layer, 'wGateUp');
+      const gateUp = project(b, normed2, layer, 'wGateUp', narrowProducts);
       const gate = b.slice(gateUp, [0, 0], [t, F]);
       const up = b.slice(gateUp, [0, F], [t, 2 * F]);
       const activated = b.multiply(gemma ? geluTanh(b, gate) : b.multiply(gate, b.logistic(gate)), up);
@@ -239,7 +288,7 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
 function embed(f: FunctionBuilder, d: DecoderDims, w: Weights, tokens: HloValue): HloValue {
   const rows = f.take(need(w, 'embedding'), tokens, 0);
   // Only the gathered rows are converted (and scaled, for int8: a token's row of block scales).
-  const x = f32Matrix(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
+  const x = matrixForDot(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
   // Gemma: times sqrt(hidden), already rounded as the reference rounds it (the model room's gemma.ts).
   return d.gemma ? f.multiply(x, d.gemma.embeddingScale) : x;
 }
@@ -333,7 +382,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
   if (!(Number.isInteger(G) && G >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${G}`);
   // One request has no group axis at all: its program is the one it always was.
   const lead = G === 1 ? [] : [G];
-  const suffix = attentionSuffix(options, { prefix: true, causal: true });
+  const suffix = programSuffix(options, { prefix: true, causal: true });
   const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
   return buildProgram(name, (f) => {
     const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
@@ -383,7 +432,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     });
     const dm = d.hiddenSize;
     const prefixHidden = f.slice(hidden, [0, 0], [prefixRows, dm]);
-    const lmHead = lmHeadF32(f, w);
+    const lmHead = lmHeadForDot(f, w);
     const itemHidden = f.reshape(f.slice(hidden, [prefixRows, 0], [prefixRows + itemRows, dm]), [G * N, L, dm]);
     // Each item row reads its own group's labels.
     const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
@@ -407,7 +456,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${attentionSuffix(options, { prefix: false, causal: true })}`, (f) => {
+  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${programSuffix(options, { prefix: false, causal: true })}`, (f) => {
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
@@ -430,7 +479,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
     return {
       k_cache: carried[0],
       v_cache: carried[1],
-      prefix_logprobs: prefixReadout(f, d, w, lmHeadF32(f, w), hidden, prefixLength, labels),
+      prefix_logprobs: prefixReadout(f, d, w, lmHeadForDot(f, w), hidden, prefixLength, labels),
     };
   }, options);
 }
@@ -453,7 +502,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${attentionSuffix(options, { prefix: true, causal: false })}`, (f) => {
+  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${programSuffix(options, { prefix: true, causal: false })}`, (f) => {
     const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
@@ -489,6 +538,6 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
       },
     });
     const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
-    return { item_logprobs: itemReadout(f, d, w, lmHeadF32(f, w), itemHidden, itemLengths, labels) };
+    return { item_logprobs: itemReadout(f, d, w, lmHeadForDot(f, w), itemHidden, itemLengths, labels) };
   }, options);
 }

@@ -7,7 +7,7 @@ import { HloProgram } from '../hlo/program';
 import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
 import { CausalAttention, causalAttentionNameTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
 import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
-import { WeightType } from '../hlo/decoder-layout';
+import { Bf16Matrices, WeightType } from '../hlo/decoder-layout';
 import { ModelConfig } from '../model/config';
 import { DeviceWeights } from '../device-weights/upload';
 import { Client } from '../runtime/client';
@@ -52,16 +52,26 @@ export interface AttentionForms {
 
 export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
 
+/** The attention forms, and whether bf16 dots give bf16 q|k|v and gate|up products (a platform fact; default no). */
+export interface ProgramForms extends AttentionForms {
+  readonly bf16Products?: boolean;
+}
+
 /** How the programs compute beyond their shapes: one value per DecoderRunner. */
 interface ProgramChoices extends AttentionForms {
   readonly precision: Precision;
   readonly weights: WeightType;
+  /** How bf16 matrices are typed on the device: the weights' own (DeviceWeights.bf16Matrices). */
+  readonly bf16Matrices: Bf16Matrices;
+  readonly bf16Products: boolean;
 }
 
 function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): HloProgram {
   const options: DecoderOptions = {
     ...DOT_OPTIONS[c.precision],
     ...(c.weights !== 'f32' ? { weights: c.weights } : {}),
+    ...(c.weights === 'bf16' && c.bf16Matrices !== 'u16' ? { bf16Matrices: c.bf16Matrices } : {}),
+    ...(c.precision === 'bf16' && c.bf16Products ? { bf16Products: true } : {}),
     ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
     ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
   };
@@ -96,18 +106,23 @@ export class DecoderRunner {
     modelId: string,
     readonly precision: Precision,
     jitOptions: JitCacheOptions<Executable> = {},
-    readonly attention: AttentionForms = DEFAULT_ATTENTION_FORMS,
+    readonly attention: ProgramForms = DEFAULT_ATTENTION_FORMS,
   ) {
-    // Programs of another precision, weight type or attention form are other programs: the in-memory key says so (the disk key hashes the text).
+    // Programs of another precision, weight type, bf16 typing or attention form are other programs: the
+    // in-memory key says so (the disk key hashes the text).
     const { prefixAttention, causalAttention } = attention;
+    const bf16Typed = weights.weightType === 'bf16' && weights.bf16Matrices === 'bf16';
+    const bf16Products = precision === 'bf16' && attention.bf16Products === true;
     const tags = [
       ...(precision === 'highest' ? [] : [precision]),
       ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
+      ...(bf16Typed ? ['mbf16'] : []),
+      ...(bf16Products ? ['pbf16'] : []),
       ...(prefixAttention.kind === 'joint' ? [] : [prefixAttentionTag(prefixAttention)]),
       ...(causalAttention.kind === 'square' ? [] : [causalAttentionNameTag(causalAttention)]),
     ];
     this.modelId = [modelId, ...tags].join('-');
-    this.choices = { precision, weights: weights.weightType, prefixAttention, causalAttention };
+    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, prefixAttention, causalAttention };
     this.jit = new JitCache(clientCompiler(client), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 

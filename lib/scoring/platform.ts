@@ -10,6 +10,7 @@
 import type { KernelIsa } from '../runtime/kernel-paths';
 import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
+import type { Bf16Matrices } from '../hlo/decoder-layout';
 import type { Budget } from './plan';
 
 /** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
@@ -35,6 +36,19 @@ export interface PlatformFacts {
   readonly causalAttention: CausalAttention;
   /** As prefixAttentionWithKernel, for the causal attention (the same registration covers both kernels). */
   readonly causalAttentionWithKernel?: CausalAttention;
+  /**
+   * How bf16 matrices are typed on the device (lib/hlo/decoder-layout.ts, Bf16Matrices): u16 bits
+   * widened per layer, or bf16 that goes into bf16 dots as it is. PJRT_SCORE_PLATFORM_FACTS overrides it
+   * (platform-override.ts).
+   */
+  readonly bf16Matrices: Bf16Matrices;
+  /**
+   * Under bf16 dots, the q|k|v and gate|up projections return bf16 products (lib/hlo/transformer.ts,
+   * DecoderOptions.bf16Products). PJRT_SCORE_PLATFORM_FACTS overrides it (platform-override.ts).
+   */
+  readonly bf16Products: boolean;
+  /** The facts PJRT_SCORE_PLATFORM_FACTS set (platform-override.ts); absent when it set none. */
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products')[];
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -101,6 +115,10 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // target workload; its whole-request gain (0.95-0.975x CPU in 10 processes) is within that machine's
     // noise (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttentionWithKernel: { kind: 'kernel' },
+    // XLA CPU computes bf16 ops in f32 (whole stacked arrays converted at each execution when they were typed
+    // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
+    bf16Matrices: 'u16',
+    bf16Products: false,
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
@@ -115,7 +133,13 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Not measured on a GPU: the forms every plugin runs.
     prefixAttention: { kind: 'joint' },
     causalAttention: { kind: 'square' },
-    measured: 'NVIDIA H100: budget measured on the target workload; cost constants and attention forms unmeasured (the CPU fit, the joint and square forms)',
+    // From the kernel profile of a target pass on an H200 (docs/gpu.md, 'Where a target pass spends its
+    // time'): widening the u16 bits took a ~60 us kernel per layer, and the f32 gate|up product read back to
+    // round it to bf16 91 us. Typed bf16 and bf16 products remove both; the gain is not measured yet
+    // (PJRT_SCORE_PLATFORM_FACTS switches them for an A/B run).
+    bf16Matrices: 'bf16',
+    bf16Products: true,
+    measured: 'NVIDIA H100: budget measured on the target workload; cost constants and attention forms unmeasured (the CPU fit, the joint and square forms); bf16 matrices typed bf16 and bf16 products chosen from a kernel profile, their gain unmeasured',
     known: true,
   },
 };

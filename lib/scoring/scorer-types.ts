@@ -5,6 +5,7 @@
  */
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { PrefixAttention } from '../hlo/prefix-attention';
+import type { Bf16Matrices } from '../hlo/decoder-layout';
 import type { Admission } from './admission';
 import type { JitCacheCounters } from './jit-cache';
 import type { AlgorithmChoice, Precision, ScorerSettings } from './options';
@@ -91,6 +92,16 @@ export interface BatchJob {
 export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
 
 /** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
+/** The bf16 typing in force (platform facts, lib/scoring/platform.ts, or PJRT_SCORE_PLATFORM_FACTS). */
+export interface Bf16Typing {
+  /** How the bf16 matrices are typed on the device (u16 bits or bf16); null where the weights are not bf16. */
+  readonly matrices: Bf16Matrices | null;
+  /** Whether the q|k|v and gate|up projections return bf16 products (only ever under precision 'bf16'). */
+  readonly products: boolean;
+  /** The facts PJRT_SCORE_PLATFORM_FACTS set; absent when it set none. */
+  readonly overridden?: readonly string[];
+}
+
 export interface PlanExplanation {
   readonly algorithm: Algorithm;
   /** f32 dot precision of the programs ('highest': true f32; 'default': the platform's fast mode). */
@@ -110,6 +121,8 @@ export interface PlanExplanation {
    * a model with sliding windows or soft-capped scores, why the fused kernels are not among them.
    */
   readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
+  /** How bf16 weights and products are typed in every pass. */
+  readonly bf16?: Bf16Typing;
 }
 
 export interface ScoreLibraryRequest extends ScoreRequest {

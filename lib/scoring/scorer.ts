@@ -25,6 +25,7 @@ import { loadProgramCache } from './load-programs';
 import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
 import { pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
+import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform-override';
 import { modelAttention } from './attention-forms';
 import { PrefixCache } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
@@ -50,7 +51,7 @@ export type {
   ScoreUsage,
   WarmupShape,
 } from './scorer-types';
-import type { BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+import type { Bf16Typing, BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 
 /** A request with its plan chosen, as the device runs it; `joins` when it may share a pass with other requests. */
 interface ChosenJob {
@@ -134,6 +135,8 @@ export class Scorer implements Disposable {
   readonly attentionNote: string | undefined;
   /** How the weight matrices are stored on the device. */
   readonly weightType: WeightType;
+  /** How bf16 matrices and products are typed (platform facts, or PJRT_SCORE_PLATFORM_FACTS). */
+  readonly bf16: Bf16Typing;
   /** Why this weight type (the option, or what 'auto' saw). */
   readonly weightChoice: WeightTypeChoice;
   /** How requests with different queries share the device. */
@@ -167,6 +170,8 @@ export class Scorer implements Disposable {
     weightChoice: WeightTypeChoice;
     options: ScorerOptions;
     settings: LoadSettings;
+    /** PJRT_SCORE_PLATFORM_FACTS, read at load (platform-override.ts). */
+    factsOverride: PlatformFactsOverride;
   }) {
     const { options, settings } = init;
     this.modelName = init.modelName;
@@ -180,7 +185,7 @@ export class Scorer implements Disposable {
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = settings.algorithm;
     this.templateOption = options.rerankTemplate;
-    const facts = platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null);
+    const facts = withOverride(platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null), init.factsOverride);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
     this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
@@ -206,6 +211,11 @@ export class Scorer implements Disposable {
     this.prefixAttention = attention.prefixAttention;
     this.causalAttention = attention.causalAttention;
     this.attentionNote = attention.note;
+    this.bf16 = {
+      matrices: this.weightType === 'bf16' ? this.weights.bf16Matrices : null,
+      products: this.precision === 'bf16' && facts.bf16Products,
+      ...(facts.overridden ? { overridden: facts.overridden } : {}),
+    };
     this.batching = settings.batching;
     const takeAlong = this.batching === 'cross-request' ? 'all' : settings.coalesce ? 'same-query' : 'none';
     const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
@@ -217,7 +227,7 @@ export class Scorer implements Disposable {
       `${this.modelName}-${this.config.architecture}`,
       this.precision,
       { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries },
-      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention },
+      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, bf16Products: facts.bf16Products },
     );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
@@ -233,6 +243,8 @@ export class Scorer implements Disposable {
   /** Loads the model, creates the client, uploads the weights. */
   static async load(options: ScorerOptions = {}): Promise<Scorer> {
     const settings = checkScorerOptions(options);
+    // The measurement knob is read before anything loads: a bad one loads nothing.
+    const factsOverride = platformFactsOverride();
     const started = performance.now();
     await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     // What a failed load releases, last acquired first. The model file is closed in every case.
@@ -261,6 +273,8 @@ export class Scorer implements Disposable {
         const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
         const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
           programs: loadPrograms.programs,
+          // How bf16 matrices are typed is a platform fact (the CPU class does not change it).
+          bf16Matrices: withOverride(platformFacts(client.platformName), factsOverride).bf16Matrices,
         }).finally(() => {
           closeModel();
           return loadPrograms.close();
@@ -275,6 +289,7 @@ export class Scorer implements Disposable {
           weightChoice,
           options: bound,
           settings,
+          factsOverride,
         });
         // A template named at load must fit the model: say so now, not at the first rerank.
         if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
@@ -294,6 +309,7 @@ export class Scorer implements Disposable {
           contextLength: model.config.contextLength,
           weights: weightChoice.weightType,
           weightsReason: weightChoice.reason,
+          bf16: scorer.bf16,
           batching: scorer.batching,
           budget: scorer.budget,
           deviceMemoryBytes: client.deviceMemoryBytes,
@@ -470,7 +486,7 @@ export class Scorer implements Disposable {
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
     const choice = this.choose(normalized, request.algorithm);
-    return { ...explanation(choice, this.precisionChoice, this.attentionKernel()), attention: this.attentionExplanation() };
+    return { ...explanation(choice, this.precisionChoice, this.attentionKernel()), attention: this.attentionExplanation(), bf16: this.bf16 };
   }
 
   /**

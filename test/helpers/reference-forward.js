@@ -21,7 +21,10 @@
  *            (indices into tokenIds; default causal key <= query; each token
  *            must see at least itself);
  *          outputs: token indices whose log-probabilities to return
- *            (default: every token).
+ *            (default: every token);
+ *          roundProducts(y): applied in place to the q, k, v products (before
+ *            their biases) and the gate and up products, e.g. a rounding to
+ *            bf16 (default none).
  * returns  one Float64Array(vocabSize) per `outputs` entry: log_softmax of
  *          the logits after that token, over the whole vocabulary.
  *
@@ -102,6 +105,7 @@ function referenceLogprobs(weights, config, tokenIds, options = {}) {
   const visible = options.visible || ((q, k) => k <= q);
   const outputs = options.outputs || tokenIds.map((_, i) => i);
   const group = Hq / Hkv;
+  const product = options.roundProducts ? (y) => (options.roundProducts(y), y) : (y) => y;
   const embedding = arr(weights.embedding);
 
   let x = tokenIds.map((id) => {
@@ -117,9 +121,10 @@ function referenceLogprobs(weights, config, tokenIds, options = {}) {
     const vs = [];
     for (let t = 0; t < T; t++) {
       const h = rmsNorm(x[t], arr(L.attnNorm), eps);
-      const q = matVec(wq, h, Hq * D, Dm, arr(L.bq));
-      const k = matVec(wk, h, Hkv * D, Dm, arr(L.bk));
-      const v = matVec(wv, h, Hkv * D, Dm, arr(L.bv));
+      const biased = (y, b) => (b ? y.map((yi, i) => yi + b[i]) : y);
+      const q = biased(product(matVec(wq, h, Hq * D, Dm)), arr(L.bq));
+      const k = biased(product(matVec(wk, h, Hkv * D, Dm)), arr(L.bk));
+      const v = biased(product(matVec(wv, h, Hkv * D, Dm)), arr(L.bv));
       if (config.qkNorm) {
         headNorm(q, Hq, D, arr(L.qNorm), eps);
         headNorm(k, Hkv, D, arr(L.kNorm), eps);
@@ -151,8 +156,8 @@ function referenceLogprobs(weights, config, tokenIds, options = {}) {
       const o = matVec(wo, attn, Dm, Hq * D);
       const y = Float64Array.from(x[t], (xi, i) => xi + o[i]);
       const h2 = rmsNorm(y, arr(L.ffnNorm), eps);
-      const g = matVec(arr(L.wGate), h2, F, Dm);
-      const u = matVec(arr(L.wUp), h2, F, Dm);
+      const g = product(matVec(arr(L.wGate), h2, F, Dm));
+      const u = product(matVec(arr(L.wUp), h2, F, Dm));
       const a = g.map((gi, i) => (gi / (1 + Math.exp(-gi))) * u[i]);
       const down = matVec(arr(L.wDown), a, Dm, F);
       next.push(Float64Array.from(y, (yi, i) => yi + down[i]));

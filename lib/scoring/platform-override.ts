@@ -1,0 +1,56 @@
+/**
+ * PJRT_SCORE_PLATFORM_FACTS: a measurement knob (docs/gpu.md, "Options that
+ * matter there"). A JSON object merged over the platform's facts
+ * (platform.ts) for the two facts that say how bf16 weights and products are
+ * typed, so one lent GPU call can run both variants side by side:
+ *
+ *   PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}'
+ *
+ * Read and validated at Scorer load, before anything loads: an unknown key
+ * or a bad value is an error naming the variable. The variants are other
+ * programs (their names carry `_mbf16` / `_pbf16`, and the JIT disk cache
+ * keys on the text), so they never share an executable.
+ */
+import { BF16_MATRICES, Bf16Matrices } from '../hlo/decoder-layout';
+import type { PlatformFacts } from './platform';
+
+export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
+
+/** The facts the variable may set. */
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products'>>;
+
+const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonly ok: (v: unknown) => boolean; readonly want: string } } = {
+  bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
+  bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
+};
+
+/** The override in `env` (default process.env); {} when the variable is unset or empty. Throws TypeError on a bad one. */
+export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): PlatformFactsOverride {
+  const text = env[PLATFORM_FACTS_ENV];
+  if (text === undefined || text.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)} (${(err as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)}`);
+  }
+  const known = Object.keys(CHECKS);
+  const out: { -readonly [K in keyof PlatformFactsOverride]: PlatformFactsOverride[K] } = {};
+  for (const [key, value] of Object.entries(parsed)) {
+    if (!Object.prototype.hasOwnProperty.call(CHECKS, key)) throw new TypeError(`${PLATFORM_FACTS_ENV}: unknown key ${JSON.stringify(key)} (known: ${known.join(', ')})`);
+    const check = CHECKS[key as keyof typeof CHECKS];
+    if (!check.ok(value)) throw new TypeError(`${PLATFORM_FACTS_ENV}: ${key} must be ${check.want}, got ${JSON.stringify(value)}`);
+    if (key === 'bf16Matrices') out.bf16Matrices = value as Bf16Matrices;
+    else out.bf16Products = value as boolean;
+  }
+  return out;
+}
+
+/** The facts with the override merged in; `overridden` names the facts the variable set. */
+export function withOverride(facts: PlatformFacts, override: PlatformFactsOverride): PlatformFacts {
+  const overridden = Object.keys(override) as (keyof PlatformFactsOverride)[];
+  return overridden.length ? { ...facts, ...override, overridden } : facts;
+}
