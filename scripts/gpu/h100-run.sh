@@ -17,9 +17,11 @@
 #      build or compile fails its own process only;
 #   4. the candidate again, target packed and 8-concurrent PR only, once per
 #      variant: the GPU's program facts as the CPU has them (u16 weight bits,
-#      f32 products: PJRT_SCORE_PLATFORM_FACTS), uploads staged through the
-#      plugin's pinned pool (the CUDA plugin's own default), and two XLA_FLAGS
-#      (command buffers over loops; the layer loop fully unrolled);
+#      f32 products: PJRT_SCORE_PLATFORM_FACTS), bf16 products kept bf16
+#      (XLA_FLAGS=--xla_allow_excess_precision=false: by default XLA may fold
+#      the bf16 rounding away), uploads staged through the plugin's pinned
+#      pool (the CUDA plugin's own default), and two more XLA_FLAGS (command
+#      buffers over loops; the layer loop fully unrolled);
 #   5. the PyTorch peers: FlexAttention with the whole forward compiled on
 #      the target workload, compiling beside steps 3-4 on other cores and
 #      timed after them (its --gate); f32 with TF32 off (the parity
@@ -84,7 +86,8 @@ bench() {
 }
 bench main --configs "$CAND,$FUSED,$BASE" --breakdown 1
 QUICK=(--configs "$CAND" --methods packed,8-concurrent --breakdown 1)
-PJRT_SCORE_PLATFORM_FACTS='{"bf16Weights":"u16","bf16Products":false}' bench cpu-facts "${QUICK[@]}"
+PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}' bench cpu-facts "${QUICK[@]}"
+XLA_FLAGS=--xla_allow_excess_precision=false bench exact-bf16 "${QUICK[@]}"
 bench staged "${QUICK[@]}" --options '{"clientOptions":{"should_stage_host_to_device_transfers":true}}'
 XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL bench cmdbuf-loops "${QUICK[@]}"
 XLA_FLAGS=--xla_gpu_enable_while_loop_unrolling=WHILE_LOOP_UNROLLING_FULL_UNROLL bench unrolled "${QUICK[@]}"

@@ -34,6 +34,8 @@ const { Scorer, Client } = require(path.join(root, 'dist'));
 const { parseCausalAttentionTag, parsePrefixAttentionTag, decoderPrefill, decoderExtend, decoderFused } = require(path.join(root, 'dist', 'hlo'));
 const { configFromHf } = require(path.join(root, 'dist', 'model'));
 const { CUDNN_PINNED_PLUGIN } = require(path.join(root, 'dist', 'hlo', 'attention-cudnn'));
+const { platformFacts } = require(path.join(root, 'dist', 'scoring', 'platform'));
+const { platformFactsOverride, withOverride } = require(path.join(root, 'dist', 'scoring', 'platform-override'));
 
 function args(argv) {
   const out = { precision: 'highest', weights: 'f32', repeats: 5, serialItems: 16 };
@@ -92,8 +94,12 @@ async function timed(fn) {
 function emitOnly(a, inputs, extra) {
   const config = configFromHf(JSON.parse(fs.readFileSync(path.join(a.model, 'config.json'), 'utf8')));
   const pin = (form) => (form && form.kind === 'cudnn' && !form.standIn ? { ...form, pluginVersion: CUDNN_PINNED_PLUGIN.version } : form);
+  // The programs as the CUDA plugin would get them: its platform facts (and PJRT_SCORE_PLATFORM_FACTS).
+  const facts = withOverride(platformFacts('cuda'), platformFactsOverride());
   const options = {
     weights: a.weights === 'bf16' ? 'bf16' : 'f32',
+    bf16Matrices: facts.bf16Matrices,
+    bf16Products: facts.bf16Products,
     ...(a.precision === 'bf16' ? { dotOperands: 'bf16' } : { dotPrecision: a.precision === 'default' ? 'DEFAULT' : 'HIGHEST' }),
     prefixAttention: pin(extra.prefixAttention),
     causalAttention: pin(extra.causalAttention),
