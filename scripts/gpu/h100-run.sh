@@ -26,7 +26,10 @@
 #      the target workload, compiling beside steps 3-4 on other cores and
 #      timed after them (its --gate); f32 with TF32 off (the parity
 #      reference); FlexAttention's 8-per-call figure on the PR workload;
-#   6. the accuracy gate for the pjrt-score configurations against true f32
+#   6. a kernel profile of one target pass of the candidate under Nsight
+#      Compute, when at least 110 s are left (scripts/gpu/profile-pass.js,
+#      scripts/gpu/kernel-table.py);
+#   7. the accuracy gate for the pjrt-score configurations against true f32
 #      (max |diff| <= 0.02, mean <= 0.01 over label probabilities), printed
 #      and in gate.json.
 set -uo pipefail
@@ -85,6 +88,8 @@ bench() {
   for f in "$DIR"/pjrt-*.json; do [ -e "$f" ] && mv "$f" "$OUT/$(basename "$f" .json | tr '+' '_')-$label.json"; done
 }
 bench main --configs "$CAND,$FUSED,$BASE" --breakdown 1
+# Each bench run starts from an empty disk cache: keep the main run's executables for the kernel profile.
+rm -rf "$DIR/executables-main" && cp -r "$DIR/executables" "$DIR/executables-main" 2>/dev/null
 QUICK=(--configs "$CAND" --methods packed,8-concurrent --breakdown 1)
 PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}' bench cpu-facts "${QUICK[@]}"
 XLA_FLAGS=--xla_allow_excess_precision=false bench exact-bf16 "${QUICK[@]}"
@@ -116,6 +121,20 @@ kill $FLEX 2>/dev/null && say "flexfull stopped: out of time"
 wait $FLEX; say "torch flexfull exit $?"
 cat "$OUT/flexfull-target.txt" | grep -v "^ " | tail -15
 for f in "$OUT"/peer-torch-*.json; do [ -e "$f" ] && python3 -c "import json,sys; [print('torch', r.get('workload'), r.get('method'), r.get('dtype', ''), {k: r[k] for k in r if k in ('items_per_s','p50_ms','p99_ms','warmup_s','error')}) for r in json.load(open(sys.argv[1]))]" "$f"; done
+
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ] && [ "$(left)" -gt 110 ] && ! kill -0 $FLEX 2>/dev/null; then
+  say "kernel profile of one target pass of $CAND ($NCU, at most 90 s)"
+  IFS=/ read -r P W PA CA <<<"${CAND%%+*}"
+  timeout 90 "$NCU" --clock-control none --cache-control none --metrics gpu__time_duration.sum --csv --print-units base \
+    --log-file "$OUT/ncu-target.csv" node scripts/gpu/profile-pass.js --model "$DIR/model" --inputs "$DIR/inputs-full.json" \
+    --plugin cuda --precision "$P" --weights "$W" ${PA:+--prefix-attention "$PA"} ${CA:+--causal-attention "$CA"} \
+    --disk-cache "$DIR/executables-main" > "$OUT/ncu-stdout.txt" 2>&1
+  say "kernel profile exit $? ($(wc -l < "$OUT/ncu-target.csv" 2>/dev/null || echo 0) lines)"
+  python3 scripts/gpu/kernel-table.py "$OUT/ncu-target.csv" --top 30 | tee "$OUT/kernel-table.md"
+else
+  say "no kernel profile (ncu: ${NCU:-not found}, $(left) s left)"
+fi
 
 say "gate: every pjrt-score run against true f32"
 python3 - "$OUT" <<'PY'
