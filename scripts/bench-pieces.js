@@ -150,8 +150,8 @@ async function main() {
   // an extend pass its C items (the workload's FLOPs with C items less those with none).
   const facts = platformFacts(client.platformName);
   const production = {
-    prefixAttention: defaultPrefixAttention(facts, client.prefixAttentionKernel),
-    causalAttention: defaultCausalAttention(facts, client.prefixAttentionKernel),
+    prefixAttention: defaultPrefixAttention(facts, { kernel: client.prefixAttentionKernel, cudnn: false }),
+    causalAttention: defaultCausalAttention(facts, { kernel: client.prefixAttentionKernel, cudnn: false }),
   };
   const work = { queryTokens: SHAPE.prefixLength, itemTokens: L };
   const useful = { prefill: usefulFlops(c, work, 0), extend: usefulFlops(c, work, C) - usefulFlops(c, work, 0) };

@@ -157,7 +157,7 @@ test('Scorer: prefixAttention option is checked, and blocked scores equal the pl
   );
   const platform = await Scorer.load({ diskCache: false });
   const blocked = await Scorer.load({ diskCache: false, prefixAttention: { kind: 'blocked', keyBlock: 8, loop: 'while' } });
-  t.deepEqual(platform.prefixAttention, defaultPrefixAttention(platform.platform, platform.client.prefixAttentionKernel), 'default: the platform fact (the kernel where registered)');
+  t.deepEqual(platform.prefixAttention, defaultPrefixAttention(platform.platform, { kernel: platform.client.prefixAttentionKernel, cudnn: false }), 'default: the platform fact (the kernel where registered)');
   t.deepEqual(blocked.prefixAttention, { kind: 'blocked', keyBlock: 8, loop: 'while' }, 'the option wins');
   const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe'], labelTokenIds: [9805, 787] };
   // The prefix plan: the option reaches the programs (the packed plan's fused program takes the same form).

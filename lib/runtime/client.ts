@@ -29,13 +29,15 @@ const CUDA_PLUGIN_FILE = 'xla_cuda_plugin.so';
 
 /**
  * The client options a plugin gets unless the caller sets them: the CPU plugin
- * one device; the CUDA plugin host-to-device copies that are not staged
- * through its pinned host pool, which grows to the largest burst of uploads
- * (the whole model at load) and never shrinks (docs/gpu.md, 'Host memory').
+ * one device; the CUDA plugin a device allocator that grows with use instead
+ * of preallocating most of the card. A preallocated BFC region comes with a
+ * host-side table of 8 bytes per 256 bytes of it, written when the region is
+ * made (at the first upload): about 2 GB of host memory for 60 GB of an H100,
+ * 3.3 GB on an H200 (docs/gpu.md, 'Host memory').
  */
 export function defaultClientOptions(pluginPath: string): Record<string, NativeOptionValue> {
   if (isCpuPlugin(pluginPath)) return { cpu_device_count: 1 };
-  if (path.basename(pluginPath) === CUDA_PLUGIN_FILE) return { should_stage_host_to_device_transfers: false };
+  if (path.basename(pluginPath) === CUDA_PLUGIN_FILE) return { preallocate: false };
   return {};
 }
 
@@ -54,7 +56,7 @@ export class Client implements Disposable {
   /**
    * Loads the plugin (once per process), initializes it and creates a client.
    * The options given go over the plugin's defaults (defaultClientOptions:
-   * one device on the CPU plugin, unstaged uploads on the CUDA plugin).
+   * one device on the CPU plugin, a growing allocator on the CUDA plugin).
    */
   static async create(options: ClientOptions = {}): Promise<Client> {
     if (options === null || typeof options !== 'object') throw new TypeError('Client.create() takes an options object');

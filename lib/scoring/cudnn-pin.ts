@@ -8,11 +8,16 @@
 import { cudaPluginWheelVersion } from '../runtime/plugin-path';
 import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../hlo/attention-cudnn';
 
+/** Whether the loaded plugin is the CUDA plugin release the cuDNN forms are pinned to. */
+export function isCudnnPinnedPlugin(pluginPath: string, platformName: string): boolean {
+  return platformName.toLowerCase() === 'cuda' && cudaPluginWheelVersion(pluginPath) === CUDNN_PINNED_PLUGIN.version;
+}
+
 /** `form` with the plugin's version written in when it is a cuDNN form (not the stand-in); throws on a version it was not pinned for. */
 export function pinCudnnForm<T extends { readonly kind: string }>(form: T, option: string, pluginPath: string, platformName: string): T {
   if (form.kind !== 'cudnn' || (form as unknown as CudnnAttention).standIn) return form;
   const version = cudaPluginWheelVersion(pluginPath);
-  if (platformName.toLowerCase() !== 'cuda' || version !== CUDNN_PINNED_PLUGIN.version) {
+  if (!isCudnnPinnedPlugin(pluginPath, platformName)) {
     throw new TypeError(
       `${option} 'cudnn' is pinned to the CUDA plugin of ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version}; ` +
         `the loaded plugin (${pluginPath}, platform ${platformName}) is ${version === undefined ? 'of unknown version' : `version ${version}`}`,

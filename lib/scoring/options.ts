@@ -26,8 +26,9 @@ export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', ...ALGORIT
 export type Precision = 'highest' | 'default' | 'bf16';
 export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
 /**
- * The `precision` option: a precision, or 'auto' (bf16 where the CPU has bf16
- * matrix units measured to pay, 'highest' elsewhere: precision-choice.ts).
+ * The `precision` option: a precision, or 'auto' (bf16 where measured to pay
+ * within the accuracy gate: bf16 CPUs, NVIDIA GPUs; 'highest' elsewhere:
+ * precision-choice.ts).
  */
 export type PrecisionOption = Precision | 'auto';
 export const PRECISION_OPTIONS: readonly PrecisionOption[] = [...PRECISIONS, 'auto'];
@@ -189,7 +190,7 @@ export const SCORER_SETTINGS = [
     flag: 'precision',
     env: 'PJRT_SCORE_PRECISION',
     default: 'highest',
-    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs), bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where the CPU has bf16 matrix units measured to pay, else highest)",
+    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs), bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where measured to pay within the accuracy gate: CPUs with bf16 matrix units, NVIDIA GPUs; else highest)",
   }),
   choiceSetting('weights', WEIGHT_CHOICES, {
     flag: 'weights',

@@ -1,8 +1,9 @@
 /**
  * PJRT_SCORE_PLATFORM_FACTS: a measurement knob (docs/gpu.md, "Options that
  * matter there"). A JSON object merged over the platform's facts
- * (platform.ts) for the two facts that say how bf16 weights and products are
- * typed, so one lent GPU call can run both variants side by side:
+ * (platform.ts) for the facts that say how bf16 weights and products are
+ * typed and how fine the item-count ladder is, so one lent GPU call can run
+ * the variants side by side:
  *
  *   PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}'
  *
@@ -17,11 +18,15 @@ import type { PlatformFacts } from './platform';
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products'>>;
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps'>>;
+
+/** Ladder rungs between powers of two: multipliers in (1, 2) (lib/scoring/buckets.ts). */
+const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
 
 const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonly ok: (v: unknown) => boolean; readonly want: string } } = {
   bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
+  countSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
 };
 
 /** The override in `env` (default process.env); {} when the variable is unset or empty. Throws TypeError on a bad one. */
@@ -44,7 +49,8 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
     const check = CHECKS[key as keyof typeof CHECKS];
     if (!check.ok(value)) throw new TypeError(`${PLATFORM_FACTS_ENV}: ${key} must be ${check.want}, got ${JSON.stringify(value)}`);
     if (key === 'bf16Matrices') out.bf16Matrices = value as Bf16Matrices;
-    else out.bf16Products = value as boolean;
+    else if (key === 'bf16Products') out.bf16Products = value as boolean;
+    else out.countSteps = value as number[];
   }
   return out;
 }

@@ -37,6 +37,18 @@ export interface PlatformFacts {
   /** As prefixAttentionWithKernel, for the causal attention (the same registration covers both kernels). */
   readonly causalAttentionWithKernel?: CausalAttention;
   /**
+   * The forms to use instead under bf16 dots where the loaded plugin is the release the cuDNN
+   * calls are pinned to (lib/hlo/attention-cudnn.ts): cuDNN's flash attention takes bf16 q, k
+   * and v, so it never stands in for the f32 attention of 'highest' or 'default'.
+   */
+  readonly prefixAttentionWithCudnn?: PrefixAttention;
+  readonly causalAttentionWithCudnn?: CausalAttention;
+  /**
+   * Extra rungs of the item-count ladder between powers of two (lib/scoring/buckets.ts): a
+   * padded item row costs as much as a real one, and finer rungs mean more programs to compile.
+   */
+  readonly countSteps: readonly number[];
+  /**
    * How bf16 matrices are typed on the device (lib/hlo/decoder-layout.ts, Bf16Matrices): u16 bits
    * widened per layer, or bf16 that goes into bf16 dots as it is. PJRT_SCORE_PLATFORM_FACTS overrides it
    * (platform-override.ts).
@@ -48,7 +60,7 @@ export interface PlatformFacts {
    */
   readonly bf16Products: boolean;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (platform-override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products')[];
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps')[];
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -115,6 +127,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // target workload; its whole-request gain (0.95-0.975x CPU in 10 processes) is within that machine's
     // noise (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttentionWithKernel: { kind: 'kernel' },
+    // 1, 2, 3, 4, 6, 8, 12, ...: at most 1.5x the items; the CPU's compiles take seconds each.
+    countSteps: [1.5],
     // XLA CPU computes bf16 ops in f32 (whole stacked arrays converted at each execution when they were typed
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
     bf16Matrices: 'u16',
@@ -130,9 +144,19 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30, batchRowsPerPass: 16384 },
     // Not fitted on a GPU yet: the CPU's constants, which overstate the per-pass cost there.
     cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-    // Not measured on a GPU: the forms every plugin runs.
+    // Under 'highest' and 'default' (true f32 or TF32): the forms every plugin runs.
     prefixAttention: { kind: 'joint' },
     causalAttention: { kind: 'square' },
+    // Under bf16 dots, with the pinned plugin: cuDNN's fused attention (two calls for the items, one
+    // for the prefill). On an H100, in one run (docs/gpu.md, 'Measured'): the target workload 10,266
+    // against 4,299 items/s with the joint and square forms, the PR workload with 8 concurrent callers
+    // 4,786 against 3,689; the items' own keys in StableHLO instead of the second call (`cudnn_ownhlo`)
+    // ran at 10,094 and 4,759.
+    prefixAttentionWithCudnn: { kind: 'cudnn' },
+    causalAttentionWithCudnn: { kind: 'cudnn' },
+    // 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items (10 items pad to 10,
+    // not 12: 7% of the rows of the PR workload's cross-request pass); a compile takes 4-6 s there.
+    countSteps: [1.25, 1.5, 1.75],
     // From the kernel profile of a target pass on an H200 (docs/gpu.md, 'Where a target pass spends its
     // time'): widening the u16 bits took a ~60 us kernel per layer, and the f32 gate|up product read back to
     // round it to bf16 91 us. Typed bf16 and bf16 products remove both; the gain is not measured yet
@@ -183,12 +207,20 @@ export function platformFacts(platform: string, cpuClass: KernelIsa | null = nul
   return { ...entry, budget: cls.budget, cost: cls.cost, measured: `${measured}; ${entry.measured}`, cpuClass: { isa: cpuClass, measured: cls.measured !== null } };
 }
 
-/** The prefix-attention form a Scorer uses by default on this platform, given whether the kernel is registered. */
-export function defaultPrefixAttention(facts: PlatformFacts, kernelRegistered: boolean): PrefixAttention {
-  return kernelRegistered && facts.prefixAttentionWithKernel ? facts.prefixAttentionWithKernel : facts.prefixAttention;
+/** What picks a platform's default attention forms: the addon's kernels registered, cuDNN's calls usable (bf16 dots, the pinned plugin). */
+export interface FormsAvailable {
+  readonly kernel: boolean;
+  readonly cudnn: boolean;
 }
 
-/** The causal-attention form a Scorer uses by default on this platform, given whether the kernels are registered. */
-export function defaultCausalAttention(facts: PlatformFacts, kernelRegistered: boolean): CausalAttention {
-  return kernelRegistered && facts.causalAttentionWithKernel ? facts.causalAttentionWithKernel : facts.causalAttention;
+/** The prefix-attention form a Scorer uses by default on this platform. */
+export function defaultPrefixAttention(facts: PlatformFacts, available: FormsAvailable): PrefixAttention {
+  if (available.cudnn && facts.prefixAttentionWithCudnn) return facts.prefixAttentionWithCudnn;
+  return available.kernel && facts.prefixAttentionWithKernel ? facts.prefixAttentionWithKernel : facts.prefixAttention;
+}
+
+/** The causal-attention form a Scorer uses by default on this platform. */
+export function defaultCausalAttention(facts: PlatformFacts, available: FormsAvailable): CausalAttention {
+  if (available.cudnn && facts.causalAttentionWithCudnn) return facts.causalAttentionWithCudnn;
+  return available.kernel && facts.causalAttentionWithKernel ? facts.causalAttentionWithKernel : facts.causalAttention;
 }

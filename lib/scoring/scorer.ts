@@ -23,7 +23,7 @@ import { AdmissionQueue, Outcome } from './admission';
 import { AbortError } from './errors';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
-import { pinCudnnForm } from './cudnn-pin';
+import { isCudnnPinnedPlugin, pinCudnnForm } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform-override';
 import { modelAttention } from './attention-forms';
@@ -193,18 +193,21 @@ export class Scorer implements Disposable {
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
       itemTokens: bucketLadder({ min: 8, max: Math.max(context, 8), steps: [1.25, 1.5, 1.75], align: 4 }),
-      counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }),
+      counts: bucketLadder({ min: 1, max: 4096, steps: facts.countSteps }),
       labels: bucketLadder({ min: 2, max: Math.max(2, this.config.vocabSize) }),
     };
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
     this.precisionChoice = choosePrecision(settings.precision, this.client.platformName, this.kernelPaths());
     this.precision = this.precisionChoice.precision;
+    // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
+    const { pluginPath, platformName } = this.client;
+    const available = { kernel: this.client.prefixAttentionKernel, cudnn: this.precision === 'bf16' && isCudnnPinnedPlugin(pluginPath, platformName) };
     const attention = modelAttention(
       this.config,
       {
-        prefixAttention: options.prefixAttention ?? defaultPrefixAttention(facts, this.client.prefixAttentionKernel),
-        causalAttention: options.causalAttention ?? defaultCausalAttention(facts, this.client.prefixAttentionKernel),
+        prefixAttention: options.prefixAttention ?? pinCudnnForm(defaultPrefixAttention(facts, available), 'prefixAttention', pluginPath, platformName),
+        causalAttention: options.causalAttention ?? pinCudnnForm(defaultCausalAttention(facts, available), 'causalAttention', pluginPath, platformName),
       },
       facts,
     );

@@ -1,0 +1,64 @@
+'use strict';
+// What a Scorer picks by default on each platform, from the facts in lib/scoring/platform.ts:
+// the precision 'auto' resolves to, the attention forms, the item-count ladder.
+const test = require('tape');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { choosePrecision } = require('../dist/scoring/precision-choice');
+const { platformFacts, defaultPrefixAttention, defaultCausalAttention } = require('../dist/scoring/platform');
+const { isCudnnPinnedPlugin } = require('../dist/scoring/cudnn-pin');
+const { bucketLadder, bucketFor } = require('../dist/scoring/buckets');
+const { CUDNN_PINNED_PLUGIN } = require('../dist/hlo/attention-cudnn');
+
+test("precision 'auto' is bf16 on cuda (measured there), highest on a platform with no measurement; asked precisions pass through", (t) => {
+  const cuda = choosePrecision('auto', 'cuda', null);
+  t.equal(cuda.precision, 'bf16');
+  t.match(cuda.reason, /^auto: bf16 on cuda \(.*H100/, `reason: ${cuda.reason.slice(0, 80)}...`);
+  t.equal(choosePrecision('auto', 'rocm', null).precision, 'highest', 'rocm: highest');
+  for (const asked of ['highest', 'default', 'bf16']) t.equal(choosePrecision(asked, 'cuda', null).precision, asked, `${asked} as asked`);
+  t.end();
+});
+
+test('attention forms: cuDNN on cuda only where it may run (bf16 dots, the pinned plugin), else the platform forms', (t) => {
+  const cuda = platformFacts('cuda');
+  t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn' }, 'cuda, cuDNN usable: prefix cudnn');
+  t.same(defaultCausalAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn' }, 'cuda, cuDNN usable: causal cudnn');
+  t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: false }), { kind: 'joint' }, 'cuda, f32 dots or another plugin: joint');
+  t.same(defaultCausalAttention(cuda, { kernel: false, cudnn: false }), { kind: 'square' }, 'cuda, f32 dots or another plugin: square');
+  const cpu = platformFacts('cpu');
+  t.same(defaultPrefixAttention(cpu, { kernel: true, cudnn: true }), { kind: 'kernel' }, 'cpu: the kernel, never cuDNN');
+  t.same(defaultPrefixAttention(cpu, { kernel: false, cudnn: false }), cpu.prefixAttention, 'cpu without the kernel: its StableHLO form');
+  t.end();
+});
+
+test('the pinned plugin is told by the version.py beside it and the platform name', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-pin-'));
+  const so = path.join(dir, 'xla_cuda_plugin.so');
+  fs.writeFileSync(so, '');
+  t.notOk(isCudnnPinnedPlugin(so, 'cuda'), 'no version.py: unknown version, not pinned');
+  fs.writeFileSync(path.join(dir, 'version.py'), `_version = "${CUDNN_PINNED_PLUGIN.version}"\n`);
+  t.ok(isCudnnPinnedPlugin(so, 'cuda'), `version ${CUDNN_PINNED_PLUGIN.version}, platform cuda`);
+  t.ok(isCudnnPinnedPlugin(so, 'CUDA'), 'the platform name in any case');
+  t.notOk(isCudnnPinnedPlugin(so, 'cpu'), 'another platform');
+  fs.writeFileSync(path.join(dir, 'version.py'), '_version = "0.12.0"\n');
+  t.notOk(isCudnnPinnedPlugin(so, 'cuda'), 'another release');
+  fs.rmSync(dir, { recursive: true, force: true });
+  t.end();
+});
+
+test('item-count ladders: cuda pads 10 items to 10 (1.25x rungs), the CPU to 12 (1.5x); neither pads by more than its rung', (t) => {
+  const ladder = (p) => bucketLadder({ min: 1, max: 4096, steps: platformFacts(p).countSteps });
+  const cuda = ladder('cuda');
+  const cpu = ladder('cpu');
+  t.equal(bucketFor(10, cuda), 10, 'cuda: 10 -> 10');
+  t.equal(bucketFor(10, cpu), 12, 'cpu: 10 -> 12');
+  t.same(cpu.slice(0, 8), [1, 2, 3, 4, 6, 8, 12, 16], 'the CPU ladder as it always was');
+  // Against a plain loop: every count up to 4096 pads by at most the largest ratio between rungs.
+  for (const [name, l, bound] of [['cuda', cuda, 1.25], ['cpu', cpu, 1.5]]) {
+    let worst = 1;
+    for (let n = 1; n <= 4096; n++) worst = Math.max(worst, bucketFor(n, l) / n);
+    t.ok(worst <= bound + 1e-9, `${name}: worst padding ${worst.toFixed(3)}x <= ${bound}x`);
+  }
+  t.end();
+});
