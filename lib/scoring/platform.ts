@@ -157,13 +157,14 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items (10 items pad to 10,
     // not 12: 7% of the rows of the PR workload's cross-request pass); a compile takes 4-6 s there.
     countSteps: [1.25, 1.5, 1.75],
-    // From the kernel profile of a target pass on an H200 (docs/gpu.md, 'Where a target pass spends its
-    // time'): widening the u16 bits took a ~60 us kernel per layer, and the f32 gate|up product read back to
-    // round it to bf16 91 us. Typed bf16 and bf16 products remove both; the gain is not measured yet
-    // (PJRT_SCORE_PLATFORM_FACTS switches them for an A/B run).
+    // From the kernel profile of a target pass on an H200 (docs/gpu.md): widening the u16 bits took a
+    // ~60 us kernel per layer, and the f32 gate|up product read back to round it to bf16 91 us. Typed bf16
+    // and bf16 products remove both: on an H100, in one run (PJRT_SCORE_PLATFORM_FACTS switching them), the
+    // target workload at 10,094 against 9,800 items/s with the CPU's facts, the PR workload with 8 callers
+    // at 4,759 against 4,272.
     bf16Matrices: 'bf16',
     bf16Products: true,
-    measured: 'NVIDIA H100: budget measured on the target workload; cost constants and attention forms unmeasured (the CPU fit, the joint and square forms); bf16 matrices typed bf16 and bf16 products chosen from a kernel profile, their gain unmeasured',
+    measured: 'NVIDIA H100 (jax-cuda13-pjrt 0.11.2): budget, attention forms, bf16 typing and count ladder measured on the target and PR workloads (docs/gpu.md); cost constants unmeasured (the CPU fit)',
     known: true,
   },
 };
