@@ -7,7 +7,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { choosePrecision } = require('../dist/scoring/precision-choice');
 const { platformFacts, defaultPrefixAttention, defaultCausalAttention } = require('../dist/scoring/platform');
-const { isCudnnPinnedPlugin } = require('../dist/scoring/cudnn-pin');
+const { isCudnnPinnedPlugin, unpinnedPluginNote } = require('../dist/scoring/cudnn-pin');
 const { bucketLadder, bucketFor } = require('../dist/scoring/buckets');
 const { CUDNN_PINNED_PLUGIN } = require('../dist/hlo/attention-cudnn');
 
@@ -43,6 +43,8 @@ test('the pinned plugin is told by the version.py beside it and the platform nam
   t.notOk(isCudnnPinnedPlugin(so, 'cpu'), 'another platform');
   fs.writeFileSync(path.join(dir, 'version.py'), '_version = "0.12.0"\n');
   t.notOk(isCudnnPinnedPlugin(so, 'cuda'), 'another release');
+  const note = unpinnedPluginNote(so);
+  t.ok(note.includes(`pinned to ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version}`) && note.includes('version 0.12.0') && note.includes('StableHLO forms run'), `the load log says why: ${note}`);
   fs.rmSync(dir, { recursive: true, force: true });
   t.end();
 });

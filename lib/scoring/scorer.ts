@@ -23,7 +23,7 @@ import { AdmissionQueue, Outcome } from './admission';
 import { AbortError } from './errors';
 import { loadProgramCache } from './load-programs';
 import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from './plan';
-import { isCudnnPinnedPlugin, pinCudnnForm } from './cudnn-pin';
+import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform-override';
 import { modelAttention } from './attention-forms';
@@ -202,7 +202,12 @@ export class Scorer implements Disposable {
     this.precision = this.precisionChoice.precision;
     // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
     const { pluginPath, platformName } = this.client;
-    const available = { kernel: this.client.prefixAttentionKernel, cudnn: this.precision === 'bf16' && isCudnnPinnedPlugin(pluginPath, platformName) };
+    const pinned = isCudnnPinnedPlugin(pluginPath, platformName);
+    const available = { kernel: this.client.prefixAttentionKernel, cudnn: this.precision === 'bf16' && pinned };
+    const cudnnMissed =
+      this.precision === 'bf16' && !pinned && facts.prefixAttentionWithCudnn && !options.prefixAttention && !options.causalAttention
+        ? unpinnedPluginNote(pluginPath)
+        : undefined;
     const attention = modelAttention(
       this.config,
       {
@@ -213,7 +218,7 @@ export class Scorer implements Disposable {
     );
     this.prefixAttention = attention.prefixAttention;
     this.causalAttention = attention.causalAttention;
-    this.attentionNote = attention.note;
+    this.attentionNote = [attention.note, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined;
     this.bf16 = {
       matrices: this.weightType === 'bf16' ? this.weights.bf16Matrices : null,
       products: this.precision === 'bf16' && facts.bf16Products,
