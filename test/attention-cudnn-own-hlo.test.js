@@ -1,7 +1,8 @@
 'use strict';
 // The cuDNN prefix form with the own keys in StableHLO (lib/hlo/attention-cudnn-forms.ts,
-// `{ kind: 'cudnn', ownKeys: 'hlo' }`, tags cudnn_ownhlo / cudnnsim_ownhlo; docs/gpu.md
-// "Fused attention through cuDNN"), without a GPU:
+// `{ kind: 'cudnn', ownKeys: 'hlo' | 'reduce' }`, tags cudnn_ownhlo / cudnnsim_ownhlo with dots,
+// cudnn_ownred / cudnnsim_ownred without; docs/gpu.md "Fused attention through cuDNN"),
+// without a GPU:
 // - tags and validation at the public edge (the option only on prefix attention);
 // - on the real CPU plugin, the form with the prefix part on the stand-in against
 //   the joint form and a float64 joint softmax over [prefix ; own keys], within 1e-5:
@@ -22,6 +23,12 @@ const { parseCall, fixtureCases } = require('./helpers/cudnn-fixture');
 const TOL = 1e-5;
 const FMHA = '__cudnn$fmhaSoftmax';
 const OWN_HLO_SIM = parsePrefixAttentionTag('cudnnsim_ownhlo');
+const OWN_RED_SIM = parsePrefixAttentionTag('cudnnsim_ownred');
+/** Both StableHLO own-keys forms, prefix part on the stand-in. */
+const OWN_FORMS = [
+  ['ownhlo', OWN_HLO_SIM],
+  ['ownred', OWN_RED_SIM],
+];
 
 /** The items-over-prefix parameters with lead dims `lead` ([] or [G]). */
 function params(f, lead, { P, N, L, Hq, Hkv, D }, type = 'f32') {
@@ -42,10 +49,11 @@ const maxDiff = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])),
 test('tags and checks: cudnn_ownhlo and cudnnsim_ownhlo round-trip; ownKeys is checked and only for prefix attention', async (t) => {
   t.deepEqual(parsePrefixAttentionTag('cudnn_ownhlo'), { kind: 'cudnn', standIn: false, ownKeys: 'hlo' }, 'cudnn_ownhlo');
   t.deepEqual(OWN_HLO_SIM, { kind: 'cudnn', standIn: true, ownKeys: 'hlo' }, 'cudnnsim_ownhlo');
-  for (const tag of ['cudnn', 'cudnnsim', 'cudnn_ownhlo', 'cudnnsim_ownhlo']) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
+  t.deepEqual(OWN_RED_SIM, { kind: 'cudnn', standIn: true, ownKeys: 'reduce' }, 'cudnnsim_ownred');
+  for (const tag of ['cudnn', 'cudnnsim', 'cudnn_ownhlo', 'cudnnsim_ownhlo', 'cudnn_ownred', 'cudnnsim_ownred']) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
   t.equal(prefixAttentionTag({ kind: 'cudnn', ownKeys: 'cudnn' }), 'cudnn', "ownKeys 'cudnn' is the default form's tag");
   t.throws(() => parsePrefixAttentionTag('cudnn_ownxla'), /_ownhlo/, 'an unknown suffix is refused, naming the known one');
-  t.throws(() => checkPrefixAttention({ kind: 'cudnn', ownKeys: 'xla' }), /ownKeys must be 'cudnn' or 'hlo', got "xla"/, 'an unknown ownKeys is refused');
+  t.throws(() => checkPrefixAttention({ kind: 'cudnn', ownKeys: 'xla' }), /ownKeys must be 'cudnn', 'hlo', 'reduce', got "xla"/, 'an unknown ownKeys is refused');
   t.throws(() => parseCausalAttentionTag('cudnn_ownhlo'), /not square/, 'the causal tags have no _ownhlo');
   t.throws(
     () =>
@@ -73,17 +81,18 @@ test('setup: CPU client', async (t) => {
   t.ok(client, 'created');
 });
 
-test('own keys in StableHLO, prefix part on the stand-in: = the joint form and the float64 joint softmax, within 1e-5', async (t) => {
+test('own keys in StableHLO (with dots, without), prefix part on the stand-in: = the joint form and the float64 joint softmax, within 1e-5', async (t) => {
   const cases = [
     { name: 'items shorter than the bucket, GQA 3', P: 24, N: 3, L: 5, Hq: 3, Hkv: 1, D: 32, prefixLength: 19, itemLengths: [5, 2, 0] },
     { name: 'prefix of length 0', P: 8, N: 2, L: 4, Hq: 4, Hkv: 2, D: 16, prefixLength: 0, itemLengths: [4, 3] },
     { name: 'L=1, all keys valid', P: 9, N: 3, L: 1, Hq: 2, Hkv: 2, D: 8, prefixLength: 9, itemLengths: [1, 1, 0] },
   ];
-  for (const [i, c] of cases.entries()) {
+  for (const [i, c0] of cases.entries()) for (const [tag, form] of OWN_FORMS) {
+    const c = { ...c0, name: `${tag}, ${c0.name}` };
     const inputs = makeInputs(300 + i, c);
-    const prog = buildProgram('items_over_prefix_own_hlo', (f) => {
+    const prog = buildProgram(`items_over_prefix_${tag}`, (f) => {
       const x = params(f, [], c);
-      return { own: itemsOverPrefix(f, x, OWN_HLO_SIM), joint: itemsOverPrefix(f, x, { kind: 'joint' }) };
+      return { own: itemsOverPrefix(f, x, form), joint: itemsOverPrefix(f, x, { kind: 'joint' }) };
     });
     const [got, joint] = await runProgram(client, prog, inputs);
     const want = reference(c, inputs);
@@ -98,7 +107,7 @@ test('own keys in StableHLO, prefix part on the stand-in: = the joint form and t
   }
 });
 
-test('own keys in StableHLO, grouped (cross-request): each group = the reference alone and the joint form, within 1e-5', async (t) => {
+test('own keys in StableHLO (with dots, without), grouped (cross-request): each group = the reference alone and the joint form, within 1e-5', async (t) => {
   const c = { P: 12, N: 3, L: 4, Hq: 4, Hkv: 2, D: 8 };
   const groups = [
     { ...c, prefixLength: 10, itemLengths: [4, 1, 3] },
@@ -113,19 +122,30 @@ test('own keys in StableHLO, grouped (cross-request): each group = the reference
     parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
     return out;
   };
-  const prog = buildProgram('items_over_prefix_own_hlo_grouped', (f) => {
-    const x = params(f, [G], c);
-    return { own: itemsOverPrefix(f, x, OWN_HLO_SIM), joint: itemsOverPrefix(f, x, { kind: 'joint' }) };
-  });
-  const [got, joint] = await runProgram(client, prog, [0, 1, 2, 3, 4, 5, 6].map(joined));
-  const size = c.N * c.L * c.Hq * c.D;
-  groups.forEach((gc, gi) => {
-    const part = got.subarray(gi * size, (gi + 1) * size);
-    const want = reference(gc, inputs[gi]);
-    t.ok(maxDiff(part, want) <= TOL, `group ${gi} (prefix ${gc.prefixLength}): max |diff| ${maxDiff(part, want).toExponential(2)} against float64`);
-    const jointPart = joint.subarray(gi * size, (gi + 1) * size);
-    t.ok(maxDiff(part, jointPart) <= TOL, `group ${gi}: and ${maxDiff(part, jointPart).toExponential(2)} against the joint form`);
-  });
+  for (const [tag, form] of OWN_FORMS) {
+    const prog = buildProgram(`items_over_prefix_${tag}_grouped`, (f) => {
+      const x = params(f, [G], c);
+      return { own: itemsOverPrefix(f, x, form), joint: itemsOverPrefix(f, x, { kind: 'joint' }) };
+    });
+    const [got, joint] = await runProgram(client, prog, [0, 1, 2, 3, 4, 5, 6].map(joined));
+    const size = c.N * c.L * c.Hq * c.D;
+    groups.forEach((gc, gi) => {
+      const part = got.subarray(gi * size, (gi + 1) * size);
+      const want = reference(gc, inputs[gi]);
+      t.ok(maxDiff(part, want) <= TOL, `${tag}, group ${gi} (prefix ${gc.prefixLength}): max |diff| ${maxDiff(part, want).toExponential(2)} against float64`);
+      const jointPart = joint.subarray(gi * size, (gi + 1) * size);
+      t.ok(maxDiff(part, jointPart) <= TOL, `${tag}, group ${gi}: and ${maxDiff(part, jointPart).toExponential(2)} against the joint form`);
+    });
+  }
+});
+
+test("ownKeys 'reduce' has no dot of its own and keeps f32 under bf16 dots: only the prefix part's two dots", (t) => {
+  const c = { P: 8, N: 2, L: 4, Hq: 4, Hkv: 2, D: 16 };
+  const prog = buildProgram('items_over_prefix_own_red_bf16', (f) => ({ out: itemsOverPrefix(f, params(f, [], c), OWN_RED_SIM) }), { dotOperands: 'bf16' });
+  const dots = prog.text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
+  t.equal(dots.length, 2, 'two dots: q.k and p.v of the prefix part (the stand-in)');
+  t.notOk(/tensor<[0-9x]*2x4x4x2x2x16xbf16>/.test(prog.text), 'the own part\'s products stay f32');
+  t.end();
 });
 
 test("under bf16 dots the own part's dots round their operands to bf16 (the function's dot precision)", (t) => {
@@ -160,6 +180,7 @@ test('the pinned program: one cuDNN call per items-over-prefix step, field for f
   const own = { kind: 'cudnn', pluginVersion: '0.11.2', ownKeys: 'hlo' };
   for (const steps of [1, 2]) {
     t.equal(count(build(own, steps).text), steps, `ownKeys 'hlo': ${steps} step(s), ${steps} call(s)`);
+    t.equal(count(build({ ...own, ownKeys: 'reduce' }, steps).text), steps, `ownKeys 'reduce': ${steps} step(s), ${steps} call(s)`);
     t.equal(count(build({ kind: 'cudnn', pluginVersion: '0.11.2' }, steps).text), 2 * steps, `the default cuDNN form: ${2 * steps} calls`);
   }
   const line = build(own, 1).text.split('\n').find((l) => l.includes(FMHA));

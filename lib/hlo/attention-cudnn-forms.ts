@@ -9,7 +9,8 @@
  *   so the joint softmax over [prefix ; own keys] is what comes out; under
  *   `ownKeys: 'hlo'` the own-keys part is StableHLO instead of a fused call
  *   (tiny L x L problems, which XLA does as a batched dot and a softmax
- *   fusion), the same results merged alike;
+ *   fusion), under `ownKeys: 'reduce'` StableHLO without dots (broadcast
+ *   products reduced in place), the same results merged alike;
  * - the prefill's causal attention: one fused call with the causal mask.
  *
  * Grouped calls (cross-request passes, one query per group) put the groups
@@ -22,7 +23,7 @@
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
-import { CudnnAttention, FmhaInputs, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './attention-cudnn';
+import { CudnnAttention, FmhaInputs, checkCudnnAttention, fusedAttention, mergeByStats, reducedAttention, stableHloAttention } from './attention-cudnn';
 import { shapesScores } from './attention-window';
 import { HloBuildError, TensorType } from './types';
 
@@ -56,9 +57,9 @@ export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPr
     form,
     true,
   );
-  // Each item's rows against its own keys, causally: the items are the batch; a fused call, or StableHLO under ownKeys 'hlo'.
+  // Each item's rows against its own keys, causally: the items are the batch; a fused call, or StableHLO under ownKeys 'hlo' / 'reduce'.
   const own: FmhaInputs = { q: f.reshape(x.itemQ, [b * n, l, hq, d]), k: f.reshape(x.itemK, [b * n, l, hkv, d]), v: f.reshape(x.itemV, [b * n, l, hkv, d]), mask: 'causal', scale };
-  const overOwn = form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : fusedAttention(f, own, form, true);
+  const overOwn = form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : form.ownKeys === 'reduce' ? reducedAttention(f, own, true) : fusedAttention(f, own, form, true);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
   const hasPrefix = f.broadcastInDim(f.gt(x.prefixLength, 0), [...rows, hq], lead.map((_, i) => i));
   const prefixStats = f.select(hasPrefix, f.reshape(overPrefix.stats!, [...rows, hq]), -Infinity);

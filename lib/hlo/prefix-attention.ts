@@ -12,8 +12,9 @@
  *   shift, item-row chunks);
  * - kernel (attention-ffi.ts, tag `ffi`): a custom call to the addon's fused
  *   kernel, only where the runtime registered it (Client.prefixAttentionKernel);
- * - cudnn (attention-cudnn-forms.ts, tags `cudnn`, `cudnn_ownhlo` and their
- *   stand-ins `cudnnsim`, `cudnnsim_ownhlo`): cuDNN's fused attention on XLA GPU.
+ * - cudnn (attention-cudnn-forms.ts, tags `cudnn`, `cudnn_ownhlo`, `cudnn_ownred`
+ *   and their stand-ins `cudnnsim`, `cudnnsim_ownhlo`, `cudnnsim_ownred`): cuDNN's
+ *   fused attention on XLA GPU.
  */
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
@@ -33,7 +34,7 @@ export type PrefixAttention = { readonly kind: 'joint' } | KeyBlocking | RowChun
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
-/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`, `cudnn`, `cudnn_ownhlo`. */
+/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`, `cudnn`, `cudnn_ownhlo`, `cudnn_ownred`. */
 export function prefixAttentionTag(a: PrefixAttention): string {
   if (a.kind === 'kernel') return 'ffi';
   if (a.kind === 'cudnn') return cudnnTag(a);
@@ -49,7 +50,7 @@ export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   const form = parseRowChunkingTag(tag) ?? parseKeyBlockingTag(tag);
   if (!form) {
     throw new HloBuildError(
-      `prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own) ffi (the addon's kernel), cudnn (cuDNN's fused attention), cudnnsim (its StableHLO stand-in), either ending in _ownhlo (the own keys in StableHLO)`,
+      `prefix attention ${JSON.stringify(tag)} is not joint, kb<keys>w (while), kb<keys>u (unrolled), ones, rsum, rdot or rc<items><w|u>[s|d] (row forms, each optionally ending in _own) ffi (the addon's kernel), cudnn (cuDNN's fused attention), cudnnsim (its StableHLO stand-in), either ending in _ownhlo or _ownred (the own keys in StableHLO, with dots or without)`,
     );
   }
   return form;
