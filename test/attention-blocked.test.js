@@ -12,7 +12,7 @@ const { buildProgram, TensorType, itemsOverPrefix } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
-const { program, makeInputs, reference, assertExtendMatchesJoint } = require('./helpers/prefix-forms');
+const { program, makeInputs, reference, assertExtendMatchesJoint, joinInputs } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
 let client;
@@ -104,12 +104,7 @@ test('blocked, grouped (prefixLength s32[G]): each group equals the reference al
     { ...c, prefixLength: 4, itemLengths: [0, 2] },
   ];
   const inputs = groups.map((gc, i) => makeInputs(70 + i, gc));
-  const joined = (k) => {
-    const parts = inputs.map((x) => x[k]);
-    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
-    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
-    return out;
-  };
+  const joined = (k) => joinInputs(inputs, k);
   const G = groups.length;
   const forms = [{ kind: 'blocked', keyBlock: 4, loop: 'while' }, { kind: 'blocked', keyBlock: 4, loop: 'unrolled' }];
   const prog = buildProgram('items_over_prefix_grouped', (f) => {

@@ -6,6 +6,7 @@
 // rows exactly 0 and padding keys never read; then the default model's
 // prefill with chunks against the square one.
 const test = require('tape');
+const { joinInputs } = require('./helpers/prefix-forms');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, causalPrefix } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
@@ -89,12 +90,7 @@ test('chunked, grouped (validLength s32[G]): each group equals the reference alo
   ];
   const inputs = groups.map((gc, i) => causalInputs(40 + i, { ...gc, T: gc.P }));
   const G = groups.length;
-  const joined = (k) => {
-    const parts = inputs.map((x) => x[k]);
-    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
-    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
-    return out;
-  };
+  const joined = (k) => joinInputs(inputs, k);
   const prog = buildProgram('causal_grouped', (f) => {
     const q = f.param(TensorType.f32([G, c.P, c.Hq, c.D]), 'q');
     const k = f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'k');

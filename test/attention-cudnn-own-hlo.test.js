@@ -17,7 +17,7 @@ const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, pref
 const { checkPrefixAttention } = require('../dist/hlo/prefix-attention');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
-const { makeInputs, reference } = require('./helpers/prefix-forms');
+const { makeInputs, reference, joinInputs } = require('./helpers/prefix-forms');
 const { parseCall, fixtureCases } = require('./helpers/cudnn-fixture');
 
 const TOL = 1e-5;
@@ -116,12 +116,7 @@ test('own keys in StableHLO (with dots, without), grouped (cross-request): each 
   ];
   const G = groups.length;
   const inputs = groups.map((gc, i) => makeInputs(320 + i, gc));
-  const joined = (k) => {
-    const parts = inputs.map((x) => x[k]);
-    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
-    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
-    return out;
-  };
+  const joined = (k) => joinInputs(inputs, k);
   for (const [tag, form] of OWN_FORMS) {
     const prog = buildProgram(`items_over_prefix_${tag}_grouped`, (f) => {
       const x = params(f, [G], c);

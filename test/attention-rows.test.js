@@ -12,7 +12,7 @@ const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, pref
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
-const { program, makeInputs, reference, assertExtendMatchesJoint } = require('./helpers/prefix-forms');
+const { program, makeInputs, reference, assertExtendMatchesJoint, joinInputs } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
 let client;
@@ -142,12 +142,7 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
     { ...c, prefixLength: 4, itemLengths: [0, 2, 3] },
   ];
   const inputs = groups.map((gc, i) => makeInputs(170 + i, gc));
-  const joined = (k) => {
-    const parts = inputs.map((x) => x[k]);
-    const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
-    parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
-    return out;
-  };
+  const joined = (k) => joinInputs(inputs, k);
   const G = groups.length;
   const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws', 'rc2w_own', 'ones_own', 'rdot_own'];
   const prog = buildProgram('items_over_prefix_rows_grouped', (f) => {

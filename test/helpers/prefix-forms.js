@@ -126,4 +126,12 @@ async function assertExtendMatchesJoint(t, client, forms, lengths) {
   }
 }
 
-module.exports = { prefixParams, program, makeInputs, reference, extendByForm, assertExtendMatchesJoint };
+/** Input `k` of every group's inputs, concatenated into one array of the same kind (a grouped program's input). */
+function joinInputs(inputs, k) {
+  const parts = inputs.map((x) => x[k]);
+  const out = new parts[0].constructor(parts.reduce((a, x) => a + x.length, 0));
+  parts.reduce((at, x) => (out.set(x, at), at + x.length), 0);
+  return out;
+}
+
+module.exports = { prefixParams, program, makeInputs, reference, extendByForm, assertExtendMatchesJoint, joinInputs };
