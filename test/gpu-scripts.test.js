@@ -1,5 +1,5 @@
 'use strict';
-// The prepared GPU measurements (scripts/gpu/h100-run.sh, h100-defaults-run.sh) run once per lent
+// The prepared GPU measurements (scripts/gpu/h100-run.sh, h100-defaults-run.sh, h100-probe-run.sh) run once per lent
 // GPU call, so a slip in their shell logic costs the call. Here they run on this machine against
 // stand-ins for node, python3 and nvidia-smi that record their arguments and write results: each
 // script must run its steps in order, keep the background FlexAttention run behind its gate, return
@@ -27,7 +27,7 @@ function fakeMachine(scoreOffset) {
   }
   // The stub node: bench-gpu.js writes one pjrt-score result (label probabilities 0.5 + offset) into --dir.
   const node = `#!/bin/bash
-echo "[node $*]" >> "${dir}/calls.txt"
+echo "[node $*] [XLA_FLAGS=\${XLA_FLAGS:-}]" >> "${dir}/calls.txt"
 if [[ "$*" == *--version* ]]; then echo v20; exit 0; fi
 if [[ "$*" == *bench-gpu.js* && "$*" != *--emit-only* ]]; then
   d=""; prev=""; for x in "$@"; do [ "$prev" = "--dir" ] && d=$x; prev=$x; done
@@ -106,5 +106,26 @@ test('h100-defaults-run.sh: the defaults, the bridge with the first call\'s opti
   // 0.05 off on both labels: max 0.05 > 0.02 and mean 0.05 > 0.01 under the gate's rule.
   t.ok(verdicts.length === 3 && verdicts.every((v) => !v.pass && Math.abs(v.max - 0.05) < 1e-9), `the gate fails all ${verdicts.length} runs 0.05 off`);
   t.match(r.log, /FAIL \(gate 0\.02 \/ 0\.01\)/, 'and says so');
+  t.end();
+});
+
+test('h100-probe-run.sh: both forms, one run per XLA option with its flags, the dump, three files back', (t) => {
+  const r = runScript('h100-probe-run.sh', 0);
+  t.equal(r.status, 0, `exit 0 ${r.stderr.slice(-300)}`);
+  const runs = [...r.calls.matchAll(/--out \S+results-(\S+)\.json.*\[XLA_FLAGS=(.*)\]/g)].map((m) => [m[1], m[2]]);
+  t.same(
+    runs.map(([label]) => label),
+    ['main', 'exact-bf16', 'no-triton-gemm', 'cublaslt', 'dump'],
+    `bench runs in order: ${runs.map(([label]) => label).join(', ')}`,
+  );
+  const flags = Object.fromEntries(runs);
+  t.equal(flags.main, '', 'the main run has no XLA flags');
+  t.equal(flags['exact-bf16'], '--xla_allow_excess_precision=false', 'each variant runs with its own flag');
+  t.ok(/^--xla_dump_to=\S+\/dump --xla_dump_hlo_as_text$/.test(flags.dump), `the dump run dumps under $OUT: ${flags.dump}`);
+  t.ok(/results-main\.json.*--configs bf16\/bf16\/cudnn_ownred\/cudnn\+cross-request,bf16\/bf16\/cudnn\/cudnn\+cross-request/.test(r.calls), 'the candidate and the default in the main run');
+  t.notOk(/flexfull/.test(r.calls), 'no FlexAttention in the probe');
+  t.same(r.files, ['all.tar.gz', 'gate.json', 'log.txt'], 'three files come back');
+  const verdicts = Object.values(r.gate);
+  t.ok(verdicts.length >= 5 && verdicts.every((v) => v.pass), `the gate passes ${verdicts.length} runs equal to the reference`);
   t.end();
 });
