@@ -30,7 +30,7 @@ function emittedCall(c) {
     const q = f.param(new TensorType('bf16', [c.b, c.tq, c.hq, c.d]), 'q');
     const k = f.param(new TensorType('bf16', [c.b, c.tk, c.hkv, c.d]), 'k');
     const v = f.param(new TensorType('bf16', [c.b, c.tk, c.hkv, c.d]), 'v');
-    const kvLengths = c.mask === 'padding' ? f.param(TensorType.s32([c.b]), 'kv_lengths') : undefined;
+    const kvLengths = c.mask === 'padding' || c.mask === 'padding_causal' ? f.param(TensorType.s32([c.b]), 'kv_lengths') : undefined;
     const r = fusedAttention(f, { q, k, v, mask: c.mask, kvLengths, scale: 1 / Math.sqrt(c.d) }, PINNED, c.withStats);
     return r.stats ? { out: r.out, stats: r.stats } : { out: r.out };
   });
@@ -39,7 +39,8 @@ function emittedCall(c) {
 
 test('the emitted cuDNN custom calls equal JAX 0.11.2 lowering field by field', (t) => {
   const cases = fixtureCases();
-  t.equal(cases.length, 16, 'the fixture has 8 shapes, forward and training each');
+  t.equal(cases.length, 18, 'the fixture has 9 shapes, forward and training each');
+  t.ok(cases.some((c) => c.mask === 'padding_causal' && c.tq > c.tk), 'among them the padding-causal mask with more query rows than keys (the joined prefill)');
   for (const c of cases) {
     const jax = parseCall(c.line);
     const ours = parseCall(emittedCall(c));
@@ -109,39 +110,46 @@ test('factored form on the stand-in: prefix part and own part merged by statisti
 });
 
 test("the stand-in's statistics are each row's log-sum-exp of the visible scaled scores (float64), and the causal prefill on it", async (t) => {
-  const [B, T, Tk, Hq, Hkv, D] = [2, 6, 9, 4, 2, 32];
+  const [B, Tk, Hq, Hkv, D] = [2, 9, 4, 2, 32];
   const kvLengths = [9, 5];
-  const prog = buildProgram('cudnn_sim_stats', (f) => {
-    const q = f.param(TensorType.f32([B, T, Hq, D]), 'q');
-    const k = f.param(TensorType.f32([B, Tk, Hkv, D]), 'k');
-    const v = f.param(TensorType.f32([B, Tk, Hkv, D]), 'v');
-    const len = f.param(TensorType.s32([B]), 'len');
-    const r = fusedAttention(f, { q, k, v, mask: 'padding', kvLengths: len, scale: 1 / Math.sqrt(D) }, SIM, true);
-    return { out: r.out, stats: r.stats };
-  });
   const next = ref.rng(7);
-  const q = ref.randomF32(next, B * T * Hq * D);
-  const k = ref.randomF32(next, B * Tk * Hkv * D);
-  const v = ref.randomF32(next, B * Tk * Hkv * D);
-  const [, stats] = await runProgram(client, prog, [q, k, v, Int32Array.from(kvLengths)]);
-  let max = 0;
-  for (let b = 0; b < B; b++) {
-    for (let i = 0; i < T; i++) {
-      for (let h = 0; h < Hq; h++) {
-        const kv = Math.floor(h / (Hq / Hkv));
-        const s = [];
-        for (let j = 0; j < kvLengths[b]; j++) {
-          let dot = 0;
-          for (let x = 0; x < D; x++) dot += q[((b * T + i) * Hq + h) * D + x] * k[((b * Tk + j) * Hkv + kv) * D + x];
-          s.push(dot / Math.sqrt(D));
+  // padding: keys past the length; padding_causal: also keys after the row (top-left diagonal), here with more rows than keys.
+  for (const [mask, T, sees] of [
+    ['padding', 6, (i, j, len) => j < len],
+    ['padding_causal', 12, (i, j, len) => j < len && j <= i],
+  ]) {
+    const prog = buildProgram('cudnn_sim_stats', (f) => {
+      const q = f.param(TensorType.f32([B, T, Hq, D]), 'q');
+      const k = f.param(TensorType.f32([B, Tk, Hkv, D]), 'k');
+      const v = f.param(TensorType.f32([B, Tk, Hkv, D]), 'v');
+      const len = f.param(TensorType.s32([B]), 'len');
+      const r = fusedAttention(f, { q, k, v, mask, kvLengths: len, scale: 1 / Math.sqrt(D) }, SIM, true);
+      return { out: r.out, stats: r.stats };
+    });
+    const q = ref.randomF32(next, B * T * Hq * D);
+    const k = ref.randomF32(next, B * Tk * Hkv * D);
+    const v = ref.randomF32(next, B * Tk * Hkv * D);
+    const [, stats] = await runProgram(client, prog, [q, k, v, Int32Array.from(kvLengths)]);
+    let max = 0;
+    for (let b = 0; b < B; b++) {
+      for (let i = 0; i < T; i++) {
+        for (let h = 0; h < Hq; h++) {
+          const kv = Math.floor(h / (Hq / Hkv));
+          const s = [];
+          for (let j = 0; j < Tk; j++) {
+            if (!sees(i, j, kvLengths[b])) continue;
+            let dot = 0;
+            for (let x = 0; x < D; x++) dot += q[((b * T + i) * Hq + h) * D + x] * k[((b * Tk + j) * Hkv + kv) * D + x];
+            s.push(dot / Math.sqrt(D));
+          }
+          const m = Math.max(...s);
+          const lse = m + Math.log(s.reduce((a, x) => a + Math.exp(x - m), 0));
+          max = Math.max(max, Math.abs(stats[(b * T + i) * Hq + h] - lse));
         }
-        const m = Math.max(...s);
-        const lse = m + Math.log(s.reduce((a, x) => a + Math.exp(x - m), 0));
-        max = Math.max(max, Math.abs(stats[(b * T + i) * Hq + h] - lse));
       }
     }
+    t.ok(max <= TOL, `${mask}: statistics within ${max.toExponential(2)} of the float64 log-sum-exp`);
   }
-  t.ok(max <= TOL, `statistics within ${max.toExponential(2)} of the float64 log-sum-exp`);
 
   // The prefill's causal attention on the stand-in against the square form, 7 of 9 rows valid.
   const P = 9;
@@ -182,7 +190,7 @@ test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinn
 
     const plain = await Scorer.load({ model, diskCache: false, batching: 'cross-request' });
     // The stand-in forms, and the prefix form with the own keys in StableHLO (tag cudnnsim_ownhlo).
-    for (const prefixTag of ['cudnnsim', 'cudnnsim_ownhlo']) {
+    for (const prefixTag of ['cudnnsim', 'cudnnsim_ownhlo', 'cudnnsim_join']) {
       const sim = await Scorer.load({ model, diskCache: false, batching: 'cross-request', prefixAttention: parsePrefixAttentionTag(prefixTag), causalAttention: parseCausalAttentionTag('cudnnsim') });
       const requests = [0, 1, 2].map((r) => ({
         query: Array.from({ length: 11 + 5 * r }, (_, i) => 5 + ((i * 7 + r) % 40)),

@@ -210,40 +210,55 @@ test('reductions, loops and nn helpers', async (t) => {
   t.deepEqual(r.lseMasked, [-Infinity, -Infinity], 'logsumexp of an all -inf row is -inf, not NaN');
 });
 
-test('transformer helpers: silu, linear, rotary embedding', async (t) => {
+test('transformer helpers: silu, linear, rotary embedding, per-head norm then rotary', async (t) => {
   const [T, H, D, Out] = [5, 2, 6, 3];
   const next = ref.rng(9);
   const x = ref.randomF32(next, T * H * D);
   const w = ref.randomF32(next, Out * D);
   const b = ref.randomF32(next, Out);
+  const g = ref.randomF32(next, D);
   const positions = Int32Array.from([0, 1, 7, 300, 2047]);
   const theta = 10000;
   const r = await evaluate(
     'helpers',
-    { x: [f32([T, H, D]), x], w: [f32([Out, D]), w], b: [f32([Out]), b], pos: [s32([T]), positions] },
+    { x: [f32([T, H, D]), x], w: [f32([Out, D]), w], b: [f32([Out]), b], g: [f32([D]), g], pos: [s32([T]), positions] },
     (f, p) => {
       const { cos, sin } = nn.rotaryTables(f, p.pos, D, theta);
-      return { silu: nn.silu(f, p.x), lin: nn.linear(f, p.x, p.w, p.b), rope: nn.applyRotary(f, p.x, cos, sin) };
+      return {
+        silu: nn.silu(f, p.x),
+        lin: nn.linear(f, p.x, p.w, p.b),
+        rope: nn.applyRotary(f, p.x, cos, sin),
+        normRope: nn.rmsNormRotary(f, p.x, p.g, 1e-6, cos, sin),
+      };
     },
   );
   close(t, r.silu, Array.from(x, (v) => v / (1 + Math.exp(-v))), 'silu');
   const lin = [];
   for (let i = 0; i < T * H; i++) for (let o = 0; o < Out; o++) lin.push(b[o] + [...Array(D).keys()].reduce((s, d) => s + x[i * D + d] * w[o * D + d], 0));
   close(t, r.lin, lin, 'linear with bias', 1e-5);
-  const rope = [];
-  for (let ti = 0; ti < T; ti++) {
-    for (let h = 0; h < H; h++) {
-      const row = x.subarray((ti * H + h) * D, (ti * H + h + 1) * D);
-      const out = new Array(D);
-      for (let i = 0; i < D / 2; i++) {
-        const angle = positions[ti] * theta ** ((-2 * i) / D);
-        out[i] = row[i] * Math.cos(angle) - row[i + D / 2] * Math.sin(angle);
-        out[i + D / 2] = row[i + D / 2] * Math.cos(angle) + row[i] * Math.sin(angle);
+  // Each head's row rotated (rotate-half), optionally RMS-normalized with weight g first.
+  const rotated = (normalize) => {
+    const out = [];
+    for (let ti = 0; ti < T; ti++) {
+      for (let h = 0; h < H; h++) {
+        let row = Array.from(x.subarray((ti * H + h) * D, (ti * H + h + 1) * D));
+        if (normalize) {
+          const inv = 1 / Math.sqrt(row.reduce((s, v) => s + v * v, 0) / D + 1e-6);
+          row = row.map((v, j) => v * inv * g[j]);
+        }
+        const o = new Array(D);
+        for (let i = 0; i < D / 2; i++) {
+          const angle = positions[ti] * theta ** ((-2 * i) / D);
+          o[i] = row[i] * Math.cos(angle) - row[i + D / 2] * Math.sin(angle);
+          o[i + D / 2] = row[i + D / 2] * Math.cos(angle) + row[i] * Math.sin(angle);
+        }
+        out.push(...o);
       }
-      rope.push(...out);
     }
-  }
-  close(t, r.rope, rope, 'rotary embedding (rotate-half)', 1e-5);
+    return out;
+  };
+  close(t, r.rope, rotated(false), 'rotary embedding (rotate-half)', 1e-5);
+  close(t, r.normRope, rotated(true), 'rmsNormRotary: each head normalized, then rotated', 1e-5);
 });
 
 test('rotary tables at long positions: within f32 rounding of the exact angles', async (t) => {

@@ -90,3 +90,78 @@ export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: H
   // Rows at or past the valid length saw only keys before them (finite), and are set to 0.
   return zeroPastLength(f, f.reshape(out, [...lead, p, hq, d]), validLength);
 }
+
+/** One query's pass: rows [prefill P ; items N x L] of q, k and v [T, H, D], and their lengths. */
+export interface QueryAndItemsInputs {
+  q: HloValue;
+  k: HloValue;
+  v: HloValue;
+  /** Prefill rows P (the rest are N items of L rows). */
+  prefix: number;
+  items: number;
+  itemLength: number;
+  /** Valid prefill rows, s32 []. */
+  prefixLength: HloValue;
+  /** Each item's valid rows, s32 [N]. */
+  itemLengths: HloValue;
+}
+
+/**
+ * The prefill and the items over it with the prefill in the prefix call (`joinPrefill`, tag `_join`):
+ * every row of the pass against the valid prefix keys in one fused call under the padding-causal mask.
+ * Row i sees key j when j <= i and j < the prefix length: for a prefill row that is its causal
+ * attention; an item row (i >= P > j) sees every valid prefix key, the prefix part of its attention.
+ * The items' own keys come from the second part as in itemsOverPrefixAttentionCudnn, set beside the
+ * item rows (the prefill rows' own part sees nothing: weight 0), and the two merge over all rows, so
+ * the result is already the pass's [T, Hq, D] rows: no concatenation of the prefill's and the items'
+ * outputs. -> [T, Hq, D].
+ */
+export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItemsInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+  refuseShaping('queryAndItemsAttentionCudnn', opts);
+  checkCudnnAttention(form, true);
+  const { prefix: p, items: n, itemLength: l } = x;
+  const [t, hq, d] = x.q.dims;
+  const hkv = x.k.dims[1];
+  if (x.q.rank !== 3 || t !== p + n * l || x.k.rank !== 3 || x.k.dims[0] !== t || x.v.dims.join() !== x.k.dims.join()) {
+    throw new HloBuildError(`queryAndItemsAttentionCudnn: q, k and v must be [${p} + ${n} x ${l}, H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`);
+  }
+  if (p === 0) throw new HloBuildError('queryAndItemsAttentionCudnn: needs prefill rows');
+  const scale = resolveScale(opts, d);
+  const rowsOf = (a: HloValue, h: number, from: number, to: number) => f.slice(a, [from, 0, 0], [to, h, d]);
+
+  // Every row against the valid prefix keys, causally.
+  const overPrefix = fusedAttention(
+    f,
+    {
+      q: f.reshape(x.q, [1, t, hq, d]),
+      k: f.reshape(rowsOf(x.k, hkv, 0, p), [1, p, hkv, d]),
+      v: f.reshape(rowsOf(x.v, hkv, 0, p), [1, p, hkv, d]),
+      mask: 'padding_causal',
+      kvLengths: f.reshape(x.prefixLength, [1]),
+      scale,
+    },
+    form,
+    true,
+  );
+  // Each item's rows against its own keys (the items are the batch), set at the item rows.
+  const own: FmhaInputs = {
+    q: f.reshape(rowsOf(x.q, hq, p, t), [n, l, hq, d]),
+    k: f.reshape(rowsOf(x.k, hkv, p, t), [n, l, hkv, d]),
+    v: f.reshape(rowsOf(x.v, hkv, p, t), [n, l, hkv, d]),
+    mask: 'causal',
+    scale,
+  };
+  const overOwn = form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : form.ownKeys === 'reduce' ? reducedAttention(f, own, true) : fusedAttention(f, own, form, true);
+  const ownOut = f.pad(f.reshape(overOwn.out, [n * l, hq, d]), 0, [p, 0, 0], [0, 0, 0]);
+  const ownStats = f.pad(f.reshape(overOwn.stats!, [n * l, hq]), -Infinity, [p, 0], [0, 0]);
+  // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
+  const hasPrefix = f.gt(x.prefixLength, 0);
+  const prefixStats = f.select(f.broadcastInDim(hasPrefix, [t, hq], []), f.reshape(overPrefix.stats!, [t, hq]), -Infinity);
+  const prefixOut = f.select(f.broadcastInDim(hasPrefix, [t, hq, d], []), f.reshape(overPrefix.out, [t, hq, d]), 0);
+  const merged = mergeByStats(f, { out: prefixOut, stats: prefixStats }, { out: ownOut, stats: ownStats });
+  // Prefill rows at or past the prefix length and item rows at or past their item's length: 0, as every form gives.
+  const prefillReal = f.lt(f.iota(TensorType.s32([p]), 0), f.broadcastInDim(x.prefixLength, [p], []));
+  const itemReal = f.lt(f.iota(TensorType.s32([n, l]), 1), f.broadcastInDim(x.itemLengths, [n, l], [0]));
+  const real = f.concatenate([prefillReal, f.reshape(itemReal, [n * l])], 0);
+  return f.select(f.broadcastInDim(real, merged.dims, [0]), merged, 0);
+}

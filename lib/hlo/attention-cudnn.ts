@@ -11,8 +11,9 @@
  *
  * The call takes q [B, Tq, Hq, D] and k, v [B, Tk, Hkv, D] in bf16 (Hq a
  * multiple of Hkv: grouped-query attention), the scale as an attribute, and
- * one mask: none, causal, or padding (keys at or past a per-batch length
- * are invisible; two extra s32[B] operands, the query and key lengths). Its
+ * one mask: none, causal (row i sees keys j <= i), padding (keys at or past
+ * a per-batch length are invisible; two extra s32[B] operands, the query and
+ * key lengths), or both of the last two (padding_causal). Its
  * training form also returns the softmax statistics, the log-sum-exp of
  * each row's scaled scores [B, Hq, Tq] in f32: two attention parts over
  * disjoint key sets merge exactly with them (mergeByStats).
@@ -58,36 +59,52 @@ export interface CudnnAttention {
   readonly standIn?: boolean;
   /** Items over a prefix only: where the own-keys part is computed (default 'cudnn'). */
   readonly ownKeys?: CudnnOwnKeys;
+  /**
+   * Items over a prefix only: a one-query pass whose prefill is cuDNN's too computes the prefill
+   * rows and the item rows against the prefix keys in one call (attention-cudnn-forms.ts,
+   * queryAndItemsAttentionCudnn; tag suffix `_join`). Cross-request passes keep two calls.
+   */
+  readonly joinPrefill?: boolean;
 }
 
 /** Each non-default own-keys choice's tag suffix. */
 const OWN_KEYS_SUFFIX: Readonly<Record<Exclude<CudnnOwnKeys, 'cudnn'>, string>> = { hlo: '_ownhlo', reduce: '_ownred' };
 
-/** The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` or `_ownred` when the own-keys part is StableHLO. */
+/** The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` or `_ownred` when the own-keys part is StableHLO, then `_join` when the prefill joins the prefix call. */
 export function cudnnTag(form: CudnnAttention): string {
-  return `${form.standIn ? 'cudnnsim' : 'cudnn'}${form.ownKeys === undefined || form.ownKeys === 'cudnn' ? '' : OWN_KEYS_SUFFIX[form.ownKeys]}`;
+  const own = form.ownKeys === undefined || form.ownKeys === 'cudnn' ? '' : OWN_KEYS_SUFFIX[form.ownKeys];
+  return `${form.standIn ? 'cudnnsim' : 'cudnn'}${own}${form.joinPrefill ? '_join' : ''}`;
 }
 
 /** The inverse of cudnnTag; undefined for a tag that names no cuDNN form. */
 export function parseCudnnTag(tag: string): CudnnAttention | undefined {
-  const m = /^(cudnn|cudnnsim)(_ownhlo|_ownred)?$/.exec(tag);
+  const m = /^(cudnn|cudnnsim)(_ownhlo|_ownred)?(_join)?$/.exec(tag);
   if (!m) return undefined;
   const ownKeys = m[2] === '_ownhlo' ? 'hlo' : m[2] === '_ownred' ? 'reduce' : undefined;
-  return Object.freeze({ kind: 'cudnn', standIn: m[1] === 'cudnnsim', ...(ownKeys ? { ownKeys } : {}) });
+  return Object.freeze({ kind: 'cudnn', standIn: m[1] === 'cudnnsim', ...(ownKeys ? { ownKeys } : {}), ...(m[3] ? { joinPrefill: true } : {}) });
 }
 
-/** Checks a cuDNN form from a caller; `ownKeys` only where it means something (`prefix`). Returns it. */
+/** Checks a cuDNN form from a caller; `ownKeys` and `joinPrefill` only where they mean something (`prefix`). Returns it. */
 export function checkCudnnAttention(form: CudnnAttention, prefix: boolean): CudnnAttention {
   if (form.standIn !== undefined && typeof form.standIn !== 'boolean') throw new HloBuildError(`cuDNN attention standIn must be a boolean, got ${JSON.stringify(form.standIn)}`);
+  if (form.joinPrefill !== undefined) {
+    if (typeof form.joinPrefill !== 'boolean') throw new HloBuildError(`cuDNN attention joinPrefill must be a boolean, got ${JSON.stringify(form.joinPrefill)}`);
+    if (!prefix) throw new HloBuildError(`cuDNN attention joinPrefill applies to prefix attention (items over a prefix) only, not the causal prefill`);
+  }
   if (form.ownKeys === undefined) return form;
   if (!prefix) throw new HloBuildError(`cuDNN attention ownKeys applies to prefix attention (items over a prefix) only, not the causal prefill`);
   if (!CUDNN_OWN_KEYS.includes(form.ownKeys)) throw new HloBuildError(`cuDNN attention ownKeys must be ${CUDNN_OWN_KEYS.map((k) => `'${k}'`).join(', ')}, got ${JSON.stringify(form.ownKeys)}`);
   return form;
 }
 
-export type FmhaMask = 'none' | 'causal' | 'padding';
+export type FmhaMask = 'none' | 'causal' | 'padding' | 'padding_causal';
 
-const MASK_TYPE: Readonly<Record<FmhaMask, string>> = { none: 'NO_MASK', causal: 'CAUSAL', padding: 'PADDING' };
+const MASK_TYPE: Readonly<Record<FmhaMask, string>> = { none: 'NO_MASK', causal: 'CAUSAL', padding: 'PADDING', padding_causal: 'PADDING_CAUSAL' };
+
+/** The masks that take per-batch key lengths (the padding part). */
+const hasPadding = (mask: FmhaMask): boolean => mask === 'padding' || mask === 'padding_causal';
+/** The masks with the causal part: row i sees keys j <= i (the diagonal at the top left when Tq > Tk). */
+const hasCausal = (mask: FmhaMask): boolean => mask === 'causal' || mask === 'padding_causal';
 
 export interface FmhaInputs {
   /** [B, Tq, Hq, D] */
@@ -96,7 +113,7 @@ export interface FmhaInputs {
   k: HloValue;
   v: HloValue;
   mask: FmhaMask;
-  /** Padding mask only: valid keys per batch entry, s32 [B]. */
+  /** Padding masks only: valid keys per batch entry, s32 [B]. */
   kvLengths?: HloValue;
   scale: number;
 }
@@ -187,7 +204,7 @@ function fmhaLayout(x: FmhaInputs): { b: number; tq: number; tk: number; hq: num
   const [bk, tk, hkv, dk] = x.k.dims;
   if (bk !== b || dk !== d || x.v.dims.join() !== x.k.dims.join()) throw new HloBuildError(`${op}: k and v must be [${b}, Tk, Hkv, ${d}], got ${x.k.type} and ${x.v.type}`);
   if (hkv === 0 || hq % hkv !== 0) throw new HloBuildError(`${op}: query heads (${hq}) must be a multiple of kv heads (${hkv})`);
-  if ((x.mask === 'padding') !== (x.kvLengths !== undefined)) throw new HloBuildError(`${op}: key lengths go with the padding mask and only with it`);
+  if (hasPadding(x.mask) !== (x.kvLengths !== undefined)) throw new HloBuildError(`${op}: key lengths go with the padding masks and only with them`);
   if (x.kvLengths && (x.kvLengths.elementType !== 's32' || x.kvLengths.dims.join() !== String(b))) throw new HloBuildError(`${op}: key lengths must be s32[${b}], got ${x.kvLengths.type}`);
   if (!Number.isFinite(x.scale)) throw new HloBuildError(`${op}: scale must be finite, got ${x.scale}`);
   return { b, tq, tk, hq, hkv, d };
@@ -214,7 +231,7 @@ export function stableHloAttention(f: FunctionBuilder, x: FmhaInputs, withStats:
  */
 export function reducedAttention(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {
   const { b, tq, tk, hq, hkv, d } = fmhaLayout(x);
-  if (x.mask === 'padding') throw new HloBuildError('reducedAttention: takes no padding mask (the own keys are causal or unmasked)');
+  if (hasPadding(x.mask)) throw new HloBuildError('reducedAttention: takes no padding mask (the own keys are causal or unmasked)');
   const g = hq / hkv;
   const f32 = (v: HloValue): HloValue => (v.elementType === 'f32' ? v : f.convert(v, 'f32'));
   const q = f.reshape(f32(x.q), [b, tq, hkv, g, d]);
@@ -269,14 +286,9 @@ function standInFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): Fmh
   const q = f.reshape(f32(x.q), [b, tq, hkv, group, d]);
   // [B, Hkv, Tq, G, Tk]
   const raw = f.multiply(f.dotGeneral(q, f32(x.k), { lhsBatch: [0, 2], rhsBatch: [0, 2], lhsContract: [4], rhsContract: [3] }), x.scale);
-  let visible: HloValue | undefined;
-  if (x.mask === 'causal') {
-    const causal = f.le(f.iota(TensorType.s32([tq, tk]), 1), f.iota(TensorType.s32([tq, tk]), 0));
-    visible = f.broadcastInDim(causal, raw.dims, [2, 4]);
-  } else if (x.mask === 'padding') {
-    const valid = f.lt(f.iota(TensorType.s32([b, tk]), 1), f.broadcastInDim(x.kvLengths!, [b, tk], [0]));
-    visible = f.broadcastInDim(valid, raw.dims, [0, 4]);
-  }
+  const causal = hasCausal(x.mask) ? f.broadcastInDim(f.le(f.iota(TensorType.s32([tq, tk]), 1), f.iota(TensorType.s32([tq, tk]), 0)), raw.dims, [2, 4]) : undefined;
+  const valid = hasPadding(x.mask) ? f.broadcastInDim(f.lt(f.iota(TensorType.s32([b, tk]), 1), f.broadcastInDim(x.kvLengths!, [b, tk], [0])), raw.dims, [0, 4]) : undefined;
+  const visible = causal && valid ? f.and(causal, valid) : (causal ?? valid);
   const scores = visible ? f.select(visible, raw, -Infinity) : raw;
   const max = f.reduceMax(scores, [4]);
   const shift = f.select(f.gt(max, -Infinity), max, 0);

@@ -54,10 +54,14 @@ export function rmsNorm(f: FunctionBuilder, x: HloValue, weight: HloValue, eps: 
   if (weight.rank !== 1 || weight.dims[0] !== x.dims[a] || weight.elementType !== x.elementType) {
     throw new HloBuildError(`rmsNorm: weight must be ${x.elementType}[${x.dims[a]}], got ${weight.type}`);
   }
-  if (!(eps >= 0)) throw new HloBuildError(`rmsNorm: eps must be a non-negative number, got ${eps}`);
-  const inv = f.rsqrt(f.add(mean(f, f.multiply(x, x), [a]), eps));
-  const normed = f.multiply(x, f.expandReduced(inv, x.dims, [a]));
+  const normed = f.multiply(x, f.expandReduced(rmsFactor(f, x, eps), x.dims, [a]));
   return f.multiply(normed, f.broadcastInDim(weight, x.dims, [a]));
+}
+
+/** RMSNorm's factor rsqrt(mean(x^2) + eps) over the last axis (dropped). */
+function rmsFactor(f: FunctionBuilder, x: HloValue, eps: number): HloValue {
+  if (!(eps >= 0)) throw new HloBuildError(`rmsNorm: eps must be a non-negative number, got ${eps}`);
+  return f.rsqrt(f.add(mean(f, f.multiply(x, x), [x.rank - 1]), eps));
 }
 
 /** SiLU (swish): x * sigmoid(x). */
@@ -120,4 +124,24 @@ export function applyRotary(f: FunctionBuilder, x: HloValue, cos: HloValue, sin:
   const c = f.broadcastInDim(cos, [t, h, half], [0, 2]);
   const s = f.broadcastInDim(sin, [t, h, half], [0, 2]);
   return f.concatenate([f.subtract(f.multiply(x1, c), f.multiply(x2, s)), f.add(f.multiply(x2, c), f.multiply(x1, s))], 2);
+}
+
+/**
+ * applyRotary(rmsNorm(x, weight)) over each head of x [T, H, D] (Qwen3's and
+ * Gemma 3's q and k norms), computed as rsqrt(mean(x^2) + eps) times
+ * applyRotary(x * weight): the norm's factor is one number per row and head
+ * and the rotation is linear along the head, so the factor can come after it.
+ * One reduction reads x for the factors; the rest is elementwise in x, which a
+ * compiler fuses into whatever reads the result. Normalizing first gives it a
+ * reduction whose output the rotation must read back: on XLA's GPU backend the
+ * normalized heads, then both rotated halves, went through memory in f32 in
+ * separate kernels (docs/gpu.md, "Kernel profiles").
+ */
+export function rmsNormRotary(f: FunctionBuilder, x: HloValue, weight: HloValue, eps: number, cos: HloValue, sin: HloValue): HloValue {
+  lastAxis(x, undefined, 'rmsNormRotary');
+  if (weight.rank !== 1 || weight.dims[0] !== x.dims[x.rank - 1] || weight.elementType !== x.elementType) {
+    throw new HloBuildError(`rmsNormRotary: weight must be ${x.elementType}[${x.dims[x.rank - 1]}], got ${weight.type}`);
+  }
+  const rotated = applyRotary(f, f.multiply(x, f.broadcastInDim(weight, x.dims, [x.rank - 1])), cos, sin);
+  return f.multiply(rotated, f.expandReduced(rmsFactor(f, x, eps), x.dims, [x.rank - 1]));
 }

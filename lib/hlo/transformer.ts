@@ -31,10 +31,12 @@ import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './prefix-attention';
 import { CausalAttention, causalAttentionNameTag, causalPrefix } from './attention-causal-chunks';
+import { CudnnAttention } from './attention-cudnn';
+import { queryAndItemsAttentionCudnn } from './attention-cudnn-forms';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { AttentionOptions } from './attention';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decoder-gemma';
-import { rmsNorm, rotaryTables } from './nn';
+import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables } from './nn';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
 import { Bf16Matrices, DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
@@ -197,17 +199,6 @@ function ropeTablesFor(f: FunctionBuilder, positions: HloValue, headDim: number,
   return rotaryTables(f, positions, headDim, theta, linearFactor);
 }
 
-/** x [T, H, D] rotated: [x1 cos - x2 sin ; x2 cos + x1 sin] with x1, x2 the two halves. */
-function applyRope(f: FunctionBuilder, x: HloValue, cos: HloValue, sin: HloValue): HloValue {
-  const [t, h, dh] = x.dims;
-  const half = dh / 2;
-  const x1 = f.slice(x, [0, 0, 0], [t, h, half]);
-  const x2 = f.slice(x, [0, 0, half], [t, h, dh]);
-  const c = f.broadcastInDim(cos, [t, h, half], [0, 2]);
-  const s = f.broadcastInDim(sin, [t, h, half], [0, 2]);
-  return f.concatenate([f.subtract(f.multiply(x1, c), f.multiply(x2, s)), f.add(f.multiply(x2, c), f.multiply(x1, s))], 2);
-}
-
 interface LayerLoopInputs {
   d: DecoderDims;
   options: DecoderOptions;
@@ -260,11 +251,12 @@ function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; 
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
       const v = b.reshape(b.slice(qkv, [0, (Hq + Hkv) * D], [t, (Hq + 2 * Hkv) * D]), [t, Hkv, D]);
       if (layer.qNorm) {
-        q = rmsNorm(b, q, layer.qNorm, d.rmsEps);
-        k = rmsNorm(b, k, layer.kNorm!, d.rmsEps);
+        q = rmsNormRotary(b, q, layer.qNorm, d.rmsEps, cos, sin);
+        k = rmsNormRotary(b, k, layer.kNorm!, d.rmsEps, cos, sin);
+      } else {
+        q = applyRotary(b, q, cos, sin);
+        k = applyRotary(b, k, cos, sin);
       }
-      q = applyRope(b, q, cos, sin);
-      k = applyRope(b, k, cos, sin);
       const attended = x.attention(b, q, k, v, i, extraInv, extra, opts);
       const projected = project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO');
       // Gemma normalizes the attention output (and the MLP's) before the residual add.
@@ -397,6 +389,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const positions = f.concatenate([flat(f, f.iota(TensorType.s32([...lead, P]), lead.length)), itemPositions(f, prefixLength, N, L)], 0);
     const rope = ropeTables(f, positions, d);
     const tokens = f.concatenate([flat(f, prefixTokens), f.reshape(itemTokens, [itemRows])], 0);
+    const joined = joinedPrefill(options, G);
     const { hidden } = layerLoop(f, {
       d,
       options,
@@ -406,6 +399,10 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       extraInvariants: [prefixLength, itemLengths],
       extraCarried: [],
       attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
+        if (joined) {
+          const out = queryAndItemsAttentionCudnn(b, { q, k, v, prefix: P, items: N, itemLength: L, prefixLength: plen, itemLengths: ilens }, joined, opts);
+          return { out, carried: [] };
+        }
         const rows = (x: HloValue, h: number, from: number, to: number) => b.slice(x, [from, 0, 0], [to, h, D]);
         const grouped = (x: HloValue, h: number) => (G === 1 ? x : b.reshape(x, [G, P, h, D]));
         const qP = grouped(rows(q, Hq, 0, prefixRows), Hq);
@@ -441,6 +438,21 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, flat(f, itemLengths), itemLabels),
     };
   }, options);
+}
+
+/**
+ * The cuDNN prefix form when it takes the prefill into its call (CudnnAttention.joinPrefill): one
+ * query per pass, and the prefill's form cuDNN's too (the stand-in with the stand-in). Otherwise
+ * undefined: the two forms run apart (cross-request passes always do).
+ */
+function joinedPrefill(options: DecoderOptions, groups: number): CudnnAttention | undefined {
+  const a = options.prefixAttention;
+  if (a?.kind !== 'cudnn' || !a.joinPrefill || groups !== 1) return undefined;
+  const c = options.causalAttention;
+  if (c?.kind !== 'cudnn' || Boolean(c.standIn) !== Boolean(a.standIn)) {
+    throw new HloBuildError(`decoder: the prefix form ${prefixAttentionTag(a)} takes the prefill into its cuDNN call, so the causal form must be ${a.standIn ? 'cudnnsim' : 'cudnn'} too`);
+  }
+  return a;
 }
 
 export interface PrefillShape {

@@ -33,12 +33,14 @@ PINNED = [
 ]
 
 # The shapes our programs use: (name, batch, q rows, kv rows, q heads, kv heads, head dim, mask).
-# mask: none, causal, or padding (key_value_seq_lengths given: the prefix keys past the prefix length).
+# mask: none, causal, padding (key_value_seq_lengths given: the prefix keys past the prefix length), or
+# padding_causal (both: a query's prefill rows and its item rows against the prefix keys in one call).
 SHAPES = [
     ('qwen3-prefix', 1, 256, 512, 16, 8, 128, 'none'),
     ('qwen3-prefix-padded', 1, 256, 512, 16, 8, 128, 'padding'),
     ('qwen3-grouped-prefix-padded', 4, 160, 384, 16, 8, 128, 'padding'),
     ('qwen3-causal', 1, 512, 512, 16, 8, 128, 'causal'),
+    ('qwen3-prefill-and-items', 1, 832, 512, 16, 8, 128, 'padding_causal'),
     ('qwen3-items-causal', 64, 20, 20, 16, 8, 128, 'causal'),
     ('smollm2-prefix', 1, 128, 256, 9, 3, 64, 'none'),
     ('smollm2-prefix-padded', 1, 128, 256, 9, 3, 64, 'padding'),
@@ -88,7 +90,8 @@ def lower(shape):
 
     def attend(q, k, v, kv_lengths):
         return jax.nn.dot_product_attention(
-            q, k, v, is_causal=mask == 'causal', key_value_seq_lengths=kv_lengths if mask == 'padding' else None, implementation='cudnn')
+            q, k, v, is_causal=mask in ('causal', 'padding_causal'),
+            key_value_seq_lengths=kv_lengths if mask in ('padding', 'padding_causal') else None, implementation='cudnn')
 
     def training_forward(q, k, v, kv_lengths):
         out, _ = jax.vjp(lambda q, k, v: attend(q, k, v, kv_lengths), q, k, v)
