@@ -1,7 +1,7 @@
 'use strict';
 // The cuDNN prefix form with the own keys in StableHLO (lib/hlo/attention-cudnn-forms.ts,
-// `{ kind: 'cudnn', ownKeys: 'hlo' | 'reduce' }`, tags cudnn_ownhlo / cudnnsim_ownhlo with dots,
-// cudnn_ownred / cudnnsim_ownred without; docs/gpu.md "Fused attention through cuDNN"),
+// `{ kind: 'cudnn', ownKeys: 'hlo' }`, tags cudnn_ownhlo / cudnnsim_ownhlo;
+// docs/gpu.md "Fused attention through cuDNN"),
 // without a GPU:
 // - tags and validation at the public edge (the option only on prefix attention);
 // - on the real CPU plugin, the form with the prefix part on the stand-in against
@@ -23,12 +23,8 @@ const { parseCall, fixtureCases } = require('./helpers/cudnn-fixture');
 const TOL = 1e-5;
 const FMHA = '__cudnn$fmhaSoftmax';
 const OWN_HLO_SIM = parsePrefixAttentionTag('cudnnsim_ownhlo');
-const OWN_RED_SIM = parsePrefixAttentionTag('cudnnsim_ownred');
-/** Both StableHLO own-keys forms, prefix part on the stand-in. */
-const OWN_FORMS = [
-  ['ownhlo', OWN_HLO_SIM],
-  ['ownred', OWN_RED_SIM],
-];
+/** The StableHLO own-keys form, prefix part on the stand-in. */
+const OWN_FORMS = [['ownhlo', OWN_HLO_SIM]];
 
 /** The items-over-prefix parameters with lead dims `lead` ([] or [G]). */
 function params(f, lead, { P, N, L, Hq, Hkv, D }, type = 'f32') {
@@ -49,11 +45,11 @@ const maxDiff = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])),
 test('tags and checks: cudnn_ownhlo and cudnnsim_ownhlo round-trip; ownKeys is checked and only for prefix attention', async (t) => {
   t.deepEqual(parsePrefixAttentionTag('cudnn_ownhlo'), { kind: 'cudnn', standIn: false, ownKeys: 'hlo' }, 'cudnn_ownhlo');
   t.deepEqual(OWN_HLO_SIM, { kind: 'cudnn', standIn: true, ownKeys: 'hlo' }, 'cudnnsim_ownhlo');
-  t.deepEqual(OWN_RED_SIM, { kind: 'cudnn', standIn: true, ownKeys: 'reduce' }, 'cudnnsim_ownred');
-  for (const tag of ['cudnn', 'cudnnsim', 'cudnn_ownhlo', 'cudnnsim_ownhlo', 'cudnn_ownred', 'cudnnsim_ownred']) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
+  t.deepEqual(parsePrefixAttentionTag('cudnn_ownhlo_join'), { kind: 'cudnn', standIn: false, ownKeys: 'hlo', joinPrefill: true }, 'cudnn_ownhlo_join');
+  for (const tag of ['cudnn', 'cudnnsim', 'cudnn_ownhlo', 'cudnnsim_ownhlo', 'cudnn_join', 'cudnnsim_ownhlo_join']) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
   t.equal(prefixAttentionTag({ kind: 'cudnn', ownKeys: 'cudnn' }), 'cudnn', "ownKeys 'cudnn' is the default form's tag");
   t.throws(() => parsePrefixAttentionTag('cudnn_ownxla'), /_ownhlo/, 'an unknown suffix is refused, naming the known one');
-  t.throws(() => checkPrefixAttention({ kind: 'cudnn', ownKeys: 'xla' }), /ownKeys must be 'cudnn', 'hlo', 'reduce', got "xla"/, 'an unknown ownKeys is refused');
+  t.throws(() => checkPrefixAttention({ kind: 'cudnn', ownKeys: 'xla' }), /ownKeys must be 'cudnn', 'hlo', got "xla"/, 'an unknown ownKeys is refused');
   t.throws(() => parseCausalAttentionTag('cudnn_ownhlo'), /not square/, 'the causal tags have no _ownhlo');
   t.throws(
     () =>
@@ -134,15 +130,6 @@ test('own keys in StableHLO (with dots, without), grouped (cross-request): each 
   }
 });
 
-test("ownKeys 'reduce' has no dot of its own and keeps f32 under bf16 dots: only the prefix part's two dots", (t) => {
-  const c = { P: 8, N: 2, L: 4, Hq: 4, Hkv: 2, D: 16 };
-  const prog = buildProgram('items_over_prefix_own_red_bf16', (f) => ({ out: itemsOverPrefix(f, params(f, [], c), OWN_RED_SIM) }), { dotOperands: 'bf16' });
-  const dots = prog.text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
-  t.equal(dots.length, 2, 'two dots: q.k and p.v of the prefix part (the stand-in)');
-  t.notOk(/tensor<[0-9x]*2x4x4x2x2x16xbf16>/.test(prog.text), 'the own part\'s products stay f32');
-  t.end();
-});
-
 test("under bf16 dots the own part's dots round their operands to bf16 (the function's dot precision)", (t) => {
   const c = { P: 8, N: 2, L: 4, Hq: 4, Hkv: 2, D: 16 };
   const prog = buildProgram('items_over_prefix_own_hlo_bf16', (f) => ({ out: itemsOverPrefix(f, params(f, [], c), OWN_HLO_SIM) }), { dotOperands: 'bf16' });
@@ -175,7 +162,6 @@ test('the pinned program: one cuDNN call per items-over-prefix step, field for f
   const own = { kind: 'cudnn', pluginVersion: '0.11.2', ownKeys: 'hlo' };
   for (const steps of [1, 2]) {
     t.equal(count(build(own, steps).text), steps, `ownKeys 'hlo': ${steps} step(s), ${steps} call(s)`);
-    t.equal(count(build({ ...own, ownKeys: 'reduce' }, steps).text), steps, `ownKeys 'reduce': ${steps} step(s), ${steps} call(s)`);
     t.equal(count(build({ kind: 'cudnn', pluginVersion: '0.11.2' }, steps).text), 2 * steps, `the default cuDNN form: ${2 * steps} calls`);
   }
   const line = build(own, 1).text.split('\n').find((l) => l.includes(FMHA));

@@ -56,6 +56,29 @@ test('the emitted cuDNN custom calls equal JAX 0.11.2 lowering field by field', 
   t.end();
 });
 
+test('the joined prefill (cudnn_join): one padding-causal call for the prefill and the item rows, then the own keys; two calls apart across requests', (t) => {
+  const { decoderFused } = require('../dist/hlo');
+  const tiny = require('./helpers/tiny-model');
+  const config = tiny.makeTinyModel('qwen3').config;
+  const pinned = (tag) => ({ ...parsePrefixAttentionTag(tag), pluginVersion: '0.11.2' });
+  const options = { dotOperands: 'bf16', prefixAttention: pinned('cudnn_join'), causalAttention: { ...parseCausalAttentionTag('cudnn'), pluginVersion: '0.11.2' } };
+  const masks = (groups) =>
+    decoderFused(config, { groups, prefix: 16, items: 3, itemLength: 4, labels: 2 }, options)
+      .text.split('\n')
+      .filter((l) => l.includes('__cudnn$fmhaSoftmax'))
+      .map((l) => /mask_type\\22: \\22(\w+)\\22/.exec(l)[1])
+      .sort();
+  t.deepEqual(masks(1), ['CAUSAL', 'PADDING_CAUSAL'], 'one query: the joined call and the own keys');
+  t.deepEqual(masks(2), ['CAUSAL', 'CAUSAL', 'PADDING'], 'a cross-request pass: prefill, prefix part and own keys apart');
+  t.throws(
+    () => decoderFused(config, { prefix: 16, items: 3, itemLength: 4, labels: 2 }, { ...options, causalAttention: parseCausalAttentionTag('square') }),
+    /takes the prefill into its cuDNN call, so the causal form must be cudnn too/,
+    'the join with a prefill form other than cuDNN is refused',
+  );
+  t.throws(() => parseCausalAttentionTag('cudnn_join'), /joinPrefill applies to prefix attention|not square/, 'the causal tags have no _join');
+  t.end();
+});
+
 test('the pin: another or an unknown plugin version is refused, naming the pinned one', (t) => {
   const c = fixtureCases()[0];
   for (const pluginVersion of ['0.12.0', undefined]) {

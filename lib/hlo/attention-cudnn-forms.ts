@@ -9,8 +9,8 @@
  *   so the joint softmax over [prefix ; own keys] is what comes out; under
  *   `ownKeys: 'hlo'` the own-keys part is StableHLO instead of a fused call
  *   (tiny L x L problems, which XLA does as a batched dot and a softmax
- *   fusion), under `ownKeys: 'reduce'` StableHLO without dots (broadcast
- *   products reduced in place), the same results merged alike;
+ *   fusion), the same results merged alike; under `joinPrefill` a one-query
+ *   pass's prefill rows share the prefix call (queryAndItemsAttentionCudnn);
  * - the prefill's causal attention: one fused call with the causal mask.
  *
  * Grouped calls (cross-request passes, one query per group) put the groups
@@ -23,7 +23,7 @@
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
-import { CudnnAttention, FmhaInputs, checkCudnnAttention, fusedAttention, mergeByStats, reducedAttention, stableHloAttention } from './attention-cudnn';
+import { CudnnAttention, FmhaInputs, FmhaResult, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './attention-cudnn';
 import { shapesScores } from './attention-window';
 import { HloBuildError, TensorType } from './types';
 
@@ -38,6 +38,11 @@ function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): Hlo
 /** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/attention-forms.ts). */
 function refuseShaping(op: string, opts: AttentionOptions | undefined): void {
   if (shapesScores(opts)) throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
+}
+
+/** Each item's rows against its own keys (causal; the items are the batch), with statistics: a fused call, or StableHLO under ownKeys 'hlo'. */
+function ownKeysPart(f: FunctionBuilder, own: FmhaInputs, form: CudnnAttention): FmhaResult {
+  return form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : fusedAttention(f, own, form, true);
 }
 
 /** Items over a prefix, factored into two parts (fused calls, or the own keys in StableHLO) merged by their statistics. -> [...lead, N, L, Hq, D]. */
@@ -57,9 +62,9 @@ export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPr
     form,
     true,
   );
-  // Each item's rows against its own keys, causally: the items are the batch; a fused call, or StableHLO under ownKeys 'hlo' / 'reduce'.
+  // Each item's rows against its own keys, causally: the items are the batch; a fused call, or StableHLO under ownKeys 'hlo'.
   const own: FmhaInputs = { q: f.reshape(x.itemQ, [b * n, l, hq, d]), k: f.reshape(x.itemK, [b * n, l, hkv, d]), v: f.reshape(x.itemV, [b * n, l, hkv, d]), mask: 'causal', scale };
-  const overOwn = form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : form.ownKeys === 'reduce' ? reducedAttention(f, own, true) : fusedAttention(f, own, form, true);
+  const overOwn = ownKeysPart(f, own, form);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
   const hasPrefix = f.broadcastInDim(f.gt(x.prefixLength, 0), [...rows, hq], lead.map((_, i) => i));
   const prefixStats = f.select(hasPrefix, f.reshape(overPrefix.stats!, [...rows, hq]), -Infinity);
@@ -151,7 +156,7 @@ export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItems
     mask: 'causal',
     scale,
   };
-  const overOwn = form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : form.ownKeys === 'reduce' ? reducedAttention(f, own, true) : fusedAttention(f, own, form, true);
+  const overOwn = ownKeysPart(f, own, form);
   const ownOut = f.pad(f.reshape(overOwn.out, [n * l, hq, d]), 0, [p, 0, 0], [0, 0, 0]);
   const ownStats = f.pad(f.reshape(overOwn.stats!, [n * l, hq]), -Infinity, [p, 0], [0, 0]);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.

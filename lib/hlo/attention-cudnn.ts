@@ -40,17 +40,14 @@ export const CUDNN_PINNED_PLUGIN = Object.freeze({ wheel: 'jax-cuda13-pjrt', ver
 
 /**
  * Where items over a prefix compute each item's rows against its own keys (docs/gpu.md, 'Fused attention
- * through cuDNN'): `cudnn`, a second fused call with the items as its batch (the default); `hlo`, plain
- * StableHLO with dots (the stand-in's batched dots and softmax); or `reduce`, StableHLO without dots: each
- * score a broadcast product reduced over the head dimension, each output a weighted sum reduced over the
- * item's keys, in the operands' own [items, rows, heads, dim] layout (no transposes). All merge with the
- * prefix part alike.
+ * through cuDNN'): `cudnn`, a second fused call with the items as its batch (the default); or `hlo`, plain
+ * StableHLO (the stand-in's batched dots and softmax). Both merge with the prefix part alike.
  */
-export type CudnnOwnKeys = 'cudnn' | 'hlo' | 'reduce';
+export type CudnnOwnKeys = 'cudnn' | 'hlo';
 
-export const CUDNN_OWN_KEYS: readonly CudnnOwnKeys[] = Object.freeze(['cudnn', 'hlo', 'reduce']);
+export const CUDNN_OWN_KEYS: readonly CudnnOwnKeys[] = Object.freeze(['cudnn', 'hlo']);
 
-/** Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`, each optionally ending in `_ownhlo` or `_ownred`). */
+/** Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`, each optionally followed by `_ownhlo`, then `_join`). */
 export interface CudnnAttention {
   readonly kind: 'cudnn';
   /** The loaded plugin's wheel version; the builder refuses all but CUDNN_PINNED_PLUGIN.version. */
@@ -67,21 +64,17 @@ export interface CudnnAttention {
   readonly joinPrefill?: boolean;
 }
 
-/** Each non-default own-keys choice's tag suffix. */
-const OWN_KEYS_SUFFIX: Readonly<Record<Exclude<CudnnOwnKeys, 'cudnn'>, string>> = { hlo: '_ownhlo', reduce: '_ownred' };
-
-/** The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` or `_ownred` when the own-keys part is StableHLO, then `_join` when the prefill joins the prefix call. */
+/** The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` when the own-keys part is StableHLO, then `_join` when the prefill joins the prefix call. */
 export function cudnnTag(form: CudnnAttention): string {
-  const own = form.ownKeys === undefined || form.ownKeys === 'cudnn' ? '' : OWN_KEYS_SUFFIX[form.ownKeys];
+  const own = form.ownKeys === 'hlo' ? '_ownhlo' : '';
   return `${form.standIn ? 'cudnnsim' : 'cudnn'}${own}${form.joinPrefill ? '_join' : ''}`;
 }
 
 /** The inverse of cudnnTag; undefined for a tag that names no cuDNN form. */
 export function parseCudnnTag(tag: string): CudnnAttention | undefined {
-  const m = /^(cudnn|cudnnsim)(_ownhlo|_ownred)?(_join)?$/.exec(tag);
+  const m = /^(cudnn|cudnnsim)(_ownhlo)?(_join)?$/.exec(tag);
   if (!m) return undefined;
-  const ownKeys = m[2] === '_ownhlo' ? 'hlo' : m[2] === '_ownred' ? 'reduce' : undefined;
-  return Object.freeze({ kind: 'cudnn', standIn: m[1] === 'cudnnsim', ...(ownKeys ? { ownKeys } : {}), ...(m[3] ? { joinPrefill: true } : {}) });
+  return Object.freeze({ kind: 'cudnn', standIn: m[1] === 'cudnnsim', ...(m[2] ? { ownKeys: 'hlo' as const } : {}), ...(m[3] ? { joinPrefill: true } : {}) });
 }
 
 /** Checks a cuDNN form from a caller; `ownKeys` and `joinPrefill` only where they mean something (`prefix`). Returns it. */
@@ -219,38 +212,6 @@ export function fusedAttention(f: FunctionBuilder, x: FmhaInputs, form: CudnnAtt
 /** The same results as fusedAttention in StableHLO on any plugin (no pin): the stand-in, or the `hlo` own-keys part. */
 export function stableHloAttention(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {
   return standInFmha(f, x, withStats);
-}
-
-/**
- * The same results as fusedAttention for short sequences, in StableHLO without dots (ownKeys 'reduce'):
- * q [B, Tq, Hq, D] is viewed as [B, Tq, Hkv, G, D] (grouped-query heads), each score is the product of
- * a query row and a key broadcast over [B, Tq, Tk, Hkv, G, D] and summed over D, and each output the
- * weights times the values summed over Tk, all in f32. No operand changes layout, and XLA fuses each
- * broadcast product into its reduction: no [.., D] product is written. Meant for the items' own keys
- * (Tq = Tk = an item's length, tens of rows), where a matrix product per item is mostly padding.
- */
-export function reducedAttention(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {
-  const { b, tq, tk, hq, hkv, d } = fmhaLayout(x);
-  if (hasPadding(x.mask)) throw new HloBuildError('reducedAttention: takes no padding mask (the own keys are causal or unmasked)');
-  const g = hq / hkv;
-  const f32 = (v: HloValue): HloValue => (v.elementType === 'f32' ? v : f.convert(v, 'f32'));
-  const q = f.reshape(f32(x.q), [b, tq, hkv, g, d]);
-  const grid = [b, tq, tk, hkv, g, d];
-  // scores [B, Tq, Tk, Hkv, G] = sum over D of q[b, i, h, g, :] * k[b, j, h, :]
-  const products = f.multiply(f.broadcastInDim(q, grid, [0, 1, 3, 4, 5]), f.broadcastInDim(f32(x.k), grid, [0, 2, 3, 5]));
-  const raw = f.multiply(f.reduceSum(products, [5]), x.scale);
-  const scoreDims = raw.dims;
-  const scores = x.mask === 'causal' ? f.select(f.broadcastInDim(f.le(f.iota(TensorType.s32([tq, tk]), 1), f.iota(TensorType.s32([tq, tk]), 0)), scoreDims, [1, 2]), raw, -Infinity) : raw;
-  const max = f.reduceMax(scores, [2]); // [B, Tq, Hkv, G]
-  const shift = f.select(f.gt(max, -Infinity), max, 0);
-  const weights = f.exponential(f.subtract(scores, f.expandReduced(shift, scoreDims, [2])));
-  const sum = f.reduceSum(weights, [2]);
-  // out [B, Tq, Hkv, G, D] = sum over Tk of weights[b, i, j, h, g] * v[b, j, h, :]
-  const values = f.reduceSum(f.multiply(f.broadcastInDim(weights, grid, [0, 1, 2, 3, 4]), f.broadcastInDim(f32(x.v), grid, [0, 2, 3, 5])), [2]);
-  const safe = f.select(f.gt(sum, 0), sum, 1);
-  const out = f.reshape(f.divide(values, f.expandReduced(safe, values.dims, [4])), [b, tq, hq, d]);
-  if (!withStats) return { out };
-  return { out, stats: f.reshape(f.add(shift, f.log(sum)), [b, tq, hq]) };
 }
 
 function cudnnFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaResult {

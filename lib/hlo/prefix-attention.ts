@@ -12,8 +12,8 @@
  *   shift, item-row chunks);
  * - kernel (attention-ffi.ts, tag `ffi`): a custom call to the addon's fused
  *   kernel, only where the runtime registered it (Client.prefixAttentionKernel);
- * - cudnn (attention-cudnn-forms.ts, tags `cudnn`, `cudnn_ownhlo`, `cudnn_ownred`
- *   and their stand-ins `cudnnsim`, `cudnnsim_ownhlo`, `cudnnsim_ownred`): cuDNN's
+ * - cudnn (attention-cudnn-forms.ts, tags `cudnn`, `cudnn_ownhlo`, each optionally
+ *   ending in `_join`, and their stand-ins `cudnnsim`, `cudnnsim_ownhlo`, ...): cuDNN's
  *   fused attention on XLA GPU.
  */
 import { FunctionBuilder } from './builder';
@@ -34,7 +34,7 @@ export type PrefixAttention = { readonly kind: 'joint' } | KeyBlocking | RowChun
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
-/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`, `cudnn`, `cudnn_ownhlo`, `cudnn_ownred`. */
+/** A short stable name for program names and cache keys: `joint`, `kb256w`, `kb512u`, `ones_own`, `rc4w`, `ffi`, `cudnn`, `cudnn_ownhlo`, `cudnn_join`. */
 export function prefixAttentionTag(a: PrefixAttention): string {
   if (a.kind === 'kernel') return 'ffi';
   if (a.kind === 'cudnn') return cudnnTag(a);
