@@ -285,7 +285,7 @@ export class Scorer implements Disposable {
         const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
         // How bf16 matrices are typed and the XLA options are platform facts (the CPU class changes neither).
         const facts = withOverride(platformFacts(client.platformName), factsOverride);
-        const xlaOptions: XlaOptions = { ...facts.xlaOptions, ...options.xlaOptions };
+        const xlaOptions: XlaOptions = Object.freeze({ ...facts.xlaOptions, ...options.xlaOptions });
         // Streams: each tensor is read, converted and uploaded before the next is read.
         const loadPrograms = loadProgramCache(client, options.diskCache ?? true, xlaOptions);
         const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
