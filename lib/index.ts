@@ -47,7 +47,7 @@ export { AbortError, QueueFullError, ScoreInputError } from './scoring/errors';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';
-export type { ClientOptions, DeviceInfo, DType, HostArray, HostArrayOf, PjrtErrorCode, Signature, TensorSpec } from './runtime';
+export type { ClientOptions, CompileOptions, XlaOptions, DeviceInfo, DType, HostArray, HostArrayOf, PjrtErrorCode, Signature, TensorSpec } from './runtime';
 
 // The programs
 export { programs } from './hlo/programs';

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "addon_data.h"
+#include "compile_options.h"
 #include "element_type.h"
 #include "errors.h"
 #include "executable.h"
@@ -20,10 +21,6 @@ namespace pjrt_score {
 namespace {
 
 using CoreHolder = std::shared_ptr<ClientCore>;
-
-// Serialized xla.CompileOptionsProto: executable_build_options {num_replicas: 1,
-// num_partitions: 1}. Empty options make the plugin fail a CHECK and abort.
-constexpr char kCompileOptions[] = {0x1A, 0x04, 0x20, 0x01, 0x28, 0x01};
 
 std::string ReadClientString(const ClientCore& core, pjrt::Slot slot, Status* status) {
   auto args = MakeArgs<pjrt::ClientStringArgs>();
@@ -185,7 +182,7 @@ Status CreateClient(const std::string& plugin_path, const std::vector<OptionValu
 }
 
 // Compiles MLIR text into `result`. Runs on a large-stack thread.
-Status CompileNow(std::string& code, ExecutableCore* result) {
+Status CompileNow(std::string& code, const std::string& options, ExecutableCore* result) {
   const Plugin& plugin = *result->client->plugin;
   auto program = MakeArgs<pjrt::Program>();
   program.code = code.data();
@@ -195,8 +192,8 @@ Status CompileNow(std::string& code, ExecutableCore* result) {
   auto args = MakeArgs<pjrt::ClientCompileArgs>();
   args.client = result->client->client.get();
   args.program = &program;
-  args.compile_options = kCompileOptions;
-  args.compile_options_size = sizeof(kCompileOptions);
+  args.compile_options = options.data();
+  args.compile_options_size = options.size();
   Status status = plugin.Call(pjrt::kClientCompile, &args);
   if (!status.ok()) return status;
   result->executable = OwnedLoadedExecutable(result->client->plugin, args.executable);
@@ -341,12 +338,14 @@ Napi::Value Client::Compile(const Napi::CallbackInfo& info) {
   LiveCore(env);
   if (info.Length() < 1 || !info[0].IsString())
     ThrowTypeError(env, "program text must be a string");
+  auto options = std::make_shared<std::string>(
+      CompileOptions::FromJs(env, info.Length() > 1 ? info[1] : env.Undefined()).Serialize());
   auto code = std::make_shared<std::string>(info[0].As<Napi::String>().Utf8Value());
   auto result = std::make_shared<ExecutableCore>();
   result->client = core_;
   return PromiseWorker::Start(
       env, "pjrt-score:compile",
-      [code, result]() {
+      [code, options, result]() {
         // Checked here too, so a direct call of the binding cannot overflow the stack either.
         size_t depth = ProgramNestingDepth(*code, kMaxProgramNesting);
         if (depth > kMaxProgramNesting) {
@@ -355,8 +354,8 @@ Napi::Value Client::Compile(const Napi::CallbackInfo& info) {
                                   std::to_string(kMaxProgramNesting) +
                                   " levels of (, [, { and <; it is refused before parsing");
         }
-        Status status =
-            RunOnLargeStack(kLargeStackBytes, [&]() { return CompileNow(*code, result.get()); });
+        Status status = RunOnLargeStack(
+            kLargeStackBytes, [&]() { return CompileNow(*code, *options, result.get()); });
         ReleaseFreeHeap();  // the compiler's scratch, failed compiles included
         return status;
       },

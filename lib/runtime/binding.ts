@@ -23,7 +23,8 @@ export interface NativeClient {
   readonly prefixAttentionKernel: boolean;
   readonly devices: NativeDevice[];
   readonly disposed: boolean;
-  compile(text: string): Promise<NativeExecutable>;
+  /** xlaOptions: XLA DebugOptions overrides for this compile (names [a-z0-9_]; a TypeError otherwise). */
+  compile(text: string, xlaOptions?: Readonly<Record<string, NativeOptionValue>>): Promise<NativeExecutable>;
   upload(data: ArrayBufferView, dims: number[], dtype: string): Promise<NativeBuffer>;
   deserialize(bytes: Uint8Array): Promise<NativeExecutable>;
   dispose(): void;

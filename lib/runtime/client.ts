@@ -10,6 +10,7 @@ import { Executable } from './executable';
 import { assertProgramNesting } from './nesting';
 import { CPU_PLUGIN, ensurePluginPath } from './plugin-path';
 import { parseMainSignature } from './signature';
+import { checkXlaOptions, XlaOptions } from './xla-options';
 
 export interface ClientOptions {
   /** Path of a PJRT plugin (.so). Default: PJRT_PLUGIN_PATH, else the cached CPU plugin (fetched on first use). */
@@ -19,6 +20,16 @@ export interface ClientOptions {
 }
 
 export type DeviceInfo = NativeDevice;
+
+export interface CompileOptions {
+  /**
+   * XLA options for this compile only (docs/gpu.md, 'XLA options'): DebugOptions
+   * fields by name, e.g. { xla_allow_excess_precision: false }. Integers go to
+   * XLA as int64, other numbers as double. A name XLA does not know rejects the
+   * compile with the plugin's error.
+   */
+  readonly xlaOptions?: XlaOptions;
+}
 
 function isCpuPlugin(pluginPath: string): boolean {
   return pluginPath === CPU_PLUGIN.destination || /cpu/i.test(path.basename(pluginPath));
@@ -123,13 +134,18 @@ export class Client implements Disposable {
     return this.devices[0]?.memoryLimit ?? hostMemoryBytes();
   }
 
-  /** Compiles StableHLO text (off the JS thread). */
-  async compile(mlir: string): Promise<Executable> {
+  /** Compiles StableHLO text (off the JS thread), with the XLA options given, if any. */
+  async compile(mlir: string, options: CompileOptions = {}): Promise<Executable> {
     this.assertLive();
     if (typeof mlir !== 'string') throw new TypeError(`compile() takes StableHLO text (a string), got ${arrayName(mlir)}`);
     if (mlir.trim() === '') throw new TypeError('compile() was given an empty program');
+    if (options === null || typeof options !== 'object') throw new TypeError('compile() options must be an object { xlaOptions }');
+    const xlaOptions = options.xlaOptions === undefined ? undefined : checkXlaOptions(options.xlaOptions, 'compile() xlaOptions');
     assertProgramNesting(mlir);
-    const native = await fromNative('compile', this.native.compile(mlir));
+    const native = await fromNative(
+      'compile',
+      xlaOptions === undefined || Object.keys(xlaOptions).length === 0 ? this.native.compile(mlir) : this.native.compile(mlir, xlaOptions),
+    );
     return new Executable(native, parseMainSignature(mlir), this.platform());
   }
 

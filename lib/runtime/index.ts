@@ -5,7 +5,8 @@
  * May import: util, and assets (to fetch the default CPU plugin on first use);
  * it knows nothing of programs, models or scoring.
  */
-export { Client, ClientOptions, DeviceInfo } from './client';
+export { Client, ClientOptions, CompileOptions, DeviceInfo } from './client';
+export { XlaOptions, XlaOptionValue, checkXlaOptions, xlaOptionsProblem, xlaOptionsLine } from './xla-options';
 export { Executable } from './executable';
 export { DeviceBuffer } from './device-buffer';
 export { DType, HostArray, HostArrayOf } from './dtype';

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { hostCpu } from '../runtime/host-cpu';
+import { XlaOptions, xlaOptionsLine } from '../runtime/xla-options';
 
 /** What the cache needs from a runtime: compile, optionally (de)serialize, dispose. */
 export interface ProgramCompiler<E> {
@@ -56,7 +57,7 @@ export interface CompilingClient<E extends { serialize(): Promise<Uint8Array>; d
   readonly pluginPath?: string;
   /** Device kinds (e.g. "cpu", "NVIDIA H100 80GB HBM3"). */
   readonly devices?: readonly { readonly kind: string }[];
-  compile(programText: string): Promise<E>;
+  compile(programText: string, options?: { readonly xlaOptions?: XlaOptions }): Promise<E>;
   deserialize(bytes: Uint8Array): Promise<E>;
 }
 
@@ -65,6 +66,8 @@ export interface CompilerOptions {
   readonly hostCpuId?: string;
   /** XLA_FLAGS in the namespace; default process.env.XLA_FLAGS. */
   readonly xlaFlags?: string;
+  /** XLA options every program compiles with (lib/runtime/xla-options.ts); in the namespace too. Default none. */
+  readonly xlaOptions?: XlaOptions;
 }
 
 /** Identifies the plugin build, so a disk cache never feeds one plugin another's executables. */
@@ -86,12 +89,14 @@ function shortHash(text: string): string {
  * The namespace of a client's executables (docs/design.md "Platforms and precision"): platform,
  * plugin version and build, device kind, the host CPU's identity (XLA
  * compiles for the host's instruction set) and the compile environment
- * (XLA_FLAGS). Executables never cross namespaces.
+ * (XLA_FLAGS and the per-compile XLA options, names sorted). Executables never
+ * cross namespaces.
  */
 export function executableNamespace(client: Omit<CompilingClient<never>, 'compile' | 'deserialize'>, options: CompilerOptions = {}): string {
   const kinds = [...new Set((client.devices ?? []).map((d) => d.kind))].join(',');
   const cpu = options.hostCpuId ?? hostCpu().id;
   const flags = options.xlaFlags ?? process.env.XLA_FLAGS ?? '';
+  const xla = xlaOptionsLine(options.xlaOptions ?? {});
   return [
     client.platformName,
     client.platformVersion,
@@ -99,6 +104,7 @@ export function executableNamespace(client: Omit<CompilingClient<never>, 'compil
     shortHash(kinds),
     `cpu${cpu}`,
     flags === '' ? 'noflags' : `flags${shortHash(flags)}`,
+    ...(xla === '' ? [] : [`xla${shortHash(xla)}`]),
   ].join('-');
 }
 
@@ -107,9 +113,11 @@ export function clientCompiler<E extends { serialize(): Promise<Uint8Array>; dis
   client: CompilingClient<E>,
   options: CompilerOptions = {},
 ): ProgramCompiler<E> {
+  const xlaOptions = options.xlaOptions ?? {};
+  const compileOptions = Object.keys(xlaOptions).length === 0 ? undefined : { xlaOptions };
   return {
     cacheNamespace: executableNamespace(client, options),
-    compile: (text) => client.compile(text),
+    compile: (text) => (compileOptions === undefined ? client.compile(text) : client.compile(text, compileOptions)),
     serialize: (executable) => executable.serialize(),
     deserialize: (bytes) => client.deserialize(bytes),
     dispose: (executable) => executable.dispose(),

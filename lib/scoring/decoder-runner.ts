@@ -14,6 +14,7 @@ import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { DType } from '../runtime/dtype';
 import { Executable } from '../runtime/executable';
+import type { XlaOptions } from '../runtime/xla-options';
 import { DEFAULT_JIT_CACHE_ENTRIES, Precision } from './options';
 import { clientCompiler, JitKey } from './compiler';
 import { JitCache, JitCacheOptions } from './jit-cache';
@@ -52,9 +53,13 @@ export interface AttentionForms {
 
 export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
 
-/** The attention forms, and whether bf16 dots give bf16 q|k|v and gate|up products (a platform fact; default no). */
+/**
+ * The attention forms, whether bf16 dots give bf16 q|k|v and gate|up products (a platform fact; default no),
+ * and the XLA options the programs compile with (default none; in the JIT cache's namespace, compiler.ts).
+ */
 export interface ProgramForms extends AttentionForms {
   readonly bf16Products?: boolean;
+  readonly xlaOptions?: XlaOptions;
 }
 
 /** How the programs compute beyond their shapes: one value per DecoderRunner. */
@@ -123,7 +128,7 @@ export class DecoderRunner {
     ];
     this.modelId = [modelId, ...tags].join('-');
     this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, prefixAttention, causalAttention };
-    this.jit = new JitCache(clientCompiler(client), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
+    this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
   key(program: ProgramKey): JitKey {

@@ -8,6 +8,7 @@
 import { LoadPrograms } from '../device-weights/upload';
 import { Client } from '../runtime/client';
 import { Executable } from '../runtime/executable';
+import type { XlaOptions } from '../runtime/xla-options';
 import { clientCompiler } from './compiler';
 import { JitCache } from './jit-cache';
 
@@ -17,8 +18,9 @@ export interface LoadProgramCache {
   close(): Promise<void>;
 }
 
-export function loadProgramCache(client: Client, disk: boolean | string): LoadProgramCache {
-  const jit = new JitCache<Executable>(clientCompiler(client), { disk, maxEntries: 32 });
+/** `xlaOptions`: what the load's programs compile with, the Scorer's (its programs' namespace too). */
+export function loadProgramCache(client: Client, disk: boolean | string, xlaOptions: XlaOptions = {}): LoadProgramCache {
+  const jit = new JitCache<Executable>(clientCompiler(client, { xlaOptions }), { disk, maxEntries: 32 });
   return {
     // Keyed by the text's hash: the name alone does not carry the model's dims.
     programs: async (program) => {

@@ -2,23 +2,27 @@
  * PJRT_SCORE_PLATFORM_FACTS: a measurement knob (docs/gpu.md, "Options that
  * matter there"). A JSON object merged over the platform's facts
  * (platform.ts) for the facts that say how bf16 weights and products are
- * typed and how fine the item-count ladder is, so one lent GPU call can run
- * the variants side by side:
+ * typed, how fine the item-count ladder is and which XLA options programs
+ * compile with, so one lent GPU call can run the variants side by side:
  *
  *   PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}'
+ *   PJRT_SCORE_PLATFORM_FACTS='{"xlaOptions":{}}'
  *
  * Read and validated at Scorer load, before anything loads: an unknown key
  * or a bad value is an error naming the variable. The variants are other
  * programs (their names carry `_mbf16` / `_pbf16`, and the JIT disk cache
- * keys on the text), so they never share an executable.
+ * keys on the text) or another cache namespace (the XLA options, compiler.ts),
+ * so they never share an executable. xlaOptions replaces the platform's
+ * options whole (a Scorer's own xlaOptions still go over it).
  */
 import { BF16_MATRICES, Bf16Matrices } from '../hlo/decoder-layout';
+import { xlaOptionsProblem, XlaOptions } from '../runtime/xla-options';
 import type { PlatformFacts } from './platform';
 
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps'>>;
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'xlaOptions'>>;
 
 /** Ladder rungs between powers of two: multipliers in (1, 2) (lib/scoring/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
@@ -27,6 +31,7 @@ const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonl
   bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   countSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
+  xlaOptions: { ok: (v) => xlaOptionsProblem(v) === null, want: 'an object { xla_name: boolean | number | string }' },
 };
 
 /** The override in `env` (default process.env); {} when the variable is unset or empty. Throws TypeError on a bad one. */
@@ -47,9 +52,13 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
   for (const [key, value] of Object.entries(parsed)) {
     if (!Object.prototype.hasOwnProperty.call(CHECKS, key)) throw new TypeError(`${PLATFORM_FACTS_ENV}: unknown key ${JSON.stringify(key)} (known: ${known.join(', ')})`);
     const check = CHECKS[key as keyof typeof CHECKS];
-    if (!check.ok(value)) throw new TypeError(`${PLATFORM_FACTS_ENV}: ${key} must be ${check.want}, got ${JSON.stringify(value)}`);
+    if (!check.ok(value)) {
+      const why = key === 'xlaOptions' ? ` (${xlaOptionsProblem(value)})` : '';
+      throw new TypeError(`${PLATFORM_FACTS_ENV}: ${key} must be ${check.want}, got ${JSON.stringify(value)}${why}`);
+    }
     if (key === 'bf16Matrices') out.bf16Matrices = value as Bf16Matrices;
     else if (key === 'bf16Products') out.bf16Products = value as boolean;
+    else if (key === 'xlaOptions') out.xlaOptions = Object.freeze({ ...(value as XlaOptions) });
     else out.countSteps = value as number[];
   }
   return out;

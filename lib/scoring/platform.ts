@@ -8,6 +8,7 @@
  * by the platform name alone.
  */
 import type { KernelIsa } from '../runtime/kernel-paths';
+import type { XlaOptions } from '../runtime/xla-options';
 import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { Bf16Matrices } from '../hlo/decoder-layout';
@@ -59,8 +60,13 @@ export interface PlatformFacts {
    * DecoderOptions.bf16Products). PJRT_SCORE_PLATFORM_FACTS overrides it (platform-override.ts).
    */
   readonly bf16Products: boolean;
+  /**
+   * XLA options every program of a Scorer compiles with on this platform (docs/gpu.md, 'XLA options'),
+   * under the Scorer's own xlaOptions. PJRT_SCORE_PLATFORM_FACTS overrides it (platform-override.ts).
+   */
+  readonly xlaOptions: XlaOptions;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (platform-override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps')[];
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'xlaOptions')[];
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -133,6 +139,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
     bf16Matrices: 'u16',
     bf16Products: false,
+    xlaOptions: {},
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
@@ -164,6 +171,12 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // at 4,759 against 4,272.
     bf16Matrices: 'bf16',
     bf16Products: true,
+    // XLA keeps the bf16 roundings the programs ask for instead of computing through them in f32, and
+    // drops the conversions that cost: on an H100 (jax-cuda13-pjrt 0.11.2), cuDNN forms with the items'
+    // own keys as reduced products, the target workload at 8,640 against 8,330 items/s with and without,
+    // in one run; in an earlier run, with the own keys in StableHLO, 10,667 against 10,094. The PR
+    // workload unchanged within noise.
+    xlaOptions: { xla_allow_excess_precision: false },
     measured: 'NVIDIA H100 (jax-cuda13-pjrt 0.11.2): budget, attention forms, bf16 typing and count ladder measured on the target and PR workloads (docs/gpu.md); cost constants unmeasured (the CPU fit)',
     known: true,
   },

@@ -6,6 +6,7 @@
 import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { Bf16Matrices } from '../hlo/decoder-layout';
+import type { XlaOptions } from '../runtime/xla-options';
 import type { Admission } from './admission';
 import type { JitCacheCounters } from './jit-cache';
 import type { AlgorithmChoice, Precision, ScorerSettings } from './options';
@@ -58,6 +59,12 @@ export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
    * agree within f32 rounding either way.
    */
   readonly causalAttention?: CausalAttention;
+  /**
+   * XLA options every program compiles with (docs/gpu.md, 'XLA options'): DebugOptions fields by name, e.g.
+   * `{ xla_allow_excess_precision: true }`, over the platform's (on cuda `{ xla_allow_excess_precision: false }`);
+   * the keys given win. Executables compiled with other options never mix (another JIT cache namespace).
+   */
+  readonly xlaOptions?: XlaOptions;
   /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
   readonly rerankTemplate?: string | RerankTemplate;
 }
@@ -123,6 +130,8 @@ export interface PlanExplanation {
   readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
   /** How bf16 weights and products are typed in every pass. */
   readonly bf16?: Bf16Typing;
+  /** The XLA options every program compiles with, where there are any. */
+  readonly xlaOptions?: XlaOptions;
 }
 
 export interface ScoreLibraryRequest extends ScoreRequest {

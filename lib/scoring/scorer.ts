@@ -14,6 +14,7 @@ import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
+import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DecoderRunner } from './decoder-runner';
@@ -82,6 +83,7 @@ function checkScorerOptions(options: ScorerOptions): LoadSettings {
   try {
     if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
     if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
+    if (options.xlaOptions !== undefined) checkXlaOptions(options.xlaOptions);
   } catch (err) {
     throw new TypeError((err as Error).message);
   }
@@ -137,6 +139,8 @@ export class Scorer implements Disposable {
   readonly weightType: WeightType;
   /** How bf16 matrices and products are typed (platform facts, or PJRT_SCORE_PLATFORM_FACTS). */
   readonly bf16: Bf16Typing;
+  /** The XLA options every program compiles with: the platform's, the xlaOptions option over them. */
+  readonly xlaOptions: XlaOptions;
   /** Why this weight type (the option, or what 'auto' saw). */
   readonly weightChoice: WeightTypeChoice;
   /** How requests with different queries share the device. */
@@ -172,6 +176,7 @@ export class Scorer implements Disposable {
     settings: LoadSettings;
     /** PJRT_SCORE_PLATFORM_FACTS, read at load (platform-override.ts). */
     factsOverride: PlatformFactsOverride;
+    xlaOptions: XlaOptions;
   }) {
     const { options, settings } = init;
     this.modelName = init.modelName;
@@ -185,6 +190,7 @@ export class Scorer implements Disposable {
     this.log = options.log ?? (() => undefined);
     this.defaultAlgorithm = settings.algorithm;
     this.templateOption = options.rerankTemplate;
+    this.xlaOptions = init.xlaOptions;
     const facts = withOverride(platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null), init.factsOverride);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
@@ -235,7 +241,7 @@ export class Scorer implements Disposable {
       `${this.modelName}-${this.config.architecture}`,
       this.precision,
       { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries },
-      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, bf16Products: facts.bf16Products },
+      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, bf16Products: facts.bf16Products, xlaOptions: this.xlaOptions },
     );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
@@ -277,12 +283,14 @@ export class Scorer implements Disposable {
         const client = await clientReady;
         const bound = bindAttentionForms(options, client);
         const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
+        // How bf16 matrices are typed and the XLA options are platform facts (the CPU class changes neither).
+        const facts = withOverride(platformFacts(client.platformName), factsOverride);
+        const xlaOptions: XlaOptions = Object.freeze({ ...facts.xlaOptions, ...options.xlaOptions });
         // Streams: each tensor is read, converted and uploaded before the next is read.
-        const loadPrograms = loadProgramCache(client, options.diskCache ?? true);
+        const loadPrograms = loadProgramCache(client, options.diskCache ?? true, xlaOptions);
         const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
           programs: loadPrograms.programs,
-          // How bf16 matrices are typed is a platform fact (the CPU class does not change it).
-          bf16Matrices: withOverride(platformFacts(client.platformName), factsOverride).bf16Matrices,
+          bf16Matrices: facts.bf16Matrices,
         }).finally(() => {
           closeModel();
           return loadPrograms.close();
@@ -298,6 +306,7 @@ export class Scorer implements Disposable {
           options: bound,
           settings,
           factsOverride,
+          xlaOptions,
         });
         // A template named at load must fit the model: say so now, not at the first rerank.
         if (options.rerankTemplate !== undefined) scorer.rerankTemplate();
@@ -318,6 +327,7 @@ export class Scorer implements Disposable {
           weights: weightChoice.weightType,
           weightsReason: weightChoice.reason,
           bf16: scorer.bf16,
+          ...(Object.keys(scorer.xlaOptions).length ? { xlaOptions: scorer.xlaOptions } : {}),
           batching: scorer.batching,
           budget: scorer.budget,
           deviceMemoryBytes: client.deviceMemoryBytes,
@@ -494,7 +504,8 @@ export class Scorer implements Disposable {
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
     const choice = this.choose(normalized, request.algorithm);
-    return { ...explanation(choice, this.precisionChoice, this.attentionKernel()), attention: this.attentionExplanation(), bf16: this.bf16 };
+    const xla = Object.keys(this.xlaOptions).length ? { xlaOptions: this.xlaOptions } : {};
+    return { ...explanation(choice, this.precisionChoice, this.attentionKernel()), attention: this.attentionExplanation(), bf16: this.bf16, ...xla };
   }
 
   /**
