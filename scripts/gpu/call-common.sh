@@ -104,6 +104,6 @@ PY
 
 # finish: at most 8 files come back from the device: the log, the gate, and one archive of the rest.
 finish() {
-  (cd "$OUT" && ls | grep -v -x -e log.txt -e gate.json > .rest && tar czf all.tar.gz -T .rest && xargs rm -f < .rest && rm .rest)
+  (cd "$OUT" && ls | grep -v -x -e log.txt -e gate.json > .rest && tar czf all.tar.gz -T .rest && xargs rm -rf < .rest && rm .rest)
   say "done"
 }

@@ -7,8 +7,8 @@
 # carried along; everything goes under $OUT (default ./gpu-out):
 #
 #   1. unpacks node and the bundle (scripts/gpu/call-common.sh);
-#   2. bench:gpu on the candidate ($CAND: cuDNN for the items over the prefix,
-#      the own keys as reduced products) and today's default ($FUSED: cuDNN
+#   2. bench:gpu on the candidate ($CAND: cuDNN with the prefill joined to the
+#      items. prefix call) and today's default ($FUSED: cuDNN
 #      for both parts), target packed and 8-concurrent PR;
 #   3. the candidate once per XLA option in $VARIANTS (label=XLA_FLAGS;...),
 #      target packed and 8-concurrent PR;
@@ -20,7 +20,7 @@ set -uo pipefail
 BUDGET_S=${BUDGET_S:-260}
 # shellcheck source=scripts/gpu/call-common.sh
 . "$(dirname "$0")/call-common.sh"
-CAND=${CAND:-bf16/bf16/cudnn_ownred/cudnn+cross-request}
+CAND=${CAND:-bf16/bf16/cudnn_join/cudnn+cross-request}
 FUSED=${FUSED:-bf16/bf16/cudnn/cudnn+cross-request}
 VARIANTS=${VARIANTS:-exact-bf16=--xla_allow_excess_precision=false;no-triton-gemm=--xla_gpu_enable_triton_gemm=false;cublaslt=--xla_gpu_enable_cublaslt=true}
 export BENCH_RESERVE_S=${BENCH_RESERVE_S:-70} PROFILE_RESERVE_S=${PROFILE_RESERVE_S:-35}

@@ -10,19 +10,16 @@
 #   2. prints the plugin's wheel version and the custom calls the candidate
 #      configuration emits (bench:gpu --emit-only);
 #   3. npm run bench:gpu's script with --plugin cuda and --peers none on the
-#      candidate ($CAND: cuDNN for the items over the prefix with their own
-#      keys in StableHLO, cuDNN for the prefill), the two-call cuDNN form
-#      ($FUSED) and the StableHLO forms ($BASE: joint, square), all three with
-#      cross-request batching (the 8-concurrent PR row); every run prints
-#      its resident memory after the load. A configuration that fails to
-#      build or compile fails its own process only;
+#      candidate ($CAND: cuDNN with the prefill joined to the items' prefix
+#      call), today's default cuDNN forms ($FUSED: two calls for the items,
+#      one for the prefill) and, when $BASE is set, more configurations, all
+#      with cross-request batching (the 8-concurrent PR row); every run
+#      prints its resident memory after the load. A configuration that fails
+#      to build or compile fails its own process only;
 #   4. the candidate again, target packed and 8-concurrent PR only, once per
-#      variant: the GPU's program facts as the CPU has them (u16 weight bits,
-#      f32 products: PJRT_SCORE_PLATFORM_FACTS), bf16 products kept bf16
-#      (XLA_FLAGS=--xla_allow_excess_precision=false: by default XLA may fold
-#      the bf16 rounding away), uploads staged through the plugin's pinned
-#      pool (the CUDA plugin's own default), and two more XLA_FLAGS (command
-#      buffers over loops; the layer loop fully unrolled);
+#      variant in $VARIANTS (label=platform facts as JSON;...: without the
+#      CUDA plugin's default XLA options, PJRT_SCORE_PLATFORM_FACTS), then
+#      once with XLA's dump of the optimized programs (in the archive, dump/);
 #   5. the PyTorch peers: FlexAttention with the whole forward compiled on
 #      the target workload, compiling beside steps 3-4 on other cores and
 #      timed after them (its --gate); f32 with TF32 off (the parity
@@ -36,9 +33,10 @@
 set -uo pipefail
 # shellcheck source=scripts/gpu/call-common.sh
 . "$(dirname "$0")/call-common.sh"
-CAND=${CAND:-bf16/bf16/cudnn_ownhlo/cudnn+cross-request}
+CAND=${CAND:-bf16/bf16/cudnn_join/cudnn+cross-request}
 FUSED=${FUSED:-bf16/bf16/cudnn/cudnn+cross-request}
-BASE=${BASE:-bf16/bf16/joint/square+cross-request}
+BASE=${BASE:-}
+VARIANTS=${VARIANTS:-no-xla-options={\"xlaOptions\":{\}\}}
 
 say "custom calls the candidate emits"
 node scripts/bench-gpu.js --plugin cuda --configs "$CAND" --emit-only 1 --dir "$DIR" 2>&1 | cut -c1-400
@@ -56,15 +54,15 @@ pin 6-15 timeout $(( BUDGET - 20 )) python3 scripts/bench/gpu/peer_torch.py --mo
   --gate "$GATE" > "$OUT/flexfull-target.txt" 2>&1 &
 FLEX=$!
 
-bench main --configs "$CAND,$FUSED,$BASE" --breakdown 1
+bench main --configs "$CAND,$FUSED${BASE:+,$BASE}" --breakdown 1
 # Each bench run starts from an empty disk cache: keep the main run's executables for the kernel profile.
 rm -rf "$DIR/executables-main" && cp -r "$DIR/executables" "$DIR/executables-main" 2>/dev/null
 QUICK=(--configs "$CAND" --methods packed,8-concurrent --breakdown 1)
-PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}' bench cpu-facts "${QUICK[@]}"
-XLA_FLAGS=--xla_allow_excess_precision=false bench exact-bf16 "${QUICK[@]}"
-bench staged "${QUICK[@]}" --options '{"clientOptions":{"should_stage_host_to_device_transfers":true}}'
-XLA_FLAGS=--xla_gpu_enable_command_buffer=+WHILE,+CONDITIONAL bench cmdbuf-loops "${QUICK[@]}"
-XLA_FLAGS=--xla_gpu_enable_while_loop_unrolling=WHILE_LOOP_UNROLLING_FULL_UNROLL bench unrolled "${QUICK[@]}"
+IFS=';' read -r -a variants <<<"$VARIANTS"
+for v in "${variants[@]}"; do
+  [ -n "$v" ] && PJRT_SCORE_PLATFORM_FACTS="${v#*=}" bench "${v%%=*}" "${QUICK[@]}"
+done
+XLA_FLAGS="--xla_dump_to=$OUT/dump --xla_dump_hlo_as_text" bench dump --configs "$CAND" --methods packed
 touch "$GATE"
 say "pjrt-score done; flexfull's timed runs may start"
 
