@@ -22,7 +22,7 @@ test("precision 'auto' is bf16 on cuda (measured there), highest on a platform w
 
 test('attention forms: cuDNN on cuda only where it may run (bf16 dots, the pinned plugin), else the platform forms', (t) => {
   const cuda = platformFacts('cuda');
-  t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn' }, 'cuda, cuDNN usable: prefix cudnn');
+  t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn', joinPrefill: true }, 'cuda, cuDNN usable: prefix cudnn, the prefill joined');
   t.same(defaultCausalAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn' }, 'cuda, cuDNN usable: causal cudnn');
   t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: false }), { kind: 'joint' }, 'cuda, f32 dots or another plugin: joint');
   t.same(defaultCausalAttention(cuda, { kernel: false, cudnn: false }), { kind: 'square' }, 'cuda, f32 dots or another plugin: square');

@@ -154,12 +154,14 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Under 'highest' and 'default' (true f32 or TF32): the forms every plugin runs.
     prefixAttention: { kind: 'joint' },
     causalAttention: { kind: 'square' },
-    // Under bf16 dots, with the pinned plugin: cuDNN's fused attention (two calls for the items, one
-    // for the prefill). On an H100, in one run (docs/gpu.md, 'Measured'): the target workload 10,266
-    // against 4,299 items/s with the joint and square forms, the PR workload with 8 concurrent callers
-    // 4,786 against 3,689; the items' own keys in StableHLO instead of the second call (`cudnn_ownhlo`)
-    // ran at 10,094 and 4,759.
-    prefixAttentionWithCudnn: { kind: 'cudnn' },
+    // Under bf16 dots, with the pinned plugin: cuDNN's fused attention. A one-query pass puts its prefill
+    // rows and its item rows against the prefix keys into one padding-causal call, then the items' own
+    // keys in a second (`cudnn_join`); cross-request passes run three calls. On an H100, in one run
+    // (docs/gpu.md, 'Measured'): the target workload at 10,082 items/s against 9,665 with the prefill
+    // apart (`cudnn`), the PR workload one request at a time 1,777 against 1,565; an earlier run had the
+    // cuDNN forms at 10,266 against 4,299 for the joint and square forms. The own keys in StableHLO
+    // (`cudnn_ownhlo`) ran at 10,094 against 10,266 in that run.
+    prefixAttentionWithCudnn: { kind: 'cudnn', joinPrefill: true },
     causalAttentionWithCudnn: { kind: 'cudnn' },
     // 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items (10 items pad to 10,
     // not 12: 7% of the rows of the PR workload's cross-request pass); a compile takes 4-6 s there.
@@ -171,11 +173,11 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // at 4,759 against 4,272.
     bf16Matrices: 'bf16',
     bf16Products: true,
-    // XLA keeps the bf16 roundings the programs ask for instead of computing through them in f32, and
-    // drops the conversions that cost: on an H100 (jax-cuda13-pjrt 0.11.2), cuDNN forms with the items'
-    // own keys as reduced products, the target workload at 8,640 against 8,330 items/s with and without,
-    // in one run; in an earlier run, with the own keys in StableHLO, 10,667 against 10,094. The PR
-    // workload unchanged within noise.
+    // XLA keeps the bf16 roundings the programs ask for instead of computing through them in f32 (the
+    // programs then mean what they say), and drops conversions: on an H100 (jax-cuda13-pjrt 0.11.2), as
+    // XLA_FLAGS, the target workload at 10,667 against 10,094 items/s and in another run 8,640 against
+    // 8,330 (two cuDNN forms since changed or removed). With today's forms the two measured alike: the
+    // target 10,082 and 10,730 in two runs with it, 10,378 without, in one call (docs/gpu.md, 'Measured').
     xlaOptions: { xla_allow_excess_precision: false },
     measured: 'NVIDIA H100 (jax-cuda13-pjrt 0.11.2): budget, attention forms, bf16 typing and count ladder measured on the target and PR workloads (docs/gpu.md); cost constants unmeasured (the CPU fit)',
     known: true,

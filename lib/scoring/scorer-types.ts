@@ -45,7 +45,7 @@ export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
    * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
    * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
    * where the client registered it; else load fails with a TypeError),
-   * `{ kind: 'cudnn', ownKeys?: 'cudnn' | 'hlo' | 'reduce' }` (cuDNN's fused attention on
+   * `{ kind: 'cudnn', ownKeys?: 'cudnn' | 'hlo', joinPrefill?: boolean }` (cuDNN's fused attention on
    * the pinned CUDA plugin, docs/gpu.md). Default: the platform's (lib/scoring/platform.ts),
    * measured there. The scores agree within f32 rounding either way.
    */
