@@ -10,8 +10,9 @@
 #   2. bench:gpu on the candidate ($CAND: cuDNN with the prefill joined to the
 #      items. prefix call) and today's default ($FUSED: cuDNN
 #      for both parts), target packed and 8-concurrent PR;
-#   3. the candidate once per XLA option in $VARIANTS (label=XLA_FLAGS;...),
-#      target packed and 8-concurrent PR;
+#   3. the candidate once per XLA flag in $VARIANTS (label=XLA_FLAGS;...),
+#      target packed and 8-concurrent PR (a flag the platform's XLA options
+#      also set is theirs: they apply per compile, after XLA_FLAGS);
 #   4. the candidate's target program compiled with XLA's dump on: the HLO
 #      before and after optimization, as text, in the archive (dump/);
 #   5. PyTorch f32 with TF32 off (the parity reference), then a kernel
@@ -22,7 +23,7 @@ BUDGET_S=${BUDGET_S:-260}
 . "$(dirname "$0")/call-common.sh"
 CAND=${CAND:-bf16/bf16/cudnn_join/cudnn+cross-request}
 FUSED=${FUSED:-bf16/bf16/cudnn/cudnn+cross-request}
-VARIANTS=${VARIANTS:-exact-bf16=--xla_allow_excess_precision=false;no-triton-gemm=--xla_gpu_enable_triton_gemm=false;cublaslt=--xla_gpu_enable_cublaslt=true}
+VARIANTS=${VARIANTS:-no-triton-gemm=--xla_gpu_enable_triton_gemm=false;cublaslt=--xla_gpu_enable_cublaslt=true}
 export BENCH_RESERVE_S=${BENCH_RESERVE_S:-70} PROFILE_RESERVE_S=${PROFILE_RESERVE_S:-35}
 QUICK=(--methods packed,8-concurrent --breakdown 1)
 
