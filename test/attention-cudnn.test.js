@@ -56,20 +56,21 @@ test('the emitted cuDNN custom calls equal JAX 0.11.2 lowering field by field', 
   t.end();
 });
 
-test('the joined prefill (cudnn_join): one padding-causal call for the prefill and the item rows, then the own keys; two calls apart across requests', (t) => {
+test('the joined prefill (cudnn_join): one padding-causal call for the prefill and the item rows, then the own keys; across requests too', (t) => {
   const { decoderFused } = require('../dist/hlo');
   const tiny = require('./helpers/tiny-model');
   const config = tiny.makeTinyModel('qwen3').config;
   const pinned = (tag) => ({ ...parsePrefixAttentionTag(tag), pluginVersion: '0.11.2' });
   const options = { dotOperands: 'bf16', prefixAttention: pinned('cudnn_join'), causalAttention: { ...parseCausalAttentionTag('cudnn'), pluginVersion: '0.11.2' } };
-  const masks = (groups) =>
-    decoderFused(config, { groups, prefix: 16, items: 3, itemLength: 4, labels: 2 }, options)
+  const masks = (groups, opts = options) =>
+    decoderFused(config, { groups, prefix: 16, items: 3, itemLength: 4, labels: 2 }, opts)
       .text.split('\n')
       .filter((l) => l.includes('__cudnn$fmhaSoftmax'))
       .map((l) => /mask_type\\22: \\22(\w+)\\22/.exec(l)[1])
       .sort();
   t.deepEqual(masks(1), ['CAUSAL', 'PADDING_CAUSAL'], 'one query: the joined call and the own keys');
-  t.deepEqual(masks(2), ['CAUSAL', 'CAUSAL', 'PADDING'], 'a cross-request pass: prefill, prefix part and own keys apart');
+  t.deepEqual(masks(2), ['CAUSAL', 'PADDING_CAUSAL'], 'a cross-request pass: the same two calls, the groups their batch');
+  t.deepEqual(masks(2, { ...options, prefixAttention: pinned('cudnn') }), ['CAUSAL', 'CAUSAL', 'PADDING'], 'without the join: prefill, prefix part and own keys apart');
   t.throws(
     () => decoderFused(config, { prefix: 16, items: 3, itemLength: 4, labels: 2 }, { ...options, causalAttention: parseCausalAttentionTag('square') }),
     /takes the prefill into its cuDNN call, so the causal form must be cudnn too/,
@@ -129,6 +130,59 @@ test('factored form on the stand-in: prefix part and own part merged by statisti
       for (let j = len; j < L; j++) for (let x = 0; x < rowSize; x++) padding = Math.max(padding, Math.abs(got[(n * L + j) * rowSize + x]));
     });
     t.equal(padding, 0, 'padding item tokens are exactly 0');
+  }
+});
+
+test('the joined prefill on the stand-in, one group and three: each group\'s [prefill ; items] rows = the float64 factored attention, within 1e-5', async (t) => {
+  const { queryAndItemsAttentionCudnn } = require('../dist/hlo/attention-cudnn-forms');
+  const { PassRows } = require('../dist/hlo/pass-rows');
+  const [P, N, L, Hq, Hkv, D] = [10, 3, 4, 4, 2, 32];
+  const T = P + N * L;
+  const next = ref.rng(11);
+  // One group with 7 of 10 prefill rows valid; three with a full prefill, a short one and none (the items alone).
+  for (const groups of [
+    [{ prefixLength: 7, itemLengths: [4, 1, 3] }],
+    [
+      { prefixLength: 10, itemLengths: [2, 4, 4] },
+      { prefixLength: 3, itemLengths: [4, 0, 1] },
+      { prefixLength: 0, itemLengths: [3, 2, 4] },
+    ],
+  ]) {
+    const G = groups.length;
+    const rows = new PassRows(G, P, N, L);
+    const lead = rows.lead;
+    const prog = buildProgram('cudnn_sim_join', (f) => {
+      const q = f.param(TensorType.f32([G * T, Hq, D]), 'q');
+      const k = f.param(TensorType.f32([G * T, Hkv, D]), 'k');
+      const v = f.param(TensorType.f32([G * T, Hkv, D]), 'v');
+      const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
+      const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
+      return { out: queryAndItemsAttentionCudnn(f, { q, k, v, rows, prefixLength, itemLengths }, parsePrefixAttentionTag('cudnnsim_join')) };
+    });
+    const q = ref.randomF32(next, G * T * Hq * D);
+    const k = ref.randomF32(next, G * T * Hkv * D);
+    const v = ref.randomF32(next, G * T * Hkv * D);
+    const [got] = await runProgram(client, prog, [q, k, v, Int32Array.from(groups.map((g) => g.prefixLength)), Int32Array.from(groups.flatMap((g) => g.itemLengths))]);
+    let max = 0;
+    groups.forEach((g, gi) => {
+      // Group gi's rows, as the reference's query and item arrays.
+      const part = (a, h, from, to) => a.subarray((gi * T + from) * h * D, (gi * T + to) * h * D);
+      const want = ref.factoredAttention({
+        queryQ: part(q, Hq, 0, P),
+        queryK: part(k, Hkv, 0, P),
+        queryV: part(v, Hkv, 0, P),
+        queryLength: g.prefixLength,
+        itemQ: part(q, Hq, P, T),
+        itemK: part(k, Hkv, P, T),
+        itemV: part(v, Hkv, P, T),
+        itemLengths: g.itemLengths,
+        P, N, L, Hq, Hkv, D,
+      });
+      const base = gi * T * Hq * D;
+      want.queryOut.forEach((x, j) => (max = Math.max(max, Math.abs(got[base + j] - x))));
+      want.itemOut.forEach((x, j) => (max = Math.max(max, Math.abs(got[base + P * Hq * D + j] - x))));
+    });
+    t.ok(max <= TOL, `${G} group${G > 1 ? 's' : ''}: max |diff| ${max.toExponential(2)} against float64 (padding rows 0 on both sides)`);
   }
 });
 
@@ -225,7 +279,9 @@ test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinn
       for (const algorithm of ['packed', 'prefix']) {
         for (const r of requests) compare(await sim.score({ ...r, algorithm }), await plain.score({ ...r, algorithm }));
       }
+      const batchedBefore = sim.stats().batchedPasses;
       const together = await Promise.all(requests.map((r) => sim.score(r)));
+      t.ok(sim.stats().batchedPasses > batchedBefore, `${prefixTag}: the concurrent calls ran in a cross-request pass`);
       for (const [i, r] of requests.entries()) compare(together[i], await plain.score(r));
       t.ok(worst <= TOL, `${prefixTag}: packed, prefix and 3 concurrent cross-request calls: max |diff| ${worst.toExponential(2)} against the default forms`);
       sim.dispose();

@@ -9,8 +9,8 @@
  *   so the joint softmax over [prefix ; own keys] is what comes out; under
  *   `ownKeys: 'hlo'` the own-keys part is StableHLO instead of a fused call
  *   (tiny L x L problems, which XLA does as a batched dot and a softmax
- *   fusion), the same results merged alike; under `joinPrefill` a one-query
- *   pass's prefill rows share the prefix call (queryAndItemsAttentionCudnn);
+ *   fusion), the same results merged alike; under `joinPrefill` the pass's
+ *   prefill rows share the prefix call (queryAndItemsAttentionCudnn);
  * - the prefill's causal attention: one fused call with the causal mask.
  *
  * Grouped calls (cross-request passes, one query per group) put the groups
@@ -25,6 +25,7 @@ import { HloValue } from './core';
 import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
 import { CudnnAttention, FmhaInputs, FmhaResult, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './attention-cudnn';
 import { shapesScores } from './attention-window';
+import { PassRows } from './pass-rows';
 import { HloBuildError, TensorType } from './types';
 
 /** Rows of x [...lead, T, ...rest] at or past `lengths` [...lead] along axis lead.length set to 0. */
@@ -96,77 +97,81 @@ export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: H
   return zeroPastLength(f, f.reshape(out, [...lead, p, hq, d]), validLength);
 }
 
-/** One query's pass: rows [prefill P ; items N x L] of q, k and v [T, H, D], and their lengths. */
+/** A pass's rows (pass-rows.ts: per group [prefill P ; items N x L]) of q, k and v [G x T, H, D], and their lengths. */
 export interface QueryAndItemsInputs {
   q: HloValue;
   k: HloValue;
   v: HloValue;
-  /** Prefill rows P (the rest are N items of L rows). */
-  prefix: number;
-  items: number;
-  itemLength: number;
-  /** Valid prefill rows, s32 []. */
+  rows: PassRows;
+  /** Valid prefill rows, s32 [...lead]. */
   prefixLength: HloValue;
-  /** Each item's valid rows, s32 [N]. */
+  /** Each item's valid rows, s32 [...lead, N]. */
   itemLengths: HloValue;
 }
 
 /**
  * The prefill and the items over it with the prefill in the prefix call (`joinPrefill`, tag `_join`):
- * every row of the pass against the valid prefix keys in one fused call under the padding-causal mask.
- * Row i sees key j when j <= i and j < the prefix length: for a prefill row that is its causal
- * attention; an item row (i >= P > j) sees every valid prefix key, the prefix part of its attention.
- * The items' own keys come from the second part as in itemsOverPrefixAttentionCudnn, set beside the
- * item rows (the prefill rows' own part sees nothing: weight 0), and the two merge over all rows, so
- * the result is already the pass's [T, Hq, D] rows: no concatenation of the prefill's and the items'
- * outputs. -> [T, Hq, D].
+ * every row of a group against its valid prefix keys in one fused call under the padding-causal mask,
+ * the groups the call's batch. Row i sees key j when j <= i and j < the prefix length: for a prefill
+ * row that is its causal attention; an item row (i >= P > j) sees every valid prefix key, the prefix
+ * part of its attention. The items' own keys come from the second part as in
+ * itemsOverPrefixAttentionCudnn, set beside the item rows (the prefill rows' own part sees nothing:
+ * weight 0), and the two merge over all rows, so the result is already the pass's [G x T, Hq, D] rows:
+ * no concatenation of the prefill's and the items' outputs.
  */
 export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItemsInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
   refuseShaping('queryAndItemsAttentionCudnn', opts);
   checkCudnnAttention(form, true);
-  const { prefix: p, items: n, itemLength: l } = x;
-  const [t, hq, d] = x.q.dims;
+  const { rows } = x;
+  const { groups: g, prefix: p, items: n, itemLength: l, perGroup: t, lead } = rows;
+  const [total, hq, d] = x.q.dims;
   const hkv = x.k.dims[1];
-  if (x.q.rank !== 3 || t !== p + n * l || x.k.rank !== 3 || x.k.dims[0] !== t || x.v.dims.join() !== x.k.dims.join()) {
-    throw new HloBuildError(`queryAndItemsAttentionCudnn: q, k and v must be [${p} + ${n} x ${l}, H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`);
+  if (x.q.rank !== 3 || total !== rows.total || x.k.rank !== 3 || x.k.dims[0] !== total || x.v.dims.join() !== x.k.dims.join()) {
+    throw new HloBuildError(`queryAndItemsAttentionCudnn: q, k and v must be [${g} x (${p} + ${n} x ${l}), H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`);
   }
   if (p === 0) throw new HloBuildError('queryAndItemsAttentionCudnn: needs prefill rows');
+  if (x.prefixLength.dims.join() !== lead.join() || x.itemLengths.dims.join() !== [...lead, n].join()) {
+    throw new HloBuildError(`queryAndItemsAttentionCudnn: lengths must be s32[${lead}] and s32[${[...lead, n]}], got ${x.prefixLength.type} and ${x.itemLengths.type}`);
+  }
   const scale = resolveScale(opts, d);
-  const rowsOf = (a: HloValue, h: number, from: number, to: number) => f.slice(a, [from, 0, 0], [to, h, d]);
+  const leadAxes = lead.map((_, i) => i);
+  const perGroup = (h: number) => [...lead, t, h];
 
-  // Every row against the valid prefix keys, causally.
+  // Every row of a group against its valid prefix keys, causally.
   const overPrefix = fusedAttention(
     f,
     {
-      q: f.reshape(x.q, [1, t, hq, d]),
-      k: f.reshape(rowsOf(x.k, hkv, 0, p), [1, p, hkv, d]),
-      v: f.reshape(rowsOf(x.v, hkv, 0, p), [1, p, hkv, d]),
+      q: f.reshape(x.q, [g, t, hq, d]),
+      k: f.reshape(rows.prefill(f, x.k), [g, p, hkv, d]),
+      v: f.reshape(rows.prefill(f, x.v), [g, p, hkv, d]),
       mask: 'padding_causal',
-      kvLengths: f.reshape(x.prefixLength, [1]),
+      kvLengths: f.reshape(x.prefixLength, [g]),
       scale,
     },
     form,
     true,
   );
-  // Each item's rows against its own keys (the items are the batch), set at the item rows.
+  // Each item's rows against its own keys (the items of all groups are the batch), set at the item rows.
   const own: FmhaInputs = {
-    q: f.reshape(rowsOf(x.q, hq, p, t), [n, l, hq, d]),
-    k: f.reshape(rowsOf(x.k, hkv, p, t), [n, l, hkv, d]),
-    v: f.reshape(rowsOf(x.v, hkv, p, t), [n, l, hkv, d]),
+    q: f.reshape(rows.itemRows(f, x.q), [g * n, l, hq, d]),
+    k: f.reshape(rows.itemRows(f, x.k), [g * n, l, hkv, d]),
+    v: f.reshape(rows.itemRows(f, x.v), [g * n, l, hkv, d]),
     mask: 'causal',
     scale,
   };
   const overOwn = ownKeysPart(f, own, form);
-  const ownOut = f.pad(f.reshape(overOwn.out, [n * l, hq, d]), 0, [p, 0, 0], [0, 0, 0]);
-  const ownStats = f.pad(f.reshape(overOwn.stats!, [n * l, hq]), -Infinity, [p, 0], [0, 0]);
+  const atItemRows = (a: HloValue, padValue: number) => f.pad(a, padValue, [...lead.map(() => 0), p, ...a.dims.slice(lead.length + 1).map(() => 0)], a.dims.map(() => 0));
+  const ownOut = atItemRows(f.reshape(overOwn.out, [...lead, n * l, hq, d]), 0);
+  const ownStats = atItemRows(f.reshape(overOwn.stats!, [...lead, n * l, hq]), -Infinity);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
   const hasPrefix = f.gt(x.prefixLength, 0);
-  const prefixStats = f.select(f.broadcastInDim(hasPrefix, [t, hq], []), f.reshape(overPrefix.stats!, [t, hq]), -Infinity);
-  const prefixOut = f.select(f.broadcastInDim(hasPrefix, [t, hq, d], []), f.reshape(overPrefix.out, [t, hq, d]), 0);
+  const prefixStats = f.select(f.broadcastInDim(hasPrefix, perGroup(hq), leadAxes), f.reshape(overPrefix.stats!, perGroup(hq)), -Infinity);
+  const prefixOut = f.select(f.broadcastInDim(hasPrefix, [...perGroup(hq), d], leadAxes), f.reshape(overPrefix.out, [...perGroup(hq), d]), 0);
   const merged = mergeByStats(f, { out: prefixOut, stats: prefixStats }, { out: ownOut, stats: ownStats });
   // Prefill rows at or past the prefix length and item rows at or past their item's length: 0, as every form gives.
-  const prefillReal = f.lt(f.iota(TensorType.s32([p]), 0), f.broadcastInDim(x.prefixLength, [p], []));
-  const itemReal = f.lt(f.iota(TensorType.s32([n, l]), 1), f.broadcastInDim(x.itemLengths, [n, l], [0]));
-  const real = f.concatenate([prefillReal, f.reshape(itemReal, [n * l])], 0);
-  return f.select(f.broadcastInDim(real, merged.dims, [0]), merged, 0);
+  const prefillReal = f.lt(f.iota(TensorType.s32([...lead, p]), lead.length), f.broadcastInDim(x.prefixLength, [...lead, p], leadAxes));
+  const itemGrid = [...lead, n, l];
+  const itemReal = f.lt(f.iota(TensorType.s32(itemGrid), lead.length + 1), f.broadcastInDim(x.itemLengths, itemGrid, [...leadAxes, lead.length]));
+  const real = f.concatenate([prefillReal, f.reshape(itemReal, [...lead, n * l])], lead.length);
+  return rows.ungroup(f, f.select(f.broadcastInDim(real, merged.dims, [...leadAxes, lead.length]), merged, 0));
 }

@@ -57,9 +57,9 @@ export interface CudnnAttention {
   /** Items over a prefix only: where the own-keys part is computed (default 'cudnn'). */
   readonly ownKeys?: CudnnOwnKeys;
   /**
-   * Items over a prefix only: a one-query pass whose prefill is cuDNN's too computes the prefill
-   * rows and the item rows against the prefix keys in one call (attention-cudnn-forms.ts,
-   * queryAndItemsAttentionCudnn; tag suffix `_join`). Cross-request passes keep two calls.
+   * Items over a prefix only: a pass whose prefill is cuDNN's too computes the prefill rows and the
+   * item rows against the prefix keys in one call, the groups of a cross-request pass its batch
+   * (attention-cudnn-forms.ts, queryAndItemsAttentionCudnn; tag suffix `_join`).
    */
   readonly joinPrefill?: boolean;
 }

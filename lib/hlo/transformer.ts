@@ -33,6 +33,7 @@ import { PrefixAttention, itemsOverPrefix, prefixAttentionTag } from './prefix-a
 import { CausalAttention, causalAttentionNameTag, causalPrefix } from './attention-causal-chunks';
 import { CudnnAttention } from './attention-cudnn';
 import { queryAndItemsAttentionCudnn } from './attention-cudnn-forms';
+import { PassRows } from './pass-rows';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { AttentionOptions } from './attention';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decoder-gemma';
@@ -345,12 +346,12 @@ function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: H
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
 }
 
-/** Positions P + j of item tokens, and the flattened item rows: prefixLength s32[] (grouped: s32[G], one per group). */
+/** Positions P + j of item tokens, per group: prefixLength s32[] (grouped: s32[G], one per group) -> s32[...lead, N x L]. */
 function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l: number): HloValue {
   const lead = prefixLength.dims;
   const grid = [...lead, n, l];
   const j = f.iota(TensorType.s32(grid), lead.length + 1);
-  return f.reshape(f.add(j, f.broadcastInDim(prefixLength, grid, lead.map((_, i) => i))), [grid.reduce((a, b) => a * b, 1)]);
+  return f.reshape(f.add(j, f.broadcastInDim(prefixLength, grid, lead.map((_, i) => i))), [...lead, n * l]);
 }
 
 /**
@@ -363,17 +364,18 @@ function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l:
  * With G > 1 groups (cross-request batching), every input gains a leading
  * group axis (queries s32[G, P], prefixLength s32[G], items s32[G, N, L],
  * itemLengths s32[G, N], labels s32[G, Lb]) -> prefix_logprobs f32[G, Lb],
- * item_logprobs f32[G*N, Lb] (row g*N + n). The projections and MLP run over
- * all G*(P + N*L) rows at once; attention is batched over groups, so a group
- * is computed as it would be alone (up to f32 rounding: another program).
+ * item_logprobs f32[G*N, Lb] (row g*N + n). The pass's rows are group after
+ * group (pass-rows.ts); the projections and MLP run over all of them at once,
+ * attention is batched over groups, so a group is computed as it would be
+ * alone (up to f32 rounding: another program).
  */
 export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
   const { prefix: P, items: N, itemLength: L } = s;
   const G = s.groups ?? 1;
-  if (!(Number.isInteger(G) && G >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${G}`);
   // One request has no group axis at all: its program is the one it always was.
-  const lead = G === 1 ? [] : [G];
+  const rows = new PassRows(G, P, N, L);
+  const lead = rows.lead;
   const suffix = programSuffix(options, { prefix: true, causal: true });
   const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
   return buildProgram(name, (f) => {
@@ -384,12 +386,10 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const labels = f.param(TensorType.s32([...lead, s.labels]), 'labels');
     const w = declareWeights(f, d, options);
     const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-    const prefixRows = G * P;
-    const itemRows = G * N * L;
-    const positions = f.concatenate([flat(f, f.iota(TensorType.s32([...lead, P]), lead.length)), itemPositions(f, prefixLength, N, L)], 0);
+    const positions = rows.join(f, f.iota(TensorType.s32([...lead, P]), lead.length), itemPositions(f, prefixLength, N, L));
     const rope = ropeTables(f, positions, d);
-    const tokens = f.concatenate([flat(f, prefixTokens), f.reshape(itemTokens, [itemRows])], 0);
-    const joined = joinedPrefill(options, G);
+    const tokens = rows.join(f, prefixTokens, f.reshape(itemTokens, [...lead, N * L]));
+    const joined = joinedPrefill(options);
     const { hidden } = layerLoop(f, {
       d,
       options,
@@ -400,37 +400,27 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       extraCarried: [],
       attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
         if (joined) {
-          const out = queryAndItemsAttentionCudnn(b, { q, k, v, prefix: P, items: N, itemLength: L, prefixLength: plen, itemLengths: ilens }, joined, opts);
+          const out = queryAndItemsAttentionCudnn(b, { q, k, v, rows, prefixLength: plen, itemLengths: ilens }, joined, opts);
           return { out, carried: [] };
         }
-        const rows = (x: HloValue, h: number, from: number, to: number) => b.slice(x, [from, 0, 0], [to, h, D]);
-        const grouped = (x: HloValue, h: number) => (G === 1 ? x : b.reshape(x, [G, P, h, D]));
-        const qP = grouped(rows(q, Hq, 0, prefixRows), Hq);
-        const kP = grouped(rows(k, Hkv, 0, prefixRows), Hkv);
-        const vP = grouped(rows(v, Hkv, 0, prefixRows), Hkv);
+        const qP = rows.prefill(b, q);
+        const kP = rows.prefill(b, k);
+        const vP = rows.prefill(b, v);
         const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention, opts);
+        const itemsOf = (x: HloValue, h: number) => b.reshape(rows.itemRows(b, x), [...lead, N, L, h, D]);
         const items = itemsOverPrefix(
           b,
-          {
-            itemQ: b.reshape(rows(q, Hq, prefixRows, prefixRows + itemRows), [...lead, N, L, Hq, D]),
-            itemK: b.reshape(rows(k, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
-            itemV: b.reshape(rows(v, Hkv, prefixRows, prefixRows + itemRows), [...lead, N, L, Hkv, D]),
-            itemLengths: ilens,
-            prefixK: kP,
-            prefixV: vP,
-            prefixLength: plen,
-          },
+          { itemQ: itemsOf(q, Hq), itemK: itemsOf(k, Hkv), itemV: itemsOf(v, Hkv), itemLengths: ilens, prefixK: kP, prefixV: vP, prefixLength: plen },
           options.prefixAttention,
           opts,
         );
-        const queryRows = G === 1 ? query : b.reshape(query, [prefixRows, Hq, D]);
-        return { out: b.concatenate([queryRows, b.reshape(items, [itemRows, Hq, D])], 0), carried: [] };
+        return { out: rows.join(b, query, b.reshape(items, [...lead, N * L, Hq, D])), carried: [] };
       },
     });
     const dm = d.hiddenSize;
-    const prefixHidden = f.slice(hidden, [0, 0], [prefixRows, dm]);
+    const prefixHidden = rows.ungroup(f, rows.prefill(f, hidden));
     const lmHead = lmHeadForDot(f, w);
-    const itemHidden = f.reshape(f.slice(hidden, [prefixRows, 0], [prefixRows + itemRows, dm]), [G * N, L, dm]);
+    const itemHidden = f.reshape(rows.itemRows(f, hidden), [G * N, L, dm]);
     // Each item row reads its own group's labels.
     const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
     return {
@@ -441,13 +431,13 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
 }
 
 /**
- * The cuDNN prefix form when it takes the prefill into its call (CudnnAttention.joinPrefill): one
- * query per pass, and the prefill's form cuDNN's too (the stand-in with the stand-in). Otherwise
- * undefined: the two forms run apart (cross-request passes always do).
+ * The cuDNN prefix form when it takes the prefill into its call (CudnnAttention.joinPrefill; one
+ * query or many): the prefill's form must be cuDNN's too (the stand-in with the stand-in). Otherwise
+ * undefined: the two forms run apart.
  */
-function joinedPrefill(options: DecoderOptions, groups: number): CudnnAttention | undefined {
+function joinedPrefill(options: DecoderOptions): CudnnAttention | undefined {
   const a = options.prefixAttention;
-  if (a?.kind !== 'cudnn' || !a.joinPrefill || groups !== 1) return undefined;
+  if (a?.kind !== 'cudnn' || !a.joinPrefill) return undefined;
   const c = options.causalAttention;
   if (c?.kind !== 'cudnn' || Boolean(c.standIn) !== Boolean(a.standIn)) {
     throw new HloBuildError(`decoder: the prefix form ${prefixAttentionTag(a)} takes the prefill into its cuDNN call, so the causal form must be ${a.standIn ? 'cudnnsim' : 'cudnn'} too`);

@@ -154,9 +154,9 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Under 'highest' and 'default' (true f32 or TF32): the forms every plugin runs.
     prefixAttention: { kind: 'joint' },
     causalAttention: { kind: 'square' },
-    // Under bf16 dots, with the pinned plugin: cuDNN's fused attention. A one-query pass puts its prefill
-    // rows and its item rows against the prefix keys into one padding-causal call, then the items' own
-    // keys in a second (`cudnn_join`); cross-request passes run three calls. On an H100, in one run
+    // Under bf16 dots, with the pinned plugin: cuDNN's fused attention. A pass puts its prefill rows and
+    // its item rows against the prefix keys into one padding-causal call (the groups of a cross-request
+    // pass its batch), then the items' own keys in a second (`cudnn_join`). On an H100, in one run
     // (docs/gpu.md, 'Measured'): the target workload at 10,082 items/s against 9,665 with the prefill
     // apart (`cudnn`), the PR workload one request at a time 1,777 against 1,565; an earlier run had the
     // cuDNN forms at 10,266 against 4,299 for the joint and square forms. The own keys in StableHLO
