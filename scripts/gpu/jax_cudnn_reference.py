@@ -41,6 +41,7 @@ SHAPES = [
     ('qwen3-grouped-prefix-padded', 4, 160, 384, 16, 8, 128, 'padding'),
     ('qwen3-causal', 1, 512, 512, 16, 8, 128, 'causal'),
     ('qwen3-prefill-and-items', 1, 832, 512, 16, 8, 128, 'padding_causal'),
+    ('qwen3-grouped-prefill-and-items', 8, 544, 304, 16, 8, 128, 'padding_causal'),
     ('qwen3-items-causal', 64, 20, 20, 16, 8, 128, 'causal'),
     ('smollm2-prefix', 1, 128, 256, 9, 3, 64, 'none'),
     ('smollm2-prefix-padded', 1, 128, 256, 9, 3, 64, 'padding'),
