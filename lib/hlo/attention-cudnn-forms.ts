@@ -160,9 +160,8 @@ export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItems
     scale,
   };
   const overOwn = ownKeysPart(f, own, form);
-  const atItemRows = (a: HloValue, padValue: number) => f.pad(a, padValue, [...lead.map(() => 0), p, ...a.dims.slice(lead.length + 1).map(() => 0)], a.dims.map(() => 0));
-  const ownOut = atItemRows(f.reshape(overOwn.out, [...lead, n * l, hq, d]), 0);
-  const ownStats = atItemRows(f.reshape(overOwn.stats!, [...lead, n * l, hq]), -Infinity);
+  const ownOut = rows.atItemRows(f, f.reshape(overOwn.out, [...lead, n * l, hq, d]), 0);
+  const ownStats = rows.atItemRows(f, f.reshape(overOwn.stats!, [...lead, n * l, hq]), -Infinity);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
   const hasPrefix = f.gt(x.prefixLength, 0);
   const prefixStats = f.select(f.broadcastInDim(hasPrefix, perGroup(hq), leadAxes), f.reshape(overPrefix.stats!, perGroup(hq)), -Infinity);
@@ -172,6 +171,6 @@ export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItems
   const prefillReal = f.lt(f.iota(TensorType.s32([...lead, p]), lead.length), f.broadcastInDim(x.prefixLength, [...lead, p], leadAxes));
   const itemGrid = [...lead, n, l];
   const itemReal = f.lt(f.iota(TensorType.s32(itemGrid), lead.length + 1), f.broadcastInDim(x.itemLengths, itemGrid, [...leadAxes, lead.length]));
-  const real = f.concatenate([prefillReal, f.reshape(itemReal, [...lead, n * l])], lead.length);
+  const real = rows.joinPerGroup(f, prefillReal, f.reshape(itemReal, [...lead, n * l]));
   return rows.ungroup(f, f.select(f.broadcastInDim(real, merged.dims, [...leadAxes, lead.length]), merged, 0));
 }

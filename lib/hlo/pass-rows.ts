@@ -52,7 +52,19 @@ export class PassRows {
 
   /** The inverse of prefill and itemRows: [...lead, P, ...rest] and [...lead, N x L, ...rest] -> [G x T, ...rest]. */
   join(f: FunctionBuilder, prefill: HloValue, items: HloValue): HloValue {
-    return this.ungroup(f, f.concatenate([prefill, items], this.lead.length));
+    return this.ungroup(f, this.joinPerGroup(f, prefill, items));
+  }
+
+  /** Each group's prefill rows then its item rows, the group axis kept: -> [...lead, T, ...rest]. */
+  joinPerGroup(f: FunctionBuilder, prefill: HloValue, items: HloValue): HloValue {
+    return f.concatenate([prefill, items], this.lead.length);
+  }
+
+  /** Item rows [...lead, N x L, ...rest] at their place in each group, the prefill rows `fill`: -> [...lead, T, ...rest]. */
+  atItemRows(f: FunctionBuilder, items: HloValue, fill: number): HloValue {
+    const g = this.lead.length;
+    const low = items.dims.map((_, i) => (i === g ? this.prefix : 0));
+    return f.pad(items, fill, low, items.dims.map(() => 0));
   }
 
   /** Per-group rows [...lead, R, ...rest] as one run of rows [G x R, ...rest] (x itself for one group). */
