@@ -5,8 +5,9 @@
 // the errors natives throw), releaseFreeHeap (the allocator's free pages back to
 // the OS, off the JS thread; resolves whether any were given back) and
 // attentionKernelPaths (which paths the fused attention kernels take on this
-// CPU, kernel_isa.h) and checkBf16Tiles (a bf16 tile path's self-check, run
-// now: bf16_tiles_check.h).
+// CPU, kernel_isa.h), checkBf16Tiles (a bf16 tile path's self-check, run
+// now: bf16_tiles_check.h), and the kernel probe's three: kernelIsas,
+// setTriedKernelIsa and probeKernelIsa (kernel_probe.h).
 #include <napi.h>
 
 #include <memory>
@@ -20,6 +21,7 @@
 #include "executable.h"
 #include "heap_trim.h"
 #include "kernel_isa.h"
+#include "kernel_probe.h"
 #include "prefix_attention.h"
 #include "promise_worker.h"
 
@@ -97,6 +99,44 @@ Napi::Value CheckBf16Tiles(const Napi::CallbackInfo& info) {
   out.Set("detail", detail);
   return out;
 }
+
+KernelIsa IsaArgument(const Napi::CallbackInfo& info, const char* usage) {
+  Napi::Env env = info.Env();
+  if (info.Length() < 1 || !info[0].IsString()) ThrowTypeError(env, usage);
+  KernelIsa isa;
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
+  if (!KernelIsaFromName(name.c_str(), &isa))
+    ThrowTypeError(env, std::string(usage) + ": unknown instruction set '" + name +
+                            "' (portable, avx2, avx512, avx512bf16, amx)");
+  return isa;
+}
+
+// kernelIsas() -> { cpu, tried, allowed }: the CPU's best, the probe's ceiling, what the kernels
+// take now. Runs no kernel and no self-check.
+Napi::Value KernelIsas(const Napi::CallbackInfo& info) {
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("cpu", KernelIsaName(CpuKernelIsa()));
+  out.Set("tried", KernelIsaName(TriedKernelIsa()));
+  out.Set("allowed", KernelIsaName(AllowedKernelIsa()));
+  return out;
+}
+
+// setTriedKernelIsa(isa): the probe's verdict, the highest instruction set shown to run here.
+Napi::Value SetTriedKernelIsaBinding(const Napi::CallbackInfo& info) {
+  SetTriedKernelIsa(IsaArgument(info, "setTriedKernelIsa(isa: string)"));
+  return info.Env().Undefined();
+}
+
+// probeKernelIsa(isa) -> { ok, detail }: the trial of kernel_probe.h (in the probe's child only).
+Napi::Value ProbeKernelIsaBinding(const Napi::CallbackInfo& info) {
+  const KernelIsa isa = IsaArgument(info, "probeKernelIsa(isa: string)");
+  std::string detail;
+  const bool ok = ProbeKernelIsa(isa, &detail);
+  Napi::Object out = Napi::Object::New(info.Env());
+  out.Set("ok", ok);
+  out.Set("detail", detail);
+  return out;
+}
 }  // namespace
 
 Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
@@ -120,6 +160,10 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("attentionKernelPaths",
               Napi::Function::New<AttentionKernelPaths>(env, "attentionKernelPaths"));
   exports.Set("checkBf16Tiles", Napi::Function::New<CheckBf16Tiles>(env, "checkBf16Tiles"));
+  exports.Set("kernelIsas", Napi::Function::New<KernelIsas>(env, "kernelIsas"));
+  exports.Set("setTriedKernelIsa",
+              Napi::Function::New<SetTriedKernelIsaBinding>(env, "setTriedKernelIsa"));
+  exports.Set("probeKernelIsa", Napi::Function::New<ProbeKernelIsaBinding>(env, "probeKernelIsa"));
   return exports;
 }
 

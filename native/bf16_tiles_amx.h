@@ -1,46 +1,36 @@
 // The bf16 attention kernel's tile product on AMX (Intel Xeon 4th generation
 // and later): PortableBf16Tiles's operands and layout as tiles: C (tile 0,
 // 16 rows x 16 f32), A (tile 1, 16 rows x 32 bf16), B (tile 2, 16 pairs x 16
-// columns x 2 bf16), one _tile_dpbf16ps per 32 of depth, C kept in its tile.
-// The tile configuration is per thread: Begin loads it (a work unit runs on
-// one thread), End releases the tiles. The process needs the kernel's
-// permission for tile state first (kernel_isa.cc asks for it; without it the
+// columns x 2 bf16), one tdpbf16ps per 32 of depth, C kept in its tile. The
+// instructions are amx_asm.h's: inline assembly with every memory effect
+// declared (the compilers' intrinsics under-declare them). The tile
+// configuration is per thread: Begin loads it (a work unit runs on one
+// thread), End releases the tiles. The process needs the kernel's permission
+// for tile state first (kernel_isa.cc asks for it; without it the
 // CPU does not count as having AMX); Unusable checks, before any tile
 // instruction runs, what would make one fault (bf16_tiles_gate.h).
-// Hand-written intrinsics, not oneDNN's brgemm: a library the prebuild cannot
+// Hand-written, not oneDNN's brgemm: a library the prebuild cannot
 // link would have to be fetched at run time (docs/performance.md, 'Matrix
 // units').
 #pragma once
 
 #if defined(__x86_64__)
 #include <cpuid.h>
-#include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
+#include "amx_asm.h"
 #include "bf16_tiles_avx512.h"
 #if defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
 
-#define PJRT_SCORE_AMX __attribute__((target("amx-tile,amx-bf16")))
-
 namespace pjrt_score {
 namespace attention {
 
 struct AmxBf16Tiles {
   static constexpr const char* kName = "amx";
-
-  // The palette-1 configuration: 64 bytes, tile t's rows and bytes per row.
-  struct alignas(64) Config {
-    uint8_t palette = 1;
-    uint8_t start_row = 0;
-    uint8_t reserved[14] = {};
-    uint16_t colsb[16] = {};
-    uint8_t rows[16] = {};
-  };
 
   // Null when this process can run Begin and Dot; else why not (each a fault there: a
   // configuration the CPU lacks is #GP, tile data without the kernel's permission #NM): CPUID leaf
@@ -65,36 +55,28 @@ struct AmxBf16Tiles {
 #endif
   }
 
-  PJRT_SCORE_AMX static void Begin() {
-    Config cfg;
-    for (int t = 0; t < 3; ++t) {
-      cfg.colsb[t] = 64;
-      cfg.rows[t] = 16;
-    }
-    _tile_loadconfig(&cfg);
-  }
-  PJRT_SCORE_AMX static void End() { _tile_release(); }
+  static void Begin() { amx::LoadConfig(amx::kThreeFullTiles); }
+  static void End() { amx::Release(); }
   // Every AMX CPU has AVX512_BF16: its rounding.
   static void Round(const float* s, int64_t n, uint16_t* p) { Avx512Bf16Tiles::Round(s, n, p); }
 
-  PJRT_SCORE_AMX static void Dot(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t depth,
-                                 float* c, int64_t ldc, bool add) {
+  static void Dot(const uint16_t* a, int64_t lda, const uint16_t* b, int64_t depth, float* c,
+                  int64_t ldc, bool add) {
     if (add) {
-      _tile_loadd(0, c, ldc * sizeof(float));
+      amx::LoadC(c, ldc * sizeof(float));
     } else {
-      _tile_zero(0);
+      amx::ZeroC();
     }
     for (int64_t k = 0; k < depth; k += 32) {
-      _tile_loadd(1, a + k, lda * sizeof(uint16_t));
-      _tile_loadd(2, b + k * 16, 64);
-      _tile_dpbf16ps(0, 1, 2);
+      amx::LoadA(a + k, lda * sizeof(uint16_t));
+      amx::LoadB(b + k * 16, 64);
+      amx::DotBf16CAB();
     }
-    _tile_stored(0, c, ldc * sizeof(float));
+    amx::StoreC(c, ldc * sizeof(float));
   }
 };
 
 }  // namespace attention
 }  // namespace pjrt_score
 
-#undef PJRT_SCORE_AMX
 #endif

@@ -1,8 +1,9 @@
 #include "kernel_isa.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
-#include <initializer_list>
 
 #if defined(__x86_64__)
 #include <cpuid.h>
@@ -59,6 +60,11 @@ KernelIsa Detect() {
 KernelIsa Detect() { return KernelIsa::kPortable; }
 #endif
 
+std::atomic<int> tried{static_cast<int>(KernelIsa::kPortable)};
+
+constexpr KernelIsa kAll[] = {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAvx512,
+                              KernelIsa::kAvx512Bf16, KernelIsa::kAmx};
+
 }  // namespace
 
 const char* KernelIsaName(KernelIsa isa) {
@@ -81,17 +87,29 @@ KernelIsa CpuKernelIsa() {
   return isa;
 }
 
+KernelIsa TriedKernelIsa() { return static_cast<KernelIsa>(tried.load()); }
+
+void SetTriedKernelIsa(KernelIsa isa) { tried.store(static_cast<int>(isa)); }
+
+bool KernelIsaFromName(const char* name, KernelIsa* isa) {
+  for (KernelIsa candidate : kAll) {
+    if (std::strcmp(name, KernelIsaName(candidate)) == 0) {
+      *isa = candidate;
+      return true;
+    }
+  }
+  return false;
+}
+
 KernelIsa AllowedKernelIsa() {
-  const KernelIsa cpu = CpuKernelIsa();
+  const KernelIsa ceiling = std::min(CpuKernelIsa(), TriedKernelIsa());
   const char* portable = std::getenv("PJRT_SCORE_KERNEL_PORTABLE");
   if (portable != nullptr && std::strcmp(portable, "1") == 0) return KernelIsa::kPortable;
   const char* cap = std::getenv("PJRT_SCORE_KERNEL_ISA");
-  if (cap == nullptr || *cap == '\0') return cpu;
-  for (KernelIsa isa : {KernelIsa::kPortable, KernelIsa::kAvx2, KernelIsa::kAvx512,
-                        KernelIsa::kAvx512Bf16, KernelIsa::kAmx}) {
-    if (std::strcmp(cap, KernelIsaName(isa)) == 0) return isa < cpu ? isa : cpu;
-  }
-  return cpu;  // an unknown name caps nothing
+  if (cap == nullptr || *cap == '\0') return ceiling;
+  KernelIsa isa;
+  if (KernelIsaFromName(cap, &isa)) return std::min(isa, ceiling);
+  return ceiling;  // an unknown name caps nothing
 }
 
 }  // namespace pjrt_score

@@ -8,6 +8,7 @@ const { decoderFused, decoderPrefill, decoderExtend } = require('../dist/hlo');
 const { makeTinyModel } = require('./helpers/tiny-model');
 const { Scorer } = require('../dist/scoring/scorer');
 const { cpuIsa, withIsa, bf16Paths } = require('./helpers/kernel-path');
+const { choosePrecision, BF16_DOT_ISAS, BF16_PAYS } = require('../dist/scoring/precision-choice');
 
 const config = makeTinyModel('qwen3').config;
 
@@ -88,16 +89,48 @@ test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real mod
   bf16.dispose();
 });
 
-test("Scorer: precision 'auto' is bf16 where the CPU has bf16 matrix units (AMX, AVX512_BF16), highest elsewhere; explain() and the load log say why", async (t) => {
+/** The two GFLOP/s figures an 'auto' reason states: bf16 then f32. */
+function statedSpeeds(reason) {
+  const m = /\((\d+) against (\d+) GFLOP\/s/.exec(reason);
+  return m ? { bf16: Number(m[1]), f32: Number(m[2]) } : null;
+}
+
+test("Scorer: precision 'auto' times bf16 against f32 dots where the kernels have bf16 dot units, and takes bf16 only where it measured at least BF16_PAYS x; highest elsewhere; explain() and the load log say why", async (t) => {
   let loaded;
   const auto = await Scorer.load({ diskCache: false, precision: 'auto', log: (e) => e.event === 'model_loaded' && (loaded = e) });
   const e = auto.explain({ query: 'a', items: ['b'], labelTokenIds: [1] });
-  const matrixUnits = ['amx', 'avx512bf16'].includes(cpuIsa);
-  t.equal(e.precision, matrixUnits ? 'bf16' : 'highest', `CPU ${cpuIsa}: auto runs ${e.precision}`);
-  t.match(e.precisionReason, matrixUnits ? new RegExp(`^auto: bf16 on ${cpuIsa}`) : /^auto: highest/, `reason: ${e.precisionReason}`);
+  const units = BF16_DOT_ISAS.includes(e.attentionKernel.tried);
+  if (units) {
+    const speeds = statedSpeeds(e.precisionReason);
+    t.ok(speeds, `the reason states both measured speeds: ${e.precisionReason}`);
+    const pays = speeds.bf16 / speeds.f32 >= BF16_PAYS * (1 - 0.01); // the figures are rounded to whole GFLOP/s
+    t.equal(e.precision, pays ? 'bf16' : 'highest', `CPU ${cpuIsa}: bf16 at ${(speeds.bf16 / speeds.f32).toFixed(2)}x f32, auto runs ${e.precision}`);
+  } else {
+    t.equal(e.precision, 'highest', `CPU ${cpuIsa}: no bf16 dot units, auto runs highest`);
+    t.match(e.precisionReason, /^auto: highest \(.*no bf16 dot units\)$/, `reason: ${e.precisionReason}`);
+  }
   t.equal(e.attentionKernel.cpu, cpuIsa, 'explain() names the CPU class');
-  t.equal(e.attentionKernel.used, matrixUnits ? e.attentionKernel.bf16 : e.attentionKernel.f32, `and the kernel path used: ${e.attentionKernel.used}`);
+  t.equal(e.attentionKernel.used, e.precision === 'bf16' ? e.attentionKernel.bf16 : e.attentionKernel.f32, `and the kernel path used: ${e.attentionKernel.used}`);
   t.equal(loaded.precisionReason, e.precisionReason, 'the load log says the same');
   t.deepEqual(loaded.attentionKernel, e.attentionKernel, 'and names the same paths');
   auto.dispose();
+});
+
+test("choosePrecision: on a CPU with bf16 dot units 'auto' follows the measured speeds, never the flags", (t) => {
+  const kernel = (tried) => ({ cpu: tried, tried, allowed: tried, f32: 'avx512', bf16: tried });
+  const dots = (bf16Gflops, f32Gflops) => ({ shape: [512, 576, 1536], bf16Gflops, f32Gflops, rounds: 7, source: 'measured', cores: 2 });
+  // The Intel Xeon without AMX of docs/performance.md: bf16 dots at 0.6x f32.
+  const xeon = choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(140, 234));
+  t.equal(xeon.precision, 'highest', `bf16 slower than f32: ${xeon.reason}`);
+  t.match(xeon.reason, /0\.60x .*140 against 234 GFLOP\/s/, 'the reason gives the ratio and both speeds');
+  t.equal(choosePrecision('auto', 'cpu', kernel('amx'), dots(2820, 1480)).precision, 'bf16', 'AMX: bf16 at 1.9x');
+  t.equal(choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(1.2 * 400, 400)).precision, 'bf16', '1.2x pays');
+  t.equal(choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(1.1 * 400, 400)).precision, 'highest', '1.1x does not');
+  t.equal(choosePrecision('auto', 'cpu', kernel('avx512bf16'), null).precision, 'highest', 'not measured: highest');
+  t.equal(choosePrecision('auto', 'cpu', kernel('avx512'), dots(999, 1)).precision, 'highest', 'no bf16 dot units: highest whatever a figure says');
+  const capped = { cpu: 'amx', tried: 'avx512', allowed: 'avx512', f32: 'avx512', bf16: 'f32 avx512', probeNote: 'avx512bf16 killed its probe process (SIGSEGV); the kernels run avx512' };
+  const c = choosePrecision('auto', 'cpu', capped, dots(2820, 1480));
+  t.equal(c.precision, 'highest', 'an untried bf16 path is never the default');
+  t.match(c.reason, /killed its probe process/, `and the reason says why: ${c.reason}`);
+  t.end();
 });

@@ -5,6 +5,7 @@
  */
 import * as path from 'node:path';
 import { DisposedError, PjrtError } from './errors';
+import { applyKernelProbe, KernelProbeVerdict } from './kernel-probe';
 
 export type NativeOptionValue = number | string | boolean;
 
@@ -67,6 +68,12 @@ export interface NativeBinding {
   attentionKernelPaths(headDim: number): NativeKernelPaths;
   /** A bf16 tile path's self-check against the portable tiles, run now (native/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */
   checkBf16Tiles(path: string): { readonly ok: boolean; readonly detail: string };
+  /** The CPU's best instruction set, the probe's ceiling and what the kernels take now; runs nothing (native/kernel_isa.h). */
+  kernelIsas(): { readonly cpu: KernelIsa; readonly tried: KernelIsa; readonly allowed: KernelIsa };
+  /** The probe's verdict: the highest instruction set shown to run here (kernel-probe.ts). */
+  setTriedKernelIsa(isa: KernelIsa): void;
+  /** One instruction set's trial (native/kernel_probe.h): only in the probe's child process. */
+  probeKernelIsa(isa: KernelIsa): { readonly ok: boolean; readonly detail: string };
 }
 
 /** An instruction set the attention kernels may run on, in order (each one's CPUs have the ones before). */
@@ -75,7 +82,7 @@ export type KernelIsa = 'portable' | 'avx2' | 'avx512' | 'avx512bf16' | 'amx';
 export interface NativeKernelPaths {
   /** The CPU's best (CPUID, XCR0; AMX once the kernel granted tile state). */
   readonly cpu: KernelIsa;
-  /** The CPU's best capped by PJRT_SCORE_KERNEL_ISA (or PJRT_SCORE_KERNEL_PORTABLE=1). */
+  /** The CPU's best capped by the kernel probe's verdict and by PJRT_SCORE_KERNEL_ISA (or PJRT_SCORE_KERNEL_PORTABLE=1). */
   readonly allowed: KernelIsa;
   /** The inner loops an f32 call takes: 'avx512', 'avx2' or 'portable'. */
   readonly f32: string;
@@ -88,12 +95,20 @@ export interface NativeKernelPaths {
 const packageRoot = path.join(__dirname, '..', '..');
 let loaded: NativeBinding | undefined;
 
-/** Loads the addon: a prebuild for this platform, else build/Release. */
+let addonFile = '';
+
+/**
+ * Loads the addon: a prebuild for this platform, else build/Release; then applies the kernel
+ * probe's verdict (kernel-probe.ts) before anything can run a kernel.
+ */
 export function binding(): NativeBinding {
   if (loaded) return loaded;
   try {
     // eslint-disable-next-line @typescript-eslint/no-require-imports
-    loaded = require('node-gyp-build')(packageRoot) as NativeBinding;
+    const gypBuild = require('node-gyp-build') as { resolve(dir: string): string };
+    addonFile = gypBuild.resolve(packageRoot);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    loaded = require(addonFile) as NativeBinding;
   } catch (err) {
     const reason = err instanceof Error ? err.message : String(err);
     throw new Error(
@@ -111,5 +126,11 @@ export function binding(): NativeBinding {
   }
   // Errors the addon throws or rejects with are instances of the exported classes.
   loaded.setErrorClasses(PjrtError, DisposedError);
+  applyKernelProbe(loaded, addonFile);
   return loaded;
+}
+
+/** The kernel probe's verdict in this process (loads the addon first). */
+export function kernelProbe(): KernelProbeVerdict {
+  return applyKernelProbe(binding(), addonFile);
 }

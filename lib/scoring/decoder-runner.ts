@@ -39,7 +39,8 @@ export function s32Scalar(value: number): HostInput {
 }
 
 
-const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
+/** The program options of each precision: how its dots compute (docs/design.md, 'Platforms and precision'). */
+export const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
   highest: { dotPrecision: 'HIGHEST' },
   default: { dotPrecision: 'DEFAULT' },
   bf16: { dotOperands: 'bf16' },

@@ -1,11 +1,14 @@
 /**
  * The `precision` option resolved: 'highest', 'default' and 'bf16' as asked;
- * 'auto' picks bf16 dots where they were measured to pay within the accuracy
- * gate (a CPU with bf16 matrix units, with the bf16 attention kernel; an
- * NVIDIA GPU), 'highest' elsewhere, and says why. The attention kernels' paths on this CPU (native/kernel_isa.h) come
- * with it, for explain() and the load log.
+ * 'auto' picks bf16 dots where they pay within the accuracy gate, 'highest'
+ * elsewhere, and says why. On an NVIDIA GPU bf16 was measured to pay; on the
+ * CPU 'auto' measures it (dot-speed.ts) where the kernels' tried instruction
+ * set has bf16 dot units and takes bf16 only when XLA's bf16 dots run at least
+ * BF16_PAYS times its f32 ones there. The attention kernels' paths on this CPU
+ * (native/kernel_isa.h) come with it, for explain() and the load log.
  */
 import type { KernelIsa, KernelPaths } from '../runtime/kernel-paths';
+import type { DotSpeeds } from './dot-speed';
 import type { Precision, PrecisionOption } from './options';
 
 export interface PrecisionChoice {
@@ -22,17 +25,15 @@ export interface AttentionKernelChoice extends KernelPaths {
   readonly used: string;
 }
 
+/** The instruction sets with bf16 dot units (vdpbf16ps, AMX tiles): where 'auto' measures bf16 on the CPU. */
+export const BF16_DOT_ISAS: readonly KernelIsa[] = Object.freeze(['avx512bf16', 'amx']);
+
 /**
- * CPU classes where 'auto' runs bf16, with what showed it pays and holds
- * the accuracy gate (docs/design.md) (max |diff| <= 0.02, mean <= 0.01 against
- * 'highest'; test/precision.test.js checks it on the default model).
+ * bf16 dots must run this many times as fast as f32 ones for 'auto' to take them: below it the
+ * whole forward (its f32 elementwise work and conversions) gains too little for the rounding
+ * (the accuracy gate, docs/design.md: max |diff| <= 0.02, mean <= 0.01 against 'highest').
  */
-const AUTO_BF16: Partial<Record<KernelIsa, string>> = {
-  amx:
-    'AMX bf16 matrix units: XLA runs bf16 x bf16 -> f32 dots on AMX (1,045-1,276 against 270-347 GFLOP/s f32 on a Xeon, family 6 model 167) and the attention kernel runs AMX tiles',
-  avx512bf16:
-    'AVX512_BF16 (vdpbf16ps): XLA ran bf16 x bf16 -> f32 dots at 1.85x the f32 GFLOP per CPU-s on an AMD EPYC Zen 4 (family 25 model 17), the bf16 attention kernel 1.1-1.55x the f32 kernel',
-};
+export const BF16_PAYS = 1.15;
 
 /**
  * Platforms other than the CPU where 'auto' runs bf16, with what showed it pays and holds the
@@ -43,17 +44,30 @@ const AUTO_BF16_PLATFORMS: Readonly<Record<string, string>> = {
     'NVIDIA tensor cores: bf16 dots ran the target workload at 3.7x true f32 on an H100 (4,128 against 1,117 items/s), within the accuracy gate against PyTorch f32 (max 1.2e-2, mean 2.5e-3 over 500 items)',
 };
 
-/** Resolves `asked` on a host whose kernels take `kernel` (null: no attention kernels, e.g. not the CPU plugin). */
-export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null): PrecisionChoice {
+/**
+ * Resolves `asked` on a host whose kernels take `kernel` (null: no attention kernels, e.g. not the
+ * CPU plugin), with the dot speeds 'auto' measured there (null: not measured).
+ */
+export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, dots: DotSpeeds | null = null): PrecisionChoice {
   if (asked !== 'auto') return { precision: asked, asked, reason: asked === 'highest' ? 'highest: true f32 dots (the default)' : `asked: ${asked}` };
   const onPlatform = AUTO_BF16_PLATFORMS[platform.toLowerCase()];
   if (onPlatform !== undefined) return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${onPlatform})` };
   if (platform.toLowerCase() !== 'cpu' || kernel === null) {
     return { precision: 'highest', asked, reason: `auto: highest (no measured bf16 gain on platform ${platform}${kernel === null && platform.toLowerCase() === 'cpu' ? ' without the attention kernels' : ''})` };
   }
-  const why = AUTO_BF16[kernel.cpu];
-  if (why === undefined) return { precision: 'highest', asked, reason: `auto: highest (this CPU's best kernel path is ${kernel.cpu}: no bf16 matrix units)` };
-  return { precision: 'bf16', asked, reason: `auto: bf16 on ${kernel.cpu} (${why})` };
+  if (!BF16_DOT_ISAS.includes(kernel.tried)) {
+    const why = kernel.tried === kernel.cpu ? `this CPU's best kernel path is ${kernel.cpu}` : `the kernels run ${kernel.tried} (${kernel.probeNote ?? 'the probe'})`;
+    return { precision: 'highest', asked, reason: `auto: highest (${why}: no bf16 dot units)` };
+  }
+  if (dots === null) return { precision: 'highest', asked, reason: `auto: highest (bf16 dots not measured on this ${kernel.tried} CPU)` };
+  const ratio = dots.bf16Gflops / dots.f32Gflops;
+  const measured =
+    `XLA's bf16 x bf16 -> f32 dots ran at ${ratio.toFixed(2)}x its f32 dots on this ${kernel.tried} CPU ` +
+    `(${dots.bf16Gflops.toFixed(0)} against ${dots.f32Gflops.toFixed(0)} GFLOP/s, [${dots.shape[0]}x${dots.shape[1]}]·[${dots.shape[1]}x${dots.shape[2]}], ` +
+    `median of ${dots.rounds} alternating rounds on ${dots.cores} cores${dots.source === 'disk' ? ', measured earlier on this machine' : ''})`;
+  return ratio >= BF16_PAYS
+    ? { precision: 'bf16', asked, reason: `auto: bf16 (${measured})` }
+    : { precision: 'highest', asked, reason: `auto: highest (${measured}; bf16 pays from ${BF16_PAYS}x)` };
 }
 
 /** The paths with the one `precision` uses marked. */

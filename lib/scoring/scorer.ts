@@ -20,6 +20,7 @@ import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import { DecoderRunner } from './decoder-runner';
 import { AlgorithmChoice, ALGORITHM_CHOICES, Batching, pickSettings, Precision, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
 import { AttentionKernelChoice, attentionKernelChoice, choosePrecision, PrecisionChoice } from './precision-choice';
+import { DotSpeeds, dotSpeedsForAuto } from './dot-speed';
 import { AdmissionQueue, Outcome } from './admission';
 import { AbortError } from './errors';
 import { loadProgramCache } from './load-programs';
@@ -177,6 +178,8 @@ export class Scorer implements Disposable {
     /** PJRT_SCORE_PLATFORM_FACTS, read at load (platform-override.ts). */
     factsOverride: PlatformFactsOverride;
     xlaOptions: XlaOptions;
+    /** What 'auto' measured on this CPU (dot-speed.ts), or null. */
+    dots: DotSpeeds | null;
   }) {
     const { options, settings } = init;
     this.modelName = init.modelName;
@@ -191,7 +194,7 @@ export class Scorer implements Disposable {
     this.defaultAlgorithm = settings.algorithm;
     this.templateOption = options.rerankTemplate;
     this.xlaOptions = init.xlaOptions;
-    const facts = withOverride(platformFacts(this.client.platformName, this.kernelPaths()?.cpu ?? null), init.factsOverride);
+    const facts = withOverride(platformFacts(this.client.platformName, this.kernelPaths()?.tried ?? null), init.factsOverride);
     this.platform = facts;
     this.budget = { ...budgetForMemory(facts.budget, this.client.deviceMemoryBytes), ...options.budget };
     this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
@@ -204,7 +207,7 @@ export class Scorer implements Disposable {
     };
     this.costModel = costModelFor(this.config, facts.cost);
     this.sizing = { ladders: this.ladders, budget: this.budget, numHeads: this.config.numHeads };
-    this.precisionChoice = choosePrecision(settings.precision, this.client.platformName, this.kernelPaths());
+    this.precisionChoice = choosePrecision(settings.precision, this.client.platformName, this.kernelPaths(), init.dots);
     this.precision = this.precisionChoice.precision;
     // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
     const { pluginPath, platformName } = this.client;
@@ -295,6 +298,9 @@ export class Scorer implements Disposable {
           closeModel();
           return loadPrograms.close();
         });
+        // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
+        const kernel = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
+        const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernel, model.config.hiddenSize, model.config.intermediateSize) : null;
         const scorer = new Scorer({
           modelName: model.name,
           quantization: model.quantization,
@@ -307,6 +313,7 @@ export class Scorer implements Disposable {
           settings,
           factsOverride,
           xlaOptions,
+          dots,
         });
         // A template named at load must fit the model: say so now, not at the first rerank.
         if (options.rerankTemplate !== undefined) scorer.rerankTemplate();

@@ -1,0 +1,143 @@
+/**
+ * What 'auto' precision measures on the CPU (docs/design.md, 'Platforms and
+ * precision'): XLA's bf16 x bf16 -> f32 dots against its true f32 dots, at
+ * the model's largest projection ([512 rows x hidden] x [hidden x
+ * intermediate]), in the same process, alternating. CPU flags do not tell:
+ * on an Intel Xeon with AVX512_BF16 but no AMX, XLA's bf16 dots ran at 0.6x
+ * its f32 ones, on an AMD EPYC Zen 4 at 1.85x. Kept on disk by CPU identity,
+ * core count, plugin and shape, so a machine measures once (about a second).
+ */
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { createHash } from 'node:crypto';
+import { buildProgram } from '../hlo/program';
+import { TensorType } from '../hlo/types';
+import type { Client } from '../runtime/client';
+import type { DeviceBuffer } from '../runtime/device-buffer';
+import type { Executable } from '../runtime/executable';
+import { hostCpu } from '../runtime/host-cpu';
+import { cacheDir } from '../util/cache-dir';
+import type { KernelPaths } from '../runtime/kernel-paths';
+import { DOT_OPTIONS } from './decoder-runner';
+import { BF16_DOT_ISAS } from './precision-choice';
+
+export interface DotSpeeds {
+  /** [rows, hidden, intermediate]: the dot timed. */
+  readonly shape: readonly [number, number, number];
+  /** Medians over the rounds, GFLOP/s (2·m·k·n per dot over wall time). */
+  readonly f32Gflops: number;
+  readonly bf16Gflops: number;
+  /** Alternating rounds, each one f32 and one bf16 execution. */
+  readonly rounds: number;
+  /** 'disk': read from the file; 'measured': timed now. */
+  readonly source: 'disk' | 'measured';
+  readonly cores: number;
+}
+
+/** The rows of the dot timed: a pass's tokens. */
+export const DOT_SPEED_ROWS = 512;
+const ROUNDS = 7;
+const FILE_VERSION = 1;
+
+/** Where the speeds of `client` at `shape` are kept (by CPU identity, cores, plugin and shape). */
+export function dotSpeedsFile(client: Client, shape: readonly number[]): string {
+  const key = [hostCpu().id, os.availableParallelism(), client.platformName, client.platformVersion, shape.join('x')].join('|');
+  return path.join(cacheDir(), 'dot-speed', `${createHash('sha256').update(key).digest('hex').slice(0, 20)}.json`);
+}
+
+function readSpeeds(file: string): DotSpeeds | null {
+  try {
+    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: number; speeds?: DotSpeeds };
+    const s = saved.speeds;
+    if (saved.version !== FILE_VERSION || !s || !(s.f32Gflops > 0) || !(s.bf16Gflops > 0)) return null;
+    return { ...s, source: 'disk' };
+  } catch {
+    return null;
+  }
+}
+
+function writeSpeeds(file: string, speeds: DotSpeeds): void {
+  try {
+    fs.mkdirSync(path.dirname(file), { recursive: true });
+    const tmp = `${file}.${process.pid}.tmp`;
+    fs.writeFileSync(tmp, JSON.stringify({ version: FILE_VERSION, speeds }, null, 2));
+    fs.renameSync(tmp, file);
+  } catch {
+    // not kept: measured again next time
+  }
+}
+
+async function seconds(exe: Executable, args: readonly DeviceBuffer[]): Promise<number> {
+  const t0 = performance.now();
+  const outs = await exe.execute(args);
+  const s = (performance.now() - t0) / 1000;
+  for (const o of outs) o.dispose();
+  return s;
+}
+
+const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+/** The dot speeds of `client` for a model of `hidden` x `intermediate` projections: from disk, or measured now. */
+export async function dotSpeeds(client: Client, hidden: number, intermediate: number): Promise<DotSpeeds> {
+  const shape = [DOT_SPEED_ROWS, hidden, intermediate] as const;
+  const file = dotSpeedsFile(client, shape);
+  const saved = readSpeeds(file);
+  if (saved) return saved;
+  const programs = (['highest', 'bf16'] as const).map((p) =>
+    buildProgram(
+      `dot_speed_${p}`,
+      (f) => {
+        const x = f.param(TensorType.f32([DOT_SPEED_ROWS, hidden]), 'x');
+        const w = f.param(TensorType.f32([hidden, intermediate]), 'w');
+        return { y: f.matmul(x, w) };
+      },
+      DOT_OPTIONS[p],
+    ),
+  );
+  const owned: { dispose(): void }[] = [];
+  try {
+    const [f32, bf16] = await Promise.all(programs.map((p) => client.compile(p.text)));
+    owned.push(f32, bf16);
+    const fill = (n: number): Float32Array => Float32Array.from({ length: n }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
+    const x = await client.upload(fill(DOT_SPEED_ROWS * hidden), [DOT_SPEED_ROWS, hidden]);
+    const w = await client.upload(fill(hidden * intermediate), [hidden, intermediate]);
+    owned.push(x, w);
+    for (let i = 0; i < 2; i++) {
+      await seconds(f32, [x, w]);
+      await seconds(bf16, [x, w]);
+    }
+    const times: { f32: number[]; bf16: number[] } = { f32: [], bf16: [] };
+    for (let r = 0; r < ROUNDS; r++) {
+      times.f32.push(await seconds(f32, [x, w]));
+      times.bf16.push(await seconds(bf16, [x, w]));
+    }
+    const flop = 2 * DOT_SPEED_ROWS * hidden * intermediate;
+    const speeds: DotSpeeds = {
+      shape,
+      f32Gflops: flop / median(times.f32) / 1e9,
+      bf16Gflops: flop / median(times.bf16) / 1e9,
+      rounds: ROUNDS,
+      source: 'measured',
+      cores: os.availableParallelism(),
+    };
+    writeSpeeds(file, speeds);
+    return speeds;
+  } finally {
+    for (const o of owned.reverse()) o.dispose();
+  }
+}
+
+/**
+ * The speeds 'auto' decides by, on a CPU plugin whose kernels' tried instruction set has bf16 dot
+ * units (precision-choice.ts, BF16_DOT_ISAS); null elsewhere, or where they could not be measured
+ * (the reason then says so).
+ */
+export async function dotSpeedsForAuto(client: Client, kernel: KernelPaths | null, hidden: number, intermediate: number): Promise<DotSpeeds | null> {
+  if (client.platformName.toLowerCase() !== 'cpu' || kernel === null || !BF16_DOT_ISAS.includes(kernel.tried)) return null;
+  try {
+    return await dotSpeeds(client, hidden, intermediate);
+  } catch {
+    return null;
+  }
+}
