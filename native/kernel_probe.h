@@ -16,8 +16,7 @@ namespace pjrt_score {
 // portable loops, with the tried ceiling at `isa`: true when they agree, what was run and found in
 // *detail. Refuses (false, why in *detail) unless PJRT_SCORE_KERNEL_PROBE_CHILD=1 (only the probe
 // child sets it) or `isa` is above the CPU's. PJRT_SCORE_KERNEL_PROBE_FAULT=<isa> (a test hook, in
-// the child only) makes the trial of that isa fault on purpose: a bad tile configuration at amx,
-// a store to an unmapped address below it.
+// the child only) makes the trial of that isa fault on purpose (a store to an unmapped address).
 bool ProbeKernelIsa(KernelIsa isa, std::string* detail);
 
 }  // namespace pjrt_score
