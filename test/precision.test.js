@@ -118,7 +118,7 @@ test("Scorer: precision 'auto' times bf16 against f32 dots where the kernels hav
 
 test("choosePrecision: on a CPU with bf16 dot units 'auto' follows the measured speeds, never the flags", (t) => {
   const kernel = (tried) => ({ cpu: tried, tried, allowed: tried, f32: 'avx512', bf16: tried });
-  const dots = (bf16Gflops, f32Gflops) => ({ shape: [512, 576, 1536], bf16Gflops, f32Gflops, rounds: 7, source: 'measured', cores: 2 });
+  const dots = (bf16Gflops, f32Gflops) => ({ shape: [2048, 576, 1536], bf16Gflops, f32Gflops, rounds: 7, source: 'measured', cores: 2 });
   // The Intel Xeon without AMX of docs/performance.md: bf16 dots at 0.6x f32.
   const xeon = choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(140, 234));
   t.equal(xeon.precision, 'highest', `bf16 slower than f32: ${xeon.reason}`);

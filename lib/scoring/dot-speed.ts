@@ -1,8 +1,9 @@
 /**
  * What 'auto' precision measures on the CPU (docs/design.md, 'Platforms and
  * precision'): XLA's bf16 x bf16 -> f32 dots against its true f32 dots, at
- * the model's largest projection ([512 rows x hidden] x [hidden x
- * intermediate]), in the same process, alternating. CPU flags do not tell:
+ * the model's largest projection ([2048 rows x hidden] x [hidden x
+ * intermediate]), in the same process, alternating, the best of 9 rounds
+ * each (a shared machine slows some rounds, and both precisions alike). CPU flags do not tell:
  * on an Intel Xeon with AVX512_BF16 but no AMX, XLA's bf16 dots ran at 0.6x
  * its f32 ones, on an AMD EPYC Zen 4 at 1.85x. Kept on disk by CPU identity,
  * core count, plugin and shape, so a machine measures once (about a second).
@@ -25,7 +26,7 @@ import { BF16_DOT_ISAS } from './precision-choice';
 export interface DotSpeeds {
   /** [rows, hidden, intermediate]: the dot timed. */
   readonly shape: readonly [number, number, number];
-  /** Medians over the rounds, GFLOP/s (2·m·k·n per dot over wall time). */
+  /** The best of the rounds, GFLOP/s (2·m·k·n per dot over wall time): what the machine gives when nothing else runs on it. */
   readonly f32Gflops: number;
   readonly bf16Gflops: number;
   /** Alternating rounds, each one f32 and one bf16 execution. */
@@ -36,8 +37,8 @@ export interface DotSpeeds {
 }
 
 /** The rows of the dot timed: a pass's tokens. */
-export const DOT_SPEED_ROWS = 512;
-const ROUNDS = 7;
+export const DOT_SPEED_ROWS = 2048;
+const ROUNDS = 9;
 const FILE_VERSION = 1;
 
 /** Where the speeds of `client` at `shape` are kept (by CPU identity, cores, plugin and shape). */
@@ -76,7 +77,6 @@ async function seconds(exe: Executable, args: readonly DeviceBuffer[]): Promise<
   return s;
 }
 
-const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 /** The dot speeds of `client` for a model of `hidden` x `intermediate` projections: from disk, or measured now. */
 export async function dotSpeeds(client: Client, hidden: number, intermediate: number): Promise<DotSpeeds> {
@@ -115,8 +115,8 @@ export async function dotSpeeds(client: Client, hidden: number, intermediate: nu
     const flop = 2 * DOT_SPEED_ROWS * hidden * intermediate;
     const speeds: DotSpeeds = {
       shape,
-      f32Gflops: flop / median(times.f32) / 1e9,
-      bf16Gflops: flop / median(times.bf16) / 1e9,
+      f32Gflops: flop / Math.min(...times.f32) / 1e9,
+      bf16Gflops: flop / Math.min(...times.bf16) / 1e9,
       rounds: ROUNDS,
       source: 'measured',
       cores: os.availableParallelism(),

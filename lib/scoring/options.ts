@@ -190,7 +190,7 @@ export const SCORER_SETTINGS = [
     flag: 'precision',
     env: 'PJRT_SCORE_PRECISION',
     default: 'highest',
-    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs), bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where measured to pay within the accuracy gate: CPUs with bf16 matrix units, NVIDIA GPUs; else highest)",
+    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs), bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where it pays within the accuracy gate: NVIDIA GPUs, and CPUs with bf16 dot units where bf16 dots measure >= 1.15x f32 ones on this machine; else highest)",
   }),
   choiceSetting('weights', WEIGHT_CHOICES, {
     flag: 'weights',

@@ -64,7 +64,7 @@ export function choosePrecision(asked: PrecisionOption, platform: string, kernel
   const measured =
     `XLA's bf16 x bf16 -> f32 dots ran at ${ratio.toFixed(2)}x its f32 dots on this ${kernel.tried} CPU ` +
     `(${dots.bf16Gflops.toFixed(0)} against ${dots.f32Gflops.toFixed(0)} GFLOP/s, [${dots.shape[0]}x${dots.shape[1]}]·[${dots.shape[1]}x${dots.shape[2]}], ` +
-    `median of ${dots.rounds} alternating rounds on ${dots.cores} cores${dots.source === 'disk' ? ', measured earlier on this machine' : ''})`;
+    `best of ${dots.rounds} alternating rounds on ${dots.cores} cores${dots.source === 'disk' ? ', measured earlier on this machine' : ''})`;
   return ratio >= BF16_PAYS
     ? { precision: 'bf16', asked, reason: `auto: bf16 (${measured})` }
     : { precision: 'highest', asked, reason: `auto: highest (${measured}; bf16 pays from ${BF16_PAYS}x)` };

@@ -15,12 +15,14 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-/** Dims in Hugging Face config terms; arch selects qk-norm (qwen3) or q/k/v biases (qwen2). */
+/** Dims in Hugging Face config terms; arch selects qk-norm (qwen3), q/k/v biases (qwen2) or neither (llama). */
 const PRESETS = {
   // Qwen3-0.6B: 28 layers, hidden 1024, 16 query / 8 KV heads of 128, MLP 3072, vocab 151,936, tied.
   qwen3_0_6b: { arch: 'qwen3', vocab: 151936, hidden: 1024, mlp: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128 },
   // The same architecture at toy size, for the suite (runs on the CPU plugin in seconds).
   qwen3_tiny: { arch: 'qwen3', vocab: 512, hidden: 64, mlp: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16 },
+  // SmolLM2-135M (the default model's shape): 30 layers, hidden 576, 9 query / 3 KV heads of 64, MLP 1536, vocab 49,152, tied.
+  smollm2_135m: { arch: 'llama', vocab: 49152, hidden: 576, mlp: 1536, layers: 30, heads: 9, kvHeads: 3, headDim: 64, ropeTheta: 100000 },
   // Qwen2-1.5B: 28 layers, hidden 1536, 12 query / 2 KV heads of 128, MLP 8960, vocab 151,936, tied.
   qwen2_1_5b: { arch: 'qwen2', vocab: 151936, hidden: 1536, mlp: 8960, layers: 28, heads: 12, kvHeads: 2, headDim: 128 },
 };
@@ -131,8 +133,8 @@ function byteTokenizerJson() {
 /** Writes a whole random model directory; returns its parameter count and file size. */
 function writeRandomModel(dir, dims, { seed = 1 } = {}) {
   fs.mkdirSync(dir, { recursive: true });
-  const architecture = { qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[dims.arch];
-  if (!architecture) throw new Error(`random models are qwen2 or qwen3, not ${dims.arch}`);
+  const architecture = { llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM' }[dims.arch];
+  if (!architecture) throw new Error(`random models are llama, qwen2 or qwen3, not ${dims.arch}`);
   const config = {
     architectures: [architecture],
     model_type: dims.arch,
@@ -144,7 +146,7 @@ function writeRandomModel(dir, dims, { seed = 1 } = {}) {
     num_key_value_heads: dims.kvHeads,
     head_dim: dims.headDim,
     hidden_act: 'silu',
-    rope_theta: 1000000,
+    rope_theta: dims.ropeTheta ?? 1000000,
     rms_norm_eps: 1e-6,
     max_position_embeddings: 40960,
     tie_word_embeddings: true,

@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# Prepares what scripts/gpu/h100-run.sh needs on a GPU machine that has Python
-# (jax, jax-cuda13-pjrt, torch) but no Node: the package bundle (npm run
-# bundle: dist/, bin/, the built addon, production dependencies) and this
-# machine's node binary, xz-compressed, in the git-ignored folder
-# .cache/gpu-carry (the device run's `carry`, about 30 MB).
+# Prepares what the device scripts need on a GPU machine that has Python
+# (jax, jax-cuda13-pjrt, torch) but no Node, in the git-ignored folder
+# .cache/gpu-carry (the device run's `carry`, at most 64 MiB):
+#   - the package bundle (npm run bundle: dist/, bin/, the built addon,
+#     production dependencies) and this machine's node binary, xz-compressed
+#     (scripts/gpu/h100-run.sh and the other GPU scripts);
+#   - for the AMX host check on the GPU machine's host CPU
+#     (scripts/cpu/amx-host-check.sh): the XLA CPU plugin stripped of its
+#     symbols (strip --strip-unneeded, then xz -6: about 35 MB) and the test
+#     runner's modules (tape and what it requires). --gpu-only leaves them out.
 #
-#   scripts/gpu/prepare-carry.sh
+#   scripts/gpu/prepare-carry.sh [--gpu-only]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=.cache/gpu-carry
@@ -14,4 +19,13 @@ npm run build:ts >/dev/null
 node scripts/bundle.js --out "$out/pjrt-score.tar.gz" >&2
 xz -T2 -6 -c "$(command -v node)" > "$out/node.xz"
 node --version > "$out/node-version.txt"
+if [ "${1:-}" != "--gpu-only" ]; then
+  plugin=$(node -e "require('./dist/runtime').ensurePluginPath().then((p) => console.log(p))")
+  strip --strip-unneeded -o "$out/xla_cpu_pjrt.so" "$plugin"
+  xz -T2 -6 "$out/xla_cpu_pjrt.so"
+  node scripts/cpu/pack-test-modules.js "$out/test-modules.tar.gz" >&2
+fi
 du -sh "$out"/*
+total=$(du -sb "$out" | cut -f1)
+echo "carry: $((total / 1048576)) MiB of 64"
+[ "$total" -le $((64 * 1048576)) ] || { echo "carry is over 64 MiB: the device refuses it" >&2; exit 1; }
