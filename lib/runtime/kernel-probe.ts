@@ -91,7 +91,8 @@ function writeVerdict(file: string, verdict: KernelProbeVerdict): void {
 /** Runs the trials in a child; its stdout has one JSON line per trial begun and ended. */
 export function runProbeChild(addonFile: string, cpu: KernelIsa): KernelProbeVerdict {
   const isas = KERNEL_ISAS.slice(1, order(cpu) + 1);
-  const env: NodeJS.ProcessEnv = { ...process.env, [CHILD_ENV]: '1' };
+  // ELECTRON_RUN_AS_NODE: under Electron, process.execPath is Electron, which then runs as Node.
+  const env: NodeJS.ProcessEnv = { ...process.env, [CHILD_ENV]: '1', ELECTRON_RUN_AS_NODE: '1' };
   delete env.PJRT_SCORE_KERNEL_ISA; // the trials run each path itself, uncapped
   delete env.PJRT_SCORE_KERNEL_PORTABLE;
   const child = spawnSync(process.execPath, [path.join(__dirname, 'kernel-probe-child.js'), addonFile, ...isas], {
