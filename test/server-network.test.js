@@ -204,6 +204,62 @@ test('the Scorer scored exactly the accepted items', async (t) => {
   t.end();
 });
 
+// The mounts: the host's authorize(req) hook decides, and the ecosystem's CORS packages apply.
+async function mounted(kind) {
+  const { createScoringService } = require('../dist/server');
+  const { silentLogger } = require('../dist/server/log');
+  const service = createScoringService({ warmup: [], logger: silentLogger(), warmupProgress: false, loadBackend: async () => scorer });
+  await service.ready;
+  const authorize = (req) => {
+    if (req.headers['x-hook-throws'] === '1') throw new Error('the hook failed');
+    return req.headers['x-tenant'] === 'acme';
+  };
+  if (kind === 'fastify') {
+    const app = require('fastify')();
+    await app.register(require('@fastify/cors'), { origin: [ORIGIN] });
+    await app.register(service.fastifyPlugin({ health: true, authorize }));
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    return { url: `http://127.0.0.1:${app.server.address().port}`, close: () => app.close() };
+  }
+  const app = require('express')();
+  app.use(require('cors')({ origin: [ORIGIN] }));
+  app.use(service.expressRouter({ health: true, authorize }));
+  const listener = app.listen(0, '127.0.0.1');
+  await new Promise((resolve) => listener.once('listening', resolve));
+  return { url: `http://127.0.0.1:${listener.address().port}`, close: () => new Promise((resolve) => listener.close(resolve)) };
+}
+
+for (const kind of ['fastify', 'express']) {
+  test(`${kind} mount: authorize(req) refuses with the same 401, lets through, and a throwing hook is a 500; ${kind === 'fastify' ? '@fastify/cors' : 'cors'} answers the preflight`, async (t) => {
+    const host = await mounted(kind);
+    const base = server.url;
+    server.url = host.url; // request() talks to the mount
+    try {
+      const before = calls;
+      const refused = await request('/v1/score', { method: 'POST', body: SCORE });
+      t.equal(refused.status, 401, 'the hook said no: 401');
+      t.equal(refused.headers.get('www-authenticate'), 'Bearer', 'WWW-Authenticate: Bearer');
+      const error = { message: 'not authorized', type: 'AuthenticationError', param: 'authorization', code: 401 };
+      t.deepEqual(refused.body, { object: 'error', ...error, error }, 'the common error body');
+      t.equal(calls, before, 'nothing reached the Scorer');
+      t.equal((await request('/health')).status, 200, '/health is open');
+      const allowed = await request('/v1/score', { method: 'POST', body: SCORE, headers: { 'x-tenant': 'acme' } });
+      t.equal(allowed.status, 200, 'the hook said yes: 200');
+      t.equal(allowed.body.scores.length, 2, 'scored');
+      const thrown = await request('/v1/score', { method: 'POST', body: SCORE, headers: { 'x-tenant': 'acme', 'x-hook-throws': '1' } });
+      t.equal(thrown.status, 500, 'a hook that throws: 500, the process lives');
+      const preflight = await request('/v1/score', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } });
+      t.equal(preflight.status, 204, 'the preflight answered by the CORS package');
+      t.equal(preflight.headers.get('access-control-allow-origin'), ORIGIN, 'for the allowed origin');
+      const other = await request('/v1/score', { method: 'POST', body: SCORE, headers: { 'x-tenant': 'acme', origin: 'https://evil.example.com' } });
+      t.equal(other.headers.get('access-control-allow-origin'), null, 'another origin: no Access-Control-Allow-Origin');
+    } finally {
+      server.url = base;
+      await host.close();
+    }
+  });
+}
+
 test('teardown', async (t) => {
   await server.close();
   fs.rmSync(dir, { recursive: true, force: true });
