@@ -99,6 +99,12 @@ export const NETWORK_SETTINGS = [
   corsAllowOriginSetting,
   stringSetting('tlsCert', { flag: 'tls-cert', env: 'PJRT_SCORE_TLS_CERT', metavar: 'PATH', help: 'serve HTTPS with this PEM certificate (chain) and --tls-key; both re-read on SIGHUP' }),
   stringSetting('tlsKey', { flag: 'tls-key', env: 'PJRT_SCORE_TLS_KEY', metavar: 'PATH', help: 'the PEM private key of --tls-cert' }),
+  stringSetting('otlpEndpoint', {
+    flag: 'otlp-endpoint',
+    env: 'PJRT_SCORE_OTLP_ENDPOINT',
+    metavar: 'URL',
+    help: 'send OpenTelemetry traces (a span per request: body, tokenize, queue wait, device passes, reply) over OTLP/HTTP to URL (/v1/traces added); OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT work too; needs the optional @opentelemetry packages',
+  }),
 ] as const;
 
 /** The keys of the network rows: the standalone server's, not a mount's. */

@@ -128,7 +128,9 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
   const common: Record<string, string> = { 'x-request-id': id };
   if (service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
   const path = ex.path;
-  const record: ScoreRecord = { id, status: 0, algorithm: 'none', items: 0, tokens: 0 };
+  const startMs = performance.now();
+  const trace = service.tracing?.startRequest(ex.req, ex.method, route?.path ?? 'other', startMs) ?? null;
+  const record: ScoreRecord = { id, status: 0, algorithm: 'none', items: 0, tokens: 0, steps: trace ? [] : null };
   let reply: Reply;
   try {
     // Before the 404: without a key, no answer tells which paths exist.
@@ -161,6 +163,12 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
     send({ ...reply, headers: { ...reply.headers, ...common } });
   } catch (error) {
     logEvent(service.logger, 'error', 'internal_error', { id, error });
+  }
+  if (trace) {
+    const endMs = performance.now();
+    const steps = record.steps ?? [];
+    if (record.scoredAtMs !== undefined) steps.push({ name: 'reply', startMs: record.scoredAtMs, endMs });
+    trace.end(endMs, record.status, steps, { 'pjrt_score.request_id': id, ...(route?.scoring ? { 'pjrt_score.items': record.items, 'pjrt_score.tokens': record.tokens, 'pjrt_score.algorithm': record.algorithm } : {}) });
   }
   const seconds = (performance.now() - started) / 1000;
   const scoring = route !== null && route.scoring;

@@ -23,6 +23,7 @@ import { createRequestListener } from './node-handler';
 import { OptionError, ServeOptions } from './options';
 import { ROUTES } from './routes';
 import { Phase } from './service';
+import { openTracing } from './tracing';
 import { ScoringServiceOptions, openScoringService } from './scoring-service';
 
 export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | NetworkSettingKey>> {}
@@ -77,6 +78,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     ? https.createServer({ keepAliveTimeout: 5000, ...tlsContext }, listener)
     : http.createServer({ keepAliveTimeout: 5000 }, listener);
   const service = control.service;
+  control.state.tracing = openTracing(settings.otlpEndpoint, process.env, 'pjrt-score');
   server.headersTimeout = 30_000;
   server.requestTimeout = Math.max(60_000, settings.timeoutMs + 10_000);
   // headersTimeout starts at a request's first byte: a connection that never sends one would stay open for
@@ -100,6 +102,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     tls: tlsFiles !== null,
     api_keys: keys?.size ?? 0,
     cors_allow_origin: settings.corsAllowOrigin,
+    traces: control.state.tracing?.endpoint ?? null,
   });
   control.start();
 
@@ -116,6 +119,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
       server.closeAllConnections();
       await stopped;
       control.finish();
+      // The last spans go out before close() resolves.
+      await control.state.tracing?.shutdown().catch((error: unknown) => logEvent(service.logger, 'warn', 'traces_flush_failed', { error }));
     })();
     return closing;
   };
