@@ -7,27 +7,57 @@
 // huggingface_hub, pip-installed into the cache directory) where python3 is
 // present. Each client's answer is compared with the same request sent as
 // plain JSON (the server's own answer, checked by server-compat and
-// server-rerank against the library).
+// server-rerank against the library). Every client runs twice: against the
+// service with API keys on, passing the key as its ordinary api-key
+// argument (a wrong key is the client's own 401 error), and against a
+// listener without keys on the same Scorer.
 const test = require('tape');
+const http = require('node:http');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { cacheDir } = require('../dist/util/cache-dir');
 const { startInProcessServer } = require('./helpers/in-process-server');
+const { createScoringService } = require('../dist/server');
+const { silentLogger } = require('../dist/server/log');
 
+const KEY = 'pk-compat-5f0c2a9e81d34b7790aa';
 let server;
 let scorer;
+let openListener;
+/** The service clients talk to now: { name, url, key }. */
+let mode;
+const MODES = [];
 
 async function post(urlPath, body) {
-  const res = await fetch(`${server.url}${urlPath}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const headers = { 'content-type': 'application/json', ...(mode.keyed ? { authorization: `Bearer ${mode.key}` } : {}) };
+  const res = await fetch(`${mode.url}${urlPath}`, { method: 'POST', headers, body: JSON.stringify(body) });
   const text = await res.text();
   return { status: res.status, text, body: JSON.parse(text) };
 }
 
-test('setup', async (t) => {
-  server = await startInProcessServer({ onScorer: (s) => (scorer = s) });
-  t.pass(server.url);
+test('setup: the service with a key, and a listener without one on the same Scorer', async (t) => {
+  server = await startInProcessServer({ onScorer: (s) => (scorer = s), serverOptions: { apiKey: [KEY] } });
+  const open = createScoringService({ warmup: [], logger: silentLogger(), warmupProgress: false, loadBackend: async () => scorer });
+  await open.ready;
+  openListener = http.createServer(open.requestListener());
+  await new Promise((resolve) => openListener.listen(0, '127.0.0.1', resolve));
+  MODES.push({ name: 'with a key', url: server.url, key: KEY, keyed: true }, { name: 'without keys', url: `http://127.0.0.1:${openListener.address().port}`, key: 'unused', keyed: false });
+  mode = MODES[0];
+  t.pass(`${MODES[0].url} (keys on), ${MODES[1].url} (keys off)`);
 });
+
+/** Runs `body(t)` once per mode, `mode` set. */
+function bothWays(name, body) {
+  test(name, async (t) => {
+    for (const m of MODES) {
+      mode = m;
+      t.comment(m.name);
+      await body(t);
+    }
+    mode = MODES[0];
+  });
+}
 
 const QUERY = 'What is the capital of France?';
 const DOCS = ['Paris is the capital of France.', 'Bananas are yellow.', 'Berlin is in Germany.'];
@@ -37,17 +67,28 @@ for (const [name, pkg] of [
   ['cohere-ai 8.1.0', 'cohere-ai'],
   ['cohere-ai 7.21.0', 'cohere-ai-v7'],
 ]) {
-  test(`${name}: CohereClient.rerank (v1) and CohereClientV2.rerank (v2)`, async (t) => {
-    const { CohereClient, CohereClientV2 } = require(pkg);
+  bothWays(`${name}: CohereClient.rerank (v1) and CohereClientV2.rerank (v2)`, async (t) => {
+    const { CohereClient, CohereClientV2, CohereError } = require(pkg);
+    if (mode.keyed) {
+      for (const Client of [CohereClient, CohereClientV2]) {
+        try {
+          await new Client({ token: 'pk-wrong', environment: mode.url }).rerank({ model: 'm', query: QUERY, documents: DOCS });
+          t.fail('no error');
+        } catch (error) {
+          t.ok(error instanceof CohereError && error.statusCode === 401, `a wrong key: the client's 401 (${error.constructor.name})`);
+          t.equal(error.body?.message, 'the API key is not valid', 'its message from our error body');
+        }
+      }
+    }
     const plain = await post('/v1/rerank', { query: QUERY, documents: DOCS, top_n: 2, return_documents: true });
-    const v1 = new CohereClient({ token: 'unused', environment: server.url });
+    const v1 = new CohereClient({ token: mode.key, environment: mode.url });
     const r1 = await v1.rerank({ query: QUERY, documents: DOCS, topN: 2, returnDocuments: true });
     t.deepEqual(pairs(r1.results, 'relevanceScore'), pairs(plain.body.results, 'relevance_score'), 'v1: the server\'s ranking');
     t.deepEqual(r1.results.map((r) => r.document.text), plain.body.results.map((r) => DOCS[r.index]), 'v1: documents');
     const objects = [{ title: 'France', text: 'Paris is its capital.', id: 'a7' }, { title: 'Fruit', text: 'Bananas.', id: 'b8' }];
     const rf = await v1.rerank({ query: QUERY, documents: objects, rankFields: ['title', 'text'], returnDocuments: true });
     t.ok(rf.results.every((r) => r.document.id === objects[r.index].id && r.document.title === objects[r.index].title), 'v1 rankFields: the whole object back');
-    const v2 = new CohereClientV2({ token: 'unused', environment: server.url });
+    const v2 = new CohereClientV2({ token: mode.key, environment: mode.url });
     const r2 = await v2.rerank({ model: 'rerank-v3.5', query: QUERY, documents: DOCS, topN: 2 });
     t.deepEqual(pairs(r2.results, 'relevanceScore'), pairs(plain.body.results, 'relevance_score'), 'v2: the same ranking');
     t.equal(r2.meta.apiVersion.version, '2', 'v2: meta');
@@ -58,10 +99,10 @@ for (const [name, pkg] of [
   });
 }
 
-test('@langchain/cohere CohereRerank: compressDocuments and rerank', async (t) => {
+bothWays('@langchain/cohere CohereRerank: compressDocuments and rerank', async (t) => {
   const { CohereRerank } = require('@langchain/cohere');
   const { CohereClient } = require('cohere-ai');
-  const reranker = new CohereRerank({ model: 'rerank-v3.5', topN: 2, client: new CohereClient({ token: 'unused', environment: server.url }) });
+  const reranker = new CohereRerank({ model: 'rerank-v3.5', topN: 2, client: new CohereClient({ token: mode.key, environment: mode.url }) });
   const plain = await post('/v1/rerank', { query: QUERY, documents: DOCS, top_n: 2 });
   const docs = DOCS.map((pageContent, i) => ({ pageContent, metadata: { i } }));
   const kept = await reranker.compressDocuments(docs, QUERY);
@@ -70,9 +111,18 @@ test('@langchain/cohere CohereRerank: compressDocuments and rerank', async (t) =
   t.deepEqual(pairs(ranked, 'relevanceScore'), pairs(plain.body.results, 'relevance_score'), 'rerank()');
 });
 
-test('openai: models.list, models.retrieve, and a 4xx read from the nested error', async (t) => {
-  const { default: OpenAI, NotFoundError, BadRequestError } = require('openai');
-  const client = new OpenAI({ apiKey: 'unused', baseURL: `${server.url}/v1`, maxRetries: 0 });
+bothWays('openai: models.list, models.retrieve, and a 4xx read from the nested error', async (t) => {
+  const { default: OpenAI, NotFoundError, BadRequestError, AuthenticationError } = require('openai');
+  const client = new OpenAI({ apiKey: mode.key, baseURL: `${mode.url}/v1`, maxRetries: 0 });
+  if (mode.keyed) {
+    try {
+      await new OpenAI({ apiKey: 'pk-wrong', baseURL: `${mode.url}/v1`, maxRetries: 0 }).models.list();
+      t.fail('no error');
+    } catch (error) {
+      t.ok(error instanceof AuthenticationError, 'a wrong key: AuthenticationError');
+      t.ok(error.message.startsWith('401 the API key is not valid'), error.message);
+    }
+  }
   const list = await client.models.list();
   t.deepEqual(list.data.map((m) => m.id), [scorer.modelName], 'models.list');
   const model = await client.models.retrieve(scorer.modelName);
@@ -182,10 +232,19 @@ test('the Python clients: cohere (v1 and v2), openai, huggingface_hub, and SGLan
     t.equal(install, 0, `pip installed ${PY_PACKAGES.join(', ')} into ${target}`);
     fs.writeFileSync(path.join(target, '.complete'), PY_PACKAGES.join('\n'));
   }
+  for (const m of MODES) {
+    mode = m;
+    t.comment(m.name);
+    await pythonClients(t, py, target);
+  }
+  mode = MODES[0];
+});
+
+async function pythonClients(t, py, target) {
   const plain = await post('/v1/rerank', { query: QUERY, documents: DOCS, top_n: 2 });
   // Asynchronously: the service runs in this process and must answer while Python waits.
   const run = await new Promise((resolve) => {
-    const child = spawn(py, [path.join(__dirname, 'fixtures', 'python-clients.py'), server.url, scorer.modelName], { env: { ...process.env, PYTHONPATH: target } });
+    const child = spawn(py, [path.join(__dirname, 'fixtures', 'python-clients.py'), mode.url, scorer.modelName, mode.key], { env: { ...process.env, PYTHONPATH: target } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c) => (stdout += c));
@@ -202,9 +261,11 @@ test('the Python clients: cohere (v1 and v2), openai, huggingface_hub, and SGLan
   t.equal(out.openai_error_message, "The model 'gpt-4o' does not exist: this server serves '" + scorer.modelName + "'", 'openai error.message from the nested error');
   t.equal(out.hf_info_model_id, scorer.modelName, 'huggingface_hub get_endpoint_info');
   t.deepEqual(out.sglang_float_types, ['float'], 'SGLang batch handling: every score a Python float (softmax rows of exactly 1 too)');
-});
+  if (mode.keyed) t.deepEqual(out.wrong_key, ['UnauthorizedError', 'AuthenticationError'], 'a wrong key: cohere.errors.UnauthorizedError, openai.AuthenticationError');
+}
 
 test('teardown', async (t) => {
+  await new Promise((resolve) => openListener.close(resolve));
   await server.close();
   t.pass('closed');
 });

@@ -242,7 +242,8 @@ const TYPES = {
   },
   Capabilities: { add: ['string'], drop: ['string'] },
   VolumeMount: { name: 'string', mountPath: 'string', readOnly: 'bool', subPath: 'string' },
-  Volume: { name: 'string', emptyDir: 'EmptyDirVolumeSource' },
+  Volume: { name: 'string', emptyDir: 'EmptyDirVolumeSource', secret: 'SecretVolumeSource' },
+  SecretVolumeSource: { secretName: 'string', defaultMode: 'int', optional: 'bool' },
   EmptyDirVolumeSource: { medium: ['', 'Memory'], sizeLimit: 'quantity' },
   Service: { ...meta, spec: 'ServiceSpec' },
   ServiceSpec: { type: ['ClusterIP', 'NodePort', 'LoadBalancer'], selector: 'labels', ports: ['ServicePort'] },
@@ -449,7 +450,14 @@ test('Deployment, Service, PDB: labels, ports and image agree with the package a
 test('probes: readiness on /health, liveness and startup on routes the service answers', (t) => {
   for (const kind of ['readinessProbe', 'livenessProbe', 'startupProbe']) {
     const probe = container[kind];
-    if (!t.ok(probe && probe.httpGet, `${kind} is an httpGet probe`)) continue;
+    // Liveness asks /v1/models, which needs an API key: an exec probe reads it from the mounted Secret.
+    if (kind === 'livenessProbe' && probe && probe.exec) {
+      t.ok(probe.exec.command[0] === 'node' && /\/v1\/models/.test(probe.exec.command.join(' ')), 'liveness: node asks /v1/models with the key file\'s first key');
+      continue;
+    }
+    // tape's t.ok returns nothing: test the value itself.
+    t.ok(probe && probe.httpGet, `${kind} is an httpGet probe`);
+    if (!(probe && probe.httpGet)) continue;
     t.ok(containerPort(probe.httpGet.port), `${kind} targets container port ${probe.httpGet.port}`);
   }
   t.equal(container.readinessProbe.httpGet.path, '/health', 'readiness on /health (503 while loading or draining)');
@@ -492,6 +500,18 @@ test('resources, security, writable paths agree with the image', (t) => {
   t.notOk(mounts.includes(cache), 'the plugin and model in the image are not hidden by a volume');
   const volumes = new Set(pod.volumes.map((v) => v.name));
   t.ok(container.volumeMounts.every((m) => volumes.has(m.name)), 'every mount has its volume');
+  t.end();
+});
+
+test('API keys come from a Secret mounted read-only, named by PJRT_SCORE_API_KEY_FILE', (t) => {
+  const file = envOf('PJRT_SCORE_API_KEY_FILE');
+  t.ok(file, `PJRT_SCORE_API_KEY_FILE is set (${file})`);
+  const mount = container.volumeMounts.find((m) => file && file.startsWith(`${m.mountPath}/`));
+  t.ok(mount && mount.readOnly === true, `the file is under a read-only mount (${mount && mount.mountPath})`);
+  const volume = mount && pod.volumes.find((v) => v.name === mount.name);
+  t.ok(volume && volume.secret && volume.secret.secretName, `that mount is the Secret ${volume && volume.secret && volume.secret.secretName}`);
+  t.notOk(volume && volume.secret && volume.secret.optional, 'not optional: without the Secret the pod does not start');
+  t.notOk((container.env || []).some((e) => e.name === 'PJRT_SCORE_API_KEY'), 'no key in the manifests themselves');
   t.end();
 });
 
@@ -541,8 +561,13 @@ test('Dockerfile: node:20-slim, tarball installed without scripts, fetch at buil
 });
 
 // A real service for the probe paths and the HEALTHCHECK command.
+// Keys on, as in the cluster: a key file like the Secret's.
+const keyFile = path.join(require('node:os').tmpdir(), `pjrt-score-deploy-keys-${process.pid}`);
+const PROBE_KEY = 'pk-deploy-probe-0123456789abcdef';
+
 function startService() {
-  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--warmup', 'none'], {
+  fs.writeFileSync(keyFile, `# keys\n${PROBE_KEY}\n`);
+  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--warmup', 'none', '--api-key-file', keyFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -560,6 +585,15 @@ function startService() {
     exited.then((e) => reject(new Error(`serve exited ${JSON.stringify(e)} before listening: ${stderr}`)));
   });
   return { child, port, exited, stderr: () => stderr };
+}
+
+/** The liveness probe: its httpGet path, or its exec command run with the container's key file variable. */
+async function liveness(base, port) {
+  const probe = container.livenessProbe;
+  if (probe.httpGet) return (await fetch(`${base}${probe.httpGet.path}`)).status === 200;
+  const [cmd, ...args] = probe.exec.command;
+  const run = spawnSync(cmd === 'node' ? process.execPath : cmd, args, { encoding: 'utf8', timeout: 15000, env: { ...process.env, PJRT_SCORE_PORT: String(port), PJRT_SCORE_API_KEY_FILE: keyFile } });
+  return run.status === 0;
 }
 
 function runHealthcheck(port) {
@@ -584,8 +618,8 @@ test('the probe paths and the image HEALTHCHECK against a running service', asyn
       if (!ready) await new Promise((resolve) => setTimeout(resolve, 500));
     }
     t.ok(ready, `readiness path ${container.readinessProbe.httpGet.path} turns 200 once loaded`);
-    const live = await fetch(`${base}${container.livenessProbe.httpGet.path}`);
-    t.equal(live.status, 200, `liveness path ${container.livenessProbe.httpGet.path} answers 200`);
+    t.ok(await liveness(base, port), 'the liveness probe succeeds against the service with keys on');
+    t.equal((await fetch(`${base}/v1/models`)).status, 401, 'and /v1/models without the key is 401 (the probe really sends it)');
     const hc = runHealthcheck(port);
     t.equal(hc.status, 0, `the HEALTHCHECK command exits 0 against the ready service${hc.status ? `: ${hc.stderr}` : ''}`);
   } finally {
@@ -599,5 +633,7 @@ test('the probe paths and the image HEALTHCHECK against a running service', asyn
   // Nothing listens there any more: the same command reports unhealthy.
   const down = runHealthcheck(await svc.port);
   t.equal(down.status, 1, 'the HEALTHCHECK command exits 1 when nothing answers');
+  t.notOk(await liveness(`http://127.0.0.1:${await svc.port}`, await svc.port), 'the liveness probe fails when nothing answers');
+  fs.rmSync(keyFile, { force: true });
   t.end();
 });

@@ -75,3 +75,41 @@ test('one row each: flags, variables, defaults and the Scorer options come from 
   }
   t.end();
 });
+
+test('network rows: repeated --api-key, the comma list of PJRT_SCORE_API_KEY, CORS origins, TLS in pairs', async (t) => {
+  t.deepEqual(resolveServeOptions({ 'api-key': ['k1', 'k2'] }, {}).apiKey, ['k1', 'k2'], 'a repeated flag: both keys');
+  t.deepEqual(resolveServeOptions({}, { PJRT_SCORE_API_KEY: 'k1, k2,,k3' }).apiKey, ['k1', 'k2', 'k3'], 'the variable: a comma-separated list');
+  t.deepEqual(resolveServeOptions({ 'api-key': ['k9'] }, { PJRT_SCORE_API_KEY: 'k1' }).apiKey, ['k9'], 'the flag wins over the variable');
+  t.equal(DEFAULT_SERVE_OPTIONS.apiKey, undefined, 'no key by default');
+  t.deepEqual(DEFAULT_SERVE_OPTIONS.corsAllowOrigin, [], 'no CORS origin by default');
+  t.equal(DEFAULT_SERVE_OPTIONS.metricsPublic, false, '/metrics needs a key by default (with keys on)');
+  t.equal(resolveServeOptions({ 'metrics-public': true }, {}).metricsPublic, true, '--metrics-public');
+  t.deepEqual(resolveServeOptions({}, { PJRT_SCORE_CORS_ALLOW_ORIGIN: 'https://a.example,http://localhost:5173' }).corsAllowOrigin, ['https://a.example', 'http://localhost:5173'], 'origins');
+  for (const [flags, env, message] of [
+    [{ 'api-key': ['has space'] }, {}, /--api-key: key 1 has a character outside visible ASCII or a comma/],
+    [{}, { PJRT_SCORE_API_KEY: ' , ' }, /PJRT_SCORE_API_KEY must name at least one key/],
+    [{ 'cors-allow-origin': 'example.com' }, {}, /"example.com" is not \* or an origin/],
+    [{ 'tls-cert': '/c.pem' }, {}, /--tls-cert and --tls-key go together/],
+  ]) {
+    t.throws(() => resolveServeOptions(flags, env), message, message.source);
+  }
+  const keyless = require('node:path').join(require('node:os').tmpdir(), `pjrt-score-empty-keys-${process.pid}`);
+  require('node:fs').writeFileSync(keyless, '# nothing yet\n');
+  const run = await cli(['serve', '--port', '0', '--warmup', 'none', '--api-key-file', keyless]);
+  require('node:fs').rmSync(keyless);
+  t.equal(run.code, 2, 'a key file without a key: exit 2');
+  t.ok(run.stderr.includes('holds no key'), run.stderr.split('\n')[0]);
+  t.notOk(/"listening"/.test(run.stdout), 'nothing listened');
+});
+
+test('serve --help lists every route of the route table, with its methods', (t) => {
+  const { serveHelp } = require('../dist/cli/serve');
+  const { ROUTES } = require('../dist/server/routes');
+  const header = serveHelp().split('Options:')[0];
+  for (const route of ROUTES) {
+    const methods = route.methods.filter((m) => m !== 'HEAD').join(', ');
+    t.ok(header.includes(`${methods} ${route.path} `), `${methods} ${route.path}`);
+  }
+  t.equal(ROUTES.length, 10, 'ten routes (score, three rerank, health, models, model, info, metrics, openapi)');
+  t.end();
+});

@@ -6,6 +6,7 @@ module.exports = {
   'tokenizer-json': './tokenizer-json',
   request: './request',
   rerank: './rerank',
+  http: './http',
   'native-compile': './native-compile',
   'native-deserialize': './native-deserialize',
   'native-upload': './native-upload',

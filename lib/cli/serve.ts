@@ -2,11 +2,19 @@
 import { OptionSpec, UsageError, parseCommand } from './args';
 import { createLogger, logEvent } from '../server/log';
 import { OptionError, SERVE_SETTINGS, SettingSpec, resolveServeOptions } from '../server/options';
+import { ROUTES } from '../server/routes';
 import { ScoreServer, startServer } from '../server/server';
 
 const SPEC: OptionSpec = Object.fromEntries(
-  SERVE_SETTINGS.map((s) => [s.flag, { type: s.kind === 'switch-off' ? ('boolean' as const) : ('string' as const) }]),
+  SERVE_SETTINGS.map((s) => [s.flag, s.metavar === '' ? { type: 'boolean' as const } : { type: 'string' as const, ...(s.flag === 'api-key' ? { multiple: true } : {}) }]),
 );
+
+/** The header's list of routes, from the route table (as GET /openapi.json is). */
+export function routeLines(): string[] {
+  const labels = ROUTES.map((r) => `${r.methods.filter((m) => m !== 'HEAD').join(', ')} ${r.path}`);
+  const width = Math.max(...labels.map((l) => l.length));
+  return ROUTES.map((r, i) => `  ${labels[i].padEnd(width)}  ${r.operation.summary}`);
+}
 
 export function serveHelp(): string {
   const width = Math.max(...SERVE_SETTINGS.map((s) => flagLabel(s).length));
@@ -16,9 +24,11 @@ export function serveHelp(): string {
   return [
     'Usage: pjrt-score serve [options]',
     '',
-    'Runs the scoring service: POST /v1/score (SGLang Score API), GET /health,',
-    'GET /v1/models, GET /metrics (Prometheus). Logs are JSON lines on stdout.',
-    'SIGTERM/SIGINT stop accepting, finish in-flight requests, and exit 0.',
+    'Runs the scoring service. Its routes:',
+    ...routeLines(),
+    '',
+    'Logs are JSON lines on stdout. SIGTERM/SIGINT stop accepting, finish in-flight',
+    'requests, and exit 0. SIGHUP re-reads --api-key-file and the TLS files.',
     '',
     'Options:',
     ...flagLines,
@@ -58,7 +68,7 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
   }
   let options;
   try {
-    options = resolveServeOptions(values as Record<string, string | boolean | undefined>);
+    options = resolveServeOptions(values as Record<string, string | boolean | string[] | undefined>);
   } catch (error) {
     if (error instanceof OptionError) throw new UsageError(error.message, 'serve');
     throw error;
@@ -97,8 +107,23 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // SIGHUP: re-read the key file and the TLS files; on an error the old ones stay.
+  process.on('SIGHUP', () => {
+    if (!server || signalled) return;
+    try {
+      const result = server.reload();
+      logEvent(logger, 'info', 'reloaded', { api_keys: result.keys, tls: result.tls });
+    } catch (error) {
+      logEvent(logger, 'error', 'reload_failed', { message: error instanceof Error ? error.message : String(error) });
+    }
+  });
 
-  server = await startServer({ ...options, logger });
+  try {
+    server = await startServer({ ...options, logger });
+  } catch (error) {
+    if (error instanceof OptionError) throw new UsageError(error.message, 'serve');
+    throw error;
+  }
   const started = server;
   started.ready.catch(async (error: unknown) => {
     if (signalled) return; // closing anyway

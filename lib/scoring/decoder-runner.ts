@@ -3,6 +3,7 @@
  * the per-request inputs, appends the resident weights, executes, and frees
  * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
  */
+import type { DevicePassTiming } from './scorer-types';
 import { HloProgram } from '../hlo/program';
 import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
 import { CausalAttention, causalAttentionNameTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
@@ -146,7 +147,9 @@ export class DecoderRunner {
    * uploaded and freed here; returned buffers belong to the caller.
    */
   async run(program: ProgramKey, args: readonly ProgramArg[]): Promise<DeviceBuffer[]> {
+    const observer = this.passObserver;
     return this.jit.use(this.key(program), this.source(program), async (executable) => {
+      const startMs = performance.now();
       // The host inputs go up together (each upload is its own trip to a
       // worker thread and the device); every one that arrived is freed after
       // the execution, or at once when another failed.
@@ -158,12 +161,20 @@ export class DecoderRunner {
           return s.value;
         });
         this.executed++;
-        return await executable.execute([...buffers, ...this.weights.buffers]);
+        const out = await executable.execute([...buffers, ...this.weights.buffers]);
+        observer?.({ program: program.program, startMs, endMs: performance.now() });
+        return out;
       } finally {
         uploaded.forEach((b) => b.dispose());
       }
     });
   }
+
+  /**
+   * Told of each pass that ends (its program, upload and execution times) while
+   * set: the Scorer sets it around one call's plan (ScoreCallOptions.onPass).
+   */
+  passObserver: ((pass: DevicePassTiming) => void) | null = null;
 
   /** Program executions started (every device pass). */
   get executions(): number {

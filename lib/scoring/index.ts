@@ -44,6 +44,7 @@ export { ExecutableDiskCache, defaultExecutableDir, executableKey } from './disk
 export {
   Scorer,
   type AlgorithmChoice,
+  type DevicePassTiming,
   type ScoreCallOptions,
   type ScoreLibraryRequest,
   type ScoreResult,

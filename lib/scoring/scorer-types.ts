@@ -87,6 +87,16 @@ export interface ScoreCallOptions {
   readonly algorithm?: AlgorithmChoice;
   /** Told how the call went through the admission queue (its turn's size, its wait), before it resolves. */
   readonly onAdmitted?: (admission: Admission) => void;
+  /** Told of each device pass of the call's plan as it ends (a shared pass is told to each request in it): for traces. */
+  readonly onPass?: (pass: DevicePassTiming) => void;
+}
+
+/** One device pass, in performance.now() milliseconds: its inputs' upload and its execution (not a compile). */
+export interface DevicePassTiming {
+  /** The program's kind (prefill, packed, ...). */
+  readonly program: string;
+  readonly startMs: number;
+  readonly endMs: number;
 }
 
 /** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */

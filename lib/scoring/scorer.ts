@@ -43,6 +43,7 @@ export type {
   AlgorithmChoice,
   BatchJob,
   BatchOutcome,
+  DevicePassTiming,
   PlanExplanation,
   RerankResponse,
   ScoreCallOptions,
@@ -53,7 +54,7 @@ export type {
   ScoreUsage,
   WarmupShape,
 } from './scorer-types';
-import type { Bf16Typing, BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+import type { Bf16Typing, BatchJob, BatchOutcome, DevicePassTiming, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 
 /** A request with its plan chosen, as the device runs it; `joins` when it may share a pass with other requests. */
 interface ChosenJob {
@@ -61,6 +62,7 @@ interface ChosenJob {
   readonly choice: PlanChoice;
   readonly signal?: AbortSignal;
   readonly joins: boolean;
+  readonly onPass?: (pass: DevicePassTiming) => void;
 }
 
 /** Warmup compiles the shared passes of up to this many waiting requests of one shape (batching 'cross-request'). */
@@ -427,7 +429,7 @@ export class Scorer implements Disposable {
   /** Scores a request that `normalize`/`normalizeBody` already validated: the one path every entry takes. */
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertLive();
-    const job = this.chosenJob(request, options.algorithm, options.signal);
+    const job = { ...this.chosenJob(request, options.algorithm, options.signal), ...(options.onPass ? { onPass: options.onPass } : {}) };
     const { result, admission } = await this.queue.submit(job);
     options.onAdmitted?.(admission);
     return result;
@@ -621,6 +623,8 @@ export class Scorer implements Disposable {
     if (together.size > 0) {
       const requests = joining.map((i) => jobs[i].request);
       const logprobs = requests.map((n) => new Float32Array(n.itemTokens.length * n.labels.length));
+      const observers = [...together].flatMap((i) => (jobs[i].onPass ? [jobs[i].onPass] : []));
+      this.runner.passObserver = observers.length === 0 ? null : (pass) => observers.forEach((observe) => observe(pass));
       try {
         await runBatchPasses(plan.passes, requests, logprobs, this.runner);
         this.batchedPasses += plan.passes.length;
@@ -632,14 +636,20 @@ export class Scorer implements Disposable {
         });
       } catch (error) {
         for (const i of together) outcomes[i] = { ok: false, error };
+      } finally {
+        this.runner.passObserver = null;
       }
     }
     for (let i = 0; i < jobs.length; i++) {
       if (together.has(i)) continue;
+      // One job's passes at a time hold the device (the turn is this job's now).
+      this.runner.passObserver = jobs[i].onPass ?? null;
       try {
         outcomes[i] = { ok: true, result: await this.execute(jobs[i].request, jobs[i].choice, jobs[i].signal) };
       } catch (error) {
         outcomes[i] = { ok: false, error };
+      } finally {
+        this.runner.passObserver = null;
       }
     }
     return outcomes;

@@ -6,6 +6,7 @@
  * our error bodies. Typed structurally: fastify is not a dependency.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AccessGate } from './access';
 import { Exchange, Reply } from './exchange';
 import { RouteDefinition, dispatch } from './routes';
 import { ServiceState } from './service';
@@ -40,7 +41,7 @@ export type FastifyPluginLike = (instance: FastifyInstanceLike, options: Record<
 /** Every method fastify routes by default: a wrong one is our 405, as in the standalone service. */
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'];
 
-export function createFastifyPlugin(service: ServiceState, routes: readonly RouteDefinition[]): FastifyPluginLike {
+export function createFastifyPlugin(service: ServiceState, routes: readonly RouteDefinition[], gate?: AccessGate): FastifyPluginLike {
   return async (instance) => {
     instance.removeAllContentTypeParsers();
     // Called for any content type (or none): the body stays unread for our routes.
@@ -57,7 +58,7 @@ export function createFastifyPlugin(service: ServiceState, routes: readonly Rout
             reply.header('content-type', answer.contentType);
             for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
             reply.send(answer.body);
-          });
+          }, gate);
           return reply;
         },
       });

@@ -38,6 +38,7 @@ export type TeiErrorType = 'validation' | 'empty' | 'tokenizer' | 'overloaded' |
 /** The OpenAI/SGLang style type name for each status the service answers. */
 const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   400: 'BadRequestError',
+  401: 'AuthenticationError',
   404: 'NotFoundError',
   405: 'MethodNotAllowedError',
   413: 'PayloadTooLargeError',

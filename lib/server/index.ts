@@ -7,7 +7,8 @@
  * lib/scoring's; the service keeps only HTTP.
  * May import: scoring (its index only), util (not cli).
  */
-export { startServer, type ScoreServer, type StartServerOptions } from './server';
+export { startServer, type ReloadResult, type ScoreServer, type StartServerOptions } from './server';
+export { type AuthorizeHook } from './access';
 export { createScoringService, type ScoringService, type ScoringServiceOptions } from './scoring-service';
 export { type MountOptions, type RoutePath } from './routes';
 export { type ExpressStyleHandler, type RequestListener } from './node-handler';

@@ -57,6 +57,7 @@ export class ServiceMetrics {
   private readonly httpRequests: Counter<'route' | 'status'>;
   private readonly itemsScored: Counter;
   private readonly tokensScored: Counter;
+  private readonly refusals: Counter<'reason'>;
 
   /**
    * Registers every metric in `registry`. `state` is read once per scrape
@@ -81,6 +82,12 @@ export class ServiceMetrics {
     this.httpRequests = new Counter({ name: 'pjrt_score_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers });
     this.itemsScored = new Counter({ name: 'pjrt_score_items_scored_total', help: 'Items scored in successful requests.', registers });
     this.tokensScored = new Counter({ name: 'pjrt_score_tokens_scored_total', help: 'Prompt tokens of successful requests (the query once plus every item).', registers });
+    this.refusals = new Counter({
+      name: 'pjrt_score_auth_refusals_total',
+      help: 'Requests refused with 401 by reason: missing (no Authorization), malformed (not Bearer <key>), wrong (no such key), denied (the mount\'s authorize hook).',
+      labelNames: ['reason'],
+      registers,
+    });
 
     // Scrape-time values: prom-client runs every collector of a scrape in one synchronous
     // pass, so the state is read once and forgotten on the next microtask.
@@ -168,6 +175,11 @@ export class ServiceMetrics {
       this.itemsScored.inc(items);
       this.tokensScored.inc(tokens);
     }
+  }
+
+  /** A request refused with 401 (never the key: the reason only). */
+  observeRefusal(reason: 'missing' | 'malformed' | 'wrong' | 'denied'): void {
+    this.refusals.inc({ reason });
   }
 
   /** Any HTTP request our routes answered, by route and status. */

@@ -5,6 +5,8 @@
  * answers its own paths and passes everything else to `next`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { AccessGate } from './access';
+import { CorsPolicy } from './cors';
 import { Exchange, writeReply } from './exchange';
 import { ROUTES, RouteDefinition, dispatch, findRoute } from './routes';
 import { ServiceState } from './service';
@@ -14,12 +16,21 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
 /** express's `(req, res, next)`; no express needed at run time. */
 export type ExpressStyleHandler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
+/** What a listener applies before the routes: the access check, and CORS (node:http only; a host has its own). */
+export interface ListenerGuards {
+  readonly gate?: AccessGate;
+  readonly cors?: CorsPolicy | null;
+}
+
 /** The standalone service's listener: every route; an unknown path is our 404. */
-export function createRequestListener(service: ServiceState, routes: readonly RouteDefinition[] = ROUTES): RequestListener {
+export function createRequestListener(service: ServiceState, routes: readonly RouteDefinition[] = ROUTES, guards: ListenerGuards = {}): RequestListener {
+  const { gate, cors } = guards;
   return (req, res) => {
     const path = pathOf(req.url);
+    const route = findRoute(routes, path);
+    if (cors && cors.apply(req, res, route?.methods ?? null)) return;
     const ex: Exchange = { req, res, method: req.method ?? '', path };
-    void dispatch(service, findRoute(routes, path), ex, (reply) => writeReply(res, reply));
+    void dispatch(service, route, ex, (reply) => writeReply(res, reply), gate);
   };
 }
 
@@ -29,7 +40,7 @@ export function createRequestListener(service: ServiceState, routes: readonly Ro
  * already read (express.json(), express.raw()) is taken as it is; mounted
  * first, it reads the body itself, with the standalone service's limits.
  */
-export function createExpressRouter(service: ServiceState, routes: readonly RouteDefinition[]): ExpressStyleHandler {
+export function createExpressRouter(service: ServiceState, routes: readonly RouteDefinition[], gate?: AccessGate): ExpressStyleHandler {
   return (req, res, next) => {
     const route = findRoute(routes, pathOf(req.url));
     if (route === null) {
@@ -39,7 +50,7 @@ export function createExpressRouter(service: ServiceState, routes: readonly Rout
     const parsed = req as IncomingMessage & { body?: unknown; _body?: boolean };
     const consumed = parsed._body === true || req.readableEnded;
     const ex: Exchange = { req, res, method: req.method ?? '', path: route.path, ...(consumed ? { body: { value: parsed.body } } : {}) };
-    void dispatch(service, route, ex, (reply) => writeReply(res, reply));
+    void dispatch(service, route, ex, (reply) => writeReply(res, reply), gate);
   };
 }
 

@@ -160,5 +160,5 @@ export const OPERATIONS = {
   model: { summary: "One model by id (OpenAI's retrieve)", ok: ref('Model'), errors: [503] },
   info: { summary: "text-embeddings-inference's model info", ok: ref('TeiInfo'), errors: [503] },
   metrics: { summary: 'Prometheus metrics', ok: { text: 'text/plain' }, errors: [] },
-  openapi: { summary: 'This document', ok: { type: 'object' }, errors: [] },
+  openapi: { summary: 'The OpenAPI 3.1 document of these routes', ok: { type: 'object' }, errors: [] },
 } satisfies Record<string, Operation>;

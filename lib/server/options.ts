@@ -16,6 +16,7 @@ import {
   stringSetting,
 } from '../scoring';
 import type { WarmupShape } from '../scoring';
+import { NETWORK_SETTINGS } from './network-options';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
 
 export { OptionError };
@@ -66,6 +67,7 @@ export const SERVE_SETTINGS = [
     default: DEFAULT_MAX_BODY_BYTES,
     help: `largest request body; more get 413 (default ${DEFAULT_MAX_BODY_BYTES}, ${DEFAULT_MAX_BODY_BYTES / 2 ** 20} MiB)`,
   }),
+  ...NETWORK_SETTINGS,
 ] as const;
 
 /**
@@ -95,12 +97,14 @@ export function serveSettingsOf(options: object): SettingValues<typeof SERVE_SET
  * message naming the flag or variable at fault.
  */
 export function resolveServeOptions(
-  flags: Readonly<Record<string, string | boolean | undefined>>,
+  flags: Readonly<Record<string, string | boolean | readonly string[] | undefined>>,
   env: NodeJS.ProcessEnv = process.env,
 ): ServeOptions {
   const out: Record<string, unknown> = { ...DEFAULT_SERVE_OPTIONS };
   for (const spec of SERVE_SETTINGS as readonly Setting[]) {
-    const fromFlag = flags[spec.flag];
+    const given = flags[spec.flag];
+    // A repeated flag (--api-key a --api-key b) reads as the variable's comma-separated list.
+    const fromFlag = Array.isArray(given) ? given.join(',') : (given as string | boolean | undefined);
     const fromEnv = env[spec.env];
     const source = fromFlag !== undefined ? `--${spec.flag}` : spec.env;
     const raw = fromFlag !== undefined ? fromFlag : fromEnv !== undefined && fromEnv !== '' ? fromEnv : undefined;
@@ -109,5 +113,6 @@ export function resolveServeOptions(
   }
   const options = out as unknown as ServeOptions;
   if (options.port > 65535) throw new OptionError(`port must be at most 65535, got ${options.port}`);
+  if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) throw new OptionError('--tls-cert and --tls-key go together: give both or neither');
   return options;
 }

@@ -5,6 +5,7 @@
  * carries: the request id, `Connection: close` while draining, the HTTP and
  * scoring metrics, and one `request` log line.
  */
+import { AccessGate, AuthorizeHook, OPEN_PATHS, refusalError } from './access';
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { HttpError } from './http-errors';
 import { listModels, retrieveModel, teiInfo } from './info-routes';
@@ -48,6 +49,12 @@ export interface MountOptions {
   readonly models?: boolean;
   /** GET /openapi.json (the standalone service's routes). Default false. */
   readonly openapi?: boolean;
+  /**
+   * The host's auth: called with the raw request before any route but
+   * /health reads its body; false answers 401 (`WWW-Authenticate: Bearer`,
+   * our error body). Default: every request is let through.
+   */
+  readonly authorize?: AuthorizeHook;
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
@@ -105,25 +112,35 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Runs `route` (null: no route here, a 404) and hands the Reply to `send`.
  * Never throws, never leaves a request unanswered; the drain waits for it.
  */
-export async function dispatch(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
+export async function dispatch(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void, gate?: AccessGate): Promise<void> {
   service.enter();
   try {
-    await dispatchInner(service, route, ex, send);
+    await dispatchInner(service, route, ex, send, gate);
   } finally {
     service.leave();
   }
 }
 
-async function dispatchInner(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void): Promise<void> {
+async function dispatchInner(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void, gate?: AccessGate): Promise<void> {
   const started = performance.now();
   const given = ex.req.headers['x-request-id'];
   const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
   const common: Record<string, string> = { 'x-request-id': id };
   if (service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
   const path = ex.path;
-  const record: ScoreRecord = { id, status: 0, algorithm: 'none', items: 0, tokens: 0 };
+  const startMs = performance.now();
+  const trace = service.tracing?.startRequest(ex.req, ex.method, route?.path ?? 'other', startMs) ?? null;
+  const record: ScoreRecord = { id, status: 0, algorithm: 'none', items: 0, tokens: 0, steps: trace ? [] : null };
   let reply: Reply;
   try {
+    // Before the 404: without a key, no answer tells which paths exist.
+    if (gate !== undefined && !(route !== null && OPEN_PATHS.has(route.path))) {
+      const refused = await gate(ex.req, route?.path ?? null);
+      if (refused !== null) {
+        service.metrics.observeRefusal(refused);
+        throw refusalError(refused);
+      }
+    }
     if (route === null) throw new HttpError(404, `no route for ${ex.method} ${path.slice(0, 200)}`, { param: 'path' });
     if (!route.methods.includes(ex.method)) {
       throw new HttpError(405, `${route.path} accepts ${route.methods.join(', ')}, not ${ex.method}`, { headers: { allow: route.methods.join(', ') } });
@@ -146,6 +163,12 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
     send({ ...reply, headers: { ...reply.headers, ...common } });
   } catch (error) {
     logEvent(service.logger, 'error', 'internal_error', { id, error });
+  }
+  if (trace) {
+    const endMs = performance.now();
+    const steps = record.steps ?? [];
+    if (record.scoredAtMs !== undefined) steps.push({ name: 'reply', startMs: record.scoredAtMs, endMs });
+    trace.end(endMs, record.status, steps, { 'pjrt_score.request_id': id, ...(route?.scoring ? { 'pjrt_score.items': record.items, 'pjrt_score.tokens': record.tokens, 'pjrt_score.algorithm': record.algorithm } : {}) });
   }
   const seconds = (performance.now() - started) / 1000;
   const scoring = route !== null && route.scoring;

@@ -6,13 +6,14 @@
  * An endpoint only says how a body becomes a normalized request and how the
  * scores become its answer.
  */
-import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type NormalizedRequest, type ScoreResult } from '../scoring';
+import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type DevicePassTiming, type NormalizedRequest, type ScoreResult } from '../scoring';
 import { isAbortError, ScoringBackend } from './backend';
 import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from './body';
 import { Exchange, Reply, errorReply, jsonReply } from './exchange';
 import { ErrorShape, HttpError } from './http-errors';
 import { logEvent } from './log';
 import { ServiceState } from './service';
+import type { StepTiming } from './tracing';
 
 export interface ScoreResponseBody {
   readonly scores: number[][];
@@ -40,6 +41,10 @@ export interface ScoreRecord {
   param?: string | null;
   /** The error body's shape, once the body says which client sent it. */
   errorShape?: ErrorShape;
+  /** Timed steps for the request's trace (tracing.ts): body, tokenize, queue wait, device passes; null when traces are off. */
+  steps: StepTiming[] | null;
+  /** performance.now() when the scores were ready: the reply starts there. */
+  scoredAtMs?: number;
 }
 
 /** The request's deadline passed (504): the reason its signal fires with, kept through the Scorer. */
@@ -153,13 +158,35 @@ async function scoreRequest<T>(
     throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
   }
   checkContentType(ex.req.headers['content-type']);
+  const steps = record.steps;
+  const time = <R>(name: string, step: () => R): R => {
+    const startMs = performance.now();
+    try {
+      return step();
+    } finally {
+      steps?.push({ name, startMs, endMs: performance.now() });
+    }
+  };
+  const readStart = performance.now();
   const body = await requestBody(service, ex, signal);
+  steps?.push({ name: 'read body', startMs: readStart, endMs: performance.now() });
   if (endpoint.errorShape) record.errorShape = endpoint.errorShape(body);
-  const { request, detail } = endpoint.normalize(backend, body);
+  const { request, detail } = time('tokenize', () => endpoint.normalize(backend, body));
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;
   let admission: Admission | null = null;
-  const outcome = await backend.scoreNormalized(request, { signal, onAdmitted: (a) => (admission = a) });
+  let pass = 0;
+  const submittedMs = performance.now();
+  const outcome = await backend.scoreNormalized(request, {
+    signal,
+    // Told once the call is answered: the wait began at the submit, and lasted queueMs.
+    onAdmitted: (a) => {
+      admission = a;
+      steps?.push({ name: 'queue wait', startMs: submittedMs, endMs: submittedMs + a.queueMs, attributes: { 'pjrt_score.turn_size': a.turnSize } });
+    },
+    ...(steps ? { onPass: (p: DevicePassTiming) => steps.push({ name: 'device pass', startMs: p.startMs, endMs: p.endMs, attributes: { 'pjrt_score.pass': pass++, 'pjrt_score.program': p.program } }) } : {}),
+  });
+  record.scoredAtMs = performance.now();
   // With no items nothing ran on the device, whatever plan the Scorer names.
   record.algorithm = request.itemTokens.length === 0 ? 'none' : outcome.algorithm;
   if (admission !== null) {

@@ -6,17 +6,19 @@
  * logger and prom-client registry, and drains on close().
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
+import { AccessGate, AuthorizeHook, hookGate } from './access';
 import { BackendLoadOptions, ScoringBackend, loadScorerBackend } from './backend';
 import { FastifyPluginLike, createFastifyPlugin } from './fastify-plugin';
 import { ServiceLogger, createLogger, logEvent } from './log';
 import { ExpressStyleHandler, RequestListener, createExpressRouter, createRequestListener } from './node-handler';
 import { DEFAULT_SERVE_OPTIONS, OptionError, ServeOptions, scorerSettingsOf, serveSettingsOf } from './options';
+import { NetworkSettingKey } from './network-options';
 import { MountOptions, ROUTES, selectRoutes } from './routes';
 import { Phase, ServiceState } from './service';
 import { DEFAULT_WARMUP } from './warmup-spec';
 
 /** The service's settings (ServeOptions without the listener's host and port) and what it reports to. */
-export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host' | 'port'>> {
+export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host' | 'port' | NetworkSettingKey>> {
   /** Any pino-compatible logger (pino, fastify's `app.log`); default pino on stdout. */
   readonly logger?: ServiceLogger;
   /** The prom-client registry our metrics join; default a registry of our own (`service.registry`). */
@@ -42,8 +44,8 @@ export interface ScoringService {
   fastifyPlugin(options?: MountOptions): FastifyPluginLike;
   /** An express-style router: `app.use(service.expressRouter())`; other paths go to `next()`. */
   expressRouter(options?: MountOptions): ExpressStyleHandler;
-  /** A node:http listener for every route (404 for other paths): what `pjrt-score serve` runs. */
-  requestListener(): RequestListener;
+  /** A node:http listener for every route (404 for other paths); `authorize` as a mount's. */
+  requestListener(options?: { readonly authorize?: AuthorizeHook }): RequestListener;
   /** Graceful stop: new work gets 503, accepted requests finish, the Scorer is disposed. Idempotent. */
   close(): Promise<void>;
 }
@@ -104,9 +106,9 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
     },
     registry,
     logger,
-    fastifyPlugin: (mount = {}) => createFastifyPlugin(state, selectRoutes(mount)),
-    expressRouter: (mount = {}) => createExpressRouter(state, selectRoutes(mount)),
-    requestListener: () => createRequestListener(state, ROUTES),
+    fastifyPlugin: (mount = {}) => createFastifyPlugin(state, selectRoutes(mount), gateOf(mount.authorize)),
+    expressRouter: (mount = {}) => createExpressRouter(state, selectRoutes(mount), gateOf(mount.authorize)),
+    requestListener: (mount = {}) => createRequestListener(state, ROUTES, { gate: gateOf(mount.authorize) }),
     close: () => {
       if (!closing) {
         closing = (async () => {
@@ -119,6 +121,12 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
     },
   };
   return { service, state, settings, start: () => startReady(), drain, finish };
+}
+
+function gateOf(authorize: AuthorizeHook | undefined): AccessGate | undefined {
+  if (authorize === undefined) return undefined;
+  if (typeof authorize !== 'function') throw new TypeError(`authorize must be a function (req) => boolean, got ${typeof authorize}`);
+  return hookGate(authorize);
 }
 
 async function load(

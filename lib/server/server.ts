@@ -4,22 +4,44 @@
  * It listens at once (so /health answers 503 while the model loads), loads
  * and warms the Scorer, turns ready; close() drains: stop accepting, finish
  * what was accepted, dispose the Scorer. Process metrics are on by default.
+ * Facing a network (docs/service.md, "Deploying on a network"): API keys,
+ * CORS and TLS from the network settings; reload() re-reads the key file
+ * and the TLS files (SIGHUP in `pjrt-score serve`).
  */
+import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
+import * as https from 'node:https';
+import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { apiKeyGate } from './access';
+import { ApiKeys } from './api-keys';
+import { corsPolicy } from './cors';
 import { logEvent } from './log';
-import { ServeOptions } from './options';
+import { NetworkSettingKey } from './network-options';
+import { createRequestListener } from './node-handler';
+import { OptionError, ServeOptions } from './options';
+import { ROUTES } from './routes';
 import { Phase } from './service';
+import { openTracing } from './tracing';
 import { ScoringServiceOptions, openScoringService } from './scoring-service';
 
-export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port'>> {}
+export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | NetworkSettingKey>> {}
+
+/** What reload() re-read. */
+export interface ReloadResult {
+  /** Keys accepted now (0 when keys are off). */
+  readonly keys: number;
+  /** Whether a new certificate and key are in use. */
+  readonly tls: boolean;
+}
 
 export interface ScoreServer {
-  readonly server: http.Server;
+  /** node:http's server, or node:https's with --tls-cert. */
+  readonly server: http.Server | https.Server;
   readonly host: string;
   readonly port: number;
-  /** http://host:port */
+  /** http://host:port, or https:// with TLS. */
   readonly url: string;
   /** Resolves once the model is loaded and warm; rejects if loading or warmup failed (the server then stops). */
   readonly ready: Promise<void>;
@@ -31,13 +53,32 @@ export interface ScoreServer {
    * requests finish, close connections, dispose the Scorer. Idempotent.
    */
   close(): Promise<void>;
+  /**
+   * Re-reads the API key file (removed keys are refused from now on) and the
+   * TLS certificate and key (new connections get them; open ones keep
+   * theirs). On an error (OptionError) nothing changes.
+   */
+  reload(): ReloadResult;
 }
 
 /** Starts the service; resolves once it listens (before the model is ready: see `.ready`). */
 export async function startServer(options: StartServerOptions = {}): Promise<ScoreServer> {
   const control = openScoringService({ processMetrics: true, ...options });
-  const { service, settings } = control;
-  const server = http.createServer({ keepAliveTimeout: 5000 }, service.requestListener());
+  const { settings } = control;
+  const keys = settings.apiKey !== undefined || settings.apiKeyFile !== undefined ? new ApiKeys({ keys: settings.apiKey, file: settings.apiKeyFile }) : null;
+  const listener = createRequestListener(control.state, ROUTES, {
+    ...(keys ? { gate: apiKeyGate(keys, settings.metricsPublic) } : {}),
+    cors: corsPolicy(settings.corsAllowOrigin),
+  });
+  const tlsFiles = settings.tlsCert !== undefined && settings.tlsKey !== undefined ? { cert: settings.tlsCert, key: settings.tlsKey } : null;
+  if ((settings.tlsCert === undefined) !== (settings.tlsKey === undefined)) throw new OptionError('tlsCert and tlsKey go together: give both or neither');
+  const tlsContext = tlsFiles ? readTls(tlsFiles) : null;
+  if (tlsContext) checkTls(tlsContext);
+  const server = tlsContext
+    ? https.createServer({ keepAliveTimeout: 5000, ...tlsContext }, listener)
+    : http.createServer({ keepAliveTimeout: 5000 }, listener);
+  const service = control.service;
+  control.state.tracing = openTracing(settings.otlpEndpoint, process.env, 'pjrt-score');
   server.headersTimeout = 30_000;
   server.requestTimeout = Math.max(60_000, settings.timeoutMs + 10_000);
   // headersTimeout starts at a request's first byte: a connection that never sends one would stay open for
@@ -53,8 +94,16 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
   });
   const address = server.address() as AddressInfo;
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host}:${address.port}`;
-  logEvent(service.logger, 'info', 'listening', { host: address.address, port: address.port, url });
+  const url = `${tlsFiles ? 'https' : 'http'}://${host}:${address.port}`;
+  logEvent(service.logger, 'info', 'listening', {
+    host: address.address,
+    port: address.port,
+    url,
+    tls: tlsFiles !== null,
+    api_keys: keys?.size ?? 0,
+    cors_allow_origin: settings.corsAllowOrigin,
+    traces: control.state.tracing?.endpoint ?? null,
+  });
   control.start();
 
   let closing: Promise<void> | null = null;
@@ -70,6 +119,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
       server.closeAllConnections();
       await stopped;
       control.finish();
+      // The last spans go out before close() resolves.
+      await control.state.tracing?.shutdown().catch((error: unknown) => logEvent(service.logger, 'warn', 'traces_flush_failed', { error }));
     })();
     return closing;
   };
@@ -85,5 +136,33 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     },
     registry: service.registry,
     close,
+    reload: () => {
+      // Read everything first: a bad file changes nothing.
+      const context = tlsFiles ? readTls(tlsFiles) : null;
+      if (context) checkTls(context);
+      const count = keys ? keys.reload() : 0;
+      if (context) (server as https.Server).setSecureContext(context);
+      return { keys: count, tls: context !== null };
+    },
   };
+}
+
+/** A certificate and key that do not parse, or do not match, are refused before anything changes. */
+function checkTls(context: { cert: Buffer; key: Buffer }): void {
+  try {
+    tls.createSecureContext(context);
+  } catch (error) {
+    throw new OptionError(`--tls-cert/--tls-key: ${(error as Error).message}`);
+  }
+}
+
+function readTls(files: { readonly cert: string; readonly key: string }): { cert: Buffer; key: Buffer } {
+  const read = (flag: string, file: string): Buffer => {
+    try {
+      return readFileSync(file);
+    } catch (error) {
+      throw new OptionError(`${flag} ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+    }
+  };
+  return { cert: read('--tls-cert', files.cert), key: read('--tls-key', files.key) };
 }

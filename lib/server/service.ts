@@ -8,11 +8,14 @@ import type { Registry } from 'prom-client';
 import { ServiceLogger, logEvent } from './log';
 import { ServiceMetrics } from './metrics';
 import { ServeOptions } from './options';
+import type { Tracing } from './tracing';
 
 export type Phase = 'loading' | 'ready' | 'draining' | 'closed';
 
 export class ServiceState {
   readonly metrics: ServiceMetrics;
+  /** OpenTelemetry traces, when on (the standalone service's --otlp-endpoint). */
+  tracing: Tracing | null = null;
   readonly startedAt = Date.now();
   private phaseValue: Phase = 'loading';
   private backendValue: ScoringBackend | null = null;
