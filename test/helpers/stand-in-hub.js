@@ -13,7 +13,8 @@
  *   RepoNotFound / RevisionNotFound / EntryNotFound (404)
  *
  * startStandInHub({ repos: { 'org/repo': { files: { name: absPath | Buffer }, gated } } })
- *   -> { url, requests: [{ method, path, range }], dropOnce(sha256), corrupt(sha256), close() }
+ *   -> { url, requests: [{ method, path, range, authorization }], commitOf(repo), fileOf(repo, name),
+ *        dropOnce(sha256), corrupt(sha256), uncorrupt(sha256), close() }
  * dropOnce: the next full GET of that blob sends half its bytes and closes the connection.
  * corrupt: that blob is served with one byte changed (the listed sha256 stays the real one).
  */
@@ -64,7 +65,7 @@ function startStandInHub({ repos }) {
     if (range) head['Content-Range'] = `bytes ${start}-${end}/${file.size}`;
     res.writeHead(range ? 206 : 200, head);
     if (req.method === 'HEAD') return res.end();
-    let data = Buffer.isBuffer(file.source) ? file.source : fs.readFileSync(file.source);
+    let data = (file.data ??= Buffer.isBuffer(file.source) ? file.source : fs.readFileSync(file.source));
     if (corrupted.has(file.sha256)) {
       data = Buffer.from(data);
       data[data.length >> 1] ^= 0xff;
@@ -81,7 +82,7 @@ function startStandInHub({ repos }) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     const p = decodeURIComponent(url.pathname);
-    requests.push({ method: req.method, path: p, range: req.headers.range ?? null });
+    requests.push({ method: req.method, path: p, range: req.headers.range ?? null, authorization: req.headers.authorization ?? null });
     const cdn = /^\/cdn\/([0-9a-f]{64})$/.exec(p);
     if (cdn) {
       const file = blobs.get(cdn[1]);
@@ -139,6 +140,7 @@ function startStandInHub({ repos }) {
         fileOf: (repo, name) => table.get(repo).files.get(name),
         dropOnce: (sha256) => drops.add(sha256),
         corrupt: (sha256) => corrupted.add(sha256),
+        uncorrupt: (sha256) => corrupted.delete(sha256),
         close: () => new Promise((done) => { server.closeAllConnections?.(); server.close(() => done()); }),
       });
     });
