@@ -229,6 +229,28 @@ test('two processes fetching at once end with one good copy', async (t) => {
   t.deepEqual(fs.readdirSync(path.join(cache, '.locks', 'models--pjrt-test--smollm2-gguf')), [], 'locks released');
 });
 
+test('pjrt-score fetch --model org/repo fetches ahead of time; then HF_HUB_OFFLINE=1 loads it', async (t) => {
+  const cache = freshCache();
+  const run = (args, env) =>
+    new Promise((resolve) => {
+      const p = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'pjrt-score.js'), ...args], { env: { ...process.env, ...env } });
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (d) => (out += d));
+      p.stderr.on('data', (d) => (err += d));
+      p.once('close', (code) => resolve({ code, out, err }));
+    });
+  const r = await run(['fetch', '--model', TINY_REPO]);
+  t.equal(r.code, 0, r.err.slice(-400));
+  const snapshot = path.join(cache, 'models--pjrt-test--tiny-llama', 'snapshots', hub.commitOf(TINY_REPO));
+  t.equal(r.out, `model: ${snapshot} (tiny-llama, llama, vocabulary 64, context ${JSON.parse(fs.readFileSync(path.join(tinyDir, 'config.json'), 'utf8')).max_position_embeddings})\n`);
+  t.match(r.err, /model\.safetensors: sha256 verified/, 'a log line per file when stderr is not a terminal');
+  const before = hub.requests.length;
+  const again = await run(['fetch', '--model', TINY_REPO], { HF_HUB_OFFLINE: '1' });
+  t.equal(again.code, 0, 'offline, from the cache');
+  t.equal(hub.requests.length, before, 'no request');
+});
+
 test('teardown', async (t) => {
   await hub.close();
   fs.rmSync(work, { recursive: true, force: true });

@@ -43,7 +43,7 @@ function missingDefaultModel(why: string): ModelNotFoundError {
   return new ModelNotFoundError(
     `The default model is not in the cache (${DEFAULT_MODEL.destination})${why}.\n` +
       `Fetch it with:  ${FETCH_MODEL_COMMAND}\n` +
-      `or pass a GGUF file or Hugging Face directory as the model option (or PJRT_SCORE_MODEL).`,
+      `or pass a GGUF file, Hugging Face directory or hub id (org/repo) as the model option (or PJRT_SCORE_MODEL).`,
   );
 }
 
