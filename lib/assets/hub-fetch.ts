@@ -6,10 +6,11 @@
  * huggingface_hub's cache layout by hub-cache.ts and hub-download.ts.
  */
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { downloadFile, listFiles, modelInfo } from '@huggingface/hub';
 import { FetchOptions, Log, defaultLog } from './cached-file';
-import { cachedModelPath, hubCacheDir, linkSnapshotFile, repoFolder, writeRef } from './hub-cache';
+import { cachedModelPath, linkSnapshotFile, repoFolder, writeRef } from './hub-cache';
 import { BlobSource, ensureBlob } from './hub-download';
 import { HubModelId, describeHubId } from './hub-id';
 import { HubError, indexShards, selectModelFiles } from './hub-select';
@@ -32,7 +33,7 @@ export function hubEndpoint(): string {
 /** HF_TOKEN, else the token file huggingface_hub's login writes (HF_TOKEN_PATH, HF_HOME/token). */
 export function hubToken(): string | undefined {
   if (process.env.HF_TOKEN) return process.env.HF_TOKEN.trim();
-  const home = process.env.HF_HOME || path.join(path.dirname(path.dirname(hubCacheDir())), 'huggingface');
+  const home = process.env.HF_HOME || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'huggingface');
   const file = process.env.HF_TOKEN_PATH || path.join(home, 'token');
   try {
     return fs.readFileSync(file, 'utf8').trim() || undefined;
