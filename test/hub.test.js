@@ -23,9 +23,10 @@ const { ensureModelPath, resolveModelPath } = require('../dist/model/default-mod
 const GGUF_REPO = 'pjrt-test/smollm2-gguf';
 const GGUF_NAME = path.basename(DEFAULT_MODEL.destination);
 const TINY_REPO = 'pjrt-test/tiny-llama';
-for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'PJRT_SCORE_OFFLINE', 'HF_HOME', 'HF_TOKEN_PATH']) delete process.env[v];
+for (const v of ['HF_TOKEN', 'HF_HUB_OFFLINE', 'PJRT_SCORE_OFFLINE', 'HF_HOME']) delete process.env[v];
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-hub-'));
+process.env.HF_TOKEN_PATH = path.join(work, 'no-token-file'); // not the machine's own login
 const tinyDir = writeTinyHfDir(makeTinyModel('llama', 7), path.join(work, 'tiny-llama'));
 /** A tiny random Qwen3 with Qwen3's real vocabulary (as test/rerank-qwen3.test.js builds it), named like the reranker repo. */
 function writeTinyQwen3Reranker(dir) {
