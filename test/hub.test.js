@@ -278,6 +278,16 @@ test('pjrt-score fetch --model org/repo fetches ahead of time; then HF_HUB_OFFLI
   const again = await run(['fetch', '--model', TINY_REPO], { HF_HUB_OFFLINE: '1' });
   t.equal(again.code, 0, 'offline, from the cache');
   t.equal(hub.requests.length, before, 'no request');
+  // A blob corrupted in the cache: fetch hashes what is cached and downloads it again.
+  const st = hub.fileOf(TINY_REPO, 'model.safetensors');
+  const blob = path.join(cache, 'models--pjrt-test--tiny-llama', 'blobs', st.sha256);
+  const bytes = fs.readFileSync(blob);
+  bytes[100] ^= 1;
+  fs.writeFileSync(blob, bytes);
+  const repaired = await run(['fetch', '--model', TINY_REPO]);
+  t.equal(repaired.code, 0, repaired.err.slice(-400));
+  t.match(repaired.err, /model\.safetensors: the cached blob does not match its sha256; downloading it again/, 'fetch found the corrupted blob');
+  t.equal(sha256(blob), st.sha256, 'and replaced it with a verified copy');
 });
 
 test('teardown', async (t) => {

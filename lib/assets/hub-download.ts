@@ -112,17 +112,27 @@ async function download(source: BlobSource, blobPath: string, log: Log, tty: boo
   log(`[pjrt-score] ${source.label}: ${source.hash} verified`);
 }
 
-/** Puts blobs/<blob> in place unless it is there; safe when several processes call it at once. */
-export async function ensureBlob(source: BlobSource, log: Log, tty: boolean): Promise<string> {
+/**
+ * Puts blobs/<blob> in place unless it is there; safe when several processes
+ * call it at once. With `verifyCached` a blob already there is hashed too, and
+ * one that does not match (a corrupted cache) is downloaded again.
+ */
+export async function ensureBlob(source: BlobSource, log: Log, tty: boolean, verifyCached = false): Promise<string> {
   const blobPath = path.join(source.folder, 'blobs', source.blob);
-  if (fs.existsSync(blobPath)) return blobPath;
+  const good = async (): Promise<boolean> => fs.existsSync(blobPath) && (!verifyCached || (await hashOf(blobPath, source.hash, source.size)) === source.blob);
+  if (await good()) return blobPath;
   fs.mkdirSync(path.dirname(blobPath), { recursive: true });
   const locks = path.join(hubCacheDir(), '.locks', path.basename(source.folder));
   fs.mkdirSync(locks, { recursive: true });
   return withFileLock(
     path.join(locks, `${source.blob}.pjrt-score.lock`),
     async () => {
-      if (!fs.existsSync(blobPath)) await download(source, blobPath, log, tty);
+      if (await good()) return blobPath;
+      if (fs.existsSync(blobPath)) {
+        log(`[pjrt-score] ${source.label}: the cached blob does not match its ${source.hash}; downloading it again`);
+        fs.rmSync(blobPath, { force: true });
+      }
+      await download(source, blobPath, log, tty);
       return blobPath;
     },
     () => log(`[pjrt-score] ${source.label}: another process is downloading it; waiting`),

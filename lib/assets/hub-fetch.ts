@@ -17,7 +17,10 @@ import { HubError, indexShards, selectModelFiles } from './hub-select';
 import { isOffline } from './wheel-fetch';
 
 export interface HubFetchOptions extends FetchOptions {
-  /** Ask the hub which commit the revision names even when a snapshot is cached (`pjrt-score fetch`). */
+  /**
+   * Ask the hub which commit the revision names even when a snapshot is
+   * cached, and hash the cached blobs too (`pjrt-score fetch`).
+   */
   readonly refresh?: boolean;
 }
 
@@ -85,7 +88,7 @@ interface TreeFile {
 }
 
 /** Asks the hub: the commit, the files, and each needed file into the cache. */
-async function download(id: HubModelId, log: Log, tty: boolean): Promise<string> {
+async function download(id: HubModelId, log: Log, tty: boolean, verifyCached: boolean): Promise<string> {
   const token = hubToken();
   const hub = { hubUrl: hubEndpoint(), accessToken: token, fetch: hubFetch(id, token) };
   const info = await modelInfo({ ...hub, name: id.repo, revision: id.revision, additionalFields: ['sha'] });
@@ -114,7 +117,7 @@ async function download(id: HubModelId, log: Log, tty: boolean): Promise<string>
         return (offset > 0 ? blob.slice(offset) : blob).stream();
       },
     };
-    const blobPath = await ensureBlob(source, log, tty);
+    const blobPath = await ensureBlob(source, log, tty, verifyCached);
     linkSnapshotFile(folder, commit, file, source.blob);
     return blobPath;
   };
@@ -146,7 +149,7 @@ export async function fetchHubModel(id: HubModelId, options: HubFetchOptions = {
   }
   const tty = options.log === undefined && process.stderr.isTTY === true;
   try {
-    return await download(id, log, tty);
+    return await download(id, log, tty, options.refresh === true);
   } catch (err) {
     if (err instanceof HubError) throw err;
     throw new HubError(`${describeHubId(id)}: ${(err as Error).message}`, 'HUB_DOWNLOAD');
