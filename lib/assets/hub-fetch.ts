@@ -8,7 +8,7 @@
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
-import { downloadFile, listFiles, modelInfo } from '@huggingface/hub';
+import type * as HubClient from '@huggingface/hub';
 import { FetchOptions, Log, defaultLog } from './cached-file';
 import { cachedModelPath, linkSnapshotFile, repoFolder, writeRef } from './hub-cache';
 import { BlobSource, ensureBlob } from './hub-download';
@@ -80,6 +80,12 @@ function hubFetch(id: HubModelId, token: string | undefined): typeof fetch {
   };
 }
 
+/** Loaded on the first hub request, not with the package (it is ~40 ms of require). */
+function hubClient(): typeof HubClient {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return require('@huggingface/hub') as typeof HubClient;
+}
+
 interface TreeFile {
   readonly path: string;
   readonly size: number;
@@ -89,6 +95,7 @@ interface TreeFile {
 
 /** Asks the hub: the commit, the files, and each needed file into the cache. */
 async function download(id: HubModelId, log: Log, tty: boolean, verifyCached: boolean): Promise<string> {
+  const { downloadFile, listFiles, modelInfo } = hubClient();
   const token = hubToken();
   const hub = { hubUrl: hubEndpoint(), accessToken: token, fetch: hubFetch(id, token) };
   const info = await modelInfo({ ...hub, name: id.repo, revision: id.revision, additionalFields: ['sha'] });
