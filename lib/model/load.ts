@@ -23,6 +23,12 @@ export interface LoadedModel {
   readonly quantization: string;
 }
 
+/** A directory's name; for a hub cache snapshot (models--org--repo/snapshots/<commit>), the repo's. */
+function hfDirName(dir: string): string {
+  const snapshot = /(?:^|[\\/])models--[^\\/]+?--([^\\/]+)[\\/]snapshots[\\/][^\\/]+$/.exec(dir);
+  return snapshot ? snapshot[1] : path.basename(dir);
+}
+
 /** "Q5_0 (81), F32 (...)": tensor types by count, most first (ties by name). */
 export function tensorTypeSummary(types: Iterable<string>): string {
   const counts = new Map<string, number>();
@@ -75,7 +81,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: path.basename(resolved), path: resolved, quantization: hfQuantization(resolved), weights: hfWeightReader(resolved, config) };
+    return { config, tokenizer, name: hfDirName(resolved), path: resolved, quantization: hfQuantization(resolved), weights: hfWeightReader(resolved, config) };
   }
   const gguf = GgufFile.open(resolved);
   try {
@@ -103,7 +109,7 @@ export function loadModelInfo(pathOrDir?: string): Omit<LoadedModel, 'weights'> 
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: path.basename(resolved), path: resolved, quantization: hfQuantization(resolved) };
+    return { config, tokenizer, name: hfDirName(resolved), path: resolved, quantization: hfQuantization(resolved) };
   }
   const gguf = GgufFile.open(resolved);
   try {

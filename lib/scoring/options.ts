@@ -170,7 +170,7 @@ export function switchOffSetting<K extends string>(key: K, spec: Spelling): Sett
 
 /** The Scorer's rows. The service's table (server/options.ts) adds its own. */
 export const SCORER_SETTINGS = [
-  stringSetting('model', { flag: 'model', env: 'PJRT_SCORE_MODEL', metavar: 'PATH', help: 'GGUF file or Hugging Face directory (default: the cached SmolLM2-135M-Instruct)' }),
+  stringSetting('model', { flag: 'model', env: 'PJRT_SCORE_MODEL', metavar: 'PATH|ID', help: 'GGUF file or Hugging Face directory, or a hub id: org/repo, org/repo/file.gguf, hf:org/repo:QUANT, each with @REVISION; fetched into the hub cache, HF_TOKEN for gated repos (default: the cached SmolLM2-135M-Instruct)' }),
   stringSetting('plugin', { flag: 'plugin', env: 'PJRT_PLUGIN_PATH', metavar: 'PATH', help: 'PJRT plugin .so, or cuda (an installed jax CUDA plugin) (default: the cached XLA CPU plugin)' }),
   integerSetting('maxItems', { flag: 'max-items', env: 'PJRT_SCORE_MAX_ITEMS', min: 1, default: DEFAULT_MAX_ITEMS, help: `most items per request (default ${DEFAULT_MAX_ITEMS})` }),
   integerSetting('maxRequestTokens', {

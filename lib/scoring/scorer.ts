@@ -265,7 +265,7 @@ export class Scorer implements Disposable {
     // The measurement knob is read before anything loads: a bad one loads nothing.
     const factsOverride = platformFactsOverride();
     const started = performance.now();
-    await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
+    const modelPath = await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
     // What a failed load releases, last acquired first. The model file is closed in every case.
     const release: (() => void)[] = [];
     // The client comes up (the plugin loads, on a worker) while this thread reads the model's header.
@@ -277,7 +277,7 @@ export class Scorer implements Disposable {
       ),
     );
     try {
-      const model = openModel(options.model);
+      const model = openModel(modelPath);
       let closed = false;
       const closeModel = (): void => {
         if (!closed) model.weights.close();

@@ -1,0 +1,73 @@
+'use strict';
+/**
+ * Python's huggingface_hub (PyPI, the hub's own client), installed once with
+ * pip into the cache (<cache>/python/huggingface_hub-<version>, `pip install
+ * --target`) and run with that folder on PYTHONPATH: the independent client
+ * that proves the stand-in hub speaks the protocol and writes the cache
+ * layout pjrt-score must read. No python3 or no pip is an error, not a skip.
+ *
+ *   hfHubDownload(env, repo, files) -> the local paths huggingface_hub returns
+ */
+const { spawn, spawnSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+const { cacheDir } = require('../../dist/util/cache-dir');
+
+const HF_HUB_PY_VERSION = '1.1.4';
+
+function python(args, env) {
+  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
+  if (r.error) throw new Error(`huggingface_hub ${HF_HUB_PY_VERSION} is installed with python3 -m pip; running python3 failed: ${r.error.message}`);
+  return r;
+}
+
+function hfHubPyDir() {
+  const dir = path.join(cacheDir(), 'python', `huggingface_hub-${HF_HUB_PY_VERSION}`);
+  if (fs.existsSync(path.join(dir, 'huggingface_hub', 'file_download.py'))) return dir;
+  fs.mkdirSync(path.dirname(dir), { recursive: true });
+  const staging = `${dir}.partial-${process.pid}`;
+  fs.rmSync(staging, { recursive: true, force: true });
+  const r = python(['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--target', staging, `huggingface_hub==${HF_HUB_PY_VERSION}`]);
+  if (r.status !== 0) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    throw new Error(`pip install --target ${staging} huggingface_hub==${HF_HUB_PY_VERSION} failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join('\n')}`);
+  }
+  try {
+    fs.renameSync(staging, dir);
+  } catch (err) {
+    fs.rmSync(staging, { recursive: true, force: true });
+    if (!fs.existsSync(path.join(dir, 'huggingface_hub', 'file_download.py'))) throw err;
+  }
+  return dir;
+}
+
+const SCRIPT = `
+import json, sys
+from huggingface_hub import hf_hub_download
+repo = sys.argv[1]
+print(json.dumps([hf_hub_download(repo, f) for f in sys.argv[2:]]))
+`;
+
+/**
+ * hf_hub_download(repo, file) for each file, with `env` (HF_ENDPOINT,
+ * HF_HUB_CACHE, ...). Asynchronous: the stand-in hub runs in this process.
+ */
+function hfHubDownload(env, repo, files) {
+  const dir = hfHubPyDir();
+  return new Promise((resolve, reject) => {
+    const child = spawn('python3', ['-c', SCRIPT, repo, ...files], {
+      env: { ...process.env, PYTHONPATH: dir, PYTHONNOUSERSITE: '1', HF_HUB_DISABLE_TELEMETRY: '1', HF_HUB_DISABLE_XET: '1', ...env },
+    });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      if (code !== 0) return reject(new Error(`huggingface_hub failed (exit ${code}): ${err.trim().split('\n').slice(-8).join('\n')}`));
+      resolve(JSON.parse(out.trim().split('\n').pop()));
+    });
+  });
+}
+
+module.exports = { HF_HUB_PY_VERSION, hfHubDownload };
