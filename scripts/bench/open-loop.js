@@ -23,7 +23,6 @@
 // autocannon's, from a request's write to its answer (coordinated-omission
 // correction off: with one request a second per connection it would record
 // synthetic 1 ms steps). Every request's body is made before its step starts.
-const autocannon = require('autocannon');
 const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -36,6 +35,15 @@ const { textWorkload } = require('./text-requests');
 
 const BIN = path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js');
 const WORKLOAD = WORKLOADS.pr;
+
+/** autocannon (a devDependency; on a GPU machine from the carry's bench-deps.tar.gz, on NODE_PATH). */
+function loadGenerator() {
+  try {
+    return require('autocannon');
+  } catch (error) {
+    throw new Error(`--load open needs autocannon: run npm install here, or on a machine without npm carry scripts/gpu/pack-bench-deps.js's archive and put it on NODE_PATH (${error.message.split('\n')[0]})`);
+  }
+}
 
 function options(argv) {
   const { values } = parseArgs({
@@ -145,7 +153,7 @@ async function step(url, texts, rate, duration, serial) {
   const tokens = Array.from({ length: amount }, (_, i) => texts.tokensOf(serial + i)).reduce((a, b) => a + b, 0);
   let next = 0;
   const before = await serverCounts(url);
-  const result = await autocannon({
+  const result = await loadGenerator()({
     url,
     connections: rate,
     pipelining: 1,
@@ -202,7 +210,7 @@ async function main(argv) {
   const gpu = opts.serveArgs.includes('cuda') ? gpuName() : null;
   console.log(`machine: ${describeMachine()}${gpu ? `; GPU ${gpu}` : ''}`);
   console.log(
-    `load: autocannon ${require('autocannon/package.json').version}, open loop at a fixed overall rate, connections = rate; ` +
+    `load: autocannon ${(loadGenerator(), require('autocannon/package.json').version)}, open loop at a fixed overall rate, connections = rate; ` +
       `PR workload as text for ${info.name}'s tokenizer: query ${counts.query.join('-')} tokens, ${WORKLOAD.items} items of ${counts.item.join('-')} tokens; ${opts.duration} s a step`,
   );
   const maxRate = Math.max(...opts.rates, ...opts.sweep);
