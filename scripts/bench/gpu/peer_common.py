@@ -253,7 +253,7 @@ def run_peer(peer: str, args, labels: list, workloads: dict, make_methods: Calla
         for mname in args.methods:
             base = {"peer": peer, "method": mname, "workload": wname, "dtype": args.dtype,
                     "precision": args.precision, **info}
-            if args.only and (wname, mname) not in args.only:
+            if getattr(args, "only", None) and (wname, mname) not in args.only:
                 continue
             method = methods.get(mname)
             if method is None:
