@@ -76,7 +76,9 @@ function options() {
     console.log(
       'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,pr,overhead] [--url URL]\n' +
         '                                     [--servers current,cross,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
-        '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]',
+        '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]\n' +
+        '       node scripts/bench-service.js --load open [--rates 2,4] [--sweep 6,8] [--duration S] [--warm S] [--tolerance 0.03] [--p99-ms 100]\n' +
+        '                                     [--serve-args "..."] [--url URL --model PATH] [--out FILE] (scripts/bench/open-loop.js)',
     );
     process.exit(0);
   }

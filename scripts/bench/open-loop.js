@@ -88,12 +88,16 @@ function servedModel(opts) {
   return opts.model || (i >= 0 ? opts.serveArgs[i + 1] : undefined) || process.env.PJRT_SCORE_MODEL || undefined;
 }
 
+/** The server this process started (killed with it when a time limit stops this process). */
+let serverChild = null;
+
 /** `pjrt-score serve` on a free port, with the PR shape compiled before it turns ready. */
 async function startServer(opts, maxRate) {
   const queue = String(Math.max(256, 2 * maxRate));
   const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', `16x8x4,32x16x20,${WORKLOAD.queryTokens}x${WORKLOAD.itemTokens}x${WORKLOAD.items}`, '--queue-size', queue, ...opts.serveArgs];
   console.log(`server: node ${args.map((a) => path.relative(process.cwd(), a) || a).join(' ')}`);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  serverChild = child;
   let port = null;
   await new Promise((resolve, reject) => {
     child.on('exit', (code) => reject(new Error(`server exited with ${code} before it was ready`)));
@@ -214,8 +218,25 @@ async function main(argv) {
       `PR workload as text for ${info.name}'s tokenizer: query ${counts.query.join('-')} tokens, ${WORKLOAD.items} items of ${counts.item.join('-')} tokens; ${opts.duration} s a step`,
   );
   const maxRate = Math.max(...opts.rates, ...opts.sweep);
-  const server = opts.url ? { url: opts.url, child: null } : await startServer(opts, maxRate);
+  const outDir = path.join(__dirname, '..', '..', 'bench-results');
+  const file = path.resolve(outDir, opts.out);
+  fs.mkdirSync(path.dirname(file), { recursive: true });
   const rows = [];
+  const write = () => {
+    const best = rows.filter((r) => r.held).sort((a, b) => b.offered - a.offered)[0];
+    const out = { machine: { ...machine(), gpu }, model: info.name, serveArgs: opts.serveArgs, tokens: counts, duration: opts.duration, tolerance: opts.tolerance, p99Ms: opts.p99Ms, highestHeld: best ? best.offered : null, steps: rows };
+    fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
+    return best;
+  };
+  // Stopped from outside (a time limit's SIGTERM): the server goes too, and the steps done so far stay written.
+  const stop = () => {
+    if (serverChild) serverChild.kill('SIGKILL');
+    console.log(`stopped from outside after ${rows.length} steps`);
+    process.exit(143);
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  const server = opts.url ? { url: opts.url, child: null } : await startServer(opts, maxRate);
   let serial = 0;
   try {
     if (opts.warm > 0) {
@@ -230,24 +251,22 @@ async function main(argv) {
       r.kind = kind;
       r.held = held(r, opts);
       rows.push(r);
+      write();
       printRow(kind, r);
       return r;
     };
     for (const rate of opts.rates) await run('rate', rate);
     for (const rate of opts.sweep) if (!(await run('sweep', rate)).held) break;
   } finally {
+    process.removeListener('SIGTERM', stop);
+    process.removeListener('SIGINT', stop);
     if (server.child) {
       server.child.kill('SIGTERM');
       await new Promise((resolve) => server.child.on('exit', resolve));
     }
   }
-  const best = rows.filter((r) => r.held).sort((a, b) => b.offered - a.offered)[0];
+  const best = write();
   console.log(best ? `highest rate held: ${best.offered} req/s, ${best.itemsPerSec.toFixed(1)} items/s, p99 ${best.p99Ms} ms` : 'highest rate held: none of the rates');
-  const outDir = path.join(__dirname, '..', '..', 'bench-results');
-  const file = path.resolve(outDir, opts.out);
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  const out = { machine: { ...machine(), gpu }, model: info.name, serveArgs: opts.serveArgs, tokens: counts, duration: opts.duration, tolerance: opts.tolerance, p99Ms: opts.p99Ms, highestHeld: best ? best.offered : null, steps: rows };
-  fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
   console.log(`wrote ${path.relative(process.cwd(), file)}`);
 }
 

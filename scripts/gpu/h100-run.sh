@@ -72,7 +72,7 @@ done
 cap=$(( $(left) - 200 )); [ "$cap" -lt "$HTTP_S" ] || cap=$HTTP_S
 if [ "$cap" -gt 30 ]; then
   say "HTTP: pjrt-score serve --plugin cuda under autocannon, $HTTP_RATES req/s then $HTTP_SWEEP (at most $cap s)"
-  timeout "$cap" node scripts/bench-service.js --load open --serve-args "--plugin cuda --model $DIR/model --batching cross-request" \
+  timeout -k 10 "$cap" node scripts/bench-service.js --load open --serve-args "--plugin cuda --model $DIR/model --batching cross-request" \
     --rates "$HTTP_RATES" --sweep "$HTTP_SWEEP" --duration "${HTTP_DURATION_S:-4}" --warm 2 --out "$OUT/service-open.json" > "$OUT/service-open.txt" 2>&1
   say "HTTP exit $?$( [ -e "$OUT/service-open.json" ] || echo ': no table')"
   grep -v '^warmup\|^{' "$OUT/service-open.txt" | tail -20
