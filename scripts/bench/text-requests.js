@@ -3,9 +3,13 @@
 // of about `queryTokens` tokens of its own per request and `items` items of
 // about `itemTokens` tokens, as text (so the service tokenizes them, as a
 // client's requests make it do). Deterministic: common English words drawn
-// from the workloads' PRNG (scripts/bench/workloads.js), then lengthened or
-// shortened a word at a time until the tokenizer counts at least the target
-// (one word past it at most: "about 300 tokens" is 300 to ~305).
+// from the workloads' PRNG (scripts/bench/workloads.js), lengthened or
+// shortened a word at a time, then a character at a time, to the shortest
+// text the tokenizer counts as at least the target (a byte-level tokenizer
+// hits it exactly; a word-level one within a token or two). A request's query
+// is one of `queryPool` such texts with its words rotated by the request's
+// number: distinct from every other request's within its first words (no
+// long prefix to reuse), the same words, so the same length for the tokenizer.
 //
 //   const texts = textWorkload(tokenizer, WORKLOADS.pr, { itemPool: 256 });
 //   texts.body(serial)   -> the JSON body of POST /v1/score (query distinct per serial)
@@ -38,26 +42,38 @@ function textOfTokens(tokenizer, target, seed, guess, prefix = '') {
     cur = shorter;
   }
   if (cur.count < target) throw new Error(`could not make ${target} tokens from ${pool.length} words (got ${cur.count})`);
-  return { ...cur, words: n };
+  const wordCount = n;
+  // Then a character at a time, while the count stays at or above the target.
+  while (cur.count > target && cur.text.length > prefix.length + 1) {
+    const text = cur.text.slice(0, -1);
+    const count = tokenizer.encode(text).length;
+    if (count < target) break;
+    cur = { text, count };
+  }
+  return { ...cur, words: wordCount };
 }
 
 /**
- * A workload as text for this tokenizer. Queries differ per request (none is
- * a prefix another request could reuse); items come from a pool of
+ * A workload as text for this tokenizer. Queries differ per request (a base
+ * of `queryPool` rotated by the request's number); items come from a pool of
  * `itemPool` distinct texts, `items` consecutive ones per request.
  */
-function textWorkload(tokenizer, workload, { itemPool = 256 } = {}) {
+function textWorkload(tokenizer, workload, { itemPool = 256, queryPool = 256 } = {}) {
   if (typeof tokenizer?.encode !== 'function') throw new TypeError('textWorkload needs a tokenizer with encode(text)');
   // Words per token of this tokenizer, from one query: the first guess for the others.
   const first = textOfTokens(tokenizer, workload.queryTokens, 7, workload.queryTokens);
   const queryGuess = first.words;
   const itemGuess = Math.max(1, Math.round((first.words * workload.itemTokens) / workload.queryTokens));
   const items = Array.from({ length: itemPool }, (_, i) => textOfTokens(tokenizer, workload.itemTokens, 500000 + i, itemGuess, ' '));
+  const bases = Array.from({ length: queryPool }, (_, i) => textOfTokens(tokenizer, workload.queryTokens, 1000 + i, queryGuess).text.split(' '));
   const queries = new Map();
   const query = (serial) => {
     let q = queries.get(serial);
     if (!q) {
-      q = textOfTokens(tokenizer, workload.queryTokens, 1000 + serial, queryGuess);
+      const words = bases[serial % bases.length];
+      const turn = Math.floor(serial / bases.length) % words.length;
+      const text = [...words.slice(turn), ...words.slice(0, turn)].join(' ');
+      q = { text, count: tokenizer.encode(text).length };
       queries.set(serial, q);
     }
     return q;
