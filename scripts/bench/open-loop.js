@@ -224,7 +224,7 @@ async function main(argv) {
   const rows = [];
   const write = () => {
     const best = rows.filter((r) => r.held).sort((a, b) => b.offered - a.offered)[0];
-    const out = { machine: { ...machine(), gpu }, model: info.name, serveArgs: opts.serveArgs, tokens: counts, duration: opts.duration, tolerance: opts.tolerance, p99Ms: opts.p99Ms, highestHeld: best ? best.offered : null, steps: rows };
+    const out = { machine: { ...machine(), gpu, loadAverage: require('node:os').loadavg() }, model: info.name, serveArgs: opts.serveArgs, tokens: counts, duration: opts.duration, tolerance: opts.tolerance, p99Ms: opts.p99Ms, highestHeld: best ? best.offered : null, steps: rows };
     fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
     return best;
   };
@@ -243,6 +243,8 @@ async function main(argv) {
       const r = Math.min(...opts.rates, ...opts.sweep);
       await step(server.url, texts, r, opts.warm, 1e6);
     }
+    const load = require('node:os').loadavg().map((x) => x.toFixed(2));
+    console.log(`load average before the measured steps: ${load.join(' ')} (other processes on this machine share its cores)`);
     console.log(`held: achieved >= ${(1 - opts.tolerance) * 100}% of offered, 0 errors, p99 <= ${opts.p99Ms} ms`);
     console.log('step   offered  req/s   2xx  server   items/s   p50 ms   p99 ms errors  held');
     const run = async (kind, rate) => {
