@@ -141,7 +141,7 @@ test('h100-run.sh: the host check first, pjrt-score, HTTP, then the peers; a who
   const benches = [...r.calls.matchAll(/bench-gpu\.js .*?--out \S+results-(\S+)\.json/g)].map((m) => m[1]);
   t.same(benches, ['main'], `one pjrt-score run by default: ${benches.join(', ')}`);
   t.ok(/results-main\.json.*--configs bf16\/bf16\/cudnn_join\/cudnn\+cross-request --methods packed,8-concurrent/.test(r.calls), 'the candidate, target packed and 8 PR callers');
-  t.ok(/bench-service\.js --load open --serve-args --plugin cuda --model \S+ --batching cross-request --rates 120 --sweep 240,480,720,960/.test(r.calls), 'the HTTP step: serve --plugin cuda at 120 req/s, then the sweep');
+  t.ok(/bench-service\.js --load open --serve-args --plugin cuda --model \S+ --batching cross-request --rates 120 --sweep 240,480,720 /.test(r.calls), 'the HTTP step: serve --plugin cuda at 120 req/s, then the sweep');
   const order = [/results-main\.json/, /bench-service\.js/, /peer_torch\.py.*--dtype f32/, /--only pr:batch8full,target:flexfull/, /peer_torch\.py.*--only target:flex /, /peer_jax\.py.*--only target:packed /].map((re) => at(r.calls, re));
   t.ok(order.every((x, i) => x >= 0 && (i === 0 || x > order[i - 1])), `in order: pjrt-score, HTTP, f32 reference, the whole-forward slot, the FlexAttention and JAX fallbacks (${order})`);
   t.match(r.log, /flexfull: warm-up 1\/2 \(compile start\)/, 'the hung peer\'s progress is in the log');

@@ -94,7 +94,7 @@ let serverChild = null;
 /** `pjrt-score serve` on a free port, with the PR shape compiled before it turns ready. */
 async function startServer(opts, maxRate) {
   const queue = String(Math.max(256, 2 * maxRate));
-  const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', `16x8x4,32x16x20,${WORKLOAD.queryTokens}x${WORKLOAD.itemTokens}x${WORKLOAD.items}`, '--queue-size', queue, ...opts.serveArgs];
+  const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', `${WORKLOAD.queryTokens}x${WORKLOAD.itemTokens}x${WORKLOAD.items}`, '--queue-size', queue, ...opts.serveArgs];
   console.log(`server: node ${args.map((a) => path.relative(process.cwd(), a) || a).join(' ')}`);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   serverChild = child;
