@@ -14,6 +14,8 @@
 // runs on the device, so it measures the HTTP layer, validation, queue,
 // logging and metrics alone).
 // Writes bench-results/service.json (--out names another file there).
+// `--load open` is the open-loop mode instead (scripts/bench/open-loop.js:
+// autocannon at fixed rates, the PR workload as text, the highest rate held).
 //
 // Options: --duration S (per step, default 10), --concurrency 1,4,16,
 // --items N (per request, default 8; small-10 always has 10),
@@ -74,7 +76,9 @@ function options() {
     console.log(
       'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,pr,overhead] [--url URL]\n' +
         '                                     [--servers current,cross,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
-        '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]',
+        '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]\n' +
+        '       node scripts/bench-service.js --load open [--rates 2,4] [--sweep 6,8] [--duration S] [--warm S] [--tolerance 0.03] [--p99-ms 100]\n' +
+        '                                     [--serve-args "..."] [--url URL --model PATH] [--out FILE] (scripts/bench/open-loop.js)',
     );
     process.exit(0);
   }
@@ -306,7 +310,20 @@ function merge(parts) {
   };
 }
 
-main().catch((error) => {
+/** `--load open` (or `--load=open`): the open-loop mode of scripts/bench/open-loop.js, with its own options. */
+function loadMode(argv) {
+  const i = argv.indexOf('--load');
+  if (i >= 0) return argv[i + 1];
+  const eq = argv.find((a) => a.startsWith('--load='));
+  return eq ? eq.slice('--load='.length) : 'closed';
+}
+
+const load = loadMode(process.argv.slice(2));
+if (load !== 'open' && load !== 'closed') {
+  console.error(`--load is open or closed, got ${load}`);
+  process.exit(2);
+}
+(load === 'open' ? require('./bench/open-loop').main(process.argv.slice(2)) : main()).catch((error) => {
   console.error(error);
   process.exit(1);
 });

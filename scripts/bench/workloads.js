@@ -94,4 +94,4 @@ function serialFlopsPerItem(config, workload) {
   return usefulFlops(config, { ...workload, queryTokens: workload.queryTokens + workload.itemTokens, itemTokens: 0 }, 1);
 }
 
-module.exports = { WORKLOADS, SHAPE_TABLE, LABELS, request, textRequest, usefulFlops, serialFlopsPerItem };
+module.exports = { WORKLOADS, SHAPE_TABLE, LABELS, WORDS, tokens, request, textRequest, usefulFlops, serialFlopsPerItem };

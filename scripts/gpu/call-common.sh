@@ -2,7 +2,11 @@
 # scripts/gpu/h100-defaults-run.sh): the clock and budget, the log, node and
 # the bundle unpacked from .cache/gpu-carry (scripts/gpu/prepare-carry.sh),
 # and the steps they share. Run from the repository root on the device
-# machine; everything goes under $OUT (default ./gpu-out).
+# machine; everything goes under $OUT (default ./gpu-out). With
+# DEFER_UNPACK=1 the caller runs `unpack` itself (h100-run.sh runs the host
+# check first). When the carry has bench-deps.tar.gz
+# (scripts/gpu/pack-bench-deps.js: the HTTP step's load generator), it goes
+# on NODE_PATH.
 START=$(date +%s)
 BUDGET=${BUDGET_S:-570}
 OUT=${OUT:-$PWD/gpu-out}
@@ -16,39 +20,53 @@ CARRY=${CARRY:-.cache/gpu-carry}
 WORK=${WORK:-/tmp/pjrt-score-gpu}
 DIR=$WORK/bench
 
-say "unpack node and the bundle"
-mkdir -p "$WORK"
-if command -v xz >/dev/null; then xz -dc "$CARRY/node.xz" > "$WORK/node"; else python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'))" "$CARRY/node.xz" "$WORK/node"; fi
-chmod +x "$WORK/node"
-export PATH="$WORK:$PATH"
-tar xzf "$CARRY/pjrt-score.tar.gz" -C "$WORK"
-for d in dist build node_modules; do rm -rf "$d"; ln -s "$WORK/pjrt-score/$d" "$d"; done
-node --version; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
-python3 -c "import jax_plugins.xla_cuda13.version as v, jax, torch; print('jax-cuda13-pjrt', v._version, 'jax', jax.__version__, 'torch', torch.__version__)" || true
+# Python's output unbuffered everywhere: a process killed by its time limit leaves its progress in the log.
+export PYTHONUNBUFFERED=1
+
+unpack() {
+  say "unpack node and the bundle"
+  mkdir -p "$WORK"
+  if command -v xz >/dev/null; then xz -dc "$CARRY/node.xz" > "$WORK/node"; else python3 -c "import lzma,shutil,sys; shutil.copyfileobj(lzma.open(sys.argv[1]), open(sys.argv[2],'wb'))" "$CARRY/node.xz" "$WORK/node"; fi
+  chmod +x "$WORK/node"
+  export PATH="$WORK:$PATH"
+  tar xzf "$CARRY/pjrt-score.tar.gz" -C "$WORK"
+  for d in dist build node_modules; do rm -rf "$d"; ln -s "$WORK/pjrt-score/$d" "$d"; done
+  if [ -e "$CARRY/bench-deps.tar.gz" ]; then
+    mkdir -p "$WORK/bench-deps" && tar xzf "$CARRY/bench-deps.tar.gz" -C "$WORK/bench-deps"
+    export NODE_PATH="$WORK/bench-deps/node_modules${NODE_PATH:+:$NODE_PATH}"
+  fi
+  node --version; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv,noheader || true
+  python3 -c "import jax_plugins.xla_cuda13.version as v, jax, torch; print('jax-cuda13-pjrt', v._version, 'jax', jax.__version__, 'torch', torch.__version__)" || true
+}
+[ "${DEFER_UNPACK:-0}" = 1 ] || unpack
 
 # bench LABEL ARGS...: bench:gpu's pjrt-score half (no peers, 3 repeats) with
-# the caller's environment, on cores 0-5, at most 150 s, skipped with
+# the caller's environment, on cores 0-5, at most BENCH_S (default 150) s, skipped with
 # BENCH_RESERVE_S (default 300) or less left. Result files come back with
 # LABEL in their name ('+' becomes '_').
 bench() {
   local label=$1; shift
   [ "$(left)" -gt "${BENCH_RESERVE_S:-300}" ] || { say "no time left for $label"; return; }
   say "bench:gpu $label (budget $(left) s, $(date +%s))"
-  pin 0-5 timeout 150 node scripts/bench-gpu.js --plugin cuda --restart 0 --peers none --repeats 3 --dir "$DIR" \
+  pin 0-5 timeout "${BENCH_S:-150}" node scripts/bench-gpu.js --plugin cuda --restart 0 --peers none --repeats 3 --dir "$DIR" \
     --out "$OUT/results-$label.json" "$@"
   say "bench:gpu $label exit $? ($(date +%s))"
   for f in "$DIR"/pjrt-*.json; do [ -e "$f" ] && mv "$f" "$OUT/$(basename "$f" .json | tr '+' '_')-$label.json"; done
 }
 
-# peer NAME SECONDS ARGS...: one PyTorch peer run, bounded by SECONDS and the time left.
-peer() { # name, seconds, args...
-  local name=$1 cap=$2; shift 2
-  [ "$(left)" -gt 30 ] || { say "no time left for $name"; return 1; }
-  [ "$cap" -lt "$(( $(left) - 10 ))" ] || cap=$(( $(left) - 10 ))
-  say "torch $name (at most $cap s)"
-  timeout "$cap" python3 scripts/bench/gpu/peer_torch.py --model "$DIR/model" --inputs "$DIR/inputs-full.json" "$@"
+# peer NAME SECONDS ARGS...: one PyTorch peer run, bounded by SECONDS and the time left (less
+# PEER_RESERVE_S, default 10); exit 124 when the bound stopped it. jaxpeer: the same for the JAX peer.
+peer() { pypeer torch "$@"; }
+jaxpeer() { pypeer jax "$@"; }
+pypeer() { # torch|jax, name, seconds, args...
+  local kind=$1 name=$2 cap=$3; shift 3
+  local room=$(( $(left) - ${PEER_RESERVE_S:-10} ))
+  [ "$room" -gt 20 ] || { say "no time left for $kind $name"; return 125; }
+  [ "$cap" -lt "$room" ] || cap=$room
+  say "$kind $name (at most $cap s)"
+  timeout "$cap" python3 -u "scripts/bench/gpu/peer_$kind.py" --model "$DIR/model" --inputs "$DIR/inputs-full.json" "$@"
   local rc=$?
-  say "torch $name exit $rc"
+  say "$kind $name exit $rc$([ $rc = 124 ] && echo ": stopped at its bound of $cap s")"
   return $rc
 }
 

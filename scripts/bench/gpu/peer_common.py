@@ -13,6 +13,11 @@ compiles) are excluded. Reported per (workload, method):
   items_per_s  items of the workload / median_ms
   p50_ms, p99_ms  latency of one call, over every call of every repeat (a
                request's latency: with several requests per call, the call's)
+
+Progress: every step prints a line at once (flush), with the seconds since
+the process started, so a peer killed by its time limit leaves in the log how
+far it got: the imports, the model load, each warm-up pass (the first one
+compiles: "compile start" / "compile end"), each timed run.
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import numpy as np
+
+STARTED = time.perf_counter()
+
+
+def progress(message: str) -> None:
+    """One line of progress, at once (unbuffered), with the seconds since the process started."""
+    print(f"[{time.perf_counter() - STARTED:7.1f} s] {message}", flush=True)
 
 # A request as in inputs.json: {"query": [ids], "items": [[ids], ...]}.
 Request = dict
@@ -64,9 +76,17 @@ def parse_args(peer: str, methods: Sequence[str], extra: Callable[[argparse.Argu
     p.add_argument("--gate", default=None,
                    help="a file to wait for after the warm-up and before the timed runs, so a long compile "
                         "can overlap other work that must have the device to itself while it is timed")
+    p.add_argument("--only", default="",
+                   help="comma-separated workload:method pairs to run, of those --workloads and --methods name "
+                        "(default: every method on every workload)")
     if extra:
         extra(p)
     a = p.parse_args()
+    pairs = [x.split(":", 1) for x in a.only.split(",") if x]
+    bad = [":".join(x) for x in pairs if len(x) != 2 or x[1] not in methods]
+    if bad:
+        p.error(f"--only takes workload:method pairs with methods of {list(methods)}, got {bad}")
+    a.only = {(w, m) for w, m in pairs}
     a.workloads = [w for w in a.workloads.split(",") if w]
     a.methods = [m for m in a.methods.split(",") if m]
     unknown = [m for m in a.methods if m not in methods]
@@ -170,14 +190,18 @@ def time_method(method: Method, requests: list, warmup: int, repeats: int, sync:
     units = [requests] if method.batched else [[r] for r in requests]
     total_items = sum(len(r["items"]) for r in requests)
     t0 = time.perf_counter()
-    for _ in range(warmup):
+    for w in range(warmup):
+        tw = time.perf_counter()
+        progress(f"{method.name}: warm-up {w + 1}/{warmup}" + (" (compile start)" if w == 0 else ""))
         for u in units:
             method.call(u)
-    sync()
+        sync()
+        progress(f"{method.name}: warm-up {w + 1}/{warmup} done in {time.perf_counter() - tw:.1f} s"
+                 + (" (compile end)" if w == 0 else ""))
     warmup_s = time.perf_counter() - t0
     wait_for_gate(gate)
     call_ms, pass_ms, logprobs, extrapolated = [], [], None, None
-    for _ in range(repeats):
+    for rep in range(repeats):
         pass_logprobs, t_pass = [], 0.0
         for u in units:
             sync()
@@ -194,6 +218,7 @@ def time_method(method: Method, requests: list, warmup: int, repeats: int, sync:
             pass_logprobs += lp
         pass_ms.append(t_pass)
         logprobs = pass_logprobs
+        progress(f"{method.name}: timed run {rep + 1}/{repeats}: {t_pass:.2f} ms for {total_items} items")
     median = statistics.median(pass_ms)
     row = {
         "items_per_s": total_items / (median / 1000),
@@ -221,15 +246,20 @@ def run_peer(peer: str, args, labels: list, workloads: dict, make_methods: Calla
              versions: dict, sync: Callable[[], None], info: dict) -> list:
     """For each workload and method: warm up, time, record; errors become rows."""
     rows = []
+    progress(f"{peer}: ready ({versions.get('gpu') or versions.get('cpu') or versions.get('device')}); "
+             f"methods {','.join(args.methods)} on {','.join(workloads)}")
     for wname, requests in workloads.items():
         methods = {m.name: m for m in make_methods(wname, requests)}
         for mname in args.methods:
             base = {"peer": peer, "method": mname, "workload": wname, "dtype": args.dtype,
                     "precision": args.precision, **info}
+            if getattr(args, "only", None) and (wname, mname) not in args.only:
+                continue
             method = methods.get(mname)
             if method is None:
                 print(f"{peer:5} {mname:8} {wname:7} skipped: not a method for this workload", flush=True)
                 continue
+            progress(f"{peer} {mname} {wname}: start")
             try:
                 row = {**base, **time_method(method, requests, args.warmup, args.repeats, sync, args.gate)}
                 row.update(method.info)  # filled in during the run (e.g. which attention ran)

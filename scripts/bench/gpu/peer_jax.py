@@ -38,7 +38,10 @@ def extra_args(p):
 
 args = common.parse_args("jax", METHODS, extra_args)
 
+common.progress("jax peer: importing jax")
 import jax  # noqa: E402  (after argparse: --help must not wait for jax)
+
+common.progress(f"jax peer: jax {jax.__version__} imported")
 
 if args.device == "cpu":
     jax.config.update("jax_platforms", "cpu")
@@ -178,7 +181,9 @@ class JaxPeer:
 
 def main():
     labels, workloads = common.load_inputs(args.inputs, args.workloads)
+    common.progress(f"jax peer: loading {args.model} ({args.dtype})")
     peer = JaxPeer(args, labels)
+    common.progress(f"jax peer: model loaded, attention {peer.want}")
     common.run_peer("jax", args, labels, workloads, peer.methods, peer.versions(), peer.sync,
                     {"device": peer.dev.platform})
 

@@ -28,13 +28,16 @@ from __future__ import annotations
 import platform
 import sys
 
-import numpy as np
-import torch
-import torch.nn.functional as F
-from safetensors.torch import load_file
-from torch.nn.attention.flex_attention import create_block_mask, flex_attention
-
 import peer_common as common
+
+common.progress("torch peer: importing torch")
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+from torch.nn.attention.flex_attention import create_block_mask, flex_attention  # noqa: E402
+
+common.progress(f"torch peer: torch {torch.__version__} imported")
 
 METHODS = ["flex", "sdpa", "prefix", "serial", "batch8", "flexfull", "batch8full"]
 
@@ -267,7 +270,9 @@ def main():
     args = common.parse_args("torch", METHODS, extra)
     labels, workloads = common.load_inputs(args.inputs, args.workloads)
     torch.manual_seed(0)
+    common.progress(f"torch peer: loading {args.model} ({args.dtype})")
     peer = TorchPeer(args, labels)
+    common.progress("torch peer: model loaded")
     common.run_peer("torch", args, labels, workloads, peer.methods, peer.versions(), peer.sync,
                     {"device": peer.dev.type, "compile_mode": args.compile_mode})
 
