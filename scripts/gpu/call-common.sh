@@ -5,7 +5,7 @@
 # machine; everything goes under $OUT (default ./gpu-out). With
 # DEFER_UNPACK=1 the caller runs `unpack` itself (h100-run.sh runs the host
 # check first). When the carry has bench-deps.tar.gz
-# (scripts/gpu/pack-bench-deps.js: the HTTP step's load generator), it goes
+# (scripts/pack-modules.js: the HTTP step's load generator), it goes
 # on NODE_PATH.
 START=$(date +%s)
 BUDGET=${BUDGET_S:-570}

@@ -4,7 +4,7 @@
 # same-run ratio on both workloads, the accuracy gate, and the service over
 # HTTP. Run from the repository root on the device machine, with
 # .cache/gpu-carry made by scripts/gpu/prepare-carry.sh carried along (and
-# bench-deps.tar.gz in it from scripts/gpu/pack-bench-deps.js, for the HTTP
+# bench-deps.tar.gz in it from scripts/pack-modules.js, for the HTTP
 # step's load generator); writes everything under $OUT (default ./gpu-out):
 #
 #   0. the AMX host check, first and alone, when scripts/cpu/amx-host-check.sh

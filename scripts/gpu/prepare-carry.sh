@@ -4,10 +4,12 @@
 # .cache/gpu-carry (the device run's `carry`, at most 64 MiB):
 #   - the package bundle (npm run bundle: dist/, bin/, the built addon,
 #     production dependencies) and this machine's node binary, xz-compressed
-#     (scripts/gpu/h100-run.sh and the other GPU scripts);
+#     (scripts/gpu/h100-run.sh and the other GPU scripts), and autocannon with
+#     what it requires (the HTTP step's load generator: scripts/pack-modules.js);
 #   - for the AMX host check on the GPU machine's host CPU
 #     (scripts/cpu/amx-host-check.sh): the XLA CPU plugin stripped of its
-#     symbols (strip --strip-unneeded, then xz -6: about 35 MB) and the test
+#     symbols (strip --strip-unneeded, then xz -9e: about 34 MB; node and
+#     the plugin at -9e keep the whole carry near 63 MiB) and the test
 #     runner's modules (tape and what it requires). --gpu-only leaves them out.
 #
 #   scripts/gpu/prepare-carry.sh [--gpu-only]
@@ -17,13 +19,14 @@ out=.cache/gpu-carry
 rm -rf "$out" && mkdir -p "$out"
 npm run build:ts >/dev/null
 node scripts/bundle.js --out "$out/pjrt-score.tar.gz" >&2
-xz -T2 -6 -c "$(command -v node)" > "$out/node.xz"
+xz -T2 -9e -c "$(command -v node)" > "$out/node.xz"
 node --version > "$out/node-version.txt"
+node scripts/pack-modules.js --out "$out/bench-deps.tar.gz" autocannon >&2
 if [ "${1:-}" != "--gpu-only" ]; then
   plugin=$(node -e "require('./dist/runtime').ensurePluginPath().then((p) => console.log(p))")
   strip --strip-unneeded -o "$out/xla_cpu_pjrt.so" "$plugin"
-  xz -T2 -6 "$out/xla_cpu_pjrt.so"
-  node scripts/cpu/pack-test-modules.js "$out/test-modules.tar.gz" >&2
+  xz -T2 -9e "$out/xla_cpu_pjrt.so"
+  node scripts/pack-modules.js --out "$out/test-modules.tar.gz" tape >&2
 fi
 du -sh "$out"/*
 total=$(du -sb "$out" | cut -f1)

@@ -1,16 +1,17 @@
 'use strict';
-// The load generator of the GPU run's HTTP step (autocannon, a devDependency,
-// so not in the package bundle) with every package it requires, as
-// node_modules/... in one archive: scripts/gpu/call-common.sh unpacks
-// $CARRY/bench-deps.tar.gz on the device and puts it on NODE_PATH.
+// Development packages for a device machine without npm, each with every
+// package it requires, as node_modules/... in one archive (the package bundle
+// holds production dependencies only). scripts/gpu/prepare-carry.sh packs
+// autocannon (the GPU run's HTTP step: scripts/gpu/call-common.sh puts it on
+// NODE_PATH) and tape (the AMX host check's test files:
+// scripts/cpu/amx-host-check.sh).
 //
-//   node scripts/gpu/pack-bench-deps.js --out .cache/gpu-carry/bench-deps.tar.gz
+//   node scripts/pack-modules.js --out FILE.tar.gz PACKAGE [PACKAGE ...]
 const fs = require('node:fs');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 
-const root = path.join(__dirname, '..', '..');
-const ROOTS = ['autocannon'];
+const root = path.join(__dirname, '..');
 
 /** The package directory `name` resolves to from `from` (a package directory), walking up node_modules as Node does. */
 function packageDir(name, from) {
@@ -44,8 +45,9 @@ function closure(names) {
 
 const argv = process.argv.slice(2);
 const at = argv.indexOf('--out');
-if (at < 0 || !argv[at + 1]) throw new Error('usage: node scripts/gpu/pack-bench-deps.js --out FILE.tar.gz');
+const roots = argv.filter((a, i) => i !== at && i !== at + 1);
+if (at < 0 || !argv[at + 1] || roots.length === 0) throw new Error('usage: node scripts/pack-modules.js --out FILE.tar.gz PACKAGE [PACKAGE ...]');
 const out = path.resolve(argv[at + 1]);
-const dirs = closure(ROOTS);
+const dirs = closure(roots);
 execFileSync('tar', ['czf', out, '-C', root, ...dirs]);
 process.stdout.write(`${out}: ${dirs.length} packages, ${(fs.statSync(out).size / 2 ** 20).toFixed(1)} MiB\n`);
