@@ -48,6 +48,7 @@ export {
   type ScoreLibraryRequest,
   type ScoreResult,
   type ScorerOptions,
+  type RerankResponse,
   type ScorerStats,
   type ScoreUsage,
   type WarmupShape,
