@@ -9,7 +9,6 @@
  *   const retriever = new ContextualCompressionRetriever({ baseCompressor: compressor, baseRetriever });
  */
 import type { DocumentInterface } from '@langchain/core/documents';
-import type { Callbacks } from '@langchain/core/callbacks/manager';
 import type { ScorerOptions } from '../scoring';
 import { adapterSettings, requirePeer, ScorerSource, type AdapterSettings, type RankedIndex } from './scorer-source';
 
@@ -58,8 +57,12 @@ export class PjrtScoreRerank extends BaseDocumentCompressor {
     return response.results.map((r) => ({ index: r.index, relevanceScore: r.relevanceScore }));
   }
 
-  /** The documents best first, cut to topN, each a copy with `metadata.relevanceScore`. */
-  async compressDocuments(documents: DocumentInterface[], query: string, _callbacks?: Callbacks): Promise<DocumentInterface[]> {
+  /**
+   * The documents best first, cut to topN, each a copy with `metadata.relevanceScore`. The callbacks
+   * (LangChain's third argument) are typed unknown: LangChain's CommonJS and ES module typings of
+   * them are distinct classes, and an app may compile against either.
+   */
+  async compressDocuments(documents: DocumentInterface[], query: string, _callbacks?: unknown): Promise<DocumentInterface[]> {
     if (documents.length === 0) return [];
     const ranked = await this.rerank(documents, query);
     return ranked.map(({ index, relevanceScore }) => {
