@@ -128,6 +128,18 @@ test("LlamaIndex: RetrieverQueryEngine's nodePostprocessors run the postprocesso
   await rejects(t, post.postprocessNodes(nodes.map((node) => ({ node })), undefined), /needs the query/, 'no query: a clear error');
 });
 
+test('LangChain and LlamaIndex: a fired signal in rerank() / postprocessNodes() options rejects with an AbortError', async (t) => {
+  const controller = new AbortController();
+  controller.abort();
+  const before = scorer.stats().itemsScored;
+  const lc = await langchain.fromScorer(scorer).rerank(TEXTS, QUERY, { signal: controller.signal }).then(() => null, (e) => e);
+  t.equal(lc && lc.name, 'AbortError', `LangChain: ${lc && lc.message}`);
+  const nodes = TEXTS.map((text) => new TextNode({ text }));
+  const li = await llamaindex.fromScorer(scorer).postprocessNodes(nodes.map((node) => ({ node })), QUERY, { signal: controller.signal }).then(() => null, (e) => e);
+  t.equal(li && li.name, 'AbortError', `LlamaIndex: ${li && li.message}`);
+  t.equal(scorer.stats().itemsScored, before, 'nothing was scored');
+});
+
 test('ownership: fromScorer leaves the Scorer alone; load() owns its Scorer and disposes it', async (t) => {
   const shared = PjrtScoreRerankingModel.fromScorer(scorer);
   shared.dispose();
