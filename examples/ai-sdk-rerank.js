@@ -2,12 +2,12 @@
 // Retrieve by keywords, then rerank in process with the AI SDK's rerank()
 // and pjrt-score's reranking model over the app's Scorer.
 // `node examples/ai-sdk-rerank.js` (needs `ai`)
-const { rerank } = require('ai');
 const { Scorer } = require('pjrt-score');
 const { PjrtScoreRerankingModel } = require('pjrt-score/ai-sdk');
 const { DOCUMENTS, keywordSearch } = require('./rag-corpus');
 
 (async () => {
+  const { rerank } = await import('ai'); // an ES module package
   const scorer = await Scorer.load();
   const model = PjrtScoreRerankingModel.fromScorer(scorer, { instruction: 'Does the document answer the query?' });
   const query = 'What is the capital of France?';

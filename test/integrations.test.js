@@ -7,7 +7,6 @@
 // scorer.rerank() on the same documents (the reference). One Scorer is shared.
 const test = require('tape');
 const { Scorer } = require('..');
-const { rerank } = require('ai');
 const { PjrtScoreRerankingModel } = require('pjrt-score/ai-sdk');
 const langchain = require('pjrt-score/langchain');
 const llamaindex = require('pjrt-score/llamaindex');
@@ -27,12 +26,14 @@ const TEXTS = [
 
 let scorer;
 let reference;
+let rerank; // from 'ai', an ES module package
 async function rejects(t, promise, pattern, what) {
   const error = await promise.then(() => null, (e) => e);
   t.match(error ? error.message : 'resolved', pattern, `${what}: ${error ? error.message : 'resolved'}`);
 }
 
 test('setup: one Scorer, and the reference ranking from scorer.rerank()', async (t) => {
+  ({ rerank } = await import('ai'));
   scorer = await Scorer.load({ diskCache: true });
   reference = await scorer.rerank({ query: QUERY, documents: TEXTS });
   t.equal(reference.results.length, TEXTS.length, 'every document ranked');

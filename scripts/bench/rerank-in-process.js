@@ -8,7 +8,6 @@
 // process's peak RSS and the machine. A report, not a verdict.
 const os = require('node:os');
 const fs = require('node:fs');
-const { rerank } = require('ai');
 const { Scorer } = require('pjrt-score');
 const { PjrtScoreRerankingModel } = require('pjrt-score/ai-sdk');
 
@@ -35,6 +34,7 @@ function cpuModel() {
 }
 
 async function main() {
+  const { rerank } = await import('ai'); // an ES module package
   const scorer = await Scorer.load();
   const model = PjrtScoreRerankingModel.fromScorer(scorer);
   const query = text(scorer, 30, 7);
