@@ -35,3 +35,22 @@ test('examples/rerank.js (the README rerank example) prints documents sorted by 
   t.match(lines[lines.length - 1], /^template chatml-yes-no, \d+ prompt tokens/, 'says which template served it');
   t.end();
 });
+
+test('the framework examples (AI SDK, LangChain, LlamaIndex) retrieve by keywords and print the same reranked top 3', (t) => {
+  const printed = {};
+  for (const name of ['ai-sdk-rerank', 'langchain-rerank', 'llamaindex-rerank']) {
+    const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'examples', `${name}.js`)], { encoding: 'utf8', timeout: 300000 });
+    t.equal(r.status, 0, `${name}: exit 0${r.status ? `: ${r.stderr.slice(-500)}` : ''}`);
+    const ranked = r.stdout.split('\n').filter((l) => /^\d\.\d{3}  /.test(l));
+    t.equal(ranked.length, 3, `${name}: three documents ranked`);
+    const scores = ranked.map((l) => Number(l.split(/\s+/)[0]));
+    t.ok(scores.every((s, i) => i === 0 || s <= scores[i - 1]), `${name}: in decreasing relevance`);
+    t.match(ranked[0] || '', /Paris is the capital and largest city of France/, `${name} first: ${ranked[0]}`);
+    // The same Scorer under each framework: the same documents with the same scores.
+    printed[name] = ranked.map((l) => l.replace(/\s+\(doc-\d+\)$/, ''));
+    if (name === 'ai-sdk-rerank') t.match(r.stdout, /\n\S+, plan (serial|packed|prefix), \d+ prompt tokens, 8 candidates of 30\n/, 'the provider metadata: model, plan, tokens');
+  }
+  t.deepEqual(printed['langchain-rerank'], printed['ai-sdk-rerank'], 'LangChain prints what the AI SDK prints');
+  t.deepEqual(printed['llamaindex-rerank'], printed['ai-sdk-rerank'], 'LlamaIndex prints what the AI SDK prints');
+  t.end();
+});

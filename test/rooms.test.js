@@ -62,5 +62,8 @@ test('the rule reads what it says (a known room and its rule)', (t) => {
   t.deepEqual([...server.allowed].sort(), ['scoring', 'util'], 'server: scoring and util, not cli');
   t.deepEqual([...server.indexOnly], ['scoring'], "server: scoring's index only");
   t.deepEqual([...rule('util').allowed], [], 'util: nothing');
+  const integrations = rule('integrations');
+  t.deepEqual([...integrations.allowed].sort(), ['scoring', 'util'], 'integrations: scoring and util');
+  t.deepEqual([...integrations.indexOnly], ['scoring'], "integrations: scoring's index only");
   t.end();
 });

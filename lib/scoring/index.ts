@@ -49,6 +49,7 @@ export {
   type ScoreLibraryRequest,
   type ScoreResult,
   type ScorerOptions,
+  type RerankResponse,
   type ScorerStats,
   type ScoreUsage,
   type WarmupShape,

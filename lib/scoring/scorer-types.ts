@@ -74,6 +74,8 @@ export interface RerankResponse {
   readonly results: readonly RerankResult[];
   readonly usage: ScoreUsage;
   readonly model: string;
+  /** The plan that ran: 'serial' | 'packed' | 'prefix'. */
+  readonly algorithm: Algorithm;
   /** The template that built the prompts. */
   readonly template: string;
   /** When the request asked for truncation: tokens before and after, and the items cut. */

@@ -486,6 +486,7 @@ export class Scorer implements Disposable {
       results: rerankResults(request, result.scores),
       usage: result.usage,
       model: this.modelName,
+      algorithm: result.algorithm,
       template: this.rerankTemplate().template.name,
       ...(truncation ? { truncation } : {}),
     };
