@@ -43,7 +43,7 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const readline = require('node:readline');
+const { serverReady } = require('./bench/server-ready');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('./machine');
 const { WORKLOADS, request: workloadRequest } = require('./bench/workloads');
@@ -152,23 +152,7 @@ async function startServer(kind, baselineDir, workloads, timeoutMs) {
         ? [BIN, ...serve, '--batching', 'cross-request']
         : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, ...serve];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let port = null;
-  const lines = readline.createInterface({ input: child.stdout });
-  await new Promise((resolve, reject) => {
-    child.on('exit', (code) => reject(new Error(`server exited with ${code} before it was ready`)));
-    lines.on('line', (line) => {
-      let entry;
-      try {
-        entry = JSON.parse(line);
-      } catch {
-        return;
-      }
-      if (entry.event === 'listening') port = entry.port;
-      if (entry.event === 'ready') resolve();
-    });
-  });
-  child.removeAllListeners('exit');
-  return { child, url: `http://127.0.0.1:${port}` };
+  return { child, url: await serverReady(child) };
 }
 
 function post(agent, url, body) {

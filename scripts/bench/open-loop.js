@@ -27,7 +27,7 @@ const { spawn, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const readline = require('node:readline');
+const { serverReady } = require('./server-ready');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('../machine');
 const { WORKLOADS } = require('./workloads');
@@ -98,22 +98,7 @@ async function startServer(opts, maxRate) {
   console.log(`server: node ${args.map((a) => path.relative(process.cwd(), a) || a).join(' ')}`);
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   serverChild = child;
-  let port = null;
-  await new Promise((resolve, reject) => {
-    child.on('exit', (code) => reject(new Error(`server exited with ${code} before it was ready`)));
-    readline.createInterface({ input: child.stdout }).on('line', (line) => {
-      let entry;
-      try {
-        entry = JSON.parse(line);
-      } catch {
-        return;
-      }
-      if (entry.event === 'listening') port = entry.port;
-      if (entry.event === 'ready') resolve();
-    });
-  });
-  child.removeAllListeners('exit');
-  return { child, url: `http://127.0.0.1:${port}` };
+  return { child, url: await serverReady(child) };
 }
 
 function getText(url) {

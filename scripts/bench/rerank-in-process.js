@@ -12,21 +12,7 @@ const { Scorer } = require('pjrt-score');
 const { PjrtScoreRerankingModel } = require('pjrt-score/ai-sdk');
 
 const RUNS = Number(process.env.RUNS || 7);
-const WORDS = (
-  'the river city museum north market bridge winter history science music language garden train station library ' +
-  'mountain coffee ocean paper light energy machine system report policy family school street window morning'
-).split(' ');
-
-/** Deterministic text of exactly `tokens` tokens of the model's tokenizer (cut, decoded). */
-function text(scorer, tokens, seed) {
-  let a = seed >>> 0;
-  const words = [];
-  for (let i = 0; i < tokens * 1.5; i++) {
-    a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
-    words.push(WORDS[a % WORDS.length]);
-  }
-  return scorer.tokenizer.decode(scorer.tokenizer.encode(words.join(' ')).slice(0, tokens)).trim();
-}
+const { documentText: text } = require('./workloads');
 
 function cpuModel() {
   const line = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));

@@ -11,23 +11,7 @@
 // JSON line.
 const { Scorer } = require('../../dist/scoring/scorer');
 
-const WORDS = (
-  'the river city museum north market bridge winter history science music language garden train station library ' +
-  'mountain coffee ocean paper light energy machine system report policy family school street window morning ' +
-  'research water village company project season table doctor story island forest answer question number'
-).split(' ');
-
-/** Deterministic text of about `tokens` tokens (cut at the token count, then decoded). */
-function text(scorer, tokens, seed) {
-  let a = seed >>> 0;
-  const words = [];
-  for (let i = 0; i < tokens * 1.5; i++) {
-    a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
-    words.push(WORDS[a % WORDS.length]);
-  }
-  const ids = scorer.tokenizer.encode(words.join(' ')).slice(0, tokens);
-  return scorer.tokenizer.decode(ids).trim();
-}
+const { documentText: text } = require('./workloads');
 
 /** Wall seconds of one run, less the seconds spent compiling during it. */
 async function timed(scorer, fn) {

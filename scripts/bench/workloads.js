@@ -94,4 +94,21 @@ function serialFlopsPerItem(config, workload) {
   return usefulFlops(config, { ...workload, queryTokens: workload.queryTokens + workload.itemTokens, itemTokens: 0 }, 1);
 }
 
-module.exports = { WORKLOADS, SHAPE_TABLE, LABELS, WORDS, tokens, request, textRequest, usefulFlops, serialFlopsPerItem };
+const DOC_WORDS = (
+  'the river city museum north market bridge winter history science music language garden train station library ' +
+  'mountain coffee ocean paper light energy machine system report policy family school street window morning ' +
+  'research water village company project season table doctor story island forest answer question number'
+).split(' ');
+
+/** Deterministic document text of about `count` tokens of `scorer`'s tokenizer (cut at the token count, then decoded): the rerank benches'. */
+function documentText(scorer, count, seed) {
+  let a = seed >>> 0;
+  const words = [];
+  for (let i = 0; i < count * 1.5; i++) {
+    a = (Math.imul(a ^ (a >>> 15), 0x2c1b3c6d) + 0x9e3779b9) >>> 0;
+    words.push(DOC_WORDS[a % DOC_WORDS.length]);
+  }
+  return scorer.tokenizer.decode(scorer.tokenizer.encode(words.join(' ')).slice(0, count)).trim();
+}
+
+module.exports = { WORKLOADS, SHAPE_TABLE, LABELS, WORDS, tokens, request, textRequest, documentText, usefulFlops, serialFlopsPerItem };
