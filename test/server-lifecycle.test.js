@@ -87,8 +87,11 @@ test('queue full -> 429 with Retry-After', async (t) => {
 test('deadline exceeded -> 504, and the work is dropped', async (t) => {
   const before = (await service.request({ path: '/metrics' })).text;
   const logsBefore = service.logs.length;
-  // ~20k tokens: several passes, far beyond the deadline; the passes not yet run are dropped.
-  const items = Array.from({ length: 400 }, (_, i) => ` item number ${i} is a long description of something that may or may not be a fruit, ${i}`);
+  // ~55k tokens (under the 65,536 a request may have): dozens of passes, several times the deadline
+  // even on a machine 5x this 2-core one; the passes not yet run are dropped, and the one running at
+  // the deadline is not counted as scored (its caller is gone).
+  const description = 'a long description of something that may or may not be a fruit, sold at a market in the old town';
+  const items = Array.from({ length: 400 }, (_, i) => ` item number ${i} is ${Array(5).fill(description).join('; ')}, ${i}`);
   const started = Date.now();
   const res = await service.score({ query: 'Is this a fruit?', items, label_token_ids: [YES, NO] });
   const ms = Date.now() - started;

@@ -126,6 +126,9 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
         }
       }
     }
+    // A caller gone while the last pass ran gets the abort, as one gone between passes does: its
+    // scores reach nobody and are not counted as scored.
+    throwIfAborted(ctx.signal);
     return out;
   } finally {
     if (prefix?.owned) {
