@@ -14,8 +14,8 @@
 #      included, against the float64 reference), the bf16 tiles' self-check,
 #      and the forced-fault probe test, on a random
 #      model of SmolLM2-135M's shape (the real one does not travel);
-#   4. the same request's label probabilities on each bf16 path against
-#      float64 (highest, f32 weights): within the accuracy gate;
+#   4. one PR-shaped request's label probabilities on each bf16 path against
+#      true f32 (highest): within the accuracy gate;
 #   5. the figures: XLA's f32 and bf16 dot roofs, then the target workload in
 #      bf16, highest and auto, on 2 pinned cores and on all cores, each run's
 #      share of the roof of its precision (npm run bench -- --shapes-only).
@@ -76,7 +76,7 @@ echo "kernel tests exit $?" | tee -a "$OUT/cpu-log.txt"
 grep -E '^# (ok|FAIL) |^[0-9]+ passed' "$OUT/cpu-tests.txt" | tee -a "$OUT/cpu-log.txt"
 grep -E '^not ok' "$OUT/cpu-tests.txt" | head -20 | tee -a "$OUT/cpu-log.txt"
 
-say "4. label probabilities on each bf16 path against float64"
+say "4. label probabilities on each bf16 path against highest (true f32)"
 run timeout 60 node scripts/cpu/paths-agree.js
 
 say "5. roofs and the target workload ($(left) s left)"
