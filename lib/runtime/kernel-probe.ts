@@ -14,6 +14,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { cacheDir } from '../util/cache-dir';
+import { readCachedJson, writeCachedJson } from '../util/cached-json';
 import { hostCpu } from './host-cpu';
 import type { KernelIsa } from './binding';
 
@@ -54,7 +55,7 @@ const CHILD_ENV = 'PJRT_SCORE_KERNEL_PROBE_CHILD';
 /** A child that has not finished by then counts as not finished (its paths untried). */
 const CHILD_TIMEOUT_MS = 120_000;
 /** The verdict file's format; a file of another version is ignored. */
-const VERDICT_VERSION = 1;
+const VERDICT_VERSION = 2;
 
 const order = (isa: KernelIsa): number => KERNEL_ISAS.indexOf(isa);
 
@@ -65,27 +66,11 @@ function verdictFile(addonFile: string): string {
   return path.join(cacheDir(), 'kernel-probe', `${key}.json`);
 }
 
+/** The verdict on disk, when it is of this format and fits this CPU. */
 function readVerdict(file: string, cpu: KernelIsa): KernelProbeVerdict | null {
-  try {
-    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: number; verdict?: KernelProbeVerdict };
-    const v = saved.verdict;
-    if (saved.version !== VERDICT_VERSION || !v || v.cpu !== cpu || order(v.tried) < 0 || order(v.tried) > order(cpu)) return null;
-    return { ...v, source: 'disk' };
-  } catch {
-    return null; // absent or unreadable: probe again
-  }
-}
-
-/** Written whole or not at all (a rename), so a reader in another process never sees half a file. */
-function writeVerdict(file: string, verdict: KernelProbeVerdict): void {
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ version: VERDICT_VERSION, verdict }, null, 2));
-    fs.renameSync(tmp, file);
-  } catch {
-    // A cache that cannot be written costs a child per process, nothing else.
-  }
+  const v = readCachedJson<KernelProbeVerdict>(file, VERDICT_VERSION);
+  if (!v || v.cpu !== cpu || order(v.tried) < 0 || order(v.tried) > order(cpu)) return null;
+  return { ...v, source: 'disk' };
 }
 
 /** Runs the trials in a child; its stdout has one JSON line per trial begun and ended. */
@@ -164,7 +149,7 @@ export function applyKernelProbe(native: ProbeBinding, addonFile: string): Kerne
   }
   const onDisk = file && !testing ? readVerdict(file, cpu) : null;
   const v = onDisk ?? runProbeChild(addonFile, cpu);
-  if (!onDisk && file && !testing && worthKeeping(v)) writeVerdict(file, v);
+  if (!onDisk && file && !testing && worthKeeping(v)) writeCachedJson(file, VERDICT_VERSION, v);
   native.setTriedKernelIsa(v.tried);
   verdict = v;
   return v;

@@ -8,7 +8,6 @@
  * its f32 ones, on an AMD EPYC Zen 4 at 1.85x. Kept on disk by CPU identity,
  * core count, plugin and shape, so a machine measures once (about a second).
  */
-import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
@@ -19,6 +18,7 @@ import type { DeviceBuffer } from '../runtime/device-buffer';
 import type { Executable } from '../runtime/executable';
 import { hostCpu } from '../runtime/host-cpu';
 import { cacheDir } from '../util/cache-dir';
+import { readCachedJson, writeCachedJson } from '../util/cached-json';
 import type { KernelPaths } from '../runtime/kernel-paths';
 import { DOT_OPTIONS } from './decoder-runner';
 import { BF16_DOT_ISAS } from './precision-choice';
@@ -39,7 +39,7 @@ export interface DotSpeeds {
 /** The rows of the dot timed: a pass's tokens. */
 export const DOT_SPEED_ROWS = 2048;
 const ROUNDS = 9;
-const FILE_VERSION = 1;
+const FILE_VERSION = 2;
 
 /** Where the speeds of `client` at `shape` are kept (by CPU identity, cores, plugin and shape). */
 export function dotSpeedsFile(client: Client, shape: readonly number[]): string {
@@ -48,25 +48,8 @@ export function dotSpeedsFile(client: Client, shape: readonly number[]): string 
 }
 
 function readSpeeds(file: string): DotSpeeds | null {
-  try {
-    const saved = JSON.parse(fs.readFileSync(file, 'utf8')) as { version?: number; speeds?: DotSpeeds };
-    const s = saved.speeds;
-    if (saved.version !== FILE_VERSION || !s || !(s.f32Gflops > 0) || !(s.bf16Gflops > 0)) return null;
-    return { ...s, source: 'disk' };
-  } catch {
-    return null;
-  }
-}
-
-function writeSpeeds(file: string, speeds: DotSpeeds): void {
-  try {
-    fs.mkdirSync(path.dirname(file), { recursive: true });
-    const tmp = `${file}.${process.pid}.tmp`;
-    fs.writeFileSync(tmp, JSON.stringify({ version: FILE_VERSION, speeds }, null, 2));
-    fs.renameSync(tmp, file);
-  } catch {
-    // not kept: measured again next time
-  }
+  const s = readCachedJson<DotSpeeds>(file, FILE_VERSION);
+  return s && s.f32Gflops > 0 && s.bf16Gflops > 0 ? { ...s, source: 'disk' } : null;
 }
 
 async function seconds(exe: Executable, args: readonly DeviceBuffer[]): Promise<number> {
@@ -121,7 +104,7 @@ export async function dotSpeeds(client: Client, hidden: number, intermediate: nu
       source: 'measured',
       cores: os.availableParallelism(),
     };
-    writeSpeeds(file, speeds);
+    writeCachedJson(file, FILE_VERSION, speeds);
     return speeds;
   } finally {
     for (const o of owned.reverse()) o.dispose();

@@ -8,38 +8,11 @@
  *
  *   hfHubDownload(env, repo, files) -> the local paths huggingface_hub returns
  */
-const { spawn, spawnSync } = require('node:child_process');
-const fs = require('node:fs');
+const { spawn } = require('node:child_process');
 const path = require('node:path');
-const { cacheDir } = require('../../dist/util/cache-dir');
+const { pipTargetDir } = require('./pip-target');
 
 const HF_HUB_PY_VERSION = '1.1.4';
-
-function python(args, env) {
-  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20 });
-  if (r.error) throw new Error(`huggingface_hub ${HF_HUB_PY_VERSION} is installed with python3 -m pip; running python3 failed: ${r.error.message}`);
-  return r;
-}
-
-function hfHubPyDir() {
-  const dir = path.join(cacheDir(), 'python', `huggingface_hub-${HF_HUB_PY_VERSION}`);
-  if (fs.existsSync(path.join(dir, 'huggingface_hub', 'file_download.py'))) return dir;
-  fs.mkdirSync(path.dirname(dir), { recursive: true });
-  const staging = `${dir}.partial-${process.pid}`;
-  fs.rmSync(staging, { recursive: true, force: true });
-  const r = python(['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--target', staging, `huggingface_hub==${HF_HUB_PY_VERSION}`]);
-  if (r.status !== 0) {
-    fs.rmSync(staging, { recursive: true, force: true });
-    throw new Error(`pip install --target ${staging} huggingface_hub==${HF_HUB_PY_VERSION} failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join('\n')}`);
-  }
-  try {
-    fs.renameSync(staging, dir);
-  } catch (err) {
-    fs.rmSync(staging, { recursive: true, force: true });
-    if (!fs.existsSync(path.join(dir, 'huggingface_hub', 'file_download.py'))) throw err;
-  }
-  return dir;
-}
 
 const SCRIPT = `
 import json, sys
@@ -53,7 +26,7 @@ print(json.dumps([hf_hub_download(repo, f) for f in sys.argv[2:]]))
  * HF_HUB_CACHE, ...). Asynchronous: the stand-in hub runs in this process.
  */
 function hfHubDownload(env, repo, files) {
-  const dir = hfHubPyDir();
+  const dir = pipTargetDir(`huggingface_hub==${HF_HUB_PY_VERSION}`, path.join('huggingface_hub', 'file_download.py'));
   return new Promise((resolve, reject) => {
     const child = spawn('python3', ['-c', SCRIPT, repo, ...files], {
       env: { ...process.env, PYTHONPATH: dir, PYTHONNOUSERSITE: '1', HF_HUB_DISABLE_TELEMETRY: '1', HF_HUB_DISABLE_XET: '1', ...env },
