@@ -24,6 +24,8 @@
 #include "kernel_probe.h"
 #include "prefix_attention.h"
 #include "promise_worker.h"
+#include "thread_pool.h"
+#include "usable_cpus.h"
 
 namespace pjrt_score {
 
@@ -80,6 +82,20 @@ Napi::Value AttentionKernelPaths(const Napi::CallbackInfo& info) {
   std::string note;
   out.Set("bf16", PrefixAttentionBf16Path(static_cast<int64_t>(d), &note));
   if (!note.empty()) out.Set("bf16Note", note);
+  return out;
+}
+
+// kernelThreads() -> { threads, source, affinity, quota }: the kernels' pool size and what set it
+// (thread_pool.h), and the CPUs the process may use read now (usable_cpus.h; quota 0: none).
+Napi::Value KernelThreads(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const ThreadPool::Sizing& sizing = ThreadPool::SharedSizing();
+  const UsableCpus cpus = ReadUsableCpus();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("threads", sizing.threads);
+  out.Set("source", sizing.source);
+  out.Set("affinity", cpus.affinity);
+  out.Set("quota", cpus.quota);
   return out;
 }
 
@@ -159,6 +175,7 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
               Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
   exports.Set("attentionKernelPaths",
               Napi::Function::New<AttentionKernelPaths>(env, "attentionKernelPaths"));
+  exports.Set("kernelThreads", Napi::Function::New<KernelThreads>(env, "kernelThreads"));
   exports.Set("checkBf16Tiles", Napi::Function::New<CheckBf16Tiles>(env, "checkBf16Tiles"));
   exports.Set("kernelIsas", Napi::Function::New<KernelIsas>(env, "kernelIsas"));
   exports.Set("setTriedKernelIsa",

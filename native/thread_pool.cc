@@ -1,6 +1,9 @@
 #include "thread_pool.h"
 
+#include <algorithm>
 #include <cstdlib>
+
+#include "usable_cpus.h"
 
 namespace pjrt_score {
 
@@ -17,16 +20,21 @@ ThreadPool::~ThreadPool() {
   for (std::thread& t : workers_) t.join();
 }
 
+const ThreadPool::Sizing& ThreadPool::SharedSizing() {
+  static const Sizing sizing = [] {
+    const char* env = std::getenv("PJRT_SCORE_KERNEL_THREADS");
+    const long n = env ? std::strtol(env, nullptr, 10) : 0;
+    if (n >= 1 && n <= 256) return Sizing{static_cast<int>(n), "PJRT_SCORE_KERNEL_THREADS"};
+    const UsableCpus cpus = ReadUsableCpus();
+    return Sizing{std::min(cpus.usable, 256), cpus.source};
+  }();
+  return sizing;
+}
+
 ThreadPool& ThreadPool::Shared() {
   // Never destroyed: at exit the plugin's threads may still be inside a
   // custom call that uses the pool, after static destructors have run.
-  static ThreadPool* pool = new ThreadPool([] {
-    const char* env = std::getenv("PJRT_SCORE_KERNEL_THREADS");
-    long n = env ? std::strtol(env, nullptr, 10) : 0;
-    if (n >= 1 && n <= 256) return static_cast<int>(n);
-    unsigned hw = std::thread::hardware_concurrency();
-    return hw == 0 ? 1 : static_cast<int>(hw > 256 ? 256 : hw);
-  }());
+  static ThreadPool* pool = new ThreadPool(SharedSizing().threads);
   return *pool;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,9 +29,18 @@ class ThreadPool {
 
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
 
-  // The process's pool: one thread per hardware thread, or
-  // PJRT_SCORE_KERNEL_THREADS (1..256) where set. Lives until the process ends.
+  // The process's pool: one thread per CPU this process may use (usable_cpus.h: the affinity
+  // mask capped by the cgroup CPU quota), or PJRT_SCORE_KERNEL_THREADS (1..256) where set, at most
+  // 256. Sized once, on first use; lives until the process ends.
   static ThreadPool& Shared();
+
+  // The shared pool's size and what set it ("affinity", "cgroup quota (<file>)" or
+  // "PJRT_SCORE_KERNEL_THREADS"), without starting its threads.
+  struct Sizing {
+    int threads;
+    std::string source;
+  };
+  static const Sizing& SharedSizing();
 
  private:
   void Work();

@@ -66,6 +66,8 @@ export interface NativeBinding {
   setErrorClasses(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
   /** Which paths the fused attention kernels take on this CPU for a head dim (native/kernel_isa.h). */
   attentionKernelPaths(headDim: number): NativeKernelPaths;
+  /** The kernels' thread pool size and what set it, and the CPUs the process may use now (native/thread_pool.h, native/usable_cpus.h). */
+  kernelThreads(): KernelThreads;
   /** A bf16 tile path's self-check against the portable tiles, run now (native/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */
   checkBf16Tiles(path: string): { readonly ok: boolean; readonly detail: string };
   /** The CPU's best instruction set, the probe's ceiling and what the kernels take now; runs nothing (native/kernel_isa.h). */
@@ -74,6 +76,18 @@ export interface NativeBinding {
   setTriedKernelIsa(isa: KernelIsa): void;
   /** One instruction set's trial (native/kernel_probe.h): only in the probe's child process. */
   probeKernelIsa(isa: KernelIsa): { readonly ok: boolean; readonly detail: string };
+}
+
+/** The fused attention kernels' own thread pool (docs/design.md, 'Threads'). */
+export interface KernelThreads {
+  /** Threads the pool runs the kernels on (sized once, at first use). */
+  readonly threads: number;
+  /** What set `threads`: 'affinity', 'cgroup quota (<file>)' or 'PJRT_SCORE_KERNEL_THREADS'. */
+  readonly source: string;
+  /** CPUs in the process's affinity mask now (sched_getaffinity). */
+  readonly affinity: number;
+  /** CPUs the cgroup CPU quota allows now, rounded up; 0 where there is none. */
+  readonly quota: number;
 }
 
 /** An instruction set the attention kernels may run on, in order (each one's CPUs have the ones before). */

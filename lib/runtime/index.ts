@@ -16,4 +16,4 @@ export { CPU_PLUGIN, PluginNotFoundError, resolvePluginPath, ensurePluginPath, f
 export { MAX_PROGRAM_NESTING, programNestingDepth } from './nesting';
 export { releaseFreeHostMemory } from './host-memory';
 export { deferExternalMemoryReports } from './external-memory';
-export { attentionKernelPaths, KernelPaths, KernelIsa, KERNEL_ISAS } from './kernel-paths';
+export { attentionKernelPaths, kernelThreads, KernelPaths, KernelIsa, KernelThreads, KERNEL_ISAS } from './kernel-paths';

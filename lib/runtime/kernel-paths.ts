@@ -5,9 +5,9 @@
  * here, the one PJRT_SCORE_KERNEL_ISA allows under it, and the path of an
  * f32 and a bf16 call for a head dim.
  */
-import { binding, KernelIsa, kernelProbe, NativeKernelPaths } from './binding';
+import { binding, KernelIsa, kernelProbe, KernelThreads, NativeKernelPaths } from './binding';
 
-export type { KernelIsa };
+export type { KernelIsa, KernelThreads };
 export { KERNEL_ISAS } from './kernel-probe';
 
 export interface KernelPaths extends NativeKernelPaths {
@@ -22,4 +22,13 @@ export function attentionKernelPaths(headDim: number): KernelPaths {
   if (!Number.isInteger(headDim) || headDim < 1 || headDim > 65536) throw new TypeError(`attentionKernelPaths: headDim must be an integer in [1, 65536], got ${headDim}`);
   const probe = kernelProbe();
   return { ...binding().attentionKernelPaths(headDim), tried: probe.tried, ...(probe.note !== undefined ? { probeNote: probe.note } : {}) };
+}
+
+/**
+ * The kernels' thread pool: one thread per CPU the process may use (its
+ * affinity mask, capped by its cgroup's CPU quota), or
+ * PJRT_SCORE_KERNEL_THREADS where set.
+ */
+export function kernelThreads(): KernelThreads {
+  return binding().kernelThreads();
 }

@@ -13,7 +13,7 @@ import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
-import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
+import { attentionKernelPaths, kernelThreads, KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
 import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
@@ -330,6 +330,7 @@ export class Scorer implements Disposable {
           prefixAttention: scorer.prefixAttention,
           causalAttention: scorer.causalAttention,
           ...(scorer.attentionNote ? { attentionNote: scorer.attentionNote } : {}),
+          ...(kernel ? threadsLog() : {}),
           family: model.config.architecture,
           quantization: model.quantization,
           contextLength: model.config.contextLength,
@@ -720,6 +721,21 @@ export class Scorer implements Disposable {
   private assertLive(): void {
     if (this.disposed) throw new Error('Scorer has been disposed');
   }
+}
+
+/**
+ * The CPU threads, for the load log (docs/design.md, 'Threads'): the kernels'
+ * pool, and a note where XLA's own pool (sized by the affinity mask) has more
+ * threads than the cgroup quota allows.
+ */
+function threadsLog(): { kernelThreads: number; threadsSource: string; threadsNote?: string } {
+  const t = kernelThreads();
+  const over = t.quota > 0 && t.quota < t.affinity;
+  return {
+    kernelThreads: t.threads,
+    threadsSource: t.source,
+    ...(over ? { threadsNote: `the cgroup allows ${t.quota} CPUs but the affinity mask has ${t.affinity}: XLA's CPU pool follows the mask, so set the mask (taskset, or Kubernetes' static CPU manager with whole CPUs) to the quota` } : {}),
+  };
 }
 
 /** A warmup shape as a request shape: `items` items of `itemTokens` tokens. */
