@@ -26,11 +26,11 @@ export class PjrtError extends Error {
   }
 }
 
-/** Use of an object after dispose(). */
+/** Use of an object after dispose(), or after a close() that ends in it. */
 export class DisposedError extends Error {
   readonly code = 'ERR_DISPOSED';
-  constructor(what: string) {
-    super(`${what} has been disposed`);
+  constructor(what: string, state: 'has been disposed' | 'is closing' = 'has been disposed') {
+    super(`${what} ${state}`);
     this.name = 'DisposedError';
   }
 }

@@ -77,6 +77,8 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
   private idleWaiters: (() => void)[] = [];
   private turnsValue = 0;
   private turnRequestsValue = 0;
+  /** Set by close(): the error every later submit, and every request still waiting then, rejects with. */
+  private closedWith: (() => unknown) | null = null;
 
   /** `runTurn` runs the jobs of one turn on the device and answers each, in order. */
   constructor(
@@ -127,8 +129,24 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
     return queued;
   }
 
+  /**
+   * Closes the line: every request still waiting rejects with `error()`, and
+   * so does every later submit. The turn on the device runs on and answers
+   * its requests. Idempotent.
+   */
+  close(error: () => unknown): void {
+    if (this.closedWith) return;
+    this.closedWith = error;
+    for (const entry of this.waiting.splice(0)) {
+      entry.detach();
+      settle(entry, () => entry.reject(error()));
+    }
+    this.notifyIdle();
+  }
+
   /** Puts a job in the line without starting a turn. Full: `queueSize` wait beyond the one the device takes next. */
   private enqueue(job: J): Promise<{ result: R; admission: Admission }> {
+    if (this.closedWith) return Promise.reject(this.closedWith());
     const { signal } = job;
     if (signal?.aborted) return Promise.reject(AbortError.from(signal));
     if (this.waiting.length >= this.options.queueSize + (this.turning ? 0 : 1)) {

@@ -13,6 +13,7 @@ import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
+import { DisposedError } from '../runtime/errors';
 import { attentionKernelPaths, kernelThreads, KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
 import { releaseFreeHostMemory } from '../runtime/host-memory';
@@ -161,6 +162,8 @@ export class Scorer implements Disposable {
   private itemsScored = 0;
   private tokensScored = 0;
   private disposed = false;
+  /** Set by close(): resolves once the calls made before it are answered and the Scorer is disposed. */
+  private closing: Promise<void> | null = null;
   private loggedItemFirst = false;
   /** A trim of the host heap is scheduled or running (releaseWhenIdle). */
   private releasing = false;
@@ -404,13 +407,13 @@ export class Scorer implements Disposable {
    * ScoreInputError naming the field. Nothing runs.
    */
   normalize(request: ScoreRequest): NormalizedRequest {
-    this.assertLive();
+    this.assertOpen();
     return normalizeRequest(request, this.requestContext);
   }
 
   /** Validates an SGLang Score API body (snake_case JSON, as received over HTTP) into token space. */
   normalizeBody(body: unknown): NormalizedRequest {
-    this.assertLive();
+    this.assertOpen();
     return normalizeRequestBody(body, this.requestContext);
   }
 
@@ -429,7 +432,7 @@ export class Scorer implements Disposable {
 
   /** Scores a request that `normalize`/`normalizeBody` already validated: the one path every entry takes. */
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
-    this.assertLive();
+    this.assertOpen();
     const job = { ...this.chosenJob(request, options.algorithm, options.signal), ...(options.onPass ? { onPass: options.onPass } : {}) };
     const { result, admission } = await this.queue.submit(job);
     options.onAdmitted?.(admission);
@@ -446,7 +449,7 @@ export class Scorer implements Disposable {
    * the others.
    */
   async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
-    this.assertLive();
+    this.assertOpen();
     const results: Promise<ScoreResult>[] = new Array<Promise<ScoreResult>>(jobs.length);
     const chosen: { readonly index: number; readonly job: ChosenJob }[] = [];
     jobs.forEach((job, index) => {
@@ -469,13 +472,13 @@ export class Scorer implements Disposable {
    * relevance, best first.
    */
   async rerank(request: RerankRequest, options: ScoreCallOptions = {}): Promise<RerankResponse> {
-    this.assertLive();
+    this.assertOpen();
     return this.runRerank(normalizeRerank(request, this.rerankTemplate(), this.requestContext), options);
   }
 
   /** Validates a rerank JSON body: 'v1' the common shape or text-embeddings-inference's, 'v2' Cohere v2's. */
   normalizeRerankBody(body: unknown, shape: 'v1' | 'v2' = 'v1'): NormalizedRerank {
-    this.assertLive();
+    this.assertOpen();
     return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext, shape);
   }
 
@@ -551,7 +554,7 @@ export class Scorer implements Disposable {
    * WARMUP_BATCH_REQUESTS waiting requests of each shape.
    */
   async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
-    this.assertLive();
+    this.assertOpen();
     void this.tokenizer;
     const programs = new Map<string, ProgramKey>();
     for (const s of shapes) {
@@ -577,10 +580,28 @@ export class Scorer implements Disposable {
     };
   }
 
-  /** Frees the device memory (weights, caches, executables). Idempotent. */
+  /**
+   * Stops taking calls (a later one rejects with DisposedError), lets every
+   * call already made finish, those still waiting for the device included,
+   * then disposes. Idempotent: every call returns the same promise.
+   */
+  close(): Promise<void> {
+    if (!this.closing) {
+      this.closing = this.disposed ? Promise.resolve() : this.queue.idle().then(() => this.dispose());
+    }
+    return this.closing;
+  }
+
+  /**
+   * Frees the device memory (weights, caches, executables) now. Calls still
+   * waiting for the device reject with DisposedError, and so does every later
+   * call; a call on the device may finish or reject with DisposedError.
+   * Idempotent. close() waits for the calls first.
+   */
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
+    this.queue.close(() => new DisposedError('Scorer'));
     this.prefixCache.clear();
     this.runner.dispose();
     this.weights.dispose();
@@ -589,6 +610,10 @@ export class Scorer implements Disposable {
 
   [Symbol.dispose](): void {
     this.dispose();
+  }
+
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
   }
 
   /** The plan of a request of this shape: the one place requests, warmup and explain get plans from. */
@@ -718,8 +743,15 @@ export class Scorer implements Disposable {
     });
   }
 
+  /** A call may start: the Scorer is neither disposed nor closing. */
+  private assertOpen(): void {
+    this.assertLive();
+    if (this.closing) throw new DisposedError('Scorer', 'is closing');
+  }
+
+  /** A call already taken may go on: the Scorer is not disposed (a closing one answers what it took). */
   private assertLive(): void {
-    if (this.disposed) throw new Error('Scorer has been disposed');
+    if (this.disposed) throw new DisposedError('Scorer');
   }
 }
 
