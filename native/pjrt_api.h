@@ -1,7 +1,7 @@
 // pjrt-score's own declarations of the subset of the PJRT C API it uses.
 //
-// Written for this project from the published facts about the ABI (see
-// shared/PJRT_NOTES.md); no upstream header is copied. Rules we rely on:
+// Written for this project from the published facts about the ABI (docs/pjrt.md
+// says them in our words); no upstream header is copied. Rules we rely on:
 //  - every argument struct starts with {size_t struct_size; void* extension_start},
 //    we zero-fill it and set struct_size to sizeof our (newest known) layout;
 //    the plugin accepts a larger struct and rejects a smaller one;

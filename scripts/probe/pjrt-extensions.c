@@ -5,7 +5,7 @@
 //   cc -O1 -o /tmp/pjrt-extensions scripts/probe/pjrt-extensions.c -ldl
 //   /tmp/pjrt-extensions ~/.cache/pjrt-score/plugins/xla-cpu-pjrt-0.0.1/xla_cpu_pjrt.so
 //
-// Declarations are our own, from the facts in PJRT_NOTES.md and the public
+// Declarations are our own, from the facts in docs/pjrt.md and the public
 // header's layout: every extension starts {size_t struct_size; int type;
 // void* next}; the FFI extension then has type_id_register, user_data_add
 // and (newer plugins) register_handler, 8 bytes each. Only reads the table:
