@@ -11,12 +11,7 @@
       "cflags!": ["-fno-exceptions"],
       "cflags_cc!": ["-fno-exceptions"],
       "cflags_cc": ["-std=c++17", "-fvisibility=hidden", "-Wall", "-Wextra"],
-      "libraries": ["-ldl"],
-      "xcode_settings": {
-        "GCC_ENABLE_CPP_EXCEPTIONS": "YES",
-        "CLANG_CXX_LIBRARY": "libc++",
-        "MACOSX_DEPLOYMENT_TARGET": "11.0"
-      }
+      "libraries": ["-ldl"]
     }
   ]
 }

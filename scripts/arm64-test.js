@@ -112,7 +112,7 @@ function main() {
   const version = spawnSync(...(({ command, args, env }) => [command, args, { env, encoding: 'utf8' }])(emulatedNode(emulator, ['-p', 'process.arch + " " + process.version'])));
   if (!check(version.status === 0 && /^arm64 /.test(version.stdout), `the emulated Node runs: ${(version.stdout || version.stderr || '').trim()}`)) return;
 
-  const built = timed('npm run prebuild (both platforms; nothing when current)', () =>
+  const built = timed('npm run build:prebuilds (both platforms; nothing when current)', () =>
     spawnSync(process.execPath, [path.join(__dirname, 'prebuild.js')], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'inherit', 'inherit'] }),
   );
   if (!check(built.status === 0 && prebuild.prebuildIsCurrent(root), 'both prebuilds are built from the sources as they are')) return;

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 'use strict';
-// `npm run prebuild`: the shipped binaries, one per platform of TARGETS
+// `npm run build:prebuilds`: the shipped binaries, one per platform of TARGETS
 // (prebuilds/linux-x64/ and prebuilds/linux-arm64/, each
 // pjrt-score.glibc.napi.node), built the same way as the from-source fallback
 // (cmake-js, Node-API headers from the node-api-headers package: no header
@@ -39,7 +39,7 @@ const ZIG = {
 const PLATFORM = 'linux-x64';
 
 /**
- * What `npm run prebuild` makes: per node-gyp-build platform folder, zig's
+ * What `npm run build:prebuilds` makes: per node-gyp-build platform folder, zig's
  * target triple and the cmake-js build folder (outside build/Release and
  * build/Debug, where node-gyp-build would look). README.md's platforms table
  * lists the same platforms.

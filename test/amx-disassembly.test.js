@@ -66,7 +66,7 @@ if (process.arch !== 'x64') {
 } else {
   if (!prebuild.prebuildIsCurrent(root)) {
     const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, stdio: 'inherit' });
-    if (r.status !== 0) throw new Error('npm run prebuild failed: the prebuild cannot be checked');
+    if (r.status !== 0) throw new Error('npm run build:prebuilds failed: the prebuild cannot be checked');
   }
   const builds = [
     ['g++ build (build/Release)', path.join(root, 'build', 'Release', 'pjrt_score.node')],

@@ -1,5 +1,5 @@
 'use strict';
-// The published artifact, the way a user meets it: `npm run prebuild` makes
+// The published artifact, the way a user meets it: `npm run build:prebuilds` makes
 // the prebuilt addon (or finds it current: built from the inputs as they are,
 // by an earlier run, CI's prebuild step or prebuild.test.js), `npm pack` the tarball; it holds what an install needs
 // and nothing else; a fresh project installs it with install scripts off (as
@@ -111,10 +111,23 @@ function maxAbsDiff(a, b) {
   return m;
 }
 
-test('npm run prebuild: the prebuilt addon for this platform, built from the sources as they are', (t) => {
-  const r = npm(['run', 'prebuild'], { cwd: root, timeout: 1200000 });
+// npm runs `pre<name>` and `post<name>` around `npm run <name>` by their names
+// alone. Only npm's own lifecycle hooks may be named so; a script that runs
+// because of its name (a `prebuild` before every `npm run build`) is a bug.
+const LIFECYCLE_HOOKS = new Set(['preinstall', 'install', 'postinstall', 'prepack', 'postpack', 'prepare', 'prepublishOnly', 'preversion', 'version', 'postversion']);
+
+test('no npm script runs by accident: none is a pre/post hook of another script', (t) => {
+  const names = Object.keys(pkg.scripts);
+  const hooks = names.filter((n) => /^(pre|post)/.test(n) && !LIFECYCLE_HOOKS.has(n) && names.includes(n.replace(/^(pre|post)/, '')));
+  t.deepEqual(hooks, [], `no script runs before or after another by its name (${names.length} scripts)`);
+  t.notOk(/prebuild\.js|zig|fetch/.test(pkg.scripts.build + (pkg.scripts[pkg.scripts.build.replace(/^npm run /, '')] || '')), 'npm run build compiles TypeScript only (it fetches nothing)');
+  t.end();
+});
+
+test('npm run build:prebuilds: the prebuilt addon for this platform, built from the sources as they are', (t) => {
+  const r = npm(['run', 'build:prebuilds'], { cwd: root, timeout: 1200000 });
   const built = /prebuild ready/.test(r.stderr || '');
-  t.equal(r.status, 0, r.status === 0 ? `npm run prebuild (${r.seconds.toFixed(0)} s; ${built ? 'built' : 'already current'})` : r.describe());
+  t.equal(r.status, 0, r.status === 0 ? `npm run build:prebuilds (${r.seconds.toFixed(0)} s; ${built ? 'built' : 'already current'})` : r.describe());
   t.ok(prebuildScript.prebuildIsCurrent(root), 'the prebuild matches the current native sources and build files (scripts/prebuild.js stamp)');
   const dir = path.join(root, 'prebuilds', platformDir);
   t.ok(fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.endsWith('.node')), `prebuilds/${platformDir}/*.node exists`);
@@ -156,7 +169,7 @@ test('npm pack: the tarball holds what an install needs and nothing else', (t) =
   }
   for (const { platform } of prebuildScript.TARGETS) {
     const nodes = entries.filter((e) => new RegExp(`^prebuilds/${platform}/[^/]+\\.node$`).test(e));
-    t.ok(nodes.length > 0, `has prebuilds/${platform}/*.node (${nodes.join(', ') || 'none: run npm run prebuild before npm pack'})`);
+    t.ok(nodes.length > 0, `has prebuilds/${platform}/*.node (${nodes.join(', ') || 'none: run npm run build:prebuilds before npm pack'})`);
   }
 
   // Everything package.json points at is shipped.

@@ -1,5 +1,5 @@
 'use strict';
-// The shipped binaries: `npm run prebuild` (scripts/prebuild.js: cmake-js with
+// The shipped binaries: `npm run build:prebuilds` (scripts/prebuild.js: cmake-js with
 // zig c++ for an old glibc, no header download) makes
 // prebuilds/linux-x64/ and prebuilds/linux-arm64/pjrt-score.glibc.napi.node;
 // objdump -T shows each needs no glibc symbol version above the minimum
@@ -36,7 +36,7 @@ function compareVersions(a, b) {
   return 0;
 }
 
-test('npm run prebuild makes both prebuilds with cmake-js, from every native/*.cc', (t) => {
+test('npm run build:prebuilds makes both prebuilds with cmake-js, from every native/*.cc', (t) => {
   const started = Date.now();
   const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
   t.equal(r.status, 0, r.status === 0 ? `scripts/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
