@@ -149,7 +149,7 @@ function main() {
     check(raw <= RAW_TOLERANCE, `its raw label probabilities (${Math.min(...x64.scores.flat()).toExponential(1)} to ${Math.max(...x64.scores.flat()).toExponential(1)}) within ${RAW_TOLERANCE} relative (max ${raw.toExponential(2)})`);
     const flat = x64.softmax.flat();
     check(flat.every((x) => x > 0 && x < 1) && new Set(flat).size === flat.length, 'the scores are in (0, 1) and all differ');
-    // The kernels' paths and the CPU class the platform facts are keyed by (native/kernel_isa.h,
+    // The kernels' paths and the CPU class the platform facts are keyed by (native/kernels/kernel_isa.h,
     // lib/scoring/platform.ts): on arm64 the portable path, a class nothing was measured on.
     const paths = arm64.kernelPaths;
     check(paths && paths.cpu === 'portable' && paths.f32 === 'portable', `arm64: the attention kernels run their portable path (${JSON.stringify(paths)})`);

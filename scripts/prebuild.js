@@ -69,7 +69,7 @@ function stampPath(dir = root, platform = PLATFORM) {
 
 /** What the prebuild is made from, as files: a change to any of them makes it stale. */
 function inputFiles(dir = root) {
-  const native = fs.readdirSync(path.join(dir, 'native')).filter((f) => /\.(h|cc)$/.test(f)).sort().map((f) => path.join(dir, 'native', f));
+  const native = fs.readdirSync(path.join(dir, 'native'), { recursive: true }).filter((f) => /\.(h|cc)$/.test(f)).sort().map((f) => path.join(dir, 'native', f));
   const headers = ['node-addon-api', 'node-api-headers'].map((name) => require.resolve(`${name}/package.json`, { paths: [dir] }));
   return [...native, path.join(dir, 'CMakeLists.txt'), __filename, ...headers];
 }

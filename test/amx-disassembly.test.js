@@ -1,5 +1,5 @@
 'use strict';
-// The AMX tile configuration as the CPU will read it (native/amx_asm.h): in
+// The AMX tile configuration as the CPU will read it (native/kernels/amx_asm.h): in
 // both builds (the from-source g++ build in build/Release and the zig
 // prebuild), every ldtilecfg must load a constant of the binary's read-only
 // data, and those 64 bytes must be the configuration the tiles use, decoded

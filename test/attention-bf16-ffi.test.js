@@ -1,5 +1,5 @@
 'use strict';
-// The attention kernels in bf16 (native/prefix_attention_bf16.cc: custom
+// The attention kernels in bf16 (native/kernels/prefix_attention_bf16.cc: custom
 // calls pjrt_score_prefix_attention_bf16 and pjrt_score_causal_attention_bf16,
 // what the kernel forms emit in a function whose dots run in bf16) on every
 // bf16 path this CPU has (the portable tiles everywhere; AVX512_BF16 and AMX

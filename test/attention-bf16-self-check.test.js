@@ -1,6 +1,6 @@
 'use strict';
-// The bf16 tile paths' self-check (native/bf16_tiles_check.h, run once per
-// process before a matrix-unit path's first use by native/bf16_tiles_gate.h):
+// The bf16 tile paths' self-check (native/kernels/bf16_tiles_check.h, run once per
+// process before a matrix-unit path's first use by native/kernels/bf16_tiles_gate.h):
 // the real tiles of this CPU agree with the portable tiles; a deliberately
 // wrong product (pairs of b swapped: test-swapped-pairs) is caught; and in a
 // process where this CPU's matrix-unit path is made to fail its check

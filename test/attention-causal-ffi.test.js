@@ -1,7 +1,7 @@
 'use strict';
 // The prefill's causal attention through the addon's fused kernel (causal
 // form `ffi`: custom call pjrt_score_causal_attention, the prefix kernel with
-// items of one token over their own sequence, native/prefix_attention.cc) on
+// items of one token over their own sequence, native/kernels/prefix_attention.cc) on
 // the real CPU plugin: against a float64 plain-JS causal attention and the
 // square form on odd shapes (T from 1 to 600, crossing key blocks of 256,
 // valid length 0, < T and = T, GQA 3/1 and 9/3, MHA, D = 64 and D = 40 which

@@ -1,5 +1,5 @@
 'use strict';
-// The addon's fused prefix-attention kernel (native/prefix_attention.cc,
+// The addon's fused prefix-attention kernel (native/kernels/prefix_attention.cc,
 // prefix-attention form `ffi`, a custom call registered with the real CPU
 // plugin): against the float64 JS reference, the joint form and the CPU's
 // default form `ones_own` (within 1e-5 relative) on random odd shapes (L, N,

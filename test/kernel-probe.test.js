@@ -1,7 +1,7 @@
 'use strict';
 // Kernel paths are tried in a child first (docs/design.md): no instruction
 // set's kernel runs in this process before a child process ran its trial
-// (native/kernel_probe.h, lib/runtime/kernel-probe.ts). A forced fault in the
+// (native/kernels/kernel_probe.h, lib/runtime/kernel-probe.ts). A forced fault in the
 // child's trial (PJRT_SCORE_KERNEL_PROBE_FAULT, a store to an unmapped
 // address: what a rejected tile configuration ends in too) leaves the process
 // alive, caps the kernels below the faulting path, and says so in

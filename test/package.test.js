@@ -35,7 +35,7 @@ const ALLOWED = [
   /^bin\/[^/]+\.js$/,
   /^scripts\/(install-native|postinstall|fetch-plugin|fetch-model)\.js$/,
   /^prebuilds\/[^/]+\/[^/]+\.node$/,
-  /^native\/[^/]+\.(h|cc)$/,
+  /^native\/(binding|runtime|kernels)\/[^/]+\.(h|cc)$/,
   /^binding\.gyp$/,
   /^CMakeLists\.txt$/,
 ];

@@ -36,7 +36,7 @@ function compareVersions(a, b) {
   return 0;
 }
 
-test('npm run build:prebuilds makes both prebuilds with cmake-js, from every native/*.cc', (t) => {
+test('npm run build:prebuilds makes both prebuilds with cmake-js, from every .cc under native/', (t) => {
   const started = Date.now();
   const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
   t.equal(r.status, 0, r.status === 0 ? `scripts/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
@@ -45,12 +45,12 @@ test('npm run build:prebuilds makes both prebuilds with cmake-js, from every nat
   const output = `${r.stdout}\n${r.stderr}`;
   t.doesNotMatch(output, /node-gyp|nodejs\.org|-headers\.tar/i, 'no node-gyp, no header download');
 
-  // One list of sources: what CMake compiled is every native/*.cc, and binding.gyp's expression names the same.
-  const sources = fs.readdirSync(path.join(root, 'native')).filter((f) => f.endsWith('.cc')).sort();
+  // One list of sources: what CMake compiled is every .cc under native/, and binding.gyp's expression names the same.
+  const sources = fs.readdirSync(path.join(root, 'native'), { recursive: true }).filter((f) => f.endsWith('.cc')).sort();
   for (const { platform, buildDir } of prebuild.TARGETS) {
     const objects = path.join(root, buildDir, 'CMakeFiles', 'pjrt_score.dir', 'native');
-    const compiled = fs.existsSync(objects) ? fs.readdirSync(objects).filter((f) => f.endsWith('.cc.o')).map((f) => f.slice(0, -2)).sort() : [];
-    t.deepEqual(compiled, sources, `${platform}: CMake compiled every native/*.cc (${sources.length})`);
+    const compiled = fs.existsSync(objects) ? fs.readdirSync(objects, { recursive: true }).filter((f) => f.endsWith('.cc.o')).map((f) => f.slice(0, -2)).sort() : [];
+    t.deepEqual(compiled, sources, `${platform}: CMake compiled every .cc under native/ (${sources.length})`);
   }
   const gyp = fs.readFileSync(path.join(root, 'binding.gyp'), 'utf8');
   const expr = /"sources": \["<!@\(node -p \\"(.+?)\\"\)"\]/.exec(gyp);

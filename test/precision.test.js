@@ -67,7 +67,7 @@ test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real mod
   const items = Array.from({ length: 24 }, (_, i) => ` ${words[i % words.length]} ${words[(i * 7) % words.length]}`);
   const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
   const reference = await highest.score({ ...request, algorithm: 'serial' });
-  // Every plan on the CPU's best bf16 attention path (native/prefix_attention_bf16.cc: AMX or AVX512_BF16
+  // Every plan on the CPU's best bf16 attention path (native/kernels/prefix_attention_bf16.cc: AMX or AVX512_BF16
   // tiles, else the f32 kernel); the prefix plan also on each other matrix-unit path this CPU has. The
   // portable tiles are checked against the float64 reference in test/attention-bf16-ffi.test.js.
   const paths = bf16Paths();

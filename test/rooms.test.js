@@ -67,3 +67,53 @@ test('the rule reads what it says (a known room and its rule)', (t) => {
   t.deepEqual([...integrations.indexOnly], ['scoring'], "integrations: scoring's index only");
   t.end();
 });
+
+// native/ has rooms of its own (native/README.md: a table of room, what it
+// holds, what it may include). Every #include of ours names its room
+// ("room/file.h", from the include root native/), and keeps the room's rule;
+// only binding/ includes Node-API.
+const NATIVE = path.join(__dirname, '..', 'native');
+
+function nativeRules() {
+  const text = fs.readFileSync(path.join(NATIVE, 'README.md'), 'utf8');
+  const rules = new Map();
+  for (const m of text.matchAll(/^\| ([a-z]+) \| [^|]+ \| ([^|]+) \|$/gm)) {
+    if (m[1] === 'room') continue;
+    rules.set(m[1], new Set(m[2].split(',').map((s) => s.trim()).filter((s) => /^[a-z]+$/.test(s))));
+  }
+  return rules;
+}
+
+test('native/: every file is in a room that native/README.md names', (t) => {
+  const rules = nativeRules();
+  t.deepEqual([...rules.keys()].sort(), ['binding', 'kernels', 'runtime'], 'three rooms: binding, kernels, runtime');
+  const loose = fs.readdirSync(NATIVE).filter((f) => /\.(h|cc)$/.test(f));
+  t.deepEqual(loose, [], 'no source file outside a room');
+  const folders = fs.readdirSync(NATIVE).filter((f) => fs.statSync(path.join(NATIVE, f)).isDirectory());
+  t.deepEqual(folders.sort(), [...rules.keys()].sort(), 'every folder is a room of the table');
+  t.end();
+});
+
+test('native/: every include keeps its room\'s rule, and only binding/ includes Node-API', (t) => {
+  const rules = nativeRules();
+  let checked = 0;
+  for (const [room, allowed] of rules) {
+    for (const name of fs.readdirSync(path.join(NATIVE, room)).filter((f) => /\.(h|cc)$/.test(f))) {
+      const text = fs.readFileSync(path.join(NATIVE, room, name), 'utf8');
+      for (const m of text.matchAll(/^#include ([<"])([^>"]+)[>"]/gm)) {
+        const [, kind, target] = m;
+        if (target === 'napi.h' && room !== 'binding') t.fail(`native/${room}/${name} includes napi.h: only binding/ may`);
+        if (kind !== '"') continue;
+        checked++;
+        const [dir, file] = target.split('/');
+        if (!file || !fs.existsSync(path.join(NATIVE, target))) {
+          t.fail(`native/${room}/${name} includes "${target}": ours are included as "room/file.h" from native/`);
+        } else if (dir !== room && !allowed.has(dir)) {
+          t.fail(`native/${room}/${name} includes "${target}": ${room} may include ${[...allowed].join(', ') || 'nothing of ours'}`);
+        }
+      }
+    }
+  }
+  t.ok(checked > 50, `${checked} includes of ours checked`);
+  t.end();
+});

@@ -1,5 +1,5 @@
 'use strict';
-// The attention custom calls (native/prefix_attention_ffi.cc: the prefix
+// The attention custom calls (native/kernels/prefix_attention_ffi.cc: the prefix
 // target, the causal one when the first byte is odd, and their bf16 variants
 // when its bit 1 is set): operand shapes, element types and counts decoded
 // from the input, consistent or broken one piece at a time, lengths anywhere

@@ -1,6 +1,6 @@
 /**
  * The prefill's causal attention through the addon's fused kernel: one custom
- * call to `pjrt_score_causal_attention` (native/prefix_attention_ffi.cc). The
+ * call to `pjrt_score_causal_attention` (native/kernels/prefix_attention_ffi.cc). The
  * kernel is the items-over-prefix kernel with items of one token whose prefix
  * is the sequence itself, row i seeing keys 0..i-1 as prefix and key i as its
  * own: key blocks in cache with an online softmax, blocks past a row tile's
@@ -29,7 +29,7 @@ export const CAUSAL_KERNEL: CausalKernel = Object.freeze({ kind: 'kernel' });
 /** The form grouped calls run instead: the CPU's StableHLO default (lib/scoring/platform.ts). */
 export const CAUSAL_KERNEL_FALLBACK: { readonly kind: 'chunked'; readonly queryChunks: number } = Object.freeze({ kind: 'chunked', queryChunks: 4 });
 
-/** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
+/** The custom-call target the addon registers (native/kernels/prefix_attention_ffi.h). */
 export const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
 
 /** The same kernel in bf16 on the CPU's matrix units, where the function's dots run in bf16 (attention-ffi.ts). */

@@ -1,6 +1,6 @@
 /**
  * Items over a prefix through the addon's fused kernel: one custom call to
- * `pjrt_score_prefix_attention` (native/prefix_attention.cc), the joint
+ * `pjrt_score_prefix_attention` (native/kernels/prefix_attention.cc), the joint
  * softmax over the valid prefix keys and each token's own earlier keys,
  * with prefix keys in cache-sized blocks and an online softmax. The same
  * numbers as itemsOverPrefixAttention within f32 rounding.
@@ -11,7 +11,7 @@
  * keep the CPU's StableHLO default form: the kernel takes one query. Items of
  * any length go through the kernel: up to 32 tokens it does each row's own
  * keys row by row, longer items' own keys go in key blocks with the causal
- * limit per row, as the prefix keys do (native/prefix_attention.cc). Calls
+ * limit per row, as the prefix keys do (native/kernels/prefix_attention.cc). Calls
  * with a sliding window or soft-capped scores keep the StableHLO form: the
  * kernel has no window or cap yet (opts is the seam that would pass them).
  */
@@ -30,7 +30,7 @@ export interface PrefixKernel {
 
 export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
 
-/** The custom-call target the addon registers (native/prefix_attention_ffi.h). */
+/** The custom-call target the addon registers (native/kernels/prefix_attention_ffi.h). */
 export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
 
 /**

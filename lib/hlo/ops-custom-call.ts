@@ -1,7 +1,7 @@
 /**
  * `stablehlo.custom_call` to a typed XLA FFI handler (api_version 4): the
  * way a program calls a kernel that the runtime registered with the plugin
- * (the addon's prefix-attention kernel, native/prefix_attention_ffi.h).
+ * (the addon's prefix-attention kernel, native/kernels/prefix_attention_ffi.h).
  * The builder cannot know what a target computes: the caller gives the
  * result types, and the handler checks its operands when it runs.
  */

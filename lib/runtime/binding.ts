@@ -64,17 +64,17 @@ export interface NativeBinding {
   releaseFreeHeap(): Promise<boolean>;
   /** The classes the addon makes its errors from (called once, at load). */
   setErrorClasses(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
-  /** Which paths the fused attention kernels take on this CPU for a head dim (native/kernel_isa.h). */
+  /** Which paths the fused attention kernels take on this CPU for a head dim (native/kernels/kernel_isa.h). */
   attentionKernelPaths(headDim: number): NativeKernelPaths;
-  /** The kernels' thread pool size and what set it, and the CPUs the process may use now (native/thread_pool.h, native/usable_cpus.h). */
+  /** The kernels' thread pool size and what set it, and the CPUs the process may use now (native/kernels/thread_pool.h, native/kernels/usable_cpus.h). */
   kernelThreads(): KernelThreads;
-  /** A bf16 tile path's self-check against the portable tiles, run now (native/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */
+  /** A bf16 tile path's self-check against the portable tiles, run now (native/kernels/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */
   checkBf16Tiles(path: string): { readonly ok: boolean; readonly detail: string };
-  /** The CPU's best instruction set, the probe's ceiling and what the kernels take now; runs nothing (native/kernel_isa.h). */
+  /** The CPU's best instruction set, the probe's ceiling and what the kernels take now; runs nothing (native/kernels/kernel_isa.h). */
   kernelIsas(): { readonly cpu: KernelIsa; readonly tried: KernelIsa; readonly allowed: KernelIsa };
   /** The probe's verdict: the highest instruction set shown to run here (kernel-probe.ts). */
   setTriedKernelIsa(isa: KernelIsa): void;
-  /** One instruction set's trial (native/kernel_probe.h): only in the probe's child process. */
+  /** One instruction set's trial (native/kernels/kernel_probe.h): only in the probe's child process. */
   probeKernelIsa(isa: KernelIsa): { readonly ok: boolean; readonly detail: string };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Which paths the addon's fused attention kernels take on this CPU
- * (native/kernel_isa.h): the CPU's best instruction set (CPUID, and the OS
+ * (native/kernels/kernel_isa.h): the CPU's best instruction set (CPUID, and the OS
  * saving the registers), the highest one the kernel probe showed to run
  * here, the one PJRT_SCORE_KERNEL_ISA allows under it, and the path of an
  * f32 and a bf16 call for a head dim.

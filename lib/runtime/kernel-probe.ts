@@ -2,7 +2,7 @@
  * Kernel paths are tried in a child first (docs/design.md): before the addon's
  * attention kernels may run anything above the portable loops in this
  * process, a child process runs each instruction set's trial
- * (native/kernel_probe.h) in order, from avx2 up to the CPU's best. A path
+ * (native/kernels/kernel_probe.h) in order, from avx2 up to the CPU's best. A path
  * that kills the child (SIGSEGV from a tile configuration the CPU rejects,
  * SIGILL from an instruction a VM hides), fails its trial or does not finish
  * caps the kernels below it; this process never runs it. The verdict is kept
@@ -50,7 +50,7 @@ export interface ProbeBinding {
 
 /** The environment switch that makes the child's trial of one instruction set fault on purpose (tests). */
 export const PROBE_FAULT_ENV = 'PJRT_SCORE_KERNEL_PROBE_FAULT';
-/** Set in the child only: native/kernel_probe.h runs its trials nowhere else. */
+/** Set in the child only: native/kernels/kernel_probe.h runs its trials nowhere else. */
 const CHILD_ENV = 'PJRT_SCORE_KERNEL_PROBE_CHILD';
 /** A child that has not finished by then counts as not finished (its paths untried). */
 const CHILD_TIMEOUT_MS = 120_000;

@@ -3,7 +3,7 @@
  * per nesting level, so a deep enough program overflows the stack of the
  * thread that parses it and kills the process. compile() refuses text deeper
  * than MAX_PROGRAM_NESTING before it reaches the plugin; the addon checks the
- * same rule again (native/program_nesting.cc) and parses on a 64 MiB stack,
+ * same rule again (native/runtime/program_nesting.cc) and parses on a 64 MiB stack,
  * which holds well over ten times this depth.
  */
 import { PjrtError } from './errors';

@@ -4,7 +4,7 @@
  * per-pass memory budget and the cost model's constants. A platform with no
  * entry gets the CPU's facts and is told so in the load log. On the CPU the
  * budget and cost constants are further keyed by what the CPU can do (its
- * class: the attention kernels' instruction set, native/kernel_isa.h), not
+ * class: the attention kernels' instruction set, native/kernels/kernel_isa.h), not
  * by the platform name alone.
  */
 import type { KernelIsa } from '../runtime/kernel-paths';
@@ -120,7 +120,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Key blocks with an online softmax (0.99-1.17x) and item-row chunks (1.04-1.13x) were no faster
     // there (docs/performance.md).
     prefixAttention: { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' },
-    // The addon's fused kernel (native/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
+    // The addon's fused kernel (native/kernels/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
     // the same Zen 3, 0.891x `ones_own`'s CPU time per extend pass (median of 5 alternating rounds, load
     // 1.7-1.9; 92% of the roof against 77%) and 0.82-0.85x its CPU time on the target workload
     // (alternating pairs, load 1.4-2.0) (docs/performance.md, 'Items over the prefix').

@@ -5,7 +5,7 @@
  * CPU 'auto' measures it (dot-speed.ts) where the kernels' tried instruction
  * set has bf16 dot units and takes bf16 only when XLA's bf16 dots run at least
  * BF16_PAYS times its f32 ones there. The attention kernels' paths on this CPU
- * (native/kernel_isa.h) come with it, for explain() and the load log.
+ * (native/kernels/kernel_isa.h) come with it, for explain() and the load log.
  */
 import type { KernelIsa, KernelPaths } from '../runtime/kernel-paths';
 import type { DotSpeeds } from './dot-speed';

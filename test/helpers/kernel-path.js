@@ -1,5 +1,5 @@
 'use strict';
-// Which paths the addon's attention kernels take (native/kernel_isa.h): the
+// Which paths the addon's attention kernels take (native/kernels/kernel_isa.h): the
 // CPU's best instruction set (CPUID, XCR0) capped by PJRT_SCORE_KERNEL_ISA,
 // read on every call, so a test runs every path this CPU has in one process.
 const { attentionKernelPaths, KERNEL_ISAS } = require('../../dist/runtime');

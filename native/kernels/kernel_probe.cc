@@ -1,0 +1,126 @@
+#include "kernels/kernel_probe.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "kernels/prefix_attention.h"
+
+namespace pjrt_score {
+namespace {
+
+// The trial's shapes: a prefix of 37 keys, 3 items of up to 5 tokens, 4 query heads over 2 key
+// heads of 64: every path's blocking runs (a partial key block, grouped heads, short items).
+constexpr int64_t kN = 3, kL = 5, kHq = 4, kHkv = 2, kD = 64, kP = 37, kT = 19;
+
+std::vector<float> Fill(int64_t count, uint32_t seed) {
+  std::vector<float> v(count);
+  uint32_t s = seed;
+  for (float& x : v) {
+    s = s * 1664525u + 1013904223u;  // LCG: the same inputs on every machine
+    x = static_cast<float>(static_cast<int32_t>(s >> 8) % 2001 - 1000) / 1000.f;
+  }
+  return v;
+}
+
+struct Trial {
+  std::vector<float> q = Fill(kN * kL * kHq * kD, 1), k = Fill(kN * kL * kHkv * kD, 2),
+                     v = Fill(kN * kL * kHkv * kD, 3), pk = Fill(kP * kHkv * kD, 4),
+                     pv = Fill(kP * kHkv * kD, 5), cq = Fill(kT * kHq * kD, 6),
+                     ck = Fill(kT * kHkv * kD, 7), cv = Fill(kT * kHkv * kD, 8);
+  std::vector<int32_t> lengths{5, 2, 4};
+
+  // The prefix kernel's and the causal kernel's outputs, one after the other.
+  bool Run(bool bf16, std::vector<float>* out, std::string* error) {
+    out->assign(kN * kL * kHq * kD + kT * kHq * kD, 0.f);
+    PrefixAttentionArgs a;
+    a.n = kN, a.l = kL, a.hq = kHq, a.hkv = kHkv, a.d = kD, a.p = kP;
+    a.item_q = q.data(), a.item_k = k.data(), a.item_v = v.data();
+    a.item_lengths = lengths.data();
+    a.prefix_k = pk.data(), a.prefix_v = pv.data(), a.prefix_length = kP - 3;
+    a.out = out->data();
+    CausalAttentionArgs c;
+    c.t = kT, c.hq = kHq, c.hkv = kHkv, c.d = kD;
+    c.q = cq.data(), c.k = ck.data(), c.v = cv.data(), c.valid_length = kT - 2;
+    c.out = out->data() + kN * kL * kHq * kD;
+    return bf16 ? RunPrefixAttentionBf16(a, error) && RunCausalAttentionBf16(c, error)
+                : RunPrefixAttention(a, error) && RunCausalAttention(c, error);
+  }
+};
+
+// The deliberate fault of the test hook, the way a faulting path ends (a rejected tile
+// configuration is #GP, which Linux delivers as SIGSEGV too): a store to an unmapped address. Not a
+// bad ldtilecfg: test/amx-disassembly.test.js holds every ldtilecfg in the binary to the good one.
+[[noreturn]] void Fault() {
+  static volatile uintptr_t unmapped = 8;  // volatile: the compiler cannot see the address
+  *reinterpret_cast<volatile int*>(unmapped) = 1;
+  std::abort();  // not reached where address 8 is unmapped
+}
+
+float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  float worst = 0.f;
+  for (size_t i = 0; i < a.size(); ++i) worst = std::max(worst, std::fabs(a[i] - b[i]));
+  return worst;
+}
+
+// One precision's trial at `isa` against the portable loops; appends what it found to *detail.
+bool Compare(Trial& trial, KernelIsa isa, bool bf16, float limit, std::string* detail) {
+  std::vector<float> got, want;
+  std::string error;
+  SetTriedKernelIsa(KernelIsa::kPortable);
+  const bool ref_ok = trial.Run(bf16, &want, &error);
+  SetTriedKernelIsa(isa);
+  const char* path = bf16 ? PrefixAttentionBf16Path(kD) : PrefixAttentionPath(kD);
+  if (!ref_ok || !trial.Run(bf16, &got, &error)) {
+    *detail += std::string(bf16 ? "bf16 " : "f32 ") + path + ": " + error;
+    return false;
+  }
+  const float diff = MaxDiff(got, want);
+  const bool ok = diff <= limit;
+  char line[160];
+  std::snprintf(line, sizeof(line), "%s%s %s: max |diff| %.3g against portable (limit %.3g)",
+                detail->empty() ? "" : "; ", bf16 ? "bf16" : "f32", path, diff, limit);
+  *detail += line;
+  return ok;
+}
+
+}  // namespace
+
+bool ProbeKernelIsa(KernelIsa isa, std::string* detail) {
+  detail->clear();
+  const char* child = std::getenv("PJRT_SCORE_KERNEL_PROBE_CHILD");
+  if (child == nullptr || std::strcmp(child, "1") != 0) {
+    *detail = "runs only in the probe's child process (PJRT_SCORE_KERNEL_PROBE_CHILD=1)";
+    return false;
+  }
+  if (isa > CpuKernelIsa()) {
+    *detail = std::string("this CPU has no ") + KernelIsaName(isa);
+    return false;
+  }
+  const char* fault = std::getenv("PJRT_SCORE_KERNEL_PROBE_FAULT");
+  if (fault != nullptr && std::strcmp(fault, KernelIsaName(isa)) == 0) Fault();
+  try {
+    Trial trial;
+    // f32: the same sums in another order (1e-4 of outputs of magnitude <= 1); bf16: the paths
+    // round the same operands to bf16, only their f32 sums' order differs.
+    bool ok = Compare(trial, isa, false, 1e-4f, detail);
+    if (isa >= KernelIsa::kAvx512Bf16) {
+      std::string why;
+      const std::string tiles = isa == KernelIsa::kAmx ? "amx" : "avx512bf16";
+      const bool checked = CheckBf16TilePath(tiles, &why);
+      *detail += "; " + tiles + " tiles self-check: " + why;
+      ok = checked && Compare(trial, isa, true, 1e-3f, detail) && ok;
+    }
+    SetTriedKernelIsa(isa);
+    return ok;
+  } catch (const std::bad_alloc&) {
+    *detail = "could not allocate its inputs";
+    return false;
+  }
+}
+
+}  // namespace pjrt_score
