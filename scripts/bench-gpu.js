@@ -1,7 +1,7 @@
 'use strict';
 /**
  * npm run bench:gpu -- pjrt-score against its PyTorch and JAX peers on one
- * machine, in one run, one table (issue 17). Meant for an NVIDIA GPU with the
+ * machine, in one run, one table. Meant for an NVIDIA GPU with the
  * CUDA plugin; runs anywhere (the suite runs it on the CPU plugin with a tiny
  * model and no peers, so the script cannot rot).
  *

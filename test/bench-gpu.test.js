@@ -1,6 +1,6 @@
 'use strict';
 // bench:gpu's pjrt-score half runs here on the CPU plugin with a tiny random
-// Qwen3-shaped model and no peers, so the script cannot rot (issue 17): every
+// Qwen3-shaped model and no peers, so the script cannot rot: every
 // method runs, the plans agree with the serial plan, concurrent callers get
 // what each gets alone, and a restart with a warm disk cache compiles nothing.
 const test = require('tape');

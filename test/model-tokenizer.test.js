@@ -19,6 +19,11 @@ test.onFinish(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 let tokenizer;
 
+test('the default model is in the cache (npm install fetches it)', (t) => {
+  t.ok(present, `${M.DEFAULT_MODEL.destination} exists (else run: npx pjrt-score fetch)`);
+  t.end();
+});
+
 test('the golden was made from the cached default model', { skip: !present }, (t) => {
   const started = process.hrtime.bigint();
   tokenizer = M.loadModelInfo().tokenizer;

@@ -57,8 +57,7 @@ const SCORE = { query: 'Is this a fruit?', items: [' apple', ' car'], label_toke
 
 test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate without dropping requests', async (t) => {
   if (!hasOpenssl) {
-    console.log('# openssl is absent: the HTTPS checks do not run here');
-    t.pass('openssl absent: skipped, with this reason printed');
+    t.skip('openssl is absent: the HTTPS checks do not run here (CI fails a skip where openssl exists: test/run.js)');
     return;
   }
   const first = makeCert('first');

@@ -1,5 +1,5 @@
 'use strict';
-// Weights in f32, bf16 and int8 on the device (issue 20), on the real CPU
+// Weights in f32, bf16 and int8 on the device (docs/design.md, Platforms and precision), on the real CPU
 // plugin and the real default model:
 // - round trip: what the device holds equals a conversion written here (round
 //   to nearest even for bf16; symmetric int8 in blocks of 32 input elements

@@ -1,5 +1,5 @@
 'use strict';
-// Loading streams (issue 20): a random Qwen2-shaped model of about 1.5B
+// Loading streams (docs/design.md): a random Qwen2-shaped model of about 1.5B
 // parameters (Qwen2-1.5B's dims, tied embeddings), written here as bf16
 // safetensors (3.1 GB in a temp dir, deleted after), is loaded in bf16 by a
 // child process whose peak RSS (VmHWM) must stay under 1.3x the bf16 size

@@ -9,8 +9,8 @@
 // --input text sends the first request as text (the service then builds its
 // tokenizer, which the load no longer does); ids (default) as token ids.
 //
-// --baseline-ref (default fd3023e, the last commit before issue 20's weight
-// work) is exported with `git archive` into a directory under the temp dir
+// --baseline-ref (default fd3023e, the last commit before the streamed weight
+// loading) is exported with `git archive` into a directory under the temp dir
 // and built there with this checkout's node_modules and native addon (the
 // addon's JavaScript interface did not change since; its C++ did only for
 // the parser's stack and nesting checks). Each build has its own executable

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The second prepared GPU measurement (issue 34), after scripts/gpu/h100-run.sh
+# The second prepared GPU measurement, after scripts/gpu/h100-run.sh
 # chose the forms: the CUDA defaults as a user gets them, within 5 minutes
 # (BUDGET_S, default 290 s). Run from the repository root on the device
 # machine, with .cache/gpu-carry (scripts/gpu/prepare-carry.sh) carried along;

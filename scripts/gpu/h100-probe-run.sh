@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A short prepared probe on an NVIDIA GPU (issue 34), pjrt-score only, no
+# A short prepared probe on an NVIDIA GPU, pjrt-score only, no
 # FlexAttention: within 4.5 minutes (BUDGET_S, default 260 s) it measures
 # candidate forms and XLA options and brings back what the next change needs
 # (XLA's optimized programs, a kernel profile). Run from the repository root

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole prepared GPU measurement in one run of at most 9 minutes (BUDGET_S,
-# default 540 s; issue 43): the host check, pjrt-score against its peers with a
+# default 540 s): the host check, pjrt-score against its peers with a
 # same-run ratio on both workloads, the accuracy gate, and the service over
 # HTTP. Run from the repository root on the device machine, with
 # .cache/gpu-carry made by scripts/gpu/prepare-carry.sh carried along (and

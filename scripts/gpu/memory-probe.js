@@ -1,7 +1,7 @@
 'use strict';
 /**
- * Where the host memory of a GPU process goes, step by step (issue 34's host
- * RSS line): the resident memory by mapping (scripts/bench/gpu/memory.js)
+ * Where the host memory of a GPU process goes, step by step (the host
+ * RSS line of docs/gpu.md): the resident memory by mapping (scripts/bench/gpu/memory.js)
  * after creating a client alone, after loading the model, and after the
  * first request (its compile), for one set of client options.
  *

@@ -8,7 +8,7 @@ this run's result files under OUT, printed and written to OUT/ratios.json.
   pr      pjrt-score's 8-concurrent row against the peers' one-call-for-8
           rows (batch8full, batch8), with pjrt-score's p99
 
-Goals (issue 43): target >= 1.5x, pr >= 1.3x with p99 <= 50 ms. A workload
+Goals (the GPU run's, docs/gpu.md): target >= 1.5x, pr >= 1.3x with p99 <= 50 ms. A workload
 with no pjrt-score row or no peer row says so: no ratio is made up.
 
   python3 scripts/gpu/same-run-ratios.py OUT [--label main]
