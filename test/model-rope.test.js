@@ -3,8 +3,8 @@
 // of the right architecture are saved by transformers 5 (config.json with
 // rope_parameters) and by transformers 4 (rope_theta + rope_scaling); each
 // loads here with the RoPE tables transformers' own RoPE functions give
-// (run in float64, within 1e-9) and label probabilities within 1e-4 of a
-// transformers forward (f32): a Qwen3 directory, a Llama 3.2-shaped one
+// (run in float64, within 1e-9) and label log-probabilities within 1e-4 of
+// a transformers forward (f32; the probabilities then agree within 0.01%): a Qwen3 directory, a Llama 3.2-shaped one
 // (llama3 scaling) and its GGUF with rope_freqs.weight, a YaRN Qwen2 and a
 // linear-scaled Llama. A config without a RoPE base loads with
 // transformers' default and a warning; dynamic scaling is refused.
@@ -35,7 +35,11 @@ const CASES = [
   ],
   ['yarn', 'qwen2', 5, { rope_theta: 1000000, rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64 } }],
   ['linear', 'llama', 6, { rope_theta: 1000, rope_scaling: { type: 'linear', factor: 8 } }],
+  // Gemma 3: transformers 5 writes rope_parameters per layer type (full_attention with the linear scaling, sliding_attention).
+  ['gemma3', 'gemma3', 7, {}],
 ];
+/** The cases whose tables are compared (Gemma's RoPE, a base per layer kind, is checked through its probabilities). */
+const TABLE_CASES = CASES.filter((c) => c[1] !== 'gemma3');
 
 function pythonJson(pythonPath, args, input) {
   const r = python(args, { PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1' }, input);
@@ -65,7 +69,7 @@ test('setup: tiny models saved by transformers 5 and 4; references from transfor
     const model = makeTinyModel(arch, seed);
     // Sharper attention (q and k times 4, exact in f32), so positions matter to the probabilities.
     for (const layer of model.weights.layers) for (const key of ['wq', 'wk']) layer[key] = layer[key].map((v) => v * 4);
-    model.config = { ...model.config, contextLength: 4096, ropeTheta: keys.rope_theta };
+    model.config = { ...model.config, contextLength: 4096, ...(keys.rope_theta ? { ropeTheta: keys.rope_theta } : {}) };
     if (keys.tie_word_embeddings) {
       model.config = { ...model.config, tiedEmbeddings: true };
       model.weights.lmHead = model.weights.embedding;
@@ -85,7 +89,7 @@ test('setup: tiny models saved by transformers 5 and 4; references from transfor
   const names = CASES.map((c) => c[0]);
   ref = pythonJson(tf5, [PY], JSON.stringify({
     save,
-    rope: names.map((n) => ({ dir: dirs[n].v5, positions: POSITIONS })),
+    rope: TABLE_CASES.map(([n]) => ({ dir: dirs[n].v5, positions: POSITIONS })),
     forward: [
       ...names.map((n) => ({ dir: dirs[n].v5, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS })),
       ...names.map((n) => ({ dir: dirs[n].plain, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS })),
@@ -118,6 +122,8 @@ json.dump({"transformers": transformers.__version__, "configs": out}, sys.stdout
   t.equal(l5.rope_parameters.rope_type, 'llama3', 'transformers 5 writes the llama3 scaling into rope_parameters');
   const c4 = ref4.configs[names.indexOf('llama32')];
   t.ok(c4.rope_theta === 500000 && c4.rope_scaling.rope_type === 'llama3', 'transformers 4 writes rope_theta and rope_scaling');
+  const g5 = ref.save[names.indexOf('gemma3')];
+  t.ok(g5.rope_parameters.full_attention && g5.rope_parameters.sliding_attention, 'transformers 5 writes Gemma 3\'s rope_parameters per layer type');
   t.end();
 });
 
@@ -136,7 +142,7 @@ function maxDiff(a, b) {
 }
 
 test('RoPE tables equal transformers\' RoPE functions in float64 (1e-9), configs as transformers 5 and 4 write them', (t) => {
-  CASES.forEach(([name], i) => {
+  TABLE_CASES.forEach(([name], i) => {
     const r = ref.rope[i];
     t.equal(r.dtype, 'torch.float64', `${name}: transformers ran in float64`);
     for (const which of ['v5', 'v4']) {
@@ -156,31 +162,32 @@ async function scoreDir(dir) {
   const scorer = await Scorer.load({ model: dir, diskCache: false, prefixCacheBytes: 0 });
   try {
     const r = await scorer.score({ query: QUERY, items: ITEMS, labelTokenIds: LABELS, applySoftmax: false });
-    return r.scores;
+    // Probabilities over the whole vocabulary; compared as log-probabilities, since a random model's labels can be unlikely.
+    return r.scores.map((row) => row.map(Math.log));
   } finally {
     scorer.dispose();
   }
 }
 
-test('label probabilities within 1e-4 of a transformers forward (f32); transformers 4\'s config.json reads the same', async (t) => {
+test('label log-probabilities within 1e-4 of a transformers forward (f32); transformers 4\'s config.json reads the same', async (t) => {
   const n = CASES.length;
   for (let i = 0; i < n; i++) {
     const name = CASES[i][0];
     const expected = ref.forward[i];
     const got = await scoreDir(dirs[name].v5);
     const d = maxDiff(got, expected);
-    t.ok(d < 1e-4, `${name} (transformers 5 directory): max |p - p_transformers| = ${d.toExponential(2)}`);
+    t.ok(d < 1e-4, `${name} (transformers 5 directory): max |log p - log p_transformers| = ${d.toExponential(2)} (log p from ${Math.min(...expected.flat()).toFixed(2)} to ${Math.max(...expected.flat()).toFixed(2)})`);
     t.deepEqual(loadModel(dirs[name].v4).config, loadModel(dirs[name].v5).config, `${name}: the transformers 4 directory gives the same model config`);
-    if (name !== 'qwen3') {
+    if (name !== 'qwen3' && name !== 'gemma3') {
       const moved = maxDiff(ref.forward[n + i], expected);
-      t.ok(moved > 1e-3, `${name}: the scaling moves transformers' probabilities by ${moved.toExponential(2)} (the check can fail)`);
+      t.ok(moved > 1e-3, `${name}: the scaling moves transformers' log-probabilities by ${moved.toExponential(2)} (the check can fail)`);
     }
   }
 });
 
 test('a GGUF with rope_freqs.weight (Llama 3.1/3.2) loads, its tables and probabilities as transformers\'', async (t) => {
   const { model } = dirs.llama32;
-  const r = ref.rope[CASES.findIndex((c) => c[0] === 'llama32')];
+  const r = ref.rope[TABLE_CASES.findIndex((c) => c[0] === 'llama32')];
   const D = model.config.headDim;
   // llama.cpp's converter: one f32 divisor per rotary pair, the plain frequency over the scaled one.
   const plain = Array.from({ length: D / 2 }, (_, i) => 1 / 500000 ** ((2 * i) / D));
@@ -197,7 +204,7 @@ test('a GGUF with rope_freqs.weight (Llama 3.1/3.2) loads, its tables and probab
   t.ok(exact < 1e-4, `and within ${exact.toExponential(2)} of transformers' float64 tables (the divisors' f32 rounding)`);
   const got = await scoreDir(file);
   const d = maxDiff(got, ref.forward[CASES.findIndex((c) => c[0] === 'llama32')]);
-  t.ok(d < 1e-4, `probabilities within ${d.toExponential(2)} of transformers on the HF directory`);
+  t.ok(d < 1e-4, `log-probabilities within ${d.toExponential(2)} of transformers on the HF directory`);
 });
 
 test('no RoPE base in config.json: transformers\' default, said in a warning', async (t) => {
@@ -212,16 +219,17 @@ test('no RoPE base in config.json: transformers\' default, said in a warning', a
   t.ok(w && /rope_theta/.test(w.message) && /10000/.test(w.message), `warned: ${w && w.message}`);
   const got = await scoreDir(dirs.nobase.src);
   const d = maxDiff(got, ref.forward[2 * CASES.length]);
-  t.ok(d < 1e-4, `probabilities within ${d.toExponential(2)} of transformers, which uses the same default`);
+  t.ok(d < 1e-4, `log-probabilities within ${d.toExponential(2)} of transformers, which uses the same default`);
 });
 
-test('refused with the key named: dynamic scaling, a llama3 scaling without its factors, an unknown type', (t) => {
+test('refused with the key named: dynamic scaling, a llama3 scaling without its factors, an unknown type, a base that is not a number', (t) => {
   const base = JSON.parse(fs.readFileSync(path.join(dirs.llama32.v4, 'config.json'), 'utf8'));
   const cases = [
     [{ rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope_type "dynamic" \(dynamic NTK scaling\) is not supported/],
     [{ rope_scaling: null, rope_parameters: { rope_type: 'dynamic', factor: 2, rope_theta: 10000 } }, /rope_parameters\.rope_type "dynamic"/],
     [{ rope_scaling: { rope_type: 'llama3', factor: 8, high_freq_factor: 4, original_max_position_embeddings: 8192 } }, /rope_scaling\.low_freq_factor is required/],
     [{ rope_scaling: { rope_type: 'longrope', factor: 8 } }, /rope_type "longrope" is not supported/],
+    [{ rope_scaling: null, rope_theta: undefined, rope_parameters: { rope_type: 'default', rope_theta: 'big' } }, /rope_parameters\.rope_theta should be a positive number, got "big"/],
   ];
   for (const [keys, message] of cases) {
     const dir = path.join(work, `refused-${Math.random().toString(36).slice(2)}`);

@@ -13,8 +13,8 @@ jobs: {"save":    [{"src": dir, "dst": dir}]        load with AutoModelForCausal
                                                      inverse frequencies, attention factor,
                                                      cos and sin [P, D/2] times the factor
        "forward": [{"dir": dir, "sequences": [[ids]], "labels": [ids]}]
-                                                     probabilities of the labels after each
-                                                     sequence's last token (softmax over the
+                                                     log-probabilities of the labels after each
+                                                     sequence's last token (log-softmax over the
                                                      whole vocabulary), float32 forward}
 results: {"save": [config.json as written], "rope": [...], "forward": [[[p]]]}
 """
@@ -80,8 +80,8 @@ def forward(job):
     with torch.no_grad():
         for seq in job["sequences"]:
             logits = model(input_ids=torch.tensor([seq])).logits[0, -1].to(torch.float64)
-            probs = torch.softmax(logits, dim=-1)
-            out.append([float(probs[i]) for i in job["labels"]])
+            logprobs = torch.log_softmax(logits, dim=-1)
+            out.append([float(logprobs[i]) for i in job["labels"]])
     return out
 
 
