@@ -207,7 +207,7 @@ test('a GGUF with rope_freqs.weight (Llama 3.1/3.2) loads, its tables and probab
   t.ok(d < 1e-4, `log-probabilities within ${d.toExponential(2)} of transformers on the HF directory`);
 });
 
-test('no RoPE base in config.json: transformers\' default, said in a warning', async (t) => {
+test('no RoPE base in config.json or GGUF: transformers\' (llama.cpp\'s) default, said in a warning', async (t) => {
   const warnings = [];
   const onWarning = (w) => warnings.push(w);
   process.on('warning', onWarning);
@@ -220,6 +220,18 @@ test('no RoPE base in config.json: transformers\' default, said in a warning', a
   const got = await scoreDir(dirs.nobase.src);
   const d = maxDiff(got, ref.forward[2 * CASES.length]);
   t.ok(d < 1e-4, `log-probabilities within ${d.toExponential(2)} of transformers, which uses the same default`);
+  // A GGUF without rope.freq_base: llama.cpp's 10,000, said the same way.
+  const file = path.join(work, 'nobase.gguf');
+  writeTinyGguf(dirs.qwen3.model, file, { dropMetadata: ['qwen3.rope.freq_base'] });
+  const ggufWarnings = [];
+  const onGguf = (w) => ggufWarnings.push(w);
+  process.on('warning', onGguf);
+  const gguf = loadModel(file);
+  await new Promise((resolve) => setImmediate(resolve));
+  process.off('warning', onGguf);
+  t.equal(gguf.config.ropeTheta, 10000, "GGUF: llama.cpp's default base");
+  const gw = ggufWarnings.find((x) => x.code === 'PJRT_SCORE_ROPE_DEFAULT');
+  t.ok(gw && /qwen3\.rope\.freq_base/.test(gw.message), `GGUF: warned: ${gw && gw.message}`);
 });
 
 test('refused with the key named: dynamic scaling, a llama3 scaling without its factors, an unknown type, a base that is not a number', (t) => {
