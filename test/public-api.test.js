@@ -39,7 +39,7 @@ test('the ES module entry exports the same names', async (t) => {
 });
 
 // The framework adapters (docs/design.md "Integrations"): one file of lib/integrations each.
-const ADAPTERS = { './ai-sdk': ['PROVIDER', 'PjrtScoreRerankingModel', 'fromScorer'], './langchain': ['PjrtScoreRerank', 'fromScorer'], './llamaindex': ['PjrtScoreRerank', 'fromScorer'] };
+const ADAPTERS = { './ai-sdk': ['PROVIDER', 'PjrtScoreRerankingModel', 'PjrtScoreRerankingModelV3', 'fromScorer'], './langchain': ['PjrtScoreRerank', 'fromScorer'], './llamaindex': ['PjrtScoreRerank', 'fromScorer'] };
 
 test('the subpaths are pinned: the root, one per room a user may reach, the framework adapters, package.json', (t) => {
   const pkg = require('../package.json');

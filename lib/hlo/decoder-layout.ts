@@ -19,6 +19,8 @@
  * every other array, so the f32 layout is the one it always was.
  */
 
+import type { RopeScaling } from '../util/rope';
+
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
 export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
 
@@ -29,6 +31,8 @@ export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'nu
 export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: number } & {
   readonly attentionBias: boolean;
   readonly qkNorm: boolean;
+  /** RoPE scaling (the model room's ModelConfig.ropeScaling); absent: plain RoPE. Gemma's is in `gemma`. */
+  readonly ropeScaling?: RopeScaling;
   /** The Gemma decoder's parts (the model room's GemmaParts fits): absent for every other family. */
   readonly gemma?: DecoderGemma;
   /** Layers with a sliding attention window (the model room's SlidingWindow fits). */

@@ -5,6 +5,7 @@
 
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
+import { RopeFrequencies, ropeFrequencies } from '../util/rope';
 import { HloBuildError, TensorType, formatDims, isFloatType } from './types';
 
 function lastAxis(x: HloValue, axis: number | undefined, op: string): number {
@@ -94,17 +95,28 @@ export function linear(f: FunctionBuilder, x: HloValue, weight: HloValue, bias?:
  * The tables are computed once per program, outside the layer loop.
  */
 export function rotaryTables(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number, linearFactor = 1): { cos: HloValue; sin: HloValue } {
-  if (positions.rank !== 1 || positions.elementType !== 's32') throw new HloBuildError(`rotaryTables: positions must be s32[T], got ${positions.type}`);
   if (!(headDim > 0 && headDim % 2 === 0)) throw new HloBuildError(`rotaryTables: head dim must be even and positive, got ${headDim}`);
   if (!(theta > 0)) throw new HloBuildError(`rotaryTables: theta must be positive, got ${theta}`);
   if (!(linearFactor > 0)) throw new HloBuildError(`rotaryTables: the linear scaling factor must be positive, got ${linearFactor}`);
-  const half = headDim / 2;
+  const scaling = linearFactor === 1 ? undefined : ({ type: 'linear', factor: linearFactor } as const);
+  return rotaryTablesFrom(f, positions, ropeFrequencies(theta, headDim, scaling));
+}
+
+/**
+ * cos and sin [T, D/2] of position * inverse[j], times the attention scale
+ * (YaRN's), computed in f64 and rounded to f32 once.
+ */
+export function rotaryTablesFrom(f: FunctionBuilder, positions: HloValue, freqs: RopeFrequencies): { cos: HloValue; sin: HloValue } {
+  if (positions.rank !== 1 || positions.elementType !== 's32') throw new HloBuildError(`rotaryTables: positions must be s32[T], got ${positions.type}`);
+  const half = freqs.inverse.length;
+  if (half === 0 || !freqs.inverse.every((v) => Number.isFinite(v) && v > 0)) throw new HloBuildError('rotaryTables: the inverse frequencies must be positive and finite');
+  if (!(freqs.attentionScale > 0)) throw new HloBuildError(`rotaryTables: the attention scale must be positive, got ${freqs.attentionScale}`);
   const t = positions.dims[0];
-  const invFreq = Array.from({ length: half }, (_, i) => theta ** (-(2 * i) / headDim) / linearFactor);
-  const freq = f.broadcastInDim(f.constant(invFreq, new TensorType('f64', [half])), [t, half], [1]);
+  const freq = f.broadcastInDim(f.constant([...freqs.inverse], new TensorType('f64', [half])), [t, half], [1]);
   const pos = f.broadcastInDim(f.convert(positions, 'f64'), [t, half], [0]);
   const angle = f.multiply(pos, freq);
-  return { cos: f.convert(f.cosine(angle), 'f32'), sin: f.convert(f.sine(angle), 'f32') };
+  const scaled = (v: HloValue): HloValue => (freqs.attentionScale === 1 ? v : f.multiply(v, freqs.attentionScale));
+  return { cos: f.convert(scaled(f.cosine(angle)), 'f32'), sin: f.convert(scaled(f.sine(angle)), 'f32') };
 }
 
 /**

@@ -37,7 +37,8 @@ import { PassRows } from './pass-rows';
 import { lmHeadLabelLogprobs } from './lm-head';
 import { AttentionOptions } from './attention';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './decoder-gemma';
-import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables } from './nn';
+import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } from './nn';
+import { ropeFrequencies } from '../util/rope';
 import { buildProgram, HloProgram, ProgramOptions } from './program';
 import { HloBuildError, TensorType } from './types';
 import { Bf16Matrices, DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName, WeightType } from './decoder-layout';
@@ -182,13 +183,17 @@ interface RopeTables {
 
 /**
  * RoPE tables for the given positions: cos and sin [T, D/2] of
- * position * theta^(-2j/D) (rotate-half pairing: j with j + D/2); with
+ * position * theta^(-2j/D) (rotate-half pairing: j with j + D/2), with the
+ * model's RoPE scaling applied (lib/util/rope.ts); with
  * Gemma's parts, those of the global layers (positions divided by the linear
  * scaling factor) and, where they differ, the local layers' own.
  */
 function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDims): RopeTables {
   const gemma = d.gemma;
-  if (!gemma) return ropeTablesFor(f, positions, d.headDim, d.ropeTheta, 1);
+  if (!gemma) {
+    if (d.headDim % 2 !== 0) throw new HloBuildError(`decoder: head dim ${d.headDim} must be even for RoPE`);
+    return rotaryTablesFrom(f, positions, ropeFrequencies(d.ropeTheta, d.headDim, d.ropeScaling));
+  }
   const global = ropeTablesFor(f, positions, d.headDim, d.ropeTheta, gemma.ropeLinearFactor ?? 1);
   const sameForLocal = gemma.ropeThetaLocal === d.ropeTheta && (gemma.ropeLinearFactor ?? 1) === 1;
   if (sameForLocal || !d.slidingWindow) return global;

@@ -1,6 +1,8 @@
 import type { GgufFile } from './gguf';
 import { GgufError } from './gguf-types';
 import { GemmaParts, SlidingWindow, gemmaFromGguf, gemmaFromHf, windowFromHf } from './gemma';
+import { ggufRopeBase, ropeFromHf } from './rope-config';
+import type { RopeScaling } from '../util/rope';
 
 export type { GemmaParts, SlidingWindow } from './gemma';
 
@@ -43,6 +45,8 @@ export interface ModelConfig {
   readonly headDim: number;
   /** RoPE base; rotate-half (NeoX) pairing over the whole head. */
   readonly ropeTheta: number;
+  /** RoPE scaling (linear, llama3, yarn, GGUF frequency factors); absent: plain RoPE. Gemma's is in `gemma`. */
+  readonly ropeScaling?: RopeScaling;
   readonly rmsEps: number;
   /** Longest sequence the model was trained for. */
   readonly contextLength: number;
@@ -97,13 +101,10 @@ export function configFromGguf(file: GgufFile): ModelConfig {
   if (ropeDims !== headDim) {
     throw new GgufError(`GGUF ${k('rope.dimension_count')} is ${ropeDims} but the head dimension is ${headDim}: partial RoPE is not supported`, 'GGUF_UNSUPPORTED');
   }
-  const scaling = meta.string(k('rope.scaling.type'), 'optional');
   const gemma = architecture === 'gemma2' || architecture === 'gemma3' ? gemmaFromGguf(meta, architecture, headDim, file.path) : undefined;
-  if (scaling !== undefined && scaling !== 'none' && !(gemma && scaling === 'linear')) {
-    throw new GgufError(`GGUF ${k('rope.scaling.type')} is "${scaling}": RoPE scaling is not supported`, 'GGUF_UNSUPPORTED');
-  }
-  if (file.tensors.has('rope_freqs.weight')) {
-    throw new GgufError('GGUF tensor rope_freqs.weight (Llama 3.1 RoPE frequency scaling) is not supported', 'GGUF_UNSUPPORTED');
+  const ropeScaling = gemma ? undefined : ggufRopeScaling(file, arch, headDim);
+  if (gemma && file.tensors.has('rope_freqs.weight')) {
+    throw new GgufError(`GGUF file ${file.path}: rope_freqs.weight is not supported for ${arch}`, 'GGUF_UNSUPPORTED');
   }
   const embedding = file.tensor('token_embd.weight');
   const vocabSize = meta.integer(k('vocab_size'), 'optional') ?? embedding.dims[1];
@@ -118,7 +119,8 @@ export function configFromGguf(file: GgufFile): ModelConfig {
       numHeads,
       numKvHeads: meta.integer(k('attention.head_count_kv'), 'optional') ?? numHeads,
       headDim,
-      ropeTheta: meta.number(k('rope.freq_base'), 'optional') ?? 10000,
+      ropeTheta: gemma ? gemma.ropeTheta : ggufRopeBase(meta, k('rope.freq_base'), file.path),
+      ...(ropeScaling ? { ropeScaling } : {}),
       rmsEps: meta.number(k('attention.layer_norm_rms_epsilon')),
       contextLength: meta.integer(k('context_length')),
       tiedEmbeddings: !file.tensors.has('output.weight'),
@@ -132,6 +134,35 @@ export function configFromGguf(file: GgufFile): ModelConfig {
     },
     `GGUF file ${file.path}`,
   );
+}
+
+/**
+ * A llama/qwen GGUF's RoPE scaling: `rope.scaling.type` linear (with
+ * `rope.scaling.factor`), or the `rope_freqs.weight` tensor llama.cpp's
+ * converter writes for Llama 3.1/3.2 (one divisor per rotary pair, which
+ * llama.cpp applies whatever the scaling type says).
+ */
+function ggufRopeScaling(file: GgufFile, arch: string, headDim: number): RopeScaling | undefined {
+  const key = `${arch}.rope.scaling.type`;
+  const type = file.meta.string(key, 'optional');
+  const refuse = (what: string): never => {
+    throw new GgufError(`GGUF file ${file.path}: ${what} is not supported (supported: none, linear, and the rope_freqs.weight tensor)`, 'GGUF_UNSUPPORTED');
+  };
+  if (file.tensors.has('rope_freqs.weight')) {
+    if (type === 'linear') refuse(`${key} "linear" together with rope_freqs.weight`);
+    const info = file.tensor('rope_freqs.weight');
+    if (info.dims.length !== 1 || info.dims[0] !== headDim / 2) {
+      refuse(`rope_freqs.weight of shape [${info.dims.join(', ')}] (the head needs [${headDim / 2}])`);
+    }
+    const factors = Array.from(file.readTensorFloat32('rope_freqs.weight'));
+    if (!factors.every((f) => Number.isFinite(f) && f > 0)) refuse('rope_freqs.weight with a factor that is not positive and finite');
+    return { type: 'frequency-factors', factors };
+  }
+  if (type === undefined || type === 'none') return undefined;
+  if (type !== 'linear') refuse(`${key} "${type}"`);
+  const factor = file.meta.number(`${arch}.rope.scaling.factor`, 'optional');
+  if (factor === undefined || !(factor > 0)) refuse(`${key} "linear" without a positive ${arch}.rope.scaling.factor`);
+  return factor === 1 ? undefined : { type: 'linear', factor: factor as number };
 }
 
 type Json = Record<string, unknown>;
@@ -171,16 +202,8 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
     if (typeof v !== 'number' || !(v > 0)) throw new ModelConfigError(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
     return v;
   };
-  const rope = config.rope_scaling as Json | null | undefined;
-  const linearRope = gemmaArch && rope && (rope.rope_type ?? rope.type) === 'linear';
-  if (rope && !linearRope && rope.rope_type !== 'default' && rope.type !== 'default') {
-    throw new ModelConfigError(`${source}: rope_scaling ${JSON.stringify(rope)} is not supported`);
-  }
   if (config.mlp_bias === true) throw new ModelConfigError(`${source}: mlp_bias=true is not supported`);
   if (architecture !== 'llama' && !gemmaArch && config.use_sliding_window === true) throw new ModelConfigError(`${source}: use_sliding_window=true is not supported`);
-  if (config.partial_rotary_factor !== undefined && config.partial_rotary_factor !== 1) {
-    throw new ModelConfigError(`${source}: partial_rotary_factor ${JSON.stringify(config.partial_rotary_factor)} is not supported`);
-  }
   const hiddenSize = int('hidden_size');
   const numHeads = int('num_attention_heads');
   const numLayers = int('num_hidden_layers');
@@ -191,6 +214,10 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
   };
   const gemma = gemmaArch ? gemmaFromHf(config, architecture, { hiddenSize, headDim, numLayers, embeddingDtype: options.embeddingDtype }, source, fail) : undefined;
   const window = modelType === 'mistral' ? windowFromHf(config, numLayers, int('max_position_embeddings'), source, fail) : undefined;
+  // Gemma's RoPE (a base per layer kind, linear scaling of the global layers) is read in gemma.ts.
+  const rope = gemma
+    ? { theta: gemma.ropeTheta, scaling: undefined }
+    : ropeFromHf(config, { defaultTheta: 10000, contextLength: int('max_position_embeddings'), source }, fail);
   return validateConfig(
     {
       architecture,
@@ -201,7 +228,8 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
       numHeads,
       numKvHeads: int('num_key_value_heads', numHeads),
       headDim,
-      ropeTheta: num('rope_theta', architecture === 'gemma3' ? 1000000 : 10000),
+      ropeTheta: rope.theta,
+      ...(rope.scaling ? { ropeScaling: rope.scaling } : {}),
       rmsEps: num('rms_norm_eps', 1e-6),
       contextLength: int('max_position_embeddings'),
       // transformers' LlamaConfig, Qwen2Config and Qwen3Config all default to untied; Gemma's configs to tied.

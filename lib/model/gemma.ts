@@ -21,6 +21,7 @@
  */
 import type { GgufMetadata } from './gguf-metadata';
 import { GgufError } from './gguf-types';
+import { ggufRopeBase, ropeFromHf } from './rope-config';
 
 /** What a Gemma decoder computes beyond the Llama one. */
 export interface GemmaParts {
@@ -45,6 +46,8 @@ export interface SlidingWindow {
 }
 
 export interface GemmaConfigPart {
+  /** The global layers' RoPE base. */
+  readonly ropeTheta: number;
   readonly gemma: GemmaParts;
   readonly slidingWindow?: SlidingWindow;
 }
@@ -95,8 +98,9 @@ export function gemmaFromGguf(meta: GgufMetadata, arch: GemmaArch, headDim: numb
   if (factor !== undefined && !(factor > 0)) throw new GgufError(`GGUF file ${file}: ${k('rope.scaling.factor')} must be positive, got ${factor}`, 'GGUF_UNSUPPORTED');
   const window = meta.integer(k('attention.sliding_window'), 'optional');
   const pattern = meta.integer(k('attention.sliding_window_pattern'), 'optional');
-  const theta = meta.number(k('rope.freq_base'), 'optional') ?? 10000;
+  const theta = ggufRopeBase(meta, k('rope.freq_base'), file);
   return {
+    ropeTheta: theta,
     gemma: {
       embeddingScale: embeddingScaleIn(hiddenSize, 'F32'),
       attentionScale,
@@ -132,20 +136,32 @@ export function gemmaFromHf(
   if (activation !== 'gelu_pytorch_tanh' && activation !== 'gelu_tanh') {
     fail(`${source}: hidden_activation ${JSON.stringify(activation)} is not supported (gelu_pytorch_tanh is)`);
   }
-  const rope = config.rope_scaling as Json | null | undefined;
-  const factor = rope && (rope.rope_type ?? rope.type) === 'linear' ? rope.factor : undefined;
-  if (factor !== undefined && !(typeof factor === 'number' && factor > 0)) fail(`${source}: rope_scaling.factor should be a positive number, got ${JSON.stringify(factor)}`);
-  // Gemma2Config / Gemma3TextConfig defaults.
-  const theta = positive('rope_theta', gemma2 ? 10000 : 1000000) ?? 10000;
+  // Gemma2Config / Gemma3TextConfig defaults: one base of 10,000 (Gemma 2); 1e6 global, 10,000 local (Gemma 3).
+  const contextLength = typeof config.max_position_embeddings === 'number' ? config.max_position_embeddings : 0;
+  const global = ropeFromHf(config, { defaultTheta: gemma2 ? 10000 : 1000000, layerType: 'full_attention', contextLength, source }, fail);
+  if (global.scaling && global.scaling.type !== 'linear') fail(`${source}: RoPE scaling ${global.scaling.type} is not supported for ${arch} (linear is)`);
+  const factor = global.scaling?.type === 'linear' ? global.scaling.factor : undefined;
+  const theta = global.theta;
+  const nested = config.rope_parameters as Json | null | undefined;
+  const localTheta = (): number => {
+    if (gemma2) return theta;
+    if (nested && typeof nested === 'object' && typeof nested.sliding_attention === 'object' && nested.sliding_attention !== null) {
+      const local = ropeFromHf(config, { defaultTheta: 10000, layerType: 'sliding_attention', contextLength, source }, fail);
+      if (local.scaling) fail(`${source}: RoPE scaling of the sliding-window layers is not supported`);
+      return local.theta;
+    }
+    return positive('rope_local_base_freq', 10000) ?? 10000;
+  };
   const window = positive('sliding_window', 4096);
   return {
+    ropeTheta: theta,
     gemma: {
       embeddingScale: embeddingScaleIn(sizes.hiddenSize, sizes.embeddingDtype),
       attentionScale: Math.fround((positive('query_pre_attn_scalar', 256) ?? sizes.headDim) ** -0.5),
       ...optional('attentionSoftcap', positive('attn_logit_softcapping', gemma2 ? 50 : undefined)),
       ...optional('finalSoftcap', positive('final_logit_softcapping', gemma2 ? 30 : undefined)),
-      ropeThetaLocal: gemma2 ? theta : (positive('rope_local_base_freq', 10000) ?? 10000),
-      ...optional('ropeLinearFactor', factor !== undefined && factor !== 1 ? (factor as number) : undefined),
+      ropeThetaLocal: localTheta(),
+      ...optional('ropeLinearFactor', factor !== undefined && factor !== 1 ? factor : undefined),
     },
     ...(window !== undefined ? { slidingWindow: { window, layers: hfLayerTypes(config, arch, sizes.numLayers, source, fail) } } : {}),
   };

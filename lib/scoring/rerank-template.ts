@@ -14,8 +14,18 @@
  * whitespace boundary, where byte-level pre-tokenizers split anyway.
  */
 
-/** One part of a template: literal text, a request field, or a special token by its text. */
-export type TemplatePiece = { readonly text: string } | { readonly field: 'query' | 'instruction' } | { readonly special: string };
+/**
+ * One part of a template: literal text, a request field, a special token by
+ * its text, a boundary (the text before and after is tokenized apart, as a
+ * reference that tokenizes them in separate calls does), or pieces used only
+ * when the request's instruction is not empty.
+ */
+export type TemplatePiece =
+  | { readonly text: string }
+  | { readonly field: 'query' | 'instruction' }
+  | { readonly special: string }
+  | { readonly boundary: true }
+  | { readonly whenInstruction: readonly TemplatePiece[] };
 
 export interface RerankTemplate {
   readonly name: string;
@@ -30,6 +40,8 @@ export interface RerankTemplate {
   readonly no: string;
   /** The instruction used when a request gives none. */
   readonly defaultInstruction: string;
+  /** Where the recipe comes from (docs/rerank.md lists them). */
+  readonly reference?: string;
 }
 
 /** What a template needs from a tokenizer. */
@@ -80,6 +92,7 @@ export const QWEN3_RERANKER: RerankTemplate = {
   yes: 'yes',
   no: 'no',
   defaultInstruction: DEFAULT_INSTRUCTION,
+  reference: 'the Qwen3-Reranker model card (its transformers code)',
 };
 
 /** The same judgement for any ChatML chat model (SmolLM2, Qwen2/2.5/3 instruct): the answer opens the assistant turn. */
@@ -91,6 +104,7 @@ export const CHATML_YES_NO: RerankTemplate = {
   yes: 'yes',
   no: 'no',
   defaultInstruction: DEFAULT_INSTRUCTION,
+  reference: 'pjrt-score: the Qwen3-Reranker judgement in this chat format (no reference package)',
 };
 
 /** The same judgement for Llama 3 chat models (header tokens). */
@@ -113,6 +127,7 @@ export const LLAMA3_YES_NO: RerankTemplate = {
   yes: 'yes',
   no: 'no',
   defaultInstruction: DEFAULT_INSTRUCTION,
+  reference: 'pjrt-score: the Qwen3-Reranker judgement in this chat format (no reference package)',
 };
 
 /** The same judgement for Gemma chat models: Gemma has no system turn, so the judging text opens the user turn. */
@@ -124,9 +139,45 @@ export const GEMMA_YES_NO: RerankTemplate = {
   yes: 'yes',
   no: 'no',
   defaultInstruction: DEFAULT_INSTRUCTION,
+  reference: 'pjrt-score: the Qwen3-Reranker judgement in this chat format (no reference package)',
+};
+
+const MXBAI_TASK =
+  'You are a search relevance expert who evaluates how well documents match search queries. For each query-document pair, carefully analyze the semantic relationship between them, then provide your binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:';
+
+/**
+ * mxbai-rerank-v2 (mixedbread-ai/mxbai-rerank-base-v2, -large-v2), as the
+ * `mxbai-rerank` package's MxbaiRerankV2 builds it: a Qwen chat turn holding
+ * "query: ..." (after "instruction: ...\n" when one is given), "\n",
+ * "document: ...", "\n" and the task, each tokenized on its own; the answer
+ * is "1" against "0" (its score is the logit difference, our raw score).
+ */
+export const MXBAI_RERANK_V2: RerankTemplate = {
+  name: 'mxbai-rerank-v2',
+  prefix: [
+    { special: '<|im_start|>' },
+    { text: 'system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.' },
+    { special: '<|im_end|>' },
+    { text: '\n' },
+    { special: '<|im_start|>' },
+    { text: 'user\n' },
+    { boundary: true },
+    { whenInstruction: [{ text: 'instruction: ' }, { field: 'instruction' }, { text: '\n' }] },
+    { text: 'query: ' },
+    { field: 'query' },
+    { boundary: true },
+    { text: '\n' },
+  ],
+  documentLead: 'document: ',
+  suffix: [{ text: '\n' }, { boundary: true }, { text: MXBAI_TASK }, { special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n' }],
+  yes: '1',
+  no: '0',
+  defaultInstruction: '',
+  reference: 'the mxbai-rerank package (PyPI), MxbaiRerankV2',
 };
 
 export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
+  [MXBAI_RERANK_V2.name]: MXBAI_RERANK_V2,
   [QWEN3_RERANKER.name]: QWEN3_RERANKER,
   [CHATML_YES_NO.name]: CHATML_YES_NO,
   [LLAMA3_YES_NO.name]: LLAMA3_YES_NO,
@@ -135,12 +186,14 @@ export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
 
 /**
  * The built-in template for a model, from its name and vocabulary: a model
- * named like a Qwen3 reranker gets that recipe; a ChatML vocabulary the
+ * named like mxbai-rerank v2 gets its package's recipe, one named like a
+ * Qwen3 reranker that recipe; a ChatML vocabulary the
  * ChatML judge; Llama 3 header tokens the Llama 3 judge; Gemma's turn tokens
  * the Gemma judge. Anything else must name a template.
  */
 export function chooseTemplate(model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
   const name = model.name.toLowerCase();
+  if (/mxbai-rerank-.*v2/.test(name)) return MXBAI_RERANK_V2;
   if (/rerank/.test(name) && /qwen/.test(name + model.architecture)) return QWEN3_RERANKER;
   if (tokenizer.tokenToId('<|im_start|>') !== undefined && tokenizer.tokenToId('<|im_end|>') !== undefined) return CHATML_YES_NO;
   if (tokenizer.tokenToId('<|start_header_id|>') !== undefined && tokenizer.tokenToId('<|eot_id|>') !== undefined) return LLAMA3_YES_NO;
@@ -164,7 +217,13 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
     return ids[0];
   };
   // Fail at load, not at the first request.
-  for (const piece of [...template.prefix, ...template.suffix]) if ('special' in piece) special(piece.special);
+  const specials = (list: readonly TemplatePiece[]): void => {
+    for (const piece of list) {
+      if ('special' in piece) special(piece.special);
+      else if ('whenInstruction' in piece) specials(piece.whenInstruction);
+    }
+  };
+  specials([...template.prefix, ...template.suffix]);
   const render = (pieces: readonly TemplatePiece[], fields: { query: string; instruction: string }): number[] => {
     const out: number[] = [];
     let text = '';
@@ -172,14 +231,21 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
       if (text !== '') out.push(...tokenizer.encode(text));
       text = '';
     };
-    for (const piece of pieces) {
-      if ('special' in piece) {
-        flush();
-        out.push(special(piece.special));
-      } else {
-        text += 'text' in piece ? piece.text : fields[piece.field];
+    const walk = (list: readonly TemplatePiece[]): void => {
+      for (const piece of list) {
+        if ('special' in piece) {
+          flush();
+          out.push(special(piece.special));
+        } else if ('boundary' in piece) {
+          flush();
+        } else if ('whenInstruction' in piece) {
+          if (fields.instruction !== '') walk(piece.whenInstruction);
+        } else {
+          text += 'text' in piece ? piece.text : fields[piece.field];
+        }
       }
-    }
+    };
+    walk(pieces);
     flush();
     return out;
   };

@@ -44,6 +44,8 @@ export interface RerankRequest {
   readonly rankFields?: readonly string[];
   /** Cut documents past the context (truncate.ts); default: such a document is an error. */
   readonly truncate?: TruncateOption;
+  /** Relevance as the log-odds of yes against no (the logit difference, what mxbai-rerank reports) instead of the probability; default false. */
+  readonly rawScores?: boolean;
 }
 
 /** Which spelling a request came in, which decides the response's. */
@@ -64,7 +66,7 @@ export interface NormalizedRerank {
   readonly itemDocument: readonly number[];
   readonly topN: number;
   readonly returnDocuments: boolean;
-  /** TEI's raw_scores: log-odds of yes against no instead of a probability. */
+  /** TEI's raw_scores (the library's rawScores): log-odds of yes against no instead of a probability. */
   readonly rawScores: boolean;
   /** Documents split into chunks by max_chunks_per_doc (their indices). */
   readonly chunkedDocuments: readonly number[];
@@ -125,7 +127,7 @@ export function normalizeRerank(request: RerankRequest, template: ResolvedTempla
   const raw = asObject(request, 'request');
   const truncation = readTruncateOption(raw.truncate, 'truncate');
   return normalizeFields(
-    { query: raw.query, documents: raw.documents, topN: raw.topN, returnDocuments: raw.returnDocuments, instruction: raw.instruction, rankFields: raw.rankFields, ...(truncation ? { truncation } : {}) },
+    { query: raw.query, documents: raw.documents, topN: raw.topN, returnDocuments: raw.returnDocuments, instruction: raw.instruction, rankFields: raw.rankFields, rawScores: raw.rawScores, ...(truncation ? { truncation } : {}) },
     'library',
     template,
     ctx,
@@ -189,7 +191,7 @@ function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: Re
   const documents = originals.map((d, i) => documentText(d, i, dialect, names.documents, rankFields));
   const topN = optionalCount(raw.topN, names.topN) ?? documents.length;
   const returnDocuments = optionalFlag(raw.returnDocuments, names.returnDocuments) ?? false;
-  const rawScores = dialect === 'tei' ? (optionalFlag(raw.rawScores, 'raw_scores') ?? false) : false;
+  const rawScores = dialect === 'tei' || dialect === 'library' ? (optionalFlag(raw.rawScores, dialect === 'tei' ? 'raw_scores' : 'rawScores') ?? false) : false;
   const maxChunks = raw.maxChunks === undefined || raw.maxChunks === null ? undefined : positiveCount(raw.maxChunks, 'max_chunks_per_doc', 'max_chunks_per_doc');
   let instruction = template.template.defaultInstruction;
   if (raw.instruction !== undefined && raw.instruction !== null) {

@@ -1,9 +1,11 @@
 /**
  * lib/util: small helpers below every other room: the cache directory, the
- * element-type table, static-shape helpers.
+ * element-type table, static-shape helpers, the RoPE frequencies.
  * May import: nothing in lib/.
  */
 export { cacheDir } from './cache-dir';
 export { sameDims, elementCount, dimsProblem } from './dims';
 export { ELEMENT_TYPES, isElementType, elementKind, elementTypeFromMlir } from './element-types';
 export type { ElementKind, ElementType, ElementTypeInfo } from './element-types';
+export { ropeFrequencies, yarnMscale } from './rope';
+export type { RopeFrequencies, RopeScaling } from './rope';

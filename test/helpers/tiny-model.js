@@ -18,7 +18,9 @@
  *              lmHead === embedding when tied. Shape of lib's HostWeights.
  *     tokenizer: { tokens, types, merges } of a 64-token byte-level BPE
  *              (ids 0-2 control tokens, 3 "<tool>" user-defined).
- *   writeTinyGguf(model, file, { matrixType, embeddingType, permute, metadata })
+ *   writeTinyGguf(model, file, { matrixType, embeddingType, permute, metadata, extraTensors })
+ *     extraTensors: more { name, dims (GGUF order), type, bytes } after the model's (rope_freqs.weight);
+ *     dropMetadata: keys of the usual metadata left out.
  *     matrixType/embeddingType: 'F32' | 'F16' | 'BF16' | 'Q8_0' | 'Q4_0' | 'Q4_1' for the
  *     2-D tensors (1-D norms and biases stay F32, as llama.cpp does). For llama,
  *     Q and K rows are permuted as convert_hf_to_gguf.py does (unless permute: false).
@@ -492,7 +494,7 @@ function ggufMetadata(model) {
   return md;
 }
 
-function writeTinyGguf(model, file, { matrixType = 'F32', embeddingType = matrixType, permute = true, metadata = [] } = {}) {
+function writeTinyGguf(model, file, { matrixType = 'F32', embeddingType = matrixType, permute = true, metadata = [], extraTensors = [], dropMetadata = [] } = {}) {
   const permuteQK = permute && model.arch === 'llama';
   const tensors = tensorTable(model.config).map((t) => {
     let values = t.get(model.weights);
@@ -500,7 +502,8 @@ function writeTinyGguf(model, file, { matrixType = 'F32', embeddingType = matrix
     const type = t.dims.length === 1 ? 'F32' : t.gguf === 'token_embd.weight' ? embeddingType : matrixType;
     return { name: t.gguf, dims: [...t.dims].reverse(), type, bytes: encodeTensor(type, values) };
   });
-  writeGguf(file, [...ggufMetadata(model), ...metadata], tensors);
+  const kept = ggufMetadata(model).filter(([key]) => !dropMetadata.includes(key));
+  writeGguf(file, [...kept, ...metadata], [...tensors, ...extraTensors]);
   return file;
 }
 
