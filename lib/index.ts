@@ -3,7 +3,7 @@
  * one forward pass, on XLA through a PJRT plugin.
  *
  * This is the public API, chosen name by name (test/public-api.test.js holds
- * the list, README.md "Library" documents it): the Scorer, the runtime Client
+ * the list, docs/scorer-api.md "What `require('pjrt-score')` gives" documents it): the Scorer, the runtime Client
  * and its objects, the named StableHLO programs, the errors those throw, the
  * request/response types and the service's startServer. Each room's own
  * index is reachable as a documented subpath (pjrt-score/hlo, /model, ...)

@@ -424,7 +424,7 @@ function printWeightRows(rows, info) {
   if (auto) console.log(`auto chose ${auto.weights}: ${auto.reason}`);
 }
 
-/** The chart the README shows, from a bench.json report. */
+/** The chart bench-results/README.md shows, from a bench.json report. */
 function writeChart(report) {
   const { barChart } = require('./bench/chart');
   const { machine: info, results } = report;

@@ -41,7 +41,7 @@ const PLATFORM = 'linux-x64';
 /**
  * What `npm run build:prebuilds` makes: per node-gyp-build platform folder, zig's
  * target triple and the cmake-js build folder (outside build/Release and
- * build/Debug, where node-gyp-build would look). README.md's platforms table
+ * build/Debug, where node-gyp-build would look). docs/install.md's platforms table
  * lists the same platforms.
  */
 const TARGETS = [

@@ -54,3 +54,21 @@ test('the framework examples (AI SDK, LangChain, LlamaIndex) retrieve by keyword
   t.deepEqual(printed['llamaindex-rerank'], printed['ai-sdk-rerank'], 'LlamaIndex prints what the AI SDK prints');
   t.end();
 });
+
+test('examples/service.js (the README service example) answers /v1/score and /v1/rerank over HTTP', (t) => {
+  const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'examples', 'service.js')], { encoding: 'utf8', timeout: 300000 });
+  t.equal(r.status, 0, `exit 0${r.status ? `: ${r.stderr.slice(-500)}` : ''}`);
+  const lines = r.stdout.trim().split('\n');
+  // Score: an apple is a fruit and a car is not, so P(yes) is higher for the apple.
+  const pYes = Object.fromEntries(lines.filter((l) => /P\(yes\) = /.test(l)).map((l) => [l.split(/\s+/)[0], Number(l.split('=')[1])]));
+  t.deepEqual(Object.keys(pYes), ['apple', 'car'], 'one P(yes) per item, in request order');
+  t.ok(pYes.apple > 0.5 && pYes.apple <= 1, `apple: P(yes) ${pYes.apple} above one half`);
+  t.ok(pYes.car >= 0 && pYes.car < 0.5, `car: P(yes) ${pYes.car} below one half`);
+  // Rerank: the one document that answers the query comes first, all four in decreasing relevance.
+  const ranked = lines.slice(lines.indexOf('POST /v1/rerank') + 1).filter((l) => /^\d\.\d{3}\s+\[\d\]/.test(l));
+  t.equal(ranked.length, 4, 'four documents ranked');
+  t.match(ranked[0] || '', /\[1\] Paris is the capital/, `first: ${ranked[0]}`);
+  const scores = ranked.map((l) => Number(l.split(/\s+/)[0]));
+  t.ok(scores.every((s, i) => i === 0 || s <= scores[i - 1]), 'in decreasing relevance');
+  t.end();
+});

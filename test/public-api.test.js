@@ -1,6 +1,6 @@
 'use strict';
 // The package's public API is a decision: the names require('pjrt-score')
-// exports must equal this list (README.md "Library" documents each one), and
+// exports must equal this list (docs/scorer-api.md documents each one), and
 // each documented subpath resolves to its room.
 const test = require('tape');
 const path = require('node:path');

@@ -10,7 +10,7 @@ import { FetchError, FetchOptions, WheelAsset, ensureWheelAsset, fetchWheelAsset
  * The Linux architectures PyPI's xla-cpu-pjrt 0.0.1 (PJRT C API 0.81) has a
  * wheel for, by Node's process.arch, each pinned by its own sha256. Both
  * wheels are manylinux_2_27 (glibc >= 2.27); there is none for macOS,
- * Windows or musl. README.md's platforms table lists the same.
+ * Windows or musl. docs/install.md's platforms table lists the same.
  */
 const CPU_PLUGIN_WHEELS: Readonly<Record<string, { readonly machine: string; readonly sha256: string; readonly folder: string }>> = {
   x64: { machine: 'x86_64', sha256: '55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc', folder: 'xla-cpu-pjrt-0.0.1' },
