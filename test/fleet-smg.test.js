@@ -25,6 +25,10 @@ const REPLICA_ARGS = ['--algorithm', 'prefix', '--warmup', WARMUP, '--drain-dela
 // Sticky routing as the policy gives it: no warm-up slices diverting misses or hits to thin workers.
 const CACHE_AWARE_ARGS = ['--worker-warmup-secs', '0', '--worker-warmup-divert-every', '0'];
 const SMG_ARGS = ['--shutdown-grace-period-secs', '5', '--retry-max-retries', '5'];
+// The SIGTERM and SIGKILL loads: requests, at once, and the answer count at which the signal goes.
+const LOAD = 36;
+const CONCURRENCY = 4;
+const SIGNAL_AT = 9;
 
 const replicas = [];
 /** A replica's request-id prefix -> its index (ids are `<prefix>-<serial>`). */
@@ -46,7 +50,7 @@ const DOCUMENTS = [
 ];
 
 /** The query of number `i` in a set named `set`: distinct queries, distinct prefixes. */
-const query = (set, i) => `${set} question ${i}: which document is about the ${['capital of France', 'fruit', 'towers', 'mountains', 'rivers', 'oceans'][i % 6]}?`;
+const query = (set, i) => `${['Capital', 'Fruit', 'Towers', 'Mountains', 'Rivers', 'Oceans'][i % 6]}, ${set.toLowerCase()} question ${i}: which document is about it?`;
 
 function post(url, body, agent = undefined) {
   return new Promise((resolve) => {
@@ -244,7 +248,7 @@ test('least_load sends fewer requests to a replica kept busy', async (t) => {
   t.ok(direct.json.loads[0].num_waiting_reqs + direct.json.loads[0].num_running_reqs > 0, `/v1/loads carries the queue (${JSON.stringify(direct.json.loads[0])})`);
   const counts = [0, 0, 0];
   let failed = 0;
-  for (let i = 0; i < 24; i++) {
+  for (let i = 0; i < 18; i++) {
     const reply = await post(`${gateway.url}/v1/rerank`, { model: 'x', query: query('Load', i), documents: DOCUMENTS });
     if (reply.status !== 200) failed++;
     const at = servedBy(reply);
@@ -275,11 +279,11 @@ test('SIGTERM one replica mid-load: readiness fails first, no client request fai
   const leaving = victim.waitForLog((e) => e.event === 'leaving', 120_000);
   let probes = null;
   const replies = await runLoad(
-    48,
-    4,
+    LOAD,
+    CONCURRENCY,
     (i) => post(`${gateway.url}/v1/rerank`, { model: 'x', query: query('Term', i % 6), documents: DOCUMENTS }),
     (done) => {
-      if (done === 12 && !signalled) {
+      if (done === SIGNAL_AT && !signalled) {
         signalled = true;
         victim.child.kill('SIGTERM');
         probes = leaving.then(async () => ({ ready: await victim.request({ path: '/readyz', agent: false }), live: await victim.request({ path: '/livez', agent: false }) }));
@@ -289,15 +293,20 @@ test('SIGTERM one replica mid-load: readiness fails first, no client request fai
   const exit = await victim.exited;
   const failed = replies.filter((r) => r.status !== 200);
   note.sigterm = { requests: replies.length, failed: failed.length };
-  t.ok(signalled, 'SIGTERM sent after 12 answers');
+  t.ok(signalled, `SIGTERM sent after ${SIGNAL_AT} answers`);
   t.deepEqual(exit, { code: 0, signal: null }, 'the replica drained and exited 0');
   const { ready, live } = await probes;
   t.equal(ready.status, 503, 'while leaving, /readyz is 503');
   t.equal(live.status, 200, 'while leaving, /livez is 200');
   const told = victim.logs.filter((e) => e.event === 'request' && e.path === '/health' && e.status === 503).length;
   t.ok(told > 0, `smg's health checks were answered 503 before the listener closed (${told})`);
-  const servedWhileLeaving = victim.logs.filter((e) => e.event === 'request' && e.path === '/v1/rerank' && e.status === 200);
-  t.ok(servedWhileLeaving.length > 0, 'the replica served its share before it left');
+  const served = victim.logs.filter((e) => e.event === 'request' && e.path === '/v1/rerank' && e.status === 200).length;
+  t.ok(served > 0, `the replica served its share of the load (${served})`);
+  // Informational (timing decides it): answers given while readiness already failed.
+  const from = victim.logs.findIndex((e) => e.event === 'leaving');
+  const to = victim.logs.findIndex((e) => e.event === 'draining');
+  const whileLeaving = victim.logs.slice(from, to < 0 ? undefined : to).filter((e) => e.event === 'request' && e.path === '/v1/rerank' && e.status === 200).length;
+  t.comment(`answered while leaving (readiness failed, listener open): ${whileLeaving}`);
   t.equal(failed.length, 0, `no client request failed (${replies.length} sent${failed.length ? `; ${failed.map((f) => f.status || f.error).join(', ')}` : ''})`);
   t.comment(`SIGTERM: ${failed.length} of ${replies.length} requests failed`);
 });
@@ -307,11 +316,11 @@ test('SIGKILL one replica mid-load: failed requests counted', async (t) => {
   const victim = replicas[2];
   let killed = false;
   const replies = await runLoad(
-    48,
-    4,
+    LOAD,
+    CONCURRENCY,
     (i) => post(`${gateway.url}/v1/rerank`, { model: 'x', query: query('Kill', i % 6), documents: DOCUMENTS }),
     (done) => {
-      if (done === 12 && !killed) {
+      if (done === SIGNAL_AT && !killed) {
         killed = true;
         victim.child.kill('SIGKILL');
       }
@@ -321,8 +330,9 @@ test('SIGKILL one replica mid-load: failed requests counted', async (t) => {
   t.equal(exit.signal, 'SIGKILL', 'the replica was killed');
   const failed = replies.filter((r) => r.status !== 200);
   note.sigkill = { requests: replies.length, failed: failed.length, statuses: failed.map((f) => f.status || f.error) };
-  t.ok(replies.slice(-12).every((r) => r.status === 200), 'the last requests all succeed: smg routes to the survivor');
-  t.ok(failed.length <= 4, `at most the requests in flight on the killed replica failed (${failed.length} of ${replies.length})`);
+  t.ok(replies.slice(-SIGNAL_AT).every((r) => r.status === 200), 'the last requests all succeed: smg routes to the survivor');
+  t.ok(failed.length <= CONCURRENCY, `at most the requests in flight on the killed replica failed (${failed.length} of ${replies.length})`);
+  // smg resends a request whose connection failed before an answer (smg_router_upstream_send_retries_total).
   t.comment(`SIGKILL: ${failed.length} of ${replies.length} requests failed${failed.length ? ` (${note.sigkill.statuses.join(', ')})` : ''}`);
 });
 
