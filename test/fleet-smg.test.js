@@ -332,7 +332,18 @@ test('SIGKILL one replica mid-load: failed requests counted', async (t) => {
   note.sigkill = { requests: replies.length, failed: failed.length, statuses: failed.map((f) => f.status || f.error) };
   t.ok(replies.slice(-SIGNAL_AT).every((r) => r.status === 200), 'the last requests all succeed: smg routes to the survivor');
   t.ok(failed.length <= CONCURRENCY, `at most the requests in flight on the killed replica failed (${failed.length} of ${replies.length})`);
-  // smg resends a request whose connection failed before an answer (smg_router_upstream_send_retries_total).
+  // Why requests survive: smg resends a request whose connection failed before an answer, and retries 5xx.
+  const smgMetrics = await new Promise((resolve) => {
+    http.get(gateway.metricsUrl, { agent: false }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve(text));
+    }).on('error', () => resolve(''));
+  });
+  const metric = (re) => smgMetrics.split('\n').filter((l) => re.test(l)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+  note.sigkill.resent = metric(/^smg_router_upstream_send_retries_total\{/);
+  note.sigkill.retried = metric(/^smg_worker_retries_total\{worker_type="regular",endpoint="rerank"\}/);
+  t.comment(`SIGKILL: smg resent ${note.sigkill.resent} request(s) after a transport failure, ${note.sigkill.retried} rerank retry(ies)`);
   t.comment(`SIGKILL: ${failed.length} of ${replies.length} requests failed${failed.length ? ` (${note.sigkill.statuses.join(', ')})` : ''}`);
 });
 

@@ -4,7 +4,7 @@
  * once with pip into the cache (<cache>/python/smg-<version>, pip-target.js)
  * and run as `python3 -m smg launch` on 127.0.0.1 only.
  *
- *   startSmg({ workers, policy, args }) -> { url, port, workers(), stop() }
+ *   startSmg({ workers, policy, args }) -> { url, port, metricsUrl, workers(), stop() }
  *   SMG_VERSION
  */
 const { spawn } = require('node:child_process');
@@ -105,6 +105,8 @@ async function startSmg({ workers, policy, args = [], readyTimeoutMs = 120_000 }
   return {
     url,
     port,
+    /** smg's own Prometheus metrics (retries, selections). */
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     child,
     output,
     workers: listWorkers,
