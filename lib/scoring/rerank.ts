@@ -113,7 +113,7 @@ const NAMES: Record<RerankDialect, RerankNames> = {
  * it: told from the common shape by a `rid` or `top_k` member, which no
  * Cohere, Jina, vLLM or TEI client sends.
  */
-export function isSglangRerankBody(body: unknown): boolean {
+function isSglangRerankBody(body: unknown): boolean {
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
   const raw = body as Record<string, unknown>;
   return raw.texts === undefined && ('rid' in raw || 'top_k' in raw);
