@@ -110,6 +110,10 @@ test('serve --help lists every route of the route table, with its methods', (t) 
     const methods = route.methods.filter((m) => m !== 'HEAD').join(', ');
     t.ok(header.includes(`${methods} ${route.path} `), `${methods} ${route.path}`);
   }
-  t.equal(ROUTES.length, 10, 'ten routes (score, three rerank, health, models, model, info, metrics, openapi)');
+  t.equal(
+    ROUTES.length,
+    20,
+    'twenty routes (score, three rerank, health, models, model, info, metrics, openapi; readyz, livez; a gateway\'s: server_info, model_info and their get_ names, version, v1/loads, loads, get_load)',
+  );
   t.end();
 });

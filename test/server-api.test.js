@@ -255,6 +255,33 @@ test('GET /metrics in the Prometheus text format', async (t) => {
   t.ok(value(/^pjrt_score_jit_cache_misses_total /) > 0, 'JIT cache misses');
   t.ok(value(/^pjrt_score_jit_compile_seconds_total /) >= 0, 'compile seconds');
   t.ok(value(/^process_resident_memory_bytes /) > 100e6, 'process memory');
+  // The queue under SGLang's and vLLM's names, beside ours (the server is idle: 0 = pjrt_score_queue_depth).
+  for (const name of ['sglang:num_queue_reqs', 'sglang:num_running_reqs', 'vllm:num_requests_waiting', 'vllm:num_requests_running', 'vllm:kv_cache_usage_perc']) {
+    t.equal(value(new RegExp(`^${name}\\{model_name="SmolLM2-135M-Instruct"\\} `)), 0, `${name}{model_name} (idle: 0)`);
+  }
+});
+
+test('probes and what a gateway reads: /livez, /readyz, /server_info, /model_info, /version, /v1/loads, /get_load', async (t) => {
+  const get = async (path) => (await service.request({ path })).json;
+  t.deepEqual(await get('/livez'), { status: 'alive', phase: 'ready' }, '/livez');
+  t.equal((await get('/readyz')).ready, true, '/readyz is /health');
+  const pkg = require('../package.json');
+  t.deepEqual(await get('/version'), { version: pkg.version }, '/version');
+  const info = await get('/server_info');
+  t.equal(info.model_path, 'SmolLM2-135M-Instruct', '/server_info model_path');
+  t.equal(info.context_length, 8192, 'context_length (the model\'s)');
+  t.deepEqual(await get('/get_server_info'), { ...info }, '/get_server_info is the same');
+  const model = await get('/model_info');
+  t.equal(model.is_generation, false, '/model_info: not a generator');
+  t.equal(model.model_type, 'llama', 'its architecture');
+  const loads = await get('/v1/loads?include=core,disagg,queues,memory');
+  t.equal(loads.dp_rank_count, 1, '/v1/loads: one rank');
+  t.deepEqual(
+    [loads.loads[0].num_waiting_reqs, loads.loads[0].num_running_reqs, loads.loads[0].num_waiting_uncached_tokens],
+    [0, 0, 0],
+    'idle: nothing waiting or running',
+  );
+  t.deepEqual(await get('/get_load'), [{ dp_rank: 0, num_reqs: 0, num_waiting_reqs: 0, num_tokens: 0 }], '/get_load');
 });
 
 test('one JSON log line per request', async (t) => {

@@ -48,6 +48,25 @@ test('top_n, return_documents, {text} documents', async (t) => {
   t.ok(r.body.results.every((x) => x.document.text === DOCS[x.index]), 'documents as {text}');
 });
 
+test("SGLang's shape (rid or top_k, as the SGLang Model Gateway forwards it): SGLang's bare array out", async (t) => {
+  const r = await post('/v1/rerank', { query: QUERY, documents: DOCS, model: 'unknown', return_documents: true, rid: null, user: null });
+  const common = await post('/v1/rerank', { query: QUERY, documents: DOCS });
+  t.equal(r.status, 200);
+  t.ok(Array.isArray(r.body), 'a bare array');
+  t.deepEqual(r.body.map((x) => [x.index, x.score, x.document]), common.body.results.map((x) => [x.index, x.relevance_score, DOCS[x.index]]), 'same order and scores, documents as strings');
+  t.ok(r.body.every((x) => typeof x.meta_info.id === 'string' && x.meta_info.prompt_tokens === common.body.usage.prompt_tokens), 'meta_info: the request id and its prompt tokens');
+  const top = await post('/v1/rerank', { query: QUERY, documents: DOCS, top_k: 2, return_documents: false });
+  t.deepEqual(top.body.map((x) => x.index), common.body.results.slice(0, 2).map((x) => x.index), 'top_k keeps the best k');
+  t.ok(top.body.every((x) => x.document === undefined), 'return_documents: false leaves documents out');
+  const dflt = await post('/v1/rerank', { query: QUERY, documents: DOCS, rid: 'r-1' });
+  t.ok(dflt.body.every((x) => x.document === DOCS[x.index]), "return_documents defaults to true (SGLang's default)");
+  const objects = await post('/v1/rerank', { query: QUERY, documents: [{ text: 'a' }], rid: null });
+  t.equal(objects.status, 400, 'object documents are refused');
+  t.equal(objects.body.param, 'documents', 'naming documents');
+  const both = await post('/v1/rerank', { query: QUERY, documents: DOCS, top_k: 1, top_n: 1 });
+  t.equal(both.status, 400, 'top_k with top_n is refused');
+});
+
 test("text-embeddings-inference's shape: texts in, a bare array of {index, score, text} out", async (t) => {
   const r = await post('/rerank', { query: QUERY, texts: DOCS, return_text: true });
   const common = await post('/v1/rerank', { query: QUERY, documents: DOCS });

@@ -95,7 +95,7 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
     const guard = setTimeout(() => {
       logEvent(logger, 'error', 'drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
       process.exit(1);
-    }, options.timeoutMs + 15_000);
+    }, options.drainDelayMs + options.timeoutMs + 15_000);
     guard.unref();
     server.close().then(
       () => finish(0),

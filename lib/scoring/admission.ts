@@ -96,6 +96,13 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
     return this.running;
   }
 
+  /** Prompt tokens of the requests waiting (the work ahead of a new request). */
+  get queuedTokens(): number {
+    let tokens = 0;
+    for (const w of this.waiting) tokens += w.job.request.promptTokens;
+    return tokens;
+  }
+
   /** Turns run, and the requests they served. */
   get turns(): number {
     return this.turnsValue;

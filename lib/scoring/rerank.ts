@@ -14,6 +14,9 @@
  *              `max_tokens_per_doc` (default 4096)
  *   tei        text-embeddings-inference: `texts`, `raw_scores`,
  *              `return_text`, `truncate`, `truncation_direction`
+ *   sglang     SGLang's own (what the SGLang Model Gateway forwards):
+ *              `documents` strings, `top_k`, `return_documents` (default
+ *              true), `rid`, `user`; told by a `rid` or `top_k` member
  *   library    the common one in camelCase, with `truncate` (truncate.ts)
  */
 import { ScoreInputError, describeValue } from './errors';
@@ -49,7 +52,7 @@ export interface RerankRequest {
 }
 
 /** Which spelling a request came in, which decides the response's. */
-export type RerankDialect = 'library' | 'common' | 'cohere-v2' | 'tei';
+export type RerankDialect = 'library' | 'common' | 'cohere-v2' | 'tei' | 'sglang';
 
 /** Cohere v2's default for max_tokens_per_doc. */
 export const COHERE_V2_MAX_TOKENS_PER_DOC = 4096;
@@ -103,7 +106,20 @@ const NAMES: Record<RerankDialect, RerankNames> = {
   },
   'cohere-v2': { documents: 'documents', topN: 'top_n', returnDocuments: 'return_documents', instruction: 'instruction', truncate: 'max_tokens_per_doc' },
   tei: { documents: 'texts', topN: 'top_n', returnDocuments: 'return_text', instruction: 'instruction', truncate: 'truncate' },
+  sglang: { documents: 'documents', topN: 'top_k', returnDocuments: 'return_documents', instruction: 'instruction', truncate: 'truncate_prompt_tokens' },
 };
+
+/**
+ * SGLang's rerank body (V1RerankReqInput: `query`, `documents`, `top_k`,
+ * `return_documents`, `rid`, `user`), as the SGLang Model Gateway forwards
+ * it: told from the common shape by a `rid` or `top_k` member, which no
+ * Cohere, Jina, vLLM or TEI client sends.
+ */
+function isSglangRerankBody(body: unknown): boolean {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
+  const raw = body as Record<string, unknown>;
+  return raw.texts === undefined && ('rid' in raw || 'top_k' in raw);
+}
 
 function scoreNames(names: RerankNames): FieldNames {
   return { request: 'request', query: 'query', items: names.documents, labels: 'labels', applySoftmax: 'apply_softmax', itemFirst: 'item_first', truncate: names.truncate };
@@ -159,6 +175,16 @@ export function normalizeRerankBody(body: unknown, template: ResolvedTemplate, c
     );
   }
   const truncation = readTruncatePromptTokens(raw.truncate_prompt_tokens, 'truncate_prompt_tokens');
+  if (isSglangRerankBody(raw)) {
+    if (raw.top_n !== undefined) throw new ScoreInputError("give top_k (SGLang's shape, with rid) or top_n, not both", 'top_n');
+    const returnDocuments = raw.return_documents ?? true;
+    return normalizeFields(
+      { query: raw.query, documents: raw.documents, topN: raw.top_k, returnDocuments, instruction: raw.instruction, ...(truncation ? { truncation } : {}) },
+      'sglang',
+      template,
+      ctx,
+    );
+  }
   if (truncation && raw.max_chunks_per_doc !== undefined && raw.max_chunks_per_doc !== null) {
     throw new ScoreInputError('give max_chunks_per_doc or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
   }
@@ -253,7 +279,7 @@ function chunkItems(
 function readRankFields(value: unknown, dialect: RerankDialect): readonly string[] {
   if (value === undefined || value === null) return ['text'];
   const param = dialect === 'library' ? 'rankFields' : 'rank_fields';
-  if (dialect === 'tei' || dialect === 'cohere-v2') throw new ScoreInputError(`${param} is Cohere v1's (POST /v1/rerank)`, param);
+  if (dialect === 'tei' || dialect === 'cohere-v2' || dialect === 'sglang') throw new ScoreInputError(`${param} is Cohere v1's (POST /v1/rerank)`, param);
   if (!Array.isArray(value) || value.length === 0 || !value.every((f): f is string => typeof f === 'string' && f !== '')) {
     throw new ScoreInputError(`${param} must be a non-empty array of field names, got ${describeValue(value)}`, param);
   }
@@ -263,8 +289,9 @@ function readRankFields(value: unknown, dialect: RerankDialect): readonly string
 /** The text ranked for one document: a string, or the values of `rankFields` in order, joined by newlines. */
 function documentText(d: unknown, i: number, dialect: RerankDialect, param: string, rankFields: readonly string[]): string {
   if (typeof d === 'string') return d;
-  if (dialect === 'tei' || dialect === 'cohere-v2' || d === null || typeof d !== 'object' || Array.isArray(d)) {
-    const objects = dialect === 'tei' || dialect === 'cohere-v2' ? '' : ' or an object with the ranked fields';
+  const stringsOnly = dialect === 'tei' || dialect === 'cohere-v2' || dialect === 'sglang';
+  if (stringsOnly || d === null || typeof d !== 'object' || Array.isArray(d)) {
+    const objects = stringsOnly ? '' : ' or an object with the ranked fields';
     throw new ScoreInputError(`${param}[${i}] must be a string${objects}, got ${describeValue(d)}`, param);
   }
   const record = d as Record<string, unknown>;

@@ -392,6 +392,11 @@ export class Scorer implements Disposable {
     return this.queue.inFlight;
   }
 
+  /** Prompt tokens of the calls waiting in the admission queue. */
+  get queuedTokens(): number {
+    return this.queue.queuedTokens;
+  }
+
   /** Seconds a call refused by a full queue should wait before retrying. */
   retryAfterSeconds(): number {
     return this.queue.retryAfterSeconds();

@@ -33,6 +33,8 @@ export interface ScoringBackend
   /** The stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"), when the backend knows them (/v1/models). */
   readonly quantization?: Scorer['quantization'];
   stats(): BackendStats;
+  /** Prompt tokens of the requests waiting (the load report's queued work); optional: 0 when absent. */
+  readonly queuedTokens?: Scorer['queuedTokens'];
   /** Token ids -> text (label names in the CLI table); optional. */
   readonly tokenizer?: { decode(ids: readonly number[]): string };
 }

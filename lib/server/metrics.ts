@@ -22,6 +22,8 @@ export interface ScrapeState {
   readonly inFlight: number;
   readonly queueCapacity: number;
   readonly stats: BackendStats | null;
+  /** The served model's name (the label of the SGLang and vLLM gauges); null while loading. */
+  readonly modelName: string | null;
 }
 
 type Kind = 'counter' | 'gauge';
@@ -135,6 +137,29 @@ export class ServiceMetrics {
     gauge('pjrt_score_queue_depth', 'Requests admitted and waiting for the device.', (s) => s.queueDepth);
     gauge('pjrt_score_queue_capacity', 'Most requests that may wait (--queue-size).', (s) => s.queueCapacity);
     gauge('pjrt_score_in_flight', 'Requests in the device\'s turn now.', (s) => s.inFlight);
+    // The same queue under the names autoscalers and gateways read from SGLang and vLLM (docs/service.md, "Running a fleet").
+    const modelGauge = (name: string, help: string, value: (s: ScrapeState) => number): void => {
+      new Gauge({
+        name,
+        help,
+        labelNames: ['model_name'],
+        registers,
+        collect() {
+          this.reset();
+          const s = read();
+          if (s && s.modelName !== null) this.set({ model_name: s.modelName }, value(s));
+        },
+      });
+    };
+    modelGauge('sglang:num_queue_reqs', 'Requests waiting for the device (pjrt_score_queue_depth, under SGLang\'s name).', (s) => s.queueDepth);
+    modelGauge('sglang:num_running_reqs', 'Requests in the device\'s turn now (pjrt_score_in_flight, under SGLang\'s name).', (s) => s.inFlight);
+    modelGauge('vllm:num_requests_waiting', 'Requests waiting for the device (pjrt_score_queue_depth, under vLLM\'s name).', (s) => s.queueDepth);
+    modelGauge('vllm:num_requests_running', 'Requests in the device\'s turn now (pjrt_score_in_flight, under vLLM\'s name).', (s) => s.inFlight);
+    modelGauge(
+      'vllm:kv_cache_usage_perc',
+      'Always 0: no KV pool fills with running requests here (the prefix cache is evictable); present because gateways that read vLLM\'s gauges require it before trusting the two above.',
+      () => 0,
+    );
     const field = (record: object | undefined, name: string): number | null => {
       const value = (record as Record<string, unknown> | undefined)?.[name];
       return typeof value === 'number' ? value : null;

@@ -7,7 +7,10 @@
  * `{ id, model, object, results: [{ index, relevance_score, document? }], usage, meta }`;
  * text-embeddings-inference's shape (`texts`, `raw_scores`, `return_text`,
  * `truncate`, `truncation_direction`) answers TEI's bare array
- * `[{ index, score, text? }]`. Both sorted by relevance, best first.
+ * `[{ index, score, text? }]`; SGLang's own shape (`rid` or `top_k`
+ * present: what the SGLang Model Gateway forwards) answers SGLang's bare
+ * array `[{ score, document?, index, meta_info }]`. All sorted by relevance,
+ * best first.
  * Cohere v2's POST /v2/rerank is cohere-v2-route.ts.
  */
 import { rerankResults, type NormalizedRerank, type RerankResult, type ScoreResult } from '../scoring';
@@ -39,6 +42,14 @@ export interface RerankResponseBody {
 }
 
 export type TeiRerankResponseBody = readonly { readonly index: number; readonly score: number; readonly text?: string }[];
+
+/** SGLang's RerankResponse list; `meta_info` carries the request's id and prompt tokens (the whole request's). */
+export type SglangRerankResponseBody = readonly {
+  readonly score: number;
+  readonly document?: string;
+  readonly index: number;
+  readonly meta_info: { readonly id: string; readonly prompt_tokens: number };
+}[];
 
 /** Numbers written as floats in every rerank answer. */
 export const RERANK_FLOAT_KEYS: ReadonlySet<string> = new Set(['relevance_score', 'score']);
@@ -86,8 +97,12 @@ export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
     const rerank = backend.normalizeRerankBody(body, 'v1');
     return { request: rerank.score, detail: rerank };
   },
-  respond: (outcome, rerank, service, id): RerankResponseBody | TeiRerankResponseBody => {
+  respond: (outcome, rerank, service, id): RerankResponseBody | TeiRerankResponseBody | SglangRerankResponseBody => {
     const results = rerankResults(rerank, outcome.scores);
+    if (rerank.dialect === 'sglang') {
+      const meta_info = { id, prompt_tokens: outcome.usage.promptTokens };
+      return results.map((r) => ({ score: r.relevanceScore, ...(r.document !== undefined ? { document: r.document } : {}), index: r.index, meta_info }));
+    }
     if (rerank.dialect === 'tei') {
       return results.map((r) => ({ index: r.index, score: r.relevanceScore, ...(r.document !== undefined ? { text: r.document } : {}) }));
     }

@@ -16,6 +16,7 @@ import { COHERE_V2_RERANK_ENDPOINT } from './cohere-v2-route';
 import { RERANK_ENDPOINT } from './rerank-route';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
 import { ServiceState } from './service';
+import { getLoadReply, liveReply, loadsReply, modelInfoReply, serverInfoReply, versionReply } from './worker-routes';
 
 export type RoutePath =
   | '/v1/score'
@@ -23,11 +24,21 @@ export type RoutePath =
   | '/v2/rerank'
   | '/rerank'
   | '/health'
+  | '/readyz'
+  | '/livez'
   | '/v1/models'
   | '/v1/models/:id'
   | '/info'
   | '/metrics'
-  | '/openapi.json';
+  | '/openapi.json'
+  | '/server_info'
+  | '/get_server_info'
+  | '/model_info'
+  | '/get_model_info'
+  | '/version'
+  | '/v1/loads'
+  | '/loads'
+  | '/get_load';
 
 export interface RouteDefinition {
   readonly path: RoutePath;
@@ -41,8 +52,10 @@ export interface RouteDefinition {
 
 /** Which of the optional routes a mount serves; the scoring routes are always there. */
 export interface MountOptions {
-  /** GET /health (503 while loading or draining). Default false: a host usually has its own. */
+  /** GET /health and /readyz (503 while loading or draining), GET /livez. Default false: a host usually has its own. */
   readonly health?: boolean;
+  /** What a gateway reads from a worker: GET /server_info, /model_info, /version, /v1/loads, /loads, /get_load (worker-routes.ts). Default false. */
+  readonly worker?: boolean;
   /** GET /metrics: the registry's exposition (the host's metrics too, if it passed its registry). Default false. */
   readonly metrics?: boolean;
   /** GET /v1/models, GET /v1/models/{id} and TEI's GET /info. Default false. */
@@ -68,6 +81,16 @@ export const ROUTES: readonly RouteDefinition[] = [
   { path: '/info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.info, run: async (service) => teiInfo(service) },
   { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.metrics, run: (service) => metrics(service) },
   { path: '/openapi.json', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.openapi, run: async () => openApiReply() },
+  { path: '/readyz', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.health, run: async (service) => health(service) },
+  { path: '/livez', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.live, run: async (service) => liveReply(service) },
+  { path: '/server_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.serverInfo, run: async (service) => serverInfoReply(service) },
+  { path: '/get_server_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.serverInfo, run: async (service) => serverInfoReply(service) },
+  { path: '/model_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.modelInfo, run: async (service) => modelInfoReply(service) },
+  { path: '/get_model_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.modelInfo, run: async (service) => modelInfoReply(service) },
+  { path: '/version', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.version, run: async () => versionReply() },
+  { path: '/v1/loads', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.loads, run: async (service) => loadsReply(service) },
+  { path: '/loads', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.loads, run: async (service) => loadsReply(service) },
+  { path: '/get_load', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.getLoad, run: async (service) => getLoadReply(service) },
 ];
 
 let openApiText: string | undefined;
@@ -84,7 +107,8 @@ export function selectRoutes(options: MountOptions): readonly RouteDefinition[] 
   return ROUTES.filter(
     (route) =>
       route.scoring ||
-      (route.path === '/health' && options.health === true) ||
+      (HEALTH_PATHS.has(route.path) && options.health === true) ||
+      (WORKER_PATHS.has(route.path) && options.worker === true) ||
       (route.path === '/metrics' && options.metrics === true) ||
       (MODEL_PATHS.has(route.path) && options.models === true) ||
       (route.path === '/openapi.json' && options.openapi === true),
@@ -92,6 +116,8 @@ export function selectRoutes(options: MountOptions): readonly RouteDefinition[] 
 }
 
 const MODEL_PATHS: ReadonlySet<RoutePath> = new Set(['/v1/models', '/v1/models/:id', '/info']);
+const HEALTH_PATHS: ReadonlySet<RoutePath> = new Set(['/health', '/readyz', '/livez']);
+const WORKER_PATHS: ReadonlySet<RoutePath> = new Set(['/server_info', '/get_server_info', '/model_info', '/get_model_info', '/version', '/v1/loads', '/loads', '/get_load']);
 
 /** The route serving `path`: an exact path, else a pattern whose `:name` segments match any one segment. */
 export function findRoute(routes: readonly RouteDefinition[], path: string): RouteDefinition | null {
@@ -126,7 +152,7 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
   const given = ex.req.headers['x-request-id'];
   const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
   const common: Record<string, string> = { 'x-request-id': id };
-  if (service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
+  if (service.phase === 'leaving' || service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
   const path = ex.path;
   const startMs = performance.now();
   const trace = service.tracing?.startRequest(ex.req, ex.method, route?.path ?? 'other', startMs) ?? null;

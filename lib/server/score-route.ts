@@ -153,7 +153,7 @@ async function scoreRequest<T>(
   endpoint: ScoringEndpoint<T>,
 ): Promise<{ outcome: ScoreResult; detail: T }> {
   const backend = service.backend;
-  if (service.phase !== 'ready' || !backend) {
+  if (!service.serving || !backend) {
     const message = service.phase === 'loading' ? 'the model is loading; retry shortly' : 'the server is shutting down';
     throw new HttpError(503, message, { retryAfter: service.retryAfterSeconds() });
   }

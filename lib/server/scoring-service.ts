@@ -18,7 +18,7 @@ import { Phase, ServiceState } from './service';
 import { DEFAULT_WARMUP } from './warmup-spec';
 
 /** The service's settings (ServeOptions without the listener's host and port) and what it reports to. */
-export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host' | 'port' | NetworkSettingKey>> {
+export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>> {
   /** Any pino-compatible logger (pino, fastify's `app.log`); default pino on stdout. */
   readonly logger?: ServiceLogger;
   /** The prom-client registry our metrics join; default a registry of our own (`service.registry`). */
@@ -70,7 +70,7 @@ export function createScoringService(options: ScoringServiceOptions = {}): Scori
   return control.service;
 }
 
-export function openScoringService(options: ScoringServiceOptions & Partial<Pick<ServeOptions, 'host' | 'port'>>): ScoringServiceControl {
+export function openScoringService(options: ScoringServiceOptions & Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs'>>): ScoringServiceControl {
   const settings: ServeOptions = { ...DEFAULT_SERVE_OPTIONS, ...serveSettingsOf(options) };
   const logger = options.logger ?? createLogger();
   const registry = options.registry ?? new Registry();

@@ -26,7 +26,7 @@ import { Phase } from './service';
 import { openTracing } from './tracing';
 import { ScoringServiceOptions, openScoringService } from './scoring-service';
 
-export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | NetworkSettingKey>> {}
+export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>> {}
 
 /** What reload() re-read. */
 export interface ReloadResult {
@@ -49,8 +49,10 @@ export interface ScoreServer {
   /** The prom-client registry GET /metrics exposes. */
   readonly registry: Registry;
   /**
-   * Graceful stop: refuse new work (503, /health 503), let accepted
-   * requests finish, close connections, dispose the Scorer. Idempotent.
+   * Graceful stop: with drainDelayMs, first fail readiness (/health 503)
+   * while still serving for that long; then refuse new work (503), let
+   * accepted requests finish, close connections, dispose the Scorer.
+   * Idempotent.
    */
   close(): Promise<void>;
   /**
@@ -110,6 +112,11 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
   const close = (): Promise<void> => {
     if (closing) return closing;
     closing = (async () => {
+      // Readiness fails first: gateways and Endpoints stop sending while the listener still answers.
+      if (settings.drainDelayMs > 0 && control.state.beginLeave()) {
+        logEvent(service.logger, 'info', 'leaving', { drain_delay_ms: settings.drainDelayMs });
+        await new Promise<void>((resolve) => setTimeout(resolve, settings.drainDelayMs));
+      }
       const drained = control.drain();
       const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();

@@ -1,7 +1,10 @@
 /**
  * The service's state: the backend (once loaded), the metrics, and the phase
- * it is in: loading -> ready -> draining -> closed. The queue is the
- * Scorer's (scoring/admission.ts).
+ * it is in: loading -> ready -> [leaving ->] draining -> closed. Readiness
+ * (GET /health, /readyz) is true in `ready` only; `leaving` (the standalone
+ * server's --drain-delay-ms after SIGTERM) still serves work while readiness
+ * already fails, so gateways and Kubernetes stop sending before the listener
+ * closes. The queue is the Scorer's (scoring/admission.ts).
  */
 import { ScoringBackend } from './backend';
 import type { Registry } from 'prom-client';
@@ -10,7 +13,7 @@ import { ServiceMetrics } from './metrics';
 import { ServeOptions } from './options';
 import type { Tracing } from './tracing';
 
-export type Phase = 'loading' | 'ready' | 'draining' | 'closed';
+export type Phase = 'loading' | 'ready' | 'leaving' | 'draining' | 'closed';
 
 export class ServiceState {
   readonly metrics: ServiceMetrics;
@@ -32,11 +35,12 @@ export class ServiceState {
   ) {
     this.metrics = new ServiceMetrics(registry, () => ({
       ready: this.phaseValue === 'ready',
-      draining: this.phaseValue === 'draining',
+      draining: this.phaseValue === 'leaving' || this.phaseValue === 'draining',
       queueDepth: this.backendValue?.queueDepth ?? 0,
       inFlight: this.backendValue?.inFlight ?? 0,
       queueCapacity: this.options.queueSize,
       stats: this.statsOrNull(),
+      modelName: this.backendValue?.modelName ?? null,
     }));
   }
 
@@ -65,6 +69,18 @@ export class ServiceState {
 
   markReady(): void {
     if (this.phaseValue === 'loading') this.phaseValue = 'ready';
+  }
+
+  /** Readiness fails while work is still taken (ready -> leaving); true if it changed the phase. */
+  beginLeave(): boolean {
+    if (this.phaseValue !== 'ready') return false;
+    this.phaseValue = 'leaving';
+    return true;
+  }
+
+  /** Work is taken in these phases. */
+  get serving(): boolean {
+    return this.phaseValue === 'ready' || this.phaseValue === 'leaving';
   }
 
   /** Stop taking work; true the first time. */
@@ -104,7 +120,7 @@ export class ServiceState {
 
   /** Seconds a client should wait before retrying a 503 or 429. */
   retryAfterSeconds(): number {
-    if (this.phaseValue === 'loading' || this.phaseValue === 'draining') return 5;
+    if (this.phaseValue === 'loading' || this.phaseValue === 'leaving' || this.phaseValue === 'draining') return 5;
     return this.backendValue?.retryAfterSeconds() ?? 1;
   }
 }
