@@ -195,6 +195,9 @@ test('resources, security, writable paths agree with the image', (t) => {
   // Measured (deploy/README.md "Sizing"): 1.3-1.4 GiB ready, 1.6-1.7 GiB peak under load, 1.98 GiB worst.
   t.ok(bytes(requests.memory) >= 1.5 * 2 ** 30, `memory request ${requests.memory} covers the measured working set (>= 1.5 GiB)`);
   t.ok(bytes(limits.memory) >= bytes(requests.memory) && bytes(limits.memory) >= 2.5 * 2 ** 30, `memory limit ${limits.memory} >= request and above the worst measured peak (1.98 GiB)`);
+  // Guaranteed QoS with whole CPUs: the static CPU manager's exclusive CPUs, which both thread pools follow.
+  t.ok(/^[1-9]\d*$/.test(String(limits.cpu)) && String(limits.cpu) === String(requests.cpu), `a CPU limit of whole CPUs equal to the request (${requests.cpu} / ${limits.cpu})`);
+  t.equal(String(limits.memory), String(requests.memory), 'memory limit equal to the request (Guaranteed QoS)');
 
   const user = find(finalStage, 'USER').pop();
   const uid = Number(String(user && user.args).split(':')[0]);
