@@ -41,17 +41,6 @@ test('auto: f32 on a CPU where it fits, whatever the flags; then bf16, then int8
   t.end();
 });
 
-test('auto under bf16 dots on the CPU: bf16 first (the dots take every matrix as bf16), f32 when bf16 does not fit', (t) => {
-  const bf16 = weightBytes(config, 'bf16');
-  const on = (memoryBytes, dotOperands) => chooseWeightType('auto', { platform: 'cpu', config, memoryBytes, cpuFlags: ['avx512_bf16'], dotOperands });
-  t.equal(on(bf16, 'bf16').weightType, 'bf16', 'bf16 dots: bf16');
-  t.match(on(bf16, 'bf16').reason, /bf16 dots/, 'the reason says why');
-  t.equal(on(bf16 - 1, 'bf16').weightType, 'int8', 'bf16 does not fit: int8 (f32 is larger still)');
-  t.equal(on(weightBytes(config, 'f32'), 'f32').weightType, 'f32', 'f32 dots: f32 as before');
-  t.equal(chooseWeightType('auto', { platform: 'cuda', config, dotOperands: 'f32' }).weightType, 'bf16', 'cuda: bf16 whatever the dots');
-  t.end();
-});
-
 test('auto never picks int8 for a model whose matrix inputs are not whole blocks of 32; int8 asked for is refused with the reason', (t) => {
   const odd = { ...config, intermediateSize: 1540 };
   const c = chooseWeightType('auto', { platform: 'cpu', config: odd, memoryBytes: 1 });

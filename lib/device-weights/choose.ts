@@ -1,12 +1,10 @@
 /**
  * The weight type of a load: the one asked for, or for 'auto' the fastest
  * on this platform that fits in memory. The order per platform comes from
- * measurements (docs/performance.md, "Weight precision"): on XLA CPU with f32
- * dots bf16/int8 weights are converted to f32 before their dot, so f32
- * storage is the fastest wherever it fits; under bf16 dots (precision bf16,
- * or 'auto' where it picks bf16) every matrix enters its dot as bf16, so bf16
- * storage comes first (docs/performance.md, "Small requests"); on GPUs bf16
- * is the norm (the peers run in it), so it comes first there.
+ * measurements (docs/performance.md, "Weight precision"): on XLA CPU every
+ * matmul runs in f32 and bf16/int8 weights are converted to f32 before their
+ * dot, so f32 storage is the fastest wherever it fits; on GPUs bf16 is the
+ * norm (the peers run in it), so it comes first there.
  */
 import * as os from 'node:os';
 import { DecoderDims, decoderWeightSpecs, int8Unsupported, WeightType } from '../hlo/decoder-layout';
@@ -33,8 +31,6 @@ export interface WeightHost {
   readonly memoryBytes?: number;
   /** CPU flags (notableCpuFlags()); read from the host by default. */
   readonly cpuFlags?: readonly string[];
-  /** The element type the programs' dots take (the Scorer's precision: 'bf16' under bf16 dots); default 'f32'. */
-  readonly dotOperands?: 'f32' | 'bf16';
 }
 
 /** Device bytes of the weights in a weight type (a tied LM head counted once). */
@@ -45,12 +41,7 @@ export function weightBytes(config: WeightHost['config'], type: WeightType): num
 }
 
 /** Fastest first, per platform, with the reason (measured on the CPU; the GPU order is the peers' practice). */
-function preference(platform: string, flags: readonly string[], dotOperands: 'f32' | 'bf16'): { order: WeightType[]; why: string } {
-  if (platform === 'cpu' && dotOperands === 'bf16') {
-    // The dots round every f32 matrix to bf16 (round to nearest even, as the upload does) in every pass:
-    // bf16 storage gives the dots the same operands without that conversion, at half the memory traffic.
-    return { order: ['bf16', 'f32', 'int8'], why: 'on the CPU under bf16 dots every matrix goes into its dot as bf16, so bf16 storage skips a conversion per layer and pass' };
-  }
+function preference(platform: string, flags: readonly string[]): { order: WeightType[]; why: string } {
   if (platform === 'cpu') {
     const bf16Hw = flags.filter((f) => f === 'avx512_bf16' || f === 'amx_bf16');
     const note = bf16Hw.length
@@ -64,7 +55,7 @@ function preference(platform: string, flags: readonly string[], dotOperands: 'f3
 export function chooseWeightType(choice: WeightChoice, host: WeightHost): WeightTypeChoice {
   if (choice !== 'auto') return { weightType: choice, auto: false, reason: `asked for ${choice}` };
   const flags = host.cpuFlags ?? (host.platform === 'cpu' ? notableCpuFlags() : []);
-  const preferred = preference(host.platform, flags, host.dotOperands ?? 'f32');
+  const preferred = preference(host.platform, flags);
   // A model whose matrix inputs are not whole int8 blocks cannot be int8: out of the running, said why.
   const int8Note = int8Unsupported(host.config);
   const order = int8Note ? preferred.order.filter((t) => t !== 'int8') : preferred.order;

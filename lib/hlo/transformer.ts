@@ -122,14 +122,12 @@ function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
  * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
  * of each output channel: the scale array is the matrix's dims with that
  * axis divided by the block). f32 passes through with no op, so the f32
- * programs are what they always were. A bf16 matrix (typed bf16, or its
- * bits typed u16) goes into a bf16 dot as it is where `keepBf16` (the u16
- * bits reinterpreted, one layer's slice at a time: no f32 copy and no
- * rounding per pass), else is converted exactly.
+ * programs are what they always were. A matrix typed bf16 stays bf16 where
+ * `keepBf16` (it goes into a bf16 dot as it is), else is converted exactly.
  */
 function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
   if (matrix.elementType === 'f32') return matrix;
-  if (matrix.elementType === 'u16') return keepBf16 ? f.bitcastConvert(matrix, 'bf16') : widenBf16(f, matrix);
+  if (matrix.elementType === 'u16') return widenBf16(f, matrix);
   if (matrix.elementType === 'bf16') return keepBf16 ? matrix : f.convert(matrix, 'f32');
   const x = f.convert(matrix, 'f32');
   if (!scale) throw new HloBuildError('decoder: an int8 matrix came without its scales');

@@ -288,12 +288,7 @@ export class Scorer implements Disposable {
         const opened = performance.now();
         const client = await clientReady;
         const bound = bindAttentionForms(options, client);
-        // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
-        const kernel = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
-        const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernel, model.config.hiddenSize, model.config.intermediateSize) : null;
-        // The dots' precision picks the weights' type under 'auto' (device-weights/choose.ts).
-        const dotOperands = choosePrecision(settings.precision, client.platformName, kernel, dots).precision === 'bf16' ? 'bf16' : 'f32';
-        const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config, dotOperands });
+        const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
         // How bf16 matrices are typed and the XLA options are platform facts (the CPU class changes neither).
         const facts = withOverride(platformFacts(client.platformName), factsOverride);
         const xlaOptions: XlaOptions = Object.freeze({ ...facts.xlaOptions, ...options.xlaOptions });
@@ -306,6 +301,9 @@ export class Scorer implements Disposable {
           closeModel();
           return loadPrograms.close();
         });
+        // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
+        const kernel = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
+        const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernel, model.config.hiddenSize, model.config.intermediateSize) : null;
         const scorer = new Scorer({
           modelName: model.name,
           quantization: model.quantization,
