@@ -49,18 +49,34 @@ test('the pinned plugin is told by the version.py beside it and the platform nam
   t.end();
 });
 
-test('item-count ladders: cuda pads 10 items to 10 (1.25x rungs), the CPU to 12 (1.5x); neither pads by more than its rung', (t) => {
+test('item-count ladders: cuda and the CPU pad 10 items to 10 (1.25x rungs); at most one item padded up to 16, and no count by more than 1.25x', (t) => {
   const ladder = (p) => bucketLadder({ min: 1, max: 4096, steps: platformFacts(p).countSteps });
-  const cuda = ladder('cuda');
-  const cpu = ladder('cpu');
-  t.equal(bucketFor(10, cuda), 10, 'cuda: 10 -> 10');
-  t.equal(bucketFor(10, cpu), 12, 'cpu: 10 -> 12');
-  t.same(cpu.slice(0, 8), [1, 2, 3, 4, 6, 8, 12, 16], 'the CPU ladder as it always was');
-  // Against a plain loop: every count up to 4096 pads by at most the largest ratio between rungs.
-  for (const [name, l, bound] of [['cuda', cuda, 1.25], ['cpu', cpu, 1.5]]) {
+  for (const name of ['cuda', 'cpu']) {
+    const l = ladder(name);
+    t.equal(bucketFor(10, l), 10, `${name}: 10 -> 10`);
+    // Against a plain loop: every count up to 4096 pads by at most 1.25x, and by at most one item up to 16.
     let worst = 1;
-    for (let n = 1; n <= 4096; n++) worst = Math.max(worst, bucketFor(n, l) / n);
-    t.ok(worst <= bound + 1e-9, `${name}: worst padding ${worst.toFixed(3)}x <= ${bound}x`);
+    for (let n = 1; n <= 4096; n++) {
+      const b = bucketFor(n, l);
+      worst = Math.max(worst, b / n);
+      if (n <= 16 && b - n > 1) t.fail(`${name}: ${n} items pad to ${b}`);
+    }
+    t.ok(worst <= 1.25 + 1e-9, `${name}: worst padding ${worst.toFixed(3)}x <= 1.25x`);
   }
+  t.end();
+});
+
+test('query-length ladders: the CPU pads a query by at most 1/16 from 64 tokens (a 300-token query to 304); cuda\'s is its item-length ladder', (t) => {
+  const ladder = (p) => bucketLadder({ min: 8, max: 8192, steps: platformFacts(p).queryTokenSteps, align: 4 });
+  const cpu = ladder('cpu');
+  t.equal(bucketFor(300, cpu), 304, 'cpu: 300 -> 304');
+  t.equal(bucketFor(2000, cpu), 2048, 'cpu: 2000 -> 2048');
+  t.ok(cpu.every((p) => p % 4 === 0), 'every rung a multiple of 4');
+  // Against a plain loop: from 64 tokens on, at most 1/16 of the query is padding; below, at most 3 tokens (8 the least).
+  for (let n = 1; n <= 8192; n++) {
+    const b = bucketFor(n, cpu);
+    if (n >= 64 ? b > n * (1 + 1 / 16) + 1e-9 : b > Math.max(8, n + 3)) t.fail(`cpu: ${n} tokens pad to ${b}`);
+  }
+  t.same(ladder('cuda'), bucketLadder({ min: 8, max: 8192, steps: [1.25, 1.5, 1.75], align: 4 }), 'cuda: the item-length ladder, as before');
   t.end();
 });

@@ -91,6 +91,11 @@ export interface Ladders {
    * costs as much as a real one (a 300-token query pads to 320 here, to 384 on `tokens`).
    */
   readonly itemTokens: readonly number[];
+  /**
+   * Query-length buckets P of a one-request plan (packed, prefix); itemTokens where absent. Finer where a
+   * platform says so (platform.ts, queryTokenSteps): the query's padded rows are computed like real ones.
+   */
+  readonly queryTokens?: readonly number[];
   /** Item-count buckets (rows per pass). */
   readonly counts: readonly number[];
   /** Label-count buckets B. */
@@ -196,7 +201,7 @@ export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizi
     );
     return { algorithm, prefixBucket: 1, labelBucket: B, passes };
   }
-  const P = bucketFor(Math.max(1, shape.queryLength), sizing.ladders.itemTokens, 'query length');
+  const P = bucketFor(Math.max(1, shape.queryLength), sizing.ladders.queryTokens ?? sizing.ladders.itemTokens, 'query length');
   const chunks = chunk(shape.itemLengths, sizing.ladders.itemTokens, sizing, (l) => P + l);
   if (algorithm === 'packed') {
     const passes = chunks.map(

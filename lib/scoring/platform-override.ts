@@ -22,7 +22,7 @@ import type { PlatformFacts } from './platform';
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'xlaOptions'>>;
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'xlaOptions'>>;
 
 /** Ladder rungs between powers of two: multipliers in (1, 2) (lib/scoring/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
@@ -31,6 +31,7 @@ const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonl
   bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   countSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
+  queryTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   xlaOptions: { ok: (v) => xlaOptionsProblem(v) === null, want: 'an object { xla_name: boolean | number | string }' },
 };
 
@@ -59,6 +60,7 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
     if (key === 'bf16Matrices') out.bf16Matrices = value as Bf16Matrices;
     else if (key === 'bf16Products') out.bf16Products = value as boolean;
     else if (key === 'xlaOptions') out.xlaOptions = Object.freeze({ ...(value as XlaOptions) });
+    else if (key === 'queryTokenSteps') out.queryTokenSteps = value as number[];
     else out.countSteps = value as number[];
   }
   return out;

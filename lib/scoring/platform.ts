@@ -50,6 +50,11 @@ export interface PlatformFacts {
    */
   readonly countSteps: readonly number[];
   /**
+   * Extra rungs of the query-length ladder between powers of two (align 4, as the item lengths; lib/scoring/buckets.ts): every
+   * padded query row is computed like a real one, in every pass of a packed plan and in the prefill.
+   */
+  readonly queryTokenSteps: readonly number[];
+  /**
    * How bf16 matrices are typed on the device (lib/hlo/decoder-layout.ts, Bf16Matrices): u16 bits
    * widened per layer, or bf16 that goes into bf16 dots as it is. PJRT_SCORE_PLATFORM_FACTS overrides it
    * (platform-override.ts).
@@ -66,7 +71,7 @@ export interface PlatformFacts {
    */
   readonly xlaOptions: XlaOptions;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (platform-override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'xlaOptions')[];
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'xlaOptions')[];
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -108,6 +113,9 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
   amx: { ...AVX2_FACTS, measured: null },
 };
 
+/** 1 + k/16 for k = 1..15: sixteen rungs per power of two. */
+const SIXTEENTHS: readonly number[] = Object.freeze(Array.from({ length: 15 }, (_, k) => 1 + (k + 1) / 16));
+
 const FACTS: Readonly<Record<string, PlatformFacts>> = {
   cpu: {
     platform: 'cpu',
@@ -133,8 +141,14 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // target workload; its whole-request gain (0.95-0.975x CPU in 10 processes) is within that machine's
     // noise (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttentionWithKernel: { kind: 'kernel' },
-    // 1, 2, 3, 4, 6, 8, 12, ...: at most 1.5x the items; the CPU's compiles take seconds each.
-    countSteps: [1.5],
+    // 1, 2, ..., 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items, one padded item at most up to 16. On
+    // a 2-core AMD EPYC Zen 4, SGLang's PR shape (300-token query, 10 items of 20 tokens) ran 12 item rows
+    // instead of 10, 560 token rows for 500; the CPU's compiles take 1-2 s each, once (the disk cache keeps
+    // them) (docs/performance.md, 'Small requests').
+    countSteps: [1.25, 1.5, 1.75],
+    // 16 rungs per octave: 256, 272, 288, 304, ...; at most 1/16 of a query padded (the PR shape's 300 tokens
+    // to 304, not 320) (docs/performance.md, 'Small requests').
+    queryTokenSteps: SIXTEENTHS,
     // XLA CPU computes bf16 ops in f32 (whole stacked arrays converted at each execution when they were typed
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
     bf16Matrices: 'u16',
@@ -166,6 +180,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items (10 items pad to 10,
     // not 12: 7% of the rows of the PR workload's cross-request pass); a compile takes 4-6 s there.
     countSteps: [1.25, 1.5, 1.75],
+    // A compile takes 4-6 s there and a padded row costs little: the item-length ladder's rungs.
+    queryTokenSteps: [1.25, 1.5, 1.75],
     // From the kernel profile of a target pass on an H200 (docs/gpu.md): widening the u16 bits took a
     // ~60 us kernel per layer, and the f32 gate|up product read back to round it to bf16 91 us. Typed bf16
     // and bf16 products remove both: on an H100, in one run (PJRT_SCORE_PLATFORM_FACTS switching them), the

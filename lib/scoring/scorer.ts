@@ -207,6 +207,7 @@ export class Scorer implements Disposable {
     this.ladders = {
       tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: 8, max: Math.max(context, 8) }),
       itemTokens: bucketLadder({ min: 8, max: Math.max(context, 8), steps: [1.25, 1.5, 1.75], align: 4 }),
+      queryTokens: bucketLadder({ min: 8, max: Math.max(context, 8), steps: facts.queryTokenSteps, align: 4 }),
       counts: bucketLadder({ min: 1, max: 4096, steps: facts.countSteps }),
       labels: bucketLadder({ min: 2, max: Math.max(2, this.config.vocabSize) }),
     };
