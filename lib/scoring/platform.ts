@@ -114,7 +114,6 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
 };
 
 /** 1 + k/16 for k = 1..15: sixteen rungs per power of two. */
-const SIXTEENTHS: readonly number[] = Object.freeze(Array.from({ length: 15 }, (_, k) => 1 + (k + 1) / 16));
 
 const FACTS: Readonly<Record<string, PlatformFacts>> = {
   cpu: {
@@ -146,9 +145,11 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // instead of 10, 560 token rows for 500; the CPU's compiles take 1-2 s each, once (the disk cache keeps
     // them) (docs/performance.md, 'Small requests').
     countSteps: [1.25, 1.5, 1.75],
-    // 16 rungs per octave: 256, 272, 288, 304, ...; at most 1/16 of a query padded (the PR shape's 300 tokens
-    // to 304, not 320) (docs/performance.md, 'Small requests').
-    queryTokenSteps: SIXTEENTHS,
+    // The item lengths' rungs (..., 256, 320, 384, ...). Sixteen rungs per octave pad the PR shape's 300
+    // tokens to 304, not 320 (3% of its rows), but multiply the programs mixed traffic compiles 2.4x (283
+    // against 120), each ~17 MiB in memory beside a 48-entry JIT cache: a knob for fixed-shape traffic
+    // (PJRT_SCORE_PLATFORM_FACTS queryTokenSteps), not the default (docs/performance.md, 'Small requests').
+    queryTokenSteps: [1.25, 1.5, 1.75],
     // XLA CPU computes bf16 ops in f32 (whole stacked arrays converted at each execution when they were typed
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
     bf16Matrices: 'u16',
