@@ -227,7 +227,7 @@ test('rerank: the Gemma template is chosen from the vocabulary', (t) => {
   const prefix = resolved.prefixTokens('q', 'i');
   t.equal(prefix[0], 105, 'the prompt opens a <start_of_turn>');
   t.equal(String.fromCharCode(...prefix.slice(1, 6)), 'user\n', '... user turn');
-  const doc = resolved.documentTokens('d');
+  const doc = resolved.documentTokens('d', 'i');
   const tail = doc.slice(-9);
   t.deepEqual(tail.slice(0, 3), [106, 10, 105], 'the document is followed by <end_of_turn>\\n<start_of_turn>');
   t.equal(String.fromCharCode(...tail.slice(3)), 'model\n', '... model\\n, where the answer is read');
