@@ -40,7 +40,7 @@ export type {
 export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/plan';
 export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/rerank';
-export type { RerankTemplate, TemplatePiece } from './scoring/rerank-template';
+export type { RelevanceScale, RerankTemplate, TemplatePiece } from './scoring/rerank-template';
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
 export type { TruncateOption, TruncationReport } from './scoring/truncate';
 export { AbortError, QueueFullError, ScoreInputError } from './scoring/errors';

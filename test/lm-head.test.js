@@ -1,10 +1,11 @@
 'use strict';
 // The LM-head gather program on the real CPU plugin against the naive JS
 // reference: duplicate and padded gather indices, labels at the vocabulary
-// edges, the eps parameter.
+// edges, the eps parameter, and the log-normalizer label (-logsumexp: a
+// label's raw logit is its column minus that one).
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { programs } = require('../dist/hlo');
+const { programs, LOG_NORMALIZER_LABEL } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 
 const TOL = 1e-5;
@@ -93,6 +94,37 @@ test('larger vocabulary and sharper logits', async (t) => {
   const d = realRowsDiff(out, expect, gatherIndices, labels.length);
   t.ok(d <= TOL, `vs reference: ${d.toExponential(2)}`);
   t.ok(out.every(Number.isFinite), 'finite');
+});
+
+test('the log-normalizer label reads -logsumexp: label logprob minus it is the raw logit, the other columns unchanged', async (t) => {
+  const [T, Dm, V] = [9, 16, 300];
+  const gatherIndices = [8, 0, 4, -1];
+  const plain = [17, 0, V - 1];
+  const labels = [...plain, LOG_NORMALIZER_LABEL];
+  t.equal(LOG_NORMALIZER_LABEL, -1, 'the log-normalizer label is -1 (no token id)');
+  const x = makeInputs(4, { T, Dm, V }, gatherIndices, labels, 3);
+  const dims = { tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, eps: 1e-6 };
+  const out = await runLmHead({ ...dims, labelCount: labels.length }, x);
+  const without = await runLmHead({ ...dims, labelCount: plain.length }, { ...x, labels: Int32Array.from(plain) });
+  const logits = ref.lmHeadLogits({ ...x, T, Dm, V, eps: 1e-6 });
+  let dLogit = 0;
+  let dSame = 0;
+  let dNorm = 0;
+  for (let i = 0; i < 3; i++) {
+    const row = logits.subarray(i * V, (i + 1) * V);
+    let max = -Infinity;
+    for (const l of row) max = Math.max(max, l);
+    let sum = 0;
+    for (const l of row) sum += Math.exp(l - max);
+    dNorm = Math.max(dNorm, Math.abs(out[i * 4 + 3] + (max + Math.log(sum))));
+    for (let j = 0; j < 3; j++) {
+      dLogit = Math.max(dLogit, Math.abs(out[i * 4 + j] - out[i * 4 + 3] - row[plain[j]]));
+      dSame = Math.max(dSame, Math.abs(out[i * 4 + j] - without[i * 3 + j]));
+    }
+  }
+  t.ok(dNorm <= TOL, `the -1 column is -logsumexp of the row's logits (${dNorm.toExponential(2)})`);
+  t.ok(dLogit <= TOL, `column minus the -1 column is the raw logit (${dLogit.toExponential(2)})`);
+  t.ok(dSame <= 1e-6, `the other columns are the values the program gives without the -1 label (${dSame.toExponential(2)})`);
 });
 
 test('teardown', (t) => {

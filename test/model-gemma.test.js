@@ -12,6 +12,9 @@
 //   item alone as query + item (test/helpers/decoder_reference.py), the
 //   query longer than the windows; serial within 1e-4 of packed and prefix;
 //   cross-request passes (a group axis) the same;
+// - Gemma (1) (no post norms, caps or windows; hidden_act, head_dim^-0.5):
+//   a Hugging Face directory and an F16 GGUF, every plan within 1e-4 of the
+//   same reference;
 // - Gemma 3 with items after a 2,100-token query (positions past 2,000, RoPE
 //   angles where f32 loses 1e-4 radians) and large q/k norms, every plan
 //   within 1e-4 of the reference;
@@ -127,6 +130,29 @@ for (const arch of ['gemma3', 'gemma2']) {
   });
 }
 
+test('gemma (1): no post norms, caps or windows; every plan within 1e-4 of the numpy reference, from safetensors and GGUF', async (t) => {
+  const tiny = makeTinyModel('gemma', 4);
+  const dir = writeTinyHfDir(tiny, path.join(work, 'gemma-hf'), { dtype: 'F32' });
+  const reference = referenceFor(dir);
+  const config = M.loadModelInfo(dir).config;
+  t.equal(config.architecture, 'gemma', 'model_type gemma loads as gemma');
+  t.equal(config.gemma.postNorms, false, 'no post norms');
+  t.equal(config.gemma.attentionScale, Math.fround(16 ** -0.5), 'scores scaled by head_dim^-0.5');
+  t.equal(config.slidingWindow, undefined, 'no window');
+  t.equal(config.gemma.finalSoftcap, undefined, 'no final soft cap');
+  // transformers' GemmaConfig reads the legacy hidden_act "gelu" as the tanh approximation.
+  const legacy = writeTinyHfDir(tiny, path.join(work, 'gemma-gelu'), { dtype: 'F32', config: { hidden_act: 'gelu' } });
+  t.equal(M.loadModelInfo(legacy).config.architecture, 'gemma', 'hidden_act "gelu" loads');
+  t.throws(() => M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma-silu'), { config: { hidden_act: 'silu' } })), /hidden_act "silu" is not supported for gemma/, 'another activation is refused');
+  const events = [];
+  (await checkPlans(t, dir, reference, { log: (e) => events.push(e) }, 'gemma safetensors, CPU forms')).dispose();
+  const loadedEvent = events.find((e) => e.event === 'model_loaded');
+  t.equal(loadedEvent.quantization, `F32 (${tiny.config.numLayers * 9 + 2})`, `the stored types (${loadedEvent.quantization}): no post-norm tensors`);
+  const gguf = writeTinyGguf(tiny, path.join(work, 'gemma.gguf'), { matrixType: 'F16', embeddingType: 'F16' });
+  t.equal(M.loadModelInfo(gguf).config.gemma.postNorms, false, 'GGUF architecture gemma: no post norms');
+  (await checkPlans(t, gguf, reference, JOINT_SQUARE, 'gemma GGUF F16, joint+square')).dispose();
+});
+
 test('gemma3: items after a 2,100-token query (positions past 2,000), every plan within 1e-4 of the reference', async (t) => {
   // An RoPE angle formed in f32 at position p is off by up to p * 2^-24
   // radians (1.2e-4 at 2,000). Gemma 3 270M's q/k norm multipliers reach
@@ -180,12 +206,12 @@ test('config: query_pre_attn_scalar, layer patterns, refusals that list what is 
   t.equal(g2hf.slidingWindow, undefined, 'sliding_window null: no window');
 
   const phi = writeTinyHfDir(makeTinyModel('llama', 1), path.join(work, 'phi'), { config: { model_type: 'phi3' } });
-  t.throws(() => M.loadModelInfo(phi), /model_type "phi3" is not supported by pjrt-score \(supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, gemma3_text\)/, 'HF: unsupported model_type lists the supported ones');
+  t.throws(() => M.loadModelInfo(phi), /model_type "phi3" is not supported by pjrt-score \(supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, gemma3_text\)/, 'HF: unsupported model_type lists the supported ones');
   const g = writeTinyGguf(makeTinyModel('llama', 1), path.join(work, 'phi.gguf'), { metadata: [] });
   const bytes = fs.readFileSync(g);
   bytes.write('phi3 ', bytes.indexOf('llama', 0, 'latin1'), 'latin1');
   fs.writeFileSync(g, bytes);
-  t.throws(() => M.loadModelInfo(g), /GGUF architecture "phi3 " is not supported by pjrt-score \(supported: llama, qwen2, qwen3, gemma2, gemma3\)/, 'GGUF: unsupported architecture lists the supported ones');
+  t.throws(() => M.loadModelInfo(g), /GGUF architecture "phi3 " is not supported by pjrt-score \(supported: llama, qwen2, qwen3, gemma, gemma2, gemma3\)/, 'GGUF: unsupported architecture lists the supported ones');
   const multimodal = writeTinyHfDir(tiny, path.join(work, 'gemma3-mm'), { config: { model_type: 'gemma3', text_config: {} } });
   t.throws(() => M.loadModelInfo(multimodal), /text_config\) is not supported/, 'a multimodal gemma3 config is refused by name');
   t.end();
@@ -201,7 +227,7 @@ test('rerank: the Gemma template is chosen from the vocabulary', (t) => {
   const prefix = resolved.prefixTokens('q', 'i');
   t.equal(prefix[0], 105, 'the prompt opens a <start_of_turn>');
   t.equal(String.fromCharCode(...prefix.slice(1, 6)), 'user\n', '... user turn');
-  const doc = resolved.documentTokens('d');
+  const doc = resolved.documentTokens('d', 'i');
   const tail = doc.slice(-9);
   t.deepEqual(tail.slice(0, 3), [106, 10, 105], 'the document is followed by <end_of_turn>\\n<start_of_turn>');
   t.equal(String.fromCharCode(...tail.slice(3)), 'model\n', '... model\\n, where the answer is read');

@@ -309,11 +309,11 @@ test('GGUF errors: bad magic, unsupported version, truncation, unsupported type,
   iq2File.close();
   throwsMessage(t, () => iq2File.readTensorBytes('blk.0.attn_q.weight'), 'GGUF file iq2.gguf is closed', 'read after close');
 
-  const gemmaBytes = Buffer.from(bytes);
-  const at = gemmaBytes.indexOf('llama', 0, 'latin1');
-  gemmaBytes.write('gemma', at, 'latin1'); // same length: the header stays valid
-  const gemmaFile = M.GgufFile.open(variant('gemma.gguf', gemmaBytes));
-  throwsMessage(t, () => M.configFromGguf(gemmaFile), 'GGUF architecture "gemma" is not supported by pjrt-score (supported: llama, qwen2, qwen3, gemma2, gemma3)', 'unsupported architecture');
+  const bloomBytes = Buffer.from(bytes);
+  const at = bloomBytes.indexOf('llama', 0, 'latin1');
+  bloomBytes.write('bloom', at, 'latin1'); // same length: the header stays valid
+  const bloomFile = M.GgufFile.open(variant('bloom.gguf', bloomBytes));
+  throwsMessage(t, () => M.configFromGguf(bloomFile), 'GGUF architecture "bloom" is not supported by pjrt-score (supported: llama, qwen2, qwen3, gemma, gemma2, gemma3)', 'unsupported architecture');
 
   // Drop a tensor by renaming it (same length keeps every offset valid).
   const missing = tiny.writeTinyGguf(model, path.join(dir, 'missing.gguf'));
@@ -326,7 +326,7 @@ test('GGUF errors: bad magic, unsupported version, truncation, unsupported type,
   const cfg = { ...M.configFromGguf(shapeGguf), intermediateSize: 96 };
   throwsMessage(t, () => M.loadGgufWeights(shapeGguf, cfg), 'GGUF tensor blk.0.ffn_gate.weight has shape [64, 32], expected [96, 32] from the model config', 'wrong shape');
   shapeGguf.close();
-  gemmaFile.close();
+  bloomFile.close();
   t.end();
 });
 

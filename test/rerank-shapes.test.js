@@ -18,7 +18,7 @@ const template = {
   noId: 2,
   prefixTokens: PREFIX,
   documentTokens: (d) => [...ids(` ${d}`), ...SUFFIX],
-  suffixLength: SUFFIX.length,
+  suffixLength: () => SUFFIX.length,
 };
 const ctx = { vocabSize: VOCAB, contextLength: 24, maxItems: 16, maxRequestTokens: 1000, tokenize: ids, addBos: false };
 const Q = 'q'; // the prompt before the document: "<I|q>", 5 tokens; room for 24 - 5 - 2 = 17 document tokens
@@ -37,6 +37,25 @@ test('max_chunks_per_doc: consecutive chunks that fit, at most N, each with the 
   // Scores per item are [no, yes]; the document takes its best chunk.
   const results = rerankResults(r, [[0.7, 0.3], [0.1, 0.9], [0.5, 0.5]]);
   t.deepEqual(results.map((x) => [x.index, x.relevanceScore]), [[0, 0.9], [1, 0.5]], 'the best chunk\'s relevance');
+  t.end();
+});
+
+test("a 'yes-logit' template: the log-normalizer label asked for, the raw logit of yes (rawScores) and its sigmoid, the best chunk's", (t) => {
+  const yesLogit = { ...template, template: { ...template.template, relevance: 'yes-logit' } };
+  const r = normalizeRerankBody({ query: Q, documents: [DOC, 'x'], max_chunks_per_doc: 2 }, yesLogit, ctx);
+  t.deepEqual(r.score.labels, [2, 1, -1], 'labels no, yes and the log-normalizer (-1)');
+  t.equal(r.score.applySoftmax, false, 'probabilities over the vocabulary, not over the labels');
+  // Rows [P(no), P(yes), exp(-logsumexp)]: logit(yes) = log P(yes) + logsumexp.
+  const lse = [3, 2.5, 4];
+  const logits = [1.25, -0.5, 2];
+  const rows = logits.map((z, i) => [0.01, Math.exp(z - lse[i]), Math.exp(-lse[i])]);
+  const raw = rerankResults({ ...r, rawScores: true }, rows);
+  t.deepEqual(raw.map((x) => x.index), [1, 0], 'rawScores: document 1 (logit 2) before document 0 (best chunk logit 1.25)');
+  t.ok(Math.abs(raw[0].relevanceScore - 2) < 1e-12 && Math.abs(raw[1].relevanceScore - 1.25) < 1e-12, 'rawScores: the logit of yes');
+  const sig = (z) => 1 / (1 + Math.exp(-z));
+  const results = rerankResults(r, rows);
+  t.deepEqual(results.map((x) => x.index), [1, 0], 'document 1 (logit 2) before document 0 (best chunk logit 1.25)');
+  t.ok(Math.abs(results[0].relevanceScore - sig(2)) < 1e-12 && Math.abs(results[1].relevanceScore - sig(1.25)) < 1e-12, 'relevance sigmoid(logit of yes)');
   t.end();
 });
 

@@ -42,13 +42,14 @@ export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: numb
 /**
  * What a Gemma decoder adds (transformer.ts): embeddings times
  * `embeddingScale`, a norm after attention and after the MLP (attnPostNorm,
- * ffnPostNorm), GeGLU, scores times `attentionScale`, optional soft-capping
+ * ffnPostNorm) when `postNorms` (Gemma 2 and 3, not Gemma), GeGLU, scores times `attentionScale`, optional soft-capping
  * of the scores and of the final logits, and a RoPE base of its own for the
  * sliding-window layers (the global ones use ropeTheta, positions divided by
  * ropeLinearFactor).
  */
 export interface DecoderGemma {
   readonly embeddingScale: number;
+  readonly postNorms: boolean;
   readonly attentionScale: number;
   readonly attentionSoftcap?: number;
   readonly finalSoftcap?: number;
@@ -136,8 +137,8 @@ export interface DecoderWeightSpec {
   readonly dims: readonly number[];
   /** Carries the layer as its leading dimension (sliced inside the layer loop). */
   readonly perLayer: boolean;
-  /** Exists only for models with this flag set (`gemma`: a Gemma decoder). */
-  readonly onlyWith?: 'attentionBias' | 'qkNorm' | 'gemma';
+  /** Exists only for models with this flag set (`postNorms`: a Gemma decoder with post norms). */
+  readonly onlyWith?: 'attentionBias' | 'qkNorm' | 'postNorms';
   /** When the model ties it to this array (same host tensor), the same buffer is passed twice. */
   readonly tiedTo?: DecoderWeightName;
   readonly source: WeightSource;
@@ -205,8 +206,8 @@ function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
     ]),
     perLayer('wDown', [F, Dm], [{ source: 'wDown', offset: 0 }]),
     // After every other array, so the other families' parameter order is the one it always was.
-    perLayer('attnPostNorm', [Dm], [{ source: 'attnPostNorm', offset: 0 }], 'gemma'),
-    perLayer('ffnPostNorm', [Dm], [{ source: 'ffnPostNorm', offset: 0 }], 'gemma'),
+    perLayer('attnPostNorm', [Dm], [{ source: 'attnPostNorm', offset: 0 }], 'postNorms'),
+    perLayer('ffnPostNorm', [Dm], [{ source: 'ffnPostNorm', offset: 0 }], 'postNorms'),
   ];
 }
 
@@ -243,7 +244,7 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
  * are typed (default u16 bits).
  */
 export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16'): DecoderWeightSpec[] {
-  const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'gemma' ? d.gemma !== undefined : d[spec.onlyWith]));
+  const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'postNorms' ? d.gemma?.postNorms === true : d[spec.onlyWith]));
   const typed: DecoderWeightSpec[] = present.map((spec) => {
     const matrix = isMatrix(spec.name);
     return { ...spec, matrix, elementType: matrix ? matrixElementType(weights, bf16) : 'f32' };

@@ -40,7 +40,7 @@ export type { RowChunking } from './attention-rows';
 export { causalPrefix, causalPrefixAttentionChunked, causalAttentionTag, parseCausalAttentionTag } from './attention-causal-chunks';
 export { causalPrefixAttentionKernel } from './attention-causal-ffi';
 export type { CausalAttention } from './attention-causal-chunks';
-export { lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
+export { LOG_NORMALIZER_LABEL, lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';
 export { programs } from './programs';
 export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './programs';

@@ -2,12 +2,21 @@
  * The LM-head gather: label log-probabilities at a few positions without ever
  * forming logits for every token. Only [K, V] logits exist on the device and
  * only [K, Lb] label log-probabilities leave it.
+ *
+ * A label id of LOG_NORMALIZER_LABEL reads minus the row's logsumexp (the
+ * log-probability a token of logit 0 would have), so that a label's raw
+ * logit is its log-probability minus that column's: every program answers
+ * a caller that needs logits (a reranker whose score is the "Yes" logit)
+ * with the same outputs, one more label.
  */
 
 import { FunctionBuilder } from './builder';
 import { HloValue } from './core';
 import { logsumexp, rmsNorm } from './nn';
 import { HloBuildError, TensorType, formatDims } from './types';
+
+/** The label id whose "log-probability" is -logsumexp(logits) of its row: logit(l) = logprob(l) - logprob(LOG_NORMALIZER_LABEL). */
+export const LOG_NORMALIZER_LABEL = -1;
 
 export interface LabelLogprobInputs {
   /** Hidden states at the scoring positions [K, Dm] (before the final norm). */
@@ -17,9 +26,9 @@ export interface LabelLogprobInputs {
   /** LM head [V, Dm] (the token embedding when tied). */
   lmHead: HloValue;
   /**
-   * Label token ids, each in [0, V) (clamped): s32 [Lb], the same labels for
-   * every row, or s32 [K, Lb], each row its own (rows of different requests
-   * in one pass).
+   * Label token ids, each in [0, V) (clamped; LOG_NORMALIZER_LABEL reads
+   * -logsumexp): s32 [Lb], the same labels for every row, or s32 [K, Lb],
+   * each row its own (rows of different requests in one pass).
    */
   labels: HloValue;
 }
@@ -31,7 +40,7 @@ export interface LmHeadOptions {
   softcap?: number;
 }
 
-/** log_softmax(rmsNorm(rows) @ lmHead^T)[:, labels] -> [K, Lb]. */
+/** log_softmax(rmsNorm(rows) @ lmHead^T)[:, labels] -> [K, Lb] (-logsumexp where a label is LOG_NORMALIZER_LABEL). */
 export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, opts: LmHeadOptions): HloValue {
   const op = 'lmHeadLabelLogprobs';
   const { rows, finalNormWeight, lmHead, labels } = x;
@@ -53,7 +62,10 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   const logits = cap === undefined ? raw : f.multiply(f.tanh(f.divide(raw, cap)), cap);
   const logNormalizer = logsumexp(f, logits, 1); // [K]
   const ids = f.clamp(0, labels, vocab - 1);
-  const labelLogits = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1); // [K, Lb]
+  const gathered = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1); // [K, Lb]
+  // The log-normalizer's column reads a logit of 0 (ids < 0 are no token: only it is negative).
+  const normalizerColumn = f.eq(labels, LOG_NORMALIZER_LABEL);
+  const labelLogits = f.select(perRow ? normalizerColumn : f.broadcastInDim(normalizerColumn, gathered.dims, [1]), f.full(gathered, 0), gathered);
   return f.subtract(labelLogits, f.expandReduced(logNormalizer, labelLogits.dims, [1]));
 }
 

@@ -8,10 +8,10 @@ export type { GemmaParts, SlidingWindow } from './gemma';
 
 /**
  * The decoder families pjrt-score runs: Llama, plus Qwen2 (q/k/v bias),
- * Qwen3 (q/k RMSNorm), Gemma 2 and Gemma 3 (the Gemma parts: gemma.ts).
+ * Qwen3 (q/k RMSNorm), Gemma, Gemma 2 and Gemma 3 (the Gemma parts: gemma.ts).
  */
-export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'gemma2' | 'gemma3';
-export const ARCHITECTURES: readonly Architecture[] = ['llama', 'qwen2', 'qwen3', 'gemma2', 'gemma3'];
+export type Architecture = 'llama' | 'qwen2' | 'qwen3' | 'gemma' | 'gemma2' | 'gemma3';
+export const ARCHITECTURES: readonly Architecture[] = ['llama', 'qwen2', 'qwen3', 'gemma', 'gemma2', 'gemma3'];
 
 /**
  * Hugging Face model_type values and the architecture each loads as: Mistral
@@ -23,6 +23,7 @@ export const HF_MODEL_TYPES: Readonly<Record<string, Architecture>> = {
   mistral: 'llama',
   qwen2: 'qwen2',
   qwen3: 'qwen3',
+  gemma: 'gemma',
   gemma2: 'gemma2',
   gemma3: 'gemma3',
   gemma3_text: 'gemma3',
@@ -101,7 +102,7 @@ export function configFromGguf(file: GgufFile): ModelConfig {
   if (ropeDims !== headDim) {
     throw new GgufError(`GGUF ${k('rope.dimension_count')} is ${ropeDims} but the head dimension is ${headDim}: partial RoPE is not supported`, 'GGUF_UNSUPPORTED');
   }
-  const gemma = architecture === 'gemma2' || architecture === 'gemma3' ? gemmaFromGguf(meta, architecture, headDim, file.path) : undefined;
+  const gemma = architecture === 'gemma' || architecture === 'gemma2' || architecture === 'gemma3' ? gemmaFromGguf(meta, architecture, headDim, file.path) : undefined;
   const ropeScaling = gemma ? undefined : ggufRopeScaling(file, arch, headDim);
   if (gemma && file.tensors.has('rope_freqs.weight')) {
     throw new GgufError(`GGUF file ${file.path}: rope_freqs.weight is not supported for ${arch}`, 'GGUF_UNSUPPORTED');
@@ -189,7 +190,7 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
   if (config.text_config !== undefined) {
     throw new ModelConfigError(`${source}: a multimodal ${String(modelType)} config (text_config) is not supported: load the text-only model (model_type gemma3_text)`);
   }
-  const gemmaArch = architecture === 'gemma2' || architecture === 'gemma3';
+  const gemmaArch = architecture === 'gemma' || architecture === 'gemma2' || architecture === 'gemma3';
   const int = (key: string, fallback?: number): number => {
     const v = config[key] ?? fallback;
     if (typeof v !== 'number' || !Number.isInteger(v) || v <= 0) {
@@ -207,7 +208,7 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
   const hiddenSize = int('hidden_size');
   const numHeads = int('num_attention_heads');
   const numLayers = int('num_hidden_layers');
-  // Gemma2Config and Gemma3TextConfig default to a head dim of 256 and (Gemma 3) a RoPE base of 1e6.
+  // GemmaConfig, Gemma2Config and Gemma3TextConfig default to a head dim of 256 and (Gemma 3) a RoPE base of 1e6.
   const headDim = int('head_dim', gemmaArch ? 256 : hiddenSize / numHeads);
   const fail = (message: string): never => {
     throw new ModelConfigError(message);

@@ -1,5 +1,5 @@
 /**
- * The Gemma family's parts of a model config (Gemma 2 and Gemma 3), read
+ * The Gemma family's parts of a model config (Gemma, Gemma 2, Gemma 3), read
  * from GGUF metadata as llama.cpp writes and reads it, or from a Hugging
  * Face config.json as transformers reads it. What differs from the Llama
  * decoder (docs/models.md, "Architectures"):
@@ -9,10 +9,12 @@
  * - RMSNorm weights used as (1 + w): transformers stores w, llama.cpp's
  *   conversion stores 1 + w; the canonical host layout holds the multiplier
  *   (weights.ts adds the 1 to a Hugging Face file's norms);
- * - four norms per layer (before and after attention, before and after the
- *   MLP), GeGLU (gelu, tanh approximation) instead of SwiGLU;
+ * - GeGLU (gelu, tanh approximation) instead of SwiGLU;
+ * - Gemma 2 and 3: four norms per layer (before and after attention, before
+ *   and after the MLP); Gemma (1) has Llama's two (`postNorms` false);
  * - the score scale query_pre_attn_scalar^-0.5 (llama.cpp, which has no key
  *   for it, uses 1/sqrt(head dim), or 1/sqrt(hidden / heads) for the 27B);
+ *   Gemma (1): 1/sqrt(head dim), as transformers' GemmaAttention;
  * - Gemma 2: attention-logit and final-logit soft-capping (cap * tanh(x / cap));
  * - sliding-window local layers interleaved with global ones (Gemma 2:
  *   layers 0, 2, 4, ... local; Gemma 3: five local then one global), the
@@ -27,6 +29,8 @@ import { ggufRopeBase, ropeFromHf } from './rope-config';
 export interface GemmaParts {
   /** Embeddings are multiplied by this: sqrt(hidden) in the embedding's dtype. */
   readonly embeddingScale: number;
+  /** A norm after attention and after the MLP, before each residual add (Gemma 2 and 3; not Gemma). */
+  readonly postNorms: boolean;
   /** Attention scores are q.k times this. */
   readonly attentionScale: number;
   /** Attention logits soft-capped: cap * tanh(score / cap) (Gemma 2). */
@@ -52,10 +56,10 @@ export interface GemmaConfigPart {
   readonly slidingWindow?: SlidingWindow;
 }
 
-type GemmaArch = 'gemma2' | 'gemma3';
+type GemmaArch = 'gemma' | 'gemma2' | 'gemma3';
 
 /** The local/global pattern transformers and llama.cpp use when the file names none: true = sliding. */
-export function defaultSlidingLayers(arch: GemmaArch, numLayers: number, pattern = arch === 'gemma2' ? 2 : 6): boolean[] {
+export function defaultSlidingLayers(arch: 'gemma2' | 'gemma3', numLayers: number, pattern = arch === 'gemma2' ? 2 : 6): boolean[] {
   // Layer i is local unless it closes a period of `pattern` layers (gemma2: i odd is global).
   return Array.from({ length: numLayers }, (_, i) => (i + 1) % pattern !== 0);
 }
@@ -87,7 +91,7 @@ export function gemmaFromGguf(meta: GgufMetadata, arch: GemmaArch, headDim: numb
   const numLayers = meta.integer(k('block_count'));
   const numHeads = meta.integer(k('attention.head_count'));
   // llama.cpp's rule (it has no key for query_pre_attn_scalar): the 27B models scale by hidden / heads.
-  const is27b = numLayers === (arch === 'gemma2' ? 46 : 62);
+  const is27b = arch !== 'gemma' && numLayers === (arch === 'gemma2' ? 46 : 62);
   const attentionScale = 1 / Math.sqrt(is27b ? Math.floor(hiddenSize / numHeads) : headDim);
   const cap = (key: string): number | undefined => {
     const v = meta.number(k(key), 'optional');
@@ -96,13 +100,18 @@ export function gemmaFromGguf(meta: GgufMetadata, arch: GemmaArch, headDim: numb
   const scaling = meta.string(k('rope.scaling.type'), 'optional');
   const factor = scaling === 'linear' ? meta.number(k('rope.scaling.factor'), 'optional') : undefined;
   if (factor !== undefined && !(factor > 0)) throw new GgufError(`GGUF file ${file}: ${k('rope.scaling.factor')} must be positive, got ${factor}`, 'GGUF_UNSUPPORTED');
+  const theta = ggufRopeBase(meta, k('rope.freq_base'), file);
+  if (arch === 'gemma') {
+    // Gemma (1): no post norms, soft caps or windows; one RoPE base.
+    return { ropeTheta: theta, gemma: { embeddingScale: embeddingScaleIn(hiddenSize, 'F32'), postNorms: false, attentionScale, ropeThetaLocal: theta } };
+  }
   const window = meta.integer(k('attention.sliding_window'), 'optional');
   const pattern = meta.integer(k('attention.sliding_window_pattern'), 'optional');
-  const theta = ggufRopeBase(meta, k('rope.freq_base'), file);
   return {
     ropeTheta: theta,
     gemma: {
       embeddingScale: embeddingScaleIn(hiddenSize, 'F32'),
+      postNorms: true,
       attentionScale,
       ...optional('attentionSoftcap', cap('attn_logit_softcapping')),
       ...optional('finalSoftcap', cap('final_logit_softcapping')),
@@ -116,7 +125,7 @@ export function gemmaFromGguf(meta: GgufMetadata, arch: GemmaArch, headDim: numb
 
 type Json = Record<string, unknown>;
 
-/** Gemma's parts from a Hugging Face config.json (Gemma2Config, Gemma3TextConfig). */
+/** Gemma's parts from a Hugging Face config.json (GemmaConfig, Gemma2Config, Gemma3TextConfig). */
 export function gemmaFromHf(
   config: Json,
   arch: GemmaArch,
@@ -131,6 +140,7 @@ export function gemmaFromHf(
     if (typeof v !== 'number' || !(v > 0)) fail(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
     return v as number;
   };
+  if (arch === 'gemma') return gemma1FromHf(config, sizes, source, fail);
   const gemma2 = arch === 'gemma2';
   const activation = config.hidden_activation ?? config.hidden_act ?? 'gelu_pytorch_tanh';
   if (activation !== 'gelu_pytorch_tanh' && activation !== 'gelu_tanh') {
@@ -157,6 +167,7 @@ export function gemmaFromHf(
     ropeTheta: theta,
     gemma: {
       embeddingScale: embeddingScaleIn(sizes.hiddenSize, sizes.embeddingDtype),
+      postNorms: true,
       attentionScale: Math.fround((positive('query_pre_attn_scalar', 256) ?? sizes.headDim) ** -0.5),
       ...optional('attentionSoftcap', positive('attn_logit_softcapping', gemma2 ? 50 : undefined)),
       ...optional('finalSoftcap', positive('final_logit_softcapping', gemma2 ? 30 : undefined)),
@@ -167,8 +178,35 @@ export function gemmaFromHf(
   };
 }
 
+/**
+ * Gemma (1), as transformers 5's GemmaConfig and GemmaForCausalLM read it:
+ * the activation is `hidden_act` (its legacy value "gelu" means the tanh
+ * approximation, as GemmaConfig rewrites it; `hidden_activation` is not
+ * read), scores scaled by head_dim^-0.5, one RoPE base (default 10,000), no
+ * post norms, soft caps or windows.
+ */
+function gemma1FromHf(config: Json, sizes: { hiddenSize: number; headDim: number; embeddingDtype?: string }, source: string, fail: (message: string) => never): GemmaConfigPart {
+  const activation = config.hidden_act ?? 'gelu_pytorch_tanh';
+  if (activation !== 'gelu_pytorch_tanh' && activation !== 'gelu_tanh' && activation !== 'gelu') {
+    fail(`${source}: hidden_act ${JSON.stringify(activation)} is not supported for gemma (gelu_pytorch_tanh is)`);
+  }
+  if (config.use_bidirectional_attention === true) fail(`${source}: use_bidirectional_attention=true is not supported`);
+  const contextLength = typeof config.max_position_embeddings === 'number' ? config.max_position_embeddings : 0;
+  const rope = ropeFromHf(config, { defaultTheta: 10000, contextLength, source }, fail);
+  if (rope.scaling) fail(`${source}: RoPE scaling ${rope.scaling.type} is not supported for gemma`);
+  return {
+    ropeTheta: rope.theta,
+    gemma: {
+      embeddingScale: embeddingScaleIn(sizes.hiddenSize, sizes.embeddingDtype),
+      postNorms: false,
+      attentionScale: Math.fround(sizes.headDim ** -0.5),
+      ropeThetaLocal: rope.theta,
+    },
+  };
+}
+
 /** `layer_types` (newer configs), else `sliding_window_pattern` (Gemma 3), else the family's default. */
-function hfLayerTypes(config: Json, arch: GemmaArch, numLayers: number, source: string, fail: (message: string) => never): boolean[] {
+function hfLayerTypes(config: Json, arch: 'gemma2' | 'gemma3', numLayers: number, source: string, fail: (message: string) => never): boolean[] {
   const types = config.layer_types;
   if (Array.isArray(types)) {
     if (types.length !== numLayers || types.some((t) => t !== 'sliding_attention' && t !== 'full_attention')) {

@@ -34,11 +34,11 @@ export interface HostLayerWeights {
   /** Per-head RMSNorm weights [D] on q and k: present iff config.qkNorm. */
   readonly qNorm?: HostTensor;
   readonly kNorm?: HostTensor;
-  /** RMSNorm of the attention output before the residual add, [Dm]: present iff config.gemma. */
+  /** RMSNorm of the attention output before the residual add, [Dm]: present iff config.gemma?.postNorms. */
   readonly attnPostNorm?: HostTensor;
   /** RMSNorm before the MLP, [Dm]. */
   readonly ffnNorm: HostTensor;
-  /** RMSNorm of the MLP output before the residual add, [Dm]: present iff config.gemma. */
+  /** RMSNorm of the MLP output before the residual add, [Dm]: present iff config.gemma?.postNorms. */
   readonly ffnPostNorm?: HostTensor;
   /** [F, Dm] */
   readonly wGate: HostTensor;
@@ -87,6 +87,7 @@ export interface WeightSlot {
 export function weightSlots(config: ModelConfig): WeightSlot[] {
   const { hiddenSize: dm, intermediateSize: f, numHeads: hq, numKvHeads: hkv, headDim: d, vocabSize: v } = config;
   const gemma = config.gemma !== undefined;
+  const postNorms = config.gemma?.postNorms === true;
   const slots: WeightSlot[] = [{ globalKey: 'embedding', gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [v, dm] }];
   for (let i = 0; i < config.numLayers; i++) {
     const g = (s: string): string => `blk.${i}.${s}`;
@@ -115,15 +116,15 @@ export function weightSlots(config: ModelConfig): WeightSlot[] {
         layer('kNorm', 'attn_k_norm.weight', 'self_attn.k_norm.weight', [d]),
       );
     }
-    // Gemma's post_attention_layernorm is the norm after attention; Llama's is the one before the MLP.
-    if (gemma) slots.push(layer('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [dm]));
+    // Gemma 2/3's post_attention_layernorm is the norm after attention; Llama's (and Gemma's) the one before the MLP.
+    if (postNorms) slots.push(layer('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [dm]));
     slots.push(
-      layer('ffnNorm', 'ffn_norm.weight', gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [dm]),
+      layer('ffnNorm', 'ffn_norm.weight', postNorms ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [dm]),
       layer('wGate', 'ffn_gate.weight', 'mlp.gate_proj.weight', [f, dm]),
       layer('wUp', 'ffn_up.weight', 'mlp.up_proj.weight', [f, dm]),
       layer('wDown', 'ffn_down.weight', 'mlp.down_proj.weight', [dm, f]),
     );
-    if (gemma) slots.push(layer('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [dm]));
+    if (postNorms) slots.push(layer('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [dm]));
   }
   slots.push({ globalKey: 'finalNorm', gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [dm], ...(gemma ? { hfPlusOne: true } : {}) });
   if (!config.tiedEmbeddings) slots.push({ globalKey: 'lmHead', gguf: 'output.weight', hf: 'lm_head.weight', dims: [v, dm] });

@@ -27,13 +27,23 @@ export type TemplatePiece =
   | { readonly boundary: true }
   | { readonly whenInstruction: readonly TemplatePiece[] };
 
+/**
+ * How a document's relevance is read at the answer position:
+ *   'yes-vs-no'  softmax([no, yes])[yes]; rawScores: logit(yes) - logit(no),
+ *                the log-odds (Qwen3-Reranker, mxbai-rerank-v2);
+ *   'yes-logit'  sigmoid(logit(yes)); rawScores: logit(yes) itself, the raw
+ *                logit over the whole vocabulary (FlagEmbedding's LLM
+ *                reranker: compute_score reports it, sigmoid with normalize).
+ */
+export type RelevanceScale = 'yes-vs-no' | 'yes-logit';
+
 export interface RerankTemplate {
   readonly name: string;
   /** Before the document. */
   readonly prefix: readonly TemplatePiece[];
   /** Text tokenized together with the document, in front of it (a space, so the document's first word keeps its leading space). */
   readonly documentLead: string;
-  /** After the document; the answer is read at its last token. */
+  /** After the document; the answer is read at its last token. Its `instruction` field is the request's. */
   readonly suffix: readonly TemplatePiece[];
   /** The answer strings; each must be one token of the model's vocabulary. */
   readonly yes: string;
@@ -42,6 +52,8 @@ export interface RerankTemplate {
   readonly defaultInstruction: string;
   /** Where the recipe comes from (docs/rerank.md lists them). */
   readonly reference?: string;
+  /** How the relevance is read; default 'yes-vs-no'. */
+  readonly relevance?: RelevanceScale;
 }
 
 /** What a template needs from a tokenizer. */
@@ -59,10 +71,10 @@ export interface ResolvedTemplate {
   readonly noId: number;
   /** The prompt before the document, for one query and instruction. */
   prefixTokens(query: string, instruction: string): number[];
-  /** One document as an item: its tokens (with the lead) followed by the suffix. */
-  documentTokens(document: string): number[];
-  /** Tokens of the suffix that ends every item (never cut by truncation). */
-  readonly suffixLength: number;
+  /** One document as an item: its tokens (with the lead) followed by the suffix for this instruction. */
+  documentTokens(document: string, instruction: string): number[];
+  /** Tokens of the suffix that ends every item for this instruction (never cut by truncation). */
+  suffixLength(instruction: string): number;
 }
 
 export class TemplateError extends Error {
@@ -176,7 +188,30 @@ export const MXBAI_RERANK_V2: RerankTemplate = {
   reference: 'the mxbai-rerank package (PyPI), MxbaiRerankV2',
 };
 
+/** FlagEmbedding's default prompt of its LLM rerankers (decoder_only/base.py), our instruction. */
+const BGE_PROMPT = "Given a query A and a passage B, determine whether the passage contains an answer to the query by providing a prediction of either 'Yes' or 'No'.";
+
+/**
+ * bge-reranker-v2-gemma (BAAI), as FlagEmbedding's FlagLLMReranker builds
+ * it: BOS (the tokenizer's add_bos_token), "A: " + query, "\n", "B: " +
+ * document, "\n", the prompt, each tokenized on its own; the relevance is
+ * the raw logit of "Yes" (compute_score), sigmoid of it with normalize.
+ * The request's instruction is FlagEmbedding's `prompt`.
+ */
+export const BGE_RERANKER_V2_GEMMA: RerankTemplate = {
+  name: 'bge-reranker-v2-gemma',
+  prefix: [{ text: 'A: ' }, { field: 'query' }, { boundary: true }, { text: '\n' }],
+  documentLead: 'B: ',
+  suffix: [{ text: '\n' }, { boundary: true }, { field: 'instruction' }],
+  yes: 'Yes',
+  no: 'No',
+  defaultInstruction: BGE_PROMPT,
+  reference: 'FlagEmbedding (PyPI), FlagLLMReranker',
+  relevance: 'yes-logit',
+};
+
 export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
+  [BGE_RERANKER_V2_GEMMA.name]: BGE_RERANKER_V2_GEMMA,
   [MXBAI_RERANK_V2.name]: MXBAI_RERANK_V2,
   [QWEN3_RERANKER.name]: QWEN3_RERANKER,
   [CHATML_YES_NO.name]: CHATML_YES_NO,
@@ -186,13 +221,14 @@ export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
 
 /**
  * The built-in template for a model, from its name and vocabulary: a model
- * named like mxbai-rerank v2 gets its package's recipe, one named like a
- * Qwen3 reranker that recipe; a ChatML vocabulary the
+ * named like bge-reranker-v2-gemma or mxbai-rerank v2 gets its package's
+ * recipe, one named like a Qwen3 reranker that recipe; a ChatML vocabulary the
  * ChatML judge; Llama 3 header tokens the Llama 3 judge; Gemma's turn tokens
  * the Gemma judge. Anything else must name a template.
  */
 export function chooseTemplate(model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
   const name = model.name.toLowerCase();
+  if (/bge-reranker-v2-gemma/.test(name)) return BGE_RERANKER_V2_GEMMA;
   if (/mxbai-rerank-.*v2/.test(name)) return MXBAI_RERANK_V2;
   if (/rerank/.test(name) && /qwen/.test(name + model.architecture)) return QWEN3_RERANKER;
   if (tokenizer.tokenToId('<|im_start|>') !== undefined && tokenizer.tokenToId('<|im_end|>') !== undefined) return CHATML_YES_NO;
@@ -249,13 +285,18 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
     flush();
     return out;
   };
-  const suffix = render(template.suffix, { query: '', instruction: '' });
+  // The suffix depends on the instruction only: rendered once per instruction (the last one kept).
+  let last: { instruction: string; tokens: number[] } | undefined;
+  const suffix = (instruction: string): number[] => {
+    if (last?.instruction !== instruction) last = { instruction, tokens: render(template.suffix, { query: '', instruction }) };
+    return last.tokens;
+  };
   return {
     template,
     yesId: single(template.yes),
     noId: single(template.no),
     prefixTokens: (query, instruction) => render(template.prefix, { query, instruction }),
-    documentTokens: (document) => [...tokenizer.encode(template.documentLead + document), ...suffix],
-    suffixLength: suffix.length,
+    documentTokens: (document, instruction) => [...tokenizer.encode(template.documentLead + document), ...suffix(instruction)],
+    suffixLength: (instruction) => suffix(instruction).length,
   };
 }

@@ -4,7 +4,10 @@
  * multi-item score request by its template (the prompt up to the document
  * is the shared query; each document with the template's suffix is an
  * item; the labels are the template's "no" and "yes"), and its scores
- * become relevances: softmax([no, yes])[yes], Qwen3-Reranker's recipe.
+ * become relevances: softmax([no, yes])[yes], Qwen3-Reranker's recipe, or
+ * for a template whose relevance is 'yes-logit' (FlagEmbedding's) the raw
+ * logit of "yes", read with the LM head's log-normalizer label
+ * (lib/hlo/lm-head.ts), and its sigmoid.
  *
  * Request spellings (docs/rerank.md has the table):
  *   common     Cohere v1, Jina, vLLM: `documents` (strings, or objects read
@@ -21,7 +24,8 @@
  */
 import { ScoreInputError, describeValue } from './errors';
 import { checkUnicode, FieldNames, NormalizedRequest, normalizeTokenRequest, ScoreRequestContext } from './request';
-import { ResolvedTemplate } from './rerank-template';
+import { LOG_NORMALIZER_LABEL } from '../hlo';
+import { RelevanceScale, ResolvedTemplate } from './rerank-template';
 import {
   positiveCount,
   readMaxTokensPerDoc,
@@ -47,7 +51,12 @@ export interface RerankRequest {
   readonly rankFields?: readonly string[];
   /** Cut documents past the context (truncate.ts); default: such a document is an error. */
   readonly truncate?: TruncateOption;
-  /** Relevance as the log-odds of yes against no (the logit difference, what mxbai-rerank reports) instead of the probability; default false. */
+  /**
+   * The template's raw score instead of a probability; default false. Most
+   * templates: the log-odds of yes against no (the logit difference, what
+   * mxbai-rerank reports); bge-reranker-v2-gemma: the logit of "Yes" (what
+   * FlagEmbedding's compute_score reports; the default is its sigmoid).
+   */
   readonly rawScores?: boolean;
 }
 
@@ -69,8 +78,10 @@ export interface NormalizedRerank {
   readonly itemDocument: readonly number[];
   readonly topN: number;
   readonly returnDocuments: boolean;
-  /** TEI's raw_scores (the library's rawScores): log-odds of yes against no instead of a probability. */
+  /** TEI's raw_scores (the library's rawScores): the template's raw score instead of a probability. */
   readonly rawScores: boolean;
+  /** How the scores become relevances (the template's). */
+  readonly relevance: RelevanceScale;
   /** Documents split into chunks by max_chunks_per_doc (their indices). */
   readonly chunkedDocuments: readonly number[];
 }
@@ -78,7 +89,7 @@ export interface NormalizedRerank {
 export interface RerankResult {
   /** Index of the document in the request. */
   readonly index: number;
-  /** P(yes) / (P(yes) + P(no)) at the answer position (the best chunk's); log-odds when rawScores. */
+  /** P(yes) / (P(yes) + P(no)) at the answer position (the best chunk's); log-odds when rawScores (the template's scale: RelevanceScale). */
   readonly relevanceScore: number;
   /** The ranked text. */
   readonly document?: string;
@@ -229,16 +240,20 @@ function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: Re
   documents.forEach((d, i) => checkUnicode(d, `${names.documents}[${i}]`, names.documents));
   const bos = ctx.addBos && ctx.bosTokenId !== undefined ? [ctx.bosTokenId] : [];
   const query = [...bos, ...template.prefixTokens(raw.query, instruction)];
-  let items = documents.map((d) => template.documentTokens(d));
+  let items = documents.map((d) => template.documentTokens(d, instruction));
   let itemDocument = documents.map((_, i) => i);
   const chunkedDocuments: number[] = [];
-  if (maxChunks !== undefined) ({ items, itemDocument } = chunkItems(items, query.length, template.suffixLength, maxChunks, ctx.contextLength, chunkedDocuments));
-  const score = normalizeTokenRequest(
-    { query, items, labels: [template.noId, template.yesId], applySoftmax: true, tail: template.suffixLength, ...(raw.truncation ? { truncation: raw.truncation } : {}) },
+  const tail = template.suffixLength(instruction);
+  if (maxChunks !== undefined) ({ items, itemDocument } = chunkItems(items, query.length, tail, maxChunks, ctx.contextLength, chunkedDocuments));
+  const relevance = template.template.relevance ?? 'yes-vs-no';
+  const yesNo = normalizeTokenRequest(
+    { query, items, labels: [template.noId, template.yesId], applySoftmax: relevance === 'yes-vs-no', tail, ...(raw.truncation ? { truncation: raw.truncation } : {}) },
     scoreNames(names),
     ctx,
   );
-  return { dialect, score, documents, originals, itemDocument, topN, returnDocuments, rawScores, chunkedDocuments };
+  // 'yes-logit': a third column, the log-normalizer (its "probability" exp(-logsumexp)), not a token.
+  const score = relevance === 'yes-logit' ? { ...yesNo, labels: [...yesNo.labels, LOG_NORMALIZER_LABEL] } : yesNo;
+  return { dialect, score, documents, originals, itemDocument, topN, returnDocuments, rawScores, relevance, chunkedDocuments };
 }
 
 /**
@@ -324,25 +339,38 @@ function optionalFlag(value: unknown, param: string): boolean | undefined {
 }
 
 /**
- * Scores ([no, yes] probabilities per item, softmaxed over the two) to
- * results sorted by relevance, best first (ties: request order), cut to
- * topN. A chunked document takes its best chunk's relevance.
+ * One item's relevance from its score row. 'yes-vs-no': [no, yes]
+ * softmaxed over the two. 'yes-logit': [P(no), P(yes), exp(-logsumexp)]
+ * over the vocabulary, so log P(yes) - log of the third is the logit of yes.
+ */
+function relevanceOf(request: NormalizedRerank, row: readonly number[]): number {
+  const [no, yes] = row;
+  if (request.relevance === 'yes-logit') {
+    const logit = Math.log(yes) - Math.log(row[2]);
+    return request.rawScores ? logit : 1 / (1 + Math.exp(-logit));
+  }
+  return request.rawScores ? Math.log(yes) - Math.log(no) : yes;
+}
+
+/**
+ * Scores (a row per item, as `score` asked: relevanceOf) to results sorted
+ * by relevance, best first (ties: request order), cut to topN. A chunked
+ * document takes its best chunk's relevance.
  */
 export function rerankResults(request: NormalizedRerank, scores: readonly (readonly number[])[]): RerankResult[] {
   const best = new Array<number>(request.documents.length).fill(-Infinity);
-  const rows = new Array<readonly number[] | undefined>(request.documents.length);
+  const seen = new Array<boolean>(request.documents.length).fill(false);
   scores.forEach((row, item) => {
     const d = request.itemDocument[item];
-    if (row[1] > best[d] || rows[d] === undefined) {
-      best[d] = row[1];
-      rows[d] = row;
+    const relevance = relevanceOf(request, row);
+    if (relevance > best[d] || !seen[d]) {
+      best[d] = relevance;
+      seen[d] = true;
     }
   });
   const results = request.documents.map((text, index): RerankResult => {
-    const row = rows[index];
-    if (row === undefined) throw new Error(`internal: no score for document ${index}`);
-    const [no, yes] = row;
-    const relevanceScore = request.rawScores ? Math.log(yes) - Math.log(no) : yes;
+    if (!seen[index]) throw new Error(`internal: no score for document ${index}`);
+    const relevanceScore = best[index];
     return { index, relevanceScore, ...(request.returnDocuments ? { document: text, original: request.originals[index] } : {}) };
   });
   results.sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);

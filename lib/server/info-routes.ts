@@ -18,7 +18,7 @@ export interface ModelObject {
   readonly max_model_len: number;
   /** The model's context in tokens (max_model_len's value, under the name other servers use). */
   readonly context_length: number;
-  /** Its architecture: llama, qwen2, qwen3, gemma2, gemma3. */
+  /** Its architecture: llama, qwen2, qwen3, gemma, gemma2, gemma3. */
   readonly family?: string;
   /** Its stored tensor types by count, most first. */
   readonly quantization?: string;

@@ -108,6 +108,23 @@ function lmHeadGather({ hidden, gatherIndices, finalNormWeight, lmHead, labels, 
   const K = gatherIndices.length;
   const Lb = labels.length;
   const out = new Float64Array(K * Lb);
+  const all = lmHeadLogits({ hidden, gatherIndices, finalNormWeight, lmHead, T, Dm, V, eps });
+  for (let i = 0; i < K; i++) {
+    const logits = all.subarray(i * V, (i + 1) * V);
+    let max = -Infinity;
+    for (const l of logits) max = Math.max(max, l);
+    let sum = 0;
+    for (const l of logits) sum += Math.exp(l - max);
+    const lse = max + Math.log(sum);
+    for (let j = 0; j < Lb; j++) out[i * Lb + j] = logits[labels[j]] - lse;
+  }
+  return out;
+}
+
+/** The raw logits [K, V] of the gathered rows: rmsnorm(hidden[clamp(idx)]) * w @ lmHead^T. */
+function lmHeadLogits({ hidden, gatherIndices, finalNormWeight, lmHead, T, Dm, V, eps }) {
+  const K = gatherIndices.length;
+  const out = new Float64Array(K * V);
   for (let i = 0; i < K; i++) {
     const t = Math.min(Math.max(gatherIndices[i], 0), T - 1);
     let ms = 0;
@@ -115,18 +132,11 @@ function lmHeadGather({ hidden, gatherIndices, finalNormWeight, lmHead, labels, 
     const inv = 1 / Math.sqrt(ms / Dm + eps);
     const x = new Float64Array(Dm);
     for (let d = 0; d < Dm; d++) x[d] = hidden[t * Dm + d] * inv * finalNormWeight[d];
-    const logits = new Float64Array(V);
     for (let vv = 0; vv < V; vv++) {
       let s = 0;
       for (let d = 0; d < Dm; d++) s += x[d] * lmHead[vv * Dm + d];
-      logits[vv] = s;
+      out[i * V + vv] = s;
     }
-    let max = -Infinity;
-    for (const l of logits) max = Math.max(max, l);
-    let sum = 0;
-    for (const l of logits) sum += Math.exp(l - max);
-    const lse = max + Math.log(sum);
-    for (let j = 0; j < Lb; j++) out[i * Lb + j] = logits[labels[j]] - lse;
   }
   return out;
 }
@@ -201,4 +211,4 @@ function closeProbabilities(a, b, rel = PROGRAM_REL) {
   return { ok: worst <= 1, worst };
 }
 
-module.exports = { denseAttention, factoredAttention, lmHeadGather, rng, randomF32, maxAbsDiff, closeRel, closeProbabilities };
+module.exports = { denseAttention, factoredAttention, lmHeadGather, lmHeadLogits, rng, randomF32, maxAbsDiff, closeRel, closeProbabilities };

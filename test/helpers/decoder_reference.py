@@ -1,6 +1,6 @@
 """A float64 forward pass of a decoder-only model, in numpy, from a Hugging
 Face directory (config.json + *.safetensors), written from the model
-definitions (transformers' Llama/Mistral, Gemma 2 and Gemma 3 text models)
+definitions (transformers' Llama/Mistral, Gemma, Gemma 2 and Gemma 3 text models)
 and independent of lib/. Each sequence runs alone, with the plain causal
 mask and the layer's sliding window: the standalone sequence the scorer's
 plans must reproduce.
@@ -29,11 +29,11 @@ Definitions (HF, the parts that differ between families):
   embeddings * normalizer (Gemma: sqrt(hidden) rounded to the embedding dtype)
   RMSNorm x / sqrt(mean(x^2) + eps) * w (Gemma: * (1 + w))
   layer: h += post_attn_norm(attn(in_norm(h)));  h += post_ffw_norm(mlp(pre_ffw_norm(h)))
-         (Llama: no post norms; its post_attention_layernorm is the pre-MLP norm)
+         (Llama and Gemma (1): no post norms; their post_attention_layernorm is the pre-MLP norm)
   q, k: per-head RMSNorm (Gemma 3), then RoPE rotate_half with the layer's base
         (Gemma 3 sliding layers: rope_local_base_freq, unscaled; global: rope_theta,
         linear scaling divides positions by the factor)
-  scores = q.k * scaling (Gemma: query_pre_attn_scalar^-0.5), soft-capped
+  scores = q.k * scaling (Gemma 2/3: query_pre_attn_scalar^-0.5; Gemma: head_dim^-0.5), soft-capped
         cap * tanh(s / cap) (Gemma 2), key k visible from query q iff k <= q and
         q - k < window on sliding layers
   mlp: down(act(gate x) * up x), act silu (Llama) or gelu tanh (Gemma)
@@ -105,7 +105,8 @@ class Model:
             c = json.load(fh)
         self.c = c
         kind = c["model_type"]
-        self.gemma = kind in ("gemma2", "gemma3", "gemma3_text")
+        self.gemma = kind in ("gemma", "gemma2", "gemma3", "gemma3_text")
+        self.post_norms = self.gemma and kind != "gemma"
         self.gemma3 = kind in ("gemma3", "gemma3_text")
         self.t = read_safetensors(directory, self.dtype)
         self.hidden = c["hidden_size"]
@@ -117,7 +118,7 @@ class Model:
         embed, embed_dtype = self.t["model.embed_tokens.weight"]
         self.embed = embed
         self.normalizer = round_to(math.sqrt(self.hidden), embed_dtype) if self.gemma else 1.0
-        self.scaling = (c.get("query_pre_attn_scalar") or self.head_dim) ** -0.5 if self.gemma else self.head_dim ** -0.5
+        self.scaling = (c.get("query_pre_attn_scalar") or self.head_dim) ** -0.5 if self.post_norms else self.head_dim ** -0.5
         self.attn_cap = c.get("attn_logit_softcapping")
         self.final_cap = c.get("final_logit_softcapping")
         window = c.get("sliding_window")
@@ -245,7 +246,7 @@ def attend(model, q, k, v, visible):
 def rest_of_layer(model, h, out, p):
     # out [..., T, Hq, D]: the attention output; the residual adds and the MLP
     a = model.project(out.reshape(*out.shape[:-2], -1), p + "self_attn.o_proj.weight")
-    if model.gemma:
+    if model.post_norms:
         h = model.add(h, model.norm(a, p + "post_attention_layernorm.weight"))
         x = model.norm(h, p + "pre_feedforward_layernorm.weight")
     else:
@@ -253,7 +254,7 @@ def rest_of_layer(model, h, out, p):
         x = model.norm(h, p + "post_attention_layernorm.weight")
     gate, up = model.project(x, p + "mlp.gate_proj.weight"), model.project(x, p + "mlp.up_proj.weight")
     m = model.project(model.back(model.act(model.at("mlp", gate)) * model.at("mlp", up)), p + "mlp.down_proj.weight")
-    if model.gemma:
+    if model.post_norms:
         m = model.norm(m, p + "post_feedforward_layernorm.weight")
     return model.add(h, m)
 

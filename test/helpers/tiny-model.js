@@ -10,7 +10,8 @@
  *              with a window of 3 and RoPE base 10,000, then 1 global with base
  *              1e6 and linear RoPE scaling 2), q/k norms, head dim 16; gemma2:
  *              3 layers (local, global, local; window 4), attention soft cap 2
- *              and final soft cap 3, so that windows and caps change the numbers.
+ *              and final soft cap 3, so that windows and caps change the numbers;
+ *              gemma (Gemma 1): 2 layers, head dim 16, no post norms, caps or windows.
  *              Gemma's 2-D weights are f16-representable (an F16 file holds them
  *              exactly); its norm weights are the multipliers (llama.cpp's 1 + w;
  *              the Hugging Face writer stores w).
@@ -333,12 +334,16 @@ const ARCH_CONFIGS = {
   qwen3: { ropeTheta: 1000000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: true },
   gemma3: {
     ropeTheta: 1000000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: true, numLayers: 6,
-    gemma: { attentionScale: 0.25, ropeThetaLocal: 10000, ropeLinearFactor: 2 },
+    gemma: { postNorms: true, attentionScale: 0.25, ropeThetaLocal: 10000, ropeLinearFactor: 2 },
     slidingWindow: { window: 3, layers: [true, true, true, true, true, false] },
+  },
+  gemma: {
+    ropeTheta: 10000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: false,
+    gemma: { postNorms: false, attentionScale: 0.25, ropeThetaLocal: 10000 },
   },
   gemma2: {
     ropeTheta: 10000, rmsEps: 1e-6, headDim: 8, tiedEmbeddings: true, attentionBias: false, qkNorm: false, numLayers: 3,
-    gemma: { attentionScale: 1 / Math.sqrt(8), attentionSoftcap: 2, finalSoftcap: 3, ropeThetaLocal: 10000 },
+    gemma: { postNorms: true, attentionScale: 1 / Math.sqrt(8), attentionSoftcap: 2, finalSoftcap: 3, ropeThetaLocal: 10000 },
     slidingWindow: { window: 4, layers: [true, false, true] },
   },
 };
@@ -373,7 +378,7 @@ function makeTinyModel(arch = 'llama', seed = 1) {
   };
   if (a.gemma) {
     config.gemma = { embeddingScale: Math.fround(Math.sqrt(config.hiddenSize)), ...a.gemma };
-    config.slidingWindow = a.slidingWindow;
+    if (a.slidingWindow) config.slidingWindow = a.slidingWindow;
   }
   const rng = prng(seed * 7919 + arch.length);
   // Values are rounded to f32 so an F32 file holds them exactly (Gemma's matrices to f16, for an F16 file).
@@ -391,7 +396,7 @@ function makeTinyModel(arch = 'llama', seed = 1) {
     if (config.attentionBias) Object.assign(layer, { bq: bias(Hq * D), bk: bias(Hkv * D), bv: bias(Hkv * D) });
     if (config.qkNorm) Object.assign(layer, { qNorm: norm(D), kNorm: norm(D) });
     Object.assign(layer, { ffnNorm: norm(Dm), wGate: matrix(F, Dm), wUp: matrix(F, Dm), wDown: matrix(Dm, F) });
-    if (config.gemma) Object.assign(layer, { attnPostNorm: norm(Dm), ffnPostNorm: norm(Dm) });
+    if (config.gemma?.postNorms) Object.assign(layer, { attnPostNorm: norm(Dm), ffnPostNorm: norm(Dm) });
     layers.push(layer);
   }
   const weights = {
@@ -423,6 +428,7 @@ function llamaCppPermute(values, heads, cols) {
 function tensorTable(config) {
   const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
   const gemma = config.gemma !== undefined;
+  const postNorms = config.gemma?.postNorms === true;
   const list = [{ get: (w) => w.embedding, gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [V, Dm] }];
   for (let l = 0; l < config.numLayers; l++) {
     // Gemma's norms: the Hugging Face file holds w for a multiplier of 1 + w (hfMinusOne).
@@ -444,14 +450,14 @@ function tensorTable(config) {
     if (config.qkNorm) {
       list.push(t('qNorm', 'attn_q_norm.weight', 'self_attn.q_norm.weight', [D]), t('kNorm', 'attn_k_norm.weight', 'self_attn.k_norm.weight', [D]));
     }
-    if (gemma) list.push(t('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [Dm]));
+    if (postNorms) list.push(t('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [Dm]));
     list.push(
-      t('ffnNorm', 'ffn_norm.weight', gemma ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [Dm]),
+      t('ffnNorm', 'ffn_norm.weight', postNorms ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [Dm]),
       t('wGate', 'ffn_gate.weight', 'mlp.gate_proj.weight', [F, Dm]),
       t('wUp', 'ffn_up.weight', 'mlp.up_proj.weight', [F, Dm]),
       t('wDown', 'ffn_down.weight', 'mlp.down_proj.weight', [Dm, F]),
     );
-    if (gemma) list.push(t('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [Dm]));
+    if (postNorms) list.push(t('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [Dm]));
   }
   list.push({ get: (w) => w.finalNorm, gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [Dm], hfMinusOne: gemma });
   if (!config.tiedEmbeddings) list.push({ get: (w) => w.lmHead, gguf: 'output.weight', hf: 'lm_head.weight', dims: [V, Dm] });
@@ -541,7 +547,7 @@ function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1, config: overrid
   const { config: c } = model;
   fs.mkdirSync(dir, { recursive: true });
   const hfConfig = {
-    architectures: [{ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', gemma2: 'Gemma2ForCausalLM', gemma3: 'Gemma3ForCausalLM' }[model.arch]],
+    architectures: [{ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', gemma: 'GemmaForCausalLM', gemma2: 'Gemma2ForCausalLM', gemma3: 'Gemma3ForCausalLM' }[model.arch]],
     model_type: model.arch,
     vocab_size: c.vocabSize,
     hidden_size: c.hiddenSize,
@@ -560,7 +566,10 @@ function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1, config: overrid
     torch_dtype: { F32: 'float32', F16: 'float16', BF16: 'bfloat16' }[dtype],
   };
   const g = c.gemma;
-  if (g) {
+  if (g && model.arch === 'gemma') {
+    // transformers' GemmaConfig keys: the activation is hidden_act; no caps, windows or query_pre_attn_scalar.
+    Object.assign(hfConfig, { model_type: 'gemma', hidden_act: 'gelu_pytorch_tanh' });
+  } else if (g) {
     // transformers' Gemma2Config / Gemma3TextConfig keys.
     Object.assign(hfConfig, {
       model_type: model.arch === 'gemma3' ? 'gemma3_text' : 'gemma2',
