@@ -23,7 +23,8 @@ a request: { "query": [ids], "items": [[ids]], "labelTokenIds": [ids], "applySof
 
 Before any time counts, `timed` is scored in each precision and its label
 probabilities compared with `reference`; outside the gate the script exits 2
-and says so. Then per precision: `warm` once (untimed), `timed` once, timed.
+and says so. Then per precision: `warm` once (untimed), then `timed` three
+times, timed, the median kept.
 Writes one JSON line: { torch, transformers, threads, load_seconds, precisions: {p: {seconds, max_diff, mean_diff, max_relative_diff}} }.
 """
 import json
@@ -35,6 +36,12 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+
+# The timed request is run this many times and the median kept: torch's OpenMP threads lose far more
+# than XLA's pool to a moment of a shared machine's load (a 0.9 s request once took 13 s), so the
+# peer gets its typical time, not its unlucky one; our side is timed once.
+TIMED_RUNS = 3
 
 
 def load(path):
@@ -53,6 +60,15 @@ def load(path):
     return model.eval()
 
 
+def _read_only_update(layer):
+    keys, values = layer.keys, layer.values
+
+    def update(key_states, value_states, *args, **kwargs):
+        return torch.cat([keys, key_states], dim=-2), torch.cat([values, value_states], dim=-2)
+
+    return update
+
+
 def score(model, request):
     """Label probabilities [items][labels] of one request (see the module's docstring)."""
     dtype = next(model.parameters()).dtype
@@ -69,10 +85,13 @@ def score(model, request):
     with torch.inference_mode():
         prefix = model.model(input_ids=query, use_cache=True)
         cache = prefix.past_key_values
-        # The query's K/V once, seen by every item: an expanded view (stride 0 over the items).
+        # The query's K/V once, seen by every item: an expanded view (stride 0 over the items). Each
+        # layer's update returns the query's K/V then the items' (what attention needs) without keeping
+        # them: kept, 30 layers of [items, heads, P + L, D] would not fit the target's 500 items.
         for layer in cache.layers:
             layer.keys = layer.keys.expand(n, -1, -1, -1)
             layer.values = layer.values.expand(n, -1, -1, -1)
+            layer.update = _read_only_update(layer)
         mask = torch.cat([torch.ones((n, P), dtype=torch.long), (torch.arange(width)[None, :] < lengths[:, None]).long()], dim=1)
         positions = torch.arange(P, P + width, dtype=torch.long)[None, :].expand(n, -1)
         out = model.model(
@@ -131,9 +150,13 @@ def main():
         result["precisions"][p] = entry
     for p, model in models.items():
         score(model, job["warm"])
-        t1 = time.perf_counter()
-        score(model, job["timed"])
-        result["precisions"][p]["seconds"] = time.perf_counter() - t1
+        times = []
+        for _ in range(TIMED_RUNS):
+            t1 = time.perf_counter()
+            score(model, job["timed"])
+            times.append(time.perf_counter() - t1)
+        result["precisions"][p]["seconds"] = sorted(times)[len(times) // 2]
+        result["precisions"][p]["all_seconds"] = times
     print(json.dumps(result))
 
 
