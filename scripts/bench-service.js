@@ -10,7 +10,8 @@
 // waiting requests into one Scorer call), and "small-10" (a 300-token query
 // of its own per request, 10 items x 10 tokens: the bench's small workload),
 // "pr" (SGLang's PR workload: a 300-token query of its own per request, 10
-// items x 20 tokens), and "overhead" (a short query, `items: []`: nothing
+// items x 20 tokens), "pr-repeat" (the PR shape with one query for every
+// request, its items fresh: the prefix cache's case), and "overhead" (a short query, `items: []`: nothing
 // runs on the device, so it measures the HTTP layer, validation, queue,
 // logging and metrics alone).
 // Writes bench-results/service.json (--out names another file there).
@@ -24,7 +25,9 @@
 // servers to start and compare, steps interleaved so the machine's load
 // falls on all alike: `current` is this checkout's `pjrt-score serve`,
 // `cross` the same with `--batching cross-request` (distinct queries share
-// device passes),
+// device passes), `nocache` the same with `--prefix-cache-bytes 0` (no query
+// K/V kept across requests; against `current` on pr-repeat it shows what the
+// prefix cache gives),
 // `fastify` this checkout's routes mounted in examples/fastify.js, and
 // `baseline` `pjrt-score serve` from --baseline-ref REF, a git commit that
 // is extracted and compiled into the temp directory), --rounds N (each step
@@ -35,6 +38,15 @@
 // on a slow or loaded machine a request takes seconds, and whole cycles
 // compare better than a cut-off step), --timeout-ms MS (the servers' own
 // request deadline; default theirs, 30 s).
+//
+// Each row also counts the server's prefix-cache hits and misses in the step
+// (/metrics).
+//
+// The PR shape at 1, 4 and 16 callers, batching on vs off, and one repeated
+// query with the prefix cache on vs off (docs/performance.md, "The service
+// on the PR shape"):
+//   node scripts/bench-service.js --servers current,cross,nocache --workload pr,pr-repeat --concurrency 1,4,16 \
+//     --per-worker 2 --timeout-ms 600000 --out service-pr.json
 //
 // Cross-request batching, batching on vs off (docs/performance.md):
 //   node scripts/bench-service.js --servers current,cross --workload pr --concurrency 8,16 --per-worker 3 --rounds 2 \
@@ -74,8 +86,8 @@ function options() {
   });
   if (values.help) {
     console.log(
-      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,pr,overhead] [--url URL]\n' +
-        '                                     [--servers current,cross,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
+      'Usage: node scripts/bench-service.js [--duration S] [--concurrency 1,4,16] [--items N] [--workload distinct,shared,small-10,pr,pr-repeat,overhead] [--url URL]\n' +
+        '                                     [--servers current,cross,nocache,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
         '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]\n' +
         '       node scripts/bench-service.js --load open [--rates 2,4] [--sweep 6,8] [--duration S] [--warm S] [--tolerance 0.03] [--p99-ms 100]\n' +
         '                                     [--serve-args "..."] [--url URL --model PATH] [--out FILE] (scripts/bench/open-loop.js)',
@@ -125,6 +137,11 @@ function makeBody(workload, serial, itemCount) {
     const r = workloadRequest(WORKLOADS[workload], serial);
     return JSON.stringify({ query: r.query, items: r.items, label_token_ids: r.labelTokenIds });
   }
+  if (workload === 'pr-repeat') {
+    // One query for every request (variant 0's), the items of this request's own variant.
+    const r = workloadRequest(WORKLOADS.pr, serial);
+    return JSON.stringify({ query: workloadRequest(WORKLOADS.pr, 0).query, items: r.items, label_token_ids: r.labelTokenIds });
+  }
   const query = workload === 'shared' ? 'Is the following a kind of fruit? Answer yes or no:' : `Question ${serial % 1000}: is the following a kind of fruit? Answer yes or no:`;
   const items = Array.from({ length: itemCount }, (_, i) => ` a ${NOUNS[(serial + i) % NOUNS.length]}`);
   return JSON.stringify({ query, items, label_token_ids: [YES, NO], apply_softmax: true });
@@ -133,12 +150,13 @@ function makeBody(workload, serial, itemCount) {
 /** Items per request of a workload. */
 function itemsOf(workload, itemCount) {
   if (workload === 'overhead') return 0;
+  if (workload === 'pr-repeat') return WORKLOADS.pr.items;
   return WORKLOADS[workload] ? WORKLOADS[workload].items : itemCount;
 }
 
 /** The --warmup spec of the workloads that have fixed shapes (query x item tokens x items), plus the default shapes. */
 function warmupSpec(workloads) {
-  const fixed = workloads.filter((w) => WORKLOADS[w]).map((w) => `${WORKLOADS[w].queryTokens}x${WORKLOADS[w].itemTokens}x${WORKLOADS[w].items}`);
+  const fixed = workloads.map((w) => WORKLOADS[w === 'pr-repeat' ? 'pr' : w]).filter(Boolean).map((w) => `${w.queryTokens}x${w.itemTokens}x${w.items}`);
   return ['16x8x4', '32x16x20', ...fixed].join(',');
 }
 
@@ -150,7 +168,9 @@ async function startServer(kind, baselineDir, workloads, timeoutMs) {
       ? [path.join(__dirname, 'bench', 'fastify-serve.js')]
       : kind === 'cross'
         ? [BIN, ...serve, '--batching', 'cross-request']
-        : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, ...serve];
+        : kind === 'nocache'
+          ? [BIN, ...serve, '--prefix-cache-bytes', '0']
+          : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, ...serve];
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   return { child, url: await serverReady(child) };
 }
@@ -215,7 +235,9 @@ async function step(url, workload, concurrency, duration, itemCount, perWorker =
   const calls = metric(after, 'pjrt_score_backend_calls_total') - metric(before, 'pjrt_score_backend_calls_total');
   const served = metric(after, 'pjrt_score_backend_call_requests_total') - metric(before, 'pjrt_score_backend_call_requests_total');
   const passes = metric(after, 'pjrt_score_device_passes_total') - metric(before, 'pjrt_score_device_passes_total');
-  return { workload, concurrency, latencies, seconds, calls, served, passes, errorsByStatus: errors, items: latencies.length * itemsOf(workload, itemCount) };
+  const hits = metric(after, 'pjrt_score_prefix_cache_hits_total') - metric(before, 'pjrt_score_prefix_cache_hits_total');
+  const misses = metric(after, 'pjrt_score_prefix_cache_misses_total') - metric(before, 'pjrt_score_prefix_cache_misses_total');
+  return { workload, concurrency, latencies, seconds, calls, served, passes, hits, misses, errorsByStatus: errors, items: latencies.length * itemsOf(workload, itemCount) };
 }
 
 function round(x, digits) {
@@ -237,7 +259,7 @@ async function main() {
     // One unmeasured pass per server so every bucket the workload touches is compiled.
     for (const server of servers) for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), opts.warm, opts.items);
     console.log(`load average before the measured steps: ${require('node:os').loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-    console.log('server      workload  conc   req/s  items/s   p50 ms   p99 ms  errors  req/call  req/pass');
+    console.log('server      workload   conc   req/s  items/s   p50 ms   p99 ms  errors  req/call  req/pass  cache hits/misses');
     for (const workload of opts.workloads) {
       for (const concurrency of opts.concurrency) {
         const parts = new Map(servers.map((s) => [s, []]));
@@ -249,8 +271,8 @@ async function main() {
           const r = { server: server.kind, ...merge(parts.get(server)) };
           rows.push(r);
           console.log(
-            `${server.kind.padEnd(10)}  ${workload.padEnd(8)}  ${String(concurrency).padStart(4)}  ${r.reqPerSec.toFixed(2).padStart(6)}  ${r.itemsPerSec.toFixed(1).padStart(7)}  ` +
-              `${r.p50Ms.toFixed(1).padStart(7)}  ${r.p99Ms.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.requestsPerScorerCall).padStart(8)}  ${String(r.requestsPerDevicePass).padStart(8)}`,
+            `${server.kind.padEnd(10)}  ${workload.padEnd(9)}  ${String(concurrency).padStart(4)}  ${r.reqPerSec.toFixed(2).padStart(6)}  ${r.itemsPerSec.toFixed(1).padStart(7)}  ` +
+              `${r.p50Ms.toFixed(1).padStart(7)}  ${r.p99Ms.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}  ${String(r.requestsPerScorerCall).padStart(8)}  ${String(r.requestsPerDevicePass).padStart(8)}  ${`${r.prefixCacheHits}/${r.prefixCacheMisses}`.padStart(17)}`,
           );
         }
       }
@@ -276,6 +298,8 @@ function merge(parts) {
   const calls = parts.reduce((a, p) => a + p.calls, 0);
   const served = parts.reduce((a, p) => a + p.served, 0);
   const passes = parts.reduce((a, p) => a + p.passes, 0);
+  const prefixCacheHits = parts.reduce((a, p) => a + p.hits, 0);
+  const prefixCacheMisses = parts.reduce((a, p) => a + p.misses, 0);
   const errorsByStatus = {};
   for (const p of parts) for (const [k, v] of Object.entries(p.errorsByStatus)) errorsByStatus[k] = (errorsByStatus[k] || 0) + v;
   return {
@@ -291,6 +315,8 @@ function merge(parts) {
     errorsByStatus,
     requestsPerScorerCall: calls > 0 ? round(served / calls, 2) : null,
     requestsPerDevicePass: passes > 0 ? round(latencies.length / passes, 2) : null,
+    prefixCacheHits,
+    prefixCacheMisses,
   };
 }
 

@@ -4,7 +4,7 @@
 // workloads, against the serial plan (same run) and node-llama-cpp (same GGUF,
 // same machine). Writes bench-results/bench.json and bench-results/bench.svg.
 //
-//   node scripts/bench.js [--skip-llama-cpp] [--skip-rerank] [--workloads small-10,small-100,target,gemma3-target]
+//   node scripts/bench.js [--skip-llama-cpp] [--skip-torch] [--skip-rerank] [--workloads small-10,small-100,target,gemma3-target]
 //                         [--workloads-only]
 //                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
 //                         [--roof-rounds 3] [--roof-paths default,joint] [--roof-only]
@@ -69,6 +69,7 @@ const resultsDir = path.join(root, 'bench-results');
 const { values: args } = parseArgs({
   options: {
     'skip-llama-cpp': { type: 'boolean', default: false },
+    'skip-torch': { type: 'boolean', default: false },
     workloads: { type: 'string', default: 'small-10,small-100,target,gemma3-target' },
     'workloads-only': { type: 'boolean', default: false },
     'serial-subset': { type: 'string', default: '8' },
@@ -262,7 +263,7 @@ async function main() {
   console.log('');
   printWorkloadRows(results);
   if (share) printRoofShare(share);
-  if (shapes) printShapesTable(shapes.rows, shapes.roofs, fmt);
+  if (shapes) printShapesTable(shapes.rows, shapes.roofs, fmt, shapes.peers);
   if (rerank) {
     console.log('');
     console.log(`rerank (template ${rerank.template}; the same request both ways, one run):`);
@@ -299,6 +300,7 @@ function shapesTable(worker, modelPath) {
   for (const n of names) if (!WORKLOADS[n]) throw new Error(`--shapes: unknown workload ${n}; known: ${Object.keys(WORKLOADS).join(', ')}`);
   const precisions = args['shapes-precision'].split(',').filter(Boolean);
   for (const p of precisions) if (!['auto', 'highest', 'bf16', 'default'].includes(p)) throw new Error(`--shapes-precision: ${p} is not a precision`);
+  if (!args['skip-torch'] && !precisions.includes('highest')) throw new Error("--shapes-precision must include highest: the PyTorch peer is checked against it before it is timed (or pass --skip-torch)");
   const itemLimit = args['shapes-items'] !== undefined ? Number(args['shapes-items']) : null;
   if (itemLimit !== null && !(Number.isInteger(itemLimit) && itemLimit >= 1)) throw new Error(`--shapes-items must be a positive integer, got ${args['shapes-items']}`);
   const before = roofs();
@@ -311,15 +313,24 @@ function shapesTable(worker, modelPath) {
     const r = runJson(process.execPath, [path.join(__dirname, 'bench', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(timed)], `shapes: ${w.name} node-llama-cpp (${timed} of ${items} items)`);
     return { ...r, itemSeconds: (r.itemSeconds / r.items) * items, timedItems: r.items, scaled: r.items < items };
   };
-  const rows = runShapesTable({ runJson, worker, llama, roofs: before, shapes: names, precisions, itemLimit });
+  // The PyTorch peer: one Python process per workload (f32 and bf16), checked against our 'highest' run first.
+  const torch = (w, items, reference) => {
+    if (args['skip-torch']) return null;
+    const { runTorchPeer } = require('./bench/torch-peer');
+    process.stderr.write(`[bench] shapes: ${w.name} PyTorch peer (f32, bf16; ${items} items) ...\n`);
+    const r = runTorchPeer({ modelPath, workload: w, items, reference });
+    process.stderr.write(`[bench] shapes: ${w.name} PyTorch peer: f32 ${fmt(r.f32.seconds, 3)} s, bf16 ${fmt(r.bf16.seconds, 3)} s\n`);
+    return r;
+  };
+  const { rows, peers } = runShapesTable({ runJson, worker, llama, torch, roofs: before, shapes: names, precisions, itemLimit });
   const after = roofs();
   const best = { f32: Math.max(before.f32, after.f32), bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null };
   for (const r of rows) {
     r.roof = r.precision === 'bf16' ? best.bf16 : best.f32;
     r.roofFraction = r.roof ? r.gflops / r.roof : null;
   }
-  const table = { roofs: best, roofMeasurements: { before, after }, rows, itemLimit };
-  if (args['shapes-only']) printShapesTable(rows, best, fmt);
+  const table = { roofs: best, roofMeasurements: { before, after }, rows, peers, itemLimit };
+  if (args['shapes-only']) printShapesTable(rows, best, fmt, peers);
   return table;
 }
 

@@ -122,6 +122,32 @@ test('the same request twice gives identical scores', async (t) => {
   }
 });
 
+test('auto with the prefix cache (default options): a repeated query hits it, and its scores equal the serial path', async (t) => {
+  // SGLang's PR shape in token ids: a 300-token query, 10 items of 20 tokens (deterministic ids in [100, 48100)).
+  let x = 12345;
+  const ids = (n) => Array.from({ length: n }, () => ((x = (x * 1103515245 + 12345) % 2 ** 31), 100 + (x % 48000)));
+  const req = { query: ids(300), items: Array.from({ length: 10 }, () => ids(20)), labelTokenIds: [YES, NO] };
+  const counters = () => scorer.stats().prefixCache;
+  const before = counters();
+  const first = await scorer.score(req);
+  const afterFirst = counters();
+  t.equal(afterFirst.hits, before.hits, 'a first-seen query: no hit');
+  t.equal(afterFirst.entries, before.entries + 1, "the first request leaves the query's K/V in the cache");
+  t.ok(/prefix cache holds/.test(scorer.explain(req).reason), `explain prices the repeat as a hit: ${scorer.explain(req).reason}`);
+  const again = await scorer.score(req);
+  const third = await scorer.score(req);
+  const after = counters();
+  t.equal(after.hits, afterFirst.hits + 2, 'each repeat hits the prefix cache');
+  t.equal(after.misses, afterFirst.misses, 'and misses nothing');
+  t.equal(again.algorithm, 'prefix');
+  t.deepEqual(third.scores, again.scores, 'repeats from the cache are bit-identical');
+  const serial = await scorer.score({ ...req, algorithm: 'serial' });
+  for (const [name, r] of [['first', first], ['repeat', again]]) {
+    const d = maxDiff(r.scores, serial.scores);
+    t.ok(d <= 1e-4, `${name} vs serial max |diff| ${d.toExponential(2)}`);
+  }
+});
+
 test('item_first runs the serial path and matches a hand-built sequence', async (t) => {
   const r = await scorer.score({ query: ' is the answer.', items: [' Paris', ' London'], labelTokenIds: [YES, NO], itemFirst: true, algorithm: 'packed' });
   t.equal(r.algorithm, 'serial', 'item_first is served by the serial plan');

@@ -37,6 +37,11 @@ export class PrefixCache {
     return `${prefixBucket}:${queryTokens.join(',')}`;
   }
 
+  /** Whether an entry of this many bytes would be kept (the cache is on and the entry fits in it). */
+  keeps(bytes: number): boolean {
+    return this.maxBytes > 0 && bytes <= this.maxBytes;
+  }
+
   /** Whether an entry exists (does not count as a use). */
   has(key: string): boolean {
     return this.entries.has(key);

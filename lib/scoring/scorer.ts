@@ -38,7 +38,7 @@ import { runPlan } from './run-plan';
 import { batchPrograms, canJoinBatch, makeBatchPlan } from './batch-plan';
 import { runBatchPasses } from './run-batch';
 import { scoresFromLabelLogprobs } from './scores';
-import { choosePlan, CostModel, costModelFor, PlanChoice } from './selector';
+import { choosePlan, CostModel, costModelFor, PlanChoice, QueryInCache } from './selector';
 
 export type {
   AlgorithmChoice,
@@ -563,8 +563,12 @@ export class Scorer implements Disposable {
     this.assertOpen();
     void this.tokenizer;
     const programs = new Map<string, ProgramKey>();
+    // A shape's first request and its repeats (the prefix cache in the price) may take different plans: both compiled.
+    const seen = (held: boolean): QueryInCache => ({ holds: () => held, keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)) });
     for (const s of shapes) {
-      for (const pass of this.planFor(warmupShape(s), s.algorithm).plan.passes) programs.set(programKeyString(pass.program), pass.program);
+      for (const cache of [seen(false), seen(true)]) {
+        for (const pass of this.planFor(warmupShape(s), s.algorithm, cache).plan.passes) programs.set(programKeyString(pass.program), pass.program);
+      }
       if (this.mayJoin(s.algorithm)) for (const program of batchPrograms(warmupShape(s), this.sizing, WARMUP_BATCH_REQUESTS)) programs.set(programKeyString(program), program);
     }
     const items = [...programs.values()].map((program) => ({ key: this.runner.key(program), source: this.runner.source(program) }));
@@ -623,18 +627,33 @@ export class Scorer implements Disposable {
   }
 
   /** The plan of a request of this shape: the one place requests, warmup and explain get plans from. */
-  private planFor(shape: RequestShape, requested: AlgorithmChoice | undefined): PlanChoice {
+  private planFor(shape: RequestShape, requested: AlgorithmChoice | undefined, cache?: QueryInCache): PlanChoice {
     const algorithm = requested ?? this.defaultAlgorithm;
     if (!isAlgorithmChoice(algorithm)) {
       throw new TypeError(`algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}; got ${JSON.stringify(algorithm)}`);
     }
-    return choosePlan(shape, algorithm, this.sizing, this.costModel);
+    return choosePlan(shape, algorithm, this.sizing, this.costModel, cache);
+  }
+
+  /** Bytes of one query's K/V at bucket P in the prefix cache (the prefill's k_cache and v_cache, f32). */
+  private queryCacheBytes(P: number): number {
+    const { numLayers, numKvHeads, headDim } = this.config;
+    return 2 * numLayers * P * numKvHeads * headDim * 4;
+  }
+
+  /** What the prefix cache holds for this query, for the selector (a look: no hit or miss is counted). */
+  private queryInCache(queryTokens: readonly number[]): QueryInCache {
+    return {
+      holds: (P) => this.prefixCache.has(PrefixCache.key(queryTokens, P)),
+      keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)),
+    };
   }
 
   /** The plan of a request, and whether it may share passes with other requests (batching 'cross-request'). */
   private chosenJob(request: NormalizedRequest, requested: AlgorithmChoice | undefined, signal: AbortSignal | undefined): ChosenJob {
     const choice = this.choose(request, requested);
-    const joins = this.mayJoin(requested) && canJoinBatch(shapeOf(request), this.sizing);
+    // A query the prefix cache holds runs its own extends: cheaper than its query again in a shared pass.
+    const joins = this.mayJoin(requested) && choice.prefixCache !== 'hit' && canJoinBatch(shapeOf(request), this.sizing);
     return { request, choice, joins, ...(signal ? { signal } : {}) };
   }
 
@@ -689,7 +708,7 @@ export class Scorer implements Disposable {
   }
 
   private choose(request: NormalizedRequest, requested: AlgorithmChoice | undefined): PlanChoice {
-    const choice = this.planFor(shapeOf(request), requested);
+    const choice = this.planFor(shapeOf(request), requested, this.queryInCache(request.queryTokens));
     if (request.itemFirst && !this.loggedItemFirst) {
       this.log({ event: 'item_first_serial', message: 'item_first requests run on the serial path (no shared query prefix)' });
       this.loggedItemFirst = true;

@@ -3,10 +3,13 @@
  *
  * Costs are in FLOP-equivalents of useful and padded work (attention FLOPs
  * weighted by their measured relative cost), plus a fixed cost per pass.
- * item_first has no shared prefix, so it is always serial. The choice looks
- * at the request's shape only, never at what the prefix cache holds: a
- * request must run the same programs every time it is sent (docs/design.md
- * "Batch invariance"), so a cached query makes prefix cheaper but never flips the plan.
+ * item_first has no shared prefix, so it is always serial.
+ *
+ * The prefix cache is in the price (docs/design.md "Plans", the cache rule):
+ * when it holds the request's query K/V, prefix costs its extend passes
+ * alone; when it does not but would keep them, prefix is chosen as long as
+ * it costs at most FIRST_REQUEST_ALLOWANCE more than the cheapest plan, so a
+ * query seen for the first time leaves K/V the next request can hit.
  */
 import { Algorithm, makePlan, Pass, Plan, RequestShape, Sizing } from './plan';
 import { CostConstants, platformFacts } from './platform';
@@ -28,7 +31,27 @@ export interface PlanChoice {
   readonly reason: string;
   /** Estimated cost of each candidate that was considered. */
   readonly costs: Partial<Record<Algorithm, number>>;
+  /**
+   * What the prefix cache did to an 'auto' choice: 'hit' when it held the query's K/V (prefix priced
+   * at its extends alone), 'keep' when prefix was chosen to leave them for the next request.
+   */
+  readonly prefixCache?: 'hit' | 'keep';
 }
+
+/** What the prefix cache holds for one request's query, as the selector sees it (scoring/prefix-cache.ts). */
+export interface QueryInCache {
+  /** Whether the cache holds this query's K/V computed at bucket P (a look, not a use). */
+  holds(prefixBucket: number): boolean;
+  /** Whether the cache would keep this query's K/V computed at bucket P (it is on and they fit). */
+  keeps(prefixBucket: number): boolean;
+}
+
+/**
+ * How much more than the cheapest plan a first-seen query's prefix plan may cost and still be chosen
+ * (a fraction): what the first request pays so the next one with the same query hits the cache.
+ * On SmolLM2 the PR shape's prefix costs about 1.12x its packed pass (one more pass, the same rows).
+ */
+export const FIRST_REQUEST_ALLOWANCE = 0.25;
 
 /** The cost model of a model's shape on a platform (constants from platform.ts; the CPU's by default). */
 export function costModelFor(
@@ -78,9 +101,10 @@ export function planCost(plan: Plan, m: CostModel): number {
 
 /**
  * The plan a request runs: `requested` when it names an algorithm, else the
- * cheapest candidate. item_first and an empty query always run serial.
+ * cheapest candidate, with the prefix cache in the price when `cache` says
+ * what it holds for this query. item_first and an empty query always run serial.
  */
-export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', sizing: Sizing, m: CostModel): PlanChoice {
+export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', sizing: Sizing, m: CostModel, cache?: QueryInCache): PlanChoice {
   if (shape.itemFirst || shape.queryLength === 0) {
     const plan = makePlan('serial', shape, sizing);
     const reason = shape.itemFirst ? 'item_first has no shared prefix' : 'an empty query has no shared prefix';
@@ -91,13 +115,25 @@ export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', s
     const cost = planCost(plan, m);
     return { plan, cost, reason: 'requested', costs: { [requested]: cost } };
   }
+  let hit = false;
   const candidates = (['packed', 'prefix', 'serial'] as const).map((a) => {
     const plan = makePlan(a, shape, sizing);
+    if (a === 'prefix' && cache?.holds(plan.prefixBucket)) {
+      // The prefill does not run: its K/V come from the cache.
+      hit = true;
+      return { plan, cost: planCost({ ...plan, passes: plan.passes.slice(1) }, m) };
+    }
     return { plan, cost: planCost(plan, m) };
   });
   const costs: Partial<Record<Algorithm, number>> = {};
   for (const c of candidates) costs[c.plan.algorithm] = c.cost;
   // Stable on ties: the order above (packed, prefix, serial) wins.
   const best = candidates.reduce((a, b) => (b.cost < a.cost ? b : a));
+  const prefix = candidates[1];
+  if (best === prefix && hit) return { plan: best.plan, cost: best.cost, reason: "the prefix cache holds the query's K/V: prefix priced at its extend passes alone", costs, prefixCache: 'hit' };
+  if (best !== prefix && !hit && cache?.keeps(prefix.plan.prefixBucket) && prefix.cost <= best.cost * (1 + FIRST_REQUEST_ALLOWANCE)) {
+    const extra = Math.round(100 * (prefix.cost / best.cost - 1));
+    return { plan: prefix.plan, cost: prefix.cost, reason: `a first-seen query: prefix (${extra}% over ${best.plan.algorithm}) leaves its K/V in the prefix cache for the next request`, costs, prefixCache: 'keep' };
+  }
   return { plan: best.plan, cost: best.cost, reason: 'lowest estimated cost', costs };
 }
