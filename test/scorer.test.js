@@ -122,7 +122,7 @@ test('the same request twice gives identical scores', async (t) => {
   }
 });
 
-test('auto with the prefix cache (default options): a repeated query hits it, and its scores equal the serial path', async (t) => {
+test('auto with the prefix cache (default options): a first request pays nothing, its second keeps the K/V, later ones hit; scores equal the serial path', async (t) => {
   // SGLang's PR shape in token ids: a 300-token query, 10 items of 20 tokens (deterministic ids in [100, 48100)).
   let x = 12345;
   const ids = (n) => Array.from({ length: n }, () => ((x = (x * 1103515245 + 12345) % 2 ** 31), 100 + (x % 48000)));
@@ -131,18 +131,23 @@ test('auto with the prefix cache (default options): a repeated query hits it, an
   const before = counters();
   const first = await scorer.score(req);
   const afterFirst = counters();
-  t.equal(afterFirst.hits, before.hits, 'a first-seen query: no hit');
-  t.equal(afterFirst.entries, before.entries + 1, "the first request leaves the query's K/V in the cache");
-  t.ok(/prefix cache holds/.test(scorer.explain(req).reason), `explain prices the repeat as a hit: ${scorer.explain(req).reason}`);
+  t.equal(first.algorithm, 'packed', 'a first-seen query runs the cheapest plan (packed)');
+  t.deepEqual([afterFirst.hits, afterFirst.misses, afterFirst.entries], [before.hits, before.misses, before.entries], 'and leaves the cache as it was (the doorkeeper notes the query)');
+  t.ok(/seen before/.test(scorer.explain(req).reason), `explain: its second request keeps the K/V: ${scorer.explain(req).reason}`);
+  const second = await scorer.score(req);
+  const afterSecond = counters();
+  t.equal(second.algorithm, 'prefix', 'the second request runs prefix');
+  t.deepEqual([afterSecond.hits, afterSecond.misses, afterSecond.entries], [afterFirst.hits, afterFirst.misses + 1, afterFirst.entries + 1], "it misses once and leaves the query's K/V in the cache");
+  t.ok(/prefix cache holds/.test(scorer.explain(req).reason), `explain prices the next repeat as a hit: ${scorer.explain(req).reason}`);
   const again = await scorer.score(req);
   const third = await scorer.score(req);
   const after = counters();
-  t.equal(after.hits, afterFirst.hits + 2, 'each repeat hits the prefix cache');
-  t.equal(after.misses, afterFirst.misses, 'and misses nothing');
+  t.equal(after.hits, afterSecond.hits + 2, 'each later repeat hits the prefix cache');
+  t.equal(after.misses, afterSecond.misses, 'and misses nothing');
   t.equal(again.algorithm, 'prefix');
   t.deepEqual(third.scores, again.scores, 'repeats from the cache are bit-identical');
   const serial = await scorer.score({ ...req, algorithm: 'serial' });
-  for (const [name, r] of [['first', first], ['repeat', again]]) {
+  for (const [name, r] of [['first', first], ['second', second], ['repeat', again]]) {
     const d = maxDiff(r.scores, serial.scores);
     t.ok(d <= 1e-4, `${name} vs serial max |diff| ${d.toExponential(2)}`);
   }

@@ -101,12 +101,12 @@ test('every plan covers each item exactly once, in a row long enough, within the
   t.end();
 });
 
-test('the prefix cache in the price: a held query costs its extends alone; a first-seen one is left in the cache within the allowance', (t) => {
+test('the prefix cache in the price: a held query costs its extends alone; a query seen before is left in the cache within the allowance; a first-seen one runs the cheapest plan', (t) => {
   const { FIRST_REQUEST_ALLOWANCE } = require('../dist/scoring/selector');
   const pr = uniform(300, 10, 20); // SGLang's PR shape: one pass holds it all
   const alone = choosePlan(pr, 'auto', sizing, model);
   t.equal(alone.plan.algorithm, 'packed', 'without a cache: packed, one pass');
-  const held = choosePlan(pr, 'auto', sizing, model, { holds: () => true, keeps: () => true });
+  const held = choosePlan(pr, 'auto', sizing, model, { holds: () => true, keeps: () => true, seen: () => true });
   t.equal(held.plan.algorithm, 'prefix', 'the cache holds the query: prefix');
   t.equal(held.prefixCache, 'hit');
   t.ok(/holds the query/.test(held.reason), held.reason);
@@ -118,12 +118,15 @@ test('the prefix cache in the price: a held query costs its extends alone; a fir
   t.ok(held.cost < 0.6 * alone.costs.packed, `a hit costs about half the packed pass (${(held.cost / alone.costs.packed).toFixed(2)})`);
   t.deepEqual(held.plan.passes.map((p) => p.program.program), ['decoder_prefill', 'decoder_extend'], 'the plan is still the whole prefix plan (the executor skips the prefill on a hit)');
 
-  const first = choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => true });
-  t.equal(first.plan.algorithm, 'prefix', 'first seen, the cache would keep it: prefix, to leave its K/V');
-  t.equal(first.prefixCache, 'keep');
-  t.ok(first.cost <= (1 + FIRST_REQUEST_ALLOWANCE) * alone.costs.packed && first.cost > alone.costs.packed, 'it costs more than packed, within the allowance');
-  t.equal(choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => false }).plan.algorithm, 'packed', 'a cache that would not keep it: packed');
-  const tiny = choosePlan(uniform(30, 2, 5), 'auto', sizing, model, { holds: () => false, keeps: () => true });
+  const first = choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => true, seen: () => false });
+  t.equal(first.plan.algorithm, 'packed', 'first seen: the cheapest plan, packed (unique queries pay nothing for the cache)');
+  t.equal(first.prefixCache, undefined);
+  const second = choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => true, seen: () => true });
+  t.equal(second.plan.algorithm, 'prefix', 'seen before, the cache would keep it: prefix, to leave its K/V');
+  t.equal(second.prefixCache, 'keep');
+  t.ok(second.cost <= (1 + FIRST_REQUEST_ALLOWANCE) * alone.costs.packed && second.cost > alone.costs.packed, 'it costs more than packed, within the allowance');
+  t.equal(choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => false, seen: () => true }).plan.algorithm, 'packed', 'a cache that would not keep it: packed');
+  const tiny = choosePlan(uniform(30, 2, 5), 'auto', sizing, model, { holds: () => false, keeps: () => true, seen: () => true });
   t.equal(tiny.plan.algorithm, 'packed', 'a tiny request whose prefix plan costs more than the allowance stays packed');
   t.ok(tiny.costs.prefix > (1 + FIRST_REQUEST_ALLOWANCE) * tiny.costs.packed, 'over the allowance');
   t.equal(choosePlan(pr, 'packed', sizing, model, { holds: () => true, keeps: () => true }).plan.algorithm, 'packed', 'a named algorithm ignores the cache');

@@ -3,7 +3,11 @@
  * by the query's tokens and its bucket, bounded in bytes. Entries are only
  * touched under the device lock, so none is disposed while a plan uses it.
  */
+import { createHash } from 'node:crypto';
 import { DeviceBuffer } from '../runtime/device-buffer';
+
+/** How many queries the doorkeeper remembers (a hash each, about 100 bytes). */
+export const SEEN_QUERIES = 4096;
 
 export interface PrefixEntry {
   readonly kCache: DeviceBuffer;
@@ -31,7 +35,29 @@ export class PrefixCache {
   private misses = 0;
   private evictions = 0;
 
+  /**
+   * The doorkeeper: hashes of the queries of recent requests, least recently
+   * seen first. A query's K/V are worth keeping from its second request on
+   * (docs/design.md, the cache rule), so its first request pays nothing for
+   * the cache.
+   */
+  private readonly seenQueries = new Map<string, true>();
+
   constructor(private readonly maxBytes: number) {}
+
+  /** Whether a request with this query ran before, as far as the doorkeeper remembers (a look). */
+  seen(queryTokens: readonly number[]): boolean {
+    return this.maxBytes > 0 && this.seenQueries.has(queryHash(queryTokens));
+  }
+
+  /** Notes that a request with this query is about to run. */
+  noteSeen(queryTokens: readonly number[]): void {
+    if (this.maxBytes <= 0) return;
+    const hash = queryHash(queryTokens);
+    this.seenQueries.delete(hash);
+    this.seenQueries.set(hash, true);
+    if (this.seenQueries.size > SEEN_QUERIES) this.seenQueries.delete(this.seenQueries.keys().next().value as string);
+  }
 
   static key(queryTokens: readonly number[], prefixBucket: number): string {
     return `${prefixBucket}:${queryTokens.join(',')}`;
@@ -80,6 +106,7 @@ export class PrefixCache {
 
   clear(): void {
     for (const [key, entry] of [...this.entries]) this.remove(key, entry);
+    this.seenQueries.clear();
   }
 
   private remove(key: string, entry: PrefixEntry): void {
@@ -88,4 +115,9 @@ export class PrefixCache {
     entry.kCache.dispose();
     entry.vCache.dispose();
   }
+}
+
+/** A query's identity for the doorkeeper: sha1 of its token ids. */
+function queryHash(queryTokens: readonly number[]): string {
+  return createHash('sha1').update(new Uint8Array(Int32Array.from(queryTokens).buffer)).digest('base64');
 }

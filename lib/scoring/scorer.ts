@@ -564,9 +564,9 @@ export class Scorer implements Disposable {
     void this.tokenizer;
     const programs = new Map<string, ProgramKey>();
     // A shape's first request and its repeats (the prefix cache in the price) may take different plans: both compiled.
-    const seen = (held: boolean): QueryInCache => ({ holds: () => held, keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)) });
+    const seen = (held: boolean, before = true): QueryInCache => ({ holds: () => held, keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)), seen: () => before });
     for (const s of shapes) {
-      for (const cache of [seen(false), seen(true)]) {
+      for (const cache of [seen(false, false), seen(false), seen(true)]) {
         for (const pass of this.planFor(warmupShape(s), s.algorithm, cache).plan.passes) programs.set(programKeyString(pass.program), pass.program);
       }
       if (this.mayJoin(s.algorithm)) for (const program of batchPrograms(warmupShape(s), this.sizing, WARMUP_BATCH_REQUESTS)) programs.set(programKeyString(program), program);
@@ -646,12 +646,15 @@ export class Scorer implements Disposable {
     return {
       holds: (P) => this.prefixCache.has(PrefixCache.key(queryTokens, P)),
       keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)),
+      seen: () => this.prefixCache.seen(queryTokens),
     };
   }
 
   /** The plan of a request, and whether it may share passes with other requests (batching 'cross-request'). */
   private chosenJob(request: NormalizedRequest, requested: AlgorithmChoice | undefined, signal: AbortSignal | undefined): ChosenJob {
     const choice = this.choose(request, requested);
+    // The doorkeeper: this query's next request may keep its K/V (docs/design.md, the cache rule).
+    if (request.queryTokens.length > 0) this.prefixCache.noteSeen(request.queryTokens);
     // A query the prefix cache holds runs its own extends: cheaper than its query again in a shared pass.
     const joins = this.mayJoin(requested) && choice.prefixCache !== 'hit' && canJoinBatch(shapeOf(request), this.sizing);
     return { request, choice, joins, ...(signal ? { signal } : {}) };

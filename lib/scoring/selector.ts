@@ -44,6 +44,8 @@ export interface QueryInCache {
   holds(prefixBucket: number): boolean;
   /** Whether the cache would keep this query's K/V computed at bucket P (it is on and they fit). */
   keeps(prefixBucket: number): boolean;
+  /** Whether a request with this query ran before (the cache's doorkeeper): only then is keeping its K/V worth a price. */
+  seen(): boolean;
 }
 
 /**
@@ -131,9 +133,9 @@ export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', s
   const best = candidates.reduce((a, b) => (b.cost < a.cost ? b : a));
   const prefix = candidates[1];
   if (best === prefix && hit) return { plan: best.plan, cost: best.cost, reason: "the prefix cache holds the query's K/V: prefix priced at its extend passes alone", costs, prefixCache: 'hit' };
-  if (best !== prefix && !hit && cache?.keeps(prefix.plan.prefixBucket) && prefix.cost <= best.cost * (1 + FIRST_REQUEST_ALLOWANCE)) {
+  if (best !== prefix && !hit && cache?.seen() && cache.keeps(prefix.plan.prefixBucket) && prefix.cost <= best.cost * (1 + FIRST_REQUEST_ALLOWANCE)) {
     const extra = Math.round(100 * (prefix.cost / best.cost - 1));
-    return { plan: prefix.plan, cost: prefix.cost, reason: `a first-seen query: prefix (${extra}% over ${best.plan.algorithm}) leaves its K/V in the prefix cache for the next request`, costs, prefixCache: 'keep' };
+    return { plan: prefix.plan, cost: prefix.cost, reason: `a query seen before: prefix (${extra}% over ${best.plan.algorithm}) leaves its K/V in the prefix cache for the next request`, costs, prefixCache: 'keep' };
   }
   return { plan: best.plan, cost: best.cost, reason: 'lowest estimated cost', costs };
 }
