@@ -60,8 +60,8 @@ const DOCUMENTS = ['Solar panels turn sunlight into electricity.', 'Two cups of 
 `;
 
 test('setup: the prebuilt addon, npm pack, a tiny Qwen3-Reranker', (t) => {
-  const prebuild = run('npm', ['run', 'prebuild'], root);
-  check(t, prebuild.status, 0, 'npm run prebuild', prebuild);
+  const prebuild = run('npm', ['run', 'build:prebuilds'], root);
+  check(t, prebuild.status, 0, 'npm run build:prebuilds', prebuild);
   const pack = run('npm', ['pack', '--ignore-scripts', '--pack-destination', work], root);
   check(t, pack.status, 0, 'npm pack', pack);
   tarball = path.join(work, pack.stdout.trim().split('\n').pop());
