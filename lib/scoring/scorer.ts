@@ -564,9 +564,11 @@ export class Scorer implements Disposable {
     void this.tokenizer;
     const programs = new Map<string, ProgramKey>();
     // A shape's first request and its repeats (the prefix cache in the price) may take different plans: both compiled.
-    const seen = (held: boolean, before = true): QueryInCache => ({ holds: () => held, keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)), seen: () => before });
+    // A shape's first request, and its second where that keeps the query's K/V (the cache rule: its later
+    // requests' hits run the same prefix programs) may take different plans: both compiled.
+    const seen = (before: boolean): QueryInCache => ({ holds: () => false, keeps: (P) => this.prefixCache.keeps(this.queryCacheBytes(P)), seen: () => before });
     for (const s of shapes) {
-      for (const cache of [seen(false, false), seen(false), seen(true)]) {
+      for (const cache of [seen(false), seen(true)]) {
         for (const pass of this.planFor(warmupShape(s), s.algorithm, cache).plan.passes) programs.set(programKeyString(pass.program), pass.program);
       }
       if (this.mayJoin(s.algorithm)) for (const program of batchPrograms(warmupShape(s), this.sizing, WARMUP_BATCH_REQUESTS)) programs.set(programKeyString(program), program);
