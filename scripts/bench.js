@@ -15,7 +15,7 @@
 // bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32 roof, before
 // and after the workloads; a run in bf16 is compared with the bf16 roof.
 //
-// Issue 31's table (--shapes, default all five): the auto plan of each
+// The shapes table (--shapes, default all five): the auto plan of each
 // workload in each precision of --shapes-precision with node-llama-cpp on each
 // (scripts/bench/shapes-table.js): the ratio to node-llama-cpp and the share of
 // the roof of the precision it ran in. --shapes-items N cuts every workload to
@@ -27,7 +27,7 @@
 // ..., roof; the paths' order turns round by round); each request against the
 // higher roof around it, and each path's median round printed. The paths:
 //   default  the platform's attention forms (on the CPU, the addon's kernels)
-//   joint    the StableHLO forms the plans ran before issue 18 (joint prefix
+//   joint    the StableHLO forms the plans ran before the fused kernels (joint prefix
 //            attention, square causal attention; what the CUDA plugin runs)
 //   rows     the CPU's pure StableHLO forms, the kernels off (ones_own, qc4)
 // so one run gives the figure before and after. --roof-only runs just that
@@ -291,7 +291,7 @@ async function main() {
 }
 
 /**
- * Issue 31's table: the roofs (f32, and bf16 where the CPU has bf16 matrix units) around it, each
+ * The shapes table: the roofs (f32, and bf16 where the CPU has bf16 matrix units) around it, each
  * workload of --shapes in each precision of --shapes-precision with node-llama-cpp on each; printed at
  * once with --shapes-only. Every fraction is against the higher roof of its precision.
  */
@@ -337,7 +337,7 @@ function shapesTable(worker, modelPath) {
 /** The code paths --roof-paths can name: the worker's attention-form arguments (prefix, causal; '-': the platform's). */
 const ROOF_PATHS = {
   default: { forms: ['-', '-'], label: "the platform's forms (CPU: the addon's kernels)" },
-  joint: { forms: ['joint', 'square'], label: 'StableHLO joint + square (the forms before issue 18)' },
+  joint: { forms: ['joint', 'square'], label: 'StableHLO joint + square (the forms before the fused kernels)' },
   rows: { forms: ['ones_own', 'qc4'], label: "the CPU's pure StableHLO forms (kernels off)" },
 };
 

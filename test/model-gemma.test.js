@@ -1,5 +1,5 @@
 'use strict';
-// The Gemma family (issue 35) on tiny random models the helpers write (GGUF
+// The Gemma family (docs/models.md) on tiny random models the helpers write (GGUF
 // with F32/F16 matrices, and Hugging Face directories), on the real CPU
 // plugin:
 // - Gemma 3 (q/k norms, five local layers with a window of 3 and RoPE base

@@ -219,7 +219,7 @@ test('GET /v1/models', async (t) => {
   t.equal(res.json.data.length, 1, 'one model');
   t.equal(res.json.data[0].id, 'SmolLM2-135M-Instruct', 'model id');
   t.equal(res.json.data[0].object, 'model', 'object model');
-  // Family, quantization and context (issue 35): the default model is a Q4_1 SmolLM2 (a Llama-family GGUF).
+  // Family, quantization and context (docs/models.md): the default model is a Q4_1 SmolLM2 (a Llama-family GGUF).
   const entry = res.json.data[0];
   t.equal(entry.family, 'llama', 'family llama');
   t.equal(entry.context_length, entry.max_model_len, 'context_length');

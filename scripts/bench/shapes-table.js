@@ -1,5 +1,5 @@
 'use strict';
-// The five workloads of issue 31's table (the long-query target, SGLang's PR
+// The five workloads of the shapes table (the long-query target, SGLang's PR
 // shape, and three short-query shapes: RAG chunks, 100 x 100, one long
 // document), each with the auto plan in each precision asked for (default:
 // auto, then highest) and node-llama-cpp on the same GGUF: seconds, the ratio
@@ -76,7 +76,7 @@ function runShapesTable(opts) {
 
 function printShapesTable(rows, roofs, fmt, peers = []) {
   console.log('');
-  console.log(`issue 31's workloads (auto plan; roofs: f32 ${fmt(roofs.f32)} GFLOP/s, bf16 ${roofs.bf16 ? `${fmt(roofs.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}):`);
+  console.log(`the shapes table's workloads (auto plan; roofs: f32 ${fmt(roofs.f32)} GFLOP/s, bf16 ${roofs.bf16 ? `${fmt(roofs.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}):`);
   console.log('| workload (query / items x tokens) | precision (asked) | attention kernel | seconds | node-llama-cpp s | x node-llama-cpp | PyTorch s (same precision) | x PyTorch | useful GFLOP/s | of its roof |');
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {

@@ -8,7 +8,7 @@ const WORKLOADS = {
   'small-100': { name: 'small-100', description: '300-token query, 100 items x 10 tokens', queryTokens: 300, items: 100, itemTokens: 10 },
   // SGLang's multi-item scoring PR workload: distinct 300-token queries, 10 items of 20 tokens each.
   pr: { name: 'pr', description: '300-token query, 10 items x 20 tokens', queryTokens: 300, items: 10, itemTokens: 20 },
-  // The shapes most rerank users send (issue 31): a short query and long documents.
+  // The shapes most rerank users send: a short query and long documents.
   rag: { name: 'rag', description: '30-token query, 20 items x 500 tokens (RAG chunks)', queryTokens: 30, items: 20, itemTokens: 500 },
   'items-100': { name: 'items-100', description: '30-token query, 100 items x 100 tokens', queryTokens: 30, items: 100, itemTokens: 100 },
   doc: { name: 'doc', description: '30-token query, one document of 4,500 tokens', queryTokens: 30, items: 1, itemTokens: 4500 },
@@ -17,7 +17,7 @@ const WORKLOADS = {
   'gemma3-target': { name: 'gemma3-target', description: 'Gemma 3 270M Q4_K_M: 2000-token query, 500 items x 20 tokens', queryTokens: 2000, items: 500, itemTokens: 20, model: 'gemma3-270m' },
 };
 
-/** The five workloads of issue 31's table, in its order: the long-query target, SGLang's PR shape, and three short-query shapes. */
+/** The five workloads of the shapes table, in its order: the long-query target, SGLang's PR shape, and three short-query shapes. */
 const SHAPE_TABLE = ['target', 'pr', 'rag', 'items-100', 'doc'];
 
 const LABELS = [9454, 2753];
