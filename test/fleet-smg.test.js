@@ -17,7 +17,7 @@
 // ones hit (docs/design.md, the cache rule).
 const test = require('tape');
 const http = require('node:http');
-const { startService } = require('./helpers/service');
+const { request, startService } = require('./helpers/service');
 const { startSmg, getJson } = require('./helpers/smg');
 
 const WARMUP = '96x16x4';
@@ -57,32 +57,11 @@ const query = (set, i) => `${['Capital', 'Fruit', 'Towers', 'Mountains', 'Rivers
 const CONTEXT = Array.from({ length: 24 }, (_, k) => `Fact ${k}: the catalogue lists cities, fruits, towers and mountains.`).join(' ');
 const longQuery = (set, i) => `${query(set, i)} ${CONTEXT}`;
 
-function post(url, body, agent = undefined) {
-  return new Promise((resolve) => {
-    const data = JSON.stringify(body);
-    const req = http.request(
-      url,
-      { method: 'POST', agent: agent ?? false, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) } },
-      (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString('utf8');
-          let json = null;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = null;
-          }
-          resolve({ status: res.statusCode, json, text });
-        });
-        res.on('error', (error) => resolve({ status: 0, error: error.message }));
-      },
-    );
-    req.setTimeout(180_000, () => req.destroy(new Error('timed out')));
-    req.on('error', (error) => resolve({ status: 0, error: error.message }));
-    req.end(data);
-  });
+/** POSTs JSON to a 127.0.0.1 URL; never rejects: a broken connection is { status: 0, error } (counted as failed). */
+function post(url, body, agent = false) {
+  const { port, pathname } = new URL(url);
+  const headers = { 'content-type': 'application/json' };
+  return request({ port: Number(port), agent, method: 'POST', path: pathname, headers, body: JSON.stringify(body), timeoutMs: 180_000 }).catch((error) => ({ status: 0, error: error.message }));
 }
 
 const base = (replica) => `http://127.0.0.1:${replica.port}`;
