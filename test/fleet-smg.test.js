@@ -27,9 +27,9 @@ const REPLICA_ARGS = ['--warmup', WARMUP, '--drain-delay-ms', String(DRAIN_DELAY
 const CACHE_AWARE_ARGS = ['--worker-warmup-secs', '0', '--worker-warmup-divert-every', '0'];
 const SMG_ARGS = ['--shutdown-grace-period-secs', '5', '--retry-max-retries', '5'];
 // The SIGTERM and SIGKILL loads: requests, at once, and the answer count at which the signal goes.
-const LOAD = 36;
+const LOAD = 24;
 const CONCURRENCY = 4;
-const SIGNAL_AT = 9;
+const SIGNAL_AT = 6;
 
 const replicas = [];
 /** A replica's request-id prefix -> its index (ids are `<prefix>-<serial>`). */
@@ -176,8 +176,10 @@ test('/v1/rerank through smg: the order and scores of one replica asked directly
 });
 
 test('round_robin against cache_aware: prefix-cache hits', async (t) => {
+  // Four queries over three replicas, so round_robin moves each query around; four rounds, so
+  // cache_aware's third and fourth request of each query hit.
   const QUERIES = 4;
-  const REPS = 6;
+  const REPS = 4;
   await useGateway('round_robin');
   let before = await fleetCounters([0, 1, 2]);
   const rr = await routeRounds('Round-robin', QUERIES, REPS);
@@ -197,7 +199,7 @@ test('round_robin against cache_aware: prefix-cache hits', async (t) => {
   t.ok(ca.seen.every((s) => s.size === 1 && !s.has(-1)), `cache_aware keeps each query on one replica (${ca.seen.map((s) => [...s].join('/')).join(', ')})`);
   t.equal(caMisses, QUERIES, "cache_aware: each query's K/V computed once in the fleet (its second request)");
   t.equal(caHits, QUERIES * (REPS - 2), 'cache_aware: every request from the third on is a prefix-cache hit');
-  t.ok(rrMisses > caMisses, `round_robin computes queries again on other replicas (${rrMisses} misses against ${caMisses})`);
+  t.ok(caHits > rrHits, `cache_aware hits where round_robin computes the query again on another replica (${caHits} hits against ${rrHits})`);
   note.roundRobin = { hits: rrHits, misses: rrMisses, rate: rrHits / (rrHits + rrMisses) };
   note.cacheAware = { hits: caHits, misses: caMisses, rate: caHits / (caHits + caMisses) };
   t.comment(`prefix-cache hit rate, ${QUERIES} queries x ${REPS}: round_robin ${rrHits}/${rrHits + rrMisses} = ${note.roundRobin.rate.toFixed(3)}; cache_aware ${caHits}/${caHits + caMisses} = ${note.cacheAware.rate.toFixed(3)}`);
@@ -232,7 +234,7 @@ test('least_load sends fewer requests to a replica kept busy', async (t) => {
   t.ok(direct.json.loads[0].num_waiting_reqs + direct.json.loads[0].num_running_reqs > 0, `/v1/loads carries the queue (${JSON.stringify(direct.json.loads[0])})`);
   const counts = [0, 0, 0];
   let failed = 0;
-  for (let i = 0; i < 18; i++) {
+  for (let i = 0; i < 12; i++) {
     const reply = await post(`${gateway.url}/v1/rerank`, { model: 'x', query: query('Load', i), documents: DOCUMENTS });
     if (reply.status !== 200) failed++;
     const at = servedBy(reply);

@@ -1,34 +1,55 @@
 #!/usr/bin/env node
 'use strict';
 // Runs every test/*.test.js file (or the files named on the command line) in
-// its own Node process, streams the TAP output, and ends with one summary line
-// "N passed, N failed" (", N skipped" when a check or a test was skipped) so
-// any reader can tell how the run went. A skip says a check could not run
-// here; under CI (CI=true, as .ci/run runs) a skip where python3 and openssl
-// exist is a failure: every check must run where CI runs.
+// its own Node process and ends with one summary line "N passed, N failed"
+// (", N skipped" when a check or a test was skipped) so any reader can tell
+// how the run went. A skip says a check could not run here; under CI
+// (CI=true, as .ci/run runs) a skip where python3 and openssl exist is a
+// failure: every check must run where CI runs.
+//
+// Files run two at a time (PJRT_SCORE_TEST_JOBS, or --jobs N; 1 streams one
+// file's TAP live): many files spend their time waiting on pip, npm, child
+// services or the network, and the other lane uses the CPU meanwhile. With
+// more than one lane a file's output is printed whole when it ends. No
+// verdict depends on the lanes: each file is its own process, every port is
+// chosen by the OS, and the cache's writers take locks or rename into place.
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
+const os = require('node:os');
 const path = require('node:path');
 
 const here = __dirname;
-const files = process.argv.slice(2).length
-  ? process.argv.slice(2).map((f) => path.resolve(f))
+const argv = process.argv.slice(2);
+const jobsAt = argv.indexOf('--jobs');
+const jobs = Math.max(1, Number(jobsAt >= 0 ? argv.splice(jobsAt, 2)[1] : process.env.PJRT_SCORE_TEST_JOBS || Math.min(2, os.availableParallelism())) || 1);
+// Files that mostly wait (pip and npm installs, fleets of child processes) start first, so the
+// run does not end on one of them with the other lane idle.
+const WAIT_HEAVY = ['fleet-smg', 'model-rope', 'compat-clients', 'rerank-reference', 'ai-sdk-versions', 'package', 'hub'];
+const files = argv.length
+  ? argv.map((f) => path.resolve(f))
   : fs
       .readdirSync(here)
       .filter((f) => f.endsWith('.test.js'))
       .sort()
       .map((f) => path.join(here, f));
+const startOrder = (file) => {
+  const i = WAIT_HEAVY.indexOf(path.basename(file, '.test.js'));
+  return i < 0 ? WAIT_HEAVY.length : i;
+};
 
 function runOne(file) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--expose-gc', file], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--expose-gc', file], { stdio: ['ignore', 'pipe', jobs > 1 ? 'pipe' : 'inherit'] });
+    const held = [];
+    if (jobs > 1) child.stderr.on('data', (chunk) => held.push(chunk));
     let pass = 0;
     let fail = 0;
     const skips = [];
     let buffered = '';
     child.stdout.on('data', (chunk) => {
-      process.stdout.write(chunk);
+      if (jobs > 1) held.push(chunk);
+      else process.stdout.write(chunk);
       buffered += chunk.toString('utf8');
       let nl;
       while ((nl = buffered.indexOf('\n')) >= 0) {
@@ -43,17 +64,24 @@ function runOne(file) {
     child.on('close', (code, signal) => {
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
       if ((code !== 0 || signal) && fail === 0) fail++; // a crash or exit counts as a failure
+      if (jobs > 1) process.stdout.write(`\n# ==== ${path.relative(process.cwd(), file)}\n${Buffer.concat(held).toString('utf8')}`);
       resolve({ file: path.relative(process.cwd(), file), pass, fail, skips, code, signal, seconds });
     });
   });
 }
 
 (async () => {
-  const results = [];
-  for (const file of files) {
-    console.log(`\n# ==== ${path.relative(process.cwd(), file)}`);
-    results.push(await runOne(file));
-  }
+  const queue = [...files].sort((a, b) => startOrder(a) - startOrder(b));
+  const byFile = new Map();
+  const lane = async () => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+      if (jobs === 1) console.log(`\n# ==== ${path.relative(process.cwd(), file)}`);
+      byFile.set(file, await runOne(file));
+    }
+  };
+  const started = Date.now();
+  await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, lane));
+  const results = files.map((f) => byFile.get(f));
   console.log('\n# ==== summary');
   for (const r of results) {
     const status = r.fail ? 'FAIL' : 'ok  ';
@@ -71,6 +99,7 @@ function runOne(file) {
       fail += skips.length;
     }
   }
+  console.log(`# ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${jobs} at a time`);
   console.log(`${pass} passed, ${fail} failed${skips.length ? `, ${skips.length} skipped` : ''}`);
   process.exit(fail === 0 && pass > 0 ? 0 : 1);
 })();
