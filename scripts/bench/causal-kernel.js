@@ -17,8 +17,8 @@
 const os = require('node:os');
 const { Client } = require('../../dist/runtime');
 const { buildProgram, causalPrefix, parseCausalAttentionTag, TensorType } = require('../../dist/hlo');
-const { describeMachine } = require('../machine');
-const { disposeCases, timeAlternating } = require('./alternate');
+const { describeMachine } = require('../lib/machine');
+const { disposeCases, timeAlternating } = require('./lib/alternate');
 
 const SHAPE = { T: 2048, validLength: 2000, Hq: 9, Hkv: 3, D: 64 };
 // Row i sees i + 1 keys: sum over the valid rows, 2 FLOPs per multiply-add, QK and PV.

@@ -25,8 +25,8 @@ const os = require('node:os');
 const { Client, attentionKernelPaths } = require('../../dist/runtime');
 const { buildProgram, itemsOverPrefix, parsePrefixAttentionTag } = require('../../dist/hlo');
 const { makeInputs, prefixParams } = require('../../test/helpers/prefix-forms');
-const { describeMachine } = require('../machine');
-const { disposeCases, timeAlternating } = require('./alternate');
+const { describeMachine } = require('../lib/machine');
+const { disposeCases, timeAlternating } = require('./lib/alternate');
 
 const HEADS = { Hq: 9, Hkv: 3, D: 64 };
 const SHAPES = {

@@ -12,7 +12,7 @@ const { Scorer } = require('pjrt-score');
 const { PjrtScoreRerankingModel } = require('pjrt-score/ai-sdk');
 
 const RUNS = Number(process.env.RUNS || 7);
-const { documentText: text } = require('./workloads');
+const { documentText: text } = require('./lib/workloads');
 
 function cpuModel() {
   const line = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));

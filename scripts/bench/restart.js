@@ -26,8 +26,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { describeMachine, machine } = require('../machine');
-const { median } = require('./median');
+const { describeMachine, machine } = require('../lib/machine');
+const { median } = require('../lib/median');
 
 const root = path.join(__dirname, '..', '..');
 const { values: args } = parseArgs({
@@ -71,13 +71,13 @@ function baselineRoot(ref) {
   run('tar', ['-x', '-C', dir], { input: tar.stdout, encoding: 'buffer' });
   linkShared(dir);
   run(process.execPath, [path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir });
-  run(process.execPath, ['scripts/write-esm-entry.js'], { cwd: dir });
+  run(process.execPath, ['scripts/build/write-esm-entry.js'], { cwd: dir });
   return { dir, sha };
 }
 
 /** One restart of the service in `packageRoot` over `cache` (service-start.js, in its own process). */
 function start(cache, packageRoot, weights) {
-  const out = run(process.execPath, [path.join(__dirname, 'service-start.js'), cache, packageRoot, args.input], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
+  const out = run(process.execPath, [path.join(__dirname, 'lib', 'service-start.js'), cache, packageRoot, args.input], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
   const r = JSON.parse(out.trim().split('\n').pop());
   if (r.status !== 200) throw new Error(`a start answered ${r.status}`);
   return r;

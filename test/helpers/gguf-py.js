@@ -10,7 +10,7 @@
  *   GGUF_PY_VERSION
  */
 const path = require('node:path');
-const { pipTargetDir, python } = require('./pip-target');
+const { pipTargetDir, python } = require('../../scripts/lib/pip-target');
 
 const GGUF_PY_VERSION = '0.19.0';
 
