@@ -21,6 +21,7 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
+const { upperMedian } = require('../lib/median');
 
 const ROOT = path.join(__dirname, '..', '..');
 const MB = 1024 * 1024;
@@ -89,11 +90,10 @@ async function child({ layout, P, N, L, Hq, Hkv, D }) {
     runs.push(performance.now() - t0);
     outs.forEach((o) => o.dispose());
   }
-  const steady = runs.slice(1).sort((a, b) => a - b);
   const result = {
     compileMs,
     firstRunMs: runs[0],
-    runMs: steady[Math.floor(steady.length / 2)],
+    runMs: upperMedian(runs.slice(1)),
     runs: runs.length,
     baselineMb,
     peakMb: readStatusKb(process.pid, 'VmHWM') / 1024,

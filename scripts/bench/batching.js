@@ -17,11 +17,8 @@ const { parseArgs } = require('node:util');
 const { Scorer } = require('../../dist');
 const { describeMachine } = require('../lib/machine');
 const { WORKLOADS, request } = require('./lib/workloads');
+const { upperMedian } = require('../lib/median');
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
 async function main() {
   const { values } = parseArgs({
@@ -54,7 +51,7 @@ async function main() {
   const items = workload.items;
   const rows = groups.map((k) => {
     const rs = runs.get(k);
-    return { k, passes: rs[0].passes, shared: rs[0].shared, ms: median(rs.map((x) => x.ms)), cpuPerItem: median(rs.map((x) => x.cpuMs / (k * items))) };
+    return { k, passes: rs[0].passes, shared: rs[0].shared, ms: upperMedian(rs.map((x) => x.ms)), cpuPerItem: upperMedian(rs.map((x) => x.cpuMs / (k * items))) };
   });
   const base = rows.find((x) => x.k === 1) ?? rows[0];
   console.log('requests  passes  wall ms/call  items/s  x alone  CPU ms/item  x alone');

@@ -9,11 +9,8 @@ const { Client } = require('../../dist');
 const { describeMachine, machine } = require('../lib/machine');
 const fs = require('node:fs');
 const path = require('node:path');
+const { upperMedian } = require('../lib/median');
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
 async function timeIt(fn, reps) {
   const times = [];
@@ -38,17 +35,17 @@ async function main() {
   const scalar = await client.upload(new Float32Array([1]), []);
   for (let i = 0; i < 200; i++) (await trivial.execute([scalar]))[0].dispose();
   const calls = await timeIt(async () => (await trivial.execute([scalar]))[0].dispose(), 2000);
-  results.executeOverheadUs = median(calls) * 1e6;
+  results.executeOverheadUs = upperMedian(calls) * 1e6;
   console.log(`execute overhead (trivial program, median of 2000): ${results.executeOverheadUs.toFixed(1)} us`);
 
   // 2. Bandwidth with a 64 MiB f32 array.
   const n = 16 * 1024 * 1024;
   const host = new Float32Array(n).fill(1);
   const h2d = await timeIt(async () => (await client.upload(host, [n])).dispose(), 8);
-  results.hostToDeviceGBs = (n * 4) / median(h2d) / 1e9;
+  results.hostToDeviceGBs = (n * 4) / upperMedian(h2d) / 1e9;
   const onDevice = await client.upload(host, [n]);
   const d2h = await timeIt(async () => onDevice.toHost(), 8);
-  results.deviceToHostGBs = (n * 4) / median(d2h) / 1e9;
+  results.deviceToHostGBs = (n * 4) / upperMedian(d2h) / 1e9;
   console.log(`host -> device (64 MiB, one copy into a fresh device allocation): ${results.hostToDeviceGBs.toFixed(2)} GB/s`);
   console.log(`device -> host (64 MiB): ${results.deviceToHostGBs.toFixed(2)} GB/s`);
   onDevice.dispose();
@@ -65,7 +62,7 @@ async function main() {
     const b = await client.upload(data, [size, size]);
     for (let i = 0; i < 2; i++) (await exe.execute([a, b]))[0].dispose();
     const times = await timeIt(async () => (await exe.execute([a, b]))[0].dispose(), size === 1024 ? 20 : 8);
-    const gflops = (2 * size ** 3) / median(times) / 1e9;
+    const gflops = (2 * size ** 3) / upperMedian(times) / 1e9;
     results.matmulGflops[size] = gflops;
     console.log(`f32 matmul ${size}x${size}x${size}: ${gflops.toFixed(1)} GFLOP/s (median of ${times.length})`);
     a.dispose();
@@ -94,7 +91,7 @@ async function main() {
       const b = await client.upload(data, [size, size]);
       for (let i = 0; i < 2; i++) (await exe.execute([a, b]))[0].dispose();
       const times = await timeIt(async () => (await exe.execute([a, b]))[0].dispose(), size === 1024 ? 20 : 8);
-      const gflops = (2 * size ** 3) / median(times) / 1e9;
+      const gflops = (2 * size ** 3) / upperMedian(times) / 1e9;
       results.bf16MatmulGflops[size] = gflops;
       console.log(`bf16 x bf16 -> f32 matmul ${size}x${size}x${size}: ${gflops.toFixed(1)} GFLOP/s (median of ${times.length})`);
       a.dispose();

@@ -15,11 +15,8 @@
 const { Scorer } = require('../../dist');
 const { WORKLOADS, request, usefulFlops } = require('./lib/workloads');
 const { PLATFORM_FACTS_ENV } = require('../../dist/scoring/platform-override');
+const { upperMedian } = require('../lib/median');
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
 /** A workload written as <query tokens>/<items>x<item tokens> (e.g. 300/10x20). */
 function customWorkload(text) {
@@ -81,12 +78,12 @@ async function main() {
       precision: v.precision,
       plan: v.plan,
       passes: v.passes,
-      wallMs: median(v.wall),
-      cpuMs: median(v.cpu),
-      gflopsWall: flops / 1e6 / median(v.wall),
-      gflopsCpu: flops / 1e6 / median(v.cpu),
-      cpuRatioToFirst: median(ratios),
-      wallRatioToFirst: median(v.wall.map((w, i) => w / base.wall[i])),
+      wallMs: upperMedian(v.wall),
+      cpuMs: upperMedian(v.cpu),
+      gflopsWall: flops / 1e6 / upperMedian(v.wall),
+      gflopsCpu: flops / 1e6 / upperMedian(v.cpu),
+      cpuRatioToFirst: upperMedian(ratios),
+      wallRatioToFirst: upperMedian(v.wall.map((w, i) => w / base.wall[i])),
     };
   });
   for (const r of rows) {

@@ -55,6 +55,7 @@ function args(argv) {
 
 const { peakRss, rssBreakdown } = require('./memory');
 const { benchScorerOptions } = require('./scorer-options');
+const { upperMedian } = require('../../lib/median');
 
 /**
  * --breakdown 1: wall time inside the runtime's uploads, executions and
@@ -81,7 +82,6 @@ function timeRuntimeCalls() {
   wrap(DeviceBuffer.prototype, 'toHost', 'toHost');
   return () => ({ ...spent });
 }
-const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const quantile = (xs, q) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.ceil(q * xs.length) - 1)];
 
 async function timed(fn) {
@@ -203,7 +203,7 @@ async function main() {
       times.push(t.ms);
       result = t.value;
     }
-    const ms = median(times);
+    const ms = upperMedian(times);
     row({ workload: 'target', method: plan, items: items.length, median_ms: ms, items_per_s: (1000 * items.length) / ms, scores: [result.scores] });
   }
 
@@ -224,7 +224,7 @@ async function main() {
         }
       }
     });
-    row({ workload: 'pr', method: 'one-at-a-time', items_per_s: (1000 * prItems * a.repeats) / t.ms, p50_ms: median(latencies), p99_ms: quantile(latencies, 0.99), scores });
+    row({ workload: 'pr', method: 'one-at-a-time', items_per_s: (1000 * prItems * a.repeats) / t.ms, p50_ms: upperMedian(latencies), p99_ms: quantile(latencies, 0.99), scores });
   }
   if (a.methods.includes('8-concurrent')) {
     const latencies = [];
@@ -251,7 +251,7 @@ async function main() {
       workload: 'pr',
       method: `${pr.length}-concurrent`,
       items_per_s: (1000 * prItems * a.repeats) / t.ms,
-      p50_ms: median(latencies),
+      p50_ms: upperMedian(latencies),
       p99_ms: quantile(latencies, 0.99),
       // Plans by kind, device passes and cross-request passes in the timed rounds, against the requests they served.
       runs: { ...Object.fromEntries(Object.keys(passes1).map((k) => [k, passes1[k] - passes0[k]])), requests: pr.length * a.repeats },
