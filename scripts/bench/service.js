@@ -51,16 +51,14 @@
 // Cross-request batching, batching on vs off (docs/performance.md):
 //   node scripts/bench/service.js --servers current,cross --workload pr --concurrency 8,16 --per-worker 3 --rounds 2 \
 //     --timeout-ms 600000 --out service-batching.json
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { serverReady } = require('../lib/serve-child');
+const { BIN, startServe } = require('../lib/serve-child');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('../lib/machine');
 const { WORKLOADS, request: workloadRequest } = require('./lib/workloads');
 
-const BIN = path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js');
 const YES = 9805;
 const NO = 787;
 const NOUNS = ['apple', 'car', 'banana', 'hammer', 'cherry', 'cloud', 'pear', 'violin', 'mango', 'bridge', 'plum', 'sock'];
@@ -171,8 +169,9 @@ async function startServer(kind, baselineDir, workloads, timeoutMs) {
         : kind === 'nocache'
           ? [BIN, ...serve, '--prefix-cache-bytes', '0']
           : [kind === 'baseline' ? path.join(baselineDir, 'bin', 'pjrt-score.js') : BIN, ...serve];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  return { child, url: await serverReady(child) };
+  const [script, ...rest] = args;
+  const server = startServe(rest, { script, stderr: 'inherit' });
+  return { child: server.child, url: await server.ready() };
 }
 
 function post(agent, url, body) {

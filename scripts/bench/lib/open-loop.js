@@ -23,17 +23,16 @@
 // autocannon's, from a request's write to its answer (coordinated-omission
 // correction off: with one request a second per connection it would record
 // synthetic 1 ms steps). Every request's body is made before its step starts.
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
-const { serverReady } = require('../../lib/serve-child');
+const { BIN, startServe } = require('../../lib/serve-child');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('../../lib/machine');
 const { WORKLOADS } = require('./workloads');
 const { textWorkload } = require('./text-requests');
 
-const BIN = path.join(__dirname, '..', '..', '..', 'bin', 'pjrt-score.js');
 const WORKLOAD = WORKLOADS.pr;
 
 /** autocannon (a devDependency; on a GPU machine from the carry's bench-deps.tar.gz, on NODE_PATH). */
@@ -96,9 +95,10 @@ async function startServer(opts, maxRate) {
   const queue = String(Math.max(256, 2 * maxRate));
   const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', `${WORKLOAD.queryTokens}x${WORKLOAD.itemTokens}x${WORKLOAD.items}`, '--queue-size', queue, ...opts.serveArgs];
   console.log(`server: node ${args.map((a) => path.relative(process.cwd(), a) || a).join(' ')}`);
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  serverChild = child;
-  return { child, url: await serverReady(child) };
+  const [script, ...rest] = args;
+  const server = startServe(rest, { script, stderr: 'inherit' });
+  serverChild = server.child;
+  return { child: server.child, url: await server.ready() };
 }
 
 function getText(url) {

@@ -11,11 +11,10 @@
 // restart bench passes an older build of the project to compare with).
 // ids (default) sends the request as token ids; text sends text of about the
 // same shape, which a service must tokenize (and so build its tokenizer).
-const { spawn } = require('node:child_process');
 const http = require('node:http');
 const path = require('node:path');
-const readline = require('node:readline');
 const { WORKLOADS, request, textRequest } = require('./workloads');
+const { startServe } = require('../../lib/serve-child');
 
 function post(port, pathname, body) {
   return new Promise((resolve, reject) => {
@@ -62,39 +61,29 @@ async function main() {
   const { DEFAULT_MODEL } = require('../../../dist/model/default-model');
   const { CPU_PLUGIN } = require('../../../dist/runtime/plugin-path');
   const started = Date.now();
-  child = spawn(process.execPath, [path.join(packageRoot, 'bin', 'pjrt-score.js'), 'serve', '--port', '0', '--warmup', 'none'], {
-    env: {
-      ...process.env,
-      PJRT_SCORE_CACHE: cache,
-      PJRT_SCORE_MODEL: process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination,
-      PJRT_PLUGIN_PATH: process.env.PJRT_PLUGIN_PATH || CPU_PLUGIN.destination,
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
   let loaded = null;
   let loadedAt = 0;
   // CPU seconds of the server when the model was loaded: splits the process's CPU into load and first request.
   let loadedCpu = NaN;
-  const port = await new Promise((resolve, reject) => {
-    readline.createInterface({ input: child.stdout }).on('line', (line) => {
-      try {
-        const e = JSON.parse(line);
-        // The Scorer's own event carries the load's steps; builds without them still log the load's end.
-        if (e.event === 'model_loaded' && e.steps) {
-          loaded = e;
-          loadedAt = Date.now();
-          loadedCpu = processCpuSeconds(child.pid);
-        } else if (e.event === 'model_loaded' && !loadedAt) {
-          loadedAt = Date.now();
-          loadedCpu = processCpuSeconds(child.pid);
-        }
-        if (e.event === 'listening') resolve(e.port);
-      } catch {
-        // not a log line
+  const server = startServe(['serve', '--port', '0', '--warmup', 'none'], {
+    script: path.join(packageRoot, 'bin', 'pjrt-score.js'),
+    env: {
+      PJRT_SCORE_CACHE: cache,
+      PJRT_SCORE_MODEL: process.env.PJRT_SCORE_MODEL || DEFAULT_MODEL.destination,
+      PJRT_PLUGIN_PATH: process.env.PJRT_PLUGIN_PATH || CPU_PLUGIN.destination,
+    },
+    stderr: 'inherit',
+    onLog: (e) => {
+      // The Scorer's own event carries the load's steps; builds without them still log the load's end.
+      if (e.event === 'model_loaded' && (e.steps || !loadedAt)) {
+        if (e.steps) loaded = e;
+        loadedAt = Date.now();
+        loadedCpu = processCpuSeconds(child.pid);
       }
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+    },
   });
+  child = server.child;
+  const port = await server.listening();
   const input = process.argv[4] || 'ids';
   if (input !== 'ids' && input !== 'text') throw new Error(`input must be ids or text, got ${input}`);
   const body = input === 'text' ? textRequest(WORKLOADS['small-10'], 5) : request(WORKLOADS['small-10'], 5);

@@ -19,7 +19,7 @@ const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
-const readline = require('node:readline');
+const { startServe } = require('../../lib/serve-child');
 
 const HOST = '127.0.0.1';
 const BIN = process.env.PJRT_SCORE_BIN || path.join(__dirname, '..', '..', '..', 'bin', 'pjrt-score.js');
@@ -112,40 +112,31 @@ function rssKiB(pid) {
   }
 }
 
-/** A replica: `pjrt-score serve --port 0`, its JSON log lines, its exit. */
+/** A replica: `pjrt-score serve --port 0` (scripts/lib/serve-child.js), its JSON log lines (each with the time it came), its exit. */
 function startReplica(name, dir) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--host', HOST, '--port', '0'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: process.env,
-  });
-  const replica = { name, child, pid: child.pid, logs: [], port: null, exit: null };
-  const stderr = fs.createWriteStream(path.join(dir, `${name}.stderr.log`));
   const stdout = fs.createWriteStream(path.join(dir, `${name}.log`));
-  child.stderr.pipe(stderr);
-  replica.exited = new Promise((resolve) =>
-    child.on('exit', (code, signal) => {
-      replica.exit = { code, signal };
-      resolve(replica.exit);
-    }),
-  );
-  replica.listening = new Promise((resolve, reject) => {
-    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+  const server = startServe(['serve', '--host', HOST, '--port', '0'], {
+    script: BIN,
+    stderr: fs.createWriteStream(path.join(dir, `${name}.stderr.log`)),
+    onLog: (entry, line) => {
       stdout.write(`${line}\n`);
-      let entry;
-      try {
-        entry = JSON.parse(line);
-      } catch {
-        entry = { event: 'non_json', line };
-      }
       entry.receivedAt = Date.now();
-      replica.logs.push(entry);
-      if (entry.event === 'listening' && replica.port === null) {
-        replica.port = entry.port;
-        resolve(entry.port);
-      }
-    });
-    replica.exited.then((e) => reject(new Error(`${name} exited (${JSON.stringify(e)}) before listening; see ${path.join(dir, `${name}.stderr.log`)}`)));
+    },
+    timeoutMs: READY_TIMEOUT_MS,
   });
+  const replica = {
+    name,
+    child: server.child,
+    pid: server.pid,
+    logs: server.logs,
+    port: null,
+    exited: server.exited,
+    get exit() {
+      return server.exit;
+    },
+    listening: server.listening().then((port) => (replica.port = port)),
+  };
+  replica.listening.catch(() => {}); // waitHealthy reports it
   return replica;
 }
 
