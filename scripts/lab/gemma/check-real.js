@@ -35,16 +35,16 @@
 //        [--alone-items 2] [--query-tokens 2000] [--llama-cpp] [--keep DIR]
 //        [--requests yesNo,target] [--float32-reference rope,arrays,all,...]
 //
-// gguf-py and numpy come from python3, else from a pip install into the
-// pjrt-score cache (python-gguf/).
+// gguf-py and numpy come from the tests' pip install into the pjrt-score
+// cache (test/helpers/gguf-py.js).
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { Scorer } = require('../../..');
+const { ggufPyEnv } = require('../../../test/helpers/gguf-py');
 const { fetchGemma3Model } = require('../../../dist/assets');
-const { cacheDir } = require('../../../dist/util/cache-dir');
 const { describeMachine } = require('../../lib/machine');
 const { gemmaYesNo, targetText } = require('../../bench/lib/gemma-requests');
 
@@ -63,17 +63,9 @@ const { values: args, positionals } = parseArgs({
   },
 });
 
-/** An environment whose python3 imports gguf and numpy. */
+/** An environment whose python3 imports gguf and numpy (the tests' gguf-py, pip-installed into the cache). */
 function pythonEnv() {
-  const probe = (env) => spawnSync('python3', ['-c', 'import gguf, numpy'], { env }).status === 0;
-  if (probe(process.env)) return process.env;
-  const target = path.join(cacheDir(), 'python-gguf');
-  const env = { ...process.env, PYTHONPATH: [target, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) };
-  if (!probe(env)) {
-    const pip = spawnSync('python3', ['-m', 'pip', 'install', '-q', '--disable-pip-version-check', '--target', target, 'gguf', 'numpy'], { stdio: 'inherit' });
-    if (pip.status !== 0 || !probe(env)) throw new Error('cannot install gguf and numpy with pip');
-  }
-  return env;
+  return { ...process.env, ...ggufPyEnv() };
 }
 
 function python(env, argv, input) {
