@@ -12,10 +12,9 @@
 // lib/scoring/platform.ts was chosen from.
 //
 //   node scripts/bench/batching.js [--groups 1,2,4,6,8] [--rounds 3] [--workload pr]
-const os = require('node:os');
 const { parseArgs } = require('node:util');
 const { Scorer } = require('../../dist');
-const { describeMachine } = require('../lib/machine');
+const { describeMachine, loadAverage } = require('../lib/machine');
 const { WORKLOADS, request } = require('./lib/workloads');
 const { upperMedian } = require('../lib/median');
 
@@ -45,9 +44,9 @@ async function main() {
   // Untimed: compiles (or loads) every program once.
   for (const k of groups) await send(k);
   const runs = new Map(groups.map((k) => [k, []]));
-  console.log(`load average before the timed rounds: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`load average before the timed rounds: ${loadAverage()}`);
   for (let r = 0; r < rounds; r++) for (const k of r % 2 === 0 ? groups : [...groups].reverse()) runs.get(k).push(await send(k));
-  console.log(`load average after: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`load average after: ${loadAverage()}`);
   const items = workload.items;
   const rows = groups.map((k) => {
     const rs = runs.get(k);

@@ -40,7 +40,7 @@ const { Client } = require('../../dist');
 const { buildProgram, decoderExtend, decoderPrefill, parseCausalAttentionTag, parsePrefixAttentionTag, TensorType } = require('../../dist/hlo');
 const { loadModel } = require('../../dist/model');
 const { uploadWeights } = require('../../dist/device-weights');
-const { describeMachine, machine } = require('../lib/machine');
+const { describeMachine, loadAverage, machine } = require('../lib/machine');
 const { extendPieces, prefillPieces } = require('./lib/piece-programs');
 const { usefulFlops } = require('./lib/workloads');
 const { defaultCausalAttention, defaultPrefixAttention, platformFacts } = require('../../dist/scoring/platform');
@@ -132,7 +132,7 @@ function matmulProgram(n) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   console.log(`machine: ${describeMachine()}`);
-  console.log(`load average at start: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`load average at start: ${loadAverage()}`);
   const client = await Client.create();
   const model = loadModel();
   const c = model.config;
@@ -255,7 +255,7 @@ async function main() {
       report.forms.push({ pass, name: k.program.name, cpuMs: ms, runsCpuMs: k.runs.map((x) => x.cpuMs), ratioToDefault: ratio });
     }
   }
-  console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`\nload average at end: ${loadAverage()}`);
   fs.mkdirSync(path.dirname(args.json), { recursive: true });
   fs.writeFileSync(args.json, JSON.stringify(report, null, 2) + '\n');
   console.log(`wrote ${path.relative(process.cwd(), args.json)}`);

@@ -22,6 +22,28 @@ async function timeIt(fn, reps) {
   return times;
 }
 
+/**
+ * GFLOP/s of a square matmul program at 1024 and 2048 (the upper median of 20 and 8 runs after 2
+ * untimed): `program(t)` writes it, t(element type) being the size's tensor type; inputs are f32.
+ */
+async function matmulGflops(client, label, program) {
+  const gflops = {};
+  for (const size of [1024, 2048]) {
+    const exe = await client.compile(program((e) => `tensor<${size}x${size}x${e}>`));
+    const data = Float32Array.from({ length: size * size }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
+    const a = await client.upload(data, [size, size]);
+    const b = await client.upload(data, [size, size]);
+    for (let i = 0; i < 2; i++) (await exe.execute([a, b]))[0].dispose();
+    const times = await timeIt(async () => (await exe.execute([a, b]))[0].dispose(), size === 1024 ? 20 : 8);
+    gflops[size] = (2 * size ** 3) / upperMedian(times) / 1e9;
+    console.log(`${label} ${size}x${size}x${size}: ${gflops[size].toFixed(1)} GFLOP/s (median of ${times.length})`);
+    a.dispose();
+    b.dispose();
+    exe.dispose();
+  }
+  return gflops;
+}
+
 async function main() {
   console.log(`machine: ${describeMachine()}`);
   const client = await Client.create();
@@ -51,24 +73,10 @@ async function main() {
   onDevice.dispose();
 
   // 3. f32 matmul roof.
-  results.matmulGflops = {};
-  for (const size of [1024, 2048]) {
-    const exe = await client.compile(`func.func @main(%a: tensor<${size}x${size}xf32>, %b: tensor<${size}x${size}xf32>) -> tensor<${size}x${size}xf32> {
-      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<${size}x${size}xf32>, tensor<${size}x${size}xf32>) -> tensor<${size}x${size}xf32>
-      return %0 : tensor<${size}x${size}xf32>
+  results.matmulGflops = await matmulGflops(client, 'f32 matmul', (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
+      %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (${t('f32')}, ${t('f32')}) -> ${t('f32')}
+      return %0 : ${t('f32')}
     }`);
-    const data = Float32Array.from({ length: size * size }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
-    const a = await client.upload(data, [size, size]);
-    const b = await client.upload(data, [size, size]);
-    for (let i = 0; i < 2; i++) (await exe.execute([a, b]))[0].dispose();
-    const times = await timeIt(async () => (await exe.execute([a, b]))[0].dispose(), size === 1024 ? 20 : 8);
-    const gflops = (2 * size ** 3) / upperMedian(times) / 1e9;
-    results.matmulGflops[size] = gflops;
-    console.log(`f32 matmul ${size}x${size}x${size}: ${gflops.toFixed(1)} GFLOP/s (median of ${times.length})`);
-    a.dispose();
-    b.dispose();
-    exe.dispose();
-  }
   results.roofGflops = Math.max(...Object.values(results.matmulGflops));
   console.log(`compute roof (best matmul): ${results.roofGflops.toFixed(1)} GFLOP/s`);
 
@@ -77,27 +85,12 @@ async function main() {
   const { attentionKernelPaths } = require('../../dist/runtime');
   results.cpuClass = attentionKernelPaths(64).cpu;
   if (['amx', 'avx512bf16'].includes(results.cpuClass)) {
-    results.bf16MatmulGflops = {};
-    for (const size of [1024, 2048]) {
-      const t = (e) => `tensor<${size}x${size}x${e}>`;
-      const exe = await client.compile(`func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
+    results.bf16MatmulGflops = await matmulGflops(client, 'bf16 x bf16 -> f32 matmul', (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
         %a1 = stablehlo.convert %a : (${t('f32')}) -> ${t('bf16')}
         %b1 = stablehlo.convert %b : (${t('f32')}) -> ${t('bf16')}
         %0 = stablehlo.dot_general %a1, %b1, contracting_dims = [1] x [0] : (${t('bf16')}, ${t('bf16')}) -> ${t('f32')}
         return %0 : ${t('f32')}
       }`);
-      const data = Float32Array.from({ length: size * size }, (_, i) => ((i * 7919) % 1000) / 1000 - 0.5);
-      const a = await client.upload(data, [size, size]);
-      const b = await client.upload(data, [size, size]);
-      for (let i = 0; i < 2; i++) (await exe.execute([a, b]))[0].dispose();
-      const times = await timeIt(async () => (await exe.execute([a, b]))[0].dispose(), size === 1024 ? 20 : 8);
-      const gflops = (2 * size ** 3) / upperMedian(times) / 1e9;
-      results.bf16MatmulGflops[size] = gflops;
-      console.log(`bf16 x bf16 -> f32 matmul ${size}x${size}x${size}: ${gflops.toFixed(1)} GFLOP/s (median of ${times.length})`);
-      a.dispose();
-      b.dispose();
-      exe.dispose();
-    }
     results.bf16RoofGflops = Math.max(...Object.values(results.bf16MatmulGflops));
     console.log(`bf16 roof (best bf16 matmul, CPU class ${results.cpuClass}): ${results.bf16RoofGflops.toFixed(1)} GFLOP/s`);
   } else {

@@ -56,7 +56,7 @@ const http = require('node:http');
 const path = require('node:path');
 const { BIN, startServe } = require('../lib/serve-child');
 const { parseArgs } = require('node:util');
-const { describeMachine, machine } = require('../lib/machine');
+const { describeMachine, loadAverage, machine } = require('../lib/machine');
 const { WORKLOADS, request: workloadRequest } = require('./lib/workloads');
 
 const YES = 9805;
@@ -257,7 +257,7 @@ async function main() {
   try {
     // One unmeasured pass per server so every bucket the workload touches is compiled.
     for (const server of servers) for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), opts.warm, opts.items);
-    console.log(`load average before the measured steps: ${require('node:os').loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+    console.log(`load average before the measured steps: ${loadAverage()}`);
     console.log('server      workload   conc   req/s  items/s   p50 ms   p99 ms  errors  req/call  req/pass  cache hits/misses');
     for (const workload of opts.workloads) {
       for (const concurrency of opts.concurrency) {

@@ -1,5 +1,5 @@
 'use strict';
-// One line that says what machine a benchmark ran on.
+// One line that says what machine a benchmark ran on, and its load average.
 const os = require('node:os');
 
 /**
@@ -36,4 +36,9 @@ function describeMachine() {
   return `${m.cpu} (${generation}${m.cpuFlags.join(' ') || 'no flags read'}), ${m.cores} cores, ${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}, ${m.date}`;
 }
 
-module.exports = { machine, describeMachine };
+/** The 1, 5 and 15 minute load averages, two decimals each (a benchmark prints them beside its figures). */
+function loadAverage(separator = ' ') {
+  return os.loadavg().map((x) => x.toFixed(2)).join(separator);
+}
+
+module.exports = { machine, describeMachine, loadAverage };

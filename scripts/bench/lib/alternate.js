@@ -3,6 +3,7 @@
 // so load from other processes falls on all of them alike: per case, CPU
 // time of this process (every thread: XLA's and the addon's kernel pool) and
 // wall time per execution, the first round dropped (compile-time effects).
+const { loadAverage } = require('../../lib/machine');
 
 /**
  * cases: [{ exe, buffers, isa? }]; fills each case's `cpu` and `wall` (ms, one per round after the
@@ -31,12 +32,14 @@ async function timeAlternating(cases, rounds) {
   else process.env.PJRT_SCORE_KERNEL_ISA = isaBefore;
 }
 
-/** Disposes every case's buffers and executable. */
-function disposeCases(cases) {
+/** The end of a run: prints the load average, disposes every case's buffers and executable, then the client. */
+function finishCases(cases, client) {
+  console.log(`\nload average at end: ${loadAverage()}`);
   for (const k of cases) {
     k.buffers.forEach((b) => b.dispose());
     k.exe.dispose();
   }
+  client.dispose();
 }
 
-module.exports = { timeAlternating, disposeCases };
+module.exports = { timeAlternating, finishCases };
