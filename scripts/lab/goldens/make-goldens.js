@@ -26,6 +26,7 @@ const path = require('node:path');
 const { pathToFileURL } = require('node:url');
 
 const root = path.resolve(__dirname, '..', '..', '..');
+const { logSoftmax } = require(path.join(root, 'test', 'helpers', 'reference-forward.js'));
 const fixtures = path.join(root, 'test', 'fixtures');
 const LABELS = [9454, 2753, 28, 330];
 
@@ -131,15 +132,6 @@ function embeddingRows(file) {
   } finally {
     gguf.close();
   }
-}
-
-function logSoftmax(logits) {
-  let max = -Infinity;
-  for (const v of logits) if (v > max) max = v;
-  let sum = 0;
-  for (const v of logits) sum += Math.exp(v - max);
-  const lse = max + Math.log(sum);
-  return Float64Array.from(logits, (v) => v - lse);
 }
 
 async function main() {

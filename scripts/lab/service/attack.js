@@ -44,6 +44,7 @@ const { parseArgs } = require('node:util');
 const { describeMachine } = require('../../lib/machine');
 const { startService } = require('../../../test/helpers/service');
 const path = require('node:path');
+const { xorshift32 } = require('../../../fuzz/engine');
 const { mutate } = require('../../../fuzz/mutate');
 const { cacheDir } = require('../../../dist/util/cache-dir');
 
@@ -74,15 +75,7 @@ const CONCURRENCY = Number(opts.concurrency);
 const EXTERNAL_SETTLED_BYTES = 32 * 2 ** 20;
 const deadline = Date.now() + Number(opts['max-seconds']) * 1000;
 
-let seed = Number(opts.seed) >>> 0 || 1;
-function random() {
-  seed ^= seed << 13;
-  seed >>>= 0;
-  seed ^= seed >>> 17;
-  seed ^= seed << 5;
-  seed >>>= 0;
-  return seed / 4294967296;
-}
+const random = xorshift32(Number(opts.seed));
 const int = (n) => Math.floor(random() * n);
 const pick = (list) => list[int(list.length)];
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
