@@ -14,9 +14,9 @@
 // kept, so a second run only recompiles what changed; and a run whose inputs
 // (native sources, build files, this script, the Node-API headers' versions)
 // hash the same as the last build's, with that build's file still in place,
-// builds nothing for that platform (--force builds anyway). npm runs this script before
-// every `npm run build` (and so on `npm pack`), and the package and prebuild
-// tests run it too: with the stamp the addon is compiled once per change.
+// builds nothing for that platform (--force builds anyway). `npm pack` runs it
+// (prepack, before `npm run build`), and the package and prebuild tests run it
+// too: with the stamp the addon is compiled once per change.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -98,7 +98,7 @@ function prebuildIsCurrent(dir = root, platform = null) {
   return (platform ? [platform] : TARGETS.map((t) => t.platform)).every((p) => prebuildIsCurrentFor(dir, p));
 }
 
-/** A compiled module of the library; npm runs this script before `build`, so dist/ may not exist yet. */
+/** A compiled module of the library; prepack runs this script before `npm run build`, so dist/ may not exist yet. */
 function distModule(rel) {
   const file = path.join(root, 'dist', rel);
   if (!fs.existsSync(`${file}.js`)) {
