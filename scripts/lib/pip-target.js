@@ -1,9 +1,10 @@
 'use strict';
 /**
- * A Python package the tests use as an independent reference, installed once
- * with pip into the cache (<cache>/python/<name>-<version>, `pip install
- * --target`) and imported with that folder on PYTHONPATH. No python3 or no
- * pip is an error, not a skip.
+ * A pinned Python package installed once with pip into the cache
+ * (<cache>/python/<name>-<version>, `pip install --target`) and imported with
+ * that folder on PYTHONPATH: the tests' independent references (gguf-py,
+ * numpy, transformers, smg, ...) and the benchmarks' Python peers (torch),
+ * the one copy of that step. No python3 or no pip is an error, not a skip.
  *
  *   pipTargetDir(requirement, marker, { noDeps }) -> the folder (marker: a file
  *     in it that shows a finished install, e.g. 'gguf/quants.py'; noDeps: the
