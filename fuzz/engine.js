@@ -112,10 +112,10 @@ function sha1(data) {
  * target: { name, maxLength, scripts(url) -> bool, seeds() -> Buffer[], dictionary?: string[],
  *           setup?(), run(data) -> void | Promise, expected(error) -> bool, timeoutMs? }
  */
-async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusDir, findingsDir, currentFile, seed = Date.now(), log = () => {} }) {
+/** xorshift32: a fast, seeded random() in [0, 1), reproducible from its seed (0 counts as 1). */
+function xorshift32(seed) {
   let state = seed >>> 0 || 1;
-  const random = () => {
-    // xorshift32: fast, seeded, reproducible with --seed
+  return () => {
     state ^= state << 13;
     state >>>= 0;
     state ^= state >>> 17;
@@ -123,6 +123,10 @@ async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusD
     state >>>= 0;
     return state / 4294967296;
   };
+}
+
+async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusDir, findingsDir, currentFile, seed = Date.now(), log = () => {} }) {
+  const random = xorshift32(seed);
   if (target.setup) await target.setup();
   const coverage = new Coverage(target.scripts);
   const seen = new Set();
@@ -234,4 +238,4 @@ async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusD
   };
 }
 
-module.exports = { fuzz, errorKind };
+module.exports = { fuzz, errorKind, xorshift32 };

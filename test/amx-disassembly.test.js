@@ -13,7 +13,7 @@ const test = require('tape');
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const prebuild = require('../scripts/prebuild.js');
+const prebuild = require('../scripts/build/prebuild.js');
 
 const root = path.join(__dirname, '..');
 
@@ -65,7 +65,7 @@ if (process.arch !== 'x64') {
   });
 } else {
   if (!prebuild.prebuildIsCurrent(root)) {
-    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js')], { cwd: root, stdio: 'inherit' });
     if (r.status !== 0) throw new Error('npm run build:prebuilds failed: the prebuild cannot be checked');
   }
   const builds = [

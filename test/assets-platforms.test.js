@@ -3,7 +3,7 @@
 // linux-arm64 each get their own pinned wheel and cache folder; any other
 // platform or architecture is a FetchError that names it, before pip runs.
 // The aarch64 wheel itself is fetched and its sha256 checked by
-// npm run test:arm64 (scripts/arm64-test.js), under emulation.
+// npm run test:arm64 (scripts/lab/arm64/run.js), under emulation.
 const test = require('tape');
 const path = require('node:path');
 const { CPU_PLUGIN, CPU_PLUGINS, cpuPluginFor, FetchError } = require('../dist/assets');

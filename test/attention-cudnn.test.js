@@ -4,7 +4,7 @@
 // - the custom calls the builder emits against JAX 0.11.2's own lowering of
 //   jax.nn.dot_product_attention(implementation='cudnn') for the same shapes
 //   (test/fixtures/jax-cudnn-0.11.2.txt, written by
-//   `python3.12 scripts/gpu/jax_cudnn_reference.py --install > test/fixtures/jax-cudnn-0.11.2.txt`),
+//   `python3.12 scripts/lab/gpu/jax_cudnn_reference.py --install > test/fixtures/jax-cudnn-0.11.2.txt`),
 //   field by field: target, api version, backend_config, layouts, types;
 // - the pin: another or an unknown plugin version is refused, naming 0.11.2;
 // - on the real CPU plugin, the factored form on the StableHLO stand-in

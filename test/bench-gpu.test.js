@@ -9,8 +9,8 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 
-const SCRIPT = path.join(__dirname, '..', 'scripts', 'bench-gpu.js');
-const GPU_SCRIPTS = path.join(__dirname, '..', 'scripts', 'gpu');
+const SCRIPT = path.join(__dirname, '..', 'scripts', 'bench', 'gpu.js');
+const GPU_SCRIPTS = path.join(__dirname, '..', 'scripts', 'lab', 'gpu');
 
 test('bench:gpu runs pjrt-score on a tiny random model and prints one table', (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-bench-gpu-'));

@@ -1,5 +1,5 @@
 'use strict';
-// npm run bench:service -- --load open (scripts/bench/open-loop.js) against the real CPU plugin and
+// npm run bench:service -- --load open (scripts/bench/lib/open-loop.js) against the real CPU plugin and
 // the default model, briefly at 1 and 2 requests a second: the harness, never a timing verdict.
 // Its table must agree with itself and with the server: every request autocannon counts answered
 // is one the server's /metrics counts as a 200, with 10 items and the tokens of text of the PR shape
@@ -15,7 +15,7 @@ const root = path.join(__dirname, '..');
 
 test('bench:service --load open: the table counts what autocannon and the server count, 0 errors, held by its rule', (t) => {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-open-')), 'open.json');
-  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'bench-service.js'), '--load', 'open', '--rates', '1', '--sweep', '2', '--duration', '2', '--warm', '0', '--out', out], {
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'bench', 'service.js'), '--load', 'open', '--rates', '1', '--sweep', '2', '--duration', '2', '--warm', '0', '--out', out], {
     cwd: root,
     encoding: 'utf8',
     timeout: 120000,
@@ -52,11 +52,11 @@ test('bench:service --load open: the table counts what autocannon and the server
 });
 
 test('text requests for a byte-level tokenizer: 300-byte queries, 20-byte items, every query its own', async (t) => {
-  // The random models' tokenizer (scripts/bench/random-model.js, what the GPU run serves) has one token per
+  // The random models' tokenizer (scripts/bench/lib/random-model.js, what the GPU run serves) has one token per
   // byte, so the bytes of the text are an independent count of its tokens.
-  const { PRESETS, writeRandomModel } = require('../scripts/bench/random-model');
-  const { textWorkload } = require('../scripts/bench/text-requests');
-  const { WORKLOADS } = require('../scripts/bench/workloads');
+  const { PRESETS, writeRandomModel } = require('../scripts/bench/lib/random-model');
+  const { textWorkload } = require('../scripts/bench/lib/text-requests');
+  const { WORKLOADS } = require('../scripts/bench/lib/workloads');
   const { loadModelInfo } = require(path.join(root, 'dist', 'model'));
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-text-'));
   await writeRandomModel(dir, PRESETS.qwen3_tiny, { seed: 1 });

@@ -5,7 +5,7 @@
 // rows or in the hand-written table beside it, never in both.
 const test = require('tape');
 const fs = require('node:fs');
-const { DOC, START, END, render } = require('../scripts/docs/options.js');
+const { DOC, START, END, render } = require('../scripts/build/docs-options.js');
 const { SERVE_SETTINGS } = require('../dist/server/options.js');
 
 const text = fs.readFileSync(DOC, 'utf8');

@@ -1,5 +1,5 @@
 'use strict';
-// The GPU peers' shared loop (scripts/bench/gpu/peer_common.py) must leave its progress in the log even
+// The GPU peers' shared loop (scripts/lab/gpu/peer_common.py) must leave its progress in the log even
 // when a time limit kills the process mid-compile (docs/gpu.md "The prepared run"): each line is flushed
 // as it happens, not at exit. Run here with the real python3 and a stand-in method (no torch or jax; an
 // empty numpy module where numpy is missing, since the loop itself does not use it): a method that
@@ -32,7 +32,7 @@ c.run_peer("stub", args, [0, 1], reqs, lambda w, r: [c.Method("fast", call), c.M
 `;
   const r = spawnSync(PYTHON, ['-c', script], {
     cwd: dir,
-    env: { ...process.env, PYTHONPATH: [dir, path.join(root, 'scripts', 'bench', 'gpu')].join(path.delimiter) },
+    env: { ...process.env, PYTHONPATH: [dir, path.join(root, 'scripts', 'lab', 'gpu')].join(path.delimiter) },
     encoding: 'utf8',
     timeout: hang ? 2000 : 30000,
     killSignal: 'SIGKILL',

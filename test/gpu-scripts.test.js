@@ -1,5 +1,5 @@
 'use strict';
-// The prepared GPU measurements (scripts/gpu/h100-run.sh, h100-defaults-run.sh, h100-probe-run.sh) run once per lent
+// The prepared GPU measurements (scripts/lab/gpu/h100-run.sh, h100-defaults-run.sh, h100-probe-run.sh) run once per lent
 // GPU call, so a slip in their shell logic costs the call. Here they run on this machine against
 // stand-ins for node, python3 and nvidia-smi that record their arguments and write results: each
 // script must run its steps in order, return exactly the three files the device sends back, and its
@@ -31,32 +31,32 @@ const PEERS = {
 
 /**
  * A fake machine: stub commands, a carry with a stub node inside, a work tree holding the scripts
- * (and a stub host check under scripts/cpu/ when `amx`).
+ * (and a stub host check under scripts/lab/cpu/ when `amx`).
  */
 function fakeMachine(scoreOffset, { amx = false } = {}) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-gpu-scripts-'));
   const stub = path.join(dir, 'stub');
   const carry = path.join(dir, 'carry');
   const tree = path.join(dir, 'tree');
-  for (const d of [stub, carry, path.join(tree, 'scripts', 'gpu'), path.join(dir, 'pkg', 'pjrt-score', 'dist')]) fs.mkdirSync(d, { recursive: true });
-  for (const f of fs.readdirSync(path.join(root, 'scripts', 'gpu')).filter((f) => f.endsWith('.sh') || f.endsWith('.py'))) {
-    fs.copyFileSync(path.join(root, 'scripts', 'gpu', f), path.join(tree, 'scripts', 'gpu', f));
+  for (const d of [stub, carry, path.join(tree, 'scripts', 'lab', 'gpu'), path.join(dir, 'pkg', 'pjrt-score', 'dist')]) fs.mkdirSync(d, { recursive: true });
+  for (const f of fs.readdirSync(path.join(root, 'scripts', 'lab', 'gpu')).filter((f) => f.endsWith('.sh') || f.endsWith('.py'))) {
+    fs.copyFileSync(path.join(root, 'scripts', 'lab', 'gpu', f), path.join(tree, 'scripts', 'lab', 'gpu', f));
   }
   if (amx) {
-    fs.mkdirSync(path.join(tree, 'scripts', 'cpu'));
-    fs.writeFileSync(path.join(tree, 'scripts', 'cpu', 'amx-host-check.sh'), `echo "[amx BUDGET_S=$BUDGET_S OUT=$OUT]" >> "${dir}/calls.txt"; echo "amx check says hello"\n`);
+    fs.mkdirSync(path.join(tree, 'scripts', 'lab', 'cpu'));
+    fs.writeFileSync(path.join(tree, 'scripts', 'lab', 'cpu', 'amx-host-check.sh'), `echo "[amx BUDGET_S=$BUDGET_S OUT=$OUT]" >> "${dir}/calls.txt"; echo "amx check says hello"\n`);
   }
-  // The stub node: bench-gpu.js writes one pjrt-score result (label probabilities 0.5 + offset) into --dir.
+  // The stub node: bench/gpu.js writes one pjrt-score result (label probabilities 0.5 + offset) into --dir.
   const node = `#!/bin/bash
 echo "[node $*] [XLA_FLAGS=\${XLA_FLAGS:-}] [FACTS=\${PJRT_SCORE_PLATFORM_FACTS:-}]" >> "${dir}/calls.txt"
 if [[ "$*" == *--version* ]]; then echo v20; exit 0; fi
-if [[ "$*" == *bench-gpu.js* && "$*" != *--emit-only* ]]; then
+if [[ "$*" == *bench/gpu.js* && "$*" != *--emit-only* ]]; then
   d=""; prev=""; for x in "$@"; do [ "$prev" = "--dir" ] && d=$x; prev=$x; done
   mkdir -p "$d/model"; touch "$d/inputs-full.json"; mkdir -p "$d/executables"
   p=$(python3 -c "print(0.5 + ${scoreOffset})"); q=$(python3 -c "print(0.5 - ${scoreOffset})")
   echo "{\\"rows\\":[{\\"workload\\":\\"target\\",\\"method\\":\\"packed\\",\\"items_per_s\\":${PJRT.target},\\"scores\\":[[[$p,$q]]]},{\\"workload\\":\\"pr\\",\\"method\\":\\"8-concurrent\\",\\"items_per_s\\":${PJRT.pr},\\"p99_ms\\":${PJRT.prP99}}],\\"peak_rss\\":1e9,\\"load_peak_rss\\":1e9,\\"client_peak_rss\\":3e8}" > "$d/pjrt-bf16-bf16_cross-request.json"
 fi
-if [[ "$*" == *bench-service.js* ]]; then
+if [[ "$*" == *bench/service.js* ]]; then
   o=""; prev=""; for x in "$@"; do [ "$prev" = "--out" ] && o=$x; prev=$x; done
   echo '{"highestHeld":480}' > "$o"
   echo "step   offered  req/s   2xx  server   items/s   p50 ms   p99 ms errors  held"
@@ -107,7 +107,7 @@ exec "${PYTHON}" "$@"
 
 function runScript(name, scoreOffset, { amx = false, env = {} } = {}) {
   const m = fakeMachine(scoreOffset, { amx });
-  const r = spawnSync('bash', [path.join('scripts', 'gpu', name)], {
+  const r = spawnSync('bash', [path.join('scripts', 'lab', 'gpu', name)], {
     cwd: m.tree,
     env: { ...process.env, PATH: `${m.stub}:${process.env.PATH}`, CARRY: m.carry, WORK: m.work, OUT: m.out, ...env },
     encoding: 'utf8',
@@ -138,11 +138,11 @@ test('h100-run.sh: the host check first, pjrt-score, HTTP, then the peers; a who
   t.equal(r.status, 0, `exit 0 ${r.stderr.slice(-300)}`);
   t.ok(/^\[amx BUDGET_S=200 OUT=\S+\/amx\]/.test(r.calls), 'the AMX host check is the first call, with 200 s and its own folder');
   t.match(r.log, /amx check says hello/, 'its output is in the log');
-  const benches = [...r.calls.matchAll(/bench-gpu\.js .*?--out \S+results-(\S+)\.json/g)].map((m) => m[1]);
+  const benches = [...r.calls.matchAll(/bench\/gpu\.js .*?--out \S+results-(\S+)\.json/g)].map((m) => m[1]);
   t.same(benches, ['main'], `one pjrt-score run by default: ${benches.join(', ')}`);
   t.ok(/results-main\.json.*--configs bf16\/bf16\/cudnn_join\/cudnn\+cross-request --methods packed,8-concurrent/.test(r.calls), 'the candidate, target packed and 8 PR callers');
-  t.ok(/bench-service\.js --load open --serve-args --plugin cuda --model \S+ --batching cross-request --rates 120 --sweep 240,480,720 /.test(r.calls), 'the HTTP step: serve --plugin cuda at 120 req/s, then the sweep');
-  const order = [/results-main\.json/, /bench-service\.js/, /peer_torch\.py.*--dtype f32/, /--only pr:batch8full,target:flexfull/, /peer_torch\.py.*--only target:flex /, /peer_jax\.py.*--only target:packed /].map((re) => at(r.calls, re));
+  t.ok(/bench\/service\.js --load open --serve-args --plugin cuda --model \S+ --batching cross-request --rates 120 --sweep 240,480,720 /.test(r.calls), 'the HTTP step: serve --plugin cuda at 120 req/s, then the sweep');
+  const order = [/results-main\.json/, /bench\/service\.js/, /peer_torch\.py.*--dtype f32/, /--only pr:batch8full,target:flexfull/, /peer_torch\.py.*--only target:flex /, /peer_jax\.py.*--only target:packed /].map((re) => at(r.calls, re));
   t.ok(order.every((x, i) => x >= 0 && (i === 0 || x > order[i - 1])), `in order: pjrt-score, HTTP, f32 reference, the whole-forward slot, the FlexAttention and JAX fallbacks (${order})`);
   t.match(r.log, /flexfull: warm-up 1\/2 \(compile start\)/, 'the hung peer\'s progress is in the log');
   t.match(r.log, /torch bf16 batch8full pr, flexfull target \(own slot\) exit 124: stopped at its bound of 3 s/, 'the slot stopped it');
@@ -164,7 +164,7 @@ test('h100-run.sh: the host check first, pjrt-score, HTTP, then the peers; a who
 test('h100-run.sh: no host check in the tree is said; a whole-forward run that finishes in its slot needs no fallback', (t) => {
   const r = runScript('h100-run.sh', 0, { env: { FLEX_SLOT_S: '30' } });
   t.equal(r.status, 0, `exit 0 ${r.stderr.slice(-300)}`);
-  t.match(r.log, /no scripts\/cpu\/amx-host-check\.sh in this tree: no AMX host check/, 'the log says there was no host check');
+  t.match(r.log, /no scripts\/lab\/cpu\/amx-host-check\.sh in this tree: no AMX host check/, 'the log says there was no host check');
   t.notOk(/\[amx/.test(r.calls), 'and none ran');
   t.notOk(/peer_jax\.py|fallback/.test(r.calls), 'no fallback ran');
   const target = PJRT.target / PEERS['torch:target:flexfull'];

@@ -1,6 +1,6 @@
 'use strict';
 // The real model's label probabilities agree with llama.cpp's on the same
-// token ids (golden file made by scripts/goldens/make-goldens.js with
+// token ids (golden file made by scripts/lab/goldens/make-goldens.js with
 // node-llama-cpp). llama.cpp quantizes activations on the Q4_1 file, so that
 // comparison is loose; on the same weights as F32 it is tight.
 const test = require('tape');

@@ -3,8 +3,8 @@
 // its published architecture, the tensor table, dequantization against an
 // independent decoder, and an f64 forward pass of the loaded weights against
 // llama.cpp (test/fixtures/llama-cpp-golden.json, made by
-// scripts/goldens/make-goldens.js). Needs the model in the cache:
-// `npx tsc -p tsconfig.json && node scripts/fetch-model.js`.
+// scripts/lab/goldens/make-goldens.js). Needs the model in the cache:
+// `npx tsc -p tsconfig.json && node scripts/build/fetch-model.js`.
 const test = require('tape');
 const fs = require('node:fs');
 const M = require('../dist/model');
@@ -27,7 +27,7 @@ let loaded;
 let loadSeconds;
 
 test('the default model is in the cache', (t) => {
-  t.ok(present, `${file} exists (else run: npx tsc -p tsconfig.json && node scripts/fetch-model.js)`);
+  t.ok(present, `${file} exists (else run: npx tsc -p tsconfig.json && node scripts/build/fetch-model.js)`);
   t.end();
 });
 

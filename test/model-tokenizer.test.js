@@ -1,7 +1,7 @@
 'use strict';
 // The tokenizer adapter: ids equal llama.cpp's (tokenize with add_special=false,
 // parse_special=false) on a varied corpus for the default model
-// (test/fixtures/tokenizer-golden.json, made by scripts/goldens/make-goldens.js
+// (test/fixtures/tokenizer-golden.json, made by scripts/lab/goldens/make-goldens.js
 // with node-llama-cpp), decode round trips, piecewise encoding of query and
 // items, special-token text never parsed, and the tokenizer.json path.
 const test = require('tape');

@@ -18,7 +18,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const prebuildScript = require('../scripts/prebuild.js');
+const prebuildScript = require('../scripts/build/prebuild.js');
 const fixtures = path.join(__dirname, 'fixtures', 'consumer');
 const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8'));
 const platformDir = `${process.platform}-${process.arch}`;
@@ -33,7 +33,7 @@ const ALLOWED = [
   /^LICENSE(\.md|\.txt)?$/,
   /^dist\/.+\.(js|mjs|d\.ts)$/,
   /^bin\/[^/]+\.js$/,
-  /^scripts\/(install-native|postinstall|fetch-plugin|fetch-model)\.js$/,
+  /^scripts\/build\/(install-native|postinstall|fetch-plugin|fetch-model)\.js$/,
   /^prebuilds\/[^/]+\/[^/]+\.node$/,
   /^native\/(binding|runtime|kernels)\/[^/]+\.(h|cc)$/,
   /^binding\.gyp$/,
@@ -50,7 +50,7 @@ const FORBIDDEN = [
   [/(^|\/)\.cache\//, 'a cache folder'],
   [/\.tgz$/, 'a tarball'],
   [/^(bench-results|docs|seeds|examples|\.ci|\.git)\//, 'a repository-only folder'],
-  [/^scripts\/(bench|goldens|machine|write-esm-entry)/, 'a development script'],
+  [/^scripts\/(bench|lab|lib|build\/(prebuild|write-esm-entry|bundle|pack-modules|docs-options))/, 'a development script'],
   [/^tsconfig.*\.json$/, 'the TypeScript config'],
 ];
 
@@ -128,7 +128,7 @@ test('npm run build:prebuilds: the prebuilt addon for this platform, built from 
   const r = npm(['run', 'build:prebuilds'], { cwd: root, timeout: 1200000 });
   const built = /prebuild ready/.test(r.stderr || '');
   t.equal(r.status, 0, r.status === 0 ? `npm run build:prebuilds (${r.seconds.toFixed(0)} s; ${built ? 'built' : 'already current'})` : r.describe());
-  t.ok(prebuildScript.prebuildIsCurrent(root), 'the prebuild matches the current native sources and build files (scripts/prebuild.js stamp)');
+  t.ok(prebuildScript.prebuildIsCurrent(root), 'the prebuild matches the current native sources and build files (scripts/build/prebuild.js stamp)');
   const dir = path.join(root, 'prebuilds', platformDir);
   t.ok(fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.endsWith('.node')), `prebuilds/${platformDir}/*.node exists`);
   t.ok(fs.existsSync(path.join(root, 'dist', 'index.js')), 'dist/index.js exists (npm run build makes it)');

@@ -1,5 +1,5 @@
 'use strict';
-// The shipped binaries: `npm run build:prebuilds` (scripts/prebuild.js: cmake-js with
+// The shipped binaries: `npm run build:prebuilds` (scripts/build/prebuild.js: cmake-js with
 // zig c++ for an old glibc, no header download) makes
 // prebuilds/linux-x64/ and prebuilds/linux-arm64/pjrt-score.glibc.napi.node;
 // objdump -T shows each needs no glibc symbol version above the minimum
@@ -19,7 +19,7 @@ const os = require('node:os');
 const path = require('node:path');
 
 const root = path.join(__dirname, '..');
-const prebuild = require('../scripts/prebuild.js');
+const prebuild = require('../scripts/build/prebuild.js');
 const file = prebuild.prebuildPath(root);
 
 /** "2.3.2" -> [2, 3, 2], compared part by part (2.16 > 2.2.5). */
@@ -38,8 +38,8 @@ function compareVersions(a, b) {
 
 test('npm run build:prebuilds makes both prebuilds with cmake-js, from every .cc under native/', (t) => {
   const started = Date.now();
-  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
-  t.equal(r.status, 0, r.status === 0 ? `scripts/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
+  t.equal(r.status, 0, r.status === 0 ? `scripts/build/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
   for (const { platform } of prebuild.TARGETS) t.ok(fs.existsSync(prebuild.prebuildPath(root, platform)), `made ${path.relative(root, prebuild.prebuildPath(root, platform))}`);
   t.deepEqual(prebuild.TARGETS.map((x) => x.platform), ['linux-x64', 'linux-arm64'], 'the targets: linux-x64 and linux-arm64');
   const output = `${r.stdout}\n${r.stderr}`;
@@ -65,8 +65,8 @@ test('npm run build:prebuilds makes both prebuilds with cmake-js, from every .cc
 test('a second run builds nothing while the inputs are unchanged; a stamp that does not match makes it build', (t) => {
   const stamps = prebuild.TARGETS.map((x) => path.relative(root, prebuild.stampPath(root, x.platform))).join(' and ');
   t.ok(prebuild.prebuildIsCurrent(root), `the stamps ${stamps} match the inputs and the prebuilds`);
-  const again = spawnSync(process.execPath, [path.join(root, 'scripts', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 120000 });
-  t.equal(again.status, 0, 'scripts/prebuild.js again: exit 0');
+  const again = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 120000 });
+  t.equal(again.status, 0, 'scripts/build/prebuild.js again: exit 0');
   t.match(again.stderr, /prebuild is current/, 'it says the prebuild is current');
   t.doesNotMatch(`${again.stdout}${again.stderr}`, /cmake|Building|Linking/i, 'and runs no build');
   const stamp = fs.readFileSync(prebuild.stampPath(root), 'utf8');
@@ -83,7 +83,7 @@ for (const { platform } of prebuild.TARGETS) {
   test(`the ${platform} prebuild is for its architecture and needs no glibc above the minimum README.md states, and no libstdc++`, (t) => {
     const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
     const stated = /prebuilt addon[^\n]*?glibc (?:>=|≥) ?(\d+\.\d+)/.exec(readme)?.[1];
-    t.equal(stated, prebuild.GLIBC_TARGET, `README.md states glibc ${stated}, the target scripts/prebuild.js builds for`);
+    t.equal(stated, prebuild.GLIBC_TARGET, `README.md states glibc ${stated}, the target scripts/build/prebuild.js builds for`);
     const minimum = stated || prebuild.GLIBC_TARGET;
     const target = prebuild.prebuildPath(root, platform);
 

@@ -21,7 +21,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { tinyQwenVocabDir } = require('./helpers/tiny-qwen-vocab');
 const { tinyGemmaVocabDir } = require('./helpers/tiny-gemma-vocab');
-const { pipTargetDir, python } = require('./helpers/pip-target');
+const { pipTargetDir, python } = require('../scripts/lib/pip-target');
 const { Scorer } = require('../dist/scoring/scorer');
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-rerank-ref-'));

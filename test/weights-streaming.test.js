@@ -12,7 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { makeTinyModel, writeTinyHfDir, tensorTable } = require('./helpers/tiny-model');
-const { writeRandomBf16Safetensors } = require('../scripts/bench/random-model');
+const { writeRandomBf16Safetensors } = require('../scripts/bench/lib/random-model');
 
 // Qwen2-1.5B: 28 layers, Dm 1536, F 8960, 12 q heads, 2 kv heads of 128, V 151936.
 const DIMS = { vocabSize: 151936, hiddenSize: 1536, intermediateSize: 8960, numLayers: 28, numHeads: 12, numKvHeads: 2, headDim: 128 };

@@ -14,11 +14,11 @@
 // allocates them once), so the StableHLO forms look slower here than inside
 // a prefill: compare passes with
 // npm run bench:pieces -- --pass prefill --no-pieces --causal-forms ...
-const os = require('node:os');
 const { Client } = require('../../dist/runtime');
 const { buildProgram, causalPrefix, parseCausalAttentionTag, TensorType } = require('../../dist/hlo');
-const { describeMachine } = require('../machine');
-const { disposeCases, timeAlternating } = require('./alternate');
+const { describeMachine, loadAverage } = require('../lib/machine');
+const { finishCases, timeAlternating } = require('./lib/alternate');
+const { upperMedian } = require('../lib/median');
 
 const SHAPE = { T: 2048, validLength: 2000, Hq: 9, Hkv: 3, D: 64 };
 // Row i sees i + 1 keys: sum over the valid rows, 2 FLOPs per multiply-add, QK and PV.
@@ -49,7 +49,7 @@ async function main() {
   const tags = (process.argv[2] || 'square,qc4,qc8,ffi').split(',');
   const rounds = Number(process.argv[3] || 6);
   console.log(`machine: ${describeMachine()}`);
-  console.log(`load average at start: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`load average at start: ${loadAverage()}`);
   const client = await Client.create();
   const roofs = ROOF_SIZES.map((n) => ({ tag: `roof ${n}^3`, flops: 2 * n ** 3, prog: roofProgram(n) }));
   const cases = [...roofs, ...tags.map((tag) => ({ tag, flops: FLOPS, prog: formProgram(parseCausalAttentionTag(tag)) }))];
@@ -59,18 +59,15 @@ async function main() {
   }
   await timeAlternating(cases, rounds);
 
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  const roof = Math.max(...roofs.map((k) => k.flops / median(k.cpu) / 1e6));
+  const roof = Math.max(...roofs.map((k) => k.flops / upperMedian(k.cpu) / 1e6));
   console.log(`\n${(FLOPS / 1e9).toFixed(2)} useful GFLOP per causal attention; roof (f32 matmul, the better median) ${roof.toFixed(1)} GFLOP per CPU-s; ${rounds - 1} rounds after the first\n`);
   console.log('| form | CPU ms (median, min-max) | wall ms (median) | GFLOP per CPU-s (median) | of roof |');
   console.log('| --- | --- | --- | --- | --- |');
   for (const k of cases) {
-    const gflops = k.flops / median(k.cpu) / 1e6;
-    console.log(`| ${k.tag} | ${median(k.cpu).toFixed(0)} (${Math.min(...k.cpu).toFixed(0)}-${Math.max(...k.cpu).toFixed(0)}) | ${median(k.wall).toFixed(0)} | ${gflops.toFixed(1)} | ${((100 * gflops) / roof).toFixed(0)}% |`);
+    const gflops = k.flops / upperMedian(k.cpu) / 1e6;
+    console.log(`| ${k.tag} | ${upperMedian(k.cpu).toFixed(0)} (${Math.min(...k.cpu).toFixed(0)}-${Math.max(...k.cpu).toFixed(0)}) | ${upperMedian(k.wall).toFixed(0)} | ${gflops.toFixed(1)} | ${((100 * gflops) / roof).toFixed(0)}% |`);
   }
-  console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  disposeCases(cases);
-  client.dispose();
+  finishCases(cases, client);
 }
 
 main().catch((err) => {

@@ -1,272 +1,273 @@
+#!/usr/bin/env node
 'use strict';
-// The pieces of one decoder pass as programs of their own (npm run
-// bench:pieces): each is built with the lib/hlo builders from the same ops,
-// in the same order and layout, as lib/hlo/transformer.ts and
-// lib/hlo/attention.ts write them, so that timing a piece alone says what
-// that step costs inside the whole program (minus what XLA fuses across the
-// cut: the whole program is timed beside them to show that difference).
+// npm run bench:pieces — where the CPU time of a decoder pass goes, piece by
+// piece, at the target workload's shapes (SmolLM2-135M: 64 items x 20 tokens
+// against a 2048-key prefix cache, and the 2000-token prefill).
 //
-// A per-layer piece runs inside a `while` over the layers, as in the real
-// program: its per-layer inputs (weights, the K/V cache) are stacked and
-// sliced by the layer index, and its outputs are loop-carried, so XLA
-// allocates the temporaries once per execution (not once per layer: a fresh
-// 94 MB output per run is mostly page faults) and cannot hoist the work out
-// of the loop. Inputs that are activations in the real program are
-// loop-invariant here; where nothing else depends on the layer index they
-// get `+ layer * 1e-7` in an elementwise op that fuses into their consumer.
+//   node scripts/bench/pieces.js [--runs 5] [--pass extend|prefill|both] [--json FILE]
+//                                [--forms kb256w,kb512u,...] [--causal-forms qc2,qc4,...] [--no-pieces]
+//                                [--pieces-form joint|ones_own]
 //
-// FLOPs: a dot counts 2 per multiply-add; an elementwise or reduction step 1
-// per element it writes or reads (exp counts 1). Dots carry HIGHEST precision
-// like the Scorer's default programs.
-const { buildProgram, nn, lmHeadLabelLogprobs, ModuleBuilder, TensorType } = require('../../dist/hlo');
+// --forms adds whole extend programs with other prefix-attention forms
+// (kb<keys>w: key blocks in a while loop, kb<keys>u: unrolled; see
+// lib/hlo/attention-blocked.ts; ones_own, rc8w, ...: row forms, lib/hlo/attention-rows.ts)
+// to the same round-robin, so the forms are
+// compared alternating, in one process. --causal-forms does the same for
+// the prefill's causal attention (qc<n>: n query chunks, each against the
+// keys it sees; lib/hlo/attention-causal-chunks.ts; ffi: the addon's kernel,
+// lib/hlo/attention-causal-ffi.ts). --no-pieces times only the whole
+// programs (and the roof). --pieces-form ones_own cuts the extend pass's
+// softmax and values as the row form of lib/hlo/attention-rows.ts does them.
+//
+// Every run also times the passes the Scorer runs on this platform (its
+// attention forms: the addon's kernels where the plugin registered them)
+// and prints them against the roof in useful FLOPs (the work any exact
+// method does for the pass: scripts/bench/lib/workloads.js, usefulFlops), in
+// CPU time and in wall time: the production passes against the roof in one
+// process, which a shared machine's swings between processes do not reach.
+//
+// Each piece (scripts/bench/lib/piece-programs.js) is its own program; the whole
+// decoder_extend / decoder_prefill program (real weights) and the f32 matmul
+// roof are timed in the same process, round-robin (A B C ... A B C ...), so
+// load from other processes falls on all of them alike. Time is CPU time of
+// this process per execution (process.cpuUsage: both XLA threads), not wall
+// time: the machine may be shared. The roof is measured in the same unit,
+// so "of roof" compares like with like.
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { Client } = require('../../dist');
+const { buildProgram, decoderExtend, decoderPrefill, parseCausalAttentionTag, parsePrefixAttentionTag, TensorType } = require('../../dist/hlo');
+const { loadModel } = require('../../dist/model');
+const { uploadWeights } = require('../../dist/device-weights');
+const { describeMachine, loadAverage, machine } = require('../lib/machine');
+const { extendPieces, prefillPieces } = require('./lib/piece-programs');
+const { usefulFlops } = require('./lib/workloads');
+const { defaultCausalAttention, defaultPrefixAttention, platformFacts } = require('../../dist/scoring/platform');
+const { upperMedian } = require('../lib/median');
 
-const OPTIONS = { dotPrecision: 'HIGHEST' };
-const MASKED_SCORE = -1e30;
-const f32 = (dims) => TensorType.f32(dims);
-const s32 = (dims) => TensorType.s32(dims);
+const SHAPE = { P: 2048, prefixLength: 2000, C: 64, L: 20, labels: [9454, 2753] };
 
-function programName(name) {
-  return `piece_${name.replace(/[^A-Za-z0-9]+/g, '_').replace(/_$/, '')}`;
+function parseArgs(argv) {
+  const out = { runs: 5, pass: 'both', forms: [], causalForms: [], pieces: true, piecesForm: 'joint', json: path.join(__dirname, '..', '..', 'bench-results', 'pieces.json') };
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--runs') out.runs = Number(argv[++i]);
+    else if (argv[i] === '--pass') out.pass = argv[++i];
+    else if (argv[i] === '--json') out.json = argv[++i];
+    else if (argv[i] === '--forms') out.forms = argv[++i].split(',').map(parsePrefixAttentionTag);
+    else if (argv[i] === '--causal-forms') out.causalForms = argv[++i].split(',').map(parseCausalAttentionTag);
+    else if (argv[i] === '--no-pieces') out.pieces = false;
+    else if (argv[i] === '--pieces-form') out.piecesForm = argv[++i];
+    else throw new Error(`unknown argument ${argv[i]} (use --runs N, --pass extend|prefill|both, --json FILE)`);
+  }
+  if (!(Number.isInteger(out.runs) && out.runs >= 1)) throw new Error(`--runs must be a positive integer, got ${out.runs}`);
+  if (!['joint', 'ones_own'].includes(out.piecesForm)) throw new Error(`--pieces-form must be joint or ones_own, got ${out.piecesForm}`);
+  if (!['extend', 'prefill', 'both'].includes(out.pass)) throw new Error(`--pass must be extend, prefill or both, got ${out.pass}`);
+  return out;
 }
 
-/** The result types of `body` on inputs of these types (built once in a scratch function). */
-function resultTypes(types, body) {
-  const f = new ModuleBuilder('scratch').func('main', OPTIONS);
-  const values = types.map((t, k) => f.param(t, `x${k}`));
-  const i = f.param(TensorType.s32([]), 'layer');
-  return body(f, i, values).map((v) => v.type);
+
+let seed = 0x9e3779b9;
+function randomF32(n, scale) {
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) {
+    seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0;
+    a[i] = (seed / 2 ** 32 - 0.5) * scale;
+  }
+  return a;
+}
+
+/** Inputs for a program by parameter name: lengths and indices of the target shape, random data elsewhere. */
+function hostInput(spec) {
+  const n = spec.dims.reduce((a, b) => a * b, 1);
+  if (spec.dtype === 'f32') return randomF32(n, 0.2);
+  const { prefixLength, L, labels } = SHAPE;
+  switch (spec.name) {
+    case 'prefix_length':
+      return Int32Array.of(prefixLength);
+    case 'item_lengths':
+      return new Int32Array(n).fill(L);
+    case 'rows':
+      return Int32Array.from({ length: n }, (_, i) => (n === 1 ? prefixLength - 1 : i * L + L - 1));
+    case 'labels':
+      return Int32Array.from(labels);
+    case 'item_tokens':
+    case 'prefix_tokens':
+      return Int32Array.from({ length: n }, (_, i) => 100 + ((i * 7919) % 48000));
+    default:
+      throw new Error(`no input rule for ${spec.name} (${spec.dtype})`);
+  }
+}
+
+/** One timed execution: CPU ms of this process (all threads) and wall ms. */
+async function timeOnce(exe, args) {
+  const c0 = process.cpuUsage();
+  const t0 = performance.now();
+  const outs = await exe.execute(args);
+  const wallMs = performance.now() - t0;
+  const c = process.cpuUsage(c0);
+  outs.forEach((o) => o.dispose());
+  return { cpuMs: (c.user + c.system) / 1000, wallMs };
 }
 
 /**
- * A per-layer piece: `stacked` inputs get a leading layer dim and are sliced
- * by layer; `invariant` inputs are the same every layer. `body(b, layer,
- * inputs)` returns the piece's outputs (in `inputs`, stacked ones first, as
- * one layer's slice). Runs `layers` times in one execution.
+ * The roof as npm run bench:runtime measures it, warm: one untimed execution (after the other
+ * programs of the round, its operands are out of cache), then the median of three.
  */
-function layerPiece(name, layers, flopsPerLayer, { stacked = {}, invariant = {} }, body) {
-  const stackedEntries = Object.entries(stacked);
-  const invariantEntries = Object.entries(invariant);
-  const sliceTypes = [...stackedEntries, ...invariantEntries].map(([, t]) => t);
-  const outTypes = resultTypes(sliceTypes, body);
-  const program = buildProgram(
-    programName(name),
-    (f) => {
-      const stackedParams = stackedEntries.map(([n, t]) => f.param(t.withDims([layers, ...t.dims]), n));
-      const invariantParams = invariantEntries.map(([n, t]) => f.param(t, n));
-      const outs = f.forLoop(
-        { count: layers, carried: outTypes.map((t) => f.full(t, 0)), invariants: [...stackedParams, ...invariantParams] },
-        (b, i, _carried, inv) => {
-          const slices = inv.slice(0, stackedEntries.length).map((s) => {
-            const rest = s.dims.slice(1);
-            return b.reshape(b.dynamicSlice(s, [i, ...rest.map(() => 0)], [1, ...rest]), rest);
-          });
-          return body(b, i, [...slices, ...inv.slice(stackedEntries.length)]);
-        },
-      );
-      return Object.fromEntries(outs.map((v, k) => [`out${k}`, v]));
-    },
-    OPTIONS,
-  );
-  return { name, where: `${layers} layers, one loop`, flops: flopsPerLayer * layers, program };
+async function timeWarm(exe, args) {
+  await timeOnce(exe, args);
+  const runs = [];
+  for (let i = 0; i < 3; i++) runs.push(await timeOnce(exe, args));
+  return runs.sort((a, b) => a.cpuMs - b.cpuMs)[1];
 }
 
-/** A piece that runs once per pass (no loop). */
-function passPiece(name, flops, build) {
-  return { name, where: 'once', flops, program: buildProgram(programName(name), build, OPTIONS) };
-}
-
-/** x + layer * 1e-7: makes a loop-invariant input depend on the layer, in one fusable elementwise op. */
-function perturb(b, x, layer) {
-  return b.add(x, b.broadcastScalar(b.multiply(b.convert(layer, 'f32'), 1e-7), x.dims));
-}
-
-/** Layer pieces every pass has: norms, projections, RoPE, MLP, on T rows. */
-function rowPieces(c, T) {
-  const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = c;
-  const qkv = (Hq + 2 * Hkv) * D;
-  return [
-    layerPiece('attn norm + QKV projection', Ly, 2 * T * Dm * qkv + 4 * T * Dm, { stacked: { attn_norm: f32([Dm]), w_qkv: f32([Dm, qkv]) }, invariant: { h: f32([T, Dm]) } }, (b, _i, [norm, w, h]) => [
-      b.matmul(nn.rmsNorm(b, h, norm, c.rmsEps), w),
-    ]),
-    layerPiece('RoPE (q and k)', Ly, 3 * T * (Hq + Hkv) * D, { invariant: { q: f32([T, Hq, D]), k: f32([T, Hkv, D]), cos: f32([T, D / 2]), sin: f32([T, D / 2]) } }, (b, i, [q, k, cos, sin]) => [
-      nn.applyRotary(b, perturb(b, q, i), cos, sin),
-      nn.applyRotary(b, perturb(b, k, i), cos, sin),
-    ]),
-    layerPiece('output projection + residual', Ly, 2 * T * Hq * D * Dm + T * Dm, { stacked: { w_o: f32([Hq * D, Dm]) }, invariant: { attended: f32([T, Hq * D]), h: f32([T, Dm]) } }, (b, _i, [w, a, h]) => [
-      b.add(h, b.matmul(a, w)),
-    ]),
-    layerPiece(
-      'MLP (norm, gate/up, SiLU, down, residual)',
-      Ly,
-      2 * T * Dm * 2 * F + 2 * T * F * Dm + 4 * T * Dm + 4 * T * F,
-      { stacked: { ffn_norm: f32([Dm]), w_gate_up: f32([Dm, 2 * F]), w_down: f32([F, Dm]) }, invariant: { h: f32([T, Dm]) } },
-      (b, _i, [norm, wGateUp, wDown, h]) => {
-        const gateUp = b.matmul(nn.rmsNorm(b, h, norm, c.rmsEps), wGateUp);
-        const gate = b.slice(gateUp, [0, 0], [T, F]);
-        const up = b.slice(gateUp, [0, F], [T, 2 * F]);
-        return [b.add(h, b.matmul(b.multiply(b.multiply(gate, b.logistic(gate)), up), wDown))];
-      },
-    ),
-  ];
-}
-
-/** Final norm + LM head at `rows` scored rows of T hidden rows (once per pass). */
-function lmHeadPiece(c, T, rows) {
-  const { hiddenSize: Dm, vocabSize: V } = c;
-  return passPiece('final norm + LM head (scored rows)', 2 * rows * V * Dm + 3 * rows * V, (f) => {
-    const hidden = f.param(f32([T, Dm]), 'hidden');
-    const index = f.param(s32([rows]), 'rows');
-    const norm = f.param(f32([Dm]), 'final_norm');
-    const head = f.param(f32([V, Dm]), 'lm_head');
-    const labels = f.param(s32([2]), 'labels');
-    return { logprobs: lmHeadLabelLogprobs(f, { rows: f.take(hidden, index, 0), finalNormWeight: norm, lmHead: head, labels }, { eps: c.rmsEps }) };
+function matmulProgram(n) {
+  return buildProgram(`roof_${n}`, (f) => {
+    const a = f.param(TensorType.f32([n, n]), 'a');
+    const b = f.param(TensorType.f32([n, n]), 'b');
+    return { c: f.matmul(a, b) };
   });
 }
 
-/**
- * The extend pass: C items of L tokens against a P-key prefix cache
- * (itemsOverPrefixAttention, cut at its three steps). softmaxForm `ones_own`
- * cuts the row form of lib/hlo/attention-rows.ts instead: the softmax shifted
- * by the own keys' max (exp only, no pass over the prefix scores for a max or
- * a sum) and the values with a ones column that gives the denominator, plus
- * the overflow probe (its exact redo, which runs 0 times here, is left out).
- */
-function extendPieces(c, { P, C, L }, softmaxForm = 'joint') {
-  const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = c;
-  const G = Hq / Hkv;
-  const T = C * L;
-  const scale = 1 / Math.sqrt(D);
-  const prefixScores = [Hkv, C, L, G, P];
-  const ownScores = [Hkv, C, L, G, L];
-  const grouped = (b, q) => b.reshape(b.multiply(q, scale), [C, L, Hkv, G, D]);
-  return [
-    ...rowPieces(c, T),
-    layerPiece(
-      'attention scores vs prefix',
-      Ly,
-      2 * T * Hq * (D + 1) * P,
-      { stacked: { prefix_k: f32([P, Hkv, D]) }, invariant: { item_q: f32([C, L, Hq, D]), prefix_length: s32([]) } },
-      (b, _i, [k, q, plen]) => {
-        const valid = b.lt(b.iota(s32([P]), 0), b.broadcastScalar(plen, [P]));
-        const bias = b.select(valid, b.full(f32([P]), 0), b.full(f32([P]), MASKED_SCORE));
-        const qWithOne = b.concatenate([grouped(b, q), b.full(f32([C, L, Hkv, G, 1]), 1)], 4);
-        const kWithBias = b.concatenate([k, b.broadcastInDim(bias, [P, Hkv, 1], [0])], 2);
-        return [b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [2], rhsBatch: [1], lhsContract: [4], rhsContract: [2] })];
-      },
-    ),
-    layerPiece('attention scores, own keys', Ly, 2 * T * Hq * D * L, { invariant: { item_q: f32([C, L, Hq, D]), item_k: f32([C, L, Hkv, D]) } }, (b, i, [q, k]) => [
-      b.dotGeneral(grouped(b, perturb(b, q, i)), k, { lhsBatch: [2, 0], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [3] }),
-    ]),
-    ...(softmaxForm === 'ones_own'
-      ? [
-    layerPiece('softmax, own-max shift (own max, exp)', Ly, 2 * T * Hq * (P + L), { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } }, (b, i, [spIn, so]) => {
-      const sp = perturb(b, spIn, i);
-      const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
-      const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
-      const shift = b.reduceMax(own, [4]);
-      return [b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4]))), b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4])))];
-    }),
-    layerPiece(
-      'weighted values, ones column (+ divide, probe, layout)',
-      Ly,
-      2 * T * Hq * (D + 1) * (P + L) + 2 * T * Hq * D,
-      {
-        stacked: { prefix_v: f32([P, Hkv, D]) },
-        invariant: { prefix_weights: f32(prefixScores), own_weights: f32(ownScores), item_v: f32([C, L, Hkv, D]), item_lengths: s32([C]) },
-      },
-      (b, _i, [v, wp, wo, iv, lens]) => {
-        const ones = (x) => b.concatenate([x, b.full(f32([...x.dims.slice(0, -1), 1]), 1)], x.rank - 1);
-        const acc = b.add(
-          b.dotGeneral(wp, ones(v), { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
-          b.dotGeneral(wo, ones(iv), { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
-        );
-        const rows = [Hkv, C, L, G];
-        const num = b.slice(acc, [0, 0, 0, 0, 0], [...rows, D]);
-        const den = b.reshape(b.slice(acc, [0, 0, 0, 0, D], [...rows, D + 1]), rows);
-        const probe = b.reduceSum(b.multiply(acc, 0), [0, 1, 2, 3, 4]);
-        const safe = b.select(b.gt(den, 0), den, 1);
-        const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
-        const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
-        return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D]), probe];
-      },
-    ),
-        ]
-      : [
-    layerPiece('softmax (max, exp, sum)', Ly, 4 * T * Hq * (P + L), { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } }, (b, i, [spIn, so]) => {
-      const sp = perturb(b, spIn, i);
-      const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
-      const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
-      const max = b.maximum(b.reduceMax(sp, [4]), b.reduceMax(own, [4]));
-      const shift = b.select(b.gt(max, -Infinity), max, 0);
-      const wp = b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4])));
-      const wo = b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4])));
-      return [wp, wo, b.add(b.reduceSum(wp, [4]), b.reduceSum(wo, [4]))];
-    }),
-    layerPiece(
-      'weighted values (+ divide, layout)',
-      Ly,
-      2 * T * Hq * D * (P + L) + 2 * T * Hq * D,
-      {
-        stacked: { prefix_v: f32([P, Hkv, D]) },
-        invariant: { prefix_weights: f32(prefixScores), own_weights: f32(ownScores), denominator: f32([Hkv, C, L, G]), item_v: f32([C, L, Hkv, D]), item_lengths: s32([C]) },
-      },
-      (b, _i, [v, wp, wo, den, iv, lens]) => {
-        const num = b.add(
-          b.dotGeneral(wp, v, { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
-          b.dotGeneral(wo, iv, { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
-        );
-        const safe = b.select(b.gt(den, 0), den, 1);
-        const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
-        const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
-        return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D])];
-      },
-    ),
-        ]),
-    lmHeadPiece(c, T, C),
-  ];
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  console.log(`machine: ${describeMachine()}`);
+  console.log(`load average at start: ${loadAverage()}`);
+  const client = await Client.create();
+  const model = loadModel();
+  const c = model.config;
+  const weights = await uploadWeights(client, c, model.weights);
+  const options = { dotPrecision: 'HIGHEST' };
+  const { P, C, L } = SHAPE;
+
+  // Cases: the roof, then per pass its pieces and the whole program.
+  const cases = [];
+  for (const n of [1024, 2048]) cases.push({ group: 'roof', name: `f32 matmul ${n}^3`, where: 'once', flops: 2 * n ** 3, program: matmulProgram(n) });
+  // The passes as the Scorer runs them here, and their useful FLOPs: the prefill is the query alone,
+  // an extend pass its C items (the workload's FLOPs with C items less those with none).
+  const facts = platformFacts(client.platformName);
+  const production = {
+    prefixAttention: defaultPrefixAttention(facts, { kernel: client.prefixAttentionKernel, cudnn: false }),
+    causalAttention: defaultCausalAttention(facts, { kernel: client.prefixAttentionKernel, cudnn: false }),
+  };
+  const work = { queryTokens: SHAPE.prefixLength, itemTokens: L };
+  const useful = { prefill: usefulFlops(c, work, 0), extend: usefulFlops(c, work, C) - usefulFlops(c, work, 0) };
+  // A whole pass program at the target's shape; `attention`: its prefix (extend) or causal
+  // (prefill) attention form, undefined for the builders' default.
+  const passProgram = (pass, attention) =>
+    pass === 'extend'
+      ? decoderExtend(c, { prefix: P, items: C, itemLength: L, labels: 2 }, { ...options, prefixAttention: attention })
+      : decoderPrefill(c, { prefix: P, labels: 2 }, { ...options, causalAttention: attention });
+  const passes = args.pass === 'both' ? ['extend', 'prefill'] : [args.pass];
+  const passFlops = {};
+  for (const pass of passes) {
+    const pieces = pass === 'extend' ? extendPieces(c, SHAPE, args.piecesForm) : prefillPieces(c, SHAPE);
+    passFlops[pass] = pieces.reduce((a, k) => a + k.flops, 0);
+    if (args.pieces) for (const p of pieces) cases.push({ group: pass, ...p });
+    const whole = passProgram(pass, undefined);
+    const variants = (pass === 'extend' ? args.forms : args.causalForms).map((form) => passProgram(pass, form));
+    // The whole program in the pieces' own form: what the pieces add up to, and what the forms compare with.
+    if (args.pieces || variants.length) cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
+    for (const variant of variants) cases.push({ group: `${pass} forms`, name: variant.name, whole: true, where: 'once', flops: NaN, program: variant });
+    const used = passProgram(pass, pass === 'extend' ? production.prefixAttention : production.causalAttention);
+    cases.push({ group: `${pass} production`, name: used.name, whole: true, where: 'once', flops: useful[pass], program: used });
+  }
+
+  process.stdout.write(`compiling ${cases.length} programs...`);
+  const t0 = performance.now();
+  for (const k of cases) {
+    k.exe = await client.compile(k.program.text);
+    const data = k.program.inputs.slice(0, k.whole ? k.program.inputs.length - weights.buffers.length : undefined);
+    k.args = [];
+    for (const spec of data) k.args.push(await client.upload(hostInput(spec), spec.dims, spec.dtype));
+    if (k.whole) k.args.push(...weights.buffers);
+    k.runs = [];
+  }
+  console.log(` ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+
+  // One untimed execution each, then round-robin timed runs.
+  for (const k of cases) await timeOnce(k.exe, k.args);
+  for (let r = 0; r < args.runs; r++) {
+    for (const k of cases) k.runs.push(k.group === 'roof' ? await timeWarm(k.exe, k.args) : await timeOnce(k.exe, k.args));
+    process.stdout.write(`round ${r + 1}/${args.runs} (load ${os.loadavg()[0].toFixed(2)})\n`);
+  }
+
+  const cpuMs = (k) => upperMedian(k.runs.map((x) => x.cpuMs));
+  const wallMs = (k) => upperMedian(k.runs.map((x) => x.wallMs));
+  const roofCases = cases.filter((k) => k.group === 'roof');
+  const roofCpu = Math.max(...roofCases.map((k) => k.flops / cpuMs(k) / 1e6));
+  const roofWall = Math.max(...roofCases.map((k) => k.flops / wallMs(k) / 1e6));
+  console.log(`\nroof: f32 matmul ${roofWall.toFixed(1)} GFLOP/s wall, ${roofCpu.toFixed(1)} GFLOP per CPU-second (best of ${roofCases.map((k) => k.name).join(', ')})`);
+
+  const report = { machine: machine(), loadAverage: os.loadavg(), runs: args.runs, shape: SHAPE, roof: { wallGflops: roofWall, cpuGflops: roofCpu }, passes: {} };
+  for (const pass of passes) {
+    const rows = cases.filter((k) => k.group === pass);
+    const pieces = rows.filter((k) => !k.whole);
+    const whole = rows.find((k) => k.whole);
+    const sumMs = pieces.reduce((a, k) => a + cpuMs(k), 0);
+    const sumFlops = passFlops[pass];
+    const title = pass === 'extend' ? `extend pass: ${C} items x ${L} tokens against a ${P}-key prefix (${SHAPE.prefixLength} valid)` : `prefill pass: ${SHAPE.prefixLength} tokens in a ${P} bucket`;
+    if (!pieces.length) continue;
+    console.log(`\n${title}; CPU ms per pass: median of ${args.runs} runs\n`);
+    console.log('| piece | runs | CPU ms per pass | share of sum | GFLOP per pass | GFLOP per CPU-s | of roof |');
+    console.log('| --- | --- | --- | --- | --- | --- | --- |');
+    const line = (name, where, ms, flops) =>
+      `| ${name} | ${where} | ${ms.toFixed(0)} | ${((100 * ms) / sumMs).toFixed(1)}% | ${(flops / 1e9).toFixed(1)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`;
+    for (const k of pieces) console.log(line(k.name, k.where, cpuMs(k), k.flops));
+    console.log(line('**sum of pieces**', '', sumMs, sumFlops));
+    console.log(line(`**whole program** (${whole.program.name})`, 'once', cpuMs(whole), sumFlops));
+    console.log(`\nwhole / sum of pieces: ${(cpuMs(whole) / sumMs).toFixed(2)}; whole program wall ${wallMs(whole).toFixed(0)} ms (CPU/wall ${(cpuMs(whole) / wallMs(whole)).toFixed(2)})`);
+    report.passes[pass] = {
+      pieces: pieces.map((k) => ({ name: k.name, runs: k.where, cpuMsPerPass: cpuMs(k), flopsPerPass: k.flops })),
+      sumCpuMs: sumMs,
+      sumFlops,
+      whole: { name: whole.program.name, cpuMs: cpuMs(whole), wallMs: wallMs(whole) },
+    };
+  }
+  report.production = [];
+  console.log(
+    `\nthe passes as the Scorer runs them on this platform (prefix attention ${JSON.stringify(production.prefixAttention)}, causal ${JSON.stringify(production.causalAttention)}), in useful FLOPs, against the roof; median of ${args.runs} runs\n`,
+  );
+  console.log('| pass | program | useful GFLOP | CPU ms | GFLOP per CPU-s | of roof (CPU) | wall ms | GFLOP/s wall | of roof (wall) |');
+  console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
+  for (const pass of passes) {
+    const k = cases.find((x) => x.group === `${pass} production`);
+    const [ms, wall] = [cpuMs(k), wallMs(k)];
+    const [perCpu, perWall] = [k.flops / ms / 1e6, k.flops / wall / 1e6];
+    console.log(
+      `| ${pass} | ${k.program.name} | ${(k.flops / 1e9).toFixed(1)} | ${ms.toFixed(0)} | ${perCpu.toFixed(1)} | ${((100 * perCpu) / roofCpu).toFixed(1)}% | ${wall.toFixed(0)} | ${perWall.toFixed(1)} | ${((100 * perWall) / roofWall).toFixed(1)}% |`,
+    );
+    report.production.push({ pass, name: k.program.name, usefulFlops: k.flops, cpuMs: ms, wallMs: wall, runsCpuMs: k.runs.map((x) => x.cpuMs), ofRoofCpu: perCpu / roofCpu, ofRoofWall: perWall / roofWall });
+  }
+  report.forms = [];
+  for (const pass of passes) {
+    const forms = cases.filter((k) => k.group === `${pass} forms`);
+    if (!forms.length) continue;
+    const base = cases.find((k) => k.group === pass && k.whole);
+    const flops = passFlops[pass];
+    console.log(`\n${pass} pass, attention forms (alternating in one process, ${args.runs} rounds; ratio: median over rounds of form / default in the same round; GFLOP: the default's)\n`);
+    console.log('| program | CPU ms (median) | CPU ms (min) | ratio to default | GFLOP per CPU-s | of roof |');
+    console.log('| --- | --- | --- | --- | --- | --- |');
+    for (const k of [base, ...forms]) {
+      const ratio = upperMedian(k.runs.map((x, r) => x.cpuMs / base.runs[r].cpuMs));
+      const ms = cpuMs(k);
+      console.log(`| ${k.program.name} | ${ms.toFixed(0)} | ${Math.min(...k.runs.map((x) => x.cpuMs)).toFixed(0)} | ${ratio.toFixed(3)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`);
+      report.forms.push({ pass, name: k.program.name, cpuMs: ms, runsCpuMs: k.runs.map((x) => x.cpuMs), ratioToDefault: ratio });
+    }
+  }
+  console.log(`\nload average at end: ${loadAverage()}`);
+  fs.mkdirSync(path.dirname(args.json), { recursive: true });
+  fs.writeFileSync(args.json, JSON.stringify(report, null, 2) + '\n');
+  console.log(`wrote ${path.relative(process.cwd(), args.json)}`);
+  for (const k of cases) {
+    k.args.slice(0, k.whole ? k.args.length - weights.buffers.length : undefined).forEach((b) => b.dispose());
+    k.exe.dispose();
+  }
+  weights.dispose();
+  client.dispose();
 }
 
-/** The prefill pass: P query tokens, causal (causalPrefixAttention, cut at its three steps). */
-function prefillPieces(c, { P }) {
-  const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = c;
-  const G = Hq / Hkv;
-  const scale = 1 / Math.sqrt(D);
-  const scores = [Hkv, P * G, P];
-  return [
-    ...rowPieces(c, P),
-    layerPiece('causal scores (+ bias), all P x P', Ly, 2 * Hq * D * P * P + Hq * P * P, { stacked: { k: f32([P, Hkv, D]) }, invariant: { q: f32([P, Hq, D]) } }, (b, _i, [k, q]) => {
-      const qFlat = b.reshape(b.transpose(b.reshape(b.multiply(q, scale), [P, Hkv, G, D]), [1, 0, 2, 3]), [Hkv, P * G, D]);
-      const causal = b.le(b.iota(s32([P, P]), 1), b.iota(s32([P, P]), 0));
-      const bias = b.select(causal, b.full(f32([P, P]), 0), b.full(f32([P, P]), MASKED_SCORE));
-      const causalBias = b.reshape(b.broadcastInDim(bias, [P, G, P], [0, 2]), [P * G, P]);
-      return [
-        b.add(
-          b.dotGeneral(qFlat, b.transpose(k, [1, 2, 0]), { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }),
-          b.broadcastInDim(causalBias, scores, [1, 2]),
-        ),
-      ];
-    }),
-    layerPiece('softmax (max, exp, sum)', Ly, 4 * Hq * P * P, { invariant: { scores: f32(scores) } }, (b, i, [sIn]) => {
-      const s = perturb(b, sIn, i);
-      const max = b.reduceMax(s, [2]);
-      const w = b.exponential(b.subtract(s, b.expandReduced(max, scores, [2])));
-      return [w, b.reduceSum(w, [2])];
-    }),
-    layerPiece(
-      'weighted values (+ divide, layout)',
-      Ly,
-      2 * Hq * D * P * P + 2 * P * Hq * D,
-      { stacked: { v: f32([P, Hkv, D]) }, invariant: { weights: f32(scores), denominator: f32([Hkv, P * G]), prefix_length: s32([]) } },
-      (b, _i, [v, w, den, plen]) => {
-        const num = b.dotGeneral(w, b.transpose(v, [1, 0, 2]), { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] });
-        const out = b.divide(num, b.expandReduced(den, num.dims, [2]));
-        const attended = b.reshape(b.transpose(b.reshape(out, [Hkv, P, G, D]), [1, 0, 2, 3]), [P, Hq, D]);
-        const real = b.lt(b.iota(s32([P]), 0), b.broadcastScalar(plen, [P]));
-        return [b.select(b.broadcastInDim(real, [P, Hq, D], [0]), attended, 0)];
-      },
-    ),
-    lmHeadPiece(c, P, 1),
-  ];
-}
-
-module.exports = { extendPieces, prefillPieces };
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

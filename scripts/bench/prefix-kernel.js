@@ -21,12 +21,11 @@
 // look slower here than inside an extend pass: compare passes with
 // npm run bench:pieces -- --pass extend --no-pieces --forms ...
 // PJRT_SCORE_KERNEL_THREADS=1 times the kernel on one thread.
-const os = require('node:os');
 const { Client, attentionKernelPaths } = require('../../dist/runtime');
 const { buildProgram, itemsOverPrefix, parsePrefixAttentionTag } = require('../../dist/hlo');
 const { makeInputs, prefixParams } = require('../../test/helpers/prefix-forms');
-const { describeMachine } = require('../machine');
-const { disposeCases, timeAlternating } = require('./alternate');
+const { describeMachine, loadAverage } = require('../lib/machine');
+const { finishCases, timeAlternating } = require('./lib/alternate');
 
 const HEADS = { Hq: 9, Hkv: 3, D: 64 };
 const SHAPES = {
@@ -61,7 +60,7 @@ async function main() {
   const flops = usefulFlops(c);
   console.log(`machine: ${describeMachine()}`);
   console.log(`kernel paths (D 64): ${JSON.stringify(attentionKernelPaths(64))}`);
-  console.log(`load average at start: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`load average at start: ${loadAverage()}`);
   console.log(`shape ${shapeName}: ${c.N} items x ${c.L} tokens over ${c.prefixLength} prefix keys, Hq ${c.Hq}, Hkv ${c.Hkv}, D ${c.D}`);
   const client = await Client.create();
   const inputs = makeInputs(1, c);
@@ -90,9 +89,7 @@ async function main() {
     const range = (xs) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
     console.log(`| ${k.tag} | ${k.path} | ${range(k.cpu)} | ${range(k.wall)} | ${(flops / Math.min(...k.cpu) / 1e6).toFixed(1)} | ${(flops / Math.min(...k.wall) / 1e6).toFixed(1)} |`);
   }
-  console.log(`\nload average at end: ${os.loadavg().map((x) => x.toFixed(2)).join(' ')}`);
-  disposeCases(cases);
-  client.dispose();
+  finishCases(cases, client);
 }
 
 main().catch((err) => {

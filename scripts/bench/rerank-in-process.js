@@ -12,7 +12,8 @@ const { Scorer } = require('pjrt-score');
 const { PjrtScoreRerankingModel } = require('pjrt-score/ai-sdk');
 
 const RUNS = Number(process.env.RUNS || 7);
-const { documentText: text } = require('./workloads');
+const { documentText: text } = require('./lib/workloads');
+const { upperMedian } = require('../lib/median');
 
 function cpuModel() {
   const line = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));
@@ -32,8 +33,7 @@ async function main() {
     await rerank({ model, query, documents });
     seconds.push((performance.now() - t0) / 1000);
   }
-  seconds.sort((a, b) => a - b);
-  const median = seconds[Math.floor(seconds.length / 2)];
+  const median = upperMedian(seconds);
   const meta = first.providerMetadata.pjrtScore;
   const report = {
     reranker: `pjrt-score ${meta.model} (${meta.template}, plan ${meta.algorithm}, precision ${scorer.precision})`,

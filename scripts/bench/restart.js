@@ -19,15 +19,15 @@
 // server process, which a shared machine moves less), their ratios, and each
 // build's start split into its steps, in wall seconds and in the server's CPU
 // seconds up to the loaded model and for the first request
-// (service-start.js). Writes
+// (lib/service-start.js). Writes
 // bench-results/restart.json.
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { describeMachine, machine } = require('../machine');
-const { median } = require('./median');
+const { describeMachine, machine } = require('../lib/machine');
+const { median } = require('../lib/median');
 
 const root = path.join(__dirname, '..', '..');
 const { values: args } = parseArgs({
@@ -71,13 +71,15 @@ function baselineRoot(ref) {
   run('tar', ['-x', '-C', dir], { input: tar.stdout, encoding: 'buffer' });
   linkShared(dir);
   run(process.execPath, [path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir });
-  run(process.execPath, ['scripts/write-esm-entry.js'], { cwd: dir });
+  // The ESM entry writer, where that commit keeps it (scripts/ was sorted into job folders later).
+  const esmEntry = ['scripts/build/write-esm-entry.js', 'scripts/write-esm-entry.js'].find((f) => fs.existsSync(path.join(dir, f)));
+  if (esmEntry) run(process.execPath, [esmEntry], { cwd: dir });
   return { dir, sha };
 }
 
-/** One restart of the service in `packageRoot` over `cache` (service-start.js, in its own process). */
+/** One restart of the service in `packageRoot` over `cache` (lib/service-start.js, in its own process). */
 function start(cache, packageRoot, weights) {
-  const out = run(process.execPath, [path.join(__dirname, 'service-start.js'), cache, packageRoot, args.input], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
+  const out = run(process.execPath, [path.join(__dirname, 'lib', 'service-start.js'), cache, packageRoot, args.input], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
   const r = JSON.parse(out.trim().split('\n').pop());
   if (r.status !== 200) throw new Error(`a start answered ${r.status}`);
   return r;
@@ -117,7 +119,7 @@ function main() {
   for (const [name, b] of Object.entries(builds)) {
     const steps = {};
     for (const key of Object.keys(b.runs[0].steps ?? {})) steps[key] = median(b.runs.map((r) => r.steps[key]));
-    // The server's CPU seconds up to the loaded model and for the first request (read from /proc by service-start.js).
+    // The server's CPU seconds up to the loaded model and for the first request (read from /proc by lib/service-start.js).
     const cpuSteps = {};
     for (const key of Object.keys(b.runs[0].cpu ?? {})) cpuSteps[key] = median(b.runs.map((r) => r.cpu[key]));
     summary[name] = {

@@ -8,18 +8,15 @@
 // override (lib/scoring/platform-override.ts) set while that Scorer loads. Each variant scores one
 // untimed request (compiles), then `rounds` requests of fresh token ids; printed per variant: the plan
 // (explain()), the median wall and CPU ms per request, useful GFLOP per wall second and per CPU
-// second (scripts/bench/workloads.js, usefulFlops) and the median ratio to the first variant.
+// second (scripts/bench/lib/workloads.js, usefulFlops) and the median ratio to the first variant.
 // Example (the PR shape in bf16, as the Scorer runs it and with exact item counts):
 //   node scripts/bench/variants.js pr 7 base='{"precision":"bf16"}' \
 //     exact='{"precision":"bf16","facts":{"countSteps":[1.0625,1.125,1.1875,1.25,1.3125,1.375,1.4375,1.5,1.5625,1.625,1.6875,1.75,1.8125,1.875,1.9375]}}'
 const { Scorer } = require('../../dist');
-const { WORKLOADS, request, usefulFlops } = require('./workloads');
+const { WORKLOADS, request, usefulFlops } = require('./lib/workloads');
 const { PLATFORM_FACTS_ENV } = require('../../dist/scoring/platform-override');
+const { upperMedian } = require('../lib/median');
 
-function median(xs) {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.floor(s.length / 2)];
-}
 
 /** A workload written as <query tokens>/<items>x<item tokens> (e.g. 300/10x20). */
 function customWorkload(text) {
@@ -81,12 +78,12 @@ async function main() {
       precision: v.precision,
       plan: v.plan,
       passes: v.passes,
-      wallMs: median(v.wall),
-      cpuMs: median(v.cpu),
-      gflopsWall: flops / 1e6 / median(v.wall),
-      gflopsCpu: flops / 1e6 / median(v.cpu),
-      cpuRatioToFirst: median(ratios),
-      wallRatioToFirst: median(v.wall.map((w, i) => w / base.wall[i])),
+      wallMs: upperMedian(v.wall),
+      cpuMs: upperMedian(v.cpu),
+      gflopsWall: flops / 1e6 / upperMedian(v.wall),
+      gflopsCpu: flops / 1e6 / upperMedian(v.cpu),
+      cpuRatioToFirst: upperMedian(ratios),
+      wallRatioToFirst: upperMedian(v.wall.map((w, i) => w / base.wall[i])),
     };
   });
   for (const r of rows) {

@@ -1,7 +1,7 @@
 'use strict';
 // JAX 0.11.2's lowering of jax.nn.dot_product_attention(implementation='cudnn')
 // (test/fixtures/jax-cudnn-0.11.2.txt, written by
-// `python3.12 scripts/gpu/jax_cudnn_reference.py --install > test/fixtures/jax-cudnn-0.11.2.txt`)
+// `python3.12 scripts/lab/gpu/jax_cudnn_reference.py --install > test/fixtures/jax-cudnn-0.11.2.txt`)
 // and a parser for one custom-call line, JAX's pretty form or the builder's generic form.
 const fs = require('node:fs');
 const path = require('node:path');

@@ -7,19 +7,24 @@
  * run as `python3 -c SCRIPT ...` with that folder on PYTHONPATH.
  *
  *   runGgufPy(script, args) -> stdout; throws with pip's or python's message
+ *   ggufPyEnv() -> the environment in which python3 imports gguf and numpy
  *   GGUF_PY_VERSION
  */
 const path = require('node:path');
-const { pipTargetDir, python } = require('./pip-target');
+const { pipTargetDir, python } = require('../../scripts/lib/pip-target');
 
 const GGUF_PY_VERSION = '0.19.0';
 
+/** The variables that make gguf-py (and the numpy it brought) importable, installing it first when it must. */
+function ggufPyEnv() {
+  return { PYTHONPATH: pipTargetDir(`gguf==${GGUF_PY_VERSION}`, path.join('gguf', 'quants.py')), PYTHONNOUSERSITE: '1' };
+}
+
 /** Runs a Python script with gguf-py importable; returns its stdout. */
 function runGgufPy(script, args = []) {
-  const dir = pipTargetDir(`gguf==${GGUF_PY_VERSION}`, path.join('gguf', 'quants.py'));
-  const r = python(['-c', script, ...args], { PYTHONPATH: dir, PYTHONNOUSERSITE: '1' });
+  const r = python(['-c', script, ...args], ggufPyEnv());
   if (r.status !== 0) throw new Error(`gguf-py script failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-8).join('\n')}`);
   return r.stdout;
 }
 
-module.exports = { GGUF_PY_VERSION, runGgufPy };
+module.exports = { GGUF_PY_VERSION, ggufPyEnv, runGgufPy };

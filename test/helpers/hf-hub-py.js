@@ -10,7 +10,7 @@
  */
 const { spawn } = require('node:child_process');
 const path = require('node:path');
-const { pipTargetDir } = require('./pip-target');
+const { pipTargetDir } = require('../../scripts/lib/pip-target');
 
 const HF_HUB_PY_VERSION = '1.1.4';
 

@@ -169,4 +169,4 @@ function referenceLogprobs(weights, config, tokenIds, options = {}) {
   return outputs.map((t) => logSoftmax(matVec(lmHead, rmsNorm(x[t], arr(weights.finalNorm), eps), V, Dm)));
 }
 
-module.exports = { referenceLogprobs };
+module.exports = { referenceLogprobs, logSoftmax };

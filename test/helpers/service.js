@@ -1,67 +1,19 @@
 'use strict';
 // Starts `bin/pjrt-score.js serve` as a child process on a free local port
 // and talks HTTP to it on 127.0.0.1 only. One server per test file.
-const { spawn } = require('node:child_process');
 const http = require('node:http');
-const path = require('node:path');
-const readline = require('node:readline');
-
-const BIN = path.join(__dirname, '..', '..', 'bin', 'pjrt-score.js');
+const { BIN, startServe } = require('../../scripts/lib/serve-child');
 
 /**
  * Spawns the server with `args` (after `serve --port 0 --host 127.0.0.1`)
- * and resolves once /health is ready. Every stdout line is parsed as JSON
- * and kept in `logs` (the last 5,000), so tests can assert on log events.
+ * (scripts/lib/serve-child.js) and resolves once it is ready. Every stdout
+ * line is parsed as JSON and kept in `logs` (the last 5,000), so tests can
+ * assert on log events.
  */
 async function startService(args = [], { env = {}, readyTimeoutMs = 300_000 } = {}) {
-  const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', ...args], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...env },
-  });
-  const logs = [];
-  const stderr = [];
-  const waiters = [];
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  let exit = null;
-  exited.then((e) => {
-    exit = e;
-  });
-  readline.createInterface({ input: child.stdout }).on('line', (line) => {
-    let entry;
-    try {
-      entry = JSON.parse(line);
-    } catch {
-      entry = { event: 'non_json', line };
-    }
-    logs.push(entry);
-    if (logs.length > 5000) logs.splice(0, logs.length - 5000);
-    for (const w of waiters.slice()) {
-      if (w.match(entry)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(entry);
-      }
-    }
-  });
-  child.stderr.on('data', (chunk) => {
-    stderr.push(chunk.toString('utf8'));
-    if (stderr.length > 200) stderr.shift();
-  });
-
-  const waitForLog = (match, timeoutMs = readyTimeoutMs) => {
-    const found = logs.find(match);
-    if (found) return Promise.resolve(found);
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching log line within ${timeoutMs} ms; stderr: ${stderr.join('').slice(-2000)}`)), timeoutMs);
-      waiters.push({ match, resolve: (e) => (clearTimeout(timer), resolve(e)) });
-      exited.then((e) => {
-        clearTimeout(timer);
-        reject(new Error(`server exited (${JSON.stringify(e)}) before the expected log line; stderr: ${stderr.join('').slice(-2000)}`));
-      });
-    });
-  };
-
-  const listening = await waitForLog((e) => e.event === 'listening');
-  const port = listening.port;
+  const serve = startServe(['serve', '--port', '0', '--host', '127.0.0.1', ...args], { env, timeoutMs: readyTimeoutMs });
+  const { child, logs, stderr, exited, waitForLog } = serve;
+  const port = await serve.listening();
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const service = {
     child,
@@ -71,7 +23,7 @@ async function startService(args = [], { env = {}, readyTimeoutMs = 300_000 } = 
     stderr,
     exited,
     get exit() {
-      return exit;
+      return serve.exit;
     },
     waitForLog,
     request: (options) => request({ port, agent, ...options }),
@@ -89,7 +41,7 @@ async function startService(args = [], { env = {}, readyTimeoutMs = 300_000 } = 
     /** Sends SIGTERM and waits for the exit. */
     async stop() {
       agent.destroy();
-      if (exit) return exit;
+      if (serve.exit) return serve.exit;
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
       const result = await exited;

@@ -11,7 +11,7 @@ const { spawn } = require('node:child_process');
 const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
-const { pipTargetDir } = require('./pip-target');
+const { pipTargetDir } = require('../../scripts/lib/pip-target');
 
 const SMG_VERSION = '1.13.0';
 
