@@ -59,12 +59,12 @@ export { HloBuildError } from './hlo/types';
 export { ModelNotFoundError } from './model/default-model';
 
 // The service
-export { startServer } from './server/server';
-export type { ScoreServer, StartServerOptions } from './server/server';
-export { createScoringService } from './server/scoring-service';
-export type { ScoringService, ScoringServiceOptions } from './server/scoring-service';
-export type { MountOptions } from './server/routes';
-export type { ServeOptions } from './server/options';
-export type { ScoreResponseBody } from './server/score-route';
-export type { RerankResponseBody, TeiRerankResponseBody } from './server/rerank-route';
-export type { CohereV2RerankResponseBody } from './server/cohere-v2-route';
+export { startServer } from './server/hosts/standalone-server';
+export type { ScoreServer, StartServerOptions } from './server/hosts/standalone-server';
+export { createScoringService } from './server/hosts/mountable-service';
+export type { ScoringService, ScoringServiceOptions } from './server/hosts/mountable-service';
+export type { MountOptions } from './server/routes/table';
+export type { ServeOptions } from './server/settings/serve-settings';
+export type { ScoreResponseBody } from './server/routes/score';
+export type { RerankResponseBody, TeiRerankResponseBody } from './server/routes/rerank';
+export type { CohereV2RerankResponseBody } from './server/routes/rerank-cohere-v2';

@@ -1,9 +1,9 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
 import * as fs from 'node:fs';
 import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
-import { loadScorerBackend } from '../server/backend';
-import { stringifyWithFloats } from '../server/json-floats';
-import { createLogger, logEvent } from '../server/log';
+import { loadScorerBackend } from '../server/lifecycle/scorer-backend';
+import { stringifyWithFloats } from '../server/http/json-floats';
+import { createLogger, logEvent } from '../server/telemetry/log';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
 const SPEC: OptionSpec = {

@@ -1,10 +1,10 @@
 /** `pjrt-score score`: score one request from the command line; a table, or the Score API JSON. */
 import { loadModelInfo } from '../model/load';
-import { ScoringBackend, loadScorerBackend } from '../server/backend';
+import { ScoringBackend, loadScorerBackend } from '../server/lifecycle/scorer-backend';
 import { ALGORITHM_CHOICES, AlgorithmChoice, DEFAULT_MAX_ITEMS, type ScoreResult } from '../scoring';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
-import { createLogger, logEvent } from '../server/log';
-import { stringifyWithFloats } from '../server/json-floats';
+import { createLogger, logEvent } from '../server/telemetry/log';
+import { stringifyWithFloats } from '../server/http/json-floats';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },
