@@ -9,16 +9,8 @@
  * index is reachable as a documented subpath (pjrt-score/hlo, /model, ...)
  * for what lies below this surface.
  *
- * Rooms (each a folder under lib/):
- *   runtime         typed facade over the native addon (Client, Executable, DeviceBuffer)
- *   hlo             StableHLO builder, the programs, the decoder weight layout
- *   scoring         requests, buckets, plans, JIT cache, the Scorer, scores
- *   model           GGUF / safetensors readers, config, tokenizer, host weights
- *   device-weights  host weights -> the decoder's device arrays, uploaded
- *   server          the HTTP service
- *   cli             the `pjrt-score` command line
- *   assets          what is fetched into the cache (plugins, the default model), and how
- *   util            cache dir, element-type table, shape helpers
+ * The rooms (each a folder under lib/), what each holds and may import:
+ * docs/design.md, "Rooms".
  */
 
 // Scoring
