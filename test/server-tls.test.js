@@ -65,7 +65,8 @@ test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate wi
   fs.copyFileSync(file('first.crt'), file('tls.crt'));
   fs.copyFileSync(file('first.key'), file('tls.key'));
   fs.writeFileSync(file('keys'), `${KEY_FILE}\n`);
-  const service = await startService(['--warmup', 'none', '--tls-cert', file('tls.crt'), '--tls-key', file('tls.key'), '--api-key-file', file('keys')], {
+  // The 512-item request must finish however loaded the machine is: a deadline far past any run, not the 30 s default.
+  const service = await startService(['--warmup', 'none', '--timeout-ms', '600000', '--tls-cert', file('tls.crt'), '--tls-key', file('tls.key'), '--api-key-file', file('keys')], {
     env: { PJRT_SCORE_API_KEY: `${KEY_ENV},pk-unused-333` },
   });
   let accepted = 0;
