@@ -1,9 +1,10 @@
 /**
  * createScoringService: the service without a listener, to mount in a host
  * (a fastify plugin, an express-style router) or to serve standalone
- * (standalone-server.ts). It loads and warms the Scorer in the background (the routes
- * answer 503 until then), reports through the caller's pino-compatible
- * logger and prom-client registry, and drains on close().
+ * (standalone-server.ts). It loads and warms the Scorer in the background
+ * (lifecycle/loading.ts; the routes answer 503 until then), reports through
+ * the caller's pino-compatible logger and prom-client registry, and drains
+ * on close().
  */
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { LoadingOptions, loadBackend } from '../lifecycle/loading';
