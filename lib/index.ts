@@ -9,16 +9,8 @@
  * index is reachable as a documented subpath (pjrt-score/hlo, /model, ...)
  * for what lies below this surface.
  *
- * Rooms (each a folder under lib/):
- *   runtime         typed facade over the native addon (Client, Executable, DeviceBuffer)
- *   hlo             StableHLO builder, the programs, the decoder weight layout
- *   scoring         requests, buckets, plans, JIT cache, the Scorer, scores
- *   model           GGUF / safetensors readers, config, tokenizer, host weights
- *   device-weights  host weights -> the decoder's device arrays, uploaded
- *   server          the HTTP service
- *   cli             the `pjrt-score` command line
- *   assets          what is fetched into the cache (plugins, the default model), and how
- *   util            cache dir, element-type table, shape helpers
+ * The rooms (each a folder under lib/), what each holds and may import:
+ * docs/design.md, "Rooms".
  */
 
 // Scoring
@@ -59,12 +51,12 @@ export { HloBuildError } from './hlo/types';
 export { ModelNotFoundError } from './model/default-model';
 
 // The service
-export { startServer } from './server/server';
-export type { ScoreServer, StartServerOptions } from './server/server';
-export { createScoringService } from './server/scoring-service';
-export type { ScoringService, ScoringServiceOptions } from './server/scoring-service';
-export type { MountOptions } from './server/routes';
-export type { ServeOptions } from './server/options';
-export type { ScoreResponseBody } from './server/score-route';
-export type { RerankResponseBody, TeiRerankResponseBody } from './server/rerank-route';
-export type { CohereV2RerankResponseBody } from './server/cohere-v2-route';
+export { startServer } from './server/hosts/standalone-server';
+export type { ScoreServer, StartServerOptions } from './server/hosts/standalone-server';
+export { createScoringService } from './server/hosts/mountable-service';
+export type { ScoringService, ScoringServiceOptions } from './server/hosts/mountable-service';
+export type { MountOptions } from './server/routes/table';
+export type { ServeOptions } from './server/settings/serve-settings';
+export type { ScoreResponseBody } from './server/routes/score';
+export type { RerankResponseBody, TeiRerankResponseBody } from './server/routes/rerank';
+export type { CohereV2RerankResponseBody } from './server/routes/rerank-cohere-v2';

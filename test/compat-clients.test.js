@@ -19,7 +19,7 @@ const path = require('node:path');
 const { cacheDir } = require('../dist/util/cache-dir');
 const { startInProcessServer } = require('./helpers/in-process-server');
 const { createScoringService } = require('../dist/server');
-const { silentLogger } = require('../dist/server/log');
+const { silentLogger } = require('../dist/server/telemetry/log');
 
 const KEY = 'pk-compat-5f0c2a9e81d34b7790aa';
 let server;

@@ -250,7 +250,7 @@ test('KEDA ScaledObject (deploy/keda) scales the Deployment on the queue gauges 
   t.equal(trigger.type, 'prometheus', 'a Prometheus trigger');
   const names = [...trigger.metadata.query.matchAll(/([a-z_:]+)\{/g)].map((m) => m[1]);
   t.ok(names.length > 0, `its query reads ${names.join(', ')}`);
-  // The names the service really exports (lib/server/metrics.ts), from a registry of its own.
+  // The names the service really exports (lib/server/telemetry/metrics.ts), from a registry of its own.
   const { createScoringService } = require('../dist/server');
   const svc = createScoringService({ logger: require('../dist/server').silentLogger, loadBackend: () => new Promise(() => undefined) });
   const exported = new Set((await svc.registry.getMetricsAsJSON()).map((m) => m.name));

@@ -6,7 +6,7 @@
 const test = require('tape');
 const fs = require('node:fs');
 const { DOC, START, END, render } = require('../scripts/build/docs-options.js');
-const { SERVE_SETTINGS } = require('../dist/server/options.js');
+const { SERVE_SETTINGS } = require('../dist/server/settings/serve-settings.js');
 
 const text = fs.readFileSync(DOC, 'utf8');
 

@@ -1,9 +1,9 @@
 'use strict';
-// The float-key JSON writer (lib/server/json-floats.ts): the same value as
+// The float-key JSON writer (lib/server/http/json-floats.ts): the same value as
 // JSON.stringify once parsed, and every number under a named key written
 // with a fraction part or an exponent, so Python's json reads a float.
 const test = require('tape');
-const { stringifyWithFloats } = require('../dist/server/json-floats');
+const { stringifyWithFloats } = require('../dist/server/http/json-floats');
 const { prng } = require('./helpers/prng');
 
 test('parses back to what JSON.stringify gives; floats keep a fraction part', (t) => {

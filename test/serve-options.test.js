@@ -7,7 +7,7 @@
 const test = require('tape');
 const { spawn } = require('node:child_process');
 const { BIN } = require('./helpers/service');
-const { SERVE_SETTINGS, DEFAULT_SERVE_OPTIONS, resolveServeOptions, scorerSettingsOf } = require('../dist/server/options');
+const { SERVE_SETTINGS, DEFAULT_SERVE_OPTIONS, resolveServeOptions, scorerSettingsOf } = require('../dist/server/settings/serve-settings');
 const { SCORER_SETTINGS, pickSettings } = require('../dist/scoring');
 
 function cli(args, env = {}) {
@@ -104,7 +104,7 @@ test('network rows: repeated --api-key, the comma list of PJRT_SCORE_API_KEY, CO
 
 test('serve --help lists every route of the route table, with its methods', (t) => {
   const { serveHelp } = require('../dist/cli/serve');
-  const { ROUTES } = require('../dist/server/routes');
+  const { ROUTES } = require('../dist/server/routes/table');
   const header = serveHelp().split('Options:')[0];
   for (const route of ROUTES) {
     const methods = route.methods.filter((m) => m !== 'HEAD').join(', ');

@@ -12,8 +12,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Scorer } = require('../dist/scoring/scorer');
-const { startServer } = require('../dist/server/server');
-const { createLogger } = require('../dist/server/log');
+const { startServer } = require('../dist/server/hosts/standalone-server');
+const { createLogger } = require('../dist/server/telemetry/log');
 
 const KEY_A = 'pk-a-0123456789abcdef0123456789ab'; // 32 characters
 const KEY_B = 'pk-b-fedcba9876543210fedcba98765x';
@@ -207,7 +207,7 @@ test('the Scorer scored exactly the accepted items', async (t) => {
 // The mounts: the host's authorize(req) hook decides, and the ecosystem's CORS packages apply.
 async function mounted(kind) {
   const { createScoringService } = require('../dist/server');
-  const { silentLogger } = require('../dist/server/log');
+  const { silentLogger } = require('../dist/server/telemetry/log');
   const service = createScoringService({ warmup: [], logger: silentLogger(), warmupProgress: false, loadBackend: async () => scorer });
   await service.ready;
   const authorize = (req) => {

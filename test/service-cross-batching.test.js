@@ -7,7 +7,7 @@
 // before anything loads.
 const test = require('tape');
 const { startService } = require('./helpers/service');
-const { resolveServeOptions, OptionError } = require('../dist/server/options');
+const { resolveServeOptions, OptionError } = require('../dist/server/settings/serve-settings');
 
 const BOUND = 1e-5;
 const LABELS = [9805, 787];

@@ -10,8 +10,8 @@ const http = require('node:http');
 const path = require('node:path');
 const { DIST, scriptsUnder } = require('./common');
 
-const { startServer } = require(path.join(DIST, 'server', 'server'));
-const { silentLogger } = require(path.join(DIST, 'server', 'log'));
+const { startServer } = require(path.join(DIST, 'server', 'hosts', 'standalone-server'));
+const { silentLogger } = require(path.join(DIST, 'server', 'telemetry', 'log'));
 const { Scorer } = require(path.join(DIST, 'scoring', 'scorer'));
 
 const KEY = 'pk-fuzz-0123456789abcdef01234567';

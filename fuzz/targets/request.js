@@ -6,11 +6,11 @@
 const path = require('node:path');
 const { DIST, scriptsUnder } = require('./common');
 
-const { parseJsonBody } = require(path.join(DIST, 'server', 'body'));
-const { HttpError } = require(path.join(DIST, 'server', 'http-errors'));
+const { parseJsonBody } = require(path.join(DIST, 'server', 'http', 'body'));
+const { HttpError } = require(path.join(DIST, 'server', 'http', 'http-errors'));
 const { normalizeRequestBody, ScoreInputError } = require(path.join(DIST, 'scoring'));
 const { loadModelInfo } = require(path.join(DIST, 'model'));
-const { DEFAULT_SERVE_OPTIONS } = require(path.join(DIST, 'server', 'options'));
+const { DEFAULT_SERVE_OPTIONS } = require(path.join(DIST, 'server', 'settings', 'serve-settings'));
 
 const expected = (e) => e instanceof HttpError || e instanceof ScoreInputError;
 let ctx = null;
@@ -67,7 +67,7 @@ module.exports = {
   name: 'request',
   smokeExecs: 1500,
   maxLength: 1 << 14,
-  scripts: scriptsUnder('dist/scoring/request', 'dist/server/body', 'dist/scoring/errors'),
+  scripts: scriptsUnder('dist/scoring/request', 'dist/server/http/body', 'dist/scoring/errors'),
   setup,
   seeds,
   run,

@@ -7,7 +7,7 @@ const path = require('node:path');
 const { DIST, scriptsUnder } = require('./common');
 const request = require('./request');
 
-const { parseJsonBody } = require(path.join(DIST, 'server', 'body'));
+const { parseJsonBody } = require(path.join(DIST, 'server', 'http', 'body'));
 const { normalizeRerankBody } = require(path.join(DIST, 'scoring', 'rerank'));
 const { chooseTemplate, resolveTemplate } = require(path.join(DIST, 'scoring', 'rerank-template'));
 
@@ -53,7 +53,7 @@ module.exports = {
   name: 'rerank',
   smokeExecs: 1500,
   maxLength: 1 << 14,
-  scripts: scriptsUnder('dist/scoring/rerank', 'dist/scoring/request', 'dist/server/body'),
+  scripts: scriptsUnder('dist/scoring/rerank', 'dist/scoring/request', 'dist/server/http/body'),
   setup,
   seeds,
   run,

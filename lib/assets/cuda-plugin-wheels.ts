@@ -1,11 +1,12 @@
 /**
- * `pjrt-score fetch --plugin cuda`: the CUDA PJRT plugin of jax-cuda13-pjrt
- * 0.11.2 (the version docs/gpu.md documents and the cuDNN attention form is
- * pinned to) and the NVIDIA runtime wheels its RPATH expects, each pinned by
- * version and sha256, unpacked into one folder laid out as site-packages:
+ * `pjrt-score fetch --plugin cuda`: the CUDA PJRT plugin of the pinned
+ * release (CUDA_PLUGIN_PIN, lib/util/cuda-plugin-pin.ts: the version
+ * docs/gpu.md documents and the cuDNN attention form is pinned to) and the
+ * NVIDIA runtime wheels its RPATH expects, each pinned by version and
+ * sha256, unpacked into one folder laid out as site-packages:
  *
- *   <cache>/plugins/jax-cuda13-pjrt-0.11.2/jax_plugins/xla_cuda13/xla_cuda_plugin.so
- *   <cache>/plugins/jax-cuda13-pjrt-0.11.2/nvidia/{cu13,cudnn,nccl,...}/lib
+ *   <cache>/plugins/jax-cuda13-pjrt-<version>/jax_plugins/xla_cuda13/xla_cuda_plugin.so
+ *   <cache>/plugins/jax-cuda13-pjrt-<version>/nvidia/{cu13,cudnn,nccl,...}/lib
  *
  * The plugin's RPATH ($ORIGIN/../../nvidia/cu13/lib, .../nvidia/cudnn/lib,
  * .../nvidia/nccl/lib) then finds the libraries it opens without
@@ -16,27 +17,29 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { cacheDir } from '../util/cache-dir';
+import { CUDA_PLUGIN_PIN } from '../util/cuda-plugin-pin';
 import { withFileLock } from './file-lock';
 import { FetchOptions, defaultLog, hasMarker, writeMarker } from './cached-file';
 import { FetchError, WheelSpec, downloadVerifiedWheel, runToStderr } from './wheel-fetch';
 
-export const CUDA13_PLUGIN_VERSION = '0.11.2';
+export const CUDA13_PLUGIN_VERSION = CUDA_PLUGIN_PIN.version;
 
 /** The folder the wheels unpack into, and the plugin file inside it. */
-export const CUDA13_SITE = path.join(cacheDir(), 'plugins', `jax-cuda13-pjrt-${CUDA13_PLUGIN_VERSION}`);
+export const CUDA13_SITE = path.join(cacheDir(), 'plugins', `${CUDA_PLUGIN_PIN.wheel}-${CUDA13_PLUGIN_VERSION}`);
 export const CUDA13_PLUGIN_FILE = path.join(CUDA13_SITE, 'jax_plugins', 'xla_cuda13', 'xla_cuda_plugin.so');
 
 const wheel = (name: string, version: string, file: string, sha256: string): WheelSpec =>
   Object.freeze({ label: `${name} ${version}`, requirement: `${name}==${version}`, wheelFile: file, wheelSha256: sha256, pipArgs: ['--only-binary=:all:'] });
 
 /**
- * The plugin wheel first, then the NVIDIA runtime wheels jax-cuda13-plugin 0.11.2 names (its
- * `with-cuda` extra), each at the lowest version it accepts: the CUDA 13.0 release it was built
- * against, which a CUDA 13.0 driver (580) runs. nvidia-nvvm carries libdevice, which XLA links into
+ * The plugin wheel first (its sha256 is that of the pinned version), then the NVIDIA runtime
+ * wheels that release of jax-cuda13-plugin names (its `with-cuda` extra), each at the lowest
+ * version it accepts: the CUDA 13.0 release it was built against, which a CUDA 13.0 driver (580)
+ * runs. nvidia-nvvm carries libdevice, which XLA links into
  * every program that takes an exp or a log; nvidia-cuda-nvcc carries ptxas.
  */
 export const CUDA13_WHEELS: readonly WheelSpec[] = Object.freeze([
-  wheel('jax-cuda13-pjrt', '0.11.2', 'jax_cuda13_pjrt-0.11.2-py3-none-manylinux_2_27_x86_64.whl', 'e5ff589d43064913bb74027682d89639c7ea48f9f81c2bae6fc75117e913f93e'),
+  wheel(CUDA_PLUGIN_PIN.wheel, CUDA13_PLUGIN_VERSION, `jax_cuda13_pjrt-${CUDA13_PLUGIN_VERSION}-py3-none-manylinux_2_27_x86_64.whl`, 'e5ff589d43064913bb74027682d89639c7ea48f9f81c2bae6fc75117e913f93e'),
   wheel('nvidia-cublas', '13.0.0.19', 'nvidia_cublas-13.0.0.19-py3-none-manylinux_2_27_x86_64.whl', 'f6723af2e8e2600a11dc384037d90d9bf93070e346c24ef2e8f9001658c99896'),
   wheel('nvidia-cuda-cupti', '13.0.48', 'nvidia_cuda_cupti-13.0.48-py3-none-manylinux_2_25_x86_64.whl', '417699e216b23d81bc0bbcb7032352f81b9c5372ef73c097a01abb83125a3d09'),
   wheel('nvidia-cuda-nvcc', '13.0.48', 'nvidia_cuda_nvcc-13.0.48-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl', 'd529c52d30c403cbf6fb17a3009530a48d94ea3ad99c990ad0301d9c744eb866'),

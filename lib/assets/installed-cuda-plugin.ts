@@ -43,7 +43,7 @@ export function findInstalledCudaPlugin(): { path: string } | { why: string } {
 
 /**
  * The wheel version of a jax CUDA plugin file: the `_version = "x.y.z"` of the `version.py` the
- * wheel ships beside `xla_cuda_plugin.so` (jax-cuda13-pjrt 0.11.2 does). Undefined for a plugin
+ * wheel ships beside `xla_cuda_plugin.so` (the pinned jax-cuda13-pjrt does). Undefined for a plugin
  * file with no such neighbour (a plugin given by a path from elsewhere): its version is unknown.
  */
 export function cudaPluginWheelVersion(pluginPath: string): string | undefined {

@@ -4,6 +4,15 @@
  */
 import { parseArgs } from 'node:util';
 
+/** The help lines of --model and --plugin, as `score` and `rerank` take them. */
+export const MODEL_AND_PLUGIN_HELP: readonly string[] = [
+  '  --model PATH|ID       GGUF file or Hugging Face directory, or a hub id (org/repo,',
+  '                        org/repo/file.gguf, hf:org/repo:QUANT, each with @REVISION),',
+  '                        fetched into the hub cache (default PJRT_SCORE_MODEL, else',
+  '                        the cached SmolLM2-135M-Instruct)',
+  '  --plugin PATH         PJRT plugin (default PJRT_PLUGIN_PATH, else the cached CPU plugin)',
+];
+
 export class UsageError extends Error {
   constructor(
     message: string,

@@ -5,6 +5,7 @@ import { PLUGIN_NAMES, PluginName, fetchModel, fetchPlugin } from '../assets/fet
 import { fetchGemma3Model } from '../assets/model';
 import { fetchHubModel } from '../assets/hub-fetch';
 import { parseHubModelId } from '../assets/hub-id';
+import { CUDA_PLUGIN_PIN } from '../util/cuda-plugin-pin';
 import * as fs from 'node:fs';
 
 const SPEC: OptionSpec = {
@@ -22,7 +23,7 @@ export function fetchHelp(): string {
     '',
     'Options:',
     '  --plugin cpu      the XLA CPU plugin (PyPI xla-cpu-pjrt 0.0.1)',
-    '  --plugin cuda     the CUDA 13 plugin of jax-cuda13-pjrt 0.11.2 and the NVIDIA',
+    `  --plugin cuda     the CUDA 13 plugin of ${CUDA_PLUGIN_PIN.wheel} ${CUDA_PLUGIN_PIN.version} and the NVIDIA`,
     '                    runtime wheels it loads (~3 GB unpacked), so `--plugin cuda`',
     '                    needs no Python environment on a GPU machine with a driver',
     '  --plugin cuda12   the XLA CUDA 12 plugin (PyPI xla-cuda12-pjrt 0.0.1, ~94 MB;',

@@ -1,10 +1,10 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
 import * as fs from 'node:fs';
 import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
-import { loadScorerBackend } from '../server/backend';
-import { stringifyWithFloats } from '../server/json-floats';
-import { createLogger, logEvent } from '../server/log';
-import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
+import { loadScorerBackend } from '../server/lifecycle/scorer-backend';
+import { stringifyWithFloats } from '../server/http/json-floats';
+import { createLogger, logEvent } from '../server/telemetry/log';
+import { MODEL_AND_PLUGIN_HELP, OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },
@@ -36,11 +36,7 @@ export function rerankHelp(): string {
     '  --top-n N             print only the best N',
     '  --template NAME       a built-in template (docs/rerank.md, Templates; default: from the model)',
     '  --json                print the rerank API response JSON instead of a table',
-    '  --model PATH|ID       GGUF file or Hugging Face directory, or a hub id (org/repo,',
-    '                        org/repo/file.gguf, hf:org/repo:QUANT, each with @REVISION),',
-    '                        fetched into the hub cache (default PJRT_SCORE_MODEL, else',
-    '                        the cached SmolLM2-135M-Instruct)',
-    '  --plugin PATH         PJRT plugin (default PJRT_PLUGIN_PATH, else the cached CPU plugin)',
+    ...MODEL_AND_PLUGIN_HELP,
     '  --verbose             Scorer log lines on stderr',
     '  -h, --help            show this help',
     '',

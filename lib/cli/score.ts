@@ -1,10 +1,10 @@
 /** `pjrt-score score`: score one request from the command line; a table, or the Score API JSON. */
 import { loadModelInfo } from '../model/load';
-import { ScoringBackend, loadScorerBackend } from '../server/backend';
+import { ScoringBackend, loadScorerBackend } from '../server/lifecycle/scorer-backend';
 import { ALGORITHM_CHOICES, AlgorithmChoice, DEFAULT_MAX_ITEMS, type ScoreResult } from '../scoring';
-import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
-import { createLogger, logEvent } from '../server/log';
-import { stringifyWithFloats } from '../server/json-floats';
+import { MODEL_AND_PLUGIN_HELP, OptionSpec, UsageError, parseCommand, stringFlag } from './args';
+import { createLogger, logEvent } from '../server/telemetry/log';
+import { stringifyWithFloats } from '../server/http/json-floats';
 
 const SPEC: OptionSpec = {
   query: { type: 'string', short: 'q' },
@@ -35,11 +35,7 @@ export function scoreHelp(): string {
     '  --apply-softmax       softmax over the labels (rows sum to 1)',
     '  --item-first          item before query (runs on the serial path)',
     '  --json                print the Score API response JSON instead of a table',
-    '  --model PATH|ID       GGUF file or Hugging Face directory, or a hub id (org/repo,',
-    '                        org/repo/file.gguf, hf:org/repo:QUANT, each with @REVISION),',
-    '                        fetched into the hub cache (default PJRT_SCORE_MODEL, else',
-    '                        the cached SmolLM2-135M-Instruct)',
-    '  --plugin PATH         PJRT plugin (default PJRT_PLUGIN_PATH, else the cached CPU plugin)',
+    ...MODEL_AND_PLUGIN_HELP,
     `  --algorithm NAME      ${ALGORITHM_CHOICES.join('|')} (default auto)`,
     '  --verbose             Scorer log lines on stderr',
     '  -h, --help            show this help',

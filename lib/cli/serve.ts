@@ -1,9 +1,9 @@
 /** `pjrt-score serve`: run the service until SIGTERM/SIGINT, then drain and exit 0. */
 import { OptionSpec, UsageError, parseCommand } from './args';
-import { createLogger, logEvent } from '../server/log';
-import { OptionError, SERVE_SETTINGS, SettingSpec, resolveServeOptions } from '../server/options';
-import { ROUTES } from '../server/routes';
-import { ScoreServer, startServer } from '../server/server';
+import { createLogger, logEvent } from '../server/telemetry/log';
+import { OptionError, SERVE_SETTINGS, SettingSpec, resolveServeOptions } from '../server/settings/serve-settings';
+import { ROUTES } from '../server/routes/table';
+import { ScoreServer, startServer } from '../server/hosts/standalone-server';
 
 const SPEC: OptionSpec = Object.fromEntries(
   SERVE_SETTINGS.map((s) => [s.flag, s.metavar === '' ? { type: 'boolean' as const } : { type: 'string' as const, ...(s.flag === 'api-key' ? { multiple: true } : {}) }]),

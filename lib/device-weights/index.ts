@@ -6,6 +6,7 @@
  * May import: model (config, host weights, readers), hlo (the layout),
  * runtime (Client, DeviceBuffer), util.
  */
-export { deviceArray, uploadWeights, type DeviceWeights, type UploadTimings } from './upload';
+export { uploadWeights, type DeviceWeights, type UploadTimings } from './upload';
+export { deviceArray } from './host-build';
 export { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
 export { chooseWeightType, weightBytes, WEIGHT_CHOICES, type WeightChoice, type WeightTypeChoice, type WeightHost } from './choose';

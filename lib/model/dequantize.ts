@@ -129,18 +129,12 @@ function decodeQ8_0(bytes: Uint8Array, out: Float32Array): void {
   }
 }
 
+/** Q4_0's values by nibble: q - 8. */
+const Q4_0_VALUES: readonly number[] = Array.from({ length: 16 }, (_, q) => q - 8);
+
 /** Q4_0 block (18 bytes): f16 d, 16 bytes; low nibbles are elements 0..15, high nibbles 16..31; value = (q - 8) * d. */
 function decodeQ4_0(bytes: Uint8Array, out: Float32Array): void {
-  const table = halfToFloatTable();
-  const blocks = out.length / 32;
-  for (let blk = 0, b = 0, o = 0; blk < blocks; blk++, b += 18, o += 32) {
-    const d = table[bytes[b] | (bytes[b + 1] << 8)];
-    for (let j = 0; j < 16; j++) {
-      const q = bytes[b + 2 + j];
-      out[o + j] = ((q & 15) - 8) * d;
-      out[o + j + 16] = ((q >> 4) - 8) * d;
-    }
-  }
+  decodeNibbleTable(bytes, out, Q4_0_VALUES);
 }
 
 /** Q4_1 block (20 bytes): f16 d, f16 m, 16 bytes of nibbles laid out as Q4_0; value = q * d + m. */
@@ -184,14 +178,22 @@ function decodeQ5(bytes: Uint8Array, out: Float32Array, withMin: boolean): void 
 
 /** IQ4_NL block (18 bytes): f16 d, 16 bytes of nibbles laid out as Q4_0, each an index into IQ4_VALUES; value = d * IQ4_VALUES[q]. */
 function decodeIQ4_NL(bytes: Uint8Array, out: Float32Array): void {
+  decodeNibbleTable(bytes, out, IQ4_VALUES);
+}
+
+/**
+ * An 18-byte block of Q4_0's layout (f16 d, then 16 bytes: low nibbles are
+ * elements 0..15, high nibbles 16..31) whose nibble q stands for d * values[q].
+ */
+function decodeNibbleTable(bytes: Uint8Array, out: Float32Array, values: ArrayLike<number>): void {
   const table = halfToFloatTable();
   const blocks = out.length / 32;
   for (let blk = 0, b = 0, o = 0; blk < blocks; blk++, b += 18, o += 32) {
     const d = table[bytes[b] | (bytes[b + 1] << 8)];
     for (let j = 0; j < 16; j++) {
       const q = bytes[b + 2 + j];
-      out[o + j] = d * IQ4_VALUES[q & 15];
-      out[o + j + 16] = d * IQ4_VALUES[q >> 4];
+      out[o + j] = d * values[q & 15];
+      out[o + j + 16] = d * values[q >> 4];
     }
   }
 }

@@ -90,8 +90,11 @@ export interface KernelThreads {
   readonly quota: number;
 }
 
-/** An instruction set the attention kernels may run on, in order (each one's CPUs have the ones before). */
-export type KernelIsa = 'portable' | 'avx2' | 'avx512' | 'avx512bf16' | 'amx';
+/** The instruction sets the attention kernels may run on, in order: each one's CPUs have all the ones before. */
+export const KERNEL_ISAS = Object.freeze(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx'] as const);
+
+/** An instruction set the attention kernels may run on (KERNEL_ISAS). */
+export type KernelIsa = (typeof KERNEL_ISAS)[number];
 
 export interface NativeKernelPaths {
   /** The CPU's best (CPUID, XCR0; AMX once the kernel granted tile state). */

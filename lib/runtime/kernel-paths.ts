@@ -8,7 +8,7 @@
 import { binding, KernelIsa, kernelProbe, KernelThreads, NativeKernelPaths } from './binding';
 
 export type { KernelIsa, KernelThreads };
-export { KERNEL_ISAS } from './kernel-probe';
+export { KERNEL_ISAS } from './binding';
 
 export interface KernelPaths extends NativeKernelPaths {
   /** The highest instruction set the kernel probe showed to run on this CPU (docs/design.md, 'Kernel paths are tried in a child first'). */

@@ -16,10 +16,7 @@ import * as path from 'node:path';
 import { cacheDir } from '../util/cache-dir';
 import { readCachedJson, writeCachedJson } from '../util/cached-json';
 import { hostCpu } from './host-cpu';
-import type { KernelIsa } from './binding';
-
-/** The instruction sets in order: each one's CPUs have all the ones before. */
-export const KERNEL_ISAS: readonly KernelIsa[] = Object.freeze(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx']);
+import { KERNEL_ISAS, type KernelIsa } from './binding';
 
 /** One instruction set's trial in the child. */
 export interface KernelTrial {

@@ -4,20 +4,38 @@
  * shutdown), standalone (startServer) or mounted in a host's fastify or
  * express app (createScoringService). The command line that starts it is
  * lib/cli. The queue (and its 429s), the Scorer's types and its options are
- * lib/scoring's; the service keeps only HTTP.
+ * lib/scoring's; the service keeps only HTTP. Its sub-rooms (hosts, routes,
+ * network, lifecycle, settings, telemetry, http) are in docs/design.md,
+ * "Rooms".
  * May import: scoring (its index only), util (not cli).
  */
-export { startServer, type ReloadResult, type ScoreServer, type StartServerOptions } from './server';
-export { type AuthorizeHook } from './access';
-export { createScoringService, type ScoringService, type ScoringServiceOptions } from './scoring-service';
-export { type MountOptions, type RoutePath } from './routes';
-export { type ExpressStyleHandler, type RequestListener } from './node-handler';
-export { type FastifyInstanceLike, type FastifyPluginLike, type FastifyReplyLike, type FastifyRequestLike } from './fastify-plugin';
-export { DEFAULT_SERVE_OPTIONS, SERVE_SETTINGS, resolveServeOptions, type ServeOptions, type SettingSpec } from './options';
 export {
-  type BackendLoadOptions,
+  createScoringService,
+  startServer,
+  type ExpressStyleHandler,
+  type FastifyInstanceLike,
+  type FastifyPluginLike,
+  type FastifyReplyLike,
+  type FastifyRequestLike,
+  type ReloadResult,
+  type RequestListener,
+  type ScoreServer,
+  type ScoringService,
+  type ScoringServiceOptions,
+  type StartServerOptions,
+} from './hosts';
+export { type MountOptions, type RoutePath } from './routes';
+export { type AuthorizeHook } from './network';
+export { DEFAULT_SERVE_OPTIONS, SERVE_SETTINGS, resolveServeOptions, type ServeOptions, type SettingSpec } from './settings';
+export { type BackendLoadOptions, type ScoringBackend } from './lifecycle';
+export { HttpError, type ErrorBody } from './http';
+export {
+  createLogger,
+  silentLogger,
   type BackendStats,
-  type ScoringBackend,
-} from './backend';
-export { HttpError, type ErrorBody } from './http-errors';
-export { createLogger, silentLogger, type LogDestination, type LogFn, type Logger, type LogLevel, type ServiceLogger } from './log';
+  type LogDestination,
+  type LogFn,
+  type Logger,
+  type LogLevel,
+  type ServiceLogger,
+} from './telemetry';

@@ -2,7 +2,7 @@
 'use strict';
 // npm run bench:auth — does a wrong API key take longer the more of the right
 // key it shares? The check hashes both sides (sha256) and compares the
-// digests with timingSafeEqual (lib/server/api-keys.ts), so it should not.
+// digests with timingSafeEqual (lib/server/network/api-keys.ts), so it should not.
 // Measured two ways, candidates interleaved round by round so drift on a
 // shared machine hits them alike:
 //   1. ApiKeys.check() alone: median ns per call over rounds of --calls calls;
@@ -19,9 +19,9 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { describeMachine, machine } = require('../lib/machine');
 const { median } = require('../lib/median');
-const { ApiKeys } = require('../../dist/server/api-keys');
-const { startServer } = require('../../dist/server/server');
-const { silentLogger } = require('../../dist/server/log');
+const { ApiKeys } = require('../../dist/server/network/api-keys');
+const { startServer } = require('../../dist/server/hosts/standalone-server');
+const { silentLogger } = require('../../dist/server/telemetry/log');
 
 const { values } = parseArgs({ options: { rounds: { type: 'string', default: '25' }, calls: { type: 'string', default: '20000' }, requests: { type: 'string', default: '200' } } });
 const ROUNDS = Number(values.rounds);

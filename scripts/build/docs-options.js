@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 'use strict';
 // Writes the options table of docs/configuration.md from the settings rows
-// (lib/scoring/options.ts: the Scorer's; lib/server/options.ts and
-// network-options.ts: the service's), between the markers below, so the
+// (lib/scoring/options.ts: the Scorer's; lib/server/settings/serve-settings.ts and
+// network/network-settings.ts: the service's), between the markers below, so the
 // table is the rows and nothing else. `npm run docs:options` (after `npm run
 // build`); `--check` exits 1 when the file differs from what it would write
 // (test/docs-options.test.js runs the same comparison).
@@ -62,7 +62,7 @@ function splitHelp(setting) {
 /** The markdown table of the serve settings, one line per row. */
 function optionsTable() {
   const { SCORER_SETTINGS } = require(path.join(ROOT, 'dist', 'scoring'));
-  const { SERVE_SETTINGS } = require(path.join(ROOT, 'dist', 'server', 'options.js'));
+  const { SERVE_SETTINGS } = require(path.join(ROOT, 'dist', 'server', 'settings', 'serve-settings.js'));
   const scorerKeys = new Set(SCORER_SETTINGS.map((s) => s.key));
   const lines = [
     '| key | flag | variable | accepted | default | where | what |',

@@ -95,7 +95,7 @@ function capturingLogger(lines) {
  * [{ kind, port, url, gate: gateView(gate, counts), logs, registry, scoring?, close() }] once all are ready.
  */
 async function startThree(scorer, settings, { registry } = {}) {
-  const { startServer } = require('../../dist/server/server');
+  const { startServer } = require('../../dist/server/hosts/standalone-server');
   const fastifyExample = require('../../examples/fastify');
   const expressExample = require('../../examples/express');
   const servers = [];

@@ -5,8 +5,8 @@
 // test. One server per test file; close it with `await server.close()`.
 // `serverOptions` are added to startServer's (API keys, CORS).
 const { Scorer } = require('../../dist/scoring/scorer');
-const { startServer } = require('../../dist/server/server');
-const { silentLogger } = require('../../dist/server/log');
+const { startServer } = require('../../dist/server/hosts/standalone-server');
+const { silentLogger } = require('../../dist/server/telemetry/log');
 
 /**
  * Resolves the server once it is ready. `scorerOptions` are added to the

@@ -1,10 +1,10 @@
 /**
  * The settings a service facing a network needs (docs/service.md, "Deploying
  * on a network"): API keys, CORS origins, TLS files. Rows of the serve
- * settings table (options.ts); the standalone service applies them, a
+ * settings table (settings/serve-settings.ts); the standalone service applies them, a
  * fastify or express mount takes an `authorize` hook instead.
  */
-import { OptionError, Setting, stringSetting } from '../scoring';
+import { OptionError, Setting, stringSetting } from '../../scoring';
 
 /** A key is visible ASCII: no spaces, no commas (the variable's separator), nothing that cannot travel in a header. */
 export const API_KEY_PATTERN = /^[\x21-\x2b\x2d-\x7e]+$/;

@@ -6,12 +6,8 @@
  * cross-request batching and the in-flight count are the Scorer's
  * (scoring/admission.ts); the service reads them through here.
  */
-import type { Algorithm, AlgorithmChoice, Scorer, ScorerSettings, ScorerStats, WarmupShape } from '../scoring';
-
-export type { Algorithm, AlgorithmChoice, WarmupShape };
-
-/** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
-export type BackendStats = { readonly [K in keyof ScorerStats]?: ScorerStats[K] extends object ? Partial<ScorerStats[K]> : ScorerStats[K] };
+import type { Scorer, ScorerSettings } from '../../scoring';
+import type { BackendStats } from '../telemetry/metrics';
 
 export interface ScoringBackend
   extends Pick<
@@ -48,7 +44,7 @@ export interface BackendLoadOptions extends ScorerSettings {
 export async function loadScorerBackend(options: BackendLoadOptions): Promise<ScoringBackend> {
   // Required lazily: the CLI's --help and `fetch` need none of the Scorer's modules.
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { Scorer } = require('../scoring') as typeof import('../scoring');
+  const { Scorer } = require('../../scoring') as typeof import('../../scoring');
   return Scorer.load(options);
 }
 

@@ -6,10 +6,11 @@
  * our error bodies. Typed structurally: fastify is not a dependency.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AccessGate } from './access';
-import { Exchange, Reply } from './exchange';
-import { RouteDefinition, dispatch } from './routes';
-import { ServiceState } from './service';
+import { AccessGate } from '../network/access';
+import { Exchange, Reply } from '../http/exchange';
+import { dispatch } from '../routes/dispatch';
+import { RouteDefinition } from '../routes/table';
+import { ServiceState } from '../lifecycle/service-state';
 
 /** The part of a fastify request the plugin reads. */
 export interface FastifyRequestLike {

@@ -8,7 +8,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { ApiKeys, RefusalReason } from './api-keys';
-import { HttpError } from './http-errors';
+import { HttpError } from '../http/http-errors';
 
 /** A host's check on a mount: true lets the request through, false is a 401. */
 export type AuthorizeHook = (req: IncomingMessage) => boolean | Promise<boolean>;

@@ -8,23 +8,22 @@
  * CORS and TLS from the network settings; reload() re-reads the key file
  * and the TLS files (SIGHUP in `pjrt-score serve`).
  */
-import { readFileSync } from 'node:fs';
 import * as http from 'node:http';
 import * as https from 'node:https';
-import * as tls from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
-import { apiKeyGate } from './access';
-import { ApiKeys } from './api-keys';
-import { corsPolicy } from './cors';
-import { logEvent } from './log';
-import { NetworkSettingKey } from './network-options';
+import { apiKeyGate } from '../network/access';
+import { ApiKeys } from '../network/api-keys';
+import { corsPolicy } from '../network/cors';
+import { logEvent } from '../telemetry/log';
+import { NetworkSettingKey } from '../network/network-settings';
+import { readTls, tlsFilesOf } from '../network/tls-files';
 import { createRequestListener } from './node-handler';
-import { OptionError, ServeOptions } from './options';
-import { ROUTES } from './routes';
-import { Phase } from './service';
-import { openTracing } from './tracing';
-import { ScoringServiceOptions, openScoringService } from './scoring-service';
+import { ServeOptions } from '../settings/serve-settings';
+import { ROUTES } from '../routes/table';
+import { Phase } from '../lifecycle/service-state';
+import { openTracing } from '../telemetry/tracing';
+import { ScoringServiceOptions, openScoringService } from './mountable-service';
 
 export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>> {}
 
@@ -72,10 +71,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     ...(keys ? { gate: apiKeyGate(keys, settings.metricsPublic) } : {}),
     cors: corsPolicy(settings.corsAllowOrigin),
   });
-  const tlsFiles = settings.tlsCert !== undefined && settings.tlsKey !== undefined ? { cert: settings.tlsCert, key: settings.tlsKey } : null;
-  if ((settings.tlsCert === undefined) !== (settings.tlsKey === undefined)) throw new OptionError('tlsCert and tlsKey go together: give both or neither');
+  const tlsFiles = tlsFilesOf(settings);
   const tlsContext = tlsFiles ? readTls(tlsFiles) : null;
-  if (tlsContext) checkTls(tlsContext);
   const server = tlsContext
     ? https.createServer({ keepAliveTimeout: 5000, ...tlsContext }, listener)
     : http.createServer({ keepAliveTimeout: 5000 }, listener);
@@ -146,30 +143,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
     reload: () => {
       // Read everything first: a bad file changes nothing.
       const context = tlsFiles ? readTls(tlsFiles) : null;
-      if (context) checkTls(context);
       const count = keys ? keys.reload() : 0;
       if (context) (server as https.Server).setSecureContext(context);
       return { keys: count, tls: context !== null };
     },
   };
-}
-
-/** A certificate and key that do not parse, or do not match, are refused before anything changes. */
-function checkTls(context: { cert: Buffer; key: Buffer }): void {
-  try {
-    tls.createSecureContext(context);
-  } catch (error) {
-    throw new OptionError(`--tls-cert/--tls-key: ${(error as Error).message}`);
-  }
-}
-
-function readTls(files: { readonly cert: string; readonly key: string }): { cert: Buffer; key: Buffer } {
-  const read = (flag: string, file: string): Buffer => {
-    try {
-      return readFileSync(file);
-    } catch (error) {
-      throw new OptionError(`${flag} ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
-    }
-  };
-  return { cert: read('--tls-cert', files.cert), key: read('--tls-key', files.key) };
 }

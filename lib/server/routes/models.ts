@@ -4,10 +4,11 @@
  * `models.list()` / `models.retrieve(id)`), and text-embeddings-inference's
  * `GET /info` (huggingface_hub's `get_endpoint_info()`).
  */
-import { Exchange, Reply, errorReply, jsonReply } from './exchange';
-import { HttpError } from './http-errors';
-import { ServiceState } from './service';
-import type { ScoringBackend } from './backend';
+import { Exchange, Reply, errorReply, jsonReply } from '../http/exchange';
+import { HttpError } from '../http/http-errors';
+import { ServiceState } from '../lifecycle/service-state';
+import { packageVersion } from './worker';
+import type { ScoringBackend } from '../lifecycle/scorer-backend';
 
 export interface ModelObject {
   readonly id: string;
@@ -65,8 +66,7 @@ export function retrieveModel(service: ServiceState, ex: Exchange): Reply {
 export function teiInfo(service: ServiceState): Reply {
   const backend = loaded(service);
   const { options } = service;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const version = (require('../../package.json') as { version: string }).version;
+  const version = packageVersion();
   return jsonReply(200, {
     model_id: backend.modelName,
     model_sha: null,

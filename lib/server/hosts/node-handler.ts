@@ -5,11 +5,12 @@
  * answers its own paths and passes everything else to `next`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AccessGate } from './access';
-import { CorsPolicy } from './cors';
-import { Exchange, writeReply } from './exchange';
-import { ROUTES, RouteDefinition, dispatch, findRoute } from './routes';
-import { ServiceState } from './service';
+import { AccessGate } from '../network/access';
+import { CorsPolicy } from '../network/cors';
+import { Exchange, writeReply } from '../http/exchange';
+import { dispatch } from '../routes/dispatch';
+import { ROUTES, RouteDefinition, findRoute } from '../routes/table';
+import { ServiceState } from '../lifecycle/service-state';
 
 export type RequestListener = (req: IncomingMessage, res: ServerResponse) => void;
 

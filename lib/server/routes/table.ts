@@ -1,22 +1,18 @@
 /**
- * The service's routes, defined once: path, methods, handler. Every host
- * (the standalone node:http server, the express-style router, the fastify
- * plugin) runs a route through `dispatch`, which adds what every answer
- * carries: the request id, `Connection: close` while draining, the HTTP and
- * scoring metrics, and one `request` log line.
+ * The service's routes, defined once: path, methods, handler, and the
+ * operation GET /openapi.json documents. Every host runs a route through
+ * `dispatch` (dispatch.ts).
  */
-import { AccessGate, AuthorizeHook, OPEN_PATHS, refusalError } from './access';
-import { Exchange, Reply, errorReply, jsonReply } from './exchange';
-import { HttpError } from './http-errors';
-import { listModels, retrieveModel, teiInfo } from './info-routes';
+import { AuthorizeHook } from '../network/access';
+import { Exchange, Reply, jsonReply } from '../http/exchange';
+import { listModels, retrieveModel, teiInfo } from './models';
 import { openApiDocument } from './openapi';
 import { Operation, OPERATIONS } from './openapi-schemas';
-import { logEvent } from './log';
-import { COHERE_V2_RERANK_ENDPOINT } from './cohere-v2-route';
-import { RERANK_ENDPOINT } from './rerank-route';
-import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score-route';
-import { ServiceState } from './service';
-import { getLoadReply, liveReply, loadsReply, modelInfoReply, serverInfoReply, versionReply } from './worker-routes';
+import { COHERE_V2_RERANK_ENDPOINT } from './rerank-cohere-v2';
+import { RERANK_ENDPOINT } from './rerank';
+import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score';
+import { ServiceState } from '../lifecycle/service-state';
+import { packageVersion, getLoadReply, liveReply, loadsReply, modelInfoReply, serverInfoReply, versionReply } from './worker';
 
 export type RoutePath =
   | '/v1/score'
@@ -54,7 +50,7 @@ export interface RouteDefinition {
 export interface MountOptions {
   /** GET /health and /readyz (503 while loading or draining), GET /livez. Default false: a host usually has its own. */
   readonly health?: boolean;
-  /** What a gateway reads from a worker: GET /server_info, /model_info, /version, /v1/loads, /loads, /get_load (worker-routes.ts). Default false. */
+  /** What a gateway reads from a worker: GET /server_info, /model_info, /version, /v1/loads, /loads, /get_load (worker.ts). Default false. */
   readonly worker?: boolean;
   /** GET /metrics: the registry's exposition (the host's metrics too, if it passed its registry). Default false. */
   readonly metrics?: boolean;
@@ -96,9 +92,7 @@ export const ROUTES: readonly RouteDefinition[] = [
 let openApiText: string | undefined;
 /** The document of ROUTES, built once. */
 function openApiReply(): Reply {
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const version = (require('../../package.json') as { version: string }).version;
-  openApiText ??= JSON.stringify(openApiDocument(ROUTES, { title: 'pjrt-score', version }));
+  openApiText ??= JSON.stringify(openApiDocument(ROUTES, { title: 'pjrt-score', version: packageVersion() }));
   return { status: 200, contentType: 'application/json', body: openApiText, headers: {} };
 }
 
@@ -130,94 +124,6 @@ export function findRoute(routes: readonly RouteDefinition[], path: string): Rou
     if (pattern.every((p, i) => (p.startsWith(':') ? segments[i] !== '' : p === segments[i]))) return route;
   }
   return null;
-}
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-
-/**
- * Runs `route` (null: no route here, a 404) and hands the Reply to `send`.
- * Never throws, never leaves a request unanswered; the drain waits for it.
- */
-export async function dispatch(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void, gate?: AccessGate): Promise<void> {
-  service.enter();
-  try {
-    await dispatchInner(service, route, ex, send, gate);
-  } finally {
-    service.leave();
-  }
-}
-
-async function dispatchInner(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void, gate?: AccessGate): Promise<void> {
-  const started = performance.now();
-  const given = ex.req.headers['x-request-id'];
-  const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
-  const common: Record<string, string> = { 'x-request-id': id };
-  if (service.phase === 'leaving' || service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
-  const path = ex.path;
-  const startMs = performance.now();
-  const trace = service.tracing?.startRequest(ex.req, ex.method, route?.path ?? 'other', startMs) ?? null;
-  const record: ScoreRecord = { id, status: 0, algorithm: 'none', items: 0, tokens: 0, steps: trace ? [] : null };
-  let reply: Reply;
-  try {
-    // Before the 404: without a key, no answer tells which paths exist.
-    if (gate !== undefined && !(route !== null && OPEN_PATHS.has(route.path))) {
-      const refused = await gate(ex.req, route?.path ?? null);
-      if (refused !== null) {
-        service.metrics.observeRefusal(refused);
-        throw refusalError(refused);
-      }
-    }
-    if (route === null) throw new HttpError(404, `no route for ${ex.method} ${path.slice(0, 200)}`, { param: 'path' });
-    if (!route.methods.includes(ex.method)) {
-      throw new HttpError(405, `${route.path} accepts ${route.methods.join(', ')}, not ${ex.method}`, { headers: { allow: route.methods.join(', ') } });
-    }
-    reply = await route.run(service, ex, record);
-    record.status = reply.status;
-  } catch (error) {
-    const httpError = error instanceof HttpError ? error : new HttpError(500, 'internal error; see the server log');
-    if (!(error instanceof HttpError)) logEvent(service.logger, 'error', 'internal_error', { id, error });
-    record.status = httpError.status;
-    record.error = httpError.message;
-    reply = errorReply(httpError);
-    // Do not read a body nobody asked for: answer and close.
-    if (!ex.req.complete && ex.body === undefined) {
-      common.connection = 'close';
-      ex.req.resume();
-    }
-  }
-  try {
-    send({ ...reply, headers: { ...reply.headers, ...common } });
-  } catch (error) {
-    logEvent(service.logger, 'error', 'internal_error', { id, error });
-  }
-  if (trace) {
-    const endMs = performance.now();
-    const steps = record.steps ?? [];
-    if (record.scoredAtMs !== undefined) steps.push({ name: 'reply', startMs: record.scoredAtMs, endMs });
-    trace.end(endMs, record.status, steps, { 'pjrt_score.request_id': id, ...(route?.scoring ? { 'pjrt_score.items': record.items, 'pjrt_score.tokens': record.tokens, 'pjrt_score.algorithm': record.algorithm } : {}) });
-  }
-  const seconds = (performance.now() - started) / 1000;
-  const scoring = route !== null && route.scoring;
-  service.metrics.observeHttp(route?.path ?? 'other', record.status);
-  if (scoring) service.metrics.observeScore(record.status, record.algorithm, seconds, record.items, record.tokens);
-  logEvent(service.logger, 'info', 'request', {
-    id,
-    method: ex.method,
-    path: path.slice(0, 200),
-    status: record.status,
-    ...(scoring
-      ? {
-          algorithm: record.algorithm,
-          items: record.items,
-          tokens: record.tokens,
-          ...(record.batch !== undefined ? { batch: record.batch } : {}),
-          ...(record.queueMs !== undefined ? { queue_ms: record.queueMs } : {}),
-        }
-      : {}),
-    latency_ms: Math.round(seconds * 10000) / 10,
-    ...(record.error !== undefined ? { error: record.error } : {}),
-    ...(record.param !== undefined && record.param !== null ? { param: record.param } : {}),
-  });
 }
 
 function health(service: ServiceState): Reply {

@@ -6,9 +6,9 @@
  * `{ id, model, results: [{ index, relevance_score, document? }], usage, meta }`
  * with `meta.api_version.version` "2".
  */
-import { rerankResults, type NormalizedRerank } from '../scoring';
-import { RERANK_FLOAT_KEYS, RerankMeta, rerankMeta, RerankUsage, rerankUsage } from './rerank-route';
-import { checkModelField, ScoringEndpoint } from './score-route';
+import { rerankResults, type NormalizedRerank } from '../../scoring';
+import { RERANK_FLOAT_KEYS, RerankMeta, rerankMeta, RerankUsage, rerankUsage } from './rerank';
+import { checkModelField, ScoringEndpoint } from './score';
 
 export interface CohereV2RerankResponseBody {
   readonly id: string;

@@ -6,12 +6,12 @@
  * already fails, so gateways and Kubernetes stop sending before the listener
  * closes. The queue is the Scorer's (scoring/admission.ts).
  */
-import { ScoringBackend } from './backend';
+import { ScoringBackend } from './scorer-backend';
 import type { Registry } from 'prom-client';
-import { ServiceLogger, logEvent } from './log';
-import { ServiceMetrics } from './metrics';
-import { ServeOptions } from './options';
-import type { Tracing } from './tracing';
+import { ServiceLogger, logEvent } from '../telemetry/log';
+import { ServiceMetrics } from '../telemetry/metrics';
+import { ServeOptions } from '../settings/serve-settings';
+import type { Tracing } from '../telemetry/tracing';
 
 export type Phase = 'loading' | 'ready' | 'leaving' | 'draining' | 'closed';
 

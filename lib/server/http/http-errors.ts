@@ -10,7 +10,7 @@
  * instead of the nested object (a JSON key holds one value: TEI's `error`
  * is the message string). docs/service.md has the table.
  */
-import { ScoreInputError } from '../scoring';
+import { ScoreInputError } from '../../scoring';
 
 /** Which client family's error body: TEI's on TEI's request shape, the common one elsewhere. */
 export type ErrorShape = 'common' | 'tei';

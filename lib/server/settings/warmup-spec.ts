@@ -6,7 +6,7 @@
  * (e.g. `32x8x16,128x16x64@prefix`). Each shape compiles the programs the
  * Scorer's plan for it uses (their buckets), so nearby shapes are warm too.
  */
-import { ALGORITHMS, type Algorithm, type WarmupShape } from '../scoring';
+import { ALGORITHMS, type Algorithm, type WarmupShape } from '../../scoring';
 
 /** Small requests of the kinds the Score API mostly sees: short queries, a few to a few dozen short items. */
 export const DEFAULT_WARMUP: readonly WarmupShape[] = [

@@ -10,7 +10,7 @@
  * manager is needed.
  */
 import type { IncomingMessage } from 'node:http';
-import { OptionError } from '../scoring';
+import { OptionError } from '../../scoring';
 
 /** One timed step of a request. */
 export interface StepTiming {

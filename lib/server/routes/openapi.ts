@@ -1,6 +1,6 @@
 /**
  * GET /openapi.json: the OpenAPI 3.1 document of the routes a mount serves,
- * generated from the route table (routes.ts): each route's path, methods
+ * generated from the route table (table.ts): each route's path, methods
  * and operation (openapi-schemas.ts). A route added to the table appears
  * here with nothing else to edit.
  */

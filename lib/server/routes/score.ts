@@ -1,19 +1,19 @@
 /**
  * The scoring routes: POST /v1/score (SGLang's ScoringRequest in,
  * ScoringResponse out) and, through the same steps, POST /v1/rerank
- * (rerank-route.ts). Order of checks: phase (503), content type and body
+ * (rerank.ts). Order of checks: phase (503), content type and body
  * (400/413), fields (400), queue (429), then the device under a deadline (504).
  * An endpoint only says how a body becomes a normalized request and how the
  * scores become its answer.
  */
-import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type DevicePassTiming, type NormalizedRequest, type ScoreResult } from '../scoring';
-import { isAbortError, ScoringBackend } from './backend';
-import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from './body';
-import { Exchange, Reply, errorReply, jsonReply } from './exchange';
-import { ErrorShape, HttpError } from './http-errors';
-import { logEvent } from './log';
-import { ServiceState } from './service';
-import type { StepTiming } from './tracing';
+import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type DevicePassTiming, type NormalizedRequest, type ScoreResult } from '../../scoring';
+import { isAbortError, ScoringBackend } from '../lifecycle/scorer-backend';
+import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from '../http/body';
+import { Exchange, Reply, errorReply, jsonReply } from '../http/exchange';
+import { ErrorShape, HttpError } from '../http/http-errors';
+import { logEvent } from '../telemetry/log';
+import { ServiceState } from '../lifecycle/service-state';
+import type { StepTiming } from '../telemetry/tracing';
 
 export interface ScoreResponseBody {
   readonly scores: number[][];

@@ -1,7 +1,7 @@
 /**
  * JSON Schemas (2020-12, as OpenAPI 3.1 uses them) of the service's request
  * and response bodies, and each route's operation built from them. The
- * route table (routes.ts) names its operation; openapi.ts assembles the
+ * route table (table.ts) names its operation; openapi.ts assembles the
  * document from the table. Request schemas describe the fields each shape
  * reads (validation itself is lib/scoring's); response schemas are exact.
  */

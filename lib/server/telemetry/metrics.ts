@@ -6,8 +6,10 @@
  * docs/service.md ("Metrics"); prom-client writes the exposition.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { BackendStats } from './backend';
+import type { ScorerStats } from '../../scoring';
 
+/** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
+export type BackendStats = { readonly [K in keyof ScorerStats]?: ScorerStats[K] extends object ? Partial<ScorerStats[K]> : ScorerStats[K] };
 
 /** Upper bounds of the latency histogram, seconds. */
 export const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];

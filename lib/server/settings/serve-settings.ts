@@ -14,9 +14,9 @@ import {
   pickSettings,
   settingDefaults,
   stringSetting,
-} from '../scoring';
-import type { WarmupShape } from '../scoring';
-import { NETWORK_SETTINGS } from './network-options';
+} from '../../scoring';
+import type { WarmupShape } from '../../scoring';
+import { NETWORK_SETTINGS } from '../network/network-settings';
 import { WarmupSpecError, parseWarmupSpec } from './warmup-spec';
 
 export { OptionError };

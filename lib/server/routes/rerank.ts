@@ -1,6 +1,6 @@
 /**
  * POST /v1/rerank and /rerank: the rerank JSON the ecosystem speaks, on the
- * scoring route's steps (score-route.ts). The common shape (Cohere v1, Jina,
+ * scoring route's steps (score.ts). The common shape (Cohere v1, Jina,
  * vLLM: `query`, `documents` as strings or objects ranked through
  * `rank_fields`, `top_n`, `return_documents`, `max_chunks_per_doc`,
  * `truncate_prompt_tokens`; `instruction` is ours) answers
@@ -11,11 +11,11 @@
  * present: what the SGLang Model Gateway forwards) answers SGLang's bare
  * array `[{ score, document?, index, meta_info }]`. All sorted by relevance,
  * best first.
- * Cohere v2's POST /v2/rerank is cohere-v2-route.ts.
+ * Cohere v2's POST /v2/rerank is rerank-cohere-v2.ts.
  */
-import { rerankResults, type NormalizedRerank, type RerankResult, type ScoreResult } from '../scoring';
-import { ErrorShape, HttpError } from './http-errors';
-import { checkModelField, ScoringEndpoint } from './score-route';
+import { rerankResults, type NormalizedRerank, type RerankResult, type ScoreResult } from '../../scoring';
+import { ErrorShape, HttpError } from '../http/http-errors';
+import { checkModelField, ScoringEndpoint } from './score';
 
 export interface RerankUsage {
   readonly prompt_tokens: number;

@@ -9,8 +9,8 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { OptionError } from '../scoring';
-import { API_KEY_PATTERN } from './network-options';
+import { OptionError } from '../../scoring';
+import { API_KEY_PATTERN } from './network-settings';
 
 /** Why a request was refused: no Authorization header, not `Bearer <token>`, or a key not accepted. */
 export type RefusalReason = 'missing' | 'malformed' | 'wrong';

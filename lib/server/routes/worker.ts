@@ -6,12 +6,13 @@
  * the two Kubernetes probes, `/livez` (the process answers) and `/readyz`
  * (the model is loaded and warm and no drain began; /health's answer).
  */
-import { Reply, jsonReply } from './exchange';
-import { ServiceState } from './service';
+import { Reply, jsonReply } from '../http/exchange';
+import { ServiceState } from '../lifecycle/service-state';
 
-function packageVersion(): string {
+/** The package's version (/version, /server_info, TEI's /info, the OpenAPI document). */
+export function packageVersion(): string {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  return (require('../../package.json') as { version: string }).version;
+  return (require('../../../package.json') as { version: string }).version;
 }
 
 /** The queue as the load report reads it: waiting and running requests, waiting prompt tokens. */
