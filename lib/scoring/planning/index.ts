@@ -8,6 +8,6 @@
  */
 export { bucketFor, bucketLadder, BucketOverflowError, DEFAULT_TOKEN_BUCKETS } from './buckets';
 export { scorerLadders } from './ladders';
-export { ALGORITHMS, makePlan, shapeOf, type Algorithm, type Ladders, type Plan, type ProgramKey, type RequestShape, type Sizing } from './plan';
+export { ALGORITHMS, makePlan, programKeyString, shapeOf, type Algorithm, type Ladders, type Plan, type ProgramKey, type RequestShape, type Sizing } from './plan';
 export { batchPrograms, canJoinBatch, makeBatchPlan, type BatchPass } from './batch-plan';
 export { choosePlan, costModelFor, type CostModel, type PlanChoice, type QueryInCache } from './selector';
