@@ -1,9 +1,11 @@
 /**
- * lib/scoring: scoring a request. Requests become token sequences
- * (request.ts, rerank.ts), a request's shape becomes a plan of device passes
- * (plan.ts, chosen by selector.ts), the executor runs exactly those passes
- * through the JIT cache (run-plan.ts, decoder-runner.ts, jit-cache.ts), and
- * label logprobs become scores (scores.ts). Scorer (scorer.ts) is the front door.
+ * lib/scoring: scoring a request, in four sub-rooms (docs/design.md, "Rooms"):
+ * requests become token sequences (requests/), a request's shape becomes a
+ * plan of device passes (planning/), the executor runs exactly those passes
+ * through the JIT cache and label logprobs become scores (execution/,
+ * requests/scores.ts), and what differs by platform is one profile each
+ * (platform/). Scorer (scorer.ts) is the front door: a facade over the pure
+ * setup step (setup.ts) and the turn executor (execution/turns.ts).
  * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
