@@ -29,13 +29,13 @@ export type {
   PlanExplanation,
   RerankResponse,
 } from './scoring/scorer';
-export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/plan';
+export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/planning/plan';
 export type { Batching } from './scoring/options';
-export type { RerankRequest, RerankResult } from './scoring/rerank';
-export type { RelevanceScale, RerankTemplate, TemplatePiece } from './scoring/rerank-template';
-export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/request';
-export type { TruncateOption, TruncationReport } from './scoring/truncate';
-export { AbortError, QueueFullError, ScoreInputError } from './scoring/errors';
+export type { RerankRequest, RerankResult } from './scoring/requests/rerank';
+export type { RelevanceScale, RerankTemplate, TemplatePiece } from './scoring/requests/rerank-template';
+export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/requests/request';
+export type { TruncateOption, TruncationReport } from './scoring/requests/truncate';
+export { AbortError, QueueFullError, ScoreInputError } from './scoring/requests/errors';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';

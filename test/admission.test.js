@@ -1,12 +1,12 @@
 'use strict';
-// The admission queue in front of the device (lib/scoring/admission.ts),
+// The admission queue in front of the device (lib/scoring/execution/admission.ts),
 // against a fake device turn that the test releases by hand: FIFO order, the bound (429), requests
 // that share a query taken together into one call (each still its own
 // request, answered with its own rows), deadlines that drop waiting work,
 // and one member's abort or failure leaving the others.
 const test = require('tape');
 const { AbortError, AdmissionQueue, QueueFullError, ScoreInputError } = require('../dist/scoring');
-const { normalizeRequestBody } = require('../dist/scoring/request');
+const { normalizeRequestBody } = require('../dist/scoring/requests/request');
 
 const CONTEXT = { vocabSize: 1000, contextLength: 64, maxItems: 16, maxRequestTokens: 200, tokenize: (s) => Array.from(s, (c) => c.charCodeAt(0) % 1000), addBos: false };
 

@@ -54,7 +54,7 @@ test('dispatch: a path that passed its check is taken under its own name, with n
 // largest difference from the float64 reference.
 const CHILD = `
 const { Client, attentionKernelPaths } = require('./dist/runtime');
-const { attentionKernelChoice } = require('./dist/scoring/precision-choice');
+const { attentionKernelChoice } = require('./dist/scoring/platform/precision-choice');
 const { buildProgram, itemsOverPrefix, parsePrefixAttentionTag } = require('./dist/hlo');
 const { runProgram } = require('./test/helpers/run-program');
 const { makeInputs, prefixParams, reference } = require('./test/helpers/prefix-forms');

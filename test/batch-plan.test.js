@@ -5,7 +5,7 @@
 // with its bucketed sizes; G and the per-group sizes are rungs of the
 // ladders and cover each member; requests that cannot join run alone.
 const test = require('tape');
-const { makeBatchPlan, canJoinBatch } = require('../dist/scoring/batch-plan');
+const { makeBatchPlan, canJoinBatch } = require('../dist/scoring/planning/batch-plan');
 const { prng } = require('./helpers/prng');
 
 const LADDERS = {

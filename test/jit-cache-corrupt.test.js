@@ -8,8 +8,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client } = require('..');
-const { JitCache } = require('../dist/scoring/jit-cache');
-const { clientCompiler } = require('../dist/scoring/compiler');
+const { JitCache } = require('../dist/scoring/execution/jit-cache');
+const { clientCompiler } = require('../dist/scoring/execution/compiler');
 const { programs } = require('../dist/hlo');
 
 const K = 4;

@@ -9,8 +9,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client } = require('../dist/runtime/client');
-const { JitCache } = require('../dist/scoring/jit-cache');
-const { clientCompiler, executableNamespace } = require('../dist/scoring/compiler');
+const { JitCache } = require('../dist/scoring/execution/jit-cache');
+const { clientCompiler, executableNamespace } = require('../dist/scoring/execution/compiler');
 const { hostCpu } = require('../dist/runtime/host-cpu');
 const { programs } = require('../dist/hlo');
 

@@ -27,7 +27,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { Scorer } = require('..');
 const M = require('../dist/model');
-const { chooseTemplate, resolveTemplate } = require('../dist/scoring/rerank-template');
+const { chooseTemplate, resolveTemplate } = require('../dist/scoring/requests/rerank-template');
 const { makeTinyModel, writeTinyGguf, writeTinyHfDir } = require('./helpers/tiny-model');
 const { referenceLabelLogprobs } = require('./helpers/numpy-reference');
 

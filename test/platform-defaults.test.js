@@ -1,14 +1,14 @@
 'use strict';
-// What a Scorer picks by default on each platform, from the facts in lib/scoring/platform.ts:
+// What a Scorer picks by default on each platform, from the facts in lib/scoring/platform/profiles.ts:
 // the precision 'auto' resolves to, the attention forms, the item-count ladder.
 const test = require('tape');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { choosePrecision } = require('../dist/scoring/precision-choice');
+const { choosePrecision } = require('../dist/scoring/platform/precision-choice');
 const { platformFacts, defaultPrefixAttention, defaultCausalAttention } = require('../dist/scoring/platform');
-const { isCudnnPinnedPlugin, unpinnedPluginNote } = require('../dist/scoring/cudnn-pin');
-const { bucketLadder, bucketFor } = require('../dist/scoring/buckets');
+const { isCudnnPinnedPlugin, unpinnedPluginNote } = require('../dist/scoring/platform/cudnn-pin');
+const { bucketLadder, bucketFor } = require('../dist/scoring/planning/buckets');
 const { CUDNN_PINNED_PLUGIN } = require('../dist/hlo/attention-cudnn');
 
 test("precision 'auto' is bf16 on cuda (measured there), highest on a platform with no measurement; asked precisions pass through", (t) => {

@@ -8,7 +8,7 @@ const { decoderFused, decoderPrefill, decoderExtend } = require('../dist/hlo');
 const { makeTinyModel } = require('./helpers/tiny-model');
 const { Scorer } = require('../dist/scoring/scorer');
 const { cpuIsa, withIsa, bf16Paths } = require('./helpers/kernel-path');
-const { choosePrecision, BF16_DOT_ISAS, BF16_PAYS } = require('../dist/scoring/precision-choice');
+const { choosePrecision, BF16_DOT_ISAS, BF16_PAYS } = require('../dist/scoring/platform/precision-choice');
 
 const config = makeTinyModel('qwen3').config;
 

@@ -5,8 +5,8 @@
 // truncate and direction, rank_fields, each with the template's suffix kept
 // whole; checked against the prompt built by hand.
 const test = require('tape');
-const { normalizeRerankBody, rerankResults } = require('../dist/scoring/rerank');
-const { ScoreInputError } = require('../dist/scoring/errors');
+const { normalizeRerankBody, rerankResults } = require('../dist/scoring/requests/rerank');
+const { ScoreInputError } = require('../dist/scoring/requests/errors');
 
 const VOCAB = 256;
 const ids = (text) => Array.from(text, (c) => c.codePointAt(0) % VOCAB);

@@ -7,7 +7,7 @@
 // special token is text.
 const test = require('tape');
 const { Scorer } = require('../dist/scoring/scorer');
-const { ScoreInputError } = require('../dist/scoring/errors');
+const { ScoreInputError } = require('../dist/scoring/requests/errors');
 
 let scorer;
 test('setup', async (t) => {

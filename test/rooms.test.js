@@ -1,8 +1,12 @@
 'use strict';
 // Each room's index.ts says which rooms its files may import ("May import:
-// ..."; docs/design.md "Rooms"). This reads every import of lib/<room>/*.ts
+// ..."; docs/design.md "Rooms"). This reads every import of lib/<room>/**.ts
 // and holds it to that line: a room named there may be imported, and where
-// the line says "its index only", only through that room's index.
+// the line says "its index only", only through that room's index. A big room
+// has sub-rooms, lib/<room>/<sub>/ (one level deep), each with an index.ts
+// whose "May import:" line names the sibling sub-rooms it may import (or "no
+// sibling"); the room's top-level files may import any of its sub-rooms, and
+// no sub-room imports the room's top-level files.
 const test = require('tape');
 const fs = require('node:fs');
 const path = require('node:path');
@@ -10,10 +14,14 @@ const path = require('node:path');
 const LIB = path.join(__dirname, '..', 'lib');
 const ROOMS = fs.readdirSync(LIB).filter((name) => fs.statSync(path.join(LIB, name)).isDirectory());
 
-/** { allowed: Set, indexOnly: Set } from the index's "May import:" sentence. */
-function rule(room) {
-  const text = fs.readFileSync(path.join(LIB, room, 'index.ts'), 'utf8');
-  const match = /May import:([\s\S]*?)(?:\*\/|\n \*\s*\n)/.exec(text);
+/**
+ * { allowed: Set, indexOnly: Set } from the "May import:" sentence of `dir`/index.ts, keeping the names
+ * among `names` (the rooms, or a room's sub-rooms); null where the index has no such line.
+ */
+function mayImport(dir, names) {
+  const file = path.join(dir, 'index.ts');
+  if (!fs.existsSync(file)) return null;
+  const match = /May import:([\s\S]*?)(?:\*\/|\n \*\s*\n)/.exec(fs.readFileSync(file, 'utf8'));
   if (!match) return null;
   const sentence = match[1].replace(/\n \*/g, ' ');
   const allowed = new Set();
@@ -21,18 +29,50 @@ function rule(room) {
   // "room (note), room, and room (note)": the notes say what of the room, or which rooms are not allowed.
   for (const part of sentence.split(/,|\band\b/)) {
     const m = /^\s*([a-z-]+)(?:\s+only)?\s*(\(([^)]*)\))?/.exec(part);
-    if (!m || !ROOMS.includes(m[1])) continue;
+    if (!m || !names.includes(m[1])) continue;
     allowed.add(m[1]);
     if (m[3] && /index only/.test(m[3])) indexOnly.add(m[1]);
   }
   return { allowed, indexOnly };
 }
 
-/** Every room-crossing import of a file: [room, subpath] ('' for the room's index). */
-function crossings(file) {
+/** A room's rule: the rooms its files may import. */
+function rule(room) {
+  return mayImport(path.join(LIB, room), ROOMS);
+}
+
+/** The folders of lib/<room>: its sub-rooms. */
+function subRooms(room) {
+  return fs.readdirSync(path.join(LIB, room)).filter((name) => fs.statSync(path.join(LIB, room, name)).isDirectory());
+}
+
+/** Every relative import of a file, as written. */
+function imports(file) {
   const text = fs.readFileSync(file, 'utf8');
+  return [...text.matchAll(/(?:from\s+|require\(|import\(|^import\s+)\s*'(\.{1,2}\/[^']*|\.\.?)'/gm)].map((m) => m[1]);
+}
+
+/** Every .ts file under `dir`, as paths relative to lib/. */
+function tsFiles(dir) {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name);
+    if (e.isDirectory()) return tsFiles(full);
+    return e.name.endsWith('.ts') ? [path.relative(LIB, full)] : [];
+  });
+}
+
+/**
+ * Every room-crossing import of a file of lib/<room>/ (depth 0) or lib/<room>/<sub>/ (depth 1):
+ * [room, subpath] ('' for the room's index).
+ */
+function crossings(file, depth) {
+  const up = '../'.repeat(depth + 1);
   const out = [];
-  for (const m of text.matchAll(/(?:from\s+|require\(|import\()\s*'\.\.\/([a-z-]+)(\/[a-z-]+)?'/g)) out.push([m[1], m[2] ? m[2].slice(1) : '']);
+  for (const spec of imports(file)) {
+    if (!spec.startsWith(up) || spec.startsWith(`${up}../`)) continue;
+    const [target, ...rest] = spec.slice(up.length).split('/');
+    out.push([target, rest.join('/')]);
+  }
   return out;
 }
 
@@ -45,15 +85,90 @@ test("every import across rooms keeps its room's rule", (t) => {
   let checked = 0;
   for (const room of ROOMS) {
     const { allowed, indexOnly } = rule(room);
-    for (const name of fs.readdirSync(path.join(LIB, room)).filter((f) => f.endsWith('.ts'))) {
-      for (const [target, sub] of crossings(path.join(LIB, room, name))) {
+    for (const name of tsFiles(path.join(LIB, room))) {
+      const depth = name.split(path.sep).length - 2;
+      for (const [target, sub] of crossings(path.join(LIB, name), depth)) {
         checked++;
-        if (!allowed.has(target)) t.fail(`lib/${room}/${name} imports ../${target}${sub ? `/${sub}` : ''}: ${room} may import ${[...allowed].join(', ') || 'nothing in lib/'}`);
-        else if (indexOnly.has(target) && sub !== '' && sub !== 'index') t.fail(`lib/${room}/${name} imports ../${target}/${sub}: ${room} may import ${target}'s index only`);
+        if (!allowed.has(target)) t.fail(`lib/${name} imports ${target}${sub ? `/${sub}` : ''}: ${room} may import ${[...allowed].join(', ') || 'nothing in lib/'}`);
+        else if (indexOnly.has(target) && sub !== '' && sub !== 'index') t.fail(`lib/${name} imports ${target}/${sub}: ${room} may import ${target}'s index only`);
       }
     }
   }
   t.ok(checked > 50, `${checked} imports across rooms checked`);
+  t.end();
+});
+
+// Sub-rooms (docs/design.md "Rooms", one table per big room).
+test('every sub-room is one level deep and states which siblings it may import', (t) => {
+  let rooms = 0;
+  for (const room of ROOMS) {
+    const subs = subRooms(room);
+    if (subs.length > 0) rooms++;
+    for (const sub of subs) {
+      t.ok(mayImport(path.join(LIB, room, sub), subs), `lib/${room}/${sub}/index.ts has a "May import:" line`);
+      const nested = fs.readdirSync(path.join(LIB, room, sub)).filter((f) => fs.statSync(path.join(LIB, room, sub, f)).isDirectory());
+      t.deepEqual(nested, [], `lib/${room}/${sub}: no folder inside a sub-room`);
+    }
+  }
+  t.ok(rooms >= 1, `${rooms} rooms with sub-rooms`);
+  t.end();
+});
+
+test('every import inside a room keeps the sub-room rule', (t) => {
+  let checked = 0;
+  for (const room of ROOMS) {
+    const subs = subRooms(room);
+    if (subs.length === 0) continue;
+    const top = fs.readdirSync(path.join(LIB, room)).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3));
+    for (const sub of subs) {
+      const { allowed, indexOnly } = mayImport(path.join(LIB, room, sub), subs) ?? { allowed: new Set(), indexOnly: new Set() };
+      for (const name of fs.readdirSync(path.join(LIB, room, sub)).filter((f) => f.endsWith('.ts'))) {
+        const where = `lib/${room}/${sub}/${name}`;
+        for (const spec of imports(path.join(LIB, room, sub, name))) {
+          if (spec.startsWith('./') || spec.startsWith('../../')) continue; // its own sub-room; other rooms: the test above
+          checked++;
+          const [target, ...rest] = spec.slice(3).split('/');
+          const file = rest.join('/');
+          if (spec === '..' || spec === '../' || top.includes(target)) t.fail(`${where} imports ${spec}: a sub-room never imports the room's top-level files`);
+          else if (!subs.includes(target)) t.fail(`${where} imports ${spec}: not a sub-room of ${room}`);
+          else if (!allowed.has(target)) t.fail(`${where} imports ${spec}: ${sub} may import ${[...allowed].join(', ') || 'no sibling'}`);
+          else if (indexOnly.has(target) && file !== '' && file !== 'index') t.fail(`${where} imports ${spec}: ${sub} may import ${target}'s index only`);
+        }
+      }
+    }
+  }
+  t.ok(checked > 10, `${checked} imports between sub-rooms checked`);
+  t.end();
+});
+
+test("lib/ imports its own files by relative paths", (t) => {
+  for (const name of tsFiles(LIB)) {
+    const text = fs.readFileSync(path.join(LIB, name), 'utf8');
+    for (const m of text.matchAll(/\bfrom\s+'((?:pjrt-score|lib\/|src\/|@\/|\/)[^']*)'/g)) t.fail(`lib/${name} imports '${m[1]}': our own files by relative path`);
+  }
+  t.pass('no import of our own files by package name or absolute path');
+  t.end();
+});
+
+// Small modules (docs/design.md "Rooms"): no TypeScript file of lib/ over 400 lines.
+const MAX_LINES = 400;
+test(`no file in lib/ over ${MAX_LINES} lines`, (t) => {
+  const files = tsFiles(LIB);
+  for (const name of files) {
+    const lines = fs.readFileSync(path.join(LIB, name), 'utf8').split('\n').length - 1;
+    if (lines > MAX_LINES) t.fail(`lib/${name}: ${lines} lines`);
+  }
+  t.ok(files.length > 100, `${files.length} files read`);
+  t.end();
+});
+
+test('the sub-room rule reads what it says (scoring and its sub-rooms)', (t) => {
+  const subs = subRooms('scoring');
+  t.deepEqual(subs.sort(), ['execution', 'planning', 'platform', 'requests'], 'scoring: four sub-rooms');
+  t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'requests'), subs).allowed], [], 'requests: no sibling');
+  t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'planning'), subs).allowed], ['platform'], 'planning: platform');
+  t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'execution'), subs).allowed].sort(), ['planning', 'platform', 'requests'], 'execution: requests, planning, platform');
+  t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'platform'), subs).allowed], [], 'platform: no sibling');
   t.end();
 });
 

@@ -4,9 +4,9 @@
 // enough bucket, within the budget), and the selector's choices against an
 // independent FLOP count for the target workload's shapes.
 const test = require('tape');
-const { bucketLadder } = require('../dist/scoring/buckets');
-const { makePlan } = require('../dist/scoring/plan');
-const { choosePlan, costModelFor } = require('../dist/scoring/selector');
+const { bucketLadder } = require('../dist/scoring/planning/buckets');
+const { makePlan } = require('../dist/scoring/planning/plan');
+const { choosePlan, costModelFor } = require('../dist/scoring/planning/selector');
 
 // SmolLM2-135M's shape.
 const config = { hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64 };
@@ -102,7 +102,7 @@ test('every plan covers each item exactly once, in a row long enough, within the
 });
 
 test('the prefix cache in the price: a held query costs its extends alone; a query seen before is left in the cache within the allowance; a first-seen one runs the cheapest plan', (t) => {
-  const { FIRST_REQUEST_ALLOWANCE } = require('../dist/scoring/selector');
+  const { FIRST_REQUEST_ALLOWANCE } = require('../dist/scoring/planning/selector');
   const pr = uniform(300, 10, 20); // SGLang's PR shape: one pass holds it all
   const alone = choosePlan(pr, 'auto', sizing, model);
   t.equal(alone.plan.algorithm, 'packed', 'without a cache: packed, one pass');

@@ -1,5 +1,5 @@
 'use strict';
-// How bf16 weights and products are typed (platform facts, lib/scoring/platform.ts;
+// How bf16 weights and products are typed (platform facts, lib/scoring/platform/profiles.ts;
 // docs/gpu.md "Options that matter there"), on the CPU plugin and tiny random
 // models whose matrices hold bf16 values (so the bf16 upload is exact and the
 // float64 reference forward sees the same weights):

@@ -12,9 +12,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client, PjrtError, Scorer } = require('..');
-const { executableNamespace } = require('../dist/scoring/compiler');
+const { executableNamespace } = require('../dist/scoring/execution/compiler');
 const { platformFacts } = require('../dist/scoring/platform');
-const { platformFactsOverride, withOverride } = require('../dist/scoring/platform-override');
+const { platformFactsOverride, withOverride } = require('../dist/scoring/platform/override');
 const { makeTinyModel, writeTinyGguf } = require('./helpers/tiny-model');
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-xla-options-'));

@@ -1,15 +1,17 @@
 /**
- * lib/scoring: scoring a request. Requests become token sequences
- * (request.ts, rerank.ts), a request's shape becomes a plan of device passes
- * (plan.ts, chosen by selector.ts), the executor runs exactly those passes
- * through the JIT cache (run-plan.ts, decoder-runner.ts, jit-cache.ts), and
- * label logprobs become scores (scores.ts). Scorer (scorer.ts) is the front door.
+ * lib/scoring: scoring a request, in four sub-rooms (docs/design.md, "Rooms"):
+ * requests become token sequences (requests/), a request's shape becomes a
+ * plan of device passes (planning/), the executor runs exactly those passes
+ * through the JIT cache and label logprobs become scores (execution/,
+ * requests/scores.ts), and what differs by platform is one profile each
+ * (platform/). Scorer (scorer.ts) is the front door: a facade over the pure
+ * setup step (setup.ts) and the turn executor (execution/turns.ts).
  * May import: runtime, hlo, model, device-weights, util (not server or cli).
  */
-export { AbortError, QueueFullError, ScoreInputError, describeValue } from './errors';
-export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './admission';
-export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './rerank';
-export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './truncate';
+export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
+export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
+export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './requests/rerank';
+export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './requests/truncate';
 export {
   normalizeRequest,
   normalizeRequestBody,
@@ -18,17 +20,16 @@ export {
   type ScoreRequestBody,
   type ScoreRequestContext,
   type TokenIdList,
-} from './request';
+} from './requests/request';
 export {
   BucketOverflowError,
-  DEFAULT_COUNT_BUCKETS,
   DEFAULT_TOKEN_BUCKETS,
   bucketFor,
   bucketLadder,
   parseBucketList,
   type BucketLadderOptions,
-} from './buckets';
-export { expScores, scoresFromLabelLogprobs, softmaxScores, type ScoreConversion } from './scores';
+} from './planning/buckets';
+export { expScores, scoresFromLabelLogprobs, softmaxScores, type ScoreConversion } from './requests/scores';
 export {
   clientCompiler,
   jitKeyString,
@@ -37,10 +38,10 @@ export {
   type LoadSource,
   type ProgramCompiler,
   type ProgramSource,
-} from './compiler';
-export { JitCache, type JitCacheCounters, type JitCacheOptions, type JitLease } from './jit-cache';
-export { type WarmupItem, type WarmupOptions, type WarmupProgress, type WarmupResult } from './warmup';
-export { ExecutableDiskCache, defaultExecutableDir, executableKey } from './disk-cache';
+} from './execution/compiler';
+export { JitCache, type JitCacheCounters, type JitCacheOptions, type JitLease } from './execution/jit-cache';
+export { type WarmupItem, type WarmupOptions, type WarmupProgress, type WarmupResult } from './execution/warmup';
+export { ExecutableDiskCache, defaultExecutableDir, executableKey } from './execution/disk-cache';
 export {
   Scorer,
   type AlgorithmChoice,
@@ -57,9 +58,9 @@ export {
   type BatchOutcome,
   type PlanExplanation,
 } from './scorer';
-export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './plan';
-export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type BatchPlan } from './batch-plan';
-export { PrefixCache, type PrefixCacheCounters } from './prefix-cache';
+export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './planning/plan';
+export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type BatchPlan } from './planning/batch-plan';
+export { PrefixCache, type PrefixCacheCounters } from './execution/prefix-cache';
 export {
   ALGORITHM_CHOICES,
   BATCHINGS,
@@ -83,4 +84,4 @@ export {
   type Setting,
   type SettingValues,
 } from './options';
-export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './selector';
+export { choosePlan, costModelFor, planCost, type CostModel, type PlanChoice } from './planning/selector';

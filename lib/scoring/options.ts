@@ -10,28 +10,15 @@
  * option checks run before anything loads.
  */
 import { WEIGHT_CHOICES } from '../device-weights/choose';
-import { ALGORITHMS, Algorithm } from './plan';
-import { RERANK_TEMPLATES } from './rerank-template';
+import { ALGORITHM_CHOICES, AlgorithmChoice } from './planning/selector';
+import { RERANK_TEMPLATES } from './requests/rerank-template';
+import { DEFAULT_JIT_CACHE_ENTRIES } from './execution/jit-cache';
+import { PRECISIONS, PRECISION_OPTIONS, type Precision, type PrecisionOption } from './platform/precision-choice';
 
-/** A plan, or 'auto' (the selector picks per request). */
-export type AlgorithmChoice = Algorithm | 'auto';
-export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', ...ALGORITHMS];
+export { DEFAULT_JIT_CACHE_ENTRIES, PRECISIONS, PRECISION_OPTIONS, type Precision, type PrecisionOption };
 
-/**
- * How dots compute (docs/design.md "Platforms and precision"): 'highest' is
- * true f32 everywhere; 'default' lets the platform use its fast f32 mode
- * (TF32 on NVIDIA); 'bf16' rounds dot operands to bf16 and accumulates in f32
- * (the GPUs' fast path; on the CPU the attention kernel runs its bf16 tiles).
- */
-export type Precision = 'highest' | 'default' | 'bf16';
-export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
-/**
- * The `precision` option: a precision, or 'auto' (bf16 where measured to pay
- * within the accuracy gate: bf16 CPUs, NVIDIA GPUs; 'highest' elsewhere:
- * precision-choice.ts).
- */
-export type PrecisionOption = Precision | 'auto';
-export const PRECISION_OPTIONS: readonly PrecisionOption[] = [...PRECISIONS, 'auto'];
+export { ALGORITHM_CHOICES, type AlgorithmChoice };
+
 
 /** How requests may share the device (docs/scorer-api.md "Batching"). */
 export type Batching = 'invariant' | 'cross-request';
@@ -42,12 +29,10 @@ export const DEFAULT_MAX_ITEMS = 1024;
 /** Most tokens per request (the query once plus every item), by default. */
 export const DEFAULT_MAX_REQUEST_TOKENS = 65536;
 /**
- * What the Scorer keeps across requests by default: compiled programs and
- * query K/V. Both caches evict least recently used entries at these caps, so
- * they bound the memory the Scorer holds beyond its weights. What one entry
- * costs in memory, as measured: docs/service.md ("Memory").
+ * Bytes of query K/V the prefix cache keeps by default, least recently used
+ * evicted past it (the JIT cache's cap: execution/jit-cache.ts); what one
+ * entry costs in memory, as measured: docs/service.md ("Memory").
  */
-export const DEFAULT_JIT_CACHE_ENTRIES = 48;
 export const DEFAULT_PREFIX_CACHE_BYTES = 512 * 2 ** 20;
 /** Most calls waiting in the admission queue, by default. */
 export const DEFAULT_QUEUE_SIZE = 64;

@@ -7,18 +7,20 @@ import type { CausalAttention } from '../hlo/attention-causal-chunks';
 import type { PrefixAttention } from '../hlo/prefix-attention';
 import type { Bf16Matrices } from '../hlo/decoder-layout';
 import type { XlaOptions } from '../runtime/xla-options';
-import type { Admission } from './admission';
-import type { JitCacheCounters } from './jit-cache';
+import type { Admission } from './execution/admission';
+import type { JitCacheCounters } from './execution/jit-cache';
+import type { DevicePassTiming } from './execution/decoder-runner';
+import type { WarmupShape } from './execution/jobs';
 import type { AlgorithmChoice, Precision, ScorerSettings } from './options';
-import type { AttentionKernelChoice } from './precision-choice';
-import type { Algorithm, Budget, ProgramKey } from './plan';
-import type { PrefixCacheCounters } from './prefix-cache';
-import type { NormalizedRequest, ScoreRequest } from './request';
-import type { RerankResult } from './rerank';
-import type { RerankTemplate } from './rerank-template';
-import type { TruncationReport } from './truncate';
+import type { AttentionKernelChoice } from './platform/precision-choice';
+import type { Algorithm, Budget, ProgramKey } from './planning/plan';
+import type { PrefixCacheCounters } from './execution/prefix-cache';
+import type { NormalizedRequest, ScoreRequest } from './requests/request';
+import type { RerankResult } from './requests/rerank';
+import type { RerankTemplate } from './requests/rerank-template';
+import type { TruncationReport } from './requests/truncate';
 
-export type { AlgorithmChoice };
+export type { AlgorithmChoice, DevicePassTiming, WarmupShape };
 
 /**
  * Scorer.load's options: the settings table's (scoring/options.ts: model,
@@ -46,7 +48,7 @@ export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
    * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
    * where the client registered it; else load fails with a TypeError),
    * `{ kind: 'cudnn', ownKeys?: 'cudnn' | 'hlo', joinPrefill?: boolean }` (cuDNN's fused attention on
-   * the pinned CUDA plugin, docs/gpu.md). Default: the platform's (lib/scoring/platform.ts),
+   * the pinned CUDA plugin, docs/gpu.md). Default: the platform's (platform/profiles.ts),
    * measured there. The scores agree within f32 rounding either way.
    */
   readonly prefixAttention?: PrefixAttention;
@@ -93,13 +95,6 @@ export interface ScoreCallOptions {
   readonly onPass?: (pass: DevicePassTiming) => void;
 }
 
-/** One device pass, in performance.now() milliseconds: its inputs' upload and its execution (not a compile). */
-export interface DevicePassTiming {
-  /** The program's kind (prefill, packed, ...). */
-  readonly program: string;
-  readonly startMs: number;
-  readonly endMs: number;
-}
 
 /** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
 export interface BatchJob {
@@ -111,7 +106,7 @@ export interface BatchJob {
 export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
 
 /** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
-/** The bf16 typing in force (platform facts, lib/scoring/platform.ts, or PJRT_SCORE_PLATFORM_FACTS). */
+/** The bf16 typing in force (platform facts, platform/profiles.ts, or PJRT_SCORE_PLATFORM_FACTS). */
 export interface Bf16Typing {
   /** How the bf16 matrices are typed on the device (u16 bits or bf16); null where the weights are not bf16. */
   readonly matrices: Bf16Matrices | null;
@@ -182,13 +177,4 @@ export interface ScorerStats {
   /** Turns of the device the admission queue gave, and the calls they served (coalesced calls share a turn). */
   readonly turns: number;
   readonly turnRequests: number;
-}
-
-/** Shapes to compile before serving: a request of query length P, N items of length L. */
-export interface WarmupShape {
-  readonly queryTokens: number;
-  readonly itemTokens: number;
-  readonly items: number;
-  readonly labels?: number;
-  readonly algorithm?: Algorithm;
 }

@@ -5,8 +5,8 @@
  * and writes it into the form, so the builder can refuse a plugin it was not
  * pinned for; a mismatch is refused here, before the weights upload.
  */
-import { cudaPluginWheelVersion } from '../runtime/plugin-path';
-import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../hlo/attention-cudnn';
+import { cudaPluginWheelVersion } from '../../runtime/plugin-path';
+import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../../hlo/attention-cudnn';
 
 /** Whether the loaded plugin is the CUDA plugin release the cuDNN forms are pinned to. */
 export function isCudnnPinnedPlugin(pluginPath: string, platformName: string): boolean {

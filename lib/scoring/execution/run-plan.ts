@@ -5,10 +5,10 @@
  * plan's. Padding never changes a real output: masks hide padded keys and
  * padded rows are never read.
  */
-import { DeviceBuffer } from '../runtime/device-buffer';
-import { DecoderRunner, HostInput, s32, s32Scalar } from './decoder-runner';
-import { throwIfAborted } from './errors';
-import { Plan } from './plan';
+import { DeviceBuffer } from '../../runtime/device-buffer';
+import { DecoderRunner, HostInput, PassObserver, s32, s32Scalar } from './decoder-runner';
+import { throwIfAborted } from '../requests/errors';
+import { Plan } from '../planning/plan';
 import { PrefixCache, PrefixEntry } from './prefix-cache';
 
 /** The request in token space, as the executor needs it. */
@@ -23,6 +23,8 @@ export interface RunContext {
   readonly runner: DecoderRunner;
   readonly prefixCache: PrefixCache;
   readonly signal?: AbortSignal;
+  /** Told of each pass of this plan that ends. */
+  readonly onPass?: PassObserver;
 }
 
 /** `rows` token lists, each padded with zeros to `length`, as one [rowCount, length] input. */
@@ -90,7 +92,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
             prefix.entry.kCache,
             prefix.entry.vCache,
             labels,
-          ]);
+          ], ctx.onPass);
           await readInto(itemOut, B, nonEmpty(pass.items, input), out, Lb);
           break;
         }
@@ -104,7 +106,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
               paddedRows(sequences, key.items, key.itemLength),
               rowLengths(sequences, key.items),
               labels,
-            ]);
+            ], ctx.onPass);
             prefixOut.dispose();
             await readInto(itemOut, B, pass.items, out, Lb);
           } else {
@@ -114,7 +116,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
               paddedRows(rows, key.items, key.itemLength),
               rowLengths(rows, key.items),
               labels,
-            ]);
+            ], ctx.onPass);
             // An empty item is read at the query's last token: the prefix row of its own pass.
             const empties = pass.items.filter((i) => input.itemTokens[i].length === 0);
             if (empties.length === 0) prefixOut.dispose();
@@ -164,7 +166,7 @@ async function prefill(
     paddedQuery(input.queryTokens, P),
     s32Scalar(input.queryTokens.length),
     labels,
-  ]);
+  ], ctx.onPass);
   const values = new Float32Array(input.labels.length);
   await readInto(prefixOut, plan.labelBucket, [0], values, input.labels.length);
   const entry: PrefixEntry = {

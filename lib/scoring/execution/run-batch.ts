@@ -6,8 +6,8 @@
  * chooses nothing: groups, buckets and rows are the plan's. Padding groups
  * (query length 0, no items, label 0) compute finite garbage nobody reads.
  */
-import { BatchPass } from './batch-plan';
-import { DecoderRunner, HostInput, s32 } from './decoder-runner';
+import { BatchPass } from '../planning/batch-plan';
+import { DecoderRunner, HostInput, PassObserver, s32 } from './decoder-runner';
 import { PlanInput } from './run-plan';
 
 /** One request's label logprobs, filled pass by pass. */
@@ -37,12 +37,12 @@ function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] 
 /**
  * Runs the passes; `outputs[request]` must be a [items * labels] array for
  * every request the passes name. An empty item is read at its query's last
- * token: its group's row of prefix_logprobs.
+ * token: its group's row of prefix_logprobs. `onPass` is told of each pass that ends.
  */
-export async function runBatchPasses(passes: readonly BatchPass[], inputs: readonly PlanInput[], outputs: BatchOutputs, runner: DecoderRunner): Promise<void> {
+export async function runBatchPasses(passes: readonly BatchPass[], inputs: readonly PlanInput[], outputs: BatchOutputs, runner: DecoderRunner, onPass?: PassObserver): Promise<void> {
   for (const pass of passes) {
     const { items: N, labels: B } = pass.program;
-    const [prefixOut, itemOut] = await runner.run(pass.program, passInputs(pass, inputs));
+    const [prefixOut, itemOut] = await runner.run(pass.program, passInputs(pass, inputs), onPass);
     try {
       const [prefixRows, itemRows] = (await Promise.all([prefixOut.toHost(), itemOut.toHost()])) as [Float32Array, Float32Array];
       pass.groups.forEach((group, g) => {

@@ -1,7 +1,7 @@
 /**
  * PJRT_SCORE_PLATFORM_FACTS: a measurement knob (docs/gpu.md, "Options that
  * matter there"). A JSON object merged over the platform's facts
- * (platform.ts) for the facts that say how bf16 weights and products are
+ * (profiles.ts) for the facts that say how bf16 weights and products are
  * typed, how fine the item-count ladder is and which XLA options programs
  * compile with, so one lent GPU call can run the variants side by side:
  *
@@ -11,20 +11,20 @@
  * Read and validated at Scorer load, before anything loads: an unknown key
  * or a bad value is an error naming the variable. The variants are other
  * programs (their names carry `_mbf16` / `_pbf16`, and the JIT disk cache
- * keys on the text) or another cache namespace (the XLA options, compiler.ts),
+ * keys on the text) or another cache namespace (the XLA options, execution/compiler.ts),
  * so they never share an executable. xlaOptions replaces the platform's
  * options whole (a Scorer's own xlaOptions still go over it).
  */
-import { BF16_MATRICES, Bf16Matrices } from '../hlo/decoder-layout';
-import { xlaOptionsProblem, XlaOptions } from '../runtime/xla-options';
-import type { PlatformFacts } from './platform';
+import { BF16_MATRICES, Bf16Matrices } from '../../hlo/decoder-layout';
+import { xlaOptionsProblem, XlaOptions } from '../../runtime/xla-options';
+import type { PlatformFacts } from './profiles';
 
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
 export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'xlaOptions'>>;
 
-/** Ladder rungs between powers of two: multipliers in (1, 2) (lib/scoring/buckets.ts). */
+/** Ladder rungs between powers of two: multipliers in (1, 2) (planning/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
 
 const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonly ok: (v: unknown) => boolean; readonly want: string } } = {

@@ -7,9 +7,33 @@
  * BF16_PAYS times its f32 ones there. The attention kernels' paths on this CPU
  * (native/kernels/kernel_isa.h) come with it, for explain() and the load log.
  */
-import type { KernelIsa, KernelPaths } from '../runtime/kernel-paths';
+import type { KernelIsa, KernelPaths } from '../../runtime/kernel-paths';
 import type { DotSpeeds } from './dot-speed';
-import type { Precision, PrecisionOption } from './options';
+import type { DecoderOptions } from '../../hlo/transformer';
+import { platformFacts } from './profiles';
+
+/**
+ * How dots compute (docs/design.md "Platforms and precision"): 'highest' is
+ * true f32 everywhere; 'default' lets the platform use its fast f32 mode
+ * (TF32 on NVIDIA); 'bf16' rounds dot operands to bf16 and accumulates in f32
+ * (the GPUs' fast path; on the CPU the attention kernel runs its bf16 tiles).
+ */
+export type Precision = 'highest' | 'default' | 'bf16';
+export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
+/**
+ * The `precision` option: a precision, or 'auto' (bf16 where measured to pay
+ * within the accuracy gate: bf16 CPUs, NVIDIA GPUs; 'highest' elsewhere:
+ * precision-choice.ts).
+ */
+export type PrecisionOption = Precision | 'auto';
+export const PRECISION_OPTIONS: readonly PrecisionOption[] = [...PRECISIONS, 'auto'];
+
+/** The program options of each precision: how its dots compute (docs/design.md, 'Platforms and precision'). */
+export const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
+  highest: { dotPrecision: 'HIGHEST' },
+  default: { dotPrecision: 'DEFAULT' },
+  bf16: { dotOperands: 'bf16' },
+};
 
 export interface PrecisionChoice {
   /** What the programs run. */
@@ -35,14 +59,6 @@ export const BF16_DOT_ISAS: readonly KernelIsa[] = Object.freeze(['avx512bf16', 
  */
 export const BF16_PAYS = 1.15;
 
-/**
- * Platforms other than the CPU where 'auto' runs bf16, with what showed it pays and holds the
- * accuracy gate (docs/gpu.md, 'Measured').
- */
-const AUTO_BF16_PLATFORMS: Readonly<Record<string, string>> = {
-  cuda:
-    'NVIDIA tensor cores: bf16 dots ran the target workload at 3.7x true f32 on an H100 (4,128 against 1,117 items/s), within the accuracy gate against PyTorch f32 (max 1.2e-2, mean 2.5e-3 over 500 items)',
-};
 
 /**
  * Resolves `asked` on a host whose kernels take `kernel` (null: no attention kernels, e.g. not the
@@ -50,9 +66,9 @@ const AUTO_BF16_PLATFORMS: Readonly<Record<string, string>> = {
  */
 export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, dots: DotSpeeds | null = null): PrecisionChoice {
   if (asked !== 'auto') return { precision: asked, asked, reason: asked === 'highest' ? 'highest: true f32 dots (the default)' : `asked: ${asked}` };
-  const onPlatform = AUTO_BF16_PLATFORMS[platform.toLowerCase()];
-  if (onPlatform !== undefined) return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${onPlatform})` };
-  if (platform.toLowerCase() !== 'cpu' || kernel === null) {
+  const facts = platformFacts(platform);
+  if (facts.known && facts.autoPrecision.rule === 'bf16') return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${facts.autoPrecision.why})` };
+  if (!facts.known || kernel === null) {
     return { precision: 'highest', asked, reason: `auto: highest (no measured bf16 gain on platform ${platform}${kernel === null && platform.toLowerCase() === 'cpu' ? ' without the attention kernels' : ''})` };
   }
   if (!BF16_DOT_ISAS.includes(kernel.tried)) {

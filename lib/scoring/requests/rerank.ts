@@ -23,8 +23,9 @@
  *   library    the common one in camelCase, with `truncate` (truncate.ts)
  */
 import { ScoreInputError, describeValue } from './errors';
-import { checkUnicode, FieldNames, NormalizedRequest, normalizeTokenRequest, ScoreRequestContext } from './request';
-import { LOG_NORMALIZER_LABEL } from '../hlo';
+import { NormalizedRequest, normalizeTokenRequest, ScoreRequestContext } from './request';
+import { checkUnicode, FieldNames } from './request-fields';
+import { LOG_NORMALIZER_LABEL } from '../../hlo';
 import { RelevanceScale, ResolvedTemplate } from './rerank-template';
 import {
   positiveCount,
@@ -33,6 +34,7 @@ import {
   readTruncateOption,
   readTruncatePromptTokens,
   TruncateOption,
+  TruncationReport,
   TruncationSpec,
 } from './truncate';
 
@@ -350,6 +352,16 @@ function relevanceOf(request: NormalizedRerank, row: readonly number[]): number 
     return request.rawScores ? logit : 1 / (1 + Math.exp(-logit));
   }
   return request.rawScores ? Math.log(yes) - Math.log(no) : yes;
+}
+
+/** A rerank request's answer from its documents' scores: the results, best first, the template and any truncation. */
+export function rerankResponse(
+  request: NormalizedRerank,
+  scores: readonly (readonly number[])[],
+  template: string,
+): { results: RerankResult[]; template: string; truncation?: TruncationReport } {
+  const truncation = request.score.truncation;
+  return { results: rerankResults(request, scores), template, ...(truncation ? { truncation } : {}) };
 }
 
 /**

@@ -5,10 +5,10 @@
  * is most of what makes its first answer fast. The cache lives for one load;
  * the disk keeps the executables.
  */
-import { LoadPrograms } from '../device-weights/upload';
-import { Client } from '../runtime/client';
-import { Executable } from '../runtime/executable';
-import type { XlaOptions } from '../runtime/xla-options';
+import { LoadPrograms } from '../../device-weights/upload';
+import { Client } from '../../runtime/client';
+import { Executable } from '../../runtime/executable';
+import type { XlaOptions } from '../../runtime/xla-options';
 import { clientCompiler } from './compiler';
 import { JitCache } from './jit-cache';
 

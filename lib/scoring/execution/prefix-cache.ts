@@ -4,7 +4,7 @@
  * touched under the device lock, so none is disposed while a plan uses it.
  */
 import { createHash } from 'node:crypto';
-import { DeviceBuffer } from '../runtime/device-buffer';
+import { DeviceBuffer } from '../../runtime/device-buffer';
 
 /** How many queries the doorkeeper remembers (a hash each, about 100 bytes). */
 export const SEEN_QUERIES = 4096;

@@ -109,13 +109,9 @@ export const QWEN3_RERANKER: RerankTemplate = {
 
 /** The same judgement for any ChatML chat model (SmolLM2, Qwen2/2.5/3 instruct): the answer opens the assistant turn. */
 export const CHATML_YES_NO: RerankTemplate = {
+  ...QWEN3_RERANKER,
   name: 'chatml-yes-no',
-  prefix: QWEN3_RERANKER.prefix,
-  documentLead: ' ',
   suffix: [{ special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n' }],
-  yes: 'yes',
-  no: 'no',
-  defaultInstruction: DEFAULT_INSTRUCTION,
   reference: 'pjrt-score: the Qwen3-Reranker judgement in this chat format (no reference package)',
 };
 
@@ -238,6 +234,15 @@ export function chooseTemplate(model: { readonly name: string; readonly architec
     `no built-in rerank template fits model ${model.name} (no ChatML, Llama 3 or Gemma special tokens); ` +
       `pass one of ${Object.keys(RERANK_TEMPLATES).join(', ')} as the template option`,
   );
+}
+
+/** The template a `rerankTemplate` option names: a built-in's name, a template of the caller's, or (undefined) the one chooseTemplate picks. */
+export function templateFor(option: string | RerankTemplate | undefined, model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
+  if (option === undefined) return chooseTemplate(model, tokenizer);
+  if (typeof option !== 'string') return option;
+  const named = RERANK_TEMPLATES[option];
+  if (!named) throw new TemplateError(`unknown rerank template ${JSON.stringify(option)}; built in: ${Object.keys(RERANK_TEMPLATES).join(', ')}`);
+  return named;
 }
 
 /** Binds a template to a vocabulary: special tokens and answers become ids (TemplateError if one is missing). */

@@ -1,18 +1,34 @@
 /**
- * Facts that differ by platform, in one place, keyed by the platform the
- * plugin reports (docs/design.md "Platforms and precision"), each with where it was measured: the
- * per-pass memory budget and the cost model's constants. A platform with no
+ * The platform profiles: the facts that differ by platform, one profile per
+ * platform, keyed by the platform the plugin reports (docs/design.md "Platforms and precision"),
+ * each with where it was measured: the per-pass memory budget, the cost model's constants, the
+ * default attention forms, the ladder rungs, how bf16 is typed, the XLA options and the rule of
+ * precision 'auto'. The weight-type rule is device-weights/choose.ts's (that room may not import
+ * this one). A platform with no
  * entry gets the CPU's facts and is told so in the load log. On the CPU the
  * budget and cost constants are further keyed by what the CPU can do (its
  * class: the attention kernels' instruction set, native/kernels/kernel_isa.h), not
  * by the platform name alone.
  */
-import type { KernelIsa } from '../runtime/kernel-paths';
-import type { XlaOptions } from '../runtime/xla-options';
-import type { PrefixAttention } from '../hlo/prefix-attention';
-import type { CausalAttention } from '../hlo/attention-causal-chunks';
-import type { Bf16Matrices } from '../hlo/decoder-layout';
-import type { Budget } from './plan';
+import type { KernelIsa } from '../../runtime/kernel-paths';
+import type { XlaOptions } from '../../runtime/xla-options';
+import type { PrefixAttention } from '../../hlo/prefix-attention';
+import type { CausalAttention } from '../../hlo/attention-causal-chunks';
+import type { Bf16Matrices } from '../../hlo/decoder-layout';
+
+/** The per-pass memory budget a plan keeps (planning/plan.ts). */
+export interface Budget {
+  /** Most item token rows in one pass (activations scale with it; a fused pass adds the query's rows). */
+  readonly tokensPerPass: number;
+  /** Most bytes of attention scores in one pass (heads x rows x keys x 4). */
+  readonly scoreBytesPerPass: number;
+  /**
+   * Most token rows, queries and items together, in one cross-request pass
+   * (planning/batch-plan.ts): G queries are G times the query's rows, which a
+   * one-request pass does not count.
+   */
+  readonly batchRowsPerPass: number;
+}
 
 /** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
 export interface CostConstants {
@@ -45,33 +61,38 @@ export interface PlatformFacts {
   readonly prefixAttentionWithCudnn?: PrefixAttention;
   readonly causalAttentionWithCudnn?: CausalAttention;
   /**
-   * Extra rungs of the item-count ladder between powers of two (lib/scoring/buckets.ts): a
+   * Extra rungs of the item-count ladder between powers of two (planning/ladders.ts): a
    * padded item row costs as much as a real one, and finer rungs mean more programs to compile.
    */
   readonly countSteps: readonly number[];
   /**
-   * Extra rungs of the query-length ladder between powers of two (align 4, as the item lengths; lib/scoring/buckets.ts): every
+   * Extra rungs of the query-length ladder between powers of two (align 4, as the item lengths; planning/ladders.ts): every
    * padded query row is computed like a real one, in every pass of a packed plan and in the prefill.
    */
   readonly queryTokenSteps: readonly number[];
   /**
    * How bf16 matrices are typed on the device (lib/hlo/decoder-layout.ts, Bf16Matrices): u16 bits
    * widened per layer, or bf16 that goes into bf16 dots as it is. PJRT_SCORE_PLATFORM_FACTS overrides it
-   * (platform-override.ts).
+   * (override.ts).
    */
   readonly bf16Matrices: Bf16Matrices;
   /**
    * Under bf16 dots, the q|k|v and gate|up projections return bf16 products (lib/hlo/transformer.ts,
-   * DecoderOptions.bf16Products). PJRT_SCORE_PLATFORM_FACTS overrides it (platform-override.ts).
+   * DecoderOptions.bf16Products). PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
    */
   readonly bf16Products: boolean;
   /**
    * XLA options every program of a Scorer compiles with on this platform (docs/gpu.md, 'XLA options'),
-   * under the Scorer's own xlaOptions. PJRT_SCORE_PLATFORM_FACTS overrides it (platform-override.ts).
+   * under the Scorer's own xlaOptions. PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
    */
   readonly xlaOptions: XlaOptions;
-  /** The facts PJRT_SCORE_PLATFORM_FACTS set (platform-override.ts); absent when it set none. */
+  /** The facts PJRT_SCORE_PLATFORM_FACTS set (override.ts); absent when it set none. */
   readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'xlaOptions')[];
+  /**
+   * What precision 'auto' resolves to (precision-choice.ts): `bf16`, with what showed bf16 pays and holds the
+   * accuracy gate; or `measure`: time XLA's bf16 dots against its f32 ones where the CPU has bf16 dot units.
+   */
+  readonly autoPrecision: { readonly rule: 'bf16'; readonly why: string } | { readonly rule: 'measure' };
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -155,6 +176,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     bf16Matrices: 'u16',
     bf16Products: false,
     xlaOptions: {},
+    // bf16 dots only where they were timed to pay on this CPU (dot-speed.ts, BF16_PAYS).
+    autoPrecision: { rule: 'measure' },
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
@@ -164,8 +187,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // workload 40% faster than the CPU's 1,536 (2,955 against 2,111 items/s).
     // Cross-request passes: as many rows as a one-request pass (not measured on its own yet).
     budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30, batchRowsPerPass: 16384 },
-    // Not fitted on a GPU yet: the CPU's constants, which overstate the per-pass cost there.
-    cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
+    // Not fitted on a GPU yet: the CPU's constants (AVX2's fit), which overstate the per-pass cost there.
+    cost: AVX2_FACTS.cost,
     // Under 'highest' and 'default' (true f32 or TF32): the forms every plugin runs.
     prefixAttention: { kind: 'joint' },
     causalAttention: { kind: 'square' },
@@ -196,6 +219,11 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // 8,330 (two cuDNN forms since changed or removed). With today's forms the two measured alike: the
     // target 10,082 and 10,730 in two runs with it, 10,378 without, in one call (docs/gpu.md, 'Measured').
     xlaOptions: { xla_allow_excess_precision: false },
+    // NVIDIA tensor cores (docs/gpu.md, 'Measured').
+    autoPrecision: {
+      rule: 'bf16',
+      why: 'NVIDIA tensor cores: bf16 dots ran the target workload at 3.7x true f32 on an H100 (4,128 against 1,117 items/s), within the accuracy gate against PyTorch f32 (max 1.2e-2, mean 2.5e-3 over 500 items)',
+    },
     measured: 'NVIDIA H100 (jax-cuda13-pjrt 0.11.2): budget, attention forms, bf16 typing and count ladder measured on the target and PR workloads (docs/gpu.md); cost constants unmeasured (the CPU fit)',
     known: true,
   },
@@ -203,7 +231,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
 
 /**
  * The share of the device's memory one pass's attention scores may take.
- * The scores are the largest tensor of a pass (plan.ts, Budget); the rest of
+ * The scores are the largest tensor of a pass (planning/plan.ts, Budget); the rest of
  * the device holds the weights, the prefix cache and the other activations.
  */
 export const SCORE_SHARE_OF_DEVICE_MEMORY = 1 / 16;

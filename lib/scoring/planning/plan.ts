@@ -4,7 +4,7 @@
  * key and the items (rows) it carries. `makePlan` (and, for several requests
  * in one pass, `makeBatchPlan` in batch-plan.ts) is the only place that
  * rounds sizes to buckets or splits items into chunks: the executor
- * (run-plan.ts) runs exactly these passes, the selector costs them, warmup
+ * (execution/run-plan.ts) runs exactly these passes, the selector costs them, warmup
  * compiles their programs and `explain()` returns them.
  *
  *   serial   one sequence per item (query ++ item, or item ++ query), batched
@@ -21,6 +21,9 @@
  * same bit for bit (docs/design.md "Batch invariance").
  */
 import { bucketFor } from './buckets';
+import type { Budget } from '../platform/profiles';
+
+export type { Budget };
 
 export type Algorithm = 'serial' | 'packed' | 'prefix';
 export const ALGORITHMS: readonly Algorithm[] = ['serial', 'packed', 'prefix'];
@@ -93,7 +96,7 @@ export interface Ladders {
   readonly itemTokens: readonly number[];
   /**
    * Query-length buckets P of a one-request plan (packed, prefix); itemTokens where absent. Finer where a
-   * platform says so (platform.ts, queryTokenSteps): the query's padded rows are computed like real ones.
+   * platform says so (platform/profiles.ts, queryTokenSteps): the query's padded rows are computed like real ones.
    */
   readonly queryTokens?: readonly number[];
   /** Item-count buckets (rows per pass). */
@@ -102,18 +105,6 @@ export interface Ladders {
   readonly labels: readonly number[];
 }
 
-export interface Budget {
-  /** Most item token rows in one pass (activations scale with it; a fused pass adds the query's rows). */
-  readonly tokensPerPass: number;
-  /** Most bytes of attention scores in one pass (heads x rows x keys x 4). */
-  readonly scoreBytesPerPass: number;
-  /**
-   * Most token rows, queries and items together, in one cross-request pass
-   * (batch-plan.ts): G queries are G times the query's rows, which a
-   * one-request pass does not count.
-   */
-  readonly batchRowsPerPass: number;
-}
 
 /** The Scorer's fixed sizing: ladders, per-pass budget, and the model's query heads (score bytes). */
 export interface Sizing {

@@ -19,20 +19,12 @@ export interface BucketLadderOptions {
   align?: number;
 }
 
-/** Token-length buckets (query P, item L, packed T, serial S): 16, 24, 32, 48, ... up to the context. */
+/** Token-length buckets for whole sequences (serial S): 16, 24, 32, 48, ... (the Scorer's start at 8 and end at the context: ladders.ts). */
 export const DEFAULT_TOKEN_BUCKETS: Readonly<BucketLadderOptions> = Object.freeze({
   min: 16,
   max: 8192,
   steps: Object.freeze([1.5]),
   align: 8,
-});
-
-/** Count buckets (items N, read indices K, serial batch B): 8, 12, 16, 24, ... 1024. */
-export const DEFAULT_COUNT_BUCKETS: Readonly<BucketLadderOptions> = Object.freeze({
-  min: 8,
-  max: 1024,
-  steps: Object.freeze([1.5]),
-  align: 1,
 });
 
 /** Thrown when a size is larger than the largest bucket: the caller must chunk or reject. */

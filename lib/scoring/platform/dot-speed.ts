@@ -11,17 +11,16 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { buildProgram } from '../hlo/program';
-import { TensorType } from '../hlo/types';
-import type { Client } from '../runtime/client';
-import type { DeviceBuffer } from '../runtime/device-buffer';
-import type { Executable } from '../runtime/executable';
-import { hostCpu } from '../runtime/host-cpu';
-import { cacheDir } from '../util/cache-dir';
-import { readCachedJson, writeCachedJson } from '../util/cached-json';
-import type { KernelPaths } from '../runtime/kernel-paths';
-import { DOT_OPTIONS } from './decoder-runner';
-import { BF16_DOT_ISAS } from './precision-choice';
+import { buildProgram } from '../../hlo/program';
+import { TensorType } from '../../hlo/types';
+import type { Client } from '../../runtime/client';
+import type { DeviceBuffer } from '../../runtime/device-buffer';
+import type { Executable } from '../../runtime/executable';
+import { hostCpu } from '../../runtime/host-cpu';
+import { cacheDir } from '../../util/cache-dir';
+import { readCachedJson, writeCachedJson } from '../../util/cached-json';
+import type { KernelPaths } from '../../runtime/kernel-paths';
+import { BF16_DOT_ISAS, DOT_OPTIONS } from './precision-choice';
 
 export interface DotSpeeds {
   /** [rows, hidden, intermediate]: the dot timed. */

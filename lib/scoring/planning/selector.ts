@@ -11,8 +11,8 @@
  * it costs at most FIRST_REQUEST_ALLOWANCE more than the cheapest plan, so a
  * query seen for the first time leaves K/V the next request can hit.
  */
-import { Algorithm, makePlan, Pass, Plan, RequestShape, Sizing } from './plan';
-import { CostConstants, platformFacts } from './platform';
+import { Algorithm, ALGORITHMS, makePlan, Pass, Plan, RequestShape, Sizing } from './plan';
+import { CostConstants, platformFacts } from '../platform/profiles';
 
 export interface CostModel {
   /** FLOPs per token row for the projections and MLP (about 2 x layer params). */
@@ -38,7 +38,7 @@ export interface PlanChoice {
   readonly prefixCache?: 'hit' | 'keep';
 }
 
-/** What the prefix cache holds for one request's query, as the selector sees it (scoring/prefix-cache.ts). */
+/** What the prefix cache holds for one request's query, as the selector sees it (execution/prefix-cache.ts). */
 export interface QueryInCache {
   /** Whether the cache holds this query's K/V computed at bucket P (a look, not a use). */
   holds(prefixBucket: number): boolean;
@@ -55,7 +55,7 @@ export interface QueryInCache {
  */
 export const FIRST_REQUEST_ALLOWANCE = 0.25;
 
-/** The cost model of a model's shape on a platform (constants from platform.ts; the CPU's by default). */
+/** The cost model of a model's shape on a platform (constants from platform/profiles.ts; the CPU's by default). */
 export function costModelFor(
   config: {
     hiddenSize: number;
@@ -100,6 +100,10 @@ export function passCost(pass: Pass, m: CostModel): number {
 export function planCost(plan: Plan, m: CostModel): number {
   return plan.passes.reduce((sum, pass) => sum + passCost(pass, m), 0);
 }
+
+/** A plan, or 'auto' (the selector picks per request). */
+export type AlgorithmChoice = Algorithm | 'auto';
+export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', ...ALGORITHMS];
 
 /**
  * The plan a request runs: `requested` when it names an algorithm, else the

@@ -27,8 +27,8 @@
  * queue and rejects with the signal's AbortError; one that fires during its
  * turn is answered at once, and its plan stops at its next pass.
  */
-import { AbortError, QueueFullError } from './errors';
-import type { NormalizedRequest } from './request';
+import { AbortError, QueueFullError } from '../requests/errors';
+import type { NormalizedRequest } from '../requests/request';
 
 /** One request and what it may carry through its turn. */
 export interface AdmissionJob {

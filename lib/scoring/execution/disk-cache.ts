@@ -16,7 +16,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import * as path from 'node:path';
-import { cacheDir } from '../util/cache-dir';
+import { cacheDir } from '../../util/cache-dir';
 
 const MAGIC = Buffer.from('PJSCEXE1', 'ascii');
 const DIGEST_BYTES = 32;

@@ -5,8 +5,8 @@
  */
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
-import { hostCpu } from '../runtime/host-cpu';
-import { XlaOptions, xlaOptionsLine } from '../runtime/xla-options';
+import { hostCpu } from '../../runtime/host-cpu';
+import { XlaOptions, xlaOptionsLine } from '../../runtime/xla-options';
 
 /** What the cache needs from a runtime: compile, optionally (de)serialize, dispose. */
 export interface ProgramCompiler<E> {

@@ -1,25 +1,35 @@
 /**
  * Runs decoder programs on the device: compiles through the JIT cache, uploads
  * the per-request inputs, appends the resident weights, executes, and frees
- * the inputs. Plans (plans.ts) decide what to run; this file only runs it.
+ * the inputs. Plans (planning/plan.ts) decide what to run; this file only runs it.
  */
-import type { DevicePassTiming } from './scorer-types';
-import { HloProgram } from '../hlo/program';
-import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
-import { CausalAttention, causalAttentionNameTag, SQUARE_CAUSAL_ATTENTION } from '../hlo/attention-causal-chunks';
-import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../hlo/transformer';
-import { Bf16Matrices, WeightType } from '../hlo/decoder-layout';
-import { ModelConfig } from '../model/config';
-import { DeviceWeights } from '../device-weights/upload';
-import { Client } from '../runtime/client';
-import { DeviceBuffer } from '../runtime/device-buffer';
-import { DType } from '../runtime/dtype';
-import { Executable } from '../runtime/executable';
-import type { XlaOptions } from '../runtime/xla-options';
-import { DEFAULT_JIT_CACHE_ENTRIES, Precision } from './options';
+import { HloProgram } from '../../hlo/program';
+import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../../hlo/prefix-attention';
+import { CausalAttention, causalAttentionNameTag, SQUARE_CAUSAL_ATTENTION } from '../../hlo/attention-causal-chunks';
+import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../../hlo/transformer';
+import { Bf16Matrices, WeightType } from '../../hlo/decoder-layout';
+import { ModelConfig } from '../../model/config';
+import { DeviceWeights } from '../../device-weights/upload';
+import { Client } from '../../runtime/client';
+import { DeviceBuffer } from '../../runtime/device-buffer';
+import { DType } from '../../runtime/dtype';
+import { Executable } from '../../runtime/executable';
+import type { XlaOptions } from '../../runtime/xla-options';
+import { DOT_OPTIONS, Precision } from '../platform/precision-choice';
 import { clientCompiler, JitKey } from './compiler';
-import { JitCache, JitCacheOptions } from './jit-cache';
-import { ProgramKey } from './plan';
+import { DEFAULT_JIT_CACHE_ENTRIES, JitCache, JitCacheOptions } from './jit-cache';
+import { ProgramKey } from '../planning/plan';
+
+/** One device pass, in performance.now() milliseconds: its inputs' upload and its execution (not a compile). */
+export interface DevicePassTiming {
+  /** The program's kind (prefill, packed, ...). */
+  readonly program: string;
+  readonly startMs: number;
+  readonly endMs: number;
+}
+
+/** Told of each pass of a call that ends (ScoreCallOptions.onPass). */
+export type PassObserver = (pass: DevicePassTiming) => void;
 
 /** A host array to upload as one program input. */
 export interface HostInput {
@@ -40,12 +50,6 @@ export function s32Scalar(value: number): HostInput {
 }
 
 
-/** The program options of each precision: how its dots compute (docs/design.md, 'Platforms and precision'). */
-export const DOT_OPTIONS: Readonly<Record<Precision, DecoderOptions>> = {
-  highest: { dotPrecision: 'HIGHEST' },
-  default: { dotPrecision: 'DEFAULT' },
-  bf16: { dotOperands: 'bf16' },
-};
 
 /** The attention forms of a runner; the defaults (joint, square) are what every plugin runs. */
 export interface AttentionForms {
@@ -144,10 +148,10 @@ export class DecoderRunner {
 
   /**
    * Executes `program` with `args` followed by the model weights. Host inputs are
-   * uploaded and freed here; returned buffers belong to the caller.
+   * uploaded and freed here; returned buffers belong to the caller. `onPass`
+   * is told of the pass when it ends (its program, upload and execution times).
    */
-  async run(program: ProgramKey, args: readonly ProgramArg[]): Promise<DeviceBuffer[]> {
-    const observer = this.passObserver;
+  async run(program: ProgramKey, args: readonly ProgramArg[], onPass?: PassObserver): Promise<DeviceBuffer[]> {
     return this.jit.use(this.key(program), this.source(program), async (executable) => {
       const startMs = performance.now();
       // The host inputs go up together (each upload is its own trip to a
@@ -162,19 +166,13 @@ export class DecoderRunner {
         });
         this.executed++;
         const out = await executable.execute([...buffers, ...this.weights.buffers]);
-        observer?.({ program: program.program, startMs, endMs: performance.now() });
+        onPass?.({ program: program.program, startMs, endMs: performance.now() });
         return out;
       } finally {
         uploaded.forEach((b) => b.dispose());
       }
     });
   }
-
-  /**
-   * Told of each pass that ends (its program, upload and execution times) while
-   * set: the Scorer sets it around one call's plan (ScoreCallOptions.onPass).
-   */
-  passObserver: ((pass: DevicePassTiming) => void) | null = null;
 
   /** Program executions started (every device pass). */
   get executions(): number {

@@ -15,8 +15,14 @@
  */
 import { JitKey, LoadSource, ProgramCompiler, ProgramSource, jitKeyString } from './compiler';
 import { ExecutableDiskCache, defaultExecutableDir, errorMessage, executableKey } from './disk-cache';
-import { DEFAULT_JIT_CACHE_ENTRIES } from './options';
 import { WarmupItem, WarmupOptions, WarmupResult, runWarmup } from './warmup';
+
+/**
+ * Compiled programs a Scorer keeps by default: the cache evicts the least
+ * recently used executable at this cap, so it bounds the memory the Scorer
+ * holds beyond its weights (what one entry costs: docs/service.md, "Memory").
+ */
+export const DEFAULT_JIT_CACHE_ENTRIES = 48;
 
 export interface JitCacheOptions<E> {
   /** Most executables kept; default DEFAULT_JIT_CACHE_ENTRIES. */

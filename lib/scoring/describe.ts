@@ -1,0 +1,87 @@
+/**
+ * What a Scorer says of itself: the plan explanation explain() returns, and
+ * the load log's event (docs/design.md, 'Threads' for its thread counts).
+ */
+import { prefixAttentionTag } from '../hlo/prefix-attention';
+import { causalAttentionTag } from '../hlo/attention-causal-chunks';
+import { kernelThreads } from '../runtime/kernel-paths';
+import { Pass, programKeyString } from './planning/plan';
+import type { PlanChoice } from './planning/selector';
+import type { LoadedParts } from './load';
+import type { Scorer } from './scorer';
+import type { PlanExplanation } from './scorer-types';
+
+/** A chosen plan as explain() returns it: its passes and costs, and how the Scorer runs every pass (precision, attention, bf16, XLA options). */
+export function planExplanation(choice: PlanChoice, scorer: Scorer): PlanExplanation {
+  const { precisionChoice: precision, xlaOptions } = scorer;
+  const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
+  // The attention forms every pass runs, and why they are not the ones asked for when a model needs that.
+  const attention = {
+    prefixAttention: prefixAttentionTag(scorer.prefixAttention),
+    causalAttention: causalAttentionTag(scorer.causalAttention),
+    ...(scorer.attentionNote ? { note: scorer.attentionNote } : {}),
+  };
+  return {
+    algorithm: choice.plan.algorithm,
+    precision: precision.precision,
+    precisionReason: precision.reason,
+    attentionKernel: scorer.attentionKernel(),
+    reason: choice.reason,
+    cost: choice.cost,
+    costs: choice.costs,
+    passes,
+    attention,
+    bf16: scorer.bf16,
+    ...(Object.keys(xlaOptions).length ? { xlaOptions } : {}),
+  };
+}
+
+/** The load log's event: what was loaded, how it runs, and where the load time went. */
+export function loadedEvent(scorer: Scorer, parts: LoadedParts): Record<string, unknown> {
+  const { client, config, weights, weightChoice } = parts;
+  return {
+    event: 'model_loaded',
+    model: parts.modelName,
+    path: parts.modelPath,
+    platform: `${client.platformName} ${client.platformVersion}`,
+    precision: scorer.precision,
+    precisionReason: scorer.precisionChoice.reason,
+    attentionKernel: scorer.attentionKernel(),
+    prefixAttention: scorer.prefixAttention,
+    causalAttention: scorer.causalAttention,
+    ...(scorer.attentionNote ? { attentionNote: scorer.attentionNote } : {}),
+    ...(parts.kernelPaths ? threadsLog() : {}),
+    family: config.architecture,
+    quantization: parts.quantization,
+    contextLength: config.contextLength,
+    weights: weightChoice.weightType,
+    weightsReason: weightChoice.reason,
+    bf16: scorer.bf16,
+    ...(Object.keys(scorer.xlaOptions).length ? { xlaOptions: scorer.xlaOptions } : {}),
+    batching: scorer.batching,
+    budget: scorer.budget,
+    deviceMemoryBytes: client.deviceMemoryBytes,
+    platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
+    weightBytes: weights.bytes,
+    seconds: (performance.now() - parts.startedMs) / 1000,
+    // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
+    // array read, convert, upload, and the load's programs. A GGUF file's tokenizer is built later (see tokenizer).
+    steps: { openSeconds: (parts.openedMs - parts.startedMs) / 1000, ...weights.timings },
+  };
+}
+
+/**
+ * The CPU threads, for the load log (docs/design.md, 'Threads'): the kernels'
+ * pool, and a note where XLA's own pool (sized by the affinity mask) has more
+ * threads than the cgroup quota allows.
+ */
+function threadsLog(): { kernelThreads: number; threadsSource: string; threadsNote?: string } {
+  const t = kernelThreads();
+  const over = t.quota > 0 && t.quota < t.affinity;
+  return {
+    kernelThreads: t.threads,
+    threadsSource: t.source,
+    ...(over ? { threadsNote: `the cgroup allows ${t.quota} CPUs but the affinity mask has ${t.affinity}: XLA's CPU pool follows the mask, so set the mask (taskset, or Kubernetes' static CPU manager with whole CPUs) to the quota` } : {}),
+  };
+}
+

@@ -1,0 +1,15 @@
+/**
+ * lib/scoring/requests: what a caller sends, checked and turned into token
+ * space, and what it gets back. A score request (request.ts, its fields:
+ * request-fields.ts) or a rerank request (rerank.ts, through a template:
+ * rerank-template.ts) becomes a NormalizedRequest; truncation (truncate.ts)
+ * cuts what does not fit; label logprobs become scores (scores.ts); bad input
+ * is a ScoreInputError (errors.ts).
+ * May import: no sibling.
+ */
+export { AbortError, QueueFullError, ScoreInputError, describeValue, throwIfAborted } from './errors';
+export { normalizeRequest, normalizeRequestBody, type NormalizedRequest, type ScoreRequest, type ScoreRequestContext } from './request';
+export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest } from './rerank';
+export { chooseTemplate, RERANK_TEMPLATES, resolveTemplate, TemplateError, type RerankTemplate, type ResolvedTemplate } from './rerank-template';
+export { scoresFromLabelLogprobs } from './scores';
+export { cutTokens, readTruncateOption } from './truncate';

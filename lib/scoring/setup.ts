@@ -1,0 +1,156 @@
+/**
+ * The Scorer's setup, decided without a device: from its options, the
+ * platform's facts and the model's config, the bucket ladders, the pass
+ * budget, the cost model, the precision and the attention forms a Scorer
+ * plans and runs with (docs/design.md, "Rooms": the facade over a pure setup
+ * step and a turn executor). scorer.ts runs it once at load;
+ * test/scorer-setup.test.js runs it with no device.
+ */
+import type { ModelConfig } from '../model/config';
+import type { KernelPaths } from '../runtime/kernel-paths';
+import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
+import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
+import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
+import type { Bf16Matrices, WeightType } from '../hlo/decoder-layout';
+import { modelAttention } from './attention-forms';
+import { scorerLadders } from './planning/ladders';
+import type { Ladders, Sizing } from './planning/plan';
+import { costModelFor, CostModel } from './planning/selector';
+import { budgetForMemory, Budget, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform/profiles';
+import { PlatformFactsOverride, withOverride } from './platform/override';
+import { choosePrecision, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
+import type { DotSpeeds } from './platform/dot-speed';
+import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './platform/cudnn-pin';
+import { pickSettings, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
+import type { Bf16Typing, ScorerOptions } from './scorer-types';
+
+export type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings;
+
+/**
+ * Scorer.load's options, checked in one place before anything loads (a
+ * TypeError naming the option): the settings-table options by their rows,
+ * with the table's defaults, and the library's own.
+ */
+export function checkScorerOptions(options: ScorerOptions): LoadSettings {
+  if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
+  // A template object is the library's own (checked when it is resolved); a name is checked against the built-in ones.
+  const picked = pickSettings(SCORER_SETTINGS, options, (s) => s.key === 'rerankTemplate' && typeof options.rerankTemplate === 'object');
+  try {
+    if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
+    if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
+    if (options.xlaOptions !== undefined) checkXlaOptions(options.xlaOptions);
+  } catch (err) {
+    throw new TypeError((err as Error).message);
+  }
+  return { ...settingDefaults(SCORER_SETTINGS), ...picked };
+}
+
+/** What the setup reads of the loaded plugin (a Client's fields; no device call). */
+export interface PluginFacts {
+  /** client.platformName: 'cpu', 'cuda', ... */
+  readonly platformName: string;
+  /** client.pluginPath: the CUDA plugin's wheel version is read beside it (cudnn-pin.ts). */
+  readonly pluginPath: string;
+  /** client.prefixAttentionKernel: the plugin registered the addon's attention kernels. */
+  readonly prefixAttentionKernel: boolean;
+  /** client.deviceMemoryBytes: the budget shrinks to fit it. */
+  readonly deviceMemoryBytes: number;
+}
+
+/**
+ * The attention forms asked for, bound to the loaded plugin: the `kernel` forms call the addon's kernels,
+ * which only a plugin that registered them can run; the `cudnn` forms get the loaded plugin's version
+ * written in, or are refused (cudnn-pin.ts). A TypeError before the weights upload.
+ */
+export function bindAttentionForms<T extends Pick<ScorerOptions, 'prefixAttention' | 'causalAttention'>>(options: T, plugin: PluginFacts): T {
+  let bound = options;
+  for (const option of ['prefixAttention', 'causalAttention'] as const) {
+    const form = options[option];
+    if (form?.kind === 'kernel' && !plugin.prefixAttentionKernel) {
+      throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${plugin.platformName} has no such kernel`);
+    }
+    if (form?.kind === 'cudnn') bound = { ...bound, [option]: pinCudnnForm(form, option, plugin.pluginPath, plugin.platformName) };
+  }
+  return bound;
+}
+
+/**
+ * The facts the load needs before the weights upload (how bf16 matrices are typed, the XLA options):
+ * platform facts, which the CPU class changes in neither; the xlaOptions option over the platform's.
+ */
+export function loadFacts(platformName: string, override: PlatformFactsOverride, xlaOptions: XlaOptions | undefined): { facts: PlatformFacts; xlaOptions: XlaOptions } {
+  const facts = withOverride(platformFacts(platformName), override);
+  return { facts, xlaOptions: Object.freeze({ ...facts.xlaOptions, ...xlaOptions }) };
+}
+
+export interface SetupInput {
+  readonly config: ModelConfig;
+  /** The options, their attention forms bound to the plugin (bindAttentionForms). */
+  readonly options: Pick<ScorerOptions, 'prefixAttention' | 'causalAttention' | 'budget'>;
+  readonly precision: PrecisionOption;
+  readonly plugin: PluginFacts;
+  /** The attention kernels' paths for the model's head dim where the plugin registered them, else null. */
+  readonly kernelPaths: KernelPaths | null;
+  /** PJRT_SCORE_PLATFORM_FACTS, read at load (platform/override.ts). */
+  readonly factsOverride: PlatformFactsOverride;
+  /** What precision 'auto' timed on this CPU (platform/dot-speed.ts), or null. */
+  readonly dots: DotSpeeds | null;
+  /** The weights as uploaded: their type, and how bf16 matrices are typed. */
+  readonly weights: { readonly weightType: WeightType; readonly bf16Matrices: Bf16Matrices };
+}
+
+/** What a Scorer plans and runs with. */
+export interface ScorerSetup {
+  /** The platform's facts, of this CPU's class on the CPU, the override merged in. */
+  readonly facts: PlatformFacts;
+  readonly budget: Budget;
+  readonly ladders: Ladders;
+  readonly sizing: Sizing;
+  readonly costModel: CostModel;
+  readonly precisionChoice: PrecisionChoice;
+  readonly prefixAttention: PrefixAttention;
+  readonly causalAttention: CausalAttention;
+  /** Why the attention forms differ from the ones asked for, or undefined. */
+  readonly attentionNote: string | undefined;
+  readonly bf16: Bf16Typing;
+}
+
+/** The Scorer's setup: pure, given what the load read (the plugin's fields, the model's config, the timed dots). */
+export function scorerSetup(input: SetupInput): ScorerSetup {
+  const { config, options, plugin } = input;
+  const facts = withOverride(platformFacts(plugin.platformName, input.kernelPaths?.tried ?? null), input.factsOverride);
+  const budget: Budget = { ...budgetForMemory(facts.budget, plugin.deviceMemoryBytes), ...options.budget };
+  const ladders = scorerLadders(config.contextLength, config.vocabSize, facts);
+  const precisionChoice = choosePrecision(input.precision, plugin.platformName, input.kernelPaths, input.dots);
+  const precision = precisionChoice.precision;
+  // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
+  const { pluginPath, platformName } = plugin;
+  const pinned = isCudnnPinnedPlugin(pluginPath, platformName);
+  const available = { kernel: plugin.prefixAttentionKernel, cudnn: precision === 'bf16' && pinned };
+  const cudnnMissed =
+    precision === 'bf16' && !pinned && facts.prefixAttentionWithCudnn && !options.prefixAttention && !options.causalAttention ? unpinnedPluginNote(pluginPath) : undefined;
+  const attention = modelAttention(
+    config,
+    {
+      prefixAttention: options.prefixAttention ?? pinCudnnForm(defaultPrefixAttention(facts, available), 'prefixAttention', pluginPath, platformName),
+      causalAttention: options.causalAttention ?? pinCudnnForm(defaultCausalAttention(facts, available), 'causalAttention', pluginPath, platformName),
+    },
+    facts,
+  );
+  return {
+    facts,
+    budget,
+    ladders,
+    sizing: { ladders, budget, numHeads: config.numHeads },
+    costModel: costModelFor(config, facts.cost),
+    precisionChoice,
+    prefixAttention: attention.prefixAttention,
+    causalAttention: attention.causalAttention,
+    attentionNote: [attention.note, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined,
+    bf16: {
+      matrices: input.weights.weightType === 'bf16' ? input.weights.bf16Matrices : null,
+      products: precision === 'bf16' && facts.bf16Products,
+      ...(facts.overridden ? { overridden: facts.overridden } : {}),
+    },
+  };
+}
