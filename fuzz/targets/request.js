@@ -67,7 +67,7 @@ module.exports = {
   name: 'request',
   smokeExecs: 1500,
   maxLength: 1 << 14,
-  scripts: scriptsUnder('dist/scoring/request', 'dist/server/http/body', 'dist/scoring/errors'),
+  scripts: scriptsUnder('dist/scoring/requests/request', 'dist/server/http/body', 'dist/scoring/requests/errors'),
   setup,
   seeds,
   run,

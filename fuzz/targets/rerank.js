@@ -53,7 +53,7 @@ module.exports = {
   name: 'rerank',
   smokeExecs: 1500,
   maxLength: 1 << 14,
-  scripts: scriptsUnder('dist/scoring/rerank', 'dist/scoring/request', 'dist/server/http/body'),
+  scripts: scriptsUnder('dist/scoring/requests/rerank', 'dist/scoring/requests/request', 'dist/server/http/body'),
   setup,
   seeds,
   run,

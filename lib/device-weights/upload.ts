@@ -53,7 +53,7 @@ export interface DeviceWeights {
 
 export interface UploadOptions {
   readonly programs?: LoadPrograms;
-  /** How bf16 matrices are typed on the device (default u16 bits): a platform fact, lib/scoring/platform.ts. */
+  /** How bf16 matrices are typed on the device (default u16 bits): a platform fact, lib/scoring/platform/profiles.ts. */
   readonly bf16Matrices?: Bf16Matrices;
   /** Stacked arrays of at least this many bytes are built by layer (default ASSEMBLE_BYTES; tests lower it). */
   readonly assembleBytes?: number;

@@ -7,8 +7,7 @@
 // Requests: queries of 250-350 tokens, 10-50 items of 12-25 tokens (pseudo-random, fixed seed), each
 // planned `packed` with the CPU's budget; printed per ladder set: distinct programs, and token rows
 // computed per useful row.
-const { bucketLadder } = require('../../dist/scoring/buckets');
-const { makePlan, programKeyString } = require('../../dist/scoring/plan');
+const { bucketLadder, makePlan, programKeyString } = require('../../dist/scoring/planning');
 const { platformFacts } = require('../../dist/scoring/platform');
 
 const requests = Number(process.argv[2] ?? 2000);

@@ -14,7 +14,7 @@
 //     exact='{"precision":"bf16","facts":{"countSteps":[1.0625,1.125,1.1875,1.25,1.3125,1.375,1.4375,1.5,1.5625,1.625,1.6875,1.75,1.8125,1.875,1.9375]}}'
 const { Scorer } = require('../../dist');
 const { WORKLOADS, request, usefulFlops } = require('./lib/workloads');
-const { PLATFORM_FACTS_ENV } = require('../../dist/scoring/platform-override');
+const { PLATFORM_FACTS_ENV } = require('../../dist/scoring/platform');
 const { upperMedian } = require('../lib/median');
 
 

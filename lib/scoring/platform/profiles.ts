@@ -30,7 +30,7 @@ export interface Budget {
   readonly batchRowsPerPass: number;
 }
 
-/** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
+/** The cost model's measured constants (scripts/bench/fit-cost-model.js prints them for a machine). */
 export interface CostConstants {
   /** Attention FLOPs cost this many projection/MLP FLOPs. */
   readonly keyWeight: number;
@@ -112,18 +112,18 @@ const AVX2_FACTS: CpuClassFacts = {
   // 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core AMD EPYC
   // (items/s within 5% from 32 to 128 items per pass).
   // A cross-request pass of up to 2560 rows: 4 groups of a 300-token query with 10 items of 20 tokens
-  // (560 rows each). scripts/bench-batching.js on the same machine, two runs at load 6-9: CPU time per
+  // (560 rows each). scripts/bench/batching.js on the same machine, two runs at load 6-9: CPU time per
   // item 7-18% below a request alone at G = 2 to 6, and no better at G = 8 (docs/performance.md).
   budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20, batchRowsPerPass: 2560 },
-  // Fitted on a 2-core AMD EPYC by scripts/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
+  // Fitted on a 2-core AMD EPYC by scripts/bench/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
   // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
   cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-  measured: 'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js',
+  measured: 'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js',
 };
 
 /**
  * The CPU classes. Only AVX2 has been fitted; the others borrow its facts until
- * scripts/fit-cost-model.js and the bench's chunk sweep run on such a CPU
+ * scripts/bench/fit-cost-model.js and the bench's chunk sweep run on such a CPU
  * (the load log says which class borrowed). Portable: a CPU without AVX2.
  */
 const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
@@ -178,7 +178,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     xlaOptions: {},
     // bf16 dots only where they were timed to pay on this CPU (dot-speed.ts, BF16_PAYS).
     autoPrecision: { rule: 'measure' },
-    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
+    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
   cuda: {

@@ -4,7 +4,7 @@
  * narrow surface only, so it can be read and tested with a Scorer of its
  * own making (a shared one, a gated one) behind it. The queue, coalescing,
  * cross-request batching and the in-flight count are the Scorer's
- * (scoring/admission.ts); the service reads them through here.
+ * (scoring/execution/admission.ts); the service reads them through here.
  */
 import type { Scorer, ScorerSettings } from '../../scoring';
 import type { BackendStats } from '../telemetry/metrics';

@@ -4,7 +4,7 @@
  * (GET /health, /readyz) is true in `ready` only; `leaving` (the standalone
  * server's --drain-delay-ms after SIGTERM) still serves work while readiness
  * already fails, so gateways and Kubernetes stop sending before the listener
- * closes. The queue is the Scorer's (scoring/admission.ts).
+ * closes. The queue is the Scorer's (scoring/execution/admission.ts).
  */
 import { ScoringBackend } from './scorer-backend';
 import type { Registry } from 'prom-client';
