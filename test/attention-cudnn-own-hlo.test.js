@@ -14,7 +14,7 @@
 const test = require('tape');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag, parseCausalAttentionTag, causalPrefix } = require('../dist/hlo');
-const { checkPrefixAttention } = require('../dist/hlo/prefix-attention');
+const { checkPrefixAttention } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
 const { makeInputs, reference, joinInputs } = require('./helpers/prefix-forms');

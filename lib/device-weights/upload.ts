@@ -10,7 +10,7 @@
  * array is built, uploaded and dropped before the next, largest first, so
  * peak host memory is about the device arrays plus one array being built.
  */
-import { Bf16Matrices, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HostLayerName, INT8_BLOCK, MatrixName, WeightType } from '../hlo/decoder-layout';
+import { Bf16Matrices, buildProgram, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, HloProgram, HostLayerName, INT8_BLOCK, MatrixName, TensorType, WeightType } from '../hlo';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
@@ -20,8 +20,6 @@ import { deferExternalMemoryReports } from '../runtime/external-memory';
 import { Executable } from '../runtime/executable';
 import { elementCount } from '../util/dims';
 import { ELEMENT_TYPES } from '../util/element-types';
-import { buildProgram, HloProgram } from '../hlo/program';
-import { TensorType } from '../hlo/types';
 import { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
 import { decodeProgram, DEVICE_DECODED_TYPES } from './decode';
 import { RELEASE_BYTES, releaseHostCopies } from './release';

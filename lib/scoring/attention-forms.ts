@@ -1,23 +1,36 @@
 /**
- * The attention forms a model runs: the platform's (or the caller's) choice,
- * except that the fused forms (the addon's CPU kernels, `kernel`, and cuDNN's
- * calls, `cudnn`) take no sliding window and no soft-capped scores yet. A
- * model with either (Gemma, a windowed Mistral) runs the platform's StableHLO
- * forms instead, which carry both (lib/hlo/attention-window.ts); its program
- * names say so (no `ffi` or `cudnn` tag). The fused forms' seam is
+ * The one place that decides which attention forms a pass runs (the builders
+ * in lib/hlo/attention build the form they are given or refuse it): the
+ * platform's (or the caller's) choice, except that
+ * - the fused forms (the addon's CPU kernels, `kernel`, and cuDNN's calls,
+ *   `cudnn`) take no sliding window and no soft-capped scores yet: a model
+ *   with either (Gemma, a windowed Mistral) runs the platform's StableHLO
+ *   forms, which carry both (lib/hlo/attention/score-shaping.ts);
+ * - the addon's kernels take one query: a pass of several queries (a
+ *   cross-request pass) runs the platform's StableHLO forms in their place.
+ * Program names, cache keys and explain() carry the forms chosen here (no
+ * `ffi` or `cudnn` tag where they do not run). The fused forms' seam is
  * AttentionOptions.window/softcap: a form that takes them would be chosen
  * here again.
  */
-import type { PrefixAttention } from '../hlo/prefix-attention';
-import type { CausalAttention } from '../hlo/attention-causal-chunks';
+import { causalAttentionTag, prefixAttentionTag } from '../hlo';
+import type { CausalAttention, PrefixAttention } from '../hlo';
 import type { ModelConfig } from '../model/config';
 import type { PlatformFacts } from './platform';
 
-export interface ModelAttention {
+/** The two attention forms of a pass. */
+export interface AttentionPair {
   readonly prefixAttention: PrefixAttention;
   readonly causalAttention: CausalAttention;
+}
+
+export interface ModelAttention extends AttentionPair {
   /** Why the forms differ from the ones asked for, or undefined. */
   readonly note?: string;
+  /** The forms of a pass of several queries (a cross-request pass): these, less the addon's kernels. */
+  readonly grouped: AttentionPair;
+  /** Why the grouped forms differ from these, or undefined. */
+  readonly groupedNote?: string;
 }
 
 /** What of the model's attention the kernels cannot compute: '' when nothing. */
@@ -30,13 +43,34 @@ export function shapedAttention(config: ModelConfig): string {
 }
 
 /** The forms `config` runs, given the ones asked for (or the platform's defaults) and the platform's StableHLO forms. */
-export function modelAttention(config: ModelConfig, asked: { prefixAttention: PrefixAttention; causalAttention: CausalAttention }, facts: PlatformFacts): ModelAttention {
+export function modelAttention(config: ModelConfig, asked: AttentionPair, facts: PlatformFacts): ModelAttention {
   const shaped = shapedAttention(config);
   const fused = (kind: string): boolean => kind === 'kernel' || kind === 'cudnn';
-  if (!shaped || !(fused(asked.prefixAttention.kind) || fused(asked.causalAttention.kind))) return asked;
-  return {
-    prefixAttention: fused(asked.prefixAttention.kind) ? facts.prefixAttention : asked.prefixAttention,
-    causalAttention: fused(asked.causalAttention.kind) ? facts.causalAttention : asked.causalAttention,
-    note: `the model has ${shaped}, which the fused attention forms do not take yet: its layers run the StableHLO forms`,
+  const forms: AttentionPair & { note?: string } =
+    !shaped || !(fused(asked.prefixAttention.kind) || fused(asked.causalAttention.kind))
+      ? asked
+      : {
+          prefixAttention: fused(asked.prefixAttention.kind) ? facts.prefixAttention : asked.prefixAttention,
+          causalAttention: fused(asked.causalAttention.kind) ? facts.causalAttention : asked.causalAttention,
+          note: `the model has ${shaped}, which the fused attention forms do not take yet: its layers run the StableHLO forms`,
+        };
+  const grouped: AttentionPair = {
+    prefixAttention: forms.prefixAttention.kind === 'kernel' ? facts.prefixAttention : forms.prefixAttention,
+    causalAttention: forms.causalAttention.kind === 'kernel' ? facts.causalAttention : forms.causalAttention,
   };
+  const same = grouped.prefixAttention === forms.prefixAttention && grouped.causalAttention === forms.causalAttention;
+  const groupedNote = same
+    ? undefined
+    : `a pass shared by several requests runs ${prefixAttentionTag(grouped.prefixAttention)} and ${causalAttentionTag(grouped.causalAttention)}: the addon's kernels take one query`;
+  return { ...forms, grouped, ...(groupedNote ? { groupedNote } : {}) };
+}
+
+/** The forms a pass of `groups` queries runs (1: one request's pass). */
+export function passAttention(forms: AttentionPair & { readonly grouped?: AttentionPair }, groups: number): AttentionPair {
+  return groups > 1 && forms.grouped ? forms.grouped : forms;
+}
+
+/** The tags explain() shows for a pass's forms. */
+export function attentionTags(forms: AttentionPair): { prefixAttention: string; causalAttention: string } {
+  return { prefixAttention: prefixAttentionTag(forms.prefixAttention), causalAttention: causalAttentionTag(forms.causalAttention) };
 }

@@ -6,7 +6,7 @@
  * pinned for; a mismatch is refused here, before the weights upload.
  */
 import { cudaPluginWheelVersion } from '../runtime/plugin-path';
-import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../hlo/attention-cudnn';
+import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../hlo';
 
 /** Whether the loaded plugin is the CUDA plugin release the cuDNN forms are pinned to. */
 export function isCudnnPinnedPlugin(pluginPath: string, platformName: string): boolean {

@@ -9,9 +9,7 @@
  */
 import type { KernelIsa } from '../runtime/kernel-paths';
 import type { XlaOptions } from '../runtime/xla-options';
-import type { PrefixAttention } from '../hlo/prefix-attention';
-import type { CausalAttention } from '../hlo/attention-causal-chunks';
-import type { Bf16Matrices } from '../hlo/decoder-layout';
+import type { Bf16Matrices, CausalAttention, PrefixAttention } from '../hlo';
 import type { Budget } from './plan';
 
 /** The cost model's measured constants (scripts/fit-cost-model.js prints them for a machine). */
@@ -126,7 +124,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // and 5% more items/s on the target workload (3 alternating pairs, 15.3-15.5 -> 16.0-16.3).
     // Key blocks with an online softmax (0.99-1.17x) and item-row chunks (1.04-1.13x) were no faster
     // there (docs/performance.md).
-    prefixAttention: { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' },
+    prefixAttention: { kind: 'rows' },
     // The addon's fused kernel (native/kernels/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
     // the same Zen 3, 0.891x `ones_own`'s CPU time per extend pass (median of 5 alternating rounds, load
     // 1.7-1.9; 92% of the roof against 77%) and 0.82-0.85x its CPU time on the target workload

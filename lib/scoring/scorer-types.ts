@@ -3,9 +3,7 @@
  * its counters. Kept apart from the Scorer (scorer.ts) so the contract reads
  * on its own (docs/scorer-api.md).
  */
-import type { CausalAttention } from '../hlo/attention-causal-chunks';
-import type { PrefixAttention } from '../hlo/prefix-attention';
-import type { Bf16Matrices } from '../hlo/decoder-layout';
+import type { Bf16Matrices, CausalAttention, PrefixAttention } from '../hlo';
 import type { XlaOptions } from '../runtime/xla-options';
 import type { Admission } from './admission';
 import type { JitCacheCounters } from './jit-cache';

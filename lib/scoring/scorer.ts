@@ -6,9 +6,7 @@
 import { ModelConfig } from '../model/config';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
-import { WeightType } from '../hlo/decoder-layout';
-import { checkPrefixAttention, PrefixAttention, prefixAttentionTag } from '../hlo/prefix-attention';
-import { CausalAttention, causalAttentionTag, checkCausalAttention } from '../hlo/attention-causal-chunks';
+import { CausalAttention, checkCausalAttention, checkPrefixAttention, PrefixAttention, WeightType } from '../hlo';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import { Tokenizer } from '../model/tokenizer';
@@ -29,7 +27,7 @@ import { Algorithm, Budget, Ladders, Pass, Plan, ProgramKey, programKeyString, R
 import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './cudnn-pin';
 import { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform';
 import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform-override';
-import { modelAttention } from './attention-forms';
+import { attentionTags, modelAttention } from './attention-forms';
 import { PrefixCache } from './prefix-cache';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResults } from './rerank';
@@ -233,7 +231,8 @@ export class Scorer implements Disposable {
     );
     this.prefixAttention = attention.prefixAttention;
     this.causalAttention = attention.causalAttention;
-    this.attentionNote = [attention.note, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined;
+    const groupedNote = settings.batching === 'cross-request' ? attention.groupedNote : undefined;
+    this.attentionNote = [attention.note, groupedNote, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined;
     this.bf16 = {
       matrices: this.weightType === 'bf16' ? this.weights.bf16Matrices : null,
       products: this.precision === 'bf16' && facts.bf16Products,
@@ -250,7 +249,7 @@ export class Scorer implements Disposable {
       `${this.modelName}-${this.config.architecture}`,
       this.precision,
       { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries },
-      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, bf16Products: facts.bf16Products, xlaOptions: this.xlaOptions },
+      { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: attention.grouped, bf16Products: facts.bf16Products, xlaOptions: this.xlaOptions },
     );
     this.requestContext = {
       vocabSize: this.config.vocabSize,
@@ -543,13 +542,9 @@ export class Scorer implements Disposable {
     return this.client.prefixAttentionKernel ? attentionKernelPaths(this.config.headDim) : null;
   }
 
-  /** The attention forms every pass runs, and why they are not the ones asked for when a model needs that. */
+  /** The attention forms a request's passes run (the form chooser's, attention-forms.ts), and why they are not the ones asked for where they differ. */
   private attentionExplanation(): PlanExplanation['attention'] {
-    return {
-      prefixAttention: prefixAttentionTag(this.prefixAttention),
-      causalAttention: causalAttentionTag(this.causalAttention),
-      ...(this.attentionNote ? { note: this.attentionNote } : {}),
-    };
+    return { ...attentionTags(this), ...(this.attentionNote ? { note: this.attentionNote } : {}) };
   }
 
   /**

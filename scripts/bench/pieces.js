@@ -18,10 +18,9 @@
 // FLOPs: a dot counts 2 per multiply-add; an elementwise or reduction step 1
 // per element it writes or reads (exp counts 1). Dots carry HIGHEST precision
 // like the Scorer's default programs.
-const { buildProgram, nn, lmHeadLabelLogprobs, ModuleBuilder, TensorType } = require('../../dist/hlo');
+const { buildProgram, nn, lmHeadLabelLogprobs, MASKED_SCORE, ModuleBuilder, TensorType } = require('../../dist/hlo');
 
 const OPTIONS = { dotPrecision: 'HIGHEST' };
-const MASKED_SCORE = -1e30;
 const f32 = (dims) => TensorType.f32(dims);
 const s32 = (dims) => TensorType.s32(dims);
 

@@ -5,9 +5,9 @@
  * blocks, so a group's rows are contiguous and a [G x T, ...] array is a [G, T, ...] one.
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { HloBuildError } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { HloBuildError } from '../builder/types';
 
 export class PassRows {
   /** Rows a group: P + N x L. */

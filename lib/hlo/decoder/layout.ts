@@ -19,7 +19,7 @@
  * every other array, so the f32 layout is the one it always was.
  */
 
-import type { RopeScaling } from '../util/rope';
+import type { RopeScaling } from '../../util/rope';
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
 export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
