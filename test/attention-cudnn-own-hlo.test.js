@@ -1,5 +1,5 @@
 'use strict';
-// The cuDNN prefix form with the own keys in StableHLO (lib/hlo/attention-cudnn-forms.ts,
+// The cuDNN prefix form with the own keys in StableHLO (lib/hlo/attention/cudnn-forms.ts,
 // `{ kind: 'cudnn', ownKeys: 'hlo' }`, tags cudnn_ownhlo / cudnnsim_ownhlo;
 // docs/gpu.md "Fused attention through cuDNN"),
 // without a GPU:

@@ -1,5 +1,5 @@
 'use strict';
-// cuDNN fused attention (lib/hlo/attention-cudnn.ts, attention-cudnn-forms.ts),
+// cuDNN fused attention (lib/hlo/attention/cudnn-call.ts, cudnn-forms.ts),
 // without a GPU:
 // - the custom calls the builder emits against JAX 0.11.2's own lowering of
 //   jax.nn.dot_product_attention(implementation='cudnn') for the same shapes

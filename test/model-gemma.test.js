@@ -160,7 +160,7 @@ test('gemma3: items after a 2,100-token query (positions past 2,000), every plan
   // moved the target shape's logprobs by 2.9e-4. Here the tiny model's
   // multipliers (about 1) times 8: with angles formed in f32 this case is
   // 1.4e-4 from the reference, with the tables formed in f64
-  // (lib/hlo/nn.ts, rotaryTables) 1.6e-5.
+  // (lib/hlo/nn/functions.ts, rotaryTables) 1.6e-5.
   const tiny = makeTinyModel('gemma3', 7);
   for (const layer of tiny.weights.layers) for (const n of ['qNorm', 'kNorm']) layer[n] = layer[n].map((v) => 8 * v);
   const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-long'), { dtype: 'F32', config: { max_position_embeddings: 4096 } });

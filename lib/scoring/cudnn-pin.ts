@@ -1,5 +1,5 @@
 /**
- * The cuDNN attention forms (lib/hlo/attention-cudnn.ts) emit a
+ * The cuDNN attention forms (lib/hlo/attention/cudnn-call.ts) emit a
  * backend_config pinned to one release of the CUDA plugin. At load the
  * Scorer reads the loaded plugin's wheel version (beside the plugin file)
  * and writes it into the form, so the builder can refuse a plugin it was not

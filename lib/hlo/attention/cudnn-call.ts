@@ -59,7 +59,7 @@ export interface CudnnAttention {
   /**
    * Items over a prefix only: a pass whose prefill is cuDNN's too computes the prefill rows and the
    * item rows against the prefix keys in one call, the groups of a cross-request pass its batch
-   * (attention-cudnn-forms.ts, queryAndItemsAttentionCudnn; tag suffix `_join`).
+   * (cudnn-forms.ts, queryAndItemsAttentionCudnn; tag suffix `_join`).
    */
   readonly joinPrefill?: boolean;
 }

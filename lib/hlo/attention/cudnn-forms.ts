@@ -1,5 +1,5 @@
 /**
- * Our attention forms on cuDNN's fused attention (attention-cudnn.ts):
+ * Our attention forms on cuDNN's fused attention (cudnn-call.ts):
  *
  * - items over a prefix, factored: each item token attends to the valid
  *   prefix keys (one fused call over all item rows of a query, the padding

@@ -11,7 +11,7 @@ import { HloBuildError, TensorType, formatDims } from '../builder/types';
 import { ScoreShaping } from './score-shaping';
 
 /**
- * How scores are made: the scale, and (attention-window.ts) a sliding
+ * How scores are made: the scale, and (score-shaping.ts) a sliding
  * window and soft-capping. The window and cap are the seam the fused
  * kernels would take them through: today a kernel form given either runs
  * refuses them (prefix-kernel.ts, causal-kernel.ts).

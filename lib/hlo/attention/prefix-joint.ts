@@ -30,7 +30,7 @@ export function itemsOverPrefixAttention(f: FunctionBuilder, x: ItemsOverPrefixI
   // largest tensor of the program before reducing it. A real row always sees
   // its own key, so its max is finite and exp(MASKED_SCORE - max) is exactly 0.
   // A soft cap must see the raw scores: then the mask is a bias added after it
-  // (attention-window.ts), as is a window's, which depends on the item row.
+  // (score-shaping.ts), as is a window's, which depends on the item row.
   const fold = shaping.softcap === undefined;
   const prefixKeyValid = f.lt(f.iota(TensorType.s32([...lead, p]), g), f.broadcastInDim(x.prefixLength, [...lead, p], axes));
   const bias = fold ? f.select(prefixKeyValid, f.full(TensorType.f32([...lead, p]), 0), f.full(TensorType.f32([...lead, p]), MASKED_SCORE)) : f.full(TensorType.f32([...lead, p]), 0);

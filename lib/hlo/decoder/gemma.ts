@@ -1,5 +1,5 @@
 /**
- * The Gemma parts of the decoder's layer loop (transformer.ts): GeGLU, and
+ * The Gemma parts of the decoder's layer loop (layers.ts): GeGLU, and
  * what a layer reads at the loop counter (its window, its RoPE tables, its
  * attention options), so one loop body serves local and global layers.
  */

@@ -9,11 +9,11 @@ import { Bf16Matrices, WeightType } from './layout';
 
 /** Options of the decoder programs: the dot precision, and the element type of the weights on the device. */
 export interface DecoderOptions extends ProgramOptions {
-  /** How the big matrices are stored (decoder-layout.ts); default f32. */
+  /** How the big matrices are stored (layout.ts); default f32. */
   readonly weights?: WeightType;
   /**
    * With bf16 weights: their matrices typed u16 (bits, widened in each layer:
-   * the default) or bf16 on the device (decoder-layout.ts, Bf16Matrices).
+   * the default) or bf16 on the device (layout.ts, Bf16Matrices).
    * A platform fact (lib/scoring/platform.ts).
    */
   readonly bf16Matrices?: Bf16Matrices;
@@ -28,20 +28,21 @@ export interface DecoderOptions extends ProgramOptions {
   readonly bf16Products?: boolean;
   /**
    * How item tokens attend over the prefix keys (fused and extend programs):
-   * the joint softmax (default) or key blocks with an online softmax
-   * (prefix-attention.ts). A platform fact (lib/scoring/platform.ts).
+   * the joint softmax (default) or another form (lib/hlo/attention/prefix.ts),
+   * the one the form chooser gave this pass (lib/scoring/attention-forms.ts).
    */
   readonly prefixAttention?: PrefixAttention;
   /**
    * How the query attends causally to itself (prefill and fused programs): the
-   * whole masked square (default) or query chunks against the keys they see
-   * (attention-causal-chunks.ts). A platform fact (lib/scoring/platform.ts).
+   * whole masked square (default) or another form (lib/hlo/attention/causal.ts),
+   * the one the form chooser gave this pass (lib/scoring/attention-forms.ts).
    */
   readonly causalAttention?: CausalAttention;
 }
 
 /**
- * `_kb256w` for a blocked prefix attention, `_qc4` for chunked causal attention
+ * The attention forms' tags, `_ones_own` or `_ffi` for items over the prefix and `_qc4` or `_cffi` for the
+ * causal attention
  * (where the program has that step), then `_mbf16` for bf16 matrices typed
  * bf16 and `_pbf16` for bf16 products (where they take effect); '' for the
  * defaults, whose program texts never change.
