@@ -162,7 +162,7 @@ function finish(b: FunctionBuilder, s: Shared, itemLengths: HloValue, w: { numer
  * (prefixLength s32[G]) -> [G, N, L, Hq, D], each group against its own prefix.
  */
 export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
-  const { lead, axes, hq, hkv, group, d, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionRows', x);
+  const { lead, axes, hq, hkv, group, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionRows', x);
   const g = lead.length;
   const shaping = checkShaping('itemsOverPrefixAttentionRows', opts);
   const s: Shared = { g, lead, axes, hq, hkv, group, d, l, shift: 'own', ...(shaping.softcap !== undefined ? { softcap: shaping.softcap } : {}) };
@@ -178,7 +178,9 @@ export function itemsOverPrefixAttentionRows(f: FunctionBuilder, x: ItemsOverPre
     masks = { own: causalWindowVisible(f, l, l, 0, shaping.window), ...(visible ? { prefixBias: maskBias(f, visible) } : {}) };
   }
   const kWithBias = f.concatenate([x.prefixK, f.broadcastInDim(bias, [...lead, p, hkv, 1], [...axes, g])], g + 2);
-  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, x.itemQ.dims[g], l, hkv, group, d]);
-  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, x.itemQ.dims[g], l, hkv, group, 1]), 1)], g + 4);
-  return attendItems(f, s, qWithOne, x.itemK, withOnesColumn(f, x.itemV), x.itemLengths, kWithBias, withOnesColumn(f, x.prefixV), masks);
+  const prefixV = withOnesColumn(f, x.prefixV);
+  const qGrouped = f.reshape(f.multiply(x.itemQ, resolveScale(opts, d)), [...lead, n, l, hkv, group, d]);
+  const qWithOne = f.concatenate([qGrouped, f.full(TensorType.f32([...lead, n, l, hkv, group, 1]), 1)], g + 4);
+  const itemV = withOnesColumn(f, x.itemV);
+  return attendItems(f, s, qWithOne, x.itemK, itemV, x.itemLengths, kWithBias, prefixV, masks);
 }
