@@ -42,10 +42,10 @@ export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFo
 export type { ClientOptions, CompileOptions, XlaOptions, DeviceInfo, DType, HostArray, HostArrayOf, PjrtErrorCode, Signature, TensorSpec } from './runtime';
 
 // The programs
-export { programs } from './hlo/programs';
-export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './hlo/programs';
-export type { HloProgram, ProgramTensor } from './hlo/program';
-export { HloBuildError } from './hlo/types';
+export { programs } from './hlo';
+export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './hlo';
+export type { HloProgram, ProgramTensor } from './hlo';
+export { HloBuildError } from './hlo';
 
 // Models
 export { ModelNotFoundError } from './model/default-model';

@@ -133,13 +133,21 @@ test('causal ffi: a later key never reaches an earlier row', async (t) => {
   }
 });
 
-test('causal ffi: grouped calls (cross-request passes) run the StableHLO form; program names differ per form', (t) => {
-  const grouped = buildProgram('causal_ffi_grouped', (f) => {
-    const q = f.param(TensorType.f32([2, 8, 4, 8]), 'q');
-    const k = f.param(TensorType.f32([2, 8, 2, 8]), 'k');
-    return { o: causalPrefix(f, q, k, k, f.param(TensorType.s32([2]), 'n'), KERNEL) };
-  });
-  t.notOk(/custom_call/.test(grouped.text), 'no custom call with validLength s32[2]');
+test('causal ffi: a grouped call (cross-request pass) or a windowed or capped one is refused, not swapped; program names differ per form', (t) => {
+  const grouped = () =>
+    buildProgram('causal_ffi_grouped', (f) => {
+      const q = f.param(TensorType.f32([2, 8, 4, 8]), 'q');
+      const k = f.param(TensorType.f32([2, 8, 2, 8]), 'k');
+      return { o: causalPrefix(f, q, k, k, f.param(TensorType.s32([2]), 'n'), KERNEL) };
+    });
+  t.throws(grouped, /causal attention 'ffi' \(the addon's kernel\) takes one sequence \(validLength s32\[\]\), got validLength tensor<2xi32>/, 'validLength s32[2]: refused');
+  const capped = () =>
+    buildProgram('causal_ffi_capped', (f) => {
+      const q = f.param(TensorType.f32([8, 4, 8]), 'q');
+      const k = f.param(TensorType.f32([8, 2, 8]), 'k');
+      return { o: causalPrefix(f, q, k, k, f.param(TensorType.s32([]), 'n'), KERNEL, { softcap: 50 }) };
+    });
+  t.throws(capped, /causal attention 'ffi' \(the addon's kernel\) takes no sliding window or soft cap/, 'a soft cap: refused');
   const model = { vocabSize: 16, hiddenSize: 64, intermediateSize: 32, numLayers: 1, numHeads: 4, numKvHeads: 2, headDim: 16, ropeTheta: 10000, rmsEps: 1e-5, attentionBias: false, qkNorm: false };
   const prefill = (form) => decoderPrefill(model, { prefix: 8, labels: 2 }, { causalAttention: form }).name;
   const names = ['square', 'qc4', 'ffi'].map((tag) => prefill(parseCausalAttentionTag(tag)));

@@ -1,5 +1,5 @@
 'use strict';
-// The cuDNN prefix form with the own keys in StableHLO (lib/hlo/attention-cudnn-forms.ts,
+// The cuDNN prefix form with the own keys in StableHLO (lib/hlo/attention/cudnn-forms.ts,
 // `{ kind: 'cudnn', ownKeys: 'hlo' }`, tags cudnn_ownhlo / cudnnsim_ownhlo;
 // docs/gpu.md "Fused attention through cuDNN"),
 // without a GPU:
@@ -14,7 +14,7 @@
 const test = require('tape');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag, parseCausalAttentionTag, causalPrefix } = require('../dist/hlo');
-const { checkPrefixAttention } = require('../dist/hlo/prefix-attention');
+const { checkPrefixAttention } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
 const { makeInputs, reference, joinInputs } = require('./helpers/prefix-forms');

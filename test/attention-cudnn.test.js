@@ -1,5 +1,5 @@
 'use strict';
-// cuDNN fused attention (lib/hlo/attention-cudnn.ts, attention-cudnn-forms.ts),
+// cuDNN fused attention (lib/hlo/attention/cudnn-call.ts, cudnn-forms.ts),
 // without a GPU:
 // - the custom calls the builder emits against JAX 0.11.2's own lowering of
 //   jax.nn.dot_product_attention(implementation='cudnn') for the same shapes
@@ -16,7 +16,7 @@ const path = require('node:path');
 const test = require('tape');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, causalPrefix, parsePrefixAttentionTag, parseCausalAttentionTag } = require('../dist/hlo');
-const { fusedAttention, CUDNN_PINNED_PLUGIN } = require('../dist/hlo/attention-cudnn');
+const { fusedAttention, CUDNN_PINNED_PLUGIN } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
 const prefixForms = require('./helpers/prefix-forms');
@@ -135,8 +135,8 @@ test('factored form on the stand-in: prefix part and own part merged by statisti
 });
 
 test('the joined prefill on the stand-in, one group and three: each group\'s [prefill ; items] rows = the float64 factored attention, within 1e-5', async (t) => {
-  const { queryAndItemsAttentionCudnn } = require('../dist/hlo/attention-cudnn-forms');
-  const { PassRows } = require('../dist/hlo/pass-rows');
+  const { queryAndItemsAttentionCudnn } = require('../dist/hlo');
+  const { PassRows } = require('../dist/hlo');
   const [P, N, L, Hq, Hkv, D] = [10, 3, 4, 4, 2, 32];
   const T = P + N * L;
   const next = ref.rng(11);

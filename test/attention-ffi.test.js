@@ -10,13 +10,13 @@
 // the default model's extend program equals the joint form's.
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
+const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
-const { program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
+const { prefixParams, program, makeInputs, reference, extendByForm } = require('./helpers/prefix-forms');
 const { withIsa, withPath, f32Paths } = require('./helpers/kernel-path');
 
 const TOL = 1e-5;
@@ -137,6 +137,54 @@ test('ffi calls the kernel for items of any length (own keys of items over 32 to
   t.end();
 });
 
+test('ffi refuses a grouped call (a cross-request pass) and a windowed or capped one: it never runs another form in its place', (t) => {
+  const c = { P: 8, N: 2, L: 3, Hq: 2, Hkv: 1, D: 8 };
+  const ffi = parsePrefixAttentionTag('ffi');
+  const grouped = () =>
+    buildProgram('ffi_grouped', (f) => {
+      const G = 2;
+      const x = {
+        itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),
+        itemK: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemK'),
+        itemV: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemV'),
+        itemLengths: f.param(TensorType.s32([G, c.N]), 'itemLengths'),
+        prefixK: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixK'),
+        prefixV: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixV'),
+        prefixLength: f.param(TensorType.s32([G]), 'prefixLength'),
+      };
+      return { out: itemsOverPrefix(f, x, ffi) };
+    });
+  t.throws(grouped, /prefix attention 'ffi' \(the addon's kernel\) takes one query/, 'prefixLength s32[2]: refused');
+  const windowed = () =>
+    buildProgram('ffi_windowed', (f) => ({ out: itemsOverPrefix(f, prefixParams(f, c), ffi, { window: f.constant([4], TensorType.s32([])) }) }));
+  t.throws(windowed, /prefix attention 'ffi' \(the addon's kernel\) takes no sliding window or soft cap/, 'a window: refused');
+  t.end();
+});
+
+test("cross-request passes: the form chooser gives them the CPU's StableHLO forms, and their names, keys and explain() say so", async (t) => {
+  const { Scorer } = require('../dist/scoring/scorer');
+  const scorer = await Scorer.load({ diskCache: false, batching: 'cross-request' });
+  try {
+    t.equal(scorer.prefixAttention.kind, 'kernel', 'one request: the prefix kernel');
+    t.equal(scorer.causalAttention.kind, 'kernel', 'one request: the causal kernel');
+    const one = { program: 'decoder_fused', groups: 1, prefix: 16, items: 2, itemLength: 8, labels: 2 };
+    const two = { ...one, groups: 2 };
+    const runner = scorer.runner;
+    t.deepEqual(runner.forms(two), { prefixAttention: { kind: 'rows' }, causalAttention: { kind: 'chunked', queryChunks: 4 } }, 'a pass of 2 queries runs ones_own and qc4');
+    t.ok(/-ffi-cffi$/.test(runner.key(one).model), `one query's key names the kernels (${runner.key(one).model})`);
+    t.ok(/-ones_own-qc4$/.test(runner.key(two).model), `two queries' key names what runs (${runner.key(two).model})`);
+    const text = runner.source(two)();
+    t.notOk(/custom_call/.test(text), 'the grouped program calls no kernel');
+    t.ok(/decoder_fused_g2_p16_n2_l8_b2_ones_own_qc4/.test(text), 'and its name says ones_own and qc4');
+    t.ok(/pjrt_score_prefix_attention/.test(runner.source(one)()), "one query's program calls the kernel");
+    const explained = scorer.explain({ query: 'Is this a fruit? Answer:', items: [' an apple', ' a brick'], labelTokenIds: [9805, 787] });
+    t.deepEqual([explained.attention.prefixAttention, explained.attention.causalAttention], ['ffi', 'ffi'], 'explain(): one request runs the kernels');
+    t.match(explained.attention.note, /a pass shared by several requests runs ones_own and qc4: the addon's kernels take one query/, 'and the note says what shared passes run');
+  } finally {
+    scorer.dispose();
+  }
+});
+
 test('hostile shapes at the handler: a clear error, and the client goes on', async (t) => {
   const { f32, s32 } = TensorType;
   const good = () => [
@@ -219,7 +267,7 @@ test('a client without the kernels (PJRT_SCORE_KERNELS=off, as a plugin without 
   t.equal(out.kernel, false, 'client.prefixAttentionKernel is false');
   t.notOk(out.loaded, 'Scorer.load with prefixAttention ffi does not load');
   t.match(out.refused, /prefixAttention 'ffi' .* needs a CPU plugin whose FFI extension registers handlers/, `refused: ${out.refused}`);
-  t.deepEqual(out.defaultForm, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, 'the platform default (a StableHLO form) is chosen');
+  t.deepEqual(out.defaultForm, { kind: 'rows' }, 'the platform default (a StableHLO form, ones_own) is chosen');
   t.notOk(out.causalLoaded, 'Scorer.load with causalAttention ffi does not load');
   t.match(out.causalRefused, /causalAttention 'ffi' .* needs a CPU plugin whose FFI extension registers handlers/, `refused: ${out.causalRefused}`);
   t.deepEqual(out.defaultCausal, { kind: 'chunked', queryChunks: 4 }, 'the causal default falls back to the StableHLO form (qc4)');

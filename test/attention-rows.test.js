@@ -1,11 +1,12 @@
 'use strict';
-// Items-over-prefix attention with row chunks and the denominator from the
-// value GEMM (lib/hlo/attention-rows.ts), on the real CPU plugin: against the
+// Items-over-prefix attention in the rows form (`ones_own`: the denominator
+// from the value GEMM, the own keys' max as the shift;
+// lib/hlo/attention/prefix-rows.ts), on the real CPU plugin: against the
 // float64 JS reference and the joint form (within 1e-5 relative) on odd
-// sizes (item counts that are not whole chunks, padding keys, L = 1, GQA,
-// empty items), padding rows exactly 0, masked keys with weight exactly 0 and
-// items isolated bit for bit, the grouped (G-axis) call, and the default
-// model's extend program and Scorer against the joint form.
+// sizes (padding keys, L = 1, GQA, empty items, prefix scores that overflow
+// the own-max shift), padding rows exactly 0, masked keys with weight exactly
+// 0 and items isolated bit for bit, the grouped (G-axis) call, and the
+// default model's extend program and Scorer against the joint form.
 const test = require('tape');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
@@ -17,14 +18,13 @@ const { program, makeInputs, reference, assertExtendMatchesJoint, joinInputs } =
 const TOL = 1e-5;
 let client;
 
-// The joint form first, then row forms by tag: one chunk (ones column; reduce-sum), chunks of 1, 2 and 4
-// items unrolled and in a while loop, with each denominator, and shifted by the own keys' max (_own).
-const TAGS = ['joint', 'ones', 'rsum', 'rdot', 'rc1u', 'rc2u', 'rc2w', 'rc4w', 'rc2us', 'rc2ws', 'rc2ud', 'ones_own', 'rsum_own', 'rdot_own', 'rc2u_own', 'rc2w_own', 'rc2ws_own', 'rc2wd_own'];
+// The joint form first, then the rows form.
+const TAGS = ['joint', 'ones_own'];
 const FORMS = TAGS.map(parsePrefixAttentionTag);
 
 const runAll = (prog, inputs) => runProgram(client, prog, inputs);
 
-// Item counts that are not whole chunks of 2 or 4, padding keys, L = 1, empty items, GQA, an empty prefix.
+// Padding keys, L = 1, empty items, GQA, an empty prefix.
 const CASES = [
   { name: 'N=3, P=13, 2 padding keys, GQA 3', P: 13, prefixLength: 11, N: 3, L: 4, itemLengths: [4, 2, 0], Hq: 6, Hkv: 2, D: 8 },
   { name: 'L=1, one item, P=9 all valid', P: 9, prefixLength: 9, N: 1, L: 1, itemLengths: [1], Hq: 2, Hkv: 2, D: 4 },
@@ -66,19 +66,20 @@ test('setup: CPU client', async (t) => {
   t.equal(client.platformName, 'cpu');
 });
 
-test('row-chunking tags round-trip, and bad forms are build errors', (t) => {
+test('the rows form: its tag round-trips, the removed variants are build errors', (t) => {
   for (const tag of TAGS) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
-  t.throws(() => parsePrefixAttentionTag('rc0u'), /is not joint/);
+  for (const tag of ['rc2w', 'ones', 'rsum', 'rdot_own', 'kb256w']) t.throws(() => parsePrefixAttentionTag(tag), /is not joint, ones_own/, `${tag}: not a form`);
   const c = { P: 4, N: 1, L: 2, Hq: 2, Hkv: 1, D: 4 };
-  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 0, loop: 'while', denominator: 'values' }]), /itemsPerChunk must be a positive integer or absent, got 0/);
-  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 2, loop: 'sometimes', denominator: 'values' }]), /loop must be 'while' or 'unrolled'/);
-  t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'guess' }]), /denominator must be 'values', 'reduce' or 'dot'/);
-  t.throws(() => program(c, [{ kind: 'rows', loop: 'while', denominator: 'values', shift: 'min' }]), /shift must be 'max' or 'own'/);
+  t.throws(() => program(c, [{ kind: 'rows', itemsPerChunk: 2, loop: 'while', denominator: 'values' }]), /'rows' takes no itemsPerChunk \(got 2\)/);
+  t.throws(() => program(c, [{ kind: 'rows', denominator: 'reduce' }]), /'rows' takes no denominator \(got "reduce"\)/);
+  t.throws(() => program(c, [{ kind: 'rows', shift: 'max' }]), /'rows' takes no shift/);
+  t.throws(() => program(c, [{ kind: 'blocked', keyBlock: 4, loop: 'while' }]), /prefix attention kind must be 'joint', 'rows', 'kernel' or 'cudnn', got "blocked"/);
+  t.doesNotThrow(() => program(c, [{ kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }]), 'the form spelled out in full (its one set of values) is taken');
   t.end();
 });
 
 CASES.forEach((c, ci) => {
-  test(`row forms equal the reference and the joint form: ${c.name}`, async (t) => {
+  test(`the rows form equals the reference and the joint form: ${c.name}`, async (t) => {
     const inputs = makeInputs(900 + ci, c);
     if (c.hot) {
       for (let i = 0; i < c.prefixLength * c.Hkv * c.D; i++) inputs[4][i] *= c.hot;
@@ -105,7 +106,7 @@ CASES.forEach((c, ci) => {
   });
 });
 
-test('row forms: masked prefix keys have weight exactly 0, and items never change each other', async (t) => {
+test('the rows form: masked prefix keys have weight exactly 0, and items never change each other', async (t) => {
   const c = CASES[0];
   const tags = TAGS.slice(1);
   const prog = program(c, tags.map(parsePrefixAttentionTag));
@@ -135,7 +136,7 @@ test('row forms: masked prefix keys have weight exactly 0, and items never chang
   });
 });
 
-test('row forms, grouped (prefixLength s32[G]): each group equals the reference alone', async (t) => {
+test('the rows form, grouped (prefixLength s32[G]): each group equals the reference alone', async (t) => {
   const c = { P: 11, N: 3, L: 3, Hq: 4, Hkv: 2, D: 4 };
   const groups = [
     { ...c, prefixLength: 9, itemLengths: [3, 1, 2] },
@@ -144,7 +145,7 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
   const inputs = groups.map((gc, i) => makeInputs(170 + i, gc));
   const joined = (k) => joinInputs(inputs, k);
   const G = groups.length;
-  const tags = ['ones', 'rc2u', 'rc2w', 'rc2ws', 'rc2w_own', 'ones_own', 'rdot_own'];
+  const tags = ['ones_own'];
   const prog = buildProgram('items_over_prefix_rows_grouped', (f) => {
     const x = {
       itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),
@@ -168,19 +169,19 @@ test('row forms, grouped (prefixLength s32[G]): each group equals the reference 
   });
 });
 
-test('default model: extend with row forms equals the joint extend within 5e-5 relative', async (t) => {
-  // The CPU's StableHLO default (ones_own: grouped passes and long items) and a chunked while loop.
-  await assertExtendMatchesJoint(t, client, ['ones_own', 'rc2w'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
+test('default model: extend in the rows form equals the joint extend within 5e-5 relative', async (t) => {
+  // The CPU's StableHLO default (ones_own: the kernels off, grouped passes, windowed or capped models).
+  await assertExtendMatchesJoint(t, client, ['ones_own'].map(parsePrefixAttentionTag), [5, 1, 3, 5, 0]);
 });
 
-test('Scorer: a row form gives the joint form\'s scores within 5e-5 relative', async (t) => {
+test('Scorer: the rows form gives the joint form\'s scores within 5e-5 relative', async (t) => {
   const { Scorer } = require('../dist/scoring/scorer');
-  await Scorer.load({ prefixAttention: { kind: 'rows', itemsPerChunk: -1, loop: 'while', denominator: 'values' } }).then(
-    () => t.fail('a bad chunk must be refused'),
-    (error) => t.ok(error instanceof TypeError && /itemsPerChunk must be a positive integer or absent, got -1/.test(error.message), `refused: ${error.message}`),
+  await Scorer.load({ prefixAttention: { kind: 'rows', itemsPerChunk: 2, loop: 'while', denominator: 'values' } }).then(
+    () => t.fail('a removed variant must be refused'),
+    (error) => t.ok(error instanceof TypeError && /'rows' takes no itemsPerChunk/.test(error.message), `refused: ${error.message}`),
   );
   const joint = await Scorer.load({ diskCache: false, prefixAttention: { kind: 'joint' } });
-  const rows = await Scorer.load({ diskCache: false, prefixAttention: parsePrefixAttentionTag('rc2u') });
+  const rows = await Scorer.load({ diskCache: false, prefixAttention: parsePrefixAttentionTag('ones_own') });
   const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe', ' a stone'], labelTokenIds: [9805, 787] };
   // The prefix plan: the option reaches the programs (the packed plan's fused program takes the same form).
   for (const algorithm of ['prefix']) {
@@ -188,7 +189,7 @@ test('Scorer: a row form gives the joint form\'s scores within 5e-5 relative', a
     const b = await rows.score({ ...request, algorithm });
     t.equal(b.algorithm, algorithm);
     const { ok, worst } = ref.closeProbabilities(b.scores.flat(), a.scores.flat());
-    t.ok(ok, `${algorithm}: rc2u within 5e-5 relative of joint (worst ${worst.toFixed(3)} of the bound)`);
+    t.ok(ok, `${algorithm}: ones_own within 5e-5 relative of joint (worst ${worst.toFixed(3)} of the bound)`);
   }
   joint.dispose();
   rows.dispose();

@@ -15,7 +15,7 @@ const GPU_SCRIPTS = path.join(__dirname, '..', 'scripts', 'lab', 'gpu');
 test('bench:gpu runs pjrt-score on a tiny random model and prints one table', (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-bench-gpu-'));
   try {
-    const r = spawnSync(process.execPath, [SCRIPT, '--preset', 'qwen3_tiny', '--peers', 'none', '--configs', 'highest/f32,highest/f32/kb8w/qc2+cross-request', '--repeats', '1', '--dir', dir], {
+    const r = spawnSync(process.execPath, [SCRIPT, '--preset', 'qwen3_tiny', '--peers', 'none', '--configs', 'highest/f32,highest/f32/ones_own/qc2+cross-request', '--repeats', '1', '--dir', dir], {
       encoding: 'utf8',
       maxBuffer: 1 << 24,
     });
@@ -41,17 +41,17 @@ test('bench:gpu runs pjrt-score on a tiny random model and prints one table', (t
       serial.forEach((s, i) => s.forEach((v, l) => (max = Math.max(max, Math.abs(v - row('target', plan).scores[0][i][l])))));
       t.ok(max <= 1e-4, `${plan} equals serial within 1e-4 (max ${max.toExponential(1)})`);
     }
-    // The second configuration names attention forms by tag (key blocks of 8 in a while loop, 2 query chunks):
+    // The second configuration names attention forms by tag (the rows form, 2 query chunks):
     // its plans against the first configuration's serial plan.
-    t.equal(results.runs[1].config.name, 'highest/f32/kb8w/qc2+cross-request', 'a configuration may name its attention forms and batching');
+    t.equal(results.runs[1].config.name, 'highest/f32/ones_own/qc2+cross-request', 'a configuration may name its attention forms and batching');
     const formRows = results.runs[1].result.rows;
     for (const plan of ['packed', 'prefix']) {
       const other = formRows.find((x) => x.workload === 'target' && x.method === plan).scores[0];
       let max = 0;
       serial.forEach((s, i) => s.forEach((v, l) => (max = Math.max(max, Math.abs(v - other[i][l])))));
-      t.ok(max <= 1e-4, `kb8w/qc2 ${plan} equals the joint/square serial within 1e-4 (max ${max.toExponential(1)})`);
+      t.ok(max <= 1e-4, `ones_own/qc2 ${plan} equals the joint/square serial within 1e-4 (max ${max.toExponential(1)})`);
     }
-    t.deepEqual([formRows[0].prefixAttention, formRows[0].causalAttention], [{ kind: 'blocked', keyBlock: 8, loop: 'while' }, { kind: 'chunked', queryChunks: 2 }], 'the run used the forms it was given');
+    t.deepEqual([formRows[0].prefixAttention, formRows[0].causalAttention], [{ kind: 'rows' }, { kind: 'chunked', queryChunks: 2 }], 'the run used the forms it was given');
     // Its 8 concurrent callers ran with cross-request batching: fewer passes than requests, each request's
     // scores those of the first configuration's one-at-a-time run.
     const batched = formRows.find((x) => x.workload === 'pr' && x.method === '8-concurrent');

@@ -7,7 +7,7 @@
 //   Gemma 2 (local/global alternating with a window of 4, attention and final
 //   soft caps), and a Mistral directory with a window on every layer: every
 //   plan (serial, packed, prefix) in the CPU's attention forms, the GPU's
-//   (joint, square), row chunks in a while loop and the blocked form, within
+//   (joint, square), and the rows form with 3 query chunks or the square, within
 //   1e-4 of a float64 numpy forward pass of the same weights that runs each
 //   item alone as query + item (test/helpers/decoder_reference.py), the
 //   query longer than the windows; serial within 1e-4 of packed and prefix;
@@ -44,9 +44,9 @@ const JOINT_SQUARE = { prefixAttention: { kind: 'joint' }, causalAttention: { ki
 const FORMS = {
   gemma3: {
     'joint+square': JOINT_SQUARE,
-    'rc2w+qc3': { prefixAttention: { kind: 'rows', itemsPerChunk: 2, loop: 'while', denominator: 'reduce' }, causalAttention: { kind: 'chunked', queryChunks: 3 } },
+    'ones_own+qc3': { prefixAttention: { kind: 'rows' }, causalAttention: { kind: 'chunked', queryChunks: 3 } },
   },
-  gemma2: { 'joint+square': JOINT_SQUARE, 'kb4w (runs rows)': { prefixAttention: { kind: 'blocked', keyBlock: 4, loop: 'while' } } },
+  gemma2: { 'joint+square': JOINT_SQUARE, 'ones_own+square': { prefixAttention: { kind: 'rows' }, causalAttention: { kind: 'square' } } },
 };
 
 function maxDiff(a, b) {
@@ -160,7 +160,7 @@ test('gemma3: items after a 2,100-token query (positions past 2,000), every plan
   // moved the target shape's logprobs by 2.9e-4. Here the tiny model's
   // multipliers (about 1) times 8: with angles formed in f32 this case is
   // 1.4e-4 from the reference, with the tables formed in f64
-  // (lib/hlo/nn.ts, rotaryTables) 1.6e-5.
+  // (lib/hlo/nn/functions.ts, rotaryTables) 1.6e-5.
   const tiny = makeTinyModel('gemma3', 7);
   for (const layer of tiny.weights.layers) for (const n of ['qNorm', 'kNorm']) layer[n] = layer[n].map((v) => 8 * v);
   const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-long'), { dtype: 'F32', config: { max_position_embeddings: 4096 } });

@@ -9,7 +9,7 @@ const { choosePrecision } = require('../dist/scoring/platform/precision-choice')
 const { platformFacts, defaultPrefixAttention, defaultCausalAttention } = require('../dist/scoring/platform');
 const { isCudnnPinnedPlugin, unpinnedPluginNote } = require('../dist/scoring/platform/cudnn-pin');
 const { bucketLadder, bucketFor } = require('../dist/scoring/planning/buckets');
-const { CUDNN_PINNED_PLUGIN } = require('../dist/hlo/attention-cudnn');
+const { CUDNN_PINNED_PLUGIN } = require('../dist/hlo');
 
 test("precision 'auto' is bf16 on cuda (measured there), highest on a platform with no measurement; asked precisions pass through", (t) => {
   const cuda = choosePrecision('auto', 'cuda', null);

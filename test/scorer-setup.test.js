@@ -105,7 +105,7 @@ test('the pass budget: the profile, shrunk to a small device, under the budget o
 test('precision and attention forms by platform', (t) => {
   const cpu = setup();
   t.equal(cpu.precisionChoice.precision, 'highest', 'CPU, highest asked: highest');
-  t.deepEqual([cpu.prefixAttention, cpu.causalAttention], [{ kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, { kind: 'chunked', queryChunks: 4 }], 'CPU without the kernels: ones_own rows, 4 query chunks');
+  t.deepEqual([cpu.prefixAttention, cpu.causalAttention], [{ kind: 'rows' }, { kind: 'chunked', queryChunks: 4 }], 'CPU without the kernels: ones_own rows, 4 query chunks');
   t.equal(cpu.attentionNote, undefined, 'no note');
   const kernels = setup({ plugin: plugin('cpu', { prefixAttentionKernel: true }) });
   t.deepEqual([kernels.prefixAttention, kernels.causalAttention], [{ kind: 'kernel' }, { kind: 'kernel' }], 'CPU with the kernels registered: the kernels');

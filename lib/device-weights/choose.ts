@@ -7,7 +7,7 @@
  * norm (the peers run in it), so it comes first there.
  */
 import * as os from 'node:os';
-import { DecoderDims, decoderWeightSpecs, int8Unsupported, WeightType } from '../hlo/decoder-layout';
+import { DecoderDims, decoderWeightSpecs, int8Unsupported, WeightType } from '../hlo';
 import { notableCpuFlags } from '../runtime/host-cpu';
 import { elementCount } from '../util/dims';
 import { ELEMENT_TYPES } from '../util/element-types';

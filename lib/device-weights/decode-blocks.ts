@@ -10,9 +10,7 @@
  * to [N, groups, L, R], shifted by each of S amounts into [N, groups, S, L, R]
  * and flattened, which lists the elements in the order the block stores them.
  */
-import { FunctionBuilder } from '../hlo/builder';
-import { HloValue } from '../hlo/core';
-import { TensorType } from '../hlo/types';
+import { FunctionBuilder, HloValue, TensorType } from '../hlo';
 import { GgmlType, ggmlTypeLayout, ggmlTypeName, IQ4_VALUES } from '../model/gguf-types';
 
 /** Bytes [from, to) of each block: [N, to - from, R]. */

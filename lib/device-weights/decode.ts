@@ -13,11 +13,7 @@
  * (the blocks in decode-blocks.ts), so the arrays are bit-equal to the host
  * path's (test/weights-decode.test.js, test/quant-types.test.js).
  */
-import { FunctionBuilder } from '../hlo/builder';
-import { HloValue } from '../hlo/core';
-import { DecoderWeightSpec, INT8_BLOCK, WeightType } from '../hlo/decoder-layout';
-import { buildProgram, HloProgram } from '../hlo/program';
-import { TensorType } from '../hlo/types';
+import { buildProgram, DecoderWeightSpec, FunctionBuilder, HloProgram, HloValue, INT8_BLOCK, TensorType, WeightType } from '../hlo';
 import { DEQUANTIZABLE_TYPES, GgmlType, ggmlTypeLayout, ggmlTypeName } from '../model/gguf-types';
 import { dequantizeBlocks } from './decode-blocks';
 

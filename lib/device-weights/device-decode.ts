@@ -3,7 +3,7 @@
  * reads go to the device as their raw rows (u8) and a decode program turns
  * them into the weight type there, so the host never holds them in f32.
  */
-import { DecoderWeightSpec } from '../hlo/decoder-layout';
+import { DecoderWeightSpec } from '../hlo';
 import { StoredMatrix, WeightReader } from '../model/weights-reader';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { Executable } from '../runtime/executable';

@@ -5,7 +5,7 @@
  * per INT8_BLOCK input elements), then uploaded. The path of vectors,
  * safetensors and weights already in memory.
  */
-import { DecoderWeightName, DecoderWeightSpec, HostLayerName, INT8_BLOCK, WeightType } from '../hlo/decoder-layout';
+import { DecoderWeightName, DecoderWeightSpec, HostLayerName, INT8_BLOCK, WeightType } from '../hlo';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, WeightReader } from '../model/weights-reader';
 import { DeviceBuffer } from '../runtime/device-buffer';

@@ -1,7 +1,7 @@
 /**
  * lib/device-weights: a model's weights on the device. Turns the model
  * room's host weights into the arrays the decoder programs take (the layout
- * in hlo/decoder-layout.ts), in the weight type asked for, and uploads them
+ * in hlo/decoder/layout.ts), in the weight type asked for, and uploads them
  * once per client, one array at a time.
  * May import: model (config, host weights, readers), hlo (the layout),
  * runtime (Client, DeviceBuffer), util.

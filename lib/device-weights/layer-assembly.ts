@@ -3,9 +3,7 @@
  * where it can, else built on the host) and joined on the device, so no
  * whole-array copy is held on the host or staged (see ASSEMBLE_BYTES).
  */
-import { DecoderWeightSpec } from '../hlo/decoder-layout';
-import { buildProgram } from '../hlo/program';
-import { TensorType } from '../hlo/types';
+import { buildProgram, DecoderWeightSpec, TensorType } from '../hlo';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { Executable } from '../runtime/executable';
 import { elementCount } from '../util/dims';

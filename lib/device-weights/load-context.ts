@@ -3,8 +3,7 @@
  * the weight type, the programs it runs (decodes, joins), the scratch
  * memory raw rows are read into, and the clock that times each step.
  */
-import { WeightType } from '../hlo/decoder-layout';
-import { HloProgram } from '../hlo/program';
+import { HloProgram, WeightType } from '../hlo';
 import { WeightReader } from '../model/weights-reader';
 import { Client } from '../runtime/client';
 import { DeviceBuffer } from '../runtime/device-buffer';

@@ -1,6 +1,6 @@
 /**
  * Weight upload: host weights (Hugging Face orientation) -> the device arrays
- * the decoder programs take, as lib/hlo/decoder-layout.ts declares them
+ * the decoder programs take, as lib/hlo/decoder/layout.ts declares them
  * (per-layer arrays stacked over layers, matrices [in, out], q|k|v and
  * gate|up fused), in the weight type asked for (f32, bf16, int8 with
  * one scale per INT8_BLOCK input elements). Uploaded once; every execution passes the
@@ -10,7 +10,7 @@
  * array is built, uploaded and dropped before the next, largest first, so
  * peak host memory is about the device arrays plus one array being built.
  */
-import { Bf16Matrices, DecoderWeightSpec, decoderWeightSpecs, MatrixName, WeightType } from '../hlo/decoder-layout';
+import { Bf16Matrices, DecoderWeightSpec, decoderWeightSpecs, MatrixName, WeightType } from '../hlo';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';

@@ -1,50 +1,28 @@
 /**
- * lib/hlo: a typed StableHLO text builder and the programs built with it.
+ * lib/hlo: a typed StableHLO text builder and the programs built with it
+ * (docs/design.md "Rooms": its sub-rooms and what each may import).
  *
- * Builder: `ModuleBuilder` -> `FunctionBuilder` (params, ops, regions, loops,
- * return) -> MLIR text. `buildProgram` wraps that into an `HloProgram` with
- * input/output descriptions and a hash. `nn` holds softmax/logsumexp/rmsNorm.
- * Programs: `programs.maskedAttention`, `programs.lmHeadGather`; their cores
- * (`maskedAttentionDense`, `maskedAttentionFactored`, `lmHeadGather`, ...) are
- * exported for use inside bigger programs (the transformer). The decoder's
- * device weight layout is declared in decoder-layout.ts.
+ * - builder/: `ModuleBuilder` -> `FunctionBuilder` (params, ops, regions,
+ *   loops, return) -> MLIR text; `buildProgram` wraps that into an
+ *   `HloProgram` with input/output descriptions and a hash;
+ * - nn/: softmax, logsumexp, rmsNorm, RoPE (`nn`), the LM head;
+ * - attention/: the attention forms, and the dispatchers that build the form
+ *   they are given or refuse it (which form a pass runs is the scoring room's
+ *   decision, lib/scoring/attention-forms.ts);
+ * - decoder/: the decoder programs (fused, prefill, extend) and the device
+ *   weight layout.
+ * programs.ts: `programs.maskedAttention`, `programs.lmHeadGather`; their
+ * cores (`maskedAttentionDense`, `maskedAttentionFactored`, `lmHeadGather`,
+ * ...) are exported for use inside bigger programs.
+ * Other rooms import this index, not the files under it.
  * May import: util only (programs are text; nothing here touches a device).
  */
 
-export { HloBuildError, TensorType, tensorType } from './types';
-export type { HloElementType } from './types';
-export { HloValue } from './core';
-export type { Operand } from './core';
-export { FunctionBuilder, ModuleBuilder } from './builder';
-export type { ComparisonDirection } from './ops-elementwise';
-export type { GatherDims } from './ops-shape';
-export type { DotDims } from './ops-dot';
-export type { ForLoopOptions } from './control-flow';
-export * as nn from './nn';
-export { buildProgram } from './program';
-export type { HloProgram, ProgramTensor } from './program';
-export { DUMP_ENV as HLO_DUMP_ENV } from './dump';
-export {
-  causalPrefixAttention,
-  denseSegmentMask,
-  itemsOverPrefixAttention,
-  maskedAttentionDense,
-  maskedAttentionFactored,
-} from './attention';
-export type { AttentionOptions, FactoredAttentionInputs, ItemsOverPrefixInputs } from './attention';
-export { itemsOverPrefixAttentionBlocked } from './attention-blocked';
-export { itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } from './prefix-attention';
-export type { PrefixAttention } from './prefix-attention';
-export { itemsOverPrefixAttentionRows } from './attention-rows';
-export type { RowChunking } from './attention-rows';
-export { causalPrefix, causalPrefixAttentionChunked, causalAttentionTag, parseCausalAttentionTag } from './attention-causal-chunks';
-export { causalPrefixAttentionKernel } from './attention-causal-ffi';
-export type { CausalAttention } from './attention-causal-chunks';
-export { LOG_NORMALIZER_LABEL, lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
-export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';
+export { FunctionBuilder, HloBuildError, HloValue, ModuleBuilder, TensorType, buildProgram, tensorType } from './builder';
+export type { ComparisonDirection, DotDims, ForLoopOptions, GatherDims, HloElementType, HloProgram, Operand, ProgramTensor } from './builder';
+export { DUMP_ENV as HLO_DUMP_ENV } from './builder';
+export * from './nn';
+export * from './attention';
+export * from './decoder';
 export { programs } from './programs';
 export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, MaskedAttentionDims } from './programs';
-export { decoderExtend, decoderFused, decoderPrefill } from './transformer';
-export type { ExtendShape, FactoredDecoderShape, PrefillShape } from './transformer';
-export { decoderWeightSpecs, qkvWidth } from './decoder-layout';
-export type { DecoderDims, DecoderWeightName, DecoderWeightSpec, HostGlobalName, HostLayerName, LayerPart, WeightSource } from './decoder-layout';

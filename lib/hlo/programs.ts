@@ -3,9 +3,8 @@
  */
 
 import { AttentionOptions, maskedAttentionDense, maskedAttentionFactored } from './attention';
-import { lmHeadGather as buildLmHeadGather } from './lm-head';
-import { HloProgram, buildProgram } from './program';
-import { HloBuildError, TensorType } from './types';
+import { lmHeadGather as buildLmHeadGather } from './nn';
+import { HloBuildError, HloProgram, TensorType, buildProgram } from './builder';
 
 export interface AttentionHeads extends AttentionOptions {
   queryHeads: number;

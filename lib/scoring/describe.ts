@@ -2,10 +2,9 @@
  * What a Scorer says of itself: the plan explanation explain() returns, and
  * the load log's event (docs/design.md, 'Threads' for its thread counts).
  */
-import { prefixAttentionTag } from '../hlo/prefix-attention';
-import { causalAttentionTag } from '../hlo/attention-causal-chunks';
 import { kernelThreads } from '../runtime/kernel-paths';
 import { Pass, programKeyString } from './planning/plan';
+import { attentionTags } from './platform/attention-forms';
 import type { PlanChoice } from './planning/selector';
 import type { LoadedParts } from './load';
 import type { Scorer } from './scorer';
@@ -15,12 +14,8 @@ import type { PlanExplanation } from './scorer-types';
 export function planExplanation(choice: PlanChoice, scorer: Scorer): PlanExplanation {
   const { precisionChoice: precision, xlaOptions } = scorer;
   const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
-  // The attention forms every pass runs, and why they are not the ones asked for when a model needs that.
-  const attention = {
-    prefixAttention: prefixAttentionTag(scorer.prefixAttention),
-    causalAttention: causalAttentionTag(scorer.causalAttention),
-    ...(scorer.attentionNote ? { note: scorer.attentionNote } : {}),
-  };
+  // The attention forms a request's passes run (the form chooser's), and why they are not the ones asked for where they differ.
+  const attention = { ...attentionTags(scorer), ...(scorer.attentionNote ? { note: scorer.attentionNote } : {}) };
   return {
     algorithm: choice.plan.algorithm,
     precision: precision.precision,

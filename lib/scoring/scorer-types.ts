@@ -3,9 +3,7 @@
  * its counters. Kept apart from the Scorer (scorer.ts) so the contract reads
  * on its own (docs/scorer-api.md).
  */
-import type { CausalAttention } from '../hlo/attention-causal-chunks';
-import type { PrefixAttention } from '../hlo/prefix-attention';
-import type { Bf16Matrices } from '../hlo/decoder-layout';
+import type { Bf16Matrices, CausalAttention, PrefixAttention } from '../hlo';
 import type { XlaOptions } from '../runtime/xla-options';
 import type { Admission } from './execution/admission';
 import type { JitCacheCounters } from './execution/jit-cache';
@@ -43,9 +41,9 @@ export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
   /** Per-pass memory budget. */
   readonly budget?: Partial<Budget>;
   /**
-   * How item tokens attend over the query's keys: `{ kind: 'joint' }` or
-   * `{ kind: 'blocked', keyBlock, loop: 'while' | 'unrolled' }` (key blocks
-   * with an online softmax), `{ kind: 'kernel' }` (the addon's fused kernel,
+   * How item tokens attend over the query's keys: `{ kind: 'joint' }`,
+   * `{ kind: 'rows' }` (the joint softmax with fewer passes over the scores,
+   * tag `ones_own`), `{ kind: 'kernel' }` (the addon's fused kernel,
    * where the client registered it; else load fails with a TypeError),
    * `{ kind: 'cudnn', ownKeys?: 'cudnn' | 'hlo', joinPrefill?: boolean }` (cuDNN's fused attention on
    * the pinned CUDA plugin, docs/gpu.md). Default: the platform's (platform/profiles.ts),
@@ -131,8 +129,9 @@ export interface PlanExplanation {
   /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
   readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
   /**
-   * The attention forms of every pass (tags: lib/hlo/prefix-attention.ts, attention-causal-chunks.ts) and, for
-   * a model with sliding windows or soft-capped scores, why the fused kernels are not among them.
+   * The attention forms the request's passes run (the form chooser's, lib/scoring/attention-forms.ts; tags:
+   * lib/hlo/attention/prefix.ts, causal.ts) and, where they are not the ones asked for (a model with sliding
+   * windows or soft-capped scores; passes shared by several requests), why.
    */
   readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
   /** How bf16 weights and products are typed in every pass. */

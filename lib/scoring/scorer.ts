@@ -8,9 +8,7 @@
 import { ModelConfig } from '../model/config';
 import type { DeviceWeights } from '../device-weights/upload';
 import type { WeightTypeChoice } from '../device-weights/choose';
-import { WeightType } from '../hlo/decoder-layout';
-import { PrefixAttention } from '../hlo/prefix-attention';
-import { CausalAttention } from '../hlo/attention-causal-chunks';
+import { CausalAttention, PrefixAttention, WeightType } from '../hlo';
 import { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { DisposedError } from '../runtime/errors';
@@ -126,7 +124,7 @@ export class Scorer implements Disposable {
     const takeAlong = crossRequest ? 'all' : settings.coalesce ? 'same-query' : 'none';
     const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
     this.queue = new AdmissionQueue({ queueSize: settings.queueSize, takeAlong, ...limits }, (jobs) => this.runTurn(jobs));
-    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, bf16Products: facts.bf16Products, xlaOptions: this.xlaOptions };
+    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: setup.grouped, bf16Products: facts.bf16Products, xlaOptions: this.xlaOptions };
     const jit = { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries };
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, jit, forms);
     this.turns = new TurnExecutor({ runner: this.runner, prefixCache: this.prefixCache, sizing: setup.sizing, assertLive: () => this.assertLive(), isIdle: () => this.queue.isIdle() });

@@ -9,10 +9,9 @@
 import type { ModelConfig } from '../model/config';
 import type { KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
-import { checkPrefixAttention, PrefixAttention } from '../hlo/prefix-attention';
-import { CausalAttention, checkCausalAttention } from '../hlo/attention-causal-chunks';
-import type { Bf16Matrices, WeightType } from '../hlo/decoder-layout';
-import { modelAttention } from './attention-forms';
+import { CausalAttention, checkCausalAttention, checkPrefixAttention, PrefixAttention } from '../hlo';
+import type { Bf16Matrices, WeightType } from '../hlo';
+import { AttentionPair, modelAttention } from './platform/attention-forms';
 import { scorerLadders } from './planning/ladders';
 import type { Ladders, Sizing } from './planning/plan';
 import { costModelFor, CostModel } from './planning/selector';
@@ -86,7 +85,7 @@ export function loadFacts(platformName: string, override: PlatformFactsOverride,
 export interface SetupInput {
   readonly config: ModelConfig;
   /** The options, their attention forms bound to the plugin (bindAttentionForms). */
-  readonly options: Pick<ScorerOptions, 'prefixAttention' | 'causalAttention' | 'budget'>;
+  readonly options: Pick<ScorerOptions, 'prefixAttention' | 'causalAttention' | 'budget' | 'batching'>;
   readonly precision: PrecisionOption;
   readonly plugin: PluginFacts;
   /** The attention kernels' paths for the model's head dim where the plugin registered them, else null. */
@@ -110,7 +109,9 @@ export interface ScorerSetup {
   readonly precisionChoice: PrecisionChoice;
   readonly prefixAttention: PrefixAttention;
   readonly causalAttention: CausalAttention;
-  /** Why the attention forms differ from the ones asked for, or undefined. */
+  /** The forms of a pass of several queries (a cross-request pass; platform/attention-forms.ts). */
+  readonly grouped: AttentionPair;
+  /** Why the attention forms differ from the ones asked for (and, under cross-request batching, a shared pass's), or undefined. */
   readonly attentionNote: string | undefined;
   readonly bf16: Bf16Typing;
 }
@@ -146,7 +147,8 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     precisionChoice,
     prefixAttention: attention.prefixAttention,
     causalAttention: attention.causalAttention,
-    attentionNote: [attention.note, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined,
+    grouped: attention.grouped,
+    attentionNote: [attention.note, options.batching === 'cross-request' ? attention.groupedNote : undefined, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined,
     bf16: {
       matrices: input.weights.weightType === 'bf16' ? input.weights.bf16Matrices : null,
       products: precision === 'bf16' && facts.bf16Products,

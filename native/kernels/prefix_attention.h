@@ -1,7 +1,7 @@
 // The fused items-over-prefix attention kernel (f32, one query, ungrouped):
 // each item token attends to the valid prefix keys and causally to its own
 // item's keys with one joint softmax; padding tokens get 0. The same numbers
-// as lib/hlo/attention.ts itemsOverPrefixAttention within f32 rounding.
+// as lib/hlo/attention/prefix-joint.ts itemsOverPrefixAttention within f32 rounding.
 //
 // Why a kernel: XLA CPU makes separate passes over the [Hkv, N, L, G, P]
 // prefix scores (GEMM, max, exp, sum, GEMM), each larger than the cache.

@@ -2,10 +2,10 @@
 // targets, registered with a PJRT plugin through the plugin's FFI extension:
 // - `pjrt_score_prefix_attention`, items over a prefix. Operands: item q
 //   (scaled), k, v, item lengths, prefix k, v, prefix length
-//   (lib/hlo/attention-ffi.ts emits the call); one result [N, L, Hq, D];
+//   (lib/hlo/attention/prefix-kernel.ts emits the call); one result [N, L, Hq, D];
 // - `pjrt_score_causal_attention`, the prefill's causal attention. Operands:
 //   q (scaled) [T, Hq, D], k, v [T, Hkv, D], valid length s32 []
-//   (lib/hlo/attention-causal-ffi.ts); one result [T, Hq, D];
+//   (lib/hlo/attention/causal-kernel.ts); one result [T, Hq, D];
 // - `pjrt_score_prefix_attention_bf16` and `pjrt_score_causal_attention_bf16`:
 //   the same operands and results, computed in bf16 on the CPU's matrix units
 //   (RunPrefixAttentionBf16), for passes whose dots run in bf16.

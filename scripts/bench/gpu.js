@@ -25,8 +25,8 @@
  *    bf16 safetensors) and the workloads' token ids (scripts/lab/gpu/inputs.js)
  *    into DIR (default: <cache>/bench-gpu/<preset>), once.
  * 2. Runs pjrt-score once per configuration (precision/weights, optionally
- *    /prefix-attention/causal-attention forms by their tags: joint, kb512w,
- *    kb256u, cudnn, cudnn_ownhlo, cudnnsim; square, qc4, cudnn; unset: the platform's; `+cross-request` for the
+ *    /prefix-attention/causal-attention forms by their tags: joint, ones_own,
+ *    cudnn, cudnn_ownhlo, cudnnsim; square, qc4, cudnn; unset: the platform's; `+cross-request` for the
  *    Scorer's cross-request batching, which the 8-concurrent row measures),
  *    each in its
  *    own process (scripts/lab/gpu/pjrt-run.js), then the first

@@ -5,19 +5,19 @@
 // against a 2048-key prefix cache, and the 2000-token prefill).
 //
 //   node scripts/bench/pieces.js [--runs 5] [--pass extend|prefill|both] [--json FILE]
-//                                [--forms kb256w,kb512u,...] [--causal-forms qc2,qc4,...] [--no-pieces]
+//                                [--forms joint,ones_own,ffi] [--causal-forms qc2,qc4,...] [--no-pieces]
 //                                [--pieces-form joint|ones_own]
 //
-// --forms adds whole extend programs with other prefix-attention forms
-// (kb<keys>w: key blocks in a while loop, kb<keys>u: unrolled; see
-// lib/hlo/attention-blocked.ts; ones_own, rc8w, ...: row forms, lib/hlo/attention-rows.ts)
-// to the same round-robin, so the forms are
+// --forms adds whole extend programs with other prefix-attention forms by
+// tag (joint, ones_own: the rows form, ffi: the addon's kernel;
+// lib/hlo/attention/prefix.ts) to the same round-robin, so the forms are
 // compared alternating, in one process. --causal-forms does the same for
-// the prefill's causal attention (qc<n>: n query chunks, each against the
-// keys it sees; lib/hlo/attention-causal-chunks.ts; ffi: the addon's kernel,
-// lib/hlo/attention-causal-ffi.ts). --no-pieces times only the whole
+// the prefill's causal attention (square; qc<n>: n query chunks, each
+// against the keys it sees; ffi: the addon's kernel;
+// lib/hlo/attention/causal.ts). --no-pieces times only the whole
 // programs (and the roof). --pieces-form ones_own cuts the extend pass's
-// softmax and values as the row form of lib/hlo/attention-rows.ts does them.
+// softmax and values as the rows form (lib/hlo/attention/prefix-rows.ts)
+// does them.
 //
 // Every run also times the passes the Scorer runs on this platform (its
 // attention forms: the addon's kernels where the plugin registered them)

@@ -1,5 +1,5 @@
 'use strict';
-// The prefill's causal attention per form (lib/hlo/attention-causal-chunks.ts):
+// The prefill's causal attention per form (lib/hlo/attention/causal.ts):
 // random inputs for it alone, and the default model's prefill in a given form.
 const ref = require('./attention-reference');
 const { decoderPrefill } = require('../../dist/hlo');

@@ -1,5 +1,5 @@
 'use strict';
-// Items over a prefix in several forms at once (lib/hlo/prefix-attention.ts):
+// Items over a prefix in several forms at once (lib/hlo/attention/prefix.ts):
 // one program with the same inputs through every form, random inputs whose
 // padding slots hold large finite garbage, and the float64 JS reference.
 const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill } = require('../../dist/hlo');

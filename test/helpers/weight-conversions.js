@@ -3,7 +3,7 @@
 // bf16 bits by round to nearest even, symmetric int8 in blocks of 32 input
 // elements, and what each array of a load in a weight type must hold, given
 // the arrays of the f32 load.
-const { decoderWeightSpecs } = require('../../dist/hlo/decoder-layout');
+const { decoderWeightSpecs } = require('../../dist/hlo');
 
 /** f32 -> bf16 bits, round to nearest even, by comparing the dropped half with 0x8000 (not the library's add-and-shift). */
 function bf16Bits(values) {

@@ -3,11 +3,7 @@
  * the per-request inputs, appends the resident weights, executes, and frees
  * the inputs. Plans (planning/plan.ts) decide what to run; this file only runs it.
  */
-import { HloProgram } from '../../hlo/program';
-import { JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag } from '../../hlo/prefix-attention';
-import { CausalAttention, causalAttentionNameTag, SQUARE_CAUSAL_ATTENTION } from '../../hlo/attention-causal-chunks';
-import { decoderExtend, decoderFused, decoderPrefill, DecoderDims, DecoderOptions } from '../../hlo/transformer';
-import { Bf16Matrices, WeightType } from '../../hlo/decoder-layout';
+import { Bf16Matrices, CausalAttention, causalAttentionNameTag, DecoderDims, decoderExtend, decoderFused, DecoderOptions, decoderPrefill, HloProgram, JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag, SQUARE_CAUSAL_ATTENTION, WeightType } from '../../hlo';
 import { ModelConfig } from '../../model/config';
 import { DeviceWeights } from '../../device-weights/upload';
 import { Client } from '../../runtime/client';
@@ -19,6 +15,7 @@ import { DOT_OPTIONS, Precision } from '../platform/precision-choice';
 import { clientCompiler, JitKey } from './compiler';
 import { DEFAULT_JIT_CACHE_ENTRIES, JitCache, JitCacheOptions } from './jit-cache';
 import { ProgramKey } from '../planning/plan';
+import { passAttention } from '../platform/attention-forms';
 
 /** One device pass, in performance.now() milliseconds: its inputs' upload and its execution (not a compile). */
 export interface DevicePassTiming {
@@ -60,15 +57,17 @@ export interface AttentionForms {
 export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
 
 /**
- * The attention forms, whether bf16 dots give bf16 q|k|v and gate|up products (a platform fact; default no),
- * and the XLA options the programs compile with (default none; in the JIT cache's namespace, compiler.ts).
+ * The attention forms (and those of a pass of several queries, where they differ: attention-forms.ts),
+ * whether bf16 dots give bf16 q|k|v and gate|up products (a platform fact; default no), and the XLA
+ * options the programs compile with (default none; in the JIT cache's namespace, compiler.ts).
  */
 export interface ProgramForms extends AttentionForms {
+  readonly grouped?: AttentionForms;
   readonly bf16Products?: boolean;
   readonly xlaOptions?: XlaOptions;
 }
 
-/** How the programs compute beyond their shapes: one value per DecoderRunner. */
+/** How a pass's program computes beyond its shape. */
 interface ProgramChoices extends AttentionForms {
   readonly precision: Precision;
   readonly weights: WeightType;
@@ -107,7 +106,7 @@ function jitDims(key: ProgramKey): Record<string, number> {
 export class DecoderRunner {
   readonly jit: JitCache<Executable>;
   private readonly modelId: string;
-  private readonly choices: ProgramChoices;
+  private readonly choices: Omit<ProgramChoices, keyof AttentionForms>;
   private executed = 0;
 
   constructor(
@@ -120,8 +119,7 @@ export class DecoderRunner {
     readonly attention: ProgramForms = DEFAULT_ATTENTION_FORMS,
   ) {
     // Programs of another precision, weight type, bf16 typing or attention form are other programs: the
-    // in-memory key says so (the disk key hashes the text).
-    const { prefixAttention, causalAttention } = attention;
+    // in-memory key says so (the disk key hashes the text); the forms are each pass's (key()).
     const bf16Typed = weights.weightType === 'bf16' && weights.bf16Matrices === 'bf16';
     const bf16Products = precision === 'bf16' && attention.bf16Products === true;
     const tags = [
@@ -129,21 +127,29 @@ export class DecoderRunner {
       ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
       ...(bf16Typed ? ['mbf16'] : []),
       ...(bf16Products ? ['pbf16'] : []),
-      ...(prefixAttention.kind === 'joint' ? [] : [prefixAttentionTag(prefixAttention)]),
-      ...(causalAttention.kind === 'square' ? [] : [causalAttentionNameTag(causalAttention)]),
     ];
     this.modelId = [modelId, ...tags].join('-');
-    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, prefixAttention, causalAttention };
+    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products };
     this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
+  /** The attention forms a program runs: the form chooser's for its pass (attention-forms.ts). */
+  forms(program: ProgramKey): AttentionForms {
+    return passAttention(this.attention, program.program === 'decoder_fused' ? program.groups : 1);
+  }
+
   key(program: ProgramKey): JitKey {
-    return { program: program.program, model: this.modelId, dims: jitDims(program) };
+    const { prefixAttention, causalAttention } = this.forms(program);
+    const tags = [
+      ...(prefixAttention.kind === 'joint' ? [] : [prefixAttentionTag(prefixAttention)]),
+      ...(causalAttention.kind === 'square' ? [] : [causalAttentionNameTag(causalAttention)]),
+    ];
+    return { program: program.program, model: [this.modelId, ...tags].join('-'), dims: jitDims(program) };
   }
 
   /** The program text of a key (for warmup and the debug dump). */
   source(program: ProgramKey): () => string {
-    return () => buildProgram(this.config, program, this.choices).text;
+    return () => buildProgram(this.config, program, { ...this.choices, ...this.forms(program) }).text;
   }
 
   /**

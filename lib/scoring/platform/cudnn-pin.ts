@@ -1,12 +1,12 @@
 /**
- * The cuDNN attention forms (lib/hlo/attention-cudnn.ts) emit a
+ * The cuDNN attention forms (lib/hlo/attention/cudnn-call.ts) emit a
  * backend_config pinned to one release of the CUDA plugin. At load the
  * Scorer reads the loaded plugin's wheel version (beside the plugin file)
  * and writes it into the form, so the builder can refuse a plugin it was not
  * pinned for; a mismatch is refused here, before the weights upload.
  */
 import { cudaPluginWheelVersion } from '../../runtime/plugin-path';
-import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../../hlo/attention-cudnn';
+import { CUDNN_PINNED_PLUGIN, CudnnAttention } from '../../hlo';
 
 /** Whether the loaded plugin is the CUDA plugin release the cuDNN forms are pinned to. */
 export function isCudnnPinnedPlugin(pluginPath: string, platformName: string): boolean {

@@ -11,8 +11,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { buildProgram } from '../../hlo/program';
-import { TensorType } from '../../hlo/types';
+import { buildProgram, TensorType } from '../../hlo';
 import type { Client } from '../../runtime/client';
 import type { DeviceBuffer } from '../../runtime/device-buffer';
 import type { Executable } from '../../runtime/executable';

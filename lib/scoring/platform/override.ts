@@ -15,7 +15,7 @@
  * so they never share an executable. xlaOptions replaces the platform's
  * options whole (a Scorer's own xlaOptions still go over it).
  */
-import { BF16_MATRICES, Bf16Matrices } from '../../hlo/decoder-layout';
+import { BF16_MATRICES, Bf16Matrices } from '../../hlo';
 import { xlaOptionsProblem, XlaOptions } from '../../runtime/xla-options';
 import type { PlatformFacts } from './profiles';
 

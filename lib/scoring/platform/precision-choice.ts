@@ -9,7 +9,7 @@
  */
 import type { KernelIsa, KernelPaths } from '../../runtime/kernel-paths';
 import type { DotSpeeds } from './dot-speed';
-import type { DecoderOptions } from '../../hlo/transformer';
+import type { DecoderOptions } from '../../hlo';
 import { platformFacts } from './profiles';
 
 /**

@@ -12,9 +12,7 @@
  */
 import type { KernelIsa } from '../../runtime/kernel-paths';
 import type { XlaOptions } from '../../runtime/xla-options';
-import type { PrefixAttention } from '../../hlo/prefix-attention';
-import type { CausalAttention } from '../../hlo/attention-causal-chunks';
-import type { Bf16Matrices } from '../../hlo/decoder-layout';
+import type { Bf16Matrices, CausalAttention, PrefixAttention } from '../../hlo';
 
 /** The per-pass memory budget a plan keeps (planning/plan.ts). */
 export interface Budget {
@@ -42,20 +40,20 @@ export interface PlatformFacts {
   readonly platform: string;
   readonly budget: Budget;
   readonly cost: CostConstants;
-  /** How item tokens attend over the prefix keys (lib/hlo/prefix-attention.ts). */
+  /** How item tokens attend over the prefix keys (lib/hlo/attention/prefix.ts). */
   readonly prefixAttention: PrefixAttention;
   /**
    * The form to use instead where the runtime registered the addon's fused kernel with this
    * plugin (Client.prefixAttentionKernel); absent: prefixAttention everywhere.
    */
   readonly prefixAttentionWithKernel?: PrefixAttention;
-  /** How the query attends causally to itself (lib/hlo/attention-causal-chunks.ts). */
+  /** How the query attends causally to itself (lib/hlo/attention/causal.ts). */
   readonly causalAttention: CausalAttention;
   /** As prefixAttentionWithKernel, for the causal attention (the same registration covers both kernels). */
   readonly causalAttentionWithKernel?: CausalAttention;
   /**
    * The forms to use instead under bf16 dots where the loaded plugin is the release the cuDNN
-   * calls are pinned to (lib/hlo/attention-cudnn.ts): cuDNN's flash attention takes bf16 q, k
+   * calls are pinned to (lib/hlo/attention/cudnn-call.ts): cuDNN's flash attention takes bf16 q, k
    * and v, so it never stands in for the f32 attention of 'highest' or 'default'.
    */
   readonly prefixAttentionWithCudnn?: PrefixAttention;
@@ -71,13 +69,13 @@ export interface PlatformFacts {
    */
   readonly queryTokenSteps: readonly number[];
   /**
-   * How bf16 matrices are typed on the device (lib/hlo/decoder-layout.ts, Bf16Matrices): u16 bits
+   * How bf16 matrices are typed on the device (lib/hlo/decoder/layout.ts, Bf16Matrices): u16 bits
    * widened per layer, or bf16 that goes into bf16 dots as it is. PJRT_SCORE_PLATFORM_FACTS overrides it
    * (override.ts).
    */
   readonly bf16Matrices: Bf16Matrices;
   /**
-   * Under bf16 dots, the q|k|v and gate|up projections return bf16 products (lib/hlo/transformer.ts,
+   * Under bf16 dots, the q|k|v and gate|up projections return bf16 products (lib/hlo/decoder/options.ts,
    * DecoderOptions.bf16Products). PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
    */
   readonly bf16Products: boolean;
@@ -142,12 +140,12 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     budget: AVX2_FACTS.budget,
     cost: AVX2_FACTS.cost,
     // The joint softmax shifted by the own keys' max, its denominator from a ones column in the values
-    // (lib/hlo/attention-rows.ts, `ones_own`): on a 2-core AMD EPYC Zen 3 (AVX2), 0.961x the joint
+    // (lib/hlo/attention/prefix-rows.ts, `ones_own`): on a 2-core AMD EPYC Zen 3 (AVX2), 0.961x the joint
     // form's CPU time per extend pass (npm run bench:pieces --forms, 5 rounds alternating, load 2.3-2.8)
     // and 5% more items/s on the target workload (3 alternating pairs, 15.3-15.5 -> 16.0-16.3).
     // Key blocks with an online softmax (0.99-1.17x) and item-row chunks (1.04-1.13x) were no faster
     // there (docs/performance.md).
-    prefixAttention: { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' },
+    prefixAttention: { kind: 'rows' },
     // The addon's fused kernel (native/kernels/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
     // the same Zen 3, 0.891x `ones_own`'s CPU time per extend pass (median of 5 alternating rounds, load
     // 1.7-1.9; 92% of the roof against 77%) and 0.82-0.85x its CPU time on the target workload
@@ -155,7 +153,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     prefixAttentionWithKernel: { kind: 'kernel' },
     // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
-    // The addon's kernel (tag `ffi`, lib/hlo/attention-causal-ffi.ts) where the plugin registered it: on a
+    // The addon's kernel (tag `ffi`, lib/hlo/attention/causal-kernel.ts) where the plugin registered it: on a
     // 2-core AMD EPYC (AVX2), 0.72x `qc4`'s CPU time per prefill (median of 5 alternating rounds, load
     // 1.8-2.0), 68% of the roof for the attention alone against 21%, and ~190 MB less peak RSS on the
     // target workload; its whole-request gain (0.95-0.975x CPU in 10 processes) is within that machine's

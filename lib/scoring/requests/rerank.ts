@@ -7,7 +7,7 @@
  * become relevances: softmax([no, yes])[yes], Qwen3-Reranker's recipe, or
  * for a template whose relevance is 'yes-logit' (FlagEmbedding's) the raw
  * logit of "yes", read with the LM head's log-normalizer label
- * (lib/hlo/lm-head.ts), and its sigmoid.
+ * (lib/hlo/nn/lm-head.ts), and its sigmoid.
  *
  * Request spellings (docs/rerank.md has the table):
  *   common     Cohere v1, Jina, vLLM: `documents` (strings, or objects read

@@ -1,8 +1,8 @@
 'use strict';
 // The pieces of one decoder pass as programs of their own (npm run
 // bench:pieces): each is built with the lib/hlo builders from the same ops,
-// in the same order and layout, as lib/hlo/transformer.ts and
-// lib/hlo/attention.ts write them, so that timing a piece alone says what
+// in the same order and layout, as lib/hlo/decoder/ and
+// lib/hlo/attention/ write them, so that timing a piece alone says what
 // that step costs inside the whole program (minus what XLA fuses across the
 // cut: the whole program is timed beside them to show that difference).
 //
@@ -18,10 +18,9 @@
 // FLOPs: a dot counts 2 per multiply-add; an elementwise or reduction step 1
 // per element it writes or reads (exp counts 1). Dots carry HIGHEST precision
 // like the Scorer's default programs.
-const { buildProgram, nn, lmHeadLabelLogprobs, ModuleBuilder, TensorType } = require('../../../dist/hlo');
+const { buildProgram, nn, lmHeadLabelLogprobs, MASKED_SCORE, ModuleBuilder, TensorType } = require('../../../dist/hlo');
 
 const OPTIONS = { dotPrecision: 'HIGHEST' };
-const MASKED_SCORE = -1e30;
 const f32 = (dims) => TensorType.f32(dims);
 const s32 = (dims) => TensorType.s32(dims);
 
@@ -126,7 +125,7 @@ function lmHeadPiece(c, T, rows) {
 /**
  * The extend pass: C items of L tokens against a P-key prefix cache
  * (itemsOverPrefixAttention, cut at its three steps). softmaxForm `ones_own`
- * cuts the row form of lib/hlo/attention-rows.ts instead: the softmax shifted
+ * cuts the rows form of lib/hlo/attention/prefix-rows.ts instead: the softmax shifted
  * by the own keys' max (exp only, no pass over the prefix scores for a max or
  * a sum) and the values with a ones column that gives the denominator, plus
  * the overflow probe (its exact redo, which runs 0 times here, is left out).

@@ -2,8 +2,8 @@
 // One benchmark case in its own process (so peak RSS is its own):
 //   node pjrt-worker.js <workload> <algorithm> [itemLimit] [weights] [prefixAttention] [causalAttention]
 // weights: f32 (default), bf16, int8 or auto (the Scorer's `weights` option).
-// prefixAttention: joint, kb<keys>w, kb<keys>u, ffi (the addon's kernel) or a row form (ones_own, rc8w, ...:
-// lib/hlo/attention-rows.ts); causalAttention: square, qc<chunks> or ffi (the
+// prefixAttention: joint, ones_own (the rows form, lib/hlo/attention/prefix-rows.ts) or ffi (the
+// addon's kernel); causalAttention: square, qc<chunks> or ffi (the
 // addon's kernel) (default, or '-': the platform's).
 // BENCH_PRECISION: the Scorer's `precision` option (highest by default; bf16, auto).
 // Scores one request to compile (untimed), then a fresh request of the same

@@ -4,7 +4,7 @@ Prints, per shape, the `stablehlo.custom_call @__cudnn$fmha...` lines that
 `jax.nn.dot_product_attention(..., implementation='cudnn')` lowers to for
 platform 'cuda': the forward-only form and the training forward (the forward
 of jax.vjp), whose custom call also returns the softmax statistics. These
-are the reference that lib/hlo/attention-cudnn.ts is compared with
+are the reference that lib/hlo/attention/cudnn-call.ts is compared with
 (test/attention-cudnn.test.js; fixture test/fixtures/jax-cudnn-0.11.2.txt).
 
 Usage (python >= 3.12, which jax 0.11.2 requires):

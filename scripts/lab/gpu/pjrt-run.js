@@ -33,7 +33,7 @@ const root = path.join(__dirname, '..', '..', '..');
 const { Scorer, Client } = require(path.join(root, 'dist'));
 const { parseCausalAttentionTag, parsePrefixAttentionTag, decoderPrefill, decoderExtend, decoderFused } = require(path.join(root, 'dist', 'hlo'));
 const { configFromHf } = require(path.join(root, 'dist', 'model'));
-const { CUDNN_PINNED_PLUGIN } = require(path.join(root, 'dist', 'hlo', 'attention-cudnn'));
+const { CUDNN_PINNED_PLUGIN } = require(path.join(root, 'dist', 'hlo'));
 const { platformFacts } = require(path.join(root, 'dist', 'scoring', 'platform'));
 const { platformFactsOverride, withOverride } = require(path.join(root, 'dist', 'scoring', 'platform-override'));
 

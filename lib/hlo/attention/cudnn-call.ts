@@ -25,9 +25,9 @@
  * items over a prefix under `ownKeys: 'hlo'` (tag suffix `_ownhlo`).
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { HloBuildError, TensorType } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { HloBuildError, TensorType } from '../builder/types';
 
 /** The custom-call target XLA GPU rewrites to cuDNN's fused softmax attention. */
 export const CUDNN_FMHA_TARGET = '__cudnn$fmhaSoftmax';
@@ -59,7 +59,7 @@ export interface CudnnAttention {
   /**
    * Items over a prefix only: a pass whose prefill is cuDNN's too computes the prefill rows and the
    * item rows against the prefix keys in one call, the groups of a cross-request pass its batch
-   * (attention-cudnn-forms.ts, queryAndItemsAttentionCudnn; tag suffix `_join`).
+   * (cudnn-forms.ts, queryAndItemsAttentionCudnn; tag suffix `_join`).
    */
   readonly joinPrefill?: boolean;
 }

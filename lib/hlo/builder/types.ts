@@ -6,8 +6,8 @@
  * `mlirElementType` maps them to MLIR spelling (`f32`, `i32`, `i1`, ...). Both
  * come from the one table in util/element-types.
  */
-import { dimsProblem, elementCount, sameDims } from '../util/dims';
-import { ELEMENT_TYPES, ElementType, elementKind, isElementType } from '../util/element-types';
+import { dimsProblem, elementCount, sameDims } from '../../util/dims';
+import { ELEMENT_TYPES, ElementType, elementKind, isElementType } from '../../util/element-types';
 
 export { isElementType };
 

@@ -10,10 +10,10 @@
  * with the same outputs, one more label.
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { logsumexp, rmsNorm } from './nn';
-import { HloBuildError, TensorType, formatDims } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { logsumexp, rmsNorm } from './functions';
+import { HloBuildError, TensorType, formatDims } from '../builder/types';
 
 /** The label id whose "log-probability" is -logsumexp(logits) of its row: logit(l) = logprob(l) - logprob(LOG_NORMALIZER_LABEL). */
 export const LOG_NORMALIZER_LABEL = -1;

@@ -10,35 +10,35 @@
  * Like the prefix kernel it exists only where the runtime registered it
  * (Client.prefixAttentionKernel covers both targets); the Scorer refuses this
  * form elsewhere. The kernel takes one sequence and no sliding window or soft
- * cap: grouped calls (cross-request passes) and windowed or capped layers
- * get CAUSAL_KERNEL_FALLBACK instead (causalPrefix dispatches).
+ * cap: a grouped call (a cross-request pass) or a windowed or capped layer is
+ * refused (the scoring room's form chooser, lib/scoring/attention-forms.ts,
+ * picks a StableHLO form for such passes).
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { AttentionOptions, causalPrefixLayout, resolveScale } from './attention';
-import { HloBuildError, TensorType } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { AttentionOptions, causalPrefixLayout, resolveScale } from './layout';
+import { HloBuildError, TensorType } from '../builder/types';
+import { shapesScores } from './score-shaping';
 
-/** The fused kernel (a `CausalAttention` kind, attention-causal-chunks.ts; tag `ffi`). */
+/** The fused kernel (a `CausalAttention` kind, causal.ts; tag `ffi`). */
 export interface CausalKernel {
   readonly kind: 'kernel';
 }
 
 export const CAUSAL_KERNEL: CausalKernel = Object.freeze({ kind: 'kernel' });
 
-/** The form grouped calls run instead: the CPU's StableHLO default (lib/scoring/platform.ts). */
-export const CAUSAL_KERNEL_FALLBACK: { readonly kind: 'chunked'; readonly queryChunks: number } = Object.freeze({ kind: 'chunked', queryChunks: 4 });
-
 /** The custom-call target the addon registers (native/kernels/prefix_attention_ffi.h). */
 export const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
 
-/** The same kernel in bf16 on the CPU's matrix units, where the function's dots run in bf16 (attention-ffi.ts). */
+/** The same kernel in bf16 on the CPU's matrix units, where the function's dots run in bf16 (prefix-kernel.ts). */
 export const CAUSAL_ATTENTION_BF16_TARGET = 'pjrt_score_causal_attention_bf16';
 
 /** q [T, Hq, D], k and v [T, Hkv, D], validLength s32 [] -> [T, Hq, D]; one sequence only. */
 export function causalPrefixAttentionKernel(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {
   const { lead, hq, d, p } = causalPrefixLayout('causalPrefixAttentionKernel', q, k, v, validLength);
-  if (lead.length) throw new HloBuildError(`causalPrefixAttentionKernel: takes one sequence (validLength s32[]), got validLength ${validLength.type}`);
+  if (lead.length) throw new HloBuildError(`causal attention 'ffi' (the addon's kernel) takes one sequence (validLength s32[]), got validLength ${validLength.type}: a pass of several queries runs a StableHLO form (lib/scoring/attention-forms.ts)`);
+  if (shapesScores(opts)) throw new HloBuildError("causal attention 'ffi' (the addon's kernel) takes no sliding window or soft cap: such a model runs a StableHLO form (lib/scoring/attention-forms.ts)");
   if (p === 0) return f.full(TensorType.f32([0, hq, d]), 0);
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const scaled = f.multiply(q, resolveScale(opts, d));

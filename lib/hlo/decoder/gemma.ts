@@ -1,14 +1,14 @@
 /**
- * The Gemma parts of the decoder's layer loop (transformer.ts): GeGLU, and
+ * The Gemma parts of the decoder's layer loop (layers.ts): GeGLU, and
  * what a layer reads at the loop counter (its window, its RoPE tables, its
  * attention options), so one loop body serves local and global layers.
  */
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { AttentionOptions } from './attention';
-import { NO_WINDOW } from './attention-window';
-import { DecoderDims } from './decoder-layout';
-import { TensorType } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { AttentionOptions } from '../attention';
+import { NO_WINDOW } from '../attention';
+import { DecoderDims } from './layout';
+import { TensorType } from '../builder/types';
 
 /** gelu with the tanh approximation (transformers' gelu_pytorch_tanh): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). */
 export function geluTanh(f: FunctionBuilder, x: HloValue): HloValue {

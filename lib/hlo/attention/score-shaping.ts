@@ -1,5 +1,6 @@
 /**
- * Sliding windows and soft-capped scores for the StableHLO attention forms
+ * How scores are masked and shaped in the StableHLO attention forms: the
+ * masked score (MASKED_SCORE), sliding windows and soft-capped scores
  * (AttentionOptions.window, AttentionOptions.softcap).
  *
  * A window W (an s32 scalar, so one layer loop serves local and global
@@ -10,16 +11,20 @@
  * sees exactly the keys it would see in that sequence, window included.
  *
  * Soft-capping (Gemma 2) maps each score s to cap * tanh(s / cap) before
- * the mask, so a masked key's -1e30 must be added after the cap: with a cap
+ * the mask, so a masked key's MASKED_SCORE must be added after the cap: with a cap
  * the forms compute raw scores and add the mask as a bias, instead of
  * folding it into the QK product.
  */
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { HloBuildError, TensorType } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { HloBuildError, TensorType } from '../builder/types';
 
-/** The score of a masked key where masking is additive (attention.ts's MASKED_SCORE). */
-const MASKED = -1e30;
+/**
+ * The score of a masked key where masking is additive (a bias added to the
+ * scores, or folded into the QK product): exp(MASKED_SCORE - finite max) == 0
+ * in f32, so a masked key gets weight exactly 0. The one place it is written.
+ */
+export const MASKED_SCORE = -1e30;
 
 /** The window of a layer without one: further back than any sequence. */
 export const NO_WINDOW = 2 ** 30;
@@ -52,9 +57,9 @@ export function capScores(f: FunctionBuilder, scores: HloValue, softcap: number 
   return f.multiply(f.tanh(f.divide(scores, softcap)), softcap);
 }
 
-/** 0 where visible, -1e30 where not: a bias to add to (capped) scores. */
+/** 0 where visible, MASKED_SCORE where not: a bias to add to (capped) scores. */
 export function maskBias(f: FunctionBuilder, visible: HloValue): HloValue {
-  return f.select(visible, f.full(TensorType.f32(visible.dims), 0), f.full(TensorType.f32(visible.dims), MASKED));
+  return f.select(visible, f.full(TensorType.f32(visible.dims), 0), f.full(TensorType.f32(visible.dims), MASKED_SCORE));
 }
 
 /** pred [..dims]: queryPosition - keyPosition < window (window undefined: all true, not emitted). */

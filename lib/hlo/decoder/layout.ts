@@ -3,7 +3,7 @@
  * program takes after its data inputs (names, dims, parameter order), which
  * of them exist for which architecture (q/k/v bias for Qwen2, q/k norm for
  * Qwen3), which may be the same buffer as another (a tied LM head), and which
- * host tensors fill each one. The program builder (transformer.ts) declares
+ * host tensors fill each one. The program builder (layers.ts) declares
  * its parameters from this table; the weight upload (lib/device) fills the
  * arrays from it.
  *
@@ -19,7 +19,7 @@
  * every other array, so the f32 layout is the one it always was.
  */
 
-import type { RopeScaling } from '../util/rope';
+import type { RopeScaling } from '../../util/rope';
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
 export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
@@ -40,7 +40,7 @@ export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: numb
 };
 
 /**
- * What a Gemma decoder adds (transformer.ts): embeddings times
+ * What a Gemma decoder adds (layers.ts, gemma.ts): embeddings times
  * `embeddingScale`, a norm after attention and after the MLP (attnPostNorm,
  * ffnPostNorm) when `postNorms` (Gemma 2 and 3, not Gemma), GeGLU, scores times `attentionScale`, optional soft-capping
  * of the scores and of the final logits, and a RoPE base of its own for the

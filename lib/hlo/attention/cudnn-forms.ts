@@ -1,5 +1,5 @@
 /**
- * Our attention forms on cuDNN's fused attention (attention-cudnn.ts):
+ * Our attention forms on cuDNN's fused attention (cudnn-call.ts):
  *
  * - items over a prefix, factored: each item token attends to the valid
  *   prefix keys (one fused call over all item rows of a query, the padding
@@ -20,13 +20,13 @@
  * or past the valid length) get 0, as in every other form.
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './attention';
-import { CudnnAttention, FmhaInputs, FmhaResult, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './attention-cudnn';
-import { shapesScores } from './attention-window';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './layout';
+import { CudnnAttention, FmhaInputs, FmhaResult, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './cudnn-call';
+import { shapesScores } from './score-shaping';
 import { PassRows } from './pass-rows';
-import { HloBuildError, TensorType } from './types';
+import { HloBuildError, TensorType } from '../builder/types';
 
 /** Rows of x [...lead, T, ...rest] at or past `lengths` [...lead] along axis lead.length set to 0. */
 function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): HloValue {

@@ -1,13 +1,13 @@
 /**
- * The rows of a factored pass (transformer.ts, decoderFused), written once: group after group, each
+ * The rows of a factored pass (lib/hlo/decoder/pass-programs.ts, decoderFused), written once: group after group, each
  * group's P prefill rows then its N items of L rows, T = P + N x L rows a group. One group is one
  * request's [prefill ; items] with no group axis anywhere; G groups (a cross-request pass) are G such
  * blocks, so a group's rows are contiguous and a [G x T, ...] array is a [G, T, ...] one.
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { HloBuildError } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { HloBuildError } from '../builder/types';
 
 export class PassRows {
   /** Rows a group: P + N x L. */

@@ -7,23 +7,23 @@
  *
  * The kernel exists only where the runtime registered it with the plugin
  * (a CPU plugin with the FFI extension: Client.prefixAttentionKernel); the
- * Scorer refuses this form elsewhere. Grouped calls (one query per group)
- * keep the CPU's StableHLO default form: the kernel takes one query. Items of
- * any length go through the kernel: up to 32 tokens it does each row's own
- * keys row by row, longer items' own keys go in key blocks with the causal
- * limit per row, as the prefix keys do (native/kernels/prefix_attention.cc). Calls
- * with a sliding window or soft-capped scores keep the StableHLO form: the
- * kernel has no window or cap yet (opts is the seam that would pass them).
+ * Scorer refuses this form elsewhere. Items of any length go through the
+ * kernel: up to 32 tokens it does each row's own keys row by row, longer
+ * items' own keys go in key blocks with the causal limit per row, as the
+ * prefix keys do (native/kernels/prefix_attention.cc). The kernel takes one
+ * query and no sliding window or soft cap (opts is the seam that would pass
+ * them): a grouped call (one query per group) or a windowed or capped layer
+ * is refused, and the scoring room's form chooser
+ * (lib/scoring/attention-forms.ts) picks a StableHLO form for such passes.
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixLayout, resolveScale } from './attention';
-import { itemsOverPrefixAttentionRows } from './attention-rows';
-import { TensorType } from './types';
-import { shapesScores } from './attention-window';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { AttentionOptions, ItemsOverPrefixInputs, itemsOverPrefixLayout, resolveScale } from './layout';
+import { HloBuildError, TensorType } from '../builder/types';
+import { shapesScores } from './score-shaping';
 
-/** The fused kernel (a `PrefixAttention` kind, prefix-attention.ts; tag `ffi`). */
+/** The fused kernel (a `PrefixAttention` kind, prefix.ts; tag `ffi`). */
 export interface PrefixKernel {
   readonly kind: 'kernel';
 }
@@ -42,9 +42,8 @@ export const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
 
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length || shapesScores(opts)) {
-    return itemsOverPrefixAttentionRows(f, x, { kind: 'rows', loop: 'unrolled', denominator: 'values', shift: 'own' }, opts);
-  }
+  if (lead.length) throw new HloBuildError(`prefix attention 'ffi' (the addon's kernel) takes one query (prefixLength s32[]), got prefixLength ${x.prefixLength.type}: a pass of several queries runs a StableHLO form (lib/scoring/attention-forms.ts)`);
+  if (shapesScores(opts)) throw new HloBuildError("prefix attention 'ffi' (the addon's kernel) takes no sliding window or soft cap: such a model runs a StableHLO form (lib/scoring/attention-forms.ts)");
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const q = f.multiply(x.itemQ, resolveScale(opts, d));
   const operands = [q, x.itemK, x.itemV, x.itemLengths, x.prefixK, x.prefixV, x.prefixLength];

@@ -6,8 +6,8 @@
  */
 
 import { CoreBuilder, HloValue, Operand } from './core';
-import { sameDims } from '../util/dims';
-import { ELEMENT_TYPES } from '../util/element-types';
+import { sameDims } from '../../util/dims';
+import { ELEMENT_TYPES } from '../../util/element-types';
 import { HloBuildError, HloElementType, TensorType, formatDims, isElementType, isFloatType, isIntegerType, isSignedIntType } from './types';
 
 export type ComparisonDirection = 'EQ' | 'NE' | 'LT' | 'LE' | 'GT' | 'GE';

@@ -3,10 +3,10 @@
  * builder first so it works in a function body and inside loop bodies alike.
  */
 
-import { FunctionBuilder } from './builder';
-import { HloValue } from './core';
-import { RopeFrequencies, ropeFrequencies } from '../util/rope';
-import { HloBuildError, TensorType, formatDims, isFloatType } from './types';
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { RopeFrequencies, ropeFrequencies } from '../../util/rope';
+import { HloBuildError, TensorType, formatDims, isFloatType } from '../builder/types';
 
 function lastAxis(x: HloValue, axis: number | undefined, op: string): number {
   const a = axis ?? x.rank - 1;

@@ -1,0 +1,215 @@
+/**
+ * The decoder's layers as StableHLO: the weights as parameters (and each
+ * matrix made ready for its dot), the RoPE tables, the layer loop (a `while`
+ * over stacked weights: RMSNorm, RoPE, the attention step the program passes
+ * in, SwiGLU or Gemma's GeGLU), and the embedding. pass-programs.ts builds
+ * the programs from these.
+ */
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { HloBuildError, TensorType } from '../builder/types';
+import { AttentionOptions } from '../attention';
+import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } from '../nn/functions';
+import { ropeFrequencies } from '../../util/rope';
+import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './gemma';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName } from './layout';
+import { DecoderOptions, bf16Products } from './options';
+
+export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
+
+export function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
+  return decoderWeightSpecs(d, options.weights, options.bf16Matrices);
+}
+
+export function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
+  const w: Weights = {};
+  for (const spec of weightSpecs(d, options)) w[spec.name] = f.param(new TensorType(spec.elementType, spec.dims), spec.name);
+  return w;
+}
+
+/** bf16 bits (as u16) -> f32, exactly: the bits are the top half of the f32. */
+function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
+  return f.bitcastConvert(f.shiftLeft(f.convert(bits, 'u32'), 16), 'f32');
+}
+
+/**
+ * A matrix for its dot, as f32: bf16 and int8 are converted here, int8
+ * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
+ * of each output channel: the scale array is the matrix's dims with that
+ * axis divided by the block). f32 passes through with no op, so the f32
+ * programs are what they always were. A matrix typed bf16 stays bf16 where
+ * `keepBf16` (it goes into a bf16 dot as it is), else is converted exactly.
+ */
+export function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
+  if (matrix.elementType === 'f32') return matrix;
+  if (matrix.elementType === 'u16') return widenBf16(f, matrix);
+  if (matrix.elementType === 'bf16') return keepBf16 ? matrix : f.convert(matrix, 'f32');
+  const x = f.convert(matrix, 'f32');
+  if (!scale) throw new HloBuildError('decoder: an int8 matrix came without its scales');
+  // [.., in, ..] -> [.., in / B, B, ..]: splitting an axis is free in row-major order.
+  const dims = x.dims;
+  const blocked = [...dims.slice(0, inAxis), dims[inAxis] / INT8_BLOCK, INT8_BLOCK, ...dims.slice(inAxis + 1)];
+  const scaleAxes = dims.map((_, i) => (i <= inAxis ? i : i + 1));
+  const scaled = f.multiply(f.reshape(x, blocked), f.broadcastInDim(scale, blocked, scaleAxes));
+  return f.reshape(scaled, dims);
+}
+
+/** The function computes its dots in bf16: a matrix typed bf16 goes into them as it is. */
+function bf16Dots(f: FunctionBuilder): boolean {
+  return f.dotOperands === 'bf16';
+}
+
+/**
+ * x [T, in] @ one layer's matrix [in, out] -> f32 [T, out], whatever its
+ * storage. `bf16Product`: the dot returns bf16 (accumulated in f32, rounded
+ * once), converted to f32 for the math after it.
+ */
+function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false): HloValue {
+  const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
+  if (!bf16Product) return f.matmul(x, matrix);
+  return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
+}
+
+/** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
+export function lmHeadForDot(f: FunctionBuilder, w: Weights): HloValue {
+  return matrixForDot(f, need(w, 'lmHead'), w.lmHeadScale, 1, bf16Dots(f));
+}
+
+export function need(w: Weights, name: DecoderWeightName): HloValue {
+  const v = w[name];
+  if (!v) throw new HloBuildError(`decoder: weight ${name} is missing`);
+  return v;
+}
+
+/** Layer `i`'s slice of a stacked weight, without the layer dimension. */
+export function layerSlice(f: FunctionBuilder, stacked: HloValue, i: HloValue): HloValue {
+  const rest = stacked.dims.slice(1);
+  const starts = [i, ...rest.map(() => 0)];
+  return f.reshape(f.dynamicSlice(stacked, starts, [1, ...rest]), rest);
+}
+
+/** RoPE tables [T, D/2] for the layers: `local` for sliding-window layers whose base (or scaling) differs (Gemma 3). */
+export interface RopeTables {
+  cos: HloValue;
+  sin: HloValue;
+  local?: { cos: HloValue; sin: HloValue };
+}
+
+/**
+ * RoPE tables for the given positions: cos and sin [T, D/2] of
+ * position * theta^(-2j/D) (rotate-half pairing: j with j + D/2), with the
+ * model's RoPE scaling applied (lib/util/rope.ts); with
+ * Gemma's parts, those of the global layers (positions divided by the linear
+ * scaling factor) and, where they differ, the local layers' own.
+ */
+export function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDims): RopeTables {
+  const gemma = d.gemma;
+  if (!gemma) {
+    if (d.headDim % 2 !== 0) throw new HloBuildError(`decoder: head dim ${d.headDim} must be even for RoPE`);
+    return rotaryTablesFrom(f, positions, ropeFrequencies(d.ropeTheta, d.headDim, d.ropeScaling));
+  }
+  const global = ropeTablesFor(f, positions, d.headDim, d.ropeTheta, gemma.ropeLinearFactor ?? 1);
+  const sameForLocal = gemma.ropeThetaLocal === d.ropeTheta && (gemma.ropeLinearFactor ?? 1) === 1;
+  if (sameForLocal || !d.slidingWindow) return global;
+  return { ...global, local: ropeTablesFor(f, positions, d.headDim, gemma.ropeThetaLocal, 1) };
+}
+
+function ropeTablesFor(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number, linearFactor: number): { cos: HloValue; sin: HloValue } {
+  if (headDim % 2 !== 0) throw new HloBuildError(`decoder: head dim ${headDim} must be even for RoPE`);
+  return rotaryTables(f, positions, headDim, theta, linearFactor);
+}
+
+export interface LayerLoopInputs {
+  d: DecoderDims;
+  options: DecoderOptions;
+  w: Weights;
+  /** Hidden states [T, Dm] after the embedding. */
+  x: HloValue;
+  /** RoPE tables for the rows of x. */
+  rope: RopeTables;
+  /** Extra values the attention step reads (segment ids, caches, lengths). */
+  extraInvariants: HloValue[];
+  /** Extra values the attention step updates (K/V caches being filled). */
+  extraCarried: HloValue[];
+  /** `opts`: the layer's score scale, window and soft cap, for the attention forms. */
+  attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[], opts: AttentionOptions | undefined) => { out: HloValue; carried: HloValue[] };
+}
+
+/** The decoder layers as one while loop; returns the final hidden states and extra carried values. */
+export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; carried: HloValue[] } {
+  const { d, w } = x;
+  const { numHeads: Hq, numKvHeads: Hkv, headDim: D, intermediateSize: F } = d;
+  // The loop's invariants are the per-layer arrays, those every model has
+  // first, then the optional ones: the order the programs (and so the JIT
+  // disk cache keys) have always had.
+  const perLayer = weightSpecs(d, x.options).filter((spec) => spec.perLayer);
+  const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
+  const stacked = stackedNames.map((n) => need(w, n));
+  const rope = x.rope;
+  const fixed = [rope.cos, rope.sin, ...(rope.local ? [rope.local.cos, rope.local.sin] : []), ...x.extraInvariants];
+  const nRope = rope.local ? 4 : 2;
+  const gemma = d.gemma;
+  const nExtra = x.extraCarried.length;
+  const narrowProducts = bf16Products(x.options);
+  const [hidden, ...carriedOut] = f.forLoop(
+    { count: d.numLayers, carried: [x.x, ...x.extraCarried], invariants: [...stacked, ...fixed] },
+    (b, i, [h, ...extra], inv) => {
+      const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
+      stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
+      const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
+      const extraInv = inv.slice(stackedNames.length + nRope);
+      const t = h.dims[0];
+      const window = layerWindow(b, d, i);
+      const [cos, sin] = layerRope(b, ropeInv, window);
+      const opts = layerAttentionOptions(d, window);
+
+      // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
+      const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
+      let qkv = project(b, normed, layer, 'wQkv', narrowProducts);
+      if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
+      let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
+      let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
+      const v = b.reshape(b.slice(qkv, [0, (Hq + Hkv) * D], [t, (Hq + 2 * Hkv) * D]), [t, Hkv, D]);
+      if (layer.qNorm) {
+        q = rmsNormRotary(b, q, layer.qNorm, d.rmsEps, cos, sin);
+        k = rmsNormRotary(b, k, layer.kNorm!, d.rmsEps, cos, sin);
+      } else {
+        q = applyRotary(b, q, cos, sin);
+        k = applyRotary(b, k, cos, sin);
+      }
+      const attended = x.attention(b, q, k, v, i, extraInv, extra, opts);
+      const projected = project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO');
+      // Gemma normalizes the attention output (and the MLP's) before the residual add.
+      const afterAttention = b.add(h, layer.attnPostNorm ? rmsNorm(b, projected, layer.attnPostNorm, d.rmsEps) : projected);
+
+      // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
+      const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
+      const gateUp = project(b, normed2, layer, 'wGateUp', narrowProducts);
+      const gate = b.slice(gateUp, [0, 0], [t, F]);
+      const up = b.slice(gateUp, [0, F], [t, 2 * F]);
+      const activated = b.multiply(gemma ? geluTanh(b, gate) : b.multiply(gate, b.logistic(gate)), up);
+      const down = project(b, activated, layer, 'wDown');
+      const out = b.add(afterAttention, layer.ffnPostNorm ? rmsNorm(b, down, layer.ffnPostNorm, d.rmsEps) : down);
+      if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
+      return [out, ...attended.carried];
+    },
+  );
+  return { hidden, carried: carriedOut };
+}
+
+export function embed(f: FunctionBuilder, d: DecoderDims, w: Weights, tokens: HloValue): HloValue {
+  const rows = f.take(need(w, 'embedding'), tokens, 0);
+  // Only the gathered rows are converted (and scaled, for int8: a token's row of block scales).
+  const x = matrixForDot(f, rows, w.embeddingScale && f.take(w.embeddingScale, tokens, 0), 1);
+  // Gemma: times sqrt(hidden), already rounded as the reference rounds it (the model room's gemma.ts).
+  return d.gemma ? f.multiply(x, d.gemma.embeddingScale) : x;
+}
+
+export function checkDims(d: DecoderDims): void {
+  for (const k of DECODER_SIZES) {
+    const v = d[k];
+    if (!(Number.isFinite(v) && v > 0)) throw new HloBuildError(`decoder: ${k} must be positive, got ${v}`);
+  }
+  if (d.numHeads % d.numKvHeads !== 0) throw new HloBuildError(`decoder: ${d.numHeads} heads is not a multiple of ${d.numKvHeads} kv heads`);
+}
+

@@ -1,0 +1,66 @@
+/**
+ * The decoder programs' options beyond their shapes (dot precision, weight
+ * types, bf16 products, the attention forms) and the program-name suffix
+ * that says which were taken.
+ */
+import { ProgramOptions } from '../builder/program';
+import { CausalAttention, PrefixAttention, causalAttentionNameTag, prefixAttentionTag } from '../attention';
+import { Bf16Matrices, WeightType } from './layout';
+
+/** Options of the decoder programs: the dot precision, and the element type of the weights on the device. */
+export interface DecoderOptions extends ProgramOptions {
+  /** How the big matrices are stored (layout.ts); default f32. */
+  readonly weights?: WeightType;
+  /**
+   * With bf16 weights: their matrices typed u16 (bits, widened in each layer:
+   * the default) or bf16 on the device (layout.ts, Bf16Matrices).
+   * A platform fact (lib/scoring/platform.ts).
+   */
+  readonly bf16Matrices?: Bf16Matrices;
+  /**
+   * Under bf16 dots (dotOperands 'bf16'): the q|k|v and gate|up projections
+   * return bf16 (accumulated in f32 by the backend, rounded once), converted
+   * to f32 before the math after them; wO and wDown keep f32 products (they
+   * feed the f32 residual stream). Ignored under f32 dots. A platform fact
+   * (lib/scoring/platform.ts): half the bytes of the widest intermediates on
+   * a GPU, bf16 elementwise work on the CPU.
+   */
+  readonly bf16Products?: boolean;
+  /**
+   * How item tokens attend over the prefix keys (fused and extend programs):
+   * the joint softmax (default) or another form (lib/hlo/attention/prefix.ts),
+   * the one the form chooser gave this pass (lib/scoring/attention-forms.ts).
+   */
+  readonly prefixAttention?: PrefixAttention;
+  /**
+   * How the query attends causally to itself (prefill and fused programs): the
+   * whole masked square (default) or another form (lib/hlo/attention/causal.ts),
+   * the one the form chooser gave this pass (lib/scoring/attention-forms.ts).
+   */
+  readonly causalAttention?: CausalAttention;
+}
+
+/**
+ * The attention forms' tags, `_ones_own` or `_ffi` for items over the prefix and `_qc4` or `_cffi` for the
+ * causal attention
+ * (where the program has that step), then `_mbf16` for bf16 matrices typed
+ * bf16 and `_pbf16` for bf16 products (where they take effect); '' for the
+ * defaults, whose program texts never change.
+ */
+export function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
+  const a = options.prefixAttention;
+  const c = options.causalAttention;
+  const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
+  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '');
+}
+
+/** The matrices are bf16 typed bf16 on the device. */
+export function bf16Typed(options: DecoderOptions): boolean {
+  return options.weights === 'bf16' && options.bf16Matrices === 'bf16';
+}
+
+/** The q|k|v and gate|up products are bf16 (only under bf16 dots). */
+export function bf16Products(options: DecoderOptions): boolean {
+  return options.dotOperands === 'bf16' && options.bf16Products === true;
+}
+

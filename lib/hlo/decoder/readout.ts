@@ -1,0 +1,56 @@
+/**
+ * Where the decoder programs read their logprobs: each item's last real
+ * token, the query's last real token, and the item tokens' positions.
+ */
+import { FunctionBuilder } from '../builder/builder';
+import { HloValue } from '../builder/core';
+import { TensorType } from '../builder/types';
+import { lmHeadLabelLogprobs } from '../nn/lm-head';
+import { DecoderDims } from './layout';
+import { Weights, need } from './layers';
+
+/** The LM head's options: the final norm's epsilon, Gemma 2's final soft cap. */
+export function lmHeadOptions(d: DecoderDims): { eps: number; softcap?: number } {
+  return { eps: d.rmsEps, ...(d.gemma?.finalSoftcap !== undefined ? { softcap: d.gemma.finalSoftcap } : {}) };
+}
+
+/** x as a 1-D array (a no-op, emitting nothing, when it already is one). */
+export function flat(f: FunctionBuilder, x: HloValue): HloValue {
+  return x.rank === 1 ? x : f.reshape(x, [x.type.size]);
+}
+
+/**
+ * Label logprobs of each item at its last real token (row len - 1; an empty
+ * item's row is garbage): itemHidden [K, L, Dm], itemLengths s32[K], labels
+ * s32[Lb] shared or s32[K, Lb] per row -> [K, Lb].
+ */
+export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
+  const [n, l, dm] = itemHidden.dims;
+  const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
+  const flatIndex = f.add(f.multiply(f.iota(TensorType.s32([n]), 0), l), last);
+  const rows = f.take(f.reshape(itemHidden, [n * l, dm]), flatIndex, 0);
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+}
+
+/**
+ * Label logprobs at the query's last real token: prefixHidden [P, Dm],
+ * prefixLength s32[] -> [1, Lb]; grouped, prefixHidden [G*P, Dm],
+ * prefixLength s32[G], labels s32[G, Lb] -> [G, Lb].
+ */
+export function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
+  const groups = prefixLength.rank === 0 ? 1 : prefixLength.dims[0];
+  const p = prefixHidden.dims[0] / groups;
+  const clamped = f.clamp(0, f.subtract(prefixLength, 1), p - 1);
+  const last = groups === 1 ? f.reshape(clamped, [1]) : f.add(f.multiply(f.iota(TensorType.s32([groups]), 0), p), clamped);
+  const rows = f.take(prefixHidden, last, 0);
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+}
+
+/** Positions P + j of item tokens, per group: prefixLength s32[] (grouped: s32[G], one per group) -> s32[...lead, N x L]. */
+export function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l: number): HloValue {
+  const lead = prefixLength.dims;
+  const grid = [...lead, n, l];
+  const j = f.iota(TensorType.s32(grid), lead.length + 1);
+  return f.reshape(f.add(j, f.broadcastInDim(prefixLength, grid, lead.map((_, i) => i))), [...lead, n * l]);
+}
+
