@@ -8,8 +8,8 @@ const { DIST, scriptsUnder } = require('./common');
 const request = require('./request');
 
 const { parseJsonBody } = require(path.join(DIST, 'server', 'http', 'body'));
-const { normalizeRerankBody } = require(path.join(DIST, 'scoring', 'rerank'));
-const { chooseTemplate, resolveTemplate } = require(path.join(DIST, 'scoring', 'rerank-template'));
+const { normalizeRerankBody } = require(path.join(DIST, 'scoring', 'requests', 'rerank'));
+const { chooseTemplate, resolveTemplate } = require(path.join(DIST, 'scoring', 'requests', 'rerank-template'));
 
 let template = null;
 

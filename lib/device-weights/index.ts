@@ -3,7 +3,7 @@
  * room's host weights into the arrays the decoder programs take (the layout
  * in hlo/decoder/layout.ts), in the weight type asked for, and uploads them
  * once per client, one array at a time.
- * May import: model (config, host weights, readers), hlo (the layout),
+ * May import: model (config, host weights, readers), hlo (its index only: the layout),
  * runtime (Client, DeviceBuffer), util.
  */
 export { uploadWeights, type DeviceWeights, type UploadTimings } from './upload';

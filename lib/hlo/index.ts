@@ -8,7 +8,7 @@
  * - nn/: softmax, logsumexp, rmsNorm, RoPE (`nn`), the LM head;
  * - attention/: the attention forms, and the dispatchers that build the form
  *   they are given or refuse it (which form a pass runs is the scoring room's
- *   decision, lib/scoring/attention-forms.ts);
+ *   decision, lib/scoring/platform/attention-forms.ts);
  * - decoder/: the decoder programs (fused, prefill, extend) and the device
  *   weight layout.
  * programs.ts: `programs.maskedAttention`, `programs.lmHeadGather`; their

@@ -6,7 +6,7 @@
  * requests/scores.ts), and what differs by platform is one profile each
  * (platform/). Scorer (scorer.ts) is the front door: a facade over the pure
  * setup step (setup.ts) and the turn executor (execution/turns.ts).
- * May import: runtime, hlo, model, device-weights, util (not server or cli).
+ * May import: runtime, hlo (its index only), model, device-weights, util (not server or cli).
  */
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';

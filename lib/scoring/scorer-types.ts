@@ -129,7 +129,7 @@ export interface PlanExplanation {
   /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
   readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
   /**
-   * The attention forms the request's passes run (the form chooser's, lib/scoring/attention-forms.ts; tags:
+   * The attention forms the request's passes run (the form chooser's, lib/scoring/platform/attention-forms.ts; tags:
    * lib/hlo/attention/prefix.ts, causal.ts) and, where they are not the ones asked for (a model with sliding
    * windows or soft-capped scores; passes shared by several requests), why.
    */

@@ -9,7 +9,7 @@
 // Prints the machine, the load average, and per k: wall ms per pass, items
 // per second, CPU ms per item (this process: the plugin's threads included),
 // and each against k = 1. It is what the CPU's batchRowsPerPass in
-// lib/scoring/platform.ts was chosen from.
+// lib/scoring/platform/profiles.ts was chosen from.
 //
 //   node scripts/bench/batching.js [--groups 1,2,4,6,8] [--rounds 3] [--workload pr]
 const { parseArgs } = require('node:util');

@@ -6,9 +6,9 @@
 // over the passes each request ran (its plan, from scorer.explain()). The
 // selector compares plans by a * rowFLOPs + b * keyFLOPs + c * passes, so only
 // the ratios b/a and c/a matter: they are printed as the CostModel weights to
-// put in lib/scoring/selector.ts, and written to bench-results/cost-model.json.
+// put in lib/scoring/planning/selector.ts, and written to bench-results/cost-model.json.
 //   node scripts/bench/fit-cost-model.js [--model DIR] [--plugin SO|cuda] [--precision P] [--weights W] [--out FILE]
-// (the platform's constants belong in lib/scoring/platform.ts with where they were measured).
+// (the platform's constants belong in lib/scoring/platform/profiles.ts with where they were measured).
 const fs = require('node:fs');
 const path = require('node:path');
 const { Scorer } = require('../../dist');

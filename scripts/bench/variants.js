@@ -5,7 +5,7 @@
 //   node scripts/bench/variants.js <workload|query/itemsxtokens> <rounds> <name>=<json> [<name>=<json> ...]
 //
 // <json> holds the variant's Scorer options, and optionally "facts": a PJRT_SCORE_PLATFORM_FACTS
-// override (lib/scoring/platform-override.ts) set while that Scorer loads. Each variant scores one
+// override (lib/scoring/platform/override.ts) set while that Scorer loads. Each variant scores one
 // untimed request (compiles), then `rounds` requests of fresh token ids; printed per variant: the plan
 // (explain()), the median wall and CPU ms per request, useful GFLOP per wall second and per CPU
 // second (scripts/bench/lib/workloads.js, usefulFlops) and the median ratio to the first variant.

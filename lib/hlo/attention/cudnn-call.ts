@@ -28,6 +28,7 @@
 import { FunctionBuilder } from '../builder/builder';
 import { HloValue } from '../builder/core';
 import { HloBuildError, TensorType } from '../builder/types';
+import { CUDA_PLUGIN_PIN } from '../../util/cuda-plugin-pin';
 
 /** The custom-call target XLA GPU rewrites to cuDNN's fused softmax attention. */
 export const CUDNN_FMHA_TARGET = '__cudnn$fmhaSoftmax';
@@ -36,7 +37,7 @@ export const CUDNN_FMHA_TARGET = '__cudnn$fmhaSoftmax';
  * The plugin release the backend_config below was taken from: the wheel docs/gpu.md documents, whose
  * version the runtime reads beside the plugin file (lib/assets/installed-cuda-plugin.ts).
  */
-export const CUDNN_PINNED_PLUGIN = Object.freeze({ wheel: 'jax-cuda13-pjrt', version: '0.11.2' });
+export const CUDNN_PINNED_PLUGIN: Readonly<{ wheel: string; version: string }> = CUDA_PLUGIN_PIN;
 
 /**
  * Where items over a prefix compute each item's rows against its own keys (docs/gpu.md, 'Fused attention

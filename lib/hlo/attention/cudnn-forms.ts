@@ -36,7 +36,7 @@ function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): Hlo
   return f.select(f.broadcastInDim(real, x.dims, Array.from({ length: g + 1 }, (_, i) => i)), x, 0);
 }
 
-/** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/attention-forms.ts). */
+/** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/platform/attention-forms.ts). */
 function refuseShaping(op: string, opts: AttentionOptions | undefined): void {
   if (shapesScores(opts)) throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
 }

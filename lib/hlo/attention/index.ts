@@ -12,7 +12,7 @@
  *   soft caps), pass-rows.ts: what the forms share.
  *
  * A dispatcher builds the form it is given or refuses it (HloBuildError):
- * which form a pass runs is decided once, by lib/scoring/attention-forms.ts.
+ * which form a pass runs is decided once, by lib/scoring/platform/attention-forms.ts.
  * May import: builder.
  */
 

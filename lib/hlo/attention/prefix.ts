@@ -1,7 +1,7 @@
 /**
  * How item tokens attend over the prefix keys: one choice among equivalent
  * forms (the same numbers within f32 rounding), made by the scoring room's
- * form chooser (lib/scoring/attention-forms.ts) per platform and per pass, or
+ * form chooser (lib/scoring/platform/attention-forms.ts) per platform and per pass, or
  * by the Scorer's `prefixAttention` option, and written into program names
  * and cache keys by its tag. A form is built as asked or refused with an
  * HloBuildError: nothing here runs another form in its place.

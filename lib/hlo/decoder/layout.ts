@@ -69,7 +69,7 @@ export type WeightElementType = 'f32' | 'u16' | 'bf16' | 's8';
 
 /**
  * How bf16 matrices are typed on the device, the same bits either way (a
- * platform fact: lib/scoring/platform.ts, docs/gpu.md "Options that matter
+ * platform fact: lib/scoring/platform/profiles.ts, docs/gpu.md "Options that matter
  * there"):
  *
  *   u16    their bits typed u16, widened to f32 in each layer (shift, bitcast):

@@ -14,7 +14,7 @@ export interface DecoderOptions extends ProgramOptions {
   /**
    * With bf16 weights: their matrices typed u16 (bits, widened in each layer:
    * the default) or bf16 on the device (layout.ts, Bf16Matrices).
-   * A platform fact (lib/scoring/platform.ts).
+   * A platform fact (lib/scoring/platform/profiles.ts).
    */
   readonly bf16Matrices?: Bf16Matrices;
   /**
@@ -22,20 +22,20 @@ export interface DecoderOptions extends ProgramOptions {
    * return bf16 (accumulated in f32 by the backend, rounded once), converted
    * to f32 before the math after them; wO and wDown keep f32 products (they
    * feed the f32 residual stream). Ignored under f32 dots. A platform fact
-   * (lib/scoring/platform.ts): half the bytes of the widest intermediates on
+   * (lib/scoring/platform/profiles.ts): half the bytes of the widest intermediates on
    * a GPU, bf16 elementwise work on the CPU.
    */
   readonly bf16Products?: boolean;
   /**
    * How item tokens attend over the prefix keys (fused and extend programs):
    * the joint softmax (default) or another form (lib/hlo/attention/prefix.ts),
-   * the one the form chooser gave this pass (lib/scoring/attention-forms.ts).
+   * the one the form chooser gave this pass (lib/scoring/platform/attention-forms.ts).
    */
   readonly prefixAttention?: PrefixAttention;
   /**
    * How the query attends causally to itself (prefill and fused programs): the
    * whole masked square (default) or another form (lib/hlo/attention/causal.ts),
-   * the one the form chooser gave this pass (lib/scoring/attention-forms.ts).
+   * the one the form chooser gave this pass (lib/scoring/platform/attention-forms.ts).
    */
   readonly causalAttention?: CausalAttention;
 }

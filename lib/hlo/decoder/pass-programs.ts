@@ -23,7 +23,7 @@
  * Weights in bf16 or int8 (DecoderOptions.weights) are converted to f32
  * right before their dot, one layer's slice at a time: XLA CPU runs bf16
  * dots very slowly, so every matmul is f32 and accumulates in f32. Two
- * exceptions for the GPU, both platform facts (lib/scoring/platform.ts):
+ * exceptions for the GPU, both platform facts (lib/scoring/platform/profiles.ts):
  * bf16 matrices typed bf16 on the device go into bf16 dots as they are
  * (DecoderOptions.bf16Matrices), and under bf16 dots the q|k|v and gate|up
  * projections may return bf16 products (DecoderOptions.bf16Products).

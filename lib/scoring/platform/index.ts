@@ -24,3 +24,4 @@ export { attentionKernelChoice, choosePrecision, DOT_OPTIONS, PRECISIONS, type A
 export { platformFactsOverride, withOverride, PLATFORM_FACTS_ENV, type PlatformFactsOverride } from './override';
 export { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './cudnn-pin';
 export { dotSpeedsForAuto, type DotSpeeds } from './dot-speed';
+export { attentionTags, modelAttention, passAttention, shapedAttention, type AttentionPair, type ModelAttention } from './attention-forms';

@@ -1,4 +1,5 @@
 'use strict';
+const { WORKLOADS } = require('./workloads');
 // Token-id requests for the real Gemma 3 270M checks (scripts/lab/gemma/check-real.js)
 // and its benchmark workload (npm run bench -- --workloads gemma3-target):
 // text tokenized with the model's own vocabulary, the BOS written here.
@@ -25,7 +26,7 @@ function yesNoLabels(tokenize) {
  * tokens (BOS + a paragraph repeated) and `items` items of exactly
  * `itemTokens` tokens each (words, then '\nAnswer:'), labels ' yes' and ' no'.
  */
-function targetText(tokenize, bos, queryTokens = 2000, items = 500, itemTokens = 20) {
+function targetText(tokenize, bos, { queryTokens, items, itemTokens } = WORKLOADS.target) {
   const paragraph = tokenize('The city council met on Tuesday to discuss the new library, the bus routes along the river and the budget for the coming year. ');
   const query = [bos];
   while (query.length < queryTokens) query.push(...paragraph);

@@ -150,7 +150,7 @@ function main() {
     const flat = x64.softmax.flat();
     check(flat.every((x) => x > 0 && x < 1) && new Set(flat).size === flat.length, 'the scores are in (0, 1) and all differ');
     // The kernels' paths and the CPU class the platform facts are keyed by (native/kernels/kernel_isa.h,
-    // lib/scoring/platform.ts): on arm64 the portable path, a class nothing was measured on.
+    // lib/scoring/platform/profiles.ts): on arm64 the portable path, a class nothing was measured on.
     const paths = arm64.kernelPaths;
     check(paths && paths.cpu === 'portable' && paths.f32 === 'portable', `arm64: the attention kernels run their portable path (${JSON.stringify(paths)})`);
     check(arm64.cpuClass && arm64.cpuClass.isa === 'portable' && arm64.cpuClass.measured === false && /portable: not measured/.test(arm64.platformFacts), `arm64: the platform facts are the portable class's and say it was not measured there`);

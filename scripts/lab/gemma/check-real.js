@@ -47,13 +47,14 @@ const { ggufPyEnv } = require('../../../test/helpers/gguf-py');
 const { fetchGemma3Model } = require('../../../dist/assets');
 const { describeMachine } = require('../../lib/machine');
 const { gemmaYesNo, targetText } = require('../../bench/lib/gemma-requests');
+const { WORKLOADS } = require('../../bench/lib/workloads');
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
   options: {
-    items: { type: 'string', default: '500' },
-    'item-tokens': { type: 'string', default: '20' },
-    'query-tokens': { type: 'string', default: '2000' },
+    items: { type: 'string', default: String(WORKLOADS.target.items) },
+    'item-tokens': { type: 'string', default: String(WORKLOADS.target.itemTokens) },
+    'query-tokens': { type: 'string', default: String(WORKLOADS.target.queryTokens) },
     'serial-items': { type: 'string', default: '25' },
     'alone-items': { type: 'string', default: '2' },
     'llama-cpp': { type: 'boolean', default: false },
@@ -112,7 +113,7 @@ async function main() {
 
   const build = {
     yesNo: () => gemmaYesNo(t, scorer.config.bosTokenId),
-    target: () => targetText(t, scorer.config.bosTokenId, Number(args['query-tokens']), Number(args.items), Number(args['item-tokens'])),
+    target: () => targetText(t, scorer.config.bosTokenId, { queryTokens: Number(args['query-tokens']), items: Number(args.items), itemTokens: Number(args['item-tokens']) }),
   };
   const names = args.requests.split(',');
   for (const n of names) if (!build[n]) throw new Error(`--requests: unknown request ${n} (known: ${Object.keys(build).join(', ')})`);

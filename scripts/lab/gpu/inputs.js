@@ -10,8 +10,13 @@
  * `scale: 'tiny'` shrinks every length so the suite can run the same code on
  * the CPU plugin in seconds. Token ids are deterministic and below the vocab.
  */
+const { WORKLOADS } = require('../../bench/lib/workloads');
+
+/** A workload of the benchmark (scripts/bench/lib/workloads.js) as `queries` requests of its shape. */
+const full = (name, queries) => ({ queries, query: WORKLOADS[name].queryTokens, items: WORKLOADS[name].items, item: WORKLOADS[name].itemTokens });
+
 const SHAPES = {
-  full: { target: { queries: 1, query: 2000, items: 500, item: 20 }, pr: { queries: 8, query: 300, items: 10, item: 20 } },
+  full: { target: full('target', 1), pr: full('pr', 8) },
   tiny: { target: { queries: 1, query: 48, items: 24, item: 6 }, pr: { queries: 8, query: 20, items: 3, item: 5 } },
 };
 

@@ -35,7 +35,7 @@ const { parseCausalAttentionTag, parsePrefixAttentionTag, decoderPrefill, decode
 const { configFromHf } = require(path.join(root, 'dist', 'model'));
 const { CUDNN_PINNED_PLUGIN } = require(path.join(root, 'dist', 'hlo'));
 const { platformFacts } = require(path.join(root, 'dist', 'scoring', 'platform'));
-const { platformFactsOverride, withOverride } = require(path.join(root, 'dist', 'scoring', 'platform-override'));
+const { platformFactsOverride, withOverride } = require(path.join(root, 'dist', 'scoring', 'platform'));
 
 function args(argv) {
   const out = { precision: 'highest', weights: 'f32', repeats: 5, serialItems: 16 };
@@ -143,7 +143,7 @@ async function main() {
   const runtimeCalls = a.breakdown === '1' ? timeRuntimeCalls() : null;
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
   const extra = a.options ? JSON.parse(a.options) : {};
-  // Attention forms by tag (unset: the platform's, lib/scoring/platform.ts).
+  // Attention forms by tag (unset: the platform's, lib/scoring/platform/profiles.ts).
   if (a.prefixAttention) extra.prefixAttention = parsePrefixAttentionTag(a.prefixAttention);
   if (a.causalAttention) extra.causalAttention = parseCausalAttentionTag(a.causalAttention);
   if (a.batching) extra.batching = a.batching;
