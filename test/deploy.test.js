@@ -7,10 +7,10 @@
 // (test/helpers/k8s-manifests.js); the probe paths and the image's
 // HEALTHCHECK command run against a real `pjrt-score serve` on 127.0.0.1.
 const test = require('tape');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawnSync } = require('node:child_process');
+const { startServe } = require('../scripts/lib/serve-child');
 const fs = require('node:fs');
 const path = require('node:path');
-const readline = require('node:readline');
 
 const root = path.join(__dirname, '..');
 const deployDir = path.join(root, 'deploy');
@@ -305,24 +305,8 @@ const PROBE_KEY = 'pk-deploy-probe-0123456789abcdef';
 
 function startService() {
   fs.writeFileSync(keyFile, `# keys\n${PROBE_KEY}\n`);
-  const child = spawn(process.execPath, [BIN, 'serve', '--host', '127.0.0.1', '--port', '0', '--warmup', 'none', '--api-key-file', keyFile], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stderr = '';
-  child.stderr.on('data', (c) => (stderr = (stderr + c).slice(-4000)));
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const port = new Promise((resolve, reject) => {
-    readline.createInterface({ input: child.stdout }).on('line', (line) => {
-      try {
-        const e = JSON.parse(line);
-        if (e.event === 'listening') resolve(e.port);
-      } catch {
-        // not a log line
-      }
-    });
-    exited.then((e) => reject(new Error(`serve exited ${JSON.stringify(e)} before listening: ${stderr}`)));
-  });
-  return { child, port, exited, stderr: () => stderr };
+  const serve = startServe(['serve', '--host', '127.0.0.1', '--port', '0', '--warmup', 'none', '--api-key-file', keyFile]);
+  return { child: serve.child, port: serve.listening(), exited: serve.exited };
 }
 
 /** The liveness probe's httpGet, as the kubelet sends it: no key. */
