@@ -6,7 +6,7 @@
  * model and no peers, so the script cannot rot).
  *
  *   node scripts/bench/gpu.js [--preset qwen3_0_6b|qwen3_tiny] [--scale full|tiny]
- *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/kb512w/qc4,bf16/bf16+cross-request,...]
+ *        [--plugin SO|cuda] [--configs highest/f32,default/bf16,bf16/bf16/ones_own/qc4,bf16/bf16+cross-request,...]
  *        [--peers torch,jax|none] [--peer-dtypes bf16,f32] [--dir DIR] [--out FILE] [--repeats N]
  *        [--emit-only 1] [--restart 0] [--peer-methods flexfull,batch8full] [--breakdown 1]
  *        [--methods packed,prefix,serial,one-at-a-time,8-concurrent]
