@@ -143,15 +143,7 @@ test('ffi refuses a grouped call (a cross-request pass) and a windowed or capped
   const grouped = () =>
     buildProgram('ffi_grouped', (f) => {
       const G = 2;
-      const x = {
-        itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),
-        itemK: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemK'),
-        itemV: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemV'),
-        itemLengths: f.param(TensorType.s32([G, c.N]), 'itemLengths'),
-        prefixK: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixK'),
-        prefixV: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixV'),
-        prefixLength: f.param(TensorType.s32([G]), 'prefixLength'),
-      };
+      const x = prefixParams(f, c, G);
       return { out: itemsOverPrefix(f, x, ffi) };
     });
   t.throws(grouped, /prefix attention 'ffi' \(the addon's kernel\) takes one query/, 'prefixLength s32[2]: refused');

@@ -13,7 +13,7 @@ const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, pref
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');
-const { program, makeInputs, reference, assertExtendMatchesJoint, joinInputs } = require('./helpers/prefix-forms');
+const { prefixParams, program, makeInputs, reference, assertExtendMatchesJoint, joinInputs } = require('./helpers/prefix-forms');
 
 const TOL = 1e-5;
 let client;
@@ -147,15 +147,7 @@ test('the rows form, grouped (prefixLength s32[G]): each group equals the refere
   const G = groups.length;
   const tags = ['ones_own'];
   const prog = buildProgram('items_over_prefix_rows_grouped', (f) => {
-    const x = {
-      itemQ: f.param(TensorType.f32([G, c.N, c.L, c.Hq, c.D]), 'itemQ'),
-      itemK: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemK'),
-      itemV: f.param(TensorType.f32([G, c.N, c.L, c.Hkv, c.D]), 'itemV'),
-      itemLengths: f.param(TensorType.s32([G, c.N]), 'itemLengths'),
-      prefixK: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixK'),
-      prefixV: f.param(TensorType.f32([G, c.P, c.Hkv, c.D]), 'prefixV'),
-      prefixLength: f.param(TensorType.s32([G]), 'prefixLength'),
-    };
+    const x = prefixParams(f, c, G);
     return Object.fromEntries(tags.map((tag, i) => [`out${i}`, itemsOverPrefix(f, x, parsePrefixAttentionTag(tag))]));
   });
   const outs = await runAll(prog, [0, 1, 2, 3, 4, 5, 6].map(joined));

@@ -5,16 +5,20 @@
 const { buildProgram, TensorType, itemsOverPrefix, decoderExtend, decoderPrefill } = require('../../dist/hlo');
 const ref = require('./attention-reference');
 
-/** The items-over-prefix inputs of shape `c` as the parameters of the function `f` builds, in makeInputs' order. */
-function prefixParams(f, { P, N, L, Hq, Hkv, D }) {
+/**
+ * The items-over-prefix inputs of shape `c` as the parameters of the function `f` builds, in makeInputs' order;
+ * with `groups`, every input gains a leading group axis of that size (a cross-request pass).
+ */
+function prefixParams(f, { P, N, L, Hq, Hkv, D }, groups = null) {
+  const g = groups === null ? [] : [groups];
   return {
-    itemQ: f.param(TensorType.f32([N, L, Hq, D]), 'itemQ'),
-    itemK: f.param(TensorType.f32([N, L, Hkv, D]), 'itemK'),
-    itemV: f.param(TensorType.f32([N, L, Hkv, D]), 'itemV'),
-    itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
-    prefixK: f.param(TensorType.f32([P, Hkv, D]), 'prefixK'),
-    prefixV: f.param(TensorType.f32([P, Hkv, D]), 'prefixV'),
-    prefixLength: f.param(TensorType.s32([]), 'prefixLength'),
+    itemQ: f.param(TensorType.f32([...g, N, L, Hq, D]), 'itemQ'),
+    itemK: f.param(TensorType.f32([...g, N, L, Hkv, D]), 'itemK'),
+    itemV: f.param(TensorType.f32([...g, N, L, Hkv, D]), 'itemV'),
+    itemLengths: f.param(TensorType.s32([...g, N]), 'itemLengths'),
+    prefixK: f.param(TensorType.f32([...g, P, Hkv, D]), 'prefixK'),
+    prefixV: f.param(TensorType.f32([...g, P, Hkv, D]), 'prefixV'),
+    prefixLength: f.param(TensorType.s32(g), 'prefixLength'),
   };
 }
 
