@@ -58,12 +58,12 @@ test('the ladders a Scorer plans with on the CPU, from the documented rules', (t
   const { ladders } = setup();
   // Written out by hand from planning/ladders.ts and the CPU profile's comments.
   t.deepEqual(ladders.tokens.slice(0, 10), [8, 16, 24, 32, 48, 64, 96, 128, 192, 256], 'tokens: 8, then 1.5x rungs, multiples of 8');
-  t.deepEqual(ladders.itemTokens.slice(0, 16), [8, 12, 16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160], 'items: 1.25x rungs, multiples of 4');
+  t.deepEqual(ladders.itemTokens.slice(0, 17), [8, 12, 16, 20, 24, 28, 32, 36, 40, 44, 48, 52, 56, 60, 64, 72, 80], 'items: rungs in eighths, multiples of 4');
   t.deepEqual(ladders.counts.slice(0, 16), [1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, 24, 28, 32], 'counts: 1, 2, ..., 8, 10, 12, 14, 16, 20, ...');
   t.deepEqual(ladders.labels, [2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 49152], 'labels: powers of two, then the vocabulary');
   // Whole ladders against the plain loop.
   t.deepEqual(ladders.tokens, ladder(8, 8192, [1.5], 8), 'tokens, whole');
-  t.deepEqual(ladders.itemTokens, ladder(8, 8192, [1.25, 1.5, 1.75], 4), 'item lengths, whole');
+  t.deepEqual(ladders.itemTokens, ladder(8, 8192, [1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875], 4), 'item lengths, whole');
   t.deepEqual(ladders.queryTokens, ladder(8, 8192, [1.25, 1.5, 1.75], 4), 'query lengths: the CPU steps, the item rule');
   t.deepEqual(ladders.counts, ladder(1, 4096, [1.25, 1.5, 1.75]), 'counts, whole, up to 4096');
   t.equal(ladders.tokens[ladders.tokens.length - 1], 8192, 'every token ladder ends at the context');
@@ -71,6 +71,11 @@ test('the ladders a Scorer plans with on the CPU, from the documented rules', (t
   let worst = 0;
   for (let n = 8; n <= 4096; n++) worst = Math.max(worst, ladders.counts.find((c) => c >= n) / n);
   t.ok(worst <= 1.25, `padded item rows at most 1.25x from 8 items (worst ${worst.toFixed(3)})`);
+  // What the finer item-length ladder buys: from 32 tokens up, at most 1.125x padded tokens per item.
+  let worstLength = 0;
+  for (let l = 32; l <= 8192; l++) worstLength = Math.max(worstLength, ladders.itemTokens.find((b) => b >= l) / l);
+  t.ok(worstLength <= 1.125, `padded item tokens at most 1.125x from 32 tokens (worst ${worstLength.toFixed(3)})`);
+  t.equal(ladders.itemTokens.find((b) => b >= 100), 104, 'a 100-token item pads to 104');
   t.end();
 });
 

@@ -141,12 +141,18 @@ test('a plan is a function of its request shape alone', (t) => {
   t.end();
 });
 
-test('CPU facts keyed by CPU class: the fitted AVX2 class says so; another class borrows its facts and says which; other platforms ignore the class', (t) => {
+test('CPU facts keyed by CPU class: the measured classes say so; another class borrows AVX2\'s facts and says which; other platforms ignore the class', (t) => {
   const { platformFacts } = require('../dist/scoring/platform');
   const avx2 = platformFacts('cpu', 'avx2');
   t.deepEqual(avx2.cpuClass, { isa: 'avx2', measured: true }, 'avx2: measured');
   t.match(avx2.measured, /^AVX2 \(AMD EPYC Zen 3/, `avx2: ${avx2.measured.slice(0, 60)}`);
-  for (const isa of ['portable', 'avx512', 'avx512bf16', 'amx']) {
+  t.equal(avx2.budget.tokensPerPass, 1536, 'avx2: 1,536 item rows per pass (docs/performance.md)');
+  const bf16 = platformFacts('cpu', 'avx512bf16');
+  t.deepEqual(bf16.cpuClass, { isa: 'avx512bf16', measured: true }, 'avx512bf16: measured');
+  t.match(bf16.measured, /^AVX-512 bf16 \(AMD EPYC Zen 4/, `avx512bf16: ${bf16.measured.slice(0, 60)}`);
+  t.deepEqual(bf16.budget, { ...avx2.budget, tokensPerPass: 3072 }, 'avx512bf16: 3,072 item rows per pass, the rest as AVX2 (docs/performance.md)');
+  t.deepEqual(bf16.cost, avx2.cost, 'avx512bf16: AVX2\'s cost constants (not fitted there)');
+  for (const isa of ['portable', 'avx512', 'amx']) {
     const f = platformFacts('cpu', isa);
     t.deepEqual(f.cpuClass, { isa, measured: false }, `${isa}: not measured`);
     t.match(f.measured, new RegExp(`^${isa}: not measured on this CPU class, the facts of AVX2`), `${isa}: the load log says it borrowed the AVX2 facts`);

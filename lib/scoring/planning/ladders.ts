@@ -4,8 +4,8 @@
  * platform's rungs. Each ladder's rule, as bucketLadder reads it:
  * - tokens (serial S): 8, then powers of two from 8 with a 1.5x rung between,
  *   rounded up to multiples of 8, up to the context;
- * - itemTokens (L, and P where queryTokens is the same): from 8, rungs at
- *   1.25x, 1.5x, 1.75x rounded up to multiples of 4, up to the context;
+ * - itemTokens (L): from 8, the platform's itemTokenSteps, multiples of 4,
+ *   up to the context;
  * - queryTokens (P of a one-request plan): from 8, the platform's
  *   queryTokenSteps, multiples of 4, up to the context;
  * - counts (items per pass): from 1, the platform's countSteps, up to 4096;
@@ -19,8 +19,6 @@ import type { Ladders } from './plan';
 export const MIN_TOKEN_BUCKET = 8;
 /** The largest item-count bucket: items per pass. */
 export const MAX_COUNT_BUCKET = 4096;
-/** The rungs of the item-length ladder between powers of two. */
-export const ITEM_TOKEN_STEPS: readonly number[] = Object.freeze([1.25, 1.5, 1.75]);
 /** Query and item lengths are multiples of this (every rung but the context). */
 export const ITEM_TOKEN_ALIGN = 4;
 
@@ -28,6 +26,7 @@ export const ITEM_TOKEN_ALIGN = 4;
 export interface LadderSteps {
   readonly countSteps: readonly number[];
   readonly queryTokenSteps: readonly number[];
+  readonly itemTokenSteps: readonly number[];
 }
 
 /** The ladders of a model with `contextLength` tokens and `vocabSize` tokens, on a platform with `steps`. */
@@ -35,7 +34,7 @@ export function scorerLadders(contextLength: number, vocabSize: number, steps: L
   const max = Math.max(contextLength, MIN_TOKEN_BUCKET);
   return {
     tokens: bucketLadder({ ...DEFAULT_TOKEN_BUCKETS, min: MIN_TOKEN_BUCKET, max }),
-    itemTokens: bucketLadder({ min: MIN_TOKEN_BUCKET, max, steps: ITEM_TOKEN_STEPS, align: ITEM_TOKEN_ALIGN }),
+    itemTokens: bucketLadder({ min: MIN_TOKEN_BUCKET, max, steps: steps.itemTokenSteps, align: ITEM_TOKEN_ALIGN }),
     queryTokens: bucketLadder({ min: MIN_TOKEN_BUCKET, max, steps: steps.queryTokenSteps, align: ITEM_TOKEN_ALIGN }),
     counts: bucketLadder({ min: 1, max: MAX_COUNT_BUCKET, steps: steps.countSteps }),
     labels: bucketLadder({ min: 2, max: Math.max(2, vocabSize) }),

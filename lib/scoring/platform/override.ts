@@ -2,7 +2,7 @@
  * PJRT_SCORE_PLATFORM_FACTS: a measurement knob (docs/gpu.md, "Options that
  * matter there"). A JSON object merged over the platform's facts
  * (profiles.ts) for the facts that say how bf16 weights and products are
- * typed, how fine the item-count ladder is and which XLA options programs
+ * typed, how fine the ladders are and which XLA options programs
  * compile with, so one lent GPU call can run the variants side by side:
  *
  *   PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}'
@@ -22,7 +22,7 @@ import type { PlatformFacts } from './profiles';
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'xlaOptions'>>;
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions'>>;
 
 /** Ladder rungs between powers of two: multipliers in (1, 2) (planning/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
@@ -32,6 +32,7 @@ const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonl
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   countSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   queryTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
+  itemTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   xlaOptions: { ok: (v) => xlaOptionsProblem(v) === null, want: 'an object { xla_name: boolean | number | string }' },
 };
 
@@ -61,6 +62,7 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
     else if (key === 'bf16Products') out.bf16Products = value as boolean;
     else if (key === 'xlaOptions') out.xlaOptions = Object.freeze({ ...(value as XlaOptions) });
     else if (key === 'queryTokenSteps') out.queryTokenSteps = value as number[];
+    else if (key === 'itemTokenSteps') out.itemTokenSteps = value as number[];
     else out.countSteps = value as number[];
   }
   return out;

@@ -69,6 +69,11 @@ export interface PlatformFacts {
    */
   readonly queryTokenSteps: readonly number[];
   /**
+   * Extra rungs of the item-length ladder between powers of two (align 4; planning/ladders.ts): every
+   * padded token of an item row is computed like a real one, in every extend or packed pass.
+   */
+  readonly itemTokenSteps: readonly number[];
+  /**
    * How bf16 matrices are typed on the device (lib/hlo/decoder/layout.ts, Bf16Matrices): u16 bits
    * widened per layer, or bf16 that goes into bf16 dots as it is. PJRT_SCORE_PLATFORM_FACTS overrides it
    * (override.ts).
@@ -85,7 +90,7 @@ export interface PlatformFacts {
    */
   readonly xlaOptions: XlaOptions;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'xlaOptions')[];
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
   /**
    * What precision 'auto' resolves to (precision-choice.ts): `bf16`, with what showed bf16 pays and holds the
    * accuracy gate; or `measure`: time XLA's bf16 dots against its f32 ones where the CPU has bf16 dot units.
@@ -119,8 +124,19 @@ const AVX2_FACTS: CpuClassFacts = {
   measured: 'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js',
 };
 
+const AVX512BF16_FACTS: CpuClassFacts = {
+  // 3072 item rows per pass: on a 2-core AMD EPYC Zen 4 (avx512_bf16), with the item-length rungs in eighths,
+  // 0.87-0.89x the wall time of 1536 on 100 items of 100 tokens in bf16 and f32 (5 passes of 28 items, not 9
+  // of 12), 0.94x on the target's 500 items, 0.96x on RAG's 20 x 500, and no larger gain at 4608
+  // (scripts/bench/variants.js, 3 rounds alternating, quiet; docs/performance.md, 'Pass size and buckets').
+  // The cost constants are AVX2's (not fitted here).
+  budget: { ...AVX2_FACTS.budget, tokensPerPass: 3072 },
+  cost: AVX2_FACTS.cost,
+  measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
+};
+
 /**
- * The CPU classes. Only AVX2 has been fitted; the others borrow its facts until
+ * The CPU classes. AVX2 and AVX-512 bf16 have been measured; the others borrow AVX2's facts until
  * scripts/bench/fit-cost-model.js and the bench's chunk sweep run on such a CPU
  * (the load log says which class borrowed). Portable: a CPU without AVX2.
  */
@@ -128,7 +144,7 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
   portable: { ...AVX2_FACTS, measured: null },
   avx2: AVX2_FACTS,
   avx512: { ...AVX2_FACTS, measured: null },
-  avx512bf16: { ...AVX2_FACTS, measured: null },
+  avx512bf16: AVX512BF16_FACTS,
   amx: { ...AVX2_FACTS, measured: null },
 };
 
@@ -169,6 +185,12 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // against 120), each ~17 MiB in memory beside a 48-entry JIT cache: a knob for fixed-shape traffic
     // (PJRT_SCORE_PLATFORM_FACTS queryTokenSteps), not the default (docs/performance.md, 'Small requests').
     queryTokenSteps: [1.25, 1.5, 1.75],
+    // Eighths (..., 64, 72, 80, ..., 120, 128, 144, ...; the same rungs as before up to 32 tokens, where the
+    // alignment of 4 decides): 100-token items pad to 104, not 112, and a 4,500-token document to 4,608, not
+    // 5,120. On a 2-core AMD EPYC Zen 4, 100 items of 100 tokens took 0.96x the wall time in bf16 at the same
+    // budget; the document 0.95x (scripts/bench/variants.js, 3 rounds alternating, quiet; docs/performance.md,
+    // 'Pass size and buckets'). More programs only where items are longer than 32 tokens and vary in length.
+    itemTokenSteps: [1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875],
     // XLA CPU computes bf16 ops in f32 (whole stacked arrays converted at each execution when they were typed
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
     bf16Matrices: 'u16',
@@ -204,6 +226,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     countSteps: [1.25, 1.5, 1.75],
     // A compile takes 4-6 s there and a padded row costs little: the item-length ladder's rungs.
     queryTokenSteps: [1.25, 1.5, 1.75],
+    itemTokenSteps: [1.25, 1.5, 1.75],
     // From the kernel profile of a target pass on an H200 (docs/gpu.md): widening the u16 bits took a
     // ~60 us kernel per layer, and the f32 gate|up product read back to round it to bf16 91 us. Typed bf16
     // and bf16 products remove both: on an H100, in one run (PJRT_SCORE_PLATFORM_FACTS switching them), the
