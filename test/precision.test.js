@@ -19,21 +19,32 @@ function dots(text, precision) {
 }
 
 test('program text: every dot carries the asked precision', (t) => {
+  // Each builder with its LM-head readouts of at most 16 rows (the query's last row, the items' last rows
+  // where there are 16 or fewer): under bf16 dots those read the f32 table as it is (lib/hlo/nn/lm-head.ts).
   const builders = [
-    (o) => decoderFused(config, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, o),
-    (o) => decoderPrefill(config, { prefix: 8, labels: 2 }, o),
-    (o) => decoderExtend(config, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, o),
+    [(o) => decoderFused(config, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, o), 2],
+    [(o) => decoderFused(config, { prefix: 8, items: 17, itemLength: 4, labels: 2 }, o), 1],
+    [(o) => decoderPrefill(config, { prefix: 8, labels: 2 }, o), 1],
+    [(o) => decoderExtend(config, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, o), 1],
+    [(o) => decoderExtend(config, { prefix: 8, items: 17, itemLength: 4, labels: 2 }, o), 0],
   ];
-  for (const build of builders) {
+  const V = config.vocabSize;
+  const Dm = config.hiddenSize;
+  for (const [build, fewRowReadouts] of builders) {
     for (const p of ['HIGHEST', 'DEFAULT']) {
       const d = dots(build({ dotPrecision: p }).text, p);
       t.ok(d.all > 5 && d.marked === d.all, `${build({}).name}: ${d.marked} of ${d.all} dots ${p}`);
     }
     t.equal(dots(build({}).text, 'HIGHEST').marked, 0, 'no option: no attribute');
-    // bf16 dots: both operands bf16, the product f32, no precision attribute.
+    // bf16 dots: both operands bf16, the product f32, no precision attribute; the few-row readouts: the f32
+    // table [V, Dm] against the rows [K, Dm], K <= 16, in f32.
     const lines = build({ dotOperands: 'bf16' }).text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
     const bf16 = lines.filter((l) => /: \(tensor<[^>]*xbf16>, tensor<[^>]*xbf16>\) -> tensor<[^>]*xf32>/.test(l) && !l.includes('precision'));
-    t.ok(lines.length > 5 && bf16.length === lines.length, `${build({}).name}: ${bf16.length} of ${lines.length} dots bf16 x bf16 -> f32`);
+    const table = new RegExp(`: \\(tensor<${V}x${Dm}xf32>, tensor<(\\d+)x${Dm}xf32>\\) -> tensor<${V}x(\\d+)xf32>`);
+    const readouts = lines.filter((l) => table.test(l) && Number(table.exec(l)[1]) <= 16 && !l.includes('precision'));
+    const name = build({}).name;
+    t.ok(lines.length > 5 && bf16.length === lines.length - fewRowReadouts, `${name}: ${bf16.length} of ${lines.length} dots bf16 x bf16 -> f32`);
+    t.equal(readouts.length, fewRowReadouts, `${name}: ${readouts.length} LM-head readout(s) of at most 16 rows read the f32 table as it is`);
   }
   t.end();
 });

@@ -23,6 +23,8 @@ export interface DotDims {
    * in f32 and rounds the result once (on a GPU, a bf16 GEMM output).
    */
   result?: 'f32' | 'bf16';
+  /** 'as-is': f32 operands stay f32 in a function that computes its dots in bf16. */
+  operands?: 'as-is';
 }
 
 export class DotBuilder extends ShapeBuilder {
@@ -38,7 +40,7 @@ export class DotBuilder extends ShapeBuilder {
     // f32, or an f32 side meeting a bf16 one: a bf16 matrix as stored); the
     // result stays f32 (the product accumulates in f32) unless d.result says.
     const floats = (x: HloValue): boolean => x.elementType === 'f32' || x.elementType === 'bf16';
-    const narrow = this.fn.dotOperands === 'bf16' && floats(lhsIn) && floats(rhsIn) && (lhsIn.elementType === 'f32' || rhsIn.elementType === 'f32');
+    const narrow = d.operands !== 'as-is' && this.fn.dotOperands === 'bf16' && floats(lhsIn) && floats(rhsIn) && (lhsIn.elementType === 'f32' || rhsIn.elementType === 'f32');
     const lhs = narrow && lhsIn.elementType === 'f32' ? this.convert(lhsIn, 'bf16') : lhsIn;
     const rhs = narrow && rhsIn.elementType === 'f32' ? this.convert(rhsIn, 'bf16') : rhsIn;
     const lb = d.lhsBatch ?? [];

@@ -72,7 +72,11 @@ function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixNa
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
 export function lmHeadForDot(f: FunctionBuilder, w: Weights): HloValue {
-  return matrixForDot(f, need(w, 'lmHead'), w.lmHeadScale, 1, bf16Dots(f));
+  const table = need(w, 'lmHead');
+  // u16 bits under bf16 dots: the bf16 table itself, exactly as a table typed bf16 (never an f32 table, which
+  // few rows would read unrounded: lib/hlo/nn/lm-head.ts).
+  if (table.elementType === 'u16' && bf16Dots(f)) return f.bitcastConvert(table, 'bf16');
+  return matrixForDot(f, table, w.lmHeadScale, 1, bf16Dots(f));
 }
 
 export function need(w: Weights, name: DecoderWeightName): HloValue {

@@ -56,7 +56,7 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   if (vocab === 0) throw new HloBuildError(`${op}: the vocabulary is empty`);
 
   const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
-  const raw = f.dotGeneral(normed, lmHead, { lhsContract: [1], rhsContract: [1] }); // [K, V]
+  const raw = labelRowLogits(f, normed, lmHead); // [K, V]
   const cap = opts.softcap;
   if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
   const logits = cap === undefined ? raw : f.multiply(f.tanh(f.divide(raw, cap)), cap);
@@ -67,6 +67,27 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   const normalizerColumn = f.eq(labels, LOG_NORMALIZER_LABEL);
   const labelLogits = f.select(perRow ? normalizerColumn : f.broadcastInDim(normalizerColumn, gathered.dims, [1]), f.full(gathered, 0), gathered);
   return f.subtract(labelLogits, f.expandReduced(logNormalizer, labelLogits.dims, [1]));
+}
+
+/**
+ * At most this many rows read an f32 LM head as it is, even where the function computes its dots in
+ * bf16: rounding the whole [V, Dm] table to bf16 first (a pass over it and a copy) costs more than
+ * the few rows' f32 products. SGLang's PR shape in bf16 (10 item rows), on a 2-core AMD EPYC Zen 4:
+ * 0.96x the wall time and 0.97x the CPU time (docs/performance.md, 'Small requests'); with 128
+ * rows the bf16 table paid for itself.
+ */
+export const LM_HEAD_F32_ROWS = 16;
+
+/**
+ * rows [K, Dm] @ lmHead^T -> logits [K, V]. Few rows against an f32 table: the table is the dot's
+ * left side in f32 ([V, Dm] x [K, Dm]^T, then transposed), streamed once with nothing to round or
+ * repack. Otherwise the function's dots, bf16 where it computes them in bf16.
+ */
+function labelRowLogits(f: FunctionBuilder, rows: HloValue, lmHead: HloValue): HloValue {
+  if (rows.dims[0] <= LM_HEAD_F32_ROWS && lmHead.elementType === 'f32' && rows.elementType === 'f32') {
+    return f.transpose(f.dotGeneral(lmHead, rows, { lhsContract: [1], rhsContract: [1], operands: 'as-is' }), [1, 0]);
+  }
+  return f.dotGeneral(rows, lmHead, { lhsContract: [1], rhsContract: [1] });
 }
 
 /** logits [K, V] at each row's own label ids [K, Lb] -> [K, Lb]: a gather of (row, label) pairs, the same values and no [K, V] copy. */
