@@ -35,7 +35,7 @@ import { HloBuildError, TensorType } from '../builder/types';
 import { DecoderDims } from './layout';
 import { DecoderOptions, programSuffix } from './options';
 import { checkDims, declareWeights, embed, layerLoop, layerSlice, lmHeadForDot, ropeTables } from './layers';
-import { flat, itemPositions, itemReadout, prefixReadout } from './readout';
+import { flat, itemPositions, itemReadout, passReadouts, prefixReadout } from './readout';
 
 export type { DecoderDims } from './layout';
 
@@ -123,10 +123,8 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const itemHidden = f.reshape(rows.itemRows(f, hidden), [G * N, L, dm]);
     // Each item row reads its own group's labels.
     const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
-    return {
-      prefix_logprobs: prefixReadout(f, d, w, lmHead, prefixHidden, prefixLength, labels),
-      item_logprobs: itemReadout(f, d, w, lmHead, itemHidden, flat(f, itemLengths), itemLabels),
-    };
+    const out = passReadouts(f, d, w, lmHead, { hidden: prefixHidden, length: prefixLength, labels }, { hidden: itemHidden, lengths: flat(f, itemLengths), labels: itemLabels });
+    return { prefix_logprobs: out.prefix, item_logprobs: out.items };
   }, options);
 }
 

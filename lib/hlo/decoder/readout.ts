@@ -19,16 +19,29 @@ export function flat(f: FunctionBuilder, x: HloValue): HloValue {
   return x.rank === 1 ? x : f.reshape(x, [x.type.size]);
 }
 
-/**
- * Label logprobs of each item at its last real token (row len - 1; an empty
- * item's row is garbage): itemHidden [K, L, Dm], itemLengths s32[K], labels
- * s32[Lb] shared or s32[K, Lb] per row -> [K, Lb].
- */
-export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
+/** The hidden rows of each item's last real token (row len - 1; an empty item's row is garbage): itemHidden [K, L, Dm], itemLengths s32[K] -> [K, Dm]. */
+function itemLastRows(f: FunctionBuilder, itemHidden: HloValue, itemLengths: HloValue): HloValue {
   const [n, l, dm] = itemHidden.dims;
   const last = f.clamp(0, f.subtract(itemLengths, 1), l - 1);
   const flatIndex = f.add(f.multiply(f.iota(TensorType.s32([n]), 0), l), last);
-  const rows = f.take(f.reshape(itemHidden, [n * l, dm]), flatIndex, 0);
+  return f.take(f.reshape(itemHidden, [n * l, dm]), flatIndex, 0);
+}
+
+/** The hidden rows of each query's last real token: prefixHidden [G*P, Dm], prefixLength s32[] (G = 1) or s32[G] -> [G, Dm]. */
+function prefixLastRows(f: FunctionBuilder, prefixHidden: HloValue, prefixLength: HloValue): HloValue {
+  const groups = prefixLength.rank === 0 ? 1 : prefixLength.dims[0];
+  const p = prefixHidden.dims[0] / groups;
+  const clamped = f.clamp(0, f.subtract(prefixLength, 1), p - 1);
+  const last = groups === 1 ? f.reshape(clamped, [1]) : f.add(f.multiply(f.iota(TensorType.s32([groups]), 0), p), clamped);
+  return f.take(prefixHidden, last, 0);
+}
+
+/**
+ * Label logprobs of each item at its last real token: itemHidden [K, L, Dm],
+ * itemLengths s32[K], labels s32[Lb] shared or s32[K, Lb] per row -> [K, Lb].
+ */
+export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
+  const rows = itemLastRows(f, itemHidden, itemLengths);
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
 }
 
@@ -38,12 +51,34 @@ export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHe
  * prefixLength s32[G], labels s32[G, Lb] -> [G, Lb].
  */
 export function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
-  const groups = prefixLength.rank === 0 ? 1 : prefixLength.dims[0];
-  const p = prefixHidden.dims[0] / groups;
-  const clamped = f.clamp(0, f.subtract(prefixLength, 1), p - 1);
-  const last = groups === 1 ? f.reshape(clamped, [1]) : f.add(f.multiply(f.iota(TensorType.s32([groups]), 0), p), clamped);
-  const rows = f.take(prefixHidden, last, 0);
+  const rows = prefixLastRows(f, prefixHidden, prefixLength);
   return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+}
+
+/**
+ * Both readouts of a pass that computes the queries and their items, through one LM-head product (the
+ * table is read once, not twice): the queries' rows first, then the items'. prefixLabels s32[Lb] (one
+ * query, shared with the items) or s32[G, Lb]; itemLabels s32[Lb] or s32[K, Lb] -> prefix [G, Lb] and
+ * items [K, Lb], as prefixReadout and itemReadout.
+ */
+export function passReadouts(
+  f: FunctionBuilder,
+  d: DecoderDims,
+  w: Weights,
+  lmHead: HloValue,
+  prefix: { hidden: HloValue; length: HloValue; labels: HloValue },
+  items: { hidden: HloValue; lengths: HloValue; labels: HloValue },
+): { prefix: HloValue; items: HloValue } {
+  const queryRows = prefixLastRows(f, prefix.hidden, prefix.length);
+  const itemRows = itemLastRows(f, items.hidden, items.lengths);
+  const [g, k] = [queryRows.dims[0], itemRows.dims[0]];
+  const perRow = (labels: HloValue, n: number): HloValue => (labels.rank === 2 ? labels : f.broadcastInDim(labels, [n, labels.dims[0]], [1]));
+  const shared = prefix.labels.rank === 1 && items.labels.rank === 1 && prefix.labels === items.labels;
+  const labels = shared ? prefix.labels : f.concatenate([perRow(prefix.labels, g), perRow(items.labels, k)], 0);
+  const rows = f.concatenate([queryRows, itemRows], 0);
+  const all = lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+  const lb = all.dims[1];
+  return { prefix: f.slice(all, [0, 0], [g, lb]), items: f.slice(all, [g, 0], [g + k, lb]) };
 }
 
 /** Positions P + j of item tokens, per group: prefixLength s32[] (grouped: s32[G], one per group) -> s32[...lead, N x L]. */
