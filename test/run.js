@@ -10,10 +10,7 @@
 // Files run two at a time (PJRT_SCORE_TEST_JOBS, or --jobs N; 1 streams one
 // file's TAP live): many files spend their time waiting on pip, npm, child
 // services or the network, and the other lane uses the CPU meanwhile. With
-// more than one lane, the files that mostly wait (WAIT_HEAVY) also have a
-// lane of their own beside those, which takes nothing else; the other lanes
-// take them too once their own files are done. A file's output is then
-// printed whole when it ends. No
+// more than one lane a file's output is printed whole when it ends. No
 // verdict depends on the lanes: each file is its own process, every port is
 // chosen by the OS, and the cache's writers take locks or rename into place.
 const { spawn } = require('node:child_process');
@@ -25,7 +22,8 @@ const here = __dirname;
 const argv = process.argv.slice(2);
 const jobsAt = argv.indexOf('--jobs');
 const jobs = Math.max(1, Number(jobsAt >= 0 ? argv.splice(jobsAt, 2)[1] : process.env.PJRT_SCORE_TEST_JOBS || Math.min(2, os.availableParallelism())) || 1);
-// Files that mostly wait (pip and npm installs, fleets of child processes), in the order their lane takes them.
+// Files that mostly wait (pip and npm installs, fleets of child processes) start first, so the
+// run does not end on one of them with the other lane idle.
 const WAIT_HEAVY = ['fleet-smg', 'model-rope', 'compat-clients', 'rerank-reference', 'ai-sdk-versions', 'package', 'hub'];
 const files = argv.length
   ? argv.map((f) => path.resolve(f))
@@ -34,7 +32,10 @@ const files = argv.length
       .filter((f) => f.endsWith('.test.js'))
       .sort()
       .map((f) => path.join(here, f));
-const waitRank = (file) => WAIT_HEAVY.indexOf(path.basename(file, '.test.js'));
+const startOrder = (file) => {
+  const i = WAIT_HEAVY.indexOf(path.basename(file, '.test.js'));
+  return i < 0 ? WAIT_HEAVY.length : i;
+};
 
 function runOne(file) {
   return new Promise((resolve) => {
@@ -70,20 +71,16 @@ function runOne(file) {
 }
 
 (async () => {
-  const waiting = files.filter((f) => waitRank(f) >= 0).sort((a, b) => waitRank(a) - waitRank(b));
-  const others = files.filter((f) => waitRank(f) < 0);
+  const queue = [...files].sort((a, b) => startOrder(a) - startOrder(b));
   const byFile = new Map();
-  // A lane takes files from its queues in order: the CPU lanes their own files, then the waiting ones.
-  const lane = async (queues) => {
-    for (let file = next(queues); file !== undefined; file = next(queues)) {
+  const lane = async () => {
+    for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
       if (jobs === 1) console.log(`\n# ==== ${path.relative(process.cwd(), file)}`);
       byFile.set(file, await runOne(file));
     }
   };
-  const next = (queues) => queues.find((q) => q.length > 0)?.shift();
   const started = Date.now();
-  const lanes = jobs === 1 ? [lane([waiting, others])] : [lane([waiting]), ...Array.from({ length: jobs }, () => lane([others, waiting]))];
-  await Promise.all(lanes);
+  await Promise.all(Array.from({ length: Math.min(jobs, files.length) }, lane));
   const results = files.map((f) => byFile.get(f));
   console.log('\n# ==== summary');
   for (const r of results) {
@@ -102,8 +99,7 @@ function runOne(file) {
       fail += skips.length;
     }
   }
-  const atATime = jobs === 1 ? '1 at a time' : `${jobs} at a time, and a lane for the files that mostly wait`;
-  console.log(`# ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${atATime}`);
+  console.log(`# ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${jobs} at a time`);
   console.log(`${pass} passed, ${fail} failed${skips.length ? `, ${skips.length} skipped` : ''}`);
   process.exit(fail === 0 && pass > 0 ? 0 : 1);
 })();
