@@ -126,9 +126,10 @@ const AVX2_FACTS: CpuClassFacts = {
 
 const AVX512BF16_FACTS: CpuClassFacts = {
   // 3072 item rows per pass: on a 2-core AMD EPYC Zen 4 (avx512_bf16), with the item-length rungs in eighths,
-  // 0.87-0.89x the wall time of 1536 on 100 items of 100 tokens in bf16 and f32 (5 passes of 28 items, not 9
-  // of 12), 0.94x on the target's 500 items, 0.96x on RAG's 20 x 500, and no larger gain at 4608
-  // (scripts/bench/variants.js, 3 rounds alternating, quiet; docs/performance.md, 'Pass size and buckets').
+  // 0.87-0.89x the wall time of 1536 rows on the old rungs for 100 items of 100 tokens in bf16 and f32 (extend
+  // passes of 28, 28, 28 and 16 items, not eight of 12 and one of 4), 0.94x on the target's 500 items, 0.96x
+  // on RAG's 20 x 500, and no larger gain at 4608 (scripts/bench/variants.js, 3 rounds alternating, quiet;
+  // docs/performance.md, 'Pass size and buckets').
   // The cost constants are AVX2's (not fitted here).
   budget: { ...AVX2_FACTS.budget, tokensPerPass: 3072 },
   cost: AVX2_FACTS.cost,
