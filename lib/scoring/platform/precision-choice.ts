@@ -76,7 +76,9 @@ export function choosePrecision(asked: PrecisionOption, platform: string, kernel
     return { precision: 'highest', asked, reason: `auto: highest (${why}: no bf16 dot units)` };
   }
   if (dots === null) return { precision: 'highest', asked, reason: `auto: highest (bf16 dots not measured on this ${kernel.tried} CPU)` };
-  const ratio = dots.bf16Gflops / dots.f32Gflops;
+  // The ratio as the reason states it (2 decimals) is the one compared: a reader never sees "1.15x" refused
+  // against "pays from 1.15x".
+  const ratio = Number((dots.bf16Gflops / dots.f32Gflops).toFixed(2));
   const measured =
     `XLA's bf16 x bf16 -> f32 dots ran at ${ratio.toFixed(2)}x its f32 dots on this ${kernel.tried} CPU ` +
     `(${dots.bf16Gflops.toFixed(0)} against ${dots.f32Gflops.toFixed(0)} GFLOP/s, [${dots.shape[0]}x${dots.shape[1]}]·[${dots.shape[1]}x${dots.shape[2]}], ` +
