@@ -29,6 +29,8 @@ const { uploadWeights } = require('../dist/device-weights');
 const { decoderWeightSpecs } = require('../dist/hlo');
 const { decoderFused, decoderPrefill, decoderExtend } = require('../dist/hlo');
 const { platformFacts } = require('../dist/scoring/platform');
+const { BF16_DOT_ISAS } = require('../dist/scoring/platform/precision-choice');
+const { attentionKernelPaths } = require('../dist/runtime');
 const { makeTinyModel, writeTinyGguf } = require('./helpers/tiny-model');
 const { referenceLogprobs } = require('./helpers/reference-forward');
 
@@ -285,7 +287,7 @@ test(`${ENV}: bad JSON, an unknown key or a bad value is refused before anything
   const cases = [
     ['{bf16Matrices: bf16}', /PJRT_SCORE_PLATFORM_FACTS must be a JSON object/],
     ['["bf16"]', /PJRT_SCORE_PLATFORM_FACTS must be a JSON object/],
-    ['{"bf16Weights":"bf16"}', /PJRT_SCORE_PLATFORM_FACTS: unknown key "bf16Weights" \(known: bf16Matrices, bf16Products, countSteps, queryTokenSteps, itemTokenSteps, xlaOptions\)/],
+    ['{"bf16Weights":"bf16"}', /PJRT_SCORE_PLATFORM_FACTS: unknown key "bf16Weights" \(known: bf16Matrices, bf16Products, matmulKernel, countSteps, queryTokenSteps, itemTokenSteps, xlaOptions\)/],
     ['{"bf16Matrices":"f16"}', /PJRT_SCORE_PLATFORM_FACTS: bf16Matrices must be "u16" or "bf16", got "f16"/],
     ['{"bf16Products":"yes"}', /PJRT_SCORE_PLATFORM_FACTS: bf16Products must be true or false, got "yes"/],
     ['{"countSteps":[2.5]}', /PJRT_SCORE_PLATFORM_FACTS: countSteps must be an array of numbers in \(1, 2\), got \[2.5\]/],
@@ -321,10 +323,15 @@ test(`${ENV}: a good one changes the programs, and the load log and explain say 
     scorer.dispose();
     return { loaded, plan, text, scores };
   };
-  const plain = await load('');
-  const knob = await load('{"bf16Matrices":"bf16","bf16Products":true}');
-  t.deepEqual(plain.loaded.bf16, { matrices: 'u16', products: false }, "unset: the CPU's facts in the load log");
-  t.deepEqual(knob.loaded.bf16, { matrices: 'bf16', products: true, overridden: ['bf16Matrices', 'bf16Products'] }, 'set: the load log says so, and that the variable set them');
+  // The typing is what this test is about: both without the matmul kernel (its own test: matmul-kernel.test.js),
+  // whose projections read the u16 bits without a widening in the program text.
+  const unset = await load('');
+  const plain = await load('{"matmulKernel":false}');
+  const knob = await load('{"bf16Matrices":"bf16","bf16Products":true,"matmulKernel":false}');
+  const units = BF16_DOT_ISAS.includes(attentionKernelPaths(64).allowed);
+  t.deepEqual(unset.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: units }, `unset: the CPU's facts in the load log (the matmul kernel ${units ? 'on these bf16 dot units' : 'only on bf16 dot units'})`);
+  t.deepEqual(plain.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: false, overridden: ['matmulKernel'] }, 'the kernel off: the load log says the variable set it');
+  t.deepEqual(knob.loaded.bf16, { matrices: 'bf16', products: true, matmulKernel: false, overridden: ['bf16Matrices', 'bf16Products', 'matmulKernel'] }, 'set: the load log says so, and that the variable set them');
   t.deepEqual(knob.plan.bf16, knob.loaded.bf16, 'explain says the same');
   t.ok(/module @decoder_fused_\S*_mbf16_pbf16 /.test(knob.text), 'the program is another one, by name');
   t.notOk(/_mbf16|_pbf16/.test(plain.text), 'and not without the variable');

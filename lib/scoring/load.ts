@@ -15,7 +15,9 @@ import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
 import type { XlaOptions } from '../runtime/xla-options';
 import { loadProgramCache } from './execution/load-programs';
 import { DotSpeeds, dotSpeedsForAuto } from './platform/dot-speed';
-import { PlatformFactsOverride, platformFactsOverride } from './platform/override';
+import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform/override';
+import { platformFacts } from './platform/profiles';
+import { bf16DotsByKernel } from './platform/precision-choice';
 import { bindAttentionForms, checkScorerOptions, LoadSettings, loadFacts } from './setup';
 import type { Scorer } from './scorer';
 import type { ScorerOptions } from './scorer-types';
@@ -88,7 +90,8 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
       });
       // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
       const kernelPaths = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
-      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize) : null;
+      const byKernel = bf16DotsByKernel(withOverride(platformFacts(client.platformName, kernelPaths?.tried ?? null), factsOverride), kernelPaths);
+      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize, byKernel ? 'kernel' : 'xla') : null;
       return build({
         modelName: model.name,
         modelPath: model.path,

@@ -110,6 +110,8 @@ export interface Bf16Typing {
   readonly matrices: Bf16Matrices | null;
   /** Whether the q|k|v and gate|up projections return bf16 products (only ever under precision 'bf16'). */
   readonly products: boolean;
+  /** Whether the layers' projections run through the addon's bf16 matmul kernel (only ever under precision 'bf16'). */
+  readonly matmulKernel: boolean;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set; absent when it set none. */
   readonly overridden?: readonly string[];
 }

@@ -124,7 +124,7 @@ export class Scorer implements Disposable {
     const takeAlong = crossRequest ? 'all' : settings.coalesce ? 'same-query' : 'none';
     const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
     this.queue = new AdmissionQueue({ queueSize: settings.queueSize, takeAlong, ...limits }, (jobs) => this.runTurn(jobs));
-    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: setup.grouped, bf16Products: facts.bf16Products, xlaOptions: this.xlaOptions };
+    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: setup.grouped, bf16Products: facts.bf16Products, matmulKernel: setup.bf16.matmulKernel, xlaOptions: this.xlaOptions };
     const jit = { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries };
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, jit, forms);
     this.turns = new TurnExecutor({ runner: this.runner, prefixCache: this.prefixCache, sizing: setup.sizing, assertLive: () => this.assertLive(), isIdle: () => this.queue.isIdle() });

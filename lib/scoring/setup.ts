@@ -17,7 +17,7 @@ import type { Ladders, Sizing } from './planning/plan';
 import { costModelFor, CostModel } from './planning/selector';
 import { budgetForMemory, Budget, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform/profiles';
 import { PlatformFactsOverride, withOverride } from './platform/override';
-import { choosePrecision, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
+import { bf16DotsByKernel, choosePrecision, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
 import type { DotSpeeds } from './platform/dot-speed';
 import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './platform/cudnn-pin';
 import { pickSettings, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
@@ -152,6 +152,8 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     bf16: {
       matrices: input.weights.weightType === 'bf16' ? input.weights.bf16Matrices : null,
       products: precision === 'bf16' && facts.bf16Products,
+      // plugin.prefixAttentionKernel: the addon's kernels registered (every target it registers).
+      matmulKernel: precision === 'bf16' && bf16DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null),
       ...(facts.overridden ? { overridden: facts.overridden } : {}),
     },
   };

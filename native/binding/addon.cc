@@ -5,9 +5,9 @@
 // the errors natives throw), releaseFreeHeap (the allocator's free pages back to
 // the OS, off the JS thread; resolves whether any were given back) and
 // attentionKernelPaths (which paths the fused attention kernels take on this
-// CPU, kernel_isa.h), checkBf16Tiles (a bf16 tile path's self-check, run
-// now: bf16_tiles_check.h), and the kernel probe's three: kernelIsas,
-// setTriedKernelIsa and probeKernelIsa (kernel_probe.h).
+// CPU, kernel_isa.h), matmulKernelPath (the bf16 matmul kernel's, matmul_bf16.h), checkBf16Tiles (a
+// bf16 tile path's self-check, run now: bf16_tiles_check.h), and the kernel probe's three:
+// kernelIsas, setTriedKernelIsa and probeKernelIsa (kernel_probe.h).
 #include <napi.h>
 
 #include <memory>
@@ -22,6 +22,7 @@
 #include "binding/promise_worker.h"
 #include "kernels/kernel_isa.h"
 #include "kernels/kernel_probe.h"
+#include "kernels/matmul_bf16.h"
 #include "kernels/prefix_attention.h"
 #include "kernels/thread_pool.h"
 #include "kernels/usable_cpus.h"
@@ -83,6 +84,12 @@ Napi::Value AttentionKernelPaths(const Napi::CallbackInfo& info) {
   out.Set("bf16", PrefixAttentionBf16Path(static_cast<int64_t>(d), &note));
   if (!note.empty()) out.Set("bf16Note", note);
   return out;
+}
+
+// matmulKernelPath() -> "avx512bf16" | "portable": the inner loop the bf16 matmul kernel takes now
+// (matmul_bf16.h; PJRT_SCORE_KERNEL_ISA caps it, read on every call).
+Napi::Value MatmulKernelPath(const Napi::CallbackInfo& info) {
+  return Napi::String::New(info.Env(), MatmulBf16Path());
 }
 
 // kernelThreads() -> { threads, source, affinity, quota }: the kernels' pool size and what set it
@@ -173,6 +180,7 @@ Napi::Object InitAddon(Napi::Env env, Napi::Object exports) {
   exports.Set("setErrorClasses", Napi::Function::New<SetErrorClasses>(env, "setErrorClasses"));
   exports.Set("releaseFreeHeap",
               Napi::Function::New<ReleaseFreeHeapBinding>(env, "releaseFreeHeap"));
+  exports.Set("matmulKernelPath", Napi::Function::New<MatmulKernelPath>(env, "matmulKernelPath"));
   exports.Set("attentionKernelPaths",
               Napi::Function::New<AttentionKernelPaths>(env, "attentionKernelPaths"));
   exports.Set("kernelThreads", Napi::Function::New<KernelThreads>(env, "kernelThreads"));

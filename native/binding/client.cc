@@ -10,7 +10,7 @@
 #include "binding/errors.h"
 #include "binding/executable.h"
 #include "binding/promise_worker.h"
-#include "kernels/prefix_attention_ffi.h"
+#include "kernels/register_kernels.h"
 #include "runtime/element_type.h"
 #include "runtime/heap_trim.h"
 #include "runtime/large_stack.h"
@@ -175,7 +175,7 @@ Status CreateClient(const std::string& plugin_path, const std::vector<OptionValu
   const bool kernels_off = kernels != nullptr && std::strcmp(kernels, "off") == 0;
   if (core->platform_name == "cpu" && !kernels_off) {
     std::string why;
-    core->prefix_attention_kernel = RegisterAttentionKernels(*plugin, &why);
+    core->prefix_attention_kernel = RegisterKernels(*plugin, &why);
   }
   *out = std::move(core);
   return Status::Ok();

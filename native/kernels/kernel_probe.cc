@@ -8,6 +8,7 @@
 #include <new>
 #include <vector>
 
+#include "kernels/matmul_bf16.h"
 #include "kernels/prefix_attention.h"
 
 namespace pjrt_score {
@@ -88,6 +89,45 @@ bool Compare(Trial& trial, KernelIsa isa, bool bf16, float limit, std::string* d
   return ok;
 }
 
+// The matmul kernel at `isa` against its portable loop: 19 rows (a partial row tile), K 70, N 50 (a
+// partial panel), weights f32 and as bf16 bits; appends what it found to *detail.
+bool CompareMatmul(KernelIsa isa, std::string* detail) {
+  constexpr int64_t kRowsT = 19, kDepth = 70, kWidth = 50;
+  const std::vector<float> x = Fill(kRowsT * kDepth, 9), w = Fill(kDepth * kWidth, 10);
+  std::vector<uint16_t> bits(w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    uint32_t b;
+    std::memcpy(&b, &w[i], sizeof(b));
+    bits[i] = static_cast<uint16_t>(b >> 16);
+  }
+  float worst = 0.f;
+  for (int form = 0; form < 2; ++form) {
+    std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
+    MatmulBf16Args a;
+    a.t = kRowsT, a.k = kDepth, a.n = kWidth, a.x = x.data();
+    a.w = form == 0 ? static_cast<const void*>(w.data()) : bits.data();
+    a.w_type = form == 0 ? MatmulBf16Args::Weights::kF32 : MatmulBf16Args::Weights::kBf16Bits;
+    std::string error;
+    SetTriedKernelIsa(KernelIsa::kPortable);
+    a.out = want.data();
+    const bool ref_ok = RunMatmulBf16(a, &error);
+    SetTriedKernelIsa(isa);
+    a.out = got.data();
+    if (!ref_ok || !RunMatmulBf16(a, &error)) {
+      *detail += std::string("; matmul ") + MatmulBf16Path() + ": " + error;
+      return false;
+    }
+    worst = std::max(worst, MaxDiff(got, want));
+  }
+  // The same bf16 products summed in the same order; only the rounding inside a pair's sum differs.
+  constexpr float kLimit = 1e-3f;
+  char line[120];
+  std::snprintf(line, sizeof(line), "; matmul %s: max |diff| %.3g against portable (limit %.3g)",
+                MatmulBf16Path(), worst, kLimit);
+  *detail += line;
+  return worst <= kLimit;
+}
+
 }  // namespace
 
 bool ProbeKernelIsa(KernelIsa isa, std::string* detail) {
@@ -114,6 +154,7 @@ bool ProbeKernelIsa(KernelIsa isa, std::string* detail) {
       const bool checked = CheckBf16TilePath(tiles, &why);
       *detail += "; " + tiles + " tiles self-check: " + why;
       ok = checked && Compare(trial, isa, true, 1e-3f, detail) && ok;
+      ok = CompareMatmul(isa, detail) && ok;
     }
     SetTriedKernelIsa(isa);
     return ok;

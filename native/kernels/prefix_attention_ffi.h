@@ -1,5 +1,5 @@
-// The attention kernel (prefix_attention.h) as two XLA FFI custom-call
-// targets, registered with a PJRT plugin through the plugin's FFI extension:
+// The attention kernel (prefix_attention.h) as XLA FFI custom-call handlers
+// (registered with a plugin by register_kernels.h):
 // - `pjrt_score_prefix_attention`, items over a prefix. Operands: item q
 //   (scaled), k, v, item lengths, prefix k, v, prefix length
 //   (lib/hlo/attention/prefix-kernel.ts emits the call); one result [N, L, Hq, D];
@@ -11,7 +11,7 @@
 //   (RunPrefixAttentionBf16), for passes whose dots run in bf16.
 #pragma once
 
-#include "runtime/plugin.h"
+#include "kernels/xla_ffi.h"
 
 namespace pjrt_score {
 
@@ -20,10 +20,9 @@ constexpr const char* kCausalAttentionTarget = "pjrt_score_causal_attention";
 constexpr const char* kPrefixAttentionBf16Target = "pjrt_score_prefix_attention_bf16";
 constexpr const char* kCausalAttentionBf16Target = "pjrt_score_causal_attention_bf16";
 
-// Registers the four handlers with `plugin` once per process (registration is
-// process-wide and permanent in the plugin). True when all are registered;
-// false when the plugin has no FFI extension with register_handler, or
-// registration failed (`why` says which).
-bool RegisterAttentionKernels(const Plugin& plugin, std::string* why);
+xla_ffi::Error* PrefixAttentionHandler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* CausalAttentionHandler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* PrefixAttentionBf16Handler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* CausalAttentionBf16Handler(xla_ffi::CallFrame* frame);
 
 }  // namespace pjrt_score

@@ -53,7 +53,7 @@ struct Error;  // opaque, created by the runtime, owned by whoever receives it
 
 enum class ErrorCode : int { kInvalidArgument = 3, kInternal = 13 };
 
-enum class DataType : int { kS32 = 4, kF32 = 11 };
+enum class DataType : int { kS32 = 4, kU16 = 7, kF32 = 11, kBF16 = 16 };
 
 enum class ExecutionStage : int { kInstantiate = 0, kPrepare = 1, kInitialize = 2, kExecute = 3 };
 

@@ -10,10 +10,11 @@ import { HloValue } from '../builder/core';
 import { HloBuildError, TensorType } from '../builder/types';
 import { AttentionOptions } from '../attention';
 import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } from '../nn/functions';
+import { matmulBf16Kernel, matmulKernelTakes } from '../nn/matmul-kernel';
 import { ropeFrequencies } from '../../util/rope';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './gemma';
 import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName } from './layout';
-import { DecoderOptions, bf16Products } from './options';
+import { DecoderOptions, bf16Products, matmulKernel } from './options';
 
 export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
@@ -64,10 +65,18 @@ function bf16Dots(f: FunctionBuilder): boolean {
  * storage. `bf16Product`: the dot returns bf16 (accumulated in f32, rounded
  * once), converted to f32 for the math after it.
  */
-function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false): HloValue {
+function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false, kernel?: LayerMatrices): HloValue {
+  const stacked = kernel?.stacked[name];
+  if (kernel && stacked && !bf16Product && matmulKernelTakes(stacked.elementType)) return matmulBf16Kernel(f, x, stacked, kernel.index);
   const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
   if (!bf16Product) return f.matmul(x, matrix);
   return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
+}
+
+/** A layer's matrices as the matmul kernel takes them: the stacked arrays and the layer's index. */
+interface LayerMatrices {
+  readonly stacked: Partial<Record<DecoderWeightName, HloValue>>;
+  readonly index: HloValue;
 }
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
@@ -155,11 +164,14 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   const gemma = d.gemma;
   const nExtra = x.extraCarried.length;
   const narrowProducts = bf16Products(x.options);
+  const useKernel = matmulKernel(x.options);
   const [hidden, ...carriedOut] = f.forLoop(
     { count: d.numLayers, carried: [x.x, ...x.extraCarried], invariants: [...stacked, ...fixed] },
     (b, i, [h, ...extra], inv) => {
       const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
       stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
+      // The kernel reads its layer of the stacked arrays itself (the slices it replaces are then unused).
+      const kernel: LayerMatrices | undefined = useKernel ? { stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i } : undefined;
       const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
       const extraInv = inv.slice(stackedNames.length + nRope);
       const t = h.dims[0];
@@ -169,7 +181,7 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
-      let qkv = project(b, normed, layer, 'wQkv', narrowProducts);
+      let qkv = project(b, normed, layer, 'wQkv', narrowProducts, kernel);
       if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
       let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
@@ -182,17 +194,17 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
         k = applyRotary(b, k, cos, sin);
       }
       const attended = x.attention(b, q, k, v, i, extraInv, extra, opts);
-      const projected = project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO');
+      const projected = project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO', false, kernel);
       // Gemma normalizes the attention output (and the MLP's) before the residual add.
       const afterAttention = b.add(h, layer.attnPostNorm ? rmsNorm(b, projected, layer.attnPostNorm, d.rmsEps) : projected);
 
       // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
       const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
-      const gateUp = project(b, normed2, layer, 'wGateUp', narrowProducts);
+      const gateUp = project(b, normed2, layer, 'wGateUp', narrowProducts, kernel);
       const gate = b.slice(gateUp, [0, 0], [t, F]);
       const up = b.slice(gateUp, [0, F], [t, 2 * F]);
       const activated = b.multiply(gemma ? geluTanh(b, gate) : b.multiply(gate, b.logistic(gate)), up);
-      const down = project(b, activated, layer, 'wDown');
+      const down = project(b, activated, layer, 'wDown', false, kernel);
       const out = b.add(afterAttention, layer.ffnPostNorm ? rmsNorm(b, down, layer.ffnPostNorm, d.rmsEps) : down);
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];

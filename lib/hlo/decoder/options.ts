@@ -27,6 +27,15 @@ export interface DecoderOptions extends ProgramOptions {
    */
   readonly bf16Products?: boolean;
   /**
+   * Under bf16 dots (dotOperands 'bf16'): the layers' projections whose
+   * products are f32 run through the addon's bf16 matmul kernel
+   * (lib/hlo/nn/matmul-kernel.ts) on weights stored f32 or bf16; int8 weights
+   * and bf16 products keep XLA's dots. Ignored under f32 dots. A platform fact
+   * (lib/scoring/platform/profiles.ts), only where the runtime registered the
+   * addon's kernels.
+   */
+  readonly matmulKernel?: boolean;
+  /**
    * How item tokens attend over the prefix keys (fused and extend programs):
    * the joint softmax (default) or another form (lib/hlo/attention/prefix.ts),
    * the one the form chooser gave this pass (lib/scoring/platform/attention-forms.ts).
@@ -44,14 +53,15 @@ export interface DecoderOptions extends ProgramOptions {
  * The attention forms' tags, `_ones_own` or `_ffi` for items over the prefix and `_qc4` or `_cffi` for the
  * causal attention
  * (where the program has that step), then `_mbf16` for bf16 matrices typed
- * bf16 and `_pbf16` for bf16 products (where they take effect); '' for the
+ * bf16, `_pbf16` for bf16 products and `_mmk` for the matmul kernel (where they
+ * take effect); '' for the
  * defaults, whose program texts never change.
  */
 export function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
   const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
-  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '');
+  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '') + (matmulKernel(options) ? '_mmk' : '');
 }
 
 /** The matrices are bf16 typed bf16 on the device. */
@@ -64,3 +74,8 @@ export function bf16Products(options: DecoderOptions): boolean {
   return options.dotOperands === 'bf16' && options.bf16Products === true;
 }
 
+
+/** The projections run through the addon's matmul kernel (only under bf16 dots). */
+export function matmulKernel(options: DecoderOptions): boolean {
+  return options.dotOperands === 'bf16' && options.matmulKernel === true;
+}

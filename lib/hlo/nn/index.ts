@@ -1,10 +1,12 @@
 /**
  * lib/hlo/nn: the network pieces built of builder ops: softmax, logsumexp,
  * RMSNorm, SiLU, RoPE (functions.ts), and the LM head's label logprobs and
- * gather (lm-head.ts).
+ * gather (lm-head.ts), and a projection through the addon's bf16 matmul
+ * kernel (matmul-kernel.ts).
  * May import: builder.
  */
 
 export * as nn from './functions';
 export { LOG_NORMALIZER_LABEL, lmHeadGather, lmHeadLabelLogprobs } from './lm-head';
 export type { LabelLogprobInputs, LmHeadGatherInputs, LmHeadOptions } from './lm-head';
+export { MATMUL_BF16_TARGET, matmulBf16Kernel, matmulKernelTakes } from './matmul-kernel';

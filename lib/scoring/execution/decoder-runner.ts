@@ -64,6 +64,8 @@ export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAtt
 export interface ProgramForms extends AttentionForms {
   readonly grouped?: AttentionForms;
   readonly bf16Products?: boolean;
+  /** Under bf16 dots, the projections through the addon's matmul kernel (a platform fact; default no). */
+  readonly matmulKernel?: boolean;
   readonly xlaOptions?: XlaOptions;
 }
 
@@ -74,6 +76,7 @@ interface ProgramChoices extends AttentionForms {
   /** How bf16 matrices are typed on the device: the weights' own (DeviceWeights.bf16Matrices). */
   readonly bf16Matrices: Bf16Matrices;
   readonly bf16Products: boolean;
+  readonly matmulKernel: boolean;
 }
 
 function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): HloProgram {
@@ -82,6 +85,7 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
     ...(c.weights !== 'f32' ? { weights: c.weights } : {}),
     ...(c.weights === 'bf16' && c.bf16Matrices !== 'u16' ? { bf16Matrices: c.bf16Matrices } : {}),
     ...(c.precision === 'bf16' && c.bf16Products ? { bf16Products: true } : {}),
+    ...(c.precision === 'bf16' && c.matmulKernel ? { matmulKernel: true } : {}),
     ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
     ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
   };
@@ -122,14 +126,16 @@ export class DecoderRunner {
     // in-memory key says so (the disk key hashes the text); the forms are each pass's (key()).
     const bf16Typed = weights.weightType === 'bf16' && weights.bf16Matrices === 'bf16';
     const bf16Products = precision === 'bf16' && attention.bf16Products === true;
+    const matmulKernel = precision === 'bf16' && attention.matmulKernel === true;
     const tags = [
       ...(precision === 'highest' ? [] : [precision]),
       ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
       ...(bf16Typed ? ['mbf16'] : []),
       ...(bf16Products ? ['pbf16'] : []),
+      ...(matmulKernel ? ['mmk'] : []),
     ];
     this.modelId = [modelId, ...tags].join('-');
-    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products };
+    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel };
     this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 

@@ -7,10 +7,11 @@
  *
  *   PJRT_SCORE_PLATFORM_FACTS='{"bf16Matrices":"u16","bf16Products":false}'
  *   PJRT_SCORE_PLATFORM_FACTS='{"xlaOptions":{}}'
+ *   PJRT_SCORE_PLATFORM_FACTS='{"matmulKernel":false}'
  *
  * Read and validated at Scorer load, before anything loads: an unknown key
  * or a bad value is an error naming the variable. The variants are other
- * programs (their names carry `_mbf16` / `_pbf16`, and the JIT disk cache
+ * programs (their names carry `_mbf16` / `_pbf16` / `_mmk`, and the JIT disk cache
  * keys on the text) or another cache namespace (the XLA options, execution/compiler.ts),
  * so they never share an executable. xlaOptions replaces the platform's
  * options whole (a Scorer's own xlaOptions still go over it).
@@ -22,7 +23,7 @@ import type { PlatformFacts } from './profiles';
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions'>>;
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions'>>;
 
 /** Ladder rungs between powers of two: multipliers in (1, 2) (planning/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
@@ -30,6 +31,7 @@ const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => type
 const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonly ok: (v: unknown) => boolean; readonly want: string } } = {
   bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
+  matmulKernel: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   countSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   queryTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   itemTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
@@ -60,6 +62,7 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
     }
     if (key === 'bf16Matrices') out.bf16Matrices = value as Bf16Matrices;
     else if (key === 'bf16Products') out.bf16Products = value as boolean;
+    else if (key === 'matmulKernel') out.matmulKernel = value as boolean;
     else if (key === 'xlaOptions') out.xlaOptions = Object.freeze({ ...(value as XlaOptions) });
     else if (key === 'queryTokenSteps') out.queryTokenSteps = value as number[];
     else if (key === 'itemTokenSteps') out.itemTokenSteps = value as number[];

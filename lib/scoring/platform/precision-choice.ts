@@ -10,7 +10,7 @@
 import type { KernelIsa, KernelPaths } from '../../runtime/kernel-paths';
 import type { DotSpeeds } from './dot-speed';
 import type { DecoderOptions } from '../../hlo';
-import { platformFacts } from './profiles';
+import { platformFacts, type PlatformFacts } from './profiles';
 
 /**
  * How dots compute (docs/design.md "Platforms and precision"): 'highest' is
@@ -80,12 +80,21 @@ export function choosePrecision(asked: PrecisionOption, platform: string, kernel
   // against "pays from 1.15x".
   const ratio = Number((dots.bf16Gflops / dots.f32Gflops).toFixed(2));
   const measured =
-    `XLA's bf16 x bf16 -> f32 dots ran at ${ratio.toFixed(2)}x its f32 dots on this ${kernel.tried} CPU ` +
+    `${dots.bf16Dots === 'kernel' ? "the addon's bf16 matmul kernel" : "XLA's bf16 x bf16 -> f32 dots"} ran at ${ratio.toFixed(2)}x XLA's f32 dots on this ${kernel.tried} CPU ` +
     `(${dots.bf16Gflops.toFixed(0)} against ${dots.f32Gflops.toFixed(0)} GFLOP/s, [${dots.shape[0]}x${dots.shape[1]}]·[${dots.shape[1]}x${dots.shape[2]}], ` +
     `best of ${dots.rounds} alternating rounds on ${dots.cores} cores${dots.source === 'disk' ? ', measured earlier on this machine' : ''})`;
   return ratio >= BF16_PAYS
     ? { precision: 'bf16', asked, reason: `auto: bf16 (${measured})` }
     : { precision: 'highest', asked, reason: `auto: highest (${measured}; bf16 pays from ${BF16_PAYS}x)` };
+}
+
+/**
+ * Whether bf16 dots go through the addon's matmul kernel (lib/hlo/nn/matmul-kernel.ts): the facts take it,
+ * and the kernels (registered with the plugin: `kernel` not null) may run on bf16 dot units here (the
+ * allowed instruction set, which PJRT_SCORE_KERNEL_ISA may cap below what the probe tried).
+ */
+export function bf16DotsByKernel(facts: PlatformFacts, kernel: KernelPaths | null): boolean {
+  return facts.matmulKernel && kernel !== null && BF16_DOT_ISAS.includes(kernel.allowed);
 }
 
 /** The paths with the one `precision` uses marked. */

@@ -85,12 +85,18 @@ export interface PlatformFacts {
    */
   readonly bf16Products: boolean;
   /**
+   * Under bf16 dots, the layers' projections run through the addon's bf16 matmul kernel
+   * (lib/hlo/nn/matmul-kernel.ts; DecoderOptions.matmulKernel) where the runtime registered the addon's
+   * kernels: on the CPU classes with bf16 dot units. PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
+   */
+  readonly matmulKernel: boolean;
+  /**
    * XLA options every program of a Scorer compiles with on this platform (docs/gpu.md, 'XLA options'),
    * under the Scorer's own xlaOptions. PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
    */
   readonly xlaOptions: XlaOptions;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
   /**
    * What precision 'auto' resolves to (precision-choice.ts): `bf16`, with what showed bf16 pays and holds the
    * accuracy gate; or `measure`: time XLA's bf16 dots against its f32 ones where the CPU has bf16 dot units.
@@ -109,6 +115,8 @@ interface CpuClassFacts {
   readonly budget: Budget;
   readonly cost: CostConstants;
   readonly measured: string | null;
+  /** The class has bf16 dot units the addon's matmul kernel runs on (PlatformFacts.matmulKernel). */
+  readonly matmulKernel?: boolean;
 }
 
 const AVX2_FACTS: CpuClassFacts = {
@@ -133,6 +141,11 @@ const AVX512BF16_FACTS: CpuClassFacts = {
   // The cost constants are AVX2's (not fitted here).
   budget: { ...AVX2_FACTS.budget, tokensPerPass: 3072 },
   cost: AVX2_FACTS.cost,
+  // The projections through the addon's bf16 matmul kernel (lib/hlo/nn/matmul-kernel.ts): on the same Zen 4,
+  // the PR shape (300 / 10 x 20) in bf16 at 0.858x the wall time and 0.811x the CPU time of XLA's bf16 dots
+  // (5 rounds), 100 items of 100 tokens at 0.918x the wall time (3 rounds), the same scores here
+  // (scripts/bench/variants.js, alternating in one process; docs/performance.md, "The projections' kernel").
+  matmulKernel: true,
   measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
 };
 
@@ -146,7 +159,8 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
   avx2: AVX2_FACTS,
   avx512: { ...AVX2_FACTS, measured: null },
   avx512bf16: AVX512BF16_FACTS,
-  amx: { ...AVX2_FACTS, measured: null },
+  // AMX CPUs have AVX512_BF16's vdpbf16ps too: the matmul kernel's path there (not yet measured on one).
+  amx: { ...AVX2_FACTS, measured: null, matmulKernel: true },
 };
 
 /** 1 + k/16 for k = 1..15: sixteen rungs per power of two. */
@@ -196,6 +210,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
     bf16Matrices: 'u16',
     bf16Products: false,
+    // Only on the CPU classes with bf16 dot units (CPU_CLASS_FACTS): elsewhere the kernel's portable loop.
+    matmulKernel: false,
     xlaOptions: {},
     // bf16 dots only where they were timed to pay on this CPU (dot-speed.ts, BF16_PAYS).
     autoPrecision: { rule: 'measure' },
@@ -235,6 +251,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // at 4,759 against 4,272.
     bf16Matrices: 'bf16',
     bf16Products: true,
+    // The addon's kernels are the CPU's.
+    matmulKernel: false,
     // XLA keeps the bf16 roundings the programs ask for instead of computing through them in f32 (the
     // programs then mean what they say), and drops conversions: on an H100 (jax-cuda13-pjrt 0.11.2), as
     // XLA_FLAGS, the target workload at 10,667 against 10,094 items/s and in another run 8,640 against
@@ -287,7 +305,14 @@ export function platformFacts(platform: string, cpuClass: KernelIsa | null = nul
   if (entry.platform !== 'cpu' || cpuClass === null) return entry;
   const cls = CPU_CLASS_FACTS[cpuClass];
   const measured = cls.measured ?? `${cpuClass}: not measured on this CPU class, the facts of ${AVX2_FACTS.measured}`;
-  return { ...entry, budget: cls.budget, cost: cls.cost, measured: `${measured}; ${entry.measured}`, cpuClass: { isa: cpuClass, measured: cls.measured !== null } };
+  return {
+    ...entry,
+    budget: cls.budget,
+    cost: cls.cost,
+    matmulKernel: cls.matmulKernel ?? entry.matmulKernel,
+    measured: `${measured}; ${entry.measured}`,
+    cpuClass: { isa: cpuClass, measured: cls.measured !== null },
+  };
 }
 
 /** What picks a platform's default attention forms: the addon's kernels registered, cuDNN's calls usable (bf16 dots, the pinned plugin). */

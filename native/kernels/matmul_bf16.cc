@@ -1,0 +1,245 @@
+#include "kernels/matmul_bf16.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "kernels/bf16_tiles_portable.h"
+#include "kernels/kernel_isa.h"
+#include "kernels/thread_pool.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace pjrt_score {
+namespace {
+
+using attention::Bf16ToF32;
+using attention::F32ToBf16;
+
+// A tile of kRows rows of x by one panel of kCols columns of w: 16 accumulators of 16 floats.
+constexpr int64_t kRows = 8;
+constexpr int64_t kCols = 32;
+// Rows of x rounded per task.
+constexpr int64_t kRoundRows = 64;
+
+int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// The scratch of one thread, kept between calls (sized by the largest call it served).
+std::vector<uint16_t>& PanelScratch() {
+  static thread_local std::vector<uint16_t> panel;
+  return panel;
+}
+
+// What every path shares: x rounded to bf16 as rows of kp (K rounded up to pairs, the pad 0), and
+// the packing of a panel: pairs of rows, [kp / 2][kCols][2], columns past N and the row past K 0.
+struct Shape {
+  int64_t t, k, n, kp, tp;
+  explicit Shape(const MatmulBf16Args& a)
+      : t(a.t), k(a.k), n(a.n), kp(RoundUp(a.k, 2)), tp(RoundUp(a.t, kRows)) {}
+};
+
+uint16_t WeightBits(const MatmulBf16Args& a, int64_t row, int64_t col) {
+  if (row >= a.k || col >= a.n) return 0;
+  const int64_t i = row * a.n + col;
+  return a.w_type == MatmulBf16Args::Weights::kF32 ? F32ToBf16(static_cast<const float*>(a.w)[i])
+                                                   : static_cast<const uint16_t*>(a.w)[i];
+}
+
+void PackPanelPortable(const MatmulBf16Args& a, const Shape& s, int64_t col0, uint16_t* panel) {
+  for (int64_t p = 0; p < s.kp / 2; ++p)
+    for (int64_t c = 0; c < kCols; ++c) {
+      panel[(p * kCols + c) * 2] = WeightBits(a, 2 * p, col0 + c);
+      panel[(p * kCols + c) * 2 + 1] = WeightBits(a, 2 * p + 1, col0 + c);
+    }
+}
+
+void RoundRowsPortable(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
+                       uint16_t* xa) {
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t c = 0; c < s.kp; ++c)
+      xa[r * s.kp + c] = r < s.t && c < s.k ? F32ToBf16(a.x[r * s.k + c]) : 0;
+}
+
+// out tile (+ stride ldc) = xa rows [kRows][kp] . panel, in f32.
+void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* out, int64_t ldc) {
+  for (int64_t m = 0; m < kRows; ++m) {
+    float acc[kCols] = {};
+    for (int64_t p = 0; p < kp / 2; ++p) {
+      const float a0 = Bf16ToF32(xa[m * kp + 2 * p]), a1 = Bf16ToF32(xa[m * kp + 2 * p + 1]);
+      const uint16_t* b = panel + p * kCols * 2;
+      for (int64_t c = 0; c < kCols; ++c)
+        acc[c] += a0 * Bf16ToF32(b[2 * c]) + a1 * Bf16ToF32(b[2 * c + 1]);
+    }
+    std::memcpy(out + m * ldc, acc, sizeof(acc));
+  }
+}
+
+struct PortablePath {
+  static constexpr const char* kName = "portable";
+  static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
+                        uint16_t* xa) {
+    RoundRowsPortable(a, s, r0, r1, xa);
+  }
+  static void PackPanel(const MatmulBf16Args& a, const Shape& s, int64_t col0, uint16_t* panel) {
+    PackPanelPortable(a, s, col0, panel);
+  }
+  static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* out, int64_t ldc) {
+    TilePortable(xa, kp, panel, out, ldc);
+  }
+};
+
+#if defined(__x86_64__)
+#if defined(__clang__) && __clang_major__ >= 18
+#define PJRT_SCORE_AVX512BF16 \
+  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,evex512")))
+#else
+#define PJRT_SCORE_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#endif
+
+struct Avx512Bf16Path {
+  static constexpr const char* kName = "avx512bf16";
+
+  // Whole rows 16 floats at a time (vcvtneps2bf16: nearest even; f32 denormals read as 0).
+  PJRT_SCORE_AVX512BF16 static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0,
+                                              int64_t r1, uint16_t* xa) {
+    for (int64_t r = r0; r < std::min(r1, s.t); ++r) {
+      const float* src = a.x + r * s.k;
+      uint16_t* dst = xa + r * s.kp;
+      int64_t c = 0;
+      for (; c + 16 <= s.k; c += 16) {
+        const __m256bh h = _mm512_cvtneps_pbh(_mm512_loadu_ps(src + c));
+        std::memcpy(dst + c, &h, sizeof(h));
+      }
+      for (; c < s.kp; ++c) dst[c] = c < s.k ? F32ToBf16(src[c]) : 0;
+    }
+    for (int64_t r = std::max(r0, s.t); r < r1; ++r) std::fill_n(xa + r * s.kp, s.kp, 0);
+  }
+
+  // Two rows of 16 columns -> 16 pairs: the rows' 32 values interleaved (a0 b0 a1 b1 ...).
+  PJRT_SCORE_AVX512BF16 static __m512i Interleave(__m512i rows) {
+    const __m512i order =
+        _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                         21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+    return _mm512_permutexvar_epi16(order, rows);
+  }
+
+  PJRT_SCORE_AVX512BF16 static void PackPanel(const MatmulBf16Args& a, const Shape& s, int64_t col0,
+                                              uint16_t* panel) {
+    if (col0 + kCols > s.n || s.k % 2 != 0) return PackPanelPortable(a, s, col0, panel);
+    for (int64_t p = 0; p < s.kp / 2; ++p) {
+      for (int64_t half = 0; half < kCols; half += 16) {
+        const int64_t i0 = 2 * p * s.n + col0 + half, i1 = i0 + s.n;
+        if (a.w_type == MatmulBf16Args::Weights::kF32) {
+          const float* w = static_cast<const float*>(a.w);
+          // Low 16 lanes from row 2p, high 16 from row 2p + 1.
+          const __m512i rows =
+              (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(w + i1), _mm512_loadu_ps(w + i0));
+          _mm512_storeu_si512(panel + (p * kCols + half) * 2, Interleave(rows));
+        } else {
+          // Two 16-value rows straight into pairs: element 2c from row 2p's c, 2c + 1 from row 2p +
+          // 1's.
+          const uint16_t* w = static_cast<const uint16_t*>(a.w);
+          const __m512i pairs =
+              _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7,
+                               38, 6, 37, 5, 36, 4, 35, 3, 34, 2, 33, 1, 32, 0);
+          const __m512i r0 = _mm512_maskz_loadu_epi16(0xffff, w + i0);
+          const __m512i r1 = _mm512_maskz_loadu_epi16(0xffff, w + i1);
+          _mm512_storeu_si512(panel + (p * kCols + half) * 2,
+                              _mm512_permutex2var_epi16(r0, pairs, r1));
+        }
+      }
+    }
+  }
+
+  PJRT_SCORE_AVX512BF16 static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel,
+                                         float* out, int64_t ldc) {
+    __m512 acc[kRows][2];
+    for (int64_t m = 0; m < kRows; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
+    for (int64_t p = 0; p < kp / 2; ++p) {
+      const __m512bh b0 = (__m512bh)_mm512_loadu_si512(panel + p * kCols * 2);
+      const __m512bh b1 = (__m512bh)_mm512_loadu_si512(panel + p * kCols * 2 + 32);
+      for (int64_t m = 0; m < kRows; ++m) {
+        int32_t pair;
+        std::memcpy(&pair, xa + m * kp + 2 * p, sizeof(pair));
+        const __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+        acc[m][0] = _mm512_dpbf16_ps(acc[m][0], av, b0);
+        acc[m][1] = _mm512_dpbf16_ps(acc[m][1], av, b1);
+      }
+    }
+    for (int64_t m = 0; m < kRows; ++m) {
+      _mm512_storeu_ps(out + m * ldc, acc[m][0]);
+      _mm512_storeu_ps(out + m * ldc + 16, acc[m][1]);
+    }
+  }
+};
+#undef PJRT_SCORE_AVX512BF16
+#endif
+
+template <class Path>
+bool Run(const MatmulBf16Args& a, std::string* error) {
+  const Shape s(a);
+  if (s.t == 0 || s.n == 0) return true;
+  if (s.k == 0) {
+    std::fill_n(a.out, s.t * s.n, 0.f);
+    return true;
+  }
+  std::vector<uint16_t> xa;
+  try {
+    xa.resize(s.tp * s.kp);
+  } catch (const std::bad_alloc&) {
+    *error = "could not allocate " + std::to_string(s.tp * s.kp * 2) + " bytes of rounded rows";
+    return false;
+  }
+  ThreadPool& pool = ThreadPool::Shared();
+  pool.ParallelFor((s.tp + kRoundRows - 1) / kRoundRows, [&](int64_t b) {
+    Path::RoundRows(a, s, b * kRoundRows, std::min(s.tp, (b + 1) * kRoundRows), xa.data());
+  });
+  bool ok = true;
+  pool.ParallelFor((s.n + kCols - 1) / kCols, [&](int64_t j) {
+    const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
+    std::vector<uint16_t>& panel = PanelScratch();
+    try {
+      if (panel.size() < static_cast<size_t>(s.kp * kCols)) panel.resize(s.kp * kCols);
+    } catch (const std::bad_alloc&) {
+      ok = false;  // a plain store: every failing task writes the same value
+      return;
+    }
+    Path::PackPanel(a, s, col0, panel.data());
+    float tile[kRows * kCols];
+    for (int64_t r0 = 0; r0 < s.tp; r0 += kRows) {
+      const int64_t rows = std::min(kRows, s.t - r0);
+      if (rows == kRows && cols == kCols) {
+        Path::Tile(xa.data() + r0 * s.kp, s.kp, panel.data(), a.out + r0 * s.n + col0, s.n);
+        continue;
+      }
+      Path::Tile(xa.data() + r0 * s.kp, s.kp, panel.data(), tile, kCols);
+      for (int64_t m = 0; m < rows; ++m)
+        std::memcpy(a.out + (r0 + m) * s.n + col0, tile + m * kCols, cols * sizeof(float));
+    }
+  });
+  if (!ok)
+    *error = "could not allocate a packed panel of " + std::to_string(s.kp * kCols * 2) + " bytes";
+  return ok;
+}
+
+}  // namespace
+
+const char* MatmulBf16Path() {
+#if defined(__x86_64__)
+  if (AllowedKernelIsa() >= KernelIsa::kAvx512Bf16) return Avx512Bf16Path::kName;
+#endif
+  return PortablePath::kName;
+}
+
+bool RunMatmulBf16(const MatmulBf16Args& args, std::string* error) {
+#if defined(__x86_64__)
+  if (std::strcmp(MatmulBf16Path(), Avx512Bf16Path::kName) == 0)
+    return Run<Avx512Bf16Path>(args, error);
+#endif
+  return Run<PortablePath>(args, error);
+}
+
+}  // namespace pjrt_score

@@ -1,0 +1,33 @@
+// The decoder's projections in bf16 on the CPU's dot units: out = bf16(x) . bf16(w), f32
+// accumulation, the product XLA's bf16 x bf16 -> f32 dots compute (both operands rounded to
+// nearest even), for an f32 activation x [T, K] and one layer's weight matrix w [K, N] stored f32
+// or as bf16 bits. Why a kernel: XLA CPU rounds and repacks the weights for every dot of every
+// pass, and splits a dot of a few hundred rows unevenly over the cores; here each thread rounds and
+// packs one 32-column panel of w once per call and runs every row over it (docs/performance.md,
+// "The projections' kernel").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace pjrt_score {
+
+struct MatmulBf16Args {
+  enum class Weights { kF32, kBf16Bits };
+  int64_t t = 0, k = 0, n = 0;
+  const float* x = nullptr;  // [T, K]
+  const void* w = nullptr;   // [K, N]: floats, or bf16 bits (uint16_t)
+  Weights w_type = Weights::kF32;
+  float* out = nullptr;  // [T, N]
+};
+
+// Which inner loop a call runs: "avx512bf16" where the allowed instruction set has vdpbf16ps
+// (kernel_isa.h: an AVX512_BF16 or AMX CPU, the probe's tried ceiling, PJRT_SCORE_KERNEL_ISA), else
+// "portable" (the same rounding and blocking in plain C++; slow, the reference).
+const char* MatmulBf16Path();
+
+// Shapes must already be checked (matmul_bf16_ffi.cc). Returns false with `error` set when scratch
+// memory cannot be had; never throws.
+bool RunMatmulBf16(const MatmulBf16Args& args, std::string* error);
+
+}  // namespace pjrt_score

@@ -1,0 +1,202 @@
+'use strict';
+// The addon's bf16 matmul kernel (native/kernels/matmul_bf16.cc, the custom call
+// `pjrt_score_matmul_bf16` registered with the real CPU plugin; lib/hlo/nn/matmul-kernel.ts):
+// - against a float64 JS loop over the operands rounded to bf16 (nearest even), on odd shapes
+//   (rows not a multiple of the row tile, columns not a multiple of the panel, odd K, one row),
+//   weights f32 and bf16 bits typed u16 and bf16, every layer of a stack and indices that clamp,
+//   on each path this CPU has (portable, avx512bf16: PJRT_SCORE_KERNEL_ISA, read on every call);
+// - against XLA's own bf16 x bf16 -> f32 dot of the same operands (another implementation);
+// - a malformed call is an error from the handler, and the process lives;
+// - the Scorer takes it under bf16 dots where the platform facts say so (bf16 dot units here),
+//   explain() says it, PJRT_SCORE_PLATFORM_FACTS turns it off, and its scores stay within the
+//   accuracy gate of true f32 and close to XLA's bf16 dots.
+const test = require('tape');
+const { Client, Scorer } = require('..');
+const { binding } = require('../dist/runtime/binding');
+const { buildProgram, TensorType, matmulBf16Kernel, MATMUL_BF16_TARGET } = require('../dist/hlo');
+const { runProgram } = require('./helpers/run-program');
+const { cpuIsa, withIsa } = require('./helpers/kernel-path');
+
+const BF16_UNITS = ['avx512bf16', 'amx'].includes(cpuIsa);
+// The paths this CPU runs: the portable loop everywhere, vdpbf16ps where the CPU has it.
+const PATHS = BF16_UNITS ? [['portable', 'portable'], [null, 'avx512bf16']] : [['portable', 'portable']];
+
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+/** The bf16 bits of a number rounded to f32, then to nearest even. */
+function bf16Bits(value) {
+  f32[0] = value;
+  const b = u32[0];
+  return ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+}
+function fromBits(bits) {
+  u32[0] = bits << 16;
+  return f32[0];
+}
+
+/** Deterministic values in [-1, 1), some large and some tiny, so rounding matters. */
+function fill(n, seed) {
+  let s = seed >>> 0;
+  return Float32Array.from({ length: n }, (_, i) => {
+    s = (Math.imul(s, 1664525) + 1013904223) >>> 0;
+    const v = (s / 2 ** 32) * 2 - 1;
+    return i % 7 === 3 ? v * 37.25 : i % 11 === 5 ? v * 1e-3 : v;
+  });
+}
+
+/** out[t][n] = sum_k bf16(x[t][k]) * bf16(w[layer][k][n]) in float64, and the sum of |products| (the error scale). */
+function reference(x, w, t, k, n, layer) {
+  const out = new Float64Array(t * n);
+  const scale = new Float64Array(t * n);
+  for (let r = 0; r < t; r++) {
+    for (let c = 0; c < n; c++) {
+      let sum = 0;
+      let abs = 0;
+      for (let j = 0; j < k; j++) {
+        const p = fromBits(bf16Bits(x[r * k + j])) * fromBits(bf16Bits(w[(layer * k + j) * n + c]));
+        sum += p;
+        abs += Math.abs(p);
+      }
+      out[r * n + c] = sum;
+      scale[r * n + c] = abs;
+    }
+  }
+  return { out, scale };
+}
+
+function kernelProgram(t, k, n, layers, wType) {
+  return buildProgram(`matmul_kernel_${t}_${k}_${n}_${layers}_${wType}`, (f) => {
+    const x = f.param(TensorType.f32([t, k]), 'x');
+    const w = f.param(new TensorType(wType, [layers, k, n]), 'w');
+    const layer = f.param(new TensorType('s32', []), 'layer');
+    return { y: matmulBf16Kernel(f, x, w, layer) };
+  });
+}
+
+/** The weights as the device gets them: f32, or their bf16 bits (u16 and bf16 take the same bits). */
+function weightsAs(w, wType) {
+  return wType === 'f32' ? w : Uint16Array.from(w, bf16Bits);
+}
+
+let client;
+test('setup: a CPU client with the addon kernels registered', async (t) => {
+  client = await Client.create();
+  t.equal(client.platformName, 'cpu');
+  t.ok(client.prefixAttentionKernel, 'the plugin registered the addon kernels');
+  t.end();
+});
+
+const SHAPES = [
+  { t: 19, k: 70, n: 50, layers: 3 }, // a partial row tile and a partial panel
+  { t: 16, k: 64, n: 64, layers: 1 }, // whole tiles and panels
+  { t: 1, k: 576, n: 96, layers: 2 }, // one row, the default model's K
+  { t: 9, k: 33, n: 7, layers: 2 }, // odd K, fewer columns than a panel
+  { t: 40, k: 2, n: 33, layers: 1 }, // one pair
+];
+
+for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
+  for (const wType of ['f32', 'u16', 'bf16']) {
+    test(`matmul kernel [${T}x${K}]·[${Ly}x${K}x${N}] ${wType} weights: the float64 loop on bf16 operands, every layer, every path`, async (t) => {
+      const x = fill(T * K, T * 31 + K);
+      const w = fill(Ly * K * N, N * 17 + Ly);
+      const prog = kernelProgram(T, K, N, Ly, wType);
+      // Layer indices past either end clamp like a dynamic slice's start.
+      const layers = [...Array.from({ length: Ly }, (_, l) => [l, l]), [-4, 0], [Ly + 2, Ly - 1]];
+      for (const [isa, path] of PATHS) {
+        await withIsa(isa, async () => {
+          t.equal(binding().matmulKernelPath(), path, `the ${path} path`);
+          for (const [asked, used] of layers) {
+            const [y] = await runProgram(client, prog, [x, weightsAs(w, wType), Int32Array.of(asked)]);
+            const { out, scale } = reference(x, w, T, K, N, used);
+            let worst = 0;
+            // f32 sums of K exact products: |error| <= K 2^-24 sum|products| (Higham's bound for a recursive sum).
+            const bound = K * 2 ** -24;
+            for (let i = 0; i < out.length; i++) worst = Math.max(worst, Math.abs(y[i] - out[i]) / (scale[i] * bound + 1e-30));
+            t.ok(worst <= 1, `${path}, layer ${asked}${asked !== used ? ` (clamped to ${used})` : ''}: |diff| <= K 2^-24 sum|products| (worst ${worst.toFixed(3)} of it)`);
+          }
+        });
+      }
+    });
+  }
+}
+
+test("the kernel computes XLA's bf16 x bf16 -> f32 dot of the same operands", async (t) => {
+  const [T, K, N] = [37, 576, 96];
+  const x = fill(T * K, 5);
+  const w = fill(K * N, 6);
+  const xla = buildProgram('xla_bf16_dot', (f) => ({ y: f.matmul(f.param(TensorType.f32([T, K]), 'x'), f.param(TensorType.f32([K, N]), 'w')) }), { dotPrecision: 'DEFAULT', dotOperands: 'bf16' });
+  const [want] = await runProgram(client, xla, [x, w]);
+  const [got] = await runProgram(client, kernelProgram(T, K, N, 1, 'f32'), [x, w, Int32Array.of(0)]);
+  const { scale } = reference(x, w, T, K, N, 0);
+  let worst = 0;
+  // Both are f32 sums of the same exact products: each within K 2^-24 sum|products| of the exact sum.
+  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (scale[i] * 2 * K * 2 ** -24));
+  t.ok(worst <= 1, `within 2 K 2^-24 x sum|products| of XLA's (worst ${worst.toFixed(4)} of it)`);
+  t.end();
+});
+
+test('a malformed call is the handler\'s error, and the process lives', async (t) => {
+  const bad = [
+    ['two operands', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')], [4, 8], /expects 3 operands/],
+    ['s32 weights', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(new TensorType('s32', [1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /weights must be f32/],
+    ['K that does not match', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 5, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /must be \[Ly >= 1, K, N\] with K = 6/],
+    ['a result of the wrong shape', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 9], /result \[4, 9\] must be \[T, N\] = \[4, 8\]/],
+    ['no layers', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([0, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /Ly >= 1/],
+  ];
+  for (const [name, operands, result, message] of bad) {
+    const prog = buildProgram(`matmul_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(MATMUL_BF16_TARGET, operands(f), [TensorType.f32(result)])[0] }));
+    const inputs = prog.inputs.map((spec) => (spec.dtype === 's32' ? new Int32Array(spec.dims.reduce((a, b) => a * b, 1)) : new Float32Array(spec.dims.reduce((a, b) => a * b, 1))));
+    await runProgram(client, prog, inputs).then(
+      () => t.fail(`${name}: ran`),
+      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
+    );
+  }
+  t.end();
+});
+
+test('the builder refuses operands the kernel does not take, before anything runs', (t) => {
+  const build = (xType, wType, wDims) => () => buildProgram('matmul_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(new TensorType(xType, [2, 4]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.scalar(0, 's32')) }));
+  t.throws(build('bf16', 'f32', [1, 4, 3]), /x must be f32 \[T, K\]/, 'a bf16 x');
+  t.throws(build('f32', 's8', [1, 4, 3]), /weights must be \[Ly, 4, N\] of f32, u16 or bf16/, 'int8 weights');
+  t.throws(build('f32', 'f32', [4, 3]), /weights must be \[Ly, 4, N\]/, 'an unstacked matrix');
+  t.end();
+});
+
+test('the Scorer: the projections through the kernel under bf16 dots where the facts say so; scores within the gate of f32 and close to XLA\'s bf16 dots', async (t) => {
+  const ENV = 'PJRT_SCORE_PLATFORM_FACTS';
+  const load = async (facts, precision) => {
+    if (facts) process.env[ENV] = JSON.stringify(facts);
+    try {
+      return await Scorer.load({ diskCache: false, precision });
+    } finally {
+      delete process.env[ENV];
+    }
+  };
+  const byDefault = await load(null, 'bf16');
+  const xla = await load({ matmulKernel: false }, 'bf16');
+  const highest = await load(null, 'highest');
+  const items = ['Blue.', 'Green, like grass.', 'The sky is blue on a clear day because of Rayleigh scattering.', 'Red.', 'It depends on the weather and the time of the day.'];
+  const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
+  const e = byDefault.explain(request);
+  t.equal(e.bf16.matmulKernel, BF16_UNITS, `explain(): matmulKernel ${e.bf16.matmulKernel} on this ${cpuIsa} CPU (bf16 dot units: ${BF16_UNITS})`);
+  t.equal(xla.explain(request).bf16.matmulKernel, false, 'PJRT_SCORE_PLATFORM_FACTS {"matmulKernel":false} turns it off');
+  t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
+  t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');
+  for (const algorithm of ['serial', 'packed', 'prefix']) {
+    const [k, x, h] = await Promise.all([byDefault, xla, highest].map((s) => s.score({ ...request, algorithm })));
+    const diffs = (a, b) => a.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - b.scores[i][j])));
+    const toF32 = diffs(k, h);
+    const max = Math.max(...toF32);
+    const mean = toF32.reduce((s, d) => s + d, 0) / toF32.length;
+    t.ok(max <= 0.02 && mean <= 0.01, `${algorithm}: against true f32 max ${max.toExponential(2)} <= 0.02, mean ${mean.toExponential(2)} <= 0.01`);
+    const toXla = Math.max(...diffs(k, x));
+    t.ok(toXla <= 2e-3, `${algorithm}: against XLA's bf16 dots max ${toXla.toExponential(2)} <= 2e-3 (the same bf16 products in f32 sums)`);
+  }
+  for (const s of [byDefault, xla, highest]) s.dispose();
+  t.end();
+});
+
+test('teardown', (t) => {
+  client.dispose();
+  t.end();
+});
