@@ -1,10 +1,12 @@
 #include "kernels/matmul_bf16.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <new>
-#include <vector>
 
+#include "kernels/attention_exp2.h"
 #include "kernels/bf16_tiles_portable.h"
 #include "kernels/kernel_isa.h"
 #include "kernels/thread_pool.h"
@@ -27,11 +29,22 @@ constexpr int64_t kRoundRows = 64;
 
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// The scratch of one thread, kept between calls (sized by the largest call it served).
-std::vector<uint16_t>& PanelScratch() {
-  static thread_local std::vector<uint16_t> panel;
-  return panel;
+// Scratch of one thread kept between calls, grown to the largest call it served and never
+// cleared (every call writes what it reads): no allocation, page faults or zeroing per call.
+template <class T, int kWhich>
+T* Scratch(int64_t count) {
+  static thread_local std::unique_ptr<T[]> data;
+  static thread_local int64_t size = 0;
+  if (count > size) {
+    data.reset();
+    size = 0;
+    data.reset(new (std::nothrow) T[count]);
+    if (data == nullptr) return nullptr;
+    size = count;
+  }
+  return data.get();
 }
+constexpr int kPanel = 0, kRounded = 1, kRow = 2;
 
 // What every path shares: x rounded to bf16 as rows of kp (K rounded up to pairs, the pad 0), and
 // the packing of a panel: pairs of rows, [kp / 2][kCols][2], columns past N and the row past K 0.
@@ -56,11 +69,37 @@ void PackPanelPortable(const MatmulBf16Args& a, const Shape& s, int64_t col0, ui
     }
 }
 
+// Row r of the call's input after its prologue, in f32 (`row`: k floats).
+void PrologueRowPortable(const MatmulBf16Args& a, int64_t r, float* row) {
+  const int64_t k = a.k;
+  switch (a.prologue) {
+    case MatmulBf16Args::Prologue::kNone:
+      std::memcpy(row, a.x + r * k, k * sizeof(float));
+      return;
+    case MatmulBf16Args::Prologue::kRmsNorm: {
+      const float* x = a.x + r * k;
+      float sum = 0.f;
+      for (int64_t c = 0; c < k; ++c) sum += x[c] * x[c];
+      const float factor = 1.f / std::sqrt(sum / static_cast<float>(k) + a.eps);
+      for (int64_t c = 0; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
+      return;
+    }
+    case MatmulBf16Args::Prologue::kSwiGlu: {
+      const float* gate = a.x + r * 2 * k;
+      const float* up = gate + k;
+      for (int64_t c = 0; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
+      return;
+    }
+  }
+}
+
 void RoundRowsPortable(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
-                       uint16_t* xa) {
-  for (int64_t r = r0; r < r1; ++r)
+                       uint16_t* xa, float* row) {
+  for (int64_t r = r0; r < r1; ++r) {
+    if (r < s.t) PrologueRowPortable(a, r, row);
     for (int64_t c = 0; c < s.kp; ++c)
-      xa[r * s.kp + c] = r < s.t && c < s.k ? F32ToBf16(a.x[r * s.k + c]) : 0;
+      xa[r * s.kp + c] = r < s.t && c < s.k ? F32ToBf16(row[c]) : 0;
+  }
 }
 
 // out tile (+ stride ldc) = xa rows [kRows][kp] . panel, in f32.
@@ -80,8 +119,8 @@ void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* 
 struct PortablePath {
   static constexpr const char* kName = "portable";
   static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
-                        uint16_t* xa) {
-    RoundRowsPortable(a, s, r0, r1, xa);
+                        uint16_t* xa, float* row) {
+    RoundRowsPortable(a, s, r0, r1, xa, row);
   }
   static void PackPanel(const MatmulBf16Args& a, const Shape& s, int64_t col0, uint16_t* panel) {
     PackPanelPortable(a, s, col0, panel);
@@ -92,6 +131,13 @@ struct PortablePath {
 };
 
 #if defined(__x86_64__)
+// GCC 12's avx512fintrin.h starts some intrinsics from _mm512_undefined_*(), which its own
+// -Wuninitialized then reports (GCC bug 105593): quiet there only.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #if defined(__clang__) && __clang_major__ >= 18
 #define PJRT_SCORE_AVX512BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,evex512")))
@@ -102,11 +148,63 @@ struct PortablePath {
 struct Avx512Bf16Path {
   static constexpr const char* kName = "avx512bf16";
 
+  // logistic(g) = 1 / (1 + 2^(-g log2 e)) with the attention kernels' 2^t (attention_exp2.h), t
+  // kept within the exponent's range (at either end the result is 0 or 1 in f32 anyway).
+  PJRT_SCORE_AVX512BF16 static __m512 Logistic(__m512 g) {
+    __m512 t = _mm512_mul_ps(g, _mm512_set1_ps(-attention::kLog2e));
+    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-126.f)), _mm512_set1_ps(126.f));
+    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 f = _mm512_sub_ps(t, n);
+    __m512 p = _mm512_set1_ps(attention::kExp2Poly[0]);
+    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(attention::kExp2Poly[i]));
+    const __m512i bits =
+        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
+    const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    return _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_add_ps(_mm512_set1_ps(1.f), e));
+  }
+
+  // Row r after its prologue into `row` (k floats), 16 at a time.
+  PJRT_SCORE_AVX512BF16 static void PrologueRow(const MatmulBf16Args& a, int64_t r, float* row) {
+    const int64_t k = a.k;
+    int64_t c = 0;
+    if (a.prologue == MatmulBf16Args::Prologue::kRmsNorm) {
+      const float* x = a.x + r * k;
+      __m512 acc = _mm512_setzero_ps();
+      for (; c + 16 <= k; c += 16) {
+        const __m512 v = _mm512_loadu_ps(x + c);
+        acc = _mm512_fmadd_ps(v, v, acc);
+      }
+      float sum = _mm512_reduce_add_ps(acc);
+      for (; c < k; ++c) sum += x[c] * x[c];
+      const float factor = 1.f / std::sqrt(sum / static_cast<float>(k) + a.eps);
+      const __m512 fv = _mm512_set1_ps(factor);
+      for (c = 0; c + 16 <= k; c += 16) {
+        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + c), fv);
+        _mm512_storeu_ps(row + c, _mm512_mul_ps(v, _mm512_loadu_ps(a.norm + c)));
+      }
+      for (; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
+      return;
+    }
+    // kSwiGlu (kNone rounds straight from x: RoundRows).
+    const float* gate = a.x + r * 2 * k;
+    const float* up = gate + k;
+    for (; c + 16 <= k; c += 16) {
+      const __m512 g = _mm512_loadu_ps(gate + c);
+      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(g, Logistic(g)), _mm512_loadu_ps(up + c));
+      _mm512_storeu_ps(row + c, v);
+    }
+    for (; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
+  }
+
   // Whole rows 16 floats at a time (vcvtneps2bf16: nearest even; f32 denormals read as 0).
   PJRT_SCORE_AVX512BF16 static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0,
-                                              int64_t r1, uint16_t* xa) {
+                                              int64_t r1, uint16_t* xa, float* row) {
     for (int64_t r = r0; r < std::min(r1, s.t); ++r) {
       const float* src = a.x + r * s.k;
+      if (a.prologue != MatmulBf16Args::Prologue::kNone) {
+        PrologueRow(a, r, row);
+        src = row;
+      }
       uint16_t* dst = xa + r * s.kp;
       int64_t c = 0;
       for (; c + 16 <= s.k; c += 16) {
@@ -176,6 +274,9 @@ struct Avx512Bf16Path {
   }
 };
 #undef PJRT_SCORE_AVX512BF16
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 #endif
 
 template <class Path>
@@ -186,36 +287,41 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
     std::fill_n(a.out, s.t * s.n, 0.f);
     return true;
   }
-  std::vector<uint16_t> xa;
-  try {
-    xa.resize(s.tp * s.kp);
-  } catch (const std::bad_alloc&) {
+  uint16_t* xa = Scratch<uint16_t, kRounded>(s.tp * s.kp);
+  if (xa == nullptr) {
     *error = "could not allocate " + std::to_string(s.tp * s.kp * 2) + " bytes of rounded rows";
     return false;
   }
   ThreadPool& pool = ThreadPool::Shared();
-  pool.ParallelFor((s.tp + kRoundRows - 1) / kRoundRows, [&](int64_t b) {
-    Path::RoundRows(a, s, b * kRoundRows, std::min(s.tp, (b + 1) * kRoundRows), xa.data());
-  });
   bool ok = true;
-  pool.ParallelFor((s.n + kCols - 1) / kCols, [&](int64_t j) {
-    const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
-    std::vector<uint16_t>& panel = PanelScratch();
-    try {
-      if (panel.size() < static_cast<size_t>(s.kp * kCols)) panel.resize(s.kp * kCols);
-    } catch (const std::bad_alloc&) {
+  pool.ParallelFor((s.tp + kRoundRows - 1) / kRoundRows, [&](int64_t b) {
+    float* row = Scratch<float, kRow>(s.k);
+    if (row == nullptr) {
       ok = false;  // a plain store: every failing task writes the same value
       return;
     }
-    Path::PackPanel(a, s, col0, panel.data());
+    Path::RoundRows(a, s, b * kRoundRows, std::min(s.tp, (b + 1) * kRoundRows), xa, row);
+  });
+  if (!ok) {
+    *error = "could not allocate a row of " + std::to_string(s.k * 4) + " bytes";
+    return false;
+  }
+  pool.ParallelFor((s.n + kCols - 1) / kCols, [&](int64_t j) {
+    const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
+    uint16_t* panel = Scratch<uint16_t, kPanel>(s.kp * kCols);
+    if (panel == nullptr) {
+      ok = false;
+      return;
+    }
+    Path::PackPanel(a, s, col0, panel);
     float tile[kRows * kCols];
     for (int64_t r0 = 0; r0 < s.tp; r0 += kRows) {
       const int64_t rows = std::min(kRows, s.t - r0);
       if (rows == kRows && cols == kCols) {
-        Path::Tile(xa.data() + r0 * s.kp, s.kp, panel.data(), a.out + r0 * s.n + col0, s.n);
+        Path::Tile(xa + r0 * s.kp, s.kp, panel, a.out + r0 * s.n + col0, s.n);
         continue;
       }
-      Path::Tile(xa.data() + r0 * s.kp, s.kp, panel.data(), tile, kCols);
+      Path::Tile(xa + r0 * s.kp, s.kp, panel, tile, kCols);
       for (int64_t m = 0; m < rows; ++m)
         std::memcpy(a.out + (r0 + m) * s.n + col0, tile + m * kCols, cols * sizeof(float));
     }

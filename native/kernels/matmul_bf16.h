@@ -5,6 +5,12 @@
 // pass, and splits a dot of a few hundred rows unevenly over the cores; here each thread rounds and
 // packs one 32-column panel of w once per call and runs every row over it (docs/performance.md,
 // "The projections' kernel").
+//
+// A call may first compute each row of its input from the layer's own activations, in f32, then
+// round it (the prologue, what the program would otherwise compute in XLA loops before the dot):
+// - kRmsNorm: x [T, K] -> x * rsqrt(mean(x^2) + eps) * norm, norm [K] (lib/hlo/nn/functions.ts
+//   rmsNorm);
+// - kSwiGlu: x [T, 2K] (gate | up) -> gate * logistic(gate) * up, the SwiGLU MLP's activation.
 #pragma once
 
 #include <cstdint>
@@ -14,9 +20,13 @@ namespace pjrt_score {
 
 struct MatmulBf16Args {
   enum class Weights { kF32, kBf16Bits };
+  enum class Prologue { kNone, kRmsNorm, kSwiGlu };
   int64_t t = 0, k = 0, n = 0;
-  const float* x = nullptr;  // [T, K]
-  const void* w = nullptr;   // [K, N]: floats, or bf16 bits (uint16_t)
+  Prologue prologue = Prologue::kNone;
+  const float* x = nullptr;     // [T, K]; [T, 2K] for kSwiGlu
+  const float* norm = nullptr;  // kRmsNorm: [K]
+  float eps = 0.f;              // kRmsNorm
+  const void* w = nullptr;      // [K, N]: floats, or bf16 bits (uint16_t)
   Weights w_type = Weights::kF32;
   float* out = nullptr;  // [T, N]
 };

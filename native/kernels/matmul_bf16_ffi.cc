@@ -13,14 +13,32 @@ using ffi::Buffer;
 using ffi::CallFrame;
 using ffi::DataType;
 using ffi::DimsText;
+using Prologue = MatmulBf16Args::Prologue;
 
-// Reads and cross-checks the call's operands: x f32 [T, K], w [Ly, K, N] (f32, u16 or bf16),
-// layer s32 []; result f32 [T, N].
+// The weights operand: f32, u16 or bf16, rank 3.
+const Buffer* CheckWeights(void* raw, int type, std::string* why) {
+  const Buffer* w = static_cast<const Buffer*>(raw);
+  DataType w_type = DataType::kF32;
+  if (type == xla_ffi::kArgTypeBuffer && w != nullptr &&
+      w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims) &&
+      (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16)) {
+    w_type = w->dtype;
+  }
+  return ffi::CheckBuffer(raw, type, "weights", w_type, 3, why);
+}
+
+// Reads and cross-checks a call's operands (matmul_bf16_ffi.h: x, then the norm weights and eps for
+// kRmsNorm, then the weights and the layer); fills `out` or says why not.
+template <Prologue kPrologue>
 bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why) {
   const xla_ffi::Args& args = frame->args;
   const xla_ffi::Rets& rets = frame->rets;
-  if (args.size != 3 || args.types == nullptr || args.args == nullptr) {
-    *why = "expects 3 operands (x, weights, layer), got " + std::to_string(args.size);
+  const bool norm = kPrologue == Prologue::kRmsNorm;
+  const int64_t count = norm ? 5 : 3;
+  if (args.size != count || args.types == nullptr || args.args == nullptr) {
+    *why = "expects " + std::to_string(count) + " operands (" +
+           (norm ? "x, norm weights, eps, weights, layer" : "x, weights, layer") + "), got " +
+           std::to_string(args.size);
     return false;
   }
   if (rets.size != 1 || rets.types == nullptr || rets.rets == nullptr) {
@@ -29,24 +47,32 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
   }
   const Buffer* x = ffi::CheckBuffer(args.args[0], args.types[0], "x", DataType::kF32, 2, why);
   if (x == nullptr) return false;
-  const Buffer* w = static_cast<const Buffer*>(args.args[1]);
-  DataType w_type = DataType::kF32;
-  if (args.types[1] == xla_ffi::kArgTypeBuffer && w != nullptr &&
-      w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims) &&
-      (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16)) {
-    w_type = w->dtype;
+  const Buffer *norms = nullptr, *eps = nullptr;
+  if (norm) {
+    norms = ffi::CheckBuffer(args.args[1], args.types[1], "norm weights", DataType::kF32, 2, why);
+    if (norms == nullptr) return false;
+    eps = ffi::CheckBuffer(args.args[2], args.types[2], "eps", DataType::kF32, 0, why);
+    if (eps == nullptr) return false;
   }
-  w = ffi::CheckBuffer(args.args[1], args.types[1], "weights", w_type, 3, why);
+  const int64_t wi = norm ? 3 : 1;
+  const Buffer* w = CheckWeights(args.args[wi], args.types[wi], why);
   if (w == nullptr) return false;
   const Buffer* layer =
-      ffi::CheckBuffer(args.args[2], args.types[2], "layer", DataType::kS32, 0, why);
+      ffi::CheckBuffer(args.args[wi + 1], args.types[wi + 1], "layer", DataType::kS32, 0, why);
   if (layer == nullptr) return false;
   const Buffer* o = ffi::CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 2, why);
   if (o == nullptr) return false;
-  const int64_t t = x->dims[0], k = x->dims[1], layers = w->dims[0], n = w->dims[2];
-  if (w->dims[1] != k || layers == 0) {
-    *why = "weights " + DimsText(w) + " must be [Ly >= 1, K, N] with K = " + std::to_string(k) +
+  const int64_t t = x->dims[0], layers = w->dims[0], k = w->dims[1], n = w->dims[2];
+  const int64_t x_width = kPrologue == Prologue::kSwiGlu ? 2 * k : k;
+  if (layers == 0 || x->dims[1] != x_width) {
+    *why = "weights " + DimsText(w) + " must be [Ly >= 1, K, N] with " +
+           (kPrologue == Prologue::kSwiGlu ? "2K" : "K") + " = " + std::to_string(x->dims[1]) +
            " of x " + DimsText(x);
+    return false;
+  }
+  if (norm && (norms->dims[0] != layers || norms->dims[1] != k)) {
+    *why = "norm weights " + DimsText(norms) + " must be [Ly, K] = [" + std::to_string(layers) +
+           ", " + std::to_string(k) + "]";
     return false;
   }
   if (o->dims[0] != t || o->dims[1] != n) {
@@ -55,11 +81,16 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
     return false;
   }
   const int64_t l = std::clamp<int64_t>(*static_cast<const int32_t*>(layer->data), 0, layers - 1);
-  const bool f32 = w_type == DataType::kF32;
+  const bool f32 = w->dtype == DataType::kF32;
   out->t = t;
   out->k = k;
   out->n = n;
+  out->prologue = kPrologue;
   out->x = static_cast<const float*>(x->data);
+  if (norm) {
+    out->norm = static_cast<const float*>(norms->data) + l * k;
+    out->eps = *static_cast<const float*>(eps->data);
+  }
   out->w_type = f32 ? MatmulBf16Args::Weights::kF32 : MatmulBf16Args::Weights::kBf16Bits;
   out->w = static_cast<const char*>(w->data) + l * k * n * (f32 ? 4 : 2);
   out->out = static_cast<float*>(o->data);
@@ -69,7 +100,18 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
 }  // namespace
 
 xla_ffi::Error* MatmulBf16Handler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul, RunMatmulBf16>(frame, kMatmulBf16Target);
+  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kNone>, RunMatmulBf16>(
+      frame, kMatmulBf16Target);
+}
+
+xla_ffi::Error* MatmulBf16RmsNormHandler(CallFrame* frame) {
+  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kRmsNorm>, RunMatmulBf16>(
+      frame, kMatmulBf16RmsNormTarget);
+}
+
+xla_ffi::Error* MatmulBf16SwiGluHandler(CallFrame* frame) {
+  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kSwiGlu>, RunMatmulBf16>(
+      frame, kMatmulBf16SwiGluTarget);
 }
 
 }  // namespace pjrt_score

@@ -19,6 +19,8 @@ bool RegisterKernels(const Plugin& plugin, std::string* why) {
       {kPrefixAttentionBf16Target, &PrefixAttentionBf16Handler},
       {kCausalAttentionBf16Target, &CausalAttentionBf16Handler},
       {kMatmulBf16Target, &MatmulBf16Handler},
+      {kMatmulBf16RmsNormTarget, &MatmulBf16RmsNormHandler},
+      {kMatmulBf16SwiGluTarget, &MatmulBf16SwiGluHandler},
   };
   static std::mutex mu;
   static std::map<const Plugin*, std::string> done;  // plugin -> "" (registered) or why not

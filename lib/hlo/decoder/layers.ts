@@ -73,6 +73,34 @@ function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixNa
   return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
 }
 
+/**
+ * rmsNorm(x) @ one layer's matrix: through the matmul kernel with the norm as its prologue where the
+ * kernel takes the matrix (the normalized rows never leave the call), else the norm, then project().
+ */
+function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName: 'attnNorm' | 'ffnNorm', name: MatrixName, eps: number, bf16Product: boolean, kernel?: LayerMatrices): HloValue {
+  const stacked = kernel?.stacked[name];
+  const norms = kernel?.stacked[normName];
+  if (kernel && stacked && norms && !bf16Product && matmulKernelTakes(stacked.elementType)) {
+    return matmulBf16Kernel(f, x, stacked, kernel.index, { kind: 'rmsNorm', weights: norms, eps });
+  }
+  return project(f, rmsNorm(f, x, need(layer, normName), eps), layer, name, bf16Product, kernel);
+}
+
+/**
+ * The MLP's down projection of its gate | up product [T, 2F]: SwiGLU (Gemma: GeGLU, tanh GELU) then
+ * wDown; SwiGLU inside the matmul kernel's call where it takes wDown (its prologue).
+ */
+function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: boolean, kernel?: LayerMatrices): HloValue {
+  const stacked = kernel?.stacked.wDown;
+  if (kernel && stacked && !gemma && matmulKernelTakes(stacked.elementType)) return matmulBf16Kernel(f, gateUp, stacked, kernel.index, { kind: 'swiglu' });
+  const [t, width] = gateUp.dims;
+  const F = width / 2;
+  const gate = f.slice(gateUp, [0, 0], [t, F]);
+  const up = f.slice(gateUp, [0, F], [t, 2 * F]);
+  const activated = f.multiply(gemma ? geluTanh(f, gate) : f.multiply(gate, f.logistic(gate)), up);
+  return project(f, activated, layer, 'wDown', false, kernel);
+}
+
 /** A layer's matrices as the matmul kernel takes them: the stacked arrays and the layer's index. */
 interface LayerMatrices {
   readonly stacked: Partial<Record<DecoderWeightName, HloValue>>;
@@ -151,7 +179,7 @@ export interface LayerLoopInputs {
 /** The decoder layers as one while loop; returns the final hidden states and extra carried values. */
 export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: HloValue; carried: HloValue[] } {
   const { d, w } = x;
-  const { numHeads: Hq, numKvHeads: Hkv, headDim: D, intermediateSize: F } = d;
+  const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
   // The loop's invariants are the per-layer arrays, those every model has
   // first, then the optional ones: the order the programs (and so the JIT
   // disk cache keys) have always had.
@@ -180,8 +208,7 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
       const opts = layerAttentionOptions(d, window);
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
-      const normed = rmsNorm(b, h, layer.attnNorm!, d.rmsEps);
-      let qkv = project(b, normed, layer, 'wQkv', narrowProducts, kernel);
+      let qkv = projectNormed(b, h, layer, 'attnNorm', 'wQkv', d.rmsEps, narrowProducts, kernel);
       if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
       let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
       let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
@@ -199,12 +226,8 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
       const afterAttention = b.add(h, layer.attnPostNorm ? rmsNorm(b, projected, layer.attnPostNorm, d.rmsEps) : projected);
 
       // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
-      const normed2 = rmsNorm(b, afterAttention, layer.ffnNorm!, d.rmsEps);
-      const gateUp = project(b, normed2, layer, 'wGateUp', narrowProducts, kernel);
-      const gate = b.slice(gateUp, [0, 0], [t, F]);
-      const up = b.slice(gateUp, [0, F], [t, 2 * F]);
-      const activated = b.multiply(gemma ? geluTanh(b, gate) : b.multiply(gate, b.logistic(gate)), up);
-      const down = project(b, activated, layer, 'wDown', false, kernel);
+      const gateUp = projectNormed(b, afterAttention, layer, 'ffnNorm', 'wGateUp', d.rmsEps, narrowProducts, kernel);
+      const down = mlpDown(b, gateUp, layer, gemma !== undefined, kernel);
       const out = b.add(afterAttention, layer.ffnPostNorm ? rmsNorm(b, down, layer.ffnPostNorm, d.rmsEps) : down);
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];

@@ -141,10 +141,11 @@ const AVX512BF16_FACTS: CpuClassFacts = {
   // The cost constants are AVX2's (not fitted here).
   budget: { ...AVX2_FACTS.budget, tokensPerPass: 3072 },
   cost: AVX2_FACTS.cost,
-  // The projections through the addon's bf16 matmul kernel (lib/hlo/nn/matmul-kernel.ts): on the same Zen 4,
-  // the PR shape (300 / 10 x 20) in bf16 at 0.858x the wall time and 0.811x the CPU time of XLA's bf16 dots
-  // (5 rounds), 100 items of 100 tokens at 0.918x the wall time (3 rounds), the same scores here
-  // (scripts/bench/variants.js, alternating in one process; docs/performance.md, "The projections' kernel").
+  // The projections through the addon's bf16 matmul kernel (lib/hlo/nn/matmul-kernel.ts), the layers'
+  // RMSNorms and SwiGLU inside its calls: on the same Zen 4, the PR shape (300 / 10 x 20) in bf16 at 0.781x
+  // the wall time of XLA's bf16 dots (455 against 618 ms, 5 rounds), 100 items of 100 tokens at 0.918x
+  // (3 rounds) (scripts/bench/variants.js, alternating in one process; docs/performance.md, "The
+  // projections' kernel").
   matmulKernel: true,
   measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
 };
