@@ -271,7 +271,9 @@ test('the Scorer: the projections through the kernel under bf16 dots where the f
   const items = ['Blue.', 'Green, like grass.', 'The sky is blue on a clear day because of Rayleigh scattering.', 'Red.', 'It depends on the weather and the time of the day.'];
   const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
   const e = byDefault.explain(request);
-  t.equal(e.bf16.matmulKernel, BF16_UNITS, `explain(): matmulKernel ${e.bf16.matmulKernel} on this ${cpuIsa} CPU (bf16 dot units: ${BF16_UNITS})`);
+  // The platform facts take it on the measured class only: AVX-512 BF16 (on AMX CPUs XLA's dots run on the tiles).
+  const taken = e.attentionKernel.tried === 'avx512bf16' && e.attentionKernel.allowed === 'avx512bf16';
+  t.equal(e.bf16.matmulKernel, taken, `explain(): matmulKernel ${e.bf16.matmulKernel} on this ${cpuIsa} CPU (kernels tried ${e.attentionKernel.tried})`);
   t.equal(xla.explain(request).bf16.matmulKernel, false, 'PJRT_SCORE_PLATFORM_FACTS {"matmulKernel":false} turns it off');
   t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
   t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');

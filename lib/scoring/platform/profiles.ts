@@ -160,8 +160,9 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
   avx2: AVX2_FACTS,
   avx512: { ...AVX2_FACTS, measured: null },
   avx512bf16: AVX512BF16_FACTS,
-  // AMX CPUs have AVX512_BF16's vdpbf16ps too: the matmul kernel's path there (not yet measured on one).
-  amx: { ...AVX2_FACTS, measured: null, matmulKernel: true },
+  // No matmul kernel: it runs on vdpbf16ps, and XLA's bf16 dots run on the AMX tiles there (never measured
+  // against each other on an AMX CPU).
+  amx: { ...AVX2_FACTS, measured: null },
 };
 
 /** 1 + k/16 for k = 1..15: sixteen rungs per power of two. */
