@@ -1,7 +1,10 @@
 'use strict';
-// The attention custom calls (native/kernels/prefix_attention_ffi.cc: the prefix
-// target, the causal one when the first byte is odd, and their bf16 variants
-// when its bit 1 is set): operand shapes, element types and counts decoded
+// The addon's custom calls: the attention kernels (native/kernels/prefix_attention_ffi.cc:
+// the prefix target, the causal one when the first byte is odd, and their bf16
+// variants when its bit 1 is set) and, when its bit 2 is set, the projections'
+// matmul kernel (native/kernels/matmul_bf16_ffi.cc: plain, with the RMSNorm or
+// SwiGLU prologue, or plain on bf16 bits typed u16, by its two low bits):
+// operand shapes, element types and counts decoded
 // from the input, consistent or broken one piece at a time, lengths anywhere
 // in s32, and the kernel's instruction-set cap (PJRT_SCORE_KERNEL_ISA, read at
 // each call: every dispatch path the CPU has, and a bad value), through a real
@@ -20,6 +23,7 @@ async function setup() {
 
 const PREFIX = 'pjrt_score_prefix_attention';
 const CAUSAL = 'pjrt_score_causal_attention';
+const MATMUL = ['pjrt_score_matmul_bf16', 'pjrt_score_matmul_bf16_rmsnorm', 'pjrt_score_matmul_bf16_swiglu', 'pjrt_score_matmul_bf16'];
 // '' leaves the variable unset; a cap above the CPU's best, or an unknown one, must change nothing.
 const ISA_CAPS = ['', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'sse9'];
 
@@ -43,19 +47,29 @@ function wellFormed(causal, next) {
   ];
 }
 
+// The matmul kernel's well-formed operands (x, [norm weights, eps,] weights, layer), then the result.
+function wellFormedMatmul(form, next) {
+  const [t, k, n, layers] = [next() % 40, 1 + (next() % 80), next() % 70, 1 + (next() % 3)];
+  const x = ['f32', [t, form === 2 ? 2 * k : k]];
+  const weights = [form === 3 ? 'u16' : 'f32', [layers, k, n]];
+  const norms = form === 1 ? [['f32', [layers, k]], ['f32', []]] : [];
+  return [x, ...norms, weights, ['s32', []], ['f32', [t, n]]];
+}
+
 function decode(data) {
   const next = reader(data);
   const first = next();
+  const matmul = (first & 4) === 4;
   const causal = (first & 1) === 1;
-  const target = (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
-  const ops = wellFormed(causal, next);
+  const target = matmul ? MATMUL[first & 3] : (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
+  const ops = matmul ? wellFormedMatmul(first & 3, next) : wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
     const at = next() % ops.length;
     const how = next() % 4;
     const [dtype, dims] = ops[at];
-    if (how === 0) ops[at] = [dtype === 'f32' ? 's32' : 'f32', dims];
+    if (how === 0) ops[at] = [dtype === 'f32' ? 's32' : 'f32', dims]; // u16 weights become f32
     else if (how === 1 && dims.length) ops[at] = [dtype, dims.slice(1)];
     else if (how === 2) ops[at] = [dtype, [...dims, 1 + (next() % 3)]];
     else if (dims.length) ops[at] = [dtype, dims.map((x, j) => (j === next() % dims.length ? next() % 8 : x))];
@@ -70,7 +84,9 @@ function decode(data) {
 function fill([dtype, dims], lengths) {
   const size = dims.reduce((a, b) => a * b, 1);
   if (dtype === 's32') return Int32Array.from({ length: size }, (_, i) => lengths[i % lengths.length]);
-  return Float32Array.from({ length: size }, (_, i) => Math.sin(i * 0.7));
+  // bf16 bits of values in [-1, 1]; f32 values never all 0 (an RMSNorm's eps and rows stay positive).
+  if (dtype === 'u16') return Uint16Array.from({ length: size }, (_, i) => (i % 2 ? 0xbf00 : 0x3f00) + (i % 97));
+  return Float32Array.from({ length: size }, (_, i) => Math.sin(i * 0.7 + 0.5));
 }
 
 async function run(data) {
@@ -79,8 +95,8 @@ async function run(data) {
   if (isa) process.env.PJRT_SCORE_KERNEL_ISA = isa;
   else delete process.env.PJRT_SCORE_KERNEL_ISA;
   const prog = buildProgram('fuzz_ffi', (f) => {
-    const params = operands.map(([dtype, dims], i) => f.param(TensorType[dtype](dims), `x${i}`));
-    return { out: f.customCall(target, params, [TensorType[result[0]](result[1])])[0] };
+    const params = operands.map(([dtype, dims], i) => f.param(new TensorType(dtype, dims), `x${i}`));
+    return { out: f.customCall(target, params, [new TensorType(result[0], result[1])])[0] };
   });
   const exe = await client.compile(prog.text);
   const buffers = [];
@@ -107,8 +123,9 @@ module.exports = {
   timeoutMs: 60_000,
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
   setup,
-  // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant. The
-  // instruction-set cap comes from the byte after the lengths (none in the first five).
+  // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant; 4-7: the
+  // matmul kernel's four forms. The instruction-set cap comes from the byte after the lengths (none
+  // in the first five).
   seeds: () => [
     Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
     Buffer.from([0, 1, 5, 2, 1, 7, 255, 1, 3, 0, 0]),
@@ -117,6 +134,10 @@ module.exports = {
     Buffer.from([1, 0, 0, 1, 2, 7, 130, 1, 0, 2, 1, 3]),
     Buffer.from([2, 2, 3, 1, 2, 16, 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
     Buffer.from([3, 0, 0, 3, 3, 16, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+    Buffer.from([4, 19, 69, 49, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
+    Buffer.from([5, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+    Buffer.from([6, 9, 32, 7, 2, 1, 2, 1]),
+    Buffer.from([7, 1, 0, 31, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
   ],
   run,
   expected,
