@@ -117,7 +117,8 @@ let loaded: NativeBinding | undefined;
 let addonFile = '';
 
 /**
- * Loads the addon: a prebuild for this platform, else build/Release; then applies the kernel
+ * Loads the addon: build/Release where a build made one (node-gyp-build looks there first: a checkout
+ * that ran `npm run build:native`), else the prebuild for this platform; then applies the kernel
  * probe's verdict (kernel-probe.ts) before anything can run a kernel.
  */
 export function binding(): NativeBinding {
