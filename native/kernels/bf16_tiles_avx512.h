@@ -12,15 +12,8 @@
 #include <cstring>
 
 #include "kernels/bf16_tiles_portable.h"
+#include "kernels/isa_target.h"
 
-// Clang 18 and later split 512-bit vectors off AVX-512 (feature evex512); GCC before 14 knows no
-// such feature.
-#if defined(__clang__) && __clang_major__ >= 18
-#define PJRT_SCORE_AVX512BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,evex512")))
-#else
-#define PJRT_SCORE_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#endif
 #define PJRT_SCORE_ROWS16(X) \
   X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15)
 
@@ -43,14 +36,14 @@ struct Avx512Bf16Tiles {
   }
   PJRT_SCORE_AVX512BF16 static void Dot(const uint16_t* a, int64_t lda, const uint16_t* b,
                                         int64_t depth, float* c, int64_t ldc, bool add) {
-#define PJRT_SCORE_DECL(m) __m512 c##m = add ? _mm512_loadu_ps(c + (m)*ldc) : _mm512_setzero_ps();
+#define PJRT_SCORE_DECL(m) __m512 c##m = add ? _mm512_loadu_ps(c + (m) * ldc) : _mm512_setzero_ps();
 #define PJRT_SCORE_DOT(m)                                                 \
   {                                                                       \
     int32_t pair;                                                         \
-    std::memcpy(&pair, a + (m)*lda + 2 * p, sizeof(pair));                \
+    std::memcpy(&pair, a + (m) * lda + 2 * p, sizeof(pair));              \
     c##m = _mm512_dpbf16_ps(c##m, (__m512bh)_mm512_set1_epi32(pair), bv); \
   }
-#define PJRT_SCORE_STORE(m) _mm512_storeu_ps(c + (m)*ldc, c##m);
+#define PJRT_SCORE_STORE(m) _mm512_storeu_ps(c + (m) * ldc, c##m);
     PJRT_SCORE_ROWS16(PJRT_SCORE_DECL)
     for (int64_t p = 0; p < depth / 2; ++p) {
       const __m512bh bv = (__m512bh)_mm512_loadu_si512(b + p * 32);
@@ -67,5 +60,4 @@ struct Avx512Bf16Tiles {
 }  // namespace pjrt_score
 
 #undef PJRT_SCORE_ROWS16
-#undef PJRT_SCORE_AVX512BF16
 #endif

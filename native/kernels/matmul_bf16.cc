@@ -1,13 +1,16 @@
 #include "kernels/matmul_bf16.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <memory>
 #include <new>
 
 #include "kernels/attention_exp2.h"
+#include "kernels/attention_ops_avx512.h"
 #include "kernels/bf16_tiles_portable.h"
+#include "kernels/isa_target.h"
 #include "kernels/kernel_isa.h"
 #include "kernels/thread_pool.h"
 
@@ -138,29 +141,17 @@ struct PortablePath {
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#if defined(__clang__) && __clang_major__ >= 18
-#define PJRT_SCORE_AVX512BF16 \
-  __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,evex512")))
-#else
-#define PJRT_SCORE_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
-#endif
 
 struct Avx512Bf16Path {
   static constexpr const char* kName = "avx512bf16";
 
   // logistic(g) = 1 / (1 + 2^(-g log2 e)) with the attention kernels' 2^t (attention_exp2.h), t
-  // kept within the exponent's range (at either end the result is 0 or 1 in f32 anyway).
+  // kept below the exponent's top (at either end the result is 0 or 1 in f32 anyway).
   PJRT_SCORE_AVX512BF16 static __m512 Logistic(__m512 g) {
-    __m512 t = _mm512_mul_ps(g, _mm512_set1_ps(-attention::kLog2e));
-    t = _mm512_min_ps(_mm512_max_ps(t, _mm512_set1_ps(-126.f)), _mm512_set1_ps(126.f));
-    const __m512 n = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    const __m512 f = _mm512_sub_ps(t, n);
-    __m512 p = _mm512_set1_ps(attention::kExp2Poly[0]);
-    for (int i = 1; i < 6; ++i) p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(attention::kExp2Poly[i]));
-    const __m512i bits =
-        _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(n), _mm512_set1_epi32(127)), 23);
-    const __m512 e = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    return _mm512_div_ps(_mm512_set1_ps(1.f), _mm512_add_ps(_mm512_set1_ps(1.f), e));
+    const __m512 t =
+        _mm512_min_ps(_mm512_mul_ps(g, _mm512_set1_ps(-attention::kLog2e)), _mm512_set1_ps(126.f));
+    const __m512 one = _mm512_set1_ps(1.f);
+    return _mm512_div_ps(one, _mm512_add_ps(one, attention::Avx512Ops::Exp2(t)));
   }
 
   // Row r after its prologue into `row` (k floats), 16 at a time.
@@ -273,7 +264,6 @@ struct Avx512Bf16Path {
     }
   }
 };
-#undef PJRT_SCORE_AVX512BF16
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
@@ -293,16 +283,16 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
     return false;
   }
   ThreadPool& pool = ThreadPool::Shared();
-  bool ok = true;
+  std::atomic<bool> ok{true};
   pool.ParallelFor((s.tp + kRoundRows - 1) / kRoundRows, [&](int64_t b) {
     float* row = Scratch<float, kRow>(s.k);
     if (row == nullptr) {
-      ok = false;  // a plain store: every failing task writes the same value
+      ok.store(false);
       return;
     }
     Path::RoundRows(a, s, b * kRoundRows, std::min(s.tp, (b + 1) * kRoundRows), xa, row);
   });
-  if (!ok) {
+  if (!ok.load()) {
     *error = "could not allocate a row of " + std::to_string(s.k * 4) + " bytes";
     return false;
   }
@@ -310,7 +300,7 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
     const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
     uint16_t* panel = Scratch<uint16_t, kPanel>(s.kp * kCols);
     if (panel == nullptr) {
-      ok = false;
+      ok.store(false);
       return;
     }
     Path::PackPanel(a, s, col0, panel);
@@ -326,9 +316,9 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
         std::memcpy(a.out + (r0 + m) * s.n + col0, tile + m * kCols, cols * sizeof(float));
     }
   });
-  if (!ok)
+  if (!ok.load())
     *error = "could not allocate a packed panel of " + std::to_string(s.kp * kCols * 2) + " bytes";
-  return ok;
+  return ok.load();
 }
 
 }  // namespace
