@@ -9,13 +9,17 @@
 // - a malformed call is an error from the handler, and the process lives;
 // - its prologues (the layer's RMSNorm; SwiGLU of a gate | up input) against the same float64 loop
 //   after the prologue in float64, and against XLA's program for the same norm or activation and dot;
+// - weights packed once (the load's packing program, packMatmulWeights): the panels a plain JS loop
+//   lays out, bit for bit; the kernel on them gives what it gives on the stacked matrices, bit for bit
+//   (the same panels into the same tiles), and the float64 loop's result; malformed packed operands
+//   are refused by the builder and by the handler;
 // - the Scorer takes it under bf16 dots where the platform facts say so (bf16 dot units here),
-//   explain() says it, PJRT_SCORE_PLATFORM_FACTS turns it off, and its scores stay within the
-//   accuracy gate of true f32.
+//   with its four matrices packed (half the bytes of f32), explain() says it,
+//   PJRT_SCORE_PLATFORM_FACTS turns it off, and its scores stay within the accuracy gate of true f32.
 const test = require('tape');
 const { Client, Scorer } = require('..');
 const { binding } = require('../dist/runtime/binding');
-const { buildProgram, TensorType, matmulBf16Kernel, nn, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET } = require('../dist/hlo');
+const { buildProgram, TensorType, matmulBf16Kernel, nn, packMatmulWeights, packedMatmulDims, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET } = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { cpuIsa, withIsa } = require('./helpers/kernel-path');
 
@@ -220,6 +224,118 @@ function maxProduct(rows, w, T, K, N, layer, i) {
   return max;
 }
 
+/** The packed panels of stacked [Ly, K, N] weights by a plain loop: [l][j][p][c][e] = bits of w[l][2p + e][32j + c], 0 past K and N. */
+function packByLoop(w, Ly, K, N) {
+  const C = MATMUL_PANEL_COLUMNS;
+  const panels = Math.ceil(N / C);
+  const pairs = Math.ceil(K / 2);
+  const out = new Uint16Array(Ly * panels * pairs * C * 2);
+  let i = 0;
+  for (let l = 0; l < Ly; l++)
+    for (let j = 0; j < panels; j++)
+      for (let p = 0; p < pairs; p++)
+        for (let c = 0; c < C; c++)
+          for (let e = 0; e < 2; e++) {
+            const row = 2 * p + e;
+            const col = j * C + c;
+            out[i++] = row < K && col < N ? bf16Bits(w[(l * K + row) * N + col]) : 0;
+          }
+  return out;
+}
+
+for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
+  test(`packed weights [${Ly}x${K}x${N}]: the packing program lays out a JS loop's panels; the kernel on them gives what it gives on the stacked matrices, and the float64 loop's result`, async (t) => {
+    const x = fill(T * K, T * 13 + K);
+    const w = fill(Ly * K * N, N * 29 + Ly);
+    const want = packByLoop(w, Ly, K, N);
+    const dims = packedMatmulDims([Ly, K, N]);
+    t.deepEqual(dims, [Ly, Math.ceil(N / 32), Math.ceil(K / 2), 32, 2], `packed dims [${dims.join(', ')}]`);
+    for (const wType of ['f32', 'u16', 'bf16']) {
+      const pack = buildProgram(`pack_test_${wType}_${Ly}_${K}_${N}`, (f) => ({ packed: packMatmulWeights(f, f.param(new TensorType(wType, [Ly, K, N]), 'w')) }));
+      const [got] = await runProgram(client, pack, [weightsAs(w, wType)]);
+      let mismatches = 0;
+      for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) mismatches++;
+      t.equal(mismatches, 0, `${wType} weights: all ${want.length} packed values equal the loop's`);
+    }
+    const packedProg = buildProgram(`matmul_kernel_packed_${T}_${K}_${N}_${Ly}`, (f) => {
+      const xs = f.param(TensorType.f32([T, K]), 'x');
+      const ws = f.param(new TensorType('u16', dims), 'w');
+      return { y: matmulBf16Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), undefined, N) };
+    });
+    const stackedProg = kernelProgram(T, K, N, Ly, 'u16');
+    for (const [isa, path] of PATHS) {
+      await withIsa(isa, async () => {
+        for (const layer of [0, Ly - 1, Ly + 3]) {
+          const [y] = await runProgram(client, packedProg, [x, want, Int32Array.of(layer)]);
+          const [stacked] = await runProgram(client, stackedProg, [x, weightsAs(w, 'u16'), Int32Array.of(layer)]);
+          t.ok(y.every((v, i) => Object.is(v, stacked[i])), `${path}, layer ${layer}: bit for bit the stacked matrices' result`);
+          const used = Math.min(layer, Ly - 1);
+          const { out, scale } = reference(x, w, T, K, N, used);
+          let worst = 0;
+          for (let i = 0; i < out.length; i++) worst = Math.max(worst, Math.abs(y[i] - out[i]) / (scale[i] * K * 2 ** -24 + 1e-30));
+          t.ok(worst <= 1, `${path}, layer ${layer}: |diff| <= K 2^-24 sum|products| of the float64 loop (worst ${worst.toFixed(3)} of it)`);
+        }
+      });
+    }
+    t.end();
+  });
+}
+
+test('packed weights with the RMSNorm and SwiGLU prologues: what the stacked matrices give, bit for bit', async (t) => {
+  const [T, K, N, Ly] = [21, 96, 40, 2];
+  const w = fill(Ly * K * N, 78);
+  const norms = Float32Array.from(fill(Ly * K, 79), (v) => 1 + v / 4);
+  for (const kind of ['rmsNorm', 'swiglu']) {
+    const x = fill(T * (kind === 'swiglu' ? 2 : 1) * K, 77);
+    const program = (packed) =>
+      buildProgram(`matmul_kernel_${kind}_${packed ? 'packed' : 'stacked'}`, (f) => {
+        const xs = f.param(TensorType.f32([T, (kind === 'swiglu' ? 2 : 1) * K]), 'x');
+        const ws = f.param(new TensorType('u16', packed ? packedMatmulDims([Ly, K, N]) : [Ly, K, N]), 'w');
+        const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+        const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : { kind };
+        return { y: matmulBf16Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue, packed ? N : undefined) };
+      });
+    for (const layer of [0, 1]) {
+      const [a] = await runProgram(client, program(true), [x, packByLoop(w, Ly, K, N), norms, Int32Array.of(layer)]);
+      const [b] = await runProgram(client, program(false), [x, weightsAs(w, 'u16'), norms, Int32Array.of(layer)]);
+      t.ok(a.every((v, i) => Object.is(v, b[i])), `${kind}, layer ${layer}: bit for bit`);
+    }
+  }
+  t.end();
+});
+
+test('malformed packed weights: the builder refuses them, and so does the handler', async (t) => {
+  const build = (wDims, columns, xWidth = 6) => () =>
+    buildProgram('matmul_refused_packed', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, xWidth]), 'x'), f.param(new TensorType('u16', wDims), 'w'), f.scalar(0, 's32'), undefined, columns) }));
+  t.throws(build([1, 1, 3, 32, 2], undefined), /packed weights .* do not hold \[1, K, N\]/, 'no columns given');
+  t.throws(build([1, 1, 3, 32, 2], 40), /do not hold/, 'columns past the panels');
+  t.throws(build([1, 1, 4, 32, 2], 8), /do not hold/, 'pairs that do not match x');
+  t.doesNotThrow(build([1, 1, 3, 32, 2], 8), 'the right dims');
+  const f32Packed = () => buildProgram('matmul_refused_packed', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, 6]), 'x'), f.param(TensorType.f32([1, 1, 3, 32, 2]), 'w'), f.scalar(0, 's32'), undefined, 8) }));
+  t.throws(f32Packed, /packed \[Ly, N \/ 32, K \/ 2, 32, 2\] of u16 or bf16/, 'f32 panels');
+  t.throws(() => buildProgram('pack_refused', (f) => ({ y: packMatmulWeights(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')) })), /packMatmulWeights: weights must be \[Ly, K, N\]/, 'packing int8 weights');
+  const bad = [
+    ['panels of another width', [1, 1, 3, 16, 2], [2, 8], /packed weights \[1, 1, 3, 16, 2\] must be/],
+    ['panels for other columns', [1, 1, 3, 32, 2], [2, 40], /must be \[Ly >= 1, ceil\(N \/ 32\), ceil\(K \/ 2\), 32, 2\] = \[Ly, 2, 3, 32, 2\]/],
+    ['pairs for another K', [1, 1, 2, 32, 2], [2, 8], /= \[Ly, 1, 3, 32, 2\]/],
+    ['no layers', [0, 1, 3, 32, 2], [2, 8], /Ly >= 1/],
+  ];
+  for (const [name, wDims, result, message] of bad) {
+    const prog = buildProgram(`matmul_bad_packed_${name.replace(/\W+/g, '_')}`, (f) => ({
+      y: f.customCall(MATMUL_BF16_TARGET, [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType('u16', wDims), 'w'), f.param(new TensorType('s32', []), 'l')], [TensorType.f32(result)])[0],
+    }));
+    const inputs = prog.inputs.map((spec) => {
+      const n = spec.dims.reduce((a, b) => a * b, 1);
+      return spec.dtype === 's32' ? new Int32Array(n) : spec.dtype === 'u16' ? new Uint16Array(n) : new Float32Array(n);
+    });
+    await runProgram(client, prog, inputs).then(
+      () => t.fail(`${name}: ran`),
+      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
+    );
+  }
+  t.end();
+});
+
 test('a malformed call is the handler\'s error, and the process lives', async (t) => {
   const bad = [
     ['two operands', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')], [4, 8], /expects 3 operands/],
@@ -257,10 +373,14 @@ test('the builder refuses operands the kernel does not take, before anything run
 
 test('the Scorer: the projections through the kernel under bf16 dots where the facts say so; scores within the gate of f32 and close to XLA\'s bf16 dots', async (t) => {
   const ENV = 'PJRT_SCORE_PLATFORM_FACTS';
+  const weightBytes = new Map();
   const load = async (facts, precision) => {
     if (facts) process.env[ENV] = JSON.stringify(facts);
+    let loaded;
     try {
-      return await Scorer.load({ diskCache: false, precision });
+      const scorer = await Scorer.load({ diskCache: false, precision, log: (e) => e.event === 'model_loaded' && (loaded = e) });
+      weightBytes.set(scorer, loaded.weightBytes);
+      return scorer;
     } finally {
       delete process.env[ENV];
     }
@@ -274,9 +394,15 @@ test('the Scorer: the projections through the kernel under bf16 dots where the f
   // The platform facts take it on the measured class only: AVX-512 BF16 (on AMX CPUs XLA's dots run on the tiles).
   const taken = e.attentionKernel.tried === 'avx512bf16' && e.attentionKernel.allowed === 'avx512bf16';
   t.equal(e.bf16.matmulKernel, taken, `explain(): matmulKernel ${e.bf16.matmulKernel} on this ${cpuIsa} CPU (kernels tried ${e.attentionKernel.tried})`);
+  t.deepEqual(e.bf16.packedMatrices, taken ? ['wQkv', 'wGateUp', 'wO', 'wDown'] : [], `explain(): the matrices packed for it: ${e.bf16.packedMatrices.join(', ') || 'none'}`);
+  // The four layer matrices as bf16 panels: 2 bytes an element where f32 weights hold 4 (the padding is 0 for this model's sizes).
+  const c = byDefault.config;
+  const layerElements = c.numLayers * c.hiddenSize * ((c.numHeads + 2 * c.numKvHeads) * c.headDim + c.numHeads * c.headDim + 3 * c.intermediateSize);
+  t.equal(weightBytes.get(highest) - weightBytes.get(byDefault), taken ? 2 * layerElements : 0, `the weights on the device: ${taken ? `${(2 * layerElements / 2 ** 20).toFixed(1)} MiB fewer than f32's` : 'as f32'}`);
   t.equal(xla.explain(request).bf16.matmulKernel, false, 'PJRT_SCORE_PLATFORM_FACTS {"matmulKernel":false} turns it off');
   t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
   t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');
+  t.deepEqual([xla, highest].map((s) => s.explain(request).bf16.packedMatrices), [[], []], 'and without it no matrix is packed');
   for (const algorithm of ['serial', 'packed', 'prefix']) {
     const [k, x, h] = await Promise.all([byDefault, xla, highest].map((s) => s.score({ ...request, algorithm })));
     const diffs = (a, b) => a.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - b.scores[i][j])));

@@ -121,10 +121,10 @@ test('precision and attention forms by platform', (t) => {
   // Not the plugin the cuDNN forms are pinned to: the StableHLO forms, and the load log says why.
   t.deepEqual([cudaAuto.prefixAttention, cudaAuto.causalAttention], [{ kind: 'joint' }, { kind: 'square' }], 'CUDA, unpinned plugin: joint and square');
   t.ok(/pinned to/.test(cudaAuto.attentionNote), 'the note names the pinned plugin');
-  t.deepEqual(cudaAuto.bf16, { matrices: 'bf16', products: true, matmulKernel: false }, "CUDA bf16: bf16 matrices and products, no matmul kernel (the addon's kernels are the CPU's)");
+  t.deepEqual(cudaAuto.bf16, { matrices: 'bf16', products: true, matmulKernel: false, packedMatrices: [] }, "CUDA bf16: bf16 matrices and products, no matmul kernel (the addon's kernels are the CPU's)");
   const cudaHighest = setup({ plugin: plugin('cuda') });
   t.equal(cudaHighest.attentionNote, undefined, 'CUDA highest: no cuDNN note');
-  t.deepEqual(cudaHighest.bf16, { matrices: null, products: false, matmulKernel: false }, 'f32 weights, f32 products');
+  t.deepEqual(cudaHighest.bf16, { matrices: null, products: false, matmulKernel: false, packedMatrices: [] }, 'f32 weights, f32 products');
   t.equal(setup({ plugin: plugin('rocm'), precision: 'auto' }).precisionChoice.precision, 'highest', "a platform with no profile, 'auto': highest");
   t.end();
 });

@@ -330,9 +330,9 @@ test(`${ENV}: a good one changes the programs, and the load log and explain say 
   // The matmul kernel on the one CPU class whose facts take it (AVX-512 BF16), where the kernels may run there.
   const paths = attentionKernelPaths(64);
   const units = paths.allowed === 'avx512bf16' && unset.loaded.attentionKernel.tried === 'avx512bf16';
-  t.deepEqual(unset.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: units }, `unset: the CPU's facts in the load log (the matmul kernel ${units ? 'on this AVX-512 BF16 CPU' : `not on this ${paths.cpu} CPU`})`);
-  t.deepEqual(plain.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: false, overridden: ['matmulKernel'] }, 'the kernel off: the load log says the variable set it');
-  t.deepEqual(knob.loaded.bf16, { matrices: 'bf16', products: true, matmulKernel: false, overridden: ['bf16Matrices', 'bf16Products', 'matmulKernel'] }, 'set: the load log says so, and that the variable set them');
+  t.deepEqual(unset.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: units, packedMatrices: units ? ['wQkv', 'wGateUp', 'wO', 'wDown'] : [] }, `unset: the CPU's facts in the load log (the matmul kernel ${units ? 'on this AVX-512 BF16 CPU, its four matrices packed for it' : `not on this ${paths.cpu} CPU`})`);
+  t.deepEqual(plain.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: false, packedMatrices: [], overridden: ['matmulKernel'] }, 'the kernel off: the load log says the variable set it');
+  t.deepEqual(knob.loaded.bf16, { matrices: 'bf16', products: true, matmulKernel: false, packedMatrices: [], overridden: ['bf16Matrices', 'bf16Products', 'matmulKernel'] }, 'set: the load log says so, and that the variable set them');
   t.deepEqual(knob.plan.bf16, knob.loaded.bf16, 'explain says the same');
   t.ok(/module @decoder_fused_\S*_mbf16_pbf16 /.test(knob.text), 'the program is another one, by name');
   t.notOk(/_mbf16|_pbf16/.test(plain.text), 'and not without the variable');

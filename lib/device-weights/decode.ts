@@ -13,7 +13,7 @@
  * (the blocks in decode-blocks.ts), so the arrays are bit-equal to the host
  * path's (test/weights-decode.test.js, test/quant-types.test.js).
  */
-import { buildProgram, DecoderWeightSpec, FunctionBuilder, HloProgram, HloValue, INT8_BLOCK, TensorType, WeightType } from '../hlo';
+import { buildProgram, DecoderWeightSpec, nn, FunctionBuilder, HloProgram, HloValue, INT8_BLOCK, TensorType, WeightType } from '../hlo';
 import { DEQUANTIZABLE_TYPES, GgmlType, ggmlTypeLayout, ggmlTypeName } from '../model/gguf-types';
 import { dequantizeBlocks } from './decode-blocks';
 
@@ -36,15 +36,6 @@ export interface StoredPart {
  * out already transposed ([in, out]); only the raw bytes are transposed,
  * not the f32 values. A [V, Dm] table keeps its orientation (R = 1).
  */
-
-/** f32 -> bf16 bits (u16), round to nearest even; NaN stays NaN (quiet): convert.ts's f32ToBf16. */
-function bf16Bits(f: FunctionBuilder, x: HloValue): HloValue {
-  const bits = f.bitcastConvert(x, 'u32');
-  const high = f.divide(bits, 0x10000);
-  const rounded = f.divide(f.add(f.add(bits, 0x7fff), f.and(high, 1)), 0x10000);
-  const nan = f.gt(f.and(bits, 0x7fffffff), 0x7f800000);
-  return f.convert(f.select(nan, f.or(high, 0x40), rounded), 'u16');
-}
 
 /**
  * f32 values -> int8 in blocks of INT8_BLOCK along `axis` (the input axis):
@@ -78,7 +69,7 @@ function named(s: Stored): Record<string, HloValue> {
 /** f32 values in the weight type's storage (bf16 bits typed as `spec` says); int8 blocks run along `inAxis`. */
 function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number, spec: DecoderWeightSpec): Stored {
   if (type === 'f32') return { data: x };
-  if (type === 'bf16') return { data: spec.elementType === 'bf16' ? f.bitcastConvert(bf16Bits(f, x), 'bf16') : bf16Bits(f, x) };
+  if (type === 'bf16') return { data: spec.elementType === 'bf16' ? f.bitcastConvert(nn.bf16Bits(f, x), 'bf16') : nn.bf16Bits(f, x) };
   const { q, scales } = int8Blocks(f, x, inAxis);
   return { data: q, scales };
 }

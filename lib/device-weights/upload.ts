@@ -9,8 +9,11 @@
  * Streaming: tensors come from a WeightReader one at a time; each device
  * array is built, uploaded and dropped before the next, largest first, so
  * peak host memory is about the device arrays plus one array being built.
+ *
+ * Matrices packed for the matmul kernel (layout.ts, packedFrom) are built
+ * as their stacked arrays first, then packed by one program on the device.
  */
-import { Bf16Matrices, DecoderWeightSpec, decoderWeightSpecs, MatrixName, WeightType } from '../hlo';
+import { Bf16Matrices, buildProgram, DecoderWeightSpec, decoderWeightSpecs, KernelMatrixName, MatrixName, packMatmulWeights, TensorType, WeightType } from '../hlo';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
@@ -47,6 +50,8 @@ export interface DeviceWeights {
   readonly weightType: WeightType;
   /** How bf16 matrices are typed on the device (the same bits either way); matters only for bf16 weights. */
   readonly bf16Matrices: Bf16Matrices;
+  /** The layer matrices held packed for the matmul kernel (layout.ts); the programs must declare them so. */
+  readonly packed: readonly KernelMatrixName[];
   readonly timings: UploadTimings;
   dispose(): void;
 }
@@ -57,6 +62,11 @@ export interface UploadOptions {
   readonly bf16Matrices?: Bf16Matrices;
   /** Stacked arrays of at least this many bytes are built by layer (default ASSEMBLE_BYTES; tests lower it). */
   readonly assembleBytes?: number;
+  /**
+   * Layer matrices to hold packed for the matmul kernel (the decoder's kernelMatrices under the
+   * Scorer's options: lib/hlo/decoder/options.ts); default none. Not with int8 weights.
+   */
+  readonly packed?: readonly KernelMatrixName[];
 }
 
 /**
@@ -90,7 +100,8 @@ export async function uploadWeights(
 async function uploadArrays(client: Client, config: ModelConfig, weights: HostWeights | WeightReader, weightType: WeightType, options: UploadOptions): Promise<DeviceWeights> {
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
   const bf16Matrices = options.bf16Matrices ?? 'u16';
-  const specs = decoderWeightSpecs(config, weightType, bf16Matrices);
+  const packed = options.packed ?? [];
+  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed).map(builtAs);
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
@@ -127,6 +138,15 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
       buffers[index.get(`${specs[i].name as MatrixName}Scale`)!] = array.scales;
     }
   };
+  // A packed matrix: its stacked array, then the packing program's (the stacked array freed).
+  const placePacked = async (i: number, array: OnDevice): Promise<void> => {
+    if (!specs[i].packs) return place(i, array);
+    try {
+      place(i, { data: await load.clock.timeAsync('convert', () => packOnDevice(array.data, load)) });
+    } finally {
+      array.data.dispose();
+    }
+  };
   // Decodes in flight, with the bytes they hold staged; waited for before more is staged past STAGED_BYTES.
   const decoding: { done: Promise<void>; bytes: number }[] = [];
   const clock = load.clock;
@@ -140,16 +160,16 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
       const plan = decoded.get(i);
       if (assembled(spec, load)) {
         await drain(0);
-        place(i, await uploadByLayer(spec, scaleSpec, load));
+        await placePacked(i, await uploadByLayer(spec, scaleSpec, load));
       } else if (plan) {
         const { raw, bytes } = stageRaw(plan.parts, load);
-        const done = decode(raw, plan.program).then((array) => place(i, array));
+        const done = decode(raw, plan.program).then((array) => placePacked(i, array));
         // Handled here so a failure waits for its turn in drain() instead of becoming an unhandled rejection.
         done.catch(() => undefined);
         decoding.push({ done, bytes });
         await drain(STAGED_BYTES);
       } else {
-        place(i, await buildAndUpload(spec, load, spec.dims, scaleSpec?.dims));
+        await placePacked(i, await buildAndUpload(spec, load, spec.dims, scaleSpec?.dims));
       }
     }
     await drain(0);
@@ -174,7 +194,31 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     bytes: owned.reduce((sum, b) => sum + b.byteLength, 0),
     weightType,
     bf16Matrices,
+    packed,
     timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload, programSeconds: clock.program },
     dispose: () => owned.forEach((b) => b.dispose()),
   };
+}
+
+/** A spec as the load builds it: a matrix packed for the matmul kernel as its stacked array first (`packs`). */
+type BuildSpec = DecoderWeightSpec & { readonly packs?: true };
+
+function builtAs(spec: DecoderWeightSpec): BuildSpec {
+  if (!spec.packedFrom) return spec;
+  const { packedFrom, ...rest } = spec;
+  return { ...rest, dims: packedFrom.dims, elementType: packedFrom.elementType, packs: true };
+}
+
+/** Packs one stacked matrix on the device (lib/hlo/nn/matmul-kernel.ts, packMatmulWeights); the caller frees the input. */
+async function packOnDevice(stacked: DeviceBuffer, load: Load): Promise<DeviceBuffer> {
+  const program = buildProgram(`pack_matmul_${stacked.dtype}_${stacked.dims.join('x')}`, (f) => ({
+    packed: packMatmulWeights(f, f.param(new TensorType(stacked.dtype, stacked.dims), 'stacked')),
+  }));
+  const lease = await load.programs(program);
+  try {
+    const [packed] = await lease.executable.execute([stacked]);
+    return packed;
+  } finally {
+    lease.release();
+  }
 }

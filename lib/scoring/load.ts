@@ -7,6 +7,7 @@
 import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import type { ModelConfig } from '../model/config';
+import { kernelMatrices } from '../hlo';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import type { Tokenizer } from '../model/tokenizer';
@@ -17,7 +18,7 @@ import { loadProgramCache } from './execution/load-programs';
 import { DotSpeeds, dotSpeedsForAuto } from './platform/dot-speed';
 import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform/override';
 import { platformFacts } from './platform/profiles';
-import { bf16DotsByKernel } from './platform/precision-choice';
+import { bf16DotsByKernel, choosePrecision } from './platform/precision-choice';
 import { bindAttentionForms, checkScorerOptions, LoadSettings, loadFacts } from './setup';
 import type { Scorer } from './scorer';
 import type { ScorerOptions } from './scorer-types';
@@ -79,19 +80,27 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
       const bound = bindAttentionForms(options, client);
       const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
       const { facts, xlaOptions } = loadFacts(client.platformName, factsOverride, options.xlaOptions);
+      // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
+      const kernelPaths = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
+      const classFacts = withOverride(platformFacts(client.platformName, kernelPaths?.tried ?? null), factsOverride);
+      const byKernel = bf16DotsByKernel(classFacts, kernelPaths);
+      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize, byKernel ? 'kernel' : 'xla') : null;
+      // Under the matmul kernel the matrices it reads are stored packed for it (the setup's rule, setup.ts bf16.matmulKernel).
+      const precision = choosePrecision(settings.precision, client.platformName, kernelPaths, dots).precision;
+      const packed =
+        precision === 'bf16' && byKernel
+          ? kernelMatrices(model.config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: classFacts.bf16Products, weights: weightChoice.weightType })
+          : [];
       // Streams: each tensor is read, converted and uploaded before the next is read.
       const loadPrograms = loadProgramCache(client, options.diskCache ?? true, xlaOptions);
       const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
         programs: loadPrograms.programs,
         bf16Matrices: facts.bf16Matrices,
+        packed,
       }).finally(() => {
         closeModel();
         return loadPrograms.close();
       });
-      // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
-      const kernelPaths = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
-      const byKernel = bf16DotsByKernel(withOverride(platformFacts(client.platformName, kernelPaths?.tried ?? null), factsOverride), kernelPaths);
-      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize, byKernel ? 'kernel' : 'xla') : null;
       return build({
         modelName: model.name,
         modelPath: model.path,

@@ -112,6 +112,8 @@ export interface Bf16Typing {
   readonly products: boolean;
   /** Whether the layers' projections run through the addon's bf16 matmul kernel (only ever under precision 'bf16'). */
   readonly matmulKernel: boolean;
+  /** The layer matrices the weights hold packed for the matmul kernel (bf16 panels, packed once at load); empty without it. */
+  readonly packedMatrices: readonly string[];
   /** The facts PJRT_SCORE_PLATFORM_FACTS set; absent when it set none. */
   readonly overridden?: readonly string[];
 }

@@ -10,7 +10,7 @@ import type { ModelConfig } from '../model/config';
 import type { KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
 import { CausalAttention, checkCausalAttention, checkPrefixAttention, PrefixAttention } from '../hlo';
-import type { Bf16Matrices, WeightType } from '../hlo';
+import type { Bf16Matrices, KernelMatrixName, WeightType } from '../hlo';
 import { AttentionPair, modelAttention } from './platform/attention-forms';
 import { scorerLadders } from './planning/ladders';
 import type { Ladders, Sizing } from './planning/plan';
@@ -94,8 +94,8 @@ export interface SetupInput {
   readonly factsOverride: PlatformFactsOverride;
   /** What precision 'auto' timed on this CPU (platform/dot-speed.ts), or null. */
   readonly dots: DotSpeeds | null;
-  /** The weights as uploaded: their type, and how bf16 matrices are typed. */
-  readonly weights: { readonly weightType: WeightType; readonly bf16Matrices: Bf16Matrices };
+  /** The weights as uploaded: their type, how bf16 matrices are typed, which are packed for the matmul kernel (default none). */
+  readonly weights: { readonly weightType: WeightType; readonly bf16Matrices: Bf16Matrices; readonly packed?: readonly KernelMatrixName[] };
 }
 
 /** What a Scorer plans and runs with. */
@@ -138,6 +138,10 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     },
     facts,
   );
+  // The load packed the matrices by the same rule (load.ts); programs declare them as the weights hold them.
+  const matmulKernel = precision === 'bf16' && bf16DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null);
+  const packedMatrices = input.weights.packed ?? [];
+  if (packedMatrices.length && !matmulKernel) throw new Error(`scorer: the weights hold ${packedMatrices.join(', ')} packed for the matmul kernel, which this precision (${precision}) does not run`);
   return {
     facts,
     budget,
@@ -153,7 +157,8 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
       matrices: input.weights.weightType === 'bf16' ? input.weights.bf16Matrices : null,
       products: precision === 'bf16' && facts.bf16Products,
       // plugin.prefixAttentionKernel: the addon's kernels registered (every target it registers).
-      matmulKernel: precision === 'bf16' && bf16DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null),
+      matmulKernel,
+      packedMatrices,
       ...(facts.overridden ? { overridden: facts.overridden } : {}),
     },
   };

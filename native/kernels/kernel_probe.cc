@@ -103,21 +103,31 @@ bool CompareMatmul(KernelIsa isa, std::string* detail) {
     bits[i] = static_cast<uint16_t>(b >> 16);
   }
   using Prologue = MatmulBf16Args::Prologue;
+  using Weights = MatmulBf16Args::Weights;
+  // The weights packed once, as the load packs a model's (matmul_bf16.h).
+  std::vector<uint16_t> packed(((kWidth + kMatmulPanelColumns - 1) / kMatmulPanelColumns) *
+                               ((kDepth + 1) / 2) * kMatmulPanelColumns * 2);
+  MatmulBf16Args source;
+  source.k = kDepth, source.n = kWidth, source.w = w.data();
+  PackMatmulWeights(source, packed.data());
   const struct {
-    bool f32;
+    Weights weights;
     Prologue prologue;
-  } kForms[] = {{true, Prologue::kNone},
-                {false, Prologue::kNone},
-                {true, Prologue::kRmsNorm},
-                {true, Prologue::kSwiGlu}};
+  } kForms[] = {{Weights::kF32, Prologue::kNone},
+                {Weights::kBf16Bits, Prologue::kNone},
+                {Weights::kF32, Prologue::kRmsNorm},
+                {Weights::kF32, Prologue::kSwiGlu},
+                {Weights::kPacked, Prologue::kRmsNorm}};
   float worst = 0.f;
   for (const auto& form : kForms) {
     std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
     MatmulBf16Args a;
     a.t = kRowsT, a.k = kDepth, a.n = kWidth, a.x = x.data();
     a.prologue = form.prologue, a.norm = norm.data(), a.eps = 1e-5f;
-    a.w = form.f32 ? static_cast<const void*>(w.data()) : bits.data();
-    a.w_type = form.f32 ? MatmulBf16Args::Weights::kF32 : MatmulBf16Args::Weights::kBf16Bits;
+    a.w = form.weights == Weights::kF32        ? static_cast<const void*>(w.data())
+          : form.weights == Weights::kBf16Bits ? static_cast<const void*>(bits.data())
+                                               : static_cast<const void*>(packed.data());
+    a.w_type = form.weights;
     std::string error;
     SetTriedKernelIsa(KernelIsa::kPortable);
     a.out = want.data();

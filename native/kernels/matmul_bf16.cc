@@ -26,7 +26,7 @@ using attention::F32ToBf16;
 
 // A tile of kRows rows of x by one panel of kCols columns of w: 16 accumulators of 16 floats.
 constexpr int64_t kRows = 8;
-constexpr int64_t kCols = 32;
+constexpr int64_t kCols = kMatmulPanelColumns;
 // Rows of x rounded per task.
 constexpr int64_t kRoundRows = 64;
 
@@ -296,14 +296,19 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
     *error = "could not allocate a row of " + std::to_string(s.k * 4) + " bytes";
     return false;
   }
+  const bool packed = a.w_type == MatmulBf16Args::Weights::kPacked;
   pool.ParallelFor((s.n + kCols - 1) / kCols, [&](int64_t j) {
     const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
-    uint16_t* panel = Scratch<uint16_t, kPanel>(s.kp * kCols);
-    if (panel == nullptr) {
-      ok.store(false);
-      return;
+    const uint16_t* panel = static_cast<const uint16_t*>(a.w) + j * s.kp * kCols;
+    if (!packed) {
+      uint16_t* scratch = Scratch<uint16_t, kPanel>(s.kp * kCols);
+      if (scratch == nullptr) {
+        ok.store(false);
+        return;
+      }
+      Path::PackPanel(a, s, col0, scratch);
+      panel = scratch;
     }
-    Path::PackPanel(a, s, col0, panel);
     float tile[kRows * kCols];
     for (int64_t r0 = 0; r0 < s.tp; r0 += kRows) {
       const int64_t rows = std::min(kRows, s.t - r0);
@@ -328,6 +333,12 @@ const char* MatmulBf16Path() {
   if (AllowedKernelIsa() >= KernelIsa::kAvx512Bf16) return Avx512Bf16Path::kName;
 #endif
   return PortablePath::kName;
+}
+
+void PackMatmulWeights(const MatmulBf16Args& args, uint16_t* packed) {
+  const Shape s(args);
+  for (int64_t j = 0; j < (s.n + kCols - 1) / kCols; ++j)
+    PackPanelPortable(args, s, j * kCols, packed + j * s.kp * kCols);
 }
 
 bool RunMatmulBf16(const MatmulBf16Args& args, std::string* error) {

@@ -15,16 +15,19 @@ using ffi::DataType;
 using ffi::DimsText;
 using Prologue = MatmulBf16Args::Prologue;
 
-// The weights operand: f32, u16 or bf16, rank 3.
+// The weights operand: the stacked matrices [Ly, K, N] of f32, u16 or bf16, or their packed panels
+// [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_bf16.h).
 const Buffer* CheckWeights(void* raw, int type, std::string* why) {
   const Buffer* w = static_cast<const Buffer*>(raw);
+  const bool readable = type == xla_ffi::kArgTypeBuffer && w != nullptr &&
+                        w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims);
   DataType w_type = DataType::kF32;
-  if (type == xla_ffi::kArgTypeBuffer && w != nullptr &&
-      w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims) &&
-      (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16)) {
+  int64_t rank = 3;
+  if (readable && (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16)) {
     w_type = w->dtype;
+    if (w->rank == 5) rank = 5;
   }
-  return ffi::CheckBuffer(raw, type, "weights", w_type, 3, why);
+  return ffi::CheckBuffer(raw, type, "weights", w_type, rank, why);
 }
 
 // Reads and cross-checks a call's operands (matmul_bf16_ffi.h: x, then the norm weights and eps for
@@ -62,9 +65,25 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
   if (layer == nullptr) return false;
   const Buffer* o = ffi::CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 2, why);
   if (o == nullptr) return false;
-  const int64_t t = x->dims[0], layers = w->dims[0], k = w->dims[1], n = w->dims[2];
+  const bool packed = w->rank == 5;
+  const int64_t x_k = kPrologue == Prologue::kSwiGlu ? x->dims[1] / 2 : x->dims[1];
+  const int64_t t = x->dims[0], layers = w->dims[0];
+  // Packed panels do not say K and N exactly (both are rounded up): x and the result do.
+  const int64_t k = packed ? x_k : w->dims[1], n = packed ? o->dims[1] : w->dims[2];
   const int64_t x_width = kPrologue == Prologue::kSwiGlu ? 2 * k : k;
-  if (layers == 0 || x->dims[1] != x_width) {
+  if (packed) {
+    const int64_t panels = (n + kMatmulPanelColumns - 1) / kMatmulPanelColumns;
+    if (layers == 0 || x->dims[1] != x_width || w->dims[1] != panels || w->dims[2] != (k + 1) / 2 ||
+        w->dims[3] != kMatmulPanelColumns || w->dims[4] != 2) {
+      *why = "packed weights " + DimsText(w) + " must be [Ly >= 1, ceil(N / " +
+             std::to_string(kMatmulPanelColumns) + "), ceil(K / 2), " +
+             std::to_string(kMatmulPanelColumns) + ", 2] = [Ly, " + std::to_string(panels) + ", " +
+             std::to_string((k + 1) / 2) + ", " + std::to_string(kMatmulPanelColumns) +
+             ", 2] for x " + DimsText(x) + " and the result " + DimsText(o) +
+             (kPrologue == Prologue::kSwiGlu ? " (x's width even: gate | up)" : "");
+      return false;
+    }
+  } else if (layers == 0 || x->dims[1] != x_width) {
     *why = "weights " + DimsText(w) + " must be [Ly >= 1, K, N] with " +
            (kPrologue == Prologue::kSwiGlu ? "2K" : "K") + " = " + std::to_string(x->dims[1]) +
            " of x " + DimsText(x);
@@ -82,6 +101,8 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
   }
   const int64_t l = std::clamp<int64_t>(*static_cast<const int32_t*>(layer->data), 0, layers - 1);
   const bool f32 = w->dtype == DataType::kF32;
+  // Elements of one layer's matrix as stored (packed: its panels, K and N rounded up).
+  const int64_t layer_elements = packed ? w->dims[1] * w->dims[2] * kMatmulPanelColumns * 2 : k * n;
   out->t = t;
   out->k = k;
   out->n = n;
@@ -91,8 +112,10 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
     out->norm = static_cast<const float*>(norms->data) + l * k;
     out->eps = *static_cast<const float*>(eps->data);
   }
-  out->w_type = f32 ? MatmulBf16Args::Weights::kF32 : MatmulBf16Args::Weights::kBf16Bits;
-  out->w = static_cast<const char*>(w->data) + l * k * n * (f32 ? 4 : 2);
+  out->w_type = packed ? MatmulBf16Args::Weights::kPacked
+                : f32  ? MatmulBf16Args::Weights::kF32
+                       : MatmulBf16Args::Weights::kBf16Bits;
+  out->w = static_cast<const char*>(w->data) + l * layer_elements * (f32 ? 4 : 2);
   out->out = static_cast<float*>(o->data);
   return true;
 }

@@ -9,6 +9,7 @@
 export { decoderExtend, decoderFused, decoderPrefill } from './pass-programs';
 export type { ExtendShape, FactoredDecoderShape, PrefillShape } from './pass-programs';
 export type { DecoderOptions } from './options';
+export { kernelMatrices } from './options';
 export { BF16_MATRICES, INT8_BLOCK, decoderWeightSpecs, int8Unsupported, qkvWidth } from './layout';
 export type {
   Bf16Matrices,
@@ -17,6 +18,7 @@ export type {
   DecoderWeightSpec,
   HostGlobalName,
   HostLayerName,
+  KernelMatrixName,
   LayerPart,
   MatrixName,
   WeightSource,

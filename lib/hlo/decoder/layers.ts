@@ -10,16 +10,20 @@ import { HloValue } from '../builder/core';
 import { HloBuildError, TensorType } from '../builder/types';
 import { AttentionOptions } from '../attention';
 import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } from '../nn/functions';
-import { matmulBf16Kernel, matmulKernelTakes } from '../nn/matmul-kernel';
+import { matmulBf16Kernel } from '../nn/matmul-kernel';
 import { ropeFrequencies } from '../../util/rope';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './gemma';
-import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, MatrixName } from './layout';
-import { DecoderOptions, bf16Products, matmulKernel } from './options';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, KernelMatrixName, MatrixName } from './layout';
+import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel } from './options';
 
 export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
 export function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
-  return decoderWeightSpecs(d, options.weights, options.bf16Matrices);
+  const packed = options.packedMatrices ?? [];
+  const reads = kernelMatrices(d, options);
+  const stray = packed.find((name) => !reads.includes(name));
+  if (stray) throw new HloBuildError(`decoder: ${stray} is packed for the matmul kernel, but these options do not run its projection through the kernel`);
+  return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed);
 }
 
 export function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
@@ -62,12 +66,13 @@ function bf16Dots(f: FunctionBuilder): boolean {
 
 /**
  * x [T, in] @ one layer's matrix [in, out] -> f32 [T, out], whatever its
- * storage. `bf16Product`: the dot returns bf16 (accumulated in f32, rounded
+ * storage: through the matmul kernel where `kernel` takes the matrix, else
+ * XLA's dot. `bf16Product`: the dot returns bf16 (accumulated in f32, rounded
  * once), converted to f32 for the math after it.
  */
 function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false, kernel?: LayerMatrices): HloValue {
-  const stacked = kernel?.stacked[name];
-  if (kernel && stacked && !bf16Product && matmulKernelTakes(stacked.elementType)) return matmulBf16Kernel(f, x, stacked, kernel.index);
+  const byKernel = kernelFor(kernel, name);
+  if (byKernel) return matmulBf16Kernel(f, x, byKernel.stacked, byKernel.index, undefined, byKernel.columns);
   const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
   if (!bf16Product) return f.matmul(x, matrix);
   return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
@@ -78,11 +83,9 @@ function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixNa
  * kernel takes the matrix (the normalized rows never leave the call), else the norm, then project().
  */
 function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName: 'attnNorm' | 'ffnNorm', name: MatrixName, eps: number, bf16Product: boolean, kernel?: LayerMatrices): HloValue {
-  const stacked = kernel?.stacked[name];
+  const byKernel = kernelFor(kernel, name);
   const norms = kernel?.stacked[normName];
-  if (kernel && stacked && norms && !bf16Product && matmulKernelTakes(stacked.elementType)) {
-    return matmulBf16Kernel(f, x, stacked, kernel.index, { kind: 'rmsNorm', weights: norms, eps });
-  }
+  if (byKernel && norms) return matmulBf16Kernel(f, x, byKernel.stacked, byKernel.index, { kind: 'rmsNorm', weights: norms, eps }, byKernel.columns);
   return project(f, rmsNorm(f, x, need(layer, normName), eps), layer, name, bf16Product, kernel);
 }
 
@@ -91,8 +94,8 @@ function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName
  * wDown; SwiGLU inside the matmul kernel's call where it takes wDown (its prologue).
  */
 function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: boolean, kernel?: LayerMatrices): HloValue {
-  const stacked = kernel?.stacked.wDown;
-  if (kernel && stacked && !gemma && matmulKernelTakes(stacked.elementType)) return matmulBf16Kernel(f, gateUp, stacked, kernel.index, { kind: 'swiglu' });
+  const byKernel = gemma ? undefined : kernelFor(kernel, 'wDown');
+  if (byKernel) return matmulBf16Kernel(f, gateUp, byKernel.stacked, byKernel.index, { kind: 'swiglu' }, byKernel.columns);
   const [t, width] = gateUp.dims;
   const F = width / 2;
   const gate = f.slice(gateUp, [0, 0], [t, F]);
@@ -101,10 +104,22 @@ function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: bo
   return project(f, activated, layer, 'wDown', false, kernel);
 }
 
-/** A layer's matrices as the matmul kernel takes them: the stacked arrays and the layer's index. */
+/**
+ * A layer's matrices as the matmul kernel takes them: the stacked arrays, the layer's index, the ones
+ * its projections take (options.ts, kernelMatrices) and their widths (packed arrays round them up).
+ */
 interface LayerMatrices {
   readonly stacked: Partial<Record<DecoderWeightName, HloValue>>;
   readonly index: HloValue;
+  readonly takes: readonly KernelMatrixName[];
+  readonly columns: Partial<Record<DecoderWeightName, number>>;
+}
+
+/** The kernel's operands for matrix `name`, where it takes it. */
+function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): { stacked: HloValue; index: HloValue; columns: number | undefined } | undefined {
+  const stacked = kernel?.stacked[name];
+  if (!kernel || !stacked || !(kernel.takes as readonly string[]).includes(name)) return undefined;
+  return { stacked, index: kernel.index, columns: kernel.columns[name] };
 }
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
@@ -193,13 +208,16 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   const nExtra = x.extraCarried.length;
   const narrowProducts = bf16Products(x.options);
   const useKernel = matmulKernel(x.options);
+  const takes = kernelMatrices(d, x.options);
+  // Each matrix's width [Ly, in, out] as built (a packed array rounds it up).
+  const columns = Object.fromEntries(perLayer.map((spec) => [spec.name, (spec.packedFrom?.dims ?? spec.dims)[2]]));
   const [hidden, ...carriedOut] = f.forLoop(
     { count: d.numLayers, carried: [x.x, ...x.extraCarried], invariants: [...stacked, ...fixed] },
     (b, i, [h, ...extra], inv) => {
       const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
       stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
       // The kernel reads its layer of the stacked arrays itself (the slices it replaces are then unused).
-      const kernel: LayerMatrices | undefined = useKernel ? { stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i } : undefined;
+      const kernel: LayerMatrices | undefined = useKernel ? { stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i, takes, columns } : undefined;
       const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
       const extraInv = inv.slice(stackedNames.length + nRope);
       const t = h.dims[0];

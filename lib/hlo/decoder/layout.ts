@@ -17,8 +17,14 @@
  * (Q8_0-like: one f32 scale per INT8_BLOCK consecutive input elements of an
  * output channel), the scales declared here as arrays of their own after
  * every other array, so the f32 layout is the one it always was.
+ *
+ * Under the matmul kernel (options.ts, kernelMatrices) the layer matrices it
+ * reads may be stored packed for it instead: bf16 panels
+ * (lib/hlo/nn/matmul-kernel.ts, packedMatmulDims), built as the plain
+ * stacked array first and packed on the device once at load.
  */
 
+import { packedMatmulDims } from '../nn/matmul-kernel';
 import type { RopeScaling } from '../../util/rope';
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
@@ -153,7 +159,16 @@ export interface DecoderWeightSpec {
    * column of an [in, out] layer matrix ([in / B, out]).
    */
   readonly scaleOf?: MatrixName;
+  /**
+   * Set on a layer matrix stored packed for the matmul kernel (u16 bf16 bits,
+   * packedMatmulDims): the stacked array [Ly, in, out] it is built as first
+   * (dims and element type), then packed on the device.
+   */
+  readonly packedFrom?: { readonly dims: readonly number[]; readonly elementType: WeightElementType };
 }
+
+/** The layer matrices the matmul kernel can read packed. */
+export type KernelMatrixName = 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
 
 const MATRICES: readonly MatrixName[] = ['embedding', 'lmHead', 'wQkv', 'wO', 'wGateUp', 'wDown'];
 
@@ -241,13 +256,17 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
 /**
  * The weight parameters this model's decoder programs take, in parameter
  * order, for a weight type (default f32) and, for bf16, how its matrices
- * are typed (default u16 bits).
+ * are typed (default u16 bits); `packed` names the layer matrices stored
+ * packed for the matmul kernel (not with int8 weights).
  */
-export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16'): DecoderWeightSpec[] {
+export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16', packed: readonly KernelMatrixName[] = []): DecoderWeightSpec[] {
+  if (packed.length && weights === 'int8') throw new Error('decoder: int8 matrices are not packed for the matmul kernel');
   const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'postNorms' ? d.gemma?.postNorms === true : d[spec.onlyWith]));
   const typed: DecoderWeightSpec[] = present.map((spec) => {
     const matrix = isMatrix(spec.name);
-    return { ...spec, matrix, elementType: matrix ? matrixElementType(weights, bf16) : 'f32' };
+    const elementType = matrix ? matrixElementType(weights, bf16) : 'f32';
+    if (!(packed as readonly string[]).includes(spec.name)) return { ...spec, matrix, elementType };
+    return { ...spec, matrix, dims: packedMatmulDims(spec.dims), elementType: 'u16', packedFrom: { dims: spec.dims, elementType } };
   });
   if (weights !== 'int8') return typed;
   const unsupported = int8Unsupported(d);

@@ -5,7 +5,7 @@
  */
 import { ProgramOptions } from '../builder/program';
 import { CausalAttention, PrefixAttention, causalAttentionNameTag, prefixAttentionTag } from '../attention';
-import { Bf16Matrices, WeightType } from './layout';
+import { Bf16Matrices, DecoderDims, KernelMatrixName, WeightType } from './layout';
 
 /** Options of the decoder programs: the dot precision, and the element type of the weights on the device. */
 export interface DecoderOptions extends ProgramOptions {
@@ -35,6 +35,12 @@ export interface DecoderOptions extends ProgramOptions {
    * addon's kernels.
    */
   readonly matmulKernel?: boolean;
+  /**
+   * The layer matrices the weights hold packed for the matmul kernel (layout.ts: the weights' own,
+   * DeviceWeights.packed); each must be one the kernel reads under these options (kernelMatrices).
+   * Default none: every matrix stacked [Ly, in, out].
+   */
+  readonly packedMatrices?: readonly KernelMatrixName[];
   /**
    * How item tokens attend over the prefix keys (fused and extend programs):
    * the joint softmax (default) or another form (lib/hlo/attention/prefix.ts),
@@ -78,4 +84,14 @@ export function bf16Products(options: DecoderOptions): boolean {
 /** The projections run through the addon's matmul kernel (only under bf16 dots). */
 export function matmulKernel(options: DecoderOptions): boolean {
   return options.dotOperands === 'bf16' && options.matmulKernel === true;
+}
+
+/**
+ * The layer matrices whose projections run through the matmul kernel under these options, and so
+ * the ones a load may store packed for it: wO always, q|k|v and gate|up unless their products are
+ * bf16, wDown unless the MLP is Gemma's GeGLU; none without the kernel or with int8 weights.
+ */
+export function kernelMatrices(d: Pick<DecoderDims, 'gemma'>, options: DecoderOptions): KernelMatrixName[] {
+  if (!matmulKernel(options) || options.weights === 'int8') return [];
+  return [...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)), 'wO', ...(d.gemma ? [] : (['wDown'] as const))];
 }

@@ -15,6 +15,15 @@ function lastAxis(x: HloValue, axis: number | undefined, op: string): number {
   return a;
 }
 
+/** f32 -> bf16 bits (u16), round to nearest even; NaN stays NaN (quiet): lib/device-weights/convert.ts's f32ToBf16. */
+export function bf16Bits(f: FunctionBuilder, x: HloValue): HloValue {
+  const bits = f.bitcastConvert(x, 'u32');
+  const high = f.divide(bits, 0x10000);
+  const rounded = f.divide(f.add(f.add(bits, 0x7fff), f.and(high, 1)), 0x10000);
+  const nan = f.gt(f.and(bits, 0x7fffffff), 0x7f800000);
+  return f.convert(f.select(nan, f.or(high, 0x40), rounded), 'u16');
+}
+
 /** Mean over `axes`, the reduced dims dropped. */
 export function mean(f: FunctionBuilder, x: HloValue, axes: readonly number[]): HloValue {
   const n = axes.reduce((acc, a) => acc * x.dims[a], 1);

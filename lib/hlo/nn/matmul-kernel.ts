@@ -9,8 +9,9 @@
  * would compute it before the dot (functions.ts): the layer's RMSNorm (`rmsNorm`: its stacked
  * weights [Ly, K] and eps), or the SwiGLU activation of a gate | up input [T, 2K] (`swiglu`).
  * The weights go in stacked, with the layer's index (clamped like a dynamic slice's start), so no
- * per-layer slice of them is ever copied; the kernel rounds and packs each 32-column panel once a
- * call (docs/performance.md, "The projections' kernel"). It exists only where the runtime
+ * per-layer slice of them is ever copied: either as the matrices [Ly, K, N], which the kernel rounds
+ * and packs into 32-column panels every call, or already packed (`packMatmulWeights`, run once when a
+ * model's weights load: docs/performance.md, "The projections' kernel"). It exists only where the runtime
  * registered the addon's kernels (Client.prefixAttentionKernel); the scoring room asks for it
  * through a platform fact (lib/scoring/platform/profiles.ts, matmulKernel).
  */
@@ -18,6 +19,7 @@
 import { FunctionBuilder } from '../builder/builder';
 import { HloValue } from '../builder/core';
 import { HloBuildError, TensorType } from '../builder/types';
+import { bf16Bits } from './functions';
 
 /** The custom-call targets the addon registers (native/kernels/matmul_bf16_ffi.h). */
 export const MATMUL_BF16_TARGET = 'pjrt_score_matmul_bf16';
@@ -30,6 +32,38 @@ export type MatmulPrologue = { readonly kind: 'rmsNorm'; readonly weights: HloVa
 /** The weight element types the kernel reads: f32, or bf16 bits typed u16 or bf16. */
 const WEIGHT_TYPES: readonly string[] = ['f32', 'u16', 'bf16'];
 
+/** Columns of a packed panel (native/kernels/matmul_bf16.h, kMatmulPanelColumns). */
+export const MATMUL_PANEL_COLUMNS = 32;
+
+/**
+ * The packed form of stacked matrices [Ly, K, N]: [Ly, ceil(N / 32), ceil(K / 2), 32, 2] bf16 bits,
+ * panel j of layer l holding w[l][2p + e][32j + c] at [l, j, p, c, e] (0 past K and N): the pairs of
+ * rows vdpbf16ps multiplies, in the order the kernel's tiles read them.
+ */
+export function packedMatmulDims(dims: readonly number[]): number[] {
+  if (dims.length !== 3) throw new HloBuildError(`packedMatmulDims: want [Ly, K, N], got [${dims.join(', ')}]`);
+  const [layers, k, n] = dims;
+  return [layers, Math.ceil(n / MATMUL_PANEL_COLUMNS), Math.ceil(k / 2), MATMUL_PANEL_COLUMNS, 2];
+}
+
+/**
+ * Stacked matrices [Ly, K, N] (f32, or bf16 bits typed u16 or bf16) -> their packed form (u16,
+ * packedMatmulDims), f32 rounded to bf16 to nearest even as the kernel rounds them: padding, one
+ * reshape and one transpose, so a reviewer can read the layout off it.
+ */
+export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue): HloValue {
+  if (stacked.dims.length !== 3 || !matmulKernelTakes(stacked.elementType)) {
+    throw new HloBuildError(`packMatmulWeights: weights must be [Ly, K, N] of f32, u16 or bf16, got ${stacked.type}`);
+  }
+  const [layers, k, n] = stacked.dims;
+  const [, panels, pairs] = packedMatmulDims(stacked.dims);
+  const bits = stacked.elementType === 'f32' ? bf16Bits(f, stacked) : stacked.elementType === 'bf16' ? f.bitcastConvert(stacked, 'u16') : stacked;
+  // [Ly, K, N] -> [Ly, 2 * pairs, 32 * panels] (zeros past K and N) -> [Ly, pairs, 2, panels, 32] -> [Ly, panels, pairs, 32, 2].
+  const padded = f.pad(bits, 0, [0, 0, 0], [0, 2 * pairs - k, MATMUL_PANEL_COLUMNS * panels - n]);
+  const split = f.reshape(padded, [layers, pairs, 2, panels, MATMUL_PANEL_COLUMNS]);
+  return f.transpose(split, [0, 3, 1, 4, 2]);
+}
+
 /** Whether the kernel reads weights of this element type. */
 export function matmulKernelTakes(elementType: string): boolean {
   return WEIGHT_TYPES.includes(elementType);
@@ -37,19 +71,27 @@ export function matmulKernelTakes(elementType: string): boolean {
 
 /**
  * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu`) . stacked [Ly, K, N] at `layer` (s32 [])
- * -> f32 [T, N], in bf16 with f32 sums.
+ * -> f32 [T, N], in bf16 with f32 sums. Packed weights (u16 or bf16, packedMatmulDims) round K and N
+ * up, so `columns` gives N (K is x's).
  */
-export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue): HloValue {
-  if (stacked.dims.length !== 3 || !matmulKernelTakes(stacked.elementType)) {
-    throw new HloBuildError(`matmulBf16Kernel: weights must be [Ly, K, N] of f32, u16 or bf16, got ${stacked.type}`);
+export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, columns?: number): HloValue {
+  const packed = stacked.dims.length === 5;
+  if (!(packed ? stacked.elementType === 'u16' || stacked.elementType === 'bf16' : stacked.dims.length === 3 && matmulKernelTakes(stacked.elementType))) {
+    throw new HloBuildError(`matmulBf16Kernel: weights must be [Ly, K, N] of f32, u16 or bf16, or packed [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`);
   }
-  const [layers, k, n] = stacked.dims;
-  const width = prologue?.kind === 'swiglu' ? 2 * k : k;
+  const swiglu = prologue?.kind === 'swiglu';
+  const layers = stacked.dims[0];
+  const k = packed ? (swiglu ? x.dims[1] / 2 : x.dims[1]) : stacked.dims[1];
+  const n = packed ? columns : stacked.dims[2];
+  if (packed && (n === undefined || !Number.isInteger(n) || n < 0 || !Number.isInteger(k) || packedMatmulDims([layers, k, n]).some((d, i) => d !== stacked.dims[i]))) {
+    throw new HloBuildError(`matmulBf16Kernel: packed weights ${stacked.type} do not hold [${layers}, K, N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`);
+  }
+  const width = swiglu ? 2 * k : k;
   if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
-    throw new HloBuildError(`matmulBf16Kernel: x must be f32 [T, ${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
+    throw new HloBuildError(`matmulBf16Kernel: x must be f32 [T, ${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulBf16Kernel: layer must be s32[], got ${layer.type}`);
-  const result = [TensorType.f32([x.dims[0], n])];
+  const result = [TensorType.f32([x.dims[0], n as number])];
   if (prologue?.kind === 'rmsNorm') {
     const w = prologue.weights;
     if (w.elementType !== 'f32' || w.dims.length !== 2 || w.dims[0] !== layers || w.dims[1] !== k) {
@@ -58,6 +100,6 @@ export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVa
     if (!(prologue.eps >= 0)) throw new HloBuildError(`matmulBf16Kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
     return f.customCall(MATMUL_BF16_RMSNORM_TARGET, [x, w, f.scalar(prologue.eps), stacked, layer], result)[0];
   }
-  const target = prologue?.kind === 'swiglu' ? MATMUL_BF16_SWIGLU_TARGET : MATMUL_BF16_TARGET;
+  const target = swiglu ? MATMUL_BF16_SWIGLU_TARGET : MATMUL_BF16_TARGET;
   return f.customCall(target, [x, stacked, layer], result)[0];
 }

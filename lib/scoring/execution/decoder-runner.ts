@@ -77,6 +77,8 @@ interface ProgramChoices extends AttentionForms {
   readonly bf16Matrices: Bf16Matrices;
   readonly bf16Products: boolean;
   readonly matmulKernel: boolean;
+  /** The layer matrices the weights hold packed for the matmul kernel (DeviceWeights.packed). */
+  readonly packedMatrices: DeviceWeights['packed'];
 }
 
 function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): HloProgram {
@@ -86,6 +88,7 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
     ...(c.weights === 'bf16' && c.bf16Matrices !== 'u16' ? { bf16Matrices: c.bf16Matrices } : {}),
     ...(c.precision === 'bf16' && c.bf16Products ? { bf16Products: true } : {}),
     ...(c.precision === 'bf16' && c.matmulKernel ? { matmulKernel: true } : {}),
+    ...(c.packedMatrices.length ? { packedMatrices: c.packedMatrices } : {}),
     ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
     ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
   };
@@ -135,7 +138,7 @@ export class DecoderRunner {
       ...(matmulKernel ? ['mmk'] : []),
     ];
     this.modelId = [modelId, ...tags].join('-');
-    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel };
+    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel, packedMatrices: weights.packed };
     this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 
