@@ -3,7 +3,8 @@
 // the prefix target, the causal one when the first byte is odd, and their bf16
 // variants when its bit 1 is set) and, when its bit 2 is set, the projections'
 // matmul kernel (native/kernels/matmul_bf16_ffi.cc: plain, with the RMSNorm or
-// SwiGLU prologue, or plain on bf16 bits typed u16, by its two low bits):
+// SwiGLU prologue, or plain on bf16 bits typed u16, by its two low bits; with
+// bit 3 set, on weights packed as the load packs them: u16 panels):
 // operand shapes, element types and counts decoded
 // from the input, consistent or broken one piece at a time, lengths anywhere
 // in s32, and the kernel's instruction-set cap (PJRT_SCORE_KERNEL_ISA, read at
@@ -48,10 +49,10 @@ function wellFormed(causal, next) {
 }
 
 // The matmul kernel's well-formed operands (x, [norm weights, eps,] weights, layer), then the result.
-function wellFormedMatmul(form, next) {
+function wellFormedMatmul(form, packed, next) {
   const [t, k, n, layers] = [next() % 40, 1 + (next() % 80), next() % 70, 1 + (next() % 3)];
   const x = ['f32', [t, form === 2 ? 2 * k : k]];
-  const weights = [form === 3 ? 'u16' : 'f32', [layers, k, n]];
+  const weights = packed ? ['u16', [layers, Math.ceil(n / 32), Math.ceil(k / 2), 32, 2]] : [form === 3 ? 'u16' : 'f32', [layers, k, n]];
   const norms = form === 1 ? [['f32', [layers, k]], ['f32', []]] : [];
   return [x, ...norms, weights, ['s32', []], ['f32', [t, n]]];
 }
@@ -62,7 +63,7 @@ function decode(data) {
   const matmul = (first & 4) === 4;
   const causal = (first & 1) === 1;
   const target = matmul ? MATMUL[first & 3] : (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
-  const ops = matmul ? wellFormedMatmul(first & 3, next) : wellFormed(causal, next);
+  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, next) : wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
@@ -124,8 +125,8 @@ module.exports = {
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
   setup,
   // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant; 4-7: the
-  // matmul kernel's four forms. The instruction-set cap comes from the byte after the lengths (none
-  // in the first five).
+  // matmul kernel's four forms, 12-15 on packed weights. The instruction-set cap comes from the byte
+  // after the lengths (none in the first five).
   seeds: () => [
     Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
     Buffer.from([0, 1, 5, 2, 1, 7, 255, 1, 3, 0, 0]),
@@ -138,6 +139,9 @@ module.exports = {
     Buffer.from([5, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
     Buffer.from([6, 9, 32, 7, 2, 1, 2, 1]),
     Buffer.from([7, 1, 0, 31, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]),
+    Buffer.from([12, 19, 69, 49, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
+    Buffer.from([13, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+    Buffer.from([14, 9, 32, 7, 2, 1, 2, 1]),
   ],
   run,
   expected,
