@@ -13,17 +13,23 @@
 //   lays out, bit for bit; the kernel on them gives what it gives on the stacked matrices, bit for bit
 //   (the same panels into the same tiles), and the float64 loop's result; malformed packed operands
 //   are refused by the builder and by the handler;
+// - the f32 kernel (`pjrt_score_matmul_f32`, f32 products and sums) against a float64 loop on the
+//   f32 operands, with each prologue, on each path this CPU has (portable, avx512), and against XLA's
+//   f32 program; malformed calls refused;
 // - the Scorer takes it under bf16 dots where the platform facts say so (bf16 dot units here),
 //   with its four matrices packed (half the bytes of f32), explain() says it,
 //   PJRT_SCORE_PLATFORM_FACTS turns it off, and its scores stay within the accuracy gate of true f32.
 const test = require('tape');
 const { Client, Scorer } = require('..');
 const { binding } = require('../dist/runtime/binding');
-const { buildProgram, TensorType, matmulBf16Kernel, nn, packMatmulWeights, packedMatmulDims, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET } = require('../dist/hlo');
+const { buildProgram, TensorType, matmulBf16Kernel, matmulF32Kernel, nn, packMatmulWeights, packedMatmulDims, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET, MATMUL_F32_TARGET } = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { cpuIsa, withIsa } = require('./helpers/kernel-path');
 
 const BF16_UNITS = ['avx512bf16', 'amx'].includes(cpuIsa);
+const AVX512 = ['avx512', 'avx512bf16', 'amx'].includes(cpuIsa);
+// The f32 kernel's paths: its AVX-512 tiles where the CPU has them.
+const F32_PATHS = AVX512 ? [['portable', 'portable'], [null, 'avx512']] : [['portable', 'portable']];
 // The paths this CPU runs: the portable loop everywhere, vdpbf16ps where the CPU has it.
 const PATHS = BF16_UNITS ? [['portable', 'portable'], [null, 'avx512bf16']] : [['portable', 'portable']];
 
@@ -336,6 +342,107 @@ test('malformed packed weights: the builder refuses them, and so does the handle
   t.end();
 });
 
+/** out[t][n] = sum_k rows[t][k] * w[layer][k][n] in float64 (no rounding of the operands), and sum |products|. */
+function referenceF32(rows, w, T, K, N, layer) {
+  const out = new Float64Array(T * N);
+  const scale = new Float64Array(T * N);
+  for (let r = 0; r < T; r++) {
+    for (let c = 0; c < N; c++) {
+      let sum = 0;
+      let abs = 0;
+      for (let j = 0; j < K; j++) {
+        const p = rows[r * K + j] * w[(layer * K + j) * N + c];
+        sum += p;
+        abs += Math.abs(p);
+      }
+      out[r * N + c] = sum;
+      scale[r * N + c] = abs;
+    }
+  }
+  return { out, scale };
+}
+
+for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
+  test(`f32 kernel [${T}x${K}]·[${Ly}x${K}x${N}], each prologue: the float64 loop on the f32 operands, every path; XLA's f32 program`, async (t) => {
+    const w = fill(Ly * K * N, N * 7 + Ly);
+    const norms = Float32Array.from(fill(Ly * K, K + 3), (v) => 1 + v / 4);
+    const eps = 1e-5;
+    for (const kind of ['none', 'rmsNorm', 'swiglu']) {
+      const width = (kind === 'swiglu' ? 2 : 1) * K;
+      const x = fill(T * width, T * 5 + K + kind.length);
+      const program = buildProgram(`matmul_f32_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
+        const xs = f.param(TensorType.f32([T, width]), 'x');
+        const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
+        const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+        const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps } : kind === 'swiglu' ? { kind } : undefined;
+        return { y: matmulF32Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue) };
+      });
+      const xla = buildProgram(`xla_f32_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
+        const xs = f.param(TensorType.f32([T, width]), 'x');
+        const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
+        const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+        const layer = f.param(new TensorType('s32', []), 'layer');
+        const w1 = f.reshape(f.dynamicSlice(ws, [layer, f.scalar(0, 's32'), f.scalar(0, 's32')], [1, K, N]), [K, N]);
+        let input = xs;
+        if (kind === 'rmsNorm') input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
+        if (kind === 'swiglu') {
+          const g = f.slice(xs, [0, 0], [T, K]);
+          input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
+        }
+        return { y: f.matmul(input, w1) };
+      }, { dotPrecision: 'HIGHEST' });
+      for (const layer of [0, Ly - 1]) {
+        const rows = kind === 'none' ? x : prologueRows(kind, x, T, K, norms.subarray(layer * K, (layer + 1) * K), eps);
+        const { out, scale } = referenceF32(rows, w, T, K, N, layer);
+        // An FMA chain of K products: K 2^-24 sum|products|; the prologue's rows in f32 (its sums of K squares,
+        // its logistic) another K + 16 ulps of each product.
+        const bound = (i) => (kind === 'none' ? K : 2 * K + 16) * 2 ** -24 * scale[i] + 1e-30;
+        const [want] = await runProgram(client, xla, [x, w, norms, Int32Array.of(layer)]);
+        for (const [isa, path] of F32_PATHS) {
+          await withIsa(isa, async () => {
+            t.equal(binding().matmulKernelPath('f32'), path, `the ${path} path`);
+            const [got] = await runProgram(client, program, [x, w, norms, Int32Array.of(layer)]);
+            let worst = 0;
+            let worstXla = 0;
+            for (let i = 0; i < out.length; i++) {
+              worst = Math.max(worst, Math.abs(got[i] - out[i]) / bound(i));
+              worstXla = Math.max(worstXla, Math.abs(got[i] - want[i]) / (2 * bound(i)));
+            }
+            t.ok(worst <= 1, `${kind}, ${path}, layer ${layer}: within the bound of the float64 loop (worst ${worst.toFixed(3)} of it)`);
+            t.ok(worstXla <= 1, `${kind}, ${path}, layer ${layer}: within twice the bound of XLA's f32 program (worst ${worstXla.toFixed(3)} of it)`);
+          });
+        }
+      }
+    }
+    t.end();
+  });
+}
+
+test('the f32 kernel refuses what it does not take: the builder, and the handler', async (t) => {
+  const build = (wType, wDims) => () => buildProgram('matmul_f32_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.scalar(0, 's32')) }));
+  t.throws(build('u16', [1, 4, 3]), /matmulF32Kernel: weights must be f32 \[Ly, K, N\]/, 'bf16 bits');
+  t.throws(build('f32', [1, 5, 3]), /x must be f32 \[T, 5\]/, 'a K that does not match x');
+  const bad = [
+    ['bf16 bits', 'u16', [1, 6, 8], /weights must be f32, got u16/],
+    ['packed panels', 'u16', [1, 1, 3, 32, 2], /weights must be f32, got u16/],
+    ['f32 of rank 5', 'f32', [1, 1, 3, 32, 2], /weights must have rank 3, got 5/],
+  ];
+  for (const [name, wType, wDims, message] of bad) {
+    const prog = buildProgram(`matmul_f32_bad_${name.replace(/\W+/g, '_')}`, (f) => ({
+      y: f.customCall(MATMUL_F32_TARGET, [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.param(new TensorType('s32', []), 'l')], [TensorType.f32([2, 8])])[0],
+    }));
+    const inputs = prog.inputs.map((spec) => {
+      const n = spec.dims.reduce((a, b) => a * b, 1);
+      return spec.dtype === 's32' ? new Int32Array(n) : spec.dtype === 'u16' ? new Uint16Array(n) : new Float32Array(n);
+    });
+    await runProgram(client, prog, inputs).then(
+      () => t.fail(`${name}: ran`),
+      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
+    );
+  }
+  t.end();
+});
+
 test('a malformed call is the handler\'s error, and the process lives', async (t) => {
   const bad = [
     ['two operands', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')], [4, 8], /expects 3 operands/],
@@ -371,7 +478,7 @@ test('the builder refuses operands the kernel does not take, before anything run
   t.end();
 });
 
-test('the Scorer: the projections through the kernel under bf16 dots where the facts say so; scores within the gate of f32 and close to XLA\'s bf16 dots', async (t) => {
+test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots) where the facts say so; scores within the gate of f32 and close to XLA\'s dots', async (t) => {
   const ENV = 'PJRT_SCORE_PLATFORM_FACTS';
   const weightBytes = new Map();
   const load = async (facts, precision) => {
@@ -388,6 +495,7 @@ test('the Scorer: the projections through the kernel under bf16 dots where the f
   const byDefault = await load(null, 'bf16');
   const xla = await load({ matmulKernel: false }, 'bf16');
   const highest = await load(null, 'highest');
+  const highestXla = await load({ matmulKernelF32: false }, 'highest');
   const items = ['Blue.', 'Green, like grass.', 'The sky is blue on a clear day because of Rayleigh scattering.', 'Red.', 'It depends on the weather and the time of the day.'];
   const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
   const e = byDefault.explain(request);
@@ -403,6 +511,12 @@ test('the Scorer: the projections through the kernel under bf16 dots where the f
   t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
   t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');
   t.deepEqual([xla, highest].map((s) => s.explain(request).bf16.packedMatrices), [[], []], 'and without it no matrix is packed');
+  // The f32 kernel: the facts take it on the same measured class (AVX-512 BF16), where AVX-512 may run.
+  t.deepEqual(
+    [byDefault, xla, highest, highestXla].map((s) => s.explain(request).matmulKernel),
+    [taken ? 'bf16' : null, null, taken ? 'f32' : null, null],
+    `explain().matmulKernel: bf16 under bf16 dots, f32 under true f32 dots${taken ? '' : ' (neither on this CPU class)'}, none where the variable turns them off`,
+  );
   for (const algorithm of ['serial', 'packed', 'prefix']) {
     const [k, x, h] = await Promise.all([byDefault, xla, highest].map((s) => s.score({ ...request, algorithm })));
     const diffs = (a, b) => a.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - b.scores[i][j])));
@@ -414,8 +528,12 @@ test('the Scorer: the projections through the kernel under bf16 dots where the f
     // XLA's): each within the gate of f32, so within twice the gate's max of each other.
     const toXla = Math.max(...diffs(k, x));
     t.ok(toXla <= 0.04, `${algorithm}: against XLA's bf16 dots max ${toXla.toExponential(2)} <= 0.04`);
+    // True f32 both: the same products summed in other orders over 30 layers.
+    const f32Xla = await highestXla.score({ ...request, algorithm });
+    const toF32Xla = Math.max(...diffs(h, f32Xla));
+    t.ok(toF32Xla <= 1e-4, `${algorithm}: true f32 ${taken ? 'through the f32 kernel' : ''} against XLA's f32 dots max ${toF32Xla.toExponential(2)} <= 1e-4`);
   }
-  for (const s of [byDefault, xla, highest]) s.dispose();
+  for (const s of [byDefault, xla, highest, highestXla]) s.dispose();
   t.end();
 });
 

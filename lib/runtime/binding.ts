@@ -66,8 +66,11 @@ export interface NativeBinding {
   setErrorClasses(pjrtError: typeof PjrtError, disposedError: typeof DisposedError): void;
   /** Which paths the fused attention kernels take on this CPU for a head dim (native/kernels/kernel_isa.h). */
   attentionKernelPaths(headDim: number): NativeKernelPaths;
-  /** The inner loop the bf16 matmul kernel takes now: "avx512bf16" or "portable" (PJRT_SCORE_KERNEL_ISA caps it). */
-  matmulKernelPath(): string;
+  /**
+   * The inner loop the bf16 matmul kernel takes now: "avx512bf16" or "portable"; with "f32", the f32
+   * kernel's: "avx512" or "portable" (PJRT_SCORE_KERNEL_ISA caps both).
+   */
+  matmulKernelPath(kernel?: 'f32'): string;
   /** The kernels' thread pool size and what set it, and the CPUs the process may use now (native/kernels/thread_pool.h, native/kernels/usable_cpus.h). */
   kernelThreads(): KernelThreads;
   /** A bf16 tile path's self-check against the portable tiles, run now (native/kernels/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */

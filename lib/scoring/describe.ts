@@ -27,6 +27,7 @@ export function planExplanation(choice: PlanChoice, scorer: Scorer): PlanExplana
     passes,
     attention,
     bf16: scorer.bf16,
+    matmulKernel: scorer.matmulKernel,
     ...(Object.keys(xlaOptions).length ? { xlaOptions } : {}),
   };
 }
@@ -52,6 +53,7 @@ export function loadedEvent(scorer: Scorer, parts: LoadedParts): Record<string, 
     weights: weightChoice.weightType,
     weightsReason: weightChoice.reason,
     bf16: scorer.bf16,
+    matmulKernel: scorer.matmulKernel,
     ...(Object.keys(scorer.xlaOptions).length ? { xlaOptions: scorer.xlaOptions } : {}),
     batching: scorer.batching,
     budget: scorer.budget,

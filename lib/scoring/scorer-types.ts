@@ -140,6 +140,8 @@ export interface PlanExplanation {
   readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
   /** How bf16 weights and products are typed in every pass. */
   readonly bf16?: Bf16Typing;
+  /** Which matmul kernel the layers' projections run through: 'bf16' (bf16.matmulKernel), 'f32', or null (XLA's dots). */
+  readonly matmulKernel?: 'bf16' | 'f32' | null;
   /** The XLA options every program compiles with, where there are any. */
   readonly xlaOptions?: XlaOptions;
 }

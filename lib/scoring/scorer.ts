@@ -64,6 +64,8 @@ export class Scorer implements Disposable {
   readonly weightType: WeightType;
   /** How bf16 matrices and products are typed (platform facts, or PJRT_SCORE_PLATFORM_FACTS). */
   readonly bf16: Bf16Typing;
+  /** Which matmul kernel the layers' projections run through (setup.ts), or null: XLA's dots. */
+  readonly matmulKernel: 'bf16' | 'f32' | null;
   /** The XLA options every program compiles with: the platform's, the xlaOptions option over them. */
   readonly xlaOptions: XlaOptions;
   /** Why this weight type (the option, or what 'auto' saw). */
@@ -117,6 +119,7 @@ export class Scorer implements Disposable {
     this.causalAttention = setup.causalAttention;
     this.attentionNote = setup.attentionNote;
     this.bf16 = setup.bf16;
+    this.matmulKernel = setup.matmulKernel;
     this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
     this.batching = settings.batching;
     const crossRequest = this.batching === 'cross-request';
@@ -124,7 +127,7 @@ export class Scorer implements Disposable {
     const takeAlong = crossRequest ? 'all' : settings.coalesce ? 'same-query' : 'none';
     const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
     this.queue = new AdmissionQueue({ queueSize: settings.queueSize, takeAlong, ...limits }, (jobs) => this.runTurn(jobs));
-    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: setup.grouped, bf16Products: facts.bf16Products, matmulKernel: setup.bf16.matmulKernel, xlaOptions: this.xlaOptions };
+    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: setup.grouped, bf16Products: facts.bf16Products, matmulKernel: setup.bf16.matmulKernel, matmulKernelF32: setup.matmulKernel === 'f32', xlaOptions: this.xlaOptions };
     const jit = { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries };
     this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, jit, forms);
     this.turns = new TurnExecutor({ runner: this.runner, prefixCache: this.prefixCache, sizing: setup.sizing, assertLive: () => this.assertLive(), isIdle: () => this.queue.isIdle() });

@@ -17,7 +17,7 @@ import type { Ladders, Sizing } from './planning/plan';
 import { costModelFor, CostModel } from './planning/selector';
 import { budgetForMemory, Budget, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform/profiles';
 import { PlatformFactsOverride, withOverride } from './platform/override';
-import { bf16DotsByKernel, choosePrecision, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
+import { bf16DotsByKernel, choosePrecision, f32DotsByKernel, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
 import type { DotSpeeds } from './platform/dot-speed';
 import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './platform/cudnn-pin';
 import { pickSettings, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
@@ -114,6 +114,8 @@ export interface ScorerSetup {
   /** Why the attention forms differ from the ones asked for (and, under cross-request batching, a shared pass's), or undefined. */
   readonly attentionNote: string | undefined;
   readonly bf16: Bf16Typing;
+  /** Which matmul kernel the layers' projections run through: the bf16 one (bf16.matmulKernel), the f32 one, or none (XLA's dots). */
+  readonly matmulKernel: 'bf16' | 'f32' | null;
 }
 
 /** The Scorer's setup: pure, given what the load read (the plugin's fields, the model's config, the timed dots). */
@@ -141,6 +143,8 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   // The load packed the matrices by the same rule (load.ts); programs declare them as the weights hold them.
   const matmulKernel = precision === 'bf16' && bf16DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null);
   const packedMatrices = input.weights.packed ?? [];
+  // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only).
+  const f32Kernel = precision !== 'bf16' && input.weights.weightType === 'f32' && f32DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null);
   if (packedMatrices.length && !matmulKernel) throw new Error(`scorer: the weights hold ${packedMatrices.join(', ')} packed for the matmul kernel, which this precision (${precision}) does not run`);
   return {
     facts,
@@ -161,5 +165,6 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
       packedMatrices,
       ...(facts.overridden ? { overridden: facts.overridden } : {}),
     },
+    matmulKernel: matmulKernel ? 'bf16' : f32Kernel ? 'f32' : null,
   };
 }

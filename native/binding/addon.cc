@@ -23,6 +23,7 @@
 #include "kernels/kernel_isa.h"
 #include "kernels/kernel_probe.h"
 #include "kernels/matmul_bf16.h"
+#include "kernels/matmul_f32.h"
 #include "kernels/prefix_attention.h"
 #include "kernels/thread_pool.h"
 #include "kernels/usable_cpus.h"
@@ -87,9 +88,12 @@ Napi::Value AttentionKernelPaths(const Napi::CallbackInfo& info) {
 }
 
 // matmulKernelPath() -> "avx512bf16" | "portable": the inner loop the bf16 matmul kernel takes now
-// (matmul_bf16.h; PJRT_SCORE_KERNEL_ISA caps it, read on every call).
+// (matmul_bf16.h; PJRT_SCORE_KERNEL_ISA caps it, read on every call); matmulKernelPath("f32") ->
+// "avx512" | "portable": the f32 kernel's (matmul_f32.h).
 Napi::Value MatmulKernelPath(const Napi::CallbackInfo& info) {
-  return Napi::String::New(info.Env(), MatmulBf16Path());
+  const bool f32 =
+      info.Length() > 0 && info[0].IsString() && info[0].As<Napi::String>().Utf8Value() == "f32";
+  return Napi::String::New(info.Env(), f32 ? MatmulF32Path() : MatmulBf16Path());
 }
 
 // kernelThreads() -> { threads, source, affinity, quota }: the kernels' pool size and what set it

@@ -1,6 +1,8 @@
-// The function attribute that compiles one function for AVX512_BF16 (vdpbf16ps, vcvtneps2bf16)
-// inside a binary built for any x86-64: the bf16 tiles (bf16_tiles_avx512.h) and the matmul
-// kernel (matmul_bf16.cc) take it; kernel_isa.h decides at run time whether it may run.
+// The function attributes that compile one function for AVX512_BF16 (vdpbf16ps, vcvtneps2bf16) or
+// for AVX-512 (F, BW, VL) inside a binary built for any x86-64: the bf16 tiles
+// (bf16_tiles_avx512.h) and the bf16 matmul kernel (matmul_bf16.cc) take the first, the matmul
+// kernels' prologues (matmul_prologue.h) the second; kernel_isa.h decides at run time whether they
+// may run.
 #pragma once
 
 #if defined(__x86_64__)
@@ -9,7 +11,9 @@
 #if defined(__clang__) && __clang_major__ >= 18
 #define PJRT_SCORE_AVX512BF16 \
   __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16,evex512")))
+#define PJRT_SCORE_AVX512F __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,evex512")))
 #else
 #define PJRT_SCORE_AVX512BF16 __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
+#define PJRT_SCORE_AVX512F __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma")))
 #endif
 #endif

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/matmul_bf16.h"
+#include "kernels/matmul_f32.h"
 #include "kernels/prefix_attention.h"
 
 namespace pjrt_score {
@@ -150,6 +151,40 @@ bool CompareMatmul(KernelIsa isa, std::string* detail) {
   return worst <= kLimit;
 }
 
+// The f32 matmul kernel (matmul_f32.h) on this path against its portable loop: the same FMA chains
+// over k; the prologues' logistic differs (the attention kernels' 2^t against std::exp).
+bool CompareMatmulF32(KernelIsa isa, std::string* detail) {
+  constexpr int64_t kRowsT = 19, kDepth = 70, kWidth = 50;
+  const std::vector<float> x = Fill(kRowsT * 2 * kDepth, 12), w = Fill(kDepth * kWidth, 13),
+                           norm = Fill(kDepth, 14);
+  using Prologue = MatmulBf16Args::Prologue;
+  float worst = 0.f;
+  for (const Prologue prologue : {Prologue::kNone, Prologue::kRmsNorm, Prologue::kSwiGlu}) {
+    std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
+    MatmulBf16Args a;
+    a.t = kRowsT, a.k = kDepth, a.n = kWidth, a.x = x.data(), a.w = w.data();
+    a.prologue = prologue, a.norm = norm.data(), a.eps = 1e-5f;
+    std::string error;
+    SetTriedKernelIsa(KernelIsa::kPortable);
+    a.out = want.data();
+    const bool ref_ok = RunMatmulF32(a, &error);
+    SetTriedKernelIsa(isa);
+    a.out = got.data();
+    if (!ref_ok || !RunMatmulF32(a, &error)) {
+      *detail += std::string("; matmul f32 ") + MatmulF32Path() + ": " + error;
+      return false;
+    }
+    worst = std::max(worst, MaxDiff(got, want));
+  }
+  constexpr float kLimit = 1e-3f;
+  char line[120];
+  std::snprintf(line, sizeof(line),
+                "; matmul f32 %s: max |diff| %.3g against portable (limit %.3g)", MatmulF32Path(),
+                worst, kLimit);
+  *detail += line;
+  return worst <= kLimit;
+}
+
 }  // namespace
 
 bool ProbeKernelIsa(KernelIsa isa, std::string* detail) {
@@ -170,6 +205,7 @@ bool ProbeKernelIsa(KernelIsa isa, std::string* detail) {
     // f32: the same sums in another order (1e-4 of outputs of magnitude <= 1); bf16: the paths
     // round the same operands to bf16, only their f32 sums' order differs.
     bool ok = Compare(trial, isa, false, 1e-4f, detail);
+    if (isa >= KernelIsa::kAvx512) ok = CompareMatmulF32(isa, detail) && ok;
     if (isa >= KernelIsa::kAvx512Bf16) {
       std::string why;
       const std::string tiles = isa == KernelIsa::kAmx ? "amx" : "avx512bf16";

@@ -7,11 +7,10 @@
 #include <memory>
 #include <new>
 
-#include "kernels/attention_exp2.h"
-#include "kernels/attention_ops_avx512.h"
 #include "kernels/bf16_tiles_portable.h"
 #include "kernels/isa_target.h"
 #include "kernels/kernel_isa.h"
+#include "kernels/matmul_prologue.h"
 #include "kernels/thread_pool.h"
 
 #if defined(__x86_64__)
@@ -72,34 +71,10 @@ void PackPanelPortable(const MatmulBf16Args& a, const Shape& s, int64_t col0, ui
     }
 }
 
-// Row r of the call's input after its prologue, in f32 (`row`: k floats).
-void PrologueRowPortable(const MatmulBf16Args& a, int64_t r, float* row) {
-  const int64_t k = a.k;
-  switch (a.prologue) {
-    case MatmulBf16Args::Prologue::kNone:
-      std::memcpy(row, a.x + r * k, k * sizeof(float));
-      return;
-    case MatmulBf16Args::Prologue::kRmsNorm: {
-      const float* x = a.x + r * k;
-      float sum = 0.f;
-      for (int64_t c = 0; c < k; ++c) sum += x[c] * x[c];
-      const float factor = 1.f / std::sqrt(sum / static_cast<float>(k) + a.eps);
-      for (int64_t c = 0; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
-      return;
-    }
-    case MatmulBf16Args::Prologue::kSwiGlu: {
-      const float* gate = a.x + r * 2 * k;
-      const float* up = gate + k;
-      for (int64_t c = 0; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
-      return;
-    }
-  }
-}
-
 void RoundRowsPortable(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
                        uint16_t* xa, float* row) {
   for (int64_t r = r0; r < r1; ++r) {
-    if (r < s.t) PrologueRowPortable(a, r, row);
+    if (r < s.t) matmul::PrologueRowPortable(a, r, row);
     for (int64_t c = 0; c < s.kp; ++c)
       xa[r * s.kp + c] = r < s.t && c < s.k ? F32ToBf16(row[c]) : 0;
   }
@@ -145,55 +120,13 @@ struct PortablePath {
 struct Avx512Bf16Path {
   static constexpr const char* kName = "avx512bf16";
 
-  // logistic(g) = 1 / (1 + 2^(-g log2 e)) with the attention kernels' 2^t (attention_exp2.h), t
-  // kept below the exponent's top (at either end the result is 0 or 1 in f32 anyway).
-  PJRT_SCORE_AVX512BF16 static __m512 Logistic(__m512 g) {
-    const __m512 t =
-        _mm512_min_ps(_mm512_mul_ps(g, _mm512_set1_ps(-attention::kLog2e)), _mm512_set1_ps(126.f));
-    const __m512 one = _mm512_set1_ps(1.f);
-    return _mm512_div_ps(one, _mm512_add_ps(one, attention::Avx512Ops::Exp2(t)));
-  }
-
-  // Row r after its prologue into `row` (k floats), 16 at a time.
-  PJRT_SCORE_AVX512BF16 static void PrologueRow(const MatmulBf16Args& a, int64_t r, float* row) {
-    const int64_t k = a.k;
-    int64_t c = 0;
-    if (a.prologue == MatmulBf16Args::Prologue::kRmsNorm) {
-      const float* x = a.x + r * k;
-      __m512 acc = _mm512_setzero_ps();
-      for (; c + 16 <= k; c += 16) {
-        const __m512 v = _mm512_loadu_ps(x + c);
-        acc = _mm512_fmadd_ps(v, v, acc);
-      }
-      float sum = _mm512_reduce_add_ps(acc);
-      for (; c < k; ++c) sum += x[c] * x[c];
-      const float factor = 1.f / std::sqrt(sum / static_cast<float>(k) + a.eps);
-      const __m512 fv = _mm512_set1_ps(factor);
-      for (c = 0; c + 16 <= k; c += 16) {
-        const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + c), fv);
-        _mm512_storeu_ps(row + c, _mm512_mul_ps(v, _mm512_loadu_ps(a.norm + c)));
-      }
-      for (; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
-      return;
-    }
-    // kSwiGlu (kNone rounds straight from x: RoundRows).
-    const float* gate = a.x + r * 2 * k;
-    const float* up = gate + k;
-    for (; c + 16 <= k; c += 16) {
-      const __m512 g = _mm512_loadu_ps(gate + c);
-      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(g, Logistic(g)), _mm512_loadu_ps(up + c));
-      _mm512_storeu_ps(row + c, v);
-    }
-    for (; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
-  }
-
   // Whole rows 16 floats at a time (vcvtneps2bf16: nearest even; f32 denormals read as 0).
   PJRT_SCORE_AVX512BF16 static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0,
                                               int64_t r1, uint16_t* xa, float* row) {
     for (int64_t r = r0; r < std::min(r1, s.t); ++r) {
       const float* src = a.x + r * s.k;
       if (a.prologue != MatmulBf16Args::Prologue::kNone) {
-        PrologueRow(a, r, row);
+        matmul::PrologueRowAvx512(a, r, row);
         src = row;
       }
       uint16_t* dst = xa + r * s.kp;

@@ -5,6 +5,7 @@
 
 #include "kernels/ffi_handler.h"
 #include "kernels/matmul_bf16.h"
+#include "kernels/matmul_f32.h"
 
 namespace pjrt_score {
 namespace {
@@ -16,8 +17,11 @@ using ffi::DimsText;
 using Prologue = MatmulBf16Args::Prologue;
 
 // The weights operand: the stacked matrices [Ly, K, N] of f32, u16 or bf16, or their packed panels
-// [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_bf16.h).
+// [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_bf16.h); for f32 arithmetic
+// [Ly, K, N] of f32 only.
+template <bool kF32>
 const Buffer* CheckWeights(void* raw, int type, std::string* why) {
+  if (kF32) return ffi::CheckBuffer(raw, type, "weights", DataType::kF32, 3, why);
   const Buffer* w = static_cast<const Buffer*>(raw);
   const bool readable = type == xla_ffi::kArgTypeBuffer && w != nullptr &&
                         w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims);
@@ -32,7 +36,7 @@ const Buffer* CheckWeights(void* raw, int type, std::string* why) {
 
 // Reads and cross-checks a call's operands (matmul_bf16_ffi.h: x, then the norm weights and eps for
 // kRmsNorm, then the weights and the layer); fills `out` or says why not.
-template <Prologue kPrologue>
+template <Prologue kPrologue, bool kF32 = false>
 bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why) {
   const xla_ffi::Args& args = frame->args;
   const xla_ffi::Rets& rets = frame->rets;
@@ -58,7 +62,7 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
     if (eps == nullptr) return false;
   }
   const int64_t wi = norm ? 3 : 1;
-  const Buffer* w = CheckWeights(args.args[wi], args.types[wi], why);
+  const Buffer* w = CheckWeights<kF32>(args.args[wi], args.types[wi], why);
   if (w == nullptr) return false;
   const Buffer* layer =
       ffi::CheckBuffer(args.args[wi + 1], args.types[wi + 1], "layer", DataType::kS32, 0, why);
@@ -135,6 +139,21 @@ xla_ffi::Error* MatmulBf16RmsNormHandler(CallFrame* frame) {
 xla_ffi::Error* MatmulBf16SwiGluHandler(CallFrame* frame) {
   return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kSwiGlu>, RunMatmulBf16>(
       frame, kMatmulBf16SwiGluTarget);
+}
+
+xla_ffi::Error* MatmulF32Handler(CallFrame* frame) {
+  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kNone, true>, RunMatmulF32>(
+      frame, kMatmulF32Target);
+}
+
+xla_ffi::Error* MatmulF32RmsNormHandler(CallFrame* frame) {
+  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kRmsNorm, true>, RunMatmulF32>(
+      frame, kMatmulF32RmsNormTarget);
+}
+
+xla_ffi::Error* MatmulF32SwiGluHandler(CallFrame* frame) {
+  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kSwiGlu, true>, RunMatmulF32>(
+      frame, kMatmulF32SwiGluTarget);
 }
 
 }  // namespace pjrt_score

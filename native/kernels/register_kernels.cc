@@ -21,6 +21,9 @@ bool RegisterKernels(const Plugin& plugin, std::string* why) {
       {kMatmulBf16Target, &MatmulBf16Handler},
       {kMatmulBf16RmsNormTarget, &MatmulBf16RmsNormHandler},
       {kMatmulBf16SwiGluTarget, &MatmulBf16SwiGluHandler},
+      {kMatmulF32Target, &MatmulF32Handler},
+      {kMatmulF32RmsNormTarget, &MatmulF32RmsNormHandler},
+      {kMatmulF32SwiGluTarget, &MatmulF32SwiGluHandler},
   };
   static std::mutex mu;
   static std::map<const Plugin*, std::string> done;  // plugin -> "" (registered) or why not

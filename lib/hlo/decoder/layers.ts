@@ -10,18 +10,18 @@ import { HloValue } from '../builder/core';
 import { HloBuildError, TensorType } from '../builder/types';
 import { AttentionOptions } from '../attention';
 import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } from '../nn/functions';
-import { matmulBf16Kernel } from '../nn/matmul-kernel';
+import { MatmulPrologue, matmulBf16Kernel, matmulF32Kernel } from '../nn/matmul-kernel';
 import { ropeFrequencies } from '../../util/rope';
 import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './gemma';
 import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, KernelMatrixName, MatrixName } from './layout';
-import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel } from './options';
+import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel, matmulKernelF32 } from './options';
 
 export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
 export function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   const packed = options.packedMatrices ?? [];
   const reads = kernelMatrices(d, options);
-  const stray = packed.find((name) => !reads.includes(name));
+  const stray = packed.find((name) => !reads.includes(name) || !matmulKernel(options));
   if (stray) throw new HloBuildError(`decoder: ${stray} is packed for the matmul kernel, but these options do not run its projection through the kernel`);
   return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed);
 }
@@ -72,7 +72,7 @@ function bf16Dots(f: FunctionBuilder): boolean {
  */
 function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false, kernel?: LayerMatrices): HloValue {
   const byKernel = kernelFor(kernel, name);
-  if (byKernel) return matmulBf16Kernel(f, x, byKernel.stacked, byKernel.index, undefined, byKernel.columns);
+  if (byKernel) return kernelProduct(f, x, byKernel);
   const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
   if (!bf16Product) return f.matmul(x, matrix);
   return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
@@ -85,7 +85,7 @@ function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixNa
 function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName: 'attnNorm' | 'ffnNorm', name: MatrixName, eps: number, bf16Product: boolean, kernel?: LayerMatrices): HloValue {
   const byKernel = kernelFor(kernel, name);
   const norms = kernel?.stacked[normName];
-  if (byKernel && norms) return matmulBf16Kernel(f, x, byKernel.stacked, byKernel.index, { kind: 'rmsNorm', weights: norms, eps }, byKernel.columns);
+  if (byKernel && norms) return kernelProduct(f, x, byKernel, { kind: 'rmsNorm', weights: norms, eps });
   return project(f, rmsNorm(f, x, need(layer, normName), eps), layer, name, bf16Product, kernel);
 }
 
@@ -95,7 +95,7 @@ function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName
  */
 function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: boolean, kernel?: LayerMatrices): HloValue {
   const byKernel = gemma ? undefined : kernelFor(kernel, 'wDown');
-  if (byKernel) return matmulBf16Kernel(f, gateUp, byKernel.stacked, byKernel.index, { kind: 'swiglu' }, byKernel.columns);
+  if (byKernel) return kernelProduct(f, gateUp, byKernel, { kind: 'swiglu' });
   const [t, width] = gateUp.dims;
   const F = width / 2;
   const gate = f.slice(gateUp, [0, 0], [t, F]);
@@ -109,17 +109,32 @@ function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: bo
  * its projections take (options.ts, kernelMatrices) and their widths (packed arrays round them up).
  */
 interface LayerMatrices {
+  /** Which kernel: bf16 products with f32 sums, or f32 throughout. */
+  readonly arithmetic: 'bf16' | 'f32';
   readonly stacked: Partial<Record<DecoderWeightName, HloValue>>;
   readonly index: HloValue;
   readonly takes: readonly KernelMatrixName[];
   readonly columns: Partial<Record<DecoderWeightName, number>>;
 }
 
+interface KernelOperands {
+  readonly arithmetic: 'bf16' | 'f32';
+  readonly stacked: HloValue;
+  readonly index: HloValue;
+  readonly columns: number | undefined;
+}
+
 /** The kernel's operands for matrix `name`, where it takes it. */
-function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): { stacked: HloValue; index: HloValue; columns: number | undefined } | undefined {
+function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): KernelOperands | undefined {
   const stacked = kernel?.stacked[name];
   if (!kernel || !stacked || !(kernel.takes as readonly string[]).includes(name)) return undefined;
-  return { stacked, index: kernel.index, columns: kernel.columns[name] };
+  return { arithmetic: kernel.arithmetic, stacked, index: kernel.index, columns: kernel.columns[name] };
+}
+
+/** x (after `prologue`) . the layer's matrix, through the kernel the operands name. */
+function kernelProduct(f: FunctionBuilder, x: HloValue, k: KernelOperands, prologue?: MatmulPrologue): HloValue {
+  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue);
+  return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns);
 }
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
@@ -207,7 +222,7 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   const gemma = d.gemma;
   const nExtra = x.extraCarried.length;
   const narrowProducts = bf16Products(x.options);
-  const useKernel = matmulKernel(x.options);
+  const arithmetic = matmulKernel(x.options) ? 'bf16' : matmulKernelF32(x.options) ? 'f32' : undefined;
   const takes = kernelMatrices(d, x.options);
   // Each matrix's width [Ly, in, out] as built (a packed array rounds it up).
   const columns = Object.fromEntries(perLayer.map((spec) => [spec.name, (spec.packedFrom?.dims ?? spec.dims)[2]]));
@@ -217,7 +232,7 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
       const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
       stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
       // The kernel reads its layer of the stacked arrays itself (the slices it replaces are then unused).
-      const kernel: LayerMatrices | undefined = useKernel ? { stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i, takes, columns } : undefined;
+      const kernel: LayerMatrices | undefined = arithmetic ? { arithmetic, stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i, takes, columns } : undefined;
       const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
       const extraInv = inv.slice(stackedNames.length + nRope);
       const t = h.dims[0];

@@ -36,6 +36,13 @@ export interface DecoderOptions extends ProgramOptions {
    */
   readonly matmulKernel?: boolean;
   /**
+   * Under f32 dots: the layers' projections run through the addon's f32 matmul kernel
+   * (lib/hlo/nn/matmul-kernel.ts, matmulF32Kernel) on f32 weights; bf16 and int8 weights keep XLA's
+   * dots. Ignored under bf16 dots. A platform fact (lib/scoring/platform/profiles.ts,
+   * matmulKernelF32), only where the runtime registered the addon's kernels.
+   */
+  readonly matmulKernelF32?: boolean;
+  /**
    * The layer matrices the weights hold packed for the matmul kernel (layout.ts: the weights' own,
    * DeviceWeights.packed); each must be one the kernel reads under these options (kernelMatrices).
    * Default none: every matrix stacked [Ly, in, out].
@@ -60,14 +67,14 @@ export interface DecoderOptions extends ProgramOptions {
  * causal attention
  * (where the program has that step), then `_mbf16` for bf16 matrices typed
  * bf16, `_pbf16` for bf16 products and `_mmk` for the matmul kernel (where they
- * take effect); '' for the
+ * take effect) and `_mmkf` for the f32 matmul kernel; '' for the
  * defaults, whose program texts never change.
  */
 export function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
   const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
-  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '') + (matmulKernel(options) ? '_mmk' : '');
+  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '') + (matmulKernel(options) ? '_mmk' : '') + (matmulKernelF32(options) ? '_mmkf' : '');
 }
 
 /** The matrices are bf16 typed bf16 on the device. */
@@ -86,12 +93,20 @@ export function matmulKernel(options: DecoderOptions): boolean {
   return options.dotOperands === 'bf16' && options.matmulKernel === true;
 }
 
+/** The projections run through the addon's f32 matmul kernel (only under f32 dots). */
+export function matmulKernelF32(options: DecoderOptions): boolean {
+  return options.dotOperands !== 'bf16' && options.matmulKernelF32 === true;
+}
+
 /**
- * The layer matrices whose projections run through the matmul kernel under these options, and so
- * the ones a load may store packed for it: wO always, q|k|v and gate|up unless their products are
- * bf16, wDown unless the MLP is Gemma's GeGLU; none without the kernel or with int8 weights.
+ * The layer matrices whose projections run through a matmul kernel under these options, and so the
+ * ones a load may store packed for the bf16 one: wO always, q|k|v and gate|up unless their products
+ * are bf16, wDown unless the MLP is Gemma's GeGLU. The bf16 kernel reads f32 and bf16 weights, the
+ * f32 one f32 weights; none without a kernel.
  */
 export function kernelMatrices(d: Pick<DecoderDims, 'gemma'>, options: DecoderOptions): KernelMatrixName[] {
-  if (!matmulKernel(options) || options.weights === 'int8') return [];
+  const weights = options.weights ?? 'f32';
+  const taken = matmulKernel(options) ? weights !== 'int8' : matmulKernelF32(options) && weights === 'f32';
+  if (!taken) return [];
   return [...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)), 'wO', ...(d.gemma ? [] : (['wDown'] as const))];
 }

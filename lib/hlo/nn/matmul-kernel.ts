@@ -25,6 +25,10 @@ import { bf16Bits } from './functions';
 export const MATMUL_BF16_TARGET = 'pjrt_score_matmul_bf16';
 export const MATMUL_BF16_RMSNORM_TARGET = 'pjrt_score_matmul_bf16_rmsnorm';
 export const MATMUL_BF16_SWIGLU_TARGET = 'pjrt_score_matmul_bf16_swiglu';
+/** The f32 kernel's targets: the same operands and prologues, f32 products and sums, f32 weights [Ly, K, N]. */
+export const MATMUL_F32_TARGET = 'pjrt_score_matmul_f32';
+export const MATMUL_F32_RMSNORM_TARGET = 'pjrt_score_matmul_f32_rmsnorm';
+export const MATMUL_F32_SWIGLU_TARGET = 'pjrt_score_matmul_f32_swiglu';
 
 /** What the kernel computes from its input before rounding it. */
 export type MatmulPrologue = { readonly kind: 'rmsNorm'; readonly weights: HloValue; readonly eps: number } | { readonly kind: 'swiglu' };
@@ -91,15 +95,37 @@ export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVa
     throw new HloBuildError(`matmulBf16Kernel: x must be f32 [T, ${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulBf16Kernel: layer must be s32[], got ${layer.type}`);
-  const result = [TensorType.f32([x.dims[0], n as number])];
+  return kernelCall(f, x, stacked, layer, prologue, n as number, [MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET]);
+}
+
+/**
+ * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu`) . stacked f32 [Ly, K, N] at `layer`
+ * (s32 []) -> f32 [T, N], f32 products and sums (the f32 kernel: native/kernels/matmul_f32.h), each
+ * output one FMA chain over k.
+ */
+export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue): HloValue {
+  if (stacked.dims.length !== 3 || stacked.elementType !== 'f32') throw new HloBuildError(`matmulF32Kernel: weights must be f32 [Ly, K, N], got ${stacked.type}`);
+  const [, k, n] = stacked.dims;
+  const width = prologue?.kind === 'swiglu' ? 2 * k : k;
+  if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
+    throw new HloBuildError(`matmulF32Kernel: x must be f32 [T, ${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
+  }
+  if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulF32Kernel: layer must be s32[], got ${layer.type}`);
+  return kernelCall(f, x, stacked, layer, prologue, n, [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET]);
+}
+
+/** The custom call of a checked kernel product: [plain, RMSNorm, SwiGLU] targets. */
+function kernelCall(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue: MatmulPrologue | undefined, n: number, targets: readonly [string, string, string]): HloValue {
+  const result = [TensorType.f32([x.dims[0], n])];
   if (prologue?.kind === 'rmsNorm') {
     const w = prologue.weights;
+    const [layers] = stacked.dims;
+    const k = x.dims[1];
     if (w.elementType !== 'f32' || w.dims.length !== 2 || w.dims[0] !== layers || w.dims[1] !== k) {
-      throw new HloBuildError(`matmulBf16Kernel: RMSNorm weights must be f32 [${layers}, ${k}], got ${w.type}`);
+      throw new HloBuildError(`matmul kernel: RMSNorm weights must be f32 [${layers}, ${k}], got ${w.type}`);
     }
-    if (!(prologue.eps >= 0)) throw new HloBuildError(`matmulBf16Kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
-    return f.customCall(MATMUL_BF16_RMSNORM_TARGET, [x, w, f.scalar(prologue.eps), stacked, layer], result)[0];
+    if (!(prologue.eps >= 0)) throw new HloBuildError(`matmul kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
+    return f.customCall(targets[1], [x, w, f.scalar(prologue.eps), stacked, layer], result)[0];
   }
-  const target = swiglu ? MATMUL_BF16_SWIGLU_TARGET : MATMUL_BF16_TARGET;
-  return f.customCall(target, [x, stacked, layer], result)[0];
+  return f.customCall(prologue?.kind === 'swiglu' ? targets[2] : targets[0], [x, stacked, layer], result)[0];
 }

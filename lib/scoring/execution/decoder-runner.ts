@@ -66,6 +66,8 @@ export interface ProgramForms extends AttentionForms {
   readonly bf16Products?: boolean;
   /** Under bf16 dots, the projections through the addon's matmul kernel (a platform fact; default no). */
   readonly matmulKernel?: boolean;
+  /** Under f32 dots, the projections of f32 weights through the addon's f32 matmul kernel (a platform fact; default no). */
+  readonly matmulKernelF32?: boolean;
   readonly xlaOptions?: XlaOptions;
 }
 
@@ -77,6 +79,7 @@ interface ProgramChoices extends AttentionForms {
   readonly bf16Matrices: Bf16Matrices;
   readonly bf16Products: boolean;
   readonly matmulKernel: boolean;
+  readonly matmulKernelF32: boolean;
   /** The layer matrices the weights hold packed for the matmul kernel (DeviceWeights.packed). */
   readonly packedMatrices: DeviceWeights['packed'];
 }
@@ -88,6 +91,7 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
     ...(c.weights === 'bf16' && c.bf16Matrices !== 'u16' ? { bf16Matrices: c.bf16Matrices } : {}),
     ...(c.precision === 'bf16' && c.bf16Products ? { bf16Products: true } : {}),
     ...(c.precision === 'bf16' && c.matmulKernel ? { matmulKernel: true } : {}),
+    ...(c.precision !== 'bf16' && c.matmulKernelF32 ? { matmulKernelF32: true } : {}),
     ...(c.packedMatrices.length ? { packedMatrices: c.packedMatrices } : {}),
     ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
     ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
@@ -130,15 +134,17 @@ export class DecoderRunner {
     const bf16Typed = weights.weightType === 'bf16' && weights.bf16Matrices === 'bf16';
     const bf16Products = precision === 'bf16' && attention.bf16Products === true;
     const matmulKernel = precision === 'bf16' && attention.matmulKernel === true;
+    const matmulKernelF32 = precision !== 'bf16' && attention.matmulKernelF32 === true;
     const tags = [
       ...(precision === 'highest' ? [] : [precision]),
       ...(weights.weightType === 'f32' ? [] : [`w${weights.weightType}`]),
       ...(bf16Typed ? ['mbf16'] : []),
       ...(bf16Products ? ['pbf16'] : []),
       ...(matmulKernel ? ['mmk'] : []),
+      ...(matmulKernelF32 ? ['mmkf'] : []),
     ];
     this.modelId = [modelId, ...tags].join('-');
-    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel, packedMatrices: weights.packed };
+    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel, matmulKernelF32, packedMatrices: weights.packed };
     this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
 

@@ -23,7 +23,7 @@ import type { PlatformFacts } from './profiles';
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions'>>;
+export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'matmulKernelF32' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions'>>;
 
 /** Ladder rungs between powers of two: multipliers in (1, 2) (planning/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
@@ -32,6 +32,7 @@ const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonl
   bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   matmulKernel: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
+  matmulKernelF32: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   countSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   queryTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
   itemTokenSteps: { ok: isSteps, want: 'an array of numbers in (1, 2)' },
@@ -63,6 +64,7 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
     if (key === 'bf16Matrices') out.bf16Matrices = value as Bf16Matrices;
     else if (key === 'bf16Products') out.bf16Products = value as boolean;
     else if (key === 'matmulKernel') out.matmulKernel = value as boolean;
+    else if (key === 'matmulKernelF32') out.matmulKernelF32 = value as boolean;
     else if (key === 'xlaOptions') out.xlaOptions = Object.freeze({ ...(value as XlaOptions) });
     else if (key === 'queryTokenSteps') out.queryTokenSteps = value as number[];
     else if (key === 'itemTokenSteps') out.itemTokenSteps = value as number[];

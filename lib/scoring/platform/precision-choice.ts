@@ -97,6 +97,17 @@ export function bf16DotsByKernel(facts: PlatformFacts, kernel: KernelPaths | nul
   return facts.matmulKernel && kernel !== null && BF16_DOT_ISAS.includes(kernel.allowed);
 }
 
+/** The kernel paths with AVX-512, which the f32 matmul kernel's tiles need (native/kernels/matmul_f32.h). */
+const AVX512_ISAS: readonly KernelIsa[] = ['avx512', 'avx512bf16', 'amx'];
+
+/**
+ * Whether f32 dots of f32 weights go through the addon's f32 matmul kernel: the facts take it, and the
+ * kernels (registered: `kernel` not null) may run AVX-512 here (the allowed instruction set).
+ */
+export function f32DotsByKernel(facts: PlatformFacts, kernel: KernelPaths | null): boolean {
+  return facts.matmulKernelF32 && kernel !== null && AVX512_ISAS.includes(kernel.allowed);
+}
+
 /** The paths with the one `precision` uses marked. */
 export function attentionKernelChoice(paths: KernelPaths, precision: Precision): AttentionKernelChoice {
   return { ...paths, used: precision === 'bf16' ? (paths.bf16 ?? paths.f32) : paths.f32 };

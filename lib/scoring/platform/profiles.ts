@@ -91,12 +91,19 @@ export interface PlatformFacts {
    */
   readonly matmulKernel: boolean;
   /**
+   * Under f32 dots, the layers' projections of f32 weights run through the addon's f32 matmul kernel
+   * (lib/hlo/nn/matmul-kernel.ts, matmulF32Kernel; DecoderOptions.matmulKernelF32) where the runtime
+   * registered the addon's kernels: on the CPU classes where it was measured to pay.
+   * PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
+   */
+  readonly matmulKernelF32: boolean;
+  /**
    * XLA options every program of a Scorer compiles with on this platform (docs/gpu.md, 'XLA options'),
    * under the Scorer's own xlaOptions. PJRT_SCORE_PLATFORM_FACTS overrides it (override.ts).
    */
   readonly xlaOptions: XlaOptions;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
+  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'matmulKernelF32' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
   /**
    * What precision 'auto' resolves to (precision-choice.ts): `bf16`, with what showed bf16 pays and holds the
    * accuracy gate; or `measure`: time XLA's bf16 dots against its f32 ones where the CPU has bf16 dot units.
@@ -117,6 +124,8 @@ interface CpuClassFacts {
   readonly measured: string | null;
   /** The class has bf16 dot units the addon's matmul kernel runs on (PlatformFacts.matmulKernel). */
   readonly matmulKernel?: boolean;
+  /** The addon's f32 matmul kernel pays on the class (PlatformFacts.matmulKernelF32). */
+  readonly matmulKernelF32?: boolean;
 }
 
 const AVX2_FACTS: CpuClassFacts = {
@@ -147,6 +156,11 @@ const AVX512BF16_FACTS: CpuClassFacts = {
   // (3 rounds) (scripts/bench/variants.js, alternating in one process; docs/performance.md, "The
   // projections' kernel").
   matmulKernel: true,
+  // Under true f32 dots, the projections through the addon's f32 matmul kernel (native/kernels/matmul_f32.h:
+  // the attention kernels' 12 x 32 AVX-512 tile over the stacked f32 weights where they lie, the RMSNorms
+  // and SwiGLU inside its calls): on the same Zen 4, the PR shape in f32 at 0.884x the CPU time and 0.844x
+  // the wall time of XLA's f32 dots (7 rounds alternating in one process, the machine shared: load 5).
+  matmulKernelF32: true,
   measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
 };
 
@@ -214,6 +228,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     bf16Products: false,
     // Only on the CPU classes with bf16 dot units (CPU_CLASS_FACTS): elsewhere the kernel's portable loop.
     matmulKernel: false,
+    // Only on the CPU classes where it was timed (CPU_CLASS_FACTS).
+    matmulKernelF32: false,
     xlaOptions: {},
     // bf16 dots only where they were timed to pay on this CPU (dot-speed.ts, BF16_PAYS).
     autoPrecision: { rule: 'measure' },
@@ -255,6 +271,7 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     bf16Products: true,
     // The addon's kernels are the CPU's.
     matmulKernel: false,
+    matmulKernelF32: false,
     // XLA keeps the bf16 roundings the programs ask for instead of computing through them in f32 (the
     // programs then mean what they say), and drops conversions: on an H100 (jax-cuda13-pjrt 0.11.2), as
     // XLA_FLAGS, the target workload at 10,667 against 10,094 items/s and in another run 8,640 against
@@ -312,6 +329,7 @@ export function platformFacts(platform: string, cpuClass: KernelIsa | null = nul
     budget: cls.budget,
     cost: cls.cost,
     matmulKernel: cls.matmulKernel ?? entry.matmulKernel,
+    matmulKernelF32: cls.matmulKernelF32 ?? entry.matmulKernelF32,
     measured: `${measured}; ${entry.measured}`,
     cpuClass: { isa: cpuClass, measured: cls.measured !== null },
   };

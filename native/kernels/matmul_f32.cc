@@ -1,0 +1,156 @@
+#include "kernels/matmul_f32.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <new>
+
+#include "kernels/kernel_isa.h"
+#include "kernels/matmul_prologue.h"
+#include "kernels/thread_pool.h"
+
+#if defined(__x86_64__)
+#include "kernels/attention_ops_avx512.h"
+#endif
+
+namespace pjrt_score {
+namespace {
+
+// A tile: kRows rows of x by kCols columns of w (the attention kernels' 12 x 32 register tile).
+constexpr int64_t kRows = 12;
+constexpr int64_t kCols = 32;
+// Rows computed by the prologue per task.
+constexpr int64_t kPrologueRows = 64;
+
+// Scratch of one thread kept between calls, grown to the largest call it served (matmul_bf16.cc's).
+template <int kWhich>
+float* Scratch(int64_t count) {
+  static thread_local std::unique_ptr<float[]> data;
+  static thread_local int64_t size = 0;
+  if (count > size) {
+    data.reset();
+    size = 0;
+    data.reset(new (std::nothrow) float[count]);
+    if (data == nullptr) return nullptr;
+    size = count;
+  }
+  return data.get();
+}
+constexpr int kRowsScratch = 0, kTailRows = 1, kTailPanel = 2;
+
+// c [kRows][kCols] (stride c_row) = a [kRows][k] (stride a_row) . b [k][kCols] (stride b_row).
+struct PortablePath {
+  static constexpr const char* kName = "portable";
+  static void Tile(const float* a, int64_t a_row, const float* b, int64_t b_row, int64_t k,
+                   float* c, int64_t c_row) {
+    for (int64_t m = 0; m < kRows; ++m) {
+      float acc[kCols] = {};
+      for (int64_t j = 0; j < k; ++j) {
+        const float x = a[m * a_row + j];
+        for (int64_t n = 0; n < kCols; ++n) acc[n] = std::fma(x, b[j * b_row + n], acc[n]);
+      }
+      std::memcpy(c + m * c_row, acc, sizeof(acc));
+    }
+  }
+  static void PrologueRow(const MatmulBf16Args& a, int64_t r, float* row) {
+    matmul::PrologueRowPortable(a, r, row);
+  }
+};
+
+#if defined(__x86_64__)
+struct Avx512Path {
+  static constexpr const char* kName = "avx512";
+  static void Tile(const float* a, int64_t a_row, const float* b, int64_t b_row, int64_t k,
+                   float* c, int64_t c_row) {
+    attention::Avx512Ops::Tile12x32(a, a_row, b, b + 16, b_row, k, c, c_row, false);
+  }
+  static void PrologueRow(const MatmulBf16Args& a, int64_t r, float* row) {
+    matmul::PrologueRowAvx512(a, r, row);
+  }
+};
+#endif
+
+template <class Path>
+bool Run(const MatmulBf16Args& a, std::string* error) {
+  const int64_t t = a.t, k = a.k, n = a.n;
+  if (t == 0 || n == 0) return true;
+  if (k == 0) {
+    std::fill_n(a.out, t * n, 0.f);
+    return true;
+  }
+  ThreadPool& pool = ThreadPool::Shared();
+  std::atomic<bool> ok{true};
+  const float* x = a.x;
+  if (a.prologue != MatmulBf16Args::Prologue::kNone) {
+    float* rows = Scratch<kRowsScratch>(t * k);
+    if (rows == nullptr) {
+      *error = "could not allocate " + std::to_string(t * k * 4) + " bytes of prologue rows";
+      return false;
+    }
+    pool.ParallelFor((t + kPrologueRows - 1) / kPrologueRows, [&](int64_t b) {
+      for (int64_t r = b * kPrologueRows; r < std::min(t, (b + 1) * kPrologueRows); ++r)
+        Path::PrologueRow(a, r, rows + r * k);
+    });
+    x = rows;
+  }
+  const float* w = static_cast<const float*>(a.w);
+  pool.ParallelFor((n + kCols - 1) / kCols, [&](int64_t j) {
+    const int64_t col0 = j * kCols, cols = std::min(kCols, n - col0);
+    // A panel narrower than kCols (the matrix's last) is copied with zero columns past N.
+    const float* b = w + col0;
+    int64_t b_row = n;
+    if (cols < kCols) {
+      float* panel = Scratch<kTailPanel>(k * kCols);
+      if (panel == nullptr) {
+        ok.store(false);
+        return;
+      }
+      for (int64_t i = 0; i < k; ++i) {
+        std::memcpy(panel + i * kCols, w + i * n + col0, cols * sizeof(float));
+        std::fill_n(panel + i * kCols + cols, kCols - cols, 0.f);
+      }
+      b = panel;
+      b_row = kCols;
+    }
+    for (int64_t r0 = 0; r0 < t; r0 += kRows) {
+      const int64_t rows = std::min(kRows, t - r0);
+      if (rows == kRows && cols == kCols) {
+        Path::Tile(x + r0 * k, k, b, b_row, k, a.out + r0 * n + col0, n);
+        continue;
+      }
+      // The last rows (zero rows past T) into a tile of their own, its valid part copied out.
+      float* tail = Scratch<kTailRows>(kRows * k + kRows * kCols);
+      if (tail == nullptr) {
+        ok.store(false);
+        return;
+      }
+      float* c = tail + kRows * k;
+      std::memcpy(tail, x + r0 * k, rows * k * sizeof(float));
+      std::fill_n(tail + rows * k, (kRows - rows) * k, 0.f);
+      Path::Tile(tail, k, b, b_row, k, c, kCols);
+      for (int64_t m = 0; m < rows; ++m)
+        std::memcpy(a.out + (r0 + m) * n + col0, c + m * kCols, cols * sizeof(float));
+    }
+  });
+  if (!ok.load()) *error = "could not allocate a tail tile of " + std::to_string(k * 4) + " bytes";
+  return ok.load();
+}
+
+}  // namespace
+
+const char* MatmulF32Path() {
+#if defined(__x86_64__)
+  if (AllowedKernelIsa() >= KernelIsa::kAvx512) return Avx512Path::kName;
+#endif
+  return PortablePath::kName;
+}
+
+bool RunMatmulF32(const MatmulBf16Args& args, std::string* error) {
+#if defined(__x86_64__)
+  if (std::strcmp(MatmulF32Path(), Avx512Path::kName) == 0) return Run<Avx512Path>(args, error);
+#endif
+  return Run<PortablePath>(args, error);
+}
+
+}  // namespace pjrt_score

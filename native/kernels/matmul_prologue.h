@@ -1,0 +1,102 @@
+// What the matmul kernels (matmul_bf16.cc, matmul_f32.cc) compute from a call's input before its
+// product, one row at a time in f32 (matmul_bf16.h, MatmulBf16Args::Prologue): the layer's
+// RMSNorm, or SwiGLU of a gate | up row. A portable loop, and an AVX-512 one (per-function target
+// attribute: kernel_isa.h decides at run time whether it may run).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/matmul_bf16.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#include "kernels/attention_exp2.h"
+#include "kernels/attention_ops_avx512.h"
+#include "kernels/isa_target.h"
+#endif
+
+namespace pjrt_score {
+namespace matmul {
+
+// Row r of the call's input after its prologue, in f32 (`row`: k floats).
+inline void PrologueRowPortable(const MatmulBf16Args& a, int64_t r, float* row) {
+  const int64_t k = a.k;
+  switch (a.prologue) {
+    case MatmulBf16Args::Prologue::kNone:
+      std::memcpy(row, a.x + r * k, k * sizeof(float));
+      return;
+    case MatmulBf16Args::Prologue::kRmsNorm: {
+      const float* x = a.x + r * k;
+      float sum = 0.f;
+      for (int64_t c = 0; c < k; ++c) sum += x[c] * x[c];
+      const float factor = 1.f / std::sqrt(sum / static_cast<float>(k) + a.eps);
+      for (int64_t c = 0; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
+      return;
+    }
+    case MatmulBf16Args::Prologue::kSwiGlu: {
+      const float* gate = a.x + r * 2 * k;
+      const float* up = gate + k;
+      for (int64_t c = 0; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
+      return;
+    }
+  }
+}
+
+#if defined(__x86_64__)
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+// logistic(g) = 1 / (1 + 2^(-g log2 e)) with the attention kernels' 2^t (attention_exp2.h), t
+// kept below the exponent's top (at either end the result is 0 or 1 in f32 anyway).
+PJRT_SCORE_AVX512F inline __m512 Logistic(__m512 g) {
+  const __m512 t =
+      _mm512_min_ps(_mm512_mul_ps(g, _mm512_set1_ps(-attention::kLog2e)), _mm512_set1_ps(126.f));
+  const __m512 one = _mm512_set1_ps(1.f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, attention::Avx512Ops::Exp2(t)));
+}
+
+// Row r after a prologue (kRmsNorm or kSwiGlu) into `row` (k floats), 16 at a time.
+PJRT_SCORE_AVX512F inline void PrologueRowAvx512(const MatmulBf16Args& a, int64_t r, float* row) {
+  const int64_t k = a.k;
+  int64_t c = 0;
+  if (a.prologue == MatmulBf16Args::Prologue::kRmsNorm) {
+    const float* x = a.x + r * k;
+    __m512 acc = _mm512_setzero_ps();
+    for (; c + 16 <= k; c += 16) {
+      const __m512 v = _mm512_loadu_ps(x + c);
+      acc = _mm512_fmadd_ps(v, v, acc);
+    }
+    float sum = _mm512_reduce_add_ps(acc);
+    for (; c < k; ++c) sum += x[c] * x[c];
+    const float factor = 1.f / std::sqrt(sum / static_cast<float>(k) + a.eps);
+    const __m512 fv = _mm512_set1_ps(factor);
+    for (c = 0; c + 16 <= k; c += 16) {
+      const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(x + c), fv);
+      _mm512_storeu_ps(row + c, _mm512_mul_ps(v, _mm512_loadu_ps(a.norm + c)));
+    }
+    for (; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
+    return;
+  }
+  const float* gate = a.x + r * 2 * k;
+  const float* up = gate + k;
+  for (; c + 16 <= k; c += 16) {
+    const __m512 g = _mm512_loadu_ps(gate + c);
+    const __m512 v = _mm512_mul_ps(_mm512_mul_ps(g, Logistic(g)), _mm512_loadu_ps(up + c));
+    _mm512_storeu_ps(row + c, v);
+  }
+  for (; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+#endif
+
+}  // namespace matmul
+}  // namespace pjrt_score
