@@ -4,7 +4,8 @@
 // variants when its bit 1 is set) and, when its bit 2 is set, the projections'
 // matmul kernel (native/kernels/matmul_bf16_ffi.cc: plain, with the RMSNorm or
 // SwiGLU prologue, or plain on bf16 bits typed u16, by its two low bits; with
-// bit 3 set, on weights packed as the load packs them: u16 panels):
+// bit 3 set, on weights packed as the load packs them: u16 panels; with bit 4
+// set, the f32 kernel's plain, RMSNorm or SwiGLU target on f32 weights):
 // operand shapes, element types and counts decoded
 // from the input, consistent or broken one piece at a time, lengths anywhere
 // in s32, and the kernel's instruction-set cap (PJRT_SCORE_KERNEL_ISA, read at
@@ -25,6 +26,7 @@ async function setup() {
 const PREFIX = 'pjrt_score_prefix_attention';
 const CAUSAL = 'pjrt_score_causal_attention';
 const MATMUL = ['pjrt_score_matmul_bf16', 'pjrt_score_matmul_bf16_rmsnorm', 'pjrt_score_matmul_bf16_swiglu', 'pjrt_score_matmul_bf16'];
+const MATMUL_F32 = ['pjrt_score_matmul_f32', 'pjrt_score_matmul_f32_rmsnorm', 'pjrt_score_matmul_f32_swiglu', 'pjrt_score_matmul_f32'];
 // '' leaves the variable unset; a cap above the CPU's best, or an unknown one, must change nothing.
 const ISA_CAPS = ['', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'sse9'];
 
@@ -49,10 +51,10 @@ function wellFormed(causal, next) {
 }
 
 // The matmul kernel's well-formed operands (x, [norm weights, eps,] weights, layer), then the result.
-function wellFormedMatmul(form, packed, next) {
+function wellFormedMatmul(form, packed, f32, next) {
   const [t, k, n, layers] = [next() % 40, 1 + (next() % 80), next() % 70, 1 + (next() % 3)];
   const x = ['f32', [t, form === 2 ? 2 * k : k]];
-  const weights = packed ? ['u16', [layers, Math.ceil(n / 32), Math.ceil(k / 2), 32, 2]] : [form === 3 ? 'u16' : 'f32', [layers, k, n]];
+  const weights = f32 ? ['f32', [layers, k, n]] : packed ? ['u16', [layers, Math.ceil(n / 32), Math.ceil(k / 2), 32, 2]] : [form === 3 ? 'u16' : 'f32', [layers, k, n]];
   const norms = form === 1 ? [['f32', [layers, k]], ['f32', []]] : [];
   return [x, ...norms, weights, ['s32', []], ['f32', [t, n]]];
 }
@@ -62,8 +64,9 @@ function decode(data) {
   const first = next();
   const matmul = (first & 4) === 4;
   const causal = (first & 1) === 1;
-  const target = matmul ? MATMUL[first & 3] : (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
-  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, next) : wellFormed(causal, next);
+  const f32 = (first & 16) === 16;
+  const target = matmul ? (f32 ? MATMUL_F32 : MATMUL)[first & 3] : (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
+  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, next) : wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
@@ -125,7 +128,7 @@ module.exports = {
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
   setup,
   // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant; 4-7: the
-  // matmul kernel's four forms, 12-15 on packed weights. The instruction-set cap comes from the byte
+  // matmul kernel's four forms, 12-15 on packed weights, 20-23 the f32 kernel's. The instruction-set cap comes from the byte
   // after the lengths (none in the first five).
   seeds: () => [
     Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
@@ -142,6 +145,9 @@ module.exports = {
     Buffer.from([12, 19, 69, 49, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
     Buffer.from([13, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
     Buffer.from([14, 9, 32, 7, 2, 1, 2, 1]),
+    Buffer.from([20, 19, 69, 49, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]),
+    Buffer.from([21, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
+    Buffer.from([22, 9, 32, 7, 2, 1, 2, 1]),
   ],
   run,
   expected,

@@ -18,7 +18,7 @@ import { loadProgramCache } from './execution/load-programs';
 import { DotSpeeds, dotSpeedsForAuto } from './platform/dot-speed';
 import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform/override';
 import { platformFacts } from './platform/profiles';
-import { bf16DotsByKernel, choosePrecision } from './platform/precision-choice';
+import { bf16DotsByKernel, choosePrecision, f32DotsByKernel } from './platform/precision-choice';
 import { bindAttentionForms, checkScorerOptions, LoadSettings, loadFacts } from './setup';
 import type { Scorer } from './scorer';
 import type { ScorerOptions } from './scorer-types';
@@ -84,7 +84,10 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
       const kernelPaths = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
       const classFacts = withOverride(platformFacts(client.platformName, kernelPaths?.tried ?? null), factsOverride);
       const byKernel = bf16DotsByKernel(classFacts, kernelPaths);
-      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize, byKernel ? 'kernel' : 'xla') : null;
+      // The f32 side as the passes would run it: the f32 kernel takes f32 weights only (setup.ts).
+      const f32ByKernel = f32DotsByKernel(classFacts, kernelPaths) && weightChoice.weightType === 'f32';
+      const timed = { bf16Dots: byKernel ? 'kernel' : 'xla', f32Dots: f32ByKernel ? 'kernel' : 'xla' } as const;
+      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize, timed) : null;
       // Under the matmul kernel the matrices it reads are stored packed for it (the setup's rule, setup.ts bf16.matmulKernel).
       const precision = choosePrecision(settings.precision, client.platformName, kernelPaths, dots).precision;
       const packed =

@@ -2,7 +2,8 @@
 'use strict';
 // npm run bench:runtime — the runtime's own costs on this machine:
 // per-call overhead, host<->device bandwidth, and f32 matmul GFLOP/s (the
-// compute roof that scripts/bench/plans.js compares the scoring plans against) and,
+// compute roof that scripts/bench/plans.js compares the scoring plans against: the best of XLA's
+// f32 dots and, on AVX-512 CPUs, the addon's f32 matmul kernel, native/kernels/matmul_f32.cc) and,
 // where the CPU has bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32
 // matmul roof (what bf16 runs are compared against): the best of XLA's bf16 dots and the addon's
 // bf16 matmul kernel (native/kernels/matmul_bf16.cc), which the passes' projections run through there.
@@ -78,13 +79,26 @@ async function main() {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (${t('f32')}, ${t('f32')}) -> ${t('f32')}
       return %0 : ${t('f32')}
     }`);
-  results.roofGflops = Math.max(...Object.values(results.matmulGflops));
-  console.log(`compute roof (best matmul): ${results.roofGflops.toFixed(1)} GFLOP/s`);
+  const { attentionKernelPaths } = require('../../dist/runtime');
+  results.cpuClass = attentionKernelPaths(64).cpu;
+  const f32Best = [...Object.values(results.matmulGflops)];
+  if (['avx512', 'avx512bf16', 'amx'].includes(results.cpuClass) && client.prefixAttentionKernel) {
+    // The addon's f32 kernel: x f32 [n, n] . w f32 [1, n, n] (one layer of a stack), f32 products and sums.
+    const { buildProgram, matmulF32Kernel, TensorType } = require('../../dist/hlo');
+    results.f32KernelMatmulGflops = await matmulGflops(client, "the addon's f32 matmul kernel", (_t, size) =>
+      buildProgram(`roof_matmul_f32_kernel_${size}`, (f) => {
+        const x = f.param(TensorType.f32([size, size]), 'x');
+        const w = f.param(TensorType.f32([size, size]), 'w');
+        return { y: matmulF32Kernel(f, x, f.reshape(w, [1, size, size]), f.scalar(0, 's32')) };
+      }).text,
+    );
+    f32Best.push(...Object.values(results.f32KernelMatmulGflops));
+  }
+  results.roofGflops = Math.max(...f32Best);
+  console.log(`compute roof (best f32 matmul): ${results.roofGflops.toFixed(1)} GFLOP/s`);
 
   // 4. bf16 roof, where the CPU has bf16 matrix units (AMX; AVX512_BF16): bf16 x bf16 -> f32
   // dot_general, the operands converted from f32 inside the program (O(n^2) of the O(n^3) work).
-  const { attentionKernelPaths } = require('../../dist/runtime');
-  results.cpuClass = attentionKernelPaths(64).cpu;
   if (['amx', 'avx512bf16'].includes(results.cpuClass)) {
     results.bf16MatmulGflops = await matmulGflops(client, 'bf16 x bf16 -> f32 matmul', (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
         %a1 = stablehlo.convert %a : (${t('f32')}) -> ${t('bf16')}

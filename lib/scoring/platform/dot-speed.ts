@@ -1,8 +1,9 @@
 /**
  * What 'auto' precision measures on the CPU (docs/design.md, 'Platforms and
  * precision'): the bf16 x bf16 -> f32 dots the passes would run (XLA's, or
- * the addon's matmul kernel where the platform facts take it) against XLA's
- * true f32 dots, at
+ * the addon's bf16 matmul kernel where the platform facts take it) against the
+ * true f32 dots they would run otherwise (XLA's, or the addon's f32 matmul
+ * kernel), at
  * the model's largest projection ([2048 rows x hidden] x [hidden x
  * intermediate]), in the same process, alternating, the best of 9 rounds
  * each (a shared machine slows some rounds, and both precisions alike). CPU flags do not tell:
@@ -13,7 +14,7 @@
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { createHash } from 'node:crypto';
-import { buildProgram, matmulBf16Kernel, TensorType } from '../../hlo';
+import { buildProgram, matmulBf16Kernel, matmulF32Kernel, TensorType } from '../../hlo';
 import type { Client } from '../../runtime/client';
 import type { DeviceBuffer } from '../../runtime/device-buffer';
 import type { Executable } from '../../runtime/executable';
@@ -33,6 +34,8 @@ export interface DotSpeeds {
   readonly rounds: number;
   /** Whose bf16 dots were timed: XLA's, or the addon's matmul kernel (lib/hlo/nn/matmul-kernel.ts). */
   readonly bf16Dots: 'xla' | 'kernel';
+  /** Whose f32 dots were timed: XLA's, or the addon's f32 matmul kernel. */
+  readonly f32Dots: 'xla' | 'kernel';
   /** 'disk': read from the file; 'measured': timed now. */
   readonly source: 'disk' | 'measured';
   readonly cores: number;
@@ -41,11 +44,20 @@ export interface DotSpeeds {
 /** The rows of the dot timed: a pass's tokens. */
 export const DOT_SPEED_ROWS = 2048;
 const ROUNDS = 9;
-const FILE_VERSION = 3;
+const FILE_VERSION = 4;
 
-/** Where the speeds of `client` at `shape` are kept (by CPU identity, cores, plugin, shape and whose bf16 dots). */
-export function dotSpeedsFile(client: Client, shape: readonly number[], bf16Dots: DotSpeeds['bf16Dots'] = 'xla'): string {
-  const key = [hostCpu().id, os.availableParallelism(), client.platformName, client.platformVersion, shape.join('x'), ...(bf16Dots === 'kernel' ? ['kernel'] : [])].join('|');
+/** Whose dots are timed: XLA's or the addon's kernels, for each precision. */
+export interface DotsTimed {
+  readonly bf16Dots: DotSpeeds['bf16Dots'];
+  readonly f32Dots: DotSpeeds['f32Dots'];
+}
+
+const XLA_DOTS: DotsTimed = { bf16Dots: 'xla', f32Dots: 'xla' };
+
+/** Where the speeds of `client` at `shape` are kept (by CPU identity, cores, plugin, shape and whose dots). */
+export function dotSpeedsFile(client: Client, shape: readonly number[], dots: DotsTimed = XLA_DOTS): string {
+  const tags = [...(dots.bf16Dots === 'kernel' ? ['kernel'] : []), ...(dots.f32Dots === 'kernel' ? ['f32kernel'] : [])];
+  const key = [hostCpu().id, os.availableParallelism(), client.platformName, client.platformVersion, shape.join('x'), ...tags].join('|');
   return path.join(cacheDir(), 'dot-speed', `${createHash('sha256').update(key).digest('hex').slice(0, 20)}.json`);
 }
 
@@ -64,21 +76,23 @@ async function seconds(exe: Executable, args: readonly DeviceBuffer[]): Promise<
 
 
 /**
- * The dot speeds of `client` for a model of `hidden` x `intermediate` projections, bf16 through XLA's
- * dots or the addon's matmul kernel (`bf16Dots`): from disk, or measured now.
+ * The dot speeds of `client` for a model of `hidden` x `intermediate` projections, each precision through
+ * XLA's dots or the addon's matmul kernel (`dots`): from disk, or measured now.
  */
-export async function dotSpeeds(client: Client, hidden: number, intermediate: number, bf16Dots: DotSpeeds['bf16Dots'] = 'xla'): Promise<DotSpeeds> {
+export async function dotSpeeds(client: Client, hidden: number, intermediate: number, dots: DotsTimed = XLA_DOTS): Promise<DotSpeeds> {
+  const { bf16Dots, f32Dots } = dots;
   const shape = [DOT_SPEED_ROWS, hidden, intermediate] as const;
-  const file = dotSpeedsFile(client, shape, bf16Dots);
+  const file = dotSpeedsFile(client, shape, dots);
   const saved = readSpeeds(file);
   if (saved) return saved;
   const programs = (['highest', 'bf16'] as const).map((p) =>
     buildProgram(
-      `dot_speed_${p}${p === 'bf16' && bf16Dots === 'kernel' ? '_kernel' : ''}`,
+      `dot_speed_${p}${(p === 'bf16' ? bf16Dots : f32Dots) === 'kernel' ? '_kernel' : ''}`,
       (f) => {
         const x = f.param(TensorType.f32([DOT_SPEED_ROWS, hidden]), 'x');
         const w = f.param(TensorType.f32([hidden, intermediate]), 'w');
         if (p === 'bf16' && bf16Dots === 'kernel') return { y: matmulBf16Kernel(f, x, f.reshape(w, [1, hidden, intermediate]), f.scalar(0, 's32')) };
+        if (p === 'highest' && f32Dots === 'kernel') return { y: matmulF32Kernel(f, x, f.reshape(w, [1, hidden, intermediate]), f.scalar(0, 's32')) };
         return { y: f.matmul(x, w) };
       },
       DOT_OPTIONS[p],
@@ -108,6 +122,7 @@ export async function dotSpeeds(client: Client, hidden: number, intermediate: nu
       bf16Gflops: flop / Math.min(...times.bf16) / 1e9,
       rounds: ROUNDS,
       bf16Dots,
+      f32Dots,
       source: 'measured',
       cores: os.availableParallelism(),
     };
@@ -123,10 +138,10 @@ export async function dotSpeeds(client: Client, hidden: number, intermediate: nu
  * units (precision-choice.ts, BF16_DOT_ISAS); null elsewhere, or where they could not be measured
  * (the reason then says so).
  */
-export async function dotSpeedsForAuto(client: Client, kernel: KernelPaths | null, hidden: number, intermediate: number, bf16Dots: DotSpeeds['bf16Dots'] = 'xla'): Promise<DotSpeeds | null> {
+export async function dotSpeedsForAuto(client: Client, kernel: KernelPaths | null, hidden: number, intermediate: number, dots: DotsTimed = XLA_DOTS): Promise<DotSpeeds | null> {
   if (client.platformName.toLowerCase() !== 'cpu' || kernel === null || !BF16_DOT_ISAS.includes(kernel.tried)) return null;
   try {
-    return await dotSpeeds(client, hidden, intermediate, bf16Dots);
+    return await dotSpeeds(client, hidden, intermediate, dots);
   } catch {
     return null;
   }

@@ -80,7 +80,7 @@ export function choosePrecision(asked: PrecisionOption, platform: string, kernel
   // against "pays from 1.15x".
   const ratio = Number((dots.bf16Gflops / dots.f32Gflops).toFixed(2));
   const measured =
-    `${dots.bf16Dots === 'kernel' ? "the addon's bf16 matmul kernel" : "XLA's bf16 x bf16 -> f32 dots"} ran at ${ratio.toFixed(2)}x XLA's f32 dots on this ${kernel.tried} CPU ` +
+    `${dots.bf16Dots === 'kernel' ? "the addon's bf16 matmul kernel" : "XLA's bf16 x bf16 -> f32 dots"} ran at ${ratio.toFixed(2)}x ${dots.f32Dots === 'kernel' ? "the addon's f32 matmul kernel" : "XLA's f32 dots"} on this ${kernel.tried} CPU ` +
     `(${dots.bf16Gflops.toFixed(0)} against ${dots.f32Gflops.toFixed(0)} GFLOP/s, [${dots.shape[0]}x${dots.shape[1]}]·[${dots.shape[1]}x${dots.shape[2]}], ` +
     `best of ${dots.rounds} alternating rounds on ${dots.cores} cores${dots.source === 'disk' ? ', measured earlier on this machine' : ''})`;
   return ratio >= BF16_PAYS
