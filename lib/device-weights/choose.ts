@@ -45,9 +45,9 @@ function preference(platform: string, flags: readonly string[]): { order: Weight
   if (platform === 'cpu') {
     const bf16Hw = flags.filter((f) => f === 'avx512_bf16' || f === 'amx_bf16');
     const note = bf16Hw.length
-      ? ` (this CPU has ${bf16Hw.join(', ')}, but the programs convert to f32 before each dot, so they would not use it)`
+      ? ` (this CPU has ${bf16Hw.join(', ')}: where bf16 dots run through the addon's matmul kernel, the load packs the f32 matrices into bf16 for it)`
       : '';
-    return { order: ['f32', 'bf16', 'int8'], why: `on the CPU matmuls run in f32 and bf16/int8 weights cost a conversion per layer, so f32 is fastest where it fits${note}` };
+    return { order: ['f32', 'bf16', 'int8'], why: `on the CPU bf16/int8 weights cost a conversion per layer in XLA's dots and f32 dots read f32, so f32 is fastest where it fits${note}` };
   }
   return { order: ['bf16', 'f32', 'int8'], why: `on ${platform} bf16 weights halve memory traffic and are the peers' norm` };
 }
