@@ -30,7 +30,10 @@ function pipTargetDir(requirement, marker, { noDeps = false } = {}) {
   fs.mkdirSync(path.dirname(dir), { recursive: true });
   const staging = `${dir}.partial-${process.pid}`;
   fs.rmSync(staging, { recursive: true, force: true });
-  const r = python(['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--target', staging, ...(noDeps ? ['--no-deps'] : []), requirement]);
+  // --no-compile: Python compiles the modules a run imports, not every module of every package
+  // (torch, its nvidia-* wheels and transformers hold thousands); --no-cache-dir: the folder is the
+  // one copy, and pip's own cache would be a second one of every wheel (torch's pull 2.9 GB).
+  const r = python(['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--no-compile', '--no-cache-dir', '--target', staging, ...(noDeps ? ['--no-deps'] : []), requirement]);
   if (r.status !== 0) {
     fs.rmSync(staging, { recursive: true, force: true });
     throw new Error(`pip install --target ${staging} ${requirement} failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join('\n')}`);
