@@ -10,15 +10,22 @@
  *     in it that shows a finished install, e.g. 'gguf/quants.py'; noDeps: the
  *     package alone, for one whose dependencies another folder already holds)
  *   python(args, env, input) -> spawnSync's result (throws when python3 cannot run;
- *     input: text for its stdin)
+ *     input: text for its stdin; compiled modules kept in <cache>/python/.pycache)
  */
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { cacheDir } = require('../../dist/util/cache-dir');
 
+/**
+ * Every Python run here keeps its compiled modules under <cache>/python/.pycache
+ * (PYTHONPYCACHEPREFIX), even where PYTHONDONTWRITEBYTECODE is set: the packages
+ * are installed without .pyc files (--no-compile), so a module is compiled on its
+ * first import, once, and nothing is written outside the cache.
+ */
 function python(args, env = {}, input = undefined) {
-  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 64 << 20, input });
+  const bytecode = { PYTHONPYCACHEPREFIX: path.join(cacheDir(), 'python', '.pycache'), PYTHONDONTWRITEBYTECODE: '' };
+  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...bytecode, ...env }, maxBuffer: 64 << 20, input });
   if (r.error) throw new Error(`python3 (with pip) is needed for the tests' Python references; running it failed: ${r.error.message}`);
   return r;
 }
