@@ -225,7 +225,7 @@ test('the Python clients: cohere (v1 and v2), openai, huggingface_hub, and SGLan
     // Not execFileSync: the service runs in this process, and an event loop blocked for the
     // install's minute leaves the client's keep-alive socket closed under it ("fetch failed").
     const install = await new Promise((resolve) => {
-      const child = spawn(py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--no-compile', '--no-cache-dir', '--target', target, ...PY_PACKAGES], { stdio: ['ignore', 'inherit', 'inherit'] });
+      const child = spawn(py, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--target', target, ...PY_PACKAGES], { stdio: ['ignore', 'inherit', 'inherit'] });
       child.on('close', (status) => resolve(status));
     });
     t.equal(install, 0, `pip installed ${PY_PACKAGES.join(', ')} into ${target}`);
