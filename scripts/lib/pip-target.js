@@ -11,6 +11,7 @@
  *     package alone, for one whose dependencies another folder already holds)
  *   python(args, env, input) -> spawnSync's result (throws when python3 cannot run;
  *     input: text for its stdin; compiled modules kept in <cache>/python/.pycache)
+ *   bytecodeEnv() -> those two variables, for a Python run spawned elsewhere
  */
 const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -23,9 +24,12 @@ const { cacheDir } = require('../../dist/util/cache-dir');
  * are installed without .pyc files (--no-compile), so a module is compiled on its
  * first import, once, and nothing is written outside the cache.
  */
+function bytecodeEnv() {
+  return { PYTHONPYCACHEPREFIX: path.join(cacheDir(), 'python', '.pycache'), PYTHONDONTWRITEBYTECODE: '' };
+}
+
 function python(args, env = {}, input = undefined) {
-  const bytecode = { PYTHONPYCACHEPREFIX: path.join(cacheDir(), 'python', '.pycache'), PYTHONDONTWRITEBYTECODE: '' };
-  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...bytecode, ...env }, maxBuffer: 64 << 20, input });
+  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...bytecodeEnv(), ...env }, maxBuffer: 64 << 20, input });
   if (r.error) throw new Error(`python3 (with pip) is needed for the tests' Python references; running it failed: ${r.error.message}`);
   return r;
 }
@@ -55,4 +59,4 @@ function pipTargetDir(requirement, marker, { noDeps = false } = {}) {
   return dir;
 }
 
-module.exports = { pipTargetDir, python };
+module.exports = { pipTargetDir, python, bytecodeEnv };
