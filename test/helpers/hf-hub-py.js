@@ -10,7 +10,7 @@
  */
 const { spawn } = require('node:child_process');
 const path = require('node:path');
-const { pipTargetDir } = require('../../scripts/lib/pip-target');
+const { bytecodeEnv, pipTargetDir } = require('../../scripts/lib/pip-target');
 
 const HF_HUB_PY_VERSION = '1.1.4';
 
@@ -29,7 +29,7 @@ function hfHubDownload(env, repo, files) {
   const dir = pipTargetDir(`huggingface_hub==${HF_HUB_PY_VERSION}`, path.join('huggingface_hub', 'file_download.py'));
   return new Promise((resolve, reject) => {
     const child = spawn('python3', ['-c', SCRIPT, repo, ...files], {
-      env: { ...process.env, PYTHONPATH: dir, PYTHONNOUSERSITE: '1', HF_HUB_DISABLE_TELEMETRY: '1', HF_HUB_DISABLE_XET: '1', ...env },
+      env: { ...process.env, ...bytecodeEnv(), PYTHONPATH: dir, PYTHONNOUSERSITE: '1', HF_HUB_DISABLE_TELEMETRY: '1', HF_HUB_DISABLE_XET: '1', ...env },
     });
     let out = '';
     let err = '';

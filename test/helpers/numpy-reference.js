@@ -11,7 +11,7 @@
  */
 const { spawnSync } = require('node:child_process');
 const path = require('node:path');
-const { pipTargetDir, python } = require('../../scripts/lib/pip-target');
+const { bytecodeEnv, pipTargetDir, python } = require('../../scripts/lib/pip-target');
 
 const SCRIPT = path.join(__dirname, 'decoder_reference.py');
 const NUMPY = 'numpy==2.4.6';
@@ -21,9 +21,9 @@ let env;
 /** An environment in which python3 imports numpy (installing it into the cache when it must). */
 function numpyEnv() {
   if (env) return env;
-  if (python(['-c', 'import numpy']).status === 0) return (env = process.env);
+  if (python(['-c', 'import numpy']).status === 0) return (env = { ...process.env, ...bytecodeEnv() });
   const dir = pipTargetDir(NUMPY, path.join('numpy', '__init__.py'));
-  return (env = { ...process.env, PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) });
+  return (env = { ...process.env, ...bytecodeEnv(), PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) });
 }
 
 function referenceLabelLogprobs(dir, sequences, labels) {

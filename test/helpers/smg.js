@@ -11,7 +11,7 @@ const { spawn } = require('node:child_process');
 const http = require('node:http');
 const net = require('node:net');
 const path = require('node:path');
-const { pipTargetDir } = require('../../scripts/lib/pip-target');
+const { bytecodeEnv, pipTargetDir } = require('../../scripts/lib/pip-target');
 
 const SMG_VERSION = '1.13.0';
 
@@ -77,7 +77,7 @@ async function startSmg({ workers, policy, args = [], readyTimeoutMs = 120_000 }
       '--log-level', 'warn',
       ...args,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, PYTHONPATH: dir, PYTHONNOUSERSITE: '1', NO_COLOR: '1' } },
+    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...bytecodeEnv(), PYTHONPATH: dir, PYTHONNOUSERSITE: '1', NO_COLOR: '1' } },
   );
   const output = [];
   const keep = (chunk) => {

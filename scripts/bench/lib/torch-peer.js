@@ -8,7 +8,7 @@
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { pipTargetDir } = require('../../lib/pip-target');
+const { bytecodeEnv, pipTargetDir } = require('../../lib/pip-target');
 const { GGUF_PY_VERSION } = require('../../../test/helpers/gguf-py');
 const { request } = require('./workloads');
 
@@ -40,7 +40,7 @@ function torchPythonPath() {
  */
 function runTorchPeer({ modelPath, workload, items, reference, precisions = ['f32', 'bf16'], threads = os.availableParallelism() }) {
   const job = { model: modelPath, threads, precisions, warm: request(workload, 0, items), timed: request(workload, 1, items), reference, gate: GATES };
-  const env = { ...process.env, PYTHONPATH: torchPythonPath(), PYTHONNOUSERSITE: '1', OMP_NUM_THREADS: String(threads) };
+  const env = { ...process.env, ...bytecodeEnv(), PYTHONPATH: torchPythonPath(), PYTHONNOUSERSITE: '1', OMP_NUM_THREADS: String(threads) };
   const r = spawnSync('python3', [path.join(__dirname, 'torch-peer.py')], { input: JSON.stringify(job), encoding: 'utf8', env, maxBuffer: 1 << 26 });
   if (r.error) throw new Error(`the PyTorch peer needs python3: ${r.error.message}`);
   if (r.status !== 0) throw new Error(`the PyTorch peer failed on ${workload.name} (exit ${r.status}):\n${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
