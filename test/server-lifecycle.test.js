@@ -65,7 +65,8 @@ test('start the server', async (t) => {
 test('queue full -> 429 with Retry-After', async (t) => {
   // Distinct queries, so nothing merges: one runs, QUEUE_SIZE wait, the rest are refused at once.
   const started = Date.now();
-  const results = await Promise.all(Array.from({ length: 6 }, (_, i) => service.score(medium(i + 1)).then((res) => ({ res, ms: Date.now() - started }))));
+  let answered = 0;
+  const results = await Promise.all(Array.from({ length: 6 }, (_, i) => service.score(medium(i + 1)).then((res) => ({ res, order: answered++, ms: Date.now() - started }))));
   const statuses = results.map((r) => r.res.status);
   t.comment(`statuses ${JSON.stringify(statuses)}, times ${JSON.stringify(results.map((r) => r.ms))} ms`);
   const refused = results.filter((r) => r.res.status === 429);
@@ -78,8 +79,9 @@ test('queue full -> 429 with Retry-After', async (t) => {
     t.equal(res.json.code, 429, 'code 429');
     t.equal(res.json.type, 'RateLimitError', 'type');
   }
-  const fastest = Math.min(...refused.map((r) => r.ms));
-  t.ok(fastest < Math.max(...results.filter((r) => r.res.status === 200).map((r) => r.ms)), 'refused before the running one finished');
+  // In the order the answers came, not by a time: a refusal is made at admission, the running request after its pass.
+  const firstRefused = Math.min(...refused.map((r) => r.order));
+  t.ok(firstRefused < Math.max(...results.filter((r) => r.res.status === 200).map((r) => r.order)), 'refused before the running one finished');
   const after = await service.score(medium(99));
   t.equal(after.status, 200, 'served again once the queue drained');
 });
@@ -98,7 +100,8 @@ test('deadline exceeded -> 504, and the work is dropped', async (t) => {
   t.equal(res.status, 504, `504 (${res.status}: ${res.text.slice(0, 200)})`);
   t.equal(res.json && res.json.object, 'error', 'error body');
   t.equal(res.json && res.json.code, 504, 'code 504');
-  t.ok(ms >= TIMEOUT_MS - 50 && ms < TIMEOUT_MS + 2000, `answered at the deadline (${ms} ms)`);
+  // Not before the deadline; that it did not wait for the work is the item count below (no bound on time).
+  t.ok(ms >= TIMEOUT_MS - 50, `answered at the deadline, not before (${ms} ms)`);
   // The next request waits at most for the pass that was running, then runs.
   const next = await service.score({ query: 'Is this a fruit?', items: [' apple'], label_token_ids: [YES, NO] }, { timeoutMs: 120_000 });
   t.ok(next.status === 200 || next.status === 504, `the service goes on (${next.status})`);

@@ -286,7 +286,7 @@ test(`${ENV}: bad JSON, an unknown key or a bad value is refused before anything
   const cases = [
     ['{bf16Matrices: bf16}', /PJRT_SCORE_PLATFORM_FACTS must be a JSON object/],
     ['["bf16"]', /PJRT_SCORE_PLATFORM_FACTS must be a JSON object/],
-    ['{"bf16Weights":"bf16"}', /PJRT_SCORE_PLATFORM_FACTS: unknown key "bf16Weights" \(known: bf16Matrices, bf16Products, matmulKernel, countSteps, queryTokenSteps, itemTokenSteps, xlaOptions\)/],
+    ['{"bf16Weights":"bf16"}', /PJRT_SCORE_PLATFORM_FACTS: unknown key "bf16Weights" \(known: bf16Matrices, bf16Products, matmulKernel, matmulKernelF32, countSteps, queryTokenSteps, itemTokenSteps, xlaOptions\)/],
     ['{"bf16Matrices":"f16"}', /PJRT_SCORE_PLATFORM_FACTS: bf16Matrices must be "u16" or "bf16", got "f16"/],
     ['{"bf16Products":"yes"}', /PJRT_SCORE_PLATFORM_FACTS: bf16Products must be true or false, got "yes"/],
     ['{"countSteps":[2.5]}', /PJRT_SCORE_PLATFORM_FACTS: countSteps must be an array of numbers in \(1, 2\), got \[2.5\]/],
