@@ -1,10 +1,10 @@
 // The decoder's projections in bf16 on the CPU's dot units: out = bf16(x) . bf16(w), f32
 // accumulation, the product XLA's bf16 x bf16 -> f32 dots compute (both operands rounded to
 // nearest even), for an f32 activation x [T, K] and one layer's weight matrix w [K, N] stored f32
-// or as bf16 bits. Why a kernel: XLA CPU rounds and repacks the weights for every dot of every
-// pass, and splits a dot of a few hundred rows unevenly over the cores; here each thread rounds and
-// packs one 32-column panel of w once per call and runs every row over it (docs/performance.md,
-// "The projections' kernel").
+// or as bf16 bits, or packed. Why a kernel: XLA CPU rounds and repacks the weights for every dot
+// of every pass, and splits a dot of a few hundred rows unevenly over the cores; here each thread
+// takes one 32-column panel of w (packed at load, or rounded and packed by the call) and runs every
+// row over it (docs/performance.md, "The projections' kernels").
 //
 // A call may first compute each row of its input from the layer's own activations, in f32, then
 // round it (the prologue, what the program would otherwise compute in XLA loops before the dot):

@@ -4,7 +4,7 @@
 // is one FMA chain over k here). Why a kernel: XLA CPU packs the weights for every dot of every
 // pass and runs the norms and SwiGLU as loops of their own between the dots; here the rows are
 // computed once per call and every 12-row tile streams 32 columns of w where they lie
-// (docs/performance.md, "The projections' kernel"). The same operands and prologues as the bf16
+// (docs/performance.md, "The projections' kernels"). The same operands and prologues as the bf16
 // kernel (matmul_bf16.h: MatmulBf16Args with f32 weights, `w_type` kF32).
 #pragma once
 

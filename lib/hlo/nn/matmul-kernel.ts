@@ -11,7 +11,7 @@
  * The weights go in stacked, with the layer's index (clamped like a dynamic slice's start), so no
  * per-layer slice of them is ever copied: either as the matrices [Ly, K, N], which the kernel rounds
  * and packs into 32-column panels every call, or already packed (`packMatmulWeights`, run once when a
- * model's weights load: docs/performance.md, "The projections' kernel"). It exists only where the runtime
+ * model's weights load: docs/performance.md, "The projections' kernels"). It exists only where the runtime
  * registered the addon's kernels (Client.prefixAttentionKernel); the scoring room asks for it
  * through a platform fact (lib/scoring/platform/profiles.ts, matmulKernel).
  */

@@ -154,12 +154,13 @@ const AVX512BF16_FACTS: CpuClassFacts = {
   // RMSNorms and SwiGLU inside its calls: on the same Zen 4, the PR shape (300 / 10 x 20) in bf16 at 0.781x
   // the wall time of XLA's bf16 dots (455 against 618 ms, 5 rounds), 100 items of 100 tokens at 0.918x
   // (3 rounds) (scripts/bench/variants.js, alternating in one process; docs/performance.md, "The
-  // projections' kernel").
+  // projections' kernels").
   matmulKernel: true,
   // Under true f32 dots, the projections through the addon's f32 matmul kernel (native/kernels/matmul_f32.h:
   // the attention kernels' 12 x 32 AVX-512 tile over the stacked f32 weights where they lie, the RMSNorms
-  // and SwiGLU inside its calls): on the same Zen 4, the PR shape in f32 at 0.884x the CPU time and 0.844x
-  // the wall time of XLA's f32 dots (7 rounds alternating in one process, the machine shared: load 5).
+  // and SwiGLU inside its calls): on the same Zen 4, the PR shape in f32 at 0.913x the wall time and 0.886x
+  // the CPU time of XLA's f32 dots (652 against 715 ms, 9 rounds alternating in one process, load 1.6;
+  // docs/performance.md, "The projections' kernels").
   matmulKernelF32: true,
   measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
 };
