@@ -98,6 +98,22 @@ test('setup: a CPU client with the addon kernels registered', async (t) => {
   t.end();
 });
 
+/**
+ * A custom call to `target` on `operands(f)` with an f32 result of `result` dims runs, zero-filled, and must
+ * fail with `message`: the handler's error, and the process lives.
+ */
+async function expectRefused(t, name, target, operands, result, message) {
+  const prog = buildProgram(`matmul_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(target, operands(f), [TensorType.f32(result)])[0] }));
+  const inputs = prog.inputs.map((spec) => {
+    const n = spec.dims.reduce((a, b) => a * b, 1);
+    return spec.dtype === 's32' ? new Int32Array(n) : spec.dtype === 'u16' ? new Uint16Array(n) : new Float32Array(n);
+  });
+  await runProgram(client, prog, inputs).then(
+    () => t.fail(`${name}: ran`),
+    (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
+  );
+}
+
 const SHAPES = [
   { t: 19, k: 70, n: 50, layers: 3 }, // a partial row tile and a partial panel
   { t: 16, k: 64, n: 64, layers: 1 }, // whole tiles and panels
@@ -327,17 +343,8 @@ test('malformed packed weights: the builder refuses them, and so does the handle
     ['no layers', [0, 1, 3, 32, 2], [2, 8], /Ly >= 1/],
   ];
   for (const [name, wDims, result, message] of bad) {
-    const prog = buildProgram(`matmul_bad_packed_${name.replace(/\W+/g, '_')}`, (f) => ({
-      y: f.customCall(MATMUL_BF16_TARGET, [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType('u16', wDims), 'w'), f.param(new TensorType('s32', []), 'l')], [TensorType.f32(result)])[0],
-    }));
-    const inputs = prog.inputs.map((spec) => {
-      const n = spec.dims.reduce((a, b) => a * b, 1);
-      return spec.dtype === 's32' ? new Int32Array(n) : spec.dtype === 'u16' ? new Uint16Array(n) : new Float32Array(n);
-    });
-    await runProgram(client, prog, inputs).then(
-      () => t.fail(`${name}: ran`),
-      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
-    );
+    const operands = (f) => [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType('u16', wDims), 'w'), f.param(new TensorType('s32', []), 'l')];
+    await expectRefused(t, `packed ${name}`, MATMUL_BF16_TARGET, operands, result, message);
   }
   t.end();
 });
@@ -428,17 +435,8 @@ test('the f32 kernel refuses what it does not take: the builder, and the handler
     ['f32 of rank 5', 'f32', [1, 1, 3, 32, 2], /weights must have rank 3, got 5/],
   ];
   for (const [name, wType, wDims, message] of bad) {
-    const prog = buildProgram(`matmul_f32_bad_${name.replace(/\W+/g, '_')}`, (f) => ({
-      y: f.customCall(MATMUL_F32_TARGET, [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.param(new TensorType('s32', []), 'l')], [TensorType.f32([2, 8])])[0],
-    }));
-    const inputs = prog.inputs.map((spec) => {
-      const n = spec.dims.reduce((a, b) => a * b, 1);
-      return spec.dtype === 's32' ? new Int32Array(n) : spec.dtype === 'u16' ? new Uint16Array(n) : new Float32Array(n);
-    });
-    await runProgram(client, prog, inputs).then(
-      () => t.fail(`${name}: ran`),
-      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
-    );
+    const operands = (f) => [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.param(new TensorType('s32', []), 'l')];
+    await expectRefused(t, `f32 ${name}`, MATMUL_F32_TARGET, operands, [2, 8], message);
   }
   t.end();
 });
@@ -454,14 +452,7 @@ test('a malformed call is the handler\'s error, and the process lives', async (t
     ['RMSNorm weights of another layer count', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([2, 6]), 'n'), f.param(TensorType.f32([]), 'e'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /norm weights \[2, 6\] must be \[Ly, K\] = \[1, 6\]/, MATMUL_BF16_RMSNORM_TARGET],
     ['SwiGLU of x without gate | up', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /with 2K = 6 of x \[4, 6\]/, MATMUL_BF16_SWIGLU_TARGET],
   ];
-  for (const [name, operands, result, message, target = MATMUL_BF16_TARGET] of bad) {
-    const prog = buildProgram(`matmul_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(target, operands(f), [TensorType.f32(result)])[0] }));
-    const inputs = prog.inputs.map((spec) => (spec.dtype === 's32' ? new Int32Array(spec.dims.reduce((a, b) => a * b, 1)) : new Float32Array(spec.dims.reduce((a, b) => a * b, 1))));
-    await runProgram(client, prog, inputs).then(
-      () => t.fail(`${name}: ran`),
-      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
-    );
-  }
+  for (const [name, operands, result, message, target = MATMUL_BF16_TARGET] of bad) await expectRefused(t, name, target, operands, result, message);
   t.end();
 });
 

@@ -103,12 +103,12 @@ bool CompareMatmul(KernelIsa isa, std::string* detail) {
     std::memcpy(&b, &w[i], sizeof(b));
     bits[i] = static_cast<uint16_t>(b >> 16);
   }
-  using Prologue = MatmulBf16Args::Prologue;
-  using Weights = MatmulBf16Args::Weights;
+  using Prologue = MatmulArgs::Prologue;
+  using Weights = MatmulArgs::Weights;
   // The weights packed once, as the load packs a model's (matmul_bf16.h).
   std::vector<uint16_t> packed(((kWidth + kMatmulPanelColumns - 1) / kMatmulPanelColumns) *
                                ((kDepth + 1) / 2) * kMatmulPanelColumns * 2);
-  MatmulBf16Args source;
+  MatmulArgs source;
   source.k = kDepth, source.n = kWidth, source.w = w.data();
   PackMatmulWeights(source, packed.data());
   const struct {
@@ -122,7 +122,7 @@ bool CompareMatmul(KernelIsa isa, std::string* detail) {
   float worst = 0.f;
   for (const auto& form : kForms) {
     std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
-    MatmulBf16Args a;
+    MatmulArgs a;
     a.t = kRowsT, a.k = kDepth, a.n = kWidth, a.x = x.data();
     a.prologue = form.prologue, a.norm = norm.data(), a.eps = 1e-5f;
     a.w = form.weights == Weights::kF32        ? static_cast<const void*>(w.data())
@@ -157,11 +157,11 @@ bool CompareMatmulF32(KernelIsa isa, std::string* detail) {
   constexpr int64_t kRowsT = 19, kDepth = 70, kWidth = 50;
   const std::vector<float> x = Fill(kRowsT * 2 * kDepth, 12), w = Fill(kDepth * kWidth, 13),
                            norm = Fill(kDepth, 14);
-  using Prologue = MatmulBf16Args::Prologue;
+  using Prologue = MatmulArgs::Prologue;
   float worst = 0.f;
   for (const Prologue prologue : {Prologue::kNone, Prologue::kRmsNorm, Prologue::kSwiGlu}) {
     std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
-    MatmulBf16Args a;
+    MatmulArgs a;
     a.t = kRowsT, a.k = kDepth, a.n = kWidth, a.x = x.data(), a.w = w.data();
     a.prologue = prologue, a.norm = norm.data(), a.eps = 1e-5f;
     std::string error;

@@ -4,14 +4,13 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
-#include <memory>
-#include <new>
 
 #include "kernels/bf16_tiles_portable.h"
 #include "kernels/isa_target.h"
 #include "kernels/kernel_isa.h"
 #include "kernels/matmul_prologue.h"
 #include "kernels/thread_pool.h"
+#include "kernels/thread_scratch.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -31,39 +30,25 @@ constexpr int64_t kRoundRows = 64;
 
 int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// Scratch of one thread kept between calls, grown to the largest call it served and never
-// cleared (every call writes what it reads): no allocation, page faults or zeroing per call.
-template <class T, int kWhich>
-T* Scratch(int64_t count) {
-  static thread_local std::unique_ptr<T[]> data;
-  static thread_local int64_t size = 0;
-  if (count > size) {
-    data.reset();
-    size = 0;
-    data.reset(new (std::nothrow) T[count]);
-    if (data == nullptr) return nullptr;
-    size = count;
-  }
-  return data.get();
-}
+// Its buffers (ThreadScratch; the f32 kernel takes 3-5).
 constexpr int kPanel = 0, kRounded = 1, kRow = 2;
 
 // What every path shares: x rounded to bf16 as rows of kp (K rounded up to pairs, the pad 0), and
 // the packing of a panel: pairs of rows, [kp / 2][kCols][2], columns past N and the row past K 0.
 struct Shape {
   int64_t t, k, n, kp, tp;
-  explicit Shape(const MatmulBf16Args& a)
+  explicit Shape(const MatmulArgs& a)
       : t(a.t), k(a.k), n(a.n), kp(RoundUp(a.k, 2)), tp(RoundUp(a.t, kRows)) {}
 };
 
-uint16_t WeightBits(const MatmulBf16Args& a, int64_t row, int64_t col) {
+uint16_t WeightBits(const MatmulArgs& a, int64_t row, int64_t col) {
   if (row >= a.k || col >= a.n) return 0;
   const int64_t i = row * a.n + col;
-  return a.w_type == MatmulBf16Args::Weights::kF32 ? F32ToBf16(static_cast<const float*>(a.w)[i])
-                                                   : static_cast<const uint16_t*>(a.w)[i];
+  return a.w_type == MatmulArgs::Weights::kF32 ? F32ToBf16(static_cast<const float*>(a.w)[i])
+                                               : static_cast<const uint16_t*>(a.w)[i];
 }
 
-void PackPanelPortable(const MatmulBf16Args& a, const Shape& s, int64_t col0, uint16_t* panel) {
+void PackPanelPortable(const MatmulArgs& a, const Shape& s, int64_t col0, uint16_t* panel) {
   for (int64_t p = 0; p < s.kp / 2; ++p)
     for (int64_t c = 0; c < kCols; ++c) {
       panel[(p * kCols + c) * 2] = WeightBits(a, 2 * p, col0 + c);
@@ -71,8 +56,8 @@ void PackPanelPortable(const MatmulBf16Args& a, const Shape& s, int64_t col0, ui
     }
 }
 
-void RoundRowsPortable(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
-                       uint16_t* xa, float* row) {
+void RoundRowsPortable(const MatmulArgs& a, const Shape& s, int64_t r0, int64_t r1, uint16_t* xa,
+                       float* row) {
   for (int64_t r = r0; r < r1; ++r) {
     if (r < s.t) matmul::PrologueRowPortable(a, r, row);
     for (int64_t c = 0; c < s.kp; ++c)
@@ -96,11 +81,11 @@ void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* 
 
 struct PortablePath {
   static constexpr const char* kName = "portable";
-  static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0, int64_t r1,
-                        uint16_t* xa, float* row) {
+  static void RoundRows(const MatmulArgs& a, const Shape& s, int64_t r0, int64_t r1, uint16_t* xa,
+                        float* row) {
     RoundRowsPortable(a, s, r0, r1, xa, row);
   }
-  static void PackPanel(const MatmulBf16Args& a, const Shape& s, int64_t col0, uint16_t* panel) {
+  static void PackPanel(const MatmulArgs& a, const Shape& s, int64_t col0, uint16_t* panel) {
     PackPanelPortable(a, s, col0, panel);
   }
   static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* out, int64_t ldc) {
@@ -121,11 +106,11 @@ struct Avx512Bf16Path {
   static constexpr const char* kName = "avx512bf16";
 
   // Whole rows 16 floats at a time (vcvtneps2bf16: nearest even; f32 denormals read as 0).
-  PJRT_SCORE_AVX512BF16 static void RoundRows(const MatmulBf16Args& a, const Shape& s, int64_t r0,
+  PJRT_SCORE_AVX512BF16 static void RoundRows(const MatmulArgs& a, const Shape& s, int64_t r0,
                                               int64_t r1, uint16_t* xa, float* row) {
     for (int64_t r = r0; r < std::min(r1, s.t); ++r) {
       const float* src = a.x + r * s.k;
-      if (a.prologue != MatmulBf16Args::Prologue::kNone) {
+      if (a.prologue != MatmulArgs::Prologue::kNone) {
         matmul::PrologueRowAvx512(a, r, row);
         src = row;
       }
@@ -148,13 +133,13 @@ struct Avx512Bf16Path {
     return _mm512_permutexvar_epi16(order, rows);
   }
 
-  PJRT_SCORE_AVX512BF16 static void PackPanel(const MatmulBf16Args& a, const Shape& s, int64_t col0,
+  PJRT_SCORE_AVX512BF16 static void PackPanel(const MatmulArgs& a, const Shape& s, int64_t col0,
                                               uint16_t* panel) {
     if (col0 + kCols > s.n || s.k % 2 != 0) return PackPanelPortable(a, s, col0, panel);
     for (int64_t p = 0; p < s.kp / 2; ++p) {
       for (int64_t half = 0; half < kCols; half += 16) {
         const int64_t i0 = 2 * p * s.n + col0 + half, i1 = i0 + s.n;
-        if (a.w_type == MatmulBf16Args::Weights::kF32) {
+        if (a.w_type == MatmulArgs::Weights::kF32) {
           const float* w = static_cast<const float*>(a.w);
           // Low 16 lanes from row 2p, high 16 from row 2p + 1.
           const __m512i rows =
@@ -203,14 +188,14 @@ struct Avx512Bf16Path {
 #endif
 
 template <class Path>
-bool Run(const MatmulBf16Args& a, std::string* error) {
+bool Run(const MatmulArgs& a, std::string* error) {
   const Shape s(a);
   if (s.t == 0 || s.n == 0) return true;
   if (s.k == 0) {
     std::fill_n(a.out, s.t * s.n, 0.f);
     return true;
   }
-  uint16_t* xa = Scratch<uint16_t, kRounded>(s.tp * s.kp);
+  uint16_t* xa = ThreadScratch<uint16_t, kRounded>(s.tp * s.kp);
   if (xa == nullptr) {
     *error = "could not allocate " + std::to_string(s.tp * s.kp * 2) + " bytes of rounded rows";
     return false;
@@ -218,7 +203,7 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
   ThreadPool& pool = ThreadPool::Shared();
   std::atomic<bool> ok{true};
   pool.ParallelFor((s.tp + kRoundRows - 1) / kRoundRows, [&](int64_t b) {
-    float* row = Scratch<float, kRow>(s.k);
+    float* row = ThreadScratch<float, kRow>(s.k);
     if (row == nullptr) {
       ok.store(false);
       return;
@@ -229,12 +214,12 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
     *error = "could not allocate a row of " + std::to_string(s.k * 4) + " bytes";
     return false;
   }
-  const bool packed = a.w_type == MatmulBf16Args::Weights::kPacked;
+  const bool packed = a.w_type == MatmulArgs::Weights::kPacked;
   pool.ParallelFor((s.n + kCols - 1) / kCols, [&](int64_t j) {
     const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
     const uint16_t* panel = static_cast<const uint16_t*>(a.w) + j * s.kp * kCols;
     if (!packed) {
-      uint16_t* scratch = Scratch<uint16_t, kPanel>(s.kp * kCols);
+      uint16_t* scratch = ThreadScratch<uint16_t, kPanel>(s.kp * kCols);
       if (scratch == nullptr) {
         ok.store(false);
         return;
@@ -268,13 +253,13 @@ const char* MatmulBf16Path() {
   return PortablePath::kName;
 }
 
-void PackMatmulWeights(const MatmulBf16Args& args, uint16_t* packed) {
+void PackMatmulWeights(const MatmulArgs& args, uint16_t* packed) {
   const Shape s(args);
   for (int64_t j = 0; j < (s.n + kCols - 1) / kCols; ++j)
     PackPanelPortable(args, s, j * kCols, packed + j * s.kp * kCols);
 }
 
-bool RunMatmulBf16(const MatmulBf16Args& args, std::string* error) {
+bool RunMatmulBf16(const MatmulArgs& args, std::string* error) {
 #if defined(__x86_64__)
   if (std::strcmp(MatmulBf16Path(), Avx512Bf16Path::kName) == 0)
     return Run<Avx512Bf16Path>(args, error);

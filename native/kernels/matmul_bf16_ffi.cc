@@ -14,10 +14,10 @@ using ffi::Buffer;
 using ffi::CallFrame;
 using ffi::DataType;
 using ffi::DimsText;
-using Prologue = MatmulBf16Args::Prologue;
+using Prologue = MatmulArgs::Prologue;
 
 // The weights operand: the stacked matrices [Ly, K, N] of f32, u16 or bf16, or their packed panels
-// [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_bf16.h); for f32 arithmetic
+// [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_args.h); for f32 arithmetic
 // [Ly, K, N] of f32 only.
 template <bool kF32>
 const Buffer* CheckWeights(void* raw, int type, std::string* why) {
@@ -37,7 +37,7 @@ const Buffer* CheckWeights(void* raw, int type, std::string* why) {
 // Reads and cross-checks a call's operands (matmul_bf16_ffi.h: x, then the norm weights and eps for
 // kRmsNorm, then the weights and the layer); fills `out` or says why not.
 template <Prologue kPrologue, bool kF32 = false>
-bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why) {
+bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   const xla_ffi::Args& args = frame->args;
   const xla_ffi::Rets& rets = frame->rets;
   const bool norm = kPrologue == Prologue::kRmsNorm;
@@ -116,9 +116,9 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
     out->norm = static_cast<const float*>(norms->data) + l * k;
     out->eps = *static_cast<const float*>(eps->data);
   }
-  out->w_type = packed ? MatmulBf16Args::Weights::kPacked
-                : f32  ? MatmulBf16Args::Weights::kF32
-                       : MatmulBf16Args::Weights::kBf16Bits;
+  out->w_type = packed ? MatmulArgs::Weights::kPacked
+                : f32  ? MatmulArgs::Weights::kF32
+                       : MatmulArgs::Weights::kBf16Bits;
   out->w = static_cast<const char*>(w->data) + l * layer_elements * (f32 ? 4 : 2);
   out->out = static_cast<float*>(o->data);
   return true;
@@ -127,32 +127,32 @@ bool DecodeMatmul(const CallFrame* frame, MatmulBf16Args* out, std::string* why)
 }  // namespace
 
 xla_ffi::Error* MatmulBf16Handler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kNone>, RunMatmulBf16>(
-      frame, kMatmulBf16Target);
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kNone>, RunMatmulBf16>(frame,
+                                                                               kMatmulBf16Target);
 }
 
 xla_ffi::Error* MatmulBf16RmsNormHandler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kRmsNorm>, RunMatmulBf16>(
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kRmsNorm>, RunMatmulBf16>(
       frame, kMatmulBf16RmsNormTarget);
 }
 
 xla_ffi::Error* MatmulBf16SwiGluHandler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kSwiGlu>, RunMatmulBf16>(
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kSwiGlu>, RunMatmulBf16>(
       frame, kMatmulBf16SwiGluTarget);
 }
 
 xla_ffi::Error* MatmulF32Handler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kNone, true>, RunMatmulF32>(
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kNone, true>, RunMatmulF32>(
       frame, kMatmulF32Target);
 }
 
 xla_ffi::Error* MatmulF32RmsNormHandler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kRmsNorm, true>, RunMatmulF32>(
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kRmsNorm, true>, RunMatmulF32>(
       frame, kMatmulF32RmsNormTarget);
 }
 
 xla_ffi::Error* MatmulF32SwiGluHandler(CallFrame* frame) {
-  return ffi::Handle<MatmulBf16Args, DecodeMatmul<Prologue::kSwiGlu, true>, RunMatmulF32>(
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kSwiGlu, true>, RunMatmulF32>(
       frame, kMatmulF32SwiGluTarget);
 }
 

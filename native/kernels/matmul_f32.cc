@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <memory>
-#include <new>
 
 #include "kernels/kernel_isa.h"
 #include "kernels/matmul_prologue.h"
 #include "kernels/thread_pool.h"
+#include "kernels/thread_scratch.h"
 
 #if defined(__x86_64__)
 #include "kernels/attention_ops_avx512.h"
@@ -23,21 +22,8 @@ constexpr int64_t kCols = 32;
 // Rows computed by the prologue per task.
 constexpr int64_t kPrologueRows = 64;
 
-// Scratch of one thread kept between calls, grown to the largest call it served (matmul_bf16.cc's).
-template <int kWhich>
-float* Scratch(int64_t count) {
-  static thread_local std::unique_ptr<float[]> data;
-  static thread_local int64_t size = 0;
-  if (count > size) {
-    data.reset();
-    size = 0;
-    data.reset(new (std::nothrow) float[count]);
-    if (data == nullptr) return nullptr;
-    size = count;
-  }
-  return data.get();
-}
-constexpr int kRowsScratch = 0, kTailRows = 1, kTailPanel = 2;
+// Its buffers (the bf16 kernel takes 0-2).
+constexpr int kRowsScratch = 3, kTailRows = 4, kTailPanel = 5;
 
 // c [kRows][kCols] (stride c_row) = a [kRows][k] (stride a_row) . b [k][kCols] (stride b_row).
 struct PortablePath {
@@ -53,7 +39,7 @@ struct PortablePath {
       std::memcpy(c + m * c_row, acc, sizeof(acc));
     }
   }
-  static void PrologueRow(const MatmulBf16Args& a, int64_t r, float* row) {
+  static void PrologueRow(const MatmulArgs& a, int64_t r, float* row) {
     matmul::PrologueRowPortable(a, r, row);
   }
 };
@@ -65,14 +51,14 @@ struct Avx512Path {
                    float* c, int64_t c_row) {
     attention::Avx512Ops::Tile12x32(a, a_row, b, b + 16, b_row, k, c, c_row, false);
   }
-  static void PrologueRow(const MatmulBf16Args& a, int64_t r, float* row) {
+  static void PrologueRow(const MatmulArgs& a, int64_t r, float* row) {
     matmul::PrologueRowAvx512(a, r, row);
   }
 };
 #endif
 
 template <class Path>
-bool Run(const MatmulBf16Args& a, std::string* error) {
+bool Run(const MatmulArgs& a, std::string* error) {
   const int64_t t = a.t, k = a.k, n = a.n;
   if (t == 0 || n == 0) return true;
   if (k == 0) {
@@ -82,8 +68,8 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
   ThreadPool& pool = ThreadPool::Shared();
   std::atomic<bool> ok{true};
   const float* x = a.x;
-  if (a.prologue != MatmulBf16Args::Prologue::kNone) {
-    float* rows = Scratch<kRowsScratch>(t * k);
+  if (a.prologue != MatmulArgs::Prologue::kNone) {
+    float* rows = ThreadScratch<float, kRowsScratch>(t * k);
     if (rows == nullptr) {
       *error = "could not allocate " + std::to_string(t * k * 4) + " bytes of prologue rows";
       return false;
@@ -101,7 +87,7 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
     const float* b = w + col0;
     int64_t b_row = n;
     if (cols < kCols) {
-      float* panel = Scratch<kTailPanel>(k * kCols);
+      float* panel = ThreadScratch<float, kTailPanel>(k * kCols);
       if (panel == nullptr) {
         ok.store(false);
         return;
@@ -120,7 +106,7 @@ bool Run(const MatmulBf16Args& a, std::string* error) {
         continue;
       }
       // The last rows (zero rows past T) into a tile of their own, its valid part copied out.
-      float* tail = Scratch<kTailRows>(kRows * k + kRows * kCols);
+      float* tail = ThreadScratch<float, kTailRows>(kRows * k + kRows * kCols);
       if (tail == nullptr) {
         ok.store(false);
         return;
@@ -146,7 +132,7 @@ const char* MatmulF32Path() {
   return PortablePath::kName;
 }
 
-bool RunMatmulF32(const MatmulBf16Args& args, std::string* error) {
+bool RunMatmulF32(const MatmulArgs& args, std::string* error) {
 #if defined(__x86_64__)
   if (std::strcmp(MatmulF32Path(), Avx512Path::kName) == 0) return Run<Avx512Path>(args, error);
 #endif

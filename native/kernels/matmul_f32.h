@@ -5,12 +5,12 @@
 // pass and runs the norms and SwiGLU as loops of their own between the dots; here the rows are
 // computed once per call and every 12-row tile streams 32 columns of w where they lie
 // (docs/performance.md, "The projections' kernels"). The same operands and prologues as the bf16
-// kernel (matmul_bf16.h: MatmulBf16Args with f32 weights, `w_type` kF32).
+// kernel (matmul_args.h: MatmulArgs with f32 weights, `w_type` kF32).
 #pragma once
 
 #include <string>
 
-#include "kernels/matmul_bf16.h"
+#include "kernels/matmul_args.h"
 
 namespace pjrt_score {
 
@@ -20,6 +20,6 @@ const char* MatmulF32Path();
 
 // Shapes must already be checked (matmul_bf16_ffi.cc); `args.w_type` must be kF32. Returns false
 // with `error` set when scratch memory cannot be had; never throws.
-bool RunMatmulF32(const MatmulBf16Args& args, std::string* error);
+bool RunMatmulF32(const MatmulArgs& args, std::string* error);
 
 }  // namespace pjrt_score

@@ -1,5 +1,5 @@
 // What the matmul kernels (matmul_bf16.cc, matmul_f32.cc) compute from a call's input before its
-// product, one row at a time in f32 (matmul_bf16.h, MatmulBf16Args::Prologue): the layer's
+// product, one row at a time in f32 (matmul_args.h, MatmulArgs::Prologue): the layer's
 // RMSNorm, or SwiGLU of a gate | up row. A portable loop, and an AVX-512 one (per-function target
 // attribute: kernel_isa.h decides at run time whether it may run).
 #pragma once
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/matmul_bf16.h"
+#include "kernels/matmul_args.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -22,13 +22,13 @@ namespace pjrt_score {
 namespace matmul {
 
 // Row r of the call's input after its prologue, in f32 (`row`: k floats).
-inline void PrologueRowPortable(const MatmulBf16Args& a, int64_t r, float* row) {
+inline void PrologueRowPortable(const MatmulArgs& a, int64_t r, float* row) {
   const int64_t k = a.k;
   switch (a.prologue) {
-    case MatmulBf16Args::Prologue::kNone:
+    case MatmulArgs::Prologue::kNone:
       std::memcpy(row, a.x + r * k, k * sizeof(float));
       return;
-    case MatmulBf16Args::Prologue::kRmsNorm: {
+    case MatmulArgs::Prologue::kRmsNorm: {
       const float* x = a.x + r * k;
       float sum = 0.f;
       for (int64_t c = 0; c < k; ++c) sum += x[c] * x[c];
@@ -36,7 +36,7 @@ inline void PrologueRowPortable(const MatmulBf16Args& a, int64_t r, float* row) 
       for (int64_t c = 0; c < k; ++c) row[c] = x[c] * factor * a.norm[c];
       return;
     }
-    case MatmulBf16Args::Prologue::kSwiGlu: {
+    case MatmulArgs::Prologue::kSwiGlu: {
       const float* gate = a.x + r * 2 * k;
       const float* up = gate + k;
       for (int64_t c = 0; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
@@ -62,10 +62,10 @@ PJRT_SCORE_AVX512F inline __m512 Logistic(__m512 g) {
 }
 
 // Row r after a prologue (kRmsNorm or kSwiGlu) into `row` (k floats), 16 at a time.
-PJRT_SCORE_AVX512F inline void PrologueRowAvx512(const MatmulBf16Args& a, int64_t r, float* row) {
+PJRT_SCORE_AVX512F inline void PrologueRowAvx512(const MatmulArgs& a, int64_t r, float* row) {
   const int64_t k = a.k;
   int64_t c = 0;
-  if (a.prologue == MatmulBf16Args::Prologue::kRmsNorm) {
+  if (a.prologue == MatmulArgs::Prologue::kRmsNorm) {
     const float* x = a.x + r * k;
     __m512 acc = _mm512_setzero_ps();
     for (; c + 16 <= k; c += 16) {

@@ -46,6 +46,18 @@ async function matmulGflops(client, label, program) {
   return gflops;
 }
 
+/** matmulGflops of one of the addon's matmul kernels (lib/hlo/nn/matmul-kernel.ts): x f32 [n, n] . w f32 [1, n, n], one layer of a stack. */
+function kernelGflops(client, label, builder) {
+  const hlo = require('../../dist/hlo');
+  return matmulGflops(client, label, (_t, size) =>
+    hlo.buildProgram(`roof_${builder}_${size}`, (f) => {
+      const x = f.param(hlo.TensorType.f32([size, size]), 'x');
+      const w = f.param(hlo.TensorType.f32([size, size]), 'w');
+      return { y: hlo[builder](f, x, f.reshape(w, [1, size, size]), f.scalar(0, 's32')) };
+    }).text,
+  );
+}
+
 async function main() {
   console.log(`machine: ${describeMachine()}`);
   const client = await Client.create();
@@ -83,15 +95,8 @@ async function main() {
   results.cpuClass = attentionKernelPaths(64).cpu;
   const f32Best = [...Object.values(results.matmulGflops)];
   if (['avx512', 'avx512bf16', 'amx'].includes(results.cpuClass) && client.prefixAttentionKernel) {
-    // The addon's f32 kernel: x f32 [n, n] . w f32 [1, n, n] (one layer of a stack), f32 products and sums.
-    const { buildProgram, matmulF32Kernel, TensorType } = require('../../dist/hlo');
-    results.f32KernelMatmulGflops = await matmulGflops(client, "the addon's f32 matmul kernel", (_t, size) =>
-      buildProgram(`roof_matmul_f32_kernel_${size}`, (f) => {
-        const x = f.param(TensorType.f32([size, size]), 'x');
-        const w = f.param(TensorType.f32([size, size]), 'w');
-        return { y: matmulF32Kernel(f, x, f.reshape(w, [1, size, size]), f.scalar(0, 's32')) };
-      }).text,
-    );
+    // The addon's f32 kernel: f32 products and sums.
+    results.f32KernelMatmulGflops = await kernelGflops(client, "the addon's f32 matmul kernel", 'matmulF32Kernel');
     f32Best.push(...Object.values(results.f32KernelMatmulGflops));
   }
   results.roofGflops = Math.max(...f32Best);
@@ -108,15 +113,8 @@ async function main() {
       }`);
     const best = [...Object.values(results.bf16MatmulGflops)];
     if (client.prefixAttentionKernel) {
-      // The addon's kernel: x f32 [n, n] . w f32 [1, n, n] (one layer of a stack), both rounded to bf16 in the call.
-      const { buildProgram, matmulBf16Kernel, TensorType } = require('../../dist/hlo');
-      results.bf16KernelMatmulGflops = await matmulGflops(client, "the addon's bf16 matmul kernel", (_t, size) =>
-        buildProgram(`roof_matmul_kernel_${size}`, (f) => {
-          const x = f.param(TensorType.f32([size, size]), 'x');
-          const w = f.param(TensorType.f32([size, size]), 'w');
-          return { y: matmulBf16Kernel(f, x, f.reshape(w, [1, size, size]), f.scalar(0, 's32')) };
-        }).text,
-      );
+      // The addon's bf16 kernel: both operands rounded to bf16 in the call.
+      results.bf16KernelMatmulGflops = await kernelGflops(client, "the addon's bf16 matmul kernel", 'matmulBf16Kernel');
       best.push(...Object.values(results.bf16KernelMatmulGflops));
     }
     results.bf16RoofGflops = Math.max(...best);
