@@ -6,6 +6,9 @@
 //   rmsNorm);
 // - kSwiGlu: x [T, 2K] (gate | up) -> gate * logistic(gate) * up, the SwiGLU MLP's activation.
 //
+// A call may skip rows (`live`): a pass's padding rows (a query or an item shorter than its
+// bucket) are never computed, their results 0 (matmul_rows.h).
+//
 // The weights come as the matrix [K, N] (f32 or bf16 bits, rounded and packed into panels by each
 // call), or already packed (kPacked: a model's weights are packed once at load, by the program
 // lib/hlo/nn/matmul-kernel.ts builds): ceil(N / 32) panels one after the other, each
@@ -31,6 +34,8 @@ struct MatmulArgs {
   const void* w = nullptr;      // [K, N]: floats or bf16 bits (uint16_t); kPacked: the panels
   Weights w_type = Weights::kF32;
   float* out = nullptr;  // [T, N]
+  // [T]: 0 marks a padding row (its result 0, never computed); nullptr: every row is computed.
+  const int32_t* live = nullptr;
 };
 
 }  // namespace pjrt_score

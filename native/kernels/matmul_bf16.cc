@@ -9,6 +9,8 @@
 #include "kernels/isa_target.h"
 #include "kernels/kernel_isa.h"
 #include "kernels/matmul_prologue.h"
+#include "kernels/matmul_rows.h"
+#include "kernels/matmul_split.h"
 #include "kernels/thread_pool.h"
 #include "kernels/thread_scratch.h"
 
@@ -33,12 +35,14 @@ int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // Its buffers (ThreadScratch; the f32 kernel takes 3-5).
 constexpr int kPanel = 0, kRounded = 1, kRow = 2;
 
-// What every path shares: x rounded to bf16 as rows of kp (K rounded up to pairs, the pad 0), and
-// the packing of a panel: pairs of rows, [kp / 2][kCols][2], columns past N and the row past K 0.
+// What every path shares: the computed rows (t of them: matmul_rows.h) rounded to bf16 as rows of kp
+// (K rounded up to pairs, the pad 0), and the packing of a panel: pairs of rows, [kp / 2][kCols][2],
+// columns past N and the row past K 0.
 struct Shape {
+  const MatmulRows& rows;
   int64_t t, k, n, kp, tp;
-  explicit Shape(const MatmulArgs& a)
-      : t(a.t), k(a.k), n(a.n), kp(RoundUp(a.k, 2)), tp(RoundUp(a.t, kRows)) {}
+  Shape(const MatmulArgs& a, const MatmulRows& r)
+      : rows(r), t(r.count()), k(a.k), n(a.n), kp(RoundUp(a.k, 2)), tp(RoundUp(r.count(), kRows)) {}
 };
 
 uint16_t WeightBits(const MatmulArgs& a, int64_t row, int64_t col) {
@@ -59,7 +63,7 @@ void PackPanelPortable(const MatmulArgs& a, const Shape& s, int64_t col0, uint16
 void RoundRowsPortable(const MatmulArgs& a, const Shape& s, int64_t r0, int64_t r1, uint16_t* xa,
                        float* row) {
   for (int64_t r = r0; r < r1; ++r) {
-    if (r < s.t) matmul::PrologueRowPortable(a, r, row);
+    if (r < s.t) matmul::PrologueRowPortable(a, s.rows.Source(r), row);
     for (int64_t c = 0; c < s.kp; ++c)
       xa[r * s.kp + c] = r < s.t && c < s.k ? F32ToBf16(row[c]) : 0;
   }
@@ -109,9 +113,9 @@ struct Avx512Bf16Path {
   PJRT_SCORE_AVX512BF16 static void RoundRows(const MatmulArgs& a, const Shape& s, int64_t r0,
                                               int64_t r1, uint16_t* xa, float* row) {
     for (int64_t r = r0; r < std::min(r1, s.t); ++r) {
-      const float* src = a.x + r * s.k;
+      const float* src = a.x + s.rows.Source(r) * s.k;
       if (a.prologue != MatmulArgs::Prologue::kNone) {
-        matmul::PrologueRowAvx512(a, r, row);
+        matmul::PrologueRowAvx512(a, s.rows.Source(r), row);
         src = row;
       }
       uint16_t* dst = xa + r * s.kp;
@@ -189,12 +193,18 @@ struct Avx512Bf16Path {
 
 template <class Path>
 bool Run(const MatmulArgs& a, std::string* error) {
-  const Shape s(a);
-  if (s.t == 0 || s.n == 0) return true;
-  if (s.k == 0) {
-    std::fill_n(a.out, s.t * s.n, 0.f);
+  if (a.t == 0 || a.n == 0) return true;
+  if (a.k == 0) {
+    std::fill_n(a.out, a.t * a.n, 0.f);
     return true;
   }
+  const MatmulRows computed(a);
+  if (!computed.ok()) {
+    *error = "could not allocate the map of " + std::to_string(a.t) + " rows";
+    return false;
+  }
+  const Shape s(a, computed);
+  if (s.t == 0) return true;
   uint16_t* xa = ThreadScratch<uint16_t, kRounded>(s.tp * s.kp);
   if (xa == nullptr) {
     *error = "could not allocate " + std::to_string(s.tp * s.kp * 2) + " bytes of rounded rows";
@@ -215,9 +225,11 @@ bool Run(const MatmulArgs& a, std::string* error) {
     return false;
   }
   const bool packed = a.w_type == MatmulArgs::Weights::kPacked;
-  pool.ParallelFor((s.n + kCols - 1) / kCols, [&](int64_t j) {
-    const int64_t col0 = j * kCols, cols = std::min(kCols, s.n - col0);
-    const uint16_t* panel = static_cast<const uint16_t*>(a.w) + j * s.kp * kCols;
+  const MatmulSplit split((s.n + kCols - 1) / kCols, s.tp / kRows, pool.threads());
+  pool.ParallelFor(split.tasks(), [&](int64_t i) {
+    const MatmulSplit::Task task = split.At(i);
+    const int64_t col0 = task.panel * kCols, cols = std::min(kCols, s.n - col0);
+    const uint16_t* panel = static_cast<const uint16_t*>(a.w) + task.panel * s.kp * kCols;
     if (!packed) {
       uint16_t* scratch = ThreadScratch<uint16_t, kPanel>(s.kp * kCols);
       if (scratch == nullptr) {
@@ -228,15 +240,16 @@ bool Run(const MatmulArgs& a, std::string* error) {
       panel = scratch;
     }
     float tile[kRows * kCols];
-    for (int64_t r0 = 0; r0 < s.tp; r0 += kRows) {
+    for (int64_t r0 = task.tile0 * kRows; r0 < task.tile1 * kRows; r0 += kRows) {
       const int64_t rows = std::min(kRows, s.t - r0);
-      if (rows == kRows && cols == kCols) {
+      if (rows == kRows && cols == kCols && computed.all()) {
         Path::Tile(xa + r0 * s.kp, s.kp, panel, a.out + r0 * s.n + col0, s.n);
         continue;
       }
       Path::Tile(xa + r0 * s.kp, s.kp, panel, tile, kCols);
       for (int64_t m = 0; m < rows; ++m)
-        std::memcpy(a.out + (r0 + m) * s.n + col0, tile + m * kCols, cols * sizeof(float));
+        std::memcpy(a.out + computed.Source(r0 + m) * s.n + col0, tile + m * kCols,
+                    cols * sizeof(float));
     }
   });
   if (!ok.load())
@@ -254,7 +267,8 @@ const char* MatmulBf16Path() {
 }
 
 void PackMatmulWeights(const MatmulArgs& args, uint16_t* packed) {
-  const Shape s(args);
+  const MatmulRows every(MatmulArgs{});
+  const Shape s(args, every);
   for (int64_t j = 0; j < (s.n + kCols - 1) / kCols; ++j)
     PackPanelPortable(args, s, j * kCols, packed + j * s.kp * kCols);
 }

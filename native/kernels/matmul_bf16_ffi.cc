@@ -35,17 +35,19 @@ const Buffer* CheckWeights(void* raw, int type, std::string* why) {
 }
 
 // Reads and cross-checks a call's operands (matmul_bf16_ffi.h: x, then the norm weights and eps for
-// kRmsNorm, then the weights and the layer); fills `out` or says why not.
+// kRmsNorm, then the weights and the layer, then optionally the live rows); fills `out` or says why
+// not.
 template <Prologue kPrologue, bool kF32 = false>
 bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   const xla_ffi::Args& args = frame->args;
   const xla_ffi::Rets& rets = frame->rets;
   const bool norm = kPrologue == Prologue::kRmsNorm;
   const int64_t count = norm ? 5 : 3;
-  if (args.size != count || args.types == nullptr || args.args == nullptr) {
-    *why = "expects " + std::to_string(count) + " operands (" +
-           (norm ? "x, norm weights, eps, weights, layer" : "x, weights, layer") + "), got " +
-           std::to_string(args.size);
+  if ((args.size != count && args.size != count + 1) || args.types == nullptr ||
+      args.args == nullptr) {
+    *why = "expects " + std::to_string(count) + " or " + std::to_string(count + 1) +
+           " operands (" + (norm ? "x, norm weights, eps, weights, layer" : "x, weights, layer") +
+           ", optionally the live rows), got " + std::to_string(args.size);
     return false;
   }
   if (rets.size != 1 || rets.types == nullptr || rets.rets == nullptr) {
@@ -69,6 +71,16 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   if (layer == nullptr) return false;
   const Buffer* o = ffi::CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 2, why);
   if (o == nullptr) return false;
+  const Buffer* live = nullptr;
+  if (args.size == count + 1) {
+    live = ffi::CheckBuffer(args.args[count], args.types[count], "live rows", DataType::kS32, 1, why);
+    if (live == nullptr) return false;
+    if (live->dims[0] != x->dims[0]) {
+      *why = "live rows " + DimsText(live) + " must be [T] = [" + std::to_string(x->dims[0]) +
+             "] for x " + DimsText(x);
+      return false;
+    }
+  }
   const bool packed = w->rank == 5;
   const int64_t x_k = kPrologue == Prologue::kSwiGlu ? x->dims[1] / 2 : x->dims[1];
   const int64_t t = x->dims[0], layers = w->dims[0];
@@ -121,6 +133,7 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
                        : MatmulArgs::Weights::kBf16Bits;
   out->w = static_cast<const char*>(w->data) + l * layer_elements * (f32 ? 4 : 2);
   out->out = static_cast<float*>(o->data);
+  out->live = live != nullptr ? static_cast<const int32_t*>(live->data) : nullptr;
   return true;
 }
 

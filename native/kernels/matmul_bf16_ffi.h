@@ -7,6 +7,8 @@
 //   f32 [], weights, layer (x RMS-normalized by the layer's norm first);
 // - `pjrt_score_matmul_bf16_swiglu`: x f32 [T, 2K] (gate | up), weights, layer (SwiGLU first);
 // - `pjrt_score_matmul_f32`, `_f32_rmsnorm`, `_f32_swiglu`: the same in f32.
+// Each may take one more operand, the live rows s32 [T] (MatmulArgs::live): a row marked 0 is a
+// pass's padding, skipped, its result 0.
 // The bf16 kernel's weights: [Ly, K, N] of f32, or of bf16 bits typed u16 or bf16, or packed
 // (u16 or bf16 [Ly, ceil(N / 32), ceil(K / 2), 32, 2]); the f32 kernel's: [Ly, K, N] of f32.
 #pragma once

@@ -6,6 +6,8 @@
 
 #include "kernels/kernel_isa.h"
 #include "kernels/matmul_prologue.h"
+#include "kernels/matmul_rows.h"
+#include "kernels/matmul_split.h"
 #include "kernels/thread_pool.h"
 #include "kernels/thread_scratch.h"
 
@@ -59,30 +61,44 @@ struct Avx512Path {
 
 template <class Path>
 bool Run(const MatmulArgs& a, std::string* error) {
-  const int64_t t = a.t, k = a.k, n = a.n;
-  if (t == 0 || n == 0) return true;
+  const int64_t k = a.k, n = a.n;
+  if (a.t == 0 || n == 0) return true;
   if (k == 0) {
-    std::fill_n(a.out, t * n, 0.f);
+    std::fill_n(a.out, a.t * n, 0.f);
     return true;
   }
+  const MatmulRows computed(a);
+  if (!computed.ok()) {
+    *error = "could not allocate the map of " + std::to_string(a.t) + " rows";
+    return false;
+  }
+  const int64_t t = computed.count();
+  if (t == 0) return true;
   ThreadPool& pool = ThreadPool::Shared();
   std::atomic<bool> ok{true};
   const float* x = a.x;
-  if (a.prologue != MatmulArgs::Prologue::kNone) {
+  // The computed rows, packed, where a prologue computes them or some rows are skipped.
+  if (a.prologue != MatmulArgs::Prologue::kNone || !computed.all()) {
     float* rows = ThreadScratch<float, kRowsScratch>(t * k);
     if (rows == nullptr) {
-      *error = "could not allocate " + std::to_string(t * k * 4) + " bytes of prologue rows";
+      *error = "could not allocate " + std::to_string(t * k * 4) + " bytes of computed rows";
       return false;
     }
     pool.ParallelFor((t + kPrologueRows - 1) / kPrologueRows, [&](int64_t b) {
-      for (int64_t r = b * kPrologueRows; r < std::min(t, (b + 1) * kPrologueRows); ++r)
-        Path::PrologueRow(a, r, rows + r * k);
+      for (int64_t r = b * kPrologueRows; r < std::min(t, (b + 1) * kPrologueRows); ++r) {
+        if (a.prologue == MatmulArgs::Prologue::kNone)
+          std::memcpy(rows + r * k, a.x + computed.Source(r) * k, k * sizeof(float));
+        else
+          Path::PrologueRow(a, computed.Source(r), rows + r * k);
+      }
     });
     x = rows;
   }
   const float* w = static_cast<const float*>(a.w);
-  pool.ParallelFor((n + kCols - 1) / kCols, [&](int64_t j) {
-    const int64_t col0 = j * kCols, cols = std::min(kCols, n - col0);
+  const MatmulSplit split((n + kCols - 1) / kCols, (t + kRows - 1) / kRows, pool.threads());
+  pool.ParallelFor(split.tasks(), [&](int64_t i) {
+    const MatmulSplit::Task task = split.At(i);
+    const int64_t col0 = task.panel * kCols, cols = std::min(kCols, n - col0);
     // A panel narrower than kCols (the matrix's last) is copied with zero columns past N.
     const float* b = w + col0;
     int64_t b_row = n;
@@ -99,24 +115,29 @@ bool Run(const MatmulArgs& a, std::string* error) {
       b = panel;
       b_row = kCols;
     }
-    for (int64_t r0 = 0; r0 < t; r0 += kRows) {
+    for (int64_t r0 = task.tile0 * kRows; r0 < std::min(t, task.tile1 * kRows); r0 += kRows) {
       const int64_t rows = std::min(kRows, t - r0);
-      if (rows == kRows && cols == kCols) {
+      if (rows == kRows && cols == kCols && computed.all()) {
         Path::Tile(x + r0 * k, k, b, b_row, k, a.out + r0 * n + col0, n);
         continue;
       }
-      // The last rows (zero rows past T) into a tile of their own, its valid part copied out.
+      // Rows whose results are not one run (a narrow panel, skipped rows) into a tile of their own,
+      // its valid part copied out; the last rows (zero rows past T) with their input copied too.
       float* tail = ThreadScratch<float, kTailRows>(kRows * k + kRows * kCols);
       if (tail == nullptr) {
         ok.store(false);
         return;
       }
       float* c = tail + kRows * k;
-      std::memcpy(tail, x + r0 * k, rows * k * sizeof(float));
-      std::fill_n(tail + rows * k, (kRows - rows) * k, 0.f);
-      Path::Tile(tail, k, b, b_row, k, c, kCols);
+      if (rows == kRows) {
+        Path::Tile(x + r0 * k, k, b, b_row, k, c, kCols);
+      } else {
+        std::memcpy(tail, x + r0 * k, rows * k * sizeof(float));
+        std::fill_n(tail + rows * k, (kRows - rows) * k, 0.f);
+        Path::Tile(tail, k, b, b_row, k, c, kCols);
+      }
       for (int64_t m = 0; m < rows; ++m)
-        std::memcpy(a.out + (r0 + m) * n + col0, c + m * kCols, cols * sizeof(float));
+        std::memcpy(a.out + computed.Source(r0 + m) * n + col0, c + m * kCols, cols * sizeof(float));
     }
   });
   if (!ok.load()) *error = "could not allocate a tail tile of " + std::to_string(k * 4) + " bytes";

@@ -115,6 +115,8 @@ interface LayerMatrices {
   readonly index: HloValue;
   readonly takes: readonly KernelMatrixName[];
   readonly columns: Partial<Record<DecoderWeightName, number>>;
+  /** The pass's live rows (LayerLoopInputs.liveRows), where it says which rows are padding. */
+  readonly live: HloValue | undefined;
 }
 
 interface KernelOperands {
@@ -122,19 +124,20 @@ interface KernelOperands {
   readonly stacked: HloValue;
   readonly index: HloValue;
   readonly columns: number | undefined;
+  readonly live: HloValue | undefined;
 }
 
 /** The kernel's operands for matrix `name`, where it takes it. */
 function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): KernelOperands | undefined {
   const stacked = kernel?.stacked[name];
   if (!kernel || !stacked || !(kernel.takes as readonly string[]).includes(name)) return undefined;
-  return { arithmetic: kernel.arithmetic, stacked, index: kernel.index, columns: kernel.columns[name] };
+  return { arithmetic: kernel.arithmetic, stacked, index: kernel.index, columns: kernel.columns[name], live: kernel.live };
 }
 
 /** x (after `prologue`) . the layer's matrix, through the kernel the operands name. */
 function kernelProduct(f: FunctionBuilder, x: HloValue, k: KernelOperands, prologue?: MatmulPrologue): HloValue {
-  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue);
-  return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns);
+  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue, k.live);
+  return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns, k.live);
 }
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
@@ -202,8 +205,19 @@ export interface LayerLoopInputs {
   extraInvariants: HloValue[];
   /** Extra values the attention step updates (K/V caches being filled). */
   extraCarried: HloValue[];
+  /**
+   * s32 [T]: 0 for the rows of x that are padding (past a query's or an item's length), else 1.
+   * Where given, the matmul kernels skip those rows (their projections' results 0); XLA's dots
+   * compute every row. Padding rows' results are never read (attention masks them as keys).
+   */
+  liveRows?: HloValue;
   /** `opts`: the layer's score scale, window and soft cap, for the attention forms. */
   attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[], opts: AttentionOptions | undefined) => { out: HloValue; carried: HloValue[] };
+}
+
+/** Which matmul kernel the options run the projections through, if any. */
+function arithmeticOf(options: DecoderOptions): 'bf16' | 'f32' | undefined {
+  return matmulKernel(options) ? 'bf16' : matmulKernelF32(options) ? 'f32' : undefined;
 }
 
 /** The decoder layers as one while loop; returns the final hidden states and extra carried values. */
@@ -217,12 +231,13 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
   const stacked = stackedNames.map((n) => need(w, n));
   const rope = x.rope;
-  const fixed = [rope.cos, rope.sin, ...(rope.local ? [rope.local.cos, rope.local.sin] : []), ...x.extraInvariants];
+  const live = arithmeticOf(x.options) ? x.liveRows : undefined;
+  const fixed = [rope.cos, rope.sin, ...(rope.local ? [rope.local.cos, rope.local.sin] : []), ...x.extraInvariants, ...(live ? [live] : [])];
   const nRope = rope.local ? 4 : 2;
   const gemma = d.gemma;
   const nExtra = x.extraCarried.length;
   const narrowProducts = bf16Products(x.options);
-  const arithmetic = matmulKernel(x.options) ? 'bf16' : matmulKernelF32(x.options) ? 'f32' : undefined;
+  const arithmetic = arithmeticOf(x.options);
   const takes = kernelMatrices(d, x.options);
   // Each matrix's width [Ly, in, out] as built (a packed array rounds it up).
   const columns = Object.fromEntries(perLayer.map((spec) => [spec.name, (spec.packedFrom?.dims ?? spec.dims)[2]]));
@@ -232,9 +247,10 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
       const layer: Partial<Record<DecoderWeightName, HloValue>> = {};
       stackedNames.forEach((n, k) => (layer[n] = layerSlice(b, inv[k], i)));
       // The kernel reads its layer of the stacked arrays itself (the slices it replaces are then unused).
-      const kernel: LayerMatrices | undefined = arithmetic ? { arithmetic, stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i, takes, columns } : undefined;
       const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
-      const extraInv = inv.slice(stackedNames.length + nRope);
+      const extraInv = inv.slice(stackedNames.length + nRope, stackedNames.length + nRope + x.extraInvariants.length);
+      const liveInv = live ? inv[inv.length - 1] : undefined;
+      const kernel: LayerMatrices | undefined = arithmetic ? { arithmetic, stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i, takes, columns, live: liveInv } : undefined;
       const t = h.dims[0];
       const window = layerWindow(b, d, i);
       const [cos, sin] = layerRope(b, ropeInv, window);

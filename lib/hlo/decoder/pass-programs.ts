@@ -35,7 +35,7 @@ import { HloBuildError, TensorType } from '../builder/types';
 import { DecoderDims } from './layout';
 import { DecoderOptions, programSuffix } from './options';
 import { checkDims, declareWeights, embed, layerLoop, layerSlice, lmHeadForDot, ropeTables } from './layers';
-import { flat, itemPositions, itemReadout, passReadouts, prefixReadout } from './readout';
+import { flat, itemPositions, itemReadout, liveRows, passReadouts, prefixReadout } from './readout';
 
 export type { DecoderDims } from './layout';
 
@@ -96,6 +96,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       w,
       x: embed(f, d, w, tokens),
       rope,
+      liveRows: rows.join(f, liveRows(f, prefixLength, P), f.reshape(liveRows(f, itemLengths, L), [...lead, N * L])),
       extraInvariants: [prefixLength, itemLengths],
       extraCarried: [],
       attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
@@ -169,6 +170,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
       w,
       x: embed(f, d, w, prefixTokens),
       rope,
+      liveRows: liveRows(f, prefixLength, P),
       extraInvariants: [prefixLength],
       extraCarried: [emptyCache, emptyCache],
       attention: (b, q, k, v, layer, [plen], [kCache, vCache], opts) => {
@@ -217,6 +219,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
       w,
       x: embed(f, d, w, f.reshape(itemTokens, [C * L])),
       rope,
+      liveRows: f.reshape(liveRows(f, itemLengths, L), [C * L]),
       extraInvariants: [prefixLength, itemLengths, kCache, vCache],
       extraCarried: [],
       attention: (b, q, k, v, layer, [plen, ilens, kc, vc], _carried, opts) => {

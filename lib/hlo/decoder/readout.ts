@@ -82,6 +82,17 @@ export function passReadouts(
 }
 
 /** Positions P + j of item tokens, per group: prefixLength s32[] (grouped: s32[G], one per group) -> s32[...lead, N x L]. */
+/**
+ * s32 [...lead, width]: 1 where the position is below its sequence's length (lengths s32 [...lead]),
+ * 0 past it: which rows of a bucket are tokens and which padding (LayerLoopInputs.liveRows).
+ */
+export function liveRows(f: FunctionBuilder, lengths: HloValue, width: number): HloValue {
+  const lead = lengths.dims;
+  const grid = [...lead, width];
+  const at = f.iota(TensorType.s32(grid), lead.length);
+  return f.convert(f.lt(at, f.broadcastInDim(lengths, grid, lead.map((_, i) => i))), 's32');
+}
+
 export function itemPositions(f: FunctionBuilder, prefixLength: HloValue, n: number, l: number): HloValue {
   const lead = prefixLength.dims;
   const grid = [...lead, n, l];
