@@ -5,7 +5,8 @@
 // matmul kernel (native/kernels/matmul_bf16_ffi.cc: plain, with the RMSNorm or
 // SwiGLU prologue, or plain on bf16 bits typed u16, by its two low bits; with
 // bit 3 set, on weights packed as the load packs them: u16 panels; with bit 4
-// set, the f32 kernel's plain, RMSNorm or SwiGLU target on f32 weights):
+// set, the f32 kernel's plain, RMSNorm or SwiGLU target on f32 weights; with bit 5 set, with the
+// live rows operand, its flags from the input's lengths):
 // operand shapes, element types and counts decoded
 // from the input, consistent or broken one piece at a time, lengths anywhere
 // in s32, and the kernel's instruction-set cap (PJRT_SCORE_KERNEL_ISA, read at
@@ -50,13 +51,13 @@ function wellFormed(causal, next) {
   ];
 }
 
-// The matmul kernel's well-formed operands (x, [norm weights, eps,] weights, layer), then the result.
-function wellFormedMatmul(form, packed, f32, next) {
+// The matmul kernel's well-formed operands (x, [norm weights, eps,] weights, layer, [live rows]), then the result.
+function wellFormedMatmul(form, packed, f32, live, next) {
   const [t, k, n, layers] = [next() % 40, 1 + (next() % 80), next() % 70, 1 + (next() % 3)];
   const x = ['f32', [t, form === 2 ? 2 * k : k]];
   const weights = f32 ? ['f32', [layers, k, n]] : packed ? ['u16', [layers, Math.ceil(n / 32), Math.ceil(k / 2), 32, 2]] : [form === 3 ? 'u16' : 'f32', [layers, k, n]];
   const norms = form === 1 ? [['f32', [layers, k]], ['f32', []]] : [];
-  return [x, ...norms, weights, ['s32', []], ['f32', [t, n]]];
+  return [x, ...norms, weights, ['s32', []], ...(live ? [['s32', [t]]] : []), ['f32', [t, n]]];
 }
 
 function decode(data) {
@@ -66,7 +67,7 @@ function decode(data) {
   const causal = (first & 1) === 1;
   const f32 = (first & 16) === 16;
   const target = matmul ? (f32 ? MATMUL_F32 : MATMUL)[first & 3] : (causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
-  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, next) : wellFormed(causal, next);
+  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, (first & 32) === 32, next) : wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
@@ -128,7 +129,8 @@ module.exports = {
   scripts: scriptsUnder('dist/runtime/', 'dist/hlo/'),
   setup,
   // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant; 4-7: the
-  // matmul kernel's four forms, 12-15 on packed weights, 20-23 the f32 kernel's. The instruction-set cap comes from the byte
+  // matmul kernel's four forms, 12-15 on packed weights, 20-23 the f32 kernel's, plus 32 with live rows (lengths 0 and
+  // not: padding rows and live ones). The instruction-set cap comes from the byte
   // after the lengths (none in the first five).
   seeds: () => [
     Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
@@ -148,6 +150,9 @@ module.exports = {
     Buffer.from([20, 19, 69, 49, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]),
     Buffer.from([21, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]),
     Buffer.from([22, 9, 32, 7, 2, 1, 2, 1]),
+    Buffer.from([37, 19, 69, 49, 2, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 4]),
+    Buffer.from([45, 8, 63, 32, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0]),
+    Buffer.from([54, 33, 32, 7, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]),
   ],
   run,
   expected,
