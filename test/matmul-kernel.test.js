@@ -426,9 +426,11 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
   });
 }
 
-// Which rows are live: runs of padding inside and at both ends, a lone live row, and none at all.
+// Which rows are live: runs of padding inside and at both ends, padding then one long run (whole
+// tiles of live rows at an offset), a lone live row, and none at all.
 const LIVE_MASKS = [
   (T) => Int32Array.from({ length: T }, (_, r) => (r % 7 < 4 ? 1 : 0)),
+  (T) => Int32Array.from({ length: T }, (_, r) => (r >= 5 ? 1 : 0)),
   (T) => Int32Array.from({ length: T }, (_, r) => (r === T - 1 ? 1 : 0)),
   (T) => new Int32Array(T),
 ];

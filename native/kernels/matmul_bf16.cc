@@ -69,8 +69,8 @@ void RoundRowsPortable(const MatmulArgs& a, const Shape& s, int64_t r0, int64_t 
   }
 }
 
-// out tile (+ stride ldc) = xa rows [kRows][kp] . panel, in f32.
-void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* out, int64_t ldc) {
+// out[m][0, kCols) = row m of xa [kRows][kp] . panel, in f32.
+void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* const* out) {
   for (int64_t m = 0; m < kRows; ++m) {
     float acc[kCols] = {};
     for (int64_t p = 0; p < kp / 2; ++p) {
@@ -79,7 +79,7 @@ void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* 
       for (int64_t c = 0; c < kCols; ++c)
         acc[c] += a0 * Bf16ToF32(b[2 * c]) + a1 * Bf16ToF32(b[2 * c + 1]);
     }
-    std::memcpy(out + m * ldc, acc, sizeof(acc));
+    std::memcpy(out[m], acc, sizeof(acc));
   }
 }
 
@@ -92,8 +92,8 @@ struct PortablePath {
   static void PackPanel(const MatmulArgs& a, const Shape& s, int64_t col0, uint16_t* panel) {
     PackPanelPortable(a, s, col0, panel);
   }
-  static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* out, int64_t ldc) {
-    TilePortable(xa, kp, panel, out, ldc);
+  static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* const* out) {
+    TilePortable(xa, kp, panel, out);
   }
 };
 
@@ -166,7 +166,7 @@ struct Avx512Bf16Path {
   }
 
   PJRT_SCORE_AVX512BF16 static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel,
-                                         float* out, int64_t ldc) {
+                                         float* const* out) {
     __m512 acc[kRows][2];
     for (int64_t m = 0; m < kRows; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
     for (int64_t p = 0; p < kp / 2; ++p) {
@@ -181,8 +181,8 @@ struct Avx512Bf16Path {
       }
     }
     for (int64_t m = 0; m < kRows; ++m) {
-      _mm512_storeu_ps(out + m * ldc, acc[m][0]);
-      _mm512_storeu_ps(out + m * ldc + 16, acc[m][1]);
+      _mm512_storeu_ps(out[m], acc[m][0]);
+      _mm512_storeu_ps(out[m] + 16, acc[m][1]);
     }
   }
 };
@@ -239,14 +239,17 @@ bool Run(const MatmulArgs& a, std::string* error) {
       Path::PackPanel(a, s, col0, scratch);
       panel = scratch;
     }
+    // Each tile row's result goes straight to its row of out; a narrow panel's and the rows past
+    // the last through a scratch tile.
     float tile[kRows * kCols];
+    float* dst[kRows];
     for (int64_t r0 = task.tile0 * kRows; r0 < task.tile1 * kRows; r0 += kRows) {
       const int64_t rows = std::min(kRows, s.t - r0);
-      if (rows == kRows && cols == kCols && computed.all()) {
-        Path::Tile(xa + r0 * s.kp, s.kp, panel, a.out + r0 * s.n + col0, s.n);
-        continue;
-      }
-      Path::Tile(xa + r0 * s.kp, s.kp, panel, tile, kCols);
+      for (int64_t m = 0; m < kRows; ++m)
+        dst[m] = m < rows && cols == kCols ? a.out + computed.Source(r0 + m) * s.n + col0
+                                           : tile + m * kCols;
+      Path::Tile(xa + r0 * s.kp, s.kp, panel, dst);
+      if (cols == kCols) continue;
       for (int64_t m = 0; m < rows; ++m)
         std::memcpy(a.out + computed.Source(r0 + m) * s.n + col0, tile + m * kCols,
                     cols * sizeof(float));

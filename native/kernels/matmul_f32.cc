@@ -117,8 +117,11 @@ bool Run(const MatmulArgs& a, std::string* error) {
     }
     for (int64_t r0 = task.tile0 * kRows; r0 < std::min(t, task.tile1 * kRows); r0 += kRows) {
       const int64_t rows = std::min(kRows, t - r0);
-      if (rows == kRows && cols == kCols && computed.all()) {
-        Path::Tile(x + r0 * k, k, b, b_row, k, a.out + r0 * n + col0, n);
+      // A whole tile whose rows are one run of out's (every row, or live rows with no padding
+      // between them) goes straight there.
+      if (rows == kRows && cols == kCols &&
+          computed.Source(r0 + kRows - 1) - computed.Source(r0) == kRows - 1) {
+        Path::Tile(x + r0 * k, k, b, b_row, k, a.out + computed.Source(r0) * n + col0, n);
         continue;
       }
       // Rows whose results are not one run (a narrow panel, skipped rows) into a tile of their own,
