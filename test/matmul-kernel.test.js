@@ -13,7 +13,9 @@
 //   lays out, bit for bit; the kernel on them gives what it gives on the stacked matrices, bit for bit
 //   (the same panels into the same tiles), and the float64 loop's result; malformed packed operands
 //   are refused by the builder and by the handler;
-// - live rows (a pass's padding skipped): the padding rows 0, the live rows bit for bit the full call's;
+// - live rows (a pass's padding skipped) and the residual epilogue: the padding rows 0 (or the
+//   residual), the live rows bit for bit the full call's (plus the residual, one f32 add); malformed
+//   live rows and residuals refused;
 // - the f32 kernel (`pjrt_score_matmul_f32`, f32 products and sums) against a float64 loop on the
 //   f32 operands, with each prologue, on each path this CPU has (portable, avx512), and against XLA's
 //   f32 program; malformed calls refused;
@@ -435,55 +437,70 @@ const LIVE_MASKS = [
   (T) => new Int32Array(T),
 ];
 
-test('live rows: each kernel and prologue skips the padding rows (results 0), the live rows bit for bit the full call\'s, every path', async (t) => {
+test('live rows and the residual epilogue: each kernel and prologue skips the padding rows (product 0), the live rows bit for bit the full call\'s, plus the residual as one f32 add, every path', async (t) => {
   const [T, K, N, Ly] = [45, 70, 80, 2];
   const w = fill(Ly * K * N, 41);
   const norms = Float32Array.from(fill(Ly * K, 43), (v) => 1 + v / 4);
+  const residual = fill(T * N, 53);
   for (const kernel of ['bf16', 'f32']) {
     for (const kind of ['none', 'rmsNorm', 'swiglu']) {
       const width = (kind === 'swiglu' ? 2 : 1) * K;
       const x = fill(T * width, 47 + kind.length);
-      const program = (withLive) =>
-        buildProgram(`matmul_live_${kernel}_${kind}_${withLive}`, (f) => {
+      // The full call (every row, no residual), and the call with live rows, with or without the residual.
+      const program = (withLive, withResidual) =>
+        buildProgram(`matmul_live_${kernel}_${kind}_${withLive}_${withResidual}`, (f) => {
           const xs = f.param(TensorType.f32([T, width]), 'x');
           const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
           const ns = f.param(TensorType.f32([Ly, K]), 'norms');
           const layer = f.param(new TensorType('s32', []), 'layer');
-          const live = withLive ? f.param(new TensorType('s32', [T]), 'live') : undefined;
+          const liveParam = f.param(new TensorType('s32', [T]), 'live');
+          const residualParam = f.param(TensorType.f32([T, N]), 'residual');
           const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
-          if (!withLive) f.param(new TensorType('s32', [T]), 'unused');
-          const y = kernel === 'bf16' ? matmulBf16Kernel(f, xs, ws, layer, prologue, undefined, live) : matmulF32Kernel(f, xs, ws, layer, prologue, live);
+          const rows = { live: withLive ? liveParam : undefined, residual: withResidual ? residualParam : undefined };
+          const y = kernel === 'bf16' ? matmulBf16Kernel(f, xs, ws, layer, prologue, undefined, rows) : matmulF32Kernel(f, xs, ws, layer, prologue, rows);
           return { y };
         });
-      const full = program(false);
-      const skipping = program(true);
+      const full = program(false, false);
+      const variants = [
+        ['live rows', program(true, false), false],
+        ['live rows and the residual', program(true, true), true],
+      ];
       for (const [isa, path] of kernel === 'bf16' ? PATHS : F32_PATHS) {
         await withIsa(isa, async () => {
           for (const mask of LIVE_MASKS) {
             const live = mask(T);
-            const [want] = await runProgram(client, full, [x, w, norms, Int32Array.of(1), live]);
-            const [got] = await runProgram(client, skipping, [x, w, norms, Int32Array.of(1), live]);
-            let liveSame = true;
-            let deadZero = true;
-            for (let r = 0; r < T; r++) {
-              for (let c = 0; c < N; c++) {
-                const i = r * N + c;
-                if (live[r]) liveSame &&= Object.is(got[i], want[i]);
-                else deadZero &&= got[i] === 0;
-              }
-            }
             const count = live.reduce((a, b) => a + b, 0);
-            if (count > 0) t.ok(liveSame, `${kernel} ${kind}, ${path}, ${count} of ${T} rows live: the live rows bit for bit`);
-            t.ok(deadZero, `${kernel} ${kind}, ${path}, ${count} of ${T} rows live: the padding rows 0`);
+            const inputs = [x, w, norms, Int32Array.of(1), live, residual];
+            const [want] = await runProgram(client, full, inputs);
+            for (const [what, skipping, added] of variants) {
+              const [got] = await runProgram(client, skipping, inputs);
+              let liveSame = true;
+              let deadSame = true;
+              for (let r = 0; r < T; r++) {
+                for (let c = 0; c < N; c++) {
+                  const i = r * N + c;
+                  if (live[r]) liveSame &&= Object.is(got[i], added ? Math.fround(residual[i] + want[i]) : want[i]);
+                  else deadSame &&= got[i] === (added ? residual[i] : 0);
+                }
+              }
+              const label = `${kernel} ${kind}, ${path}, ${what}, ${count} of ${T} rows live`;
+              if (count > 0) t.ok(liveSame, `${label}: the live rows bit for bit${added ? ' (plus the residual)' : ''}`);
+              t.ok(deadSame, `${label}: the padding rows ${added ? 'the residual' : '0'}`);
+            }
           }
         });
       }
     }
   }
   t.throws(
-    () => buildProgram('matmul_live_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([3, 4]), 'x'), f.param(TensorType.f32([1, 4, 8]), 'w'), f.scalar(0, 's32'), undefined, undefined, f.param(new TensorType('s32', [4]), 'r')) })),
+    () => buildProgram('matmul_live_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([3, 4]), 'x'), f.param(TensorType.f32([1, 4, 8]), 'w'), f.scalar(0, 's32'), undefined, undefined, { live: f.param(new TensorType('s32', [4]), 'r') }) })),
     /live rows must be s32 \[3\] for x tensor<3x4xf32>, got tensor<4xi32>/,
     'the builder refuses live rows of another length',
+  );
+  t.throws(
+    () => buildProgram('matmul_residual_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([3, 4]), 'x'), f.param(TensorType.f32([1, 4, 8]), 'w'), f.scalar(0, 's32'), undefined, { residual: f.param(TensorType.f32([3, 7]), 'r') }) })),
+    /the residual must be f32 \[3, 8\] \(the result's shape\), got tensor<3x7xf32>/,
+    'the builder refuses a residual of another shape',
   );
   t.end();
 });
@@ -506,14 +523,16 @@ test('the f32 kernel refuses what it does not take: the builder, and the handler
 
 test('a malformed call is the handler\'s error, and the process lives', async (t) => {
   const bad = [
-    ['two operands', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')], [4, 8], /expects 3 or 4 operands/],
+    ['two operands', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')], [4, 8], /expects 3 to 5 operands/],
     ['s32 weights', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(new TensorType('s32', [1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /weights must be f32/],
     ['K that does not match', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 5, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /must be \[Ly >= 1, K, N\] with K = 6/],
     ['a result of the wrong shape', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 9], /result \[4, 9\] must be \[T, N\] = \[4, 8\]/],
     ['no layers', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([0, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /Ly >= 1/],
-    ['RMSNorm without its eps', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6]), 'n'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /expects 5 or 6 operands \(x, norm weights, eps, weights, layer, optionally the live rows\)/, MATMUL_BF16_RMSNORM_TARGET],
+    ['RMSNorm without its eps', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6]), 'n'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /expects 5 to 7 operands \(x, norm weights, eps, weights, layer, then optionally the live rows s32 \[T\] and the residual f32 \[T, N\]\)/, MATMUL_BF16_RMSNORM_TARGET],
     ['live rows of another length', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(new TensorType('s32', [5]), 'r')], [4, 8], /live rows \[5\] must be \[T\] = \[4\]/],
-    ['live rows of f32', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(TensorType.f32([4]), 'r')], [4, 8], /live rows must be s32/, MATMUL_F32_TARGET],
+    ['a residual of rank 1', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(TensorType.f32([4]), 'r')], [4, 8], /residual must have rank 2, got 1/, MATMUL_F32_TARGET],
+    ['a residual of another shape', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(new TensorType('s32', [4]), 'r'), f.param(TensorType.f32([4, 9]), 'res')], [4, 8], /residual \[4, 9\] must be the result's shape \[4, 8\]/],
+    ['the residual before the live rows', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(TensorType.f32([4, 8]), 'res'), f.param(new TensorType('s32', [4]), 'r')], [4, 8], /the live rows \(s32\) before the residual \(f32\)/],
     ['RMSNorm weights of another layer count', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([2, 6]), 'n'), f.param(TensorType.f32([]), 'e'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /norm weights \[2, 6\] must be \[Ly, K\] = \[1, 6\]/, MATMUL_BF16_RMSNORM_TARGET],
     ['SwiGLU of x without gate | up', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /with 2K = 6 of x \[4, 6\]/, MATMUL_BF16_SWIGLU_TARGET],
   ];

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstring>
 #include <initializer_list>
+#include <optional>
 #include <string>
 
 #include "kernels/xla_ffi.h"
@@ -57,6 +58,15 @@ inline const char* DataTypeName(DataType t) {
       return "bf16";
   }
   return "another element type";
+}
+
+// An operand's element type where it is a readable buffer, else nullopt (CheckBuffer then says why).
+inline std::optional<DataType> ArgDataType(void* raw, int type) {
+  const Buffer* b = static_cast<const Buffer*>(raw);
+  if (type != xla_ffi::kArgTypeBuffer || b == nullptr ||
+      b->struct_size < offsetof(Buffer, dims) + sizeof(b->dims))
+    return std::nullopt;
+  return b->dtype;
 }
 
 // One operand or result, checked: a buffer of `dtype` and `rank`, dims >= 0.

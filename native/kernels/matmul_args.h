@@ -7,7 +7,8 @@
 // - kSwiGlu: x [T, 2K] (gate | up) -> gate * logistic(gate) * up, the SwiGLU MLP's activation.
 //
 // A call may skip rows (`live`): a pass's padding rows (a query or an item shorter than its
-// bucket) are never computed, their results 0 (matmul_rows.h).
+// bucket) are never computed, their products 0 (matmul_rows.h). It may add a residual to its
+// result (the epilogue: the layer's residual add, out = residual + x . w, bit for bit XLA's add).
 //
 // The weights come as the matrix [K, N] (f32 or bf16 bits, rounded and packed into panels by each
 // call), or already packed (kPacked: a model's weights are packed once at load, by the program
@@ -36,6 +37,8 @@ struct MatmulArgs {
   float* out = nullptr;  // [T, N]
   // [T]: 0 marks a padding row (its result 0, never computed); nullptr: every row is computed.
   const int32_t* live = nullptr;
+  // [T, N]: added to the product (out = residual + product); nullptr: none.
+  const float* residual = nullptr;
 };
 
 }  // namespace pjrt_score

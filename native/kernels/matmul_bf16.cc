@@ -195,7 +195,10 @@ template <class Path>
 bool Run(const MatmulArgs& a, std::string* error) {
   if (a.t == 0 || a.n == 0) return true;
   if (a.k == 0) {
-    std::fill_n(a.out, a.t * a.n, 0.f);
+    if (a.residual != nullptr)
+      std::copy_n(a.residual, a.t * a.n, a.out);
+    else
+      std::fill_n(a.out, a.t * a.n, 0.f);
     return true;
   }
   const MatmulRows computed(a);
@@ -249,10 +252,12 @@ bool Run(const MatmulArgs& a, std::string* error) {
         dst[m] = m < rows && cols == kCols ? a.out + computed.Source(r0 + m) * s.n + col0
                                            : tile + m * kCols;
       Path::Tile(xa + r0 * s.kp, s.kp, panel, dst);
-      if (cols == kCols) continue;
-      for (int64_t m = 0; m < rows; ++m)
-        std::memcpy(a.out + computed.Source(r0 + m) * s.n + col0, tile + m * kCols,
-                    cols * sizeof(float));
+      if (cols < kCols) {
+        for (int64_t m = 0; m < rows; ++m)
+          std::memcpy(a.out + computed.Source(r0 + m) * s.n + col0, tile + m * kCols,
+                      cols * sizeof(float));
+      }
+      computed.AddResidual(a, r0, r0 + rows, col0, cols);
     }
   });
   if (!ok.load())

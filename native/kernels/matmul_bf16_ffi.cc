@@ -43,11 +43,11 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   const xla_ffi::Rets& rets = frame->rets;
   const bool norm = kPrologue == Prologue::kRmsNorm;
   const int64_t count = norm ? 5 : 3;
-  if ((args.size != count && args.size != count + 1) || args.types == nullptr ||
-      args.args == nullptr) {
-    *why = "expects " + std::to_string(count) + " or " + std::to_string(count + 1) +
+  if (args.size < count || args.size > count + 2 || args.types == nullptr || args.args == nullptr) {
+    *why = "expects " + std::to_string(count) + " to " + std::to_string(count + 2) +
            " operands (" + (norm ? "x, norm weights, eps, weights, layer" : "x, weights, layer") +
-           ", optionally the live rows), got " + std::to_string(args.size);
+           ", then optionally the live rows s32 [T] and the residual f32 [T, N]), got " +
+           std::to_string(args.size);
     return false;
   }
   if (rets.size != 1 || rets.types == nullptr || rets.rets == nullptr) {
@@ -71,15 +71,31 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   if (layer == nullptr) return false;
   const Buffer* o = ffi::CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 2, why);
   if (o == nullptr) return false;
-  const Buffer* live = nullptr;
-  if (args.size == count + 1) {
-    live = ffi::CheckBuffer(args.args[count], args.types[count], "live rows", DataType::kS32, 1, why);
+  // The optional operands, told apart by element type: the live rows (s32), then the residual (f32).
+  const Buffer *live = nullptr, *residual = nullptr;
+  int64_t next = count;
+  if (next < args.size && ffi::ArgDataType(args.args[next], args.types[next]) == DataType::kS32) {
+    live = ffi::CheckBuffer(args.args[next], args.types[next], "live rows", DataType::kS32, 1, why);
     if (live == nullptr) return false;
     if (live->dims[0] != x->dims[0]) {
       *why = "live rows " + DimsText(live) + " must be [T] = [" + std::to_string(x->dims[0]) +
              "] for x " + DimsText(x);
       return false;
     }
+    ++next;
+  }
+  if (next < args.size) {
+    residual = ffi::CheckBuffer(args.args[next], args.types[next], "residual", DataType::kF32, 2, why);
+    if (residual == nullptr) return false;
+    if (residual->dims[0] != o->dims[0] || residual->dims[1] != o->dims[1]) {
+      *why = "residual " + DimsText(residual) + " must be the result's shape " + DimsText(o);
+      return false;
+    }
+    ++next;
+  }
+  if (next != args.size) {
+    *why = "takes the live rows (s32) before the residual (f32), one of each at most";
+    return false;
   }
   const bool packed = w->rank == 5;
   const int64_t x_k = kPrologue == Prologue::kSwiGlu ? x->dims[1] / 2 : x->dims[1];
@@ -134,6 +150,7 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   out->w = static_cast<const char*>(w->data) + l * layer_elements * (f32 ? 4 : 2);
   out->out = static_cast<float*>(o->data);
   out->live = live != nullptr ? static_cast<const int32_t*>(live->data) : nullptr;
+  out->residual = residual != nullptr ? static_cast<const float*>(residual->data) : nullptr;
   return true;
 }
 

@@ -64,7 +64,10 @@ bool Run(const MatmulArgs& a, std::string* error) {
   const int64_t k = a.k, n = a.n;
   if (a.t == 0 || n == 0) return true;
   if (k == 0) {
-    std::fill_n(a.out, a.t * n, 0.f);
+    if (a.residual != nullptr)
+      std::copy_n(a.residual, a.t * n, a.out);
+    else
+      std::fill_n(a.out, a.t * n, 0.f);
     return true;
   }
   const MatmulRows computed(a);
@@ -122,6 +125,7 @@ bool Run(const MatmulArgs& a, std::string* error) {
       if (rows == kRows && cols == kCols &&
           computed.Source(r0 + kRows - 1) - computed.Source(r0) == kRows - 1) {
         Path::Tile(x + r0 * k, k, b, b_row, k, a.out + computed.Source(r0) * n + col0, n);
+        computed.AddResidual(a, r0, r0 + rows, col0, cols);
         continue;
       }
       // Rows whose results are not one run (a narrow panel, skipped rows) into a tile of their own,
@@ -141,6 +145,7 @@ bool Run(const MatmulArgs& a, std::string* error) {
       }
       for (int64_t m = 0; m < rows; ++m)
         std::memcpy(a.out + computed.Source(r0 + m) * n + col0, c + m * kCols, cols * sizeof(float));
+      computed.AddResidual(a, r0, r0 + rows, col0, cols);
     }
   });
   if (!ok.load()) *error = "could not allocate a tail tile of " + std::to_string(k * 4) + " bytes";

@@ -91,17 +91,19 @@ function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName
 
 /**
  * The MLP's down projection of its gate | up product [T, 2F]: SwiGLU (Gemma: GeGLU, tanh GELU) then
- * wDown; SwiGLU inside the matmul kernel's call where it takes wDown (its prologue).
+ * wDown; SwiGLU inside the matmul kernel's call where it takes wDown (its prologue), and `residual`
+ * (where given) added by it too (its epilogue).
  */
-function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: boolean, kernel?: LayerMatrices): HloValue {
+function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: boolean, kernel?: LayerMatrices, residual?: HloValue): HloValue {
   const byKernel = gemma ? undefined : kernelFor(kernel, 'wDown');
-  if (byKernel) return kernelProduct(f, gateUp, byKernel, { kind: 'swiglu' });
+  if (byKernel) return kernelProduct(f, gateUp, byKernel, { kind: 'swiglu' }, residual);
   const [t, width] = gateUp.dims;
   const F = width / 2;
   const gate = f.slice(gateUp, [0, 0], [t, F]);
   const up = f.slice(gateUp, [0, F], [t, 2 * F]);
   const activated = f.multiply(gemma ? geluTanh(f, gate) : f.multiply(gate, f.logistic(gate)), up);
-  return project(f, activated, layer, 'wDown', false, kernel);
+  const down = project(f, activated, layer, 'wDown', false, kernel);
+  return residual ? f.add(residual, down) : down;
 }
 
 /**
@@ -134,10 +136,21 @@ function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): KernelO
   return { arithmetic: kernel.arithmetic, stacked, index: kernel.index, columns: kernel.columns[name], live: kernel.live };
 }
 
-/** x (after `prologue`) . the layer's matrix, through the kernel the operands name. */
-function kernelProduct(f: FunctionBuilder, x: HloValue, k: KernelOperands, prologue?: MatmulPrologue): HloValue {
-  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue, k.live);
-  return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns, k.live);
+/** [residual +] x (after `prologue`) . the layer's matrix, through the kernel the operands name. */
+function kernelProduct(f: FunctionBuilder, x: HloValue, k: KernelOperands, prologue?: MatmulPrologue, residual?: HloValue): HloValue {
+  const rows = { live: k.live, residual };
+  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue, rows);
+  return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns, rows);
+}
+
+/**
+ * residual + x @ one layer's matrix (a residual add): the kernel's epilogue where the kernel takes the
+ * matrix, else XLA's add after project().
+ */
+function projectAdd(f: FunctionBuilder, residual: HloValue, x: HloValue, layer: Weights, name: MatrixName, kernel?: LayerMatrices): HloValue {
+  const byKernel = kernelFor(kernel, name);
+  if (byKernel) return kernelProduct(f, x, byKernel, undefined, residual);
+  return f.add(residual, project(f, x, layer, name, false, kernel));
 }
 
 /** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
@@ -270,14 +283,18 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
         k = applyRotary(b, k, cos, sin);
       }
       const attended = x.attention(b, q, k, v, i, extraInv, extra, opts);
-      const projected = project(b, b.reshape(attended.out, [t, Hq * D]), layer, 'wO', false, kernel);
-      // Gemma normalizes the attention output (and the MLP's) before the residual add.
-      const afterAttention = b.add(h, layer.attnPostNorm ? rmsNorm(b, projected, layer.attnPostNorm, d.rmsEps) : projected);
+      const attendedRows = b.reshape(attended.out, [t, Hq * D]);
+      // Gemma normalizes the attention output (and the MLP's) before the residual add; else the add
+      // is the matmul kernel's epilogue where it runs the projection.
+      const afterAttention = layer.attnPostNorm
+        ? b.add(h, rmsNorm(b, project(b, attendedRows, layer, 'wO', false, kernel), layer.attnPostNorm, d.rmsEps))
+        : projectAdd(b, h, attendedRows, layer, 'wO', kernel);
 
       // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
       const gateUp = projectNormed(b, afterAttention, layer, 'ffnNorm', 'wGateUp', d.rmsEps, narrowProducts, kernel);
-      const down = mlpDown(b, gateUp, layer, gemma !== undefined, kernel);
-      const out = b.add(afterAttention, layer.ffnPostNorm ? rmsNorm(b, down, layer.ffnPostNorm, d.rmsEps) : down);
+      const out = layer.ffnPostNorm
+        ? b.add(afterAttention, rmsNorm(b, mlpDown(b, gateUp, layer, gemma !== undefined, kernel), layer.ffnPostNorm, d.rmsEps))
+        : mlpDown(b, gateUp, layer, gemma !== undefined, kernel, afterAttention);
       if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];
     },

@@ -78,7 +78,7 @@ export function matmulKernelTakes(elementType: string): boolean {
  * -> f32 [T, N], in bf16 with f32 sums. Packed weights (u16 or bf16, packedMatmulDims) round K and N
  * up, so `columns` gives N (K is x's).
  */
-export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, columns?: number, live?: HloValue): HloValue {
+export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, columns?: number, rows: MatmulRows = {}): HloValue {
   const packed = stacked.dims.length === 5;
   if (!(packed ? stacked.elementType === 'u16' || stacked.elementType === 'bf16' : stacked.dims.length === 3 && matmulKernelTakes(stacked.elementType))) {
     throw new HloBuildError(`matmulBf16Kernel: weights must be [Ly, K, N] of f32, u16 or bf16, or packed [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`);
@@ -95,7 +95,7 @@ export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVa
     throw new HloBuildError(`matmulBf16Kernel: x must be f32 [T, ${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulBf16Kernel: layer must be s32[], got ${layer.type}`);
-  return kernelCall(f, x, stacked, layer, prologue, n as number, [MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET], live);
+  return kernelCall(f, x, stacked, layer, prologue, n as number, [MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET], rows);
 }
 
 /**
@@ -103,7 +103,7 @@ export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVa
  * (s32 []) -> f32 [T, N], f32 products and sums (the f32 kernel: native/kernels/matmul_f32.h), each
  * output one FMA chain over k.
  */
-export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, live?: HloValue): HloValue {
+export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, rows: MatmulRows = {}): HloValue {
   if (stacked.dims.length !== 3 || stacked.elementType !== 'f32') throw new HloBuildError(`matmulF32Kernel: weights must be f32 [Ly, K, N], got ${stacked.type}`);
   const [, k, n] = stacked.dims;
   const width = prologue?.kind === 'swiglu' ? 2 * k : k;
@@ -111,19 +111,32 @@ export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVal
     throw new HloBuildError(`matmulF32Kernel: x must be f32 [T, ${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulF32Kernel: layer must be s32[], got ${layer.type}`);
-  return kernelCall(f, x, stacked, layer, prologue, n, [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET], live);
+  return kernelCall(f, x, stacked, layer, prologue, n, [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET], rows);
 }
 
 /**
- * The custom call of a checked kernel product: [plain, RMSNorm, SwiGLU] targets. `live` (s32 [T]): rows
- * marked 0 are a pass's padding, never computed, their results 0 (native/kernels/matmul_rows.h).
+ * Beside its product's operands, a call may take the pass's live rows (s32 [T]: rows marked 0 are
+ * padding, never computed, their product 0: native/kernels/matmul_rows.h) and a residual f32 [T, N]
+ * added to its result (the layer's residual add as the kernel's epilogue: residual + product, as XLA
+ * adds them).
  */
-function kernelCall(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue: MatmulPrologue | undefined, n: number, targets: readonly [string, string, string], live: HloValue | undefined): HloValue {
-  const result = [TensorType.f32([x.dims[0], n])];
-  if (live && (live.elementType !== 's32' || live.dims.length !== 1 || live.dims[0] !== x.dims[0])) {
-    throw new HloBuildError(`matmul kernel: live rows must be s32 [${x.dims[0]}] for x ${x.type}, got ${live.type}`);
+export interface MatmulRows {
+  live?: HloValue;
+  residual?: HloValue;
+}
+
+/** The custom call of a checked kernel product: [plain, RMSNorm, SwiGLU] targets. */
+function kernelCall(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue: MatmulPrologue | undefined, n: number, targets: readonly [string, string, string], rows: MatmulRows): HloValue {
+  const t = x.dims[0];
+  const result = [TensorType.f32([t, n])];
+  const { live, residual } = rows;
+  if (live && (live.elementType !== 's32' || live.dims.length !== 1 || live.dims[0] !== t)) {
+    throw new HloBuildError(`matmul kernel: live rows must be s32 [${t}] for x ${x.type}, got ${live.type}`);
   }
-  const rows = live ? [live] : [];
+  if (residual && (residual.elementType !== 'f32' || residual.dims.length !== 2 || residual.dims[0] !== t || residual.dims[1] !== n)) {
+    throw new HloBuildError(`matmul kernel: the residual must be f32 [${t}, ${n}] (the result's shape), got ${residual.type}`);
+  }
+  const extra = [...(live ? [live] : []), ...(residual ? [residual] : [])];
   if (prologue?.kind === 'rmsNorm') {
     const w = prologue.weights;
     const [layers] = stacked.dims;
@@ -132,7 +145,7 @@ function kernelCall(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: H
       throw new HloBuildError(`matmul kernel: RMSNorm weights must be f32 [${layers}, ${k}], got ${w.type}`);
     }
     if (!(prologue.eps >= 0)) throw new HloBuildError(`matmul kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
-    return f.customCall(targets[1], [x, w, f.scalar(prologue.eps), stacked, layer, ...rows], result)[0];
+    return f.customCall(targets[1], [x, w, f.scalar(prologue.eps), stacked, layer, ...extra], result)[0];
   }
-  return f.customCall(prologue?.kind === 'swiglu' ? targets[2] : targets[0], [x, stacked, layer, ...rows], result)[0];
+  return f.customCall(prologue?.kind === 'swiglu' ? targets[2] : targets[0], [x, stacked, layer, ...extra], result)[0];
 }
