@@ -60,7 +60,8 @@ inline const char* DataTypeName(DataType t) {
   return "another element type";
 }
 
-// An operand's element type where it is a readable buffer, else nullopt (CheckBuffer then says why).
+// An operand's element type where it is a readable buffer, else nullopt (CheckBuffer then says
+// why).
 inline std::optional<DataType> ArgDataType(void* raw, int type) {
   const Buffer* b = static_cast<const Buffer*>(raw);
   if (type != xla_ffi::kArgTypeBuffer || b == nullptr ||

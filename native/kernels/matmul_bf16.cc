@@ -35,9 +35,9 @@ int64_t RoundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 // Its buffers (ThreadScratch; the f32 kernel takes 3-5).
 constexpr int kPanel = 0, kRounded = 1, kRow = 2;
 
-// What every path shares: the computed rows (t of them: matmul_rows.h) rounded to bf16 as rows of kp
-// (K rounded up to pairs, the pad 0), and the packing of a panel: pairs of rows, [kp / 2][kCols][2],
-// columns past N and the row past K 0.
+// What every path shares: the computed rows (t of them: matmul_rows.h) rounded to bf16 as rows of
+// kp (K rounded up to pairs, the pad 0), and the packing of a panel: pairs of rows, [kp /
+// 2][kCols][2], columns past N and the row past K 0.
 struct Shape {
   const MatmulRows& rows;
   int64_t t, k, n, kp, tp;

@@ -44,8 +44,8 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   const bool norm = kPrologue == Prologue::kRmsNorm;
   const int64_t count = norm ? 5 : 3;
   if (args.size < count || args.size > count + 2 || args.types == nullptr || args.args == nullptr) {
-    *why = "expects " + std::to_string(count) + " to " + std::to_string(count + 2) +
-           " operands (" + (norm ? "x, norm weights, eps, weights, layer" : "x, weights, layer") +
+    *why = "expects " + std::to_string(count) + " to " + std::to_string(count + 2) + " operands (" +
+           (norm ? "x, norm weights, eps, weights, layer" : "x, weights, layer") +
            ", then optionally the live rows s32 [T] and the residual f32 [T, N]), got " +
            std::to_string(args.size);
     return false;
@@ -71,7 +71,8 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   if (layer == nullptr) return false;
   const Buffer* o = ffi::CheckBuffer(rets.rets[0], rets.types[0], "result", DataType::kF32, 2, why);
   if (o == nullptr) return false;
-  // The optional operands, told apart by element type: the live rows (s32), then the residual (f32).
+  // The optional operands, told apart by element type: the live rows (s32), then the residual
+  // (f32).
   const Buffer *live = nullptr, *residual = nullptr;
   int64_t next = count;
   if (next < args.size && ffi::ArgDataType(args.args[next], args.types[next]) == DataType::kS32) {
@@ -85,7 +86,8 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
     ++next;
   }
   if (next < args.size) {
-    residual = ffi::CheckBuffer(args.args[next], args.types[next], "residual", DataType::kF32, 2, why);
+    residual =
+        ffi::CheckBuffer(args.args[next], args.types[next], "residual", DataType::kF32, 2, why);
     if (residual == nullptr) return false;
     if (residual->dims[0] != o->dims[0] || residual->dims[1] != o->dims[1]) {
       *why = "residual " + DimsText(residual) + " must be the result's shape " + DimsText(o);

@@ -144,7 +144,8 @@ bool Run(const MatmulArgs& a, std::string* error) {
         Path::Tile(tail, k, b, b_row, k, c, kCols);
       }
       for (int64_t m = 0; m < rows; ++m)
-        std::memcpy(a.out + computed.Source(r0 + m) * n + col0, c + m * kCols, cols * sizeof(float));
+        std::memcpy(a.out + computed.Source(r0 + m) * n + col0, c + m * kCols,
+                    cols * sizeof(float));
       computed.AddResidual(a, r0, r0 + rows, col0, cols);
     }
   });

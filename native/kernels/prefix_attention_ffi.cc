@@ -110,7 +110,98 @@ bool DecodeCausal(const CallFrame* frame, CausalAttentionArgs* out, std::string*
   return true;
 }
 
+// A packed pass's attention in one call: the query's causal attention, then its items over it.
+struct QueryItemsAttentionArgs {
+  CausalAttentionArgs query;  // into the result's first P rows
+  PrefixAttentionArgs items;  // into the rows after them
+};
+
+// Reads and cross-checks the joined call's operands: the query's q (scaled) [P, Hq, D], k, v
+// [P, Hkv, D] and length s32 [], then the items' q (scaled) [N, L, Hq, D], k, v [N, L, Hkv, D] and
+// lengths [N]; result [P + N L, Hq, D].
+bool DecodeQueryItems(const CallFrame* frame, QueryItemsAttentionArgs* out, std::string* why) {
+  static const BufferSpec kOperands[] = {
+      {"q", DataType::kF32, 3},      {"k", DataType::kF32, 3},
+      {"v", DataType::kF32, 3},      {"prefix length", DataType::kS32, 0},
+      {"item q", DataType::kF32, 4}, {"item k", DataType::kF32, 4},
+      {"item v", DataType::kF32, 4}, {"item lengths", DataType::kS32, 1},
+  };
+  const Buffer* b[9];
+  if (!CheckCall(frame, kOperands, {"result", DataType::kF32, 3}, b, why)) return false;
+  const Buffer *q = b[0], *k = b[1], *v = b[2], *plen = b[3], *iq = b[4], *ik = b[5], *iv = b[6],
+               *len = b[7], *o = b[8];
+  const int64_t p = q->dims[0], hq = q->dims[1], d = q->dims[2], hkv = k->dims[1];
+  const int64_t n = iq->dims[0], l = iq->dims[1];
+  if (!SameDims(k, {p, hkv, d}) || !SameDims(v, {p, hkv, d})) {
+    *why =
+        "k " + DimsText(k) + " and v " + DimsText(v) + " must be [P, Hkv, D] of q " + DimsText(q);
+    return false;
+  }
+  if (!CheckHeads(hq, hkv, why)) return false;
+  if (!SameDims(iq, {n, l, hq, d}) || !SameDims(ik, {n, l, hkv, d}) ||
+      !SameDims(iv, {n, l, hkv, d})) {
+    *why = "item q " + DimsText(iq) + ", k " + DimsText(ik) + " and v " + DimsText(iv) +
+           " must be [N, L, Hq, D] and [N, L, Hkv, D] with the heads and D of q " + DimsText(q);
+    return false;
+  }
+  if (!SameDims(len, {n})) {
+    *why = "item lengths " + DimsText(len) + " must be [N] = [" + std::to_string(n) + "]";
+    return false;
+  }
+  if (!SameDims(o, {p + n * l, hq, d})) {
+    *why = "result " + DimsText(o) + " must be [P + N L, Hq, D] = [" + std::to_string(p + n * l) +
+           ", " + std::to_string(hq) + ", " + std::to_string(d) + "]";
+    return false;
+  }
+  const int32_t prefix_length = *static_cast<const int32_t*>(plen->data);
+  float* result = static_cast<float*>(o->data);
+  CausalAttentionArgs& a = out->query;
+  a.t = p;
+  a.hq = hq;
+  a.hkv = hkv;
+  a.d = d;
+  a.q = static_cast<const float*>(q->data);
+  a.k = static_cast<const float*>(k->data);
+  a.v = static_cast<const float*>(v->data);
+  a.valid_length = prefix_length;
+  a.out = result;
+  PrefixAttentionArgs& i = out->items;
+  i.n = n;
+  i.l = l;
+  i.hq = hq;
+  i.hkv = hkv;
+  i.d = d;
+  i.p = p;
+  i.item_q = static_cast<const float*>(iq->data);
+  i.item_k = static_cast<const float*>(ik->data);
+  i.item_v = static_cast<const float*>(iv->data);
+  i.item_lengths = static_cast<const int32_t*>(len->data);
+  i.prefix_k = a.k;
+  i.prefix_v = a.v;
+  i.prefix_length = prefix_length;
+  i.out = result + p * hq * d;
+  return true;
+}
+
+template <bool (*kRunQuery)(const CausalAttentionArgs&, std::string*),
+          bool (*kRunItems)(const PrefixAttentionArgs&, std::string*)>
+bool RunQueryItems(const QueryItemsAttentionArgs& a, std::string* error) {
+  return kRunQuery(a.query, error) && kRunItems(a.items, error);
+}
+
 }  // namespace
+
+xla_ffi::Error* QueryItemsAttentionHandler(CallFrame* frame) {
+  return ffi::Handle<QueryItemsAttentionArgs, DecodeQueryItems,
+                     RunQueryItems<RunCausalAttention, RunPrefixAttention>>(
+      frame, kQueryItemsAttentionTarget);
+}
+
+xla_ffi::Error* QueryItemsAttentionBf16Handler(CallFrame* frame) {
+  return ffi::Handle<QueryItemsAttentionArgs, DecodeQueryItems,
+                     RunQueryItems<RunCausalAttentionBf16, RunPrefixAttentionBf16>>(
+      frame, kQueryItemsAttentionBf16Target);
+}
 
 xla_ffi::Error* PrefixAttentionHandler(CallFrame* frame) {
   return ffi::Handle<PrefixAttentionArgs, DecodePrefix, RunPrefixAttention>(frame,

@@ -8,7 +8,12 @@
 //   (lib/hlo/attention/causal-kernel.ts); one result [T, Hq, D];
 // - `pjrt_score_prefix_attention_bf16` and `pjrt_score_causal_attention_bf16`:
 //   the same operands and results, computed in bf16 on the CPU's matrix units
-//   (RunPrefixAttentionBf16), for passes whose dots run in bf16.
+//   (RunPrefixAttentionBf16), for passes whose dots run in bf16;
+// - `pjrt_score_query_items_attention` (and `_bf16`), a packed pass's attention in one call: the
+//   query's causal attention, then its items over it. Operands: q (scaled) [P, Hq, D], k, v
+//   [P, Hkv, D], prefix length s32 [], item q (scaled) [N, L, Hq, D], k, v [N, L, Hkv, D], item
+//   lengths [N] (lib/hlo/attention/query-items-kernel.ts); one result [P + N L, Hq, D]: the two
+//   calls' results one after the other, so no XLA fusion joins them.
 #pragma once
 
 #include "kernels/xla_ffi.h"
@@ -19,10 +24,14 @@ constexpr const char* kPrefixAttentionTarget = "pjrt_score_prefix_attention";
 constexpr const char* kCausalAttentionTarget = "pjrt_score_causal_attention";
 constexpr const char* kPrefixAttentionBf16Target = "pjrt_score_prefix_attention_bf16";
 constexpr const char* kCausalAttentionBf16Target = "pjrt_score_causal_attention_bf16";
+constexpr const char* kQueryItemsAttentionTarget = "pjrt_score_query_items_attention";
+constexpr const char* kQueryItemsAttentionBf16Target = "pjrt_score_query_items_attention_bf16";
 
 xla_ffi::Error* PrefixAttentionHandler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* CausalAttentionHandler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* PrefixAttentionBf16Handler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* CausalAttentionBf16Handler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* QueryItemsAttentionHandler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* QueryItemsAttentionBf16Handler(xla_ffi::CallFrame* frame);
 
 }  // namespace pjrt_score

@@ -18,6 +18,8 @@ bool RegisterKernels(const Plugin& plugin, std::string* why) {
       {kCausalAttentionTarget, &CausalAttentionHandler},
       {kPrefixAttentionBf16Target, &PrefixAttentionBf16Handler},
       {kCausalAttentionBf16Target, &CausalAttentionBf16Handler},
+      {kQueryItemsAttentionTarget, &QueryItemsAttentionHandler},
+      {kQueryItemsAttentionBf16Target, &QueryItemsAttentionBf16Handler},
       {kMatmulBf16Target, &MatmulBf16Handler},
       {kMatmulBf16RmsNormTarget, &MatmulBf16RmsNormHandler},
       {kMatmulBf16SwiGluTarget, &MatmulBf16SwiGluHandler},

@@ -6,6 +6,7 @@
  *   prefix-joint.ts, prefix-rows.ts (`ones_own`), prefix-kernel.ts (`ffi`);
  * - causal.ts: the prefill's causal attention (CausalAttention) and its
  *   forms: causal-square.ts, causal-chunks.ts (`qc<n>`), causal-kernel.ts (`ffi`);
+ * - query-items-kernel.ts: both as the kernel, in one call (a packed pass);
  * - cudnn-call.ts, cudnn-forms.ts: cuDNN's fused call and its forms of both;
  * - dense-and-factored.ts: the whole-request layouts (public programs);
  * - layout.ts, joint-softmax.ts, score-shaping.ts (MASKED_SCORE, windows,
@@ -29,6 +30,8 @@ export { JOINT_PREFIX_ATTENTION, checkPrefixAttention, itemsOverPrefix, parsePre
 export type { PrefixAttention } from './prefix';
 export { causalPrefixAttentionChunked } from './causal-chunks';
 export { causalPrefixAttentionKernel } from './causal-kernel';
+export { QUERY_ITEMS_ATTENTION_BF16_TARGET, QUERY_ITEMS_ATTENTION_TARGET, queryAndItemsAttentionKernel } from './query-items-kernel';
+export type { QueryAndItemsInputs } from './query-items-kernel';
 export { SQUARE_CAUSAL_ATTENTION, causalAttentionNameTag, causalAttentionTag, causalPrefix, checkCausalAttention, parseCausalAttentionTag } from './causal';
 export type { CausalAttention } from './causal';
 export { CUDNN_PINNED_PLUGIN, fusedAttention } from './cudnn-call';

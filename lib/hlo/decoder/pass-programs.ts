@@ -30,7 +30,7 @@
  */
 import { HloValue } from '../builder/core';
 import { buildProgram, HloProgram } from '../builder/program';
-import { CudnnAttention, PassRows, causalPrefix, itemsOverPrefix, prefixAttentionTag, queryAndItemsAttentionCudnn } from '../attention';
+import { CudnnAttention, PassRows, causalPrefix, checkCausalAttention, checkPrefixAttention, itemsOverPrefix, prefixAttentionTag, queryAndItemsAttentionCudnn, queryAndItemsAttentionKernel } from '../attention';
 import { HloBuildError, TensorType } from '../builder/types';
 import { DecoderDims } from './layout';
 import { DecoderOptions, programSuffix } from './options';
@@ -107,8 +107,12 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
         const qP = rows.prefill(b, q);
         const kP = rows.prefill(b, k);
         const vP = rows.prefill(b, v);
-        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention, opts);
         const itemsOf = (x: HloValue, h: number) => b.reshape(rows.itemRows(b, x), [...lead, N, L, h, D]);
+        if (bothKernels(options) && G === 1) {
+          const out = queryAndItemsAttentionKernel(b, { q: qP, k: kP, v: vP, prefixLength: plen, itemQ: itemsOf(q, Hq), itemK: itemsOf(k, Hkv), itemV: itemsOf(v, Hkv), itemLengths: ilens }, opts);
+          return { out, carried: [] };
+        }
+        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention, opts);
         const items = itemsOverPrefix(
           b,
           { itemQ: itemsOf(q, Hq), itemK: itemsOf(k, Hkv), itemV: itemsOf(v, Hkv), itemLengths: ilens, prefixK: kP, prefixV: vP, prefixLength: plen },
@@ -127,6 +131,11 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const out = passReadouts(f, d, w, lmHead, { hidden: prefixHidden, length: prefixLength, labels }, { hidden: itemHidden, lengths: flat(f, itemLengths), labels: itemLabels });
     return { prefix_logprobs: out.prefix, item_logprobs: out.items };
   }, options);
+}
+
+/** Both of a packed pass's attention forms are the addon's kernels: one call does both (query-items-kernel.ts). */
+function bothKernels(options: DecoderOptions): boolean {
+  return options.causalAttention !== undefined && options.prefixAttention !== undefined && checkCausalAttention(options.causalAttention).kind === 'kernel' && checkPrefixAttention(options.prefixAttention).kind === 'kernel';
 }
 
 /**
