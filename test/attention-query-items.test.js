@@ -8,10 +8,15 @@
 //   blocks), and the query's rows are within 1e-5 of the float64 causal reference;
 // - malformed calls are the handler's errors, and the process lives; the builder refuses a grouped
 //   call;
-// - the default model's packed pass calls it once a layer where both forms are the kernel.
+// - on the q | k | v projection itself (`pjrt_score_query_items_attention_rope`: RoPE, the score
+//   scale and the split in the call): the query's rows within 1e-5 of the float64 causal reference on
+//   the float64 rotation, every row within 1e-5 of XLA's rotation then the joined call (f32 rounding
+//   apart), every path; malformed calls refused;
+// - a packed pass calls it once a layer where both forms are the kernel (the rotating one where the
+//   layer has no bias or q and k norms).
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, causalPrefixAttentionKernel, itemsOverPrefixAttentionKernel, queryAndItemsAttentionKernel, decoderFused, parsePrefixAttentionTag, parseCausalAttentionTag, QUERY_ITEMS_ATTENTION_TARGET, QUERY_ITEMS_ATTENTION_BF16_TARGET } = require('../dist/hlo');
+const { buildProgram, TensorType, causalPrefixAttentionKernel, itemsOverPrefixAttentionKernel, queryAndItemsAttentionKernel, queryAndItemsAttentionOnProjection, decoderFused, nn, parsePrefixAttentionTag, parseCausalAttentionTag, QUERY_ITEMS_ATTENTION_TARGET, QUERY_ITEMS_ATTENTION_BF16_TARGET, QUERY_ITEMS_ATTENTION_ROPE_TARGET } = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { withIsa, f32Paths, bf16Paths } = require('./helpers/kernel-path');
 
@@ -165,13 +170,170 @@ test('malformed joined calls are the handler\'s errors, and the process lives; t
   t.end();
 });
 
+/** RoPE's tables for positions (float64 angles rounded to f32, as rotaryTablesFrom), [rows, D / 2]. */
+function ropeTables(positions, d, theta = 10000) {
+  const half = d / 2;
+  const cos = new Float32Array(positions.length * half);
+  const sin = new Float32Array(positions.length * half);
+  positions.forEach((p, r) => {
+    for (let j = 0; j < half; j++) {
+      const angle = p * theta ** ((-2 * j) / d);
+      cos[r * half + j] = Math.cos(angle);
+      sin[r * half + j] = Math.sin(angle);
+    }
+  });
+  return { cos, sin };
+}
+
+/** The projection's inputs: qkv [T, (Hq + 2 Hkv) D], the query's positions 0.. and each item's after the prefix length. */
+function projectionInputs(c, seed) {
+  const T = c.P + c.N * c.L;
+  const width = (c.Hq + 2 * c.Hkv) * c.D;
+  const qkv = fill(T * width, seed);
+  const query = ropeTables(Array.from({ length: c.P }, (_, i) => i), c.D);
+  const items = ropeTables(Array.from({ length: c.N * c.L }, (_, i) => c.prefixLength + (i % c.L)), c.D);
+  return { qkv, query, items, T, width };
+}
+
+/** The query's rows of qkv rotated in float64 (x1 c - x2 s, x2 c + x1 s), rounded to f32: q [P, Hq, D], k, v [P, Hkv, D]. */
+function rotatedQuery(c, { qkv, query, width }) {
+  const half = c.D / 2;
+  const q = new Float32Array(c.P * c.Hq * c.D);
+  const k = new Float32Array(c.P * c.Hkv * c.D);
+  const v = new Float32Array(c.P * c.Hkv * c.D);
+  for (let r = 0; r < c.P; r++) {
+    const rotate = (h, out) => {
+      for (let j = 0; j < half; j++) {
+        const x1 = qkv[r * width + h * c.D + j];
+        const x2 = qkv[r * width + h * c.D + j + half];
+        const cs = query.cos[r * half + j];
+        const sn = query.sin[r * half + j];
+        out[j] = x1 * cs - x2 * sn;
+        out[j + half] = x2 * cs + x1 * sn;
+      }
+    };
+    for (let h = 0; h < c.Hq; h++) rotate(h, q.subarray((r * c.Hq + h) * c.D, (r * c.Hq + h + 1) * c.D));
+    for (let h = 0; h < c.Hkv; h++) rotate(c.Hq + h, k.subarray((r * c.Hkv + h) * c.D, (r * c.Hkv + h + 1) * c.D));
+    v.set(qkv.subarray(r * width + (c.Hq + c.Hkv) * c.D, r * width + (c.Hq + 2 * c.Hkv) * c.D), r * c.Hkv * c.D);
+  }
+  return [q, k, v];
+}
+
+/** On the projection: the rotating call, or XLA's rotation (applyRotary) then the joined call. */
+function projectionProgram(c, rotating, bf16) {
+  const T = c.P + c.N * c.L;
+  const width = (c.Hq + 2 * c.Hkv) * c.D;
+  const half = c.D / 2;
+  return buildProgram(
+    `query_items_projection_${rotating ? 'call' : 'xla'}_${bf16 ? 'bf16' : 'f32'}_${c.P}_${c.N}_${c.L}_${c.Hq}_${c.Hkv}_${c.D}`,
+    (f) => {
+      const qkv = f.param(TensorType.f32([T, width]), 'qkv');
+      const queryCos = f.param(TensorType.f32([c.P, half]), 'query_cos');
+      const querySin = f.param(TensorType.f32([c.P, half]), 'query_sin');
+      const itemCos = f.param(TensorType.f32([c.N, c.L, half]), 'item_cos');
+      const itemSin = f.param(TensorType.f32([c.N, c.L, half]), 'item_sin');
+      const prefixLength = f.param(new TensorType('s32', []), 'prefix_length');
+      const itemLengths = f.param(new TensorType('s32', [c.N]), 'item_lengths');
+      if (rotating) return { out: queryAndItemsAttentionOnProjection(f, { qkv, heads: { hq: c.Hq, hkv: c.Hkv, d: c.D }, queryCos, querySin, itemCos, itemSin, prefixLength, itemLengths }) };
+      const cos = f.concatenate([queryCos, f.reshape(itemCos, [c.N * c.L, half])], 0);
+      const sin = f.concatenate([querySin, f.reshape(itemSin, [c.N * c.L, half])], 0);
+      const heads = (from, count) => f.reshape(f.slice(qkv, [0, from * c.D], [T, (from + count) * c.D]), [T, count, c.D]);
+      const q = nn.applyRotary(f, heads(0, c.Hq), cos, sin);
+      const k = nn.applyRotary(f, heads(c.Hq, c.Hkv), cos, sin);
+      const v = heads(c.Hq + c.Hkv, c.Hkv);
+      const part = (x, from, to) => f.slice(x, [from, 0, 0], [to, x.dims[1], c.D]);
+      const items = (x) => f.reshape(part(x, c.P, T), [c.N, c.L, x.dims[1], c.D]);
+      return { out: queryAndItemsAttentionKernel(f, { q: part(q, 0, c.P), k: part(k, 0, c.P), v: part(v, 0, c.P), prefixLength, itemQ: items(q), itemK: items(k), itemV: items(v), itemLengths }) };
+    },
+    bf16 ? { dotPrecision: 'DEFAULT', dotOperands: 'bf16' } : {},
+  );
+}
+
+for (const c of CASES) {
+  test(`on the projection: RoPE, the scale and the split in the call (${c.name})`, async (t) => {
+    const x = projectionInputs(c, c.P * 7 + c.N);
+    const data = [x.qkv, x.query.cos, x.query.sin, x.items.cos, x.items.sin, Int32Array.of(c.prefixLength), Int32Array.from(c.itemLengths)];
+    const rotating = projectionProgram(c, true, false);
+    const viaXla = projectionProgram(c, false, false);
+    t.ok(rotating.text.includes(QUERY_ITEMS_ATTENTION_ROPE_TARGET), 'the program calls the rotating target');
+    const ref = causalReference(c, rotatedQuery(c, x));
+    for (const { isa, path } of f32Paths(c.D)) {
+      await withIsa(isa, async () => {
+        const [got] = await runProgram(client, rotating, data);
+        const [want] = await runProgram(client, viaXla, data);
+        let worstRef = 0;
+        for (let i = 0; i < ref.length; i++) worstRef = Math.max(worstRef, Math.abs(got[i] - ref[i]));
+        let worstXla = 0;
+        for (let i = 0; i < want.length; i++) worstXla = Math.max(worstXla, Math.abs(got[i] - want[i]));
+        t.ok(worstRef <= 1e-5, `${path}: the query's rows within 1e-5 of the float64 causal reference on the float64 rotation (worst ${worstRef.toExponential(2)})`);
+        t.ok(worstXla <= 1e-5, `${path}: every row within 1e-5 of XLA's rotation then the joined call (worst ${worstXla.toExponential(2)})`);
+      });
+    }
+    // bf16: the same call rounding q, K, V to bf16; against XLA's rotation then the joined bf16 call.
+    const [gotBf16] = await runProgram(client, projectionProgram(c, true, true), data);
+    const [wantBf16] = await runProgram(client, projectionProgram(c, false, true), data);
+    let worst = 0;
+    for (let i = 0; i < wantBf16.length; i++) worst = Math.max(worst, Math.abs(gotBf16[i] - wantBf16[i]));
+    t.ok(worst <= 5e-3, `bf16: within 5e-3 of XLA's rotation then the joined bf16 call (an f32 rounding apart can move a bf16 rounding: worst ${worst.toExponential(2)})`);
+    t.end();
+  });
+}
+
+test('malformed rotating calls: the builder refuses them, and so does the handler', async (t) => {
+  const c = CASES[2];
+  const T = c.P + c.N * c.L;
+  const half = c.D / 2;
+  const ok = [
+    ['qkv', TensorType.f32([T, (c.Hq + 2 * c.Hkv) * c.D])],
+    ['query_cos', TensorType.f32([c.P, half])],
+    ['query_sin', TensorType.f32([c.P, half])],
+    ['item_cos', TensorType.f32([c.N, c.L, half])],
+    ['item_sin', TensorType.f32([c.N, c.L, half])],
+    ['scale', TensorType.f32([])],
+    ['prefix_length', new TensorType('s32', [])],
+    ['item_lengths', new TensorType('s32', [c.N])],
+  ];
+  const result = TensorType.f32([T, c.Hq, c.D]);
+  const swap = (i, type) => ok.map((o, j) => (j === i ? [o[0], type] : o));
+  const bad = [
+    ['a qkv width of no whole heads', swap(0, TensorType.f32([T, (c.Hq + 2 * c.Hkv) * c.D + 1])), result, /qkv \[15, 193\] must be \[T, \(Hq \+ 2 Hkv\) D\]/],
+    ['item tables of another length', swap(3, TensorType.f32([c.N, c.L + 1, half])), result, /item cos \[3, 3, 16\] .* must be \[P, D \/ 2\] and \[N, L, D \/ 2\] with P \+ N L = 15/],
+    ['an odd head dim', ok, TensorType.f32([T, c.Hq * 2, 3]), /even head dim/],
+  ];
+  for (const [name, operands, res, message] of bad) {
+    const prog = buildProgram(`query_items_rope_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(QUERY_ITEMS_ATTENTION_ROPE_TARGET, operands.map(([n, type]) => f.param(type, n)), [res])[0] }));
+    const data = prog.inputs.map((spec) => {
+      const n = spec.dims.reduce((a, b) => a * b, 1);
+      return spec.dtype === 's32' ? new Int32Array(n) : new Float32Array(n);
+    });
+    await runProgram(client, prog, data).then(
+      () => t.fail(`${name}: ran`),
+      (err) => t.match(String(err.message), message, `${name}: ${String(err.message).split('\n')[0].slice(0, 160)}`),
+    );
+  }
+  t.throws(
+    () =>
+      buildProgram('query_items_rope_refused', (f) => {
+        const [qkv, queryCos, querySin, itemCos, itemSin, , prefixLength, itemLengths] = ok.map(([n, type]) => f.param(type, n));
+        return { y: queryAndItemsAttentionOnProjection(f, { qkv, heads: { hq: c.Hq, hkv: c.Hkv + 1, d: c.D }, queryCos, querySin, itemCos, itemSin, prefixLength, itemLengths }) };
+      }),
+    /queryAndItemsAttentionOnProjection: qkv must be f32 \[15, 256\], got tensor<15x192xf32>/,
+    'the builder refuses heads the projection does not hold',
+  );
+  t.end();
+});
+
 test('the packed pass calls it once a layer where both forms are the kernel, and the two calls otherwise', (t) => {
   const d = { vocabSize: 64, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, rmsEps: 1e-5, ropeTheta: 10000 };
   const shape = { prefix: 8, items: 3, itemLength: 4, labels: 2 };
   const count = (text, target) => (text.match(new RegExp(`call_target_name = "${target}"`, 'g')) || []).length;
-  const kernels = decoderFused(d, shape, { prefixAttention: parsePrefixAttentionTag('ffi'), causalAttention: parseCausalAttentionTag('ffi') }).text;
-  t.equal(count(kernels, QUERY_ITEMS_ATTENTION_TARGET), 1, 'both forms the kernel: one joined call in the layer loop');
-  t.equal(count(kernels, 'pjrt_score_causal_attention') + count(kernels, 'pjrt_score_prefix_attention'), 0, 'and neither of the two calls');
+  const both = { prefixAttention: parsePrefixAttentionTag('ffi'), causalAttention: parseCausalAttentionTag('ffi') };
+  const kernels = decoderFused(d, shape, both).text;
+  t.equal(count(kernels, QUERY_ITEMS_ATTENTION_ROPE_TARGET), 1, 'both forms the kernel: one rotating joined call in the layer loop');
+  t.equal(count(kernels, QUERY_ITEMS_ATTENTION_TARGET) + count(kernels, 'pjrt_score_causal_attention') + count(kernels, 'pjrt_score_prefix_attention'), 0, 'and no other attention call');
+  const biased = decoderFused({ ...d, attentionBias: true }, shape, both).text;
+  t.equal(count(biased, QUERY_ITEMS_ATTENTION_TARGET), 1, 'a q | k | v bias: XLA rotates, then the joined call');
+  t.equal(count(biased, QUERY_ITEMS_ATTENTION_ROPE_TARGET), 0, 'not the rotating one');
   const mixed = decoderFused(d, shape, { prefixAttention: parsePrefixAttentionTag('ffi') }).text;
   t.equal(count(mixed, QUERY_ITEMS_ATTENTION_TARGET), 0, 'the causal form StableHLO: no joined call');
   t.equal(count(mixed, 'pjrt_score_prefix_attention'), 1, 'the prefix kernel alone');

@@ -7,7 +7,8 @@
 // bit 3 set, on weights packed as the load packs them: u16 panels; with bit 4
 // set, the f32 kernel's plain, RMSNorm or SwiGLU target on f32 weights; with bit 5 set, with the
 // live rows operand, its flags from the input's lengths); with bit 6 set (bit 2 clear), the packed
-// pass's joined attention target (prefix_attention_ffi.h: query and items in one call):
+// pass's joined attention target (prefix_attention_ffi.h: query and items in one call), and with
+// bit 7 set too, its rotating variant on the q | k | v projection:
 // operand shapes, element types and counts decoded
 // from the input, consistent or broken one piece at a time, lengths anywhere
 // in s32, and the kernel's instruction-set cap (PJRT_SCORE_KERNEL_ISA, read at
@@ -28,6 +29,7 @@ async function setup() {
 const PREFIX = 'pjrt_score_prefix_attention';
 const CAUSAL = 'pjrt_score_causal_attention';
 const QUERY_ITEMS = 'pjrt_score_query_items_attention';
+const QUERY_ITEMS_ROPE = 'pjrt_score_query_items_attention_rope';
 const MATMUL = ['pjrt_score_matmul_bf16', 'pjrt_score_matmul_bf16_rmsnorm', 'pjrt_score_matmul_bf16_swiglu', 'pjrt_score_matmul_bf16'];
 const MATMUL_F32 = ['pjrt_score_matmul_f32', 'pjrt_score_matmul_f32_rmsnorm', 'pjrt_score_matmul_f32_swiglu', 'pjrt_score_matmul_f32'];
 // '' leaves the variable unset; a cap above the CPU's best, or an unknown one, must change nothing.
@@ -71,6 +73,25 @@ function wellFormedJoined(next) {
   ];
 }
 
+// The rotating joined call's well-formed operands (qkv, the query's and the items' cos and sin, the
+// score scale, the lengths), then the result.
+function wellFormedRope(next) {
+  const [n, l, hkv, group, half, p] = [next() % 5, next() % 6, 1 + (next() % 3), 1 + (next() % 3), next() % 12, next() % 300];
+  const [hq, d] = [hkv * group, 2 * half];
+  const t = p + n * l;
+  return [
+    ['f32', [t, (hq + 2 * hkv) * d]],
+    ['f32', [p, half]],
+    ['f32', [p, half]],
+    ['f32', [n, l, half]],
+    ['f32', [n, l, half]],
+    ['f32', []],
+    ['s32', []],
+    ['s32', [n]],
+    ['f32', [t, hq, d]], // the result
+  ];
+}
+
 // The matmul kernel's well-formed operands (x, [norm weights, eps,] weights, layer, [live rows]), then the result.
 function wellFormedMatmul(form, packed, f32, live, next) {
   const [t, k, n, layers] = [next() % 40, 1 + (next() % 80), next() % 70, 1 + (next() % 3)];
@@ -87,8 +108,9 @@ function decode(data) {
   const causal = (first & 1) === 1;
   const f32 = (first & 16) === 16;
   const joined = !matmul && (first & 64) === 64;
-  const target = matmul ? (f32 ? MATMUL_F32 : MATMUL)[first & 3] : (joined ? QUERY_ITEMS : causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
-  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, (first & 32) === 32, next) : joined ? wellFormedJoined(next) : wellFormed(causal, next);
+  const rope = joined && (first & 128) === 128;
+  const target = matmul ? (f32 ? MATMUL_F32 : MATMUL)[first & 3] : (rope ? QUERY_ITEMS_ROPE : joined ? QUERY_ITEMS : causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
+  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, (first & 32) === 32, next) : rope ? wellFormedRope(next) : joined ? wellFormedJoined(next) : wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
@@ -151,7 +173,7 @@ module.exports = {
   setup,
   // First byte even: the prefix target; odd: the causal one; plus 2: its bf16 variant; 4-7: the
   // matmul kernel's four forms, 12-15 on packed weights, 20-23 the f32 kernel's, plus 32 with live rows (lengths 0 and
-  // not: padding rows and live ones), 64-66 the joined attention call. The instruction-set cap comes from the byte
+  // not: padding rows and live ones), 64-66 the joined attention call, 192-194 its rotating variant. The instruction-set cap comes from the byte
   // after the lengths (none in the first five).
   seeds: () => [
     Buffer.from([0, 2, 3, 1, 2, 16, 40, 0, 0]),
@@ -176,6 +198,8 @@ module.exports = {
     Buffer.from([54, 33, 32, 7, 2, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3]),
     Buffer.from([64, 3, 4, 2, 2, 16, 40, 0, 0]),
     Buffer.from([66, 2, 3, 1, 2, 16, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
+    Buffer.from([192, 3, 4, 2, 2, 8, 40, 0, 0]),
+    Buffer.from([194, 2, 3, 1, 2, 4, 200, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4]),
   ],
   run,
   expected,

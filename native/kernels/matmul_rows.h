@@ -57,7 +57,8 @@ class MatmulRows {
   }
 
  private:
-  // Its ThreadScratch buffer (the bf16 kernel's are 0-2, the f32 kernel's 3-5).
+  // Its ThreadScratch buffer (the bf16 kernel's are 0-2, the f32 kernel's 3-5; 7 the joined
+  // attention call's rotated rows).
   static constexpr int kScratchId = 6;
   int32_t* map_ = nullptr;
   int64_t count_;

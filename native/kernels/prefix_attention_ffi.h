@@ -13,7 +13,12 @@
 //   query's causal attention, then its items over it. Operands: q (scaled) [P, Hq, D], k, v
 //   [P, Hkv, D], prefix length s32 [], item q (scaled) [N, L, Hq, D], k, v [N, L, Hkv, D], item
 //   lengths [N] (lib/hlo/attention/query-items-kernel.ts); one result [P + N L, Hq, D]: the two
-//   calls' results one after the other, so no XLA fusion joins them.
+//   calls' results one after the other, so no XLA fusion joins them;
+// - `pjrt_score_query_items_attention_rope` (and `_bf16`), the same on the pass's q | k | v
+//   projection itself: RoPE, the score scale and the split into the kernels' operands in the call
+//   (attention_rope.h). Operands: qkv [P + N L, (Hq + 2 Hkv) D], the query's cos and sin
+//   [P, D / 2], the items' [N, L, D / 2], the score scale f32 [], the prefix length s32 [], the
+//   item lengths [N]; one result [P + N L, Hq, D].
 #pragma once
 
 #include "kernels/xla_ffi.h"
@@ -26,6 +31,9 @@ constexpr const char* kPrefixAttentionBf16Target = "pjrt_score_prefix_attention_
 constexpr const char* kCausalAttentionBf16Target = "pjrt_score_causal_attention_bf16";
 constexpr const char* kQueryItemsAttentionTarget = "pjrt_score_query_items_attention";
 constexpr const char* kQueryItemsAttentionBf16Target = "pjrt_score_query_items_attention_bf16";
+constexpr const char* kQueryItemsAttentionRopeTarget = "pjrt_score_query_items_attention_rope";
+constexpr const char* kQueryItemsAttentionRopeBf16Target =
+    "pjrt_score_query_items_attention_rope_bf16";
 
 xla_ffi::Error* PrefixAttentionHandler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* CausalAttentionHandler(xla_ffi::CallFrame* frame);
@@ -33,5 +41,7 @@ xla_ffi::Error* PrefixAttentionBf16Handler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* CausalAttentionBf16Handler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* QueryItemsAttentionHandler(xla_ffi::CallFrame* frame);
 xla_ffi::Error* QueryItemsAttentionBf16Handler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* QueryItemsAttentionRopeHandler(xla_ffi::CallFrame* frame);
+xla_ffi::Error* QueryItemsAttentionRopeBf16Handler(xla_ffi::CallFrame* frame);
 
 }  // namespace pjrt_score

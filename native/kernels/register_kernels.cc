@@ -20,6 +20,8 @@ bool RegisterKernels(const Plugin& plugin, std::string* why) {
       {kCausalAttentionBf16Target, &CausalAttentionBf16Handler},
       {kQueryItemsAttentionTarget, &QueryItemsAttentionHandler},
       {kQueryItemsAttentionBf16Target, &QueryItemsAttentionBf16Handler},
+      {kQueryItemsAttentionRopeTarget, &QueryItemsAttentionRopeHandler},
+      {kQueryItemsAttentionRopeBf16Target, &QueryItemsAttentionRopeBf16Handler},
       {kMatmulBf16Target, &MatmulBf16Handler},
       {kMatmulBf16RmsNormTarget, &MatmulBf16RmsNormHandler},
       {kMatmulBf16SwiGluTarget, &MatmulBf16SwiGluHandler},

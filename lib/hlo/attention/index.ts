@@ -30,8 +30,8 @@ export { JOINT_PREFIX_ATTENTION, checkPrefixAttention, itemsOverPrefix, parsePre
 export type { PrefixAttention } from './prefix';
 export { causalPrefixAttentionChunked } from './causal-chunks';
 export { causalPrefixAttentionKernel } from './causal-kernel';
-export { QUERY_ITEMS_ATTENTION_BF16_TARGET, QUERY_ITEMS_ATTENTION_TARGET, queryAndItemsAttentionKernel } from './query-items-kernel';
-export type { QueryAndItemsInputs } from './query-items-kernel';
+export { QUERY_ITEMS_ATTENTION_BF16_TARGET, QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET, QUERY_ITEMS_ATTENTION_ROPE_TARGET, QUERY_ITEMS_ATTENTION_TARGET, queryAndItemsAttentionKernel, queryAndItemsAttentionOnProjection } from './query-items-kernel';
+export type { QueryAndItemsInputs, QueryAndItemsProjectionInputs } from './query-items-kernel';
 export { SQUARE_CAUSAL_ATTENTION, causalAttentionNameTag, causalAttentionTag, causalPrefix, checkCausalAttention, parseCausalAttentionTag } from './causal';
 export type { CausalAttention } from './causal';
 export { CUDNN_PINNED_PLUGIN, fusedAttention } from './cudnn-call';

@@ -46,3 +46,49 @@ export function queryAndItemsAttentionKernel(f: FunctionBuilder, x: QueryAndItem
   const target = f.fn.dotOperands === 'bf16' ? QUERY_ITEMS_ATTENTION_BF16_TARGET : QUERY_ITEMS_ATTENTION_TARGET;
   return f.customCall(target, operands, [TensorType.f32([p + items.n * items.l, hq, d])])[0];
 }
+
+export const QUERY_ITEMS_ATTENTION_ROPE_TARGET = 'pjrt_score_query_items_attention_rope';
+export const QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET = 'pjrt_score_query_items_attention_rope_bf16';
+
+export interface QueryAndItemsProjectionInputs {
+  /** The pass's q | k | v projection [P + N L, (Hq + 2 Hkv) D], before RoPE. */
+  qkv: HloValue;
+  heads: { hq: number; hkv: number; d: number };
+  /** RoPE's cos and sin of the query's rows [P, D / 2] and of the items' [N, L, D / 2]. */
+  queryCos: HloValue;
+  querySin: HloValue;
+  itemCos: HloValue;
+  itemSin: HloValue;
+  prefixLength: HloValue;
+  itemLengths: HloValue;
+}
+
+/**
+ * queryAndItemsAttentionKernel on the projection itself: the call rotates q and k (RoPE, as
+ * applyRotary), scales q and splits the rows into the kernels' operands (native/kernels/attention_rope.h),
+ * so the layer runs no XLA loop between its q | k | v call and its attention. -> f32 [P + N L, Hq, D].
+ */
+export function queryAndItemsAttentionOnProjection(f: FunctionBuilder, x: QueryAndItemsProjectionInputs, opts?: AttentionOptions): HloValue {
+  const op = 'queryAndItemsAttentionOnProjection';
+  const { hq, hkv, d } = x.heads;
+  const half = d / 2;
+  if (!(Number.isInteger(half) && half > 0 && hkv > 0 && hq % hkv === 0)) throw new HloBuildError(`${op}: heads ${hq} / ${hkv} of dim ${d} (an even D, Hq a multiple of Hkv)`);
+  const [t] = x.qkv.dims;
+  const [p] = x.queryCos.dims;
+  const [n, l] = x.itemCos.dims;
+  const expect = (name: string, v: HloValue, type: string, dims: number[]): void => {
+    if (v.elementType !== type || v.dims.length !== dims.length || v.dims.some((s, i) => s !== dims[i])) throw new HloBuildError(`${op}: ${name} must be ${type} [${dims.join(', ')}], got ${v.type}`);
+  };
+  expect('qkv', x.qkv, 'f32', [p + n * l, (hq + 2 * hkv) * d]);
+  expect('query cos', x.queryCos, 'f32', [p, half]);
+  expect('query sin', x.querySin, 'f32', [p, half]);
+  expect('item cos', x.itemCos, 'f32', [n, l, half]);
+  expect('item sin', x.itemSin, 'f32', [n, l, half]);
+  expect('prefix length', x.prefixLength, 's32', []);
+  expect('item lengths', x.itemLengths, 's32', [n]);
+  if (shapesScores(opts)) throw new HloBuildError(`${op}: the addon's kernels take no sliding window or soft cap`);
+  const scale = resolveScale(opts, d);
+  const operands = [x.qkv, x.queryCos, x.querySin, x.itemCos, x.itemSin, f.scalar(scale), x.prefixLength, x.itemLengths];
+  const target = f.fn.dotOperands === 'bf16' ? QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET : QUERY_ITEMS_ATTENTION_ROPE_TARGET;
+  return f.customCall(target, operands, [TensorType.f32([t, hq, d])])[0];
+}

@@ -224,6 +224,13 @@ export interface LayerLoopInputs {
    * compute every row. Padding rows' results are never read (attention masks them as keys).
    */
   liveRows?: HloValue;
+  /**
+   * Where given, the attention step on the layer's q | k | v projection [T, (Hq + 2 Hkv) D] itself,
+   * before RoPE (the joined kernel call rotates it: lib/hlo/attention/query-items-kernel.ts). Taken
+   * where the layer has no q | k | v bias, no q and k norms and one RoPE table (not Gemma's); else
+   * `attention` runs on rotated q, k, v.
+   */
+  attentionOnProjection?: (f: FunctionBuilder, qkv: HloValue, invariants: HloValue[], opts: AttentionOptions | undefined) => HloValue;
   /** `opts`: the layer's score scale, window and soft cap, for the attention forms. */
   attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[], opts: AttentionOptions | undefined) => { out: HloValue; carried: HloValue[] };
 }
@@ -245,6 +252,9 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   const stacked = stackedNames.map((n) => need(w, n));
   const rope = x.rope;
   const live = arithmeticOf(x.options) ? x.liveRows : undefined;
+  const hasBias = weightSpecs(d, x.options).some((spec) => spec.name === 'bQkv');
+  const hasQkNorm = weightSpecs(d, x.options).some((spec) => spec.name === 'qNorm');
+  const onProjection = x.attentionOnProjection && !hasBias && !hasQkNorm && !x.rope.local && !d.gemma ? x.attentionOnProjection : undefined;
   const fixed = [rope.cos, rope.sin, ...(rope.local ? [rope.local.cos, rope.local.sin] : []), ...x.extraInvariants, ...(live ? [live] : [])];
   const nRope = rope.local ? 4 : 2;
   const gemma = d.gemma;
@@ -271,18 +281,21 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       let qkv = projectNormed(b, h, layer, 'attnNorm', 'wQkv', d.rmsEps, narrowProducts, kernel);
-      if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
-      let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
-      let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
-      const v = b.reshape(b.slice(qkv, [0, (Hq + Hkv) * D], [t, (Hq + 2 * Hkv) * D]), [t, Hkv, D]);
-      if (layer.qNorm) {
-        q = rmsNormRotary(b, q, layer.qNorm, d.rmsEps, cos, sin);
-        k = rmsNormRotary(b, k, layer.kNorm!, d.rmsEps, cos, sin);
-      } else {
-        q = applyRotary(b, q, cos, sin);
-        k = applyRotary(b, k, cos, sin);
+      const attended = onProjection ? { out: onProjection(b, qkv, extraInv, opts), carried: extra } : rotatedAttention();
+      function rotatedAttention(): { out: HloValue; carried: HloValue[] } {
+        if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
+        let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
+        let k = b.reshape(b.slice(qkv, [0, Hq * D], [t, (Hq + Hkv) * D]), [t, Hkv, D]);
+        const v = b.reshape(b.slice(qkv, [0, (Hq + Hkv) * D], [t, (Hq + 2 * Hkv) * D]), [t, Hkv, D]);
+        if (layer.qNorm) {
+          q = rmsNormRotary(b, q, layer.qNorm, d.rmsEps, cos, sin);
+          k = rmsNormRotary(b, k, layer.kNorm!, d.rmsEps, cos, sin);
+        } else {
+          q = applyRotary(b, q, cos, sin);
+          k = applyRotary(b, k, cos, sin);
+        }
+        return x.attention(b, q, k, v, i, extraInv, extra, opts);
       }
-      const attended = x.attention(b, q, k, v, i, extraInv, extra, opts);
       const attendedRows = b.reshape(attended.out, [t, Hq * D]);
       // Gemma normalizes the attention output (and the MLP's) before the residual add; else the add
       // is the matmul kernel's epilogue where it runs the projection.

@@ -30,7 +30,7 @@
  */
 import { HloValue } from '../builder/core';
 import { buildProgram, HloProgram } from '../builder/program';
-import { CudnnAttention, PassRows, causalPrefix, checkCausalAttention, checkPrefixAttention, itemsOverPrefix, prefixAttentionTag, queryAndItemsAttentionCudnn, queryAndItemsAttentionKernel } from '../attention';
+import { CudnnAttention, PassRows, causalPrefix, checkCausalAttention, checkPrefixAttention, itemsOverPrefix, prefixAttentionTag, queryAndItemsAttentionCudnn, queryAndItemsAttentionKernel, queryAndItemsAttentionOnProjection } from '../attention';
 import { HloBuildError, TensorType } from '../builder/types';
 import { DecoderDims } from './layout';
 import { DecoderOptions, programSuffix } from './options';
@@ -90,6 +90,11 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const rope = ropeTables(f, positions, d);
     const tokens = rows.join(f, prefixTokens, f.reshape(itemTokens, [...lead, N * L]));
     const joined = joinedPrefill(options);
+    // Both attention forms the kernel: one call a layer, on the q | k | v projection itself (RoPE in
+    // the call), its tables split once into the query's rows and the items'.
+    const oneCall = bothKernels(options) && G === 1;
+    const half = D / 2;
+    const ropeParts = oneCall && !rope.local ? [rows.prefill(f, rope.cos), rows.prefill(f, rope.sin), f.reshape(rows.itemRows(f, rope.cos), [N, L, half]), f.reshape(rows.itemRows(f, rope.sin), [N, L, half])] : [];
     const { hidden } = layerLoop(f, {
       d,
       options,
@@ -97,8 +102,12 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
       x: embed(f, d, w, tokens),
       rope,
       liveRows: rows.join(f, liveRows(f, prefixLength, P), f.reshape(liveRows(f, itemLengths, L), [...lead, N * L])),
-      extraInvariants: [prefixLength, itemLengths],
+      extraInvariants: [prefixLength, itemLengths, ...ropeParts],
       extraCarried: [],
+      attentionOnProjection: ropeParts.length
+        ? (b, qkv, [plen, ilens, queryCos, querySin, itemCos, itemSin], opts) =>
+            queryAndItemsAttentionOnProjection(b, { qkv, heads: { hq: Hq, hkv: Hkv, d: D }, queryCos, querySin, itemCos, itemSin, prefixLength: plen, itemLengths: ilens }, opts)
+        : undefined,
       attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
         if (joined) {
           const out = queryAndItemsAttentionCudnn(b, { q, k, v, rows, prefixLength: plen, itemLengths: ilens }, joined, opts);
@@ -108,7 +117,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
         const kP = rows.prefill(b, k);
         const vP = rows.prefill(b, v);
         const itemsOf = (x: HloValue, h: number) => b.reshape(rows.itemRows(b, x), [...lead, N, L, h, D]);
-        if (bothKernels(options) && G === 1) {
+        if (oneCall) {
           const out = queryAndItemsAttentionKernel(b, { q: qP, k: kP, v: vP, prefixLength: plen, itemQ: itemsOf(q, Hq), itemK: itemsOf(k, Hkv), itemV: itemsOf(v, Hkv), itemLengths: ilens }, opts);
           return { out, carried: [] };
         }
