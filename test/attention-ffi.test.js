@@ -167,9 +167,9 @@ test("cross-request passes: the form chooser gives them the CPU's StableHLO form
     t.ok(/-ones_own-qc4$/.test(runner.key(two).model), `two queries' key names what runs (${runner.key(two).model})`);
     const text = runner.source(two)();
     // (The projections' matmul kernels take any rows: only the attention kernels take one query.)
-    t.notOk(/pjrt_score_(prefix|causal)_attention/.test(text), 'the grouped program calls no attention kernel');
+    t.notOk(/pjrt_score_(prefix|causal|query_items)_attention/.test(text), 'the grouped program calls no attention kernel');
     t.ok(/decoder_fused_g2_p16_n2_l8_b2_ones_own_qc4/.test(text), 'and its name says ones_own and qc4');
-    t.ok(/pjrt_score_prefix_attention/.test(runner.source(one)()), "one query's program calls the kernel");
+    t.ok(/pjrt_score_query_items_attention/.test(runner.source(one)()), "one query's program calls the kernels (in one call: test/attention-query-items.test.js)");
     const explained = scorer.explain({ query: 'Is this a fruit? Answer:', items: [' an apple', ' a brick'], labelTokenIds: [9805, 787] });
     t.deepEqual([explained.attention.prefixAttention, explained.attention.causalAttention], ['ffi', 'ffi'], 'explain(): one request runs the kernels');
     t.match(explained.attention.note, /a pass shared by several requests runs ones_own and qc4: the addon's kernels take one query/, 'and the note says what shared passes run');
