@@ -69,8 +69,10 @@ void RoundRowsPortable(const MatmulArgs& a, const Shape& s, int64_t r0, int64_t 
   }
 }
 
-// out[m][0, kCols) = row m of xa [kRows][kp] . panel, in f32.
-void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* const* out) {
+// out[m][0, kCols) = row m of xa [kRows][kp] . panel, in f32, plus res[m][0, kCols) where res is
+// given (the epilogue: res + product, one add).
+void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* const* out,
+                  const float* const* res) {
   for (int64_t m = 0; m < kRows; ++m) {
     float acc[kCols] = {};
     for (int64_t p = 0; p < kp / 2; ++p) {
@@ -79,6 +81,8 @@ void TilePortable(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* 
       for (int64_t c = 0; c < kCols; ++c)
         acc[c] += a0 * Bf16ToF32(b[2 * c]) + a1 * Bf16ToF32(b[2 * c + 1]);
     }
+    if (res != nullptr)
+      for (int64_t c = 0; c < kCols; ++c) acc[c] = res[m][c] + acc[c];
     std::memcpy(out[m], acc, sizeof(acc));
   }
 }
@@ -92,8 +96,9 @@ struct PortablePath {
   static void PackPanel(const MatmulArgs& a, const Shape& s, int64_t col0, uint16_t* panel) {
     PackPanelPortable(a, s, col0, panel);
   }
-  static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* const* out) {
-    TilePortable(xa, kp, panel, out);
+  static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel, float* const* out,
+                   const float* const* res) {
+    TilePortable(xa, kp, panel, out, res);
   }
 };
 
@@ -166,7 +171,7 @@ struct Avx512Bf16Path {
   }
 
   PJRT_SCORE_AVX512BF16 static void Tile(const uint16_t* xa, int64_t kp, const uint16_t* panel,
-                                         float* const* out) {
+                                         float* const* out, const float* const* res) {
     __m512 acc[kRows][2];
     for (int64_t m = 0; m < kRows; ++m) acc[m][0] = acc[m][1] = _mm512_setzero_ps();
     for (int64_t p = 0; p < kp / 2; ++p) {
@@ -181,6 +186,10 @@ struct Avx512Bf16Path {
       }
     }
     for (int64_t m = 0; m < kRows; ++m) {
+      if (res != nullptr) {
+        acc[m][0] = _mm512_add_ps(_mm512_loadu_ps(res[m]), acc[m][0]);
+        acc[m][1] = _mm512_add_ps(_mm512_loadu_ps(res[m] + 16), acc[m][1]);
+      }
       _mm512_storeu_ps(out[m], acc[m][0]);
       _mm512_storeu_ps(out[m] + 16, acc[m][1]);
     }
@@ -242,21 +251,25 @@ bool Run(const MatmulArgs& a, std::string* error) {
       Path::PackPanel(a, s, col0, scratch);
       panel = scratch;
     }
-    // Each tile row's result goes straight to its row of out; a narrow panel's and the rows past
-    // the last through a scratch tile.
-    float tile[kRows * kCols];
+    // Each tile row's result goes straight to its row of out, the residual added as it is stored; a
+    // narrow panel's and the rows past the last through a scratch tile (its residual added after).
+    float tile[kRows * kCols] = {};
     float* dst[kRows];
+    const float* res[kRows];
+    const bool whole = cols == kCols, epilogue = whole && a.residual != nullptr;
     for (int64_t r0 = task.tile0 * kRows; r0 < task.tile1 * kRows; r0 += kRows) {
       const int64_t rows = std::min(kRows, s.t - r0);
-      for (int64_t m = 0; m < kRows; ++m)
-        dst[m] = m < rows && cols == kCols ? a.out + computed.Source(r0 + m) * s.n + col0
-                                           : tile + m * kCols;
-      Path::Tile(xa + r0 * s.kp, s.kp, panel, dst);
-      if (cols < kCols) {
-        for (int64_t m = 0; m < rows; ++m)
-          std::memcpy(a.out + computed.Source(r0 + m) * s.n + col0, tile + m * kCols,
-                      cols * sizeof(float));
+      for (int64_t m = 0; m < kRows; ++m) {
+        const bool direct = m < rows && whole;
+        const int64_t at = direct ? computed.Source(r0 + m) * s.n + col0 : 0;
+        dst[m] = direct ? a.out + at : tile + m * kCols;
+        res[m] = direct && epilogue ? a.residual + at : tile + m * kCols;
       }
+      Path::Tile(xa + r0 * s.kp, s.kp, panel, dst, epilogue ? res : nullptr);
+      if (whole) continue;
+      for (int64_t m = 0; m < rows; ++m)
+        std::memcpy(a.out + computed.Source(r0 + m) * s.n + col0, tile + m * kCols,
+                    cols * sizeof(float));
       computed.AddResidual(a, r0, r0 + rows, col0, cols);
     }
   });

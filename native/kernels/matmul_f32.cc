@@ -12,7 +12,10 @@
 #include "kernels/thread_scratch.h"
 
 #if defined(__x86_64__)
+#include <immintrin.h>
+
 #include "kernels/attention_ops_avx512.h"
+#include "kernels/isa_target.h"
 #endif
 
 namespace pjrt_score {
@@ -44,6 +47,11 @@ struct PortablePath {
   static void PrologueRow(const MatmulArgs& a, int64_t r, float* row) {
     matmul::PrologueRowPortable(a, r, row);
   }
+  // The epilogue of a whole tile written to out (stride n): out = res + out, one add each.
+  static void AddResidual(float* out, const float* res, int64_t n, int64_t rows) {
+    for (int64_t m = 0; m < rows; ++m)
+      for (int64_t c = 0; c < kCols; ++c) out[m * n + c] = res[m * n + c] + out[m * n + c];
+  }
 };
 
 #if defined(__x86_64__)
@@ -55,6 +63,16 @@ struct Avx512Path {
   }
   static void PrologueRow(const MatmulArgs& a, int64_t r, float* row) {
     matmul::PrologueRowAvx512(a, r, row);
+  }
+  PJRT_SCORE_AVX512F static void AddResidual(float* out, const float* res, int64_t n,
+                                             int64_t rows) {
+    for (int64_t m = 0; m < rows; ++m) {
+      for (int64_t c = 0; c < kCols; c += 16) {
+        const __m512 sum =
+            _mm512_add_ps(_mm512_loadu_ps(res + m * n + c), _mm512_loadu_ps(out + m * n + c));
+        _mm512_storeu_ps(out + m * n + c, sum);
+      }
+    }
   }
 };
 #endif
@@ -124,8 +142,9 @@ bool Run(const MatmulArgs& a, std::string* error) {
       // between them) goes straight there.
       if (rows == kRows && cols == kCols &&
           computed.Source(r0 + kRows - 1) - computed.Source(r0) == kRows - 1) {
-        Path::Tile(x + r0 * k, k, b, b_row, k, a.out + computed.Source(r0) * n + col0, n);
-        computed.AddResidual(a, r0, r0 + rows, col0, cols);
+        const int64_t at = computed.Source(r0) * n + col0;
+        Path::Tile(x + r0 * k, k, b, b_row, k, a.out + at, n);
+        if (a.residual != nullptr) Path::AddResidual(a.out + at, a.residual + at, n, kRows);
         continue;
       }
       // Rows whose results are not one run (a narrow panel, skipped rows) into a tile of their own,
