@@ -187,8 +187,11 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     *error = "out of memory for the packed keys";
     return false;
   }
-  pool.ParallelFor(hkv, [&](int64_t h) {
-    PackKeys(a.prefix_k + h * d, hkv * d, plen, d, pre.kt.data() + h * pre.blocks * d * kKeyBlock);
+  // A task a head and key block (blocks are packed apart): a few kv heads still fill every thread.
+  pool.ParallelFor(hkv * pre.blocks, [&](int64_t x) {
+    const int64_t h = x / pre.blocks, b = x % pre.blocks, first = b * kKeyBlock;
+    PackKeys(a.prefix_k + first * hkv * d + h * d, hkv * d, std::min(kKeyBlock, plen - first), d,
+             pre.kt.data() + (h * pre.blocks + b) * d * kKeyBlock);
   });
   if (own.blocks > 0) {
     pool.ParallelFor(hkv * n, [&](int64_t unit) {

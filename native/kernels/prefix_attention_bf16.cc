@@ -226,10 +226,12 @@ bool Run(const PrefixAttentionArgs& a, std::string* error) {
     *error = "out of memory for the packed keys";
     return false;
   }
-  pool.ParallelFor(hkv, [&](int64_t h) {
-    const int64_t at = h * pre.blocks * pre.BlockSize();
-    Pack(a.prefix_k + h * d, a.prefix_v + h * d, hkv * d, plen, d, pre.dp, pre.k.data() + at,
-         pre.v.data() + at);
+  // A task a head and key block (blocks are packed apart): a few kv heads still fill every thread.
+  pool.ParallelFor(hkv * pre.blocks, [&](int64_t x) {
+    const int64_t h = x / pre.blocks, b = x % pre.blocks, first = b * kKeyBlock;
+    const int64_t at = (h * pre.blocks + b) * pre.BlockSize(), off = first * hkv * d + h * d;
+    Pack(a.prefix_k + off, a.prefix_v + off, hkv * d, std::min(kKeyBlock, plen - first), d, pre.dp,
+         pre.k.data() + at, pre.v.data() + at);
   });
   if (own.blocks > 0) {
     pool.ParallelFor(hkv * n, [&](int64_t x) {
