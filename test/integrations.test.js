@@ -70,7 +70,14 @@ test('AI SDK: object documents through rankFields (providerOptions), and an inst
   const want = await scorer.rerank({ query: QUERY, documents: docs, rankFields: ['title', 'text'], instruction });
   const model = PjrtScoreRerankingModel.fromScorer(scorer, { instruction });
   const result = await rerank({ model, query: QUERY, documents: docs, providerOptions: { pjrtScore: { rankFields: ['title', 'text'] } } });
-  sameRanking(t, result.ranking.map((r) => [r.originalIndex, r.score]), top(want, docs.length), 'object documents');
+  // The first request runs the packed pass (RoPE inside its attention call), the repeat the plan the
+  // prefix cache gives it (RoPE in XLA): other programs, so the same order and scores apart by rounding
+  // alone (an f32 rounding of a rotation can move a bf16 rounding after it under bf16 dots).
+  const got = result.ranking.map((r) => [r.originalIndex, r.score]);
+  const expected = top(want, docs.length);
+  t.deepEqual(got.map((g) => g[0]), expected.map((w) => w[0]), 'object documents: same order');
+  const worst = Math.max(...got.map((g, i) => Math.abs(g[1] - expected[i][1])));
+  t.ok(got.length === expected.length && worst <= 1e-4, `object documents: the same scores within 1e-4 (worst ${worst.toExponential(2)})`);
   t.deepEqual(result.ranking[0].document, docs[want.results[0].index], 'each ranking entry carries its object');
 });
 
