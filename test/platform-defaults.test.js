@@ -12,11 +12,11 @@ const { bucketLadder, bucketFor } = require('../dist/scoring/planning/buckets');
 const { CUDNN_PINNED_PLUGIN } = require('../dist/hlo');
 
 test("precision 'auto' is bf16 on cuda (measured there), highest on a platform with no measurement; asked precisions pass through", (t) => {
-  const cuda = choosePrecision('auto', 'cuda', null);
+  const cuda = choosePrecision('auto', 'cuda', null, 'f32');
   t.equal(cuda.precision, 'bf16');
   t.match(cuda.reason, /^auto: bf16 on cuda \(.*H100/, `reason: ${cuda.reason.slice(0, 80)}...`);
-  t.equal(choosePrecision('auto', 'rocm', null).precision, 'highest', 'rocm: highest');
-  for (const asked of ['highest', 'default', 'bf16']) t.equal(choosePrecision(asked, 'cuda', null).precision, asked, `${asked} as asked`);
+  t.equal(choosePrecision('auto', 'rocm', null, 'bf16').precision, 'highest', 'rocm: highest');
+  for (const asked of ['highest', 'default', 'bf16']) t.equal(choosePrecision(asked, 'cuda', null, 'f32').precision, asked, `${asked} as asked`);
   t.end();
 });
 

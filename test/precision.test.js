@@ -1,14 +1,18 @@
 'use strict';
-// The precision option (docs/design.md "Platforms and precision"): by default every dot of every
-// decoder program asks for HIGHEST (true f32 on every platform); 'default'
+// The precision option (docs/design.md "Platforms and precision"): 'highest' makes every dot of every
+// decoder program ask for HIGHEST (true f32 on every platform); 'default'
 // asks for the platform's fast mode. On the CPU both compute f32, so the
 // scores agree; the programs are different programs, compiled apart.
 const test = require('tape');
 const { decoderFused, decoderPrefill, decoderExtend } = require('../dist/hlo');
-const { makeTinyModel } = require('./helpers/tiny-model');
+const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
 const { Scorer } = require('../dist/scoring/scorer');
 const { cpuIsa, withIsa, bf16Paths } = require('./helpers/kernel-path');
-const { choosePrecision, BF16_DOT_ISAS, BF16_PAYS } = require('../dist/scoring/platform/precision-choice');
+const { choosePrecision, BF16_DOT_ISAS } = require('../dist/scoring/platform/precision-choice');
+const { platformFacts } = require('../dist/scoring/platform');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 
 const config = makeTinyModel('qwen3').config;
 
@@ -50,7 +54,7 @@ test('program text: every dot carries the asked precision', (t) => {
   t.end();
 });
 
-test('Scorer: highest by default; default on the CPU gives the same scores from other programs', async (t) => {
+test('Scorer: the default model in highest by default; default on the CPU gives the same scores from other programs', async (t) => {
   await Scorer.load({ precision: 'fast' }).then(
     () => t.fail('an unknown precision must be refused'),
     (error) => t.match(error.message, /precision must be one of highest, default, bf16, auto/, 'an unknown precision is refused'),
@@ -58,7 +62,7 @@ test('Scorer: highest by default; default on the CPU gives the same scores from 
   const highest = await Scorer.load({ diskCache: false });
   const fast = await Scorer.load({ diskCache: false, precision: 'default' });
   const request = { query: 'Is the sky blue? Answer:', items: [' yes it is', ' no', ''], labelTokenIds: [9805, 787] };
-  t.equal(highest.precision, 'highest', 'the default is highest');
+  t.equal(highest.precision, 'highest', "the default ('auto') runs the default model (quantized) in true f32");
   t.equal(highest.explain(request).precision, 'highest', 'explain() states it');
   t.equal(fast.explain(request).precision, 'default');
   const a = await highest.score(request);
@@ -101,57 +105,62 @@ test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real mod
   bf16.dispose();
 });
 
-/** The ratio and the two GFLOP/s figures an 'auto' reason states: bf16 then f32. */
-function statedSpeeds(reason) {
-  const m = /ran at (\d+\.\d\d)x .*\((\d+) against (\d+) GFLOP\/s/.exec(reason);
-  return m ? { ratio: Number(m[1]), bf16: Number(m[2]), f32: Number(m[3]) } : null;
+/** Whether 'auto' runs bf16 here for a 16-bit checkpoint: the kernels' path has bf16 dot units and the class measured them to pay. */
+function autoBf16Here(kernel) {
+  return BF16_DOT_ISAS.includes(kernel.allowed) && platformFacts('cpu', kernel.tried).autoPrecision.rule === 'bf16-checkpoints';
 }
 
-test("Scorer: precision 'auto' times bf16 against f32 dots where the kernels have bf16 dot units, and takes bf16 only where it measured at least BF16_PAYS x; highest elsewhere; explain() and the load log say why", async (t) => {
+test("Scorer: by default (precision 'auto') a bf16 checkpoint runs in bf16 where this CPU's class has bf16 dot units that pay, its weights kept bf16; a quantized one in true f32; explain() and the load log say why", async (t) => {
   let loaded;
-  const auto = await Scorer.load({ diskCache: false, precision: 'auto', log: (e) => e.event === 'model_loaded' && (loaded = e) });
-  const e = auto.explain({ query: 'a', items: ['b'], labelTokenIds: [1] });
-  const units = BF16_DOT_ISAS.includes(e.attentionKernel.tried);
-  if (units) {
-    const speeds = statedSpeeds(e.precisionReason);
-    t.ok(speeds, `the reason states both measured speeds: ${e.precisionReason}`);
-    // The stated ratio is the measured one to 2 decimals, and the rounded GFLOP/s figures agree with it.
-    t.ok(Math.abs(speeds.bf16 / speeds.f32 - speeds.ratio) <= 0.01 + 1 / speeds.f32, `the stated ratio ${speeds.ratio} is ${speeds.bf16} / ${speeds.f32}`);
-    t.equal(e.precision, speeds.ratio >= BF16_PAYS ? 'bf16' : 'highest', `CPU ${cpuIsa}: bf16 at ${speeds.ratio.toFixed(2)}x f32 (pays from ${BF16_PAYS}x), auto runs ${e.precision}`);
-  } else {
-    t.equal(e.precision, 'highest', `CPU ${cpuIsa}: no bf16 dot units, auto runs highest`);
-    t.match(e.precisionReason, /^auto: highest \(.*no bf16 dot units\)$/, `reason: ${e.precisionReason}`);
-  }
+  const quantized = await Scorer.load({ diskCache: false, log: (e) => e.event === 'model_loaded' && (loaded = e) });
+  const e = quantized.explain({ query: 'a', items: ['b'], labelTokenIds: [1] });
+  const bf16Here = autoBf16Here(e.attentionKernel);
+  t.equal(e.precision, 'highest', `the default model (GGUF Q4_1) on a ${cpuIsa} CPU: ${e.precisionReason}`);
+  t.match(e.precisionReason, bf16Here ? /^auto: highest \(the checkpoint stores its matrices as quantized/ : /^auto: highest \(/, 'and says why');
   t.equal(e.attentionKernel.cpu, cpuIsa, 'explain() names the CPU class');
-  t.equal(e.attentionKernel.used, e.precision === 'bf16' ? e.attentionKernel.bf16 : e.attentionKernel.f32, `and the kernel path used: ${e.attentionKernel.used}`);
+  t.equal(e.attentionKernel.used, e.attentionKernel.f32, `and the kernel path used: ${e.attentionKernel.used}`);
   t.equal(loaded.precisionReason, e.precisionReason, 'the load log says the same');
   t.deepEqual(loaded.attentionKernel, e.attentionKernel, 'and names the same paths');
-  auto.dispose();
+  quantized.dispose();
+
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-auto-'));
+  try {
+    writeTinyHfDir(makeTinyModel('qwen3'), dir, { dtype: 'BF16' });
+    const half = await Scorer.load({ model: dir, diskCache: false, log: (ev) => ev.event === 'model_loaded' && (loaded = ev) });
+    const h = half.explain({ query: [5, 6, 7], items: [[8, 9]], labelTokenIds: [1] });
+    t.equal(h.precision, bf16Here ? 'bf16' : 'highest', `a bf16 checkpoint on a ${cpuIsa} CPU: ${h.precisionReason}`);
+    if (bf16Here) t.match(h.precisionReason, /^auto: bf16 \(a bf16 checkpoint/, 'the reason names the checkpoint');
+    t.equal(loaded.weights, bf16Here && loaded.matmulKernel === 'bf16' ? 'bf16' : 'f32', `its weights: ${loaded.weights} (${loaded.weightsReason})`);
+    const r = await half.score({ query: [5, 6, 7], items: [[8, 9], [10]], labelTokenIds: [1, 2], applySoftmax: true });
+    t.ok(r.scores.every((row) => Math.abs(row[0] + row[1] - 1) < 1e-6), 'and it scores');
+    half.dispose();
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
-test("choosePrecision: on a CPU with bf16 dot units 'auto' follows the measured speeds, never the flags", (t) => {
+test("choosePrecision: 'auto' follows the platform's facts and the checkpoint's stored type, never a timing", (t) => {
   const kernel = (tried) => ({ cpu: tried, tried, allowed: tried, f32: 'avx512', bf16: tried });
-  const dots = (bf16Gflops, f32Gflops) => ({ shape: [2048, 576, 1536], bf16Gflops, f32Gflops, rounds: 7, source: 'measured', cores: 2 });
-  // The Intel Xeon without AMX of docs/performance.md: bf16 dots at 0.6x f32.
-  const xeon = choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(140, 234));
-  t.equal(xeon.precision, 'highest', `bf16 slower than f32: ${xeon.reason}`);
-  t.match(xeon.reason, /0\.60x .*140 against 234 GFLOP\/s/, 'the reason gives the ratio and both speeds');
-  t.equal(choosePrecision('auto', 'cpu', kernel('amx'), dots(2820, 1480)).precision, 'bf16', 'AMX: bf16 at 1.9x');
-  t.equal(choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(1.2 * 400, 400)).precision, 'bf16', '1.2x pays');
-  t.equal(choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(1.1 * 400, 400)).precision, 'highest', '1.1x does not');
-  // At the boundary the decision is the one the reason states: 169.4 / 147.6 = 1.1477 reads 1.15x and pays,
-  // 168.9 / 147.6 = 1.1443 reads 1.14x and does not (the CI run that printed "1.15x ... auto runs highest").
-  const edge = choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(169.4, 147.6));
-  t.equal(edge.precision, 'bf16', `stated 1.15x pays: ${edge.reason}`);
-  t.match(edge.reason, /ran at 1\.15x/, 'and says 1.15x');
-  const below = choosePrecision('auto', 'cpu', kernel('avx512bf16'), dots(168.9, 147.6));
-  t.equal(below.precision, 'highest', `stated 1.14x does not: ${below.reason}`);
-  t.match(below.reason, /ran at 1\.14x/, 'and says 1.14x');
-  t.equal(choosePrecision('auto', 'cpu', kernel('avx512bf16'), null).precision, 'highest', 'not measured: highest');
-  t.equal(choosePrecision('auto', 'cpu', kernel('avx512'), dots(999, 1)).precision, 'highest', 'no bf16 dot units: highest whatever a figure says');
-  const capped = { cpu: 'amx', tried: 'avx512', allowed: 'avx512', f32: 'avx512', bf16: 'f32 avx512', probeNote: 'avx512bf16 killed its probe process (SIGSEGV); the kernels run avx512' };
-  const c = choosePrecision('auto', 'cpu', capped, dots(2820, 1480));
+  const zen4 = kernel('avx512bf16');
+  for (const type of ['bf16', 'f16']) {
+    const c = choosePrecision('auto', 'cpu', zen4, type);
+    t.equal(c.precision, 'bf16', `a ${type} checkpoint on an AVX-512 bf16 CPU: ${c.reason}`);
+  }
+  for (const type of ['f32', 'quantized']) {
+    const c = choosePrecision('auto', 'cpu', zen4, type);
+    t.equal(c.precision, 'highest', `a ${type} checkpoint there: ${c.reason}`);
+    t.match(c.reason, new RegExp(`stores its matrices as ${type}`), 'the reason names the stored type');
+  }
+  const amx = choosePrecision('auto', 'cpu', kernel('amx'), 'bf16');
+  t.equal(amx.precision, 'highest', `the AMX class, not measured: ${amx.reason}`);
+  t.match(amx.reason, /not measured/, 'says so');
+  t.equal(choosePrecision('auto', 'cpu', kernel('avx512'), 'bf16').precision, 'highest', 'no bf16 dot units: highest');
+  t.equal(choosePrecision('auto', 'cpu', null, 'bf16').precision, 'highest', 'without the kernels: highest');
+  const capped = { cpu: 'avx512bf16', tried: 'avx512', allowed: 'avx512', f32: 'avx512', bf16: 'f32 avx512', probeNote: 'avx512bf16 killed its probe process (SIGSEGV); the kernels run avx512' };
+  const c = choosePrecision('auto', 'cpu', capped, 'bf16');
   t.equal(c.precision, 'highest', 'an untried bf16 path is never the default');
   t.match(c.reason, /killed its probe process/, `and the reason says why: ${c.reason}`);
+  for (const type of ['bf16', 'f32', 'quantized']) t.equal(choosePrecision('auto', 'cuda', null, type).precision, 'bf16', `cuda: bf16 for a ${type} checkpoint`);
+  for (const asked of ['highest', 'default', 'bf16']) t.equal(choosePrecision(asked, 'cpu', zen4, 'quantized').precision, asked, `${asked} as asked`);
   t.end();
 });

@@ -31,7 +31,7 @@ function setup(over = {}) {
     plugin: plugin('cpu'),
     kernelPaths: null,
     factsOverride: {},
-    dots: null,
+    matrixType: 'f32',
     weights: { weightType: 'f32', bf16Matrices: 'u16' },
     ...over,
   });

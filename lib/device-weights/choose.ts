@@ -1,6 +1,8 @@
 /**
- * The weight type of a load: the one asked for, or for 'auto' the fastest
- * on this platform that fits in memory. The order per platform comes from
+ * The weight type of a load: the one asked for, or for 'auto' (the default)
+ * a 16-bit checkpoint's own bf16 where the dots read bf16 weights as they lie
+ * (bf16 dots through the CPU's bf16 matmul kernel, or on a GPU), else the
+ * fastest on this platform that fits in memory. The order per platform comes from
  * measurements (docs/performance.md, "Weight precision"): on XLA CPU every
  * matmul runs in f32 and bf16/int8 weights are converted to f32 before their
  * dot, so f32 storage is the fastest wherever it fits; on GPUs bf16 is the
@@ -11,6 +13,7 @@ import { DecoderDims, decoderWeightSpecs, int8Unsupported, WeightType } from '..
 import { notableCpuFlags } from '../runtime/host-cpu';
 import { elementCount } from '../util/dims';
 import { ELEMENT_TYPES } from '../util/element-types';
+import type { StoredMatrixType } from '../model/load';
 
 export type WeightChoice = WeightType | 'auto';
 export const WEIGHT_CHOICES: readonly WeightChoice[] = ['f32', 'bf16', 'int8', 'auto'];
@@ -31,6 +34,10 @@ export interface WeightHost {
   readonly memoryBytes?: number;
   /** CPU flags (notableCpuFlags()); read from the host by default. */
   readonly cpuFlags?: readonly string[];
+  /** How the checkpoint stores its matrices; default f32. */
+  readonly matrixType?: StoredMatrixType;
+  /** The dots run bf16 and read bf16 weights as they lie (the CPU's bf16 matmul kernel, a GPU); default false. */
+  readonly bf16Dots?: boolean;
 }
 
 /** Device bytes of the weights in a weight type (a tied LM head counted once). */
@@ -55,7 +62,10 @@ function preference(platform: string, flags: readonly string[]): { order: Weight
 export function chooseWeightType(choice: WeightChoice, host: WeightHost): WeightTypeChoice {
   if (choice !== 'auto') return { weightType: choice, auto: false, reason: `asked for ${choice}` };
   const flags = host.cpuFlags ?? (host.platform === 'cpu' ? notableCpuFlags() : []);
-  const preferred = preference(host.platform, flags);
+  const kept = host.bf16Dots === true && host.matrixType === 'bf16';
+  const preferred = kept
+    ? { order: ['bf16', 'f32', 'int8'] as WeightType[], why: 'a bf16 checkpoint under bf16 dots that read bf16 weights: its own bits, no f32 copy' }
+    : preference(host.platform, flags);
   // A model whose matrix inputs are not whole int8 blocks cannot be int8: out of the running, said why.
   const int8Note = int8Unsupported(host.config);
   const order = int8Note ? preferred.order.filter((t) => t !== 'int8') : preferred.order;

@@ -28,6 +28,6 @@ export { Tokenizer, TokenizerError } from './tokenizer';
 export type { TokenizerOptions } from './tokenizer';
 export { tokenizerJsonFromGguf } from './gguf-tokenizer';
 export { loadModel, loadModelInfo, openModel } from './load';
-export type { LoadedModel, OpenedModel } from './load';
+export type { LoadedModel, OpenedModel, StoredMatrixType } from './load';
 export { hostWeightsReader, ggufWeightReader, hfWeightReader } from './weights-reader';
 export type { WeightReader } from './weights-reader';

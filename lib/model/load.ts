@@ -21,6 +21,28 @@ export interface LoadedModel {
   readonly path: string;
   /** The stored tensor types and how many tensors have each, most first: "Q4_K (27), F32 (109)". */
   readonly quantization: string;
+  /** How the checkpoint stores its matrices (storedMatrixType): what precision 'auto' and weights 'auto' follow. */
+  readonly matrixType: StoredMatrixType;
+}
+
+/**
+ * How a checkpoint stores its matrices: the type that holds most of its 2-D tensors' elements,
+ * 'quantized' for any block type (GGUF's Q*, IQ*). A bf16 checkpoint was published to run in bf16.
+ */
+export type StoredMatrixType = 'f32' | 'f16' | 'bf16' | 'quantized';
+
+/** The stored type of most matrix elements (ties: the first seen); tensors' type names as GGUF or safetensors spell them. */
+export function storedMatrixType(tensors: Iterable<{ readonly type: string; readonly dims: readonly number[] }>): StoredMatrixType {
+  const elements = new Map<StoredMatrixType, number>();
+  for (const t of tensors) {
+    if (t.dims.length < 2) continue;
+    const type: StoredMatrixType = t.type === 'F32' ? 'f32' : t.type === 'F16' ? 'f16' : t.type === 'BF16' ? 'bf16' : 'quantized';
+    elements.set(type, (elements.get(type) ?? 0) + t.dims.reduce((a, b) => a * b, 1));
+  }
+  let best: StoredMatrixType = 'f32';
+  let most = -1;
+  for (const [type, n] of elements) if (n > most) [best, most] = [type, n];
+  return best;
 }
 
 /** A directory's name; for a hub cache snapshot (models--org--repo/snapshots/<commit>), the repo's. */
@@ -36,14 +58,21 @@ export function tensorTypeSummary(types: Iterable<string>): string {
   return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t, n]) => `${t} (${n})`).join(', ');
 }
 
-function ggufQuantization(gguf: GgufFile): string {
-  return tensorTypeSummary([...gguf.tensors.values()].map((t) => ggmlTypeName(t.type)));
+/** What a file says of its storage: the type summary and the matrices' type. */
+type Storage = Pick<LoadedModel, 'quantization' | 'matrixType'>;
+
+function storage(tensors: readonly { readonly type: string; readonly dims: readonly number[] }[]): Storage {
+  return { quantization: tensorTypeSummary(tensors.map((t) => t.type)), matrixType: storedMatrixType(tensors) };
 }
 
-function hfQuantization(dir: string): string {
+function ggufStorage(gguf: GgufFile): Storage {
+  return storage([...gguf.tensors.values()].map((t) => ({ type: ggmlTypeName(t.type), dims: t.dims })));
+}
+
+function hfStorage(dir: string): Storage {
   const shards = SafetensorsShards.open(dir);
   try {
-    return tensorTypeSummary(shards.tensorNames.map((n) => shards.tensor(n).dtype));
+    return storage(shards.tensorNames.map((n) => ({ type: shards.tensor(n).dtype, dims: shards.tensor(n).shape })));
   } finally {
     shards.close();
   }
@@ -81,7 +110,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: hfDirName(resolved), path: resolved, quantization: hfQuantization(resolved), weights: hfWeightReader(resolved, config) };
+    return { config, tokenizer, name: hfDirName(resolved), path: resolved, ...hfStorage(resolved), weights: hfWeightReader(resolved, config) };
   }
   const gguf = GgufFile.open(resolved);
   try {
@@ -95,7 +124,7 @@ export function openModel(pathOrDir?: string): OpenedModel {
       },
       name: ggufName(resolved),
       path: resolved,
-      quantization: ggufQuantization(gguf),
+      ...ggufStorage(gguf),
       weights: ggufWeightReader(gguf, config, true),
     };
   } catch (err) {
@@ -109,12 +138,12 @@ export function loadModelInfo(pathOrDir?: string): Omit<LoadedModel, 'weights'> 
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: hfDirName(resolved), path: resolved, quantization: hfQuantization(resolved) };
+    return { config, tokenizer, name: hfDirName(resolved), path: resolved, ...hfStorage(resolved) };
   }
   const gguf = GgufFile.open(resolved);
   try {
     const config = configFromGguf(gguf);
-    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved, quantization: ggufQuantization(gguf) };
+    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved, ...ggufStorage(gguf) };
   } finally {
     gguf.close();
   }
@@ -126,7 +155,7 @@ function loadGgufModel(file: string): LoadedModel {
     const config = configFromGguf(gguf);
     const tokenizer = ggufTokenizer(gguf, config);
     const weights = loadGgufWeights(gguf, config);
-    return { config, weights, tokenizer, name: ggufName(file), path: file, quantization: ggufQuantization(gguf) };
+    return { config, weights, tokenizer, name: ggufName(file), path: file, ...ggufStorage(gguf) };
   } finally {
     gguf.close();
   }
@@ -135,7 +164,7 @@ function loadGgufModel(file: string): LoadedModel {
 function loadHfModel(dir: string): LoadedModel {
   const { config, tokenizer } = readHfConfigAndTokenizer(dir);
   const weights = loadHfWeights(dir, config);
-  return { config, weights, tokenizer, name: path.basename(dir), path: dir, quantization: hfQuantization(dir) };
+  return { config, weights, tokenizer, name: path.basename(dir), path: dir, ...hfStorage(dir) };
 }
 
 function ggufTokenizer(gguf: GgufFile, config: ModelConfig): Tokenizer {

@@ -1,12 +1,13 @@
 /**
  * Scorer.load's sequence: the options checked, the model opened while the
- * plugin loads, the weights streamed to the device, the dots timed where
- * precision 'auto' needs it; what a failed load acquired is released, last
+ * plugin loads, the precision and the weight type decided, the weights
+ * streamed to the device; what a failed load acquired is released, last
  * first.
  */
 import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
 import { DeviceWeights, uploadWeights } from '../device-weights/upload';
 import type { ModelConfig } from '../model/config';
+import type { StoredMatrixType } from '../model/load';
 import { kernelMatrices } from '../hlo';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
@@ -15,10 +16,9 @@ import { Client } from '../runtime/client';
 import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
 import type { XlaOptions } from '../runtime/xla-options';
 import { loadProgramCache } from './execution/load-programs';
-import { DotSpeeds, dotSpeedsForAuto } from './platform/dot-speed';
 import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform/override';
 import { platformFacts } from './platform/profiles';
-import { bf16DotsByKernel, choosePrecision, f32DotsByKernel } from './platform/precision-choice';
+import { bf16DotsByKernel, choosePrecision } from './platform/precision-choice';
 import { bindAttentionForms, checkScorerOptions, LoadSettings, loadFacts } from './setup';
 import type { Scorer } from './scorer';
 import type { ScorerOptions } from './scorer-types';
@@ -43,8 +43,8 @@ export interface LoadedParts {
   readonly xlaOptions: XlaOptions;
   /** The attention kernels' paths where the plugin registered them, else null. */
   readonly kernelPaths: KernelPaths | null;
-  /** What 'auto' measured on this CPU (platform/dot-speed.ts), or null. */
-  readonly dots: DotSpeeds | null;
+  /** How the checkpoint stores its matrices (what precision 'auto' follows). */
+  readonly matrixType: StoredMatrixType;
   /** performance.now() at the start of the load and once the model file was open. */
   readonly startedMs: number;
   readonly openedMs: number;
@@ -78,22 +78,18 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
       const openedMs = performance.now();
       const client = await clientReady;
       const bound = bindAttentionForms(options, client);
-      const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config });
       const { facts, xlaOptions } = loadFacts(client.platformName, factsOverride, options.xlaOptions);
-      // 'auto' on a CPU with bf16 dot units times bf16 against f32 dots (once per machine: dot-speed.ts).
       const kernelPaths = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
       const classFacts = withOverride(platformFacts(client.platformName, kernelPaths?.tried ?? null), factsOverride);
-      const byKernel = bf16DotsByKernel(classFacts, kernelPaths);
-      // The f32 side as the passes would run it: the f32 kernel takes f32 weights only (setup.ts).
-      const f32ByKernel = f32DotsByKernel(classFacts, kernelPaths) && weightChoice.weightType === 'f32';
-      const timed = { bf16Dots: byKernel ? 'kernel' : 'xla', f32Dots: f32ByKernel ? 'kernel' : 'xla' } as const;
-      const dots = settings.precision === 'auto' ? await dotSpeedsForAuto(client, kernelPaths, model.config.hiddenSize, model.config.intermediateSize, timed) : null;
+      const precision = choosePrecision(settings.precision, client.platformName, kernelPaths, model.matrixType).precision;
+      const byKernel = precision === 'bf16' && bf16DotsByKernel(classFacts, kernelPaths);
+      // bf16 dots that read bf16 weights as they lie: the bf16 matmul kernel's on the CPU, every GPU's.
+      const bf16Dots = precision === 'bf16' && (byKernel || client.platformName !== 'cpu');
+      const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config, matrixType: model.matrixType, bf16Dots });
       // Under the matmul kernel the matrices it reads are stored packed for it (the setup's rule, setup.ts bf16.matmulKernel).
-      const precision = choosePrecision(settings.precision, client.platformName, kernelPaths, dots).precision;
-      const packed =
-        precision === 'bf16' && byKernel
-          ? kernelMatrices(model.config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: classFacts.bf16Products, weights: weightChoice.weightType })
-          : [];
+      const packed = byKernel
+        ? kernelMatrices(model.config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: classFacts.bf16Products, weights: weightChoice.weightType })
+        : [];
       // Streams: each tensor is read, converted and uploaded before the next is read.
       const loadPrograms = loadProgramCache(client, options.diskCache ?? true, xlaOptions);
       const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
@@ -118,7 +114,7 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
         factsOverride,
         xlaOptions,
         kernelPaths,
-        dots,
+        matrixType: model.matrixType,
         startedMs,
         openedMs,
       });

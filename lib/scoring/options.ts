@@ -174,14 +174,14 @@ export const SCORER_SETTINGS = [
   choiceSetting('precision', PRECISION_OPTIONS, {
     flag: 'precision',
     env: 'PJRT_SCORE_PRECISION',
-    default: 'highest',
-    help: "dots: highest (true f32, default), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs), bf16 (bf16 operands, f32 accumulation: the GPU fast path; on the CPU the bf16 attention kernel) or auto (bf16 where it pays within the accuracy gate: NVIDIA GPUs, and CPUs with bf16 dot units where bf16 dots measure >= 1.15x f32 ones on this machine; else highest)",
+    default: 'auto',
+    help: "dots: auto (default: bf16 on NVIDIA GPUs, and on CPUs with bf16 dot units for a checkpoint stored in bf16 or f16, as transformers, vLLM and TEI run it; else highest), highest (true f32), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation)",
   }),
   choiceSetting('weights', WEIGHT_CHOICES, {
     flag: 'weights',
     env: 'PJRT_SCORE_WEIGHTS',
-    default: 'f32',
-    help: 'weight matrices on the device: f32 (default), bf16 (half the memory), int8 (0.28x, blocks of 32 with an f32 scale) or auto (chosen for this platform and host)',
+    default: 'auto',
+    help: 'weight matrices on the device: auto (default: a bf16 checkpoint stays bf16 under bf16 dots; else the fastest type for this platform that fits), f32, bf16 (half the memory) or int8 (0.28x, blocks of 32 with an f32 scale)',
   }),
   choiceSetting('batching', BATCHINGS, {
     flag: 'batching',

@@ -106,7 +106,7 @@ export class Scorer implements Disposable {
       plugin: this.client,
       kernelPaths: init.kernelPaths,
       factsOverride: init.factsOverride,
-      dots: init.dots,
+      matrixType: init.matrixType,
       weights: this.weights,
     });
     const facts = setup.facts;

@@ -18,7 +18,7 @@ import { costModelFor, CostModel } from './planning/selector';
 import { budgetForMemory, Budget, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform/profiles';
 import { PlatformFactsOverride, withOverride } from './platform/override';
 import { bf16DotsByKernel, choosePrecision, f32DotsByKernel, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
-import type { DotSpeeds } from './platform/dot-speed';
+import type { StoredMatrixType } from '../model/load';
 import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './platform/cudnn-pin';
 import { pickSettings, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
 import type { Bf16Typing, ScorerOptions } from './scorer-types';
@@ -92,8 +92,8 @@ export interface SetupInput {
   readonly kernelPaths: KernelPaths | null;
   /** PJRT_SCORE_PLATFORM_FACTS, read at load (platform/override.ts). */
   readonly factsOverride: PlatformFactsOverride;
-  /** What precision 'auto' timed on this CPU (platform/dot-speed.ts), or null. */
-  readonly dots: DotSpeeds | null;
+  /** How the checkpoint stores its matrices: what precision 'auto' follows on the CPU (precision-choice.ts). */
+  readonly matrixType: StoredMatrixType;
   /** The weights as uploaded: their type, how bf16 matrices are typed, which are packed for the matmul kernel (default none). */
   readonly weights: { readonly weightType: WeightType; readonly bf16Matrices: Bf16Matrices; readonly packed?: readonly KernelMatrixName[] };
 }
@@ -118,13 +118,13 @@ export interface ScorerSetup {
   readonly matmulKernel: 'bf16' | 'f32' | null;
 }
 
-/** The Scorer's setup: pure, given what the load read (the plugin's fields, the model's config, the timed dots). */
+/** The Scorer's setup: pure, given what the load read (the plugin's fields, the model's config and stored type). */
 export function scorerSetup(input: SetupInput): ScorerSetup {
   const { config, options, plugin } = input;
   const facts = withOverride(platformFacts(plugin.platformName, input.kernelPaths?.tried ?? null), input.factsOverride);
   const budget: Budget = { ...budgetForMemory(facts.budget, plugin.deviceMemoryBytes), ...options.budget };
   const ladders = scorerLadders(config.contextLength, config.vocabSize, facts);
-  const precisionChoice = choosePrecision(input.precision, plugin.platformName, input.kernelPaths, input.dots);
+  const precisionChoice = choosePrecision(input.precision, plugin.platformName, input.kernelPaths, input.matrixType);
   const precision = precisionChoice.precision;
   // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
   const { pluginPath, platformName } = plugin;

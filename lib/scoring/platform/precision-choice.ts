@@ -1,14 +1,15 @@
 /**
  * The `precision` option resolved: 'highest', 'default' and 'bf16' as asked;
- * 'auto' picks bf16 dots where they pay within the accuracy gate, 'highest'
- * elsewhere, and says why. On an NVIDIA GPU bf16 was measured to pay; on the
- * CPU 'auto' measures it (dot-speed.ts) where the kernels' tried instruction
- * set has bf16 dot units and takes bf16 only when XLA's bf16 dots run at least
- * BF16_PAYS times its f32 ones there. The attention kernels' paths on this CPU
- * (native/kernels/kernel_isa.h) come with it, for explain() and the load log.
+ * 'auto' (the default) runs a checkpoint as the peers a user compares us
+ * with run it (docs/design.md, 'The default precision'): bf16 on an NVIDIA
+ * GPU; on a CPU whose class measured bf16 dots to pay (profiles.ts), bf16 for
+ * a checkpoint stored in 16 bits and true f32 for one stored in f32 or
+ * quantized; true f32 elsewhere. Decided from facts, never from a timing.
+ * The attention kernels' paths on this CPU (native/kernels/kernel_isa.h) come
+ * with it, for explain() and the load log.
  */
 import type { KernelIsa, KernelPaths } from '../../runtime/kernel-paths';
-import type { DotSpeeds } from './dot-speed';
+import type { StoredMatrixType } from '../../model/load';
 import type { DecoderOptions } from '../../hlo';
 import { platformFacts, type PlatformFacts } from './profiles';
 
@@ -21,9 +22,8 @@ import { platformFacts, type PlatformFacts } from './profiles';
 export type Precision = 'highest' | 'default' | 'bf16';
 export const PRECISIONS: readonly Precision[] = ['highest', 'default', 'bf16'];
 /**
- * The `precision` option: a precision, or 'auto' (bf16 where measured to pay
- * within the accuracy gate: bf16 CPUs, NVIDIA GPUs; 'highest' elsewhere:
- * precision-choice.ts).
+ * The `precision` option: a precision, or 'auto' (the default: bf16 where the
+ * platform and the checkpoint call for it, else 'highest': choosePrecision).
  */
 export type PrecisionOption = Precision | 'auto';
 export const PRECISION_OPTIONS: readonly PrecisionOption[] = [...PRECISIONS, 'auto'];
@@ -49,43 +49,31 @@ export interface AttentionKernelChoice extends KernelPaths {
   readonly used: string;
 }
 
-/** The instruction sets with bf16 dot units (vdpbf16ps, AMX tiles): where 'auto' measures bf16 on the CPU. */
+/** The instruction sets with bf16 dot units (vdpbf16ps, AMX tiles): where 'auto' may run bf16 on the CPU. */
 export const BF16_DOT_ISAS: readonly KernelIsa[] = Object.freeze(['avx512bf16', 'amx']);
 
-/**
- * bf16 dots must run this many times as fast as f32 ones for 'auto' to take them: below it the
- * whole forward (its f32 elementwise work and conversions) gains too little for the rounding
- * (the accuracy gate, docs/design.md: max |diff| <= 0.02, mean <= 0.01 against 'highest').
- */
-export const BF16_PAYS = 1.15;
-
+/** The checkpoints 'auto' runs in bf16 on a CPU whose class takes them (`bf16-checkpoints`): those stored in 16 bits. */
+const HALF_CHECKPOINTS: readonly StoredMatrixType[] = ['bf16', 'f16'];
 
 /**
  * Resolves `asked` on a host whose kernels take `kernel` (null: no attention kernels, e.g. not the
- * CPU plugin), with the dot speeds 'auto' measured there (null: not measured).
+ * CPU plugin), for a checkpoint whose matrices are stored as `matrixType`.
  */
-export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, dots: DotSpeeds | null = null): PrecisionChoice {
-  if (asked !== 'auto') return { precision: asked, asked, reason: asked === 'highest' ? 'highest: true f32 dots (the default)' : `asked: ${asked}` };
-  const facts = platformFacts(platform);
-  if (facts.known && facts.autoPrecision.rule === 'bf16') return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${facts.autoPrecision.why})` };
-  if (!facts.known || kernel === null) {
-    return { precision: 'highest', asked, reason: `auto: highest (no measured bf16 gain on platform ${platform}${kernel === null && platform.toLowerCase() === 'cpu' ? ' without the attention kernels' : ''})` };
+export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, matrixType: StoredMatrixType): PrecisionChoice {
+  if (asked !== 'auto') return { precision: asked, asked, reason: asked === 'highest' ? 'highest: true f32 dots (asked)' : `asked: ${asked}` };
+  const highest = (why: string): PrecisionChoice => ({ precision: 'highest', asked, reason: `auto: highest (${why})` });
+  const facts = platformFacts(platform, kernel?.tried ?? null);
+  if (!facts.known) return highest(`no measured bf16 gain on platform ${platform}`);
+  const rule = facts.autoPrecision;
+  if (rule.rule === 'bf16') return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${rule.why})` };
+  if (kernel === null) return highest(`no bf16 dot units in use on platform ${platform} without the attention kernels`);
+  if (!BF16_DOT_ISAS.includes(kernel.allowed)) {
+    const why = kernel.allowed === kernel.cpu ? `this CPU's best kernel path is ${kernel.cpu}` : `the kernels run ${kernel.allowed} (${kernel.probeNote ?? 'capped by PJRT_SCORE_KERNEL_ISA'})`;
+    return highest(`${why}: no bf16 dot units`);
   }
-  if (!BF16_DOT_ISAS.includes(kernel.tried)) {
-    const why = kernel.tried === kernel.cpu ? `this CPU's best kernel path is ${kernel.cpu}` : `the kernels run ${kernel.tried} (${kernel.probeNote ?? 'the probe'})`;
-    return { precision: 'highest', asked, reason: `auto: highest (${why}: no bf16 dot units)` };
-  }
-  if (dots === null) return { precision: 'highest', asked, reason: `auto: highest (bf16 dots not measured on this ${kernel.tried} CPU)` };
-  // The ratio as the reason states it (2 decimals) is the one compared: a reader never sees "1.15x" refused
-  // against "pays from 1.15x".
-  const ratio = Number((dots.bf16Gflops / dots.f32Gflops).toFixed(2));
-  const measured =
-    `${dots.bf16Dots === 'kernel' ? "the addon's bf16 matmul kernel" : "XLA's bf16 x bf16 -> f32 dots"} ran at ${ratio.toFixed(2)}x ${dots.f32Dots === 'kernel' ? "the addon's f32 matmul kernel" : "XLA's f32 dots"} on this ${kernel.tried} CPU ` +
-    `(${dots.bf16Gflops.toFixed(0)} against ${dots.f32Gflops.toFixed(0)} GFLOP/s, [${dots.shape[0]}x${dots.shape[1]}]·[${dots.shape[1]}x${dots.shape[2]}], ` +
-    `best of ${dots.rounds} alternating rounds on ${dots.cores} cores${dots.source === 'disk' ? ', measured earlier on this machine' : ''})`;
-  return ratio >= BF16_PAYS
-    ? { precision: 'bf16', asked, reason: `auto: bf16 (${measured})` }
-    : { precision: 'highest', asked, reason: `auto: highest (${measured}; bf16 pays from ${BF16_PAYS}x)` };
+  if (rule.rule === 'highest') return highest(`${kernel.tried}: ${rule.why}`);
+  if (!HALF_CHECKPOINTS.includes(matrixType)) return highest(`the checkpoint stores its matrices as ${matrixType}: true f32, as its own precision`);
+  return { precision: 'bf16', asked, reason: `auto: bf16 (a ${matrixType} checkpoint, run in 16 bits as stored; ${rule.why})` };
 }
 
 /**

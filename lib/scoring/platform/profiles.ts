@@ -105,10 +105,11 @@ export interface PlatformFacts {
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (override.ts); absent when it set none. */
   readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'matmulKernelF32' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
   /**
-   * What precision 'auto' resolves to (precision-choice.ts): `bf16`, with what showed bf16 pays and holds the
-   * accuracy gate; or `measure`: time XLA's bf16 dots against its f32 ones where the CPU has bf16 dot units.
+   * What precision 'auto' resolves to (precision-choice.ts; docs/design.md, 'The default precision'), with
+   * what showed it: `bf16` for every checkpoint; `bf16-checkpoints`: bf16 for a checkpoint stored in 16 bits
+   * (bf16, f16), true f32 for one stored in f32 or quantized; `highest` everywhere.
    */
-  readonly autoPrecision: { readonly rule: 'bf16'; readonly why: string } | { readonly rule: 'measure' };
+  readonly autoPrecision: { readonly rule: 'bf16' | 'bf16-checkpoints' | 'highest'; readonly why: string };
   /** Where and how each fact was measured; `unmeasured` names what was not. */
   readonly measured: string;
   /** False when the platform has no entry and these are the CPU's facts. */
@@ -126,6 +127,8 @@ interface CpuClassFacts {
   readonly matmulKernel?: boolean;
   /** The addon's f32 matmul kernel pays on the class (PlatformFacts.matmulKernelF32). */
   readonly matmulKernelF32?: boolean;
+  /** What precision 'auto' resolves to on the class (PlatformFacts.autoPrecision); default the CPU's. */
+  readonly autoPrecision?: PlatformFacts['autoPrecision'];
 }
 
 const AVX2_FACTS: CpuClassFacts = {
@@ -162,6 +165,13 @@ const AVX512BF16_FACTS: CpuClassFacts = {
   // the CPU time of XLA's f32 dots (652 against 715 ms, 9 rounds alternating in one process, load 1.6;
   // docs/performance.md, "The projections' kernels").
   matmulKernelF32: true,
+  // bf16 dots through the bf16 matmul kernel against true f32 through the f32 one, the PR shape (300 / 10 x 20)
+  // on SmolLM2: 0.365 against 0.599 s on a 2-core AMD EPYC Zen 4 (bench-results/shapes.json), within the
+  // accuracy gate (test/precision.test.js); the Qwen3-0.6B shape: bench-results/models.json.
+  autoPrecision: {
+    rule: 'bf16-checkpoints',
+    why: "the bf16 matmul kernel on this CPU's bf16 dot units ran the PR shape at 1.64x true f32 on an AMD EPYC Zen 4, within the accuracy gate",
+  },
   measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
 };
 
@@ -232,8 +242,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // Only on the CPU classes where it was timed (CPU_CLASS_FACTS).
     matmulKernelF32: false,
     xlaOptions: {},
-    // bf16 dots only where they were timed to pay on this CPU (dot-speed.ts, BF16_PAYS).
-    autoPrecision: { rule: 'measure' },
+    // bf16 dots only on the CPU classes where they were measured to pay (CPU_CLASS_FACTS).
+    autoPrecision: { rule: 'highest', why: 'bf16 dots were not measured to pay on this CPU class' },
     measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
@@ -331,6 +341,7 @@ export function platformFacts(platform: string, cpuClass: KernelIsa | null = nul
     cost: cls.cost,
     matmulKernel: cls.matmulKernel ?? entry.matmulKernel,
     matmulKernelF32: cls.matmulKernelF32 ?? entry.matmulKernelF32,
+    autoPrecision: cls.autoPrecision ?? entry.autoPrecision,
     measured: `${measured}; ${entry.measured}`,
     cpuClass: { isa: cpuClass, measured: cls.measured !== null },
   };
