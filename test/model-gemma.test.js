@@ -59,7 +59,8 @@ const logprobs = (result) => result.scores.map((row) => row.map((p) => Math.log(
 
 /** Scores `request` (default QUERY/ITEMS) with every plan on a Scorer over `model`, each against `reference`. */
 async function checkPlans(t, model, reference, options, what, request = { query: QUERY, items: ITEMS, labelTokenIds: LABELS }) {
-  const scorer = await Scorer.load({ model, diskCache: false, ...options });
+  // True f32 (an F16 file runs in bf16 by default where the CPU has bf16 dot units): the float64 reference's gate.
+  const scorer = await Scorer.load({ model, diskCache: false, precision: 'highest', ...options });
   try {
     const out = {};
     for (const algorithm of ['serial', 'packed', 'prefix']) {
@@ -118,7 +119,7 @@ for (const arch of ['gemma3', 'gemma2']) {
 
     if (arch !== 'gemma2') return;
     // Cross-request passes: two requests with different queries share passes (a group axis on every attention input).
-    const scorer = await Scorer.load({ model: gguf, diskCache: false, batching: 'cross-request' });
+    const scorer = await Scorer.load({ model: gguf, diskCache: false, precision: 'highest', batching: 'cross-request' });
     const other = QUERY.slice(2);
     const requests = [QUERY, other].map((query) => scorer.normalize({ query, items: ITEMS, labelTokenIds: LABELS }));
     const outcomes = await scorer.scoreBatch(requests.map((request) => ({ request })));

@@ -159,7 +159,8 @@ test('RoPE tables equal transformers\' RoPE functions in float64 (1e-9), configs
 });
 
 async function scoreDir(dir) {
-  const scorer = await Scorer.load({ model: dir, diskCache: false, prefixCacheBytes: 0 });
+  // True f32 against transformers' f32 forward (a bf16 checkpoint runs in bf16 by default on a bf16 CPU).
+  const scorer = await Scorer.load({ model: dir, diskCache: false, prefixCacheBytes: 0, precision: 'highest' });
   try {
     const r = await scorer.score({ query: QUERY, items: ITEMS, labelTokenIds: LABELS, applySoftmax: false });
     // Probabilities over the whole vocabulary; compared as log-probabilities, since a random model's labels can be unlikely.

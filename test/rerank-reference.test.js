@@ -80,7 +80,8 @@ test('setup: tiny Qwen3-Reranker, mxbai-rerank-base-v2 and bge-reranker-v2-gemma
 });
 
 async function compare(t, name, templateName, refs, cases) {
-  const scorer = await Scorer.load({ model: dirs[name], diskCache: false, prefixCacheBytes: 0 });
+  // True f32, as the references run (a bf16 checkpoint runs in bf16 by default on a bf16 CPU).
+  const scorer = await Scorer.load({ model: dirs[name], diskCache: false, prefixCacheBytes: 0, precision: 'highest' });
   try {
     const tpl = scorer.rerankTemplate();
     t.equal(tpl.template.name, templateName, `${name}: template ${templateName} chosen from the model name`);
