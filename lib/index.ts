@@ -32,6 +32,7 @@ export type {
 export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/planning/plan';
 export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/requests/rerank';
+export { TemplateError } from './scoring/requests/rerank-template';
 export type { RelevanceScale, RerankTemplate, TemplatePiece } from './scoring/requests/rerank-template';
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/requests/request';
 export type { TruncateOption, TruncationReport } from './scoring/requests/truncate';

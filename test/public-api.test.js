@@ -17,6 +17,7 @@ const PUBLIC_NAMES = [
   'ScoreInputError',
   'QueueFullError',
   'AbortError',
+  'TemplateError',
   'Scorer',
   'createScoringService',
   'programs',

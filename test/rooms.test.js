@@ -152,6 +152,32 @@ test("lib/ imports its own files by relative paths", (t) => {
 
 // Small modules (docs/design.md "Rooms"): no TypeScript file of lib/ over 400 lines.
 const MAX_LINES = 400;
+/** The file an import of `from` (relative to lib/) names, relative to lib/: `x.ts` or `x/index.ts`; null where neither exists. */
+function resolveImport(from, spec) {
+  const base = path.join(path.dirname(path.join(LIB, from)), spec);
+  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(candidate)) return path.relative(LIB, candidate);
+  return null;
+}
+
+test('no import circle between files of lib/ (type-only imports counted)', (t) => {
+  const files = tsFiles(LIB);
+  const edges = new Map(files.map((f) => [f, imports(path.join(LIB, f)).map((spec) => resolveImport(f, spec)).filter((x) => x !== null)]));
+  // Depth-first, each file's state: 1 on the path being walked, 2 done; a path back to a file on it is a circle.
+  const state = new Map();
+  const circles = [];
+  const walk = (file, trail) => {
+    state.set(file, 1);
+    for (const next of edges.get(file) ?? []) {
+      if (state.get(next) === 1) circles.push([...trail.slice(trail.indexOf(next)), next].join(' -> '));
+      else if (!state.has(next)) walk(next, [...trail, next]);
+    }
+    state.set(file, 2);
+  };
+  for (const f of files) if (!state.has(f)) walk(f, [f]);
+  t.deepEqual(circles, [], `no circle among ${files.length} files`);
+  t.end();
+});
+
 test(`no file in lib/ over ${MAX_LINES} lines`, (t) => {
   const files = tsFiles(LIB);
   for (const name of files) {

@@ -32,7 +32,7 @@ function setup(over = {}) {
     kernelPaths: null,
     factsOverride: {},
     matrixType: 'f32',
-    weights: { weightType: 'f32', bf16Matrices: 'u16' },
+    weights: 'f32',
     ...over,
   });
 }
@@ -115,7 +115,8 @@ test('precision and attention forms by platform', (t) => {
   const kernels = setup({ plugin: plugin('cpu', { prefixAttentionKernel: true }) });
   t.deepEqual([kernels.prefixAttention, kernels.causalAttention], [{ kind: 'kernel' }, { kind: 'kernel' }], 'CPU with the kernels registered: the kernels');
   t.equal(setup({ precision: 'auto' }).precisionChoice.precision, 'highest', "CPU 'auto' without the kernels: highest");
-  const cudaAuto = setup({ plugin: plugin('cuda'), precision: 'auto', weights: { weightType: 'bf16', bf16Matrices: 'bf16' } });
+  const cudaAuto = setup({ plugin: plugin('cuda'), precision: 'auto', weights: 'auto' });
+  t.equal(cudaAuto.weightChoice.weightType, 'bf16', `CUDA weights 'auto': bf16 (${cudaAuto.weightChoice.reason})`);
   t.equal(cudaAuto.precisionChoice.precision, 'bf16', "CUDA 'auto': bf16");
   t.ok(/tensor cores/.test(cudaAuto.precisionChoice.reason), `with the profile's reason (${cudaAuto.precisionChoice.reason.slice(0, 40)}...)`);
   // Not the plugin the cuDNN forms are pinned to: the StableHLO forms, and the load log says why.
@@ -127,6 +128,52 @@ test('precision and attention forms by platform', (t) => {
   t.deepEqual(cudaHighest.bf16, { matrices: null, products: false, matmulKernel: false, packedMatrices: [] }, 'f32 weights, f32 products');
   t.equal(setup({ plugin: plugin('rocm'), precision: 'auto' }).precisionChoice.precision, 'highest', "a platform with no profile, 'auto': highest");
   t.end();
+});
+
+test("one setup decides the precision, the weight type and the packed matrices together: a bf16 checkpoint on an AVX-512 bf16 CPU", (t) => {
+  const kernelPaths = { cpu: 'avx512bf16', tried: 'avx512bf16', allowed: 'avx512bf16', f32: 'avx512', bf16: 'avx512bf16' };
+  const cpu = plugin('cpu', { prefixAttentionKernel: true });
+  const half = setup({ plugin: cpu, kernelPaths, precision: 'auto', weights: 'auto', matrixType: 'bf16' });
+  t.equal(half.precisionChoice.precision, 'bf16', `auto: ${half.precisionChoice.reason}`);
+  t.equal(half.weightChoice.weightType, 'bf16', `weights auto: ${half.weightChoice.reason}`);
+  t.equal(half.matmulKernel, 'bf16', 'the bf16 matmul kernel');
+  t.deepEqual([...half.bf16.packedMatrices].sort(), ['wDown', 'wGateUp', 'wO', 'wQkv'], 'its four matrices packed at load');
+  t.equal(half.bf16.matrices, 'u16', 'the bf16 matrices typed as the platform types them');
+  const quantized = setup({ plugin: cpu, kernelPaths, precision: 'auto', weights: 'auto', matrixType: 'quantized' });
+  t.equal(quantized.precisionChoice.precision, 'highest', `a quantized checkpoint: ${quantized.precisionChoice.reason}`);
+  t.equal(quantized.weightChoice.weightType, 'f32', 'f32 weights');
+  t.equal(quantized.matmulKernel, 'f32', 'the f32 matmul kernel');
+  t.deepEqual(quantized.bf16.packedMatrices, [], 'nothing packed');
+  const asked = setup({ plugin: cpu, kernelPaths, precision: 'highest', weights: 'auto', matrixType: 'bf16' });
+  t.equal(asked.weightChoice.weightType, 'f32', 'highest asked for a bf16 checkpoint: f32 weights');
+  t.end();
+});
+
+test('a load makes its decisions once: one setup, one read of the platform facts, one weight choice', async (t) => {
+  const profiles = require('../dist/scoring/platform/profiles');
+  const setupModule = require('../dist/scoring/setup');
+  const choose = require('../dist/device-weights/choose');
+  const counts = { platformFacts: 0, scorerSetup: 0, chooseWeightType: 0 };
+  const wrap = (module, name) => {
+    const original = module[name];
+    module[name] = (...args) => {
+      counts[name]++;
+      return original(...args);
+    };
+    return () => (module[name] = original);
+  };
+  const restore = [wrap(profiles, 'platformFacts'), wrap(setupModule, 'scorerSetup'), wrap(choose, 'chooseWeightType')];
+  const { Scorer } = require('../dist/scoring/scorer');
+  let scorer;
+  try {
+    scorer = await Scorer.load({ diskCache: false });
+  } finally {
+    restore.forEach((undo) => undo());
+  }
+  t.deepEqual(counts, { platformFacts: 1, scorerSetup: 1, chooseWeightType: 1 }, `calls during Scorer.load: ${JSON.stringify(counts)}`);
+  const r = await scorer.score({ query: [1, 2, 3], items: [[4], [5, 6]], labelTokenIds: [7] });
+  t.equal(r.scores.length, 2, 'and the Scorer scores');
+  scorer.dispose();
 });
 
 test('a model the fused forms cannot run gets the StableHLO forms, and a note', (t) => {

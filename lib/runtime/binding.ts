@@ -6,6 +6,7 @@
 import * as path from 'node:path';
 import { DisposedError, PjrtError } from './errors';
 import { applyKernelProbe, KernelProbeVerdict } from './kernel-probe';
+import type { KernelIsa } from './kernel-isas';
 
 export type NativeOptionValue = number | string | boolean;
 
@@ -95,11 +96,7 @@ export interface KernelThreads {
   readonly quota: number;
 }
 
-/** The instruction sets the attention kernels may run on, in order: each one's CPUs have all the ones before. */
-export const KERNEL_ISAS = Object.freeze(['portable', 'avx2', 'avx512', 'avx512bf16', 'amx'] as const);
-
-/** An instruction set the attention kernels may run on (KERNEL_ISAS). */
-export type KernelIsa = (typeof KERNEL_ISAS)[number];
+export { KERNEL_ISAS, type KernelIsa } from './kernel-isas';
 
 export interface NativeKernelPaths {
   /** The CPU's best (CPUID, XCR0; AMX once the kernel granted tile state). */

@@ -4,7 +4,7 @@
  * a JSON line before each trial and one with its result after, so the parent
  * knows which trial a fault ended. Stops at the first trial that fails.
  */
-import type { KernelIsa } from './binding';
+import type { KernelIsa } from './kernel-isas';
 
 interface ProbeAddon {
   probeKernelIsa(isa: KernelIsa): { readonly ok: boolean; readonly detail: string };

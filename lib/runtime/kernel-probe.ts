@@ -16,7 +16,7 @@ import * as path from 'node:path';
 import { cacheDir } from '../util/cache-dir';
 import { readCachedJson, writeCachedJson } from '../util/cached-json';
 import { hostCpu } from './host-cpu';
-import { KERNEL_ISAS, type KernelIsa } from './binding';
+import { KERNEL_ISAS, type KernelIsa } from './kernel-isas';
 
 /** One instruction set's trial in the child. */
 export interface KernelTrial {
@@ -150,9 +150,4 @@ export function applyKernelProbe(native: ProbeBinding, addonFile: string): Kerne
   native.setTriedKernelIsa(v.tried);
   verdict = v;
   return v;
-}
-
-/** The verdict applied in this process; null before the addon was loaded. */
-export function kernelProbeVerdict(): KernelProbeVerdict | null {
-  return verdict;
 }

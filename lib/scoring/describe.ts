@@ -6,12 +6,33 @@ import { kernelThreads } from '../runtime/kernel-paths';
 import { Pass, programKeyString } from './planning/plan';
 import { attentionTags } from './platform/attention-forms';
 import type { PlanChoice } from './planning/selector';
-import type { LoadedParts } from './load';
-import type { Scorer } from './scorer';
-import type { PlanExplanation } from './scorer-types';
+import type { CausalAttention, PrefixAttention } from '../hlo';
+import type { XlaOptions } from '../runtime/xla-options';
+import type { AttentionKernelChoice, Precision, PrecisionChoice } from './platform/precision-choice';
+import type { Bf16Typing, PlanExplanation } from './scorer-types';
+import type { LoadedParts } from './setup';
+import type { Batching } from './options';
+import type { Budget } from './planning/plan';
+import type { PlatformFacts } from './platform/profiles';
+
+/** What the Scorer (scorer.ts) tells of itself in explain() and the load log: describe.ts reads only this. */
+export interface DescribedScorer {
+  readonly precision: Precision;
+  readonly precisionChoice: PrecisionChoice;
+  readonly xlaOptions: XlaOptions;
+  readonly prefixAttention: PrefixAttention;
+  readonly causalAttention: CausalAttention;
+  readonly attentionNote: string | undefined;
+  readonly bf16: Bf16Typing;
+  readonly matmulKernel: 'bf16' | 'f32' | null;
+  readonly batching: Batching;
+  readonly budget: Budget;
+  readonly platform: PlatformFacts;
+  attentionKernel(): AttentionKernelChoice | null;
+}
 
 /** A chosen plan as explain() returns it: its passes and costs, and how the Scorer runs every pass (precision, attention, bf16, XLA options). */
-export function planExplanation(choice: PlanChoice, scorer: Scorer): PlanExplanation {
+export function planExplanation(choice: PlanChoice, scorer: DescribedScorer): PlanExplanation {
   const { precisionChoice: precision, xlaOptions } = scorer;
   const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
   // The attention forms a request's passes run (the form chooser's), and why they are not the ones asked for where they differ.
@@ -33,8 +54,9 @@ export function planExplanation(choice: PlanChoice, scorer: Scorer): PlanExplana
 }
 
 /** The load log's event: what was loaded, how it runs, and where the load time went. */
-export function loadedEvent(scorer: Scorer, parts: LoadedParts): Record<string, unknown> {
-  const { client, config, weights, weightChoice } = parts;
+export function loadedEvent(scorer: DescribedScorer, parts: LoadedParts): Record<string, unknown> {
+  const { client, config, weights } = parts;
+  const { weightChoice } = parts.setup;
   return {
     event: 'model_loaded',
     model: parts.modelName,

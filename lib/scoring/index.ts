@@ -9,6 +9,7 @@
  * May import: runtime, hlo (its index only), model, device-weights, util (not server or cli).
  */
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
+export { TemplateError } from './requests/rerank-template';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './requests/rerank';
 export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './requests/truncate';

@@ -4,54 +4,19 @@
  * streamed to the device; what a failed load acquired is released, last
  * first.
  */
-import { chooseWeightType, WeightTypeChoice } from '../device-weights/choose';
-import { DeviceWeights, uploadWeights } from '../device-weights/upload';
-import type { ModelConfig } from '../model/config';
-import type { StoredMatrixType } from '../model/load';
-import { kernelMatrices } from '../hlo';
+import { uploadWeights } from '../device-weights/upload';
 import { ensureModelPath } from '../model/default-model';
 import { openModel } from '../model/load';
 import type { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
-import { attentionKernelPaths, KernelPaths } from '../runtime/kernel-paths';
-import type { XlaOptions } from '../runtime/xla-options';
+import { attentionKernelPaths } from '../runtime/kernel-paths';
 import { loadProgramCache } from './execution/load-programs';
-import { PlatformFactsOverride, platformFactsOverride, withOverride } from './platform/override';
-import { platformFacts } from './platform/profiles';
-import { bf16DotsByKernel, choosePrecision } from './platform/precision-choice';
-import { bindAttentionForms, checkScorerOptions, LoadSettings, loadFacts } from './setup';
-import type { Scorer } from './scorer';
+import { platformFactsOverride } from './platform/override';
+import { bindAttentionForms, checkScorerOptions, LoadedParts, scorerSetup } from './setup';
 import type { ScorerOptions } from './scorer-types';
 
-/** What a load hands the Scorer it builds. */
-export interface LoadedParts {
-  readonly modelName: string;
-  readonly modelPath: string;
-  /** The model file's stored tensor types. */
-  readonly quantization: string;
-  readonly config: ModelConfig;
-  /** The model's tokenizer, built at its first call (and logged). */
-  readonly tokenizer: () => Tokenizer;
-  readonly client: Client;
-  readonly weights: DeviceWeights;
-  readonly weightChoice: WeightTypeChoice;
-  /** The options, their attention forms bound to the loaded plugin. */
-  readonly options: ScorerOptions;
-  readonly settings: LoadSettings;
-  /** PJRT_SCORE_PLATFORM_FACTS, read at load (platform/override.ts). */
-  readonly factsOverride: PlatformFactsOverride;
-  readonly xlaOptions: XlaOptions;
-  /** The attention kernels' paths where the plugin registered them, else null. */
-  readonly kernelPaths: KernelPaths | null;
-  /** How the checkpoint stores its matrices (what precision 'auto' follows). */
-  readonly matrixType: StoredMatrixType;
-  /** performance.now() at the start of the load and once the model file was open. */
-  readonly startedMs: number;
-  readonly openedMs: number;
-}
-
 /** Loads the parts and builds the Scorer from them with `build`; a failure in either releases what the load acquired. */
-export async function loadScorer(options: ScorerOptions, build: (parts: LoadedParts) => Scorer): Promise<Scorer> {
+export async function loadScorer<T>(options: ScorerOptions, build: (parts: LoadedParts) => T): Promise<T> {
   const settings = checkScorerOptions(options);
   // The measurement knob is read before anything loads: a bad one loads nothing.
   const factsOverride = platformFactsOverride();
@@ -78,24 +43,24 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
       const openedMs = performance.now();
       const client = await clientReady;
       const bound = bindAttentionForms(options, client);
-      const { facts, xlaOptions } = loadFacts(client.platformName, factsOverride, options.xlaOptions);
       const kernelPaths = client.prefixAttentionKernel ? attentionKernelPaths(model.config.headDim) : null;
-      const classFacts = withOverride(platformFacts(client.platformName, kernelPaths?.tried ?? null), factsOverride);
-      const precision = choosePrecision(settings.precision, client.platformName, kernelPaths, model.matrixType).precision;
-      const byKernel = precision === 'bf16' && bf16DotsByKernel(classFacts, kernelPaths);
-      // bf16 dots that read bf16 weights as they lie: the bf16 matmul kernel's on the CPU, every GPU's.
-      const bf16Dots = precision === 'bf16' && (byKernel || client.platformName !== 'cpu');
-      const weightChoice = chooseWeightType(settings.weights, { platform: client.platformName, config: model.config, matrixType: model.matrixType, bf16Dots });
-      // Under the matmul kernel the matrices it reads are stored packed for it (the setup's rule, setup.ts bf16.matmulKernel).
-      const packed = byKernel
-        ? kernelMatrices(model.config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: classFacts.bf16Products, weights: weightChoice.weightType })
-        : [];
+      // Every decision of the load, made once (setup.ts): the Scorer takes it as it is.
+      const setup = scorerSetup({
+        config: model.config,
+        options: bound,
+        precision: settings.precision,
+        weights: settings.weights,
+        plugin: client,
+        kernelPaths,
+        factsOverride,
+        matrixType: model.matrixType,
+      });
       // Streams: each tensor is read, converted and uploaded before the next is read.
-      const loadPrograms = loadProgramCache(client, options.diskCache ?? true, xlaOptions);
-      const weights = await uploadWeights(client, model.config, model.weights, weightChoice.weightType, {
+      const loadPrograms = loadProgramCache(client, options.diskCache ?? true, setup.xlaOptions);
+      const weights = await uploadWeights(client, model.config, model.weights, setup.weightChoice.weightType, {
         programs: loadPrograms.programs,
-        bf16Matrices: facts.bf16Matrices,
-        packed,
+        bf16Matrices: setup.facts.bf16Matrices,
+        packed: setup.bf16.packedMatrices,
       }).finally(() => {
         closeModel();
         return loadPrograms.close();
@@ -108,13 +73,10 @@ export async function loadScorer(options: ScorerOptions, build: (parts: LoadedPa
         tokenizer: tokenizerOnce(() => model.tokenizer, model.name, options.log),
         client,
         weights,
-        weightChoice,
+        setup,
         options: bound,
         settings,
-        factsOverride,
-        xlaOptions,
         kernelPaths,
-        matrixType: model.matrixType,
         startedMs,
         openedMs,
       });

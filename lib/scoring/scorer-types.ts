@@ -3,7 +3,7 @@
  * its counters. Kept apart from the Scorer (scorer.ts) so the contract reads
  * on its own (docs/scorer-api.md).
  */
-import type { Bf16Matrices, CausalAttention, PrefixAttention } from '../hlo';
+import type { Bf16Matrices, CausalAttention, KernelMatrixName, PrefixAttention } from '../hlo';
 import type { XlaOptions } from '../runtime/xla-options';
 import type { Admission } from './execution/admission';
 import type { JitCacheCounters } from './execution/jit-cache';
@@ -113,7 +113,7 @@ export interface Bf16Typing {
   /** Whether the layers' projections run through the addon's bf16 matmul kernel (only ever under precision 'bf16'). */
   readonly matmulKernel: boolean;
   /** The layer matrices the weights hold packed for the matmul kernel (bf16 panels, packed once at load); empty without it. */
-  readonly packedMatrices: readonly string[];
+  readonly packedMatrices: readonly KernelMatrixName[];
   /** The facts PJRT_SCORE_PLATFORM_FACTS set; absent when it set none. */
   readonly overridden?: readonly string[];
 }

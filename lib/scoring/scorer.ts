@@ -26,11 +26,11 @@ import { Budget, Ladders, Plan } from './planning/plan';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './requests/request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResponse } from './requests/rerank';
 import { RerankTemplate, resolveTemplate, ResolvedTemplate, templateFor } from './requests/rerank-template';
-import { scorerSetup } from './setup';
-import { LoadedParts, loadScorer } from './load';
+import { loadScorer } from './load';
 import { loadedEvent, planExplanation } from './describe';
 
 export type { AlgorithmChoice, BatchJob, BatchOutcome, DevicePassTiming, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+import type { LoadedParts } from './setup';
 import type { Bf16Typing, BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 
 export class Scorer implements Disposable {
@@ -95,20 +95,11 @@ export class Scorer implements Disposable {
     this.client = init.client;
     this.weights = init.weights;
     this.weightType = init.weights.weightType;
-    this.weightChoice = init.weightChoice;
+    this.weightChoice = init.setup.weightChoice;
     this.log = options.log ?? (() => undefined);
     this.templateOption = options.rerankTemplate;
-    this.xlaOptions = init.xlaOptions;
-    const setup = scorerSetup({
-      config: this.config,
-      options,
-      precision: settings.precision,
-      plugin: this.client,
-      kernelPaths: init.kernelPaths,
-      factsOverride: init.factsOverride,
-      matrixType: init.matrixType,
-      weights: this.weights,
-    });
+    this.xlaOptions = init.setup.xlaOptions;
+    const setup = init.setup;
     const facts = setup.facts;
     this.platform = facts;
     this.budget = setup.budget;

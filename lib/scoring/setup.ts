@@ -1,27 +1,31 @@
 /**
  * The Scorer's setup, decided without a device: from its options, the
- * platform's facts and the model's config, the bucket ladders, the pass
- * budget, the cost model, the precision and the attention forms a Scorer
- * plans and runs with (docs/design.md, "Rooms": the facade over a pure setup
- * step and a turn executor). scorer.ts runs it once at load;
- * test/scorer-setup.test.js runs it with no device.
+ * platform's facts and the model's config and stored type, the bucket
+ * ladders, the pass budget, the cost model, the precision, the weight type
+ * and the matrices packed for the matmul kernel, and the attention forms a
+ * Scorer plans and runs with (docs/design.md, "Rooms": the facade over a pure
+ * setup step and a turn executor). load.ts runs it once, before the upload,
+ * and hands it to the Scorer; test/scorer-setup.test.js runs it with no device.
  */
 import type { ModelConfig } from '../model/config';
 import type { KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
-import { CausalAttention, checkCausalAttention, checkPrefixAttention, PrefixAttention } from '../hlo';
-import type { Bf16Matrices, KernelMatrixName, WeightType } from '../hlo';
+import { CausalAttention, checkCausalAttention, checkPrefixAttention, kernelMatrices, PrefixAttention } from '../hlo';
+import { chooseWeightType, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { AttentionPair, modelAttention } from './platform/attention-forms';
 import { scorerLadders } from './planning/ladders';
 import type { Ladders, Sizing } from './planning/plan';
 import { costModelFor, CostModel } from './planning/selector';
 import { budgetForMemory, Budget, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform/profiles';
 import { PlatformFactsOverride, withOverride } from './platform/override';
-import { bf16DotsByKernel, choosePrecision, f32DotsByKernel, PrecisionChoice, PrecisionOption } from './platform/precision-choice';
+import { bf16DotsByKernel, f32DotsByKernel, PrecisionChoice, PrecisionOption, resolvePrecision } from './platform/precision-choice';
 import type { StoredMatrixType } from '../model/load';
 import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './platform/cudnn-pin';
 import { pickSettings, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
 import type { Bf16Typing, ScorerOptions } from './scorer-types';
+import type { Client } from '../runtime/client';
+import type { DeviceWeights } from '../device-weights/upload';
+import type { Tokenizer } from '../model/tokenizer';
 
 export type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings;
 
@@ -73,20 +77,13 @@ export function bindAttentionForms<T extends Pick<ScorerOptions, 'prefixAttentio
   return bound;
 }
 
-/**
- * The facts the load needs before the weights upload (how bf16 matrices are typed, the XLA options):
- * platform facts, which the CPU class changes in neither; the xlaOptions option over the platform's.
- */
-export function loadFacts(platformName: string, override: PlatformFactsOverride, xlaOptions: XlaOptions | undefined): { facts: PlatformFacts; xlaOptions: XlaOptions } {
-  const facts = withOverride(platformFacts(platformName), override);
-  return { facts, xlaOptions: Object.freeze({ ...facts.xlaOptions, ...xlaOptions }) };
-}
-
 export interface SetupInput {
   readonly config: ModelConfig;
   /** The options, their attention forms bound to the plugin (bindAttentionForms). */
-  readonly options: Pick<ScorerOptions, 'prefixAttention' | 'causalAttention' | 'budget' | 'batching'>;
+  readonly options: Pick<ScorerOptions, 'prefixAttention' | 'causalAttention' | 'budget' | 'batching' | 'xlaOptions'>;
   readonly precision: PrecisionOption;
+  /** The weights option: a weight type, or 'auto' (device-weights/choose.ts). */
+  readonly weights: WeightChoice;
   readonly plugin: PluginFacts;
   /** The attention kernels' paths for the model's head dim where the plugin registered them, else null. */
   readonly kernelPaths: KernelPaths | null;
@@ -94,11 +91,9 @@ export interface SetupInput {
   readonly factsOverride: PlatformFactsOverride;
   /** How the checkpoint stores its matrices: what precision 'auto' follows on the CPU (precision-choice.ts). */
   readonly matrixType: StoredMatrixType;
-  /** The weights as uploaded: their type, how bf16 matrices are typed, which are packed for the matmul kernel (default none). */
-  readonly weights: { readonly weightType: WeightType; readonly bf16Matrices: Bf16Matrices; readonly packed?: readonly KernelMatrixName[] };
 }
 
-/** What a Scorer plans and runs with. */
+/** What a Scorer plans and runs with, and what its load uploads: every decision of a load, made once. */
 export interface ScorerSetup {
   /** The platform's facts, of this CPU's class on the CPU, the override merged in. */
   readonly facts: PlatformFacts;
@@ -107,25 +102,44 @@ export interface ScorerSetup {
   readonly sizing: Sizing;
   readonly costModel: CostModel;
   readonly precisionChoice: PrecisionChoice;
+  /** The weight type the load uploads, and why. */
+  readonly weightChoice: WeightTypeChoice;
+  /** The XLA options every program compiles with: the platform's, the xlaOptions option over them. */
+  readonly xlaOptions: XlaOptions;
   readonly prefixAttention: PrefixAttention;
   readonly causalAttention: CausalAttention;
   /** The forms of a pass of several queries (a cross-request pass; platform/attention-forms.ts). */
   readonly grouped: AttentionPair;
   /** Why the attention forms differ from the ones asked for (and, under cross-request batching, a shared pass's), or undefined. */
   readonly attentionNote: string | undefined;
+  /** How bf16 matrices and products are typed, and which matrices the load packs for the matmul kernel. */
   readonly bf16: Bf16Typing;
   /** Which matmul kernel the layers' projections run through: the bf16 one (bf16.matmulKernel), the f32 one, or none (XLA's dots). */
   readonly matmulKernel: 'bf16' | 'f32' | null;
 }
 
-/** The Scorer's setup: pure, given what the load read (the plugin's fields, the model's config and stored type). */
+/**
+ * The Scorer's setup: pure, given what the load read (the plugin's fields, the model's config and stored
+ * type). The load runs it once, before the upload, and hands it to the Scorer (load.ts).
+ */
 export function scorerSetup(input: SetupInput): ScorerSetup {
   const { config, options, plugin } = input;
-  const facts = withOverride(platformFacts(plugin.platformName, input.kernelPaths?.tried ?? null), input.factsOverride);
+  const kernelPaths = plugin.prefixAttentionKernel ? input.kernelPaths : null;
+  const facts = withOverride(platformFacts(plugin.platformName, kernelPaths?.tried ?? null), input.factsOverride);
   const budget: Budget = { ...budgetForMemory(facts.budget, plugin.deviceMemoryBytes), ...options.budget };
   const ladders = scorerLadders(config.contextLength, config.vocabSize, facts);
-  const precisionChoice = choosePrecision(input.precision, plugin.platformName, input.kernelPaths, input.matrixType);
+  const precisionChoice = resolvePrecision(input.precision, facts, kernelPaths, input.matrixType);
   const precision = precisionChoice.precision;
+  // bf16 dots through the addon's matmul kernel (its matrices packed at load), and bf16 dots that read bf16
+  // weights as they lie: that kernel's on the CPU, every GPU's (device-weights/choose.ts keeps a bf16 checkpoint's bits there).
+  const matmulKernel = precision === 'bf16' && bf16DotsByKernel(facts, kernelPaths);
+  const bf16Dots = precision === 'bf16' && (matmulKernel || plugin.platformName !== 'cpu');
+  const weightChoice = chooseWeightType(input.weights, { platform: plugin.platformName, config, matrixType: input.matrixType, bf16Dots });
+  const weightType = weightChoice.weightType;
+  // The matrices the bf16 kernel reads, stored packed for it (the decoder's kernelMatrices: the load packs them, the programs declare them).
+  const packedMatrices = matmulKernel ? kernelMatrices(config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: facts.bf16Products, weights: weightType }) : [];
+  // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only).
+  const f32Kernel = precision !== 'bf16' && weightType === 'f32' && f32DotsByKernel(facts, kernelPaths);
   // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
   const { pluginPath, platformName } = plugin;
   const pinned = isCudnnPinnedPlugin(pluginPath, platformName);
@@ -140,12 +154,6 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     },
     facts,
   );
-  // The load packed the matrices by the same rule (load.ts); programs declare them as the weights hold them.
-  const matmulKernel = precision === 'bf16' && bf16DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null);
-  const packedMatrices = input.weights.packed ?? [];
-  // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only).
-  const f32Kernel = precision !== 'bf16' && input.weights.weightType === 'f32' && f32DotsByKernel(facts, plugin.prefixAttentionKernel ? input.kernelPaths : null);
-  if (packedMatrices.length && !matmulKernel) throw new Error(`scorer: the weights hold ${packedMatrices.join(', ')} packed for the matmul kernel, which this precision (${precision}) does not run`);
   return {
     facts,
     budget,
@@ -153,12 +161,14 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     sizing: { ladders, budget, numHeads: config.numHeads },
     costModel: costModelFor(config, facts.cost),
     precisionChoice,
+    weightChoice,
+    xlaOptions: Object.freeze({ ...facts.xlaOptions, ...options.xlaOptions }),
     prefixAttention: attention.prefixAttention,
     causalAttention: attention.causalAttention,
     grouped: attention.grouped,
     attentionNote: [attention.note, options.batching === 'cross-request' ? attention.groupedNote : undefined, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined,
     bf16: {
-      matrices: input.weights.weightType === 'bf16' ? input.weights.bf16Matrices : null,
+      matrices: weightType === 'bf16' ? facts.bf16Matrices : null,
       products: precision === 'bf16' && facts.bf16Products,
       // plugin.prefixAttentionKernel: the addon's kernels registered (every target it registers).
       matmulKernel,
@@ -167,4 +177,27 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     },
     matmulKernel: matmulKernel ? 'bf16' : f32Kernel ? 'f32' : null,
   };
+}
+
+/** What a load hands the Scorer it builds (load.ts): the loaded parts and the setup it uploaded them by. */
+export interface LoadedParts {
+  readonly modelName: string;
+  readonly modelPath: string;
+  /** The model file's stored tensor types. */
+  readonly quantization: string;
+  readonly config: ModelConfig;
+  /** The model's tokenizer, built at its first call (and logged). */
+  readonly tokenizer: () => Tokenizer;
+  readonly client: Client;
+  readonly weights: DeviceWeights;
+  /** Every decision of the load, made once before the upload (setup.ts). */
+  readonly setup: ScorerSetup;
+  /** The options, their attention forms bound to the loaded plugin. */
+  readonly options: ScorerOptions;
+  readonly settings: LoadSettings;
+  /** The attention kernels' paths where the plugin registered them, else null. */
+  readonly kernelPaths: KernelPaths | null;
+  /** performance.now() at the start of the load and once the model file was open. */
+  readonly startedMs: number;
+  readonly openedMs: number;
 }

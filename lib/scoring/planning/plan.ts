@@ -59,8 +59,6 @@ export type ProgramKey =
       readonly labels: number;
     };
 
-export type ProgramName = ProgramKey['program'];
-
 /** One execution: a program and the request's items in its rows (row r carries item `items[r]`). */
 export interface Pass {
   readonly program: ProgramKey;

@@ -60,9 +60,14 @@ const HALF_CHECKPOINTS: readonly StoredMatrixType[] = ['bf16', 'f16'];
  * CPU plugin), for a checkpoint whose matrices are stored as `matrixType`.
  */
 export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, matrixType: StoredMatrixType): PrecisionChoice {
+  return resolvePrecision(asked, platformFacts(platform, kernel?.tried ?? null), kernel, matrixType);
+}
+
+/** choosePrecision with the platform's facts already read (of the kernels' CPU class: platformFacts). */
+export function resolvePrecision(asked: PrecisionOption, facts: PlatformFacts, kernel: KernelPaths | null, matrixType: StoredMatrixType): PrecisionChoice {
   if (asked !== 'auto') return { precision: asked, asked, reason: asked === 'highest' ? 'highest: true f32 dots (asked)' : `asked: ${asked}` };
   const highest = (why: string): PrecisionChoice => ({ precision: 'highest', asked, reason: `auto: highest (${why})` });
-  const facts = platformFacts(platform, kernel?.tried ?? null);
+  const { platform } = facts;
   if (!facts.known) return highest(`no measured bf16 gain on platform ${platform}`);
   const rule = facts.autoPrecision;
   if (rule.rule === 'bf16') return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${rule.why})` };
