@@ -60,7 +60,7 @@ function decodeTileConfig(b) {
 
 if (process.arch !== 'x64') {
   test('AMX tile configuration: x86-64 builds only', (t) => {
-    t.pass(`${process.arch}: the addon has no AMX path; the x86-64 builds are checked on x86-64`);
+    t.skip(`hardware x64: ${process.arch} has no AMX path; the x86-64 builds are checked on x86-64`);
     t.end();
   });
 } else {

@@ -26,7 +26,7 @@ test('self-check: the portable tiles and every matrix-unit path of this CPU agre
     t.equal(r.ok, true, `${p}: ${r.detail}`);
     t.match(r.detail, /^agrees with portable: .*Round exact$/, `${p}: the verdict says what was compared`);
   }
-  if (!matrixPaths.includes('amx')) t.pass(`CPU ${cpuIsa}: amx not run here`);
+  if (!matrixPaths.includes('amx')) t.skip(`hardware amx: CPU ${cpuIsa} has no AMX; the amx tiles' self-check did not run`);
   t.end();
 });
 

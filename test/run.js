@@ -5,7 +5,9 @@
 // (", N skipped" when a check or a test was skipped) so any reader can tell
 // how the run went. A skip says a check could not run here; under CI
 // (CI=true, as .ci/run runs) a skip where python3 and openssl exist is a
-// failure: every check must run where CI runs.
+// failure: every check must run where CI runs. The one exception: a path for
+// hardware this machine lacks, skipped as "hardware <name>: ..." by a file
+// that HARDWARE_SKIPS allows it, is listed by name, never failed.
 //
 // Files run two at a time (PJRT_SCORE_TEST_JOBS, or --jobs N; 1 streams one
 // file's TAP live): many files spend their time waiting on pip, npm, child
@@ -25,6 +27,16 @@ const jobs = Math.max(1, Number(jobsAt >= 0 ? argv.splice(jobsAt, 2)[1] : proces
 // Files that mostly wait (pip and npm installs, fleets of child processes) start first, so the
 // run does not end on one of them with the other lane idle.
 const WAIT_HEAVY = ['fleet-smg', 'model-rope', 'compat-clients', 'rerank-reference', 'ai-sdk-versions', 'package', 'hub'];
+// `--unit` (npm run test:unit): the fast lane, files that fetch nothing past what npm install did (no pip
+// install, no hub, no child services) and finish in seconds each; under 2 minutes in all on 2 cores.
+const UNIT = [
+  'admission', 'batch-plan', 'docs-options', 'fuzz-regressions', 'hlo-builder', 'hlo-ops', 'jit-cache', 'json-floats', 'lm-head',
+  'model-gguf', 'model-gguf-split', 'model-tokenizer', 'model-tokenizer-spm', 'platform-defaults', 'public-api', 'rooms',
+  'runtime-envelope', 'runtime-errors', 'runtime-nesting', 'scorer-setup', 'scoring-buckets', 'scoring-packing', 'scoring-request',
+  'scoring-scores', 'scoring-selector', 'scripts-layout', 'serve-options', 'weights-choose',
+];
+const unitAt = argv.indexOf('--unit');
+if (unitAt >= 0) argv.splice(unitAt, 1, ...UNIT.map((name) => path.join(here, `${name}.test.js`)));
 const files = argv.length
   ? argv.map((f) => path.resolve(f))
   : fs
@@ -90,7 +102,13 @@ function runOne(file) {
   }
   const pass = results.reduce((a, r) => a + r.pass, 0);
   let fail = results.reduce((a, r) => a + r.fail, 0);
-  const skips = results.flatMap((r) => r.skips.map((s) => `${r.file}: ${s}`));
+  const all = results.flatMap((r) => r.skips.map((s) => ({ file: r.file, text: s, hardware: hardwareSkip(r.file, s) })));
+  const hardware = all.filter((s) => s.hardware);
+  const skips = all.filter((s) => !s.hardware).map((s) => `${s.file}: ${s.text}`);
+  if (hardware.length) {
+    console.log('# hardware paths not run on this machine (allowed: HARDWARE_SKIPS):');
+    for (const s of hardware) console.log(`#   ${s.file} [${s.hardware}]: ${s.text}`);
+  }
   if (skips.length) {
     console.log('# skipped:');
     for (const s of skips) console.log(`#   ${s}`);
@@ -100,9 +118,26 @@ function runOne(file) {
     }
   }
   console.log(`# ${files.length} files in ${((Date.now() - started) / 1000).toFixed(1)} s, ${jobs} at a time`);
-  console.log(`${pass} passed, ${fail} failed${skips.length ? `, ${skips.length} skipped` : ''}`);
+  console.log(`${pass} passed, ${fail} failed${all.length ? `, ${all.length} skipped` : ''}`);
   process.exit(fail === 0 && pass > 0 ? 0 : 1);
 })();
+
+/**
+ * The skips a machine without some hardware may report, by test file and hardware: a test skips such a
+ * path with a message "hardware <name>: ...". They are printed, never failed; any other skip fails under CI.
+ */
+const HARDWARE_SKIPS = {
+  'test/amx-disassembly.test.js': ['x64'],
+  'test/attention-bf16-self-check.test.js': ['amx'],
+  'test/kernel-probe.test.js': ['avx2'],
+};
+
+/** The hardware a skip names where its file may skip for it (HARDWARE_SKIPS), else null. */
+function hardwareSkip(file, text) {
+  const m = /^hardware ([a-z0-9]+):/.exec(text);
+  const allowed = HARDWARE_SKIPS[file.split(path.sep).join('/')];
+  return m && allowed && allowed.includes(m[1]) ? m[1] : null;
+}
 
 /** Whether `command` runs here (`command --version` or `command version` exits 0). */
 function has(command) {

@@ -205,14 +205,22 @@ test('when no call waits for the device, the Scorer gives freed host memory back
   const hostMemory = require('../dist/runtime/host-memory');
   const original = hostMemory.releaseFreeHostMemory;
   const calls = [];
+  let lastTrim = Promise.resolve(false);
   hostMemory.releaseFreeHostMemory = () => {
     calls.push(scorer.queueDepth + scorer.inFlight);
-    return original();
+    lastTrim = original();
+    return lastTrim;
   };
   try {
     const request = (i) => scorer.score({ query: 'Is the following a fruit?', items: [` item ${i}`], labelTokenIds: [YES, NO] });
-    // The Scorer looks for an idle device once a call's turn has ended (setImmediate); the trim takes milliseconds.
-    const settle = () => new Promise((resolve) => setTimeout(resolve, 200));
+    // The Scorer looks for an idle device in a setImmediate queued as a call's turn ends, before the call's
+    // answer: one check phase later it has looked; then its trim ends, and a macrotask later it may trim again.
+    const nextCheck = () => new Promise((resolve) => setImmediate(resolve));
+    const settle = async () => {
+      await nextCheck();
+      await lastTrim;
+      await nextCheck();
+    };
     await Promise.all([request(1), request(2), request(3)]);
     await settle();
     t.deepEqual(calls, [0], 'three calls queued together: one trim, after the last, with nothing pending');
