@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/prefix_attention.h"
+#include "kernels/attention_args.h"
 #include "kernels/thread_pool.h"
 
 namespace pjrt_score {

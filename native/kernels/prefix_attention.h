@@ -12,23 +12,9 @@
 #include <cstdint>
 #include <string>
 
-namespace pjrt_score {
+#include "kernels/attention_args.h"
 
-struct PrefixAttentionArgs {
-  int64_t n = 0, l = 0, hq = 0, hkv = 0, d = 0, p = 0;
-  const float* item_q = nullptr;          // [N, L, Hq, D], already scaled by the score scale
-  const float* item_k = nullptr;          // [N, L, Hkv, D]
-  const float* item_v = nullptr;          // [N, L, Hkv, D]
-  const int32_t* item_lengths = nullptr;  // [N]; clamped to [0, L]
-  const float* prefix_k = nullptr;        // [P, Hkv, D]
-  const float* prefix_v = nullptr;        // [P, Hkv, D]
-  int32_t prefix_length = 0;              // clamped to [0, P]
-  // [N] or null: item i sees prefix keys [0, min(max(item_prefix_lengths[i], 0), prefix_length)).
-  // Causal attention is this kernel with items of one token over their own sequence as the prefix,
-  // item i seeing the i keys before it (RunCausalAttention).
-  const int32_t* item_prefix_lengths = nullptr;
-  float* out = nullptr;  // [N, L, Hq, D]
-};
+namespace pjrt_score {
 
 // Which inner loops an f32 call runs: "avx512" or "avx2" where the CPU has
 // them (kernel_isa.h: CPUID, XCR0) and D is a multiple of 16, else
