@@ -9,7 +9,7 @@ const INTERESTING = [0n, 1n, 2n, 3n, 4n, 7n, 8n, 16n, 32n, 64n, 100n, 127n, 128n
   0x7fffffffn, 0x80000000n, 0xffffffffn, 0x100000000n, 0x1fffffffffffffn, 0x7fffffffffffffffn, 0x8000000000000000n, 0xffffffffffffffffn];
 const NUMBER_TEXT = ['0', '-1', '1', '2', '65535', '4294967296', '9007199254740993', '1e309', '-0', '0.5', 'NaN', '1e-7', '99999999999999999999'];
 
-function mutateOnce(data, { random, other, dictionary, maxLength }) {
+function mutateOnce(data, { random, other, dictionary }) {
   const int = (n) => Math.floor(random() * n);
   const at = () => int(Math.max(1, data.length));
   switch (int(11)) {

@@ -15,7 +15,6 @@ const test = require('tape');
 const { Client } = require('../dist/runtime');
 const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag, parseCausalAttentionTag, causalPrefix } = require('../dist/hlo');
 const { checkPrefixAttention } = require('../dist/hlo');
-const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
 const { makeInputs, reference, joinInputs } = require('./helpers/prefix-forms');
 const { parseCall, fixtureCases } = require('./helpers/cudnn-fixture');

@@ -9,7 +9,7 @@
 // default model's extend program and Scorer against the joint form.
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
+const { buildProgram, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { closeRel } = ref;
 const { runProgram } = require('./helpers/run-program');

@@ -41,7 +41,7 @@ test('the framework examples (AI SDK, LangChain, LlamaIndex) retrieve by keyword
   for (const name of ['ai-sdk-rerank', 'langchain-rerank', 'llamaindex-rerank']) {
     const r = spawnSync(process.execPath, [path.join(__dirname, '..', 'examples', `${name}.js`)], { encoding: 'utf8', timeout: 300000 });
     t.equal(r.status, 0, `${name}: exit 0${r.status ? `: ${r.stderr.slice(-500)}` : ''}`);
-    const ranked = r.stdout.split('\n').filter((l) => /^\d\.\d{3}  /.test(l));
+    const ranked = r.stdout.split('\n').filter((l) => /^\d\.\d{3} {2}/.test(l));
     t.equal(ranked.length, 3, `${name}: three documents ranked`);
     const scores = ranked.map((l) => Number(l.split(/\s+/)[0]));
     t.ok(scores.every((s, i) => i === 0 || s <= scores[i - 1]), `${name}: in decreasing relevance`);

@@ -8,7 +8,7 @@ const tiny = require('./helpers/tiny-model');
 const base = () => tiny.tinyTokenizerJson(tiny.makeTinyModel('llama', 3));
 
 test('tokenizer-json: a junk id in the vocabulary is a TokenizerError, not a vocabulary of size Infinity or NaN', (t) => {
-  for (const junk of [null, -1, 0.5, 1e-7, 1e400, '7', 2 ** 40]) {
+  for (const junk of [null, -1, 0.5, 1e-7, Infinity, '7', 2 ** 40]) {
     const json = base();
     const token = Object.keys(json.model.vocab)[10];
     json.model.vocab[token] = junk;

@@ -92,13 +92,17 @@ function writableCpuCgroup() {
   try {
     fs.accessSync(path.join(v1, 'cpu.cfs_quota_us'), fs.constants.W_OK);
     return { dir: v1, quota: (dir, cpus) => fs.writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(cpus * 100000)) };
-  } catch {}
+  } catch {
+    // no writable cgroup v1 cpu controller: try v2
+  }
   const v2 = '/sys/fs/cgroup';
   try {
     if (!fs.readFileSync(path.join(v2, 'cgroup.subtree_control'), 'utf8').split(/\s+/).includes('cpu')) return null;
     fs.accessSync(path.join(v2, 'cgroup.procs'), fs.constants.W_OK);
     return { dir: v2, quota: (dir, cpus) => fs.writeFileSync(path.join(dir, 'cpu.max'), `${cpus * 100000} 100000`) };
-  } catch {}
+  } catch {
+    // no writable cgroup v2 with the cpu controller
+  }
   return null;
 }
 

@@ -17,7 +17,6 @@
 // without added tokens. The vocabularies are fetched once into the cache dir.
 const test = require('tape');
 const fs = require('node:fs');
-const path = require('node:path');
 const { Tokenizer: HfTokenizer } = require('@huggingface/tokenizers');
 const M = require('../dist/model');
 const { qwenVocabGguf, llamaCppVocab } = require('./helpers/vocab-sources');

@@ -89,6 +89,7 @@ test('objects dropped without dispose are finalized without crashing', async (t)
     return %a : tensor<4xf32>
   }`);
   void exe;
+  // eslint-disable-next-line no-useless-assignment -- the last reference to the client, dropped before the collections
   client = null; // drop the client before its children
   for (let i = 0; i < 5; i++) {
     global.gc();

@@ -18,7 +18,7 @@ function inChild(body) {
 (async () => { ${body} })().then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(3); });`;
   const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 240_000, maxBuffer: 64 << 20 });
   const lines = (child.stdout || '').trim().split('\n');
-  let result = null;
+  let result;
   try {
     result = JSON.parse(lines[lines.length - 1]);
   } catch {

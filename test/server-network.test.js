@@ -46,7 +46,7 @@ async function request(urlPath, { method = 'GET', body, authorization, headers =
   const text = await res.text();
   // Every accepted scoring request's items, counted by hand (the reference for itemsScored).
   if (res.status === 200 && method === 'POST' && typeof body === 'object') acceptedItems += (body.items ?? body.documents ?? body.texts).length;
-  let json = null;
+  let json;
   try {
     json = JSON.parse(text);
   } catch {

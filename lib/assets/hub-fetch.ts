@@ -54,7 +54,7 @@ function hubFetch(id: HubModelId, token: string | undefined): typeof fetch {
       response = await fetch(input, init);
     } catch (err) {
       const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
-      throw new Error(`could not reach ${hubEndpoint()} (${cause}); HF_ENDPOINT names a mirror, HF_HUB_OFFLINE=1 uses the cache only`);
+      throw new Error(`could not reach ${hubEndpoint()} (${cause}); HF_ENDPOINT names a mirror, HF_HUB_OFFLINE=1 uses the cache only`, { cause: err });
     }
     const code = response.headers.get('x-error-code');
     if (code === 'GatedRepo' || ((response.status === 401 || response.status === 403) && token === undefined && code !== 'RepoNotFound')) {

@@ -142,6 +142,7 @@ export function binding(): NativeBinding {
         '       in a checkout of pjrt-score itself: npm run build:native\n' +
         '  Prebuilt binaries ship for linux-x64 and linux-arm64 (glibc >= 2.17); macOS, Windows and musl\n' +
         '  are not supported (PyPI has no XLA CPU plugin for them): see README.md, Platforms.',
+      { cause: err },
     );
   }
   // Errors the addon throws or rejects with are instances of the exported classes.

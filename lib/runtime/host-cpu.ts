@@ -29,7 +29,7 @@ let cached: HostCpu | null = null;
 /** Fields of the first processor block of /proc/cpuinfo (Linux); empty elsewhere. */
 function cpuinfoFields(): Map<string, string> {
   const fields = new Map<string, string>();
-  let text = '';
+  let text: string;
   try {
     text = fs.readFileSync('/proc/cpuinfo', 'utf8');
   } catch {

@@ -138,7 +138,7 @@ export function applyKernelProbe(native: ProbeBinding, addonFile: string): Kerne
     return verdict;
   }
   const testing = (process.env[PROBE_FAULT_ENV] ?? '') !== ''; // a forced fault is never read from nor written to disk
-  let file: string | null = null;
+  let file: string | null;
   try {
     file = verdictFile(addonFile);
   } catch {

@@ -43,7 +43,7 @@ export function checkScorerOptions(options: ScorerOptions): LoadSettings {
     if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
     if (options.xlaOptions !== undefined) checkXlaOptions(options.xlaOptions);
   } catch (err) {
-    throw new TypeError((err as Error).message);
+    throw new TypeError((err as Error).message, { cause: err });
   }
   return { ...settingDefaults(SCORER_SETTINGS), ...picked };
 }

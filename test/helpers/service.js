@@ -75,7 +75,7 @@ function request({ port, agent, method = 'GET', path: urlPath = '/', headers = {
         res.on('data', (c) => chunks.push(c));
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
-          let json = null;
+          let json;
           try {
             json = JSON.parse(text);
           } catch {

@@ -47,7 +47,7 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)} (${(err as Error).message})`);
+    throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)} (${(err as Error).message})`, { cause: err });
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)}`);

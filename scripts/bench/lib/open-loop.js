@@ -40,7 +40,7 @@ function loadGenerator() {
   try {
     return require('autocannon');
   } catch (error) {
-    throw new Error(`--load open needs autocannon: run npm install here, or on a machine without npm carry the archive of scripts/build/pack-modules.js and put it on NODE_PATH (${error.message.split('\n')[0]})`);
+    throw new Error(`--load open needs autocannon: run npm install here, or on a machine without npm carry the archive of scripts/build/pack-modules.js and put it on NODE_PATH (${error.message.split('\n')[0]})`, { cause: error });
   }
 }
 

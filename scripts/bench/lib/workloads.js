@@ -56,11 +56,6 @@ function textRequest(workload, variant) {
   };
 }
 
-/** Keys visible from the token at position p (0-based) in a layer with this window (none: all p + 1). */
-function visibleKeys(p, window) {
-  return window ? Math.min(p + 1, window) : p + 1;
-}
-
 /** Sum of visibleKeys over positions [from, to). */
 function keysOver(from, to, window) {
   if (!window) return (to * (to + 1)) / 2 - (from * (from + 1)) / 2;
