@@ -25,7 +25,7 @@
 const test = require('tape');
 const { Client, Scorer } = require('..');
 const { binding } = require('../dist/runtime/binding');
-const { buildProgram, TensorType, matmulBf16Kernel, matmulF32Kernel, nn, packMatmulWeights, packedMatmulDims, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET, MATMUL_F32_TARGET } = require('../dist/hlo');
+const { buildProgram, TensorType, matmulBf16Kernel, matmulF32Kernel, nn, packMatmulRows, packMatmulWeights, packedMatmulDims, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET, MATMUL_F32_TARGET } = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { cpuIsa, withIsa } = require('./helpers/kernel-path');
 
@@ -281,6 +281,14 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
       let mismatches = 0;
       for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) mismatches++;
       t.equal(mismatches, 0, `${wType} weights: all ${want.length} packed values equal the loop's`);
+      // The same panels from the rows a checkpoint stores ([Ly, N, K], what the load stacks by copies).
+      const rows = new Float32Array(Ly * N * K);
+      for (let l = 0; l < Ly; l++) for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) rows[(l * N + c) * K + r] = w[(l * K + r) * N + c];
+      const packRows = buildProgram(`pack_rows_test_${wType}_${Ly}_${K}_${N}`, (f) => ({ packed: packMatmulRows(f, f.param(new TensorType(wType, [Ly, N, K]), 'w')) }));
+      const [fromRows] = await runProgram(client, packRows, [weightsAs(rows, wType)]);
+      let rowMismatches = 0;
+      for (let i = 0; i < want.length; i++) if (fromRows[i] !== want[i]) rowMismatches++;
+      t.equal(rowMismatches, 0, `${wType} rows [Ly, N, K]: all ${want.length} packed values equal the loop's`);
     }
     const packedProg = buildProgram(`matmul_kernel_packed_${T}_${K}_${N}_${Ly}`, (f) => {
       const xs = f.param(TensorType.f32([T, K]), 'x');
@@ -339,6 +347,7 @@ test('malformed packed weights: the builder refuses them, and so does the handle
   const f32Packed = () => buildProgram('matmul_refused_packed', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, 6]), 'x'), f.param(TensorType.f32([1, 1, 3, 32, 2]), 'w'), f.scalar(0, 's32'), undefined, 8) }));
   t.throws(f32Packed, /packed \[Ly, N \/ 32, K \/ 2, 32, 2\] of u16 or bf16/, 'f32 panels');
   t.throws(() => buildProgram('pack_refused', (f) => ({ y: packMatmulWeights(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')) })), /packMatmulWeights: weights must be \[Ly, K, N\]/, 'packing int8 weights');
+  t.throws(() => buildProgram('pack_rows_refused', (f) => ({ y: packMatmulRows(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')) })), /packMatmulRows: weights must be \[Ly, N, K\]/, 'packing int8 rows');
   const bad = [
     ['panels of another width', [1, 1, 3, 16, 2], [2, 8], /packed weights \[1, 1, 3, 16, 2\] must be/],
     ['panels for other columns', [1, 1, 3, 32, 2], [2, 40], /must be \[Ly >= 1, ceil\(N \/ 32\), ceil\(K \/ 2\), 32, 2\] = \[Ly, 2, 3, 32, 2\]/],
@@ -610,6 +619,44 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
   }
   for (const s of [byDefault, xla, highest, highestXla]) s.dispose();
   t.end();
+});
+
+test("the load's packed matrices: a bf16 checkpoint's rows stacked by copies and packed on the device are the JS loop's panels of the transposed stack, whole and layer by layer", async (t) => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
+  const { loadModel } = require('../dist/model');
+  const { uploadWeights, deviceArray } = require('../dist/device-weights');
+  const { decoderWeightSpecs } = require('../dist/hlo');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-packed-rows-'));
+  try {
+    writeTinyHfDir(makeTinyModel('qwen3', 5), dir, { dtype: 'BF16' });
+    const model = loadModel(dir);
+    const packed = ['wQkv', 'wGateUp', 'wO', 'wDown'];
+    const specs = decoderWeightSpecs(model.config, 'bf16', 'u16', packed);
+    const plain = new Map(decoderWeightSpecs(model.config, 'bf16', 'u16').map((spec) => [spec.name, spec]));
+    for (const assembleBytes of [undefined, 1]) {
+      const weights = await uploadWeights(client, model.config, model.weights, 'bf16', { packed, ...(assembleBytes ? { assembleBytes } : {}) });
+      try {
+        for (const name of packed) {
+          const i = specs.findIndex((spec) => spec.name === name);
+          // The independent path: the transposing host builder's [Ly, K, N] bits, packed by the loop.
+          const stacked = deviceArray(plain.get(name), model.weights, 'bf16').data;
+          const [Ly, K, N] = plain.get(name).dims;
+          const want = packByLoop(Float32Array.from(stacked, fromBits), Ly, K, N);
+          const got = await weights.buffers[i].toHost();
+          let mismatches = 0;
+          for (let j = 0; j < want.length; j++) if (got[j] !== want[j]) mismatches++;
+          t.equal(mismatches, 0, `${name} [${Ly}, ${K}, ${N}]${assembleBytes ? ', layer by layer' : ''}: all ${want.length} packed values equal the loop's`);
+        }
+      } finally {
+        weights.dispose();
+      }
+    }
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
 });
 
 test('teardown', (t) => {

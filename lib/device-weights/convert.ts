@@ -45,6 +45,12 @@ export function quantizeBlocksInt8(src: Float32Array, block: number): { data: In
   return { data, scales };
 }
 
+/** Copies `src` into `out` (same element type) from element `offset`. */
+export function copyInto(src: WeightArray, out: WeightArray, offset: number): void {
+  if (src.constructor !== out.constructor) throw new TypeError(`copyInto: ${src.constructor.name} into ${out.constructor.name}`);
+  (out as Float32Array).set(src as Float32Array, offset);
+}
+
 // Square tiles keep both the reads and the writes in cache: a plain loop over
 // a 1536 x 8960 matrix misses on every write.
 const TILE = 64;

@@ -1,6 +1,7 @@
 /**
  * Building a device array on the host: host tensors (Hugging Face
- * orientation) stacked over layers, transposed to [in, out], fused (q|k|v,
+ * orientation) stacked over layers, transposed to [in, out] (or kept as rows
+ * [out, in] for a matrix the device packs: upload.ts), fused (q|k|v,
  * gate|up) and stored in the weight type (f32, bf16, or int8 with one scale
  * per INT8_BLOCK input elements), then uploaded. The path of vectors,
  * safetensors and weights already in memory.
@@ -10,7 +11,7 @@ import { HostWeights } from '../model/weights';
 import { hostWeightsReader, WeightReader } from '../model/weights-reader';
 import { DeviceBuffer } from '../runtime/device-buffer';
 import { elementCount } from '../util/dims';
-import { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
+import { copyInto, f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
 import { Clock, Load, OnDevice } from './load-context';
 import { RELEASE_BYTES, releaseHostCopies } from './release';
 
@@ -53,7 +54,7 @@ function layerPart(reader: WeightReader, l: number, name: HostLayerName, spec: D
  * One device array (and its scales, for an int8 matrix), built from the
  * reader; for a per-layer array, only layers [from, to) when given.
  */
-export function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: WeightType, clock: Clock, from = 0, to = spec.dims[0]): Built {
+export function buildArray(spec: DecoderWeightSpec & { readonly rows?: true }, reader: WeightReader, type: WeightType, clock: Clock, from = 0, to = spec.dims[0]): Built {
   const matrixType: WeightType = spec.matrix ? type : 'f32';
   if ('global' in spec.source) {
     const name = spec.source.global;
@@ -79,7 +80,9 @@ export function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: 
       }
       // A Hugging Face [out, in] matrix becomes columns [offset, offset + out) of the [in, width] slice;
       // int8 is quantized along HF rows first (the input axis), its [out, in / B] scales transposed the same way.
-      const inFeatures = slice[0];
+      // Where the spec is built as rows ([width, in]: a matrix packed on the device, upload.ts), it becomes
+      // rows [offset, offset + out) as it lies.
+      const inFeatures = spec.rows ? slice[1] : slice[0];
       const stored = storeRows(
         matrixType,
         () => layerPart(reader, l, part.source, spec.name),
@@ -87,6 +90,10 @@ export function buildArray(spec: DecoderWeightSpec, reader: WeightReader, type: 
         clock,
       );
       const rows = stored.data.length / inFeatures;
+      if (spec.rows) {
+        clock.time('convert', () => copyInto(stored.data, out, k * sliceSize + part.offset * inFeatures));
+        continue;
+      }
       clock.time('convert', () => {
         transposeInto(stored.data, rows, inFeatures, out, k * sliceSize, width, part.offset);
         if (stored.scales) transposeInto(stored.scales, rows, inFeatures / INT8_BLOCK, scales!, k * scaleSliceSize, width, part.offset);
@@ -102,7 +109,7 @@ export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights | Weig
 }
 
 /** Builds layers [from, to) of `spec` on the host and uploads them (and int8 scales). */
-export async function buildAndUpload(spec: DecoderWeightSpec, load: Load, dims: readonly number[], scaleDims: readonly number[] | undefined, from?: number, to?: number): Promise<OnDevice> {
+export async function buildAndUpload(spec: DecoderWeightSpec & { readonly rows?: true }, load: Load, dims: readonly number[], scaleDims: readonly number[] | undefined, from?: number, to?: number): Promise<OnDevice> {
   const { client, clock } = load;
   let built: Built | null = buildArray(spec, load.reader, load.type, clock, from, to);
   const data = await clock.timeAsync('upload', () => client.upload(built!.data, dims, spec.elementType));

@@ -11,9 +11,11 @@
  * peak host memory is about the device arrays plus one array being built.
  *
  * Matrices packed for the matmul kernel (layout.ts, packedFrom) are built
- * as their stacked arrays first, then packed by one program on the device.
+ * as their stacked arrays first, then packed by one program on the device:
+ * from the host, as the checkpoint's rows [Ly, N, K] (a copy, no transpose);
+ * decoded on the device, as [Ly, K, N].
  */
-import { Bf16Matrices, buildProgram, DecoderWeightSpec, decoderWeightSpecs, KernelMatrixName, MatrixName, packMatmulWeights, TensorType, WeightType } from '../hlo';
+import { Bf16Matrices, buildProgram, DecoderWeightSpec, decoderWeightSpecs, KernelMatrixName, MatrixName, packMatmulRows, packMatmulWeights, TensorType, WeightType } from '../hlo';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
@@ -101,7 +103,7 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
   const bf16Matrices = options.bf16Matrices ?? 'u16';
   const packed = options.packed ?? [];
-  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed).map(builtAs);
+  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed).map((s) => builtAs(s, reader));
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
@@ -142,7 +144,7 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
   const placePacked = async (i: number, array: OnDevice): Promise<void> => {
     if (!specs[i].packs) return place(i, array);
     try {
-      place(i, { data: await load.clock.timeAsync('convert', () => packOnDevice(array.data, load)) });
+      place(i, { data: await load.clock.timeAsync('convert', () => packOnDevice(array.data, specs[i].rows === true, load)) });
     } finally {
       array.data.dispose();
     }
@@ -200,20 +202,31 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
   };
 }
 
-/** A spec as the load builds it: a matrix packed for the matmul kernel as its stacked array first (`packs`). */
-type BuildSpec = DecoderWeightSpec & { readonly packs?: true };
+/**
+ * A spec as the load builds it: a matrix packed for the matmul kernel as its stacked array first
+ * (`packs`): where the host builds it, as the checkpoint's rows [Ly, N, K] (`rows`: stacked by copies,
+ * packed by packMatmulRows); where the device decodes it from a file's blocks, as [Ly, K, N].
+ */
+type BuildSpec = DecoderWeightSpec & { readonly packs?: true; readonly rows?: true };
 
-function builtAs(spec: DecoderWeightSpec): BuildSpec {
+function builtAs(spec: DecoderWeightSpec, reader: WeightReader): BuildSpec {
   if (!spec.packedFrom) return spec;
   const { packedFrom, ...rest } = spec;
-  return { ...rest, dims: packedFrom.dims, elementType: packedFrom.elementType, packs: true };
+  const decoded = storedParts(spec, reader, 0, 1) !== undefined;
+  if (decoded) return { ...rest, dims: packedFrom.dims, elementType: packedFrom.elementType, packs: true };
+  const [layers, k, n] = packedFrom.dims;
+  return { ...rest, dims: [layers, n, k], elementType: packedFrom.elementType, packs: true, rows: true };
 }
 
-/** Packs one stacked matrix on the device (lib/hlo/nn/matmul-kernel.ts, packMatmulWeights); the caller frees the input. */
-async function packOnDevice(stacked: DeviceBuffer, load: Load): Promise<DeviceBuffer> {
-  const program = buildProgram(`pack_matmul_${stacked.dtype}_${stacked.dims.join('x')}`, (f) => ({
-    packed: packMatmulWeights(f, f.param(new TensorType(stacked.dtype, stacked.dims), 'stacked')),
-  }));
+/**
+ * Packs one stacked matrix on the device (lib/hlo/nn/matmul-kernel.ts: packMatmulRows from [Ly, N, K] rows,
+ * packMatmulWeights from [Ly, K, N]); the caller frees the input.
+ */
+async function packOnDevice(stacked: DeviceBuffer, rows: boolean, load: Load): Promise<DeviceBuffer> {
+  const program = buildProgram(`pack_matmul_${rows ? 'rows_' : ''}${stacked.dtype}_${stacked.dims.join('x')}`, (f) => {
+    const param = f.param(new TensorType(stacked.dtype, stacked.dims), 'stacked');
+    return { packed: rows ? packMatmulRows(f, param) : packMatmulWeights(f, param) };
+  });
   const lease = await load.programs(program);
   try {
     const [packed] = await lease.executable.execute([stacked]);

@@ -68,6 +68,24 @@ export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue): HloVal
   return f.transpose(split, [0, 3, 1, 4, 2]);
 }
 
+/**
+ * The same packed form from the matrices as Hugging Face stores them, rows of outputs [Ly, N, K]
+ * (f32, u16 or bf16): the load stacks a checkpoint's rows as they lie (a copy, no transpose on the
+ * host) and this program moves them: pad, one reshape, one transpose.
+ */
+export function packMatmulRows(f: FunctionBuilder, rows: HloValue): HloValue {
+  if (rows.dims.length !== 3 || !matmulKernelTakes(rows.elementType)) {
+    throw new HloBuildError(`packMatmulRows: weights must be [Ly, N, K] of f32, u16 or bf16, got ${rows.type}`);
+  }
+  const [layers, n, k] = rows.dims;
+  const [, panels, pairs] = packedMatmulDims([layers, k, n]);
+  const bits = rows.elementType === 'f32' ? bf16Bits(f, rows) : rows.elementType === 'bf16' ? f.bitcastConvert(rows, 'u16') : rows;
+  // [Ly, N, K] -> [Ly, 32 * panels, 2 * pairs] (zeros past N and K) -> [Ly, panels, 32, pairs, 2] -> [Ly, panels, pairs, 32, 2].
+  const padded = f.pad(bits, 0, [0, 0, 0], [0, MATMUL_PANEL_COLUMNS * panels - n, 2 * pairs - k]);
+  const split = f.reshape(padded, [layers, panels, MATMUL_PANEL_COLUMNS, pairs, 2]);
+  return f.transpose(split, [0, 1, 3, 2, 4]);
+}
+
 /** Whether the kernel reads weights of this element type. */
 export function matmulKernelTakes(elementType: string): boolean {
   return WEIGHT_TYPES.includes(elementType);
