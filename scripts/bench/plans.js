@@ -8,7 +8,7 @@
 //                         [--workloads-only]
 //                         [--weights f32,bf16,int8,auto] [--weights-only] [--quick] [--target-items N]
 //                         [--roof-rounds 3] [--roof-paths default,joint] [--roof-only]
-//                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision auto,highest]
+//                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision bf16,highest]
 //                         [--shapes-items N] [--shapes-only]
 //
 // The roofs: bench:runtime measures the f32 matmul roof and, where the CPU has
@@ -16,7 +16,8 @@
 // and after the workloads; a run in bf16 is compared with the bf16 roof.
 //
 // The shapes table (--shapes, default all five): the auto plan of each
-// workload in each precision of --shapes-precision with node-llama-cpp on each
+// workload in each precision of --shapes-precision (default bf16 and highest: the default model is
+// quantized, so 'auto' runs it in highest: docs/design.md, 'The default precision') with node-llama-cpp on each
 // (scripts/bench/lib/shapes-table.js): the ratio to node-llama-cpp and the share of
 // the roof of the precision it ran in. --shapes-items N cuts every workload to
 // N items (a smoke run, labelled); --shapes-only runs just that table.
@@ -84,7 +85,7 @@ const { values: args } = parseArgs({
     'roof-paths': { type: 'string', default: 'default,joint' },
     'roof-only': { type: 'boolean', default: false },
     shapes: { type: 'string', default: SHAPE_TABLE.join(',') },
-    'shapes-precision': { type: 'string', default: 'auto,highest' },
+    'shapes-precision': { type: 'string', default: 'bf16,highest' },
     'shapes-items': { type: 'string' },
     'shapes-only': { type: 'boolean', default: false },
   },
