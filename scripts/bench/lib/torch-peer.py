@@ -25,8 +25,9 @@ a request: { "query": [ids], "items": [[ids]], "labelTokenIds": [ids], "applySof
 
 Before any time counts, `timed` is scored in each precision and its label
 probabilities compared with `reference`; outside the gate the script exits 2
-and says so. Then per precision: `warm` once (untimed), then `timed` three
-times (a list: each of its requests once), timed, the median kept.
+and says so. Then per precision: `warm` once (untimed; null: the check's call
+was the warm-up), then `timed` three times (a list: each of its requests
+once), timed, the median kept.
 Writes one JSON line: { torch, transformers, threads, load_seconds, peak_rss_bytes,
 precisions: {p: {seconds, all_seconds, load_seconds, max_diff, mean_diff, max_relative_diff}} }
 (peak_rss_bytes: the process's, all its precisions' models together; one precision per
@@ -165,7 +166,8 @@ def main():
         entry["load_seconds"] = loads[p]
         result["precisions"][p] = entry
     for p, model in models.items():
-        score(model, job["warm"])
+        if job.get("warm") is not None:  # null: the check's call was the warm-up
+            score(model, job["warm"])
         times = []
         for request in timed:
             t1 = time.perf_counter()
