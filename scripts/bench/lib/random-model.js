@@ -14,6 +14,7 @@
  *   PRESETS.qwen3_0_6b / qwen3_4b / qwen2_0_5b / qwen2_1_5b / gemma_2b / smollm2_135m   dims
  *   PRESETS.qwen3_tiny / qwen2_tiny / gemma_tiny   the same architectures at toy size
  *   writeRandomModel(dir, dims, { seed }) -> { params, fileBytes }
+ *   hfConfig(dims) -> config.json's object
  *   hfTensors(dims) -> [{ name, dims, norm }]       HF tensor names and shapes
  */
 const fs = require('node:fs');
@@ -156,12 +157,11 @@ function byteTokenizerJson() {
   };
 }
 
-/** Writes a whole random model directory; returns its parameter count and file size. */
-function writeRandomModel(dir, dims, { seed = 1 } = {}) {
-  fs.mkdirSync(dir, { recursive: true });
+/** The config.json of a preset, in transformers' keys for its architecture. */
+function hfConfig(dims) {
   const arch = ARCHITECTURES[dims.arch];
   if (!arch) throw new Error(`random models are ${Object.keys(ARCHITECTURES).join(', ')}, not ${dims.arch}`);
-  const config = {
+  return {
     architectures: [arch.architecture],
     model_type: dims.arch,
     vocab_size: dims.vocab,
@@ -182,6 +182,12 @@ function writeRandomModel(dir, dims, { seed = 1 } = {}) {
     rope_scaling: null,
     torch_dtype: 'bfloat16',
   };
+}
+
+/** Writes a whole random model directory; returns its parameter count and file size. */
+function writeRandomModel(dir, dims, { seed = 1 } = {}) {
+  const config = hfConfig(dims);
+  fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
   fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: false, clean_up_tokenization_spaces: false }));
@@ -190,4 +196,4 @@ function writeRandomModel(dir, dims, { seed = 1 } = {}) {
   return { params: tensors.reduce((n, t) => n + count(t.dims), 0), fileBytes, tensors };
 }
 
-module.exports = { PRESETS, hfTensors, writeRandomModel, writeRandomBf16Safetensors };
+module.exports = { PRESETS, hfConfig, hfTensors, writeRandomModel, writeRandomBf16Safetensors };
