@@ -20,9 +20,10 @@ would write it for rerank traffic:
   plugin runs the graph in that precision), PERFORMANCE_HINT LATENCY and the
   machine's cores as threads.
 
-optimum-intel's export is not used: its pinned transformers (< 5.6) is not
-the one the PyTorch peer runs, and its causal-LM export keeps the KV cache as
-per-sequence state and returns logits for the whole vocabulary.
+optimum-intel's export is not used: optimum-intel 2.2.0 requires transformers
+< 5.6, not the 5.24.0 the PyTorch peer runs, and its causal-LM export keeps
+the KV cache as state per sequence of the batch (a prompt shared by the
+documents would be copied into each).
 
 Reads one JSON object on stdin:
   export: { "mode": "export", "model": HF directory, "ir": IR directory }
