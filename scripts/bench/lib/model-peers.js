@@ -3,10 +3,11 @@
 // Hugging Face directory as pjrt-score, one precision per Python process (so each has its own peak
 // RSS, and a 4B model in f32 never shares memory with its bf16 copy):
 //   PyTorch   scripts/bench/lib/torch-peer.py (from_pretrained in the precision's dtype)
-//   OpenVINO  scripts/bench/lib/openvino-peer.py (its graph exported once into <dir>/openvino-<version>,
+//   OpenVINO  scripts/bench/lib/openvino-peer.py (its graph exported once into <dir>/openvino-<version>-<hash>,
 //             compiled with INFERENCE_PRECISION_HINT f32 or bf16)
 // Each checks its label probabilities against ours ('highest') with torch-peer.js's GATES before
 // any time counts. openvino comes from PyPI, pinned, installed once into the cache like torch.
+const crypto = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -51,9 +52,14 @@ function runTorchModelPeer({ dir, precision, warm, timed, reference, threads = o
   };
 }
 
-/** The OpenVINO graph of `dir`, exported once (kept beside the checkpoint): { ir, exportSeconds | null (already there) }. */
+/**
+ * The OpenVINO graph of `dir`, exported once (kept beside the checkpoint, in a folder named by the
+ * openvino version and a hash of openvino-peer.py, so a changed graph is exported anew):
+ * { ir, exportSeconds | null (already there) }.
+ */
 function openvinoIr(dir) {
-  const ir = path.join(dir, `openvino-${OPENVINO_VERSION}`);
+  const script = fs.readFileSync(path.join(__dirname, 'openvino-peer.py'));
+  const ir = path.join(dir, `openvino-${OPENVINO_VERSION}-${crypto.createHash('sha256').update(script).digest('hex').slice(0, 12)}`);
   if (fs.existsSync(path.join(ir, 'scorer.xml'))) return { ir, exportSeconds: null };
   const out = runPython('openvino-peer.py', { mode: 'export', model: dir, ir }, openvinoPythonPath(), os.availableParallelism(), 'the OpenVINO export');
   return { ir, exportSeconds: out.seconds };
@@ -62,7 +68,7 @@ function openvinoIr(dir) {
 /** The OpenVINO peer in one inference precision: the same fields as runTorchModelPeer's (precision: what the plugin reports). */
 function runOpenvinoPeer({ dir, precision, warm, timed, reference, threads = os.availableParallelism() }) {
   const { ir } = openvinoIr(dir);
-  const job = { mode: 'run', ir, threads, precision, warm, timed, reference, gate: GATES[precision] };
+  const job = { mode: 'run', model: dir, ir, threads, precision, warm, timed, reference, gate: GATES[precision] };
   const out = runPython('openvino-peer.py', job, openvinoPythonPath(), threads, `the OpenVINO peer (${precision})`);
   return {
     version: `openvino ${out.openvino}`,

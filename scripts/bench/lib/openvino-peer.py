@@ -5,14 +5,20 @@ would write it for rerank traffic:
 
 - one OpenVINO model per checkpoint that scores a whole request in one call:
   the prompt's rows go through each layer once and their keys and values are
-  that layer's prefix for every document (its attention a broadcast matmul over
-  the documents, the prompt's K/V never copied per document); the documents in
-  one right-padded batch (causal attention, so a document's real tokens never
-  see its padding); the last hidden state of each document's last token only,
-  the final norm and the two label rows of the tied embedding, softmax over
-  the labels;
+  that layer's prefix for every document (placed before each document's own
+  in one fused ScaledDotProductAttention call: OpenVINO's CPU kernel, faster
+  than a broadcast matmul over the prompt's K/V with a split softmax, 5.9
+  against 9.6 s on Qwen3-0.6B's PR request on 2 cores); the documents in one
+  right-padded batch (causal attention, so a document's real tokens never see
+  its padding); the last hidden state of each document's last token only, the
+  final norm and the two label rows of the tied embedding, softmax over the
+  labels;
+- RoPE's cos and sin computed outside the graph in f64 (inside it, the bf16
+  hint would run the angles, position x frequency, in bf16: 0.13 from our
+  probabilities on that request, against 0.009 so);
 - the graph from a torch module written here (llama, qwen2, qwen3, gemma:
-  the forms of transformers' modelling code, GQA folded into the matmuls),
+  the forms of transformers' modelling code, the query heads of a KV head
+  stacked on the rows, so GQA needs no copy of K/V),
   converted once by openvino.convert_model and saved as IR beside the
   checkpoint, its weights the file's bf16 values (decompressed to f32 in the
   graph, which the CPU plugin fuses into its matmuls);
@@ -27,7 +33,7 @@ documents would be copied into each).
 
 Reads one JSON object on stdin:
   export: { "mode": "export", "model": HF directory, "ir": IR directory }
-  run:    { "mode": "run", "ir": IR directory, "threads": n, "precision": "f32" | "bf16",
+  run:    { "mode": "run", "model": HF directory (its config.json), "ir": IR directory, "threads": n, "precision": "f32" | "bf16",
             "warm": request | null, "timed": [requests], "reference": scores of timed[0] (ours, f32) | null,
             "gate": { "max": .., "mean": .., "relative": .. (optional) } }
 a request: { "query": [ids], "items": [[ids]], "labelTokenIds": [ids], "applySoftmax": true }.
@@ -63,7 +69,6 @@ def _build_module(cfg, tensors):
     D = cfg.get("head_dim") or H // Hq
     L = cfg["num_hidden_layers"]
     eps = cfg.get("rms_norm_eps", 1e-6)
-    theta = cfg.get("rope_theta", 10000.0)
     gemma = arch == "gemma"
     bias = arch == "qwen2" or cfg.get("attention_bias") is True
     qk_norm = arch == "qwen3"
@@ -74,7 +79,6 @@ def _build_module(cfg, tensors):
             super().__init__()
             for name, t in tensors.items():
                 self.register_buffer(name.replace(".", "_"), t, persistent=False)
-            self.register_buffer("inv_freq", 1.0 / (theta ** (torch.arange(0, D, 2, dtype=torch.float32) / D)), persistent=False)
 
         def w(self, name):
             return getattr(self, name.replace(".", "_")).float()
@@ -87,11 +91,6 @@ def _build_module(cfg, tensors):
         def proj(self, x, name, with_bias=False):
             y = torch.matmul(x, self.w(f"{name}.weight").t())
             return y + self.w(f"{name}.bias") if with_bias else y
-
-        def rope(self, pos):
-            f = pos.float()[:, None] * self.inv_freq[None, :]
-            e = torch.cat([f, f], dim=-1)
-            return e.cos(), e.sin()
 
         @staticmethod
         def rotate(x, cos, sin):
@@ -121,7 +120,7 @@ def _build_module(cfg, tensors):
             gate = torch.nn.functional.gelu(gate, approximate="tanh") if gemma else torch.nn.functional.silu(gate)
             return self.proj(gate * self.proj(x, f"{p}mlp.up_proj"), f"{p}mlp.down_proj")
 
-        def forward(self, query, items, prefix_mask, item_mask, qpos, ipos, rows, labels):
+        def forward(self, query, items, prefix_mask, item_mask, qcos, qsin, icos, isin, rows, labels):
             E = getattr(self, "model_embed_tokens_weight")
             x = torch.nn.functional.embedding(query, E).float()  # [1, P, H]
             y = torch.nn.functional.embedding(items, E).float()  # [n, W, H]
@@ -130,8 +129,6 @@ def _build_module(cfg, tensors):
                 y = y * (H**0.5)
             n, W = y.shape[0], y.shape[1]
             P = x.shape[1]
-            qcos, qsin = self.rope(qpos)
-            icos, isin = self.rope(ipos)
             pmask = prefix_mask.repeat(g, 1)  # [g * P, P]
             imask = item_mask.repeat(g, 1)  # [g * W, W]
             scale = D**-0.5
@@ -141,18 +138,13 @@ def _build_module(cfg, tensors):
                 hy = self.norm(y, f"{p}input_layernorm.weight")
                 qp, kp, vp = self.qkv(hx, p, qcos, qsin)
                 qi, ki, vi = self.qkv(hy, p, icos, isin)
-                # The prompt: causal attention over its own rows.
-                sp = torch.softmax(torch.matmul(qp, kp.transpose(-1, -2)) * scale + pmask, dim=-1)
-                x = x + self.out(torch.matmul(sp, vp), 1, P, p)
-                # The documents: the prompt's keys (broadcast over the documents) and their own, causal; one softmax over both.
-                s1 = torch.matmul(qi, kp.transpose(-1, -2)) * scale  # [n, Hkv, gW, P]
-                s2 = torch.matmul(qi, ki.transpose(-1, -2)) * scale + imask  # [n, Hkv, gW, W]
-                m = torch.maximum(s1.amax(-1, keepdim=True), s2.amax(-1, keepdim=True))
-                e1 = torch.exp(s1 - m)
-                e2 = torch.exp(s2 - m)
-                den = e1.sum(-1, keepdim=True) + e2.sum(-1, keepdim=True)
-                o = (torch.matmul(e1, vp) + torch.matmul(e2, vi)) / den
-                y = y + self.out(o, n, W, p)
+                # The prompt: causal attention over its own rows (OpenVINO's fused ScaledDotProductAttention).
+                sdpa = torch.nn.functional.scaled_dot_product_attention
+                x = x + self.out(sdpa(qp, kp, vp, attn_mask=pmask, scale=scale), 1, P, p)
+                # The documents: the prompt's keys and values before their own (causal among them), one fused call.
+                k = torch.cat([kp.expand(n, -1, -1, -1), ki], dim=2)
+                v = torch.cat([vp.expand(n, -1, -1, -1), vi], dim=2)
+                y = y + self.out(sdpa(qi, k, v, attn_mask=imask, scale=scale), n, W, p)
                 x = x + self.mlp(self.norm(x, f"{p}post_attention_layernorm.weight"), p)
                 y = y + self.mlp(self.norm(y, f"{p}post_attention_layernorm.weight"), p)
             last = y.reshape(n * W, H).index_select(0, rows)
@@ -163,7 +155,19 @@ def _build_module(cfg, tensors):
     return Scorer().eval()
 
 
-def inputs(request):
+def rope_tables(cfg, positions):
+    """cos and sin [T, D] of the positions, as transformers' RoPE (rotate-half layout), computed in f64 outside
+    the graph: inside it, the bf16 hint would run the angles (position x frequency, up to the thousands) in bf16."""
+    import numpy as np
+
+    D = cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
+    inv_freq = 1.0 / (cfg.get("rope_theta", 10000.0) ** (np.arange(0, D, 2, dtype=np.float64) / D))
+    f = positions.astype(np.float64)[:, None] * inv_freq[None, :]
+    e = np.concatenate([f, f], axis=-1)
+    return np.cos(e).astype(np.float32), np.sin(e).astype(np.float32)
+
+
+def inputs(request, cfg):
     import numpy as np
 
     q = np.asarray([request["query"]], dtype=np.int64)
@@ -179,15 +183,15 @@ def inputs(request):
         "query": q,
         "items": ids,
         "prefix_mask": causal(P),
-        "item_mask": causal(W),
-        "qpos": np.arange(P, dtype=np.int64),
-        "ipos": np.arange(P, P + W, dtype=np.int64),
+        "item_mask": np.concatenate([np.zeros((W, P), dtype=np.float32), causal(W)], axis=1),  # the prompt, then causal
+        **dict(zip(["qcos", "qsin"], rope_tables(cfg, np.arange(P)))),
+        **dict(zip(["icos", "isin"], rope_tables(cfg, np.arange(P, P + W)))),
         "rows": rows,
         "labels": np.asarray(request["labelTokenIds"], dtype=np.int64),
     }
 
 
-NAMES = ["query", "items", "prefix_mask", "item_mask", "qpos", "ipos", "rows", "labels"]
+NAMES = ["query", "items", "prefix_mask", "item_mask", "qcos", "qsin", "icos", "isin", "rows", "labels"]
 
 
 def export(job):
@@ -200,15 +204,17 @@ def export(job):
         cfg = json.load(f)
     tensors = load_file(os.path.join(job["model"], "model.safetensors"))
     module = _build_module(cfg, tensors)
-    example = inputs({"query": [5, 6, 7, 8], "items": [[9, 10, 11], [12, 13]], "labelTokenIds": [3, 4]})
+    example = inputs({"query": [5, 6, 7, 8], "items": [[9, 10, 11], [12, 13]], "labelTokenIds": [3, 4]}, cfg)
     example = tuple(torch.from_numpy(example[k]) for k in NAMES)
     dyn = {
         "query": ([1, -1], ov.Type.i64),
         "items": ([-1, -1], ov.Type.i64),
         "prefix_mask": ([-1, -1], ov.Type.f32),
         "item_mask": ([-1, -1], ov.Type.f32),
-        "qpos": ([-1], ov.Type.i64),
-        "ipos": ([-1], ov.Type.i64),
+        "qcos": ([-1, -1], ov.Type.f32),
+        "qsin": ([-1, -1], ov.Type.f32),
+        "icos": ([-1, -1], ov.Type.f32),
+        "isin": ([-1, -1], ov.Type.f32),
         "rows": ([-1], ov.Type.i64),
         "labels": ([-1], ov.Type.i64),
     }
@@ -234,6 +240,8 @@ def run(job):
     import openvino as ov
 
     threads = int(job["threads"])
+    with open(os.path.join(job["model"], "config.json")) as f:
+        cfg = json.load(f)
     hint = {"f32": "f32", "bf16": "bf16"}[job["precision"]]
     t0 = time.perf_counter()
     core = ov.Core()
@@ -245,7 +253,7 @@ def run(job):
     load_seconds = time.perf_counter() - t0
 
     def score(r):
-        return request.infer(inputs(r))[0].astype("float64").tolist()
+        return request.infer(inputs(r, cfg))[0].astype("float64").tolist()
 
     out = {"openvino": ov.__version__, "threads": threads, "precision": compiled.get_property("INFERENCE_PRECISION_HINT").to_string(), "load_seconds": load_seconds}
     got = score(job["timed"][0])
