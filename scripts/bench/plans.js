@@ -395,7 +395,14 @@ function modelsTable({ presets, requests, peers }, info) {
     return runOpenvinoPeer(job);
   };
   const log = (m) => process.stderr.write(`[bench] ${m}\n`);
-  const rows = runModelsTable({ presets, requests, peers, runJson, worker: modelWorker, runPeer, log });
+  // Each finished row goes to bench-results/models.partial.json at once (the whole section runs for hours).
+  const partial = path.join(resultsDir, 'models.partial.json');
+  const onRow = (done) => {
+    fs.mkdirSync(resultsDir, { recursive: true });
+    fs.writeFileSync(partial, `${JSON.stringify({ machine: info, roofsBefore: before, rows: done, openvinoExportSeconds: openvinoExports }, null, 2)}\n`);
+  };
+  const rows = runModelsTable({ presets, requests, peers, runJson, worker: modelWorker, runPeer, log, onRow });
+  fs.rmSync(partial, { force: true });
   const after = roofs();
   const best = { f32: Math.max(before.f32, after.f32), bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null };
   compareModelsTable(rows, best);

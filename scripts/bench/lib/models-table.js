@@ -42,7 +42,8 @@ function benchModelDir(preset, log = () => {}) {
 
 /**
  * opts: { presets, requests (names of MODEL_REQUESTS), peers (of PEERS), runJson, worker (model-worker.js),
- *   runPeer: (peer, { dir, precision, warm, timed, reference }) => peer result, log }
+ *   runPeer: (peer, { dir, precision, warm, timed, reference }) => peer result, log,
+ *   onRow: (rows so far) => void, after each (model, request): a long run keeps what it finished }
  * Returns [{ model, request, description, items, ours: { auto, highest }, peers: { torch: { f32, bf16 }, openvino: ... } }];
  * a peer that fails (its gate, or memory) is { error } and the run goes on.
  */
@@ -77,6 +78,7 @@ function runModelsTable(opts) {
       }
       for (const r of Object.values(ours)) delete r.scores;
       rows.push({ model: preset, dir, request: name, description: shape.description, items: shape.items, config: ours.highest.config, ours, peers });
+      if (opts.onRow) opts.onRow(rows);
     }
   }
   return rows;
