@@ -28,8 +28,8 @@
 // <cache>/bench-models/), each request of --model-requests through our 'auto' and 'highest' and the
 // PyTorch and OpenVINO peers (f32 and bf16) on the same directory, the peers checked against ours
 // first; each of ours against the faster peer of its precision, its share of the roof, load seconds
-// and peak RSS. --models-only runs just that and writes bench-results/models.json; --skip-models
-// leaves it out of the full run.
+// and peak RSS. --models-only runs just that and writes bench-results/models.json (each finished row
+// also to bench-results/models.partial.json as it goes); --skip-models leaves it out of the full run.
 //
 // The target workload's share of the f32 matmul roof: --roof-rounds rounds of
 // its prefix plan, one process per code path of --roof-paths in each round,
