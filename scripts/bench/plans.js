@@ -10,6 +10,8 @@
 //                         [--roof-rounds 3] [--roof-paths default,joint] [--roof-only]
 //                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision bf16,highest]
 //                         [--shapes-items N] [--shapes-only]
+//                         [--models qwen3_0_6b,qwen2_0_5b,qwen2_1_5b,gemma_2b,qwen3_4b] [--model-requests pr,20x128,20x512,100x128]
+//                         [--model-peers torch,openvino|none] [--models-only] [--skip-models]
 //
 // The roofs: bench:runtime measures the f32 matmul roof and, where the CPU has
 // bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32 roof, before
@@ -21,6 +23,14 @@
 // (scripts/bench/lib/shapes-table.js): the ratio to node-llama-cpp and the share of
 // the roof of the precision it ran in. --shapes-items N cuts every workload to
 // N items (a smoke run, labelled); --shapes-only runs just that table.
+//
+// The models section (--models, default the rerankers' five shapes; scripts/bench/lib/models-table.js):
+// random checkpoints of Qwen3-0.6B, Qwen2-0.5B, Qwen2-1.5B, Gemma-2B and Qwen3-4B (written once into
+// <cache>/bench-models/), each request of --model-requests through our 'auto' and 'highest' and the
+// PyTorch and OpenVINO peers (f32 and bf16) on the same directory, the peers checked against ours
+// first; each of ours against the faster peer of its precision, its share of the roof, load seconds
+// and peak RSS. --models-only runs just that and writes bench-results/models.json (each finished row
+// also to bench-results/models.partial.json as it goes); --skip-models leaves it out of the full run.
 //
 // The target workload's share of the f32 matmul roof: --roof-rounds rounds of
 // its prefix plan, one process per code path of --roof-paths in each round,
@@ -58,12 +68,15 @@ const { spawnSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
-const { describeMachine, machine } = require('../lib/machine');
+const { describeMachine, machine, loadAverage } = require('../lib/machine');
 const { WORKLOADS, SHAPE_TABLE, usefulFlops, serialFlopsPerItem } = require('./lib/workloads');
 const { runShapesTable, printShapesTable } = require('./lib/shapes-table');
 const { median } = require('../lib/median');
 const { scoreDiffs: diffs } = require('../../test/helpers/yes-no');
 const { llamaCppModules } = require('./lib/llama-cpp-modules');
+const { MODEL_TABLE, PEERS, runModelsTable, compareModelsTable, printModelsTable, workerPath: modelWorker } = require('./lib/models-table');
+const { MODEL_REQUESTS } = require('./lib/model-requests');
+const { PRESETS } = require('./lib/random-model');
 
 const root = path.join(__dirname, '..', '..');
 const resultsDir = path.join(root, 'bench-results');
@@ -88,6 +101,11 @@ const { values: args } = parseArgs({
     'shapes-precision': { type: 'string', default: 'bf16,highest' },
     'shapes-items': { type: 'string' },
     'shapes-only': { type: 'boolean', default: false },
+    models: { type: 'string', default: MODEL_TABLE.join(',') },
+    'model-requests': { type: 'string', default: Object.keys(MODEL_REQUESTS).join(',') },
+    'model-peers': { type: 'string', default: PEERS.join(',') },
+    'models-only': { type: 'boolean', default: false },
+    'skip-models': { type: 'boolean', default: false },
   },
 });
 
@@ -156,8 +174,9 @@ async function main() {
   const roofRounds = checkedRoofRounds();
   if (args['roof-only'] && !args.workloads.split(',').includes('target')) throw new Error('--roof-only times the target workload: leave it in --workloads');
   console.log(`machine: ${describeMachine()}`);
-  const roofBefore = args['weights-only'] ? NaN : roof();
-  if (!args['weights-only']) console.log(`matmul roof (bench:runtime, measured in this run, before the workloads): ${roofBefore.toFixed(1)} GFLOP/s`);
+  const ownRoofs = args['weights-only'] || args['models-only']; // the models section measures its own, in both precisions
+  const roofBefore = ownRoofs ? NaN : roof();
+  if (!ownRoofs) console.log(`matmul roof (bench:runtime, measured in this run, before the workloads): ${roofBefore.toFixed(1)} GFLOP/s`);
   const workloads = args.workloads.split(',').map((w) => {
     if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
     // A cut target workload keeps its name (the worker's shapes) with fewer items; its description says so.
@@ -177,6 +196,16 @@ async function main() {
     console.log('wrote bench-results/roof-share.json');
     return;
   }
+  if (args['models-only']) {
+    const plan = modelsPlan();
+    console.log(`load average before the models: ${loadAverage()}`);
+    const table = modelsTable(plan, info);
+    console.log(`load average after the models: ${loadAverage()}`);
+    fs.mkdirSync(resultsDir, { recursive: true });
+    fs.writeFileSync(path.join(resultsDir, 'models.json'), `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
+    console.log('wrote bench-results/models.json');
+    return;
+  }
   if (args['shapes-only']) {
     const table = shapesTable(worker, modelPath);
     fs.mkdirSync(resultsDir, { recursive: true });
@@ -184,6 +213,7 @@ async function main() {
     console.log('wrote bench-results/shapes.json');
     return;
   }
+  const models = args['workloads-only'] || args['weights-only'] || args['skip-models'] ? null : modelsPlan(); // checked before anything slow runs
   const weightRows = args['workloads-only'] ? [] : weightPrecision(workloads.filter((w) => !w.model), worker);
   const results = [];
   for (const w of args['weights-only'] ? [] : workloads) {
@@ -248,6 +278,7 @@ async function main() {
   const share = target ? roofShare(target, worker, roofRounds, roofAfter) : null;
 
   const shapes = args.shapes ? shapesTable(worker, modelPath) : null;
+  const modelRows = models ? modelsTable(models, info) : null;
 
   // Rerank: our one-plan rerank against each document as its own sequence, in one run.
   const rerank = args['skip-rerank'] ? null : runJson(process.execPath, [path.join(__dirname, 'rerank.js')], 'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents');
@@ -265,6 +296,7 @@ async function main() {
   printWorkloadRows(results);
   if (share) printRoofShare(share);
   if (shapes) printShapesTable(shapes.rows, shapes.roofs, fmt, shapes.peers);
+  if (modelRows) printModelsTable(modelRows.rows, modelRows.roofs, fmt, info);
   if (rerank) {
     console.log('');
     console.log(`rerank (template ${rerank.template}; the same request both ways, one run):`);
@@ -285,7 +317,7 @@ async function main() {
   console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
 
   fs.mkdirSync(resultsDir, { recursive: true });
-  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, roofShare: share, shapes, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
+  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, roofShare: share, shapes, models: modelRows, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
   fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeChart(report);
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');
@@ -333,6 +365,50 @@ function shapesTable(worker, modelPath) {
   const table = { roofs: best, roofMeasurements: { before, after }, rows, peers, itemLimit };
   if (args['shapes-only']) printShapesTable(rows, best, fmt, peers);
   return table;
+}
+
+/** --models, --model-requests and --model-peers, checked: { presets, requests, peers }. */
+function modelsPlan() {
+  const list = (name) => args[name].split(',').filter(Boolean);
+  const presets = list('models');
+  for (const p of presets) if (!PRESETS[p]) throw new Error(`--models: unknown preset ${p}; known: ${Object.keys(PRESETS).join(', ')}`);
+  const requests = list('model-requests');
+  for (const r of requests) if (!MODEL_REQUESTS[r]) throw new Error(`--model-requests: unknown request ${r}; known: ${Object.keys(MODEL_REQUESTS).join(', ')}`);
+  const peers = args['model-peers'] === 'none' ? [] : list('model-peers');
+  for (const p of peers) if (!PEERS.includes(p)) throw new Error(`--model-peers: unknown peer ${p}; known: ${PEERS.join(', ')} (or none)`);
+  if (!presets.length || !requests.length) throw new Error('--models and --model-requests must each name at least one');
+  return { presets, requests, peers };
+}
+
+/**
+ * The models section between two roof measurements: every fraction against the higher roof of its
+ * precision; printed at once with --models-only. The OpenVINO graph of each checkpoint is exported
+ * (once, kept beside it) before its first OpenVINO run, its seconds recorded apart from the load.
+ */
+function modelsTable({ presets, requests, peers }, info) {
+  const { runTorchModelPeer, runOpenvinoPeer, openvinoIr } = require('./lib/model-peers');
+  const before = roofs();
+  console.log(`roofs before the models: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`);
+  const openvinoExports = {};
+  const runPeer = (peer, job) => {
+    if (peer === 'torch') return runTorchModelPeer(job);
+    if (!(job.dir in openvinoExports)) openvinoExports[job.dir] = openvinoIr(job.dir).exportSeconds;
+    return runOpenvinoPeer(job);
+  };
+  const log = (m) => process.stderr.write(`[bench] ${m}\n`);
+  // Each finished row goes to bench-results/models.partial.json at once (the whole section runs for hours).
+  const partial = path.join(resultsDir, 'models.partial.json');
+  const onRow = (done) => {
+    fs.mkdirSync(resultsDir, { recursive: true });
+    fs.writeFileSync(partial, `${JSON.stringify({ machine: info, roofsBefore: before, rows: done, openvinoExportSeconds: openvinoExports }, null, 2)}\n`);
+  };
+  const rows = runModelsTable({ presets, requests, peers, runJson, worker: modelWorker, runPeer, log, onRow });
+  fs.rmSync(partial, { force: true });
+  const after = roofs();
+  const best = { f32: Math.max(before.f32, after.f32), bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null };
+  compareModelsTable(rows, best);
+  if (args['models-only']) printModelsTable(rows, best, fmt, info);
+  return { roofs: best, roofMeasurements: { before, after }, rows, openvinoExportSeconds: openvinoExports };
 }
 
 /** The code paths --roof-paths can name: the worker's attention-form arguments (prefix, causal; '-': the platform's). */

@@ -1,10 +1,12 @@
-"""The PyTorch CPU peer of the shapes table (docs/performance.md, "The PyTorch
-peer"): one workload's requests scored with torch and transformers on the same
-GGUF file, written the way a skilled engineer would write it:
+"""The PyTorch CPU peer of the shapes table and of the models section
+(docs/performance.md, "The PyTorch peer"): one workload's requests scored with
+torch and transformers on the same GGUF file or Hugging Face directory, written
+the way a skilled engineer would write it:
 
-- the weights: transformers' own GGUF reader (gguf-py dequantizes to f32,
-  transformers undoes llama.cpp's q/k row order) into the model its config
-  builds, SDPA attention, eval and inference mode;
+- the weights: from a GGUF, transformers' own GGUF reader (gguf-py dequantizes
+  to f32, transformers undoes llama.cpp's q/k row order) into the model its
+  config builds; from a directory, from_pretrained in the precision's dtype;
+  SDPA attention, eval and inference mode;
 - the query once, with its KV cache (the model's own DynamicCache);
 - all items in one batch against that cache: each layer's cached keys and
   values an expanded view over the items (stride 0, no copy of the query's
@@ -16,19 +18,24 @@ GGUF file, written the way a skilled engineer would write it:
 - f32 and bf16 (weights and activations in bf16), torch threads = the cores.
 
 Reads one JSON object on stdin:
-  { "model": GGUF path, "threads": n, "precisions": ["f32", "bf16"],
-    "warm": request, "timed": request, "reference": scores of `timed` (ours, f32) | null,
+  { "model": GGUF path or HF directory, "threads": n, "precisions": ["f32", "bf16"],
+    "warm": request, "timed": request or [requests], "reference": scores of `timed` (of its first) (ours, f32) | null,
     "gate": { "f32": {"max": .., "mean": .., "relative": ..}, "bf16": {"max": .., "mean": ..} } }
 a request: { "query": [ids], "items": [[ids]], "labelTokenIds": [ids], "applySoftmax": bool }.
 
 Before any time counts, `timed` is scored in each precision and its label
 probabilities compared with `reference`; outside the gate the script exits 2
-and says so. Then per precision: `warm` once (untimed), then `timed` three
-times, timed, the median kept.
-Writes one JSON line: { torch, transformers, threads, load_seconds, precisions: {p: {seconds, max_diff, mean_diff, max_relative_diff}} }.
+and says so. Then per precision: `warm` once (untimed; null: the check's call
+was the warm-up), then `timed` three times (a list: each of its requests
+once), timed, the median kept.
+Writes one JSON line: { torch, transformers, threads, load_seconds, peak_rss_bytes,
+precisions: {p: {seconds, all_seconds, load_seconds, max_diff, mean_diff, max_relative_diff}} }
+(peak_rss_bytes: the process's, all its precisions' models together; one precision per
+process gives each its own).
 """
 import json
 import os
+import resource
 import sys
 import time
 
@@ -42,6 +49,11 @@ from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
 # than XLA's pool to a moment of a shared machine's load (a 0.9 s request once took 13 s), so the
 # peer gets its typical time, not its unlucky one; our side is timed once.
 TIMED_RUNS = 3
+
+
+def load_dir(path, dtype):
+    """A Hugging Face directory (config.json, model.safetensors) straight into `dtype`."""
+    return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa").eval()
 
 
 def load(path):
@@ -124,21 +136,25 @@ def main():
     job = json.load(sys.stdin)
     threads = int(job["threads"])
     torch.set_num_threads(threads)
-    t0 = time.perf_counter()
-    f32 = load(job["model"])
-    load_seconds = time.perf_counter() - t0
-    models = {}
+    dtypes = {"f32": torch.float32, "bf16": torch.bfloat16}
     for p in job["precisions"]:
-        if p == "f32":
-            models[p] = f32
-        elif p == "bf16":
-            models[p] = load(job["model"]).to(torch.bfloat16)
-        else:
+        if p not in dtypes:
             raise SystemExit(f"unknown precision {p!r}: f32 or bf16")
-    result = {"torch": torch.__version__, "transformers": transformers.__version__, "threads": threads, "load_seconds": load_seconds, "precisions": {}}
+    models = {}
+    loads = {}
+    for p in job["precisions"]:
+        t0 = time.perf_counter()
+        if os.path.isdir(job["model"]):
+            models[p] = load_dir(job["model"], dtypes[p])
+        else:
+            models[p] = load(job["model"]).to(dtypes[p])
+        loads[p] = time.perf_counter() - t0
+    timed = job["timed"] if isinstance(job["timed"], list) else [job["timed"]] * TIMED_RUNS
+    first = next(iter(loads.values()))
+    result = {"torch": torch.__version__, "transformers": transformers.__version__, "threads": threads, "load_seconds": first, "precisions": {}}
     # The check, before any time counts: each precision's probabilities on the timed request against ours.
     for p, model in models.items():
-        got = score(model, job["timed"])
+        got = score(model, timed[0])
         entry = {}
         if job.get("reference") is not None:
             mx, mean, rel = diffs(got, job["reference"])
@@ -147,16 +163,19 @@ def main():
             if not (mx <= gate["max"] and mean <= gate["mean"] and rel <= gate.get("relative", float("inf"))):
                 print(f"the PyTorch peer ({p}) disagrees with pjrt-score: max |diff| {mx:.3g} (gate {gate['max']}), mean {mean:.3g} (gate {gate['mean']}), max relative {rel:.3g} (gate {gate.get('relative')})", file=sys.stderr)
                 sys.exit(2)
+        entry["load_seconds"] = loads[p]
         result["precisions"][p] = entry
     for p, model in models.items():
-        score(model, job["warm"])
+        if job.get("warm") is not None:  # null: the check's call was the warm-up
+            score(model, job["warm"])
         times = []
-        for _ in range(TIMED_RUNS):
+        for request in timed:
             t1 = time.perf_counter()
-            score(model, job["timed"])
+            score(model, request)
             times.append(time.perf_counter() - t1)
         result["precisions"][p]["seconds"] = sorted(times)[len(times) // 2]
         result["precisions"][p]["all_seconds"] = times
+    result["peak_rss_bytes"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(json.dumps(result))
 
 
