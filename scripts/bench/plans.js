@@ -11,7 +11,7 @@
 //                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision bf16,highest]
 //                         [--shapes-items N] [--shapes-only]
 //                         [--models qwen3_0_6b,qwen2_0_5b,qwen2_1_5b,gemma_2b,qwen3_4b] [--model-requests pr,20x128,20x512,100x128]
-//                         [--model-peers torch,openvino|none] [--models-only] [--skip-models]
+//                         [--model-peers torch,openvino|none] [--models-only] [--with-models]
 //
 // The roofs: bench:runtime measures the f32 matmul roof and, where the CPU has
 // bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32 roof, before
@@ -30,7 +30,8 @@
 // PyTorch and OpenVINO peers (f32 and bf16) on the same directory, the peers checked against ours
 // first; each of ours against the faster peer of its precision, its share of the roof, load seconds
 // and peak RSS. --models-only runs just that and writes bench-results/models.json (each finished row
-// also to bench-results/models.partial.json as it goes); --skip-models leaves it out of the full run.
+// also to bench-results/models.partial.json as it goes); --with-models adds it to the full run (a day
+// and more on 2 cores at full size: 'pr,20x128' of --model-requests is about 3 hours there).
 //
 // The target workload's share of the f32 matmul roof: --roof-rounds rounds of
 // its prefix plan, one process per code path of --roof-paths in each round,
@@ -105,7 +106,7 @@ const { values: args } = parseArgs({
     'model-requests': { type: 'string', default: Object.keys(MODEL_REQUESTS).join(',') },
     'model-peers': { type: 'string', default: PEERS.join(',') },
     'models-only': { type: 'boolean', default: false },
-    'skip-models': { type: 'boolean', default: false },
+    'with-models': { type: 'boolean', default: false },
   },
 });
 
@@ -213,7 +214,7 @@ async function main() {
     console.log('wrote bench-results/shapes.json');
     return;
   }
-  const models = args['workloads-only'] || args['weights-only'] || args['skip-models'] ? null : modelsPlan(); // checked before anything slow runs
+  const models = args['workloads-only'] || args['weights-only'] || !args['with-models'] ? null : modelsPlan(); // checked before anything slow runs
   const weightRows = args['workloads-only'] ? [] : weightPrecision(workloads.filter((w) => !w.model), worker);
   const results = [];
   for (const w of args['weights-only'] ? [] : workloads) {
