@@ -50,7 +50,7 @@ const FORBIDDEN = [
   [/(^|\/)\.cache\//, 'a cache folder'],
   [/\.tgz$/, 'a tarball'],
   [/^(bench-results|docs|seeds|examples|\.ci|\.git)\//, 'a repository-only folder'],
-  [/^scripts\/(bench|lab|lib|build\/(prebuild|write-esm-entry|bundle|pack-modules|docs-options))/, 'a development script'],
+  [/^scripts\/(bench|lab|lib|build\/(prebuild|write-esm-entry|bundle|pack-modules|docs-options|docs-performance))/, 'a development script'],
   [/^tsconfig.*\.json$/, 'the TypeScript config'],
 ];
 

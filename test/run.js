@@ -30,7 +30,7 @@ const WAIT_HEAVY = ['fleet-smg', 'model-rope', 'compat-clients', 'rerank-referen
 // `--unit` (npm run test:unit): the fast lane, files that fetch nothing past what npm install did (no pip
 // install, no hub, no child services) and finish in seconds each; under 2 minutes in all on 2 cores.
 const UNIT = [
-  'admission', 'batch-plan', 'docs-options', 'fuzz-regressions', 'hlo-builder', 'hlo-ops', 'jit-cache', 'json-floats', 'lm-head',
+  'admission', 'batch-plan', 'docs-options', 'docs-performance', 'fuzz-regressions', 'hlo-builder', 'hlo-ops', 'jit-cache', 'json-floats', 'lm-head',
   'model-gguf', 'model-gguf-split', 'model-tokenizer', 'model-tokenizer-spm', 'platform-defaults', 'public-api', 'rooms',
   'runtime-envelope', 'runtime-errors', 'runtime-nesting', 'scorer-setup', 'scoring-buckets', 'scoring-packing', 'scoring-request',
   'scoring-scores', 'scoring-selector', 'scripts-layout', 'serve-options', 'weights-choose',

@@ -3,15 +3,16 @@
 // 'cross-request'): 16 concurrent score() calls with 16 different queries,
 // sent while the device is busy, go together in fewer device passes than
 // requests, and each gets its own scores: those of the same request run
-// alone (its own plan), within 1e-5 on probabilities (another compiled
-// program, so not bit for bit: docs/scorer-api.md "Batching"). Requests that
+// alone (its own plan), within CROSS_PROGRAM_BOUND on probabilities (another
+// compiled program, so not bit for bit: docs/design.md "Batch invariance"). Requests that
 // cannot join (item_first, a forced serial plan) run alone, bit for bit as
 // alone; a call aborted while it waits rejects and the others are answered.
 const test = require('tape');
 const { Scorer } = require('../dist/scoring/scorer');
+const { CROSS_PROGRAM_BOUND } = require('./helpers/bounds');
 
 /** Stated bound: cross-request scores against the same request alone, absolute, on probabilities. */
-const BOUND = 1e-5;
+const BOUND = CROSS_PROGRAM_BOUND;
 const LABELS = [9805, 787]; // ' yes', ' no'
 const TOPICS = ['a fruit', 'an animal', 'a tool', 'a colour', 'a city', 'a planet', 'a metal', 'a dance'];
 const NOUNS = [' apple', ' a red bicycle', ' hammer', ' Paris', ' copper', ' tango', ' Mars', ' green', ''];
@@ -44,7 +45,7 @@ test('setup: the real model, batching cross-request; each request scored alone f
   t.ok(after.devicePasses - before.devicePasses >= REQUESTS.length, `alone: ${after.devicePasses - before.devicePasses} device passes for ${REQUESTS.length} requests`);
 });
 
-test('16 concurrent distinct requests: fewer device passes than requests, each within 1e-5 of its result alone', async (t) => {
+test(`16 concurrent distinct requests: fewer device passes than requests, each within ${BOUND} of its result alone`, async (t) => {
   const before = scorer.stats();
   // A forced serial plan cannot join: it holds the device while the 16 calls arrive and wait.
   const busy = scorer.score({ ...REQUESTS[0], algorithm: 'serial' });

@@ -2,14 +2,15 @@
 // `pjrt-score serve --batching cross-request` on the real model: 16 distinct
 // requests (16 different queries) sent at once are scored in fewer device
 // passes than requests (the /metrics counters), and each answer is within
-// 1e-5 on probabilities of the same request sent alone (another compiled
-// program: docs/service.md "Batching"). The flag's bad value is refused
+// CROSS_PROGRAM_BOUND on probabilities of the same request sent alone
+// (another compiled program: docs/design.md "Batch invariance"). The flag's bad value is refused
 // before anything loads.
 const test = require('tape');
 const { startService } = require('./helpers/service');
+const { CROSS_PROGRAM_BOUND } = require('./helpers/bounds');
 const { resolveServeOptions, OptionError } = require('../dist/server/settings/serve-settings');
 
-const BOUND = 1e-5;
+const BOUND = CROSS_PROGRAM_BOUND;
 const LABELS = [9805, 787];
 const BODIES = Array.from({ length: 16 }, (_, i) => ({
   query: `Request ${i}: does the candidate name ${['a fruit', 'a vehicle', 'a tool', 'an animal'][i % 4]}? Answer yes or no:`,
@@ -50,7 +51,7 @@ test('each request alone, one after another', async (t) => {
   }
 });
 
-test('16 distinct requests at once: fewer device passes than requests, each within 1e-5 of alone', async (t) => {
+test(`16 distinct requests at once: fewer device passes than requests, each within ${BOUND} of alone`, async (t) => {
   const passesBefore = await counter('pjrt_score_device_passes_total');
   const batchedBefore = await counter('pjrt_score_batched_requests_total');
   const answers = await Promise.all(BODIES.map((body) => service.score(body, { timeoutMs: 600_000 })));

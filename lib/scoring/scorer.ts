@@ -216,8 +216,8 @@ export class Scorer implements Disposable {
    * as a call of its own, queued together. With batching 'invariant' each
    * runs its own plan, exactly as it would alone, so its scores do not
    * depend on the others (docs/design.md "Batch invariance"); with
-   * 'cross-request' those that can share passes do (within 1e-5 of their
-   * scores alone). One request's failure, abort or refusal does not affect
+   * 'cross-request' those that can share passes do (within f32 rounding of
+   * their scores alone, the same section). One request's failure, abort or refusal does not affect
    * the others.
    */
   async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {

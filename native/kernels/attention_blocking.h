@@ -1,5 +1,5 @@
 // The blocking every path of the fused attention kernels shares
-// (prefix_attention.cc; docs/performance.md, 'A fused attention kernel').
+// (prefix_attention.cc; docs/performance.md, 'Items over the prefix').
 #pragma once
 
 #include <cstdint>

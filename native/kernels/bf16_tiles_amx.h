@@ -10,8 +10,8 @@
 // CPU does not count as having AMX); Unusable checks, before any tile
 // instruction runs, what would make one fault (bf16_tiles_gate.h).
 // Hand-written, not oneDNN's brgemm: a library the prebuild cannot
-// link would have to be fetched at run time (docs/performance.md, 'Matrix
-// units').
+// link would have to be fetched at run time (docs/performance.md, 'Long
+// items, and the kernel's paths by CPU class').
 #pragma once
 
 #if defined(__x86_64__)

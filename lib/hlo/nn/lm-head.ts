@@ -72,9 +72,8 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
 /**
  * At most this many rows read an f32 LM head as it is, even where the function computes its dots in
  * bf16: rounding the whole [V, Dm] table to bf16 first (a pass over it and a copy) costs more than
- * the few rows' f32 products. SGLang's PR shape in bf16 (10 item rows), on a 2-core AMD EPYC Zen 4:
- * 0.96x the wall time and 0.97x the CPU time (docs/performance.md, 'Small requests'); with 128
- * rows the bf16 table paid for itself.
+ * the few rows' f32 products: faster on SGLang's PR shape in bf16 (10 item rows), slower with 128 rows
+ * (docs/performance.md, 'Small requests', has the measurement).
  */
 export const LM_HEAD_F32_ROWS = 16;
 

@@ -132,42 +132,36 @@ interface CpuClassFacts {
 }
 
 const AVX2_FACTS: CpuClassFacts = {
-  // 1536 item rows per pass: 64 items of 20 tokens, the best chunk measured on a 2-core AMD EPYC
-  // (items/s within 5% from 32 to 128 items per pass).
-  // A cross-request pass of up to 2560 rows: 4 groups of a 300-token query with 10 items of 20 tokens
-  // (560 rows each). scripts/bench/batching.js on the same machine, two runs at load 6-9: CPU time per
-  // item 7-18% below a request alone at G = 2 to 6, and no better at G = 8 (docs/performance.md).
+  // Item rows per pass: the best chunk of the bench's chunk sweep (64 items of 20 tokens; docs/performance.md,
+  // 'Pass size and buckets'). Rows of a cross-request pass: 4 groups of the PR shape (300-token query, 10 items
+  // of 20 tokens, 560 rows each), where scripts/bench/batching.js stopped gaining (docs/performance.md,
+  // 'Cross-request batching').
   budget: { tokensPerPass: 1536, scoreBytesPerPass: 256 * 2 ** 20, batchRowsPerPass: 2560 },
-  // Fitted on a 2-core AMD EPYC by scripts/bench/fit-cost-model.js over 20 requests of 8 shapes and 3 plans
-  // (largest error 24%): attention FLOPs cost 1.4x projection FLOPs; a pass costs ~48 ms of fixed work.
+  // The fit of scripts/bench/fit-cost-model.js on a 2-core AMD EPYC Zen 3 (docs/performance.md, 'The cost
+  // model'; bench-results/cost-model.json): keyWeight is its key-FLOP coefficient over its row-FLOP one,
+  // flopsPerPass its per-pass seconds in row FLOPs.
   cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
   measured: 'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js',
 };
 
 const AVX512BF16_FACTS: CpuClassFacts = {
-  // 3072 item rows per pass: on a 2-core AMD EPYC Zen 4 (avx512_bf16), with the item-length rungs in eighths,
-  // 0.87-0.89x the wall time of 1536 rows on the old rungs for 100 items of 100 tokens in bf16 and f32 (extend
-  // passes of 28, 28, 28 and 16 items, not eight of 12 and one of 4), 0.94x on the target's 500 items, 0.96x
-  // on RAG's 20 x 500, and no larger gain at 4608 (scripts/bench/variants.js, 3 rounds alternating, quiet;
-  // docs/performance.md, 'Pass size and buckets').
-  // The cost constants are AVX2's (not fitted here).
+  // Twice AVX2's item rows per pass: with the item-length rungs in eighths, faster than AVX2's budget on every
+  // shape of the shapes table on a 2-core AMD EPYC Zen 4, and no larger budget faster (docs/performance.md,
+  // 'Pass size and buckets'). The cost constants are AVX2's (not fitted here).
   budget: { ...AVX2_FACTS.budget, tokensPerPass: 3072 },
   cost: AVX2_FACTS.cost,
-  // The projections through the addon's bf16 matmul kernel (lib/hlo/nn/matmul-kernel.ts), the layers'
-  // RMSNorms and SwiGLU inside its calls: on the same Zen 4, the PR shape (300 / 10 x 20) in bf16 at 0.781x
-  // the wall time of XLA's bf16 dots (455 against 618 ms, 5 rounds), 100 items of 100 tokens at 0.918x
-  // (3 rounds) (scripts/bench/variants.js, alternating in one process; docs/performance.md, "The
-  // projections' kernels").
+  // Under bf16 dots the projections run through the addon's bf16 matmul kernel (lib/hlo/nn/matmul-kernel.ts),
+  // the layers' RMSNorms and SwiGLU inside its calls: faster than XLA's bf16 dots on the Zen 4
+  // (docs/performance.md, "The projections' kernels", has the A/Bs).
   matmulKernel: true,
   // Under true f32 dots, the projections through the addon's f32 matmul kernel (native/kernels/matmul_f32.h:
-  // the attention kernels' 12 x 32 AVX-512 tile over the stacked f32 weights where they lie, the RMSNorms
-  // and SwiGLU inside its calls): on the same Zen 4, the PR shape in f32 at 0.913x the wall time and 0.886x
-  // the CPU time of XLA's f32 dots (652 against 715 ms, 9 rounds alternating in one process, load 1.6;
-  // docs/performance.md, "The projections' kernels").
+  // the attention kernels' AVX-512 tile over the stacked f32 weights where they lie): faster than XLA's f32
+  // dots on the Zen 4 (docs/performance.md, "The projections' kernels").
   matmulKernelF32: true,
-  // bf16 dots through the bf16 matmul kernel against true f32 through the f32 one, the PR shape (300 / 10 x 20)
-  // on SmolLM2: 0.365 against 0.599 s on a 2-core AMD EPYC Zen 4 (bench-results/shapes.json), within the
-  // accuracy gate (test/precision.test.js); the Qwen3-0.6B shape: bench-results/models.json.
+  // bf16 for 16-bit checkpoints (docs/design.md, 'The default precision'): bf16 dots through the bf16 matmul
+  // kernel ran ahead of true f32 through the f32 one on every shape of the README's table (bench-results/
+  // shapes.json, a Zen 4), within the accuracy gate (test/precision.test.js); the Qwen3-0.6B shape:
+  // bench-results/models.json.
   autoPrecision: {
     rule: 'bf16-checkpoints',
     why: "the bf16 matmul kernel on this CPU's bf16 dot units ran the PR shape at 1.64x true f32 on an AMD EPYC Zen 4, within the accuracy gate",
@@ -190,48 +184,35 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
   amx: { ...AVX2_FACTS, measured: null },
 };
 
-/** 1 + k/16 for k = 1..15: sixteen rungs per power of two. */
-
 const FACTS: Readonly<Record<string, PlatformFacts>> = {
   cpu: {
     platform: 'cpu',
     budget: AVX2_FACTS.budget,
     cost: AVX2_FACTS.cost,
-    // The joint softmax shifted by the own keys' max, its denominator from a ones column in the values
-    // (lib/hlo/attention/prefix-rows.ts, `ones_own`): on a 2-core AMD EPYC Zen 3 (AVX2), 0.961x the joint
-    // form's CPU time per extend pass (npm run bench:pieces --forms, 5 rounds alternating, load 2.3-2.8)
-    // and 5% more items/s on the target workload (3 alternating pairs, 15.3-15.5 -> 16.0-16.3).
-    // Key blocks with an online softmax (0.99-1.17x) and item-row chunks (1.04-1.13x) were no faster
-    // there (docs/performance.md).
+    // Without the kernel: the joint softmax shifted by the own keys' max, its denominator from a ones column
+    // in the values (lib/hlo/attention/prefix-rows.ts, `ones_own`), the fastest StableHLO form measured
+    // (docs/performance.md, 'Items over the prefix').
     prefixAttention: { kind: 'rows' },
-    // The addon's fused kernel (native/kernels/prefix_attention.cc, tag `ffi`) where the plugin registered it: on
-    // the same Zen 3, 0.891x `ones_own`'s CPU time per extend pass (median of 5 alternating rounds, load
-    // 1.7-1.9; 92% of the roof against 77%) and 0.82-0.85x its CPU time on the target workload
-    // (alternating pairs, load 1.4-2.0) (docs/performance.md, 'Items over the prefix').
+    // The addon's fused kernel (native/kernels/prefix_attention.cc, tag `ffi`) where the plugin registered it:
+    // faster than `ones_own` per extend pass and on the target workload (docs/performance.md, 'Items over the
+    // prefix').
     prefixAttentionWithKernel: { kind: 'kernel' },
     // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
-    // The addon's kernel (tag `ffi`, lib/hlo/attention/causal-kernel.ts) where the plugin registered it: on a
-    // 2-core AMD EPYC (AVX2), 0.72x `qc4`'s CPU time per prefill (median of 5 alternating rounds, load
-    // 1.8-2.0), 68% of the roof for the attention alone against 21%, and ~190 MB less peak RSS on the
-    // target workload; its whole-request gain (0.95-0.975x CPU in 10 processes) is within that machine's
-    // noise (docs/performance.md, 'The prefill: query chunks, then the kernel').
+    // The addon's kernel (tag `ffi`, lib/hlo/attention/causal-kernel.ts) where the plugin registered it: faster
+    // than `qc4` per prefill, with less peak memory (docs/performance.md, 'The prefill: query chunks, then the
+    // kernel').
     causalAttentionWithKernel: { kind: 'kernel' },
-    // 1, 2, ..., 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items, one padded item at most up to 16. On
-    // a 2-core AMD EPYC Zen 4, SGLang's PR shape (300-token query, 10 items of 20 tokens) ran 12 item rows
-    // instead of 10, 560 token rows for 500; the CPU's compiles take 1-2 s each, once (the disk cache keeps
-    // them) (docs/performance.md, 'Small requests').
+    // 1, 2, ..., 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items, one padded item at most up to 16: SGLang's
+    // PR shape (10 items) pads no item (docs/performance.md, 'Small requests').
     countSteps: [1.25, 1.5, 1.75],
-    // The item lengths' rungs (..., 256, 320, 384, ...). Sixteen rungs per octave pad the PR shape's 300
-    // tokens to 304, not 320 (3% of its rows), but multiply the programs mixed traffic compiles 2.4x (283
-    // against 120), each ~17 MiB in memory beside a 48-entry JIT cache: a knob for fixed-shape traffic
+    // The item lengths' rungs (..., 256, 320, 384, ...). Finer rungs save a few percent of the PR shape's rows
+    // but multiply the programs mixed traffic compiles: a knob for fixed-shape traffic
     // (PJRT_SCORE_PLATFORM_FACTS queryTokenSteps), not the default (docs/performance.md, 'Small requests').
     queryTokenSteps: [1.25, 1.5, 1.75],
-    // Eighths (..., 64, 72, 80, ..., 120, 128, 144, ...; the same rungs as before up to 32 tokens, where the
-    // alignment of 4 decides): 100-token items pad to 104, not 112, and a 4,500-token document to 4,608, not
-    // 5,120. On a 2-core AMD EPYC Zen 4, 100 items of 100 tokens took 0.96x the wall time in bf16 at the same
-    // budget; the document 0.95x (scripts/bench/variants.js, 3 rounds alternating, quiet; docs/performance.md,
-    // 'Pass size and buckets'). More programs only where items are longer than 32 tokens and vary in length.
+    // Eighths (..., 64, 72, 80, ..., 120, 128, 144, ...; up to 32 tokens the alignment of 4 decides): 100-token
+    // items pad to 104, not 112. Faster on the long-item shapes (docs/performance.md, 'Pass size and buckets');
+    // more programs only where items are longer than 32 tokens and vary in length.
     itemTokenSteps: [1.125, 1.25, 1.375, 1.5, 1.625, 1.75, 1.875],
     // XLA CPU computes bf16 ops in f32 (whole stacked arrays converted at each execution when they were typed
     // bf16) and runs bf16 elementwise work slowly: u16 bits, widened per layer slice, and f32 products.
@@ -249,8 +230,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
   },
   cuda: {
     platform: 'cuda',
-    // On an H100 (CUDA plugin of jax-cuda13-pjrt 0.11.2), a pass budget of 16,384 tokens ran the target
-    // workload 40% faster than the CPU's 1,536 (2,955 against 2,111 items/s).
+    // A larger pass than the CPU's: faster on the target workload on an H100 (docs/performance.md, 'Pass size
+    // and buckets').
     // Cross-request passes: as many rows as a one-request pass (not measured on its own yet).
     budget: { tokensPerPass: 16384, scoreBytesPerPass: 4 * 2 ** 30, batchRowsPerPass: 16384 },
     // Not fitted on a GPU yet: the CPU's constants (AVX2's fit), which overstate the per-pass cost there.
@@ -260,34 +241,28 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     causalAttention: { kind: 'square' },
     // Under bf16 dots, with the pinned plugin: cuDNN's fused attention. A pass puts its prefill rows and
     // its item rows against the prefix keys into one padding-causal call (the groups of a cross-request
-    // pass its batch), then the items' own keys in a second (`cudnn_join`). On an H100, in one run
-    // (docs/gpu.md, 'Measured'): the target workload at 10,082 items/s against 9,665 with the prefill
-    // apart (`cudnn`), the PR workload one request at a time 1,777 against 1,565; an earlier run had the
-    // cuDNN forms at 10,266 against 4,299 for the joint and square forms. The own keys in StableHLO
-    // (`cudnn_ownhlo`) ran at 10,094 against 10,266 in that run.
+    // pass its batch), then the items' own keys in a second (`cudnn_join`): the fastest of the forms
+    // measured on an H100, on the target and PR workloads (docs/gpu.md, 'Fused attention through cuDNN'
+    // and 'Measured').
     prefixAttentionWithCudnn: { kind: 'cudnn', joinPrefill: true },
     causalAttentionWithCudnn: { kind: 'cudnn' },
     // 1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 20, ...: at most 1.25x the items (10 items pad to 10,
-    // not 12: 7% of the rows of the PR workload's cross-request pass); a compile takes 4-6 s there.
+    // not 12), as on the CPU.
     countSteps: [1.25, 1.5, 1.75],
-    // A compile takes 4-6 s there and a padded row costs little: the item-length ladder's rungs.
+    // Compiles are slow there and a padded row costs little: the item-length ladder's rungs.
     queryTokenSteps: [1.25, 1.5, 1.75],
     itemTokenSteps: [1.25, 1.5, 1.75],
-    // From the kernel profile of a target pass on an H200 (docs/gpu.md): widening the u16 bits took a
-    // ~60 us kernel per layer, and the f32 gate|up product read back to round it to bf16 91 us. Typed bf16
-    // and bf16 products remove both: on an H100, in one run (PJRT_SCORE_PLATFORM_FACTS switching them), the
-    // target workload at 10,094 against 9,800 items/s with the CPU's facts, the PR workload with 8 callers
-    // at 4,759 against 4,272.
+    // Typed bf16 and bf16 products remove the per-layer widening kernel and the f32 gate|up product read back
+    // to be rounded that the H200's kernel profile showed; faster on the H100 on the target and PR workloads
+    // (docs/gpu.md, 'Options that matter there').
     bf16Matrices: 'bf16',
     bf16Products: true,
     // The addon's kernels are the CPU's.
     matmulKernel: false,
     matmulKernelF32: false,
     // XLA keeps the bf16 roundings the programs ask for instead of computing through them in f32 (the
-    // programs then mean what they say), and drops conversions: on an H100 (jax-cuda13-pjrt 0.11.2), as
-    // XLA_FLAGS, the target workload at 10,667 against 10,094 items/s and in another run 8,640 against
-    // 8,330 (two cuDNN forms since changed or removed). With today's forms the two measured alike: the
-    // target 10,082 and 10,730 in two runs with it, 10,378 without, in one call (docs/gpu.md, 'Measured').
+    // programs then mean what they say); with today's forms it measured alike with and without on an H100
+    // (docs/gpu.md, 'Options that matter there').
     xlaOptions: { xla_allow_excess_precision: false },
     // NVIDIA tensor cores (docs/gpu.md, 'Measured').
     autoPrecision: {
