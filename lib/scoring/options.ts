@@ -187,7 +187,7 @@ export const SCORER_SETTINGS = [
     flag: 'batching',
     env: 'PJRT_SCORE_BATCHING',
     default: 'invariant',
-    help: 'invariant (default: each request on its own plan, its scores bit for bit those it gets alone) or cross-request (waiting requests with different queries share device passes, within 1e-5 of alone)',
+    help: 'invariant (default: each request on its own plan, its scores bit for bit those it gets alone) or cross-request (waiting requests with different queries share device passes, within f32 rounding of alone: docs/design.md, Batch invariance)',
   }),
   choiceSetting('rerankTemplate', Object.keys(RERANK_TEMPLATES), {
     flag: 'rerank-template',
