@@ -11,7 +11,7 @@
 // worst wait, and RSS over time (its growth after --warm). Writes
 // bench-results/<--out> (JSON) and prints a summary.
 //
-//   node scripts/bench/service.js --soak [--duration S (600)] [--rate R (1)] [--warm S (120)]
+//   node scripts/bench/service.js --soak [--duration S (600)] [--rate R (0.5)] [--warm S (120)]
 //     [--sample S (30)] [--probe-every MS (500)] [--timeout-ms MS (30000)] [--url URL] [--out soak.json]
 const fs = require('node:fs');
 const http = require('node:http');
@@ -30,11 +30,11 @@ const HUGE = JSON.stringify({ query: 'Is this a fruit?', items: ['word '.repeat(
 
 /** Each kind of request: its share of the traffic, and how it is sent. */
 const MIX = [
-  { kind: 'score-small', weight: 40, body: (i) => ({ query: `Question ${i % 50}: is this a fruit?`, items: [0, 1, 2, 3].map((k) => ` ${NOUNS[(i + k) % NOUNS.length]}`), label_token_ids: [YES, NO] }) },
-  { kind: 'rerank-small', weight: 25, route: '/v1/rerank', body: (i) => ({ query: `Which is a fruit (${i % 50})?`, documents: [0, 1, 2].map((k) => `A ${NOUNS[(i + k) % NOUNS.length]}.`) }) },
-  // ~1,000 tokens in each of two items, over INLINE_TOKENIZE_CHARS: tokenized on the worker.
-  { kind: 'score-large', weight: 6, body: (i) => ({ query: `Is this text about a market (${i % 20})?`, items: [SENTENCE.repeat(48), ` ${NOUNS[i % NOUNS.length]}`], label_token_ids: [YES, NO] }) },
-  { kind: 'rerank-large', weight: 4, route: '/v1/rerank', body: (i) => ({ query: `Where is the bridge (${i % 20})?`, documents: [0, 1, 2, 3].map((k) => `${k}: ${SENTENCE.repeat(45)}`) }) },
+  { kind: 'score-small', weight: 42, body: (i) => ({ query: `Question ${i % 50}: is this a fruit?`, items: [0, 1, 2, 3].map((k) => ` ${NOUNS[(i + k) % NOUNS.length]}`), label_token_ids: [YES, NO] }) },
+  { kind: 'rerank-small', weight: 27, route: '/v1/rerank', body: (i) => ({ query: `Which is a fruit (${i % 50})?`, documents: [0, 1, 2].map((k) => `A ${NOUNS[(i + k) % NOUNS.length]}.`) }) },
+  // Items and documents of ~950 tokens, over INLINE_TOKENIZE_CHARS: tokenized on the worker.
+  { kind: 'score-large', weight: 4, body: (i) => ({ query: `Is this text about a market (${i % 20})?`, items: [SENTENCE.repeat(45), ` ${NOUNS[i % NOUNS.length]}`], label_token_ids: [YES, NO] }) },
+  { kind: 'rerank-large', weight: 2, route: '/v1/rerank', body: (i) => ({ query: `Where is the bridge (${i % 20})?`, documents: [0, 1].map((k) => `${k}: ${SENTENCE.repeat(45)}`) }) },
   { kind: 'hostile-huge', weight: 3, raw: () => HUGE },
   { kind: 'hostile-json', weight: 8, raw: (i) => `{"query": "q", "items": [${i}` },
   { kind: 'hostile-413', weight: 5, headers: { 'content-length': String(64 << 20) }, raw: () => '{}' },
@@ -47,7 +47,7 @@ function options(argv) {
     args: argv.filter((a) => a !== '--soak'),
     options: {
       duration: { type: 'string', default: '600' },
-      rate: { type: 'string', default: '1' },
+      rate: { type: 'string', default: '0.5' },
       warm: { type: 'string', default: '120' },
       sample: { type: 'string', default: '30' },
       'probe-every': { type: 'string', default: '500' },
