@@ -95,6 +95,18 @@ test('rerank --file: documents one per line, or a JSON array from stdin; the sam
     t.equal(results(byDoc).length, 3, 'three results');
     t.deepEqual(results(byFile), results(byDoc), 'lines: the same results (the empty line skipped)');
     t.deepEqual(results(byStdin), results(byDoc), 'JSON on stdin: the same results');
+    // The HTTP answer's shape: an id and Cohere's meta beside the results and usage.
+    const body = JSON.parse(byDoc.stdout);
+    t.match(body.id, /^[0-9a-f-]{36}$/, `--json has an id (${body.id})`);
+    t.notEqual(body.id, JSON.parse(byFile.stdout).id, 'a fresh id each run');
+    t.equal(body.meta.tokens.input_tokens, body.usage.prompt_tokens, '--json has meta, its tokens the usage');
+    t.deepEqual(body.meta.api_version, { version: '1' }, "meta's api_version, as /v1/rerank's");
+    // The default model is a chat model: the CLI says so once, naming a reranker from docs/models.md.
+    const models = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'docs', 'models.md'), 'utf8');
+    const named = /--model (\S+)/.exec(byDoc.stderr);
+    t.ok(named, `stderr names a reranker to load: ${byDoc.stderr.trim().split('\n')[0]}`);
+    t.ok(named && models.includes(`--model ${named[1]}`), `the reranker named is the one docs/models.md's "Which model" gives (${named && named[1]})`);
+    t.equal(byDoc.stderr.match(/not a reranker/g)?.length, 1, 'said once');
   } finally {
     require('node:fs').unlinkSync(file);
   }

@@ -595,11 +595,15 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
   t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
   t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');
   t.deepEqual([xla, highest].map((s) => s.explain(request).bf16.packedMatrices), [[], []], 'and without it no matrix is packed');
-  // The f32 kernel: the facts take it on the same measured class (AVX-512 BF16), where AVX-512 may run.
+  // The f32 kernel: the facts of this CPU's class and vendor take it or not (AMD's AVX-512 BF16 CPUs: taken;
+  // Intel's without AMX: XLA's f32 dots, platform/profiles.ts), where AVX-512 may run.
+  const { platformFacts } = require('../dist/scoring/platform');
+  const { hostCpu } = require('../dist/runtime/host-cpu');
+  const takenF32 = taken && platformFacts('cpu', e.attentionKernel.tried, hostCpu().vendor ?? null).matmulKernelF32;
   t.deepEqual(
     [byDefault, xla, highest, highestXla].map((s) => s.explain(request).matmulKernel),
-    [taken ? 'bf16' : null, null, taken ? 'f32' : null, null],
-    `explain().matmulKernel: bf16 under bf16 dots, f32 under true f32 dots${taken ? '' : ' (neither on this CPU class)'}, none where the variable turns them off`,
+    [taken ? 'bf16' : null, null, takenF32 ? 'f32' : null, null],
+    `explain().matmulKernel: bf16 under bf16 dots, ${takenF32 ? 'f32' : "XLA's dots"} under true f32 dots on this ${hostCpu().vendor ?? ''} ${cpuIsa} CPU, none where the variable turns them off`,
   );
   for (const algorithm of ['serial', 'packed', 'prefix']) {
     const [k, x, h] = await Promise.all([byDefault, xla, highest].map((s) => s.score({ ...request, algorithm })));
@@ -615,7 +619,7 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
     // True f32 both: the same products summed in other orders over 30 layers.
     const f32Xla = await highestXla.score({ ...request, algorithm });
     const toF32Xla = Math.max(...diffs(h, f32Xla));
-    t.ok(toF32Xla <= 1e-4, `${algorithm}: true f32 ${taken ? 'through the f32 kernel' : ''} against XLA's f32 dots max ${toF32Xla.toExponential(2)} <= 1e-4`);
+    t.ok(toF32Xla <= 1e-4, `${algorithm}: true f32 ${takenF32 ? 'through the f32 kernel' : ''} against XLA's f32 dots max ${toF32Xla.toExponential(2)} <= 1e-4`);
   }
   for (const s of [byDefault, xla, highest, highestXla]) s.dispose();
   t.end();

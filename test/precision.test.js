@@ -10,6 +10,7 @@ const { Scorer } = require('../dist/scoring/scorer');
 const { cpuIsa, withIsa, bf16Paths } = require('./helpers/kernel-path');
 const { choosePrecision, BF16_DOT_ISAS } = require('../dist/scoring/platform/precision-choice');
 const { platformFacts } = require('../dist/scoring/platform');
+const { hostCpu } = require('../dist/runtime/host-cpu');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -107,7 +108,7 @@ test('Scorer: bf16 dots stay within the seeds\' gate of true f32 on the real mod
 
 /** Whether 'auto' runs bf16 here for a 16-bit checkpoint: the kernels' path has bf16 dot units and the class measured them to pay. */
 function autoBf16Here(kernel) {
-  return BF16_DOT_ISAS.includes(kernel.allowed) && platformFacts('cpu', kernel.tried).autoPrecision.rule === 'bf16-checkpoints';
+  return BF16_DOT_ISAS.includes(kernel.allowed) && platformFacts('cpu', kernel.tried, hostCpu().vendor ?? null).autoPrecision.rule === 'bf16-checkpoints';
 }
 
 test("Scorer: by default (precision 'auto') a bf16 checkpoint runs in bf16 where this CPU's class has bf16 dot units that pay, its weights kept bf16; a quantized one in true f32; explain() and the load log say why", async (t) => {
@@ -151,6 +152,10 @@ test("choosePrecision: 'auto' follows the platform's facts and the checkpoint's 
     t.equal(c.precision, 'highest', `a ${type} checkpoint there: ${c.reason}`);
     t.match(c.reason, new RegExp(`stores its matrices as ${type}`), 'the reason names the stored type');
   }
+  const intel = choosePrecision('auto', 'cpu', zen4, 'bf16', 'GenuineIntel');
+  t.equal(intel.precision, 'highest', `a bf16 checkpoint on an Intel AVX-512 bf16 CPU without AMX: ${intel.reason}`);
+  t.match(intel.reason, /Intel/, 'the reason names the vendor');
+  t.equal(choosePrecision('auto', 'cpu', zen4, 'bf16', 'AuthenticAMD').precision, 'bf16', 'an AMD one: bf16');
   const amx = choosePrecision('auto', 'cpu', kernel('amx'), 'bf16');
   t.equal(amx.precision, 'highest', `the AMX class, not measured: ${amx.reason}`);
   t.match(amx.reason, /not measured/, 'says so');

@@ -1,8 +1,11 @@
 /** `pjrt-score rerank`: rank documents against a query from the command line; a table, or the rerank JSON. */
+import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
 import { loadScorerBackend } from '../server/lifecycle/scorer-backend';
 import { stringifyWithFloats } from '../server/http/json-floats';
+import { rerankAdviceOf } from '../server/lifecycle/loading';
+import { rerankMeta, rerankUsage } from '../server/routes/rerank';
 import { createLogger, logEvent } from '../server/telemetry/log';
 import { MODEL_AND_PLUGIN_HELP, OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
@@ -71,16 +74,22 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     log: values.verbose ? (event) => logEvent(logger, 'info', 'scorer', event) : () => undefined,
   });
   try {
+    // A newcomer's first rerank is often on the default chat model: say so before its answer.
+    const advice = rerankAdviceOf(backend);
+    if (advice !== null) process.stderr.write(`note: ${advice}\n`);
     const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };
     const rerank = backend.normalizeRerankBody(body);
     const result = await backend.scoreNormalized(rerank.score);
     const results = rerankResults(rerank, result.scores);
     if (values.json) {
+      // The HTTP answer's shape (routes/rerank.ts), its id a fresh one.
       const response = {
+        id: randomUUID(),
         model: backend.modelName,
         object: 'rerank',
         results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
-        usage: { prompt_tokens: result.usage.promptTokens, total_tokens: result.usage.promptTokens },
+        usage: rerankUsage(result, rerank),
+        meta: rerankMeta(result, rerank, '1'),
       };
       process.stdout.write(`${stringifyWithFloats(response, new Set(['relevance_score']))}\n`);
     } else {

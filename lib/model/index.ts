@@ -24,7 +24,8 @@ export type { Architecture, GemmaParts, HfConfigOptions, ModelConfig, SlidingWin
 export { WeightsError, weightSlots, unpermuteRopeRows } from './weights';
 export type { HostTensor, HostLayerWeights, HostWeights, WeightSlot } from './weights';
 export { loadGgufWeights, loadHfWeights } from './weights-load';
-export { Tokenizer, TokenizerError } from './tokenizer';
+export { NORMALIZER_FOLD, Tokenizer, TokenizerError } from './tokenizer';
+export { TokenizerPool } from './tokenizer-pool';
 export type { TokenizerOptions } from './tokenizer';
 export { tokenizerJsonFromGguf } from './gguf-tokenizer';
 export { loadModel, loadModelInfo, openModel } from './load';

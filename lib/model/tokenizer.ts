@@ -25,6 +25,14 @@ function hfTokenizerClass(): typeof HfTokenizer {
   return (require('@huggingface/tokenizers') as typeof import('@huggingface/tokenizers')).Tokenizer;
 }
 
+/**
+ * How many characters one character of a tokenizer's normalized text may
+ * stand for before normalization: 1 without a Unicode normalizer; with one
+ * (NFC, NFKC, ...), the longest canonical decomposition of one character,
+ * 4 code points (U+1F82), which composition can fold into one.
+ */
+export const NORMALIZER_FOLD = 4;
+
 export class TokenizerError extends Error {
   readonly code = 'TOKENIZER_INVALID';
   constructor(message: string) {
@@ -49,6 +57,17 @@ export class Tokenizer {
   readonly bosTokenId: number | undefined;
   readonly eosTokenId: number | undefined;
   readonly addBos: boolean;
+  /**
+   * The most characters (UTF-16 code units) of input one token can cover:
+   * the longest vocabulary entry in characters (a byte-level entry has one
+   * character per byte; a text's UTF-16 length never exceeds its UTF-8
+   * bytes) times NORMALIZER_FOLD when the tokenizer normalizes. So a text
+   * of more than n x maxCharsPerToken characters has more than n tokens,
+   * which is known without tokenizing it (docs/design.md "Scoring semantics").
+   */
+  readonly maxCharsPerToken: number;
+  /** What the tokenizer was built from: a worker thread builds its own copy from it (tokenizer-pool.ts). */
+  readonly source: { readonly json: Json; readonly options: TokenizerOptions };
   private readonly hf: HfTokenizer;
   /** Special tokens, decoded verbatim (they are not in the library's added tokens). */
   private readonly specialText: ReadonlyMap<number, string>;
@@ -73,6 +92,8 @@ export class Tokenizer {
     }
     this.specialText = specialText;
     this.vocabSize = vocabularySize(tokenizerJson, added);
+    this.maxCharsPerToken = longestEntry(tokenizerJson, added) * (hasUnicodeNormalizer(tokenizerJson.normalizer) ? NORMALIZER_FOLD : 1);
+    this.source = { json: tokenizerJson, options };
     this.bosTokenId = options.bosTokenId;
     this.eosTokenId = options.eosTokenId;
     this.addBos = options.addBos ?? false;
@@ -172,4 +193,26 @@ function vocabularySize(tokenizerJson: Json, added: readonly Json[]): number {
   for (const t of added) size = Math.max(size, checkId(t.id, () => 'added_tokens') + 1);
   if (size === 0) throw new TokenizerError('the tokenizer has an empty vocabulary');
   return size;
+}
+
+/** The longest vocabulary entry (model vocabulary and added tokens), in UTF-16 code units; at least 1. */
+function longestEntry(tokenizerJson: Json, added: readonly Json[]): number {
+  const model = (tokenizerJson.model ?? {}) as Json;
+  let longest = 1;
+  const see = (entry: unknown): void => {
+    if (typeof entry === 'string' && entry.length > longest) longest = entry.length;
+  };
+  if (Array.isArray(model.vocab)) for (const e of model.vocab as unknown[]) see(Array.isArray(e) ? e[0] : e);
+  else if (model.vocab && typeof model.vocab === 'object') for (const token of Object.keys(model.vocab as Json)) see(token);
+  for (const t of added) see(t.content);
+  return longest;
+}
+
+/** Whether a tokenizer.json normalizer (or one in its Sequence) is a Unicode normalization form. */
+function hasUnicodeNormalizer(normalizer: unknown): boolean {
+  if (normalizer === null || typeof normalizer !== 'object') return false;
+  const n = normalizer as Json;
+  if (typeof n.type === 'string' && /^NF(K?)[CD]$/.test(n.type)) return true;
+  if (n.type === 'BertNormalizer' || n.type === 'Precompiled') return true;
+  return Array.isArray(n.normalizers) && n.normalizers.some(hasUnicodeNormalizer);
 }

@@ -18,6 +18,8 @@ export interface HostCpu {
    * generation from the next.
    */
   readonly generation?: string;
+  /** The vendor as CPUID names it ("GenuineIntel", "AuthenticAMD"); absent where /proc/cpuinfo has none. */
+  readonly vendor?: string;
   /** Feature flags as the kernel reports them (cpuid bits), sorted. */
   readonly flags: readonly string[];
   /** Short stable hash of architecture, vendor, family, model and flags: the cache key part. */
@@ -54,7 +56,8 @@ export function hostCpu(): HostCpu {
   const identity = [os.arch(), fields.get('vendor_id') ?? '', family ?? '', modelNumber ?? '', model, flags.join(' ')].join('|');
   const id = createHash('sha256').update(identity).digest('hex').slice(0, 12);
   const generation = family !== undefined && modelNumber !== undefined ? `family ${family} model ${modelNumber}` : undefined;
-  cached = { model, ...(generation !== undefined ? { generation } : {}), flags, id };
+  const vendor = fields.get('vendor_id');
+  cached = { model, ...(generation !== undefined ? { generation } : {}), ...(vendor !== undefined ? { vendor } : {}), flags, id };
   return cached;
 }
 

@@ -12,6 +12,10 @@ export { AbortError, QueueFullError, ScoreInputError, describeValue } from './re
 export { TemplateError } from './requests/rerank-template';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './requests/rerank';
+export { rerankerAdvice, SUGGESTED_RERANKER } from './requests/rerank-template';
+export { charsFor, checkTextBound } from './requests/text-bound';
+export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './requests/off-loop';
+export { OffLoopTokenizer } from './off-loop-tokenizer';
 export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './requests/truncate';
 export {
   normalizeRequest,

@@ -10,6 +10,7 @@ import { openModel } from '../model/load';
 import type { Tokenizer } from '../model/tokenizer';
 import { Client } from '../runtime/client';
 import { attentionKernelPaths } from '../runtime/kernel-paths';
+import { hostCpu } from '../runtime/host-cpu';
 import { loadProgramCache } from './execution/load-programs';
 import { platformFactsOverride } from './platform/override';
 import { bindAttentionForms, checkScorerOptions, LoadedParts, scorerSetup } from './setup';
@@ -54,6 +55,7 @@ export async function loadScorer<T>(options: ScorerOptions, build: (parts: Loade
         kernelPaths,
         factsOverride,
         matrixType: model.matrixType,
+        cpuVendor: client.platformName === 'cpu' ? (hostCpu().vendor ?? null) : null,
       });
       // Streams: each tensor is read, converted and uploaded before the next is read.
       const loadPrograms = loadProgramCache(client, options.diskCache ?? true, setup.xlaOptions);

@@ -26,6 +26,7 @@ import { Budget, Ladders, Plan } from './planning/plan';
 import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './requests/request';
 import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResponse } from './requests/rerank';
 import { RerankTemplate, resolveTemplate, ResolvedTemplate, templateFor } from './requests/rerank-template';
+import { OffLoopTokenizer } from './off-loop-tokenizer';
 import { loadScorer } from './load';
 import { loadedEvent, planExplanation } from './describe';
 
@@ -124,8 +125,13 @@ export class Scorer implements Disposable {
     this.turns = new TurnExecutor({ runner: this.runner, prefixCache: this.prefixCache, sizing: setup.sizing, assertLive: () => this.assertLive(), isIdle: () => this.queue.isIdle() });
     const { vocabSize, contextLength, bosTokenId, addBos } = this.config;
     const { maxItems, maxRequestTokens } = settings;
-    this.requestContext = { vocabSize, contextLength, bosTokenId, addBos, maxItems, maxRequestTokens, tokenize: (text) => this.tokenizer.encode(text) };
+    const source = { tokenizer: () => this.tokenizer, template: () => this.rerankTemplate().template, assertOpen: () => this.assertOpen() };
+    this.offLoop = new OffLoopTokenizer({ vocabSize, contextLength, bosTokenId, addBos, maxItems, maxRequestTokens }, source);
+    this.requestContext = this.offLoop.context;
   }
+
+  /** The normalizers that tokenize long texts on a worker thread, what the service calls (off-loop-tokenizer.ts); ended by dispose(). */
+  readonly offLoop: OffLoopTokenizer;
 
   /** Loads the model, creates the client, uploads the weights (load.ts). */
   static async load(options: ScorerOptions = {}): Promise<Scorer> {
@@ -342,6 +348,7 @@ export class Scorer implements Disposable {
     if (this.disposed) return;
     this.disposed = true;
     this.queue.close(() => new DisposedError('Scorer'));
+    void this.offLoop.close();
     this.prefixCache.clear();
     this.runner.dispose();
     this.weights.dispose();

@@ -91,6 +91,8 @@ export interface SetupInput {
   readonly factsOverride: PlatformFactsOverride;
   /** How the checkpoint stores its matrices: what precision 'auto' follows on the CPU (precision-choice.ts). */
   readonly matrixType: StoredMatrixType;
+  /** CPUID's vendor of the host (hostCpu().vendor): some CPU classes' facts differ by vendor (profiles.ts); default none. */
+  readonly cpuVendor?: string | null;
 }
 
 /** What a Scorer plans and runs with, and what its load uploads: every decision of a load, made once. */
@@ -125,7 +127,7 @@ export interface ScorerSetup {
 export function scorerSetup(input: SetupInput): ScorerSetup {
   const { config, options, plugin } = input;
   const kernelPaths = plugin.prefixAttentionKernel ? input.kernelPaths : null;
-  const facts = withOverride(platformFacts(plugin.platformName, kernelPaths?.tried ?? null), input.factsOverride);
+  const facts = withOverride(platformFacts(plugin.platformName, kernelPaths?.tried ?? null, input.cpuVendor ?? null), input.factsOverride);
   const budget: Budget = { ...budgetForMemory(facts.budget, plugin.deviceMemoryBytes), ...options.budget };
   const ladders = scorerLadders(config.contextLength, config.vocabSize, facts);
   const precisionChoice = resolvePrecision(input.precision, facts, kernelPaths, input.matrixType);

@@ -15,6 +15,9 @@
 // runs on the device, so it measures the HTTP layer, validation, queue,
 // logging and metrics alone).
 // Writes bench-results/service.json (--out names another file there).
+// `--soak` is the soak instead (scripts/bench/lib/soak.js: mixed traffic,
+// hostile bodies included, at a fixed rate for --duration; latency, status
+// counts, the probes' worst wait and RSS over time).
 // `--load open` is the open-loop mode instead (scripts/bench/lib/open-loop.js:
 // autocannon at fixed rates, the PR workload as text, the highest rate held).
 //
@@ -88,7 +91,8 @@ function options() {
         '                                     [--servers current,cross,nocache,baseline,fastify] [--baseline-ref REF] [--rounds N] [--warm S]\n' +
         '                                     [--per-worker N] [--timeout-ms MS] [--out FILE (in bench-results/, default service.json)]\n' +
         '       node scripts/bench/service.js --load open [--rates 2,4] [--sweep 6,8] [--duration S] [--warm S] [--tolerance 0.03] [--p99-ms 100]\n' +
-        '                                     [--serve-args "..."] [--url URL --model PATH] [--out FILE] (scripts/bench/lib/open-loop.js)',
+        '                                     [--serve-args "..."] [--url URL --model PATH] [--out FILE] (scripts/bench/lib/open-loop.js)\n' +
+        '       node scripts/bench/service.js --soak [--duration S] [--rate R] [--warm S] [--sample S] [--probe-every MS] [--timeout-ms MS] [--url URL] [--out FILE]',
     );
     process.exit(0);
   }
@@ -327,12 +331,14 @@ function loadMode(argv) {
   return eq ? eq.slice('--load='.length) : 'closed';
 }
 
-const load = loadMode(process.argv.slice(2));
-if (load !== 'open' && load !== 'closed') {
+const argv = process.argv.slice(2);
+const load = argv.includes('--soak') ? 'soak' : loadMode(argv);
+if (load !== 'open' && load !== 'closed' && load !== 'soak') {
   console.error(`--load is open or closed, got ${load}`);
   process.exit(2);
 }
-(load === 'open' ? require('./lib/open-loop').main(process.argv.slice(2)) : main()).catch((error) => {
+const modes = { open: () => require('./lib/open-loop').main(argv), soak: () => require('./lib/soak').main(argv), closed: main };
+modes[load]().catch((error) => {
   console.error(error);
   process.exit(1);
 });

@@ -57,10 +57,11 @@ const HALF_CHECKPOINTS: readonly StoredMatrixType[] = ['bf16', 'f16'];
 
 /**
  * Resolves `asked` on a host whose kernels take `kernel` (null: no attention kernels, e.g. not the
- * CPU plugin), for a checkpoint whose matrices are stored as `matrixType`.
+ * CPU plugin), for a checkpoint whose matrices are stored as `matrixType`, on a CPU of `cpuVendor`
+ * (CPUID's vendor: profiles.ts, platformFacts).
  */
-export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, matrixType: StoredMatrixType): PrecisionChoice {
-  return resolvePrecision(asked, platformFacts(platform, kernel?.tried ?? null), kernel, matrixType);
+export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, matrixType: StoredMatrixType, cpuVendor: string | null = null): PrecisionChoice {
+  return resolvePrecision(asked, platformFacts(platform, kernel?.tried ?? null, cpuVendor), kernel, matrixType);
 }
 
 /** choosePrecision with the platform's facts already read (of the kernels' CPU class: platformFacts). */

@@ -170,6 +170,24 @@ const AVX512BF16_FACTS: CpuClassFacts = {
 };
 
 /**
+ * AVX512_BF16 on an Intel CPU without AMX (Cooper Lake; Sapphire or Emerald Rapids where a VM hides AMX): two
+ * 512-bit FMA ports do as many f32 FLOPs a cycle as vdpbf16ps does bf16 ones, so bf16 dots gain nothing there,
+ * and XLA's f32 dots beat the addon's f32 kernel. The rule, from the Qwen3-0.6B shape's PR request on family 6
+ * model 207 (2 cores under KVM): XLA's f32 dots 0.56x the f32 kernel's time and 0.77x that of bf16 dots through
+ * the bf16 kernel (docs/performance.md, 'By model'). Under precision 'bf16' the bf16 kernel still runs: XLA's own
+ * bf16 dots were slower there (docs/performance.md, 'Long items, and the kernel's paths by CPU class').
+ */
+const INTEL_AVX512BF16_FACTS: CpuClassFacts = {
+  ...AVX512BF16_FACTS,
+  matmulKernelF32: false,
+  autoPrecision: {
+    rule: 'highest',
+    why: "on an Intel CPU without AMX bf16 dots do no more work a cycle than f32 ones: XLA's f32 dots ran the Qwen3-0.6B shape's PR request at 0.77x the time of bf16 dots",
+  },
+  measured: "AVX-512 bf16 on Intel without AMX (family 6 model 207, 2 cores): the matmul kernels and 'auto' by npm run bench's models section; budget and cost constants the AMD class's",
+};
+
+/**
  * The CPU classes. AVX2 and AVX-512 bf16 have been measured; the others borrow AVX2's facts until
  * scripts/bench/fit-cost-model.js and the bench's chunk sweep run on such a CPU
  * (the load log says which class borrowed). Portable: a CPU without AVX2.
@@ -182,6 +200,11 @@ const CPU_CLASS_FACTS: Readonly<Record<KernelIsa, CpuClassFacts>> = {
   // No matmul kernel: it runs on vdpbf16ps, and XLA's bf16 dots run on the AMX tiles there (never measured
   // against each other on an AMX CPU).
   amx: { ...AVX2_FACTS, measured: null },
+};
+
+/** The CPUs whose class facts differ by vendor: CPUID's vendor and class -> their facts. */
+const VENDOR_CLASS_FACTS: Readonly<Record<string, Partial<Record<KernelIsa, CpuClassFacts>>>> = {
+  GenuineIntel: { avx512bf16: INTEL_AVX512BF16_FACTS },
 };
 
 const FACTS: Readonly<Record<string, PlatformFacts>> = {
@@ -302,13 +325,14 @@ export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
 /**
  * The facts of a platform (its lower-cased name as the plugin reports it); the CPU's when there is no
  * entry. On the CPU, `cpuClass` (the attention kernels' instruction set on this CPU, null where unknown)
- * picks the budget and cost constants of that class.
+ * picks the budget, cost constants, matmul kernels and 'auto' rule of that class, and `cpuVendor` (CPUID's,
+ * hostCpu().vendor) those of a vendor whose CPUs of the class differ (VENDOR_CLASS_FACTS).
  */
-export function platformFacts(platform: string, cpuClass: KernelIsa | null = null): PlatformFacts {
+export function platformFacts(platform: string, cpuClass: KernelIsa | null = null, cpuVendor: string | null = null): PlatformFacts {
   const entry = FACTS[platform.toLowerCase()];
   if (!entry) return { ...FACTS.cpu, platform, known: false };
   if (entry.platform !== 'cpu' || cpuClass === null) return entry;
-  const cls = CPU_CLASS_FACTS[cpuClass];
+  const cls = (cpuVendor !== null ? VENDOR_CLASS_FACTS[cpuVendor]?.[cpuClass] : undefined) ?? CPU_CLASS_FACTS[cpuClass];
   const measured = cls.measured ?? `${cpuClass}: not measured on this CPU class, the facts of ${AVX2_FACTS.measured}`;
   return {
     ...entry,

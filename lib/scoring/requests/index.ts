@@ -10,6 +10,8 @@
 export { AbortError, QueueFullError, ScoreInputError, describeValue, throwIfAborted } from './errors';
 export { normalizeRequest, normalizeRequestBody, type NormalizedRequest, type ScoreRequest, type ScoreRequestContext } from './request';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest } from './rerank';
-export { chooseTemplate, RERANK_TEMPLATES, resolveTemplate, TemplateError, type RerankTemplate, type ResolvedTemplate } from './rerank-template';
+export { chooseTemplate, RERANK_TEMPLATES, rerankerAdvice, resolveTemplate, SUGGESTED_RERANKER, TemplateError, type RerankTemplate, type ResolvedTemplate } from './rerank-template';
 export { scoresFromLabelLogprobs } from './scores';
 export { cutTokens, readTruncateOption } from './truncate';
+export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './off-loop';
+export { charsFor, checkTextBound } from './text-bound';

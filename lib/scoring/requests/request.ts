@@ -8,6 +8,7 @@
  */
 import { ScoreInputError, describeValue } from './errors';
 import { asRecord, FieldNames, Piece, readFlag, readItemList, readItems, readLabels, readPiece } from './request-fields';
+import { checkTextBound, checkTotalTextBound } from './text-bound';
 import { cutTokens, readTruncateOption, readTruncatePromptTokens, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
 
 /** What the normalizer needs to know about the model and the service limits. */
@@ -26,6 +27,8 @@ export interface ScoreRequestContext {
   readonly bosTokenId?: number;
   /** Whether the model's tokenizer config prepends BOS to a sequence. */
   readonly addBos: boolean;
+  /** The tokenizer's maxCharsPerToken: text that cannot fit is refused before it is tokenized (text-bound.ts); none when undefined. */
+  readonly maxCharsPerToken?: number;
 }
 
 /** A token-id list as a caller may pass it: a plain array or an integer typed array. */
@@ -181,6 +184,17 @@ function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestCon
   const labels = readLabels(raw.labels, names.labels, vocab);
   const applySoftmax = readFlag(raw.applySoftmax, names.applySoftmax);
   const itemFirst = readFlag(raw.itemFirst, names.itemFirst);
+
+  // Text that cannot fit is refused before anything is tokenized (text-bound.ts).
+  const tokenLimit = Math.min(ctx.contextLength, ctx.maxRequestTokens);
+  const limitName = ctx.contextLength <= ctx.maxRequestTokens ? "the model's context" : 'the per-request limit';
+  if (query.kind === 'text') checkTextBound(query.text, tokenLimit, limitName, names.query, names.query, ctx);
+  if (raw.truncation === undefined) {
+    items.forEach((item, i) => {
+      if (item.kind === 'text') checkTextBound(item.text, tokenLimit, limitName, `${names.items}[${i}]`, names.items, ctx, names.truncate);
+    });
+    if (query.kind === 'text') checkTotalTextBound([query, ...items].map((p) => (p.kind === 'text' ? p.text : '')), names.items, ctx);
+  }
 
   const inputKind = query.kind;
   // BOS belongs at the start of the whole sequence: query ++ item, or item ++ query when itemFirst.

@@ -236,6 +236,27 @@ export function chooseTemplate(model: { readonly name: string; readonly architec
   );
 }
 
+/** Templates that ask a chat model to judge: the model is not a trained reranker. */
+const JUDGE_TEMPLATES: ReadonlySet<RerankTemplate> = new Set([CHATML_YES_NO, LLAMA3_YES_NO, GEMMA_YES_NO]);
+
+/** A reranker with a built-in recipe, named to a user whose model is not one (docs/models.md, "Which model"). */
+export const SUGGESTED_RERANKER = 'Qwen/Qwen3-Reranker-0.6B';
+
+/** What to tell a user who reranks with a chat model through a judge template; null for a reranker, or a model no template fits. */
+export function rerankerAdvice(modelName: string, templateOf: () => RerankTemplate): string | null {
+  let template: RerankTemplate;
+  try {
+    template = templateOf();
+  } catch {
+    return null;
+  }
+  if (!JUDGE_TEMPLATES.has(template)) return null;
+  return (
+    `${modelName} is a chat model, not a reranker: it ranks through the ${template.name} judge template, and its order is often wrong. ` +
+    `For reranking, load a reranker: --model ${SUGGESTED_RERANKER} (docs/models.md, "Which model")`
+  );
+}
+
 /** The template a `rerankTemplate` option names: a built-in's name, a template of the caller's, or (undefined) the one chooseTemplate picks. */
 export function templateFor(option: string | RerankTemplate | undefined, model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
   if (option === undefined) return chooseTemplate(model, tokenizer);

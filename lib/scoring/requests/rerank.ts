@@ -27,6 +27,7 @@ import { NormalizedRequest, normalizeTokenRequest, ScoreRequestContext } from '.
 import { checkUnicode, FieldNames } from './request-fields';
 import { LOG_NORMALIZER_LABEL } from '../../hlo';
 import { RelevanceScale, ResolvedTemplate } from './rerank-template';
+import { checkRerankTextBounds } from './text-bound';
 import {
   positiveCount,
   readMaxTokensPerDoc,
@@ -219,6 +220,8 @@ function asObject(value: unknown, param: string): Record<string, unknown> {
 function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
   const names = NAMES[dialect];
   if (typeof raw.query !== 'string') throw new ScoreInputError(`query must be a string, got ${describeValue(raw.query)}`, 'query');
+  // Nothing to judge relevance to: every document would score alike.
+  if (raw.query.trim() === '') throw new ScoreInputError('query is empty: a rerank needs a query to rank the documents against', 'query');
   if (!Array.isArray(raw.documents)) {
     throw new ScoreInputError(`${names.documents} must be an array of strings, got ${describeValue(raw.documents)}`, names.documents);
   }
@@ -240,6 +243,7 @@ function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: Re
   checkUnicode(raw.query, 'query', 'query');
   checkUnicode(instruction, 'instruction', names.instruction);
   documents.forEach((d, i) => checkUnicode(d, `${names.documents}[${i}]`, names.documents));
+  checkRerankTextBounds({ query: raw.query, instruction, documents, maxChunks, truncates: raw.truncation !== undefined, names }, ctx);
   const bos = ctx.addBos && ctx.bosTokenId !== undefined ? [ctx.bosTokenId] : [];
   const query = [...bos, ...template.prefixTokens(raw.query, instruction)];
   let items = documents.map((d) => template.documentTokens(d, instruction));

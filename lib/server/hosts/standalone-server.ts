@@ -2,8 +2,8 @@
  * startServer: the standalone service, `pjrt-score serve`: the scoring
  * service's routes (all of them, 404 for other paths) on a node:http server.
  * It listens at once (so /health answers 503 while the model loads), loads
- * and warms the Scorer, turns ready; close() drains: stop accepting, finish
- * what was accepted, dispose the Scorer. Process metrics are on by default.
+ * and warms the Scorer, turns ready; close() drains: refuse new work, finish
+ * what was accepted, close the listener, dispose the Scorer. Process metrics are on by default.
  * Facing a network (docs/service.md, "Deploying on a network"): API keys,
  * CORS and TLS from the network settings; reload() re-reads the key file
  * and the TLS files (SIGHUP in `pjrt-score serve`).
@@ -49,8 +49,9 @@ export interface ScoreServer {
   readonly registry: Registry;
   /**
    * Graceful stop: with drainDelayMs, first fail readiness (/health 503)
-   * while still serving for that long; then refuse new work (503), let
-   * accepted requests finish, close connections, dispose the Scorer.
+   * while still serving for that long; then refuse new work (503, the
+   * probes still answered), let accepted requests finish, close the
+   * listener and connections, dispose the Scorer.
    * Idempotent.
    */
   close(): Promise<void>;
@@ -114,10 +115,12 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
         logEvent(service.logger, 'info', 'leaving', { drain_delay_ms: settings.drainDelayMs });
         await new Promise<void>((resolve) => setTimeout(resolve, settings.drainDelayMs));
       }
+      // The listener stays open through the drain: probes answer (/livez 200, /readyz 503), new scoring
+      // requests get 503 with Connection: close, accepted ones finish; only then does it close.
       const drained = control.drain();
-      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drained;
+      const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections that finished their last response are idle now.
       server.closeIdleConnections();
       server.closeAllConnections();

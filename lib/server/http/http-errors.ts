@@ -41,6 +41,7 @@ const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
   401: 'AuthenticationError',
   404: 'NotFoundError',
   405: 'MethodNotAllowedError',
+  408: 'RequestTimeoutError',
   413: 'PayloadTooLargeError',
   429: 'RateLimitError',
   500: 'InternalServerError',

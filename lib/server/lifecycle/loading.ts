@@ -3,7 +3,7 @@
  * answer 503, then the state turns ready. A close during loading disposes
  * what was loaded and rejects.
  */
-import { OptionError } from '../../scoring';
+import { OptionError, rerankerAdvice } from '../../scoring';
 import { ServeOptions, scorerSettingsOf } from '../settings/serve-settings';
 import { DEFAULT_WARMUP } from '../settings/warmup-spec';
 import { ServiceLogger, logEvent } from '../telemetry/log';
@@ -62,6 +62,8 @@ export async function loadBackend(
     logEvent(logger, 'info', 'warm', { shapes: shapes.length, seconds: round((performance.now() - warmStarted) / 1000), stats: backend.stats().jit });
   }
   if (stopping()) throw new Error('the service was closed during warmup');
+  const advice = rerankAdviceOf(backend);
+  if (advice !== null) logEvent(logger, 'warn', 'not_a_reranker', { model: backend.modelName, message: advice });
   state.markReady();
   logEvent(logger, 'info', 'ready', {
     model: backend.modelName,
@@ -96,4 +98,10 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
 
 function round(seconds: number): number {
   return Math.round(seconds * 100) / 100;
+}
+
+/** The advice for a chat model used to rerank (scoring's rerankerAdvice), once at load; null for a reranker. */
+export function rerankAdviceOf(backend: ScoringBackend): string | null {
+  const template = backend.rerankTemplate;
+  return template ? rerankerAdvice(backend.modelName, () => template.call(backend).template) : null;
 }

@@ -31,6 +31,10 @@ export interface ScoringBackend
   stats(): BackendStats;
   /** Prompt tokens of the requests waiting (the load report's queued work); optional: 0 when absent. */
   readonly queuedTokens?: Scorer['queuedTokens'];
+  /** The normalizers that tokenize long texts off the event loop; optional: the synchronous ones otherwise. */
+  readonly offLoop?: Pick<Scorer['offLoop'], 'normalizeBody' | 'normalizeRerankBody'>;
+  /** The rerank template (the reranker advice reads it); optional. */
+  readonly rerankTemplate?: Scorer['rerankTemplate'];
   /** Token ids -> text (label names in the CLI table); optional. */
   readonly tokenizer?: { decode(ids: readonly number[]): string };
 }

@@ -2,7 +2,7 @@
  * Who may use a route (docs/service.md, "Deploying on a network"). The
  * standalone service checks API keys (api-keys.ts); a fastify or express
  * mount runs the host's `authorize(req)` hook, since the host owns its
- * auth. GET /health is always open (probes carry no key). A refusal is a
+ * auth. The probes (OPEN_PATHS) are always open: they carry no key. A refusal is a
  * 401 with `WWW-Authenticate: Bearer` and the error body of every route,
  * thrown before the body is read: a refused body never reaches the Scorer.
  */

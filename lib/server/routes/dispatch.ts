@@ -33,7 +33,6 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
   const given = ex.req.headers['x-request-id'];
   const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
   const common: Record<string, string> = { 'x-request-id': id };
-  if (service.phase === 'leaving' || service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
   const path = ex.path;
   const startMs = performance.now();
   const trace = service.tracing?.startRequest(ex.req, ex.method, route?.path ?? 'other', startMs) ?? null;
@@ -66,6 +65,8 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
       ex.req.resume();
     }
   }
+  // Read when the answer goes out: a request taken before SIGTERM and answered after it closes its connection too.
+  if (service.phase === 'leaving' || service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
   try {
     send({ ...reply, headers: { ...reply.headers, ...common } });
   } catch (error) {

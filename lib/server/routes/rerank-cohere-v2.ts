@@ -19,9 +19,9 @@ export interface CohereV2RerankResponseBody {
 }
 
 export const COHERE_V2_RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
-  normalize: (backend, body) => {
+  normalize: async (backend, body) => {
     checkModelField(body);
-    const rerank = backend.normalizeRerankBody(body, 'v2');
+    const rerank = backend.offLoop ? await backend.offLoop.normalizeRerankBody(body, 'v2') : backend.normalizeRerankBody(body, 'v2');
     return { request: rerank.score, detail: rerank };
   },
   respond: (outcome, rerank, service, id): CohereV2RerankResponseBody => ({
@@ -32,7 +32,7 @@ export const COHERE_V2_RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
       relevance_score: r.relevanceScore,
       ...(r.document !== undefined ? { document: { text: r.document } } : {}),
     })),
-    usage: rerankUsage(outcome, rerank),
+    usage: rerankUsage(outcome, rerank, true),
     meta: rerankMeta(outcome, rerank, '2'),
   }),
   floatKeys: RERANK_FLOAT_KEYS,

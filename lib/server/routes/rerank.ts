@@ -59,8 +59,14 @@ function isTeiBody(body: unknown): body is { texts: unknown } {
   return body !== null && typeof body === 'object' && !Array.isArray(body) && (body as { texts?: unknown }).texts !== undefined;
 }
 
-export function rerankUsage(outcome: ScoreResult, rerank: NormalizedRerank): RerankUsage {
-  const truncation = rerank.score.truncation;
+/**
+ * The usage; `prompt_tokens_before_truncation` when the request asked for
+ * truncation, or with `onlyWhenCut` (Cohere v2, whose max_tokens_per_doc
+ * always applies) when a document was cut.
+ */
+export function rerankUsage(outcome: ScoreResult, rerank: NormalizedRerank, onlyWhenCut = false): RerankUsage {
+  const asked = rerank.score.truncation;
+  const truncation = onlyWhenCut && asked?.truncatedItems.length === 0 ? undefined : asked;
   return {
     prompt_tokens: outcome.usage.promptTokens,
     total_tokens: outcome.usage.promptTokens,
@@ -88,13 +94,13 @@ export function resultDocument(result: RerankResult): unknown {
 }
 
 export const RERANK_ENDPOINT: ScoringEndpoint<NormalizedRerank> = {
-  normalize: (backend, body) => {
+  normalize: async (backend, body) => {
     checkModelField(body);
     // TEI refuses an empty batch (its ErrorType::Empty) where the common shape answers no results.
     if (isTeiBody(body) && Array.isArray(body.texts) && body.texts.length === 0) {
       throw new HttpError(400, '`texts` cannot be empty', { param: 'texts', teiType: 'empty' });
     }
-    const rerank = backend.normalizeRerankBody(body, 'v1');
+    const rerank = backend.offLoop ? await backend.offLoop.normalizeRerankBody(body, 'v1') : backend.normalizeRerankBody(body, 'v1');
     return { request: rerank.score, detail: rerank };
   },
   respond: (outcome, rerank, service, id): RerankResponseBody | TeiRerankResponseBody | SglangRerankResponseBody => {

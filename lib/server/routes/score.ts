@@ -45,6 +45,8 @@ export interface ScoreRecord {
   steps: StepTiming[] | null;
   /** performance.now() when the scores were ready: the reply starts there. */
   scoredAtMs?: number;
+  /** The body was read whole: a deadline after this is the server's (504), before it the client's (408). */
+  bodyRead?: boolean;
 }
 
 /** The request's deadline passed (504): the reason its signal fires with, kept through the Scorer. */
@@ -63,8 +65,8 @@ class ClientGoneError extends AbortError {
 
 /** What differs between the scoring routes. */
 export interface ScoringEndpoint<T> {
-  /** Validates and tokenizes a parsed JSON body (ScoreInputError on bad input): the request's one normalization. */
-  normalize(backend: ScoringBackend, body: unknown): { readonly request: NormalizedRequest; readonly detail: T };
+  /** Validates and tokenizes a parsed JSON body (ScoreInputError on bad input), long texts off the event loop: the request's one normalization. */
+  normalize(backend: ScoringBackend, body: unknown): Promise<{ readonly request: NormalizedRequest; readonly detail: T }>;
   /** The 200 answer. */
   respond(outcome: ScoreResult, detail: T, service: ServiceState, id: string): unknown;
   /** Keys whose numbers are floats on the wire (1 is written 1.0): json-floats.ts. */
@@ -75,9 +77,9 @@ export interface ScoringEndpoint<T> {
 
 /** POST /v1/score. */
 export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest['truncation'] | null> = {
-  normalize: (backend, body) => {
+  normalize: async (backend, body) => {
     checkModelField(body);
-    const request = backend.normalizeBody(body);
+    const request = backend.offLoop ? await backend.offLoop.normalizeBody(body) : backend.normalizeBody(body);
     return { request, detail: request.truncation ?? null };
   },
   respond: (outcome, truncation, service): ScoreResponseBody => ({
@@ -109,13 +111,13 @@ export async function handleScoring<T>(service: ServiceState, ex: Exchange, reco
     record.status = 200;
     return jsonReply(200, body, {}, endpoint.floatKeys);
   } catch (error) {
-    const httpError = toHttpError(service, error, controller.signal);
+    const httpError = toHttpError(service, error, controller.signal, record.bodyRead === true);
     record.status = httpError.status;
     record.error = httpError.message;
     record.param = httpError.param;
     if (httpError.status === 500) logEvent(service.logger, 'error', 'internal_error', { id: record.id, error });
     let headers: Record<string, string> = {};
-    if (httpError.status === 413) {
+    if (httpError.status === 413 || httpError.status === 408) {
       // The rest of the body is not read: close the connection once the answer is out.
       headers = { connection: 'close' };
       ex.req.resume();
@@ -159,19 +161,15 @@ async function scoreRequest<T>(
   }
   checkContentType(ex.req.headers['content-type']);
   const steps = record.steps;
-  const time = <R>(name: string, step: () => R): R => {
-    const startMs = performance.now();
-    try {
-      return step();
-    } finally {
-      steps?.push({ name, startMs, endMs: performance.now() });
-    }
-  };
   const readStart = performance.now();
   const body = await requestBody(service, ex, signal);
+  record.bodyRead = true;
   steps?.push({ name: 'read body', startMs: readStart, endMs: performance.now() });
   if (endpoint.errorShape) record.errorShape = endpoint.errorShape(body);
-  const { request, detail } = time('tokenize', () => endpoint.normalize(backend, body));
+  const tokenizeStart = performance.now();
+  // Long texts are tokenized on a worker thread meanwhile: the deadline and a client gone still end the wait.
+  const { request, detail } = await raceSignal(endpoint.normalize(backend, body), signal);
+  steps?.push({ name: 'tokenize', startMs: tokenizeStart, endMs: performance.now() });
   record.items = request.itemTokens.length;
   record.tokens = request.promptTokens;
   let admission: Admission | null = null;
@@ -207,10 +205,12 @@ export function checkModelField(body: unknown): void {
   }
 }
 
-function toHttpError(service: ServiceState, error: unknown, signal: AbortSignal): HttpError {
+function toHttpError(service: ServiceState, error: unknown, signal: AbortSignal, bodyRead: boolean): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof ScoreInputError) return HttpError.fromInput(error);
   if (error instanceof QueueFullError) return new HttpError(429, `${error.message}: retry later`, { retryAfter: error.retryAfterSeconds });
+  // The client's stall, not the server's: its body was not all there by the deadline.
+  if (error instanceof DeadlineError && !bodyRead) return new HttpError(408, `the request body did not arrive within ${error.timeoutMs} ms`, { param: 'body' });
   if (error instanceof DeadlineError) return new HttpError(504, error.message);
   if (signal.aborted && (isAbortError(error) || error === signal.reason)) return new HttpError(499, 'the client closed the connection');
   if (service.phase === 'closed') return new HttpError(503, 'the server is shutting down', { retryAfter: 5 });

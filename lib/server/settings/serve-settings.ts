@@ -59,13 +59,13 @@ export const SERVE_SETTINGS = [
     min: 0,
     help: 'accepted for SGLang compatibility: must be a token id in the vocabulary; changes nothing (items are delimited by their lengths)',
   }),
-  integerSetting('timeoutMs', { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', min: 1, default: DEFAULT_TIMEOUT_MS, help: `per-request deadline; past it 504 and the work is dropped (default ${DEFAULT_TIMEOUT_MS})` }),
+  integerSetting('timeoutMs', { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', min: 1, default: DEFAULT_TIMEOUT_MS, help: `per-request deadline; past it 504 and the work is dropped, or 408 when the body has not all arrived (default ${DEFAULT_TIMEOUT_MS})` }),
   integerSetting('drainDelayMs', {
     flag: 'drain-delay-ms',
     env: 'PJRT_SCORE_DRAIN_DELAY_MS',
     min: 0,
     default: 0,
-    help: 'on SIGTERM/SIGINT, fail readiness (/health, /readyz 503) and keep serving this long before the listener closes, so gateways and Kubernetes stop sending first (default 0)',
+    help: 'on SIGTERM/SIGINT, fail readiness (/health, /readyz 503) and keep serving this long before the drain refuses new work, so gateways and Kubernetes stop sending first (default 0)',
   }),
   integerSetting('maxBodyBytes', {
     flag: 'max-body-bytes',
