@@ -9,6 +9,7 @@
  * May import: runtime, hlo (its index only), model, device-weights, util (not server or cli).
  */
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
+export { DEFAULT_SCORE_MANY_CONCURRENCY } from './scorer-types';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './requests/rerank';
 export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './requests/truncate';
@@ -56,6 +57,7 @@ export {
   type WarmupShape,
   type BatchJob,
   type BatchOutcome,
+  type ScoreManyOptions,
   type PlanExplanation,
 } from './scorer';
 export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './planning/plan';
