@@ -5,8 +5,9 @@
  */
 
 export interface BatchCounts {
-  /** Lines answered by this run (ok + failed). */
+  /** Lines answered by this run. */
   answered: number;
+  /** Lines answered other than 2xx, by this run or (resume) the run before. */
   failed: number;
   /** Lines found already answered in the output (resume). */
   skipped: number;

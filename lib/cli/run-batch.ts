@@ -10,7 +10,7 @@ import * as fs from 'node:fs';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { BatchCounts, BatchProgress } from './batch-progress';
 import { ReadCounter, Shard, WHOLE, appendLine, openOutput, parseShard, readLines, writeToStream } from './batch-io';
-import { BatchLine, BatchLines, customIdOf } from '../server/hosts/batch-lines';
+import { BatchLine, BatchLines, answeredLine, customIdOf } from '../server/hosts/batch-lines';
 import { openScoringService } from '../server/hosts/mountable-service';
 import { NETWORK_SETTINGS } from '../server/network/network-settings';
 import { OptionError, SERVE_SETTINGS, SettingSpec, resolveServeOptions } from '../server/settings/serve-settings';
@@ -189,7 +189,7 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     }
     progress.stop();
     const s = progress.snapshot();
-    const summary = { event: 'batch_done', lines: counts.answered, ok: counts.answered - counts.failed, failed: counts.failed, skipped: counts.skipped, items: counts.items, seconds: round(s.seconds), items_per_s: round(s.itemsPerSecond), max_rss_bytes: process.resourceUsage().maxRSS * 1024, ...(stopped ? { stopped_by: stopped } : {}) };
+    const summary = { event: 'batch_done', lines: counts.answered, failed: counts.failed, skipped: counts.skipped, items: counts.items, seconds: round(s.seconds), items_per_s: round(s.itemsPerSecond), max_rss_bytes: process.resourceUsage().maxRSS * 1024, ...(stopped ? { stopped_by: stopped } : {}) };
     if (stopped) throw new Error(`stopped by ${stopped} after ${counts.answered} lines (every one written whole); rerun to resume\n${JSON.stringify(summary)}`);
     return { counts, summary };
   } finally {
@@ -219,12 +219,13 @@ async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenera
       const next = await resume.next();
       if (next.done) resume = null;
       else {
-        const written = customIdOf(next.value.bytes);
+        const { customId: written, status } = answeredLine(next.value.bytes);
         const wanted = customIdOf(line.bytes);
-        if (written !== wanted) {
+        if (written !== wanted || status === null) {
           throw new Error(`the output's line ${counts.skipped + 1} answers custom_id ${JSON.stringify(written)}, but the input's next line (line ${line.number}) is ${JSON.stringify(wanted)}: the output was written from another input or --shard; give another --output`);
         }
         counts.skipped++;
+        if (status < 200 || status >= 300) counts.failed++;
         continue;
       }
     }

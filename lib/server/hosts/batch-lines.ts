@@ -46,6 +46,18 @@ export function customIdOf(bytes: Buffer | null): string | null {
   }
 }
 
+/** What an output line says: its custom_id and status (null: not an output line). */
+export function answeredLine(bytes: Buffer | null): { readonly customId: string | null; readonly status: number | null } {
+  try {
+    const value = bytes === null ? null : (JSON.parse(fatalUtf8.decode(bytes)) as unknown);
+    if (!isObject(value)) return { customId: null, status: null };
+    const status = isObject(value.response) ? value.response.status_code : undefined;
+    return { customId: typeof value.custom_id === 'string' ? value.custom_id : null, status: typeof status === 'number' ? status : null };
+  } catch {
+    return { customId: null, status: null };
+  }
+}
+
 /** Answers batch lines through the service's scoring routes (the four a mount always serves). */
 export class BatchLines {
   private readonly routes: readonly RouteDefinition[] = selectRoutes({});
