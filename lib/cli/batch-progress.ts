@@ -23,7 +23,8 @@ export interface ProgressSource {
 }
 
 export class BatchProgress {
-  private readonly startedMs = performance.now();
+  /** The clock starts with the first line (start()), not with the model's load. */
+  private startedMs = performance.now();
   private timer: NodeJS.Timeout | null = null;
   private lastDrawMs = 0;
 
@@ -38,6 +39,7 @@ export class BatchProgress {
   }
 
   start(): void {
+    this.startedMs = performance.now();
     this.timer = setInterval(() => this.report(), this.tty ? 250 : this.everyMs);
     this.timer.unref();
   }

@@ -32,7 +32,7 @@ const DEFAULT_PROGRESS_SECONDS = 10;
 /** A line may be this much longer than the body limit: its custom_id, method and url. */
 const LINE_ENVELOPE_BYTES = 64 * 1024;
 
-const LEFT_OUT: ReadonlySet<string> = new Set(['host', 'port', 'drainDelayMs', ...NETWORK_SETTINGS.map((s) => s.key)]);
+const LEFT_OUT: ReadonlySet<string> = new Set(['host', 'port', 'drainDelayMs', 'docs', ...NETWORK_SETTINGS.map((s) => s.key)]);
 /** The serve settings a batch job takes: the Scorer's and the service's, without the listener's and the network's. */
 const ROWS: readonly SettingSpec[] = (SERVE_SETTINGS as readonly SettingSpec[]).filter((s) => !LEFT_OUT.has(s.key));
 
@@ -179,6 +179,7 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     const done = out !== null && out.done > 0 ? readLines(fs.createReadStream(job.output, { start: 0, end: out.done - 1 }), Number.MAX_SAFE_INTEGER) : null;
     const pending = pendingLines(input, done, counts, () => stopped !== null);
     progress.start();
+    const cpuStart = process.cpuUsage();
     for await (const answer of mapInOrder(pending, (line) => lines.answer(line), { concurrency: job.concurrency })) {
       if (out !== null) appendLine(out.fd, answer.text);
       else await writeToStream(process.stdout, answer.text);
@@ -189,7 +190,7 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     }
     progress.stop();
     const s = progress.snapshot();
-    const summary = { event: 'batch_done', lines: counts.answered, failed: counts.failed, skipped: counts.skipped, items: counts.items, seconds: round(s.seconds), items_per_s: round(s.itemsPerSecond), max_rss_bytes: process.resourceUsage().maxRSS * 1024, ...(stopped ? { stopped_by: stopped } : {}) };
+    const summary = { event: 'batch_done', lines: counts.answered, failed: counts.failed, skipped: counts.skipped, items: counts.items, seconds: round(s.seconds), items_per_s: round(s.itemsPerSecond), cpu_seconds: round(cpuSeconds(cpuStart)), max_rss_bytes: process.resourceUsage().maxRSS * 1024, ...(stopped ? { stopped_by: stopped } : {}) };
     if (stopped) throw new Error(`stopped by ${stopped} after ${counts.answered} lines (every one written whole); rerun to resume\n${JSON.stringify(summary)}`);
     return { counts, summary };
   } finally {
@@ -233,6 +234,11 @@ async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenera
     yield line;
   }
   if (resume !== null && !(await resume.next()).done) throw new Error('the output has more lines than this input gives: it was written from another input or --shard; give another --output');
+}
+
+function cpuSeconds(since: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(since);
+  return (used.user + used.system) / 1e6;
 }
 
 function round(value: number): number {
