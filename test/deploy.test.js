@@ -369,9 +369,7 @@ test("batch: the Job's script over 3 indexes, then the merge's, answer every lin
     JSON.stringify({ custom_id: `c${i}`, method: 'POST', url: i % 2 ? '/v1/rerank' : '/v1/score', body: i % 2 ? { query: 'q', documents: [`doc ${i}`] } : { query: `q${i}`, items: [' a'], label_token_ids: [9805, 787] } }),
   );
   lines.push(JSON.stringify({ custom_id: 'bad', method: 'POST', url: '/v1/score', body: { query: 'q' } }));
-  fs.writeFileSync(path.join(data, 'in.jsonl'), `${lines.join('
-')}
-`);
+  fs.writeFileSync(path.join(data, 'in.jsonl'), `${lines.join('\n')}\n`);
   const shards = Number(batchEnv('SHARDS').value);
   try {
     for (let index = 0; index < shards; index++) {
