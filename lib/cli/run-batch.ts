@@ -7,6 +7,7 @@
  * `--shard i/n` takes every n-th line. docs/service.md, "Batch jobs".
  */
 import * as fs from 'node:fs';
+import type { Readable } from 'node:stream';
 import { OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { BatchCounts, BatchProgress } from './batch-progress';
 import { ReadCounter, Shard, WHOLE, appendLine, openOutput, parseShard, readLines, writeToStream } from './batch-io';
@@ -157,9 +158,11 @@ function batchLogger(): ServiceLogger {
 }
 
 async function runJob(job: JobOptions, settings: Parameters<typeof openScoringService>[0], logger: ServiceLogger): Promise<{ counts: BatchCounts; summary: Record<string, unknown> }> {
-  const inputStream = job.input === '-' ? process.stdin : fs.createReadStream(job.input);
+  // Both files are checked before the model loads: a missing input or an unwritable output fails at once.
   const totalBytes = job.input === '-' ? null : fs.statSync(job.input).size;
   const out = job.output === '-' ? null : openOutput(job.output);
+  // Opened once the model is ready, and read at once: its errors reach the loop below.
+  let inputStream: NodeJS.ReadableStream | null = null;
   const control = openScoringService({ ...settings, logger, warmupProgress: false });
   const counts: BatchCounts = { answered: 0, failed: 0, skipped: 0, items: 0 };
   const counter: ReadCounter = { bytes: 0 };
@@ -175,7 +178,8 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     control.start();
     await control.service.ready;
     const lines = new BatchLines(control.state, control.settings.maxBodyBytes + LINE_ENVELOPE_BYTES);
-    const input = readLines(inputStream, lines.maxLineBytes, job.shard, counter);
+    inputStream = job.input === '-' ? process.stdin : fs.createReadStream(job.input);
+    const input = readLines(inputStream as Readable, lines.maxLineBytes, job.shard, counter);
     const done = out !== null && out.done > 0 ? readLines(fs.createReadStream(job.output, { start: 0, end: out.done - 1 }), Number.MAX_SAFE_INTEGER) : null;
     const pending = pendingLines(input, done, counts, () => stopped !== null);
     progress.start();
@@ -201,7 +205,7 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
       fs.fsyncSync(out.fd);
       fs.closeSync(out.fd);
     }
-    if (job.input !== '-') (inputStream as fs.ReadStream).destroy();
+    if (inputStream !== null && job.input !== '-') (inputStream as fs.ReadStream).destroy();
     await control.drain();
     control.finish();
   }
