@@ -131,6 +131,33 @@ test('/docs keeps CORS like every route; /openapi.json keeps its key', async (t)
   t.end();
 });
 
+test('mounted in fastify under a prefix: the page, its assets and its document under the prefix', async (t) => {
+  if (!browser) return t.fail('no browser');
+  const Fastify = require('fastify');
+  const { createScoringService, silentLogger } = require('../dist/server');
+  const scoring = createScoringService({ logger: silentLogger(), warmup: [] });
+  const app = Fastify();
+  await app.register(scoring.fastifyPlugin({ openapi: true, docs: true }), { prefix: '/api' });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const page = await browser.newPage();
+  const asked = [];
+  page.on('request', (request) => asked.push(new URL(request.url()).pathname));
+  try {
+    await page.goto(`http://127.0.0.1:${app.server.address().port}/api/docs`, { waitUntil: 'load' });
+    await page.waitForSelector('.opblock-summary-path', { timeout: 60000 });
+    const paths = await page.$$eval('.opblock-summary-path', (els) => els.map((e) => e.getAttribute('data-path')));
+    t.ok(paths.includes('/v1/score') && paths.includes('/v2/rerank'), `the mount's routes are shown (${paths.join(', ')})`);
+    for (const path of ['/api/docs/swagger-ui-bundle.js', '/api/docs/loader.js', '/api/openapi.json']) t.ok(asked.includes(path), `the page asked for ${path}`);
+    const server = await page.evaluate(() => window.apiReference.specSelectors.specJson().toJS().servers[0].url);
+    t.equal(new URL(server).pathname, '/api', 'Try it out is sent under the prefix');
+  } finally {
+    await page.close();
+    await app.close();
+    await scoring.close();
+  }
+  t.end();
+});
+
 test('--no-docs: no page', async (t) => {
   const off = await startService(['--no-docs', '--warmup', 'none']);
   try {

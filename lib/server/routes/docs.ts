@@ -6,7 +6,8 @@
  * like the probes (network/access.ts); the document and every route it tries
  * keep their keys: with keys on, the page asks for one, reads the document
  * with it and sends it with each "Try it out" (loader below). The URLs are
- * relative, so the page works under a mount's prefix.
+ * relative, and "Try it out" is sent under the page's own base, so the page
+ * works under a mount's prefix.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -59,6 +60,9 @@ const LOADER = `'use strict';
   var form = document.getElementById('api-key');
   function start(spec, key) {
     form.className = '';
+    // Try it out goes where the page came from: the origin, under a mount's prefix if any.
+    var base = new URL('.', window.location.href).href;
+    if (!spec.servers) spec.servers = [{ url: base.slice(0, base.length - 1) }];
     var ui = window.SwaggerUIBundle({ spec: spec, dom_id: '#swagger-ui', deepLinking: true, defaultModelsExpandDepth: 0 });
     if (key) ui.preauthorizeApiKey(${JSON.stringify(BEARER_SCHEME)}, key);
     window.apiReference = ui;
@@ -93,7 +97,8 @@ export function docsPage(): Reply {
 
 /** One asset of the page: the renderer's files from swagger-ui-dist, or the loader. Anything else is a 404. */
 export function docsAsset(ex: Exchange): Reply {
-  const name = ex.path.split('/').pop() ?? '';
+  // The request's own URL: a mount's exchange carries the route's pattern as its path.
+  const name = (ex.req.url ?? ex.path).split('?')[0].split('/').pop() ?? '';
   if (name === 'loader.js') return { status: 200, contentType: 'text/javascript; charset=utf-8', body: LOADER, headers: { 'cache-control': 'no-cache' } };
   const contentType = Object.prototype.hasOwnProperty.call(RENDERER_FILES, name) ? RENDERER_FILES[name] : undefined;
   if (contentType === undefined) throw new HttpError(404, `no asset ${JSON.stringify(name.slice(0, 100))} under /docs`, { param: 'path' });
