@@ -172,6 +172,48 @@ test('killed partway and rerun: each custom_id once, nothing torn, the same line
   t.equal(rerun.code, reference.filter((l) => JSON.parse(l).response.status_code !== 200).length, 'its exit status counts every failed line, those before it too');
 });
 
+test('SIGTERM: the lines in flight are written whole, then exit 100; a rerun finishes', async (t) => {
+  const outFile = path.join(tmp, 'stopped.jsonl');
+  const first = runBatch(['-i', '-', '-o', outFile, '--concurrency', '2', ...SAME_PLAN], { input: true });
+  first.child.stdin.write(INPUT.slice(0, 12).join('\n'));
+  await new Promise((resolve) => {
+    const watcher = setInterval(() => {
+      if (fs.existsSync(outFile) && outputLines(outFile).length >= 2) {
+        clearInterval(watcher);
+        resolve();
+      }
+    }, 50);
+  });
+  first.child.kill('SIGTERM');
+  const stopped = await first.done;
+  t.equal(stopped.code, 100, 'exit 100: the job did not finish');
+  t.match(stopped.stderr, /stopped by SIGTERM after \d+ lines/, 'saying it was stopped, and after how many lines');
+  const before = outputLines(outFile);
+  t.ok(fs.readFileSync(outFile, 'utf8').endsWith('\n'), 'the output ends with a whole line');
+  t.deepEqual(before, reference.slice(0, before.length), `its ${before.length} lines are those of the whole run`);
+  const rerun = await runBatch(['-i', path.join(tmp, 'in.jsonl'), '-o', outFile, ...SAME_PLAN]).done;
+  t.deepEqual(outputLines(outFile), reference, 'the rerun completes it, line for line the whole run');
+  t.equal(summaryOf(rerun.stderr).skipped, before.length, 'skipping the lines written before');
+});
+
+test('SIGTERM while the input pipe keeps it waiting: it stops at once with every line written', async (t) => {
+  const outFile = path.join(tmp, 'waiting.jsonl');
+  const run = runBatch(['-i', '-', '-o', outFile, ...SAME_PLAN], { input: true });
+  run.child.stdin.write(`${INPUT.slice(0, 3).join('\n')}\n`); // three whole lines, and the pipe stays open
+  await new Promise((resolve) => {
+    const watcher = setInterval(() => {
+      if (fs.existsSync(outFile) && outputLines(outFile).length >= 3) {
+        clearInterval(watcher);
+        resolve();
+      }
+    }, 50);
+  });
+  run.child.kill('SIGTERM');
+  const stopped = await run.done;
+  t.equal(stopped.code, 100, 'exit 100');
+  t.deepEqual(outputLines(outFile), reference.slice(0, 3), 'the three lines, whole');
+});
+
 test('an output from another input is refused, untouched', async (t) => {
   const outFile = path.join(tmp, 'resumed.jsonl');
   const other = path.join(tmp, 'other.jsonl');

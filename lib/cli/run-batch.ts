@@ -168,9 +168,12 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
   const counter: ReadCounter = { bytes: 0 };
   const progress = new BatchProgress({ counts, bytesRead: () => counter.bytes, totalBytes }, process.stderr, job.progressEveryMs);
   let stopped: NodeJS.Signals | null = null;
+  let stop: () => void = () => undefined;
+  const stopping = new Promise<void>((resolve) => (stop = resolve));
   const onSignal = (signal: NodeJS.Signals): void => {
     if (stopped) process.exit(JOB_FAILED_STATUS); // a second signal: the lines in flight are lost, none torn
     stopped = signal;
+    stop();
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
@@ -181,7 +184,7 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     inputStream = job.input === '-' ? process.stdin : fs.createReadStream(job.input);
     const input = readLines(inputStream as Readable, lines.maxLineBytes, job.shard, counter);
     const done = out !== null && out.done > 0 ? readLines(fs.createReadStream(job.output, { start: 0, end: out.done - 1 }), Number.MAX_SAFE_INTEGER) : null;
-    const pending = pendingLines(input, done, counts, () => stopped !== null);
+    const pending = pendingLines(input, done, counts, stopping);
     progress.start();
     const cpuStart = process.cpuUsage();
     for await (const answer of mapInOrder(pending, (line) => lines.answer(line), { concurrency: job.concurrency })) {
@@ -217,27 +220,34 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
  * input order), so each of its lines must carry the next input line's
  * custom_id; anything else means it came from another input or shard.
  */
-async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenerator<BatchLine> | null, counts: BatchCounts, stop: () => boolean): AsyncGenerator<BatchLine, void, undefined> {
+async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenerator<BatchLine> | null, counts: BatchCounts, stopping: Promise<void>): AsyncGenerator<BatchLine, void, undefined> {
   let resume = done;
-  for await (const line of input) {
+  // A signal ends the input at once, even while a pipe keeps it waiting; the window then drains.
+  const stopped = stopping.then(() => null);
+  while (true) {
+    const next = await Promise.race([input.next(), stopped]);
+    if (next === null || next.done) break;
+    const line = next.value;
     if (resume !== null) {
-      const next = await resume.next();
-      if (next.done) resume = null;
+      const written = await resume.next();
+      if (written.done) resume = null;
       else {
-        const { customId: written, status } = answeredLine(next.value.bytes);
+        const { customId, status } = answeredLine(written.value.bytes);
         const wanted = customIdOf(line.bytes);
-        if (written !== wanted || status === null) {
-          throw new Error(`the output's line ${counts.skipped + 1} answers custom_id ${JSON.stringify(written)}, but the input's next line (line ${line.number}) is ${JSON.stringify(wanted)}: the output was written from another input or --shard; give another --output`);
+        if (customId !== wanted || status === null) {
+          throw new Error(`the output's line ${counts.skipped + 1} answers custom_id ${JSON.stringify(customId)}, but the input's next line (line ${line.number}) is ${JSON.stringify(wanted)}: the output was written from another input or --shard; give another --output`);
         }
         counts.skipped++;
         if (status < 200 || status >= 300) counts.failed++;
         continue;
       }
     }
-    if (stop()) return;
     yield line;
   }
-  if (resume !== null && !(await resume.next()).done) throw new Error('the output has more lines than this input gives: it was written from another input or --shard; give another --output');
+  const rest = resume === null ? null : await Promise.race([resume.next(), stopped]);
+  if (rest !== null && !rest.done) {
+    throw new Error('the output has more lines than this input gives: it was written from another input or --shard; give another --output');
+  }
 }
 
 function cpuSeconds(since: NodeJS.CpuUsage): number {

@@ -24,19 +24,37 @@ export async function* mapInOrder<T, R>(
 ): AsyncGenerator<R, void, undefined> {
   const { concurrency } = options;
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be an integer >= 1, got ${String(concurrency)}`);
-  const window: Promise<{ ok: true; value: R } | { ok: false; error: unknown }>[] = [];
+  type Settled = { ok: true; value: R } | { ok: false; error: unknown };
+  const iterator: AsyncIterator<T> | Iterator<T> =
+    Symbol.asyncIterator in source ? (source as AsyncIterable<T>)[Symbol.asyncIterator]() : (source as Iterable<T>)[Symbol.iterator]();
+  const window: Promise<Settled>[] = [];
   let index = 0;
+  let pulling: Promise<IteratorResult<T>> | null = null;
+  let exhausted = false;
   try {
-    for await (const item of source as AsyncIterable<T>) {
-      window.push(
-        fn(item, index++).then(
-          (value) => ({ ok: true as const, value }),
-          (error: unknown) => ({ ok: false as const, error }),
-        ),
-      );
-      if (window.length >= concurrency) yield unwrap(await (window.shift() as (typeof window)[number]));
+    while (!exhausted || window.length > 0) {
+      if (!exhausted && pulling === null && window.length < concurrency) pulling = Promise.resolve(iterator.next());
+      // Whichever comes first: the next input (while the window has room) or the head's result,
+      // so a finished head is yielded even while the source keeps us waiting (a pipe).
+      const racers: Promise<{ readonly source: IteratorResult<T> } | { readonly head: Settled }>[] = [];
+      if (pulling !== null) racers.push(pulling.then((result) => ({ source: result })));
+      if (window.length > 0) racers.push(window[0].then((head) => ({ head })));
+      const event = await Promise.race(racers);
+      if ('source' in event) {
+        pulling = null;
+        if (event.source.done === true) exhausted = true;
+        else
+          window.push(
+            fn(event.source.value, index++).then(
+              (value): Settled => ({ ok: true, value }),
+              (error: unknown): Settled => ({ ok: false, error }),
+            ),
+          );
+      } else {
+        window.shift();
+        yield unwrap(event.head);
+      }
     }
-    while (window.length > 0) yield unwrap(await (window.shift() as (typeof window)[number]));
   } finally {
     // A consumer that stops early (break, throw) still waits for the calls it started.
     await Promise.all(window);
