@@ -26,6 +26,7 @@ export type {
   WarmupShape,
   BatchJob,
   BatchOutcome,
+  ScoreManyOptions,
   PlanExplanation,
   RerankResponse,
 } from './scoring/scorer';

@@ -84,6 +84,8 @@ const readDir = (dir) =>
     .flatMap((file) => parseManifests(fs.readFileSync(path.join(dir, file), 'utf8'), file).map((doc) => ({ file, doc })));
 const manifests = readDir(k8sDir);
 const kedaFiles = readDir(kedaDir);
+const batchDir = path.join(deployDir, 'batch');
+const batchFiles = readDir(batchDir);
 const [scaledObject] = kedaFiles.filter((m) => m.doc.kind === 'ScaledObject').map((m) => m.doc);
 const [kedaKustomization] = kedaFiles.filter((m) => m.doc.kind === 'Kustomization').map((m) => m.doc);
 const byKind = (kind) => manifests.filter((m) => m.doc.kind === kind).map((m) => m.doc);
@@ -106,7 +108,7 @@ test('YAML: the yaml package reads the manifests strictly (YAML 1.2, unique keys
 });
 
 test('manifests: each passes the official schema of its kind, and names no unknown field', async (t) => {
-  const objects = [...manifests, ...kedaFiles.filter((m) => m.doc.kind === 'ScaledObject')].filter((m) => m.doc.kind !== 'Kustomization');
+  const objects = [...manifests, ...kedaFiles.filter((m) => m.doc.kind === 'ScaledObject'), ...batchFiles].filter((m) => m.doc.kind !== 'Kustomization');
   for (const { file, doc } of objects) {
     t.deepEqual(await schemaProblems(doc), [], `${file}: ${doc.apiVersion} ${doc.kind} ${doc.metadata.name} passes its schema`);
   }
@@ -323,6 +325,67 @@ function runHealthcheck(port) {
     env: { ...process.env, PJRT_SCORE_PORT: String(port) },
   });
 }
+
+// ---------------------------------------------------------------------------
+// deploy/batch: run-batch as an Indexed Job, and the merge after it.
+
+const batchJob = batchFiles.find((m) => m.file === 'job.yaml').doc;
+const mergeJob = batchFiles.find((m) => m.file === 'merge-job.yaml').doc;
+const batchPvc = batchFiles.find((m) => m.doc.kind === 'PersistentVolumeClaim').doc;
+const batchContainer = batchJob.spec.template.spec.containers[0];
+const batchEnv = (name) => (batchContainer.env || []).find((e) => e.name === name);
+
+test('batch: an Indexed Job of run-batch shards, as the Deployment runs the service', (t) => {
+  const [kust] = batchFiles.filter((m) => m.doc.kind === 'Kustomization').map((m) => m.doc);
+  t.deepEqual([...kust.resources].sort(), ['job.yaml', 'pvc.yaml'], 'deploy/batch/kustomization.yaml: the PVC and the Job (the merge is applied after)');
+  t.equal(batchJob.spec.completionMode, 'Indexed', 'an Indexed Job');
+  const shards = Number(batchEnv('SHARDS').value);
+  t.ok(shards === batchJob.spec.completions && shards === batchJob.spec.parallelism, `SHARDS (${shards}) = completions = parallelism`);
+  t.equal(batchEnv('JOB_COMPLETION_INDEX').valueFrom.fieldRef.fieldPath, "metadata.annotations['batch.kubernetes.io/job-completion-index']", "the pod's index from its annotation");
+  t.equal(batchContainer.image, container.image, "the Deployment's image");
+  t.deepEqual(batchContainer.resources, container.resources, "the Deployment's resources");
+  t.deepEqual(batchContainer.securityContext, container.securityContext, "the Deployment's container security");
+  const cache = (c) => c.volumeMounts.find((v) => v.name === 'compile-cache').mountPath;
+  t.equal(cache(batchContainer), cache(container), 'the compile cache where the Deployment has it');
+  for (const job of [batchJob, mergeJob]) {
+    const claim = job.spec.template.spec.volumes.find((v) => v.persistentVolumeClaim);
+    t.equal(claim.persistentVolumeClaim.claimName, batchPvc.metadata.name, `${job.metadata.name} mounts the PVC`);
+  }
+  const script = batchContainer.args.join(' ');
+  const { MAX_FAILED_STATUS } = require('../dist/cli/run-batch');
+  t.ok(script.includes(`-le ${MAX_FAILED_STATUS} ]`), `exits 1-${MAX_FAILED_STATUS} (lines failed, written with their status) count as done`);
+  const help = spawnSync(process.execPath, [BIN, 'run-batch', '--help'], { encoding: 'utf8' });
+  for (const flag of script.match(/ --?[a-z][a-z-]*/g).map((f) => f.trim()).filter((f) => !['-p', '-c', '-le'].includes(f))) {
+    t.ok(help.stdout.includes(flag), `run-batch --help documents ${flag}`);
+  }
+  t.end();
+});
+
+test("batch: the Job's script over 3 indexes, then the merge's, answer every line once", (t) => {
+  // The two scripts as the pods run them, with /data a directory here and pjrt-score this checkout's bin.
+  const data = fs.mkdtempSync(path.join(require('node:os').tmpdir(), 'pjrt-batch-job-'));
+  const localize = (text) => text.replaceAll('/data', data).replaceAll('pjrt-score run-batch', `"${process.execPath}" "${BIN}" run-batch`);
+  const lines = Array.from({ length: 7 }, (_, i) =>
+    JSON.stringify({ custom_id: `c${i}`, method: 'POST', url: i % 2 ? '/v1/rerank' : '/v1/score', body: i % 2 ? { query: 'q', documents: [`doc ${i}`] } : { query: `q${i}`, items: [' a'], label_token_ids: [9805, 787] } }),
+  );
+  lines.push(JSON.stringify({ custom_id: 'bad', method: 'POST', url: '/v1/score', body: { query: 'q' } }));
+  fs.writeFileSync(path.join(data, 'in.jsonl'), `${lines.join('\n')}\n`);
+  const shards = Number(batchEnv('SHARDS').value);
+  try {
+    for (let index = 0; index < shards; index++) {
+      const run = spawnSync('sh', ['-c', localize(batchContainer.args.join(' '))], { encoding: 'utf8', env: { ...process.env, JOB_COMPLETION_INDEX: String(index), SHARDS: String(shards), PJRT_SCORE_PRECISION: 'highest' }, timeout: 600000 });
+      t.equal(run.status, 0, `index ${index}: the pod's script exits 0${run.status ? `: ${run.stderr.slice(-500)}` : ''}`);
+    }
+    const merge = spawnSync('sh', ['-c', localize(mergeJob.spec.template.spec.containers[0].args.join(' '))], { encoding: 'utf8' });
+    t.equal(merge.status, 0, 'the merge exits 0');
+    const merged = fs.readFileSync(path.join(data, 'out.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    t.deepEqual(merged.map((l) => l.custom_id).sort(), [...lines.map((l) => JSON.parse(l).custom_id)].sort(), 'out.jsonl answers every custom_id once');
+    t.equal(merged.find((l) => l.custom_id === 'bad').response.status_code, 400, 'the bad line with its 400');
+  } finally {
+    fs.rmSync(data, { recursive: true, force: true });
+  }
+  t.end();
+});
 
 test('the probe paths and the image HEALTHCHECK against a running service', async (t) => {
   const svc = startService();

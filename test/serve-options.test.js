@@ -112,8 +112,8 @@ test('serve --help lists every route of the route table, with its methods', (t) 
   }
   t.equal(
     ROUTES.length,
-    20,
-    'twenty routes (score, three rerank, health, models, model, info, metrics, openapi; readyz, livez; a gateway\'s: server_info, model_info and their get_ names, version, v1/loads, loads, get_load)',
+    22,
+    'twenty-two routes (score, three rerank, health, models, model, info, metrics, openapi; readyz, livez; a gateway\'s: server_info, model_info and their get_ names, version, v1/loads, loads, get_load; the API reference: docs and its assets)',
   );
   t.end();
 });

@@ -1,10 +1,11 @@
 /**
- * The `pjrt-score` command line: serve, score, fetch. `main` returns the exit
+ * The `pjrt-score` command line: serve, score, rerank, run-batch, fetch. `main` returns the exit
  * code: 0 success, 1 failure, 2 usage error (unknown flag, bad value).
  */
 import { fetchCommand, fetchHelp } from './fetch';
 import { UsageError } from './args';
 import { rerankCommand, rerankHelp } from './rerank';
+import { runBatchCommand, runBatchHelp } from './run-batch';
 import { scoreCommand, scoreHelp } from './score';
 import { serveCommand, serveHelp } from './serve';
 
@@ -12,6 +13,7 @@ const COMMANDS: Readonly<Record<string, { run: (args: readonly string[]) => numb
   serve: { run: serveCommand, help: serveHelp },
   score: { run: scoreCommand, help: scoreHelp },
   rerank: { run: rerankCommand, help: rerankHelp },
+  'run-batch': { run: runBatchCommand, help: runBatchHelp },
   fetch: { run: fetchCommand, help: fetchHelp },
 };
 
@@ -23,10 +25,11 @@ export function mainHelp(): string {
     'on XLA through a PJRT plugin.',
     '',
     'Commands:',
-    '  serve   run the scoring service (SGLang-compatible POST /v1/score, POST /v1/rerank)',
-    '  score   score one request from the command line',
-    '  rerank  rank documents against a query from the command line',
-    '  fetch   download the PJRT plugin and the default model into the cache',
+    '  serve      run the scoring service (SGLang-compatible POST /v1/score, POST /v1/rerank)',
+    '  score      score one request from the command line',
+    '  rerank     rank documents against a query from the command line',
+    '  run-batch  answer a JSONL file of score and rerank requests (OpenAI batch format)',
+    '  fetch      download the PJRT plugin and the default model into the cache',
     '',
     'Run `pjrt-score <command> --help` for the options of a command.',
     '',

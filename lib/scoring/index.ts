@@ -10,6 +10,7 @@
  */
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
 export { TemplateError } from './requests/rerank-template';
+export { DEFAULT_SCORE_MANY_CONCURRENCY } from './scorer-types';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
 export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './requests/rerank';
 export { rerankerAdvice, SUGGESTED_RERANKER } from './requests/rerank-template';
@@ -61,6 +62,7 @@ export {
   type WarmupShape,
   type BatchJob,
   type BatchOutcome,
+  type ScoreManyOptions,
   type PlanExplanation,
 } from './scorer';
 export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './planning/plan';

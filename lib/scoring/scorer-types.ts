@@ -100,6 +100,15 @@ export interface BatchJob {
   readonly signal?: AbortSignal;
 }
 
+/** `scoreMany`'s options: the call options every request gets, and how many run at once. */
+export interface ScoreManyOptions extends Omit<ScoreCallOptions, 'onAdmitted' | 'onPass'> {
+  /** Requests in flight at most (default DEFAULT_SCORE_MANY_CONCURRENCY, never above the queue's size). */
+  readonly concurrency?: number;
+}
+
+/** `scoreMany`'s default window: enough waiting calls for a turn to take along (coalescing, cross-request batching). */
+export const DEFAULT_SCORE_MANY_CONCURRENCY = 16;
+
 /** What became of one request of a batch. */
 export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
 

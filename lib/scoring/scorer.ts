@@ -30,9 +30,10 @@ import { OffLoopTokenizer } from './off-loop-tokenizer';
 import { loadScorer } from './load';
 import { loadedEvent, planExplanation } from './describe';
 
-export type { AlgorithmChoice, BatchJob, BatchOutcome, DevicePassTiming, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+export type { AlgorithmChoice, BatchJob, BatchOutcome, ScoreManyOptions, DevicePassTiming, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+import { scoreMany } from './score-many';
 import type { LoadedParts } from './setup';
-import type { Bf16Typing, BatchJob, BatchOutcome, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+import type { Bf16Typing, BatchJob, BatchOutcome, ScoreManyOptions, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 
 export class Scorer implements Disposable {
   readonly modelName: string;
@@ -242,6 +243,11 @@ export class Scorer implements Disposable {
     chosen.forEach((c, k) => (results[c.index] = admitted[k].then((a) => a.result)));
     const settled = await Promise.allSettled(results);
     return settled.map((s): BatchOutcome => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason }));
+  }
+
+  /** Scores a stream of requests, a window at a time, yielding outcomes in input order (score-many.ts; docs/scorer-api.md "Many requests"). */
+  scoreMany(requests: AsyncIterable<ScoreLibraryRequest> | Iterable<ScoreLibraryRequest>, options: ScoreManyOptions = {}): AsyncGenerator<BatchOutcome, void, undefined> {
+    return scoreMany((request, call) => this.score(request, call), this.queue.capacity, requests, options);
   }
 
   /**

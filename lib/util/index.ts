@@ -11,3 +11,4 @@ export type { ElementKind, ElementType, ElementTypeInfo } from './element-types'
 export { CUDA_PLUGIN_PIN } from './cuda-plugin-pin';
 export { ropeFrequencies, yarnMscale } from './rope';
 export type { RopeFrequencies, RopeScaling } from './rope';
+export { mapInOrder, type InOrderOptions } from './in-order';

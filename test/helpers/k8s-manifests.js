@@ -31,6 +31,8 @@ const MODELS = {
   'v1/Service': { module: 'kubernetes-models/v1/Service', name: 'Service' },
   'autoscaling/v2/HorizontalPodAutoscaler': { module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', name: 'HorizontalPodAutoscaler' },
   'policy/v1/PodDisruptionBudget': { module: 'kubernetes-models/policy/v1/PodDisruptionBudget', name: 'PodDisruptionBudget' },
+  'batch/v1/Job': { module: 'kubernetes-models/batch/v1/Job', name: 'Job' },
+  'v1/PersistentVolumeClaim': { module: 'kubernetes-models/v1/PersistentVolumeClaim', name: 'PersistentVolumeClaim' },
   'keda.sh/v1alpha1/ScaledObject': { module: '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject', name: 'ScaledObject' },
 };
 

@@ -87,6 +87,11 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
   ) {}
 
   /** Requests waiting for the device. */
+  /** Most requests that may wait: a caller that keeps at most this many calls open is never refused. */
+  get capacity(): number {
+    return this.options.queueSize;
+  }
+
   get queueDepth(): number {
     return this.waiting.length;
   }

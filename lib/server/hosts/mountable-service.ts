@@ -11,7 +11,7 @@ import { LoadingOptions, loadBackend } from '../lifecycle/loading';
 import { Phase, ServiceState } from '../lifecycle/service-state';
 import { AccessGate, AuthorizeHook, hookGate } from '../network/access';
 import { NetworkSettingKey } from '../network/network-settings';
-import { MountOptions, ROUTES, selectRoutes } from '../routes/table';
+import { MountOptions, selectRoutes, servedRoutes } from '../routes/table';
 import { DEFAULT_SERVE_OPTIONS, ServeOptions, serveSettingsOf } from '../settings/serve-settings';
 import { ServiceLogger, createLogger, logEvent } from '../telemetry/log';
 import { FastifyPluginLike, createFastifyPlugin } from './fastify-plugin';
@@ -101,7 +101,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
     logger,
     fastifyPlugin: (mount = {}) => createFastifyPlugin(state, selectRoutes(mount), gateOf(mount.authorize)),
     expressRouter: (mount = {}) => createExpressRouter(state, selectRoutes(mount), gateOf(mount.authorize)),
-    requestListener: (mount = {}) => createRequestListener(state, ROUTES, { gate: gateOf(mount.authorize) }),
+    requestListener: (mount = {}) => createRequestListener(state, servedRoutes(settings.docs), { gate: gateOf(mount.authorize) }),
     close: () => {
       if (!closing) {
         closing = (async () => {

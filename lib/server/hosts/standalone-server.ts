@@ -20,7 +20,7 @@ import { NetworkSettingKey } from '../network/network-settings';
 import { readTls, tlsFilesOf } from '../network/tls-files';
 import { createRequestListener } from './node-handler';
 import { ServeOptions } from '../settings/serve-settings';
-import { ROUTES } from '../routes/table';
+import { servedRoutes } from '../routes/table';
 import { Phase } from '../lifecycle/service-state';
 import { openTracing } from '../telemetry/tracing';
 import { ScoringServiceOptions, openScoringService } from './mountable-service';
@@ -68,7 +68,7 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
   const control = openScoringService({ processMetrics: true, ...options });
   const { settings } = control;
   const keys = settings.apiKey !== undefined || settings.apiKeyFile !== undefined ? new ApiKeys({ keys: settings.apiKey, file: settings.apiKeyFile }) : null;
-  const listener = createRequestListener(control.state, ROUTES, {
+  const listener = createRequestListener(control.state, servedRoutes(control.settings.docs), {
     ...(keys ? { gate: apiKeyGate(keys, settings.metricsPublic) } : {}),
     cors: corsPolicy(settings.corsAllowOrigin),
   });

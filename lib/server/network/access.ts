@@ -19,10 +19,10 @@ export type Refusal = RefusalReason | 'denied';
 /** null: the request may go on. `path` is the route's ('/metrics'), null for no route. */
 export type AccessGate = (req: IncomingMessage, path: string | null) => Refusal | null | Promise<Refusal | null>;
 
-/** The probes: Kubernetes' kubelet sends no key. */
-export const OPEN_PATHS: ReadonlySet<string> = new Set(['/health', '/readyz', '/livez']);
+/** The probes (Kubernetes' kubelet sends no key), and the API reference's page and assets: the same for every caller, nothing of the service in them (routes/docs.ts); the document it reads keeps its key. */
+export const OPEN_PATHS: ReadonlySet<string> = new Set(['/health', '/readyz', '/livez', '/docs', '/docs/:asset']);
 
-/** The standalone service's gate: a key on every route but the probes (and /metrics if `metricsPublic`). */
+/** The standalone service's gate: a key on every route but the open paths (and /metrics if `metricsPublic`). */
 export function apiKeyGate(keys: ApiKeys, metricsPublic: boolean): AccessGate {
   return (req, path) => {
     if (metricsPublic && path === '/metrics') return null;

@@ -195,19 +195,42 @@ export interface Operation {
   readonly ok: JsonSchema | { readonly text: string };
   /** Error statuses this route answers beyond 404/405. */
   readonly errors: readonly number[];
+  /** Request bodies to try, by name (the API reference offers them). */
+  readonly examples?: Readonly<Record<string, { readonly summary: string; readonly value: unknown }>>;
 }
+
+// SmolLM2's " yes" and " no" (the default model); another model's label ids differ.
+const LABEL_IDS = [9805, 787];
+const DOCUMENTS = ['Paris is the capital and largest city of France.', 'Bananas are rich in potassium.', 'Berlin is the capital of Germany.'];
+const QUESTION = 'What is the capital of France?';
+
+const SCORE_EXAMPLES = {
+  text: { summary: 'Text: P(label) per item', value: { query: 'Is this a fruit? Answer yes or no:', items: [' apple', ' car'], label_token_ids: LABEL_IDS } },
+  softmax: { summary: 'Softmax over the labels', value: { query: 'Is this a fruit? Answer yes or no:', items: [' apple', ' car'], label_token_ids: LABEL_IDS, apply_softmax: true } },
+  tokenIds: { summary: 'Token ids', value: { query: [1, 4093, 314, 260], items: [[2911], [1340, 28]], label_token_ids: LABEL_IDS } },
+};
+const RERANK_EXAMPLES = {
+  cohere: { summary: "Cohere v1, Jina, vLLM: documents as strings", value: { query: QUESTION, documents: DOCUMENTS, top_n: 2, return_documents: true } },
+  jina: { summary: 'Jina: documents as {text}', value: { model: 'm', query: QUESTION, documents: DOCUMENTS.map((text) => ({ text })) } },
+  tei: { summary: "text-embeddings-inference: texts", value: { query: QUESTION, texts: DOCUMENTS, raw_scores: false, return_text: true } },
+  sglang: { summary: "SGLang's rerank (rid): a bare array", value: { query: QUESTION, documents: DOCUMENTS, rid: 'r1' } },
+};
+const RERANK_V2_EXAMPLES = {
+  cohereV2: { summary: 'Cohere v2', value: { model: 'm', query: QUESTION, documents: DOCUMENTS, top_n: 2, max_tokens_per_doc: 64 } },
+};
 
 const SCORING_ERRORS = [400, 413, 429, 503, 504];
 
 export const OPERATIONS = {
-  score: { summary: "Score items against a query (SGLang's ScoringRequest)", request: ref('ScoreRequest'), ok: ref('ScoreResponse'), errors: SCORING_ERRORS },
+  score: { summary: "Score items against a query (SGLang's ScoringRequest)", request: ref('ScoreRequest'), ok: ref('ScoreResponse'), errors: SCORING_ERRORS, examples: SCORE_EXAMPLES },
   rerank: {
     summary: "Rerank documents: Cohere v1, Jina and vLLM's shape, text-embeddings-inference's (texts), or SGLang's (rid or top_k)",
     request: ref('RerankRequest'),
     ok: { oneOf: [ref('RerankResponse'), ref('TeiRerankResponse'), ref('SglangRerankResponse')] },
     errors: SCORING_ERRORS,
+    examples: RERANK_EXAMPLES,
   },
-  rerankV2: { summary: "Rerank documents: Cohere v2's shape", request: ref('CohereV2RerankRequest'), ok: ref('CohereV2RerankResponse'), errors: SCORING_ERRORS },
+  rerankV2: { summary: "Rerank documents: Cohere v2's shape", request: ref('CohereV2RerankRequest'), ok: ref('CohereV2RerankResponse'), errors: SCORING_ERRORS, examples: RERANK_V2_EXAMPLES },
   health: { summary: 'Readiness (503 while loading or draining)', ok: ref('Health'), errors: [503] },
   live: { summary: 'Liveness: the process answers (any phase)', ok: ref('Live'), errors: [] },
   serverInfo: { summary: "SGLang's server info: the model, context and limits", ok: ref('ServerInfo'), errors: [] },
@@ -220,4 +243,5 @@ export const OPERATIONS = {
   info: { summary: "text-embeddings-inference's model info", ok: ref('TeiInfo'), errors: [503] },
   metrics: { summary: 'Prometheus metrics', ok: { text: 'text/plain' }, errors: [] },
   openapi: { summary: 'The OpenAPI 3.1 document of these routes', ok: { type: 'object' }, errors: [] },
+  docs: { summary: 'The interactive API reference (Swagger UI) over /openapi.json', ok: { text: 'text/html' }, errors: [] },
 } satisfies Record<string, Operation>;

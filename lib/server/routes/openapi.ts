@@ -4,6 +4,7 @@
  * and operation (openapi-schemas.ts). A route added to the table appears
  * here with nothing else to edit.
  */
+import { BEARER_SCHEME } from './docs';
 import { JsonSchema, Operation, SCHEMAS } from './openapi-schemas';
 
 /** What the document needs from a route definition. */
@@ -28,7 +29,8 @@ export function openApiDocument(routes: readonly DocumentedRoute[], info: { read
     }
     paths[path] = item;
   }
-  return { openapi: '3.1.0', info, paths, components: { schemas: SCHEMAS } };
+  // Keys are optional (a service without them takes none); the API reference authorizes this scheme.
+  return { openapi: '3.1.0', info, paths, components: { schemas: SCHEMAS, securitySchemes: { [BEARER_SCHEME]: { type: 'http', scheme: 'bearer' } } }, security: [{}, { [BEARER_SCHEME]: [] }] };
 }
 
 function operationObject(route: DocumentedRoute, method: string, params: readonly string[]): Record<string, unknown> {
@@ -40,7 +42,7 @@ function operationObject(route: DocumentedRoute, method: string, params: readonl
     operationId: `${method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
     summary: op.summary,
     ...(params.length > 0 ? { parameters: params.map((name) => ({ name, in: 'path', required: true, schema: { type: 'string' } })) } : {}),
-    ...(op.request !== undefined ? { requestBody: { required: true, content: { 'application/json': { schema: op.request } } } } : {}),
+    ...(op.request !== undefined ? { requestBody: { required: true, content: { 'application/json': { schema: op.request, ...(op.examples ? { examples: op.examples } : {}) } } } } : {}),
     responses,
   };
 }

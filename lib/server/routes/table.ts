@@ -6,6 +6,7 @@
 import { AuthorizeHook } from '../network/access';
 import { Exchange, Reply, jsonReply } from '../http/exchange';
 import { listModels, retrieveModel, teiInfo } from './models';
+import { docsAsset, docsPage } from './docs';
 import { openApiDocument } from './openapi';
 import { Operation, OPERATIONS } from './openapi-schemas';
 import { COHERE_V2_RERANK_ENDPOINT } from './rerank-cohere-v2';
@@ -34,7 +35,9 @@ export type RoutePath =
   | '/version'
   | '/v1/loads'
   | '/loads'
-  | '/get_load';
+  | '/get_load'
+  | '/docs'
+  | '/docs/:asset';
 
 export interface RouteDefinition {
   readonly path: RoutePath;
@@ -43,6 +46,8 @@ export interface RouteDefinition {
   readonly scoring: boolean;
   /** Its entry in GET /openapi.json. */
   readonly operation: Operation;
+  /** False for the API reference's page and assets (/docs): served, not in the document. Default true. */
+  readonly documented?: boolean;
   run(service: ServiceState, ex: Exchange, record: ScoreRecord): Promise<Reply>;
 }
 
@@ -58,6 +63,8 @@ export interface MountOptions {
   readonly models?: boolean;
   /** GET /openapi.json (the standalone service's routes). Default false. */
   readonly openapi?: boolean;
+  /** GET /docs, the interactive API reference over /openapi.json (docs.ts); give `openapi` too. Default false. */
+  readonly docs?: boolean;
   /**
    * The host's auth: called with the raw request before any route but
    * /health reads its body; false answers 401 (`WWW-Authenticate: Bearer`,
@@ -87,13 +94,23 @@ export const ROUTES: readonly RouteDefinition[] = [
   { path: '/v1/loads', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.loads, run: async (service) => loadsReply(service) },
   { path: '/loads', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.loads, run: async (service) => loadsReply(service) },
   { path: '/get_load', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.getLoad, run: async (service) => getLoadReply(service) },
+  { path: '/docs', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.docs, documented: false, run: async () => docsPage() },
+  { path: '/docs/:asset', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.docs, documented: false, run: async (_service, ex) => docsAsset(ex) },
 ];
+
+/** The API reference's routes (--no-docs leaves them out). */
+export const DOCS_PATHS: ReadonlySet<RoutePath> = new Set(['/docs', '/docs/:asset']);
 
 let openApiText: string | undefined;
 /** The document of ROUTES, built once. */
 function openApiReply(): Reply {
-  openApiText ??= JSON.stringify(openApiDocument(ROUTES, { title: 'pjrt-score', version: packageVersion() }));
+  openApiText ??= JSON.stringify(openApiDocument(ROUTES.filter((route) => route.documented !== false), { title: 'pjrt-score', version: packageVersion() }));
   return { status: 200, contentType: 'application/json', body: openApiText, headers: {} };
+}
+
+/** The standalone service's routes: every one, less the API reference's with `docs` false (--no-docs). */
+export function servedRoutes(docs: boolean): readonly RouteDefinition[] {
+  return docs ? ROUTES : ROUTES.filter((route) => !DOCS_PATHS.has(route.path));
 }
 
 /** The routes a mount serves. */
@@ -105,7 +122,8 @@ export function selectRoutes(options: MountOptions): readonly RouteDefinition[] 
       (WORKER_PATHS.has(route.path) && options.worker === true) ||
       (route.path === '/metrics' && options.metrics === true) ||
       (MODEL_PATHS.has(route.path) && options.models === true) ||
-      (route.path === '/openapi.json' && options.openapi === true),
+      (route.path === '/openapi.json' && options.openapi === true) ||
+      (DOCS_PATHS.has(route.path) && options.docs === true),
   );
 }
 

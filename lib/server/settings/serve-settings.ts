@@ -14,6 +14,7 @@ import {
   pickSettings,
   settingDefaults,
   stringSetting,
+  switchOffSetting,
 } from '../../scoring';
 import type { WarmupShape } from '../../scoring';
 import { NETWORK_SETTINGS } from '../network/network-settings';
@@ -74,6 +75,7 @@ export const SERVE_SETTINGS = [
     default: DEFAULT_MAX_BODY_BYTES,
     help: `largest request body; more get 413 (default ${DEFAULT_MAX_BODY_BYTES}, ${DEFAULT_MAX_BODY_BYTES / 2 ** 20} MiB)`,
   }),
+  switchOffSetting('docs', { flag: 'no-docs', env: 'PJRT_SCORE_NO_DOCS', help: 'do not serve the interactive API reference at /docs (Swagger UI over /openapi.json, from the package)' }),
   ...NETWORK_SETTINGS,
 ] as const;
 
