@@ -24,7 +24,7 @@ export const apiKeySetting: Setting<'apiKey', readonly string[]> = {
   env: 'PJRT_SCORE_API_KEY',
   kind: 'custom',
   metavar: 'KEY',
-  help: 'require Authorization: Bearer KEY on every route but the probes /health, /readyz, /livez (and /metrics, see --metrics-public); repeat the flag, or separate keys with commas in the variable, to accept several (rotation)',
+  help: 'require Authorization: Bearer KEY on every route but the probes /health, /readyz, /livez and the API page /docs (and /metrics, see --metrics-public); repeat the flag, or separate keys with commas in the variable, to accept several (rotation)',
   parse: (text, source) => {
     const keys = typeof text === 'string' ? splitList(text) : [];
     if (keys.length === 0) throw new OptionError(`${source} must name at least one key`);
