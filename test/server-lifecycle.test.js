@@ -173,8 +173,14 @@ test(`--jit-cache-entries ${JIT_CACHE_ENTRIES}: the JIT cache holds at most that
 });
 
 test('SIGTERM during requests: they complete, new work is refused, the process exits 0', async (t) => {
-  const inFlight = [service.score(medium(300)), service.score(medium(301))];
-  await new Promise((resolve) => setTimeout(resolve, 50));
+  let settled = 0;
+  const inFlight = [service.score(medium(300)), service.score(medium(301))].map((p) => p.finally(() => settled++));
+  // SIGTERM once the Scorer holds both (queued or in the device's turn), read from /metrics: an order, not a timer.
+  for (;;) {
+    const text = (await service.request({ path: '/metrics' })).text;
+    const held = metricValue(text, /^pjrt_score_queue_depth /) + metricValue(text, /^pjrt_score_in_flight /);
+    if (held + settled >= 2) break;
+  }
   service.child.kill('SIGTERM');
   await service.waitForLog((e) => e.event === 'draining', 10_000);
   let refusal;
