@@ -138,19 +138,24 @@ test('every output line is what the route answers for that body', async (t) => {
   }
 });
 
-test('killed partway and rerun: each custom_id once, nothing torn, the same lines', async (t) => {
-  const outFile = path.join(tmp, 'resumed.jsonl');
-  // The input comes through a pipe the test holds open, so the kill lands mid-job whatever the machine's speed.
-  const first = runBatch(['-i', '-', '-o', outFile, '--concurrency', '2', ...SAME_PLAN], { input: true });
-  first.child.stdin.write(INPUT.slice(0, 12).join('\n'));
-  await new Promise((resolve) => {
+/** Resolves once `file` holds at least `n` output lines (looked at every 50 ms: a condition, not a timer's verdict). */
+function linesWritten(file, n) {
+  return new Promise((resolve) => {
     const watcher = setInterval(() => {
-      if (fs.existsSync(outFile) && outputLines(outFile).length >= 4) {
+      if (fs.existsSync(file) && outputLines(file).length >= n) {
         clearInterval(watcher);
         resolve();
       }
     }, 50);
   });
+}
+
+test('killed partway and rerun: each custom_id once, nothing torn, the same lines', async (t) => {
+  const outFile = path.join(tmp, 'resumed.jsonl');
+  // The input comes through a pipe the test holds open, so the kill lands mid-job whatever the machine's speed.
+  const first = runBatch(['-i', '-', '-o', outFile, '--concurrency', '2', ...SAME_PLAN], { input: true });
+  first.child.stdin.write(INPUT.slice(0, 12).join('\n'));
+  await linesWritten(outFile, 4);
   first.child.kill('SIGKILL');
   const killed = await first.done;
   t.equal(killed.signal, 'SIGKILL', 'the first run was killed');
@@ -176,14 +181,7 @@ test('SIGTERM: the lines in flight are written whole, then exit 100; a rerun fin
   const outFile = path.join(tmp, 'stopped.jsonl');
   const first = runBatch(['-i', '-', '-o', outFile, '--concurrency', '2', ...SAME_PLAN], { input: true });
   first.child.stdin.write(INPUT.slice(0, 12).join('\n'));
-  await new Promise((resolve) => {
-    const watcher = setInterval(() => {
-      if (fs.existsSync(outFile) && outputLines(outFile).length >= 2) {
-        clearInterval(watcher);
-        resolve();
-      }
-    }, 50);
-  });
+  await linesWritten(outFile, 2);
   first.child.kill('SIGTERM');
   const stopped = await first.done;
   t.equal(stopped.code, 100, 'exit 100: the job did not finish');
@@ -200,14 +198,7 @@ test('SIGTERM while the input pipe keeps it waiting: it stops at once with every
   const outFile = path.join(tmp, 'waiting.jsonl');
   const run = runBatch(['-i', '-', '-o', outFile, ...SAME_PLAN], { input: true });
   run.child.stdin.write(`${INPUT.slice(0, 3).join('\n')}\n`); // three whole lines, and the pipe stays open
-  await new Promise((resolve) => {
-    const watcher = setInterval(() => {
-      if (fs.existsSync(outFile) && outputLines(outFile).length >= 3) {
-        clearInterval(watcher);
-        resolve();
-      }
-    }, 50);
-  });
+  await linesWritten(outFile, 3);
   run.child.kill('SIGTERM');
   const stopped = await run.done;
   t.equal(stopped.code, 100, 'exit 100');
