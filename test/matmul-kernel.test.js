@@ -25,7 +25,7 @@
 const test = require('tape');
 const { Client, Scorer } = require('..');
 const { binding } = require('../dist/runtime/binding');
-const { buildProgram, TensorType, matmulBf16Kernel, matmulF32Kernel, nn, packMatmulRows, packMatmulWeights, packedMatmulDims, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET, MATMUL_F32_TARGET } = require('../dist/hlo');
+const { buildProgram, TensorType, matmulBf16Kernel, matmulF32Kernel, nn, packMatmulRows, packMatmulWeights, packedMatmulDims, packedMatmulDimsF32, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET, MATMUL_F32_TARGET } = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { cpuIsa, withIsa } = require('./helpers/kernel-path');
 
@@ -437,6 +437,71 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
   });
 }
 
+/** The f32 kernel's panels by a JS loop: [Ly][ceil(N / 32)][K][32], w[l][k][32j + c] at [l][j][k][c], 0 past N. */
+function packF32ByLoop(w, Ly, K, N) {
+  const C = MATMUL_PANEL_COLUMNS;
+  const panels = Math.ceil(N / C);
+  const out = new Float32Array(Ly * panels * K * C);
+  let i = 0;
+  for (let l = 0; l < Ly; l++)
+    for (let j = 0; j < panels; j++)
+      for (let r = 0; r < K; r++)
+        for (let c = 0; c < C; c++) {
+          const col = j * C + c;
+          out[i++] = col < N ? w[(l * K + r) * N + col] : 0;
+        }
+  return out;
+}
+
+for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
+  test(`f32 panels [${Ly}x${K}x${N}]: the packing programs (from [Ly, K, N] and from rows [Ly, N, K]) lay out a JS loop's panels; the f32 kernel on them gives, bit for bit, what it gives on the stacked matrices, each prologue, live rows and residual, every path`, async (t) => {
+    const w = fill(Ly * K * N, N * 31 + K);
+    const want = packF32ByLoop(w, Ly, K, N);
+    const dims = packedMatmulDimsF32([Ly, K, N]);
+    t.deepEqual(dims, [Ly, Math.ceil(N / 32), K, 32], `packed dims [${dims.join(', ')}]`);
+    const rows = new Float32Array(Ly * N * K);
+    for (let l = 0; l < Ly; l++) for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) rows[(l * N + c) * K + r] = w[(l * K + r) * N + c];
+    for (const [from, input, inDims, pack] of [
+      ['[Ly, K, N]', w, [Ly, K, N], packMatmulWeights],
+      ['rows [Ly, N, K]', rows, [Ly, N, K], packMatmulRows],
+    ]) {
+      const program = buildProgram(`pack_f32_${pack.name}_${Ly}_${K}_${N}`, (f) => ({ packed: pack(f, f.param(TensorType.f32(inDims), 'w'), 'f32') }));
+      const [got] = await runProgram(client, program, [input]);
+      let mismatches = 0;
+      for (let i = 0; i < want.length; i++) if (!Object.is(got[i], want[i])) mismatches++;
+      t.equal(mismatches, 0, `from ${from}: all ${want.length} packed values equal the loop's`);
+    }
+    const norms = Float32Array.from(fill(Ly * K, K + 5), (v) => 1 + v / 4);
+    const live = Int32Array.from({ length: T }, (_, r) => (r % 5 === 2 ? 0 : 1));
+    const residual = fill(T * N, T + N);
+    for (const kind of ['none', 'rmsNorm', 'swiglu']) {
+      const width = (kind === 'swiglu' ? 2 : 1) * K;
+      const x = fill(T * width, T * 3 + K + kind.length);
+      const call = (packed) =>
+        buildProgram(`matmul_f32_${packed ? 'packed' : 'stacked'}_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
+          const xs = f.param(TensorType.f32([T, width]), 'x');
+          const ws = f.param(TensorType.f32(packed ? dims : [Ly, K, N]), 'w');
+          const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+          const lv = f.param(new TensorType('s32', [T]), 'live');
+          const rs = f.param(TensorType.f32([T, N]), 'residual');
+          const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+          return { y: matmulF32Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue, { live: lv, residual: rs }, packed ? N : undefined) };
+        });
+      const [packedProg, stackedProg] = [call(true), call(false)];
+      for (const [isa, path] of F32_PATHS) {
+        await withIsa(isa, async () => {
+          for (const layer of [0, Ly - 1]) {
+            const [y] = await runProgram(client, packedProg, [x, want, norms, live, residual, Int32Array.of(layer)]);
+            const [stacked] = await runProgram(client, stackedProg, [x, w, norms, live, residual, Int32Array.of(layer)]);
+            t.ok(y.every((v, i) => Object.is(v, stacked[i])), `${kind}, ${path}, layer ${layer}: bit for bit the stacked matrices' result`);
+          }
+        });
+      }
+    }
+    t.end();
+  });
+}
+
 // Which rows are live: runs of padding inside and at both ends, padding then one long run (whole
 // tiles of live rows at an offset), a lone live row, and none at all.
 const LIVE_MASKS = [
@@ -517,11 +582,18 @@ test('live rows and the residual epilogue: each kernel and prologue skips the pa
 test('the f32 kernel refuses what it does not take: the builder, and the handler', async (t) => {
   const build = (wType, wDims) => () => buildProgram('matmul_f32_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.scalar(0, 's32')) }));
   t.throws(build('u16', [1, 4, 3]), /matmulF32Kernel: weights must be f32 \[Ly, K, N\]/, 'bf16 bits');
+  t.throws(build('f32', [1, 1, 4, 32]), /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for no columns/, 'packed panels without their columns');
+  t.throws(
+    () => buildProgram('matmul_f32_packed_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(TensorType.f32([1, 2, 4, 32]), 'w'), f.scalar(0, 's32'), undefined, {}, 20) })),
+    /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for 20 columns/,
+    'packed panels that do not hold the columns',
+  );
   t.throws(build('f32', [1, 5, 3]), /x must be f32 \[T, 5\]/, 'a K that does not match x');
   const bad = [
     ['bf16 bits', 'u16', [1, 6, 8], /weights must be f32, got u16/],
     ['packed panels', 'u16', [1, 1, 3, 32, 2], /weights must be f32, got u16/],
     ['f32 of rank 5', 'f32', [1, 1, 3, 32, 2], /weights must have rank 3, got 5/],
+    ['f32 panels of another K', 'f32', [1, 1, 3, 32], /packed f32 weights .* must be \[Ly >= 1, ceil\(N \/ 32\), K, 32\] = \[Ly, 1, 6, 32\]/],
   ];
   for (const [name, wType, wDims, message] of bad) {
     const operands = (f) => [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.param(new TensorType('s32', []), 'l')];
@@ -622,6 +694,30 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
     t.ok(toF32Xla <= 1e-4, `${algorithm}: true f32 ${takenF32 ? 'through the f32 kernel' : ''} against XLA's f32 dots max ${toF32Xla.toExponential(2)} <= 1e-4`);
   }
   for (const s of [byDefault, xla, highest, highestXla]) s.dispose();
+  t.end();
+});
+
+test("the Scorer through the f32 kernel on its packed panels (the fact set on any CPU whose AVX-512 may run): XLA's f32 dots' scores within 1e-4", async (t) => {
+  const ENV = 'PJRT_SCORE_PLATFORM_FACTS';
+  const load = async (facts) => {
+    process.env[ENV] = JSON.stringify(facts);
+    try {
+      return await Scorer.load({ diskCache: false, precision: 'highest' });
+    } finally {
+      delete process.env[ENV];
+    }
+  };
+  const [kernel, xla] = [await load({ matmulKernelF32: true }), await load({ matmulKernelF32: false })];
+  const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items: ['Blue.', 'Green, like grass.', 'It depends on the weather and the time of the day.'], labelTokenIds: [9805, 787], applySoftmax: false };
+  const e = kernel.explain(request);
+  const allowed = ['avx512', 'avx512bf16', 'amx'].includes(e.attentionKernel?.allowed);
+  t.equal(e.matmulKernel, allowed ? 'f32' : null, `explain().matmulKernel: ${allowed ? 'the f32 kernel where AVX-512 may run' : 'none without AVX-512'} (${cpuIsa}, allowed ${e.attentionKernel?.allowed})`);
+  for (const algorithm of ['serial', 'packed', 'prefix']) {
+    const [k, x] = await Promise.all([kernel, xla].map((s) => s.score({ ...request, algorithm })));
+    const worst = Math.max(...k.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - x.scores[i][j]))));
+    t.ok(worst <= 1e-4, `${algorithm}: against XLA's f32 dots max ${worst.toExponential(2)} <= 1e-4`);
+  }
+  for (const s of [kernel, xla]) s.dispose();
   t.end();
 });
 

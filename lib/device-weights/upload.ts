@@ -15,7 +15,7 @@
  * from the host, as the checkpoint's rows [Ly, N, K] (a copy, no transpose);
  * decoded on the device, as [Ly, K, N].
  */
-import { Bf16Matrices, buildProgram, DecoderWeightSpec, decoderWeightSpecs, KernelMatrixName, MatrixName, packMatmulRows, packMatmulWeights, TensorType, WeightType } from '../hlo';
+import { Bf16Matrices, buildProgram, DecoderWeightSpec, decoderWeightSpecs, KernelMatrixName, MatrixName, PackedFor, packMatmulRows, packMatmulWeights, TensorType, WeightType } from '../hlo';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
@@ -54,6 +54,8 @@ export interface DeviceWeights {
   readonly bf16Matrices: Bf16Matrices;
   /** The layer matrices held packed for the matmul kernel (layout.ts); the programs must declare them so. */
   readonly packed: readonly KernelMatrixName[];
+  /** The kernel they are packed for. */
+  readonly packedFor: PackedFor;
   readonly timings: UploadTimings;
   dispose(): void;
 }
@@ -69,6 +71,8 @@ export interface UploadOptions {
    * Scorer's options: lib/hlo/decoder/options.ts); default none. Not with int8 weights.
    */
   readonly packed?: readonly KernelMatrixName[];
+  /** Which kernel they are packed for (default the bf16 one; the f32 one packs f32 weights only). */
+  readonly packedFor?: PackedFor;
 }
 
 /**
@@ -103,7 +107,8 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
   const bf16Matrices = options.bf16Matrices ?? 'u16';
   const packed = options.packed ?? [];
-  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed).map((s) => builtAs(s, reader));
+  const packedFor = options.packedFor ?? 'bf16';
+  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed, packedFor).map((s) => builtAs(s, reader, packedFor));
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
@@ -142,9 +147,10 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
   };
   // A packed matrix: its stacked array, then the packing program's (the stacked array freed).
   const placePacked = async (i: number, array: OnDevice): Promise<void> => {
-    if (!specs[i].packs) return place(i, array);
+    const packs = specs[i].packs;
+    if (!packs) return place(i, array);
     try {
-      place(i, { data: await load.clock.timeAsync('convert', () => packOnDevice(array.data, specs[i].rows === true, load)) });
+      place(i, { data: await load.clock.timeAsync('convert', () => packOnDevice(array.data, specs[i].rows === true, packs, load)) });
     } finally {
       array.data.dispose();
     }
@@ -197,6 +203,7 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     weightType,
     bf16Matrices,
     packed,
+    packedFor,
     timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload, programSeconds: clock.program },
     dispose: () => owned.forEach((b) => b.dispose()),
   };
@@ -207,25 +214,25 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
  * (`packs`): where the host builds it, as the checkpoint's rows [Ly, N, K] (`rows`: stacked by copies,
  * packed by packMatmulRows); where the device decodes it from a file's blocks, as [Ly, K, N].
  */
-type BuildSpec = DecoderWeightSpec & { readonly packs?: true; readonly rows?: true };
+type BuildSpec = DecoderWeightSpec & { readonly packs?: PackedFor; readonly rows?: true };
 
-function builtAs(spec: DecoderWeightSpec, reader: WeightReader): BuildSpec {
+function builtAs(spec: DecoderWeightSpec, reader: WeightReader, packedFor: PackedFor): BuildSpec {
   if (!spec.packedFrom) return spec;
   const { packedFrom, ...rest } = spec;
   const decoded = storedParts(spec, reader, 0, 1) !== undefined;
-  if (decoded) return { ...rest, dims: packedFrom.dims, elementType: packedFrom.elementType, packs: true };
+  if (decoded) return { ...rest, dims: packedFrom.dims, elementType: packedFrom.elementType, packs: packedFor };
   const [layers, k, n] = packedFrom.dims;
-  return { ...rest, dims: [layers, n, k], elementType: packedFrom.elementType, packs: true, rows: true };
+  return { ...rest, dims: [layers, n, k], elementType: packedFrom.elementType, packs: packedFor, rows: true };
 }
 
 /**
  * Packs one stacked matrix on the device (lib/hlo/nn/matmul-kernel.ts: packMatmulRows from [Ly, N, K] rows,
  * packMatmulWeights from [Ly, K, N]); the caller frees the input.
  */
-async function packOnDevice(stacked: DeviceBuffer, rows: boolean, load: Load): Promise<DeviceBuffer> {
-  const program = buildProgram(`pack_matmul_${rows ? 'rows_' : ''}${stacked.dtype}_${stacked.dims.join('x')}`, (f) => {
+async function packOnDevice(stacked: DeviceBuffer, rows: boolean, packedFor: PackedFor, load: Load): Promise<DeviceBuffer> {
+  const program = buildProgram(`pack_matmul_${packedFor}_${rows ? 'rows_' : ''}${stacked.dtype}_${stacked.dims.join('x')}`, (f) => {
     const param = f.param(new TensorType(stacked.dtype, stacked.dims), 'stacked');
-    return { packed: rows ? packMatmulRows(f, param) : packMatmulWeights(f, param) };
+    return { packed: rows ? packMatmulRows(f, param, packedFor) : packMatmulWeights(f, param, packedFor) };
   });
   const lease = await load.programs(program);
   try {

@@ -62,7 +62,8 @@ export async function loadScorer<T>(options: ScorerOptions, build: (parts: Loade
       const weights = await uploadWeights(client, model.config, model.weights, setup.weightChoice.weightType, {
         programs: loadPrograms.programs,
         bf16Matrices: setup.facts.bf16Matrices,
-        packed: setup.bf16.packedMatrices,
+        packed: setup.packed.matrices,
+        packedFor: setup.packed.for,
       }).finally(() => {
         closeModel();
         return loadPrograms.close();

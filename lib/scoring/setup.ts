@@ -10,7 +10,7 @@
 import type { ModelConfig } from '../model/config';
 import type { KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
-import { CausalAttention, checkCausalAttention, checkPrefixAttention, kernelMatrices, PrefixAttention } from '../hlo';
+import { CausalAttention, checkCausalAttention, checkPrefixAttention, kernelMatrices, KernelMatrixName, PackedFor, PrefixAttention } from '../hlo';
 import { chooseWeightType, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { AttentionPair, modelAttention } from './platform/attention-forms';
 import { scorerLadders } from './planning/ladders';
@@ -118,6 +118,8 @@ export interface ScorerSetup {
   readonly bf16: Bf16Typing;
   /** Which matmul kernel the layers' projections run through: the bf16 one (bf16.matmulKernel), the f32 one, or none (XLA's dots). */
   readonly matmulKernel: 'bf16' | 'f32' | null;
+  /** The layer matrices the load packs for that kernel, and the kernel's packed form (none without a kernel). */
+  readonly packed: { readonly matrices: readonly KernelMatrixName[]; readonly for: PackedFor };
 }
 
 /**
@@ -140,8 +142,10 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   const weightType = weightChoice.weightType;
   // The matrices the bf16 kernel reads, stored packed for it (the decoder's kernelMatrices: the load packs them, the programs declare them).
   const packedMatrices = matmulKernel ? kernelMatrices(config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: facts.bf16Products, weights: weightType }) : [];
-  // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only).
+  // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only),
+  // its matrices packed at load into f32 panels it streams from the cache.
   const f32Kernel = precision !== 'bf16' && weightType === 'f32' && f32DotsByKernel(facts, kernelPaths);
+  const f32Packed = f32Kernel ? kernelMatrices(config, { matmulKernelF32: true, weights: weightType }) : [];
   // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
   const { pluginPath, platformName } = plugin;
   const pinned = isCudnnPinnedPlugin(pluginPath, platformName);
@@ -178,6 +182,7 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
       ...(facts.overridden ? { overridden: facts.overridden } : {}),
     },
     matmulKernel: matmulKernel ? 'bf16' : f32Kernel ? 'f32' : null,
+    packed: matmulKernel ? { matrices: packedMatrices, for: 'bf16' } : { matrices: f32Packed, for: 'f32' },
   };
 }
 

@@ -10,11 +10,17 @@
 // bucket) are never computed, their products 0 (matmul_rows.h). It may add a residual to its
 // result (the epilogue: the layer's residual add, out = residual + x . w, bit for bit XLA's add).
 //
-// The weights come as the matrix [K, N] (f32 or bf16 bits, rounded and packed into panels by each
-// call), or already packed (kPacked: a model's weights are packed once at load, by the program
-// lib/hlo/nn/matmul-kernel.ts builds): ceil(N / 32) panels one after the other, each
-// [ceil(K / 2)][32][2] bf16 bits, element [p][c][e] = w[2p + e][32j + c] for panel j, 0 past K and
-// N. The f32 kernel takes f32 matrices only.
+// The weights come as the matrix [K, N] (f32 or bf16 bits), or already packed into 32-column panels
+// (a model's weights are packed once at load, by the programs lib/hlo/nn/matmul-kernel.ts builds),
+// ceil(N / 32) panels one after the other:
+// - kPacked, for the bf16 kernel (which packs a plain matrix so on every call): each panel
+//   [ceil(K / 2)][32][2] bf16 bits, element [p][c][e] = w[2p + e][32j + c] for panel j, 0 past K
+//   and N;
+// - kPackedF32, for the f32 kernel: each panel [K][32] f32, element [k][c] = w[k][32j + c], 0 past
+//   N. A panel is one contiguous run, so a tile streams it from the cache; the plain matrix's rows
+//   lie N apart, and at the large N of a model's projections the panel's rows fall into a few cache
+//   sets and evict each other (docs/performance.md, "The projections' kernels").
+// The f32 kernel takes f32 weights only, plain or kPackedF32.
 #pragma once
 
 #include <cstdint>
@@ -25,14 +31,14 @@ namespace pjrt_score {
 constexpr int64_t kMatmulPanelColumns = 32;
 
 struct MatmulArgs {
-  enum class Weights { kF32, kBf16Bits, kPacked };
+  enum class Weights { kF32, kBf16Bits, kPacked, kPackedF32 };
   enum class Prologue { kNone, kRmsNorm, kSwiGlu };
   int64_t t = 0, k = 0, n = 0;
   Prologue prologue = Prologue::kNone;
   const float* x = nullptr;     // [T, K]; [T, 2K] for kSwiGlu
   const float* norm = nullptr;  // kRmsNorm: [K]
   float eps = 0.f;              // kRmsNorm
-  const void* w = nullptr;      // [K, N]: floats or bf16 bits (uint16_t); kPacked: the panels
+  const void* w = nullptr;      // [K, N]: floats or bf16 bits (uint16_t); kPacked*: the panels
   Weights w_type = Weights::kF32;
   float* out = nullptr;  // [T, N]
   // [T]: 0 marks a padding row (its result 0, never computed); nullptr: every row is computed.

@@ -18,13 +18,16 @@ using Prologue = MatmulArgs::Prologue;
 
 // The weights operand: the stacked matrices [Ly, K, N] of f32, u16 or bf16, or their packed panels
 // [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_args.h); for f32 arithmetic
-// [Ly, K, N] of f32 only.
+// [Ly, K, N] of f32, or its f32 panels [Ly, ceil(N / 32), K, 32].
 template <bool kF32>
 const Buffer* CheckWeights(void* raw, int type, std::string* why) {
-  if (kF32) return ffi::CheckBuffer(raw, type, "weights", DataType::kF32, 3, why);
   const Buffer* w = static_cast<const Buffer*>(raw);
   const bool readable = type == xla_ffi::kArgTypeBuffer && w != nullptr &&
                         w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims);
+  if (kF32) {
+    const int64_t rank = readable && w->rank == 4 ? 4 : 3;
+    return ffi::CheckBuffer(raw, type, "weights", DataType::kF32, rank, why);
+  }
   DataType w_type = DataType::kF32;
   int64_t rank = 3;
   if (readable && (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16)) {
@@ -99,13 +102,26 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
     *why = "takes the live rows (s32) before the residual (f32), one of each at most";
     return false;
   }
-  const bool packed = w->rank == 5;
+  // Packed panels: bf16 pairs (rank 5) or f32 (rank 4: only the f32 kernel takes it).
+  const bool packed = w->rank == 5 || w->rank == 4;
+  const bool packed_f32 = w->rank == 4;
   const int64_t x_k = kPrologue == Prologue::kSwiGlu ? x->dims[1] / 2 : x->dims[1];
   const int64_t t = x->dims[0], layers = w->dims[0];
   // Packed panels do not say K and N exactly (both are rounded up): x and the result do.
   const int64_t k = packed ? x_k : w->dims[1], n = packed ? o->dims[1] : w->dims[2];
   const int64_t x_width = kPrologue == Prologue::kSwiGlu ? 2 * k : k;
-  if (packed) {
+  if (packed_f32) {
+    const int64_t panels = (n + kMatmulPanelColumns - 1) / kMatmulPanelColumns;
+    if (layers == 0 || x->dims[1] != x_width || w->dims[1] != panels || w->dims[2] != k ||
+        w->dims[3] != kMatmulPanelColumns) {
+      *why = "packed f32 weights " + DimsText(w) + " must be [Ly >= 1, ceil(N / " +
+             std::to_string(kMatmulPanelColumns) + "), K, " + std::to_string(kMatmulPanelColumns) +
+             "] = [Ly, " + std::to_string(panels) + ", " + std::to_string(k) + ", " +
+             std::to_string(kMatmulPanelColumns) + "] for x " + DimsText(x) + " and the result " +
+             DimsText(o) + (kPrologue == Prologue::kSwiGlu ? " (x's width even: gate | up)" : "");
+      return false;
+    }
+  } else if (packed) {
     const int64_t panels = (n + kMatmulPanelColumns - 1) / kMatmulPanelColumns;
     if (layers == 0 || x->dims[1] != x_width || w->dims[1] != panels || w->dims[2] != (k + 1) / 2 ||
         w->dims[3] != kMatmulPanelColumns || w->dims[4] != 2) {
@@ -136,7 +152,9 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   const int64_t l = std::clamp<int64_t>(*static_cast<const int32_t*>(layer->data), 0, layers - 1);
   const bool f32 = w->dtype == DataType::kF32;
   // Elements of one layer's matrix as stored (packed: its panels, K and N rounded up).
-  const int64_t layer_elements = packed ? w->dims[1] * w->dims[2] * kMatmulPanelColumns * 2 : k * n;
+  const int64_t layer_elements = packed_f32 ? w->dims[1] * k * kMatmulPanelColumns
+                                 : packed   ? w->dims[1] * w->dims[2] * kMatmulPanelColumns * 2
+                                            : k * n;
   out->t = t;
   out->k = k;
   out->n = n;
@@ -146,9 +164,10 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
     out->norm = static_cast<const float*>(norms->data) + l * k;
     out->eps = *static_cast<const float*>(eps->data);
   }
-  out->w_type = packed ? MatmulArgs::Weights::kPacked
-                : f32  ? MatmulArgs::Weights::kF32
-                       : MatmulArgs::Weights::kBf16Bits;
+  out->w_type = packed_f32 ? MatmulArgs::Weights::kPackedF32
+                : packed   ? MatmulArgs::Weights::kPacked
+                : f32      ? MatmulArgs::Weights::kF32
+                           : MatmulArgs::Weights::kBf16Bits;
   out->w = static_cast<const char*>(w->data) + l * layer_elements * (f32 ? 4 : 2);
   out->out = static_cast<float*>(o->data);
   out->live = live != nullptr ? static_cast<const int32_t*>(live->data) : nullptr;

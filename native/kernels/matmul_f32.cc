@@ -116,14 +116,16 @@ bool Run(const MatmulArgs& a, std::string* error) {
     x = rows;
   }
   const float* w = static_cast<const float*>(a.w);
+  const bool packed = a.w_type == MatmulArgs::Weights::kPackedF32;
   const MatmulSplit split((n + kCols - 1) / kCols, (t + kRows - 1) / kRows, pool.threads());
   pool.ParallelFor(split.tasks(), [&](int64_t i) {
     const MatmulSplit::Task task = split.At(i);
     const int64_t col0 = task.panel * kCols, cols = std::min(kCols, n - col0);
-    // A panel narrower than kCols (the matrix's last) is copied with zero columns past N.
-    const float* b = w + col0;
-    int64_t b_row = n;
-    if (cols < kCols) {
+    // Packed: the panel as it lies (zero columns past N). Plain: its columns in the matrix's rows,
+    // a panel narrower than kCols (the matrix's last) copied with zero columns past N.
+    const float* b = packed ? w + task.panel * k * kCols : w + col0;
+    int64_t b_row = packed ? kCols : n;
+    if (!packed && cols < kCols) {
       float* panel = ThreadScratch<float, kTailPanel>(k * kCols);
       if (panel == nullptr) {
         ok.store(false);

@@ -5,7 +5,8 @@
 // pass and runs the norms and SwiGLU as loops of their own between the dots; here the rows are
 // computed once per call and every 12-row tile streams 32 columns of w where they lie
 // (docs/performance.md, "The projections' kernels"). The same operands and prologues as the bf16
-// kernel (matmul_args.h: MatmulArgs with f32 weights, `w_type` kF32).
+// kernel (matmul_args.h: MatmulArgs with f32 weights, `w_type` kF32 or kPackedF32: the panels a
+// model's load packs).
 #pragma once
 
 #include <string>
@@ -18,8 +19,8 @@ namespace pjrt_score {
 // (kernel_isa.h), else "portable" (plain C++: the reference).
 const char* MatmulF32Path();
 
-// Shapes must already be checked (matmul_bf16_ffi.cc); `args.w_type` must be kF32. Returns false
-// with `error` set when scratch memory cannot be had; never throws.
+// Shapes must already be checked (matmul_bf16_ffi.cc); `args.w_type` must be kF32 or kPackedF32.
+// Returns false with `error` set when scratch memory cannot be had; never throws.
 bool RunMatmulF32(const MatmulArgs& args, std::string* error);
 
 }  // namespace pjrt_score

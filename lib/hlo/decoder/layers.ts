@@ -21,9 +21,10 @@ export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 export function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   const packed = options.packedMatrices ?? [];
   const reads = kernelMatrices(d, options);
-  const stray = packed.find((name) => !reads.includes(name) || !matmulKernel(options));
+  const arithmetic = arithmeticOf(options);
+  const stray = packed.find((name) => !reads.includes(name) || !arithmetic);
   if (stray) throw new HloBuildError(`decoder: ${stray} is packed for the matmul kernel, but these options do not run its projection through the kernel`);
-  return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed);
+  return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed, arithmetic);
 }
 
 export function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
@@ -139,7 +140,7 @@ function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): KernelO
 /** [residual +] x (after `prologue`) . the layer's matrix, through the kernel the operands name. */
 function kernelProduct(f: FunctionBuilder, x: HloValue, k: KernelOperands, prologue?: MatmulPrologue, residual?: HloValue): HloValue {
   const rows = { live: k.live, residual };
-  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue, rows);
+  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue, rows, k.columns);
   return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns, rows);
 }
 

@@ -18,13 +18,14 @@
  * output channel), the scales declared here as arrays of their own after
  * every other array, so the f32 layout is the one it always was.
  *
- * Under the matmul kernel (options.ts, kernelMatrices) the layer matrices it
- * reads may be stored packed for it instead: bf16 panels
- * (lib/hlo/nn/matmul-kernel.ts, packedMatmulDims), built as the plain
- * stacked array first and packed on the device once at load.
+ * Under a matmul kernel (options.ts, kernelMatrices) the layer matrices it
+ * reads may be stored packed for it instead: the bf16 kernel's bf16 panels,
+ * the f32 kernel's f32 panels (lib/hlo/nn/matmul-kernel.ts,
+ * packedMatmulForm), built as the plain stacked array first and packed on
+ * the device once at load.
  */
 
-import { packedMatmulDims } from '../nn/matmul-kernel';
+import { PackedFor, packedMatmulForm } from '../nn/matmul-kernel';
 import type { RopeScaling } from '../../util/rope';
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
@@ -160,9 +161,10 @@ export interface DecoderWeightSpec {
    */
   readonly scaleOf?: MatrixName;
   /**
-   * Set on a layer matrix stored packed for the matmul kernel (u16 bf16 bits,
-   * packedMatmulDims): the stacked array [Ly, in, out] it is built as first
-   * (dims and element type), then packed on the device.
+   * Set on a layer matrix stored packed for a matmul kernel (u16 bf16 bits
+   * for the bf16 kernel, f32 for the f32 one: packedMatmulForm): the stacked
+   * array [Ly, in, out] it is built as first (dims and element type), then
+   * packed on the device.
    */
   readonly packedFrom?: { readonly dims: readonly number[]; readonly elementType: WeightElementType };
 }
@@ -257,16 +259,19 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
  * The weight parameters this model's decoder programs take, in parameter
  * order, for a weight type (default f32) and, for bf16, how its matrices
  * are typed (default u16 bits); `packed` names the layer matrices stored
- * packed for the matmul kernel (not with int8 weights).
+ * packed for the matmul kernel `packedFor` (not with int8 weights; for the
+ * f32 kernel, f32 weights only).
  */
-export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16', packed: readonly KernelMatrixName[] = []): DecoderWeightSpec[] {
+export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16', packed: readonly KernelMatrixName[] = [], packedFor: PackedFor = 'bf16'): DecoderWeightSpec[] {
   if (packed.length && weights === 'int8') throw new Error('decoder: int8 matrices are not packed for the matmul kernel');
+  if (packed.length && packedFor === 'f32' && weights !== 'f32') throw new Error(`decoder: the f32 matmul kernel packs f32 matrices, not ${weights}`);
   const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'postNorms' ? d.gemma?.postNorms === true : d[spec.onlyWith]));
   const typed: DecoderWeightSpec[] = present.map((spec) => {
     const matrix = isMatrix(spec.name);
     const elementType = matrix ? matrixElementType(weights, bf16) : 'f32';
     if (!(packed as readonly string[]).includes(spec.name)) return { ...spec, matrix, elementType };
-    return { ...spec, matrix, dims: packedMatmulDims(spec.dims), elementType: 'u16', packedFrom: { dims: spec.dims, elementType } };
+    const form = packedMatmulForm(spec.dims, packedFor);
+    return { ...spec, matrix, dims: form.dims, elementType: form.elementType, packedFrom: { dims: spec.dims, elementType } };
   });
   if (weights !== 'int8') return typed;
   const unsupported = int8Unsupported(d);

@@ -43,8 +43,9 @@ export interface DecoderOptions extends ProgramOptions {
    */
   readonly matmulKernelF32?: boolean;
   /**
-   * The layer matrices the weights hold packed for the matmul kernel (layout.ts: the weights' own,
-   * DeviceWeights.packed); each must be one the kernel reads under these options (kernelMatrices).
+   * The layer matrices the weights hold packed for the matmul kernel these options run (layout.ts:
+   * the weights' own, DeviceWeights.packed; the bf16 kernel's form, or the f32 kernel's under
+   * matmulKernelF32); each must be one the kernel reads under these options (kernelMatrices).
    * Default none: every matrix stacked [Ly, in, out].
    */
   readonly packedMatrices?: readonly KernelMatrixName[];
@@ -100,7 +101,7 @@ export function matmulKernelF32(options: DecoderOptions): boolean {
 
 /**
  * The layer matrices whose projections run through a matmul kernel under these options, and so the
- * ones a load may store packed for the bf16 one: wO always, q|k|v and gate|up unless their products
+ * ones a load may store packed for it: wO always, q|k|v and gate|up unless their products
  * are bf16, wDown unless the MLP is Gemma's GeGLU. The bf16 kernel reads f32 and bf16 weights, the
  * f32 one f32 weights; none without a kernel.
  */

@@ -25,7 +25,7 @@ import { bf16Bits } from './functions';
 export const MATMUL_BF16_TARGET = 'pjrt_score_matmul_bf16';
 export const MATMUL_BF16_RMSNORM_TARGET = 'pjrt_score_matmul_bf16_rmsnorm';
 export const MATMUL_BF16_SWIGLU_TARGET = 'pjrt_score_matmul_bf16_swiglu';
-/** The f32 kernel's targets: the same operands and prologues, f32 products and sums, f32 weights [Ly, K, N]. */
+/** The f32 kernel's targets: the same operands and prologues, f32 products and sums, f32 weights [Ly, K, N] or packed. */
 export const MATMUL_F32_TARGET = 'pjrt_score_matmul_f32';
 export const MATMUL_F32_RMSNORM_TARGET = 'pjrt_score_matmul_f32_rmsnorm';
 export const MATMUL_F32_SWIGLU_TARGET = 'pjrt_score_matmul_f32_swiglu';
@@ -51,11 +51,53 @@ export function packedMatmulDims(dims: readonly number[]): number[] {
 }
 
 /**
- * Stacked matrices [Ly, K, N] (f32, or bf16 bits typed u16 or bf16) -> their packed form (u16,
- * packedMatmulDims), f32 rounded to bf16 to nearest even as the kernel rounds them: padding, one
- * reshape and one transpose, so a reviewer can read the layout off it.
+ * The f32 kernel's packed form of stacked f32 matrices [Ly, K, N]: [Ly, ceil(N / 32), K, 32], panel j
+ * of layer l holding w[l][k][32j + c] at [l, j, k, c] (0 past N): each panel one contiguous run, the
+ * order the kernel's tiles stream it.
  */
-export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue): HloValue {
+export function packedMatmulDimsF32(dims: readonly number[]): number[] {
+  if (dims.length !== 3) throw new HloBuildError(`packedMatmulDimsF32: want [Ly, K, N], got [${dims.join(', ')}]`);
+  const [layers, k, n] = dims;
+  return [layers, Math.ceil(n / MATMUL_PANEL_COLUMNS), k, MATMUL_PANEL_COLUMNS];
+}
+
+/** Which kernel a packed form is for: the bf16 kernel's pairs of bf16 rows, or the f32 kernel's f32 panels. */
+export type PackedFor = 'bf16' | 'f32';
+
+/** The packed form of stacked matrices [Ly, K, N] for a kernel: its dims and element type. */
+export function packedMatmulForm(dims: readonly number[], packedFor: PackedFor): { dims: number[]; elementType: 'u16' | 'f32' } {
+  return packedFor === 'f32' ? { dims: packedMatmulDimsF32(dims), elementType: 'f32' } : { dims: packedMatmulDims(dims), elementType: 'u16' };
+}
+
+/**
+ * Stacked f32 matrices as the f32 kernel's panels (packedMatmulDimsF32), from [Ly, K, N] or, with
+ * `rows`, from the checkpoint's rows [Ly, N, K]: padding, one reshape and one transpose, the values
+ * untouched.
+ */
+function packMatmulF32(f: FunctionBuilder, stacked: HloValue, rows: boolean): HloValue {
+  const name = rows ? 'packMatmulRows' : 'packMatmulWeights';
+  if (stacked.dims.length !== 3 || stacked.elementType !== 'f32') throw new HloBuildError(`${name}: the f32 kernel's weights must be f32 [Ly, ${rows ? 'N, K' : 'K, N'}], got ${stacked.type}`);
+  const [layers, k, n] = rows ? [stacked.dims[0], stacked.dims[2], stacked.dims[1]] : stacked.dims;
+  const [, panels] = packedMatmulDimsF32([layers, k, n]);
+  const wide = MATMUL_PANEL_COLUMNS * panels;
+  if (rows) {
+    // [Ly, N, K] -> [Ly, 32 * panels, K] (zeros past N) -> [Ly, panels, 32, K] -> [Ly, panels, K, 32].
+    const padded = f.pad(stacked, 0, [0, 0, 0], [0, wide - n, 0]);
+    return f.transpose(f.reshape(padded, [layers, panels, MATMUL_PANEL_COLUMNS, k]), [0, 1, 3, 2]);
+  }
+  // [Ly, K, N] -> [Ly, K, 32 * panels] (zeros past N) -> [Ly, K, panels, 32] -> [Ly, panels, K, 32].
+  const padded = f.pad(stacked, 0, [0, 0, 0], [0, 0, wide - n]);
+  return f.transpose(f.reshape(padded, [layers, k, panels, MATMUL_PANEL_COLUMNS]), [0, 2, 1, 3]);
+}
+
+/**
+ * Stacked matrices [Ly, K, N] (f32, or bf16 bits typed u16 or bf16) -> their packed form for the bf16
+ * kernel (u16, packedMatmulDims), f32 rounded to bf16 to nearest even as the kernel rounds them, or,
+ * `packedFor` 'f32', f32 matrices as the f32 kernel's panels: padding, one reshape and one
+ * transpose, so a reviewer can read the layout off it.
+ */
+export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue, packedFor: PackedFor = 'bf16'): HloValue {
+  if (packedFor === 'f32') return packMatmulF32(f, stacked, false);
   if (stacked.dims.length !== 3 || !matmulKernelTakes(stacked.elementType)) {
     throw new HloBuildError(`packMatmulWeights: weights must be [Ly, K, N] of f32, u16 or bf16, got ${stacked.type}`);
   }
@@ -69,11 +111,12 @@ export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue): HloVal
 }
 
 /**
- * The same packed form from the matrices as Hugging Face stores them, rows of outputs [Ly, N, K]
- * (f32, u16 or bf16): the load stacks a checkpoint's rows as they lie (a copy, no transpose on the
+ * The same packed forms from the matrices as Hugging Face stores them, rows of outputs [Ly, N, K]
+ * (f32, u16 or bf16; f32 for the f32 kernel): the load stacks a checkpoint's rows as they lie (a copy, no transpose on the
  * host) and this program moves them: pad, one reshape, one transpose.
  */
-export function packMatmulRows(f: FunctionBuilder, rows: HloValue): HloValue {
+export function packMatmulRows(f: FunctionBuilder, rows: HloValue, packedFor: PackedFor = 'bf16'): HloValue {
+  if (packedFor === 'f32') return packMatmulF32(f, rows, true);
   if (rows.dims.length !== 3 || !matmulKernelTakes(rows.elementType)) {
     throw new HloBuildError(`packMatmulRows: weights must be [Ly, N, K] of f32, u16 or bf16, got ${rows.type}`);
   }
@@ -119,17 +162,22 @@ export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVa
 /**
  * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu`) . stacked f32 [Ly, K, N] at `layer`
  * (s32 []) -> f32 [T, N], f32 products and sums (the f32 kernel: native/kernels/matmul_f32.h), each
- * output one FMA chain over k.
+ * output one FMA chain over k. Packed weights (packedMatmulDimsF32) round N up, so `columns` gives N.
  */
-export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, rows: MatmulRows = {}): HloValue {
-  if (stacked.dims.length !== 3 || stacked.elementType !== 'f32') throw new HloBuildError(`matmulF32Kernel: weights must be f32 [Ly, K, N], got ${stacked.type}`);
-  const [, k, n] = stacked.dims;
+export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, rows: MatmulRows = {}, columns?: number): HloValue {
+  const packed = stacked.dims.length === 4;
+  if (!(stacked.dims.length === 3 || packed) || stacked.elementType !== 'f32') throw new HloBuildError(`matmulF32Kernel: weights must be f32 [Ly, K, N] or packed [Ly, N / 32, K, 32], got ${stacked.type}`);
+  const k = packed ? stacked.dims[2] : stacked.dims[1];
+  const n = packed ? columns : stacked.dims[2];
+  if (packed && (n === undefined || !Number.isInteger(n) || n < 0 || packedMatmulDimsF32([stacked.dims[0], k, n]).some((d, i) => d !== stacked.dims[i]))) {
+    throw new HloBuildError(`matmulF32Kernel: packed weights ${stacked.type} do not hold [${stacked.dims[0]}, ${k}, N] for ${columns ?? 'no'} columns`);
+  }
   const width = prologue?.kind === 'swiglu' ? 2 * k : k;
   if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
     throw new HloBuildError(`matmulF32Kernel: x must be f32 [T, ${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulF32Kernel: layer must be s32[], got ${layer.type}`);
-  return kernelCall(f, x, stacked, layer, prologue, n, [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET], rows);
+  return kernelCall(f, x, stacked, layer, prologue, n as number, [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET], rows);
 }
 
 /**

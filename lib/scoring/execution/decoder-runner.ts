@@ -144,6 +144,11 @@ export class DecoderRunner {
       ...(matmulKernelF32 ? ['mmkf'] : []),
     ];
     this.modelId = [modelId, ...tags].join('-');
+    // Packed matrices are declared in the form of the kernel the programs run: the weights must be packed for it.
+    const arithmetic = matmulKernel ? 'bf16' : matmulKernelF32 ? 'f32' : null;
+    if (weights.packed.length && weights.packedFor !== arithmetic) {
+      throw new Error(`DecoderRunner: the weights hold ${weights.packed.join(', ')} packed for the ${weights.packedFor} matmul kernel, but precision ${precision} runs ${arithmetic ? `the ${arithmetic} one` : "XLA's dots"}`);
+    }
     this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel, matmulKernelF32, packedMatrices: weights.packed };
     this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
   }
