@@ -667,8 +667,8 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
   t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
   t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');
   t.deepEqual([xla, highest].map((s) => s.explain(request).bf16.packedMatrices), [[], []], 'and without it no matrix is packed');
-  // The f32 kernel: the facts of this CPU's class and vendor take it or not (AMD's AVX-512 BF16 CPUs: taken;
-  // Intel's without AMX: XLA's f32 dots, platform/profiles.ts), where AVX-512 may run.
+  // The f32 kernel: the facts of this CPU's class and vendor take it or not (AVX-512 BF16 CPUs without AMX:
+  // taken, platform/profiles.ts), where AVX-512 may run.
   const { platformFacts } = require('../dist/scoring/platform');
   const { hostCpu } = require('../dist/runtime/host-cpu');
   const takenF32 = taken && platformFacts('cpu', e.attentionKernel.tried, hostCpu().vendor ?? null).matmulKernelF32;

@@ -143,14 +143,16 @@ test("one setup decides the precision, the weight type and the packed matrices t
   t.equal(quantized.precisionChoice.precision, 'highest', `a quantized checkpoint: ${quantized.precisionChoice.reason}`);
   t.equal(quantized.weightChoice.weightType, 'f32', 'f32 weights');
   t.equal(quantized.matmulKernel, 'f32', 'the f32 matmul kernel');
-  t.deepEqual(quantized.bf16.packedMatrices, [], 'nothing packed');
+  t.deepEqual(quantized.bf16.packedMatrices, [], 'nothing packed as bf16 panels');
+  t.deepEqual([quantized.packed.for, [...quantized.packed.matrices].sort()], ['f32', ['wDown', 'wGateUp', 'wO', 'wQkv']], 'its four matrices packed at load as f32 panels');
+  t.deepEqual([half.packed.for, [...half.packed.matrices].sort()], ['bf16', ['wDown', 'wGateUp', 'wO', 'wQkv']], 'the bf16 kernel: the same four as bf16 panels');
   const asked = setup({ plugin: cpu, kernelPaths, precision: 'highest', weights: 'auto', matrixType: 'bf16' });
   t.equal(asked.weightChoice.weightType, 'f32', 'highest asked for a bf16 checkpoint: f32 weights');
   // The same class on an Intel CPU without AMX: bf16 dots do no more work a cycle than f32 ones there.
   const intel = setup({ plugin: cpu, kernelPaths, precision: 'auto', weights: 'auto', matrixType: 'bf16', cpuVendor: 'GenuineIntel' });
   t.equal(intel.precisionChoice.precision, 'highest', `Intel, auto: ${intel.precisionChoice.reason}`);
   t.equal(intel.weightChoice.weightType, 'f32', 'f32 weights');
-  t.equal(intel.matmulKernel, null, "XLA's f32 dots, not the f32 kernel");
+  t.equal(intel.matmulKernel, 'f32', 'the f32 kernel on its packed panels');
   const intelBf16 = setup({ plugin: cpu, kernelPaths, precision: 'bf16', weights: 'auto', matrixType: 'bf16', cpuVendor: 'GenuineIntel' });
   t.equal(intelBf16.matmulKernel, 'bf16', 'bf16 asked there: the bf16 kernel');
   t.end();
