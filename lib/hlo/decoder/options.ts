@@ -43,6 +43,12 @@ export interface DecoderOptions extends ProgramOptions {
    */
   readonly matmulKernelF32?: boolean;
   /**
+   * The programs take a `normalize` input s32[] after their labels (pass-programs.ts): 1 reads
+   * log-probabilities, 0 label logits without the full-vocabulary product (lib/hlo/nn/lm-head.ts).
+   * Default off: log-probabilities, and no such input.
+   */
+  readonly normalizeInput?: boolean;
+  /**
    * The layer matrices the weights hold packed for the matmul kernel these options run (layout.ts:
    * the weights' own, DeviceWeights.packed; the bf16 kernel's form, or the f32 kernel's under
    * matmulKernelF32); each must be one the kernel reads under these options (kernelMatrices).
@@ -68,14 +74,14 @@ export interface DecoderOptions extends ProgramOptions {
  * causal attention
  * (where the program has that step), then `_mbf16` for bf16 matrices typed
  * bf16, `_pbf16` for bf16 products and `_mmk` for the matmul kernel (where they
- * take effect) and `_mmkf` for the f32 matmul kernel; '' for the
- * defaults, whose program texts never change.
+ * take effect), `_mmkf` for the f32 matmul kernel and `_nrm` for the normalize
+ * input; '' for the defaults, whose program texts never change.
  */
 export function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
   const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
-  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '') + (matmulKernel(options) ? '_mmk' : '') + (matmulKernelF32(options) ? '_mmkf' : '');
+  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '') + (matmulKernel(options) ? '_mmk' : '') + (matmulKernelF32(options) ? '_mmkf' : '') + (options.normalizeInput ? '_nrm' : '');
 }
 
 /** The matrices are bf16 typed bf16 on the device. */

@@ -58,7 +58,11 @@ export interface FactoredDecoderShape {
  * Factored layout in one pass (the packed plan): query tokens s32[P] with
  * prefixLength s32[], items s32[N, L] with itemLengths s32[N], labels s32[Lb]
  * -> prefix_logprobs f32[1, Lb] (at the query's last token), item_logprobs
- * f32[N, Lb] (at each item's last token). With prefixLength 0 the items are
+ * f32[N, Lb] (at each item's last token). Under options.normalizeInput every
+ * program takes `normalize` s32[] after its labels: 1 or 0, whether its
+ * readouts are log-probabilities or label logits, for passes whose requests
+ * all take a softmax over their labels (lib/hlo/nn/lm-head.ts: no
+ * full-vocabulary product). With prefixLength 0 the items are
  * independent sequences: the serial plan.
  *
  * With G > 1 groups (cross-request batching), every input gains a leading
@@ -84,6 +88,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const itemTokens = f.param(TensorType.s32([...lead, N, L]), 'item_tokens');
     const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
     const labels = f.param(TensorType.s32([...lead, s.labels]), 'labels');
+    const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
     const w = declareWeights(f, d, options);
     const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
     const positions = rows.join(f, f.iota(TensorType.s32([...lead, P]), lead.length), itemPositions(f, prefixLength, N, L));
@@ -137,7 +142,7 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
     const itemHidden = f.reshape(rows.itemRows(f, hidden), [G * N, L, dm]);
     // Each item row reads its own group's labels.
     const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
-    const out = passReadouts(f, d, w, lmHead, { hidden: prefixHidden, length: prefixLength, labels }, { hidden: itemHidden, lengths: flat(f, itemLengths), labels: itemLabels });
+    const out = passReadouts(f, d, w, lmHead, { hidden: prefixHidden, length: prefixLength, labels }, { hidden: itemHidden, lengths: flat(f, itemLengths), labels: itemLabels }, normalize);
     return { prefix_logprobs: out.prefix, item_logprobs: out.items };
   }, options);
 }
@@ -168,7 +173,7 @@ export interface PrefillShape {
 }
 
 /**
- * Prefill: query tokens s32[P], prefixLength s32[], labels s32[Lb] ->
+ * Prefill: query tokens s32[P], prefixLength s32[], labels s32[Lb] (normalize s32[]) ->
  * k_cache, v_cache f32[layers, P, Hkv, D] and prefix_logprobs f32[1, Lb].
  */
 export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: DecoderOptions = {}): HloProgram {
@@ -179,6 +184,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
     const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
     const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
+    const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
     const w = declareWeights(f, d, options);
     const rope = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
     const emptyCache = f.full(TensorType.f32([Ly, P, Hkv, D]), 0);
@@ -199,7 +205,7 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
     return {
       k_cache: carried[0],
       v_cache: carried[1],
-      prefix_logprobs: prefixReadout(f, d, w, lmHeadForDot(f, w), hidden, prefixLength, labels),
+      prefix_logprobs: prefixReadout(f, d, w, lmHeadForDot(f, w), hidden, prefixLength, labels, normalize),
     };
   }, options);
 }
@@ -216,7 +222,7 @@ export interface ExtendShape {
 /**
  * Extend: items s32[C, L] with itemLengths s32[C], against k_cache/v_cache
  * f32[layers, P, Hkv, D] of a prefix of prefixLength s32[] tokens, labels
- * s32[Lb] -> item_logprobs f32[C, Lb].
+ * s32[Lb] (normalize s32[]) -> item_logprobs f32[C, Lb].
  */
 export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOptions = {}): HloProgram {
   checkDims(d);
@@ -229,6 +235,7 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
     const kCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'k_cache');
     const vCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'v_cache');
     const labels = f.param(TensorType.s32([s.labels]), 'labels');
+    const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
     const w = declareWeights(f, d, options);
     const rope = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
     const { hidden } = layerLoop(f, {
@@ -259,6 +266,6 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
       },
     });
     const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
-    return { item_logprobs: itemReadout(f, d, w, lmHeadForDot(f, w), itemHidden, itemLengths, labels) };
+    return { item_logprobs: itemReadout(f, d, w, lmHeadForDot(f, w), itemHidden, itemLengths, labels, normalize) };
   }, options);
 }

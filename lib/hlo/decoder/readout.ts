@@ -39,10 +39,11 @@ function prefixLastRows(f: FunctionBuilder, prefixHidden: HloValue, prefixLength
 /**
  * Label logprobs of each item at its last real token: itemHidden [K, L, Dm],
  * itemLengths s32[K], labels s32[Lb] shared or s32[K, Lb] per row -> [K, Lb].
+ * `normalize` (s32 [], where given): 0 reads label logits instead (lm-head.ts).
  */
-export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue): HloValue {
+export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, itemHidden: HloValue, itemLengths: HloValue, labels: HloValue, normalize?: HloValue): HloValue {
   const rows = itemLastRows(f, itemHidden, itemLengths);
-  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels, normalize }, lmHeadOptions(d));
 }
 
 /**
@@ -50,16 +51,16 @@ export function itemReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHe
  * prefixLength s32[] -> [1, Lb]; grouped, prefixHidden [G*P, Dm],
  * prefixLength s32[G], labels s32[G, Lb] -> [G, Lb].
  */
-export function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue): HloValue {
+export function prefixReadout(f: FunctionBuilder, d: DecoderDims, w: Weights, lmHead: HloValue, prefixHidden: HloValue, prefixLength: HloValue, labels: HloValue, normalize?: HloValue): HloValue {
   const rows = prefixLastRows(f, prefixHidden, prefixLength);
-  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+  return lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels, normalize }, lmHeadOptions(d));
 }
 
 /**
  * Both readouts of a pass that computes the queries and their items, through one LM-head product (the
  * table is read once, not twice): the queries' rows first, then the items'. prefixLabels s32[Lb] (one
  * query, shared with the items) or s32[G, Lb]; itemLabels s32[Lb] or s32[K, Lb] -> prefix [G, Lb] and
- * items [K, Lb], as prefixReadout and itemReadout.
+ * items [K, Lb], as prefixReadout and itemReadout (`normalize` as theirs).
  */
 export function passReadouts(
   f: FunctionBuilder,
@@ -68,6 +69,7 @@ export function passReadouts(
   lmHead: HloValue,
   prefix: { hidden: HloValue; length: HloValue; labels: HloValue },
   items: { hidden: HloValue; lengths: HloValue; labels: HloValue },
+  normalize?: HloValue,
 ): { prefix: HloValue; items: HloValue } {
   const queryRows = prefixLastRows(f, prefix.hidden, prefix.length);
   const itemRows = itemLastRows(f, items.hidden, items.lengths);
@@ -76,7 +78,7 @@ export function passReadouts(
   const shared = prefix.labels.rank === 1 && items.labels.rank === 1 && prefix.labels === items.labels;
   const labels = shared ? prefix.labels : f.concatenate([perRow(prefix.labels, g), perRow(items.labels, k)], 0);
   const rows = f.concatenate([queryRows, itemRows], 0);
-  const all = lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels }, lmHeadOptions(d));
+  const all = lmHeadLabelLogprobs(f, { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels, normalize }, lmHeadOptions(d));
   const lb = all.dims[1];
   return { prefix: f.slice(all, [0, 0], [g, lb]), items: f.slice(all, [g, 0], [g + k, lb]) };
 }

@@ -31,6 +31,15 @@ export interface LabelLogprobInputs {
    * each row its own (rows of different requests in one pass).
    */
   labels: HloValue;
+  /**
+   * Where given, s32 [] (0 or 1): whether to compute the log-normalizer over the vocabulary. 1 gives
+   * the log-probabilities, as without it; 0 gives each label's logit, the row's log-normalizer taken
+   * as 0, for rows whose caller takes a softmax over its labels (which a constant per row does not
+   * change): the [K, V] product over the whole table, the bulk of the head's cost on a large
+   * vocabulary, then never runs (it sits in a loop of `normalize` trips). Either way the label logits
+   * come from the label rows of the table alone.
+   */
+  normalize?: HloValue;
 }
 
 export interface LmHeadOptions {
@@ -55,14 +64,30 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   const vocab = lmHead.dims[0];
   if (vocab === 0) throw new HloBuildError(`${op}: the vocabulary is empty`);
 
-  const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
-  const raw = labelRowLogits(f, normed, lmHead); // [K, V]
   const cap = opts.softcap;
   if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
-  const logits = cap === undefined ? raw : f.multiply(f.tanh(f.divide(raw, cap)), cap);
-  const logNormalizer = logsumexp(f, logits, 1); // [K]
+  const { normalize } = x;
+  if (normalize && (normalize.elementType !== 's32' || normalize.rank !== 0)) throw new HloBuildError(`${op}: normalize must be s32[], got ${normalize.type}`);
+  const capped = (b: FunctionBuilder, raw: HloValue): HloValue => (cap === undefined ? raw : b.multiply(b.tanh(b.divide(raw, cap)), cap));
+  const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
   const ids = f.clamp(0, labels, vocab - 1);
-  const gathered = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1); // [K, Lb]
+  let gathered: HloValue; // [K, Lb]
+  let logNormalizer: HloValue; // [K]
+  if (normalize) {
+    gathered = capped(f, labelLogitsOnly(f, normed, lmHead, ids));
+    // The loop runs once or never: the full product only where the caller needs log-probabilities. Its rows
+    // are scaled by i + 1 (1 on its one trip: exact), so the product depends on the loop and XLA cannot hoist
+    // it out as loop-invariant code (which would run it every time).
+    const zero = f.broadcastInDim(f.scalar(0), [k], []);
+    [logNormalizer] = f.forLoop({ count: normalize, carried: [zero], invariants: [normed, lmHead] }, (b, i, _carried, [n, table]) => {
+      const trip = b.broadcastInDim(b.convert(b.add(i, 1), 'f32'), n.dims, []);
+      return [logsumexp(b, capped(b, labelRowLogits(b, b.multiply(n, trip), table)), 1)];
+    });
+  } else {
+    const logits = capped(f, labelRowLogits(f, normed, lmHead)); // [K, V]
+    logNormalizer = logsumexp(f, logits, 1);
+    gathered = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1);
+  }
   // The log-normalizer's column reads a logit of 0 (ids < 0 are no token: only it is negative).
   const normalizerColumn = f.eq(labels, LOG_NORMALIZER_LABEL);
   const labelLogits = f.select(perRow ? normalizerColumn : f.broadcastInDim(normalizerColumn, gathered.dims, [1]), f.full(gathered, 0), gathered);
@@ -87,6 +112,18 @@ function labelRowLogits(f: FunctionBuilder, rows: HloValue, lmHead: HloValue): H
     return f.transpose(f.dotGeneral(lmHead, rows, { lhsContract: [1], rhsContract: [1], operands: 'as-is' }), [1, 0]);
   }
   return f.dotGeneral(rows, lmHead, { lhsContract: [1], rhsContract: [1] });
+}
+
+/**
+ * rows [K, Dm] against the table's label rows only, ids s32 [Lb] (shared) or [K, Lb] (each row its own) -> the
+ * label logits [K, Lb], with the same operand rule as labelRowLogits (an f32 table read as-is for few rows).
+ */
+function labelLogitsOnly(f: FunctionBuilder, rows: HloValue, lmHead: HloValue, ids: HloValue): HloValue {
+  const operands = rows.dims[0] <= LM_HEAD_F32_ROWS && lmHead.elementType === 'f32' && rows.elementType === 'f32' ? { operands: 'as-is' as const } : {};
+  if (ids.rank === 1) return f.dotGeneral(rows, f.take(lmHead, ids, 0), { lhsContract: [1], rhsContract: [1], ...operands });
+  const [k, lb] = ids.dims;
+  const labelRows = f.reshape(f.take(lmHead, f.reshape(ids, [k * lb]), 0), [k, lb, lmHead.dims[1]]); // [K, Lb, Dm]
+  return f.dotGeneral(rows, labelRows, { lhsBatch: [0], rhsBatch: [0], lhsContract: [1], rhsContract: [2], ...operands });
 }
 
 /** logits [K, V] at each row's own label ids [K, Lb] -> [K, Lb]: a gather of (row, label) pairs, the same values and no [K, V] copy. */

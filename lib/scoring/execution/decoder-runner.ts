@@ -93,6 +93,8 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
     ...(c.precision === 'bf16' && c.matmulKernel ? { matmulKernel: true } : {}),
     ...(c.precision !== 'bf16' && c.matmulKernelF32 ? { matmulKernelF32: true } : {}),
     ...(c.packedMatrices.length ? { packedMatrices: c.packedMatrices } : {}),
+    // Every pass says whether its readouts need the vocabulary's log-normalizer (run-plan.ts, normalizeOf).
+    normalizeInput: true,
     ...(c.prefixAttention.kind !== 'joint' ? { prefixAttention: c.prefixAttention } : {}),
     ...(c.causalAttention.kind !== 'square' ? { causalAttention: c.causalAttention } : {}),
   };

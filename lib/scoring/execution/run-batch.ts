@@ -8,12 +8,12 @@
  */
 import { BatchPass } from '../planning/batch-plan';
 import { DecoderRunner, HostInput, PassObserver, s32 } from './decoder-runner';
-import { PlanInput } from './run-plan';
+import { normalizeOf, PlanInput } from './run-plan';
 
 /** One request's label logprobs, filled pass by pass. */
 export type BatchOutputs = Float32Array[];
 
-/** The five inputs of a grouped pass: queries [G, P], query lengths [G], items [G, N, L], item lengths [G, N], labels [G, B]. */
+/** The six inputs of a grouped pass: queries [G, P], query lengths [G], items [G, N, L], item lengths [G, N], labels [G, B], normalize []. */
 function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] {
   const { groups: G, prefix: P, items: N, itemLength: L, labels: B } = pass.program;
   const queries = new Int32Array(G * P);
@@ -31,7 +31,8 @@ function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] 
     });
     labels.set(input.labels, g * B);
   });
-  return [s32(queries, [G, P]), s32(queryLengths, [G]), s32(items, [G, N, L]), s32(itemLengths, [G, N]), s32(labels, [G, B])];
+  const members = pass.groups.map((group) => inputs[group.request]);
+  return [s32(queries, [G, P]), s32(queryLengths, [G]), s32(items, [G, N, L]), s32(itemLengths, [G, N]), s32(labels, [G, B]), normalizeOf(members)];
 }
 
 /**

@@ -17,6 +17,17 @@ export interface PlanInput {
   readonly itemTokens: readonly (readonly number[])[];
   readonly labels: readonly number[];
   readonly itemFirst: boolean;
+  /** Its scores are a softmax over its labels: label logits do for them (normalizeOf). */
+  readonly applySoftmax: boolean;
+}
+
+/**
+ * A pass's `normalize` input (lib/hlo/decoder/pass-programs.ts): 1 where a request in it needs its labels'
+ * log-probabilities, 0 where every one takes a softmax over its labels, which the label logits give alike
+ * (requests/scores.ts) without the product over the whole vocabulary.
+ */
+export function normalizeOf(inputs: readonly PlanInput[]): HostInput {
+  return s32Scalar(inputs.some((input) => !input.applySoftmax) ? 1 : 0);
 }
 
 export interface RunContext {
@@ -59,7 +70,7 @@ async function readInto(buffer: DeviceBuffer, stride: number, items: readonly nu
   }
 }
 
-/** Runs `plan` for `input`; returns label logprobs, [itemCount * labelCount]. */
+/** Runs `plan` for `input`; returns label logprobs (label logits where it takes a softmax over them: normalizeOf), [itemCount * labelCount]. */
 export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Promise<Float32Array> {
   const Lb = input.labels.length;
   const B = plan.labelBucket;
@@ -67,6 +78,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
   const labelIds = new Int32Array(B);
   labelIds.set(input.labels);
   const labels = s32(labelIds);
+  const normalize = normalizeOf([input]);
   const query = input.queryTokens;
   // Items read at the query's last token (empty items) are filled from this row once it is known.
   const emptyItems = input.itemTokens.flatMap((t, i) => (t.length === 0 ? [i] : []));
@@ -78,7 +90,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
       const rows = pass.items.map((i) => input.itemTokens[i]);
       switch (key.program) {
         case 'decoder_prefill': {
-          prefix = await prefill(plan, input, ctx, labels, emptyItems.length > 0);
+          prefix = await prefill(plan, input, ctx, [labels, normalize], emptyItems.length > 0);
           const row = prefix.entry.prefixLogprobs?.values;
           if (row) for (const i of emptyItems) out.set(row, i * Lb);
           break;
@@ -92,6 +104,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
             prefix.entry.kCache,
             prefix.entry.vCache,
             labels,
+            normalize,
           ], ctx.onPass);
           await readInto(itemOut, B, nonEmpty(pass.items, input), out, Lb);
           break;
@@ -106,6 +119,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
               paddedRows(sequences, key.items, key.itemLength),
               rowLengths(sequences, key.items),
               labels,
+              normalize,
             ], ctx.onPass);
             prefixOut.dispose();
             await readInto(itemOut, B, pass.items, out, Lb);
@@ -116,6 +130,7 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
               paddedRows(rows, key.items, key.itemLength),
               rowLengths(rows, key.items),
               labels,
+              normalize,
             ], ctx.onPass);
             // An empty item is read at the query's last token: the prefix row of its own pass.
             const empties = pass.items.filter((i) => input.itemTokens[i].length === 0);
@@ -154,11 +169,12 @@ async function prefill(
   plan: Plan,
   input: PlanInput,
   ctx: RunContext,
-  labels: HostInput,
+  [labels, normalize]: readonly [HostInput, HostInput],
   needPrefixRow: boolean,
 ): Promise<{ entry: PrefixEntry; owned: boolean }> {
   const P = plan.prefixBucket;
-  const labelsKey = input.labels.join(',');
+  // Label logits (normalize 0) serve only requests that take a softmax over their labels.
+  const labelsKey = `${input.labels.join(',')}${input.applySoftmax ? '|logits' : ''}`;
   const cacheKey = PrefixCache.key(input.queryTokens, P);
   const cached = ctx.prefixCache.get(cacheKey);
   if (cached && (!needPrefixRow || cached.prefixLogprobs?.labelsKey === labelsKey)) return { entry: cached, owned: false };
@@ -166,6 +182,7 @@ async function prefill(
     paddedQuery(input.queryTokens, P),
     s32Scalar(input.queryTokens.length),
     labels,
+    normalize,
   ], ctx.onPass);
   const values = new Float32Array(input.labels.length);
   await readInto(prefixOut, plan.labelBucket, [0], values, input.labels.length);

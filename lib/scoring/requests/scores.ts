@@ -1,7 +1,11 @@
 /**
  * Label logprobs -> scores (docs/design.md "Scoring semantics"). The device returns
  * log_softmax over the whole vocabulary at each read position, gathered at
- * the labels: [K, Lb] with K and Lb possibly padded. Math is done in f64.
+ * the labels: [K, Lb] with K and Lb possibly padded; for a request that takes
+ * a softmax over its labels, the label logits alone where its pass computes
+ * no log-normalizer (execution/run-plan.ts, normalizeOf), which differ from
+ * the logprobs by one constant a row and so give the same softmax. Math is
+ * done in f64.
  *
  * - applySoftmax=false: exp(logprob), the model's probability of each label
  *   over the whole vocabulary (rows need not sum to 1). A logprob of
