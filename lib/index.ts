@@ -13,6 +13,9 @@
  * docs/design.md, "Rooms".
  */
 
+// The base of every error the package throws to a user, each with a string `code` (docs/scorer-api.md, "Errors")
+export { PjrtScoreError } from './util/errors';
+
 // Scoring
 export { Scorer } from './scoring/scorer';
 export type {
@@ -38,6 +41,7 @@ export type { RelevanceScale, RerankTemplate, TemplatePiece } from './scoring/re
 export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/requests/request';
 export type { TruncateOption, TruncationReport } from './scoring/requests/truncate';
 export { AbortError, QueueFullError, ScoreInputError } from './scoring/requests/errors';
+export { OptionError } from './scoring/options';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';
@@ -49,8 +53,16 @@ export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, Maske
 export type { HloProgram, ProgramTensor } from './hlo';
 export { HloBuildError } from './hlo';
 
-// Models
+// Models and their files
 export { ModelNotFoundError } from './model/default-model';
+export { GgufError } from './model/gguf-types';
+export { SafetensorsError } from './model/safetensors';
+export { ModelConfigError } from './model/config';
+export { WeightsError } from './model/weights';
+export { TokenizerError } from './model/tokenizer';
+export { FetchError } from './assets/wheel-fetch';
+export { HubError } from './assets/hub-select';
+export type { HubErrorCode } from './assets/hub-select';
 
 // The service
 export { startServer } from './server/hosts/standalone-server';

@@ -39,7 +39,8 @@ function rejects(t, fn, param, message, label) {
     return;
   }
   t.equal(error.param, param, `${name} -> param ${param}`);
-  t.equal(error.code, 400, `${name} -> code 400`);
+  t.equal(error.code, 'INPUT_INVALID', `${name} -> code INPUT_INVALID`);
+  t.equal(error.status, 400, `${name} -> status 400`);
   if (message instanceof RegExp) t.match(error.message, message, `${name} -> message`);
   else t.equal(error.message, message, `${name} -> message`);
 }

@@ -9,6 +9,7 @@
  * No imports that load the native addon: `pjrt-score serve --help` and the
  * option checks run before anything loads.
  */
+import { PjrtScoreError } from '../util/errors';
 import { WEIGHT_CHOICES } from '../device-weights/choose';
 import { ALGORITHM_CHOICES, AlgorithmChoice } from './planning/selector';
 import { RERANK_TEMPLATES } from './requests/rerank-template';
@@ -38,9 +39,10 @@ export const DEFAULT_PREFIX_CACHE_BYTES = 512 * 2 ** 20;
 export const DEFAULT_QUEUE_SIZE = 64;
 
 /** A bad setting from the command line or the environment: a usage error (exit 2). */
-export class OptionError extends Error {
+export class OptionError extends PjrtScoreError {
+  declare readonly code: 'OPTION_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'OPTION_INVALID');
     this.name = 'OptionError';
   }
 }

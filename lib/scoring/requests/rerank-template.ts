@@ -13,6 +13,7 @@
  * as the published recipes do; the document starts a new piece at a
  * whitespace boundary, where byte-level pre-tokenizers split anyway.
  */
+import { PjrtScoreError } from '../../util/errors';
 
 /**
  * One part of a template: literal text, a request field, a special token by
@@ -77,9 +78,10 @@ export interface ResolvedTemplate {
   suffixLength(instruction: string): number;
 }
 
-export class TemplateError extends Error {
+export class TemplateError extends PjrtScoreError {
+  declare readonly code: 'TEMPLATE_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'TEMPLATE_INVALID');
     this.name = 'TemplateError';
   }
 }
