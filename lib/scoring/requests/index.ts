@@ -8,10 +8,21 @@
  * May import: no sibling.
  */
 export { AbortError, QueueFullError, ScoreInputError, describeValue, throwIfAborted } from './errors';
-export { normalizeRequest, normalizeRequestBody, type NormalizedRequest, type ScoreRequest, type ScoreRequestContext } from './request';
-export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest } from './rerank';
+export { normalizeRequest, normalizeScoreFields, type NormalizedRequest, type ScoreFields, type ScoreRequest, type ScoreRequestContext } from './request';
+export type { FieldNames } from './request-fields';
+export {
+  asObject,
+  normalizeRerank,
+  normalizeRerankFields,
+  rerankResults,
+  type NormalizedRerank,
+  type RerankFields,
+  type RerankNames,
+  type RerankRequest,
+  type RerankSpelling,
+} from './rerank';
 export { chooseTemplate, RERANK_TEMPLATES, rerankerAdvice, resolveTemplate, SUGGESTED_RERANKER, TemplateError, type RerankTemplate, type ResolvedTemplate } from './rerank-template';
 export { scoresFromLabelLogprobs } from './scores';
-export { cutTokens, readTruncateOption } from './truncate';
+export { cutTokens, readMaxTokensPerDoc, readTeiTruncation, readTruncateOption, readTruncatePromptTokens } from './truncate';
 export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './off-loop';
 export { charsFor, checkTextBound } from './text-bound';
