@@ -32,9 +32,7 @@ export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './requests/off-loop';
 export { OffLoopTokenizer, type RequestReader, type RequestSource } from './off-loop-tokenizer';
 export {
   readTruncateOption,
-  readTruncatePromptTokens,
-  readTeiTruncation,
-  readMaxTokensPerDoc,
+  positiveCount,
   cutTokens,
   type Keep,
   type TruncateOption,

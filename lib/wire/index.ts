@@ -6,7 +6,8 @@
  * /v1/score (score.ts); the rerank dialects of /v1/rerank and /rerank (the
  * common one: Cohere v1, Jina, vLLM; TEI's; SGLang's) and Cohere v2's
  * /v2/rerank (rerank-request.ts, rerank-response.ts). `pjrt-score run-batch`
- * answers its lines through the service's routes, so through these.
+ * answers its lines through the service's routes, so through these. The
+ * formats' own truncation fields: truncation.ts.
  * docs/design.md, "Rooms" and "The walk of one request".
  * May import: scoring (its index only), util.
  */

@@ -16,9 +16,6 @@
 import {
   asObject,
   normalizeRerankFields,
-  readMaxTokensPerDoc,
-  readTeiTruncation,
-  readTruncatePromptTokens,
   ScoreInputError,
   type NormalizedRerank,
   type RequestReader,
@@ -26,6 +23,7 @@ import {
   type ResolvedTemplate,
   type ScoreRequestContext,
 } from '../scoring';
+import { readMaxTokensPerDoc, readTeiTruncation, readTruncatePromptTokens } from './truncation';
 
 /** Which spelling a request came in, which decides the response's. */
 export type RerankDialect = 'common' | 'cohere-v2' | 'tei' | 'sglang';

@@ -7,7 +7,6 @@ import {
   asObject,
   normalizeScoreFields,
   readTruncateOption,
-  readTruncatePromptTokens,
   ScoreInputError,
   type FieldNames,
   type NormalizedRequest,
@@ -15,6 +14,7 @@ import {
   type ScoreRequestContext,
   type ScoreResult,
 } from '../scoring';
+import { readTruncatePromptTokens } from './truncation';
 
 /** The Score API's JSON body (SGLang spelling); other fields (model, ...) are ignored here. */
 export interface ScoreRequestBody {

@@ -23,6 +23,6 @@ export {
 } from './rerank';
 export { chooseTemplate, RERANK_TEMPLATES, rerankerAdvice, resolveTemplate, SUGGESTED_RERANKER, TemplateError, type RerankTemplate, type ResolvedTemplate } from './rerank-template';
 export { scoresFromLabelLogprobs } from './scores';
-export { cutTokens, readMaxTokensPerDoc, readTeiTruncation, readTruncateOption, readTruncatePromptTokens } from './truncate';
+export { cutTokens, positiveCount, readTruncateOption } from './truncate';
 export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './off-loop';
 export { charsFor, checkTextBound } from './text-bound';
