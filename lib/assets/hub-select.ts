@@ -27,7 +27,7 @@ export interface ModelFiles {
   readonly index?: string;
 }
 
-export const SUPPORTED_FORMS =
+const SUPPORTED_FORMS =
   'a Transformers directory (config.json, tokenizer.json, *.safetensors at the top level) or a .gguf file ' +
   '(name it: org/repo/file.gguf, or hf:org/repo:QUANT)';
 

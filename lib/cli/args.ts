@@ -28,7 +28,7 @@ export class UsageError extends PjrtScoreError {
 
 export type OptionSpec = Readonly<Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>;
 
-export type ParsedValues = Record<string, string | boolean | string[] | boolean[] | undefined>;
+type ParsedValues = Record<string, string | boolean | string[] | boolean[] | undefined>;
 
 /** Parses `args` against `spec`; unknown flags, missing values and positionals throw UsageError. */
 export function parseCommand(command: string, args: readonly string[], spec: OptionSpec): ParsedValues {

@@ -3,4 +3,4 @@
  * runs `main`. Nothing in lib/ imports it.
  * May import: server (the service, its options, backend and logger), wire, scoring (its index only), model, assets, util.
  */
-export { main, mainHelp } from './main';
+export { main } from './main';

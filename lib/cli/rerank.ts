@@ -101,7 +101,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
 }
 
 /** Documents from a file or stdin ('-'): a JSON array (strings or {text}), else one per non-empty line. */
-export function readDocuments(file: string): string[] {
+function readDocuments(file: string): string[] {
   let text: string;
   try {
     text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');

@@ -93,7 +93,7 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
 type LabelSpec = { readonly kind: 'ids'; readonly ids: number[] } | { readonly kind: 'texts'; readonly texts: string[] };
 
 /** `--labels`: comma-separated ids, comma-separated texts (kept as written, spaces too), or a JSON array of either. */
-export function parseLabels(text: string): LabelSpec {
+function parseLabels(text: string): LabelSpec {
   let parts: unknown[];
   if (text.trimStart().startsWith('[')) {
     try {

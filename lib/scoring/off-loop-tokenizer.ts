@@ -23,7 +23,7 @@ export interface RequestSource {
 export type RequestReader<T> = (source: RequestSource) => T;
 
 /** The model's and the settings' part of a request context. */
-export interface ContextFacts {
+interface ContextFacts {
   readonly vocabSize: number;
   readonly contextLength: number;
   readonly bosTokenId?: number;
@@ -33,7 +33,7 @@ export interface ContextFacts {
 }
 
 /** What the normalizers read from their Scorer. */
-export interface OffLoopSource {
+interface OffLoopSource {
   /** The model's tokenizer, built at its first call. */
   readonly tokenizer: () => Tokenizer;
   /** The rerank template (TemplateError when none fits). */

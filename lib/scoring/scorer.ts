@@ -22,7 +22,7 @@ import { DecoderRunner } from './execution/decoder-runner';
 import { PrefixCache } from './execution/prefix-cache';
 import { ChosenJob, TurnExecutor } from './execution/turns';
 import { JobPlanner } from './execution/jobs';
-import { Budget, Ladders, Plan } from './planning/plan';
+import { Budget, Ladders } from './planning/plan';
 import { normalizeRequest, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './requests/request';
 import { normalizeRerank, NormalizedRerank, RerankRequest, rerankResponse } from './requests/rerank';
 import { RerankTemplate, resolveTemplate, ResolvedTemplate, templateFor } from './requests/rerank-template';
@@ -385,5 +385,3 @@ export class Scorer implements Disposable {
     if (this.disposed) throw new DisposedError('Scorer');
   }
 }
-
-export type { Plan };

@@ -5,11 +5,6 @@
  * May import: nothing in lib/.
  */
 export { cacheDir } from './cache-dir';
-export { sameDims, elementCount, dimsProblem } from './dims';
-export { ELEMENT_TYPES, isElementType, elementKind, elementTypeFromMlir } from './element-types';
-export type { ElementKind, ElementType, ElementTypeInfo } from './element-types';
-export { CUDA_PLUGIN_PIN } from './cuda-plugin-pin';
-export { ropeFrequencies, yarnMscale } from './rope';
-export type { RopeFrequencies, RopeScaling } from './rope';
-export { mapInOrder, type InOrderOptions } from './in-order';
+export { elementCount } from './dims';
+export { ropeFrequencies } from './rope';
 export { PjrtScoreError } from './errors';

@@ -12,15 +12,13 @@
  * May import: scoring (its index only), util.
  */
 export { normalizeScoreBody, readScoreBody, scoreResponseBody, SCORE_FLOAT_KEYS, type ScoreRequestBody, type ScoreResponseBody } from './score';
-export { COHERE_V2_MAX_TOKENS_PER_DOC, isTeiRerankBody, normalizeRerankBody, readRerankBody, type RerankDialect, type RerankRoute, type WireRerank } from './rerank-request';
+export { isTeiRerankBody, normalizeRerankBody, readRerankBody, type RerankRoute, type WireRerank } from './rerank-request';
 export {
   cohereV2RerankResponseBody,
   RERANK_FLOAT_KEYS,
   rerankResponseBody,
   type CohereV2RerankResponseBody,
-  type RerankMeta,
   type RerankResponseBody,
-  type RerankUsage,
   type SglangRerankResponseBody,
   type TeiRerankResponseBody,
 } from './rerank-response';

@@ -26,7 +26,7 @@ import {
 import { readMaxTokensPerDoc, readTeiTruncation, readTruncatePromptTokens } from './truncation';
 
 /** Which spelling a request came in, which decides the response's. */
-export type RerankDialect = 'common' | 'cohere-v2' | 'tei' | 'sglang';
+type RerankDialect = 'common' | 'cohere-v2' | 'tei' | 'sglang';
 
 /** The routes: 'v1' (POST /v1/rerank, /rerank: the common shape, TEI's or SGLang's), 'v2' (POST /v2/rerank: Cohere v2's). */
 export type RerankRoute = 'v1' | 'v2';
@@ -37,7 +37,7 @@ export interface WireRerank extends NormalizedRerank {
 }
 
 /** Cohere v2's default for max_tokens_per_doc. */
-export const COHERE_V2_MAX_TOKENS_PER_DOC = 4096;
+const COHERE_V2_MAX_TOKENS_PER_DOC = 4096;
 
 const SNAKE = { instruction: 'instruction', rankFields: 'rank_fields', rawScores: 'raw_scores' } as const;
 

@@ -9,7 +9,7 @@
 import { rerankResults, type RerankResult, type ScoreResult } from '../scoring';
 import type { WireRerank } from './rerank-request';
 
-export interface RerankUsage {
+interface RerankUsage {
   readonly prompt_tokens: number;
   readonly total_tokens: number;
   /** Present when truncation was asked for: the tokens had nothing been cut. */
@@ -17,7 +17,7 @@ export interface RerankUsage {
 }
 
 /** Cohere's `meta`, with the token counts; `warnings` name the documents truncation cut. */
-export interface RerankMeta {
+interface RerankMeta {
   readonly api_version: { readonly version: string };
   readonly billed_units: { readonly search_units: number };
   readonly tokens: { readonly input_tokens: number; readonly output_tokens: 0 };

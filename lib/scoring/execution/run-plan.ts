@@ -19,7 +19,7 @@ export interface PlanInput {
   readonly itemFirst: boolean;
 }
 
-export interface RunContext {
+interface RunContext {
   readonly runner: DecoderRunner;
   readonly prefixCache: PrefixCache;
   readonly signal?: AbortSignal;

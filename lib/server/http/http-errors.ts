@@ -28,13 +28,13 @@ export interface ErrorBody extends FlatErrorFields {
   readonly error: { readonly message: string; readonly type: string; readonly param: string | null; readonly code: number };
 }
 
-export interface TeiErrorBody extends FlatErrorFields {
+interface TeiErrorBody extends FlatErrorFields {
   readonly error: string;
   readonly error_type: TeiErrorType;
 }
 
 /** TEI's error kinds (its ErrorType, lower case on the wire). */
-export type TeiErrorType = 'validation' | 'empty' | 'tokenizer' | 'overloaded' | 'unhealthy' | 'backend';
+type TeiErrorType = 'validation' | 'empty' | 'tokenizer' | 'overloaded' | 'unhealthy' | 'backend';
 
 /** The OpenAI/SGLang style type name for each status the service answers. */
 const TYPE_BY_STATUS: Readonly<Record<number, string>> = {

@@ -98,7 +98,7 @@ export const ROUTES: readonly RouteDefinition[] = [
 ];
 
 /** The API reference's routes (--no-docs leaves them out). */
-export const DOCS_PATHS: ReadonlySet<RoutePath> = new Set(['/docs', '/docs/:asset']);
+const DOCS_PATHS: ReadonlySet<RoutePath> = new Set(['/docs', '/docs/:asset']);
 
 let openApiText: string | undefined;
 /** The document of ROUTES, built once. */
