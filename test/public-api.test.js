@@ -153,7 +153,8 @@ function errorClasses() {
 /** docs/scorer-api.md's table: class -> its codes (PJRT's status names stand as 'PjrtErrorCode'). */
 function documentedCodes() {
   const text = require('node:fs').readFileSync(path.join(__dirname, '..', 'docs', 'scorer-api.md'), 'utf8');
-  const section = text.slice(text.indexOf('\n## Errors\n'));
+  const start = text.indexOf('\n## Errors\n');
+  const section = text.slice(start, text.indexOf('\n## ', start + 1));
   const rows = new Map();
   for (const line of section.split('\n')) {
     const m = /^\| (.+?) \| `(\w+)` \| .+ \|$/.exec(line);
