@@ -13,6 +13,9 @@
  * docs/design.md, "Rooms".
  */
 
+// The base of every error the package throws to a user, each with a string `code` (docs/scorer-api.md, "Errors")
+export { PjrtScoreError } from './util/errors';
+
 // Scoring
 export { Scorer } from './scoring/scorer';
 export type {
@@ -35,9 +38,10 @@ export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/requests/rerank';
 export { TemplateError } from './scoring/requests/rerank-template';
 export type { RelevanceScale, RerankTemplate, TemplatePiece } from './scoring/requests/rerank-template';
-export type { ScoreRequest, ScoreRequestBody, TokenIdList } from './scoring/requests/request';
+export type { ScoreRequest, TokenIdList } from './scoring/requests/request';
 export type { TruncateOption, TruncationReport } from './scoring/requests/truncate';
 export { AbortError, QueueFullError, ScoreInputError } from './scoring/requests/errors';
+export { OptionError } from './scoring/options';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';
@@ -49,8 +53,16 @@ export type { DenseAttentionDims, FactoredAttentionDims, LmHeadGatherDims, Maske
 export type { HloProgram, ProgramTensor } from './hlo';
 export { HloBuildError } from './hlo';
 
-// Models
+// Models and their files
 export { ModelNotFoundError } from './model/default-model';
+export { GgufError } from './model/gguf-types';
+export { SafetensorsError } from './model/safetensors';
+export { ModelConfigError } from './model/config';
+export { WeightsError } from './model/weights';
+export { TokenizerError } from './model/tokenizer';
+export { FetchError } from './assets/wheel-fetch';
+export { HubError } from './assets/hub-select';
+export type { HubErrorCode } from './assets/hub-select';
 
 // The service
 export { startServer } from './server/hosts/standalone-server';
@@ -59,6 +71,4 @@ export { createScoringService } from './server/hosts/mountable-service';
 export type { ScoringService, ScoringServiceOptions } from './server/hosts/mountable-service';
 export type { MountOptions } from './server/routes/table';
 export type { ServeOptions } from './server/settings/serve-settings';
-export type { ScoreResponseBody } from './server/routes/score';
-export type { RerankResponseBody, TeiRerankResponseBody } from './server/routes/rerank';
-export type { CohereV2RerankResponseBody } from './server/routes/rerank-cohere-v2';
+export type { ScoreRequestBody, ScoreResponseBody, RerankResponseBody, TeiRerankResponseBody, CohereV2RerankResponseBody } from './wire';

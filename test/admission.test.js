@@ -6,7 +6,7 @@
 // and one member's abort or failure leaving the others.
 const test = require('tape');
 const { AbortError, AdmissionQueue, QueueFullError, ScoreInputError } = require('../dist/scoring');
-const { normalizeRequestBody } = require('../dist/scoring/requests/request');
+const { normalizeScoreBody } = require('../dist/wire');
 
 const CONTEXT = { vocabSize: 1000, contextLength: 64, maxItems: 16, maxRequestTokens: 200, tokenize: (s) => Array.from(s, (c) => c.charCodeAt(0) % 1000), addBos: false };
 
@@ -53,7 +53,7 @@ const tick = async () => {
 };
 
 function job(body, controller = new AbortController()) {
-  return { request: normalizeRequestBody(body, CONTEXT), signal: controller.signal, controller };
+  return { request: normalizeScoreBody(body, CONTEXT), signal: controller.signal, controller };
 }
 
 const expected = (items, labels) => items.map((s) => labels.map((l) => (CONTEXT.tokenize(s).reduce((a, b) => a + b, 0) + l) / 1e4));

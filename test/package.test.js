@@ -273,7 +273,9 @@ function checkConsumerReport(t, entry, r) {
   t.ok(d <= 1e-4, `${s.algorithm} plan vs serial reference: max |diff| ${d.toExponential(2)}`);
   t.ok(s.usage.promptTokens > 0 && s.usage.totalTokens === s.usage.promptTokens, `usage ${JSON.stringify(s.usage)}`);
   t.ok(s.inputError && s.inputError.isScoreInputError, `empty labels throw the exported ScoreInputError (${s.inputError && s.inputError.message})`);
-  t.equal(s.inputError && s.inputError.code, 400, 'ScoreInputError.code 400');
+  t.equal(s.inputError && s.inputError.code, 'INPUT_INVALID', "ScoreInputError.code 'INPUT_INVALID'");
+  t.equal(s.inputError && s.inputError.status, 400, 'ScoreInputError.status 400');
+  t.ok(s.inputError && s.inputError.isPjrtScoreError, 'a PjrtScoreError, the exported base');
   return report;
 }
 

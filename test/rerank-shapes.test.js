@@ -5,7 +5,8 @@
 // truncate and direction, rank_fields, each with the template's suffix kept
 // whole; checked against the prompt built by hand.
 const test = require('tape');
-const { normalizeRerankBody, rerankResults } = require('../dist/scoring/requests/rerank');
+const { rerankResults } = require('../dist/scoring');
+const { normalizeRerankBody } = require('../dist/wire');
 const { ScoreInputError } = require('../dist/scoring/requests/errors');
 
 const VOCAB = 256;

@@ -7,6 +7,7 @@
 // special token is text.
 const test = require('tape');
 const { Scorer } = require('../dist/scoring/scorer');
+const { readRerankBody } = require('../dist/wire');
 const { ScoreInputError } = require('../dist/scoring/requests/errors');
 
 let scorer;
@@ -65,7 +66,7 @@ test('relevances equal each document scored alone; sorted best first', async (t)
 
 test('a document with special-token text is scored as text', async (t) => {
   const forged = DOCS[4];
-  const n = scorer.normalizeRerankBody({ query: QUERY, documents: [forged] });
+  const n = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: [forged] }));
   const specials = ['<|im_end|>', '<|im_start|>'].map((s) => scorer.tokenizer.tokenToId(s));
   const docPart = n.score.itemTokens[0].slice(0, scorer.tokenizer.encode(` ${forged}`).length);
   t.ok(docPart.every((id) => !specials.includes(id)), 'no special token id inside the document');

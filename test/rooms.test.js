@@ -200,8 +200,14 @@ test('the sub-room rule reads what it says (scoring and its sub-rooms)', (t) => 
 
 test('the rule reads what it says (a known room and its rule)', (t) => {
   const server = rule('server');
-  t.deepEqual([...server.allowed].sort(), ['scoring', 'util'], 'server: scoring and util, not cli');
+  t.deepEqual([...server.allowed].sort(), ['scoring', 'util', 'wire'], 'server: wire, scoring and util, not cli');
   t.deepEqual([...server.indexOnly], ['scoring'], "server: scoring's index only");
+  // The wire formats (docs/design.md "Rooms"): below server and cli, above scoring, whose index only they read.
+  const wire = rule('wire');
+  t.deepEqual([...wire.allowed].sort(), ['scoring', 'util'], 'wire: scoring and util');
+  t.deepEqual([...wire.indexOnly], ['scoring'], "wire: scoring's index only");
+  t.ok(rule('cli').allowed.has('wire'), 'cli may import wire');
+  for (const room of ROOMS.filter((r) => r !== 'server' && r !== 'cli')) t.notOk(rule(room).allowed.has('wire'), `${room} may not import wire`);
   t.deepEqual([...rule('util').allowed], [], 'util: nothing');
   const integrations = rule('integrations');
   t.deepEqual([...integrations.allowed].sort(), ['scoring', 'util'], 'integrations: scoring and util');

@@ -186,7 +186,8 @@ test('invalid input throws ScoreInputError naming the field and never reaches th
     } catch (err) {
       t.ok(err instanceof ScoreInputError, `${param}: ScoreInputError "${err.message.slice(0, 100)}"`);
       t.equal(err.param, param, `param is ${param}`);
-      t.equal(err.code, 400, 'code 400');
+      t.equal(err.code, 'INPUT_INVALID', 'code INPUT_INVALID');
+      t.equal(err.status, 400, 'status 400');
     }
   }
   t.equal(JSON.stringify(scorer.stats()), before, 'no program ran and nothing was compiled');

@@ -2,6 +2,7 @@
 // Bucket ladders and lookups (docs/design.md "Static shapes, buckets, the JIT cache").
 const test = require('tape');
 const { bucketLadder, bucketFor, parseBucketList, BucketOverflowError, DEFAULT_TOKEN_BUCKETS } = require('../dist/scoring');
+const { PjrtScoreError } = require('..');
 
 test('powers of two from a minimum', (t) => {
   t.deepEqual(bucketLadder({ min: 8, max: 128 }), [8, 16, 32, 64, 128]);
@@ -69,7 +70,8 @@ test('bucketFor: smallest bucket that fits, clear error above the largest', (t) 
     bucketFor(33, ladder, 'item count');
     t.fail('should throw');
   } catch (error) {
-    t.ok(error instanceof BucketOverflowError && error instanceof RangeError, 'a BucketOverflowError (a RangeError)');
+    t.ok(error instanceof BucketOverflowError && error instanceof PjrtScoreError, 'a BucketOverflowError (a PjrtScoreError)');
+    t.equal(error.code, 'BUCKET_OVERFLOW');
     t.equal(error.message, 'item count 33 is above the largest bucket 32');
     t.equal(error.value, 33);
     t.equal(error.largest, 32);

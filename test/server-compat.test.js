@@ -6,6 +6,7 @@
 // GET /v1/models/{id}, TEI's GET /info and its 400 for `texts: []`.
 const test = require('tape');
 const { startInProcessServer } = require('./helpers/in-process-server');
+const { readRerankBody } = require('../dist/wire');
 
 let server;
 let scorer;
@@ -209,16 +210,16 @@ test('truncated scores equal the hand-cut document: Cohere v2 max_tokens_per_doc
 
 test("TEI truncate and v1 max_chunks_per_doc: the model's context, cut as by hand (compared in tokens)", async (t) => {
   const ctx = scorer.config.contextLength;
-  const one = scorer.normalizeRerankBody({ query: QUERY, documents: ['apple'] });
+  const one = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: ['apple'] }));
   const room = ctx - (one.score.promptTokens - 1); // document tokens that fit beside the prompt
-  const item = (body, shape) => scorer.normalizeRerankBody(body, shape).score.itemTokens;
+  const item = (body, shape) => scorer.normalizeWith(readRerankBody(body, shape)).score.itemTokens;
   const right = item({ query: QUERY, texts: [text(LONG)], truncate: true });
   t.deepEqual(right, item({ query: QUERY, texts: [first(room)] }), `truncate: the first ${room} tokens`);
   t.equal(one.score.queryTokens.length + right[0].length, ctx, 'the sequence fills the context');
   const left = item({ query: QUERY, texts: [text(LONG)], truncate: true, truncation_direction: 'Left' });
   t.deepEqual(left, item({ query: QUERY, texts: [last(room)] }), 'truncation_direction left: the last tokens');
   t.deepEqual(item({ query: QUERY, documents: [text(LONG)], max_chunks_per_doc: 1 }), right, 'max_chunks_per_doc 1: the first chunk');
-  const three = scorer.normalizeRerankBody({ query: QUERY, documents: [text(LONG), 'apple'], max_chunks_per_doc: 3 });
+  const three = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: [text(LONG), 'apple'], max_chunks_per_doc: 3 }));
   t.deepEqual(three.itemDocument, [0, 0, 0, 1], 'three chunks of document 0, then document 1 whole');
   t.deepEqual(three.score.itemTokens[1], item({ query: QUERY, documents: [text(LONG.slice(room, 2 * room))] })[0].map((id, i) => (i === 0 ? three.score.itemTokens[1][0] : id)), 'the second chunk: the next tokens');
   const v2 = item({ query: QUERY, documents: [text(LONG)] }, 'v2');

@@ -20,7 +20,7 @@ const KEY_B = 'pk-b-fedcba9876543210fedcba98765x';
 const SAME_LENGTH_WRONG = 'pk-a-0123456789abcdef0123456789ac';
 const OTHER_LENGTH_WRONG = 'pk-a-0123456789';
 const ORIGIN = 'https://app.example.com';
-const ENTRY_POINTS = ['tokenize', 'normalizeBody', 'normalizeRerankBody', 'scoreBody', 'scoreNormalized'];
+const ENTRY_POINTS = ['tokenize', 'normalizeWith', 'scoreNormalized'];
 
 let server;
 let scorer;

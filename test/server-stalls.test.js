@@ -15,6 +15,7 @@ const path = require('node:path');
 const { startInProcessServer } = require('./helpers/in-process-server');
 const { startServer } = require('../dist/server/hosts/standalone-server');
 const { silentLogger } = require('../dist/server/telemetry/log');
+const { readRerankBody, readScoreBody } = require('../dist/wire');
 const { Tokenizer } = require('../dist/model/tokenizer');
 const { OPEN_PATHS } = require('../dist/server/network/access');
 const { INLINE_TOKENIZE_CHARS } = require('../dist/scoring');
@@ -129,7 +130,7 @@ test('a long text that may fit is tokenized on the worker thread: probes and a s
   const body = { query: 'Is this a fruit?', items: [long, ' apple'], label_token_ids: [YES, NO] };
   let inPlace = null;
   try {
-    scorer.normalizeBody(body);
+    scorer.normalizeWith(readScoreBody(body));
   } catch (error) {
     inPlace = error;
   }
@@ -177,17 +178,17 @@ test('off the loop, a long request normalizes to exactly the in-place tokens (sc
   const text = (i) => `Document ${i}: ${'the quick brown fox jumps over the lazy dog, '.repeat(150)}`;
   const body = { query: 'Is this about a fox?', items: [text(1), ' short', text(2)], label_token_ids: [YES, NO] };
   const sent = scorer.offLoop.textsSent;
-  t.deepEqual(await scorer.offLoop.normalizeBody(body), scorer.normalizeBody(body), 'score: the same NormalizedRequest');
+  t.deepEqual(await scorer.offLoop.normalizeWith(readScoreBody(body)), scorer.normalizeWith(readScoreBody(body)), 'score: the same NormalizedRequest');
   t.equal(scorer.offLoop.textsSent - sent, 2, 'the two long items went to the worker');
   const rerank = { query: 'Which is about a fox?', documents: [text(3), 'a cat', text(4)] };
-  const off = await scorer.offLoop.normalizeRerankBody(rerank, 'v1');
-  t.deepEqual(off.score, scorer.normalizeRerankBody(rerank, 'v1').score, 'rerank: the same token request');
+  const off = await scorer.offLoop.normalizeWith(readRerankBody(rerank, 'v1'));
+  t.deepEqual(off.score, scorer.normalizeWith(readRerankBody(rerank, 'v1')).score, 'rerank: the same token request');
   let offError = null;
   let inError = null;
   const bad = { query: 'q', documents: [text(5), 42] };
-  await scorer.offLoop.normalizeRerankBody(bad, 'v1').catch((e) => (offError = e));
+  await scorer.offLoop.normalizeWith(readRerankBody(bad, 'v1')).catch((e) => (offError = e));
   try {
-    scorer.normalizeRerankBody(bad, 'v1');
+    scorer.normalizeWith(readRerankBody(bad, 'v1'));
   } catch (e) {
     inError = e;
   }

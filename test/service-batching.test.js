@@ -25,10 +25,10 @@ test('setup: the service on the real model, its Scorer instrumented', async (t) 
       const encode = scorer.tokenizer.encode.bind(scorer.tokenizer);
       scorer.tokenizer.encode = (text) => (counts.encode++, encode(text));
       // The routes normalize through the off-loop normalizer where the Scorer has one (long texts on a worker).
-      const normalizeBody = scorer.normalizeBody.bind(scorer);
-      scorer.normalizeBody = (body) => (counts.normalizeBody++, normalizeBody(body));
-      const offLoop = scorer.offLoop.normalizeBody.bind(scorer.offLoop);
-      scorer.offLoop.normalizeBody = (body) => (counts.normalizeBody++, offLoop(body));
+      const normalizeWith = scorer.normalizeWith.bind(scorer);
+      scorer.normalizeWith = (read) => (counts.normalizeBody++, normalizeWith(read));
+      const offLoop = scorer.offLoop.normalizeWith.bind(scorer.offLoop);
+      scorer.offLoop.normalizeWith = (read) => (counts.normalizeBody++, offLoop(read));
       return scorer;
     },
   });

@@ -10,6 +10,7 @@ const test = require('tape');
 const http = require('node:http');
 const client = require('prom-client');
 const { Scorer } = require('../dist/scoring/scorer');
+const { readRerankBody, readScoreBody } = require('../dist/wire');
 const { request } = require('./helpers/service');
 const { startThree } = require('./helpers/embedded');
 
@@ -117,9 +118,9 @@ test('setup: one Scorer (default model), warmed on the table shapes; three serve
   scorer = await Scorer.load({ maxItems: SETTINGS.maxItems, maxRequestTokens: SETTINGS.maxRequestTokens, queueSize: SETTINGS.queueSize });
   // Compile the programs the 200 cases use now, so no case runs into its deadline compiling.
   for (const body of [FRUIT, { ...FRUIT, item_first: true }, { query: [504, 3575, 282], items: [[7918], [253, 1485, 1024]], label_token_ids: [YES, NO] }]) {
-    await scorer.scoreBatch([{ request: scorer.normalizeBody(body) }]);
+    await scorer.scoreBatch([{ request: scorer.normalizeWith(readScoreBody(body)) }]);
   }
-  await scorer.scoreBatch([{ request: scorer.normalizeRerankBody({ query: 'What is the capital of France?', documents: ['Paris is the capital of France.', 'Bananas are yellow.'] }).score }]);
+  await scorer.scoreBatch([{ request: scorer.normalizeWith(readRerankBody({ query: 'What is the capital of France?', documents: ['Paris is the capital of France.', 'Bananas are yellow.'] })).score }]);
   servers = await startThree(scorer, SETTINGS, { registry: hostRegistry });
   t.deepEqual(servers.map((s) => s.kind), ['standalone', 'fastify', 'express'], 'three servers ready');
 });
@@ -160,7 +161,7 @@ test('the table answers what the Score API says (checked on the shared answers)'
   ]);
   t.equal(status('after the deadline the server goes on'), 200, 'served after the deadline');
   // The service's scores against the library's own call on the same Scorer.
-  const direct = scorer.scoreBatch([{ request: scorer.normalizeBody({ ...FRUIT, apply_softmax: true }) }]);
+  const direct = scorer.scoreBatch([{ request: scorer.normalizeWith(readScoreBody({ ...FRUIT, apply_softmax: true })) }]);
   direct.then(([outcome]) => {
     t.deepEqual(results.get('sglang: strings, apply_softmax').body.scores, outcome.result.scores, 'the HTTP answer equals the library call');
     t.end();

@@ -17,7 +17,7 @@ const { Scorer } = require(path.join(DIST, 'scoring', 'scorer'));
 const KEY = 'pk-fuzz-0123456789abcdef01234567';
 const PATHS = ['/v1/score', '/v1/rerank', '/v2/rerank', '/rerank', '/health', '/v1/models', '/v1/models/x', '/info', '/metrics', '/openapi.json', '/nope'];
 const METHODS = ['POST', 'POST', 'POST', 'GET', 'PUT', 'OPTIONS', 'HEAD', 'DELETE'];
-const ENTRY_POINTS = ['tokenize', 'normalizeBody', 'normalizeRerankBody', 'scoreBody', 'scoreNormalized'];
+const ENTRY_POINTS = ['tokenize', 'normalizeWith', 'scoreNormalized'];
 
 let server = null;
 let scorerCalls = 0;

@@ -8,7 +8,8 @@ const { DIST, scriptsUnder } = require('./common');
 
 const { parseJsonBody } = require(path.join(DIST, 'server', 'http', 'body'));
 const { HttpError } = require(path.join(DIST, 'server', 'http', 'http-errors'));
-const { normalizeRequestBody, ScoreInputError } = require(path.join(DIST, 'scoring'));
+const { ScoreInputError } = require(path.join(DIST, 'scoring'));
+const { normalizeScoreBody } = require(path.join(DIST, 'wire'));
 const { loadModelInfo } = require(path.join(DIST, 'model'));
 const { DEFAULT_SERVE_OPTIONS } = require(path.join(DIST, 'server', 'settings', 'serve-settings'));
 
@@ -42,7 +43,7 @@ function seeds() {
 
 function run(data) {
   const body = parseJsonBody(data);
-  const n = normalizeRequestBody(body, ctx);
+  const n = normalizeScoreBody(body, ctx);
   // Accepted: the promises the service relies on must hold (a plain check, independent of the normalizer).
   const fail = (what) => {
     throw new Error(`accepted a request that breaks a promise: ${what}`);

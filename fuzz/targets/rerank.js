@@ -8,7 +8,7 @@ const { DIST, scriptsUnder } = require('./common');
 const request = require('./request');
 
 const { parseJsonBody } = require(path.join(DIST, 'server', 'http', 'body'));
-const { normalizeRerankBody } = require(path.join(DIST, 'scoring', 'requests', 'rerank'));
+const { normalizeRerankBody } = require(path.join(DIST, 'wire'));
 const { chooseTemplate, resolveTemplate } = require(path.join(DIST, 'scoring', 'requests', 'rerank-template'));
 
 let template = null;

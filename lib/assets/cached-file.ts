@@ -58,7 +58,7 @@ export interface CachedFile {
  * `work` a temporary folder for downloads; both are removed afterwards
  * whatever happens.
  */
-export type WriteCachedFile = (work: string, partial: string, log: Log) => Promise<void>;
+type WriteCachedFile = (work: string, partial: string, log: Log) => Promise<void>;
 
 function markerPath(file: CachedFile): string {
   return `${file.destination}.sha256`;

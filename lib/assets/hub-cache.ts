@@ -24,10 +24,10 @@ export function repoFolder(repo: string): string {
   return path.join(hubCacheDir(), `models--${repo.split('/').join('--')}`);
 }
 
-export const isCommit = (revision: string): boolean => /^[0-9a-f]{40}$/.test(revision);
+const isCommit = (revision: string): boolean => /^[0-9a-f]{40}$/.test(revision);
 
 /** The commit `revision` names in the cache (refs/<revision>), or the revision itself when it is a commit. */
-export function cachedCommit(folder: string, revision: string): string | undefined {
+function cachedCommit(folder: string, revision: string): string | undefined {
   if (isCommit(revision)) return revision;
   try {
     const commit = fs.readFileSync(path.join(folder, 'refs', revision), 'utf8').trim();

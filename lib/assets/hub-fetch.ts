@@ -34,7 +34,7 @@ export function hubEndpoint(): string {
 }
 
 /** HF_TOKEN, else the token file huggingface_hub's login writes (HF_TOKEN_PATH, HF_HOME/token). */
-export function hubToken(): string | undefined {
+function hubToken(): string | undefined {
   if (process.env.HF_TOKEN) return process.env.HF_TOKEN.trim();
   const home = process.env.HF_HOME || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'huggingface');
   const file = process.env.HF_TOKEN_PATH || path.join(home, 'token');

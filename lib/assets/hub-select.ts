@@ -4,15 +4,16 @@
  * one GGUF model (all shards of a split one). The same choice runs on the
  * hub's file list and on a cached snapshot's, so a cache hit needs no request.
  */
+import { PjrtScoreError } from '../util/errors';
 import { HubModelId, describeHubId } from './hub-id';
 
-export class HubError extends Error {
-  constructor(
-    message: string,
-    /** HUB_NO_WEIGHTS, HUB_GATED, HUB_NOT_FOUND, HUB_OFFLINE, HUB_SHA256, HUB_DOWNLOAD. */
-    readonly code: string,
-  ) {
-    super(message);
+/** Why a model by hub id could not be had (docs/models.md). */
+export type HubErrorCode = 'HUB_NO_WEIGHTS' | 'HUB_GATED' | 'HUB_NOT_FOUND' | 'HUB_OFFLINE' | 'HUB_SHA256' | 'HUB_DOWNLOAD';
+
+export class HubError extends PjrtScoreError {
+  declare readonly code: HubErrorCode;
+  constructor(message: string, code: HubErrorCode) {
+    super(message, code);
     this.name = 'HubError';
   }
 }
@@ -26,7 +27,7 @@ export interface ModelFiles {
   readonly index?: string;
 }
 
-export const SUPPORTED_FORMS =
+const SUPPORTED_FORMS =
   'a Transformers directory (config.json, tokenizer.json, *.safetensors at the top level) or a .gguf file ' +
   '(name it: org/repo/file.gguf, or hf:org/repo:QUANT)';
 

@@ -18,4 +18,4 @@ export type { HubFetchOptions } from './hub-fetch';
 export { hubCacheDir, cachedModelPath } from './hub-cache';
 export { parseHubModelId } from './hub-id';
 export type { HubModelId } from './hub-id';
-export { HubError } from './hub-select';
+export { HubError, type HubErrorCode } from './hub-select';

@@ -4,6 +4,7 @@
  * file (cached-file.ts: unique temporary name, rename, marker, lock). All
  * child processes are spawned asynchronously: the event loop keeps running.
  */
+import { PjrtScoreError } from '../util/errors';
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
@@ -35,9 +36,10 @@ export interface WheelAsset extends WheelSpec {
   readonly destination: string;
 }
 
-export class FetchError extends Error {
+export class FetchError extends PjrtScoreError {
+  declare readonly code: 'FETCH_FAILED';
   constructor(message: string) {
-    super(message);
+    super(message, 'FETCH_FAILED');
     this.name = 'FetchError';
   }
 }

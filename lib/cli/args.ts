@@ -3,6 +3,7 @@
  * strict mode, with errors turned into UsageError (exit code 2).
  */
 import { parseArgs } from 'node:util';
+import { PjrtScoreError } from '../util/errors';
 
 /** The help lines of --model and --plugin, as `score` and `rerank` take them. */
 export const MODEL_AND_PLUGIN_HELP: readonly string[] = [
@@ -13,20 +14,21 @@ export const MODEL_AND_PLUGIN_HELP: readonly string[] = [
   '  --plugin PATH         PJRT plugin (default PJRT_PLUGIN_PATH, else the cached CPU plugin)',
 ];
 
-export class UsageError extends Error {
+export class UsageError extends PjrtScoreError {
+  declare readonly code: 'USAGE_INVALID';
   constructor(
     message: string,
     /** The subcommand whose --help explains the fix. */
     readonly command: string,
   ) {
-    super(message);
+    super(message, 'USAGE_INVALID');
     this.name = 'UsageError';
   }
 }
 
 export type OptionSpec = Readonly<Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>>;
 
-export type ParsedValues = Record<string, string | boolean | string[] | boolean[] | undefined>;
+type ParsedValues = Record<string, string | boolean | string[] | boolean[] | undefined>;
 
 /** Parses `args` against `spec`; unknown flags, missing values and positionals throw UsageError. */
 export function parseCommand(command: string, args: readonly string[], spec: OptionSpec): ParsedValues {

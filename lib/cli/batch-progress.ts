@@ -15,7 +15,7 @@ export interface BatchCounts {
   items: number;
 }
 
-export interface ProgressSource {
+interface ProgressSource {
   readonly counts: BatchCounts;
   /** Input bytes read so far, and the input's size when known (a file). */
   readonly bytesRead: () => number;

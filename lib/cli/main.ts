@@ -17,7 +17,7 @@ const COMMANDS: Readonly<Record<string, { run: (args: readonly string[]) => numb
   fetch: { run: fetchCommand, help: fetchHelp },
 };
 
-export function mainHelp(): string {
+function mainHelp(): string {
   return [
     'Usage: pjrt-score <command> [options]',
     '',

@@ -2,10 +2,10 @@
 import { randomUUID } from 'node:crypto';
 import * as fs from 'node:fs';
 import { DEFAULT_MAX_ITEMS, rerankResults } from '../scoring';
+import { readRerankBody, RERANK_FLOAT_KEYS, rerankResponseBody } from '../wire';
 import { loadScorerBackend } from '../server/lifecycle/scorer-backend';
 import { stringifyWithFloats } from '../server/http/json-floats';
 import { rerankAdviceOf } from '../server/lifecycle/loading';
-import { rerankMeta, rerankUsage } from '../server/routes/rerank';
 import { createLogger, logEvent } from '../server/telemetry/log';
 import { MODEL_AND_PLUGIN_HELP, OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 
@@ -78,20 +78,13 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     const advice = rerankAdviceOf(backend);
     if (advice !== null) process.stderr.write(`note: ${advice}\n`);
     const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };
-    const rerank = backend.normalizeRerankBody(body);
+    const rerank = backend.normalizeWith(readRerankBody(body));
     const result = await backend.scoreNormalized(rerank.score);
     const results = rerankResults(rerank, result.scores);
     if (values.json) {
-      // The HTTP answer's shape (routes/rerank.ts), its id a fresh one.
-      const response = {
-        id: randomUUID(),
-        model: backend.modelName,
-        object: 'rerank',
-        results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore })),
-        usage: rerankUsage(result, rerank),
-        meta: rerankMeta(result, rerank, '1'),
-      };
-      process.stdout.write(`${stringifyWithFloats(response, new Set(['relevance_score']))}\n`);
+      // The HTTP answer's shape (the common dialect: lib/wire), its id a fresh one.
+      const response = rerankResponseBody(result, rerank, backend.modelName, randomUUID());
+      process.stdout.write(`${stringifyWithFloats(response, RERANK_FLOAT_KEYS)}\n`);
     } else {
       const rows = results.map((r, rank) => [String(rank + 1), r.relevanceScore.toFixed(6), String(r.index), shorten(documents[r.index], 60)]);
       const header = ['rank', 'relevance', 'index', 'document'];
@@ -108,7 +101,7 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
 }
 
 /** Documents from a file or stdin ('-'): a JSON array (strings or {text}), else one per non-empty line. */
-export function readDocuments(file: string): string[] {
+function readDocuments(file: string): string[] {
   let text: string;
   try {
     text = fs.readFileSync(file === '-' ? 0 : file, 'utf8');

@@ -22,9 +22,9 @@ import { DEFAULT_SCORE_MANY_CONCURRENCY } from '../scoring';
 /** Exit statuses: 0 every line answered 2xx; 1..MAX_FAILED_STATUS that many lines failed (the last: as many or more). */
 export const MAX_FAILED_STATUS = 99;
 /** The job could not run or did not finish (input unreadable, an output from another input, the model failed, a signal). */
-export const JOB_FAILED_STATUS = 100;
+const JOB_FAILED_STATUS = 100;
 /** A bad flag or value. */
-export const USAGE_STATUS = 101;
+const USAGE_STATUS = 101;
 
 /** The per-line deadline when none is given: a line waits behind the window, never a client. */
 const BATCH_TIMEOUT_MS = 3_600_000;

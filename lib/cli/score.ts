@@ -2,6 +2,7 @@
 import { loadModelInfo } from '../model/load';
 import { ScoringBackend, loadScorerBackend } from '../server/lifecycle/scorer-backend';
 import { ALGORITHM_CHOICES, AlgorithmChoice, DEFAULT_MAX_ITEMS, type ScoreResult } from '../scoring';
+import { readScoreBody, SCORE_FLOAT_KEYS, scoreResponseBody } from '../wire';
 import { MODEL_AND_PLUGIN_HELP, OptionSpec, UsageError, parseCommand, stringFlag } from './args';
 import { createLogger, logEvent } from '../server/telemetry/log';
 import { stringifyWithFloats } from '../server/http/json-floats';
@@ -74,9 +75,11 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
   try {
     const labels = labelSpec.kind === 'ids' ? labelSpec.ids : labelIds(labelSpec.texts, backend);
     const body = { query, items, label_token_ids: labels, apply_softmax: values['apply-softmax'] === true, item_first: values['item-first'] === true };
-    const result = await backend.scoreBody(body);
+    const request = backend.normalizeWith(readScoreBody(body));
+    const result = await backend.scoreNormalized(request);
     if (values.json) {
-      process.stdout.write(`${stringifyWithFloats(responseJson(result), new Set(['scores']))}\n`);
+      // The HTTP answer's shape (SGLang's: lib/wire).
+      process.stdout.write(`${stringifyWithFloats(scoreResponseBody(result, request, result.model), SCORE_FLOAT_KEYS)}\n`);
     } else {
       const decode = labelDecoder(backend.tokenizer, model);
       process.stdout.write(renderTable(items, labels, result, decode));
@@ -90,7 +93,7 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
 type LabelSpec = { readonly kind: 'ids'; readonly ids: number[] } | { readonly kind: 'texts'; readonly texts: string[] };
 
 /** `--labels`: comma-separated ids, comma-separated texts (kept as written, spaces too), or a JSON array of either. */
-export function parseLabels(text: string): LabelSpec {
+function parseLabels(text: string): LabelSpec {
   let parts: unknown[];
   if (text.trimStart().startsWith('[')) {
     try {
@@ -123,15 +126,6 @@ function labelIds(texts: readonly string[], backend: ScoringBackend): number[] {
     }
     return ids[0];
   });
-}
-
-function responseJson(result: ScoreResult): Record<string, unknown> {
-  return {
-    scores: result.scores,
-    model: result.model,
-    object: 'scoring',
-    usage: { prompt_tokens: result.usage.promptTokens, completion_tokens: 0, total_tokens: result.usage.totalTokens },
-  };
 }
 
 /** Label id -> its text, for column headers; falls back to the bare id. */

@@ -10,7 +10,7 @@ const SPEC: OptionSpec = Object.fromEntries(
 );
 
 /** The header's list of routes, from the route table (as GET /openapi.json is). */
-export function routeLines(): string[] {
+function routeLines(): string[] {
   const labels = ROUTES.map((r) => `${r.methods.filter((m) => m !== 'HEAD').join(', ')} ${r.path}`);
   const width = Math.max(...labels.map((l) => l.length));
   return ROUTES.map((r, i) => `  ${labels[i].padEnd(width)}  ${r.operation.summary}`);

@@ -5,7 +5,7 @@
  * [out, in] matrix into the columns of an [in, width] device slice.
  */
 
-export type WeightArray = Float32Array | Uint16Array | Int8Array;
+type WeightArray = Float32Array | Uint16Array | Int8Array;
 
 /** f32 -> bf16 bits, round to nearest even; NaN stays NaN (quiet). */
 export function f32ToBf16(src: Float32Array): Uint16Array {

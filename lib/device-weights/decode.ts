@@ -21,7 +21,7 @@ import { dequantizeBlocks } from './decode-blocks';
 export const DEVICE_DECODED_TYPES: ReadonlySet<GgmlType> = new Set(DEQUANTIZABLE_TYPES);
 
 /** One source matrix of a device array, as stored: [rows, rowLength] elements in rows of rowBytes bytes. */
-export interface StoredPart {
+interface StoredPart {
   readonly type: GgmlType;
   readonly rows: number;
   readonly rowLength: number;

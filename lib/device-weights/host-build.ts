@@ -54,7 +54,7 @@ function layerPart(reader: WeightReader, l: number, name: HostLayerName, spec: D
  * One device array (and its scales, for an int8 matrix), built from the
  * reader; for a per-layer array, only layers [from, to) when given.
  */
-export function buildArray(spec: DecoderWeightSpec & { readonly rows?: true }, reader: WeightReader, type: WeightType, clock: Clock, from = 0, to = spec.dims[0]): Built {
+function buildArray(spec: DecoderWeightSpec & { readonly rows?: true }, reader: WeightReader, type: WeightType, clock: Clock, from = 0, to = spec.dims[0]): Built {
   const matrixType: WeightType = spec.matrix ? type : 'f32';
   if ('global' in spec.source) {
     const name = spec.source.global;

@@ -60,7 +60,7 @@ export interface DeviceWeights {
   dispose(): void;
 }
 
-export interface UploadOptions {
+interface UploadOptions {
   readonly programs?: LoadPrograms;
   /** How bf16 matrices are typed on the device (default u16 bits): a platform fact, lib/scoring/platform/profiles.ts. */
   readonly bf16Matrices?: Bf16Matrices;

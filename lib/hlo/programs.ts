@@ -6,7 +6,7 @@ import { AttentionOptions, maskedAttentionDense, maskedAttentionFactored } from 
 import { lmHeadGather as buildLmHeadGather } from './nn';
 import { HloBuildError, HloProgram, TensorType, buildProgram } from './builder';
 
-export interface AttentionHeads extends AttentionOptions {
+interface AttentionHeads extends AttentionOptions {
   queryHeads: number;
   kvHeads: number;
   headDim: number;

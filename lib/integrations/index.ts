@@ -5,7 +5,8 @@
  * document compressor (langchain.ts) and LlamaIndex's node postprocessor
  * (llamaindex.ts). Each is its own subpath export (`pjrt-score/ai-sdk`,
  * `/langchain`, `/llamaindex`) and requires its framework only when that
- * subpath is loaded; this index requires none of them.
+ * subpath is loaded; this index requires none of them, and exports nothing:
+ * what the adapters share is scorer-source.ts.
  * May import: scoring (its index only), util.
  */
-export { ScorerSource, adapterSettings, requirePeer, type AdapterSettings, type RankedIndex } from './scorer-source';
+export {};

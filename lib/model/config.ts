@@ -1,3 +1,4 @@
+import { PjrtScoreError } from '../util/errors';
 import type { GgufFile } from './gguf';
 import { GgufError } from './gguf-types';
 import { GemmaParts, SlidingWindow, gemmaFromGguf, gemmaFromHf, windowFromHf } from './gemma';
@@ -71,10 +72,10 @@ export interface ModelConfig {
   readonly slidingWindow?: SlidingWindow;
 }
 
-export class ModelConfigError extends Error {
-  readonly code = 'MODEL_CONFIG_INVALID';
+export class ModelConfigError extends PjrtScoreError {
+  declare readonly code: 'MODEL_CONFIG_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'MODEL_CONFIG_INVALID');
     this.name = 'ModelConfigError';
   }
 }

@@ -3,6 +3,7 @@
  * the cached default model, which the assets room fetches on first use
  * (unless PJRT_SCORE_OFFLINE=1).
  */
+import { PjrtScoreError } from '../util/errors';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DEFAULT_MODEL, FETCH_MODEL_COMMAND, ensureDefaultModel } from '../assets/model';
@@ -15,10 +16,10 @@ export { DEFAULT_MODEL, FETCH_MODEL_COMMAND, fetchDefaultModel } from '../assets
 
 export const DEFAULT_MODEL_NAME = 'SmolLM2-135M-Instruct';
 
-export class ModelNotFoundError extends Error {
-  readonly code = 'MODEL_NOT_FOUND';
+export class ModelNotFoundError extends PjrtScoreError {
+  declare readonly code: 'MODEL_NOT_FOUND';
   constructor(message: string) {
-    super(message);
+    super(message, 'MODEL_NOT_FOUND');
     this.name = 'ModelNotFoundError';
   }
 }

@@ -3,8 +3,6 @@ import { decodeIQ4_XS, decodeQ2_K, decodeQ3_K, decodeQ4_K, decodeQ5_K, decodeQ6_
 import { DEQUANTIZABLE_TYPES, GgmlType, GgufError, IQ4_VALUES, ggmlTypeLayout, ggmlTypeName } from './gguf-types';
 import { halfToFloatTable } from './half';
 
-export { halfToFloatTable };
-
 /*
  * ggml tensor data -> Float32Array. Each loop reads bytes straight from the
  * Buffer (no DataView, no per-element calls) because the default model has

@@ -49,7 +49,7 @@ export interface SlidingWindow {
   readonly layers: readonly boolean[];
 }
 
-export interface GemmaConfigPart {
+interface GemmaConfigPart {
   /** The global layers' RoPE base. */
   readonly ropeTheta: number;
   readonly gemma: GemmaParts;
@@ -59,13 +59,13 @@ export interface GemmaConfigPart {
 type GemmaArch = 'gemma' | 'gemma2' | 'gemma3';
 
 /** The local/global pattern transformers and llama.cpp use when the file names none: true = sliding. */
-export function defaultSlidingLayers(arch: 'gemma2' | 'gemma3', numLayers: number, pattern = arch === 'gemma2' ? 2 : 6): boolean[] {
+function defaultSlidingLayers(arch: 'gemma2' | 'gemma3', numLayers: number, pattern = arch === 'gemma2' ? 2 : 6): boolean[] {
   // Layer i is local unless it closes a period of `pattern` layers (gemma2: i odd is global).
   return Array.from({ length: numLayers }, (_, i) => (i + 1) % pattern !== 0);
 }
 
 /** sqrt(hidden) rounded to a float dtype (F32, F16, BF16), as torch.tensor(hidden**0.5, dtype=...) does. */
-export function embeddingScaleIn(hiddenSize: number, dtype: string | undefined): number {
+function embeddingScaleIn(hiddenSize: number, dtype: string | undefined): number {
   const x = Math.fround(Math.sqrt(hiddenSize));
   if (dtype === 'BF16') {
     const u = new Uint32Array(new Float32Array([x]).buffer)[0];

@@ -9,7 +9,7 @@ import { GgufError, GgufValue } from './gguf-types';
  * metadata. Here: reading those keys and naming the shards.
  */
 
-export interface SplitInfo {
+interface SplitInfo {
   /** 0-based index of this shard. */
   readonly no: number;
   readonly count: number;

@@ -14,7 +14,7 @@ import { GgufError } from './gguf-types';
 /** llama_token_type values stored in tokenizer.ggml.token_type. */
 export const TOKEN_TYPE = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, UNUSED: 5, BYTE: 6 } as const;
 
-export interface SpmModelParts {
+interface SpmModelParts {
   readonly normalizer: Record<string, unknown>;
   readonly preTokenizer: Record<string, unknown> | null;
   readonly decoder: Record<string, unknown>;

@@ -11,7 +11,7 @@ import { GgufError } from './gguf-types';
  * SentencePiece BPE (gguf-tokenizer-spm.ts).
  */
 
-export interface TokenizerJsonAddedToken {
+interface TokenizerJsonAddedToken {
   id: number;
   content: string;
   single_word: boolean;

@@ -3,6 +3,7 @@
  * types with their block layouts. Kept apart from the reader so that the
  * dequantizer and error messages can name types without pulling in I/O.
  */
+import { PjrtScoreError } from '../util/errors';
 
 /** Metadata value type tags, as stored in the file (u32). */
 export enum GgufValueType {
@@ -163,12 +164,11 @@ export interface GgufTensorInfo {
 }
 
 /** Thrown for every malformed, truncated or unsupported GGUF file. */
-export class GgufError extends Error {
+export class GgufError extends PjrtScoreError {
   /** GGUF_INVALID: the file is malformed or truncated; GGUF_UNSUPPORTED: valid but not something we handle. */
-  readonly code: 'GGUF_INVALID' | 'GGUF_UNSUPPORTED';
+  declare readonly code: 'GGUF_INVALID' | 'GGUF_UNSUPPORTED';
   constructor(message: string, code: 'GGUF_INVALID' | 'GGUF_UNSUPPORTED' = 'GGUF_INVALID') {
-    super(message);
+    super(message, code);
     this.name = 'GgufError';
-    this.code = code;
   }
 }

@@ -32,7 +32,7 @@ export interface LoadedModel {
 export type StoredMatrixType = 'f32' | 'f16' | 'bf16' | 'quantized';
 
 /** The stored type of most matrix elements (ties: the first seen); tensors' type names as GGUF or safetensors spell them. */
-export function storedMatrixType(tensors: Iterable<{ readonly type: string; readonly dims: readonly number[] }>): StoredMatrixType {
+function storedMatrixType(tensors: Iterable<{ readonly type: string; readonly dims: readonly number[] }>): StoredMatrixType {
   const elements = new Map<StoredMatrixType, number>();
   for (const t of tensors) {
     if (t.dims.length < 2) continue;
@@ -52,7 +52,7 @@ function hfDirName(dir: string): string {
 }
 
 /** "Q5_0 (81), F32 (...)": tensor types by count, most first (ties by name). */
-export function tensorTypeSummary(types: Iterable<string>): string {
+function tensorTypeSummary(types: Iterable<string>): string {
   const counts = new Map<string, number>();
   for (const t of types) counts.set(t, (counts.get(t) ?? 0) + 1);
   return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t, n]) => `${t} (${n})`).join(', ');

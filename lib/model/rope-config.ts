@@ -12,12 +12,12 @@ import { RopeScaling, yarnMscale } from '../util/rope';
 
 type Json = Record<string, unknown>;
 
-export interface HfRope {
+interface HfRope {
   readonly theta: number;
   readonly scaling?: RopeScaling;
 }
 
-export interface HfRopeOptions {
+interface HfRopeOptions {
   /** The config class's default base (transformers' default_theta), used with a warning when the config gives none. */
   readonly defaultTheta: number;
   /** Which nested parameters to read when rope_parameters is per layer type (Gemma 3). */
@@ -28,7 +28,7 @@ export interface HfRopeOptions {
 }
 
 /** The warning's code, for `process.on('warning')`. */
-export const ROPE_DEFAULT_WARNING = 'PJRT_SCORE_ROPE_DEFAULT';
+const ROPE_DEFAULT_WARNING = 'PJRT_SCORE_ROPE_DEFAULT';
 
 function isObject(v: unknown): v is Json {
   return typeof v === 'object' && v !== null && !Array.isArray(v);

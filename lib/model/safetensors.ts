@@ -1,3 +1,4 @@
+import { PjrtScoreError } from '../util/errors';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { dequantize } from './dequantize';
@@ -10,10 +11,10 @@ import { GgmlType } from './gguf-types';
  * Tensors are read one at a time with pread.
  */
 
-export class SafetensorsError extends Error {
-  readonly code = 'SAFETENSORS_INVALID';
+export class SafetensorsError extends PjrtScoreError {
+  declare readonly code: 'SAFETENSORS_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'SAFETENSORS_INVALID');
     this.name = 'SafetensorsError';
   }
 }

@@ -1,3 +1,4 @@
+import { PjrtScoreError } from '../util/errors';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type { Tokenizer as HfTokenizer } from '@huggingface/tokenizers';
@@ -33,10 +34,10 @@ function hfTokenizerClass(): typeof HfTokenizer {
  */
 export const NORMALIZER_FOLD = 4;
 
-export class TokenizerError extends Error {
-  readonly code = 'TOKENIZER_INVALID';
+export class TokenizerError extends PjrtScoreError {
+  declare readonly code: 'TOKENIZER_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'TOKENIZER_INVALID');
     this.name = 'TokenizerError';
   }
 }

@@ -11,10 +11,10 @@ import { GgmlType, ggmlTypeLayout } from './gguf-types';
 import { SafetensorsShards } from './safetensors';
 import { HostLayerWeights, HostTensor, HostWeights, LayerWeightName, WeightSlot, WeightsError, checkDims, unpermuteRopeRows, weightSlots } from './weights';
 
-export type GlobalWeightName = 'embedding' | 'finalNorm' | 'lmHead';
+type GlobalWeightName = 'embedding' | 'finalNorm' | 'lmHead';
 
 /** Names one tensor of a reader: a whole-model one or a layer's. */
-export type WeightSlotName = { readonly global: GlobalWeightName } | { readonly layer: number; readonly name: LayerWeightName };
+type WeightSlotName = { readonly global: GlobalWeightName } | { readonly layer: number; readonly name: LayerWeightName };
 
 /**
  * A matrix as the file stores it: rows of blocks of its ggml type, in

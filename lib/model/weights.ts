@@ -1,3 +1,4 @@
+import { PjrtScoreError } from '../util/errors';
 import type { ModelConfig } from './config';
 
 /**
@@ -58,10 +59,10 @@ export interface HostWeights {
   readonly lmHead: HostTensor;
 }
 
-export class WeightsError extends Error {
-  readonly code = 'WEIGHTS_INVALID';
+export class WeightsError extends PjrtScoreError {
+  declare readonly code: 'WEIGHTS_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'WEIGHTS_INVALID');
     this.name = 'WeightsError';
   }
 }

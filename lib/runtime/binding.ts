@@ -51,7 +51,7 @@ export interface NativeBuffer {
   dispose(): void;
 }
 
-export interface NativeBinding {
+interface NativeBinding {
   Client: {
     create(pluginPath: string, options?: Record<string, NativeOptionValue>): Promise<NativeClient>;
   };

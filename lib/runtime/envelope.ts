@@ -17,7 +17,7 @@ const OLD_MAGIC = 'PJRTSCX1'; // before the payload digest
 const PREFIX_BYTES = 12; // magic + u32 header length
 
 /** What travels with serialized plugin bytes, so a loaded executable is checked like a compiled one. */
-export interface EnvelopeHeader {
+interface EnvelopeHeader {
   readonly platform: string;
   readonly platformVersion: string;
   readonly signature?: Signature;

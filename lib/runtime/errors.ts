@@ -1,3 +1,5 @@
+import { PjrtScoreError } from '../util/errors';
+
 /** Errors from the device: PJRT's status code and the plugin's own message. */
 export type PjrtErrorCode =
   | 'CANCELLED'
@@ -17,20 +19,20 @@ export type PjrtErrorCode =
   | 'DATA_LOSS'
   | 'UNAUTHENTICATED';
 
-export class PjrtError extends Error {
-  readonly code: PjrtErrorCode;
+export class PjrtError extends PjrtScoreError {
+  /** PJRT's status code, as the plugin returned it. */
+  declare readonly code: PjrtErrorCode;
   constructor(message: string, code: PjrtErrorCode) {
-    super(message);
+    super(message, code);
     this.name = 'PjrtError';
-    this.code = code;
   }
 }
 
 /** Use of an object after dispose(), or after a close() that ends in it. */
-export class DisposedError extends Error {
-  readonly code = 'ERR_DISPOSED';
+export class DisposedError extends PjrtScoreError {
+  declare readonly code: 'ERR_DISPOSED';
   constructor(what: string, state: 'has been disposed' | 'is closing' = 'has been disposed') {
-    super(`${what} ${state}`);
+    super(`${what} ${state}`, 'ERR_DISPOSED');
     this.name = 'DisposedError';
   }
 }

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 
-export interface HostCpu {
+interface HostCpu {
   /** The model name, e.g. "AMD EPYC 7B13". */
   readonly model: string;
   /**

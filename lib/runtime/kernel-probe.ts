@@ -19,7 +19,7 @@ import { hostCpu } from './host-cpu';
 import { KERNEL_ISAS, type KernelIsa } from './kernel-isas';
 
 /** One instruction set's trial in the child. */
-export interface KernelTrial {
+interface KernelTrial {
   readonly isa: KernelIsa;
   readonly ok: boolean;
   readonly detail: string;
@@ -40,13 +40,13 @@ export interface KernelProbeVerdict {
 }
 
 /** The parts of the native binding the probe uses. */
-export interface ProbeBinding {
+interface ProbeBinding {
   kernelIsas(): { readonly cpu: KernelIsa; readonly tried: KernelIsa; readonly allowed: KernelIsa };
   setTriedKernelIsa(isa: KernelIsa): void;
 }
 
 /** The environment switch that makes the child's trial of one instruction set fault on purpose (tests). */
-export const PROBE_FAULT_ENV = 'PJRT_SCORE_KERNEL_PROBE_FAULT';
+const PROBE_FAULT_ENV = 'PJRT_SCORE_KERNEL_PROBE_FAULT';
 /** Set in the child only: native/kernels/kernel_probe.h runs its trials nowhere else. */
 const CHILD_ENV = 'PJRT_SCORE_KERNEL_PROBE_CHILD';
 /** A child that has not finished by then counts as not finished (its paths untried). */
@@ -71,7 +71,7 @@ function readVerdict(file: string, cpu: KernelIsa): KernelProbeVerdict | null {
 }
 
 /** Runs the trials in a child; its stdout has one JSON line per trial begun and ended. */
-export function runProbeChild(addonFile: string, cpu: KernelIsa): KernelProbeVerdict {
+function runProbeChild(addonFile: string, cpu: KernelIsa): KernelProbeVerdict {
   const isas = KERNEL_ISAS.slice(1, order(cpu) + 1);
   // ELECTRON_RUN_AS_NODE: under Electron, process.execPath is Electron, which then runs as Node.
   const env: NodeJS.ProcessEnv = { ...process.env, [CHILD_ENV]: '1', ELECTRON_RUN_AS_NODE: '1' };

@@ -5,6 +5,7 @@
  * else the cached CPU plugin, which the assets room
  * fetches on first use (unless PJRT_SCORE_OFFLINE=1).
  */
+import { PjrtScoreError } from '../util/errors';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, ensureCpuPlugin } from '../assets/plugin';
@@ -16,10 +17,10 @@ export { CPU_PLUGIN, FETCH_PLUGIN_COMMAND, fetchCpuPlugin } from '../assets/plug
 /** The wheel version of a loaded jax CUDA plugin file (its version.py), or undefined. */
 export { cudaPluginWheelVersion } from '../assets/installed-cuda-plugin';
 
-export class PluginNotFoundError extends Error {
-  readonly code = 'PLUGIN_NOT_FOUND';
+export class PluginNotFoundError extends PjrtScoreError {
+  declare readonly code: 'PLUGIN_NOT_FOUND';
   constructor(message: string) {
-    super(message);
+    super(message, 'PLUGIN_NOT_FOUND');
     this.name = 'PluginNotFoundError';
   }
 }

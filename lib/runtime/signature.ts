@@ -18,7 +18,7 @@ export interface Signature {
 }
 
 /** `tensor<2x3xf32>` -> { dtype: 'f32', dims: [2, 3] }; undefined if not static. */
-export function parseTensorType(text: string): TensorSpec | undefined {
+function parseTensorType(text: string): TensorSpec | undefined {
   const match = /^\s*tensor<([^>]*)>\s*$/.exec(text);
   if (!match) return undefined;
   const parts = match[1].split('x').map((p) => p.trim());

@@ -16,7 +16,7 @@ import type { Budget } from './planning/plan';
 import type { PlatformFacts } from './platform/profiles';
 
 /** What the Scorer (scorer.ts) tells of itself in explain() and the load log: describe.ts reads only this. */
-export interface DescribedScorer {
+interface DescribedScorer {
   readonly precision: Precision;
   readonly precisionChoice: PrecisionChoice;
   readonly xlaOptions: XlaOptions;

@@ -12,18 +12,39 @@ export { AbortError, QueueFullError, ScoreInputError, describeValue } from './re
 export { TemplateError } from './requests/rerank-template';
 export { DEFAULT_SCORE_MANY_CONCURRENCY } from './scorer-types';
 export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
-export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest, type RerankResult } from './requests/rerank';
+export {
+  asObject,
+  normalizeRerank,
+  normalizeRerankFields,
+  rerankResults,
+  type NormalizedRerank,
+  type RerankFields,
+  type RerankNames,
+  type RerankRequest,
+  type RerankResult,
+  type RerankSpelling,
+} from './requests/rerank';
+export type { FieldNames } from './requests/request-fields';
+export type { ResolvedTemplate } from './requests/rerank-template';
 export { rerankerAdvice, SUGGESTED_RERANKER } from './requests/rerank-template';
 export { charsFor, checkTextBound } from './requests/text-bound';
 export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './requests/off-loop';
-export { OffLoopTokenizer } from './off-loop-tokenizer';
-export { readTruncateOption, cutTokens, type Keep, type TruncateOption, type TruncationReport, type TruncationSpec } from './requests/truncate';
+export { OffLoopTokenizer, type RequestReader, type RequestSource } from './off-loop-tokenizer';
+export {
+  readTruncateOption,
+  positiveCount,
+  cutTokens,
+  type Keep,
+  type TruncateOption,
+  type TruncationReport,
+  type TruncationSpec,
+} from './requests/truncate';
 export {
   normalizeRequest,
-  normalizeRequestBody,
+  normalizeScoreFields,
   type NormalizedRequest,
+  type ScoreFields,
   type ScoreRequest,
-  type ScoreRequestBody,
   type ScoreRequestContext,
   type TokenIdList,
 } from './requests/request';

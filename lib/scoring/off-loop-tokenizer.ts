@@ -1,18 +1,29 @@
 /**
- * The Scorer's request context, and its normalizers that tokenize long
+ * The Scorer's request context, and its normalizer that tokenizes long
  * texts on a worker thread (requests/off-loop.ts, model/tokenizer-pool.ts)
- * so the event loop stays free (docs/design.md "The service"). The worker
- * starts at the first long text and ends with close() (the Scorer's dispose()).
+ * so the event loop stays free (docs/design.md "The service"). What it
+ * normalizes is a RequestReader: a wire format's body reader (lib/wire)
+ * over the Scorer's context and template. The worker starts at the first
+ * long text and ends with close() (the Scorer's dispose()).
  */
 import type { Tokenizer } from '../model/tokenizer';
 import { TokenizerPool } from '../model/tokenizer-pool';
 import { Encode, normalizeOffLoop } from './requests/off-loop';
-import { normalizeRequestBody, NormalizedRequest, ScoreRequestContext } from './requests/request';
-import { normalizeRerankBody, NormalizedRerank } from './requests/rerank';
-import { RerankTemplate, resolveTemplate } from './requests/rerank-template';
+import { ScoreRequestContext } from './requests/request';
+import { RerankTemplate, resolveTemplate, ResolvedTemplate } from './requests/rerank-template';
+
+/** What a request reader gets from its Scorer: the request context, and the rerank template bound to the same tokenizer. */
+export interface RequestSource {
+  readonly context: ScoreRequestContext;
+  /** The rerank template (TemplateError when none fits): a rerank reader reads it first, a score reader never. */
+  template(): ResolvedTemplate;
+}
+
+/** Reads a request in some spelling (a wire format's body: lib/wire) into the Scorer's own types; ScoreInputError on bad input. */
+export type RequestReader<T> = (source: RequestSource) => T;
 
 /** The model's and the settings' part of a request context. */
-export interface ContextFacts {
+interface ContextFacts {
   readonly vocabSize: number;
   readonly contextLength: number;
   readonly bosTokenId?: number;
@@ -22,7 +33,7 @@ export interface ContextFacts {
 }
 
 /** What the normalizers read from their Scorer. */
-export interface OffLoopSource {
+interface OffLoopSource {
   /** The model's tokenizer, built at its first call. */
   readonly tokenizer: () => Tokenizer;
   /** The rerank template (TemplateError when none fits). */
@@ -65,19 +76,12 @@ export class OffLoopTokenizer {
     return this.pool?.textsSent ?? 0;
   }
 
-  /** normalizeRequestBody with long texts tokenized off the loop: the same answer or error. */
-  async normalizeBody(body: unknown): Promise<NormalizedRequest> {
+  /** The Scorer's normalizeWith with long texts tokenized off the loop: the same answer or error. */
+  async normalizeWith<T>(read: RequestReader<T>): Promise<T> {
     this.source.assertOpen();
-    return normalizeOffLoop((encode) => normalizeRequestBody(body, this.contextWith(encode)), this.context.tokenize, (texts) => this.encodeMany(texts));
-  }
-
-  /** normalizeRerankBody with long texts tokenized off the loop: the same answer or error. */
-  async normalizeRerankBody(body: unknown, shape: 'v1' | 'v2' = 'v1'): Promise<NormalizedRerank> {
-    this.source.assertOpen();
-    const template = this.source.template();
     const tokenToId = (token: string): number | undefined => this.tokenizer().tokenToId(token);
     return normalizeOffLoop(
-      (encode) => normalizeRerankBody(body, resolveTemplate(template, { encode, tokenToId }), this.contextWith(encode), shape),
+      (encode) => read({ context: this.contextWith(encode), template: () => resolveTemplate(this.source.template(), { encode, tokenToId }) }),
       this.context.tokenize,
       (texts) => this.encodeMany(texts),
     );

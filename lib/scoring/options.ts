@@ -9,16 +9,16 @@
  * No imports that load the native addon: `pjrt-score serve --help` and the
  * option checks run before anything loads.
  */
+import { PjrtScoreError } from '../util/errors';
 import { WEIGHT_CHOICES } from '../device-weights/choose';
 import { ALGORITHM_CHOICES, AlgorithmChoice } from './planning/selector';
 import { RERANK_TEMPLATES } from './requests/rerank-template';
 import { DEFAULT_JIT_CACHE_ENTRIES } from './execution/jit-cache';
-import { PRECISIONS, PRECISION_OPTIONS, type Precision, type PrecisionOption } from './platform/precision-choice';
+import { PRECISIONS, PRECISION_OPTIONS, type Precision } from './platform/precision-choice';
 
-export { DEFAULT_JIT_CACHE_ENTRIES, PRECISIONS, PRECISION_OPTIONS, type Precision, type PrecisionOption };
+export { DEFAULT_JIT_CACHE_ENTRIES, PRECISIONS, type Precision };
 
 export { ALGORITHM_CHOICES, type AlgorithmChoice };
-
 
 /** How requests may share the device (docs/scorer-api.md "Batching"). */
 export type Batching = 'invariant' | 'cross-request';
@@ -35,12 +35,13 @@ export const DEFAULT_MAX_REQUEST_TOKENS = 65536;
  */
 export const DEFAULT_PREFIX_CACHE_BYTES = 512 * 2 ** 20;
 /** Most calls waiting in the admission queue, by default. */
-export const DEFAULT_QUEUE_SIZE = 64;
+const DEFAULT_QUEUE_SIZE = 64;
 
 /** A bad setting from the command line or the environment: a usage error (exit 2). */
-export class OptionError extends Error {
+export class OptionError extends PjrtScoreError {
+  declare readonly code: 'OPTION_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'OPTION_INVALID');
     this.name = 'OptionError';
   }
 }

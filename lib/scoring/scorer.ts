@@ -22,11 +22,11 @@ import { DecoderRunner } from './execution/decoder-runner';
 import { PrefixCache } from './execution/prefix-cache';
 import { ChosenJob, TurnExecutor } from './execution/turns';
 import { JobPlanner } from './execution/jobs';
-import { Budget, Ladders, Plan } from './planning/plan';
-import { normalizeRequest, normalizeRequestBody, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './requests/request';
-import { normalizeRerank, normalizeRerankBody, NormalizedRerank, RerankRequest, rerankResponse } from './requests/rerank';
+import { Budget, Ladders } from './planning/plan';
+import { normalizeRequest, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './requests/request';
+import { normalizeRerank, NormalizedRerank, RerankRequest, rerankResponse } from './requests/rerank';
 import { RerankTemplate, resolveTemplate, ResolvedTemplate, templateFor } from './requests/rerank-template';
-import { OffLoopTokenizer } from './off-loop-tokenizer';
+import { OffLoopTokenizer, RequestReader } from './off-loop-tokenizer';
 import { loadScorer } from './load';
 import { loadedEvent, planExplanation } from './describe';
 
@@ -190,10 +190,15 @@ export class Scorer implements Disposable {
     return normalizeRequest(request, this.requestContext);
   }
 
-  /** Validates an SGLang Score API body (snake_case JSON, as received over HTTP) into token space. */
-  normalizeBody(body: unknown): NormalizedRequest {
+  /**
+   * Validates a request in another spelling (a wire format's body: lib/wire)
+   * into the Scorer's own types, through `read` over the request context and
+   * the rerank template; throws what `read` throws. Nothing runs.
+   * `offLoop.normalizeWith` is the same with long texts tokenized off the loop.
+   */
+  normalizeWith<T>(read: RequestReader<T>): T {
     this.assertOpen();
-    return normalizeRequestBody(body, this.requestContext);
+    return read({ context: this.requestContext, template: () => this.rerankTemplate() });
   }
 
   /** Scores a library request (camelCase fields). */
@@ -204,12 +209,7 @@ export class Scorer implements Disposable {
     return normalized.truncation ? { ...result, truncation: normalized.truncation } : result;
   }
 
-  /** Scores an SGLang Score API body (snake_case JSON). */
-  async scoreBody(body: unknown, options: ScoreCallOptions = {}): Promise<ScoreResult> {
-    return this.scoreNormalized(this.normalizeBody(body), options);
-  }
-
-  /** Scores a request that `normalize`/`normalizeBody` already validated: the one path every entry takes. */
+  /** Scores a request that `normalize`/`normalizeWith` already validated: the one path every entry takes. */
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertOpen();
     const job = { ...this.jobs.chosenJob(request, options.algorithm, options.signal), ...(options.onPass ? { onPass: options.onPass } : {}) };
@@ -258,12 +258,6 @@ export class Scorer implements Disposable {
   async rerank(request: RerankRequest, options: ScoreCallOptions = {}): Promise<RerankResponse> {
     this.assertOpen();
     return this.runRerank(normalizeRerank(request, this.rerankTemplate(), this.requestContext), options);
-  }
-
-  /** Validates a rerank JSON body: 'v1' the common shape or text-embeddings-inference's, 'v2' Cohere v2's. */
-  normalizeRerankBody(body: unknown, shape: 'v1' | 'v2' = 'v1'): NormalizedRerank {
-    this.assertOpen();
-    return normalizeRerankBody(body, this.rerankTemplate(), this.requestContext, shape);
   }
 
   /** Runs a validated rerank request. */
@@ -391,5 +385,3 @@ export class Scorer implements Disposable {
     if (this.disposed) throw new DisposedError('Scorer');
   }
 }
-
-export type { Plan };

@@ -27,7 +27,7 @@ import type { Client } from '../runtime/client';
 import type { DeviceWeights } from '../device-weights/upload';
 import type { Tokenizer } from '../model/tokenizer';
 
-export type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings;
+type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTemplate'>> & ScorerSettings;
 
 /**
  * Scorer.load's options, checked in one place before anything loads (a
@@ -49,7 +49,7 @@ export function checkScorerOptions(options: ScorerOptions): LoadSettings {
 }
 
 /** What the setup reads of the loaded plugin (a Client's fields; no device call). */
-export interface PluginFacts {
+interface PluginFacts {
   /** client.platformName: 'cpu', 'cuda', ... */
   readonly platformName: string;
   /** client.pluginPath: the CUDA plugin's wheel version is read beside it (cudnn-pin.ts). */
@@ -77,7 +77,7 @@ export function bindAttentionForms<T extends Pick<ScorerOptions, 'prefixAttentio
   return bound;
 }
 
-export interface SetupInput {
+interface SetupInput {
   readonly config: ModelConfig;
   /** The options, their attention forms bound to the plugin (bindAttentionForms). */
   readonly options: Pick<ScorerOptions, 'prefixAttention' | 'causalAttention' | 'budget' | 'batching' | 'xlaOptions'>;
@@ -96,7 +96,7 @@ export interface SetupInput {
 }
 
 /** What a Scorer plans and runs with, and what its load uploads: every decision of a load, made once. */
-export interface ScorerSetup {
+interface ScorerSetup {
   /** The platform's facts, of this CPU's class on the CPU, the override merged in. */
   readonly facts: PlatformFacts;
   readonly budget: Budget;

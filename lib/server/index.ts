@@ -7,7 +7,7 @@
  * lib/scoring's; the service keeps only HTTP. Its sub-rooms (hosts, routes,
  * network, lifecycle, settings, telemetry, http) are in docs/design.md,
  * "Rooms".
- * May import: scoring (its index only), util (not cli).
+ * May import: wire, scoring (its index only), util (not cli).
  */
 export {
   createScoringService,

@@ -5,7 +5,7 @@
  * it lives in util/ so that neither of those rooms imports the other.
  */
 
-export type ElementKind = 'float' | 'signed' | 'unsigned' | 'pred';
+type ElementKind = 'float' | 'signed' | 'unsigned' | 'pred';
 
 export interface ElementTypeInfo {
   readonly bytes: number;

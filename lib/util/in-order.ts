@@ -6,7 +6,7 @@
  * the window has room (its backpressure holds).
  */
 
-export interface InOrderOptions {
+interface InOrderOptions {
   /** Calls in flight at most (>= 1). */
   readonly concurrency: number;
 }

@@ -10,6 +10,7 @@
 // its compiles took (the JIT cache counts them) are subtracted. Prints one
 // JSON line.
 const { Scorer } = require('../../dist/scoring/scorer');
+const { readRerankBody } = require('../../dist/wire');
 
 const { documentText: text } = require('./lib/workloads');
 
@@ -32,7 +33,7 @@ async function main() {
     [20, 1000],
   ]) {
     const documents = Array.from({ length: count }, (_, i) => text(scorer, length, 1000 + i));
-    const request = scorer.normalizeRerankBody({ query, documents });
+    const request = scorer.normalizeWith(readRerankBody({ query, documents }));
     const ours = await timed(scorer, () => scorer.scoreNormalized(request.score));
     const serial = await timed(scorer, () => scorer.scoreNormalized(request.score, { algorithm: 'serial' }));
     let worst = 0;

@@ -29,10 +29,10 @@ export interface CausalKernel {
 export const CAUSAL_KERNEL: CausalKernel = Object.freeze({ kind: 'kernel' });
 
 /** The custom-call target the addon registers (native/kernels/prefix_attention_ffi.h). */
-export const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
+const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
 
 /** The same kernel in bf16 on the CPU's matrix units, where the function's dots run in bf16 (prefix-kernel.ts). */
-export const CAUSAL_ATTENTION_BF16_TARGET = 'pjrt_score_causal_attention_bf16';
+const CAUSAL_ATTENTION_BF16_TARGET = 'pjrt_score_causal_attention_bf16';
 
 /** q [T, Hq, D], k and v [T, Hkv, D], validLength s32 [] -> [T, Hq, D]; one sequence only. */
 export function causalPrefixAttentionKernel(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {

@@ -31,7 +31,7 @@ import { HloBuildError, TensorType } from '../builder/types';
 import { CUDA_PLUGIN_PIN } from '../../util/cuda-plugin-pin';
 
 /** The custom-call target XLA GPU rewrites to cuDNN's fused softmax attention. */
-export const CUDNN_FMHA_TARGET = '__cudnn$fmhaSoftmax';
+const CUDNN_FMHA_TARGET = '__cudnn$fmhaSoftmax';
 
 /**
  * The plugin release the backend_config below was taken from: the wheel docs/gpu.md documents, whose
@@ -44,9 +44,9 @@ export const CUDNN_PINNED_PLUGIN: Readonly<{ wheel: string; version: string }> =
  * through cuDNN'): `cudnn`, a second fused call with the items as its batch (the default); or `hlo`, plain
  * StableHLO (the stand-in's batched dots and softmax). Both merge with the prefix part alike.
  */
-export type CudnnOwnKeys = 'cudnn' | 'hlo';
+type CudnnOwnKeys = 'cudnn' | 'hlo';
 
-export const CUDNN_OWN_KEYS: readonly CudnnOwnKeys[] = Object.freeze(['cudnn', 'hlo']);
+const CUDNN_OWN_KEYS: readonly CudnnOwnKeys[] = Object.freeze(['cudnn', 'hlo']);
 
 /** Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`, each optionally followed by `_ownhlo`, then `_join`). */
 export interface CudnnAttention {
@@ -91,7 +91,7 @@ export function checkCudnnAttention(form: CudnnAttention, prefix: boolean): Cudn
   return form;
 }
 
-export type FmhaMask = 'none' | 'causal' | 'padding' | 'padding_causal';
+type FmhaMask = 'none' | 'causal' | 'padding' | 'padding_causal';
 
 const MASK_TYPE: Readonly<Record<FmhaMask, string>> = { none: 'NO_MASK', causal: 'CAUSAL', padding: 'PADDING', padding_causal: 'PADDING_CAUSAL' };
 
@@ -120,7 +120,7 @@ export interface FmhaResult {
 }
 
 /** Checks that a cuDNN form may emit the custom call: the stand-in always, the call only for the pinned plugin. */
-export function checkCudnnPin(form: CudnnAttention): void {
+function checkCudnnPin(form: CudnnAttention): void {
   if (form.standIn) return;
   if (form.pluginVersion !== CUDNN_PINNED_PLUGIN.version) {
     throw new HloBuildError(
@@ -144,7 +144,7 @@ class Double {
  * that cuDNN never writes, the mask, and the dot dimension numbers of q.k and p.v on the [B, T, H, D]
  * operands.
  */
-export function cudnnFmhaBackendConfig(b: number, hq: number, tq: number, tk: number, scale: number, mask: FmhaMask): Record<string, unknown> {
+function cudnnFmhaBackendConfig(b: number, hq: number, tq: number, tk: number, scale: number, mask: FmhaMask): Record<string, unknown> {
   return {
     operation_queue_id: '0',
     cudnn_fmha_backend_config: {
@@ -182,7 +182,7 @@ export function cudnnFmhaBackendConfig(b: number, hq: number, tq: number, tk: nu
 }
 
 /** JSON as JAX writes a backend_config: `": "` and `", "` separators, doubles with a decimal point. */
-export function backendConfigText(config: unknown): string {
+function backendConfigText(config: unknown): string {
   if (config instanceof Double) return Number.isInteger(config.value) && Math.abs(config.value) < 1e16 ? `${config.value}.0` : JSON.stringify(config.value);
   if (Array.isArray(config)) return `[${config.map(backendConfigText).join(', ')}]`;
   if (config !== null && typeof config === 'object') {

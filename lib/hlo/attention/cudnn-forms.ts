@@ -98,7 +98,7 @@ export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: H
 }
 
 /** A pass's rows (pass-rows.ts: per group [prefill P ; items N x L]) of q, k and v [G x T, H, D], and their lengths. */
-export interface QueryAndItemsInputs {
+interface QueryAndItemsInputs {
   q: HloValue;
   k: HloValue;
   v: HloValue;

@@ -12,7 +12,7 @@ import { HloValue } from '../builder/core';
  * shape; omitted when masked keys already score MASKED_SCORE), and how to weight the
  * group's values.
  */
-export interface KeyGroup {
+interface KeyGroup {
   scores: HloValue;
   visible?: HloValue;
   /** weights [..., K] -> weighted values [..., D] */

@@ -21,7 +21,7 @@ export interface AttentionOptions extends ScoreShaping {
   scale?: number;
 }
 
-export interface Heads {
+interface Heads {
   hq: number;
   hkv: number;
   group: number;
@@ -62,7 +62,7 @@ export function resolveScale(opts: AttentionOptions | undefined, d: number): num
  * them as its first batch dims, so the ungrouped call emits exactly the ops
  * it always did.
  */
-export function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number[] } {
+function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number[] } {
   if (length.elementType !== 's32' || length.rank > 1) throw new HloBuildError(`${op}: lengths must be s32[] or s32[G], got ${length.type}`);
   return { lead: [...length.dims], axes: length.dims.map((_, i) => i) };
 }
@@ -97,7 +97,7 @@ export interface ItemsOverPrefixInputs {
 }
 
 /** The sizes of an items-over-prefix call, and its group axes (none for one query). */
-export interface ItemsOverPrefixLayout extends Heads {
+interface ItemsOverPrefixLayout extends Heads {
   lead: number[];
   axes: number[];
   n: number;

@@ -31,14 +31,14 @@ export interface PrefixKernel {
 export const PREFIX_KERNEL: PrefixKernel = Object.freeze({ kind: 'kernel' });
 
 /** The custom-call target the addon registers (native/kernels/prefix_attention_ffi.h). */
-export const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
+const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
 
 /**
  * The same kernel in bf16 on the CPU's matrix units (AMX, AVX512_BF16; the portable tiles elsewhere),
  * called where the function's dots run in bf16 (precision 'bf16'): q, K, V and the probabilities
  * rounded to bf16, scores, softmax statistics and accumulation in f32.
  */
-export const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
+const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
 
 export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);

@@ -50,7 +50,7 @@ export class Block {
   ) {}
 }
 
-export interface FunctionParam {
+interface FunctionParam {
   name: string;
   value: HloValue;
 }
@@ -91,7 +91,7 @@ export class FunctionState {
 /** Something that can stand for a tensor operand: a value, or a JS number to splat. */
 export type Operand = HloValue | number;
 
-export type Attr = [name: string, text: string];
+type Attr = [name: string, text: string];
 
 /** Formats `array<i64: 1, 2>` (DenseI64ArrayAttr). */
 export function i64Array(xs: readonly number[]): string {
@@ -108,7 +108,7 @@ function sameTypeList(types: readonly TensorType[]): string {
 }
 
 /** Exact MLIR text for one element of the given type. */
-export function formatScalar(value: number | boolean, elementType: HloElementType, context: string): string {
+function formatScalar(value: number | boolean, elementType: HloElementType, context: string): string {
   if (elementType === 'pred') {
     if (typeof value === 'boolean') return value ? 'true' : 'false';
     if (value === 0 || value === 1) return value ? 'true' : 'false';

@@ -7,7 +7,7 @@
  * May import: no sibling.
  */
 
-export { HloBuildError, TensorType, formatDims, tensorType } from './types';
+export { HloBuildError, TensorType, tensorType } from './types';
 export type { HloElementType } from './types';
 export { HloValue } from './core';
 export type { Operand } from './core';
@@ -17,5 +17,5 @@ export type { GatherDims } from './ops-shape';
 export type { DotDims } from './ops-dot';
 export type { ForLoopOptions } from './control-flow';
 export { buildProgram } from './program';
-export type { HloProgram, ProgramOptions, ProgramTensor } from './program';
+export type { HloProgram, ProgramTensor } from './program';
 export { DUMP_ENV } from './dump';

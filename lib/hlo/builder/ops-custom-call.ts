@@ -17,7 +17,7 @@ const TYPED_FFI = 4;
 const STATUS_RETURNING = 2;
 
 /** A custom call to a target the compiler itself rewrites (cuDNN's fused attention on XLA GPU). */
-export interface BackendCustomCall {
+interface BackendCustomCall {
   readonly target: string;
   /** The compiler's configuration text for this call, passed through as is (a JSON string for cuDNN). */
   readonly backendConfig: string;
@@ -27,7 +27,7 @@ export interface BackendCustomCall {
 }
 
 /** An MLIR string literal: `"` and `\` (the only characters JSON needs escaped there) as hex escapes. */
-export function mlirString(text: string): string {
+function mlirString(text: string): string {
   return `"${text.replace(/\\/g, '\\5C').replace(/"/g, '\\22')}"`;
 }
 

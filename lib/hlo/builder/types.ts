@@ -6,6 +6,7 @@
  * `mlirElementType` maps them to MLIR spelling (`f32`, `i32`, `i1`, ...). Both
  * come from the one table in util/element-types.
  */
+import { PjrtScoreError } from '../../util/errors';
 import { dimsProblem, elementCount, sameDims } from '../../util/dims';
 import { ELEMENT_TYPES, ElementType, elementKind, isElementType } from '../../util/element-types';
 
@@ -14,9 +15,10 @@ export { isElementType };
 export type HloElementType = ElementType;
 
 /** Thrown for any program that cannot be built: wrong shapes, types, axes. */
-export class HloBuildError extends Error {
+export class HloBuildError extends PjrtScoreError {
+  declare readonly code: 'HLO_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'HLO_INVALID');
     this.name = 'HloBuildError';
   }
 }

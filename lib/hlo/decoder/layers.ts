@@ -18,7 +18,7 @@ import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel, matmulKerne
 
 export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
 
-export function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
+function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   const packed = options.packedMatrices ?? [];
   const reads = kernelMatrices(d, options);
   const arithmetic = arithmeticOf(options);
@@ -46,7 +46,7 @@ function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
  * programs are what they always were. A matrix typed bf16 stays bf16 where
  * `keepBf16` (it goes into a bf16 dot as it is), else is converted exactly.
  */
-export function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
+function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
   if (matrix.elementType === 'f32') return matrix;
   if (matrix.elementType === 'u16') return widenBf16(f, matrix);
   if (matrix.elementType === 'bf16') return keepBf16 ? matrix : f.convert(matrix, 'f32');
@@ -177,7 +177,7 @@ export function layerSlice(f: FunctionBuilder, stacked: HloValue, i: HloValue): 
 }
 
 /** RoPE tables [T, D/2] for the layers: `local` for sliding-window layers whose base (or scaling) differs (Gemma 3). */
-export interface RopeTables {
+interface RopeTables {
   cos: HloValue;
   sin: HloValue;
   local?: { cos: HloValue; sin: HloValue };
@@ -207,7 +207,7 @@ function ropeTablesFor(f: FunctionBuilder, positions: HloValue, headDim: number,
   return rotaryTables(f, positions, headDim, theta, linearFactor);
 }
 
-export interface LayerLoopInputs {
+interface LayerLoopInputs {
   d: DecoderDims;
   options: DecoderOptions;
   w: Weights;

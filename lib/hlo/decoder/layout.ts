@@ -54,7 +54,7 @@ export type DecoderDims = { readonly [K in (typeof DECODER_SIZES)[number]]: numb
  * sliding-window layers (the global ones use ropeTheta, positions divided by
  * ropeLinearFactor).
  */
-export interface DecoderGemma {
+interface DecoderGemma {
   readonly embeddingScale: number;
   readonly postNorms: boolean;
   readonly attentionScale: number;
@@ -66,13 +66,12 @@ export interface DecoderGemma {
 
 /** How the big matrices live on the device; norms and biases are f32 in every case. */
 export type WeightType = 'f32' | 'bf16' | 'int8';
-export const WEIGHT_TYPES: readonly WeightType[] = ['f32', 'bf16', 'int8'];
 
 /**
  * Device element type of a weight array: f32, bf16 matrices as Bf16Matrices
  * says, int8 matrices s8.
  */
-export type WeightElementType = 'f32' | 'u16' | 'bf16' | 's8';
+type WeightElementType = 'f32' | 'u16' | 'bf16' | 's8';
 
 /**
  * How bf16 matrices are typed on the device, the same bits either way (a
@@ -101,7 +100,7 @@ export const INT8_BLOCK = 32;
 
 /** The matrices stored in the weight type; int8 gives each a `<name>Scale` array. */
 export type MatrixName = 'embedding' | 'lmHead' | 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
-export type ScaleName = `${MatrixName}Scale`;
+type ScaleName = `${MatrixName}Scale`;
 
 export type DecoderWeightName =
   | ScaleName
@@ -179,7 +178,7 @@ function isMatrix(name: DecoderWeightName): name is MatrixName {
 }
 
 /** The device element type of a matrix in this weight type (bf16 matrices typed as `bf16` says; default u16). */
-export function matrixElementType(weights: WeightType, bf16: Bf16Matrices = 'u16'): WeightElementType {
+function matrixElementType(weights: WeightType, bf16: Bf16Matrices = 'u16'): WeightElementType {
   return weights === 'int8' ? 's8' : weights === 'bf16' ? bf16 : 'f32';
 }
 
@@ -229,7 +228,7 @@ function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
 }
 
 /** The input axis of a matrix as stored: the last of [V, Dm], the middle of a stacked [Ly, in, out]. */
-export function inputAxis(spec: Pick<DecoderWeightSpec, 'perLayer' | 'dims'>): number {
+function inputAxis(spec: Pick<DecoderWeightSpec, 'perLayer' | 'dims'>): number {
   return spec.perLayer ? spec.dims.length - 2 : spec.dims.length - 1;
 }
 

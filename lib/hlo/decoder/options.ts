@@ -85,7 +85,7 @@ export function programSuffix(options: DecoderOptions, steps: { prefix: boolean;
 }
 
 /** The matrices are bf16 typed bf16 on the device. */
-export function bf16Typed(options: DecoderOptions): boolean {
+function bf16Typed(options: DecoderOptions): boolean {
   return options.weights === 'bf16' && options.bf16Matrices === 'bf16';
 }
 
@@ -93,7 +93,6 @@ export function bf16Typed(options: DecoderOptions): boolean {
 export function bf16Products(options: DecoderOptions): boolean {
   return options.dotOperands === 'bf16' && options.bf16Products === true;
 }
-
 
 /** The projections run through the addon's matmul kernel (only under bf16 dots). */
 export function matmulKernel(options: DecoderOptions): boolean {

@@ -37,8 +37,6 @@ import { DecoderOptions, programSuffix } from './options';
 import { checkDims, declareWeights, embed, layerLoop, layerSlice, lmHeadForDot, ropeTables } from './layers';
 import { flat, itemPositions, itemReadout, liveRows, passReadouts, prefixReadout } from './readout';
 
-export type { DecoderDims } from './layout';
-
 export interface FactoredDecoderShape {
   /**
    * Queries in the pass, G (default 1): each group is one request's query

@@ -10,7 +10,7 @@ import { DecoderDims } from './layout';
 import { Weights, need } from './layers';
 
 /** The LM head's options: the final norm's epsilon, Gemma 2's final soft cap. */
-export function lmHeadOptions(d: DecoderDims): { eps: number; softcap?: number } {
+function lmHeadOptions(d: DecoderDims): { eps: number; softcap?: number } {
   return { eps: d.rmsEps, ...(d.gemma?.finalSoftcap !== undefined ? { softcap: d.gemma.finalSoftcap } : {}) };
 }
 

@@ -100,7 +100,7 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
  * the few rows' f32 products: faster on SGLang's PR shape in bf16 (10 item rows), slower with 128 rows
  * (docs/performance.md, 'Small requests', has the measurement).
  */
-export const LM_HEAD_F32_ROWS = 16;
+const LM_HEAD_F32_ROWS = 16;
 
 /**
  * rows [K, Dm] @ lmHead^T -> logits [K, V]. Few rows against an f32 table: the table is the dot's

@@ -61,7 +61,7 @@ export interface CompilingClient<E extends { serialize(): Promise<Uint8Array>; d
   deserialize(bytes: Uint8Array): Promise<E>;
 }
 
-export interface CompilerOptions {
+interface CompilerOptions {
   /** The host CPU identity in the namespace; default this machine's (hostCpu().id). Tests pass another. */
   readonly hostCpuId?: string;
   /** XLA_FLAGS in the namespace; default process.env.XLA_FLAGS. */

@@ -35,7 +35,7 @@ export interface HostInput {
   readonly dtype: DType;
 }
 
-export type ProgramArg = HostInput | DeviceBuffer;
+type ProgramArg = HostInput | DeviceBuffer;
 
 export function s32(data: Int32Array | readonly number[], dims?: readonly number[]): HostInput {
   const array = data instanceof Int32Array ? data : Int32Array.from(data);
@@ -46,22 +46,20 @@ export function s32Scalar(value: number): HostInput {
   return { data: Int32Array.of(value), dims: [], dtype: 's32' };
 }
 
-
-
 /** The attention forms of a runner; the defaults (joint, square) are what every plugin runs. */
-export interface AttentionForms {
+interface AttentionForms {
   readonly prefixAttention: PrefixAttention;
   readonly causalAttention: CausalAttention;
 }
 
-export const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
+const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
 
 /**
  * The attention forms (and those of a pass of several queries, where they differ: attention-forms.ts),
  * whether bf16 dots give bf16 q|k|v and gate|up products (a platform fact; default no), and the XLA
  * options the programs compile with (default none; in the JIT cache's namespace, compiler.ts).
  */
-export interface ProgramForms extends AttentionForms {
+interface ProgramForms extends AttentionForms {
   readonly grouped?: AttentionForms;
   readonly bf16Products?: boolean;
   /** Under bf16 dots, the projections through the addon's matmul kernel (a platform fact; default no). */

@@ -28,7 +28,7 @@ export function defaultExecutableDir(namespace: string): string {
 }
 
 /** A namespace made safe as one directory name (the full namespace still goes into every file's hash). */
-export function namespaceDirName(namespace: string): string {
+function namespaceDirName(namespace: string): string {
   const safe = namespace.replace(/[^A-Za-z0-9._-]+/g, '_').replace(/^\.+/, '_');
   return safe === '' ? 'default' : safe.slice(0, 100);
 }

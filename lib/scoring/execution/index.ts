@@ -9,9 +9,6 @@
  * programs: load-programs.ts.
  * May import: requests, planning, platform.
  */
-export { AdmissionQueue, type Outcome } from './admission';
-export { DecoderRunner, type DevicePassTiming } from './decoder-runner';
-export { DEFAULT_JIT_CACHE_ENTRIES, JitCache } from './jit-cache';
+export { AdmissionQueue } from './admission';
+export { JitCache } from './jit-cache';
 export { loadProgramCache } from './load-programs';
-export { PrefixCache } from './prefix-cache';
-export { TurnExecutor, type ChosenJob } from './turns';

@@ -13,7 +13,7 @@ import { PrefixCache } from './prefix-cache';
 import type { ChosenJob } from './turns';
 
 /** Warmup compiles the shared passes of up to this many waiting requests of one shape (batching 'cross-request'). */
-export const WARMUP_BATCH_REQUESTS = 16;
+const WARMUP_BATCH_REQUESTS = 16;
 
 /** Shapes to compile before serving: a request of query length P, N items of length L. */
 export interface WarmupShape {
@@ -33,7 +33,7 @@ function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
   return (ALGORITHM_CHOICES as readonly unknown[]).includes(x);
 }
 
-export interface JobPlannerOptions {
+interface JobPlannerOptions {
   readonly sizing: Sizing;
   readonly costModel: CostModel;
   readonly prefixCache: PrefixCache;

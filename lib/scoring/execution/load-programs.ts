@@ -12,7 +12,7 @@ import type { XlaOptions } from '../../runtime/xla-options';
 import { clientCompiler } from './compiler';
 import { JitCache } from './jit-cache';
 
-export interface LoadProgramCache {
+interface LoadProgramCache {
   readonly programs: LoadPrograms;
   /** Frees the executables (after the load); waits for background disk writes first. */
   close(): Promise<void>;

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { DeviceBuffer } from '../../runtime/device-buffer';
 
 /** How many queries the doorkeeper remembers (a hash each, about 100 bytes). */
-export const SEEN_QUERIES = 4096;
+const SEEN_QUERIES = 4096;
 
 export interface PrefixEntry {
   readonly kCache: DeviceBuffer;

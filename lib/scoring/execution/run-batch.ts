@@ -11,7 +11,7 @@ import { DecoderRunner, HostInput, PassObserver, s32 } from './decoder-runner';
 import { normalizeOf, PlanInput } from './run-plan';
 
 /** One request's label logprobs, filled pass by pass. */
-export type BatchOutputs = Float32Array[];
+type BatchOutputs = Float32Array[];
 
 /** The six inputs of a grouped pass: queries [G, P], query lengths [G], items [G, N, L], item lengths [G, N], labels [G, B], normalize []. */
 function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] {

@@ -30,7 +30,7 @@ export function normalizeOf(inputs: readonly PlanInput[]): HostInput {
   return s32Scalar(inputs.some((input) => !input.applySoftmax) ? 1 : 0);
 }
 
-export interface RunContext {
+interface RunContext {
   readonly runner: DecoderRunner;
   readonly prefixCache: PrefixCache;
   readonly signal?: AbortSignal;

@@ -29,13 +29,13 @@ export interface ChosenJob {
 }
 
 /** A job's scores ([item][label], request order) and the plan that computed them. */
-export interface TurnAnswer {
+interface TurnAnswer {
   readonly algorithm: Algorithm;
   readonly scores: number[][];
 }
 
 /** What the executor needs of the Scorer: the device's runner and prefix cache, the sizing, and a check that it is still live. */
-export interface TurnContext {
+interface TurnContext {
   readonly runner: DecoderRunner;
   readonly prefixCache: PrefixCache;
   readonly sizing: Sizing;

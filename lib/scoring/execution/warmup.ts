@@ -35,7 +35,7 @@ export interface WarmupResult {
 }
 
 /** What warmup needs from the cache. */
-export interface WarmupTarget {
+interface WarmupTarget {
   readonly maxEntries: number;
   warn(message: string): void;
   /** Loads one program (unpinned) and says where it came from. */

@@ -4,6 +4,7 @@
  * that warmup can compile them, fine enough that padding wastes little.
  * A ladder is a plain ascending array of positive integers.
  */
+import { PjrtScoreError } from '../../util/errors';
 
 export interface BucketLadderOptions {
   /** Smallest bucket. */
@@ -28,11 +29,12 @@ export const DEFAULT_TOKEN_BUCKETS: Readonly<BucketLadderOptions> = Object.freez
 });
 
 /** Thrown when a size is larger than the largest bucket: the caller must chunk or reject. */
-export class BucketOverflowError extends RangeError {
+export class BucketOverflowError extends PjrtScoreError {
+  declare readonly code: 'BUCKET_OVERFLOW';
   readonly value: number;
   readonly largest: number;
   constructor(what: string, value: number, largest: number) {
-    super(`${what} ${value} is above the largest bucket ${largest}`);
+    super(`${what} ${value} is above the largest bucket ${largest}`, 'BUCKET_OVERFLOW');
     this.name = 'BucketOverflowError';
     this.value = value;
     this.largest = largest;

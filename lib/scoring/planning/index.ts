@@ -7,7 +7,6 @@
  * May import: platform (the budget and cost constants a plan is sized and costed by).
  */
 export { bucketFor, bucketLadder, BucketOverflowError, DEFAULT_TOKEN_BUCKETS } from './buckets';
-export { scorerLadders } from './ladders';
-export { ALGORITHMS, makePlan, programKeyString, shapeOf, type Algorithm, type Ladders, type Plan, type ProgramKey, type RequestShape, type Sizing } from './plan';
-export { batchPrograms, canJoinBatch, makeBatchPlan, type BatchPass } from './batch-plan';
-export { choosePlan, costModelFor, type CostModel, type PlanChoice, type QueryInCache } from './selector';
+export { makePlan, programKeyString, shapeOf, type Sizing } from './plan';
+export { canJoinBatch, makeBatchPlan } from './batch-plan';
+export { choosePlan, costModelFor, type CostModel } from './selector';

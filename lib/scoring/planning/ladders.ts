@@ -16,14 +16,14 @@ import { bucketLadder, DEFAULT_TOKEN_BUCKETS } from './buckets';
 import type { Ladders } from './plan';
 
 /** The smallest token bucket of every token ladder. */
-export const MIN_TOKEN_BUCKET = 8;
+const MIN_TOKEN_BUCKET = 8;
 /** The largest item-count bucket: items per pass. */
-export const MAX_COUNT_BUCKET = 4096;
+const MAX_COUNT_BUCKET = 4096;
 /** Query and item lengths are multiples of this (every rung but the context). */
-export const ITEM_TOKEN_ALIGN = 4;
+const ITEM_TOKEN_ALIGN = 4;
 
 /** The platform's rungs the ladders take (platform/profiles.ts). */
-export interface LadderSteps {
+interface LadderSteps {
   readonly countSteps: readonly number[];
   readonly queryTokenSteps: readonly number[];
   readonly itemTokenSteps: readonly number[];

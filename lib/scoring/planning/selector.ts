@@ -77,7 +77,7 @@ export function costModelFor(
 }
 
 /** Estimated cost of one pass. */
-export function passCost(pass: Pass, m: CostModel): number {
+function passCost(pass: Pass, m: CostModel): number {
   const key = pass.program;
   const P = key.prefix;
   switch (key.program) {

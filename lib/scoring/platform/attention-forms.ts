@@ -24,7 +24,7 @@ export interface AttentionPair {
   readonly causalAttention: CausalAttention;
 }
 
-export interface ModelAttention extends AttentionPair {
+interface ModelAttention extends AttentionPair {
   /** Why the forms differ from the ones asked for, or undefined. */
   readonly note?: string;
   /** The forms of a pass of several queries (a cross-request pass): these, less the addon's kernels. */
@@ -34,7 +34,7 @@ export interface ModelAttention extends AttentionPair {
 }
 
 /** What of the model's attention the kernels cannot compute: '' when nothing. */
-export function shapedAttention(config: ModelConfig): string {
+function shapedAttention(config: ModelConfig): string {
   const parts: string[] = [];
   const w = config.slidingWindow;
   if (w) parts.push(`a sliding window of ${w.window} on ${w.layers.filter(Boolean).length} of ${config.numLayers} layers`);

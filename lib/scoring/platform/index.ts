@@ -8,18 +8,7 @@
  * (device-weights may not import scoring).
  * May import: no sibling.
  */
-export {
-  budgetForMemory,
-  defaultCausalAttention,
-  defaultPrefixAttention,
-  platformFacts,
-  SCORE_SHARE_OF_DEVICE_MEMORY,
-  type Budget,
-  type CostConstants,
-  type FormsAvailable,
-  type PlatformFacts,
-} from './profiles';
-export { attentionKernelChoice, choosePrecision, DOT_OPTIONS, PRECISIONS, type AttentionKernelChoice, type Precision, type PrecisionChoice, type PrecisionOption } from './precision-choice';
-export { platformFactsOverride, withOverride, PLATFORM_FACTS_ENV, type PlatformFactsOverride } from './override';
-export { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './cudnn-pin';
-export { attentionTags, modelAttention, passAttention, shapedAttention, type AttentionPair, type ModelAttention } from './attention-forms';
+export { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, SCORE_SHARE_OF_DEVICE_MEMORY } from './profiles';
+export { attentionKernelChoice, choosePrecision } from './precision-choice';
+export { platformFactsOverride, withOverride, PLATFORM_FACTS_ENV } from './override';
+export { isCudnnPinnedPlugin, unpinnedPluginNote } from './cudnn-pin';

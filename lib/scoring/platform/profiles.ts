@@ -348,7 +348,7 @@ export function platformFacts(platform: string, cpuClass: KernelIsa | null = nul
 }
 
 /** What picks a platform's default attention forms: the addon's kernels registered, cuDNN's calls usable (bf16 dots, the pinned plugin). */
-export interface FormsAvailable {
+interface FormsAvailable {
   readonly kernel: boolean;
   readonly cudnn: boolean;
 }

@@ -1,26 +1,30 @@
+import { PjrtScoreError } from '../../util/errors';
+
 /**
  * Errors for bad scoring input. The HTTP layer maps a ScoreInputError to
- * `{"object": "error", "message", "type": "BadRequestError", "param", "code"}`
- * without re-deriving anything, so the error carries exactly those fields.
+ * `{"object": "error", "message", "type": "BadRequestError", "param", "code": <status>}`
+ * without re-deriving anything, so the error carries exactly those fields
+ * (the wire's numeric `code` is the error's `status`).
  */
-export class ScoreInputError extends Error {
+export class ScoreInputError extends PjrtScoreError {
+  declare readonly code: 'INPUT_INVALID';
   /** The request field at fault, spelled as the caller spelled it ('query', 'label_token_ids', ...). */
   readonly param: string;
   /** HTTP status: 400 for every input rule (docs/design.md "Scoring semantics"). */
-  readonly code: number;
+  readonly status: number;
   /** The SGLang/OpenAI error type the service reports. */
   readonly type: string = 'BadRequestError';
 
-  constructor(message: string, param: string, code = 400) {
-    super(message);
+  constructor(message: string, param: string, status = 400) {
+    super(message, 'INPUT_INVALID');
     this.name = 'ScoreInputError';
     this.param = param;
-    this.code = code;
+    this.status = status;
   }
 
-  /** The JSON error body of the Score API. */
+  /** The JSON error body of the Score API (its `code` is the HTTP status, as on the wire). */
   toJSON(): { object: 'error'; message: string; type: string; param: string; code: number } {
-    return { object: 'error', message: this.message, type: this.type, param: this.param, code: this.code };
+    return { object: 'error', message: this.message, type: this.type, param: this.param, code: this.status };
   }
 }
 
@@ -49,14 +53,14 @@ export function describeValue(value: unknown): string {
  * caller gave it (the service's deadline or a client gone are AbortErrors
  * themselves, and come back unchanged).
  */
-export class AbortError extends Error {
-  readonly code = 'ABORT_ERR';
+export class AbortError extends PjrtScoreError {
+  declare readonly code: 'ABORT_ERR';
   constructor(
     message = 'the operation was aborted',
     /** The signal's reason, when it had one. */
     readonly reason?: unknown,
   ) {
-    super(message);
+    super(message, 'ABORT_ERR');
     this.name = 'AbortError';
   }
 
@@ -74,14 +78,14 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 }
 
 /** The admission queue is full: the call was refused at once, nothing ran (the service answers 429 with Retry-After). */
-export class QueueFullError extends Error {
-  readonly code = 'QUEUE_FULL';
+export class QueueFullError extends PjrtScoreError {
+  declare readonly code: 'QUEUE_FULL';
   constructor(
     readonly queueSize: number,
     /** Seconds after which a retry will likely find room. */
     readonly retryAfterSeconds: number,
   ) {
-    super(`the queue is full (${queueSize} requests waiting)`);
+    super(`the queue is full (${queueSize} requests waiting)`, 'QUEUE_FULL');
     this.name = 'QueueFullError';
   }
 }

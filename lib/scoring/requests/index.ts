@@ -7,11 +7,9 @@
  * is a ScoreInputError (errors.ts).
  * May import: no sibling.
  */
-export { AbortError, QueueFullError, ScoreInputError, describeValue, throwIfAborted } from './errors';
-export { normalizeRequest, normalizeRequestBody, type NormalizedRequest, type ScoreRequest, type ScoreRequestContext } from './request';
-export { normalizeRerank, normalizeRerankBody, rerankResults, type NormalizedRerank, type RerankRequest } from './rerank';
-export { chooseTemplate, RERANK_TEMPLATES, rerankerAdvice, resolveTemplate, SUGGESTED_RERANKER, TemplateError, type RerankTemplate, type ResolvedTemplate } from './rerank-template';
+export { AbortError, QueueFullError, ScoreInputError } from './errors';
+export { normalizeRequest, type NormalizedRequest } from './request';
+export { rerankResults } from './rerank';
+export { chooseTemplate, resolveTemplate, TemplateError } from './rerank-template';
 export { scoresFromLabelLogprobs } from './scores';
-export { cutTokens, readTruncateOption } from './truncate';
-export { INLINE_TOKENIZE_CHARS, normalizeOffLoop } from './off-loop';
-export { charsFor, checkTextBound } from './text-bound';
+export { INLINE_TOKENIZE_CHARS } from './off-loop';

@@ -71,7 +71,7 @@ export function readPiece(value: unknown, where: string, param: string, vocab: n
 }
 
 /** Copies and checks a token-id list; null when the value is not a list at all. */
-export function readTokenIds(value: unknown, where: string, param: string, vocab: number): number[] | null {
+function readTokenIds(value: unknown, where: string, param: string, vocab: number): number[] | null {
   let list: ArrayLike<unknown>;
   if (Array.isArray(value)) list = value;
   else if (value instanceof Int32Array || value instanceof Uint32Array || value instanceof Uint16Array) list = value;

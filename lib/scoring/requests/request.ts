@@ -1,15 +1,15 @@
 /**
- * Request -> token sequences (docs/design.md "Scoring semantics"). One validator serves two
- * spellings: the library's camelCase `normalizeRequest` and the Score API's
- * snake_case JSON body `normalizeRequestBody`. Errors name the field the
- * way the caller spelled it. The input is never mutated and nothing is kept
- * between calls, so a rejected request changes nothing. The field readers:
- * request-fields.ts.
+ * Request -> token sequences (docs/design.md "Scoring semantics"). One validator,
+ * `normalizeScoreFields`, serves every spelling: the library's camelCase
+ * `normalizeRequest` here, and the wire formats' bodies (lib/wire), each
+ * naming its fields (FieldNames). Errors name the field the way the caller
+ * spelled it. The input is never mutated and nothing is kept between calls,
+ * so a rejected request changes nothing. The field readers: request-fields.ts.
  */
 import { ScoreInputError, describeValue } from './errors';
 import { asRecord, FieldNames, Piece, readFlag, readItemList, readItems, readLabels, readPiece } from './request-fields';
 import { checkTextBound, checkTotalTextBound } from './text-bound';
-import { cutTokens, readTruncateOption, readTruncatePromptTokens, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
+import { cutTokens, readTruncateOption, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
 
 /** What the normalizer needs to know about the model and the service limits. */
 export interface ScoreRequestContext {
@@ -45,20 +45,6 @@ export interface ScoreRequest {
   truncate?: TruncateOption;
 }
 
-/** The Score API's JSON body (SGLang spelling); other fields (model, ...) are ignored here. */
-export interface ScoreRequestBody {
-  query: string | number[];
-  items: string | string[] | number[][];
-  label_token_ids: number[];
-  apply_softmax?: boolean;
-  item_first?: boolean;
-  /** Ours: true, or { keep: "start" | "end", max_item_tokens? }. */
-  truncate?: boolean | { keep?: 'start' | 'end'; max_item_tokens?: number };
-  /** vLLM's: keep the last k tokens of each sequence (cut from the item's start); -1: the model's context. */
-  truncate_prompt_tokens?: number;
-  [other: string]: unknown;
-}
-
 /** A validated request in token space, ready for planning. */
 export interface NormalizedRequest {
   /** The query's tokens; starts with BOS when the model adds one and the query comes first. */
@@ -87,16 +73,6 @@ const LIBRARY_NAMES: FieldNames = {
   truncate: 'truncate',
 };
 
-const BODY_NAMES: FieldNames = {
-  request: 'body',
-  query: 'query',
-  items: 'items',
-  labels: 'label_token_ids',
-  applySoftmax: 'apply_softmax',
-  itemFirst: 'item_first',
-  truncate: 'truncate (or truncate_prompt_tokens)',
-};
-
 /**
  * Normalizes a request already in token space (a rerank prompt built from a
  * template), checking the same limits under the caller's field names.
@@ -114,38 +90,26 @@ export function normalizeTokenRequest(
   names: FieldNames,
   ctx: ScoreRequestContext,
 ): NormalizedRequest {
-  return normalizeFields({ ...fields, itemFirst: false }, names, ctx);
+  return normalizeScoreFields({ ...fields, itemFirst: false }, names, ctx);
 }
 
 /** Normalizes a library request (camelCase fields). Throws ScoreInputError on bad input. */
 export function normalizeRequest(request: ScoreRequest, ctx: ScoreRequestContext): NormalizedRequest {
-  return normalizeSpelled(request, LIBRARY_NAMES, ctx);
-}
-
-/** Normalizes a Score API JSON body (snake_case fields). Throws ScoreInputError on bad input. */
-export function normalizeRequestBody(body: unknown, ctx: ScoreRequestContext): NormalizedRequest {
-  return normalizeSpelled(body, BODY_NAMES, ctx);
-}
-
-/** Each spelling's field names are also its keys: read the fields by them. */
-function normalizeSpelled(value: unknown, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
-  const raw = asRecord(value, names);
+  const raw = asRecord(request, LIBRARY_NAMES);
   const truncation = readTruncateOption(raw.truncate, 'truncate');
-  const promptCap = names === BODY_NAMES ? readTruncatePromptTokens(raw.truncate_prompt_tokens, 'truncate_prompt_tokens') : undefined;
-  if (truncation && promptCap) throw new ScoreInputError('give truncate or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
-  const spec = truncation ?? promptCap;
-  const fields: RawFields = {
-    query: raw[names.query],
-    items: raw[names.items],
-    labels: raw[names.labels],
-    applySoftmax: raw[names.applySoftmax],
-    itemFirst: raw[names.itemFirst],
-    ...(spec ? { truncation: spec } : {}),
+  const fields: ScoreFields = {
+    query: raw.query,
+    items: raw.items,
+    labels: raw.labelTokenIds,
+    applySoftmax: raw.applySoftmax,
+    itemFirst: raw.itemFirst,
+    ...(truncation ? { truncation } : {}),
   };
-  return normalizeFields(fields, names, ctx);
+  return normalizeScoreFields(fields, LIBRARY_NAMES, ctx);
 }
 
-interface RawFields {
+/** A score request's fields as read from one spelling, not yet checked (a wire format's body reads into this: lib/wire). */
+export interface ScoreFields {
   readonly query: unknown;
   readonly items: unknown;
   readonly labels: unknown;
@@ -155,7 +119,8 @@ interface RawFields {
   readonly tail?: number;
 }
 
-function normalizeFields(raw: RawFields, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
+/** Checks and tokenizes a score request's fields, errors naming them as `names` spells them. Throws ScoreInputError on bad input. */
+export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
   checkContext(ctx);
   const vocab = ctx.vocabSize;
 

@@ -13,6 +13,7 @@
  * as the published recipes do; the document starts a new piece at a
  * whitespace boundary, where byte-level pre-tokenizers split anyway.
  */
+import { PjrtScoreError } from '../../util/errors';
 
 /**
  * One part of a template: literal text, a request field, a special token by
@@ -57,7 +58,7 @@ export interface RerankTemplate {
 }
 
 /** What a template needs from a tokenizer. */
-export interface TemplateTokenizer {
+interface TemplateTokenizer {
   /** Text -> ids with special tokens neither added nor parsed. */
   encode(text: string): number[];
   /** A special token's id by its text, or undefined. */
@@ -77,9 +78,10 @@ export interface ResolvedTemplate {
   suffixLength(instruction: string): number;
 }
 
-export class TemplateError extends Error {
+export class TemplateError extends PjrtScoreError {
+  declare readonly code: 'TEMPLATE_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'TEMPLATE_INVALID');
     this.name = 'TemplateError';
   }
 }
@@ -96,7 +98,7 @@ const USER_TURN: readonly TemplatePiece[] = [
 ];
 
 /** Qwen3-Reranker's published recipe (its model card): ChatML, an empty think block, "yes"/"no". */
-export const QWEN3_RERANKER: RerankTemplate = {
+const QWEN3_RERANKER: RerankTemplate = {
   name: 'qwen3-reranker',
   prefix: [{ special: '<|im_start|>' }, { text: `system\n${JUDGE}` }, { special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'user\n' }, ...USER_TURN],
   documentLead: ' ',
@@ -108,7 +110,7 @@ export const QWEN3_RERANKER: RerankTemplate = {
 };
 
 /** The same judgement for any ChatML chat model (SmolLM2, Qwen2/2.5/3 instruct): the answer opens the assistant turn. */
-export const CHATML_YES_NO: RerankTemplate = {
+const CHATML_YES_NO: RerankTemplate = {
   ...QWEN3_RERANKER,
   name: 'chatml-yes-no',
   suffix: [{ special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n' }],
@@ -116,7 +118,7 @@ export const CHATML_YES_NO: RerankTemplate = {
 };
 
 /** The same judgement for Llama 3 chat models (header tokens). */
-export const LLAMA3_YES_NO: RerankTemplate = {
+const LLAMA3_YES_NO: RerankTemplate = {
   name: 'llama3-yes-no',
   prefix: [
     { special: '<|start_header_id|>' },
@@ -139,7 +141,7 @@ export const LLAMA3_YES_NO: RerankTemplate = {
 };
 
 /** The same judgement for Gemma chat models: Gemma has no system turn, so the judging text opens the user turn. */
-export const GEMMA_YES_NO: RerankTemplate = {
+const GEMMA_YES_NO: RerankTemplate = {
   name: 'gemma-yes-no',
   prefix: [{ special: '<start_of_turn>' }, { text: `user\n${JUDGE}\n\n` }, ...USER_TURN],
   documentLead: ' ',
@@ -160,7 +162,7 @@ const MXBAI_TASK =
  * "document: ...", "\n" and the task, each tokenized on its own; the answer
  * is "1" against "0" (its score is the logit difference, our raw score).
  */
-export const MXBAI_RERANK_V2: RerankTemplate = {
+const MXBAI_RERANK_V2: RerankTemplate = {
   name: 'mxbai-rerank-v2',
   prefix: [
     { special: '<|im_start|>' },
@@ -194,7 +196,7 @@ const BGE_PROMPT = "Given a query A and a passage B, determine whether the passa
  * the raw logit of "Yes" (compute_score), sigmoid of it with normalize.
  * The request's instruction is FlagEmbedding's `prompt`.
  */
-export const BGE_RERANKER_V2_GEMMA: RerankTemplate = {
+const BGE_RERANKER_V2_GEMMA: RerankTemplate = {
   name: 'bge-reranker-v2-gemma',
   prefix: [{ text: 'A: ' }, { field: 'query' }, { boundary: true }, { text: '\n' }],
   documentLead: 'B: ',

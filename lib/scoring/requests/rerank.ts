@@ -9,18 +9,10 @@
  * logit of "yes", read with the LM head's log-normalizer label
  * (lib/hlo/nn/lm-head.ts), and its sigmoid.
  *
- * Request spellings (docs/rerank.md has the table):
- *   common     Cohere v1, Jina, vLLM: `documents` (strings, or objects read
- *              through `rank_fields`), `top_n`, `return_documents`,
- *              `max_chunks_per_doc`, `truncate_prompt_tokens`
- *   cohere-v2  Cohere v2 (/v2/rerank): `documents` strings, `top_n`,
- *              `max_tokens_per_doc` (default 4096)
- *   tei        text-embeddings-inference: `texts`, `raw_scores`,
- *              `return_text`, `truncate`, `truncation_direction`
- *   sglang     SGLang's own (what the SGLang Model Gateway forwards):
- *              `documents` strings, `top_k`, `return_documents` (default
- *              true), `rid`, `user`; told by a `rid` or `top_k` member
- *   library    the common one in camelCase, with `truncate` (truncate.ts)
+ * One validator, `normalizeRerankFields`, serves every spelling: the
+ * library's camelCase `normalizeRerank` here, and the wire formats' bodies
+ * (lib/wire: the common one, Cohere v2, TEI, SGLang; docs/rerank.md has the
+ * table), each naming its fields and saying what it allows (RerankSpelling).
  */
 import { ScoreInputError, describeValue } from './errors';
 import { NormalizedRequest, normalizeTokenRequest, ScoreRequestContext } from './request';
@@ -28,16 +20,7 @@ import { checkUnicode, FieldNames } from './request-fields';
 import { LOG_NORMALIZER_LABEL } from '../../hlo';
 import { RelevanceScale, ResolvedTemplate } from './rerank-template';
 import { checkRerankTextBounds } from './text-bound';
-import {
-  positiveCount,
-  readMaxTokensPerDoc,
-  readTeiTruncation,
-  readTruncateOption,
-  readTruncatePromptTokens,
-  TruncateOption,
-  TruncationReport,
-  TruncationSpec,
-} from './truncate';
+import { positiveCount, readTruncateOption, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
 
 /** The library's rerank request. */
 export interface RerankRequest {
@@ -63,15 +46,8 @@ export interface RerankRequest {
   readonly rawScores?: boolean;
 }
 
-/** Which spelling a request came in, which decides the response's. */
-export type RerankDialect = 'library' | 'common' | 'cohere-v2' | 'tei' | 'sglang';
-
-/** Cohere v2's default for max_tokens_per_doc. */
-export const COHERE_V2_MAX_TOKENS_PER_DOC = 4096;
-
 /** A validated rerank request: the score request it runs, and how to shape its answer. */
 export interface NormalizedRerank {
-  readonly dialect: RerankDialect;
   readonly score: NormalizedRequest;
   /** The text ranked for each document. */
   readonly documents: readonly string[];
@@ -100,47 +76,40 @@ export interface RerankResult {
   readonly original?: unknown;
 }
 
-interface RerankNames {
+/** How one spelling names a rerank request's fields, used in `.param` and messages. */
+export interface RerankNames {
   readonly documents: string;
   readonly topN: string;
   readonly returnDocuments: string;
   readonly instruction: string;
   /** The field that makes a document past the context fit, named in that 400. */
   readonly truncate: string;
+  readonly rankFields: string;
+  readonly rawScores: string;
 }
 
-const NAMES: Record<RerankDialect, RerankNames> = {
-  library: { documents: 'documents', topN: 'topN', returnDocuments: 'returnDocuments', instruction: 'instruction', truncate: 'truncate' },
-  common: {
-    documents: 'documents',
-    topN: 'top_n',
-    returnDocuments: 'return_documents',
-    instruction: 'instruction',
-    truncate: 'max_chunks_per_doc or truncate_prompt_tokens',
-  },
-  'cohere-v2': { documents: 'documents', topN: 'top_n', returnDocuments: 'return_documents', instruction: 'instruction', truncate: 'max_tokens_per_doc' },
-  tei: { documents: 'texts', topN: 'top_n', returnDocuments: 'return_text', instruction: 'instruction', truncate: 'truncate' },
-  sglang: { documents: 'documents', topN: 'top_k', returnDocuments: 'return_documents', instruction: 'instruction', truncate: 'truncate_prompt_tokens' },
+/** One spelling of a rerank request: its names, and what it allows. */
+export interface RerankSpelling {
+  readonly names: RerankNames;
+  /** Documents may be objects ranked through rank fields; else strings only (and rank fields are refused). */
+  readonly objectDocuments: boolean;
+  /** The spelling has a raw-scores flag; else it is never read. */
+  readonly rawScores: boolean;
+}
+
+/** The library's spelling (camelCase). */
+const LIBRARY_SPELLING: RerankSpelling = {
+  names: { documents: 'documents', topN: 'topN', returnDocuments: 'returnDocuments', instruction: 'instruction', truncate: 'truncate', rankFields: 'rankFields', rawScores: 'rawScores' },
+  objectDocuments: true,
+  rawScores: true,
 };
-
-/**
- * SGLang's rerank body (V1RerankReqInput: `query`, `documents`, `top_k`,
- * `return_documents`, `rid`, `user`), as the SGLang Model Gateway forwards
- * it: told from the common shape by a `rid` or `top_k` member, which no
- * Cohere, Jina, vLLM or TEI client sends.
- */
-function isSglangRerankBody(body: unknown): boolean {
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) return false;
-  const raw = body as Record<string, unknown>;
-  return raw.texts === undefined && ('rid' in raw || 'top_k' in raw);
-}
 
 function scoreNames(names: RerankNames): FieldNames {
   return { request: 'request', query: 'query', items: names.documents, labels: 'labels', applySoftmax: 'apply_softmax', itemFirst: 'item_first', truncate: names.truncate };
 }
 
-/** The fields every spelling is read into. */
-interface RerankFields {
+/** The fields every spelling is read into (a wire format's body reads into this: lib/wire). */
+export interface RerankFields {
   readonly query: unknown;
   readonly documents: unknown;
   readonly topN: unknown;
@@ -156,69 +125,25 @@ interface RerankFields {
 export function normalizeRerank(request: RerankRequest, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
   const raw = asObject(request, 'request');
   const truncation = readTruncateOption(raw.truncate, 'truncate');
-  return normalizeFields(
+  return normalizeRerankFields(
     { query: raw.query, documents: raw.documents, topN: raw.topN, returnDocuments: raw.returnDocuments, instruction: raw.instruction, rankFields: raw.rankFields, rawScores: raw.rawScores, ...(truncation ? { truncation } : {}) },
-    'library',
+    LIBRARY_SPELLING,
     template,
     ctx,
   );
 }
 
-/**
- * Validates a rerank JSON body. `shape` 'v1' (POST /v1/rerank, /rerank):
- * the common shape, or TEI's when it has `texts`; 'v2' (POST /v2/rerank): Cohere v2's.
- */
-export function normalizeRerankBody(body: unknown, template: ResolvedTemplate, ctx: ScoreRequestContext, shape: 'v1' | 'v2' = 'v1'): NormalizedRerank {
-  const raw = asObject(body, 'body');
-  const common = { query: raw.query, topN: raw.top_n, instruction: raw.instruction, rankFields: raw.rank_fields };
-  if (shape === 'v2') {
-    if (raw.texts !== undefined) throw new ScoreInputError('/v2/rerank takes documents (Cohere v2), not texts', 'texts');
-    const truncation = readMaxTokensPerDoc(raw.max_tokens_per_doc, 'max_tokens_per_doc', COHERE_V2_MAX_TOKENS_PER_DOC);
-    return normalizeFields({ ...common, documents: raw.documents, returnDocuments: raw.return_documents, truncation }, 'cohere-v2', template, ctx);
-  }
-  if (raw.texts !== undefined && raw.documents !== undefined) {
-    throw new ScoreInputError('give documents or texts (text-embeddings-inference), not both', 'texts');
-  }
-  if (raw.texts !== undefined) {
-    const truncation = readTeiTruncation(raw.truncate, raw.truncation_direction);
-    return normalizeFields(
-      { ...common, documents: raw.texts, returnDocuments: raw.return_text, rawScores: raw.raw_scores, ...(truncation ? { truncation } : {}) },
-      'tei',
-      template,
-      ctx,
-    );
-  }
-  const truncation = readTruncatePromptTokens(raw.truncate_prompt_tokens, 'truncate_prompt_tokens');
-  if (isSglangRerankBody(raw)) {
-    if (raw.top_n !== undefined) throw new ScoreInputError("give top_k (SGLang's shape, with rid) or top_n, not both", 'top_n');
-    const returnDocuments = raw.return_documents ?? true;
-    return normalizeFields(
-      { query: raw.query, documents: raw.documents, topN: raw.top_k, returnDocuments, instruction: raw.instruction, ...(truncation ? { truncation } : {}) },
-      'sglang',
-      template,
-      ctx,
-    );
-  }
-  if (truncation && raw.max_chunks_per_doc !== undefined && raw.max_chunks_per_doc !== null) {
-    throw new ScoreInputError('give max_chunks_per_doc or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
-  }
-  return normalizeFields(
-    { ...common, documents: raw.documents, returnDocuments: raw.return_documents, rankFields: raw.rank_fields, maxChunks: raw.max_chunks_per_doc, ...(truncation ? { truncation } : {}) },
-    'common',
-    template,
-    ctx,
-  );
-}
-
-function asObject(value: unknown, param: string): Record<string, unknown> {
+/** `value` as an object, else a ScoreInputError naming `param` ('request', 'body'). */
+export function asObject(value: unknown, param: string): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ScoreInputError(`the ${param} must be an object, got ${describeValue(value)}`, param);
   }
   return value as Record<string, unknown>;
 }
 
-function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
-  const names = NAMES[dialect];
+/** Checks a rerank request's fields and builds its score request through the template. Throws ScoreInputError on bad input. */
+export function normalizeRerankFields(raw: RerankFields, spelling: RerankSpelling, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
+  const names = spelling.names;
   if (typeof raw.query !== 'string') throw new ScoreInputError(`query must be a string, got ${describeValue(raw.query)}`, 'query');
   // Nothing to judge relevance to: every document would score alike.
   if (raw.query.trim() === '') throw new ScoreInputError('query is empty: a rerank needs a query to rank the documents against', 'query');
@@ -228,12 +153,12 @@ function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: Re
   if (raw.documents.length > ctx.maxItems) {
     throw new ScoreInputError(`too many ${names.documents}: ${raw.documents.length} > ${ctx.maxItems} (the configured maximum per request)`, names.documents);
   }
-  const rankFields = readRankFields(raw.rankFields, dialect);
+  const rankFields = readRankFields(raw.rankFields, spelling);
   const originals: unknown[] = raw.documents;
-  const documents = originals.map((d, i) => documentText(d, i, dialect, names.documents, rankFields));
+  const documents = originals.map((d, i) => documentText(d, i, spelling.objectDocuments, names.documents, rankFields));
   const topN = optionalCount(raw.topN, names.topN) ?? documents.length;
   const returnDocuments = optionalFlag(raw.returnDocuments, names.returnDocuments) ?? false;
-  const rawScores = dialect === 'tei' || dialect === 'library' ? (optionalFlag(raw.rawScores, dialect === 'tei' ? 'raw_scores' : 'rawScores') ?? false) : false;
+  const rawScores = spelling.rawScores ? (optionalFlag(raw.rawScores, names.rawScores) ?? false) : false;
   const maxChunks = raw.maxChunks === undefined || raw.maxChunks === null ? undefined : positiveCount(raw.maxChunks, 'max_chunks_per_doc', 'max_chunks_per_doc');
   let instruction = template.template.defaultInstruction;
   if (raw.instruction !== undefined && raw.instruction !== null) {
@@ -259,7 +184,7 @@ function normalizeFields(raw: RerankFields, dialect: RerankDialect, template: Re
   );
   // 'yes-logit': a third column, the log-normalizer (its "probability" exp(-logsumexp)), not a token.
   const score = relevance === 'yes-logit' ? { ...yesNo, labels: [...yesNo.labels, LOG_NORMALIZER_LABEL] } : yesNo;
-  return { dialect, score, documents, originals, itemDocument, topN, returnDocuments, rawScores, relevance, chunkedDocuments };
+  return { score, documents, originals, itemDocument, topN, returnDocuments, rawScores, relevance, chunkedDocuments };
 }
 
 /**
@@ -297,10 +222,10 @@ function chunkItems(
   return { items: out, itemDocument };
 }
 
-function readRankFields(value: unknown, dialect: RerankDialect): readonly string[] {
+function readRankFields(value: unknown, spelling: RerankSpelling): readonly string[] {
   if (value === undefined || value === null) return ['text'];
-  const param = dialect === 'library' ? 'rankFields' : 'rank_fields';
-  if (dialect === 'tei' || dialect === 'cohere-v2' || dialect === 'sglang') throw new ScoreInputError(`${param} is Cohere v1's (POST /v1/rerank)`, param);
+  const param = spelling.names.rankFields;
+  if (!spelling.objectDocuments) throw new ScoreInputError(`${param} is Cohere v1's (POST /v1/rerank)`, param);
   if (!Array.isArray(value) || value.length === 0 || !value.every((f): f is string => typeof f === 'string' && f !== '')) {
     throw new ScoreInputError(`${param} must be a non-empty array of field names, got ${describeValue(value)}`, param);
   }
@@ -308,9 +233,9 @@ function readRankFields(value: unknown, dialect: RerankDialect): readonly string
 }
 
 /** The text ranked for one document: a string, or the values of `rankFields` in order, joined by newlines. */
-function documentText(d: unknown, i: number, dialect: RerankDialect, param: string, rankFields: readonly string[]): string {
+function documentText(d: unknown, i: number, objectDocuments: boolean, param: string, rankFields: readonly string[]): string {
   if (typeof d === 'string') return d;
-  const stringsOnly = dialect === 'tei' || dialect === 'cohere-v2' || dialect === 'sglang';
+  const stringsOnly = !objectDocuments;
   if (stringsOnly || d === null || typeof d !== 'object' || Array.isArray(d)) {
     const objects = stringsOnly ? '' : ' or an object with the ranked fields';
     throw new ScoreInputError(`${param}[${i}] must be a string${objects}, got ${describeValue(d)}`, param);

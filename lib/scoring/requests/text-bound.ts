@@ -10,7 +10,7 @@
 import { ScoreInputError } from './errors';
 
 /** What the bound needs from the request context. */
-export interface TextBoundContext {
+interface TextBoundContext {
   readonly contextLength: number;
   readonly maxRequestTokens: number;
   /** The tokenizer's maxCharsPerToken; no bound when undefined (a context without one). */
@@ -53,7 +53,7 @@ export function checkTotalTextBound(texts: readonly string[], param: string, ctx
 }
 
 /** What a rerank request's bounds need: its texts, and the names its errors use. */
-export interface RerankTexts {
+interface RerankTexts {
   readonly query: string;
   readonly instruction: string;
   readonly documents: readonly string[];

@@ -3,8 +3,9 @@
  * which end of an item is kept, an optional cap on each item's tokens, and
  * whether an item whose sequence (query + item) passes the context is cut to
  * fit. Each API spells it its own way; each spelling is read into one
- * TruncationSpec here, and request.ts applies it while it tokenizes, so the
- * planner and the queue only ever see sequences that fit.
+ * TruncationSpec (the library's and /v1/score's `truncate` here, the other
+ * wire formats' in lib/wire/truncation.ts), and request.ts applies it while
+ * it tokenizes, so the planner and the queue only ever see sequences that fit.
  */
 import { ScoreInputError, describeValue } from './errors';
 
@@ -59,41 +60,13 @@ export function readTruncateOption(value: unknown, param: string): TruncationSpe
   return { keep, toContext: true, ...(maxItemTokens !== undefined ? { maxItemTokens } : {}) };
 }
 
-/** vLLM's truncate_prompt_tokens: k keeps the last k tokens of each sequence (the item's end); -1 the model's context. */
-export function readTruncatePromptTokens(value: unknown, param: string): TruncationSpec | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (value === -1) return { keep: 'end', toContext: true };
-  return { keep: 'end', toContext: true, maxSequenceTokens: positiveCount(value, param, param) };
-}
-
-/** TEI's truncate (bool) and truncation_direction ("right": cut the end, keep the start; "left": keep the end). */
-export function readTeiTruncation(truncate: unknown, direction: unknown): TruncationSpec | undefined {
-  if (truncate !== undefined && truncate !== null && typeof truncate !== 'boolean') {
-    throw new ScoreInputError(`truncate must be a boolean, got ${describeValue(truncate)}`, 'truncate');
-  }
-  let keep: Keep = 'start';
-  if (direction !== undefined && direction !== null) {
-    const d = typeof direction === 'string' ? direction.toLowerCase() : '';
-    if (d !== 'left' && d !== 'right') {
-      throw new ScoreInputError(`truncation_direction must be "left" or "right", got ${describeValue(direction)}`, 'truncation_direction');
-    }
-    keep = d === 'left' ? 'end' : 'start';
-  }
-  return truncate === true ? { keep, toContext: true } : undefined;
-}
-
-/** Cohere v2's max_tokens_per_doc (default 4096): each document cut to that many tokens, its start kept. */
-export function readMaxTokensPerDoc(value: unknown, param: string, fallback: number): TruncationSpec {
-  const maxItemTokens = value === undefined || value === null ? fallback : positiveCount(value, param, param);
-  return { keep: 'start', toContext: false, maxItemTokens };
-}
-
 /** `tokens` cut to at most `limit`, keeping `keep`'s end; the same array when it fits. */
 export function cutTokens(tokens: readonly number[], limit: number, keep: Keep): readonly number[] {
   if (tokens.length <= limit) return tokens;
   return keep === 'start' ? tokens.slice(0, limit) : tokens.slice(tokens.length - limit);
 }
 
+/** `value` as a positive integer, else a ScoreInputError naming `where` (`param` the field). */
 export function positiveCount(value: unknown, where: string, param: string): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw new ScoreInputError(`${where} must be a positive integer, got ${describeValue(value)}`, param);

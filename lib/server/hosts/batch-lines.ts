@@ -23,7 +23,7 @@ export interface BatchLine {
 }
 
 /** One line of the output, with what the job counts. */
-export interface BatchAnswer {
+interface BatchAnswer {
   /** The output line, newline included. */
   readonly text: string;
   readonly status: number;

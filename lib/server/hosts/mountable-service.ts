@@ -44,7 +44,7 @@ export interface ScoringService {
 }
 
 /** Internal handle: the standalone server starts loading once it listens, and closes its listener mid-drain. */
-export interface ScoringServiceControl {
+interface ScoringServiceControl {
   readonly service: ScoringService;
   readonly state: ServiceState;
   readonly settings: ServeOptions;

@@ -18,7 +18,7 @@ export type RequestListener = (req: IncomingMessage, res: ServerResponse) => voi
 export type ExpressStyleHandler = (req: IncomingMessage, res: ServerResponse, next: (error?: unknown) => void) => void;
 
 /** What a listener applies before the routes: the access check, and CORS (node:http only; a host has its own). */
-export interface ListenerGuards {
+interface ListenerGuards {
   readonly gate?: AccessGate;
   readonly cors?: CorsPolicy | null;
 }

@@ -11,6 +11,7 @@
  * is the message string). docs/service.md has the table.
  */
 import { ScoreInputError } from '../../scoring';
+import { PjrtScoreError } from '../../util/errors';
 
 /** Which client family's error body: TEI's on TEI's request shape, the common one elsewhere. */
 export type ErrorShape = 'common' | 'tei';
@@ -27,13 +28,13 @@ export interface ErrorBody extends FlatErrorFields {
   readonly error: { readonly message: string; readonly type: string; readonly param: string | null; readonly code: number };
 }
 
-export interface TeiErrorBody extends FlatErrorFields {
+interface TeiErrorBody extends FlatErrorFields {
   readonly error: string;
   readonly error_type: TeiErrorType;
 }
 
 /** TEI's error kinds (its ErrorType, lower case on the wire). */
-export type TeiErrorType = 'validation' | 'empty' | 'tokenizer' | 'overloaded' | 'unhealthy' | 'backend';
+type TeiErrorType = 'validation' | 'empty' | 'tokenizer' | 'overloaded' | 'unhealthy' | 'backend';
 
 /** The OpenAI/SGLang style type name for each status the service answers. */
 const TYPE_BY_STATUS: Readonly<Record<number, string>> = {
@@ -55,7 +56,9 @@ function teiTypeOf(status: number): TeiErrorType {
   return status >= 500 ? 'backend' : 'validation';
 }
 
-export class HttpError extends Error {
+/** An answer of the service that is not 2xx, before it is a body: the routes' own, never thrown to a caller of the library. */
+export class HttpError extends PjrtScoreError {
+  declare readonly code: 'HTTP_ERROR';
   readonly status: number;
   readonly param: string | null;
   readonly type: string;
@@ -71,7 +74,7 @@ export class HttpError extends Error {
     message: string,
     options: { param?: string | null; retryAfter?: number; headers?: Record<string, string>; teiType?: TeiErrorType } = {},
   ) {
-    super(message);
+    super(message, 'HTTP_ERROR');
     this.name = 'HttpError';
     this.status = status;
     this.param = options.param ?? null;
@@ -91,8 +94,8 @@ export class HttpError extends Error {
     return new HttpError(400, message, { param });
   }
 
-  /** A ScoreInputError keeps its own message, param and code. */
+  /** A ScoreInputError keeps its own message, param and status. */
   static fromInput(error: ScoreInputError): HttpError {
-    return new HttpError(error.code, error.message, { param: error.param });
+    return new HttpError(error.status, error.message, { param: error.param });
   }
 }

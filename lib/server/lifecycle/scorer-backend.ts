@@ -14,9 +14,7 @@ export interface ScoringBackend
     Scorer,
     | 'modelName'
     | 'tokenize'
-    | 'normalizeBody'
-    | 'normalizeRerankBody'
-    | 'scoreBody'
+    | 'normalizeWith'
     | 'scoreNormalized'
     | 'queueDepth'
     | 'inFlight'
@@ -32,7 +30,7 @@ export interface ScoringBackend
   /** Prompt tokens of the requests waiting (the load report's queued work); optional: 0 when absent. */
   readonly queuedTokens?: Scorer['queuedTokens'];
   /** The normalizers that tokenize long texts off the event loop; optional: the synchronous ones otherwise. */
-  readonly offLoop?: Pick<Scorer['offLoop'], 'normalizeBody' | 'normalizeRerankBody'>;
+  readonly offLoop?: Pick<Scorer['offLoop'], 'normalizeWith'>;
   /** The rerank template (the reranker advice reads it); optional. */
   readonly rerankTemplate?: Scorer['rerankTemplate'];
   /** Token ids -> text (label names in the CLI table); optional. */

@@ -14,7 +14,7 @@ import { HttpError } from '../http/http-errors';
 export type AuthorizeHook = (req: IncomingMessage) => boolean | Promise<boolean>;
 
 /** Why a request was refused; 'denied' is an `authorize` hook's false. */
-export type Refusal = RefusalReason | 'denied';
+type Refusal = RefusalReason | 'denied';
 
 /** null: the request may go on. `path` is the route's ('/metrics'), null for no route. */
 export type AccessGate = (req: IncomingMessage, path: string | null) => Refusal | null | Promise<Refusal | null>;

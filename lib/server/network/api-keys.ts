@@ -15,7 +15,7 @@ import { API_KEY_PATTERN } from './network-settings';
 /** Why a request was refused: no Authorization header, not `Bearer <token>`, or a key not accepted. */
 export type RefusalReason = 'missing' | 'malformed' | 'wrong';
 
-export interface ApiKeySource {
+interface ApiKeySource {
   /** Keys from the command line or the variable: fixed for the process's life. */
   readonly keys?: readonly string[];
   /** A file of keys, one a line; re-read by reload(). */
@@ -85,7 +85,7 @@ export class ApiKeys {
 }
 
 /** One key a line; blank lines and lines starting with # skipped; a bad line is named by number, never shown. */
-export function parseKeyFile(text: string, file: string): string[] {
+function parseKeyFile(text: string, file: string): string[] {
   const keys: string[] = [];
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.trim();

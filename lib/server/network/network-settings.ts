@@ -18,7 +18,7 @@ function splitList(text: string): string[] {
 }
 
 /** `--api-key KEY` (repeatable, for rotation) or PJRT_SCORE_API_KEY=k1,k2. */
-export const apiKeySetting: Setting<'apiKey', readonly string[]> = {
+const apiKeySetting: Setting<'apiKey', readonly string[]> = {
   key: 'apiKey',
   flag: 'api-key',
   env: 'PJRT_SCORE_API_KEY',
@@ -41,7 +41,7 @@ export const apiKeySetting: Setting<'apiKey', readonly string[]> = {
 };
 
 /** `--metrics-public`: /metrics answers without a key (a scraper inside the cluster). */
-export const metricsPublicSetting: Setting<'metricsPublic', boolean> & { readonly default: false } = {
+const metricsPublicSetting: Setting<'metricsPublic', boolean> & { readonly default: false } = {
   key: 'metricsPublic',
   flag: 'metrics-public',
   env: 'PJRT_SCORE_METRICS_PUBLIC',
@@ -60,7 +60,7 @@ export const metricsPublicSetting: Setting<'metricsPublic', boolean> & { readonl
 };
 
 /** `--cors-allow-origin`: `*` or origins (scheme://host[:port]) separated by commas. */
-export const corsAllowOriginSetting: Setting<'corsAllowOrigin', readonly string[]> & { readonly default: readonly string[] } = {
+const corsAllowOriginSetting: Setting<'corsAllowOrigin', readonly string[]> & { readonly default: readonly string[] } = {
   key: 'corsAllowOrigin',
   flag: 'cors-allow-origin',
   env: 'PJRT_SCORE_CORS_ALLOW_ORIGIN',

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import * as tls from 'node:tls';
 import { OptionError } from '../../scoring';
 
-export interface TlsFiles {
+interface TlsFiles {
   readonly cert: string;
   readonly key: string;
 }

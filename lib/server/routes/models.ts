@@ -10,7 +10,7 @@ import { ServiceState } from '../lifecycle/service-state';
 import { packageVersion } from './worker';
 import type { ScoringBackend } from '../lifecycle/scorer-backend';
 
-export interface ModelObject {
+interface ModelObject {
   readonly id: string;
   readonly object: 'model';
   readonly created: number;

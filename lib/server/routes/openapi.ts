@@ -8,7 +8,7 @@ import { BEARER_SCHEME } from './docs';
 import { JsonSchema, Operation, SCHEMAS } from './openapi-schemas';
 
 /** What the document needs from a route definition. */
-export interface DocumentedRoute {
+interface DocumentedRoute {
   readonly path: string;
   readonly methods: readonly string[];
   readonly operation: Operation;

@@ -4,9 +4,10 @@
  * (rerank.ts). Order of checks: phase (503), content type and body
  * (400/413), fields (400), queue (429), then the device under a deadline (504).
  * An endpoint only says how a body becomes a normalized request and how the
- * scores become its answer.
+ * scores become its answer, both through lib/wire's readers and writers.
  */
 import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type DevicePassTiming, type NormalizedRequest, type ScoreResult } from '../../scoring';
+import { readScoreBody, SCORE_FLOAT_KEYS, scoreResponseBody, type ScoreResponseBody } from '../../wire';
 import { isAbortError, ScoringBackend } from '../lifecycle/scorer-backend';
 import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from '../http/body';
 import { Exchange, Reply, errorReply, jsonReply } from '../http/exchange';
@@ -14,19 +15,6 @@ import { ErrorShape, HttpError } from '../http/http-errors';
 import { logEvent } from '../telemetry/log';
 import { ServiceState } from '../lifecycle/service-state';
 import type { StepTiming } from '../telemetry/tracing';
-
-export interface ScoreResponseBody {
-  readonly scores: number[][];
-  readonly model: string;
-  readonly object: 'scoring';
-  readonly usage: {
-    readonly prompt_tokens: number;
-    readonly completion_tokens: 0;
-    readonly total_tokens: number;
-    /** Present when the request asked for truncation (`truncate`, `truncate_prompt_tokens`): the tokens had nothing been cut. */
-    readonly prompt_tokens_before_truncation?: number;
-  };
-}
 
 /** What the request log line and the metrics learn about one request. */
 export interface ScoreRecord {
@@ -76,24 +64,15 @@ export interface ScoringEndpoint<T> {
 }
 
 /** POST /v1/score. */
-export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest['truncation'] | null> = {
+export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest> = {
   normalize: async (backend, body) => {
     checkModelField(body);
-    const request = backend.offLoop ? await backend.offLoop.normalizeBody(body) : backend.normalizeBody(body);
-    return { request, detail: request.truncation ?? null };
+    const read = readScoreBody(body);
+    const request = backend.offLoop ? await backend.offLoop.normalizeWith(read) : backend.normalizeWith(read);
+    return { request, detail: request };
   },
-  respond: (outcome, truncation, service): ScoreResponseBody => ({
-    scores: outcome.scores,
-    model: service.backend?.modelName ?? '',
-    object: 'scoring',
-    usage: {
-      prompt_tokens: outcome.usage.promptTokens,
-      completion_tokens: 0,
-      total_tokens: outcome.usage.promptTokens,
-      ...(truncation ? { prompt_tokens_before_truncation: truncation.tokensBefore } : {}),
-    },
-  }),
-  floatKeys: new Set(['scores']),
+  respond: (outcome, request, service): ScoreResponseBody => scoreResponseBody(outcome, request, service.backend?.modelName ?? ''),
+  floatKeys: SCORE_FLOAT_KEYS,
 };
 
 /** Answers one scoring request; never throws (every failure is an error Reply). */

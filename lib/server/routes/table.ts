@@ -9,8 +9,7 @@ import { listModels, retrieveModel, teiInfo } from './models';
 import { docsAsset, docsPage } from './docs';
 import { openApiDocument } from './openapi';
 import { Operation, OPERATIONS } from './openapi-schemas';
-import { COHERE_V2_RERANK_ENDPOINT } from './rerank-cohere-v2';
-import { RERANK_ENDPOINT } from './rerank';
+import { COHERE_V2_RERANK_ENDPOINT, RERANK_ENDPOINT } from './rerank';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score';
 import { ServiceState } from '../lifecycle/service-state';
 import { packageVersion, getLoadReply, liveReply, loadsReply, modelInfoReply, serverInfoReply, versionReply } from './worker';
@@ -99,7 +98,7 @@ export const ROUTES: readonly RouteDefinition[] = [
 ];
 
 /** The API reference's routes (--no-docs leaves them out). */
-export const DOCS_PATHS: ReadonlySet<RoutePath> = new Set(['/docs', '/docs/:asset']);
+const DOCS_PATHS: ReadonlySet<RoutePath> = new Set(['/docs', '/docs/:asset']);
 
 let openApiText: string | undefined;
 /** The document of ROUTES, built once. */

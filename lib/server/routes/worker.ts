@@ -16,20 +16,20 @@ export function packageVersion(): string {
 }
 
 /** The queue as the load report reads it: waiting and running requests, waiting prompt tokens. */
-export interface QueueLoad {
+interface QueueLoad {
   readonly waiting: number;
   readonly running: number;
   readonly waitingTokens: number;
 }
 
-export function queueLoad(service: ServiceState): QueueLoad {
+function queueLoad(service: ServiceState): QueueLoad {
   const backend = service.backend;
   if (!backend || service.phase === 'closed') return { waiting: 0, running: 0, waitingTokens: 0 };
   return { waiting: backend.queueDepth, running: backend.inFlight, waitingTokens: backend.queuedTokens ?? 0 };
 }
 
 /** The prefix cache's hits over its lookups, 0 before any. */
-export function prefixHitRate(service: ServiceState): number {
+function prefixHitRate(service: ServiceState): number {
   if (!service.backend || service.phase === 'closed') return 0;
   const cache = service.backend.stats().prefixCache;
   const hits = cache?.hits ?? 0;

@@ -6,6 +6,7 @@
  * (e.g. `32x8x16,128x16x64@prefix`). Each shape compiles the programs the
  * Scorer's plan for it uses (their buckets), so nearby shapes are warm too.
  */
+import { PjrtScoreError } from '../../util/errors';
 import { ALGORITHMS, type Algorithm, type WarmupShape } from '../../scoring';
 
 /** Small requests of the kinds the Score API mostly sees: short queries, a few to a few dozen short items. */
@@ -14,9 +15,10 @@ export const DEFAULT_WARMUP: readonly WarmupShape[] = [
   { queryTokens: 32, itemTokens: 16, items: 20 },
 ];
 
-export class WarmupSpecError extends Error {
+export class WarmupSpecError extends PjrtScoreError {
+  declare readonly code: 'WARMUP_SPEC_INVALID';
   constructor(message: string) {
-    super(message);
+    super(message, 'WARMUP_SPEC_INVALID');
     this.name = 'WarmupSpecError';
   }
 }

@@ -8,7 +8,7 @@ import pino from 'pino';
 
 export type LogLevel = 'info' | 'warn' | 'error';
 
-export type LogFields = Readonly<Record<string, unknown>>;
+type LogFields = Readonly<Record<string, unknown>>;
 
 /** pino's `logger.info(obj, msg?)` call shape. */
 export type LogFn = (obj: Record<string, unknown>, msg?: string) => void;
@@ -63,7 +63,7 @@ export function logEvent(logger: ServiceLogger, level: LogLevel, event: string, 
   }
 }
 
-export function errorFields(error: Error): Record<string, unknown> {
+function errorFields(error: Error): Record<string, unknown> {
   const code = (error as { code?: unknown }).code;
   return { name: error.name, message: error.message, ...(code !== undefined ? { code } : {}), stack: error.stack };
 }

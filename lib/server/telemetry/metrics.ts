@@ -12,10 +12,10 @@ import type { ScorerStats } from '../../scoring';
 export type BackendStats = { readonly [K in keyof ScorerStats]?: ScorerStats[K] extends object ? Partial<ScorerStats[K]> : ScorerStats[K] };
 
 /** Upper bounds of the latency histogram, seconds. */
-export const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
 /** What the scrape-time metrics read. */
-export interface ScrapeState {
+interface ScrapeState {
   readonly ready: boolean;
   readonly draining: boolean;
   /** Requests admitted and waiting for the device (the Scorer's admission queue). */

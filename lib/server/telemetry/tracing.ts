@@ -21,7 +21,7 @@ export interface StepTiming {
   readonly attributes?: Readonly<Record<string, string | number>>;
 }
 
-export interface RequestTrace {
+interface RequestTrace {
   /** Ends the request's span with its children; `attributes` on the request span. */
   end(endMs: number, status: number, steps: readonly StepTiming[], attributes: Readonly<Record<string, string | number>>): void;
 }
@@ -35,7 +35,7 @@ export interface Tracing {
 }
 
 /** The packages traces need, all optional peer dependencies. */
-export const TRACE_PACKAGES = ['@opentelemetry/api', '@opentelemetry/core', '@opentelemetry/resources', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http'];
+const TRACE_PACKAGES = ['@opentelemetry/api', '@opentelemetry/core', '@opentelemetry/resources', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http'];
 
 /**
  * Traces on when `endpoint` (--otlp-endpoint: a base URL, `/v1/traces`
