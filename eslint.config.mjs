@@ -1,6 +1,7 @@
 // ESLint (flat config): typescript-eslint's recommended rules on lib/ (with its type information),
 // ESLint's recommended rules on the CommonJS JavaScript of test/, scripts/, fuzz/, bin/ and examples/.
-// Formatting is Prettier's (.prettierrc.json): no stylistic rule here.
+// Formatting is Prettier's (.prettierrc.json, width 120): no stylistic rule here but max-len on
+// lib/, which holds what Prettier cannot break (comments, strings) to the same width.
 import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
@@ -13,7 +14,11 @@ export default tseslint.config(
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       // Unused arguments named with a leading underscore are deliberate (an interface's shape).
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none' },
+      ],
+      'max-len': ['error', { code: 120, tabWidth: 2 }],
     },
   },
   {

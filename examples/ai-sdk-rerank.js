@@ -15,7 +15,9 @@ const { DOCUMENTS, keywordSearch } = require('./rag-corpus');
   const { ranking, providerMetadata } = await rerank({ model, query, documents: candidates, topN: 3 });
   for (const r of ranking) console.log(`${r.score.toFixed(3)}  ${r.document}`);
   const meta = providerMetadata.pjrtScore;
-  console.log(`${meta.model}, plan ${meta.algorithm}, ${meta.promptTokens} prompt tokens, ${candidates.length} candidates of ${DOCUMENTS.length}`);
+  console.log(
+    `${meta.model}, plan ${meta.algorithm}, ${meta.promptTokens} prompt tokens, ${candidates.length} candidates of ${DOCUMENTS.length}`,
+  );
   scorer.dispose(); // the app's Scorer: the model never disposes it
 })().catch((error) => {
   console.error(error);

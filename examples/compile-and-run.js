@@ -4,7 +4,9 @@ const { Client } = require('pjrt-score');
 
 async function main() {
   const client = await Client.create(); // the cached XLA CPU plugin, or PJRT_PLUGIN_PATH
-  console.log(`${client.platformName} (${client.devices.length} device), PJRT C API ${client.apiVersion.major}.${client.apiVersion.minor}`);
+  console.log(
+    `${client.platformName} (${client.devices.length} device), PJRT C API ${client.apiVersion.major}.${client.apiVersion.minor}`,
+  );
 
   const exe = await client.compile(`
     func.func @main(%x: tensor<2x3xf32>, %w: tensor<3x2xf32>) -> tensor<2x2xf32> {

@@ -14,7 +14,13 @@ const { createScoringService } = require('pjrt-score/server');
  * until `scoring.ready`). `service` is passed to createScoringService;
  * `registry` is the app's prom-client registry (ours join it).
  */
-async function start({ port = 3000, host = '127.0.0.1', logger = pino(), registry = new client.Registry(), service = {} } = {}) {
+async function start({
+  port = 3000,
+  host = '127.0.0.1',
+  logger = pino(),
+  registry = new client.Registry(),
+  service = {},
+} = {}) {
   const hellos = new client.Counter({ name: 'app_hello_total', help: 'GET /hello requests.', registers: [registry] });
   const scoring = createScoringService({ ...service, logger, registry });
   const app = express();

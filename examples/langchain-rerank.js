@@ -12,7 +12,9 @@ const { DOCUMENTS, keywordSearch } = require('./rag-corpus');
 class KeywordRetriever extends BaseRetriever {
   lc_namespace = ['examples', 'keyword'];
   async _getRelevantDocuments(query) {
-    return keywordSearch(query, 8).map((i) => new Document({ pageContent: DOCUMENTS[i], metadata: { source: `doc-${i}` } }));
+    return keywordSearch(query, 8).map(
+      (i) => new Document({ pageContent: DOCUMENTS[i], metadata: { source: `doc-${i}` } }),
+    );
   }
 }
 
@@ -23,7 +25,8 @@ class KeywordRetriever extends BaseRetriever {
     baseRetriever: new KeywordRetriever(),
   });
   const docs = await retriever.invoke('What is the capital of France?');
-  for (const d of docs) console.log(`${d.metadata.relevanceScore.toFixed(3)}  ${d.pageContent}  (${d.metadata.source})`);
+  for (const d of docs)
+    console.log(`${d.metadata.relevanceScore.toFixed(3)}  ${d.pageContent}  (${d.metadata.source})`);
   scorer.dispose(); // the app's Scorer: the compressor never disposes it
 })().catch((error) => {
   console.error(error);

@@ -20,7 +20,9 @@ class KeywordRetriever extends BaseRetriever {
 (async () => {
   const scorer = await Scorer.load();
   const synthesizer = { synthesize: async ({ nodes: kept }) => EngineResponse.fromResponse('', false, kept) };
-  const engine = new RetrieverQueryEngine(new KeywordRetriever(), synthesizer, [PjrtScoreRerank.fromScorer(scorer, { topN: 3, instruction: 'Does the document answer the query?' })]);
+  const engine = new RetrieverQueryEngine(new KeywordRetriever(), synthesizer, [
+    PjrtScoreRerank.fromScorer(scorer, { topN: 3, instruction: 'Does the document answer the query?' }),
+  ]);
   const { sourceNodes } = await engine.query({ query: 'What is the capital of France?' });
   for (const n of sourceNodes) console.log(`${n.score.toFixed(3)}  ${n.node.text}  (${n.node.id_})`);
   scorer.dispose(); // the app's Scorer: the postprocessor never disposes it

@@ -37,11 +37,32 @@ const DOCUMENTS = [
   'The euro is the currency of France and most of the European Union.',
 ];
 
-const STOP = new Set(['a', 'an', 'and', 'the', 'of', 'is', 'in', 'its', 'on', 'at', 'for', 'what', 'which', 'who', 'to']);
+const STOP = new Set([
+  'a',
+  'an',
+  'and',
+  'the',
+  'of',
+  'is',
+  'in',
+  'its',
+  'on',
+  'at',
+  'for',
+  'what',
+  'which',
+  'who',
+  'to',
+]);
 
 /** The lowercase words of a text, without stop words. */
 function words(text) {
-  return new Set(text.toLowerCase().match(/[a-z0-9]+/g)?.filter((w) => !STOP.has(w)) ?? []);
+  return new Set(
+    text
+      .toLowerCase()
+      .match(/[a-z0-9]+/g)
+      ?.filter((w) => !STOP.has(w)) ?? [],
+  );
 }
 
 /** The indices of the k documents sharing most words with the query (ties in corpus order), those sharing none left out. */

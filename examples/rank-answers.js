@@ -11,7 +11,10 @@ async function main() {
   const candidates = [' London', ' Paris', ' Berlin', ' Madrid'];
   const items = candidates.map((c) => [
     ...t(`${c}\nIs the proposed answer correct? Answer yes or no.`),
-    2, ...t('\n'), 1, ...t('assistant\n'),
+    2,
+    ...t('\n'),
+    1,
+    ...t('assistant\n'),
   ]);
   const [yes, no] = [t('yes')[0], t('no')[0]];
 

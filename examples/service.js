@@ -7,7 +7,11 @@ const pino = require('pino');
 const { startServer } = require('..');
 
 async function post(url, body) {
-  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   if (!response.ok) throw new Error(`${url}: ${response.status} ${await response.text()}`);
   return response.json();
 }
@@ -26,7 +30,9 @@ async function post(url, body) {
       apply_softmax: true,
     });
     console.log('POST /v1/score');
-    [' apple', ' car'].forEach((item, i) => console.log(`${item.trim().padEnd(8)} P(yes) = ${score.scores[i][0].toFixed(3)}`));
+    [' apple', ' car'].forEach((item, i) =>
+      console.log(`${item.trim().padEnd(8)} P(yes) = ${score.scores[i][0].toFixed(3)}`),
+    );
 
     const rerank = await post(`${server.url}/v1/rerank`, {
       query: 'What is the capital of France?',

@@ -125,7 +125,10 @@ function xorshift32(seed) {
   };
 }
 
-async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusDir, findingsDir, currentFile, seed = Date.now(), log = () => {} }) {
+async function fuzz(
+  target,
+  { seconds, maxExecs = Infinity, delayMs = 0, corpusDir, findingsDir, currentFile, seed = Date.now(), log = () => {} },
+) {
   const random = xorshift32(seed);
   if (target.setup) await target.setup();
   const coverage = new Coverage(target.scripts);
@@ -164,7 +167,10 @@ async function fuzz(target, { seconds, maxExecs = Infinity, delayMs = 0, corpusD
       if (result && typeof result.then === 'function') {
         let timer;
         const timeout = new Promise((_, reject) => {
-          timer = setTimeout(() => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { fuzzTimeout: true })), timeoutMs);
+          timer = setTimeout(
+            () => reject(Object.assign(new Error(`no answer within ${timeoutMs} ms`), { fuzzTimeout: true })),
+            timeoutMs,
+          );
         });
         try {
           await Promise.race([result, timeout]);

@@ -5,9 +5,53 @@
 // cross-over with another corpus input, dictionary words (format keywords),
 // and rewriting ASCII numbers (JSON and MLIR carry theirs as text).
 
-const INTERESTING = [0n, 1n, 2n, 3n, 4n, 7n, 8n, 16n, 32n, 64n, 100n, 127n, 128n, 255n, 256n, 1000n, 1024n, 4096n, 32767n, 32768n, 65535n, 65536n,
-  0x7fffffffn, 0x80000000n, 0xffffffffn, 0x100000000n, 0x1fffffffffffffn, 0x7fffffffffffffffn, 0x8000000000000000n, 0xffffffffffffffffn];
-const NUMBER_TEXT = ['0', '-1', '1', '2', '65535', '4294967296', '9007199254740993', '1e309', '-0', '0.5', 'NaN', '1e-7', '99999999999999999999'];
+const INTERESTING = [
+  0n,
+  1n,
+  2n,
+  3n,
+  4n,
+  7n,
+  8n,
+  16n,
+  32n,
+  64n,
+  100n,
+  127n,
+  128n,
+  255n,
+  256n,
+  1000n,
+  1024n,
+  4096n,
+  32767n,
+  32768n,
+  65535n,
+  65536n,
+  0x7fffffffn,
+  0x80000000n,
+  0xffffffffn,
+  0x100000000n,
+  0x1fffffffffffffn,
+  0x7fffffffffffffffn,
+  0x8000000000000000n,
+  0xffffffffffffffffn,
+];
+const NUMBER_TEXT = [
+  '0',
+  '-1',
+  '1',
+  '2',
+  '65535',
+  '4294967296',
+  '9007199254740993',
+  '1e309',
+  '-0',
+  '0.5',
+  'NaN',
+  '1e-7',
+  '99999999999999999999',
+];
 
 function mutateOnce(data, { random, other, dictionary }) {
   const int = (n) => Math.floor(random() * n);
@@ -86,7 +130,11 @@ function mutateOnce(data, { random, other, dictionary }) {
       if (numbers.length === 0) return data;
       const m = numbers[int(numbers.length)];
       const replacement = NUMBER_TEXT[int(NUMBER_TEXT.length)];
-      return Buffer.concat([data.subarray(0, m.index), Buffer.from(replacement, 'latin1'), data.subarray(m.index + m[0].length)]);
+      return Buffer.concat([
+        data.subarray(0, m.index),
+        Buffer.from(replacement, 'latin1'),
+        data.subarray(m.index + m[0].length),
+      ]);
     }
     default: {
       // truncate

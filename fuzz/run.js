@@ -42,26 +42,44 @@ function cacheRoot() {
 
 const smoke = process.argv.includes('--smoke');
 const names = (arg('targets') || Object.keys(targets).join(',')).split(',').filter(Boolean);
-for (const n of names) if (!targets[n]) throw new Error(`unknown target ${n}; known: ${Object.keys(targets).join(', ')}`);
+for (const n of names)
+  if (!targets[n]) throw new Error(`unknown target ${n}; known: ${Object.keys(targets).join(', ')}`);
 const execsArg = arg('execs');
 const byCount = smoke || execsArg !== undefined;
 const perTarget = byCount ? Infinity : Number(arg('seconds', '180')) / names.length;
 const delayMs = arg('delay-ms');
 // A target that prints nothing for this long is stuck in synchronous code.
 const HANG_SECONDS = 120;
-const work = arg('work') || (smoke ? fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-fuzz-smoke-')) : path.join(cacheRoot(), 'fuzz'));
+const work =
+  arg('work') ||
+  (smoke ? fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-fuzz-smoke-')) : path.join(cacheRoot(), 'fuzz'));
 const seed = arg('seed');
 
 function runTarget(name) {
   return new Promise((resolve) => {
     const current = path.join(work, `${name}.current`);
     fs.mkdirSync(work, { recursive: true });
-    const args = [path.join(__dirname, 'worker.js'), '--target', name, '--seconds', String(perTarget), '--corpus', path.join(work, 'corpus', name),
-      '--findings', path.join(work, 'findings'), '--current', current];
-    if (byCount) args.push('--max-execs', execsArg ?? String(require(path.join(__dirname, 'targets', targets[name])).smokeExecs));
+    const args = [
+      path.join(__dirname, 'worker.js'),
+      '--target',
+      name,
+      '--seconds',
+      String(perTarget),
+      '--corpus',
+      path.join(work, 'corpus', name),
+      '--findings',
+      path.join(work, 'findings'),
+      '--current',
+      current,
+    ];
+    if (byCount)
+      args.push('--max-execs', execsArg ?? String(require(path.join(__dirname, 'targets', targets[name])).smokeExecs));
     if (seed) args.push('--seed', seed);
     if (delayMs) args.push('--delay-ms', delayMs);
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { TF_CPP_MIN_LOG_LEVEL: '2', ...process.env } });
+    const child = spawn(process.execPath, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { TF_CPP_MIN_LOG_LEVEL: '2', ...process.env },
+    });
     let done = null;
     const findings = [];
     let lastProgress = Date.now();
@@ -90,14 +108,22 @@ function runTarget(name) {
         fs.writeFileSync(`${saved}.txt`, `process ended: code ${code}, signal ${signal}\n\n${stderr}`);
         findings.push({ kind: `crash (code ${code}, signal ${signal})`, file: saved });
       }
-      resolve({ name, result: done, findings: done ? [...done.findings, ...findings.filter((f) => f.kind.startsWith('crash'))] : findings });
+      resolve({
+        name,
+        result: done,
+        findings: done ? [...done.findings, ...findings.filter((f) => f.kind.startsWith('crash'))] : findings,
+      });
     });
   });
 }
 
 (async () => {
   const cpu = os.cpus()[0]?.model ?? 'unknown CPU';
-  const budget = byCount ? (execsArg ? `${execsArg} executions` : 'its smokeExecs executions') : `${perTarget.toFixed(1)} s`;
+  const budget = byCount
+    ? execsArg
+      ? `${execsArg} executions`
+      : 'its smokeExecs executions'
+    : `${perTarget.toFixed(1)} s`;
   console.log(`fuzzing ${names.length} target(s), ${budget} each, on ${cpu}; corpus and findings in ${work}`);
   const rows = [];
   let anyFinding = false;
@@ -107,9 +133,21 @@ function runTarget(name) {
     anyFinding ||= findings.length > 0;
     allFindings.push(...findings.map((f) => ({ target: name, ...f })));
     const r = result || { seconds: 0, execs: 0, corpus: 0, blocks: 0, seeds: 0, newInputs: 0, features: 0 };
-    rows.push({ target: name, seconds: r.seconds.toFixed(1), execs: r.execs, 'execs/s': r.seconds ? Math.round(r.execs / r.seconds) : 0,
-      seeds: r.seeds, corpus: r.corpus, 'new inputs': r.newInputs, blocks: r.blocks, features: r.features, findings: findings.length });
-    console.log(`${name}: ${r.execs} execs in ${r.seconds.toFixed(1)} s, corpus ${r.corpus}, ${r.blocks} JS blocks reached, ${findings.length} finding(s)`);
+    rows.push({
+      target: name,
+      seconds: r.seconds.toFixed(1),
+      execs: r.execs,
+      'execs/s': r.seconds ? Math.round(r.execs / r.seconds) : 0,
+      seeds: r.seeds,
+      corpus: r.corpus,
+      'new inputs': r.newInputs,
+      blocks: r.blocks,
+      features: r.features,
+      findings: findings.length,
+    });
+    console.log(
+      `${name}: ${r.execs} execs in ${r.seconds.toFixed(1)} s, corpus ${r.corpus}, ${r.blocks} JS blocks reached, ${findings.length} finding(s)`,
+    );
     for (const f of findings) console.log(`  FINDING ${f.kind}\n    input: ${f.file}`);
   }
   console.table(rows);

@@ -32,7 +32,7 @@ export type {
   ScoreManyOptions,
   PlanExplanation,
   RerankResponse,
-} from './scoring/scorer';
+} from './scoring/scorer-types';
 export type { Algorithm, Plan, Pass, ProgramKey } from './scoring/planning/plan';
 export type { Batching } from './scoring/options';
 export type { RerankRequest, RerankResult } from './scoring/requests/rerank';
@@ -45,7 +45,18 @@ export { OptionError } from './scoring/options';
 
 // The runtime
 export { Client, Executable, DeviceBuffer, PjrtError, DisposedError, PluginNotFoundError } from './runtime';
-export type { ClientOptions, CompileOptions, XlaOptions, DeviceInfo, DType, HostArray, HostArrayOf, PjrtErrorCode, Signature, TensorSpec } from './runtime';
+export type {
+  ClientOptions,
+  CompileOptions,
+  XlaOptions,
+  DeviceInfo,
+  DType,
+  HostArray,
+  HostArrayOf,
+  PjrtErrorCode,
+  Signature,
+  TensorSpec,
+} from './runtime';
 
 // The programs
 export { programs } from './hlo';
@@ -71,4 +82,10 @@ export { createScoringService } from './server/hosts/mountable-service';
 export type { ScoringService, ScoringServiceOptions } from './server/hosts/mountable-service';
 export type { MountOptions } from './server/routes/table';
 export type { ServeOptions } from './server/settings/serve-settings';
-export type { ScoreRequestBody, ScoreResponseBody, RerankResponseBody, TeiRerankResponseBody, CohereV2RerankResponseBody } from './wire';
+export type {
+  ScoreRequestBody,
+  ScoreResponseBody,
+  RerankResponseBody,
+  TeiRerankResponseBody,
+  CohereV2RerankResponseBody,
+} from './wire';

@@ -27,14 +27,27 @@ const QUERY = [5, 6, 7, 8];
 const LABELS = [10, 11];
 
 const post = (body) =>
-  request({ port: server.port, method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  request({
+    port: server.port,
+    method: 'POST',
+    path: '/v1/score',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
 
 test('setup: a Scorer with a queue of 2, and a service over the same Scorer', async (t) => {
   const file = path.join(work, 'tiny.gguf');
   writeTinyGguf(makeTinyModel('llama', 3), file, { matrixType: 'F32', embeddingType: 'F32' });
   scorer = await Scorer.load({ model: file, queueSize: 2, diskCache: false, prefixCacheBytes: 0 });
   gate = gateScorer(scorer);
-  server = await startServer({ port: 0, host: '127.0.0.1', warmup: [], logger: silentLogger(), warmupProgress: false, loadBackend: async () => scorer });
+  server = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    warmup: [],
+    logger: silentLogger(),
+    warmupProgress: false,
+    loadBackend: async () => scorer,
+  });
   await server.ready;
   t.pass(`listening at ${server.url}`);
 });
@@ -44,7 +57,11 @@ test('the same bounded queue: a library call and an HTTP request are refused whe
   const running = scorer.score({ query: [20, 21], items: [[30]], labelTokenIds: LABELS });
   await gate.whenHeld(1);
   const waiting = [22, 23].map((q) => scorer.score({ query: [q], items: [[31]], labelTokenIds: LABELS }));
-  t.deepEqual([scorer.inFlight, scorer.queueDepth], [1, 2], 'one in the device turn, two waiting: the queue (size 2) is full');
+  t.deepEqual(
+    [scorer.inFlight, scorer.queueDepth],
+    [1, 2],
+    'one in the device turn, two waiting: the queue (size 2) is full',
+  );
 
   const library = await scorer.score({ query: [24], items: [[32]], labelTokenIds: LABELS }).then(
     () => null,
@@ -88,9 +105,17 @@ test('the same coalescing: a library call and an HTTP request that share a query
   t.equal(after.turns - before.turns, 2, 'two turns: the one running, then both waiting calls together');
   t.equal(after.turnRequests - before.turnRequests, 3, 'three requests served');
   t.equal(admission && admission.turnSize, 2, 'the library call was told it shared its turn with one other');
-  t.equal(JSON.stringify(libraryResult.scores), JSON.stringify(alone.library.scores), 'the library call: its scores alone, bit for bit');
+  t.equal(
+    JSON.stringify(libraryResult.scores),
+    JSON.stringify(alone.library.scores),
+    'the library call: its scores alone, bit for bit',
+  );
   t.equal(httpResult.status, 200, 'the HTTP request: 200');
-  t.equal(JSON.stringify(httpResult.json.scores), JSON.stringify(alone.http.json.scores), 'the HTTP request: its scores alone, bit for bit');
+  t.equal(
+    JSON.stringify(httpResult.json.scores),
+    JSON.stringify(alone.http.json.scores),
+    'the HTTP request: its scores alone, bit for bit',
+  );
 });
 
 test('teardown', async (t) => {

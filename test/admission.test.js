@@ -8,7 +8,14 @@ const test = require('tape');
 const { AbortError, AdmissionQueue, QueueFullError, ScoreInputError } = require('../dist/scoring');
 const { normalizeScoreBody } = require('../dist/wire');
 
-const CONTEXT = { vocabSize: 1000, contextLength: 64, maxItems: 16, maxRequestTokens: 200, tokenize: (s) => Array.from(s, (c) => c.charCodeAt(0) % 1000), addBos: false };
+const CONTEXT = {
+  vocabSize: 1000,
+  contextLength: 64,
+  maxItems: 16,
+  maxRequestTokens: 200,
+  tokenize: (s) => Array.from(s, (c) => c.charCodeAt(0) % 1000),
+  addBos: false,
+};
 
 /** An item's score is a function of its tokens alone. */
 function scoresOf(n) {
@@ -27,10 +34,20 @@ function fakeDevice() {
           call.done = true;
           resolve(
             jobs.map((job, i) => {
-              const error = job.signal?.aborted ? Object.assign(new Error('aborted'), { name: 'AbortError' }) : errorFor(i);
+              const error = job.signal?.aborted
+                ? Object.assign(new Error('aborted'), { name: 'AbortError' })
+                : errorFor(i);
               if (error) return { ok: false, error };
               const n = job.request;
-              return { ok: true, result: { scores: scoresOf(n), usage: { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens }, algorithm: 'prefix', model: 'fake' } };
+              return {
+                ok: true,
+                result: {
+                  scores: scoresOf(n),
+                  usage: { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens },
+                  algorithm: 'prefix',
+                  model: 'fake',
+                },
+              };
             }),
           );
         };
@@ -42,7 +59,10 @@ function fakeDevice() {
 
 /** The queue over a fake device, as the Scorer builds it. */
 function queueOver(device, { queueSize, coalesce, maxItems, maxRequestTokens }) {
-  return new AdmissionQueue({ queueSize, takeAlong: coalesce ? 'same-query' : 'none', maxItems, maxRequestTokens }, (jobs) => device.runTurn(jobs));
+  return new AdmissionQueue(
+    { queueSize, takeAlong: coalesce ? 'same-query' : 'none', maxItems, maxRequestTokens },
+    (jobs) => device.runTurn(jobs),
+  );
 }
 
 // A turn starts on the queue's setImmediate; after a release, the previous
@@ -56,7 +76,8 @@ function job(body, controller = new AbortController()) {
   return { request: normalizeScoreBody(body, CONTEXT), signal: controller.signal, controller };
 }
 
-const expected = (items, labels) => items.map((s) => labels.map((l) => (CONTEXT.tokenize(s).reduce((a, b) => a + b, 0) + l) / 1e4));
+const expected = (items, labels) =>
+  items.map((s) => labels.map((l) => (CONTEXT.tokenize(s).reduce((a, b) => a + b, 0) + l) / 1e4));
 
 test('requests that share query, labels and flags go in one call, each answered with its own rows', async (t) => {
   const backend = fakeDevice();
@@ -118,7 +139,9 @@ test('a batch respects the item limit', async (t) => {
 
 test('calls made in the same event-loop turn share the first turn; nothing waits on a timer', async (t) => {
   const backend = fakeDevice();
-  const queue = new AdmissionQueue({ queueSize: 8, takeAlong: 'all', maxItems: 16, maxRequestTokens: 200 }, (jobs) => backend.runTurn(jobs));
+  const queue = new AdmissionQueue({ queueSize: 8, takeAlong: 'all', maxItems: 16, maxRequestTokens: 200 }, (jobs) =>
+    backend.runTurn(jobs),
+  );
   const bodies = [
     { query: 'q', items: ['a'], label_token_ids: [1] },
     { query: 'other', items: ['bb'], label_token_ids: [1] },
@@ -141,13 +164,18 @@ test('calls made in the same event-loop turn share the first turn; nothing waits
     [expected(['a'], [1]), expected(['bb'], [1]), expected(['d', 'e'], [1])],
     'each answered with its own rows',
   );
-  t.ok(results.every((r) => r.admission.turnSize === 3), 'in a turn of 3');
+  t.ok(
+    results.every((r) => r.admission.turnSize === 3),
+    'in a turn of 3',
+  );
   await queue.idle();
 });
 
 test('submitAll queues its jobs before the device takes a turn: they meet in one turn, and the bound still holds', async (t) => {
   const backend = fakeDevice();
-  const queue = new AdmissionQueue({ queueSize: 1, takeAlong: 'all', maxItems: 16, maxRequestTokens: 200 }, (jobs) => backend.runTurn(jobs));
+  const queue = new AdmissionQueue({ queueSize: 1, takeAlong: 'all', maxItems: 16, maxRequestTokens: 200 }, (jobs) =>
+    backend.runTurn(jobs),
+  );
   const bodies = [
     { query: 'q', items: ['a'], label_token_ids: [1] },
     { query: 'other', items: ['bb', 'c'], label_token_ids: [1] },
@@ -163,7 +191,10 @@ test('submitAll queues its jobs before the device takes a turn: they meet in one
   t.deepEqual(a.value.result.scores, expected(['a'], [1]), 'the first answered with its own rows');
   t.deepEqual(b.value.result.scores, expected(['bb', 'c'], [1]), 'the second with its own');
   t.equal(a.value.admission.turnSize, 2, 'in a turn of 2');
-  t.ok(c.status === 'rejected' && c.reason instanceof QueueFullError, 'the third refused with QueueFullError, as if submitted alone');
+  t.ok(
+    c.status === 'rejected' && c.reason instanceof QueueFullError,
+    'the third refused with QueueFullError, as if submitted alone',
+  );
 });
 
 test('the queue bound: QueueFullError at once', async (t) => {
@@ -173,7 +204,11 @@ test('the queue bound: QueueFullError at once', async (t) => {
   const waiting = queue.submit(job({ query: 'q', items: ['b'], label_token_ids: [1] }));
   await queue.submit(job({ query: 'q', items: ['c'], label_token_ids: [1] })).then(
     () => t.fail('should be refused'),
-    (error) => t.ok(error instanceof QueueFullError && error.retryAfterSeconds >= 1, 'the third is refused at once, with a Retry-After hint'),
+    (error) =>
+      t.ok(
+        error instanceof QueueFullError && error.retryAfterSeconds >= 1,
+        'the third is refused at once, with a Retry-After hint',
+      ),
   );
   t.ok(queue.retryAfterSeconds() >= 1, 'a Retry-After hint of at least 1 s');
   await tick();
@@ -246,7 +281,10 @@ test('an abort keeps its reason: an AbortError reason comes back as is, any othe
   second.controller.abort(gone);
   t.equal(await p1, deadline, 'the reason itself');
   const e2 = await p2;
-  t.ok(e2 instanceof AbortError && e2.reason === gone && e2.message === gone.message, 'an AbortError carrying the reason');
+  t.ok(
+    e2 instanceof AbortError && e2.reason === gone && e2.message === gone.message,
+    'an AbortError carrying the reason',
+  );
   backend.calls[0].release();
   await running;
   await queue.idle();

@@ -32,7 +32,8 @@ function childEnv() {
 
 function run(cmd, args, cwd) {
   const r = spawnSync(cmd, args, { cwd, encoding: 'utf8', env: childEnv(), maxBuffer: 64 << 20 });
-  r.describe = () => `${cmd} ${args.join(' ')} exited ${r.status}\n${(r.stdout || '').slice(-2000)}\n${(r.stderr || '').slice(-2000)}`;
+  r.describe = () =>
+    `${cmd} ${args.join(' ')} exited ${r.status}\n${(r.stdout || '').slice(-2000)}\n${(r.stderr || '').slice(-2000)}`;
   return r;
 }
 
@@ -100,7 +101,11 @@ for (const [spec, major, v4Works] of [
     check(t, r.status, 0, 'the consumer ran', r);
     const out = JSON.parse(r.stdout.trim().split('\n').pop());
     t.equal(out.direct.length, 3, 'Scorer.rerank: top 3');
-    t.deepEqual(out.v3, out.direct, `PjrtScoreRerankingModelV3 with ai ${major}: the same indices and scores as Scorer.rerank`);
+    t.deepEqual(
+      out.v3,
+      out.direct,
+      `PjrtScoreRerankingModelV3 with ai ${major}: the same indices and scores as Scorer.rerank`,
+    );
     if (v4Works) t.deepEqual(out.v4, out.direct, `PjrtScoreRerankingModel (v4) with ai ${major}: the same`);
     else t.match(out.v4.error || '', /version|v4/i, `ai ${major} refuses the v4 model: ${out.v4.error}`);
     t.end();

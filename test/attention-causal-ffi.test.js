@@ -13,7 +13,15 @@
 // equals `qc4` and `square`.
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, causalPrefix, decoderPrefill, decoderFused, parseCausalAttentionTag, causalAttentionTag } = require('../dist/hlo');
+const {
+  buildProgram,
+  TensorType,
+  causalPrefix,
+  decoderPrefill,
+  decoderFused,
+  parseCausalAttentionTag,
+  causalAttentionTag,
+} = require('../dist/hlo');
 const { loadModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const ref = require('./helpers/attention-reference');
@@ -32,8 +40,22 @@ const CASES = [
   { name: 'T=7, 5 valid, GQA 9/3, D=40 (portable only)', T: 7, validLength: 5, Hq: 9, Hkv: 3, D: 40 },
   { name: 'T=37, all valid, MHA 4/4, D=64', T: 37, validLength: 37, Hq: 4, Hkv: 4, D: 64 },
   { name: 'T=37, valid length 0, GQA 3/1, D=64', T: 37, validLength: 0, Hq: 3, Hkv: 1, D: 64 },
-  { name: 'T=257, all valid (the last key alone in block 2), GQA 3/1, D=64', T: 257, validLength: 257, Hq: 3, Hkv: 1, D: 64 },
-  { name: 'T=300, 280 valid (2 blocks), GQA 3/1, D=40 (portable only)', T: 300, validLength: 280, Hq: 3, Hkv: 1, D: 40 },
+  {
+    name: 'T=257, all valid (the last key alone in block 2), GQA 3/1, D=64',
+    T: 257,
+    validLength: 257,
+    Hq: 3,
+    Hkv: 1,
+    D: 64,
+  },
+  {
+    name: 'T=300, 280 valid (2 blocks), GQA 3/1, D=40 (portable only)',
+    T: 300,
+    validLength: 280,
+    Hq: 3,
+    Hkv: 1,
+    D: 40,
+  },
   { name: 'T=600, 555 valid (3 blocks), GQA 9/3, D=64', T: 600, validLength: 555, Hq: 9, Hkv: 3, D: 64 },
 ];
 
@@ -84,7 +106,10 @@ test('setup: CPU client with the causal kernel registered; the tag and the progr
   t.equal(client.prefixAttentionKernel, true, 'the CPU plugin registered the kernels');
   t.deepEqual(KERNEL, { kind: 'kernel' }, 'tag ffi parses to the kernel');
   t.equal(causalAttentionTag(KERNEL), 'ffi', 'and round-trips');
-  t.match(formsProgram(CASES[1], [KERNEL]).text, /"stablehlo.custom_call".*call_target_name = "pjrt_score_causal_attention", api_version = 4 : i32/);
+  t.match(
+    formsProgram(CASES[1], [KERNEL]).text,
+    /"stablehlo.custom_call".*call_target_name = "pjrt_score_causal_attention", api_version = 4 : i32/,
+  );
 });
 
 CASES.forEach((c, ci) => {
@@ -101,12 +126,19 @@ CASES.forEach((c, ci) => {
       t.ok(ref.maxAbsDiff(ffi, expect) <= TOL, `${path}: vs reference ${ref.maxAbsDiff(ffi, expect).toExponential(2)}`);
       const { ok, worst } = closeRel(ffi, square);
       t.ok(ok, `${path}: vs square within 1e-5 relative (worst ${worst.toFixed(3)} of the bound)`);
-      t.ok(ffi.subarray(c.validLength * w).every((x) => x === 0), `${path}: rows past the valid length exactly 0 (${c.T - c.validLength})`);
+      t.ok(
+        ffi.subarray(c.validLength * w).every((x) => x === 0),
+        `${path}: rows past the valid length exactly 0 (${c.T - c.validLength})`,
+      );
     }
     // Only rows with earlier keys run the blocked (path-dependent) loops.
     const paths = Object.keys(byPath);
     if (c.validLength > 1) {
-      for (const path of paths.slice(1)) t.notOk(byPath[path].every((x, i) => Object.is(x, byPath.portable[i])), `${path} and portable ran different code (their results differ in some bit)`);
+      for (const path of paths.slice(1))
+        t.notOk(
+          byPath[path].every((x, i) => Object.is(x, byPath.portable[i])),
+          `${path} and portable ran different code (their results differ in some bit)`,
+        );
     }
     t.pass(`paths run here for D=${c.D}: ${paths.join(', ')}`);
   });
@@ -128,7 +160,10 @@ test('causal ffi: a later key never reaches an earlier row', async (t) => {
       const [b] = await withIsa(isa, () => runProgram(client, prog, other));
       const before = a.subarray(0, key * w).every((x, i) => Object.is(x, b[i]));
       t.ok(before, `${path} path, key ${key} changed: rows 0..${key - 1} bit-identical`);
-      t.notOk(a.subarray(key * w, (key + 1) * w).every((x, i) => Object.is(x, b[key * w + i])), `row ${key} itself changed`);
+      t.notOk(
+        a.subarray(key * w, (key + 1) * w).every((x, i) => Object.is(x, b[key * w + i])),
+        `row ${key} itself changed`,
+      );
     }
   }
 });
@@ -140,19 +175,40 @@ test('causal ffi: a grouped call (cross-request pass) or a windowed or capped on
       const k = f.param(TensorType.f32([2, 8, 2, 8]), 'k');
       return { o: causalPrefix(f, q, k, k, f.param(TensorType.s32([2]), 'n'), KERNEL) };
     });
-  t.throws(grouped, /causal attention 'ffi' \(the addon's kernel\) takes one sequence \(validLength s32\[\]\), got validLength tensor<2xi32>/, 'validLength s32[2]: refused');
+  t.throws(
+    grouped,
+    /causal attention 'ffi' \(the addon's kernel\) takes one sequence \(validLength s32\[\]\), got validLength tensor<2xi32>/,
+    'validLength s32[2]: refused',
+  );
   const capped = () =>
     buildProgram('causal_ffi_capped', (f) => {
       const q = f.param(TensorType.f32([8, 4, 8]), 'q');
       const k = f.param(TensorType.f32([8, 2, 8]), 'k');
       return { o: causalPrefix(f, q, k, k, f.param(TensorType.s32([]), 'n'), KERNEL, { softcap: 50 }) };
     });
-  t.throws(capped, /causal attention 'ffi' \(the addon's kernel\) takes no sliding window or soft cap/, 'a soft cap: refused');
-  const model = { vocabSize: 16, hiddenSize: 64, intermediateSize: 32, numLayers: 1, numHeads: 4, numKvHeads: 2, headDim: 16, ropeTheta: 10000, rmsEps: 1e-5, attentionBias: false, qkNorm: false };
+  t.throws(
+    capped,
+    /causal attention 'ffi' \(the addon's kernel\) takes no sliding window or soft cap/,
+    'a soft cap: refused',
+  );
+  const model = {
+    vocabSize: 16,
+    hiddenSize: 64,
+    intermediateSize: 32,
+    numLayers: 1,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    ropeTheta: 10000,
+    rmsEps: 1e-5,
+    attentionBias: false,
+    qkNorm: false,
+  };
   const prefill = (form) => decoderPrefill(model, { prefix: 8, labels: 2 }, { causalAttention: form }).name;
   const names = ['square', 'qc4', 'ffi'].map((tag) => prefill(parseCausalAttentionTag(tag)));
   t.equal(new Set(names).size, 3, `prefill names: ${names.join(', ')}`);
-  const fused = (prefixAttention, causalAttention) => decoderFused(model, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, { prefixAttention, causalAttention }).name;
+  const fused = (prefixAttention, causalAttention) =>
+    decoderFused(model, { prefix: 8, items: 2, itemLength: 4, labels: 2 }, { prefixAttention, causalAttention }).name;
   const a = fused({ kind: 'kernel' }, SQUARE);
   const b = fused({ kind: 'joint' }, KERNEL);
   t.notEqual(a, b, `prefix ffi + causal square (${a}) is not prefix joint + causal ffi (${b})`);
@@ -169,7 +225,9 @@ function hostileProgram(name, operands, result) {
 
 function fill(type) {
   const size = type.dims.reduce((a, b) => a * b, 1);
-  return type.elementType === 's32' ? new Int32Array(size).fill(3) : Float32Array.from({ length: size }, (_, i) => Math.sin(i));
+  return type.elementType === 's32'
+    ? new Int32Array(size).fill(3)
+    : Float32Array.from({ length: size }, (_, i) => Math.sin(i));
 }
 
 test('hostile shapes at the causal handler: a clear error, and the client goes on', async (t) => {
@@ -185,22 +243,45 @@ test('hostile shapes at the causal handler: a clear error, and the client goes o
   const cases = [
     ['q of rank 4', swap(0, f32([1, 5, 4, 8])), out, /q must have rank 3, got 4/],
     ['k as s32', swap(1, s32([5, 2, 8])), out, /k must be f32/],
-    ['v of another length', swap(2, f32([4, 2, 8])), out, /k \[5, 2, 8\] and v \[4, 2, 8\] must be \[T, Hkv, D\] of q \[5, 4, 8\]/],
+    [
+      'v of another length',
+      swap(2, f32([4, 2, 8])),
+      out,
+      /k \[5, 2, 8\] and v \[4, 2, 8\] must be \[T, Hkv, D\] of q \[5, 4, 8\]/,
+    ],
     ['k of another head dim', swap(1, f32([5, 2, 4])), out, /must be \[T, Hkv, D\]/],
-    ['3 kv heads under 4 query heads', [good()[0], ['k', f32([5, 3, 8])], ['v', f32([5, 3, 8])], good()[3]], out, /query heads \(4\) must be a multiple of kv heads \(3\)/],
-    ['zero kv heads', [good()[0], ['k', f32([5, 0, 8])], ['v', f32([5, 0, 8])], good()[3]], out, /query heads \(4\) must be a multiple of kv heads \(0\)/],
+    [
+      '3 kv heads under 4 query heads',
+      [good()[0], ['k', f32([5, 3, 8])], ['v', f32([5, 3, 8])], good()[3]],
+      out,
+      /query heads \(4\) must be a multiple of kv heads \(3\)/,
+    ],
+    [
+      'zero kv heads',
+      [good()[0], ['k', f32([5, 0, 8])], ['v', f32([5, 0, 8])], good()[3]],
+      out,
+      /query heads \(4\) must be a multiple of kv heads \(0\)/,
+    ],
     ['valid length of rank 1', swap(3, s32([1])), out, /valid length must have rank 0, got 1/],
     ['valid length as f32', swap(3, f32([])), out, /valid length must be s32/],
     ['a result of other dims', good(), f32([5, 4, 9]), /result \[5, 4, 9\] must be \[T, Hq, D\]/],
     ['a result as s32', good(), s32([5, 4, 8]), /result must be f32/],
     ['three operands', good().slice(0, 3), out, /expects 4 operands \(q, k, v, valid length\), got 3/],
-    ['the prefix call\'s seven', [...good(), ...good().slice(0, 3)], out, /expects 4 operands/],
+    ["the prefix call's seven", [...good(), ...good().slice(0, 3)], out, /expects 4 operands/],
   ];
   for (const [name, operands, result, pattern] of cases) {
     const prog = hostileProgram(name.replace(/[^A-Za-z0-9]+/g, '_'), operands, result);
-    await runProgram(client, prog, operands.map(([, type]) => fill(type))).then(
+    await runProgram(
+      client,
+      prog,
+      operands.map(([, type]) => fill(type)),
+    ).then(
       () => t.fail(`${name}: must be refused`),
-      (err) => t.ok(/pjrt_score_causal_attention: /.test(err.message) && pattern.test(err.message), `${name}: ${err.message.split('\n')[0].slice(0, 200)}`),
+      (err) =>
+        t.ok(
+          /pjrt_score_causal_attention: /.test(err.message) && pattern.test(err.message),
+          `${name}: ${err.message.split('\n')[0].slice(0, 200)}`,
+        ),
     );
   }
   // Zero sizes are well formed: nothing to compute, nothing to write.
@@ -208,33 +289,54 @@ test('hostile shapes at the causal handler: a clear error, and the client goes o
     ['zero rows', [['q', f32([0, 4, 8])], ['k', f32([0, 2, 8])], ['v', f32([0, 2, 8])], good()[3]], f32([0, 4, 8])],
     ['zero head dim', [['q', f32([5, 4, 0])], ['k', f32([5, 2, 0])], ['v', f32([5, 2, 0])], good()[3]], f32([5, 4, 0])],
   ]) {
-    const [res] = await runProgram(client, hostileProgram(name.replace(/ /g, '_'), operands, result), operands.map(([, type]) => fill(type)));
+    const [res] = await runProgram(
+      client,
+      hostileProgram(name.replace(/ /g, '_'), operands, result),
+      operands.map(([, type]) => fill(type)),
+    );
     t.equal(res.length, 0, `${name}: runs, an empty result`);
   }
-  const [res] = await runProgram(client, hostileProgram('good', good(), out), good().map(([, type]) => fill(type)));
-  t.ok(res.length === 5 * 4 * 8 && res.every(Number.isFinite) && res.subarray(3 * 4 * 8).every((x) => x === 0), 'a well-formed call still runs on the same client (rows past valid length 3 are 0)');
+  const [res] = await runProgram(
+    client,
+    hostileProgram('good', good(), out),
+    good().map(([, type]) => fill(type)),
+  );
+  t.ok(
+    res.length === 5 * 4 * 8 && res.every(Number.isFinite) && res.subarray(3 * 4 * 8).every((x) => x === 0),
+    'a well-formed call still runs on the same client (rows past valid length 3 are 0)',
+  );
 });
 
 test('default model: the prefill with causal ffi equals qc4 and square (label probabilities within 1e-5 relative)', async (t) => {
   const model = loadModel();
   const weights = await uploadWeights(client, model.config, model.weights);
   const forms = {};
-  for (const tag of ['ffi', 'qc4', 'square']) forms[tag] = await prefillByForm(client, model, weights, 48, 45, parseCausalAttentionTag(tag));
+  for (const tag of ['ffi', 'qc4', 'square'])
+    forms[tag] = await prefillByForm(client, model, weights, 48, 45, parseCausalAttentionTag(tag));
   t.match(forms.ffi.name, /_cffi$/, `its own program name: ${forms.ffi.name}`);
   t.ok(forms.ffi.logprobs.every(Number.isFinite), 'finite');
   // The probabilities are ~1e-4 and smaller: a relative bound on them is a bound on their logs' difference.
   // Against square within 1e-5; against qc4 within 1e-5 plus how far qc4 itself is from square (XLA's own
   // rounding of the chunked form differs by CPU: 1.1e-5 from ffi on an AVX-512 Zen 4 with the code before).
   const squareDiff = ref.maxAbsDiff(forms.ffi.logprobs, forms.square.logprobs);
-  t.ok(squareDiff <= TOL, `vs square: label probabilities within 1e-5 relative (max |log p difference| ${squareDiff.toExponential(2)})`);
+  t.ok(
+    squareDiff <= TOL,
+    `vs square: label probabilities within 1e-5 relative (max |log p difference| ${squareDiff.toExponential(2)})`,
+  );
   const formsApart = ref.maxAbsDiff(forms.qc4.logprobs, forms.square.logprobs);
   const qc4Diff = ref.maxAbsDiff(forms.ffi.logprobs, forms.qc4.logprobs);
-  t.ok(qc4Diff <= TOL + formsApart, `vs qc4: max |log p difference| ${qc4Diff.toExponential(2)} <= 1e-5 + |qc4 - square| (${formsApart.toExponential(2)})`);
+  t.ok(
+    qc4Diff <= TOL + formsApart,
+    `vs qc4: max |log p difference| ${qc4Diff.toExponential(2)} <= 1e-5 + |qc4 - square| (${formsApart.toExponential(2)})`,
+  );
   // K/V after 30 layers of rounding: the yardstick is how far the two StableHLO forms are apart.
   for (const part of ['k', 'v']) {
     const ours = ref.maxAbsDiff(forms.ffi[part], forms.square[part]);
     const yardstick = ref.maxAbsDiff(forms.qc4[part], forms.square[part]);
-    t.ok(ours <= Math.max(2 * yardstick, 1e-6), `${part} cache (valid rows): max |ffi - square| ${ours.toExponential(2)} <= 2 x |qc4 - square| (${yardstick.toExponential(2)})`);
+    t.ok(
+      ours <= Math.max(2 * yardstick, 1e-6),
+      `${part} cache (valid rows): max |ffi - square| ${ours.toExponential(2)} <= 2 x |qc4 - square| (${yardstick.toExponential(2)})`,
+    );
   }
   weights.dispose();
 });

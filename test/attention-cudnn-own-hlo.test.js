@@ -13,7 +13,15 @@
 //   lowers the padding call (test/fixtures/jax-cudnn-0.11.2.txt).
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag, parseCausalAttentionTag, causalPrefix } = require('../dist/hlo');
+const {
+  buildProgram,
+  TensorType,
+  itemsOverPrefix,
+  parsePrefixAttentionTag,
+  prefixAttentionTag,
+  parseCausalAttentionTag,
+  causalPrefix,
+} = require('../dist/hlo');
 const { checkPrefixAttention } = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { makeInputs, reference, joinInputs } = require('./helpers/prefix-forms');
@@ -42,20 +50,47 @@ function params(f, lead, { P, N, L, Hq, Hkv, D }, type = 'f32') {
 const maxDiff = (a, b) => a.reduce((m, x, i) => Math.max(m, Math.abs(x - b[i])), 0);
 
 test('tags and checks: cudnn_ownhlo and cudnnsim_ownhlo round-trip; ownKeys is checked and only for prefix attention', async (t) => {
-  t.deepEqual(parsePrefixAttentionTag('cudnn_ownhlo'), { kind: 'cudnn', standIn: false, ownKeys: 'hlo' }, 'cudnn_ownhlo');
+  t.deepEqual(
+    parsePrefixAttentionTag('cudnn_ownhlo'),
+    { kind: 'cudnn', standIn: false, ownKeys: 'hlo' },
+    'cudnn_ownhlo',
+  );
   t.deepEqual(OWN_HLO_SIM, { kind: 'cudnn', standIn: true, ownKeys: 'hlo' }, 'cudnnsim_ownhlo');
-  t.deepEqual(parsePrefixAttentionTag('cudnn_ownhlo_join'), { kind: 'cudnn', standIn: false, ownKeys: 'hlo', joinPrefill: true }, 'cudnn_ownhlo_join');
-  for (const tag of ['cudnn', 'cudnnsim', 'cudnn_ownhlo', 'cudnnsim_ownhlo', 'cudnn_join', 'cudnnsim_ownhlo_join']) t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
-  t.equal(prefixAttentionTag({ kind: 'cudnn', ownKeys: 'cudnn' }), 'cudnn', "ownKeys 'cudnn' is the default form's tag");
-  t.throws(() => parsePrefixAttentionTag('cudnn_ownxla'), /_ownhlo/, 'an unknown suffix is refused, naming the known one');
-  t.throws(() => checkPrefixAttention({ kind: 'cudnn', ownKeys: 'xla' }), /ownKeys must be 'cudnn', 'hlo', got "xla"/, 'an unknown ownKeys is refused');
+  t.deepEqual(
+    parsePrefixAttentionTag('cudnn_ownhlo_join'),
+    { kind: 'cudnn', standIn: false, ownKeys: 'hlo', joinPrefill: true },
+    'cudnn_ownhlo_join',
+  );
+  for (const tag of ['cudnn', 'cudnnsim', 'cudnn_ownhlo', 'cudnnsim_ownhlo', 'cudnn_join', 'cudnnsim_ownhlo_join'])
+    t.equal(prefixAttentionTag(parsePrefixAttentionTag(tag)), tag, `${tag} round-trips`);
+  t.equal(
+    prefixAttentionTag({ kind: 'cudnn', ownKeys: 'cudnn' }),
+    'cudnn',
+    "ownKeys 'cudnn' is the default form's tag",
+  );
+  t.throws(
+    () => parsePrefixAttentionTag('cudnn_ownxla'),
+    /_ownhlo/,
+    'an unknown suffix is refused, naming the known one',
+  );
+  t.throws(
+    () => checkPrefixAttention({ kind: 'cudnn', ownKeys: 'xla' }),
+    /ownKeys must be 'cudnn', 'hlo', got "xla"/,
+    'an unknown ownKeys is refused',
+  );
   t.throws(() => parseCausalAttentionTag('cudnn_ownhlo'), /not square/, 'the causal tags have no _ownhlo');
   t.throws(
     () =>
       buildProgram('cudnn_causal_own', (f) => {
         const q = f.param(TensorType.f32([4, 2, 8]), 'q');
         const k = f.param(TensorType.f32([4, 1, 8]), 'k');
-        return { out: causalPrefix(f, q, k, k, f.param(TensorType.s32([]), 'n'), { kind: 'cudnn', standIn: true, ownKeys: 'hlo' }) };
+        return {
+          out: causalPrefix(f, q, k, k, f.param(TensorType.s32([]), 'n'), {
+            kind: 'cudnn',
+            standIn: true,
+            ownKeys: 'hlo',
+          }),
+        };
       }),
     /ownKeys applies to prefix attention/,
     'ownKeys on the causal prefill is refused',
@@ -66,7 +101,11 @@ test('tags and checks: cudnn_ownhlo and cudnnsim_ownhlo round-trip; ownKeys is c
       s.dispose();
       t.fail('loaded');
     },
-    (err) => t.ok(err instanceof TypeError && /ownKeys must be/.test(err.message), `Scorer.load refuses it with a TypeError before loading: ${err.message}`),
+    (err) =>
+      t.ok(
+        err instanceof TypeError && /ownKeys must be/.test(err.message),
+        `Scorer.load refuses it with a TypeError before loading: ${err.message}`,
+      ),
   );
 });
 
@@ -78,28 +117,39 @@ test('setup: CPU client', async (t) => {
 
 test('own keys in StableHLO (with dots, without), prefix part on the stand-in: = the joint form and the float64 joint softmax, within 1e-5', async (t) => {
   const cases = [
-    { name: 'items shorter than the bucket, GQA 3', P: 24, N: 3, L: 5, Hq: 3, Hkv: 1, D: 32, prefixLength: 19, itemLengths: [5, 2, 0] },
+    {
+      name: 'items shorter than the bucket, GQA 3',
+      P: 24,
+      N: 3,
+      L: 5,
+      Hq: 3,
+      Hkv: 1,
+      D: 32,
+      prefixLength: 19,
+      itemLengths: [5, 2, 0],
+    },
     { name: 'prefix of length 0', P: 8, N: 2, L: 4, Hq: 4, Hkv: 2, D: 16, prefixLength: 0, itemLengths: [4, 3] },
     { name: 'L=1, all keys valid', P: 9, N: 3, L: 1, Hq: 2, Hkv: 2, D: 8, prefixLength: 9, itemLengths: [1, 1, 0] },
   ];
-  for (const [i, c0] of cases.entries()) for (const [tag, form] of OWN_FORMS) {
-    const c = { ...c0, name: `${tag}, ${c0.name}` };
-    const inputs = makeInputs(300 + i, c);
-    const prog = buildProgram(`items_over_prefix_${tag}`, (f) => {
-      const x = params(f, [], c);
-      return { own: itemsOverPrefix(f, x, form), joint: itemsOverPrefix(f, x, { kind: 'joint' }) };
-    });
-    const [got, joint] = await runProgram(client, prog, inputs);
-    const want = reference(c, inputs);
-    t.ok(maxDiff(got, want) <= TOL, `${c.name}: max |diff| ${maxDiff(got, want).toExponential(2)} against float64`);
-    t.ok(maxDiff(got, joint) <= TOL, `${c.name}: and ${maxDiff(got, joint).toExponential(2)} against the joint form`);
-    const row = c.Hq * c.D;
-    let padding = 0;
-    c.itemLengths.forEach((len, n) => {
-      for (let j = len * row; j < c.L * row; j++) padding = Math.max(padding, Math.abs(got[n * c.L * row + j]));
-    });
-    t.equal(padding, 0, `${c.name}: padding item tokens are exactly 0`);
-  }
+  for (const [i, c0] of cases.entries())
+    for (const [tag, form] of OWN_FORMS) {
+      const c = { ...c0, name: `${tag}, ${c0.name}` };
+      const inputs = makeInputs(300 + i, c);
+      const prog = buildProgram(`items_over_prefix_${tag}`, (f) => {
+        const x = params(f, [], c);
+        return { own: itemsOverPrefix(f, x, form), joint: itemsOverPrefix(f, x, { kind: 'joint' }) };
+      });
+      const [got, joint] = await runProgram(client, prog, inputs);
+      const want = reference(c, inputs);
+      t.ok(maxDiff(got, want) <= TOL, `${c.name}: max |diff| ${maxDiff(got, want).toExponential(2)} against float64`);
+      t.ok(maxDiff(got, joint) <= TOL, `${c.name}: and ${maxDiff(got, joint).toExponential(2)} against the joint form`);
+      const row = c.Hq * c.D;
+      let padding = 0;
+      c.itemLengths.forEach((len, n) => {
+        for (let j = len * row; j < c.L * row; j++) padding = Math.max(padding, Math.abs(got[n * c.L * row + j]));
+      });
+      t.equal(padding, 0, `${c.name}: padding item tokens are exactly 0`);
+    }
 });
 
 test('own keys in StableHLO (with dots, without), grouped (cross-request): each group = the reference alone and the joint form, within 1e-5', async (t) => {
@@ -122,16 +172,26 @@ test('own keys in StableHLO (with dots, without), grouped (cross-request): each 
     groups.forEach((gc, gi) => {
       const part = got.subarray(gi * size, (gi + 1) * size);
       const want = reference(gc, inputs[gi]);
-      t.ok(maxDiff(part, want) <= TOL, `${tag}, group ${gi} (prefix ${gc.prefixLength}): max |diff| ${maxDiff(part, want).toExponential(2)} against float64`);
+      t.ok(
+        maxDiff(part, want) <= TOL,
+        `${tag}, group ${gi} (prefix ${gc.prefixLength}): max |diff| ${maxDiff(part, want).toExponential(2)} against float64`,
+      );
       const jointPart = joint.subarray(gi * size, (gi + 1) * size);
-      t.ok(maxDiff(part, jointPart) <= TOL, `${tag}, group ${gi}: and ${maxDiff(part, jointPart).toExponential(2)} against the joint form`);
+      t.ok(
+        maxDiff(part, jointPart) <= TOL,
+        `${tag}, group ${gi}: and ${maxDiff(part, jointPart).toExponential(2)} against the joint form`,
+      );
     });
   }
 });
 
 test("under bf16 dots the own part's dots round their operands to bf16 (the function's dot precision)", (t) => {
   const c = { P: 8, N: 2, L: 4, Hq: 4, Hkv: 2, D: 16 };
-  const prog = buildProgram('items_over_prefix_own_hlo_bf16', (f) => ({ out: itemsOverPrefix(f, params(f, [], c), OWN_HLO_SIM) }), { dotOperands: 'bf16' });
+  const prog = buildProgram(
+    'items_over_prefix_own_hlo_bf16',
+    (f) => ({ out: itemsOverPrefix(f, params(f, [], c), OWN_HLO_SIM) }),
+    { dotOperands: 'bf16' },
+  );
   const dots = prog.text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
   t.equal(dots.length, 4, 'four dots: q.k and p.v of the prefix part (stand-in) and of the own part');
   t.ok(
@@ -157,20 +217,32 @@ test('the pinned program: one cuDNN call per items-over-prefix step, field for f
       }
       return outs;
     });
-  const count = (text) => text.split('\n').filter((l) => l.includes('stablehlo.custom_call') && l.includes(FMHA)).length;
+  const count = (text) =>
+    text.split('\n').filter((l) => l.includes('stablehlo.custom_call') && l.includes(FMHA)).length;
   const own = { kind: 'cudnn', pluginVersion: '0.11.2', ownKeys: 'hlo' };
   for (const steps of [1, 2]) {
     t.equal(count(build(own, steps).text), steps, `ownKeys 'hlo': ${steps} step(s), ${steps} call(s)`);
-    t.equal(count(build({ kind: 'cudnn', pluginVersion: '0.11.2' }, steps).text), 2 * steps, `the default cuDNN form: ${2 * steps} calls`);
+    t.equal(
+      count(build({ kind: 'cudnn', pluginVersion: '0.11.2' }, steps).text),
+      2 * steps,
+      `the default cuDNN form: ${2 * steps} calls`,
+    );
   }
-  const line = build(own, 1).text.split('\n').find((l) => l.includes(FMHA));
+  const line = build(own, 1)
+    .text.split('\n')
+    .find((l) => l.includes(FMHA));
   const ours = parseCall(line);
   const theirs = parseCall(jax.line);
-  for (const field of ['target', 'apiVersion', 'configText', 'operandLayouts', 'resultLayouts']) t.equal(ours[field], theirs[field], `${field} as JAX's`);
+  for (const field of ['target', 'apiVersion', 'configText', 'operandLayouts', 'resultLayouts'])
+    t.equal(ours[field], theirs[field], `${field} as JAX's`);
   t.deepEqual(ours.config, theirs.config, "backend_config field for field as JAX's");
   t.deepEqual(ours.operandTypes, theirs.operandTypes, "operand types as JAX's");
   t.deepEqual(ours.resultTypes, theirs.resultTypes, "result types as JAX's");
-  t.throws(() => build({ ...own, pluginVersion: '0.12.0' }, 1), /pinned to jax-cuda13-pjrt 0\.11\.2/, 'the pin still holds');
+  t.throws(
+    () => build({ ...own, pluginVersion: '0.12.0' }, 1),
+    /pinned to jax-cuda13-pjrt 0\.11\.2/,
+    'the pin still holds',
+  );
   t.end();
 });
 

@@ -15,7 +15,13 @@ const fs = require('node:fs');
 const path = require('node:path');
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, causalPrefix, parsePrefixAttentionTag, parseCausalAttentionTag } = require('../dist/hlo');
+const {
+  buildProgram,
+  TensorType,
+  causalPrefix,
+  parsePrefixAttentionTag,
+  parseCausalAttentionTag,
+} = require('../dist/hlo');
 const { fusedAttention, CUDNN_PINNED_PLUGIN } = require('../dist/hlo');
 const ref = require('./helpers/attention-reference');
 const { runProgram } = require('./helpers/run-program');
@@ -30,7 +36,8 @@ function emittedCall(c) {
     const q = f.param(new TensorType('bf16', [c.b, c.tq, c.hq, c.d]), 'q');
     const k = f.param(new TensorType('bf16', [c.b, c.tk, c.hkv, c.d]), 'k');
     const v = f.param(new TensorType('bf16', [c.b, c.tk, c.hkv, c.d]), 'v');
-    const kvLengths = c.mask === 'padding' || c.mask === 'padding_causal' ? f.param(TensorType.s32([c.b]), 'kv_lengths') : undefined;
+    const kvLengths =
+      c.mask === 'padding' || c.mask === 'padding_causal' ? f.param(TensorType.s32([c.b]), 'kv_lengths') : undefined;
     const r = fusedAttention(f, { q, k, v, mask: c.mask, kvLengths, scale: 1 / Math.sqrt(c.d) }, PINNED, c.withStats);
     return r.stats ? { out: r.out, stats: r.stats } : { out: r.out };
   });
@@ -41,7 +48,10 @@ test('the emitted cuDNN custom calls equal JAX 0.11.2 lowering field by field', 
   const cases = fixtureCases();
   t.equal(cases.length, 20, 'the fixture has 10 shapes, forward and training each');
   const joined = cases.filter((c) => c.mask === 'padding_causal' && c.tq > c.tk);
-  t.ok(joined.some((c) => c.b === 1) && joined.some((c) => c.b > 1), 'among them the padding-causal mask with more query rows than keys (the joined prefill), one query and a batch of them');
+  t.ok(
+    joined.some((c) => c.b === 1) && joined.some((c) => c.b > 1),
+    'among them the padding-causal mask with more query rows than keys (the joined prefill), one query and a batch of them',
+  );
   for (const c of cases) {
     const jax = parseCall(c.line);
     const ours = parseCall(emittedCall(c));
@@ -62,7 +72,11 @@ test('the joined prefill (cudnn_join): one padding-causal call for the prefill a
   const tiny = require('./helpers/tiny-model');
   const config = tiny.makeTinyModel('qwen3').config;
   const pinned = (tag) => ({ ...parsePrefixAttentionTag(tag), pluginVersion: '0.11.2' });
-  const options = { dotOperands: 'bf16', prefixAttention: pinned('cudnn_join'), causalAttention: { ...parseCausalAttentionTag('cudnn'), pluginVersion: '0.11.2' } };
+  const options = {
+    dotOperands: 'bf16',
+    prefixAttention: pinned('cudnn_join'),
+    causalAttention: { ...parseCausalAttentionTag('cudnn'), pluginVersion: '0.11.2' },
+  };
   const masks = (groups, opts = options) =>
     decoderFused(config, { groups, prefix: 16, items: 3, itemLength: 4, labels: 2 }, opts)
       .text.split('\n')
@@ -70,14 +84,31 @@ test('the joined prefill (cudnn_join): one padding-causal call for the prefill a
       .map((l) => /mask_type\\22: \\22(\w+)\\22/.exec(l)[1])
       .sort();
   t.deepEqual(masks(1), ['CAUSAL', 'PADDING_CAUSAL'], 'one query: the joined call and the own keys');
-  t.deepEqual(masks(2), ['CAUSAL', 'PADDING_CAUSAL'], 'a cross-request pass: the same two calls, the groups their batch');
-  t.deepEqual(masks(2, { ...options, prefixAttention: pinned('cudnn') }), ['CAUSAL', 'CAUSAL', 'PADDING'], 'without the join: prefill, prefix part and own keys apart');
+  t.deepEqual(
+    masks(2),
+    ['CAUSAL', 'PADDING_CAUSAL'],
+    'a cross-request pass: the same two calls, the groups their batch',
+  );
+  t.deepEqual(
+    masks(2, { ...options, prefixAttention: pinned('cudnn') }),
+    ['CAUSAL', 'CAUSAL', 'PADDING'],
+    'without the join: prefill, prefix part and own keys apart',
+  );
   t.throws(
-    () => decoderFused(config, { prefix: 16, items: 3, itemLength: 4, labels: 2 }, { ...options, causalAttention: parseCausalAttentionTag('square') }),
+    () =>
+      decoderFused(
+        config,
+        { prefix: 16, items: 3, itemLength: 4, labels: 2 },
+        { ...options, causalAttention: parseCausalAttentionTag('square') },
+      ),
     /takes the prefill into its cuDNN call, so the causal form must be cudnn too/,
     'the join with a prefill form other than cuDNN is refused',
   );
-  t.throws(() => parseCausalAttentionTag('cudnn_join'), /joinPrefill applies to prefix attention|not square/, 'the causal tags have no _join');
+  t.throws(
+    () => parseCausalAttentionTag('cudnn_join'),
+    /joinPrefill applies to prefix attention|not square/,
+    'the causal tags have no _join',
+  );
   t.end();
 });
 
@@ -89,9 +120,14 @@ test('the pin: another or an unknown plugin version is refused, naming the pinne
         buildProgram('cudnn_refused', (f) => {
           const q = f.param(TensorType.f32([1, 8, 2, 64]), 'q');
           const k = f.param(TensorType.f32([1, 8, 1, 64]), 'k');
-          return { out: fusedAttention(f, { q, k, v: k, mask: 'none', scale: 0.125 }, { kind: 'cudnn', pluginVersion }, false).out };
+          return {
+            out: fusedAttention(f, { q, k, v: k, mask: 'none', scale: 0.125 }, { kind: 'cudnn', pluginVersion }, false)
+              .out,
+          };
         }),
-      new RegExp(`pinned to ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version.replace(/\./g, '\\.')}.*${pluginVersion ?? 'unknown version'}`),
+      new RegExp(
+        `pinned to ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version.replace(/\./g, '\\.')}.*${pluginVersion ?? 'unknown version'}`,
+      ),
       `plugin ${pluginVersion ?? '(unknown)'} refused`,
     );
   }
@@ -120,7 +156,10 @@ test('factored form on the stand-in: prefix part and own part merged by statisti
     const want = prefixForms.reference(c, inputs);
     let max = 0;
     for (let j = 0; j < want.length; j++) max = Math.max(max, Math.abs(got[j] - want[j]));
-    t.ok(max <= TOL, `P=${c.P} (${c.prefixLength} valid) N=${c.N} L=${c.L} ${c.Hq}/${c.Hkv}x${c.D}: max |diff| ${max.toExponential(2)} against float64`);
+    t.ok(
+      max <= TOL,
+      `P=${c.P} (${c.prefixLength} valid) N=${c.N} L=${c.L} ${c.Hq}/${c.Hkv}x${c.D}: max |diff| ${max.toExponential(2)} against float64`,
+    );
     let maxJoint = 0;
     for (let j = 0; j < want.length; j++) maxJoint = Math.max(maxJoint, Math.abs(got[j] - joint[j]));
     t.ok(maxJoint <= TOL, `and ${maxJoint.toExponential(2)} against the joint form`);
@@ -128,13 +167,14 @@ test('factored form on the stand-in: prefix part and own part merged by statisti
     const rowSize = c.Hq * c.D;
     let padding = 0;
     c.itemLengths.forEach((len, n) => {
-      for (let j = len; j < L; j++) for (let x = 0; x < rowSize; x++) padding = Math.max(padding, Math.abs(got[(n * L + j) * rowSize + x]));
+      for (let j = len; j < L; j++)
+        for (let x = 0; x < rowSize; x++) padding = Math.max(padding, Math.abs(got[(n * L + j) * rowSize + x]));
     });
     t.equal(padding, 0, 'padding item tokens are exactly 0');
   }
 });
 
-test('the joined prefill on the stand-in, one group and three: each group\'s [prefill ; items] rows = the float64 factored attention, within 1e-5', async (t) => {
+test("the joined prefill on the stand-in, one group and three: each group's [prefill ; items] rows = the float64 factored attention, within 1e-5", async (t) => {
   const { queryAndItemsAttentionCudnn } = require('../dist/hlo');
   const { PassRows } = require('../dist/hlo');
   const [P, N, L, Hq, Hkv, D] = [10, 3, 4, 4, 2, 32];
@@ -158,12 +198,24 @@ test('the joined prefill on the stand-in, one group and three: each group\'s [pr
       const v = f.param(TensorType.f32([G * T, Hkv, D]), 'v');
       const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
       const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
-      return { out: queryAndItemsAttentionCudnn(f, { q, k, v, rows, prefixLength, itemLengths }, parsePrefixAttentionTag('cudnnsim_join')) };
+      return {
+        out: queryAndItemsAttentionCudnn(
+          f,
+          { q, k, v, rows, prefixLength, itemLengths },
+          parsePrefixAttentionTag('cudnnsim_join'),
+        ),
+      };
     });
     const q = ref.randomF32(next, G * T * Hq * D);
     const k = ref.randomF32(next, G * T * Hkv * D);
     const v = ref.randomF32(next, G * T * Hkv * D);
-    const [got] = await runProgram(client, prog, [q, k, v, Int32Array.from(groups.map((g) => g.prefixLength)), Int32Array.from(groups.flatMap((g) => g.itemLengths))]);
+    const [got] = await runProgram(client, prog, [
+      q,
+      k,
+      v,
+      Int32Array.from(groups.map((g) => g.prefixLength)),
+      Int32Array.from(groups.flatMap((g) => g.itemLengths)),
+    ]);
     let max = 0;
     groups.forEach((g, gi) => {
       // Group gi's rows, as the reference's query and item arrays.
@@ -177,13 +229,21 @@ test('the joined prefill on the stand-in, one group and three: each group\'s [pr
         itemK: part(k, Hkv, P, T),
         itemV: part(v, Hkv, P, T),
         itemLengths: g.itemLengths,
-        P, N, L, Hq, Hkv, D,
+        P,
+        N,
+        L,
+        Hq,
+        Hkv,
+        D,
       });
       const base = gi * T * Hq * D;
       want.queryOut.forEach((x, j) => (max = Math.max(max, Math.abs(got[base + j] - x))));
       want.itemOut.forEach((x, j) => (max = Math.max(max, Math.abs(got[base + P * Hq * D + j] - x))));
     });
-    t.ok(max <= TOL, `${G} group${G > 1 ? 's' : ''}: max |diff| ${max.toExponential(2)} against float64 (padding rows 0 on both sides)`);
+    t.ok(
+      max <= TOL,
+      `${G} group${G > 1 ? 's' : ''}: max |diff| ${max.toExponential(2)} against float64 (padding rows 0 on both sides)`,
+    );
   }
 });
 
@@ -236,14 +296,21 @@ test("the stand-in's statistics are each row's log-sum-exp of the visible scaled
     const ck = f.param(TensorType.f32([P, Hkv, D]), 'k');
     const cv = f.param(TensorType.f32([P, Hkv, D]), 'v');
     const n = f.param(TensorType.s32([]), 'n');
-    return { sim: causalPrefix(f, cq, ck, cv, n, parseCausalAttentionTag('cudnnsim')), square: causalPrefix(f, cq, ck, cv, n, parseCausalAttentionTag('square')) };
+    return {
+      sim: causalPrefix(f, cq, ck, cv, n, parseCausalAttentionTag('cudnnsim')),
+      square: causalPrefix(f, cq, ck, cv, n, parseCausalAttentionTag('square')),
+    };
   });
-  const [sim, square] = await runProgram(client, causal, [ref.randomF32(next, P * Hq * D), ref.randomF32(next, P * Hkv * D), ref.randomF32(next, P * Hkv * D), Int32Array.of(7)]);
+  const [sim, square] = await runProgram(client, causal, [
+    ref.randomF32(next, P * Hq * D),
+    ref.randomF32(next, P * Hkv * D),
+    ref.randomF32(next, P * Hkv * D),
+    Int32Array.of(7),
+  ]);
   let maxCausal = 0;
   for (let j = 0; j < sim.length; j++) maxCausal = Math.max(maxCausal, Math.abs(sim[j] - square[j]));
   t.ok(maxCausal <= TOL, `causal prefill on the stand-in within ${maxCausal.toExponential(2)} of the square form`);
 });
-
 
 test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinned plugin; the stand-in forms score as the defaults within 1e-5', async (t) => {
   const os = require('node:os');
@@ -253,8 +320,15 @@ test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinn
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-cudnn-'));
   try {
     // The wheel version beside a plugin file, as jax-cuda13-pjrt ships it.
-    fs.writeFileSync(path.join(dir, 'version.py'), '# comment\n_version = "0.11.2"\n_release_version: str | None = None\n');
-    t.equal(cudaPluginWheelVersion(path.join(dir, 'xla_cuda_plugin.so')), '0.11.2', 'version.py beside the plugin gives its wheel version');
+    fs.writeFileSync(
+      path.join(dir, 'version.py'),
+      '# comment\n_version = "0.11.2"\n_release_version: str | None = None\n',
+    );
+    t.equal(
+      cudaPluginWheelVersion(path.join(dir, 'xla_cuda_plugin.so')),
+      '0.11.2',
+      'version.py beside the plugin gives its wheel version',
+    );
     t.equal(cudaPluginWheelVersion(path.join(os.tmpdir(), 'nowhere', 'x.so')), undefined, 'no version.py: unknown');
 
     const model = tiny.writeTinyHfDir(tiny.makeTinyModel('qwen3'), path.join(dir, 'model'));
@@ -263,23 +337,37 @@ test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinn
         s.dispose();
         t.fail('cudnn loaded on the CPU plugin');
       },
-      (err) => t.match(String(err.message), /pinned to the CUDA plugin of jax-cuda13-pjrt 0\.11\.2.*platform cpu/, `refused: ${err.message.slice(0, 160)}`),
+      (err) =>
+        t.match(
+          String(err.message),
+          /pinned to the CUDA plugin of jax-cuda13-pjrt 0\.11\.2.*platform cpu/,
+          `refused: ${err.message.slice(0, 160)}`,
+        ),
     );
 
     const plain = await Scorer.load({ model, diskCache: false, batching: 'cross-request' });
     // The stand-in forms, and the prefix form with the own keys in StableHLO (tag cudnnsim_ownhlo).
     for (const prefixTag of ['cudnnsim', 'cudnnsim_ownhlo', 'cudnnsim_join']) {
-      const sim = await Scorer.load({ model, diskCache: false, batching: 'cross-request', prefixAttention: parsePrefixAttentionTag(prefixTag), causalAttention: parseCausalAttentionTag('cudnnsim') });
+      const sim = await Scorer.load({
+        model,
+        diskCache: false,
+        batching: 'cross-request',
+        prefixAttention: parsePrefixAttentionTag(prefixTag),
+        causalAttention: parseCausalAttentionTag('cudnnsim'),
+      });
       const make = (r) => ({
         query: Array.from({ length: 11 + 5 * (r % 3) }, (_, i) => 5 + ((i * 7 + r) % 40)),
-        items: Array.from({ length: 4 + (r % 3) }, (_, n) => Array.from({ length: 1 + ((n + r) % 4) }, (_, j) => 6 + ((n * 5 + j * 3 + r) % 40))),
+        items: Array.from({ length: 4 + (r % 3) }, (_, n) =>
+          Array.from({ length: 1 + ((n + r) % 4) }, (_, j) => 6 + ((n * 5 + j * 3 + r) % 40)),
+        ),
         labelTokenIds: [3, 4],
       });
       const requests = [0, 1, 2].map(make);
       // Queries not scored before: a query the prefix cache holds runs its own extends, not a shared pass.
       const fresh = [3, 4, 5].map(make);
       let worst = 0;
-      const compare = (a, b) => a.scores.forEach((row, i) => row.forEach((v, l) => (worst = Math.max(worst, Math.abs(v - b.scores[i][l])))));
+      const compare = (a, b) =>
+        a.scores.forEach((row, i) => row.forEach((v, l) => (worst = Math.max(worst, Math.abs(v - b.scores[i][l])))));
       for (const algorithm of ['packed', 'prefix']) {
         for (const r of requests) compare(await sim.score({ ...r, algorithm }), await plain.score({ ...r, algorithm }));
       }
@@ -287,7 +375,10 @@ test('Scorer: the cudnn form on a CPU plugin is refused at load, naming the pinn
       const together = await Promise.all(fresh.map((r) => sim.score(r)));
       t.ok(sim.stats().batchedPasses > batchedBefore, `${prefixTag}: the concurrent calls ran in a cross-request pass`);
       for (const [i, r] of fresh.entries()) compare(together[i], await plain.score(r));
-      t.ok(worst <= TOL, `${prefixTag}: packed, prefix and 3 concurrent cross-request calls: max |diff| ${worst.toExponential(2)} against the default forms`);
+      t.ok(
+        worst <= TOL,
+        `${prefixTag}: packed, prefix and 3 concurrent cross-request calls: max |diff| ${worst.toExponential(2)} against the default forms`,
+      );
       sim.dispose();
     }
     plain.dispose();

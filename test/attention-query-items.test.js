@@ -16,16 +16,60 @@
 //   layer has no bias or q and k norms).
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { buildProgram, TensorType, causalPrefixAttentionKernel, itemsOverPrefixAttentionKernel, queryAndItemsAttentionKernel, queryAndItemsAttentionOnProjection, decoderFused, nn, parsePrefixAttentionTag, parseCausalAttentionTag, QUERY_ITEMS_ATTENTION_TARGET, QUERY_ITEMS_ATTENTION_BF16_TARGET, QUERY_ITEMS_ATTENTION_ROPE_TARGET } = require('../dist/hlo');
+const {
+  buildProgram,
+  TensorType,
+  causalPrefixAttentionKernel,
+  itemsOverPrefixAttentionKernel,
+  queryAndItemsAttentionKernel,
+  queryAndItemsAttentionOnProjection,
+  decoderFused,
+  nn,
+  parsePrefixAttentionTag,
+  parseCausalAttentionTag,
+  QUERY_ITEMS_ATTENTION_TARGET,
+  QUERY_ITEMS_ATTENTION_BF16_TARGET,
+  QUERY_ITEMS_ATTENTION_ROPE_TARGET,
+} = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { withIsa, f32Paths, bf16Paths } = require('./helpers/kernel-path');
 
 let client;
 
 const CASES = [
-  { name: 'D=64 GQA 3, P=40 with 33 valid, 5 items of up to 7', P: 40, prefixLength: 33, N: 5, L: 7, itemLengths: [7, 0, 3, 7, 1], Hq: 9, Hkv: 3, D: 64 },
-  { name: 'D=16 MHA, P=300 all valid (2 key blocks), one item of 20', P: 300, prefixLength: 300, N: 1, L: 20, itemLengths: [20], Hq: 2, Hkv: 2, D: 16 },
-  { name: 'D=32 GQA 4, P=9 with 1 valid, 3 items of 2', P: 9, prefixLength: 1, N: 3, L: 2, itemLengths: [2, 1, 2], Hq: 4, Hkv: 1, D: 32 },
+  {
+    name: 'D=64 GQA 3, P=40 with 33 valid, 5 items of up to 7',
+    P: 40,
+    prefixLength: 33,
+    N: 5,
+    L: 7,
+    itemLengths: [7, 0, 3, 7, 1],
+    Hq: 9,
+    Hkv: 3,
+    D: 64,
+  },
+  {
+    name: 'D=16 MHA, P=300 all valid (2 key blocks), one item of 20',
+    P: 300,
+    prefixLength: 300,
+    N: 1,
+    L: 20,
+    itemLengths: [20],
+    Hq: 2,
+    Hkv: 2,
+    D: 16,
+  },
+  {
+    name: 'D=32 GQA 4, P=9 with 1 valid, 3 items of 2',
+    P: 9,
+    prefixLength: 1,
+    N: 3,
+    L: 2,
+    itemLengths: [2, 1, 2],
+    Hq: 4,
+    Hkv: 1,
+    D: 32,
+  },
 ];
 
 function fill(n, seed) {
@@ -53,7 +97,10 @@ function inputs(c, seed) {
   return operandTypes(c).map(([name, type], i) => {
     if (name === 'prefix_length') return Int32Array.of(c.prefixLength);
     if (name === 'item_lengths') return Int32Array.from(c.itemLengths);
-    return fill(type.dims.reduce((a, b) => a * b, 1), seed * 13 + i);
+    return fill(
+      type.dims.reduce((a, b) => a * b, 1),
+      seed * 13 + i,
+    );
   });
 }
 
@@ -63,9 +110,29 @@ function program(c, joined, bf16) {
     `query_items_${joined ? 'joined' : 'apart'}_${bf16 ? 'bf16' : 'f32'}_${c.P}_${c.N}_${c.L}_${c.Hq}_${c.Hkv}_${c.D}`,
     (f) => {
       const [q, k, v, plen, iq, ik, iv, ilens] = operandTypes(c).map(([name, type]) => f.param(type, name));
-      if (joined) return { out: queryAndItemsAttentionKernel(f, { q, k, v, prefixLength: plen, itemQ: iq, itemK: ik, itemV: iv, itemLengths: ilens }) };
+      if (joined)
+        return {
+          out: queryAndItemsAttentionKernel(f, {
+            q,
+            k,
+            v,
+            prefixLength: plen,
+            itemQ: iq,
+            itemK: ik,
+            itemV: iv,
+            itemLengths: ilens,
+          }),
+        };
       const query = causalPrefixAttentionKernel(f, q, k, v, plen);
-      const items = itemsOverPrefixAttentionKernel(f, { itemQ: iq, itemK: ik, itemV: iv, itemLengths: ilens, prefixK: k, prefixV: v, prefixLength: plen });
+      const items = itemsOverPrefixAttentionKernel(f, {
+        itemQ: iq,
+        itemK: ik,
+        itemV: iv,
+        itemLengths: ilens,
+        prefixK: k,
+        prefixV: v,
+        prefixLength: plen,
+      });
       return { out: f.concatenate([query, f.reshape(items, [c.N * c.L, c.Hq, c.D])], 0) };
     },
     bf16 ? { dotPrecision: 'DEFAULT', dotOperands: 'bf16' } : {},
@@ -112,7 +179,10 @@ for (const c of CASES) {
     for (const bf16 of [false, true]) {
       const joined = program(c, true, bf16);
       const apart = program(c, false, bf16);
-      t.ok(joined.text.includes(bf16 ? QUERY_ITEMS_ATTENTION_BF16_TARGET : QUERY_ITEMS_ATTENTION_TARGET), `${bf16 ? 'bf16' : 'f32'}: the joined program calls its target`);
+      t.ok(
+        joined.text.includes(bf16 ? QUERY_ITEMS_ATTENTION_BF16_TARGET : QUERY_ITEMS_ATTENTION_TARGET),
+        `${bf16 ? 'bf16' : 'f32'}: the joined program calls its target`,
+      );
       for (const { isa, path } of bf16 ? bf16Paths(c.D) : f32Paths(c.D)) {
         await withIsa(isa, async () => {
           const [got] = await runProgram(client, joined, x);
@@ -125,7 +195,10 @@ for (const c of CASES) {
             const ref = causalReference(c, x);
             let worst = 0;
             for (let i = 0; i < ref.length; i++) worst = Math.max(worst, Math.abs(got[i] - ref[i]));
-            t.ok(worst <= 1e-5, `f32, ${path}: the query's rows within 1e-5 of the float64 causal reference (worst ${worst.toExponential(2)})`);
+            t.ok(
+              worst <= 1e-5,
+              `f32, ${path}: the query's rows within 1e-5 of the float64 causal reference (worst ${worst.toExponential(2)})`,
+            );
           }
         });
       }
@@ -134,20 +207,46 @@ for (const c of CASES) {
   });
 }
 
-test('malformed joined calls are the handler\'s errors, and the process lives; the builder refuses a grouped call', async (t) => {
+test("malformed joined calls are the handler's errors, and the process lives; the builder refuses a grouped call", async (t) => {
   const c = CASES[2];
   const ok = operandTypes(c);
   const result = TensorType.f32([c.P + c.N * c.L, c.Hq, c.D]);
   const swap = (i, type) => ok.map((o, j) => (j === i ? [o[0], type] : o));
   const bad = [
     ['seven operands', ok.slice(0, 7), result, /expects 8 operands|operand/],
-    ['item heads that do not match', swap(4, TensorType.f32([c.N, c.L, c.Hq + 1, c.D])), result, /item q .* must be \[N, L, Hq, D\]/],
-    ['item lengths of another count', swap(7, new TensorType('s32', [c.N + 1])), result, /item lengths \[4\] must be \[N\] = \[3\]/],
-    ['a result of P rows only', ok, TensorType.f32([c.P, c.Hq, c.D]), /result \[9, 4, 32\] must be \[P \+ N L, Hq, D\] = \[15, 4, 32\]/],
-    ['k of another length than q', swap(1, TensorType.f32([c.P + 1, c.Hkv, c.D])), result, /k \[10, 1, 32\] and v \[9, 1, 32\] must be \[P, Hkv, D\]/],
+    [
+      'item heads that do not match',
+      swap(4, TensorType.f32([c.N, c.L, c.Hq + 1, c.D])),
+      result,
+      /item q .* must be \[N, L, Hq, D\]/,
+    ],
+    [
+      'item lengths of another count',
+      swap(7, new TensorType('s32', [c.N + 1])),
+      result,
+      /item lengths \[4\] must be \[N\] = \[3\]/,
+    ],
+    [
+      'a result of P rows only',
+      ok,
+      TensorType.f32([c.P, c.Hq, c.D]),
+      /result \[9, 4, 32\] must be \[P \+ N L, Hq, D\] = \[15, 4, 32\]/,
+    ],
+    [
+      'k of another length than q',
+      swap(1, TensorType.f32([c.P + 1, c.Hkv, c.D])),
+      result,
+      /k \[10, 1, 32\] and v \[9, 1, 32\] must be \[P, Hkv, D\]/,
+    ],
   ];
   for (const [name, operands, res, message] of bad) {
-    const prog = buildProgram(`query_items_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(QUERY_ITEMS_ATTENTION_TARGET, operands.map(([n, type]) => f.param(type, n)), [res])[0] }));
+    const prog = buildProgram(`query_items_bad_${name.replace(/\W+/g, '_')}`, (f) => ({
+      y: f.customCall(
+        QUERY_ITEMS_ATTENTION_TARGET,
+        operands.map(([n, type]) => f.param(type, n)),
+        [res],
+      )[0],
+    }));
     const data = prog.inputs.map((spec) => {
       const n = spec.dims.reduce((a, b) => a * b, 1);
       return spec.dtype === 's32' ? new Int32Array(n) : new Float32Array(n);
@@ -162,7 +261,18 @@ test('malformed joined calls are the handler\'s errors, and the process lives; t
       buildProgram('query_items_grouped', (f) => {
         const g = (type) => new TensorType(type.elementType, [2, ...type.dims]);
         const [q, k, v, plen, iq, ik, iv, ilens] = ok.map(([name, type]) => f.param(g(type), name));
-        return { y: queryAndItemsAttentionKernel(f, { q, k, v, prefixLength: plen, itemQ: iq, itemK: ik, itemV: iv, itemLengths: ilens }) };
+        return {
+          y: queryAndItemsAttentionKernel(f, {
+            q,
+            k,
+            v,
+            prefixLength: plen,
+            itemQ: iq,
+            itemK: ik,
+            itemV: iv,
+            itemLengths: ilens,
+          }),
+        };
       }),
     /the addon's kernels take one query \(prefixLength s32\[\]\)/,
     'a grouped call (prefixLength s32[2]) is refused',
@@ -190,8 +300,14 @@ function projectionInputs(c, seed) {
   const T = c.P + c.N * c.L;
   const width = (c.Hq + 2 * c.Hkv) * c.D;
   const qkv = fill(T * width, seed);
-  const query = ropeTables(Array.from({ length: c.P }, (_, i) => i), c.D);
-  const items = ropeTables(Array.from({ length: c.N * c.L }, (_, i) => c.prefixLength + (i % c.L)), c.D);
+  const query = ropeTables(
+    Array.from({ length: c.P }, (_, i) => i),
+    c.D,
+  );
+  const items = ropeTables(
+    Array.from({ length: c.N * c.L }, (_, i) => c.prefixLength + (i % c.L)),
+    c.D,
+  );
   return { qkv, query, items, T, width };
 }
 
@@ -234,16 +350,40 @@ function projectionProgram(c, rotating, bf16) {
       const itemSin = f.param(TensorType.f32([c.N, c.L, half]), 'item_sin');
       const prefixLength = f.param(new TensorType('s32', []), 'prefix_length');
       const itemLengths = f.param(new TensorType('s32', [c.N]), 'item_lengths');
-      if (rotating) return { out: queryAndItemsAttentionOnProjection(f, { qkv, heads: { hq: c.Hq, hkv: c.Hkv, d: c.D }, queryCos, querySin, itemCos, itemSin, prefixLength, itemLengths }) };
+      if (rotating)
+        return {
+          out: queryAndItemsAttentionOnProjection(f, {
+            qkv,
+            heads: { hq: c.Hq, hkv: c.Hkv, d: c.D },
+            queryCos,
+            querySin,
+            itemCos,
+            itemSin,
+            prefixLength,
+            itemLengths,
+          }),
+        };
       const cos = f.concatenate([queryCos, f.reshape(itemCos, [c.N * c.L, half])], 0);
       const sin = f.concatenate([querySin, f.reshape(itemSin, [c.N * c.L, half])], 0);
-      const heads = (from, count) => f.reshape(f.slice(qkv, [0, from * c.D], [T, (from + count) * c.D]), [T, count, c.D]);
+      const heads = (from, count) =>
+        f.reshape(f.slice(qkv, [0, from * c.D], [T, (from + count) * c.D]), [T, count, c.D]);
       const q = nn.applyRotary(f, heads(0, c.Hq), cos, sin);
       const k = nn.applyRotary(f, heads(c.Hq, c.Hkv), cos, sin);
       const v = heads(c.Hq + c.Hkv, c.Hkv);
       const part = (x, from, to) => f.slice(x, [from, 0, 0], [to, x.dims[1], c.D]);
       const items = (x) => f.reshape(part(x, c.P, T), [c.N, c.L, x.dims[1], c.D]);
-      return { out: queryAndItemsAttentionKernel(f, { q: part(q, 0, c.P), k: part(k, 0, c.P), v: part(v, 0, c.P), prefixLength, itemQ: items(q), itemK: items(k), itemV: items(v), itemLengths }) };
+      return {
+        out: queryAndItemsAttentionKernel(f, {
+          q: part(q, 0, c.P),
+          k: part(k, 0, c.P),
+          v: part(v, 0, c.P),
+          prefixLength,
+          itemQ: items(q),
+          itemK: items(k),
+          itemV: items(v),
+          itemLengths,
+        }),
+      };
     },
     bf16 ? { dotPrecision: 'DEFAULT', dotOperands: 'bf16' } : {},
   );
@@ -252,7 +392,15 @@ function projectionProgram(c, rotating, bf16) {
 for (const c of CASES) {
   test(`on the projection: RoPE, the scale and the split in the call (${c.name})`, async (t) => {
     const x = projectionInputs(c, c.P * 7 + c.N);
-    const data = [x.qkv, x.query.cos, x.query.sin, x.items.cos, x.items.sin, Int32Array.of(c.prefixLength), Int32Array.from(c.itemLengths)];
+    const data = [
+      x.qkv,
+      x.query.cos,
+      x.query.sin,
+      x.items.cos,
+      x.items.sin,
+      Int32Array.of(c.prefixLength),
+      Int32Array.from(c.itemLengths),
+    ];
     const rotating = projectionProgram(c, true, false);
     const viaXla = projectionProgram(c, false, false);
     t.ok(rotating.text.includes(QUERY_ITEMS_ATTENTION_ROPE_TARGET), 'the program calls the rotating target');
@@ -265,8 +413,14 @@ for (const c of CASES) {
         for (let i = 0; i < ref.length; i++) worstRef = Math.max(worstRef, Math.abs(got[i] - ref[i]));
         let worstXla = 0;
         for (let i = 0; i < want.length; i++) worstXla = Math.max(worstXla, Math.abs(got[i] - want[i]));
-        t.ok(worstRef <= 1e-5, `${path}: the query's rows within 1e-5 of the float64 causal reference on the float64 rotation (worst ${worstRef.toExponential(2)})`);
-        t.ok(worstXla <= 1e-5, `${path}: every row within 1e-5 of XLA's rotation then the joined call (worst ${worstXla.toExponential(2)})`);
+        t.ok(
+          worstRef <= 1e-5,
+          `${path}: the query's rows within 1e-5 of the float64 causal reference on the float64 rotation (worst ${worstRef.toExponential(2)})`,
+        );
+        t.ok(
+          worstXla <= 1e-5,
+          `${path}: every row within 1e-5 of XLA's rotation then the joined call (worst ${worstXla.toExponential(2)})`,
+        );
       });
     }
     // bf16: the same call rounding q, K, V to bf16; against XLA's rotation then the joined bf16 call.
@@ -274,7 +428,10 @@ for (const c of CASES) {
     const [wantBf16] = await runProgram(client, projectionProgram(c, false, true), data);
     let worst = 0;
     for (let i = 0; i < wantBf16.length; i++) worst = Math.max(worst, Math.abs(gotBf16[i] - wantBf16[i]));
-    t.ok(worst <= 5e-3, `bf16: within 5e-3 of XLA's rotation then the joined bf16 call (an f32 rounding apart can move a bf16 rounding: worst ${worst.toExponential(2)})`);
+    t.ok(
+      worst <= 5e-3,
+      `bf16: within 5e-3 of XLA's rotation then the joined bf16 call (an f32 rounding apart can move a bf16 rounding: worst ${worst.toExponential(2)})`,
+    );
     t.end();
   });
 }
@@ -296,12 +453,28 @@ test('malformed rotating calls: the builder refuses them, and so does the handle
   const result = TensorType.f32([T, c.Hq, c.D]);
   const swap = (i, type) => ok.map((o, j) => (j === i ? [o[0], type] : o));
   const bad = [
-    ['a qkv width of no whole heads', swap(0, TensorType.f32([T, (c.Hq + 2 * c.Hkv) * c.D + 1])), result, /qkv \[15, 193\] must be \[T, \(Hq \+ 2 Hkv\) D\]/],
-    ['item tables of another length', swap(3, TensorType.f32([c.N, c.L + 1, half])), result, /item cos \[3, 3, 16\] .* must be \[P, D \/ 2\] and \[N, L, D \/ 2\] with P \+ N L = 15/],
+    [
+      'a qkv width of no whole heads',
+      swap(0, TensorType.f32([T, (c.Hq + 2 * c.Hkv) * c.D + 1])),
+      result,
+      /qkv \[15, 193\] must be \[T, \(Hq \+ 2 Hkv\) D\]/,
+    ],
+    [
+      'item tables of another length',
+      swap(3, TensorType.f32([c.N, c.L + 1, half])),
+      result,
+      /item cos \[3, 3, 16\] .* must be \[P, D \/ 2\] and \[N, L, D \/ 2\] with P \+ N L = 15/,
+    ],
     ['an odd head dim', ok, TensorType.f32([T, c.Hq * 2, 3]), /even head dim/],
   ];
   for (const [name, operands, res, message] of bad) {
-    const prog = buildProgram(`query_items_rope_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(QUERY_ITEMS_ATTENTION_ROPE_TARGET, operands.map(([n, type]) => f.param(type, n)), [res])[0] }));
+    const prog = buildProgram(`query_items_rope_bad_${name.replace(/\W+/g, '_')}`, (f) => ({
+      y: f.customCall(
+        QUERY_ITEMS_ATTENTION_ROPE_TARGET,
+        operands.map(([n, type]) => f.param(type, n)),
+        [res],
+      )[0],
+    }));
     const data = prog.inputs.map((spec) => {
       const n = spec.dims.reduce((a, b) => a * b, 1);
       return spec.dtype === 's32' ? new Int32Array(n) : new Float32Array(n);
@@ -314,8 +487,21 @@ test('malformed rotating calls: the builder refuses them, and so does the handle
   t.throws(
     () =>
       buildProgram('query_items_rope_refused', (f) => {
-        const [qkv, queryCos, querySin, itemCos, itemSin, , prefixLength, itemLengths] = ok.map(([n, type]) => f.param(type, n));
-        return { y: queryAndItemsAttentionOnProjection(f, { qkv, heads: { hq: c.Hq, hkv: c.Hkv + 1, d: c.D }, queryCos, querySin, itemCos, itemSin, prefixLength, itemLengths }) };
+        const [qkv, queryCos, querySin, itemCos, itemSin, , prefixLength, itemLengths] = ok.map(([n, type]) =>
+          f.param(type, n),
+        );
+        return {
+          y: queryAndItemsAttentionOnProjection(f, {
+            qkv,
+            heads: { hq: c.Hq, hkv: c.Hkv + 1, d: c.D },
+            queryCos,
+            querySin,
+            itemCos,
+            itemSin,
+            prefixLength,
+            itemLengths,
+          }),
+        };
       }),
     /queryAndItemsAttentionOnProjection: qkv must be f32 \[15, 256\], got tensor<15x192xf32>/,
     'the builder refuses heads the projection does not hold',
@@ -324,13 +510,33 @@ test('malformed rotating calls: the builder refuses them, and so does the handle
 });
 
 test('the packed pass calls it once a layer where both forms are the kernel, and the two calls otherwise', (t) => {
-  const d = { vocabSize: 64, hiddenSize: 32, intermediateSize: 48, numLayers: 2, numHeads: 4, numKvHeads: 2, headDim: 8, rmsEps: 1e-5, ropeTheta: 10000 };
+  const d = {
+    vocabSize: 64,
+    hiddenSize: 32,
+    intermediateSize: 48,
+    numLayers: 2,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 8,
+    rmsEps: 1e-5,
+    ropeTheta: 10000,
+  };
   const shape = { prefix: 8, items: 3, itemLength: 4, labels: 2 };
   const count = (text, target) => (text.match(new RegExp(`call_target_name = "${target}"`, 'g')) || []).length;
   const both = { prefixAttention: parsePrefixAttentionTag('ffi'), causalAttention: parseCausalAttentionTag('ffi') };
   const kernels = decoderFused(d, shape, both).text;
-  t.equal(count(kernels, QUERY_ITEMS_ATTENTION_ROPE_TARGET), 1, 'both forms the kernel: one rotating joined call in the layer loop');
-  t.equal(count(kernels, QUERY_ITEMS_ATTENTION_TARGET) + count(kernels, 'pjrt_score_causal_attention') + count(kernels, 'pjrt_score_prefix_attention'), 0, 'and no other attention call');
+  t.equal(
+    count(kernels, QUERY_ITEMS_ATTENTION_ROPE_TARGET),
+    1,
+    'both forms the kernel: one rotating joined call in the layer loop',
+  );
+  t.equal(
+    count(kernels, QUERY_ITEMS_ATTENTION_TARGET) +
+      count(kernels, 'pjrt_score_causal_attention') +
+      count(kernels, 'pjrt_score_prefix_attention'),
+    0,
+    'and no other attention call',
+  );
   const biased = decoderFused({ ...d, attentionBias: true }, shape, both).text;
   t.equal(count(biased, QUERY_ITEMS_ATTENTION_TARGET), 1, 'a q | k | v bias: XLA rotates, then the joined call');
   t.equal(count(biased, QUERY_ITEMS_ATTENTION_ROPE_TARGET), 0, 'not the rotating one');

@@ -30,7 +30,11 @@ async function run(program, inputs) {
  */
 function makeRequest(seed, { queryLength, itemLengths, Hq, Hkv, D }) {
   const next = ref.rng(seed);
-  const token = () => ({ q: ref.randomF32(next, Hq * D), k: ref.randomF32(next, Hkv * D), v: ref.randomF32(next, Hkv * D) });
+  const token = () => ({
+    q: ref.randomF32(next, Hq * D),
+    k: ref.randomF32(next, Hkv * D),
+    v: ref.randomF32(next, Hkv * D),
+  });
   return {
     Hq,
     Hkv,
@@ -79,7 +83,8 @@ function packDense(req, T, { seed = 99, gapAfterItem = 0 } = {}) {
 /** Packs a request into the factored layout with buckets P, N, L. */
 function packFactored(req, P, N, L, { seed = 77 } = {}) {
   const { Hq, Hkv, D } = req;
-  if (req.query.length > P || req.items.length > N || req.items.some((it) => it.length > L)) throw new Error('factored bucket too small');
+  if (req.query.length > P || req.items.length > N || req.items.some((it) => it.length > L))
+    throw new Error('factored bucket too small');
   const next = ref.rng(seed);
   const queryQ = garbage(next, P * Hq * D);
   const queryK = garbage(next, P * Hkv * D);
@@ -106,7 +111,14 @@ function packFactored(req, P, N, L, { seed = 77 } = {}) {
 }
 
 async function runDense(req, packed, scale) {
-  const program = programs.maskedAttention({ layout: 'dense', tokens: packed.T, queryHeads: req.Hq, kvHeads: req.Hkv, headDim: req.D, scale });
+  const program = programs.maskedAttention({
+    layout: 'dense',
+    tokens: packed.T,
+    queryHeads: req.Hq,
+    kvHeads: req.Hkv,
+    headDim: req.D,
+    scale,
+  });
   const [out] = await run(program, packed.inputs);
   return out;
 }
@@ -138,7 +150,9 @@ function realRowsFactored(out, req, packed) {
   const w = req.Hq * req.D;
   const rows = [];
   req.query.forEach((_, i) => rows.push(out.queryOut.subarray(i * w, (i + 1) * w)));
-  req.items.forEach((item, n) => item.forEach((_, j) => rows.push(out.itemOut.subarray((n * packed.L + j) * w, (n * packed.L + j + 1) * w))));
+  req.items.forEach((item, n) =>
+    item.forEach((_, j) => rows.push(out.itemOut.subarray((n * packed.L + j) * w, (n * packed.L + j + 1) * w))),
+  );
   return rows;
 }
 
@@ -159,11 +173,20 @@ function rowsMaxDiff(a, b) {
 const CROSS_PROGRAM_ABS = 1e-6;
 const CROSS_PROGRAM_REL = 1e-5;
 function rowsClose(a, b) {
-  return a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((x, j) => Math.abs(x - b[i][j]) <= CROSS_PROGRAM_ABS + CROSS_PROGRAM_REL * Math.abs(b[i][j])));
+  return (
+    a.length === b.length &&
+    a.every(
+      (r, i) =>
+        r.length === b[i].length &&
+        r.every((x, j) => Math.abs(x - b[i][j]) <= CROSS_PROGRAM_ABS + CROSS_PROGRAM_REL * Math.abs(b[i][j])),
+    )
+  );
 }
 
 function rowsIdentical(a, b) {
-  return a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((x, j) => Object.is(x, b[i][j])));
+  return (
+    a.length === b.length && a.every((r, i) => r.length === b[i].length && r.every((x, j) => Object.is(x, b[i][j])))
+  );
 }
 
 /** Item n's rows (dense or factored row list) from a request shape. */
@@ -184,19 +207,90 @@ function denseRefInputs(req, packed, scale) {
 
 function factoredRefInputs(req, packed, scale) {
   const [queryQ, queryK, queryV, queryLength, itemQ, itemK, itemV, itemLengths] = packed.inputs;
-  return { queryQ, queryK, queryV, queryLength: queryLength[0], itemQ, itemK, itemV, itemLengths, P: packed.P, N: packed.N, L: packed.L, Hq: req.Hq, Hkv: req.Hkv, D: req.D, scale };
+  return {
+    queryQ,
+    queryK,
+    queryV,
+    queryLength: queryLength[0],
+    itemQ,
+    itemK,
+    itemV,
+    itemLengths,
+    P: packed.P,
+    N: packed.N,
+    L: packed.L,
+    Hq: req.Hq,
+    Hkv: req.Hkv,
+    D: req.D,
+    scale,
+  };
 }
 
 // queryLength, itemLengths, heads, head dim, and buckets (T dense; P, N, L factored).
 const CASES = [
   { name: 'no items', queryLength: 6, itemLengths: [], Hq: 2, Hkv: 2, D: 8, T: 8, P: 8, N: 1, L: 2 },
   { name: 'one item, GQA 3', queryLength: 5, itemLengths: [4], Hq: 3, Hkv: 1, D: 8, T: 12, P: 6, N: 1, L: 4 },
-  { name: 'many unequal items with empty ones, GQA 3', queryLength: 7, itemLengths: [3, 0, 5, 1, 4, 0, 2], Hq: 6, Hkv: 2, D: 8, T: 24, P: 8, N: 8, L: 5 },
-  { name: 'odd sizes, not buckets', queryLength: 3, itemLengths: [2, 7, 1], Hq: 3, Hkv: 3, D: 5, T: 19, P: 5, N: 4, L: 9 },
-  { name: 'one-token query, all items one or two tokens', queryLength: 1, itemLengths: [1, 1, 2], Hq: 6, Hkv: 2, D: 4, T: 5, P: 1, N: 3, L: 2 },
+  {
+    name: 'many unequal items with empty ones, GQA 3',
+    queryLength: 7,
+    itemLengths: [3, 0, 5, 1, 4, 0, 2],
+    Hq: 6,
+    Hkv: 2,
+    D: 8,
+    T: 24,
+    P: 8,
+    N: 8,
+    L: 5,
+  },
+  {
+    name: 'odd sizes, not buckets',
+    queryLength: 3,
+    itemLengths: [2, 7, 1],
+    Hq: 3,
+    Hkv: 3,
+    D: 5,
+    T: 19,
+    P: 5,
+    N: 4,
+    L: 9,
+  },
+  {
+    name: 'one-token query, all items one or two tokens',
+    queryLength: 1,
+    itemLengths: [1, 1, 2],
+    Hq: 6,
+    Hkv: 2,
+    D: 4,
+    T: 5,
+    P: 1,
+    N: 3,
+    L: 2,
+  },
   { name: 'all items empty', queryLength: 4, itemLengths: [0, 0], Hq: 2, Hkv: 1, D: 4, T: 6, P: 4, N: 2, L: 3 },
-  { name: 'empty query (items see only themselves)', queryLength: 0, itemLengths: [2, 3], Hq: 2, Hkv: 2, D: 4, T: 7, P: 2, N: 2, L: 3 },
-  { name: 'larger: 12 items', queryLength: 33, itemLengths: [12, 3, 0, 9, 11, 1, 7, 5, 12, 2, 8, 6], Hq: 4, Hkv: 4, D: 16, T: 130, P: 40, N: 12, L: 12 },
+  {
+    name: 'empty query (items see only themselves)',
+    queryLength: 0,
+    itemLengths: [2, 3],
+    Hq: 2,
+    Hkv: 2,
+    D: 4,
+    T: 7,
+    P: 2,
+    N: 2,
+    L: 3,
+  },
+  {
+    name: 'larger: 12 items',
+    queryLength: 33,
+    itemLengths: [12, 3, 0, 9, 11, 1, 7, 5, 12, 2, 8, 6],
+    Hq: 4,
+    Hkv: 4,
+    D: 16,
+    T: 130,
+    P: 40,
+    N: 12,
+    L: 12,
+  },
 ];
 
 test('setup: CPU client', async (t) => {
@@ -212,17 +306,29 @@ CASES.forEach((c, ci) => {
 
     const denseOut = await runDense(req, dense);
     const denseRef = ref.denseAttention(denseRefInputs(req, dense));
-    t.ok(ref.maxAbsDiff(denseOut, denseRef) <= TOL, `dense vs reference (all rows, padding included): ${ref.maxAbsDiff(denseOut, denseRef).toExponential(2)}`);
+    t.ok(
+      ref.maxAbsDiff(denseOut, denseRef) <= TOL,
+      `dense vs reference (all rows, padding included): ${ref.maxAbsDiff(denseOut, denseRef).toExponential(2)}`,
+    );
     t.ok(allFinite(denseOut), 'dense output finite');
     const padRows = [];
     for (let i = 0; i < c.T; i++) if (dense.inputs[3][i] === -1) padRows.push(i);
     const w = c.Hq * c.D;
-    t.ok(padRows.every((r) => denseOut.subarray(r * w, (r + 1) * w).every((x) => x === 0)), `dense padding rows are zero (${padRows.length} rows)`);
+    t.ok(
+      padRows.every((r) => denseOut.subarray(r * w, (r + 1) * w).every((x) => x === 0)),
+      `dense padding rows are zero (${padRows.length} rows)`,
+    );
 
     const facOut = await runFactored(req, fac);
     const facRef = ref.factoredAttention(factoredRefInputs(req, fac));
-    t.ok(ref.maxAbsDiff(facOut.queryOut, facRef.queryOut) <= TOL, `factored query vs reference: ${ref.maxAbsDiff(facOut.queryOut, facRef.queryOut).toExponential(2)}`);
-    t.ok(ref.maxAbsDiff(facOut.itemOut, facRef.itemOut) <= TOL, `factored items vs reference: ${ref.maxAbsDiff(facOut.itemOut, facRef.itemOut).toExponential(2)}`);
+    t.ok(
+      ref.maxAbsDiff(facOut.queryOut, facRef.queryOut) <= TOL,
+      `factored query vs reference: ${ref.maxAbsDiff(facOut.queryOut, facRef.queryOut).toExponential(2)}`,
+    );
+    t.ok(
+      ref.maxAbsDiff(facOut.itemOut, facRef.itemOut) <= TOL,
+      `factored items vs reference: ${ref.maxAbsDiff(facOut.itemOut, facRef.itemOut).toExponential(2)}`,
+    );
     t.ok(allFinite(facOut.queryOut) && allFinite(facOut.itemOut), 'factored outputs finite');
 
     const a = realRowsDense(denseOut, req, dense);
@@ -245,7 +351,10 @@ test('dense layout: padding between items and a custom scale', async (t) => {
   t.ok(ref.maxAbsDiff(out, expect) <= TOL, `vs reference: ${ref.maxAbsDiff(out, expect).toExponential(2)}`);
   const fac = packFactored(req, 4, 3, 4);
   const facOut = await runFactored(req, fac, scale);
-  t.ok(rowsMaxDiff(realRowsDense(out, req, dense), realRowsFactored(facOut, req, fac)) <= TOL, 'equals factored with the same scale');
+  t.ok(
+    rowsMaxDiff(realRowsDense(out, req, dense), realRowsFactored(facOut, req, fac)) <= TOL,
+    'equals factored with the same scale',
+  );
 });
 
 test('factored layout with zero items (N = 0)', async (t) => {
@@ -262,7 +371,11 @@ test('padding invariance: the same request in two buckets agrees within f32 roun
   const c = { queryLength: 9, itemLengths: [4, 1, 0, 6, 3], Hq: 6, Hkv: 2, D: 8 };
   const req = makeRequest(21, c);
   const tight = sum(c.itemLengths) + c.queryLength;
-  const d1 = realRowsDense(await runDense(req, packDense(req, tight, { seed: 1 })), req, packDense(req, tight, { seed: 1 }));
+  const d1 = realRowsDense(
+    await runDense(req, packDense(req, tight, { seed: 1 })),
+    req,
+    packDense(req, tight, { seed: 1 }),
+  );
   const big = packDense(req, 64, { seed: 2 });
   const d2 = realRowsDense(await runDense(req, big), req, big);
   t.ok(rowsClose(d1, d2), `dense T=26 vs T=64: within rounding (max |diff| ${rowsMaxDiff(d1, d2).toExponential(2)})`);
@@ -271,13 +384,19 @@ test('padding invariance: the same request in two buckets agrees within f32 roun
   const f2p = packFactored(req, 16, 8, 8, { seed: 4 });
   const f1 = realRowsFactored(await runFactored(req, f1p), req, f1p);
   const f2 = realRowsFactored(await runFactored(req, f2p), req, f2p);
-  t.ok(rowsClose(f1, f2), `factored (P,N,L)=(9,5,6) vs (16,8,8): within rounding (max |diff| ${rowsMaxDiff(f1, f2).toExponential(2)})`);
+  t.ok(
+    rowsClose(f1, f2),
+    `factored (P,N,L)=(9,5,6) vs (16,8,8): within rounding (max |diff| ${rowsMaxDiff(f1, f2).toExponential(2)})`,
+  );
   // Same bucket, different garbage in the padding: must be bit-identical.
   const f3p = packFactored(req, 16, 8, 8, { seed: 5 });
   const f3 = realRowsFactored(await runFactored(req, f3p), req, f3p);
   t.ok(rowsIdentical(f2, f3), 'factored: other padding garbage, same bucket: bit-identical');
   const d3p = packDense(req, 64, { seed: 6 });
-  t.ok(rowsIdentical(d2, realRowsDense(await runDense(req, d3p), req, d3p)), 'dense: other padding garbage, same bucket: bit-identical');
+  t.ok(
+    rowsIdentical(d2, realRowsDense(await runDense(req, d3p), req, d3p)),
+    'dense: other padding garbage, same bucket: bit-identical',
+  );
 });
 
 function sum(xs) {
@@ -290,7 +409,11 @@ test('isolation: changing one item never changes another item', async (t) => {
   const changed = makeRequest(31, c);
   const target = 1;
   const next = ref.rng(555);
-  changed.items[target] = changed.items[target].map(() => ({ q: ref.randomF32(next, c.Hq * c.D), k: ref.randomF32(next, c.Hkv * c.D), v: ref.randomF32(next, c.Hkv * c.D) }));
+  changed.items[target] = changed.items[target].map(() => ({
+    q: ref.randomF32(next, c.Hq * c.D),
+    k: ref.randomF32(next, c.Hkv * c.D),
+    v: ref.randomF32(next, c.Hkv * c.D),
+  }));
   const shorter = makeRequest(31, c);
   shorter.items[target] = shorter.items[target].slice(0, 2);
   const longerLast = makeRequest(31, { ...c, itemLengths: [3, 5, 2, 6] });
@@ -300,7 +423,8 @@ test('isolation: changing one item never changes another item', async (t) => {
   const others = (rows, req) => [0, 1, 2, 3].filter((n) => n !== target).flatMap((n) => itemRows(rows, req, n));
   const T = 24;
   const dense = async (req) => realRowsDense(await runDense(req, packDense(req, T)), req, packDense(req, T));
-  const fac = async (req) => realRowsFactored(await runFactored(req, packFactored(req, 6, 4, 6)), req, packFactored(req, 6, 4, 6));
+  const fac = async (req) =>
+    realRowsFactored(await runFactored(req, packFactored(req, 6, 4, 6)), req, packFactored(req, 6, 4, 6));
 
   const d0 = await dense(base);
   const f0 = await fac(base);
@@ -308,18 +432,45 @@ test('isolation: changing one item never changes another item', async (t) => {
   const f1 = await fac(changed);
   t.notOk(rowsIdentical(itemRows(d1, changed, target), itemRows(d0, base, target)), 'the changed item itself changed');
   t.ok(rowsIdentical(others(d0, base), others(d1, changed)), 'dense: values of item 1 changed, others bit-identical');
-  t.ok(rowsIdentical(others(f0, base), others(f1, changed)), 'factored: values of item 1 changed, others bit-identical');
-  t.ok(rowsIdentical(itemRows(d0, base, 0).concat(base.query.map((_, i) => d0[i])), itemRows(d1, changed, 0).concat(changed.query.map((_, i) => d1[i]))), 'dense: query rows too');
+  t.ok(
+    rowsIdentical(others(f0, base), others(f1, changed)),
+    'factored: values of item 1 changed, others bit-identical',
+  );
+  t.ok(
+    rowsIdentical(
+      itemRows(d0, base, 0).concat(base.query.map((_, i) => d0[i])),
+      itemRows(d1, changed, 0).concat(changed.query.map((_, i) => d1[i])),
+    ),
+    'dense: query rows too',
+  );
 
   const f2 = await fac(shorter);
-  t.ok(rowsIdentical(others(f0, base), others(f2, shorter)), 'factored: item 1 shortened 5 -> 2 in the same bucket, others bit-identical');
+  t.ok(
+    rowsIdentical(others(f0, base), others(f2, shorter)),
+    'factored: item 1 shortened 5 -> 2 in the same bucket, others bit-identical',
+  );
   const d2 = await dense(shorter);
   // In the dense layout a shorter item moves the items after it to other key positions: within rounding.
-  t.ok(rowsClose(others(d0, base), others(d2, shorter)), `dense: item 1 shortened 5 -> 2, others (moved in the sequence) within rounding (max |diff| ${rowsMaxDiff(others(d0, base), others(d2, shorter)).toExponential(2)})`);
-  t.ok(rowsIdentical(itemRows(d0, base, 0), itemRows(d2, shorter, 0)), 'dense: item 0 (before the change, same positions) bit-identical');
+  t.ok(
+    rowsClose(others(d0, base), others(d2, shorter)),
+    `dense: item 1 shortened 5 -> 2, others (moved in the sequence) within rounding (max |diff| ${rowsMaxDiff(others(d0, base), others(d2, shorter)).toExponential(2)})`,
+  );
+  t.ok(
+    rowsIdentical(itemRows(d0, base, 0), itemRows(d2, shorter, 0)),
+    'dense: item 0 (before the change, same positions) bit-identical',
+  );
   const d3 = await dense(longerLast);
-  t.ok(rowsIdentical([0, 1, 2].flatMap((n) => itemRows(d0, base, n)), [0, 1, 2].flatMap((n) => itemRows(d3, longerLast, n))), 'dense: last item lengthened 4 -> 6, others bit-identical');
-  t.ok(rowsIdentical(itemRows(d0, base, 3), itemRows(d3, longerLast, 3).slice(0, 4)), 'dense: causal: the last item\'s first 4 tokens are unchanged too');
+  t.ok(
+    rowsIdentical(
+      [0, 1, 2].flatMap((n) => itemRows(d0, base, n)),
+      [0, 1, 2].flatMap((n) => itemRows(d3, longerLast, n)),
+    ),
+    'dense: last item lengthened 4 -> 6, others bit-identical',
+  );
+  t.ok(
+    rowsIdentical(itemRows(d0, base, 3), itemRows(d3, longerLast, 3).slice(0, 4)),
+    "dense: causal: the last item's first 4 tokens are unchanged too",
+  );
 });
 
 test('the attention cores run inside a loop body (as in a layer loop)', async (t) => {
@@ -345,11 +496,26 @@ test('the attention cores run inside a loop body (as in a layer loop)', async (t
       itemV: f.param(TensorType.f32([N, L, 1, 4]), 'itemV'),
       itemLengths: f.param(TensorType.s32([N]), 'itemLengths'),
     };
-    const [out] = f.forLoop({ count: 2, carried: [q], invariants: [k, v, seg] }, (b, _i, [x], [kk, vv, ss]) => [maskedAttentionDense(b, x, kk, vv, ss)]);
+    const [out] = f.forLoop({ count: 2, carried: [q], invariants: [k, v, seg] }, (b, _i, [x], [kk, vv, ss]) => [
+      maskedAttentionDense(b, x, kk, vv, ss),
+    ]);
     const [qOut, iOut] = f.forLoop(
-      { count: 2, carried: [fq.queryQ, fq.itemQ], invariants: [fq.queryK, fq.queryV, fq.queryLength, fq.itemK, fq.itemV, fq.itemLengths] },
+      {
+        count: 2,
+        carried: [fq.queryQ, fq.itemQ],
+        invariants: [fq.queryK, fq.queryV, fq.queryLength, fq.itemK, fq.itemV, fq.itemLengths],
+      },
       (b, _i, [qq, iq], [qk, qv, ql, ik, iv, il]) => {
-        const r = maskedAttentionFactored(b, { queryQ: qq, queryK: qk, queryV: qv, queryLength: ql, itemQ: iq, itemK: ik, itemV: iv, itemLengths: il });
+        const r = maskedAttentionFactored(b, {
+          queryQ: qq,
+          queryK: qk,
+          queryV: qv,
+          queryLength: ql,
+          itemQ: iq,
+          itemK: ik,
+          itemV: iv,
+          itemLengths: il,
+        });
         return [r.query, r.items];
       },
     );
@@ -358,10 +524,20 @@ test('the attention cores run inside a loop body (as in a layer loop)', async (t
   const [out, qOut, iOut] = await run(program, [...dense.inputs, ...fac.inputs]);
   const once = ref.denseAttention(denseRefInputs(req, dense));
   const twice = ref.denseAttention({ ...denseRefInputs(req, dense), q: Float32Array.from(once) });
-  t.ok(ref.maxAbsDiff(out, twice) <= TOL, `dense twice in a loop vs reference: ${ref.maxAbsDiff(out, twice).toExponential(2)}`);
+  t.ok(
+    ref.maxAbsDiff(out, twice) <= TOL,
+    `dense twice in a loop vs reference: ${ref.maxAbsDiff(out, twice).toExponential(2)}`,
+  );
   const f1 = ref.factoredAttention(factoredRefInputs(req, fac));
-  const f2 = ref.factoredAttention({ ...factoredRefInputs(req, fac), queryQ: Float32Array.from(f1.queryOut), itemQ: Float32Array.from(f1.itemOut) });
-  t.ok(ref.maxAbsDiff(qOut, f2.queryOut) <= TOL && ref.maxAbsDiff(iOut, f2.itemOut) <= TOL, 'factored twice in a loop vs reference');
+  const f2 = ref.factoredAttention({
+    ...factoredRefInputs(req, fac),
+    queryQ: Float32Array.from(f1.queryOut),
+    itemQ: Float32Array.from(f1.itemOut),
+  });
+  t.ok(
+    ref.maxAbsDiff(qOut, f2.queryOut) <= TOL && ref.maxAbsDiff(iOut, f2.itemOut) <= TOL,
+    'factored twice in a loop vs reference',
+  );
 });
 
 test('teardown', (t) => {

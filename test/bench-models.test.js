@@ -25,17 +25,28 @@ print(json.dumps(out))
 `;
 
 test("every preset's tensors are the ones transformers' model of its config holds", (t) => {
-  const pythonPath = [pipTargetDir('torch==2.15.0', 'torch/__init__.py'), pipTargetDir('transformers==5.24.0', 'transformers/__init__.py')].join(path.delimiter);
+  const pythonPath = [
+    pipTargetDir('torch==2.15.0', 'torch/__init__.py'),
+    pipTargetDir('transformers==5.24.0', 'transformers/__init__.py'),
+  ].join(path.delimiter);
   const configs = Object.fromEntries(Object.entries(PRESETS).map(([name, dims]) => [name, hfConfig(dims)]));
   const r = python(['-c', META_MODELS], { PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1' }, JSON.stringify(configs));
-  t.equal(r.status, 0, `transformers built every preset on the meta device${r.status ? `: ${r.stderr.trim().split('\n').slice(-5).join(' ')}` : ''}`);
+  t.equal(
+    r.status,
+    0,
+    `transformers built every preset on the meta device${r.status ? `: ${r.stderr.trim().split('\n').slice(-5).join(' ')}` : ''}`,
+  );
   const models = JSON.parse(r.stdout);
   for (const [name, dims] of Object.entries(PRESETS)) {
     const m = models[name];
     t.equal(m.class, configs[name].architectures[0], `${name}: transformers builds ${configs[name].architectures[0]}`);
     t.ok(m.tied, `${name}: the head is the embedding (tied)`);
-    const theirs = Object.entries(m.tensors).filter(([k]) => k !== 'lm_head.weight').sort(([a], [b]) => a.localeCompare(b));
-    const ours = hfTensors(dims).map((x) => [x.name, x.dims]).sort(([a], [b]) => a.localeCompare(b));
+    const theirs = Object.entries(m.tensors)
+      .filter(([k]) => k !== 'lm_head.weight')
+      .sort(([a], [b]) => a.localeCompare(b));
+    const ours = hfTensors(dims)
+      .map((x) => [x.name, x.dims])
+      .sort(([a], [b]) => a.localeCompare(b));
     t.deepEqual(ours, theirs, `${name}: ${ours.length} tensors, names and shapes as transformers' state_dict`);
   }
   t.end();
@@ -45,8 +56,34 @@ test("our loader reads every preset's config as its dims", (t) => {
   for (const [name, dims] of Object.entries(PRESETS)) {
     const c = configFromHf(hfConfig(dims));
     t.deepEqual(
-      [c.architecture, c.vocabSize, c.hiddenSize, c.intermediateSize, c.numLayers, c.numHeads, c.numKvHeads, c.headDim, c.tiedEmbeddings, c.attentionBias, c.qkNorm, c.gemma !== undefined],
-      [dims.arch, dims.vocab, dims.hidden, dims.mlp, dims.layers, dims.heads, dims.kvHeads, dims.headDim, true, dims.arch === 'qwen2', dims.arch === 'qwen3', dims.arch === 'gemma'],
+      [
+        c.architecture,
+        c.vocabSize,
+        c.hiddenSize,
+        c.intermediateSize,
+        c.numLayers,
+        c.numHeads,
+        c.numKvHeads,
+        c.headDim,
+        c.tiedEmbeddings,
+        c.attentionBias,
+        c.qkNorm,
+        c.gemma !== undefined,
+      ],
+      [
+        dims.arch,
+        dims.vocab,
+        dims.hidden,
+        dims.mlp,
+        dims.layers,
+        dims.heads,
+        dims.kvHeads,
+        dims.headDim,
+        true,
+        dims.arch === 'qwen2',
+        dims.arch === 'qwen3',
+        dims.arch === 'gemma',
+      ],
       `${name}: ${dims.arch}, ${dims.layers} layers of ${dims.hidden}, ${dims.heads} / ${dims.kvHeads} heads of ${dims.headDim}, MLP ${dims.mlp}, vocab ${dims.vocab}`,
     );
   }

@@ -13,18 +13,31 @@ const LABELS = [9805, 787];
 /** Runs the CLI; resolves { code, stdout, stderr }. */
 function cli(args, env = {}, input = undefined) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+      env: { ...process.env, ...env },
+    });
     if (input !== undefined) child.stdin.end(input);
     const out = [];
     const err = [];
     child.stdout.on('data', (c) => out.push(c));
     child.stderr.on('data', (c) => err.push(c));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+    child.on('close', (code) =>
+      resolve({ code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }),
+    );
   });
 }
 
-const scoreArgs = (extra = []) => ['score', '--query', QUERY, ...ITEMS.flatMap((i) => ['--items', i]), '--labels', LABELS.join(','), ...extra];
+const scoreArgs = (extra = []) => [
+  'score',
+  '--query',
+  QUERY,
+  ...ITEMS.flatMap((i) => ['--items', i]),
+  '--labels',
+  LABELS.join(','),
+  ...extra,
+];
 
 test('score --json matches the library', async (t) => {
   const [run, scorer] = await Promise.all([cli(scoreArgs(['--json'])), Scorer.load()]);
@@ -102,10 +115,16 @@ test('rerank --file: documents one per line, or a JSON array from stdin; the sam
     t.equal(body.meta.tokens.input_tokens, body.usage.prompt_tokens, '--json has meta, its tokens the usage');
     t.deepEqual(body.meta.api_version, { version: '1' }, "meta's api_version, as /v1/rerank's");
     // The default model is a chat model: the CLI says so once, naming a reranker from docs/models.md.
-    const models = require('node:fs').readFileSync(require('node:path').join(__dirname, '..', 'docs', 'models.md'), 'utf8');
+    const models = require('node:fs').readFileSync(
+      require('node:path').join(__dirname, '..', 'docs', 'models.md'),
+      'utf8',
+    );
     const named = /--model (\S+)/.exec(byDoc.stderr);
     t.ok(named, `stderr names a reranker to load: ${byDoc.stderr.trim().split('\n')[0]}`);
-    t.ok(named && models.includes(`--model ${named[1]}`), `the reranker named is the one docs/models.md's "Which model" gives (${named && named[1]})`);
+    t.ok(
+      named && models.includes(`--model ${named[1]}`),
+      `the reranker named is the one docs/models.md's "Which model" gives (${named && named[1]})`,
+    );
     t.equal(byDoc.stderr.match(/not a reranker/g)?.length, 1, 'said once');
   } finally {
     require('node:fs').unlinkSync(file);
@@ -119,7 +138,13 @@ test('--help exits 0 for the command and every subcommand', async (t) => {
     t.match(run.stdout, /^Usage: pjrt-score/, `${args.join(' ')}: usage on stdout`);
   }
   const serve = await cli(['serve', '--help']);
-  for (const env of ['PJRT_SCORE_PORT', 'PJRT_SCORE_MAX_ITEMS', 'PJRT_SCORE_QUEUE_SIZE', 'PJRT_SCORE_TIMEOUT_MS', 'PJRT_SCORE_MAX_BODY_BYTES']) {
+  for (const env of [
+    'PJRT_SCORE_PORT',
+    'PJRT_SCORE_MAX_ITEMS',
+    'PJRT_SCORE_QUEUE_SIZE',
+    'PJRT_SCORE_TIMEOUT_MS',
+    'PJRT_SCORE_MAX_BODY_BYTES',
+  ]) {
     t.ok(serve.stdout.includes(env), `serve --help documents ${env}`);
   }
 });
@@ -133,7 +158,10 @@ test('unknown flags, commands and bad values exit 2 with a message', async (t) =
     [['serve', '--port', 'eighty'], /--port must be an integer/],
     [['serve', '--algorithm', 'fastest'], /--algorithm must be one of auto, serial, packed, prefix/],
     [['serve', '--warmup', '12x'], /warmup shape "12x"/],
-    [['score', '--query', 'q', '--items', 'a', '--labels', ' yes,'], /--labels must be token ids or label texts, not a mix or empty labels/],
+    [
+      ['score', '--query', 'q', '--items', 'a', '--labels', ' yes,'],
+      /--labels must be token ids or label texts, not a mix or empty labels/,
+    ],
     [['rerank', '--query', 'q'], /no documents: give --doc or --file/],
     [['rerank', '--query', 'q', '--file', '/no/such/file'], /--file: cannot read/],
     [['score', '--items', 'a', '--labels', '1'], /--query is required/],

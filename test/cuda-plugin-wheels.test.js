@@ -18,12 +18,23 @@ test('the pinned CUDA wheel set: one file per requirement, sha256 each, the plug
   const names = new Set();
   for (const w of CUDA13_WHEELS) {
     const [name, version] = w.requirement.split('==');
-    t.ok(w.wheelFile.startsWith(`${name.replace(/-/g, '_')}-${version}-py3-none-`) && w.wheelFile.endsWith('.whl'), `${w.wheelFile} is ${w.requirement}`);
+    t.ok(
+      w.wheelFile.startsWith(`${name.replace(/-/g, '_')}-${version}-py3-none-`) && w.wheelFile.endsWith('.whl'),
+      `${w.wheelFile} is ${w.requirement}`,
+    );
     t.match(w.wheelSha256, /^[0-9a-f]{64}$/, `${name}: sha256`);
     names.add(name);
   }
   t.equal(names.size, CUDA13_WHEELS.length, 'no package twice');
-  for (const needed of ['nvidia-cuda-runtime', 'nvidia-cudnn-cu13', 'nvidia-cublas', 'nvidia-nvvm', 'nvidia-cuda-nvcc', 'nvidia-nccl-cu13']) t.ok(names.has(needed), `${needed} is in the set`);
+  for (const needed of [
+    'nvidia-cuda-runtime',
+    'nvidia-cudnn-cu13',
+    'nvidia-cublas',
+    'nvidia-nvvm',
+    'nvidia-cuda-nvcc',
+    'nvidia-nccl-cu13',
+  ])
+    t.ok(names.has(needed), `${needed} is in the set`);
   t.end();
 });
 
@@ -48,7 +59,10 @@ test('plugin "cuda" resolves to the cached plugin only when every wheel is marke
     process.stdout.write(JSON.stringify(out));
   `;
   try {
-    const r = spawnSync(process.execPath, ['-e', script], { env: { ...process.env, PJRT_SCORE_CACHE: cache, PJRT_SCORE_PYTHON: '/nonexistent/python3' }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['-e', script], {
+      env: { ...process.env, PJRT_SCORE_CACHE: cache, PJRT_SCORE_PYTHON: '/nonexistent/python3' },
+      encoding: 'utf8',
+    });
     t.equal(r.status, 0, `child ran${r.status ? `: ${r.stderr}` : ''}`);
     const out = JSON.parse(r.stdout);
     t.ok(out.site.startsWith(cache), 'the set lives in the cache');

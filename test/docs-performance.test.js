@@ -26,7 +26,11 @@ test("the README's table, read back, is the JSON's figures", (t) => {
     const digits = (shown.split('.')[1] ?? '').length;
     t.ok(Math.abs(Number(shown) - value) <= 0.5 * 10 ** -digits + 1e-12, `${label}: ${shown} is ${value}`);
   };
-  const numbers = (cell) => cell.replace(/\*\*/g, '').split(' / ').map((s) => s.replace(/[x%]$/, ''));
+  const numbers = (cell) =>
+    cell
+      .replace(/\*\*/g, '')
+      .split(' / ')
+      .map((s) => s.replace(/[x%]$/, ''));
   workloads.forEach((name, i) => {
     const cells = rows[i].split(' | ').map((c) => c.replace(/^\| /, '').replace(/ \|$/, ''));
     const a = shapes.rows.find((r) => r.workload === name && r.asked === 'auto');
@@ -52,7 +56,15 @@ test('shapes.json and runtime.json are one run, and the README names its machine
   t.equal(runtime.roofGflops, shapes.roofs.f32, "runtime.json's f32 roof is the shapes run's");
   const block = text.slice(text.indexOf(START), text.indexOf(END)).replace(/\s+/g, ' ');
   const m = shapes.machine;
-  for (const fact of [m.cpuGeneration, m.cpuFlags.join(', '), `${m.cores} cores`, `${m.memoryGiB} GiB`, `Node ${m.node}`, m.date.slice(0, 10), shapes.command]) {
+  for (const fact of [
+    m.cpuGeneration,
+    m.cpuFlags.join(', '),
+    `${m.cores} cores`,
+    `${m.memoryGiB} GiB`,
+    `Node ${m.node}`,
+    m.date.slice(0, 10),
+    shapes.command,
+  ]) {
     t.ok(block.includes(fact), `the machine line says ${fact}`);
   }
   t.end();

@@ -41,12 +41,26 @@ for (const name of ['fastify', 'express']) {
       const { url } = await waitFor('app_listening');
       const port = Number(new URL(url).port);
       await waitFor('ready');
-      const body = JSON.stringify({ query: 'Is this a fruit? Answer yes or no:', items: [' apple', ' car'], label_token_ids: [9805, 787], apply_softmax: true });
-      const scored = await request({ port, method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json', 'x-request-id': `example-${name}` }, body });
+      const body = JSON.stringify({
+        query: 'Is this a fruit? Answer yes or no:',
+        items: [' apple', ' car'],
+        label_token_ids: [9805, 787],
+        apply_softmax: true,
+      });
+      const scored = await request({
+        port,
+        method: 'POST',
+        path: '/v1/score',
+        headers: { 'content-type': 'application/json', 'x-request-id': `example-${name}` },
+        body,
+      });
       t.equal(scored.status, 200, 'POST /v1/score: 200');
       const rows = scored.json.scores;
       t.ok(rows.length === 2 && rows.every((r) => Math.abs(r[0] + r[1] - 1) < 1e-9), 'two rows of softmaxed yes/no');
-      t.ok(rows[0][0] > rows[1][0], `an apple is a fruit more than a car (${rows[0][0].toFixed(3)} > ${rows[1][0].toFixed(3)})`);
+      t.ok(
+        rows[0][0] > rows[1][0],
+        `an apple is a fruit more than a car (${rows[0][0].toFixed(3)} > ${rows[1][0].toFixed(3)})`,
+      );
       t.equal((await request({ port, path: '/hello' })).status, 200, "the app's own route");
       const metrics = (await request({ port, path: '/metrics' })).text;
       t.match(metrics, /^app_hello_total 1$/m, "the app's metric");
@@ -57,6 +71,9 @@ for (const name of ['fastify', 'express']) {
       child.kill('SIGTERM');
     }
     t.deepEqual(await exited, { code: 0, signal: null }, 'SIGTERM: exit 0');
-    t.ok(lines.some((e) => e.event === 'closed'), 'drained and closed');
+    t.ok(
+      lines.some((e) => e.event === 'closed'),
+      'drained and closed',
+    );
   });
 }

@@ -51,17 +51,29 @@ const DOCUMENTS = [
 ];
 
 /** The query of number `i` in a set named `set`: distinct queries, distinct prefixes. */
-const query = (set, i) => `${['Capital', 'Fruit', 'Towers', 'Mountains', 'Rivers', 'Oceans'][i % 6]}, ${set.toLowerCase()} question ${i}: which document is about it?`;
+const query = (set, i) =>
+  `${['Capital', 'Fruit', 'Towers', 'Mountains', 'Rivers', 'Oceans'][i % 6]}, ${set.toLowerCase()} question ${i}: which document is about it?`;
 // A query long enough (about 300 tokens, as SGLang's PR shape) that keeping its K/V pays under `auto`:
 // the cache rule leaves the K/V of a query seen before when its prefix plan costs at most 25% over packed.
-const CONTEXT = Array.from({ length: 24 }, (_, k) => `Fact ${k}: the catalogue lists cities, fruits, towers and mountains.`).join(' ');
+const CONTEXT = Array.from(
+  { length: 24 },
+  (_, k) => `Fact ${k}: the catalogue lists cities, fruits, towers and mountains.`,
+).join(' ');
 const longQuery = (set, i) => `${query(set, i)} ${CONTEXT}`;
 
 /** POSTs JSON to a 127.0.0.1 URL; never rejects: a broken connection is { status: 0, error } (counted as failed). */
 function post(url, body, agent = false) {
   const { port, pathname } = new URL(url);
   const headers = { 'content-type': 'application/json' };
-  return request({ port: Number(port), agent, method: 'POST', path: pathname, headers, body: JSON.stringify(body), timeoutMs: 180_000 }).catch((error) => ({ status: 0, error: error.message }));
+  return request({
+    port: Number(port),
+    agent,
+    method: 'POST',
+    path: pathname,
+    headers,
+    body: JSON.stringify(body),
+    timeoutMs: 180_000,
+  }).catch((error) => ({ status: 0, error: error.message }));
 }
 
 const base = (replica) => `http://127.0.0.1:${replica.port}`;
@@ -116,7 +128,11 @@ async function routeRounds(set, queries, reps) {
   let failed = 0;
   for (let r = 0; r < reps; r++) {
     for (let q = 0; q < queries; q++) {
-      const reply = await post(`${gateway.url}/v1/rerank`, { model: 'x', query: longQuery(set, q), documents: DOCUMENTS });
+      const reply = await post(`${gateway.url}/v1/rerank`, {
+        model: 'x',
+        query: longQuery(set, q),
+        documents: DOCUMENTS,
+      });
       if (reply.status !== 200) failed++;
       seen[q].add(servedBy(reply));
     }
@@ -139,7 +155,10 @@ test('three replicas and smg on 127.0.0.1', async (t) => {
   await useGateway('round_robin');
   let listed = await gateway.workers();
   t.equal(listed.length, 3, 'smg lists the three replicas');
-  t.ok(listed.every((w) => w.is_healthy), 'all healthy');
+  t.ok(
+    listed.every((w) => w.is_healthy),
+    'all healthy',
+  );
   // The load monitor polls every second: wait (bounded) for its first report of each.
   const reported = (list) => list.every((w) => Array.isArray(w.engine_load?.loads) && w.engine_load.loads.length === 1);
   for (let i = 0; i < 120 && !reported(listed); i++) {
@@ -171,8 +190,16 @@ test('/v1/rerank through smg: the order and scores of one replica asked directly
     cohere.json.results.map((r) => Math.fround(r.relevance_score)),
     'the same scores (to f32: smg keeps them as f32)',
   );
-  t.deepEqual(direct.json.map((r) => r.score), cohere.json.results.map((r) => r.relevance_score), 'both shapes score alike');
-  t.deepEqual(routed.json.results.map((r) => r.document), cohere.json.results.map((r) => DOCUMENTS[r.index]), 'documents returned with their results');
+  t.deepEqual(
+    direct.json.map((r) => r.score),
+    cohere.json.results.map((r) => r.relevance_score),
+    'both shapes score alike',
+  );
+  t.deepEqual(
+    routed.json.results.map((r) => r.document),
+    cohere.json.results.map((r) => DOCUMENTS[r.index]),
+    'documents returned with their results',
+  );
 });
 
 test('round_robin against cache_aware: prefix-cache hits', async (t) => {
@@ -187,7 +214,10 @@ test('round_robin against cache_aware: prefix-cache hits', async (t) => {
   const rrHits = after.hits - before.hits;
   const rrMisses = after.misses - before.misses;
   t.equal(rr.failed, 0, 'round_robin: no request failed');
-  t.ok(rr.seen.every((s) => s.size > 1), 'round_robin spreads each query over several replicas');
+  t.ok(
+    rr.seen.every((s) => s.size > 1),
+    'round_robin spreads each query over several replicas',
+  );
 
   await useGateway('cache_aware', CACHE_AWARE_ARGS);
   before = await fleetCounters([0, 1, 2]);
@@ -196,13 +226,21 @@ test('round_robin against cache_aware: prefix-cache hits', async (t) => {
   const caHits = after.hits - before.hits;
   const caMisses = after.misses - before.misses;
   t.equal(ca.failed, 0, 'cache_aware: no request failed');
-  t.ok(ca.seen.every((s) => s.size === 1 && !s.has(-1)), `cache_aware keeps each query on one replica (${ca.seen.map((s) => [...s].join('/')).join(', ')})`);
+  t.ok(
+    ca.seen.every((s) => s.size === 1 && !s.has(-1)),
+    `cache_aware keeps each query on one replica (${ca.seen.map((s) => [...s].join('/')).join(', ')})`,
+  );
   t.equal(caMisses, QUERIES, "cache_aware: each query's K/V computed once in the fleet (its second request)");
   t.equal(caHits, QUERIES * (REPS - 2), 'cache_aware: every request from the third on is a prefix-cache hit');
-  t.ok(caHits > rrHits, `cache_aware hits where round_robin computes the query again on another replica (${caHits} hits against ${rrHits})`);
+  t.ok(
+    caHits > rrHits,
+    `cache_aware hits where round_robin computes the query again on another replica (${caHits} hits against ${rrHits})`,
+  );
   note.roundRobin = { hits: rrHits, misses: rrMisses, rate: rrHits / (rrHits + rrMisses) };
   note.cacheAware = { hits: caHits, misses: caMisses, rate: caHits / (caHits + caMisses) };
-  t.comment(`prefix-cache hit rate, ${QUERIES} queries x ${REPS}: round_robin ${rrHits}/${rrHits + rrMisses} = ${note.roundRobin.rate.toFixed(3)}; cache_aware ${caHits}/${caHits + caMisses} = ${note.cacheAware.rate.toFixed(3)}`);
+  t.comment(
+    `prefix-cache hit rate, ${QUERIES} queries x ${REPS}: round_robin ${rrHits}/${rrHits + rrMisses} = ${note.roundRobin.rate.toFixed(3)}; cache_aware ${caHits}/${caHits + caMisses} = ${note.cacheAware.rate.toFixed(3)}`,
+  );
 });
 
 test('least_load sends fewer requests to a replica kept busy', async (t) => {
@@ -210,7 +248,14 @@ test('least_load sends fewer requests to a replica kept busy', async (t) => {
   // tokens per request, set to about ours (a ~100-token rerank) instead of its 1,024 default.
   await useGateway('least_load', ['--least-load-mean-prefill-tokens', '100']);
   const busy = replicas[2];
-  const heavy = { query: 'Which of these long passages is about rivers?', documents: Array.from({ length: 24 }, (_, i) => `Passage ${i}: ${'the river runs on past the town and the hills, '.repeat(4)}`), rid: null };
+  const heavy = {
+    query: 'Which of these long passages is about rivers?',
+    documents: Array.from(
+      { length: 24 },
+      (_, i) => `Passage ${i}: ${'the river runs on past the town and the hills, '.repeat(4)}`,
+    ),
+    rid: null,
+  };
   let stop = false;
   let heavySent = 0;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -231,7 +276,10 @@ test('least_load sends fewer requests to a replica kept busy', async (t) => {
   }
   t.ok(seenBusy, "smg's load poll sees the busy replica's waiting requests (/v1/loads)");
   const direct = await getJson(`${base(busy)}/v1/loads`);
-  t.ok(direct.json.loads[0].num_waiting_reqs + direct.json.loads[0].num_running_reqs > 0, `/v1/loads carries the queue (${JSON.stringify(direct.json.loads[0])})`);
+  t.ok(
+    direct.json.loads[0].num_waiting_reqs + direct.json.loads[0].num_running_reqs > 0,
+    `/v1/loads carries the queue (${JSON.stringify(direct.json.loads[0])})`,
+  );
   const counts = [0, 0, 0];
   let failed = 0;
   for (let i = 0; i < 12; i++) {
@@ -245,15 +293,26 @@ test('least_load sends fewer requests to a replica kept busy', async (t) => {
   agent.destroy();
   note.leastLoad = counts;
   t.equal(failed, 0, 'no request failed');
-  t.ok(counts[2] < counts[0] && counts[2] < counts[1], `the busy replica got fewer: ${counts.join(' / ')} (replica 2 busy)`);
+  t.ok(
+    counts[2] < counts[0] && counts[2] < counts[1],
+    `the busy replica got fewer: ${counts.join(' / ')} (replica 2 busy)`,
+  );
 });
 
 test('/v1/score: smg does not route it; every replica scores it alike', async (t) => {
-  const body = { query: 'Is this review positive? Review:', items: [' I loved it', ' It broke after a day'], label_token_ids: [9805, 787], apply_softmax: true };
+  const body = {
+    query: 'Is this review positive? Review:',
+    items: [' I loved it', ' It broke after a day'],
+    label_token_ids: [9805, 787],
+    apply_softmax: true,
+  };
   const routed = await post(`${gateway.url}/v1/score`, body);
   t.equal(routed.status, 404, 'smg answers 404 for /v1/score');
   const direct = await Promise.all(replicas.map((r) => post(`${base(r)}/v1/score`, body)));
-  t.ok(direct.every((d) => d.status === 200), 'each replica answers /v1/score');
+  t.ok(
+    direct.every((d) => d.status === 200),
+    'each replica answers /v1/score',
+  );
   t.deepEqual(direct[1].json.scores, direct[0].json.scores, 'replica 1 scores as replica 0');
   t.deepEqual(direct[2].json.scores, direct[0].json.scores, 'replica 2 scores as replica 0');
 });
@@ -272,7 +331,10 @@ test('SIGTERM one replica mid-load: readiness fails first, no client request fai
       if (done === SIGNAL_AT && !signalled) {
         signalled = true;
         victim.child.kill('SIGTERM');
-        probes = leaving.then(async () => ({ ready: await victim.request({ path: '/readyz', agent: false }), live: await victim.request({ path: '/livez', agent: false }) }));
+        probes = leaving.then(async () => ({
+          ready: await victim.request({ path: '/readyz', agent: false }),
+          live: await victim.request({ path: '/livez', agent: false }),
+        }));
       }
     },
   );
@@ -291,9 +353,15 @@ test('SIGTERM one replica mid-load: readiness fails first, no client request fai
   // Informational (timing decides it): answers given while readiness already failed.
   const from = victim.logs.findIndex((e) => e.event === 'leaving');
   const to = victim.logs.findIndex((e) => e.event === 'draining');
-  const whileLeaving = victim.logs.slice(from, to < 0 ? undefined : to).filter((e) => e.event === 'request' && e.path === '/v1/rerank' && e.status === 200).length;
+  const whileLeaving = victim.logs
+    .slice(from, to < 0 ? undefined : to)
+    .filter((e) => e.event === 'request' && e.path === '/v1/rerank' && e.status === 200).length;
   t.comment(`answered while leaving (readiness failed, listener open): ${whileLeaving}`);
-  t.equal(failed.length, 0, `no client request failed (${replies.length} sent${failed.length ? `; ${failed.map((f) => f.status || f.error).join(', ')}` : ''})`);
+  t.equal(
+    failed.length,
+    0,
+    `no client request failed (${replies.length} sent${failed.length ? `; ${failed.map((f) => f.status || f.error).join(', ')}` : ''})`,
+  );
   t.comment(`SIGTERM: ${failed.length} of ${replies.length} requests failed`);
 });
 
@@ -316,21 +384,37 @@ test('SIGKILL one replica mid-load: failed requests counted', async (t) => {
   t.equal(exit.signal, 'SIGKILL', 'the replica was killed');
   const failed = replies.filter((r) => r.status !== 200);
   note.sigkill = { requests: replies.length, failed: failed.length, statuses: failed.map((f) => f.status || f.error) };
-  t.ok(replies.slice(-SIGNAL_AT).every((r) => r.status === 200), 'the last requests all succeed: smg routes to the survivor');
-  t.ok(failed.length <= CONCURRENCY, `at most the requests in flight on the killed replica failed (${failed.length} of ${replies.length})`);
+  t.ok(
+    replies.slice(-SIGNAL_AT).every((r) => r.status === 200),
+    'the last requests all succeed: smg routes to the survivor',
+  );
+  t.ok(
+    failed.length <= CONCURRENCY,
+    `at most the requests in flight on the killed replica failed (${failed.length} of ${replies.length})`,
+  );
   // Why requests survive: smg resends a request whose connection failed before an answer, and retries 5xx.
   const smgMetrics = await new Promise((resolve) => {
-    http.get(gateway.metricsUrl, { agent: false }, (res) => {
-      let text = '';
-      res.on('data', (c) => (text += c));
-      res.on('end', () => resolve(text));
-    }).on('error', () => resolve(''));
+    http
+      .get(gateway.metricsUrl, { agent: false }, (res) => {
+        let text = '';
+        res.on('data', (c) => (text += c));
+        res.on('end', () => resolve(text));
+      })
+      .on('error', () => resolve(''));
   });
-  const metric = (re) => smgMetrics.split('\n').filter((l) => re.test(l)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+  const metric = (re) =>
+    smgMetrics
+      .split('\n')
+      .filter((l) => re.test(l))
+      .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
   note.sigkill.resent = metric(/^smg_router_upstream_send_retries_total\{/);
   note.sigkill.retried = metric(/^smg_worker_retries_total\{worker_type="regular",endpoint="rerank"\}/);
-  t.comment(`SIGKILL: smg resent ${note.sigkill.resent} request(s) after a transport failure, ${note.sigkill.retried} rerank retry(ies)`);
-  t.comment(`SIGKILL: ${failed.length} of ${replies.length} requests failed${failed.length ? ` (${note.sigkill.statuses.join(', ')})` : ''}`);
+  t.comment(
+    `SIGKILL: smg resent ${note.sigkill.resent} request(s) after a transport failure, ${note.sigkill.retried} rerank retry(ies)`,
+  );
+  t.comment(
+    `SIGKILL: ${failed.length} of ${replies.length} requests failed${failed.length ? ` (${note.sigkill.statuses.join(', ')})` : ''}`,
+  );
 });
 
 test('stop the fleet', async (t) => {

@@ -15,7 +15,11 @@ test('tokenizer-json: a junk id in the vocabulary is a TokenizerError, not a voc
     // Through JSON, as from a file (JSON.parse reads 1e400 as Infinity; stringify would write null).
     const parsed = JSON.parse(JSON.stringify(json));
     parsed.model.vocab[token] = junk;
-    t.throws(() => new Tokenizer(parsed), (e) => e instanceof TokenizerError && /token id/.test(e.message), `vocab id ${String(junk)}`);
+    t.throws(
+      () => new Tokenizer(parsed),
+      (e) => e instanceof TokenizerError && /token id/.test(e.message),
+      `vocab id ${String(junk)}`,
+    );
   }
   const json = base();
   json.added_tokens[0].id = -3;
@@ -29,8 +33,15 @@ test('tokenizer-json: an unk_token missing from the vocabulary is a TokenizerErr
   const json = base();
   json.model = { ...json.model, unk_token: '<unk>' };
   const tokenizer = new Tokenizer(json);
-  t.throws(() => tokenizer.encode('Z~\u00e9'), (e) => e instanceof TokenizerError && /no valid token id/.test(e.message), 'encode refuses');
+  t.throws(
+    () => tokenizer.encode('Z~\u00e9'),
+    (e) => e instanceof TokenizerError && /no valid token id/.test(e.message),
+    'encode refuses',
+  );
   const ids = tokenizer.encode('hello world 123');
-  t.ok(ids.length > 0 && ids.every((id) => Number.isInteger(id) && id >= 0 && id < tokenizer.vocabSize), 'covered text still encodes to valid ids');
+  t.ok(
+    ids.length > 0 && ids.every((id) => Number.isInteger(id) && id >= 0 && id < tokenizer.vocabSize),
+    'covered text still encodes to valid ids',
+  );
   t.end();
 });

@@ -15,7 +15,11 @@ const targets = require('../fuzz/targets');
 function runFuzz(args) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-fuzz-test-'));
   const json = path.join(dir, 'figures.json');
-  const run = spawnSync(process.execPath, [path.join(__dirname, '..', 'fuzz', 'run.js'), '--smoke', '--json', json, ...args], { encoding: 'utf8' });
+  const run = spawnSync(
+    process.execPath,
+    [path.join(__dirname, '..', 'fuzz', 'run.js'), '--smoke', '--json', json, ...args],
+    { encoding: 'utf8' },
+  );
   const figures = fs.existsSync(json) ? JSON.parse(fs.readFileSync(json, 'utf8')) : { rows: [], findings: [] };
   fs.rmSync(dir, { recursive: true, force: true });
   return { run, figures };
@@ -25,10 +29,18 @@ test('every fuzz target runs its seeds and a fixed count of mutations with no fi
   const names = Object.keys(targets);
   const { run, figures } = runFuzz(['--seed', '1']);
   t.equal(run.signal, null, 'the runner was not killed');
-  t.deepEqual(figures.rows.map((r) => r.target), names, 'every target ran');
+  t.deepEqual(
+    figures.rows.map((r) => r.target),
+    names,
+    'every target ran',
+  );
   for (const row of figures.rows) {
     const want = require(path.join(__dirname, '..', 'fuzz', 'targets', targets[row.target])).smokeExecs;
-    t.equal(row.execs, want, `${row.target}: exactly its ${want} executions (${row.seeds} seeds), corpus ${row.corpus}`);
+    t.equal(
+      row.execs,
+      want,
+      `${row.target}: exactly its ${want} executions (${row.seeds} seeds), corpus ${row.corpus}`,
+    );
     t.ok(row.blocks > 0, `${row.target}: coverage feedback works (${row.blocks} blocks reached)`);
   }
   t.deepEqual(figures.findings, [], 'no findings');
@@ -44,8 +56,23 @@ test('a count-bound run is the same run on a slower machine', (t) => {
   const slow = runFuzz([...args, '--delay-ms', '3']);
   t.equal(fast.run.status, 0, 'fast run exits 0');
   t.equal(slow.run.status, 0, 'slowed run exits 0');
-  const pick = (r) => ({ target: r.target, execs: r.execs, corpus: r.corpus, newInputs: r['new inputs'], blocks: r.blocks, features: r.features });
-  t.deepEqual(fast.figures.rows.map((r) => r.execs), [300, 300], 'each target ran exactly 300 executions');
-  t.deepEqual(slow.figures.rows.map(pick), fast.figures.rows.map(pick), 'the slowed run reached the same corpus and coverage');
+  const pick = (r) => ({
+    target: r.target,
+    execs: r.execs,
+    corpus: r.corpus,
+    newInputs: r['new inputs'],
+    blocks: r.blocks,
+    features: r.features,
+  });
+  t.deepEqual(
+    fast.figures.rows.map((r) => r.execs),
+    [300, 300],
+    'each target ran exactly 300 executions',
+  );
+  t.deepEqual(
+    slow.figures.rows.map(pick),
+    fast.figures.rows.map(pick),
+    'the slowed run reached the same corpus and coverage',
+  );
   t.end();
 });

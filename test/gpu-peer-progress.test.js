@@ -37,7 +37,9 @@ c.run_peer("stub", args, [0, 1], reqs, lambda w, r: [c.Method("fast", call), c.M
     timeout: hang ? 2000 : 30000,
     killSignal: 'SIGKILL',
   });
-  const rows = fs.existsSync(path.join(dir, 'out.json')) ? JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8')) : [];
+  const rows = fs.existsSync(path.join(dir, 'out.json'))
+    ? JSON.parse(fs.readFileSync(path.join(dir, 'out.json'), 'utf8'))
+    : [];
   fs.rmSync(dir, { recursive: true, force: true });
   return { ...r, rows };
 }
@@ -46,16 +48,43 @@ test('peer_common: a peer killed mid-compile has already printed how far it got'
   const r = runPeer(true, '');
   t.equal(r.signal, 'SIGKILL', 'the time limit killed it');
   t.match(r.stdout, /stub: ready \(cpu\); methods fast,other on target,pr/, 'the start is in its output');
-  t.match(r.stdout, /stub fast target: start\n.*fast: warm-up 1\/2 \(compile start\)/, '"compile start" came out before the kill');
+  t.match(
+    r.stdout,
+    /stub fast target: start\n.*fast: warm-up 1\/2 \(compile start\)/,
+    '"compile start" came out before the kill',
+  );
   t.end();
 });
 
 test('peer_common: each warm-up with its seconds, each timed run; --only keeps the named pairs', (t) => {
   const r = runPeer(false, 'target:fast,pr:other');
   t.equal(r.status, 0, `exit 0 ${r.stderr.slice(-300)}`);
-  const lines = r.stdout.split('\n').filter((l) => /^\[.*(warm-up|timed run)/.test(l)).map((l) => l.replace(/^\[\s*[\d.]+ s\] /, '').replace(/[\d.]+ (s|ms)/g, 'N $1'));
-  const one = (m) => [`${m}: warm-up 1/2 (compile start)`, `${m}: warm-up 1/2 done in N s (compile end)`, `${m}: warm-up 2/2`, `${m}: warm-up 2/2 done in N s`];
-  t.same(lines, [...one('fast'), 'fast: timed run 1/2: N ms for 2 items', 'fast: timed run 2/2: N ms for 2 items', ...one('other'), 'other: timed run 1/2: N ms for 2 items', 'other: timed run 2/2: N ms for 2 items'], 'progress in order');
-  t.same(r.rows.map((x) => `${x.workload}:${x.method}`), ['target:fast', 'pr:other'], 'only the pairs named ran');
+  const lines = r.stdout
+    .split('\n')
+    .filter((l) => /^\[.*(warm-up|timed run)/.test(l))
+    .map((l) => l.replace(/^\[\s*[\d.]+ s\] /, '').replace(/[\d.]+ (s|ms)/g, 'N $1'));
+  const one = (m) => [
+    `${m}: warm-up 1/2 (compile start)`,
+    `${m}: warm-up 1/2 done in N s (compile end)`,
+    `${m}: warm-up 2/2`,
+    `${m}: warm-up 2/2 done in N s`,
+  ];
+  t.same(
+    lines,
+    [
+      ...one('fast'),
+      'fast: timed run 1/2: N ms for 2 items',
+      'fast: timed run 2/2: N ms for 2 items',
+      ...one('other'),
+      'other: timed run 1/2: N ms for 2 items',
+      'other: timed run 2/2: N ms for 2 items',
+    ],
+    'progress in order',
+  );
+  t.same(
+    r.rows.map((x) => `${x.workload}:${x.method}`),
+    ['target:fast', 'pr:other'],
+    'only the pairs named ran',
+  );
   t.end();
 });

@@ -19,7 +19,9 @@ async function evaluate(name, inputs, build) {
   });
   const exe = await client.compile(program.text);
   const values = Object.values(inputs);
-  const buffers = await Promise.all(program.inputs.map((spec, i) => client.upload(values[i][1], spec.dims, spec.dtype)));
+  const buffers = await Promise.all(
+    program.inputs.map((spec, i) => client.upload(values[i][1], spec.dims, spec.dtype)),
+  );
   const outs = await exe.execute(buffers);
   const result = {};
   for (let i = 0; i < outs.length; i++) result[program.outputs[i].name] = Array.from(await outs[i].toHost());
@@ -64,26 +66,119 @@ test('elementwise math, compare/select, logic, convert, clamp', async (t) => {
     clamp: f.clamp(-1, x, 2),
   }));
   const xs = Array.from(X);
-  close(t, r.sum, xs.map((v) => v + v), 'add');
-  close(t, r.diff, xs.map((v) => v - 1), 'subtract');
-  close(t, r.prod, xs.map((v) => v * v), 'multiply', 1e-4);
-  close(t, r.quot, xs.map((v) => v / 4), 'divide');
-  close(t, r.max, xs.map((v) => Math.max(v, 0)), 'maximum');
-  close(t, r.min, xs.map((v) => Math.min(v, 0)), 'minimum');
-  close(t, r.neg, xs.map((v) => -v), 'negate');
-  close(t, r.exp, xs.map((v) => Math.exp(Math.fround(v * 0.1))), 'exponential', 1e-5);
-  close(t, r.log, xs.map((v) => Math.log(Math.abs(v))), 'log');
-  close(t, r.rsqrt, xs.map((v) => 1 / Math.sqrt(Math.abs(v))), 'rsqrt', 1e-5);
-  close(t, r.sqrt, xs.map((v) => Math.sqrt(Math.abs(v))), 'sqrt');
+  close(
+    t,
+    r.sum,
+    xs.map((v) => v + v),
+    'add',
+  );
+  close(
+    t,
+    r.diff,
+    xs.map((v) => v - 1),
+    'subtract',
+  );
+  close(
+    t,
+    r.prod,
+    xs.map((v) => v * v),
+    'multiply',
+    1e-4,
+  );
+  close(
+    t,
+    r.quot,
+    xs.map((v) => v / 4),
+    'divide',
+  );
+  close(
+    t,
+    r.max,
+    xs.map((v) => Math.max(v, 0)),
+    'maximum',
+  );
+  close(
+    t,
+    r.min,
+    xs.map((v) => Math.min(v, 0)),
+    'minimum',
+  );
+  close(
+    t,
+    r.neg,
+    xs.map((v) => -v),
+    'negate',
+  );
+  close(
+    t,
+    r.exp,
+    xs.map((v) => Math.exp(Math.fround(v * 0.1))),
+    'exponential',
+    1e-5,
+  );
+  close(
+    t,
+    r.log,
+    xs.map((v) => Math.log(Math.abs(v))),
+    'log',
+  );
+  close(
+    t,
+    r.rsqrt,
+    xs.map((v) => 1 / Math.sqrt(Math.abs(v))),
+    'rsqrt',
+    1e-5,
+  );
+  close(
+    t,
+    r.sqrt,
+    xs.map((v) => Math.sqrt(Math.abs(v))),
+    'sqrt',
+  );
   close(t, r.tanh, xs.map(Math.tanh), 'tanh');
-  close(t, r.sigmoid, xs.map((v) => 1 / (1 + Math.exp(-v))), 'logistic');
-  close(t, r.pow, xs.map((v) => Math.abs(v) ** 1.5), 'power', 1e-4);
-  close(t, r.trig, xs.map((v) => Math.sin(v) + Math.cos(v)), 'sine + cosine', 1e-5);
+  close(
+    t,
+    r.sigmoid,
+    xs.map((v) => 1 / (1 + Math.exp(-v))),
+    'logistic',
+  );
+  close(
+    t,
+    r.pow,
+    xs.map((v) => Math.abs(v) ** 1.5),
+    'power',
+    1e-4,
+  );
+  close(
+    t,
+    r.trig,
+    xs.map((v) => Math.sin(v) + Math.cos(v)),
+    'sine + cosine',
+    1e-5,
+  );
   close(t, r.floor, xs.map(Math.floor), 'floor');
-  close(t, r.sel, xs.map((v) => (v > 0 && !(v >= 7) ? v : -1)), 'select with and/not');
-  t.deepEqual(r.either, xs.map((v) => (v < -1 || v === 0.25 ? 1 : 0)), 'or of compares, pred -> s32');
-  t.deepEqual(r.conv, xs.map((v) => Math.trunc(v) || 0), 'convert f32 -> s32 truncates');
-  close(t, r.clamp, xs.map((v) => Math.min(Math.max(v, -1), 2)), 'clamp');
+  close(
+    t,
+    r.sel,
+    xs.map((v) => (v > 0 && !(v >= 7) ? v : -1)),
+    'select with and/not',
+  );
+  t.deepEqual(
+    r.either,
+    xs.map((v) => (v < -1 || v === 0.25 ? 1 : 0)),
+    'or of compares, pred -> s32',
+  );
+  t.deepEqual(
+    r.conv,
+    xs.map((v) => Math.trunc(v) || 0),
+    'convert f32 -> s32 truncates',
+  );
+  close(
+    t,
+    r.clamp,
+    xs.map((v) => Math.min(Math.max(v, -1), 2)),
+    'clamp',
+  );
 });
 
 test('integer shifts: left, and right with zeros shifted in (s32 and u8)', async (t) => {
@@ -94,9 +189,21 @@ test('integer shifts: left, and right with zeros shifted in (s32 and u8)', async
     right: f.shiftRightLogical(x, 4),
     bytesRight: f.shiftRightLogical(b, 3),
   }));
-  t.deepEqual(r.left, Array.from(ints, (v) => v << 3), 'shiftLeft');
-  t.deepEqual(r.right, Array.from(ints, (v) => (v >>> 4) | 0), 'shiftRightLogical (s32: zeros shifted in, not the sign)');
-  t.deepEqual(r.bytesRight, Array.from(bytes, (v) => v >>> 3), 'shiftRightLogical (u8)');
+  t.deepEqual(
+    r.left,
+    Array.from(ints, (v) => v << 3),
+    'shiftLeft',
+  );
+  t.deepEqual(
+    r.right,
+    Array.from(ints, (v) => (v >>> 4) | 0),
+    'shiftRightLogical (s32: zeros shifted in, not the sign)',
+  );
+  t.deepEqual(
+    r.bytesRight,
+    Array.from(bytes, (v) => v >>> 3),
+    'shiftRightLogical (u8)',
+  );
 });
 
 test('shape ops: iota, broadcast, reshape, transpose, concatenate, slice, pad', async (t) => {
@@ -133,7 +240,12 @@ test('dynamic slices, take (gather), dot_general', async (t) => {
       rows: f.take(x, idx, 0),
       cols: f.take(x, f.slice(idx, [0], [3]), 1),
       gram: f.dotGeneral(x, x, { lhsContract: [1], rhsContract: [1] }),
-      batched: f.dotGeneral(f.reshape(x, [3, 2, 2]), f.reshape(x, [3, 2, 2]), { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [2] }),
+      batched: f.dotGeneral(f.reshape(x, [3, 2, 2]), f.reshape(x, [3, 2, 2]), {
+        lhsBatch: [0],
+        rhsBatch: [0],
+        lhsContract: [2],
+        rhsContract: [2],
+      }),
     }),
   );
   const at = (a, b) => X[a * 4 + b];
@@ -144,28 +256,53 @@ test('dynamic slices, take (gather), dot_general', async (t) => {
   upd[2 * 4 + 1] = 0;
   upd[2 * 4 + 2] = 0;
   close(t, r.updated, upd, 'dynamic_update_slice');
-  close(t, r.rows, [2, 0, 2, 1, 0].flatMap((k) => [0, 1, 2, 3].map((j) => at(k, j))), 'take rows (duplicates allowed)');
-  close(t, r.cols, [0, 1, 2].flatMap((a) => [2, 0, 2].map((k) => at(a, k))), 'take columns');
+  close(
+    t,
+    r.rows,
+    [2, 0, 2, 1, 0].flatMap((k) => [0, 1, 2, 3].map((j) => at(k, j))),
+    'take rows (duplicates allowed)',
+  );
+  close(
+    t,
+    r.cols,
+    [0, 1, 2].flatMap((a) => [2, 0, 2].map((k) => at(a, k))),
+    'take columns',
+  );
   const gram = [];
-  for (let a = 0; a < 3; a++) for (let b = 0; b < 3; b++) gram.push([0, 1, 2, 3].reduce((s, j) => s + at(a, j) * at(b, j), 0));
+  for (let a = 0; a < 3; a++)
+    for (let b = 0; b < 3; b++) gram.push([0, 1, 2, 3].reduce((s, j) => s + at(a, j) * at(b, j), 0));
   close(t, r.gram, gram, 'dot_general x @ x^T', 1e-4);
   const batched = [];
-  for (let a = 0; a < 3; a++) for (let p = 0; p < 2; p++) for (let q = 0; q < 2; q++) batched.push(at(a, 2 * p) * at(a, 2 * q) + at(a, 2 * p + 1) * at(a, 2 * q + 1));
+  for (let a = 0; a < 3; a++)
+    for (let p = 0; p < 2; p++)
+      for (let q = 0; q < 2; q++) batched.push(at(a, 2 * p) * at(a, 2 * q) + at(a, 2 * p + 1) * at(a, 2 * q + 1));
   close(t, r.batched, batched, 'batched dot_general', 1e-4);
 });
 
 test('reductions, loops and nn helpers', async (t) => {
   const w = Float32Array.from([0.5, 1, 1.5, 2]);
   const r = await evaluate('reduce_loop', { x: [f32([3, 4]), X], w: [f32([4]), w] }, (f, { x, w: weight }) => {
-    const [total, steps] = f.forLoop({ count: 3, carried: [f.full(f32([4]), 0), f.scalar(0, 's32')], invariants: [x] }, (b, i, [acc, n], [xs]) => [
-      b.add(acc, b.multiply(b.dynamicIndex(xs, i), b.broadcastScalar(b.convert(b.add(i, 1), 'f32'), [4]))),
-      b.add(n, 1),
-    ]);
-    const [countdown] = f.whileLoop([f.scalar(10, 's32')], (b, [k]) => b.gt(k, 3), (b, [k]) => [b.subtract(k, 2)]);
-    const [argmaxVal, argmaxIdx] = f.reduce([x, f.iota(s32([3, 4]), 1)], [f.scalar(-Infinity), f.scalar(-1, 's32')], [1], (b, [av, ai], [v, i]) => {
-      const take = b.gt(v, av);
-      return [b.select(take, v, av), b.select(take, i, ai)];
-    });
+    const [total, steps] = f.forLoop(
+      { count: 3, carried: [f.full(f32([4]), 0), f.scalar(0, 's32')], invariants: [x] },
+      (b, i, [acc, n], [xs]) => [
+        b.add(acc, b.multiply(b.dynamicIndex(xs, i), b.broadcastScalar(b.convert(b.add(i, 1), 'f32'), [4]))),
+        b.add(n, 1),
+      ],
+    );
+    const [countdown] = f.whileLoop(
+      [f.scalar(10, 's32')],
+      (b, [k]) => b.gt(k, 3),
+      (b, [k]) => [b.subtract(k, 2)],
+    );
+    const [argmaxVal, argmaxIdx] = f.reduce(
+      [x, f.iota(s32([3, 4]), 1)],
+      [f.scalar(-Infinity), f.scalar(-1, 's32')],
+      [1],
+      (b, [av, ai], [v, i]) => {
+        const take = b.gt(v, av);
+        return [b.select(take, v, av), b.select(take, i, ai)];
+      },
+    );
     return {
       sum: f.reduceSum(x, [1]),
       max: f.reduceMax(x, [0]),
@@ -183,14 +320,39 @@ test('reductions, loops and nn helpers', async (t) => {
     };
   });
   const rows = [0, 1, 2].map((i) => Array.from(X.slice(i * 4, i * 4 + 4)));
-  close(t, r.sum, rows.map((row) => row.reduce((a, b) => a + b)), 'reduce sum');
-  close(t, r.max, [0, 1, 2, 3].map((j) => Math.max(...rows.map((row) => row[j]))), 'reduce max');
+  close(
+    t,
+    r.sum,
+    rows.map((row) => row.reduce((a, b) => a + b)),
+    'reduce sum',
+  );
+  close(
+    t,
+    r.max,
+    [0, 1, 2, 3].map((j) => Math.max(...rows.map((row) => row[j]))),
+    'reduce max',
+  );
   close(t, r.min, [Math.min(...X)], 'reduce min to a scalar');
-  close(t, r.total, [0, 1, 2, 3].map((j) => rows.reduce((s, row, i) => s + (i + 1) * row[j], 0)), 'forLoop with invariants', 1e-5);
+  close(
+    t,
+    r.total,
+    [0, 1, 2, 3].map((j) => rows.reduce((s, row, i) => s + (i + 1) * row[j], 0)),
+    'forLoop with invariants',
+    1e-5,
+  );
   t.deepEqual(r.steps, [3], 'forLoop ran 3 times');
   t.deepEqual(r.countdown, [2], 'whileLoop 10 -> 2');
-  close(t, r.argmaxVal, rows.map((row) => Math.max(...row)), 'two-operand reduce (value)');
-  t.deepEqual(r.argmaxIdx, rows.map((row) => row.indexOf(Math.max(...row))), 'two-operand reduce (argmax index)');
+  close(
+    t,
+    r.argmaxVal,
+    rows.map((row) => Math.max(...row)),
+    'two-operand reduce (value)',
+  );
+  t.deepEqual(
+    r.argmaxIdx,
+    rows.map((row) => row.indexOf(Math.max(...row))),
+    'two-operand reduce (argmax index)',
+  );
   const softmax = rows.flatMap((row) => {
     const m = Math.max(...row);
     const e = row.map((v) => Math.exp(v - m));
@@ -201,7 +363,13 @@ test('reductions, loops and nn helpers', async (t) => {
   const lse = rows.map((row) => Math.log(row.reduce((s, v) => s + Math.exp(v), 0)));
   close(t, r.lse, lse, 'logsumexp', 1e-5);
   const colLse = [0, 1, 2, 3].map((j) => Math.log(rows.reduce((s, row) => s + Math.exp(row[j]), 0)));
-  close(t, r.logSoftmax, rows.flatMap((row) => row.map((v, j) => v - colLse[j])), 'logSoftmax over axis 0', 1e-5);
+  close(
+    t,
+    r.logSoftmax,
+    rows.flatMap((row) => row.map((v, j) => v - colLse[j])),
+    'logSoftmax over axis 0',
+    1e-5,
+  );
   const rms = rows.flatMap((row) => {
     const inv = 1 / Math.sqrt(row.reduce((s, v) => s + v * v, 0) / 4 + 1e-5);
     return row.map((v, j) => v * inv * w[j]);
@@ -232,9 +400,16 @@ test('transformer helpers: silu, linear, rotary embedding, per-head norm then ro
       };
     },
   );
-  close(t, r.silu, Array.from(x, (v) => v / (1 + Math.exp(-v))), 'silu');
+  close(
+    t,
+    r.silu,
+    Array.from(x, (v) => v / (1 + Math.exp(-v))),
+    'silu',
+  );
   const lin = [];
-  for (let i = 0; i < T * H; i++) for (let o = 0; o < Out; o++) lin.push(b[o] + [...Array(D).keys()].reduce((s, d) => s + x[i * D + d] * w[o * D + d], 0));
+  for (let i = 0; i < T * H; i++)
+    for (let o = 0; o < Out; o++)
+      lin.push(b[o] + [...Array(D).keys()].reduce((s, d) => s + x[i * D + d] * w[o * D + d], 0));
   close(t, r.lin, lin, 'linear with bias', 1e-5);
   // Each head's row rotated (rotate-half), optionally RMS-normalized with weight g first.
   const rotated = (normalize) => {
@@ -266,9 +441,16 @@ test('rotary tables at long positions: within f32 rounding of the exact angles',
   // Llama's; an angle formed in f32 at position 32,767 is off by up to 2e-3.
   const D = 256;
   const positions = Int32Array.from([0, 1, 511, 2020, 4095, 32767]);
-  for (const [theta, factor] of [[1e6, 8], [1e4, 1]]) {
-    const r = await evaluate('rope_tables', { pos: [s32([positions.length]), positions] }, (f, p) => nn.rotaryTables(f, p.pos, D, theta, factor));
-    const angles = Array.from(positions).flatMap((p) => Array.from({ length: D / 2 }, (_, i) => (p * theta ** ((-2 * i) / D)) / factor));
+  for (const [theta, factor] of [
+    [1e6, 8],
+    [1e4, 1],
+  ]) {
+    const r = await evaluate('rope_tables', { pos: [s32([positions.length]), positions] }, (f, p) =>
+      nn.rotaryTables(f, p.pos, D, theta, factor),
+    );
+    const angles = Array.from(positions).flatMap((p) =>
+      Array.from({ length: D / 2 }, (_, i) => (p * theta ** ((-2 * i) / D)) / factor),
+    );
     close(t, r.cos, angles.map(Math.cos), `cos, base ${theta}, scaling ${factor}`, 1e-7);
     close(t, r.sin, angles.map(Math.sin), `sin, base ${theta}, scaling ${factor}`, 1e-7);
   }

@@ -33,8 +33,10 @@ function writeTinyQwen3Reranker(dir) {
   const model = makeTinyModel('qwen3', 5);
   const vocabSize = 151936;
   let seed = 99;
-  const next = () => ((seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5);
-  model.weights.embedding = Float64Array.from({ length: vocabSize * model.config.hiddenSize }, () => Math.fround(next()));
+  const next = () => (seed = (Math.imul(seed, 1103515245) + 12345) >>> 0) / 4294967296 - 0.5;
+  model.weights.embedding = Float64Array.from({ length: vocabSize * model.config.hiddenSize }, () =>
+    Math.fround(next()),
+  );
   model.weights.lmHead = model.weights.embedding;
   model.config = { ...model.config, vocabSize, contextLength: 4096 };
   writeTinyHfDir(model, dir);
@@ -68,7 +70,8 @@ async function scoresOf(model, request) {
   const scorer = await Scorer.load({ model, diskCache: false, prefixCacheBytes: 0 });
   try {
     const r = await scorer.score(request);
-    if (r.scores.length !== request.items.length || !r.scores.flat().every(Number.isFinite)) throw new Error(`unexpected scores ${JSON.stringify(r.scores)}`);
+    if (r.scores.length !== request.items.length || !r.scores.flat().every(Number.isFinite))
+      throw new Error(`unexpected scores ${JSON.stringify(r.scores)}`);
     return { name: scorer.modelName, scores: r.scores };
   } finally {
     scorer.dispose();
@@ -90,16 +93,36 @@ test('setup: the stand-in hub', async (t) => {
 });
 
 test('parse: hub id forms, and an existing local path wins', (t) => {
-  t.deepEqual(parseHubModelId('Qwen/Qwen3-Reranker-0.6B'), { repo: 'Qwen/Qwen3-Reranker-0.6B', revision: 'main', quant: undefined, text: 'Qwen/Qwen3-Reranker-0.6B' });
-  t.deepEqual(parseHubModelId('org/repo/sub/m-Q4_K_M.gguf@v1.0'), { repo: 'org/repo', revision: 'v1.0', file: 'sub/m-Q4_K_M.gguf', text: 'org/repo/sub/m-Q4_K_M.gguf@v1.0' });
-  t.deepEqual(parseHubModelId('hf:org/repo:Q4_K_M'), { repo: 'org/repo', revision: 'main', quant: 'Q4_K_M', text: 'hf:org/repo:Q4_K_M' });
-  for (const notAnId of ['./x/y', '/abs/path', 'models/m.gguf', 'org/repo/readme.md', 'just-a-name', 'a/../b']) t.equal(parseHubModelId(notAnId), undefined, `${notAnId} is a path`);
+  t.deepEqual(parseHubModelId('Qwen/Qwen3-Reranker-0.6B'), {
+    repo: 'Qwen/Qwen3-Reranker-0.6B',
+    revision: 'main',
+    quant: undefined,
+    text: 'Qwen/Qwen3-Reranker-0.6B',
+  });
+  t.deepEqual(parseHubModelId('org/repo/sub/m-Q4_K_M.gguf@v1.0'), {
+    repo: 'org/repo',
+    revision: 'v1.0',
+    file: 'sub/m-Q4_K_M.gguf',
+    text: 'org/repo/sub/m-Q4_K_M.gguf@v1.0',
+  });
+  t.deepEqual(parseHubModelId('hf:org/repo:Q4_K_M'), {
+    repo: 'org/repo',
+    revision: 'main',
+    quant: 'Q4_K_M',
+    text: 'hf:org/repo:Q4_K_M',
+  });
+  for (const notAnId of ['./x/y', '/abs/path', 'models/m.gguf', 'org/repo/readme.md', 'just-a-name', 'a/../b'])
+    t.equal(parseHubModelId(notAnId), undefined, `${notAnId} is a path`);
   const cwd = process.cwd();
   fs.mkdirSync(path.join(work, 'local', 'pjrt-test'), { recursive: true });
   fs.cpSync(tinyDir, path.join(work, 'local', TINY_REPO), { recursive: true });
   process.chdir(path.join(work, 'local'));
   try {
-    t.equal(resolveModelPath(TINY_REPO), path.join(work, 'local', TINY_REPO), 'the directory ./pjrt-test/tiny-llama, not the hub');
+    t.equal(
+      resolveModelPath(TINY_REPO),
+      path.join(work, 'local', TINY_REPO),
+      'the directory ./pjrt-test/tiny-llama, not the hub',
+    );
   } finally {
     process.chdir(cwd);
   }
@@ -117,14 +140,33 @@ test('a directory model by id: fetched into the hub layout, scores bit-identical
   const folder = path.join(cache, 'models--pjrt-test--tiny-llama');
   t.equal(fs.readFileSync(path.join(folder, 'refs', 'main'), 'utf8'), commit, 'refs/main names the commit');
   const snapshot = path.join(folder, 'snapshots', commit);
-  t.deepEqual(fs.readdirSync(snapshot).sort(), ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'], 'only the files the model needs (no README.md)');
+  t.deepEqual(
+    fs.readdirSync(snapshot).sort(),
+    ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'],
+    'only the files the model needs (no README.md)',
+  );
   const st = hub.fileOf(TINY_REPO, 'model.safetensors');
-  t.equal(fs.readlinkSync(path.join(snapshot, 'model.safetensors')), `../../blobs/${st.sha256}`, 'an LFS file links to blobs/<sha256>');
-  t.equal(fs.readlinkSync(path.join(snapshot, 'config.json')), `../../blobs/${hub.fileOf(TINY_REPO, 'config.json').gitSha1}`, 'a small file links to blobs/<git sha1>');
+  t.equal(
+    fs.readlinkSync(path.join(snapshot, 'model.safetensors')),
+    `../../blobs/${st.sha256}`,
+    'an LFS file links to blobs/<sha256>',
+  );
+  t.equal(
+    fs.readlinkSync(path.join(snapshot, 'config.json')),
+    `../../blobs/${hub.fileOf(TINY_REPO, 'config.json').gitSha1}`,
+    'a small file links to blobs/<git sha1>',
+  );
   // huggingface_hub, offline, finds what pjrt-score wrote.
   const before = hub.requests.length;
-  const paths = await hfHubDownload({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1' }, TINY_REPO, ['config.json', 'model.safetensors']);
-  t.deepEqual(paths, [path.join(snapshot, 'config.json'), path.join(snapshot, 'model.safetensors')], 'huggingface_hub resolves the same snapshot');
+  const paths = await hfHubDownload({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache, HF_HUB_OFFLINE: '1' }, TINY_REPO, [
+    'config.json',
+    'model.safetensors',
+  ]);
+  t.deepEqual(
+    paths,
+    [path.join(snapshot, 'config.json'), path.join(snapshot, 'model.safetensors')],
+    'huggingface_hub resolves the same snapshot',
+  );
   t.equal(hub.requests.length, before, 'offline: no request');
 });
 
@@ -134,7 +176,10 @@ test('a Qwen3 reranker by id gets the qwen3-reranker template, from the repo nam
   try {
     t.equal(scorer.modelName, 'Qwen3-Reranker-tiny', 'the repo name, not the snapshot commit');
     t.equal(scorer.rerankTemplate().template.name, 'qwen3-reranker');
-    const r = await scorer.rerank({ query: 'capital of France', documents: ['Paris is the capital of France.', 'Bananas are yellow.'] });
+    const r = await scorer.rerank({
+      query: 'capital of France',
+      documents: ['Paris is the capital of France.', 'Bananas are yellow.'],
+    });
     t.equal(r.results.length, 2, 'reranks');
   } finally {
     scorer.dispose();
@@ -145,7 +190,12 @@ test('a cache written by Python huggingface_hub is reused with no request', asyn
   const cache = freshCache();
   const files = ['config.json', 'model.safetensors', 'tokenizer.json', 'tokenizer_config.json'];
   const paths = await hfHubDownload({ HF_ENDPOINT: hub.url, HF_HUB_CACHE: cache }, TINY_REPO, files);
-  files.forEach((f, i) => t.ok(fs.readFileSync(paths[i]).equals(fs.readFileSync(path.join(tinyDir, f))), `huggingface_hub downloaded ${f} from the stand-in intact`));
+  files.forEach((f, i) =>
+    t.ok(
+      fs.readFileSync(paths[i]).equals(fs.readFileSync(path.join(tinyDir, f))),
+      `huggingface_hub downloaded ${f} from the stand-in intact`,
+    ),
+  );
   const before = hub.requests.length;
   const local = await ensureModelPath(TINY_REPO);
   t.equal(local, path.dirname(paths[0]), 'the snapshot huggingface_hub wrote');
@@ -161,18 +211,37 @@ test('a GGUF by id: a download cut in half resumes with a Range request, is veri
   const local = await fetchHubModel(parseHubModelId(`hf:${GGUF_REPO}:Q4_1`), { log: (l) => logs.push(l) });
   const commit = hub.commitOf(GGUF_REPO);
   t.equal(local, path.join(cache, 'models--pjrt-test--smollm2-gguf', 'snapshots', commit, GGUF_NAME));
-  const blobGets = hub.requests.slice(before).filter((r) => r.method === 'GET' && r.path === `/cdn/${gguf.sha256}` && r.range !== 'bytes=0-0');
+  const blobGets = hub.requests
+    .slice(before)
+    .filter((r) => r.method === 'GET' && r.path === `/cdn/${gguf.sha256}` && r.range !== 'bytes=0-0');
   t.equal(blobGets[0].range, null, 'first: the whole file (cut in half by the stand-in)');
   const resumed = blobGets.slice(1).map((r) => /^bytes=(\d+)-/.exec(r.range ?? ''));
-  t.ok(resumed.length >= 1 && resumed.every((m) => m && Number(m[1]) > 0), `then Range requests from where it stopped: ${blobGets.slice(1).map((r) => r.range).join(', ')}`);
-  t.ok(logs.some((l) => /interrupted at .*resuming/.test(l)), 'the log says it resumed');
+  t.ok(
+    resumed.length >= 1 && resumed.every((m) => m && Number(m[1]) > 0),
+    `then Range requests from where it stopped: ${blobGets
+      .slice(1)
+      .map((r) => r.range)
+      .join(', ')}`,
+  );
+  t.ok(
+    logs.some((l) => /interrupted at .*resuming/.test(l)),
+    'the log says it resumed',
+  );
   t.equal(sha256(local), gguf.sha256, 'the result has the sha256 the hub lists');
   t.equal(fs.readdirSync(path.dirname(fs.realpathSync(local))).length, 1, 'no .incomplete left in blobs/');
   // Every id form names the same cached file, with no request.
   const n = hub.requests.length;
-  for (const form of [GGUF_REPO, `${GGUF_REPO}/${GGUF_NAME}`, `hf:${GGUF_REPO}:q4_1`, `${GGUF_REPO}@${commit}`]) t.equal(resolveModelPath(form), local, `${form} -> the cached file`);
+  for (const form of [GGUF_REPO, `${GGUF_REPO}/${GGUF_NAME}`, `hf:${GGUF_REPO}:q4_1`, `${GGUF_REPO}@${commit}`])
+    t.equal(resolveModelPath(form), local, `${form} -> the cached file`);
   t.equal(hub.requests.length, n, 'no request for cached forms');
-  const request = { query: [1, 504, 2, 28, 1425, 17, 2], items: [[1326, 2], [31, 45, 2]], labelTokenIds: [28, 17, 2] };
+  const request = {
+    query: [1, 504, 2, 28, 1425, 17, 2],
+    items: [
+      [1326, 2],
+      [31, 45, 2],
+    ],
+    labelTokenIds: [28, 17, 2],
+  };
   const byId = await scoresOf(`${GGUF_REPO}/${GGUF_NAME}`, request);
   const byPath = await scoresOf(DEFAULT_MODEL.destination, request);
   t.deepEqual(byId.scores, byPath.scores, 'same scores, bit for bit');
@@ -192,7 +261,10 @@ test('a corrupted blob is refused by sha256 and nothing is cached', async (t) =>
     hub.uncorrupt(st.sha256);
   }
   const blobs = fs.readdirSync(path.join(cache, 'models--pjrt-test--tiny-llama', 'blobs'));
-  t.notOk(blobs.some((b) => b.startsWith(st.sha256)), 'no blob (or .incomplete) for the bad file');
+  t.notOk(
+    blobs.some((b) => b.startsWith(st.sha256)),
+    'no blob (or .incomplete) for the bad file',
+  );
   t.throws(() => resolveModelPath(TINY_REPO), /not in the hub cache/, 'and the model is not found in the cache');
 });
 
@@ -210,15 +282,38 @@ test('refusals name the problem', async (t) => {
     delete process.env.HF_HUB_OFFLINE;
   }
   t.equal(hub.requests.length, before, 'offline: no request');
-  await rejects(t, fetchHubModel(parseHubModelId('pjrt-test/no-weights'), quiet), /no weights pjrt-score reads\. Supported: a Transformers directory .* The repo's files: README\.md, notes\.txt/, 'no weights: lists the files and what is supported');
-  await rejects(t, fetchHubModel(parseHubModelId('pjrt-test/gated'), quiet), /pjrt-test\/gated is gated: .*set HF_TOKEN/, 'gated without a token says so');
-  await rejects(t, fetchHubModel(parseHubModelId('pjrt-test/missing'), quiet), /no such model repo pjrt-test\/missing/, 'an unknown repo');
-  await rejects(t, fetchHubModel(parseHubModelId(`hf:${GGUF_REPO}:Q8_0`), quiet), /no GGUF file with Q8_0 in its name.*SmolLM2-135M-Instruct\.Q4_1\.gguf/, 'a quantization the repo lacks lists its GGUF files');
+  await rejects(
+    t,
+    fetchHubModel(parseHubModelId('pjrt-test/no-weights'), quiet),
+    /no weights pjrt-score reads\. Supported: a Transformers directory .* The repo's files: README\.md, notes\.txt/,
+    'no weights: lists the files and what is supported',
+  );
+  await rejects(
+    t,
+    fetchHubModel(parseHubModelId('pjrt-test/gated'), quiet),
+    /pjrt-test\/gated is gated: .*set HF_TOKEN/,
+    'gated without a token says so',
+  );
+  await rejects(
+    t,
+    fetchHubModel(parseHubModelId('pjrt-test/missing'), quiet),
+    /no such model repo pjrt-test\/missing/,
+    'an unknown repo',
+  );
+  await rejects(
+    t,
+    fetchHubModel(parseHubModelId(`hf:${GGUF_REPO}:Q8_0`), quiet),
+    /no GGUF file with Q8_0 in its name.*SmolLM2-135M-Instruct\.Q4_1\.gguf/,
+    'a quantization the repo lacks lists its GGUF files',
+  );
   process.env.HF_TOKEN = 'hf_standin';
   try {
     const dir = await fetchHubModel(parseHubModelId('pjrt-test/gated'), quiet);
     t.ok(fs.existsSync(path.join(dir, 'model.safetensors')), 'with HF_TOKEN the gated repo downloads');
-    t.ok(hub.requests.some((r) => r.authorization === 'Bearer hf_standin'), 'the token was sent');
+    t.ok(
+      hub.requests.some((r) => r.authorization === 'Bearer hf_standin'),
+      'the token was sent',
+    );
   } finally {
     delete process.env.HF_TOKEN;
   }
@@ -251,7 +346,9 @@ test('two processes fetching at once end with one good copy', async (t) => {
   t.equal(b.code, 0, b.err.slice(-500));
   t.equal(a.out, b.out, 'both name the same file');
   t.equal(sha256(a.out), gguf.sha256, 'which has the listed sha256');
-  const full = hub.requests.slice(before).filter((r) => r.method === 'GET' && r.path === `/cdn/${gguf.sha256}` && r.range !== 'bytes=0-0');
+  const full = hub.requests
+    .slice(before)
+    .filter((r) => r.method === 'GET' && r.path === `/cdn/${gguf.sha256}` && r.range !== 'bytes=0-0');
   t.equal(full.length, 1, 'the file was downloaded once');
   const blobs = path.join(cache, 'models--pjrt-test--smollm2-gguf', 'blobs');
   t.deepEqual(fs.readdirSync(blobs), [gguf.sha256], 'one blob, no partial files');
@@ -262,7 +359,9 @@ test('pjrt-score fetch --model org/repo fetches ahead of time; then HF_HUB_OFFLI
   const cache = freshCache();
   const run = (args, env) =>
     new Promise((resolve) => {
-      const p = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'pjrt-score.js'), ...args], { env: { ...process.env, ...env } });
+      const p = spawn(process.execPath, [path.join(__dirname, '..', 'bin', 'pjrt-score.js'), ...args], {
+        env: { ...process.env, ...env },
+      });
       let out = '';
       let err = '';
       p.stdout.on('data', (d) => (out += d));
@@ -272,7 +371,10 @@ test('pjrt-score fetch --model org/repo fetches ahead of time; then HF_HUB_OFFLI
   const r = await run(['fetch', '--model', TINY_REPO]);
   t.equal(r.code, 0, r.err.slice(-400));
   const snapshot = path.join(cache, 'models--pjrt-test--tiny-llama', 'snapshots', hub.commitOf(TINY_REPO));
-  t.equal(r.out, `model: ${snapshot} (tiny-llama, llama, vocabulary 64, context ${JSON.parse(fs.readFileSync(path.join(tinyDir, 'config.json'), 'utf8')).max_position_embeddings})\n`);
+  t.equal(
+    r.out,
+    `model: ${snapshot} (tiny-llama, llama, vocabulary 64, context ${JSON.parse(fs.readFileSync(path.join(tinyDir, 'config.json'), 'utf8')).max_position_embeddings})\n`,
+  );
   t.match(r.err, /model\.safetensors: sha256 verified/, 'a log line per file when stderr is not a terminal');
   const before = hub.requests.length;
   const again = await run(['fetch', '--model', TINY_REPO], { HF_HUB_OFFLINE: '1' });
@@ -286,7 +388,11 @@ test('pjrt-score fetch --model org/repo fetches ahead of time; then HF_HUB_OFFLI
   fs.writeFileSync(blob, bytes);
   const repaired = await run(['fetch', '--model', TINY_REPO]);
   t.equal(repaired.code, 0, repaired.err.slice(-400));
-  t.match(repaired.err, /model\.safetensors: the cached blob does not match its sha256; downloading it again/, 'fetch found the corrupted blob');
+  t.match(
+    repaired.err,
+    /model\.safetensors: the cached blob does not match its sha256; downloading it again/,
+    'fetch found the corrupted blob',
+  );
   t.equal(sha256(blob), st.sha256, 'and replaced it with a verified copy');
 });
 

@@ -14,13 +14,17 @@ const { programs } = require('../dist/hlo');
 
 const K = 4;
 const key = { program: 'lm_head_gather', model: 'synthetic', dims: { K } };
-const source = () => programs.lmHeadGather({ tokens: 16, hiddenSize: 8, gatherCount: K, vocabSize: 32, labelCount: 3, eps: 1e-5 }).text;
+const source = () =>
+  programs.lmHeadGather({ tokens: 16, hiddenSize: 8, gatherCount: K, vocabSize: 32, labelCount: 3, eps: 1e-5 }).text;
 
 async function scores(client, exe) {
   const f = (n, s) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * s));
   const inputs = [
     await client.upload(f(16 * 8, 0.37), [16, 8]),
-    await client.upload(Int32Array.from({ length: K }, (_, i) => (i * 5) % 16), [K]),
+    await client.upload(
+      Int32Array.from({ length: K }, (_, i) => (i * 5) % 16),
+      [K],
+    ),
     await client.upload(f(8, 1.3), [8]),
     await client.upload(f(32 * 8, 0.11), [32, 8]),
     await client.upload(Int32Array.of(0, 7, 31), [3]),
@@ -67,7 +71,10 @@ test('a flipped byte in a cached executable: a miss with a warning, recompiled, 
     t.equal(compiler.deserialized, 0, `byte ${offset}: the corrupt bytes never reached the plugin`);
     t.equal(c.compiles, 1, `byte ${offset}: recompiled`);
     t.equal(c.diskHits, 0, `byte ${offset}: not a disk hit`);
-    t.ok(warnings.some((m) => /removing corrupt cached executable .*checksum/.test(m)), `byte ${offset}: warned "${warnings[0]}"`);
+    t.ok(
+      warnings.some((m) => /removing corrupt cached executable .*checksum/.test(m)),
+      `byte ${offset}: warned "${warnings[0]}"`,
+    );
     t.deepEqual(got, expected, `byte ${offset}: same scores as before`);
     await cache.flush();
     cache.dispose();

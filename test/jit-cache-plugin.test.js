@@ -24,7 +24,10 @@ async function runLmHead(client, exe, k) {
   const f = (n, s) => Float32Array.from({ length: n }, (_, i) => Math.sin(i * s));
   const inputs = [
     await client.upload(f(16 * 8, 0.37), [16, 8]),
-    await client.upload(Int32Array.from({ length: k }, (_, i) => (i * 5) % 16), [k]),
+    await client.upload(
+      Int32Array.from({ length: k }, (_, i) => (i * 5) % 16),
+      [k],
+    ),
     await client.upload(f(8, 1.3), [8]),
     await client.upload(f(32 * 8, 0.11), [32, 8]),
     await client.upload(Int32Array.of(0, 7, 31), [3]),
@@ -39,7 +42,10 @@ test('one compile per key under concurrency, then a restart compiles nothing', a
   const key = (k) => ({ program: 'lm_head_gather', model: 'synthetic', dims: { K: k } });
   const source = (k) => () => lmHead(k).text;
   const leases = await Promise.all(Array.from({ length: 8 }, () => cacheA.get(key(4), source(4))));
-  t.ok(leases.every((e) => e === leases[0]), '8 concurrent gets share one executable');
+  t.ok(
+    leases.every((e) => e === leases[0]),
+    '8 concurrent gets share one executable',
+  );
   t.equal(cacheA.counters().compiles, 1, 'compiled once');
   await cacheA.get(key(6), source(6));
   const expected4 = await runLmHead(first, leases[0], 4);
@@ -68,7 +74,10 @@ test('an executable cached under another CPU key is recompiled, not loaded', asy
   const key = { program: 'lm_head_gather', model: 'synthetic', dims: { K: 5 } };
   const source = () => lmHead(5).text;
   const here = clientCompiler(client);
-  t.ok(here.cacheNamespace.includes(`cpu${hostCpu().id}`), `the default namespace names this CPU (${hostCpu().model}): ${here.cacheNamespace}`);
+  t.ok(
+    here.cacheNamespace.includes(`cpu${hostCpu().id}`),
+    `the default namespace names this CPU (${hostCpu().model}): ${here.cacheNamespace}`,
+  );
   // Written by "another machine": the same plugin and program under another CPU identity.
   const other = new JitCache(clientCompiler(client, { hostCpuId: 'f00dcafe0000' }), { disk: dir });
   const expected = await runLmHead(client, await other.get(key, source), 5);

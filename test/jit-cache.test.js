@@ -70,7 +70,11 @@ function collector() {
 
 test('key strings are canonical', (t) => {
   t.equal(jitKeyString({ program: 'p', model: 'm', dims: { N: 8, L: 16, P: 128 } }), 'p|m|L=16,N=8,P=128');
-  t.equal(jitKeyString({ program: 'p', model: 'm', dims: { P: 128, N: 8, L: 16 } }), 'p|m|L=16,N=8,P=128', 'dim order does not matter');
+  t.equal(
+    jitKeyString({ program: 'p', model: 'm', dims: { P: 128, N: 8, L: 16 } }),
+    'p|m|L=16,N=8,P=128',
+    'dim order does not matter',
+  );
   t.throws(() => jitKeyString({ program: 'p', model: 'm', dims: { T: 1.5 } }), TypeError);
   t.throws(() => jitKeyString({ program: '', model: 'm', dims: {} }), TypeError);
   t.end();
@@ -83,7 +87,10 @@ test('N concurrent gets of a new key compile once', async (t) => {
   const results = await Promise.all(Array.from({ length: 10 }, () => cache.get(key('a'), source('a', calls))));
   t.equal(compiler.compiled.length, 1, 'compiled once');
   t.equal(calls.n, 1, 'program text produced once');
-  t.ok(results.every((e) => e === results[0]), 'everyone got the same executable');
+  t.ok(
+    results.every((e) => e === results[0]),
+    'everyone got the same executable',
+  );
   let c = cache.counters();
   t.equal(c.compiles, 1);
   t.equal(c.misses, 10, 'every lookup that had to wait is a miss');
@@ -171,9 +178,11 @@ test('an executable in use is not disposed until released', async (t) => {
   t.ok(compiler.disposed.includes('program b'), 'unheld entries were evicted meanwhile');
   // A throwing callback still releases.
   const lease = await cache.acquire(key('d'), source('d'));
-  await cache.use(key('d'), source('d'), () => {
-    throw new Error('boom');
-  }).catch(() => undefined);
+  await cache
+    .use(key('d'), source('d'), () => {
+      throw new Error('boom');
+    })
+    .catch(() => undefined);
   t.notOk(lease.executable.disposed, 'the other lease still holds d');
   lease[Symbol.dispose]();
   t.end();
@@ -184,7 +193,10 @@ test('a failed compile rejects every waiter and is not cached', async (t) => {
   const compiler = fakeCompiler({ delayMs: 10, fail: () => broken });
   const cache = new JitCache(compiler, { disk: false });
   const outcomes = await Promise.allSettled(Array.from({ length: 4 }, () => cache.get(key('a'), source('a'))));
-  t.ok(outcomes.every((o) => o.status === 'rejected' && o.reason.message === 'compile failed: program a'), 'all waiters rejected with the compile error');
+  t.ok(
+    outcomes.every((o) => o.status === 'rejected' && o.reason.message === 'compile failed: program a'),
+    'all waiters rejected with the compile error',
+  );
   t.equal(compiler.compiled.length, 1, 'one compile attempt');
   t.notOk(cache.has(key('a')), 'nothing cached');
   t.equal(cache.counters().inFlight, 0, 'no flight left behind');
@@ -202,7 +214,11 @@ test('a failing program source is not cached either', async (t) => {
     throw new Error('no builder');
   };
   await rejectsWith(t, cache.get(key('a'), throwingSource), /no builder/);
-  await rejectsWith(t, cache.get(key('a'), () => ''), /returned no program text/);
+  await rejectsWith(
+    t,
+    cache.get(key('a'), () => ''),
+    /returned no program text/,
+  );
   t.equal(cache.counters().inFlight, 0);
   t.equal(compiler.compiled.length, 0);
   t.ok(await cache.get(key('a'), source('a')));
@@ -219,7 +235,10 @@ test('disk cache: a second cache instance compiles nothing', async (t) => {
   t.equal(cacheA.counters().diskWrites, 3);
   const files = fs.readdirSync(dir).sort();
   t.equal(files.length, 3, 'three files');
-  t.ok(files.every((f) => /^[0-9a-f]{64}\.exe$/.test(f)), 'named by sha256, no temporary files left');
+  t.ok(
+    files.every((f) => /^[0-9a-f]{64}\.exe$/.test(f)),
+    'named by sha256, no temporary files left',
+  );
   t.ok(files.includes(`${executableKey('fake-1.0', 'program a')}.exe`), 'the name is sha256(namespace, program text)');
 
   const second = fakeCompiler();
@@ -257,7 +276,11 @@ test('disk cache: corrupt and unloadable files are tolerated and removed', async
   for (const name of ['a', 'b', 'c']) t.equal((await cacheB.get(key(name), source(name))).text, `program ${name}`);
   t.deepEqual(compiler.compiled.sort(), ['program a', 'program b'], 'the corrupt ones are recompiled');
   t.equal(compiler.deserialized, 1, 'only the intact one was handed to the deserializer');
-  t.equal(warn.messages.filter((m) => /removing corrupt cached executable/.test(m)).length, 2, 'one warning per corrupt file');
+  t.equal(
+    warn.messages.filter((m) => /removing corrupt cached executable/.test(m)).length,
+    2,
+    'one warning per corrupt file',
+  );
   await cacheB.flush();
   t.equal(fs.readdirSync(dir).length, 3, 'recompiled entries were written back');
 
@@ -287,7 +310,10 @@ test('disk cache: an unusable directory never breaks compiling', async (t) => {
   t.equal((await cache.get(key('a'), source('a'))).text, 'program a');
   await cache.flush();
   t.equal(cache.counters().diskWrites, 0);
-  t.ok(warn.messages.some((m) => /could not write cached executable/.test(m)), 'a warning, not an error');
+  t.ok(
+    warn.messages.some((m) => /could not write cached executable/.test(m)),
+    'a warning, not an error',
+  );
   // A directory where a cache file should be: unreadable, ignored.
   const dir2 = tmpDir();
   fs.mkdirSync(path.join(dir2, `${executableKey('fake-1.0', 'program a')}.exe`));
@@ -308,7 +334,11 @@ test('the default disk directory is <cacheDir>/executables/<namespace>', (t) => 
     const noSerialize = fakeCompiler();
     delete noSerialize.serialize;
     t.equal(new JitCache(noSerialize).diskDirectory, null, 'off when the compiler cannot serialize');
-    t.throws(() => new JitCache(noSerialize, { disk: '/tmp/x' }), TypeError, 'asking for disk without serialize is an error');
+    t.throws(
+      () => new JitCache(noSerialize, { disk: '/tmp/x' }),
+      TypeError,
+      'asking for disk without serialize is an error',
+    );
   } finally {
     if (saved === undefined) delete process.env.PJRT_SCORE_CACHE;
     else process.env.PJRT_SCORE_CACHE = saved;
@@ -327,7 +357,14 @@ test('warmup: compiles the list with a progress report', async (t) => {
   const result = await cache.warmup(items, { progress: stream, onProgress: (p) => events.push(p) });
   t.equal(result.total, 3);
   t.equal(result.compiled, 3);
-  t.deepEqual(events.map((e) => [e.done, e.total, e.source]), [[1, 3, 'compile'], [2, 3, 'compile'], [3, 3, 'compile']]);
+  t.deepEqual(
+    events.map((e) => [e.done, e.total, e.source]),
+    [
+      [1, 3, 'compile'],
+      [2, 3, 'compile'],
+      [3, 3, 'compile'],
+    ],
+  );
   t.equal(lines.length, 4, 'not a TTY: one plain line per program plus a summary');
   t.match(lines[0], /^warmup 1\/3 a\|m\|T=64 compiled \(\d+\.\ds\)\n$/);
   t.match(lines[3], /^warmup 3 programs in \d+\.\ds: 3 compiled, 0 from disk, 0 cached\n$/);
@@ -341,7 +378,10 @@ test('warmup: compiles the list with a progress report', async (t) => {
   const tty = [];
   const fromDisk = await fresh.warmup(items, { progress: { isTTY: true, columns: 60, write: (s) => tty.push(s) } });
   t.equal(fromDisk.fromDisk, 3, 'a restart warms from disk');
-  t.ok(tty.slice(0, 3).every((s) => s.startsWith('\r\x1b[K') && !s.includes('\n') && s.length <= 60 + 4), 'a TTY gets one redrawn line');
+  t.ok(
+    tty.slice(0, 3).every((s) => s.startsWith('\r\x1b[K') && !s.includes('\n') && s.length <= 60 + 4),
+    'a TTY gets one redrawn line',
+  );
   t.match(tty[0], /^\r\x1b\[Kwarmup \[#{8}\.{16}\] 1\/3 /);
   t.equal(tty[3], '\n', 'the bar line is ended');
   t.match(tty[4], /3 from disk/);

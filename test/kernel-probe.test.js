@@ -38,14 +38,24 @@ const { Scorer } = require('./dist');
 function runChild(precision, env) {
   const childEnv = { ...process.env, ...env };
   for (const [k, v] of Object.entries(env)) if (v === undefined) delete childEnv[k];
-  const r = spawnSync(process.execPath, ['-e', CHILD, precision], { cwd: root, env: childEnv, encoding: 'utf8', timeout: 240_000 });
+  const r = spawnSync(process.execPath, ['-e', CHILD, precision], {
+    cwd: root,
+    env: childEnv,
+    encoding: 'utf8',
+    timeout: 240_000,
+  });
   const line = (r.stdout || '').split('\n').find((l) => l.startsWith('{'));
   return { status: r.status, signal: r.signal, stderr: r.stderr, out: line ? JSON.parse(line) : null };
 }
 
 function verdictFiles() {
   const dir = path.join(cacheDir(), 'kernel-probe');
-  return fs.existsSync(dir) ? fs.readdirSync(dir).filter((f) => f.endsWith('.json')).map((f) => path.join(dir, f)) : [];
+  return fs.existsSync(dir)
+    ? fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.json'))
+        .map((f) => path.join(dir, f))
+    : [];
 }
 
 test('this process: every path this CPU has passed its trial in a child, and the kernels may take them all', (t) => {
@@ -55,11 +65,20 @@ test('this process: every path this CPU has passed its trial in a child, and the
   if (cpu === 'portable') {
     t.skip('hardware avx2: a CPU with the portable loops only: nothing to try');
   } else {
-    const files = verdictFiles().map((f) => JSON.parse(fs.readFileSync(f, 'utf8')).value).filter(Boolean); // records of older formats hold none
+    const files = verdictFiles()
+      .map((f) => JSON.parse(fs.readFileSync(f, 'utf8')).value)
+      .filter(Boolean); // records of older formats hold none
     const mine = files.find((v) => v.cpu === cpu && v.tried === cpu);
     t.ok(mine, `the verdict is kept in ${path.join(cacheDir(), 'kernel-probe')}`);
-    t.deepEqual(mine.trials.map((x) => x.isa), KERNEL_ISAS.slice(1, order(cpu) + 1), `trials in order: ${mine.trials.map((x) => x.isa).join(', ')}`);
-    t.ok(mine.trials.every((x) => x.ok && /against portable/.test(x.detail)), 'each agreed with the portable loops');
+    t.deepEqual(
+      mine.trials.map((x) => x.isa),
+      KERNEL_ISAS.slice(1, order(cpu) + 1),
+      `trials in order: ${mine.trials.map((x) => x.isa).join(', ')}`,
+    );
+    t.ok(
+      mine.trials.every((x) => x.ok && /against portable/.test(x.detail)),
+      'each agreed with the portable loops',
+    );
   }
   t.end();
 });
@@ -85,23 +104,35 @@ for (const isa of faulted) {
   test(`a forced fault in the ${isa} trial: the process lives, the kernels run ${below}, and explain() and the load log say why`, (t) => {
     const before = verdictFiles().map((f) => [f, fs.readFileSync(f, 'utf8')]);
     const run = runChild('bf16', { PJRT_SCORE_KERNEL_PROBE_FAULT: isa, PJRT_SCORE_KERNEL_ISA: undefined });
-    t.equal(run.status, 0, `the scoring process exited 0 (signal ${run.signal})${run.status ? `: ${run.stderr.slice(-400)}` : ''}`);
+    t.equal(
+      run.status,
+      0,
+      `the scoring process exited 0 (signal ${run.signal})${run.status ? `: ${run.stderr.slice(-400)}` : ''}`,
+    );
     const { explained, logged, scores } = run.out;
     t.equal(explained.tried, below, `tried: ${explained.tried}`);
     t.equal(explained.allowed, below, `the kernels take ${explained.allowed}`);
-    t.match(explained.probeNote, new RegExp(`^${isa} killed its probe process \\(SIGSEGV\\); the kernels run ${below}$`), `explain(): ${explained.probeNote}`);
+    t.match(
+      explained.probeNote,
+      new RegExp(`^${isa} killed its probe process \\(SIGSEGV\\); the kernels run ${below}$`),
+      `explain(): ${explained.probeNote}`,
+    );
     t.deepEqual(logged, explained, 'the load log says the same');
     const reference = runChild('bf16', { PJRT_SCORE_KERNEL_ISA: below, PJRT_SCORE_KERNEL_PROBE_FAULT: undefined });
     t.equal(reference.status, 0, `the reference run (PJRT_SCORE_KERNEL_ISA=${below}) exited 0`);
     t.equal(reference.out.explained.used, explained.used, `both ran the ${explained.used} kernel path`);
-    t.deepEqual(scores, reference.out.scores, `scores bit for bit those of ${below} (${scores.map((r) => r.map((x) => x.toFixed(4)).join('/')).join(' ')})`);
+    t.deepEqual(
+      scores,
+      reference.out.scores,
+      `scores bit for bit those of ${below} (${scores.map((r) => r.map((x) => x.toFixed(4)).join('/')).join(' ')})`,
+    );
     const after = verdictFiles().map((f) => [f, fs.readFileSync(f, 'utf8')]);
     t.deepEqual(after, before, 'a forced fault neither reads nor writes the verdicts on disk');
     t.end();
   });
 }
 
-test("a forced fault under the default precision: the default never reaches the untried path", (t) => {
+test('a forced fault under the default precision: the default never reaches the untried path', (t) => {
   if (cpu === 'portable') {
     t.skip('hardware avx2: nothing above portable to fault');
     return t.end();

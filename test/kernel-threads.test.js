@@ -36,7 +36,11 @@ function env(extra = {}) {
 
 /** Runs `argv` (a command line that ends by running the child script) and parses its report. */
 function report(argv, extra) {
-  const r = spawnSync(argv[0], argv.slice(1), { cwd: root, encoding: 'utf8', env: env({ PJRT_SCORE_KERNEL_THREADS: undefined, ...extra }) });
+  const r = spawnSync(argv[0], argv.slice(1), {
+    cwd: root,
+    encoding: 'utf8',
+    env: env({ PJRT_SCORE_KERNEL_THREADS: undefined, ...extra }),
+  });
   if (r.error) throw r.error;
   if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
@@ -58,14 +62,14 @@ test('kernel threads: one per CPU of the affinity mask', (t) => {
   t.equal(got.affinity, want, `the mask has ${want} CPUs (Python's sched_getaffinity)`);
   if (got.quota === 0 || got.quota >= want) {
     t.equal(got.threads, want, 'the pool has one thread per CPU of the mask');
-    t.equal(got.source, 'affinity', "sized by the mask");
+    t.equal(got.source, 'affinity', 'sized by the mask');
   } else {
     t.equal(got.threads, got.quota, 'a cgroup quota below the mask sizes the pool');
   }
   t.end();
 });
 
-test('kernel threads under taskset -c 0: one thread, and XLA\'s pool follows the mask too', (t) => {
+test("kernel threads under taskset -c 0: one thread, and XLA's pool follows the mask too", (t) => {
   const prefix = ['taskset', '-c', '0'];
   t.equal(pythonAffinity(prefix), 1, 'taskset -c 0 leaves one CPU (Python sees 1)');
   const got = report([...prefix, ...child('client')]);
@@ -91,7 +95,10 @@ function writableCpuCgroup() {
   const v1 = '/sys/fs/cgroup/cpu';
   try {
     fs.accessSync(path.join(v1, 'cpu.cfs_quota_us'), fs.constants.W_OK);
-    return { dir: v1, quota: (dir, cpus) => fs.writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(cpus * 100000)) };
+    return {
+      dir: v1,
+      quota: (dir, cpus) => fs.writeFileSync(path.join(dir, 'cpu.cfs_quota_us'), String(cpus * 100000)),
+    };
   } catch {
     // no writable cgroup v1 cpu controller: try v2
   }
@@ -110,7 +117,11 @@ test('kernel threads under a cgroup CPU quota smaller than the mask: the quota s
   const mask = pythonAffinity();
   const cgroup = writableCpuCgroup();
   if (mask < 2 || !cgroup) {
-    t.skip(mask < 2 ? 'the mask has 1 CPU: no quota can be smaller' : 'no writable cgroup cpu controller here (not root, or none mounted)');
+    t.skip(
+      mask < 2
+        ? 'the mask has 1 CPU: no quota can be smaller'
+        : 'no writable cgroup cpu controller here (not root, or none mounted)',
+    );
     t.end();
     return;
   }

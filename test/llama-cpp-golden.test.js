@@ -31,7 +31,10 @@ test('label probabilities agree with llama.cpp on the same token ids', async (t)
   const mean = (xs) => xs.reduce((a, b) => a + b, 0) / xs.length;
   t.ok(max(diffsQ) <= 0.02, `vs llama.cpp on Q4_1: max |prob diff| ${max(diffsQ).toExponential(2)} <= 0.02`);
   t.ok(mean(diffsQ) <= 0.01, `vs llama.cpp on Q4_1: mean |prob diff| ${mean(diffsQ).toExponential(2)} <= 0.01`);
-  t.ok(max(diffsF32) <= 1e-3, `vs llama.cpp on the same weights in F32: max |prob diff| ${max(diffsF32).toExponential(2)}`);
+  t.ok(
+    max(diffsF32) <= 1e-3,
+    `vs llama.cpp on the same weights in F32: max |prob diff| ${max(diffsF32).toExponential(2)}`,
+  );
   t.ok(worstLogprobF32 <= 5e-3, `vs llama.cpp F32: max |logprob diff| ${worstLogprobF32.toExponential(2)} nats`);
 });
 

@@ -60,14 +60,20 @@ test('duplicate and padded gather indices, labels 0 and V-1', async (t) => {
   const labels = [0, V - 1, 7, 7];
   const eps = 1e-6;
   const x = makeInputs(1, { T, Dm, V }, gatherIndices, labels);
-  const out = await runLmHead({ tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, labelCount: labels.length, eps }, x);
+  const out = await runLmHead(
+    { tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, labelCount: labels.length, eps },
+    x,
+  );
   const expect = ref.lmHeadGather({ ...x, T, Dm, V, eps });
   const d = realRowsDiff(out, expect, gatherIndices, labels.length);
   t.ok(d <= TOL, `vs reference: ${d.toExponential(2)}`);
   t.ok(out.every(Number.isFinite), 'every row finite, padded ones included');
   t.deepEqual(Array.from(out.subarray(0, 4)), Array.from(out.subarray(4, 8)), 'duplicate index -> identical rows');
   t.equal(out[2], out[3], 'duplicate label -> identical columns');
-  t.ok(out.every((v) => v <= 0), 'log-probabilities are <= 0');
+  t.ok(
+    out.every((v) => v <= 0),
+    'log-probabilities are <= 0',
+  );
 });
 
 test('eps is a build parameter that matters', async (t) => {
@@ -89,7 +95,10 @@ test('larger vocabulary and sharper logits', async (t) => {
   const labels = [V - 1, 0, 1234];
   const eps = 1e-5;
   const x = makeInputs(3, { T, Dm, V }, gatherIndices, labels, 4);
-  const out = await runLmHead({ tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, labelCount: labels.length, eps }, x);
+  const out = await runLmHead(
+    { tokens: T, hiddenSize: Dm, gatherCount: gatherIndices.length, vocabSize: V, labelCount: labels.length, eps },
+    x,
+  );
   const expect = ref.lmHeadGather({ ...x, T, Dm, V, eps });
   const d = realRowsDiff(out, expect, gatherIndices, labels.length);
   t.ok(d <= TOL, `vs reference: ${d.toExponential(2)}`);
@@ -124,7 +133,10 @@ test('the log-normalizer label reads -logsumexp: label logprob minus it is the r
   }
   t.ok(dNorm <= TOL, `the -1 column is -logsumexp of the row's logits (${dNorm.toExponential(2)})`);
   t.ok(dLogit <= TOL, `column minus the -1 column is the raw logit (${dLogit.toExponential(2)})`);
-  t.ok(dSame <= 1e-6, `the other columns are the values the program gives without the -1 label (${dSame.toExponential(2)})`);
+  t.ok(
+    dSame <= 1e-6,
+    `the other columns are the values the program gives without the -1 label (${dSame.toExponential(2)})`,
+  );
 });
 
 test('teardown', (t) => {

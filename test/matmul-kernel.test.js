@@ -25,16 +25,41 @@
 const test = require('tape');
 const { Client, Scorer } = require('..');
 const { binding } = require('../dist/runtime/binding');
-const { buildProgram, TensorType, matmulBf16Kernel, matmulF32Kernel, nn, packMatmulRows, packMatmulWeights, packedMatmulDims, packedMatmulDimsF32, MATMUL_PANEL_COLUMNS, MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET, MATMUL_F32_TARGET } = require('../dist/hlo');
+const {
+  buildProgram,
+  TensorType,
+  matmulBf16Kernel,
+  matmulF32Kernel,
+  nn,
+  packMatmulRows,
+  packMatmulWeights,
+  packedMatmulDims,
+  packedMatmulDimsF32,
+  MATMUL_PANEL_COLUMNS,
+  MATMUL_BF16_TARGET,
+  MATMUL_BF16_RMSNORM_TARGET,
+  MATMUL_BF16_SWIGLU_TARGET,
+  MATMUL_F32_TARGET,
+} = require('../dist/hlo');
 const { runProgram } = require('./helpers/run-program');
 const { cpuIsa, withIsa } = require('./helpers/kernel-path');
 
 const BF16_UNITS = ['avx512bf16', 'amx'].includes(cpuIsa);
 const AVX512 = ['avx512', 'avx512bf16', 'amx'].includes(cpuIsa);
 // The f32 kernel's paths: its AVX-512 tiles where the CPU has them.
-const F32_PATHS = AVX512 ? [['portable', 'portable'], [null, 'avx512']] : [['portable', 'portable']];
+const F32_PATHS = AVX512
+  ? [
+      ['portable', 'portable'],
+      [null, 'avx512'],
+    ]
+  : [['portable', 'portable']];
 // The paths this CPU runs: the portable loop everywhere, vdpbf16ps where the CPU has it.
-const PATHS = BF16_UNITS ? [['portable', 'portable'], [null, 'avx512bf16']] : [['portable', 'portable']];
+const PATHS = BF16_UNITS
+  ? [
+      ['portable', 'portable'],
+      [null, 'avx512bf16'],
+    ]
+  : [['portable', 'portable']];
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -106,7 +131,9 @@ test('setup: a CPU client with the addon kernels registered', async (t) => {
  * fail with `message`: the handler's error, and the process lives.
  */
 async function expectRefused(t, name, target, operands, result, message) {
-  const prog = buildProgram(`matmul_bad_${name.replace(/\W+/g, '_')}`, (f) => ({ y: f.customCall(target, operands(f), [TensorType.f32(result)])[0] }));
+  const prog = buildProgram(`matmul_bad_${name.replace(/\W+/g, '_')}`, (f) => ({
+    y: f.customCall(target, operands(f), [TensorType.f32(result)])[0],
+  }));
   const inputs = prog.inputs.map((spec) => {
     const n = spec.dims.reduce((a, b) => a * b, 1);
     return spec.dtype === 's32' ? new Int32Array(n) : spec.dtype === 'u16' ? new Uint16Array(n) : new Float32Array(n);
@@ -142,8 +169,12 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
             let worst = 0;
             // f32 sums of K exact products: |error| <= K 2^-24 sum|products| (Higham's bound for a recursive sum).
             const bound = K * 2 ** -24;
-            for (let i = 0; i < out.length; i++) worst = Math.max(worst, Math.abs(y[i] - out[i]) / (scale[i] * bound + 1e-30));
-            t.ok(worst <= 1, `${path}, layer ${asked}${asked !== used ? ` (clamped to ${used})` : ''}: |diff| <= K 2^-24 sum|products| (worst ${worst.toFixed(3)} of it)`);
+            for (let i = 0; i < out.length; i++)
+              worst = Math.max(worst, Math.abs(y[i] - out[i]) / (scale[i] * bound + 1e-30));
+            t.ok(
+              worst <= 1,
+              `${path}, layer ${asked}${asked !== used ? ` (clamped to ${used})` : ''}: |diff| <= K 2^-24 sum|products| (worst ${worst.toFixed(3)} of it)`,
+            );
           }
         });
       }
@@ -155,13 +186,18 @@ test("the kernel computes XLA's bf16 x bf16 -> f32 dot of the same operands", as
   const [T, K, N] = [37, 576, 96];
   const x = fill(T * K, 5);
   const w = fill(K * N, 6);
-  const xla = buildProgram('xla_bf16_dot', (f) => ({ y: f.matmul(f.param(TensorType.f32([T, K]), 'x'), f.param(TensorType.f32([K, N]), 'w')) }), { dotPrecision: 'DEFAULT', dotOperands: 'bf16' });
+  const xla = buildProgram(
+    'xla_bf16_dot',
+    (f) => ({ y: f.matmul(f.param(TensorType.f32([T, K]), 'x'), f.param(TensorType.f32([K, N]), 'w')) }),
+    { dotPrecision: 'DEFAULT', dotOperands: 'bf16' },
+  );
   const [want] = await runProgram(client, xla, [x, w]);
   const [got] = await runProgram(client, kernelProgram(T, K, N, 1, 'f32'), [x, w, Int32Array.of(0)]);
   const { scale } = reference(x, w, T, K, N, 0);
   let worst = 0;
   // Both are f32 sums of the same exact products: each within K 2^-24 sum|products| of the exact sum.
-  for (let i = 0; i < want.length; i++) worst = Math.max(worst, Math.abs(got[i] - want[i]) / (scale[i] * 2 * K * 2 ** -24));
+  for (let i = 0; i < want.length; i++)
+    worst = Math.max(worst, Math.abs(got[i] - want[i]) / (scale[i] * 2 * K * 2 ** -24));
   t.ok(worst <= 1, `within 2 K 2^-24 x sum|products| of XLA's (worst ${worst.toFixed(4)} of it)`);
   t.end();
 });
@@ -200,21 +236,25 @@ for (const kind of ['rmsNorm', 'swiglu']) {
       const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps } : { kind };
       return { y: matmulBf16Kernel(f, xs, ws, layer, prologue) };
     });
-    const xla = buildProgram(`xla_${kind}`, (f) => {
-      const xs = f.param(TensorType.f32([T, (kind === 'swiglu' ? 2 : 1) * K]), 'x');
-      const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
-      const ns = f.param(TensorType.f32([Ly, K]), 'norms');
-      const layer = f.param(new TensorType('s32', []), 'layer');
-      const w1 = f.reshape(f.dynamicSlice(ws, [layer, f.scalar(0, 's32'), f.scalar(0, 's32')], [1, K, N]), [K, N]);
-      let input;
-      if (kind === 'rmsNorm') {
-        input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
-      } else {
-        const g = f.slice(xs, [0, 0], [T, K]);
-        input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
-      }
-      return { y: f.matmul(input, w1) };
-    }, { dotPrecision: 'DEFAULT', dotOperands: 'bf16' });
+    const xla = buildProgram(
+      `xla_${kind}`,
+      (f) => {
+        const xs = f.param(TensorType.f32([T, (kind === 'swiglu' ? 2 : 1) * K]), 'x');
+        const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
+        const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+        const layer = f.param(new TensorType('s32', []), 'layer');
+        const w1 = f.reshape(f.dynamicSlice(ws, [layer, f.scalar(0, 's32'), f.scalar(0, 's32')], [1, K, N]), [K, N]);
+        let input;
+        if (kind === 'rmsNorm') {
+          input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
+        } else {
+          const g = f.slice(xs, [0, 0], [T, K]);
+          input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
+        }
+        return { y: f.matmul(input, w1) };
+      },
+      { dotPrecision: 'DEFAULT', dotOperands: 'bf16' },
+    );
     for (const layer of [0, 1]) {
       const rows = prologueRows(kind, x, T, K, norms.subarray(layer * K, (layer + 1) * K), eps);
       const { out, scale } = reference(rows, w, T, K, N, layer);
@@ -231,8 +271,14 @@ for (const kind of ['rmsNorm', 'swiglu']) {
             worst = Math.max(worst, Math.abs(got[i] - out[i]) / bound(i));
             worstXla = Math.max(worstXla, Math.abs(got[i] - want[i]) / (2 * bound(i)));
           }
-          t.ok(worst <= 1, `${path}, layer ${layer}: within the bound of the float64 loop (worst ${worst.toExponential(1)} of it)`);
-          t.ok(worstXla <= 1, `${path}, layer ${layer}: within twice the bound of XLA's ${kind} and bf16 dot (worst ${worstXla.toExponential(1)} of it)`);
+          t.ok(
+            worst <= 1,
+            `${path}, layer ${layer}: within the bound of the float64 loop (worst ${worst.toExponential(1)} of it)`,
+          );
+          t.ok(
+            worstXla <= 1,
+            `${path}, layer ${layer}: within twice the bound of XLA's ${kind} and bf16 dot (worst ${worstXla.toExponential(1)} of it)`,
+          );
         });
       }
     }
@@ -276,15 +322,20 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
     const dims = packedMatmulDims([Ly, K, N]);
     t.deepEqual(dims, [Ly, Math.ceil(N / 32), Math.ceil(K / 2), 32, 2], `packed dims [${dims.join(', ')}]`);
     for (const wType of ['f32', 'u16', 'bf16']) {
-      const pack = buildProgram(`pack_test_${wType}_${Ly}_${K}_${N}`, (f) => ({ packed: packMatmulWeights(f, f.param(new TensorType(wType, [Ly, K, N]), 'w')) }));
+      const pack = buildProgram(`pack_test_${wType}_${Ly}_${K}_${N}`, (f) => ({
+        packed: packMatmulWeights(f, f.param(new TensorType(wType, [Ly, K, N]), 'w')),
+      }));
       const [got] = await runProgram(client, pack, [weightsAs(w, wType)]);
       let mismatches = 0;
       for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) mismatches++;
       t.equal(mismatches, 0, `${wType} weights: all ${want.length} packed values equal the loop's`);
       // The same panels from the rows a checkpoint stores ([Ly, N, K], what the load stacks by copies).
       const rows = new Float32Array(Ly * N * K);
-      for (let l = 0; l < Ly; l++) for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) rows[(l * N + c) * K + r] = w[(l * K + r) * N + c];
-      const packRows = buildProgram(`pack_rows_test_${wType}_${Ly}_${K}_${N}`, (f) => ({ packed: packMatmulRows(f, f.param(new TensorType(wType, [Ly, N, K]), 'w')) }));
+      for (let l = 0; l < Ly; l++)
+        for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) rows[(l * N + c) * K + r] = w[(l * K + r) * N + c];
+      const packRows = buildProgram(`pack_rows_test_${wType}_${Ly}_${K}_${N}`, (f) => ({
+        packed: packMatmulRows(f, f.param(new TensorType(wType, [Ly, N, K]), 'w')),
+      }));
       const [fromRows] = await runProgram(client, packRows, [weightsAs(rows, wType)]);
       let rowMismatches = 0;
       for (let i = 0; i < want.length; i++) if (fromRows[i] !== want[i]) rowMismatches++;
@@ -301,12 +352,19 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
         for (const layer of [0, Ly - 1, Ly + 3]) {
           const [y] = await runProgram(client, packedProg, [x, want, Int32Array.of(layer)]);
           const [stacked] = await runProgram(client, stackedProg, [x, weightsAs(w, 'u16'), Int32Array.of(layer)]);
-          t.ok(y.every((v, i) => Object.is(v, stacked[i])), `${path}, layer ${layer}: bit for bit the stacked matrices' result`);
+          t.ok(
+            y.every((v, i) => Object.is(v, stacked[i])),
+            `${path}, layer ${layer}: bit for bit the stacked matrices' result`,
+          );
           const used = Math.min(layer, Ly - 1);
           const { out, scale } = reference(x, w, T, K, N, used);
           let worst = 0;
-          for (let i = 0; i < out.length; i++) worst = Math.max(worst, Math.abs(y[i] - out[i]) / (scale[i] * K * 2 ** -24 + 1e-30));
-          t.ok(worst <= 1, `${path}, layer ${layer}: |diff| <= K 2^-24 sum|products| of the float64 loop (worst ${worst.toFixed(3)} of it)`);
+          for (let i = 0; i < out.length; i++)
+            worst = Math.max(worst, Math.abs(y[i] - out[i]) / (scale[i] * K * 2 ** -24 + 1e-30));
+          t.ok(
+            worst <= 1,
+            `${path}, layer ${layer}: |diff| <= K 2^-24 sum|products| of the float64 loop (worst ${worst.toFixed(3)} of it)`,
+          );
         }
       });
     }
@@ -326,36 +384,83 @@ test('packed weights with the RMSNorm and SwiGLU prologues: what the stacked mat
         const ws = f.param(new TensorType('u16', packed ? packedMatmulDims([Ly, K, N]) : [Ly, K, N]), 'w');
         const ns = f.param(TensorType.f32([Ly, K]), 'norms');
         const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : { kind };
-        return { y: matmulBf16Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue, packed ? N : undefined) };
+        return {
+          y: matmulBf16Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue, packed ? N : undefined),
+        };
       });
     for (const layer of [0, 1]) {
       const [a] = await runProgram(client, program(true), [x, packByLoop(w, Ly, K, N), norms, Int32Array.of(layer)]);
       const [b] = await runProgram(client, program(false), [x, weightsAs(w, 'u16'), norms, Int32Array.of(layer)]);
-      t.ok(a.every((v, i) => Object.is(v, b[i])), `${kind}, layer ${layer}: bit for bit`);
+      t.ok(
+        a.every((v, i) => Object.is(v, b[i])),
+        `${kind}, layer ${layer}: bit for bit`,
+      );
     }
   }
   t.end();
 });
 
 test('malformed packed weights: the builder refuses them, and so does the handler', async (t) => {
-  const build = (wDims, columns, xWidth = 6) => () =>
-    buildProgram('matmul_refused_packed', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, xWidth]), 'x'), f.param(new TensorType('u16', wDims), 'w'), f.scalar(0, 's32'), undefined, columns) }));
+  const build =
+    (wDims, columns, xWidth = 6) =>
+    () =>
+      buildProgram('matmul_refused_packed', (f) => ({
+        y: matmulBf16Kernel(
+          f,
+          f.param(TensorType.f32([2, xWidth]), 'x'),
+          f.param(new TensorType('u16', wDims), 'w'),
+          f.scalar(0, 's32'),
+          undefined,
+          columns,
+        ),
+      }));
   t.throws(build([1, 1, 3, 32, 2], undefined), /packed weights .* do not hold \[1, K, N\]/, 'no columns given');
   t.throws(build([1, 1, 3, 32, 2], 40), /do not hold/, 'columns past the panels');
   t.throws(build([1, 1, 4, 32, 2], 8), /do not hold/, 'pairs that do not match x');
   t.doesNotThrow(build([1, 1, 3, 32, 2], 8), 'the right dims');
-  const f32Packed = () => buildProgram('matmul_refused_packed', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, 6]), 'x'), f.param(TensorType.f32([1, 1, 3, 32, 2]), 'w'), f.scalar(0, 's32'), undefined, 8) }));
+  const f32Packed = () =>
+    buildProgram('matmul_refused_packed', (f) => ({
+      y: matmulBf16Kernel(
+        f,
+        f.param(TensorType.f32([2, 6]), 'x'),
+        f.param(TensorType.f32([1, 1, 3, 32, 2]), 'w'),
+        f.scalar(0, 's32'),
+        undefined,
+        8,
+      ),
+    }));
   t.throws(f32Packed, /packed \[Ly, N \/ 32, K \/ 2, 32, 2\] of u16 or bf16/, 'f32 panels');
-  t.throws(() => buildProgram('pack_refused', (f) => ({ y: packMatmulWeights(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')) })), /packMatmulWeights: weights must be \[Ly, K, N\]/, 'packing int8 weights');
-  t.throws(() => buildProgram('pack_rows_refused', (f) => ({ y: packMatmulRows(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')) })), /packMatmulRows: weights must be \[Ly, N, K\]/, 'packing int8 rows');
+  t.throws(
+    () =>
+      buildProgram('pack_refused', (f) => ({ y: packMatmulWeights(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')) })),
+    /packMatmulWeights: weights must be \[Ly, K, N\]/,
+    'packing int8 weights',
+  );
+  t.throws(
+    () =>
+      buildProgram('pack_rows_refused', (f) => ({
+        y: packMatmulRows(f, f.param(new TensorType('s8', [1, 4, 4]), 'w')),
+      })),
+    /packMatmulRows: weights must be \[Ly, N, K\]/,
+    'packing int8 rows',
+  );
   const bad = [
     ['panels of another width', [1, 1, 3, 16, 2], [2, 8], /packed weights \[1, 1, 3, 16, 2\] must be/],
-    ['panels for other columns', [1, 1, 3, 32, 2], [2, 40], /must be \[Ly >= 1, ceil\(N \/ 32\), ceil\(K \/ 2\), 32, 2\] = \[Ly, 2, 3, 32, 2\]/],
+    [
+      'panels for other columns',
+      [1, 1, 3, 32, 2],
+      [2, 40],
+      /must be \[Ly >= 1, ceil\(N \/ 32\), ceil\(K \/ 2\), 32, 2\] = \[Ly, 2, 3, 32, 2\]/,
+    ],
     ['pairs for another K', [1, 1, 2, 32, 2], [2, 8], /= \[Ly, 1, 3, 32, 2\]/],
     ['no layers', [0, 1, 3, 32, 2], [2, 8], /Ly >= 1/],
   ];
   for (const [name, wDims, result, message] of bad) {
-    const operands = (f) => [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType('u16', wDims), 'w'), f.param(new TensorType('s32', []), 'l')];
+    const operands = (f) => [
+      f.param(TensorType.f32([2, 6]), 'x'),
+      f.param(new TensorType('u16', wDims), 'w'),
+      f.param(new TensorType('s32', []), 'l'),
+    ];
     await expectRefused(t, `packed ${name}`, MATMUL_BF16_TARGET, operands, result, message);
   }
   t.end();
@@ -396,20 +501,25 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
         const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps } : kind === 'swiglu' ? { kind } : undefined;
         return { y: matmulF32Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue) };
       });
-      const xla = buildProgram(`xla_f32_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
-        const xs = f.param(TensorType.f32([T, width]), 'x');
-        const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
-        const ns = f.param(TensorType.f32([Ly, K]), 'norms');
-        const layer = f.param(new TensorType('s32', []), 'layer');
-        const w1 = f.reshape(f.dynamicSlice(ws, [layer, f.scalar(0, 's32'), f.scalar(0, 's32')], [1, K, N]), [K, N]);
-        let input = xs;
-        if (kind === 'rmsNorm') input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
-        if (kind === 'swiglu') {
-          const g = f.slice(xs, [0, 0], [T, K]);
-          input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
-        }
-        return { y: f.matmul(input, w1) };
-      }, { dotPrecision: 'HIGHEST' });
+      const xla = buildProgram(
+        `xla_f32_${kind}_${T}_${K}_${N}_${Ly}`,
+        (f) => {
+          const xs = f.param(TensorType.f32([T, width]), 'x');
+          const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
+          const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+          const layer = f.param(new TensorType('s32', []), 'layer');
+          const w1 = f.reshape(f.dynamicSlice(ws, [layer, f.scalar(0, 's32'), f.scalar(0, 's32')], [1, K, N]), [K, N]);
+          let input = xs;
+          if (kind === 'rmsNorm')
+            input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
+          if (kind === 'swiglu') {
+            const g = f.slice(xs, [0, 0], [T, K]);
+            input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
+          }
+          return { y: f.matmul(input, w1) };
+        },
+        { dotPrecision: 'HIGHEST' },
+      );
       for (const layer of [0, Ly - 1]) {
         const rows = kind === 'none' ? x : prologueRows(kind, x, T, K, norms.subarray(layer * K, (layer + 1) * K), eps);
         const { out, scale } = referenceF32(rows, w, T, K, N, layer);
@@ -427,8 +537,14 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
               worst = Math.max(worst, Math.abs(got[i] - out[i]) / bound(i));
               worstXla = Math.max(worstXla, Math.abs(got[i] - want[i]) / (2 * bound(i)));
             }
-            t.ok(worst <= 1, `${kind}, ${path}, layer ${layer}: within the bound of the float64 loop (worst ${worst.toFixed(3)} of it)`);
-            t.ok(worstXla <= 1, `${kind}, ${path}, layer ${layer}: within twice the bound of XLA's f32 program (worst ${worstXla.toFixed(3)} of it)`);
+            t.ok(
+              worst <= 1,
+              `${kind}, ${path}, layer ${layer}: within the bound of the float64 loop (worst ${worst.toFixed(3)} of it)`,
+            );
+            t.ok(
+              worstXla <= 1,
+              `${kind}, ${path}, layer ${layer}: within twice the bound of XLA's f32 program (worst ${worstXla.toFixed(3)} of it)`,
+            );
           });
         }
       }
@@ -460,12 +576,15 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
     const dims = packedMatmulDimsF32([Ly, K, N]);
     t.deepEqual(dims, [Ly, Math.ceil(N / 32), K, 32], `packed dims [${dims.join(', ')}]`);
     const rows = new Float32Array(Ly * N * K);
-    for (let l = 0; l < Ly; l++) for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) rows[(l * N + c) * K + r] = w[(l * K + r) * N + c];
+    for (let l = 0; l < Ly; l++)
+      for (let r = 0; r < K; r++) for (let c = 0; c < N; c++) rows[(l * N + c) * K + r] = w[(l * K + r) * N + c];
     for (const [from, input, inDims, pack] of [
       ['[Ly, K, N]', w, [Ly, K, N], packMatmulWeights],
       ['rows [Ly, N, K]', rows, [Ly, N, K], packMatmulRows],
     ]) {
-      const program = buildProgram(`pack_f32_${pack.name}_${Ly}_${K}_${N}`, (f) => ({ packed: pack(f, f.param(TensorType.f32(inDims), 'w'), 'f32') }));
+      const program = buildProgram(`pack_f32_${pack.name}_${Ly}_${K}_${N}`, (f) => ({
+        packed: pack(f, f.param(TensorType.f32(inDims), 'w'), 'f32'),
+      }));
       const [got] = await runProgram(client, program, [input]);
       let mismatches = 0;
       for (let i = 0; i < want.length; i++) if (!Object.is(got[i], want[i])) mismatches++;
@@ -484,16 +603,37 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
           const ns = f.param(TensorType.f32([Ly, K]), 'norms');
           const lv = f.param(new TensorType('s32', [T]), 'live');
           const rs = f.param(TensorType.f32([T, N]), 'residual');
-          const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
-          return { y: matmulF32Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue, { live: lv, residual: rs }, packed ? N : undefined) };
+          const prologue =
+            kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+          return {
+            y: matmulF32Kernel(
+              f,
+              xs,
+              ws,
+              f.param(new TensorType('s32', []), 'layer'),
+              prologue,
+              { live: lv, residual: rs },
+              packed ? N : undefined,
+            ),
+          };
         });
       const [packedProg, stackedProg] = [call(true), call(false)];
       for (const [isa, path] of F32_PATHS) {
         await withIsa(isa, async () => {
           for (const layer of [0, Ly - 1]) {
             const [y] = await runProgram(client, packedProg, [x, want, norms, live, residual, Int32Array.of(layer)]);
-            const [stacked] = await runProgram(client, stackedProg, [x, w, norms, live, residual, Int32Array.of(layer)]);
-            t.ok(y.every((v, i) => Object.is(v, stacked[i])), `${kind}, ${path}, layer ${layer}: bit for bit the stacked matrices' result`);
+            const [stacked] = await runProgram(client, stackedProg, [
+              x,
+              w,
+              norms,
+              live,
+              residual,
+              Int32Array.of(layer),
+            ]);
+            t.ok(
+              y.every((v, i) => Object.is(v, stacked[i])),
+              `${kind}, ${path}, layer ${layer}: bit for bit the stacked matrices' result`,
+            );
           }
         });
       }
@@ -511,7 +651,7 @@ const LIVE_MASKS = [
   (T) => new Int32Array(T),
 ];
 
-test('live rows and the residual epilogue: each kernel and prologue skips the padding rows (product 0), the live rows bit for bit the full call\'s, plus the residual as one f32 add, every path', async (t) => {
+test("live rows and the residual epilogue: each kernel and prologue skips the padding rows (product 0), the live rows bit for bit the full call's, plus the residual as one f32 add, every path", async (t) => {
   const [T, K, N, Ly] = [45, 70, 80, 2];
   const w = fill(Ly * K * N, 41);
   const norms = Float32Array.from(fill(Ly * K, 43), (v) => 1 + v / 4);
@@ -529,9 +669,13 @@ test('live rows and the residual epilogue: each kernel and prologue skips the pa
           const layer = f.param(new TensorType('s32', []), 'layer');
           const liveParam = f.param(new TensorType('s32', [T]), 'live');
           const residualParam = f.param(TensorType.f32([T, N]), 'residual');
-          const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+          const prologue =
+            kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
           const rows = { live: withLive ? liveParam : undefined, residual: withResidual ? residualParam : undefined };
-          const y = kernel === 'bf16' ? matmulBf16Kernel(f, xs, ws, layer, prologue, undefined, rows) : matmulF32Kernel(f, xs, ws, layer, prologue, rows);
+          const y =
+            kernel === 'bf16'
+              ? matmulBf16Kernel(f, xs, ws, layer, prologue, undefined, rows)
+              : matmulF32Kernel(f, xs, ws, layer, prologue, rows);
           return { y };
         });
       const full = program(false, false);
@@ -558,7 +702,8 @@ test('live rows and the residual epilogue: each kernel and prologue skips the pa
                 }
               }
               const label = `${kernel} ${kind}, ${path}, ${what}, ${count} of ${T} rows live`;
-              if (count > 0) t.ok(liveSame, `${label}: the live rows bit for bit${added ? ' (plus the residual)' : ''}`);
+              if (count > 0)
+                t.ok(liveSame, `${label}: the live rows bit for bit${added ? ' (plus the residual)' : ''}`);
               t.ok(deadSame, `${label}: the padding rows ${added ? 'the residual' : '0'}`);
             }
           }
@@ -567,12 +712,33 @@ test('live rows and the residual epilogue: each kernel and prologue skips the pa
     }
   }
   t.throws(
-    () => buildProgram('matmul_live_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([3, 4]), 'x'), f.param(TensorType.f32([1, 4, 8]), 'w'), f.scalar(0, 's32'), undefined, undefined, { live: f.param(new TensorType('s32', [4]), 'r') }) })),
+    () =>
+      buildProgram('matmul_live_refused', (f) => ({
+        y: matmulBf16Kernel(
+          f,
+          f.param(TensorType.f32([3, 4]), 'x'),
+          f.param(TensorType.f32([1, 4, 8]), 'w'),
+          f.scalar(0, 's32'),
+          undefined,
+          undefined,
+          { live: f.param(new TensorType('s32', [4]), 'r') },
+        ),
+      })),
     /live rows must be s32 \[3\] for x tensor<3x4xf32>, got tensor<4xi32>/,
     'the builder refuses live rows of another length',
   );
   t.throws(
-    () => buildProgram('matmul_residual_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([3, 4]), 'x'), f.param(TensorType.f32([1, 4, 8]), 'w'), f.scalar(0, 's32'), undefined, { residual: f.param(TensorType.f32([3, 7]), 'r') }) })),
+    () =>
+      buildProgram('matmul_residual_refused', (f) => ({
+        y: matmulF32Kernel(
+          f,
+          f.param(TensorType.f32([3, 4]), 'x'),
+          f.param(TensorType.f32([1, 4, 8]), 'w'),
+          f.scalar(0, 's32'),
+          undefined,
+          { residual: f.param(TensorType.f32([3, 7]), 'r') },
+        ),
+      })),
     /the residual must be f32 \[3, 8\] \(the result's shape\), got tensor<3x7xf32>/,
     'the builder refuses a residual of another shape',
   );
@@ -580,11 +746,34 @@ test('live rows and the residual epilogue: each kernel and prologue skips the pa
 });
 
 test('the f32 kernel refuses what it does not take: the builder, and the handler', async (t) => {
-  const build = (wType, wDims) => () => buildProgram('matmul_f32_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.scalar(0, 's32')) }));
+  const build = (wType, wDims) => () =>
+    buildProgram('matmul_f32_refused', (f) => ({
+      y: matmulF32Kernel(
+        f,
+        f.param(TensorType.f32([2, 4]), 'x'),
+        f.param(new TensorType(wType, wDims), 'w'),
+        f.scalar(0, 's32'),
+      ),
+    }));
   t.throws(build('u16', [1, 4, 3]), /matmulF32Kernel: weights must be f32 \[Ly, K, N\]/, 'bf16 bits');
-  t.throws(build('f32', [1, 1, 4, 32]), /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for no columns/, 'packed panels without their columns');
   t.throws(
-    () => buildProgram('matmul_f32_packed_refused', (f) => ({ y: matmulF32Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(TensorType.f32([1, 2, 4, 32]), 'w'), f.scalar(0, 's32'), undefined, {}, 20) })),
+    build('f32', [1, 1, 4, 32]),
+    /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for no columns/,
+    'packed panels without their columns',
+  );
+  t.throws(
+    () =>
+      buildProgram('matmul_f32_packed_refused', (f) => ({
+        y: matmulF32Kernel(
+          f,
+          f.param(TensorType.f32([2, 4]), 'x'),
+          f.param(TensorType.f32([1, 2, 4, 32]), 'w'),
+          f.scalar(0, 's32'),
+          undefined,
+          {},
+          20,
+        ),
+      })),
     /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for 20 columns/,
     'packed panels that do not hold the columns',
   );
@@ -593,55 +782,212 @@ test('the f32 kernel refuses what it does not take: the builder, and the handler
     ['bf16 bits', 'u16', [1, 6, 8], /weights must be f32, got u16/],
     ['packed panels', 'u16', [1, 1, 3, 32, 2], /weights must be f32, got u16/],
     ['f32 of rank 5', 'f32', [1, 1, 3, 32, 2], /weights must have rank 3, got 5/],
-    ['f32 panels of another K', 'f32', [1, 1, 3, 32], /packed f32 weights .* must be \[Ly >= 1, ceil\(N \/ 32\), K, 32\] = \[Ly, 1, 6, 32\]/],
+    [
+      'f32 panels of another K',
+      'f32',
+      [1, 1, 3, 32],
+      /packed f32 weights .* must be \[Ly >= 1, ceil\(N \/ 32\), K, 32\] = \[Ly, 1, 6, 32\]/,
+    ],
   ];
   for (const [name, wType, wDims, message] of bad) {
-    const operands = (f) => [f.param(TensorType.f32([2, 6]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.param(new TensorType('s32', []), 'l')];
+    const operands = (f) => [
+      f.param(TensorType.f32([2, 6]), 'x'),
+      f.param(new TensorType(wType, wDims), 'w'),
+      f.param(new TensorType('s32', []), 'l'),
+    ];
     await expectRefused(t, `f32 ${name}`, MATMUL_F32_TARGET, operands, [2, 8], message);
   }
   t.end();
 });
 
-test('a malformed call is the handler\'s error, and the process lives', async (t) => {
+test("a malformed call is the handler's error, and the process lives", async (t) => {
   const bad = [
-    ['two operands', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')], [4, 8], /expects 3 to 5 operands/],
-    ['s32 weights', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(new TensorType('s32', [1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /weights must be f32/],
-    ['K that does not match', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 5, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /must be \[Ly >= 1, K, N\] with K = 6/],
-    ['a result of the wrong shape', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 9], /result \[4, 9\] must be \[T, N\] = \[4, 8\]/],
-    ['no layers', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([0, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /Ly >= 1/],
-    ['RMSNorm without its eps', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6]), 'n'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /expects 5 to 7 operands \(x, norm weights, eps, weights, layer, then optionally the live rows s32 \[T\] and the residual f32 \[T, N\]\)/, MATMUL_BF16_RMSNORM_TARGET],
-    ['live rows of another length', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(new TensorType('s32', [5]), 'r')], [4, 8], /live rows \[5\] must be \[T\] = \[4\]/],
-    ['a residual of rank 1', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(TensorType.f32([4]), 'r')], [4, 8], /residual must have rank 2, got 1/, MATMUL_F32_TARGET],
-    ['a residual of another shape', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(new TensorType('s32', [4]), 'r'), f.param(TensorType.f32([4, 9]), 'res')], [4, 8], /residual \[4, 9\] must be the result's shape \[4, 8\]/],
-    ['the residual before the live rows', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l'), f.param(TensorType.f32([4, 8]), 'res'), f.param(new TensorType('s32', [4]), 'r')], [4, 8], /the live rows \(s32\) before the residual \(f32\)/],
-    ['RMSNorm weights of another layer count', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([2, 6]), 'n'), f.param(TensorType.f32([]), 'e'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /norm weights \[2, 6\] must be \[Ly, K\] = \[1, 6\]/, MATMUL_BF16_RMSNORM_TARGET],
-    ['SwiGLU of x without gate | up', (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w'), f.param(new TensorType('s32', []), 'l')], [4, 8], /with 2K = 6 of x \[4, 6\]/, MATMUL_BF16_SWIGLU_TARGET],
+    [
+      'two operands',
+      (f) => [f.param(TensorType.f32([4, 6]), 'x'), f.param(TensorType.f32([1, 6, 8]), 'w')],
+      [4, 8],
+      /expects 3 to 5 operands/,
+    ],
+    [
+      's32 weights',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(new TensorType('s32', [1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 8],
+      /weights must be f32/,
+    ],
+    [
+      'K that does not match',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 5, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 8],
+      /must be \[Ly >= 1, K, N\] with K = 6/,
+    ],
+    [
+      'a result of the wrong shape',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 9],
+      /result \[4, 9\] must be \[T, N\] = \[4, 8\]/,
+    ],
+    [
+      'no layers',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([0, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 8],
+      /Ly >= 1/,
+    ],
+    [
+      'RMSNorm without its eps',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6]), 'n'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 8],
+      /expects 5 to 7 operands \(x, norm weights, eps, weights, layer, then optionally the live rows s32 \[T\] and the residual f32 \[T, N\]\)/,
+      MATMUL_BF16_RMSNORM_TARGET,
+    ],
+    [
+      'live rows of another length',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+        f.param(new TensorType('s32', [5]), 'r'),
+      ],
+      [4, 8],
+      /live rows \[5\] must be \[T\] = \[4\]/,
+    ],
+    [
+      'a residual of rank 1',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+        f.param(TensorType.f32([4]), 'r'),
+      ],
+      [4, 8],
+      /residual must have rank 2, got 1/,
+      MATMUL_F32_TARGET,
+    ],
+    [
+      'a residual of another shape',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+        f.param(new TensorType('s32', [4]), 'r'),
+        f.param(TensorType.f32([4, 9]), 'res'),
+      ],
+      [4, 8],
+      /residual \[4, 9\] must be the result's shape \[4, 8\]/,
+    ],
+    [
+      'the residual before the live rows',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+        f.param(TensorType.f32([4, 8]), 'res'),
+        f.param(new TensorType('s32', [4]), 'r'),
+      ],
+      [4, 8],
+      /the live rows \(s32\) before the residual \(f32\)/,
+    ],
+    [
+      'RMSNorm weights of another layer count',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([2, 6]), 'n'),
+        f.param(TensorType.f32([]), 'e'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 8],
+      /norm weights \[2, 6\] must be \[Ly, K\] = \[1, 6\]/,
+      MATMUL_BF16_RMSNORM_TARGET,
+    ],
+    [
+      'SwiGLU of x without gate | up',
+      (f) => [
+        f.param(TensorType.f32([4, 6]), 'x'),
+        f.param(TensorType.f32([1, 6, 8]), 'w'),
+        f.param(new TensorType('s32', []), 'l'),
+      ],
+      [4, 8],
+      /with 2K = 6 of x \[4, 6\]/,
+      MATMUL_BF16_SWIGLU_TARGET,
+    ],
   ];
-  for (const [name, operands, result, message, target = MATMUL_BF16_TARGET] of bad) await expectRefused(t, name, target, operands, result, message);
+  for (const [name, operands, result, message, target = MATMUL_BF16_TARGET] of bad)
+    await expectRefused(t, name, target, operands, result, message);
   t.end();
 });
 
 test('the builder refuses operands the kernel does not take, before anything runs', (t) => {
-  const build = (xType, wType, wDims) => () => buildProgram('matmul_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(new TensorType(xType, [2, 4]), 'x'), f.param(new TensorType(wType, wDims), 'w'), f.scalar(0, 's32')) }));
+  const build = (xType, wType, wDims) => () =>
+    buildProgram('matmul_refused', (f) => ({
+      y: matmulBf16Kernel(
+        f,
+        f.param(new TensorType(xType, [2, 4]), 'x'),
+        f.param(new TensorType(wType, wDims), 'w'),
+        f.scalar(0, 's32'),
+      ),
+    }));
   t.throws(build('bf16', 'f32', [1, 4, 3]), /x must be f32 \[T, 4\]/, 'a bf16 x');
   t.throws(build('f32', 's8', [1, 4, 3]), /weights must be \[Ly, K, N\] of f32, u16 or bf16/, 'int8 weights');
   t.throws(build('f32', 'f32', [4, 3]), /weights must be \[Ly, K, N\]/, 'an unstacked matrix');
-  const swiglu = () => buildProgram('matmul_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(TensorType.f32([1, 4, 3]), 'w'), f.scalar(0, 's32'), { kind: 'swiglu' }) }));
+  const swiglu = () =>
+    buildProgram('matmul_refused', (f) => ({
+      y: matmulBf16Kernel(
+        f,
+        f.param(TensorType.f32([2, 4]), 'x'),
+        f.param(TensorType.f32([1, 4, 3]), 'w'),
+        f.scalar(0, 's32'),
+        { kind: 'swiglu' },
+      ),
+    }));
   t.throws(swiglu, /x must be f32 \[T, 8\] \(gate \| up\)/, 'SwiGLU of an input that is not gate | up');
-  const norm = (dims, eps) => () => buildProgram('matmul_refused', (f) => ({ y: matmulBf16Kernel(f, f.param(TensorType.f32([2, 4]), 'x'), f.param(TensorType.f32([2, 4, 3]), 'w'), f.scalar(0, 's32'), { kind: 'rmsNorm', weights: f.param(TensorType.f32(dims), 'n'), eps }) }));
+  const norm = (dims, eps) => () =>
+    buildProgram('matmul_refused', (f) => ({
+      y: matmulBf16Kernel(
+        f,
+        f.param(TensorType.f32([2, 4]), 'x'),
+        f.param(TensorType.f32([2, 4, 3]), 'w'),
+        f.scalar(0, 's32'),
+        { kind: 'rmsNorm', weights: f.param(TensorType.f32(dims), 'n'), eps },
+      ),
+    }));
   t.throws(norm([4], 1e-5), /RMSNorm weights must be f32 \[2, 4\]/, 'norm weights not stacked like the matrix');
   t.throws(norm([2, 4], -1), /eps must be a non-negative number/, 'a negative eps');
   t.end();
 });
 
-test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots) where the facts say so; scores within the gate of f32 and close to XLA\'s dots', async (t) => {
+test("the Scorer: the projections through the kernels (bf16 dots, true f32 dots) where the facts say so; scores within the gate of f32 and close to XLA's dots", async (t) => {
   const ENV = 'PJRT_SCORE_PLATFORM_FACTS';
   const weightBytes = new Map();
   const load = async (facts, precision) => {
     if (facts) process.env[ENV] = JSON.stringify(facts);
     let loaded;
     try {
-      const scorer = await Scorer.load({ diskCache: false, precision, log: (e) => e.event === 'model_loaded' && (loaded = e) });
+      const scorer = await Scorer.load({
+        diskCache: false,
+        precision,
+        log: (e) => e.event === 'model_loaded' && (loaded = e),
+      });
       weightBytes.set(scorer, loaded.weightBytes);
       return scorer;
     } finally {
@@ -652,21 +998,55 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
   const xla = await load({ matmulKernel: false }, 'bf16');
   const highest = await load(null, 'highest');
   const highestXla = await load({ matmulKernelF32: false }, 'highest');
-  const items = ['Blue.', 'Green, like grass.', 'The sky is blue on a clear day because of Rayleigh scattering.', 'Red.', 'It depends on the weather and the time of the day.'];
-  const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items, labelTokenIds: [9805, 787], applySoftmax: true };
+  const items = [
+    'Blue.',
+    'Green, like grass.',
+    'The sky is blue on a clear day because of Rayleigh scattering.',
+    'Red.',
+    'It depends on the weather and the time of the day.',
+  ];
+  const request = {
+    query: 'Question: which colour is the sky on a clear day? Answer:',
+    items,
+    labelTokenIds: [9805, 787],
+    applySoftmax: true,
+  };
   const e = byDefault.explain(request);
   // The platform facts take it on the measured class only: AVX-512 BF16 (on AMX CPUs XLA's dots run on the tiles).
   const taken = e.attentionKernel.tried === 'avx512bf16' && e.attentionKernel.allowed === 'avx512bf16';
-  t.equal(e.bf16.matmulKernel, taken, `explain(): matmulKernel ${e.bf16.matmulKernel} on this ${cpuIsa} CPU (kernels tried ${e.attentionKernel.tried})`);
-  t.deepEqual(e.bf16.packedMatrices, taken ? ['wQkv', 'wGateUp', 'wO', 'wDown'] : [], `explain(): the matrices packed for it: ${e.bf16.packedMatrices.join(', ') || 'none'}`);
+  t.equal(
+    e.bf16.matmulKernel,
+    taken,
+    `explain(): matmulKernel ${e.bf16.matmulKernel} on this ${cpuIsa} CPU (kernels tried ${e.attentionKernel.tried})`,
+  );
+  t.deepEqual(
+    e.bf16.packedMatrices,
+    taken ? ['wQkv', 'wGateUp', 'wO', 'wDown'] : [],
+    `explain(): the matrices packed for it: ${e.bf16.packedMatrices.join(', ') || 'none'}`,
+  );
   // The four layer matrices as bf16 panels: 2 bytes an element where f32 weights hold 4 (the padding is 0 for this model's sizes).
   const c = byDefault.config;
-  const layerElements = c.numLayers * c.hiddenSize * ((c.numHeads + 2 * c.numKvHeads) * c.headDim + c.numHeads * c.headDim + 3 * c.intermediateSize);
-  t.equal(weightBytes.get(highest) - weightBytes.get(byDefault), taken ? 2 * layerElements : 0, `the weights on the device: ${taken ? `${(2 * layerElements / 2 ** 20).toFixed(1)} MiB fewer than f32's` : 'as f32'}`);
-  t.equal(xla.explain(request).bf16.matmulKernel, false, 'PJRT_SCORE_PLATFORM_FACTS {"matmulKernel":false} turns it off');
+  const layerElements =
+    c.numLayers *
+    c.hiddenSize *
+    ((c.numHeads + 2 * c.numKvHeads) * c.headDim + c.numHeads * c.headDim + 3 * c.intermediateSize);
+  t.equal(
+    weightBytes.get(highest) - weightBytes.get(byDefault),
+    taken ? 2 * layerElements : 0,
+    `the weights on the device: ${taken ? `${((2 * layerElements) / 2 ** 20).toFixed(1)} MiB fewer than f32's` : 'as f32'}`,
+  );
+  t.equal(
+    xla.explain(request).bf16.matmulKernel,
+    false,
+    'PJRT_SCORE_PLATFORM_FACTS {"matmulKernel":false} turns it off',
+  );
   t.deepEqual(xla.explain(request).bf16.overridden, ['matmulKernel'], 'and says the fact was set');
   t.equal(highest.explain(request).bf16.matmulKernel, false, 'never under true f32 dots');
-  t.deepEqual([xla, highest].map((s) => s.explain(request).bf16.packedMatrices), [[], []], 'and without it no matrix is packed');
+  t.deepEqual(
+    [xla, highest].map((s) => s.explain(request).bf16.packedMatrices),
+    [[], []],
+    'and without it no matrix is packed',
+  );
   // The f32 kernel: the facts of this CPU's class and vendor take it or not (AVX-512 BF16 CPUs without AMX:
   // taken, platform/profiles.ts), where AVX-512 may run.
   const { platformFacts } = require('../dist/scoring/platform');
@@ -683,7 +1063,10 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
     const toF32 = diffs(k, h);
     const max = Math.max(...toF32);
     const mean = toF32.reduce((s, d) => s + d, 0) / toF32.length;
-    t.ok(max <= 0.02 && mean <= 0.01, `${algorithm}: against true f32 max ${max.toExponential(2)} <= 0.02, mean ${mean.toExponential(2)} <= 0.01`);
+    t.ok(
+      max <= 0.02 && mean <= 0.01,
+      `${algorithm}: against true f32 max ${max.toExponential(2)} <= 0.02, mean ${mean.toExponential(2)} <= 0.01`,
+    );
     // Two bf16 computations whose roundings differ where the norms' f32 sums do (the prologue's order against
     // XLA's): each within the gate of f32, so within twice the gate's max of each other.
     const toXla = Math.max(...diffs(k, x));
@@ -691,7 +1074,10 @@ test('the Scorer: the projections through the kernels (bf16 dots, true f32 dots)
     // True f32 both: the same products summed in other orders over 30 layers.
     const f32Xla = await highestXla.score({ ...request, algorithm });
     const toF32Xla = Math.max(...diffs(h, f32Xla));
-    t.ok(toF32Xla <= 1e-4, `${algorithm}: true f32 ${takenF32 ? 'through the f32 kernel' : ''} against XLA's f32 dots max ${toF32Xla.toExponential(2)} <= 1e-4`);
+    t.ok(
+      toF32Xla <= 1e-4,
+      `${algorithm}: true f32 ${takenF32 ? 'through the f32 kernel' : ''} against XLA's f32 dots max ${toF32Xla.toExponential(2)} <= 1e-4`,
+    );
   }
   for (const s of [byDefault, xla, highest, highestXla]) s.dispose();
   t.end();
@@ -708,10 +1094,19 @@ test("the Scorer through the f32 kernel on its packed panels (the fact set on an
     }
   };
   const [kernel, xla] = [await load({ matmulKernelF32: true }), await load({ matmulKernelF32: false })];
-  const request = { query: 'Question: which colour is the sky on a clear day? Answer:', items: ['Blue.', 'Green, like grass.', 'It depends on the weather and the time of the day.'], labelTokenIds: [9805, 787], applySoftmax: false };
+  const request = {
+    query: 'Question: which colour is the sky on a clear day? Answer:',
+    items: ['Blue.', 'Green, like grass.', 'It depends on the weather and the time of the day.'],
+    labelTokenIds: [9805, 787],
+    applySoftmax: false,
+  };
   const e = kernel.explain(request);
   const allowed = ['avx512', 'avx512bf16', 'amx'].includes(e.attentionKernel?.allowed);
-  t.equal(e.matmulKernel, allowed ? 'f32' : null, `explain().matmulKernel: ${allowed ? 'the f32 kernel where AVX-512 may run' : 'none without AVX-512'} (${cpuIsa}, allowed ${e.attentionKernel?.allowed})`);
+  t.equal(
+    e.matmulKernel,
+    allowed ? 'f32' : null,
+    `explain().matmulKernel: ${allowed ? 'the f32 kernel where AVX-512 may run' : 'none without AVX-512'} (${cpuIsa}, allowed ${e.attentionKernel?.allowed})`,
+  );
   for (const algorithm of ['serial', 'packed', 'prefix']) {
     const [k, x] = await Promise.all([kernel, xla].map((s) => s.score({ ...request, algorithm })));
     const worst = Math.max(...k.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - x.scores[i][j]))));
@@ -737,7 +1132,10 @@ test("the load's packed matrices: a bf16 checkpoint's rows stacked by copies and
     const specs = decoderWeightSpecs(model.config, 'bf16', 'u16', packed);
     const plain = new Map(decoderWeightSpecs(model.config, 'bf16', 'u16').map((spec) => [spec.name, spec]));
     for (const assembleBytes of [undefined, 1]) {
-      const weights = await uploadWeights(client, model.config, model.weights, 'bf16', { packed, ...(assembleBytes ? { assembleBytes } : {}) });
+      const weights = await uploadWeights(client, model.config, model.weights, 'bf16', {
+        packed,
+        ...(assembleBytes ? { assembleBytes } : {}),
+      });
       try {
         for (const name of packed) {
           const i = specs.findIndex((spec) => spec.name === name);
@@ -748,7 +1146,11 @@ test("the load's packed matrices: a bf16 checkpoint's rows stacked by copies and
           const got = await weights.buffers[i].toHost();
           let mismatches = 0;
           for (let j = 0; j < want.length; j++) if (got[j] !== want[j]) mismatches++;
-          t.equal(mismatches, 0, `${name} [${Ly}, ${K}, ${N}]${assembleBytes ? ', layer by layer' : ''}: all ${want.length} packed values equal the loop's`);
+          t.equal(
+            mismatches,
+            0,
+            `${name} [${Ly}, ${K}, ${N}]${assembleBytes ? ', layer by layer' : ''}: all ${want.length} packed values equal the loop's`,
+          );
         }
       } finally {
         weights.dispose();

@@ -17,9 +17,23 @@ const present = fs.existsSync(file);
 
 // SmolLM2-135M's published architecture (HuggingFaceTB/SmolLM2-135M-Instruct config.json).
 const SMOLLM2 = {
-  architecture: 'llama', vocabSize: 49152, hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9,
-  numKvHeads: 3, headDim: 64, ropeTheta: 100000, rmsEps: Math.fround(1e-5), contextLength: 8192, tiedEmbeddings: true,
-  attentionBias: false, qkNorm: false, bosTokenId: 1, eosTokenId: 2, addBos: false,
+  architecture: 'llama',
+  vocabSize: 49152,
+  hiddenSize: 576,
+  intermediateSize: 1536,
+  numLayers: 30,
+  numHeads: 9,
+  numKvHeads: 3,
+  headDim: 64,
+  ropeTheta: 100000,
+  rmsEps: Math.fround(1e-5),
+  contextLength: 8192,
+  tiedEmbeddings: true,
+  attentionBias: false,
+  qkNorm: false,
+  bosTokenId: 1,
+  eosTokenId: 2,
+  addBos: false,
 };
 const GGML_NAME = { 0: 'F32', 3: 'Q4_1', 8: 'Q8_0' };
 
@@ -45,20 +59,29 @@ test('loadModel() loads the default model: config, name, tokenizer settings, loa
   t.end();
 });
 
-test('tensor table: one embedding, 9 tensors per layer, the final norm; Q8_0 embedding, Q4_1 matrices, F32 norms', { skip: !present }, (t) => {
-  const gguf = M.GgufFile.open(file);
-  t.teardown(() => gguf.close());
-  t.equal(gguf.version, 3);
-  t.equal(gguf.tensors.size, 1 + SMOLLM2.numLayers * 9 + 1, 'tensor count');
-  const types = {};
-  for (const info of gguf.tensors.values()) {
-    const kind = info.name === 'token_embd.weight' ? 'embedding' : info.dims.length === 1 ? 'norm' : 'matrix';
-    types[`${kind}:${GGML_NAME[info.type] || info.type}`] = (types[`${kind}:${GGML_NAME[info.type] || info.type}`] || 0) + 1;
-  }
-  t.deepEqual(types, { 'embedding:Q8_0': 1, 'matrix:Q4_1': SMOLLM2.numLayers * 7, 'norm:F32': SMOLLM2.numLayers * 2 + 1 }, 'types');
-  t.deepEqual(gguf.tensor('blk.0.ffn_gate.weight').dims, [576, 1536], 'GGUF dims are fastest-varying first');
-  t.end();
-});
+test(
+  'tensor table: one embedding, 9 tensors per layer, the final norm; Q8_0 embedding, Q4_1 matrices, F32 norms',
+  { skip: !present },
+  (t) => {
+    const gguf = M.GgufFile.open(file);
+    t.teardown(() => gguf.close());
+    t.equal(gguf.version, 3);
+    t.equal(gguf.tensors.size, 1 + SMOLLM2.numLayers * 9 + 1, 'tensor count');
+    const types = {};
+    for (const info of gguf.tensors.values()) {
+      const kind = info.name === 'token_embd.weight' ? 'embedding' : info.dims.length === 1 ? 'norm' : 'matrix';
+      types[`${kind}:${GGML_NAME[info.type] || info.type}`] =
+        (types[`${kind}:${GGML_NAME[info.type] || info.type}`] || 0) + 1;
+    }
+    t.deepEqual(
+      types,
+      { 'embedding:Q8_0': 1, 'matrix:Q4_1': SMOLLM2.numLayers * 7, 'norm:F32': SMOLLM2.numLayers * 2 + 1 },
+      'types',
+    );
+    t.deepEqual(gguf.tensor('blk.0.ffn_gate.weight').dims, [576, 1536], 'GGUF dims are fastest-varying first');
+    t.end();
+  },
+);
 
 test('dequantization of the real tensors equals an independent decoder; values are sane', { skip: !present }, (t) => {
   const gguf = M.GgufFile.open(file);
@@ -69,7 +92,11 @@ test('dequantization of the real tensors equals an independent decoder; values a
     const theirs = tiny.referenceDecode(GGML_NAME[info.type], gguf.readTensorBytes(name), info.elementCount);
     let mismatches = 0;
     for (let i = 0; i < ours.length; i++) if (ours[i] !== Math.fround(theirs[i])) mismatches++;
-    t.equal(mismatches, 0, `${name} (${GGML_NAME[info.type]}, ${info.elementCount} values) decodes bit for bit like the reference`);
+    t.equal(
+      mismatches,
+      0,
+      `${name} (${GGML_NAME[info.type]}, ${info.elementCount} values) decodes bit for bit like the reference`,
+    );
   }
   const embedding = loaded.weights.embedding.data;
   let sum = 0;
@@ -94,26 +121,45 @@ test('dequantization of the real tensors equals an independent decoder; values a
   }
   t.equal(rowNorms.size, 5, 'embedding rows differ from each other');
   const norms = loaded.weights.layers.flatMap((l) => [l.attnNorm, l.ffnNorm]).concat([loaded.weights.finalNorm]);
-  t.ok(norms.every((n) => n.data.every(Number.isFinite)), 'RMSNorm weights finite');
+  t.ok(
+    norms.every((n) => n.data.every(Number.isFinite)),
+    'RMSNorm weights finite',
+  );
   t.end();
 });
 
 // Short sequences keep the f64 JS forward pass to a few seconds.
 const checked = golden.sequences.filter((s) => s.tokenIds.length <= 13);
 
-test('f64 forward pass of the loaded weights matches llama.cpp on the same weights in F32 (Q/K unpermuted correctly)', { skip: !present }, (t) => {
-  t.ok(checked.length >= 3, `${checked.length} golden sequences`);
-  for (const s of checked) {
-    const [logprobs] = referenceLogprobs(loaded.weights, loaded.config, s.tokenIds, { outputs: [s.tokenIds.length - 1] });
-    const ids = [...s.labels, ...s.f32.top.map((x) => x.id)];
-    const want = [...s.f32.labelLogprobs, ...s.f32.top.map((x) => x.logprob)];
-    const worst = Math.max(...ids.map((id, k) => Math.abs(logprobs[id] - want[k])));
-    t.ok(worst < 1e-3, `${s.tokenIds.length} tokens: labels and top-5 within 1e-3 nats of llama.cpp F32 (max ${worst.toExponential(2)})`);
-    // Against the Q4_1 file itself llama.cpp quantizes activations too: same top token, logprobs within the noise.
-    const argmax = logprobs.indexOf(Math.max(...logprobs));
-    t.equal(argmax, s.top[0].id, `${s.tokenIds.length} tokens: same most likely next token as llama.cpp on the Q4_1 file`);
-    const noise = Math.max(...s.labels.map((id, k) => Math.abs(logprobs[id] - s.labelLogprobs[k])));
-    t.ok(noise < 1, `${s.tokenIds.length} tokens: label logprobs within 1 nat of llama.cpp Q4_1 (max ${noise.toFixed(3)})`);
-  }
-  t.end();
-});
+test(
+  'f64 forward pass of the loaded weights matches llama.cpp on the same weights in F32 (Q/K unpermuted correctly)',
+  { skip: !present },
+  (t) => {
+    t.ok(checked.length >= 3, `${checked.length} golden sequences`);
+    for (const s of checked) {
+      const [logprobs] = referenceLogprobs(loaded.weights, loaded.config, s.tokenIds, {
+        outputs: [s.tokenIds.length - 1],
+      });
+      const ids = [...s.labels, ...s.f32.top.map((x) => x.id)];
+      const want = [...s.f32.labelLogprobs, ...s.f32.top.map((x) => x.logprob)];
+      const worst = Math.max(...ids.map((id, k) => Math.abs(logprobs[id] - want[k])));
+      t.ok(
+        worst < 1e-3,
+        `${s.tokenIds.length} tokens: labels and top-5 within 1e-3 nats of llama.cpp F32 (max ${worst.toExponential(2)})`,
+      );
+      // Against the Q4_1 file itself llama.cpp quantizes activations too: same top token, logprobs within the noise.
+      const argmax = logprobs.indexOf(Math.max(...logprobs));
+      t.equal(
+        argmax,
+        s.top[0].id,
+        `${s.tokenIds.length} tokens: same most likely next token as llama.cpp on the Q4_1 file`,
+      );
+      const noise = Math.max(...s.labels.map((id, k) => Math.abs(logprobs[id] - s.labelLogprobs[k])));
+      t.ok(
+        noise < 1,
+        `${s.tokenIds.length} tokens: label logprobs within 1 nat of llama.cpp Q4_1 (max ${noise.toFixed(3)})`,
+      );
+    }
+    t.end();
+  },
+);

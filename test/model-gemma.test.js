@@ -46,7 +46,10 @@ const FORMS = {
     'joint+square': JOINT_SQUARE,
     'ones_own+qc3': { prefixAttention: { kind: 'rows' }, causalAttention: { kind: 'chunked', queryChunks: 3 } },
   },
-  gemma2: { 'joint+square': JOINT_SQUARE, 'ones_own+square': { prefixAttention: { kind: 'rows' }, causalAttention: { kind: 'square' } } },
+  gemma2: {
+    'joint+square': JOINT_SQUARE,
+    'ones_own+square': { prefixAttention: { kind: 'rows' }, causalAttention: { kind: 'square' } },
+  },
 };
 
 function maxDiff(a, b) {
@@ -58,7 +61,14 @@ function maxDiff(a, b) {
 const logprobs = (result) => result.scores.map((row) => row.map((p) => Math.log(p)));
 
 /** Scores `request` (default QUERY/ITEMS) with every plan on a Scorer over `model`, each against `reference`. */
-async function checkPlans(t, model, reference, options, what, request = { query: QUERY, items: ITEMS, labelTokenIds: LABELS }) {
+async function checkPlans(
+  t,
+  model,
+  reference,
+  options,
+  what,
+  request = { query: QUERY, items: ITEMS, labelTokenIds: LABELS },
+) {
   // True f32 (an F16 file runs in bf16 by default where the CPU has bf16 dot units): the float64 reference's gate.
   const scorer = await Scorer.load({ model, diskCache: false, precision: 'highest', ...options });
   try {
@@ -82,7 +92,11 @@ async function checkPlans(t, model, reference, options, what, request = { query:
 }
 
 function referenceFor(dir) {
-  return referenceLabelLogprobs(dir, ITEMS.map((item) => [...QUERY, ...item]), LABELS);
+  return referenceLabelLogprobs(
+    dir,
+    ITEMS.map((item) => [...QUERY, ...item]),
+    LABELS,
+  );
 }
 
 for (const arch of ['gemma3', 'gemma2']) {
@@ -94,21 +108,41 @@ for (const arch of ['gemma3', 'gemma2']) {
     // The reference must see the windows: without them its scores differ.
     const noWindow = path.join(work, `${arch}-hf-nowindow`);
     writeTinyHfDir(tiny, noWindow, { dtype: 'F32', config: { sliding_window: null } });
-    t.ok(maxDiff(referenceLabelLogprobs(noWindow, ITEMS.map((item) => [...QUERY, ...item]), LABELS), reference) > 1e-3, 'the windows change the reference scores');
+    t.ok(
+      maxDiff(
+        referenceLabelLogprobs(
+          noWindow,
+          ITEMS.map((item) => [...QUERY, ...item]),
+          LABELS,
+        ),
+        reference,
+      ) > 1e-3,
+      'the windows change the reference scores',
+    );
 
     const events = [];
     const hf = await checkPlans(t, dir, reference, { log: (e) => events.push(e) }, `${arch} safetensors, CPU forms`);
     const loadedEvent = events.find((e) => e.event === 'model_loaded');
     t.equal(loadedEvent.family, arch, 'the load log names the family');
-    t.equal(loadedEvent.quantization, `F32 (${tiny.config.numLayers * (arch === 'gemma3' ? 13 : 11) + 2})`, `... the stored types (${loadedEvent.quantization})`);
+    t.equal(
+      loadedEvent.quantization,
+      `F32 (${tiny.config.numLayers * (arch === 'gemma3' ? 13 : 11) + 2})`,
+      `... the stored types (${loadedEvent.quantization})`,
+    );
     t.equal(loadedEvent.contextLength, tiny.config.contextLength, '... and the context');
     const loaded = M.loadModelInfo(dir);
     t.equal(loaded.config.architecture, arch, 'family');
     t.deepEqual(loaded.config.slidingWindow, tiny.config.slidingWindow, 'window and layer pattern from config.json');
     const explained = hf.explain({ query: QUERY, items: ITEMS, labelTokenIds: LABELS });
-    t.ok(explained.attention && typeof explained.attention.prefixAttention === 'string', `explain() names the attention forms (${JSON.stringify(explained.attention)})`);
+    t.ok(
+      explained.attention && typeof explained.attention.prefixAttention === 'string',
+      `explain() names the attention forms (${JSON.stringify(explained.attention)})`,
+    );
     if (hf.client.prefixAttentionKernel) {
-      t.ok(/fused attention forms do not take/.test(explained.attention.note ?? ''), 'explain() says why the kernels are not used');
+      t.ok(
+        /fused attention forms do not take/.test(explained.attention.note ?? ''),
+        'explain() says why the kernels are not used',
+      );
       t.equal(loadedEvent.attentionNote, explained.attention.note, 'so does the load log');
       t.notEqual(hf.prefixAttention.kind, 'kernel', 'the kernel form is replaced by a StableHLO form');
     }
@@ -119,12 +153,21 @@ for (const arch of ['gemma3', 'gemma2']) {
 
     if (arch !== 'gemma2') return;
     // Cross-request passes: two requests with different queries share passes (a group axis on every attention input).
-    const scorer = await Scorer.load({ model: gguf, diskCache: false, precision: 'highest', batching: 'cross-request' });
+    const scorer = await Scorer.load({
+      model: gguf,
+      diskCache: false,
+      precision: 'highest',
+      batching: 'cross-request',
+    });
     const other = QUERY.slice(2);
     const requests = [QUERY, other].map((query) => scorer.normalize({ query, items: ITEMS, labelTokenIds: LABELS }));
     const outcomes = await scorer.scoreBatch(requests.map((request) => ({ request })));
     t.ok(scorer.stats().batchedPasses > 0, `the requests shared ${scorer.stats().batchedPasses} pass(es)`);
-    const refOther = referenceLabelLogprobs(dir, ITEMS.map((item) => [...other, ...item]), LABELS);
+    const refOther = referenceLabelLogprobs(
+      dir,
+      ITEMS.map((item) => [...other, ...item]),
+      LABELS,
+    );
     t.ok(maxDiff(logprobs(outcomes[0].result), reference) <= TOL, `${arch} cross-request: request 1 within ${TOL}`);
     t.ok(maxDiff(logprobs(outcomes[1].result), refOther) <= TOL, `${arch} cross-request: request 2 within ${TOL}`);
     scorer.dispose();
@@ -144,11 +187,19 @@ test('gemma (1): no post norms, caps or windows; every plan within 1e-4 of the n
   // transformers' GemmaConfig reads the legacy hidden_act "gelu" as the tanh approximation.
   const legacy = writeTinyHfDir(tiny, path.join(work, 'gemma-gelu'), { dtype: 'F32', config: { hidden_act: 'gelu' } });
   t.equal(M.loadModelInfo(legacy).config.architecture, 'gemma', 'hidden_act "gelu" loads');
-  t.throws(() => M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma-silu'), { config: { hidden_act: 'silu' } })), /hidden_act "silu" is not supported for gemma/, 'another activation is refused');
+  t.throws(
+    () => M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma-silu'), { config: { hidden_act: 'silu' } })),
+    /hidden_act "silu" is not supported for gemma/,
+    'another activation is refused',
+  );
   const events = [];
   (await checkPlans(t, dir, reference, { log: (e) => events.push(e) }, 'gemma safetensors, CPU forms')).dispose();
   const loadedEvent = events.find((e) => e.event === 'model_loaded');
-  t.equal(loadedEvent.quantization, `F32 (${tiny.config.numLayers * 9 + 2})`, `the stored types (${loadedEvent.quantization}): no post-norm tensors`);
+  t.equal(
+    loadedEvent.quantization,
+    `F32 (${tiny.config.numLayers * 9 + 2})`,
+    `the stored types (${loadedEvent.quantization}): no post-norm tensors`,
+  );
   const gguf = writeTinyGguf(tiny, path.join(work, 'gemma.gguf'), { matrixType: 'F16', embeddingType: 'F16' });
   t.equal(M.loadModelInfo(gguf).config.gemma.postNorms, false, 'GGUF architecture gemma: no post norms');
   (await checkPlans(t, gguf, reference, JOINT_SQUARE, 'gemma GGUF F16, joint+square')).dispose();
@@ -164,16 +215,36 @@ test('gemma3: items after a 2,100-token query (positions past 2,000), every plan
   // (lib/hlo/nn/functions.ts, rotaryTables) 1.6e-5.
   const tiny = makeTinyModel('gemma3', 7);
   for (const layer of tiny.weights.layers) for (const n of ['qNorm', 'kNorm']) layer[n] = layer[n].map((v) => 8 * v);
-  const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-long'), { dtype: 'F32', config: { max_position_embeddings: 4096 } });
+  const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-long'), {
+    dtype: 'F32',
+    config: { max_position_embeddings: 4096 },
+  });
   const query = Array.from({ length: 2100 }, (_, i) => 3 + ((i * 37 + (i >> 3)) % 61));
-  const items = [[7, 8, 9], [60, 61], [4, 5, 6, 12, 13]];
-  const reference = referenceLabelLogprobs(dir, items.map((item) => [...query, ...item]), LABELS);
-  (await checkPlans(t, dir, reference, { maxRequestTokens: 1e5 }, 'gemma3 at positions past 2,000', { query, items, labelTokenIds: LABELS })).dispose();
+  const items = [
+    [7, 8, 9],
+    [60, 61],
+    [4, 5, 6, 12, 13],
+  ];
+  const reference = referenceLabelLogprobs(
+    dir,
+    items.map((item) => [...query, ...item]),
+    LABELS,
+  );
+  (
+    await checkPlans(t, dir, reference, { maxRequestTokens: 1e5 }, 'gemma3 at positions past 2,000', {
+      query,
+      items,
+      labelTokenIds: LABELS,
+    })
+  ).dispose();
 });
 
 test('mistral: a Hugging Face directory with model_type mistral loads as the Llama family, its window on every layer', async (t) => {
   const tiny = makeTinyModel('llama', 9);
-  const dir = writeTinyHfDir(tiny, path.join(work, 'mistral'), { dtype: 'F32', config: { model_type: 'mistral', architectures: ['MistralForCausalLM'], sliding_window: 4 } });
+  const dir = writeTinyHfDir(tiny, path.join(work, 'mistral'), {
+    dtype: 'F32',
+    config: { model_type: 'mistral', architectures: ['MistralForCausalLM'], sliding_window: 4 },
+  });
   const info = M.loadModelInfo(dir);
   t.equal(info.config.architecture, 'llama', 'architecture llama');
   t.deepEqual(info.config.slidingWindow, { window: 4, layers: [true, true] }, 'sliding_window 4 on both layers');
@@ -185,15 +256,33 @@ test('mistral: a Hugging Face directory with model_type mistral loads as the Lla
 
 test('config: query_pre_attn_scalar, layer patterns, refusals that list what is supported', (t) => {
   const tiny = makeTinyModel('gemma3', 2);
-  const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-scalar'), { dtype: 'F32', config: { query_pre_attn_scalar: 24, layer_types: undefined, sliding_window_pattern: 3 } });
+  const dir = writeTinyHfDir(tiny, path.join(work, 'gemma3-scalar'), {
+    dtype: 'F32',
+    config: { query_pre_attn_scalar: 24, layer_types: undefined, sliding_window_pattern: 3 },
+  });
   const config = M.loadModelInfo(dir).config;
   t.equal(config.gemma.attentionScale, Math.fround(24 ** -0.5), 'attention scale query_pre_attn_scalar^-0.5');
-  t.deepEqual(config.slidingWindow.layers, [true, true, false, true, true, false], 'sliding_window_pattern 3: every third layer global');
-  t.equal(M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma3-default'), { config: { layer_types: undefined } })).config.slidingWindow.layers.join(), 'true,true,true,true,true,false', 'Gemma 3 default: 5 local, 1 global');
+  t.deepEqual(
+    config.slidingWindow.layers,
+    [true, true, false, true, true, false],
+    'sliding_window_pattern 3: every third layer global',
+  );
+  t.equal(
+    M.loadModelInfo(
+      writeTinyHfDir(tiny, path.join(work, 'gemma3-default'), { config: { layer_types: undefined } }),
+    ).config.slidingWindow.layers.join(),
+    'true,true,true,true,true,false',
+    'Gemma 3 default: 5 local, 1 global',
+  );
   // sqrt(hidden) in the embedding's dtype, as transformers rounds it (the helper's bf16 rounding, not lib's).
   const { f32ToBf16Bits } = require('./helpers/tiny-model');
-  const bf16 = M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma3-bf16'), { dtype: 'BF16' })).config.gemma.embeddingScale;
-  t.equal(bf16, new Float32Array(new Uint32Array([f32ToBf16Bits(Math.sqrt(32)) << 16]).buffer)[0], `BF16 directory: embedding scale ${bf16} (sqrt(32) rounded to bf16)`);
+  const bf16 = M.loadModelInfo(writeTinyHfDir(tiny, path.join(work, 'gemma3-bf16'), { dtype: 'BF16' })).config.gemma
+    .embeddingScale;
+  t.equal(
+    bf16,
+    new Float32Array(new Uint32Array([f32ToBf16Bits(Math.sqrt(32)) << 16]).buffer)[0],
+    `BF16 directory: embedding scale ${bf16} (sqrt(32) rounded to bf16)`,
+  );
   t.equal(config.gemma.embeddingScale, Math.fround(Math.sqrt(32)), 'F32 directory: embedding scale sqrt(32) in f32');
   const g2 = makeTinyModel('gemma2', 2);
   const g2config = M.loadModelInfo(writeTinyGguf(g2, path.join(work, 'g2-pattern.gguf'))).config;
@@ -201,29 +290,56 @@ test('config: query_pre_attn_scalar, layer patterns, refusals that list what is 
   t.equal(g2config.gemma.attentionSoftcap, 2, 'attn_logit_softcapping from GGUF');
   t.equal(g2config.gemma.finalSoftcap, 3, 'final_logit_softcapping from GGUF');
   // transformers' Gemma2Config defaults for an absent key; null means none.
-  const g2hf = M.loadModelInfo(writeTinyHfDir(g2, path.join(work, 'g2-defaults'), { config: { attn_logit_softcapping: undefined, final_logit_softcapping: null, sliding_window: null } })).config;
+  const g2hf = M.loadModelInfo(
+    writeTinyHfDir(g2, path.join(work, 'g2-defaults'), {
+      config: { attn_logit_softcapping: undefined, final_logit_softcapping: null, sliding_window: null },
+    }),
+  ).config;
   t.equal(g2hf.gemma.attentionSoftcap, 50, 'attn_logit_softcapping absent: 50 (Gemma2Config default)');
   t.equal(g2hf.gemma.finalSoftcap, undefined, 'final_logit_softcapping null: no cap');
   t.equal(g2hf.slidingWindow, undefined, 'sliding_window null: no window');
 
   const phi = writeTinyHfDir(makeTinyModel('llama', 1), path.join(work, 'phi'), { config: { model_type: 'phi3' } });
-  t.throws(() => M.loadModelInfo(phi), /model_type "phi3" is not supported by pjrt-score \(supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, gemma3_text\)/, 'HF: unsupported model_type lists the supported ones');
+  t.throws(
+    () => M.loadModelInfo(phi),
+    /model_type "phi3" is not supported by pjrt-score \(supported: llama, mistral, qwen2, qwen3, gemma, gemma2, gemma3, gemma3_text\)/,
+    'HF: unsupported model_type lists the supported ones',
+  );
   const g = writeTinyGguf(makeTinyModel('llama', 1), path.join(work, 'phi.gguf'), { metadata: [] });
   const bytes = fs.readFileSync(g);
   bytes.write('phi3 ', bytes.indexOf('llama', 0, 'latin1'), 'latin1');
   fs.writeFileSync(g, bytes);
-  t.throws(() => M.loadModelInfo(g), /GGUF architecture "phi3 " is not supported by pjrt-score \(supported: llama, qwen2, qwen3, gemma, gemma2, gemma3\)/, 'GGUF: unsupported architecture lists the supported ones');
-  const multimodal = writeTinyHfDir(tiny, path.join(work, 'gemma3-mm'), { config: { model_type: 'gemma3', text_config: {} } });
-  t.throws(() => M.loadModelInfo(multimodal), /text_config\) is not supported/, 'a multimodal gemma3 config is refused by name');
+  t.throws(
+    () => M.loadModelInfo(g),
+    /GGUF architecture "phi3 " is not supported by pjrt-score \(supported: llama, qwen2, qwen3, gemma, gemma2, gemma3\)/,
+    'GGUF: unsupported architecture lists the supported ones',
+  );
+  const multimodal = writeTinyHfDir(tiny, path.join(work, 'gemma3-mm'), {
+    config: { model_type: 'gemma3', text_config: {} },
+  });
+  t.throws(
+    () => M.loadModelInfo(multimodal),
+    /text_config\) is not supported/,
+    'a multimodal gemma3 config is refused by name',
+  );
   t.end();
 });
 
 test('rerank: the Gemma template is chosen from the vocabulary', (t) => {
-  const vocab = new Map([['<start_of_turn>', 105], ['<end_of_turn>', 106]]);
-  const tokenizer = { tokenToId: (s) => vocab.get(s), encode: (s) => Array.from(s, (c) => c.charCodeAt(0)).map((c) => (c === 121 ? 1000 : c === 110 ? 1001 : c)) };
+  const vocab = new Map([
+    ['<start_of_turn>', 105],
+    ['<end_of_turn>', 106],
+  ]);
+  const tokenizer = {
+    tokenToId: (s) => vocab.get(s),
+    encode: (s) => Array.from(s, (c) => c.charCodeAt(0)).map((c) => (c === 121 ? 1000 : c === 110 ? 1001 : c)),
+  };
   const template = chooseTemplate({ name: 'gemma-3-270m', architecture: 'gemma3' }, tokenizer);
   t.equal(template.name, 'gemma-yes-no', 'Gemma turn tokens -> gemma-yes-no');
-  const yesNo = { ...tokenizer, encode: (s) => (s === 'yes' ? [1000] : s === 'no' ? [1001] : Array.from(s, (c) => c.charCodeAt(0))) };
+  const yesNo = {
+    ...tokenizer,
+    encode: (s) => (s === 'yes' ? [1000] : s === 'no' ? [1001] : Array.from(s, (c) => c.charCodeAt(0))),
+  };
   const resolved = resolveTemplate(template, yesNo);
   const prefix = resolved.prefixTokens('q', 'i');
   t.equal(prefix[0], 105, 'the prompt opens a <start_of_turn>');

@@ -19,7 +19,8 @@ test.onFinish(() => fs.rmSync(dir, { recursive: true, force: true }));
 function ggufTensors(model) {
   return tiny.tensorTable(model.config).map((t) => {
     let values = t.get(model.weights);
-    if (model.arch === 'llama' && t.ropeHeads) values = tiny.llamaCppPermute(values, t.ropeHeads, t.dims.length > 1 ? t.dims[1] : 1);
+    if (model.arch === 'llama' && t.ropeHeads)
+      values = tiny.llamaCppPermute(values, t.ropeHeads, t.dims.length > 1 ? t.dims[1] : 1);
     return { name: t.gguf, dims: [...t.dims].reverse(), type: 'F32', bytes: tiny.encodeTensor('F32', values) };
   });
 }
@@ -57,12 +58,27 @@ function writeSplit(model, sub, count, { prefix = 'tiny', edit = () => {} } = {}
 const openFds = () => fs.readdirSync('/proc/self/fd').length;
 
 function sameWeights(t, a, b, label) {
-  const pairs = [['embedding', a.embedding, b.embedding], ['finalNorm', a.finalNorm, b.finalNorm], ['lmHead', a.lmHead, b.lmHead]];
+  const pairs = [
+    ['embedding', a.embedding, b.embedding],
+    ['finalNorm', a.finalNorm, b.finalNorm],
+    ['lmHead', a.lmHead, b.lmHead],
+  ];
   a.layers.forEach((layer, l) => {
     for (const key of Object.keys(layer)) pairs.push([`layers[${l}].${key}`, layer[key], b.layers[l][key]]);
   });
-  const differ = pairs.filter(([, x, y]) => JSON.stringify(x.dims) !== JSON.stringify(y.dims) || Buffer.compare(Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength), Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength)) !== 0);
-  t.deepEqual(differ.map(([name]) => name), [], `${label}: all ${pairs.length} tensors bit-identical`);
+  const differ = pairs.filter(
+    ([, x, y]) =>
+      JSON.stringify(x.dims) !== JSON.stringify(y.dims) ||
+      Buffer.compare(
+        Buffer.from(x.data.buffer, x.data.byteOffset, x.data.byteLength),
+        Buffer.from(y.data.buffer, y.data.byteOffset, y.data.byteLength),
+      ) !== 0,
+  );
+  t.deepEqual(
+    differ.map(([name]) => name),
+    [],
+    `${label}: all ${pairs.length} tensors bit-identical`,
+  );
 }
 
 for (const arch of ['llama', 'qwen2', 'qwen3']) {
@@ -74,10 +90,15 @@ for (const arch of ['llama', 'qwen2', 'qwen3']) {
     t.deepEqual(split.config, whole.config, 'same config');
     t.equal(split.name, `tiny-${arch}`, 'named after the prefix');
     t.equal(split.tokenizer.vocabSize, whole.tokenizer.vocabSize, 'same vocabulary size');
-    for (const text of tiny.TINY_TEXTS) t.deepEqual(split.tokenizer.encode(text), whole.tokenizer.encode(text), `same ids for ${JSON.stringify(text)}`);
+    for (const text of tiny.TINY_TEXTS)
+      t.deepEqual(split.tokenizer.encode(text), whole.tokenizer.encode(text), `same ids for ${JSON.stringify(text)}`);
     sameWeights(t, split.weights, whole.weights, arch);
     // And against the generated values themselves (F32 holds them exactly).
-    t.deepEqual(Array.from(split.weights.finalNorm.data), Array.from(model.weights.finalNorm), 'final norm equals the generated values');
+    t.deepEqual(
+      Array.from(split.weights.finalNorm.data),
+      Array.from(model.weights.finalNorm),
+      'final norm equals the generated values',
+    );
 
     const gguf = M.GgufFile.open(files[0]);
     t.deepEqual(gguf.shardPaths, files, 'shardPaths lists the 3 shards in order');
@@ -103,19 +124,43 @@ test('split errors: clear messages, nothing left open', (t) => {
   {
     const files = writeSplit(model, 'missing', 3);
     fs.rmSync(files[2]);
-    expectError('missing shard', files[0], /^GgufError: split GGUF tiny-00001-of-00003\.gguf: shard 3 of 3 \(.*tiny-00003-of-00003\.gguf\) is missing$/);
+    expectError(
+      'missing shard',
+      files[0],
+      /^GgufError: split GGUF tiny-00001-of-00003\.gguf: shard 3 of 3 \(.*tiny-00003-of-00003\.gguf\) is missing$/,
+    );
   }
   {
-    const files = writeSplit(model, 'count', 3, { edit: (i, s) => i === 1 && (s.metadata = s.metadata.map(([k, v]) => (k === 'split.count' ? [k, { type: 'U16', value: 4 }] : [k, v]))) });
-    expectError('wrong count', files[0], /^GgufError: split GGUF: tiny-00002-of-00003\.gguf should be shard 2 of 3, but its metadata says shard 2 of 4$/);
+    const files = writeSplit(model, 'count', 3, {
+      edit: (i, s) =>
+        i === 1 &&
+        (s.metadata = s.metadata.map(([k, v]) => (k === 'split.count' ? [k, { type: 'U16', value: 4 }] : [k, v]))),
+    });
+    expectError(
+      'wrong count',
+      files[0],
+      /^GgufError: split GGUF: tiny-00002-of-00003\.gguf should be shard 2 of 3, but its metadata says shard 2 of 4$/,
+    );
   }
   {
-    const files = writeSplit(model, 'numbering', 3, { edit: (i, s) => i === 1 && (s.metadata = s.metadata.map(([k, v]) => (k === 'split.no' ? [k, { type: 'U16', value: 2 }] : [k, v]))) });
-    expectError('wrong numbering', files[0], /^GgufError: split GGUF: tiny-00002-of-00003\.gguf should be shard 2 of 3, but its metadata says shard 3 of 3$/);
+    const files = writeSplit(model, 'numbering', 3, {
+      edit: (i, s) =>
+        i === 1 &&
+        (s.metadata = s.metadata.map(([k, v]) => (k === 'split.no' ? [k, { type: 'U16', value: 2 }] : [k, v]))),
+    });
+    expectError(
+      'wrong numbering',
+      files[0],
+      /^GgufError: split GGUF: tiny-00002-of-00003\.gguf should be shard 2 of 3, but its metadata says shard 3 of 3$/,
+    );
   }
   {
     const files = writeSplit(model, 'nosplit', 3, { edit: (i, s) => i === 2 && (s.metadata = []) });
-    expectError('a shard without split keys', files[0], /^GgufError: split GGUF: tiny-00003-of-00003\.gguf should be shard 3 of 3, but its metadata says not a shard \(no split\.no \/ split\.count\)$/);
+    expectError(
+      'a shard without split keys',
+      files[0],
+      /^GgufError: split GGUF: tiny-00003-of-00003\.gguf should be shard 3 of 3, but its metadata says not a shard \(no split\.no \/ split\.count\)$/,
+    );
   }
   {
     let first;
@@ -125,33 +170,59 @@ test('split errors: clear messages, nothing left open', (t) => {
         if (i === 2) s.tensors = [...s.tensors, first];
       },
     });
-    expectError('duplicate tensor', files[0], /^GgufError: split GGUF tiny-00001-of-00003\.gguf: tensor token_embd\.weight appears in shard 1 and shard 3$/);
+    expectError(
+      'duplicate tensor',
+      files[0],
+      /^GgufError: split GGUF tiny-00001-of-00003\.gguf: tensor token_embd\.weight appears in shard 1 and shard 3$/,
+    );
   }
   {
     const files = writeSplit(model, 'total', 3, { edit: (i, s) => i === 1 && (s.tensors = s.tensors.slice(1)) });
     const n = tiny.tensorTable(model.config).length;
-    expectError('tensor total', files[0], new RegExp(`^GgufError: split GGUF tiny-00001-of-00003\\.gguf: split\\.tensors\\.count is ${n}, but its 3 shards hold ${n - 1} tensors$`));
+    expectError(
+      'tensor total',
+      files[0],
+      new RegExp(
+        `^GgufError: split GGUF tiny-00001-of-00003\\.gguf: split\\.tensors\\.count is ${n}, but its 3 shards hold ${n - 1} tensors$`,
+      ),
+    );
   }
   {
     const files = writeSplit(model, 'truncated', 3);
     fs.truncateSync(files[1], fs.statSync(files[1]).size - 100);
-    expectError('truncated shard', files[0], /^GgufError: GGUF file tiny-00002-of-00003\.gguf is truncated: tensor .* needs bytes up to \d+, but the file has \d+ bytes$/);
+    expectError(
+      'truncated shard',
+      files[0],
+      /^GgufError: GGUF file tiny-00002-of-00003\.gguf is truncated: tensor .* needs bytes up to \d+, but the file has \d+ bytes$/,
+    );
   }
   {
     const files = writeSplit(model, 'later', 3);
-    expectError('a later shard opened', files[1], /^GgufError: tiny-00002-of-00003\.gguf is shard 2 of 3 of a split GGUF: load the first shard; open tiny-00001-of-00003\.gguf instead$/);
+    expectError(
+      'a later shard opened',
+      files[1],
+      /^GgufError: tiny-00002-of-00003\.gguf is shard 2 of 3 of a split GGUF: load the first shard; open tiny-00001-of-00003\.gguf instead$/,
+    );
   }
   {
     const files = writeSplit(model, 'renamed', 2);
     const renamed = path.join(path.dirname(files[0]), 'tiny.gguf');
     fs.renameSync(files[0], renamed);
-    expectError('first shard renamed', renamed, /^GgufError: tiny\.gguf is the first of 2 shards of a split GGUF, but its name does not end in -00001-of-00002\.gguf, so the other shards cannot be found$/);
+    expectError(
+      'first shard renamed',
+      renamed,
+      /^GgufError: tiny\.gguf is the first of 2 shards of a split GGUF, but its name does not end in -00001-of-00002\.gguf, so the other shards cannot be found$/,
+    );
   }
   {
     const files = writeSplit(model, 'misnamed', 2);
     const renamed = path.join(path.dirname(files[0]), 'tiny-00001-of-00003.gguf');
     fs.renameSync(files[0], renamed);
-    expectError('name and metadata disagree', renamed, /^GgufError: tiny-00001-of-00003\.gguf: its name says shard 1 of 3, but its metadata says shard 1 of 2$/);
+    expectError(
+      'name and metadata disagree',
+      renamed,
+      /^GgufError: tiny-00001-of-00003\.gguf: its name says shard 1 of 3, but its metadata says shard 1 of 2$/,
+    );
   }
 
   const before = openFds();

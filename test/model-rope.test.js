@@ -31,9 +31,24 @@ const CASES = [
     'llama32',
     'llama',
     4,
-    { rope_theta: 500000, tie_word_embeddings: true, rope_scaling: { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 } },
+    {
+      rope_theta: 500000,
+      tie_word_embeddings: true,
+      rope_scaling: {
+        rope_type: 'llama3',
+        factor: 32,
+        low_freq_factor: 1,
+        high_freq_factor: 4,
+        original_max_position_embeddings: 64,
+      },
+    },
   ],
-  ['yarn', 'qwen2', 5, { rope_theta: 1000000, rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64 } }],
+  [
+    'yarn',
+    'qwen2',
+    5,
+    { rope_theta: 1000000, rope_scaling: { type: 'yarn', factor: 4, original_max_position_embeddings: 64 } },
+  ],
   ['linear', 'llama', 6, { rope_theta: 1000, rope_scaling: { type: 'linear', factor: 8 } }],
   // Gemma 3: transformers 5 writes rope_parameters per layer type (full_attention with the linear scaling, sliding_attention).
   ['gemma3', 'gemma3', 7, {}],
@@ -43,7 +58,8 @@ const TABLE_CASES = CASES.filter((c) => c[1] !== 'gemma3');
 
 function pythonJson(pythonPath, args, input) {
   const r = python(args, { PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1' }, input);
-  if (r.status !== 0) throw new Error(`python failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
+  if (r.status !== 0)
+    throw new Error(`python failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
   return JSON.parse(r.stdout);
 }
 
@@ -61,7 +77,10 @@ const ITEMS = [ids(20), ids(35), ids(1)];
 const LABELS = [5, 17, 40, 63];
 
 test('setup: tiny models saved by transformers 5 and 4; references from transformers 5', (t) => {
-  const tf5 = pipTargetDir('torch==2.15.0', 'torch/__init__.py') + path.delimiter + pipTargetDir('transformers==5.24.0', 'transformers/__init__.py');
+  const tf5 =
+    pipTargetDir('torch==2.15.0', 'torch/__init__.py') +
+    path.delimiter +
+    pipTargetDir('transformers==5.24.0', 'transformers/__init__.py');
   const tf4 = pipTargetDir('transformers==4.57.6', 'transformers/__init__.py');
   const save = [];
   const save4 = [];
@@ -78,7 +97,13 @@ test('setup: tiny models saved by transformers 5 and 4; references from transfor
     writeTinyHfDir(model, src, { config: keys });
     // The same weights without scaling: shows each scaling moves the probabilities.
     writeTinyHfDir(model, path.join(work, `${name}-plain`), { config: { ...keys, rope_scaling: null } });
-    dirs[name] = { model, src, v5: path.join(work, `${name}-tf5`), v4: path.join(work, `${name}-tf4`), plain: path.join(work, `${name}-plain`) };
+    dirs[name] = {
+      model,
+      src,
+      v5: path.join(work, `${name}-tf5`),
+      v4: path.join(work, `${name}-tf4`),
+      plain: path.join(work, `${name}-plain`),
+    };
     save.push({ src, dst: dirs[name].v5 });
     save4.push({ src, dst: dirs[name].v4 });
   }
@@ -87,43 +112,60 @@ test('setup: tiny models saved by transformers 5 and 4; references from transfor
   dirs.nobase = { src: nobase };
   writeTinyHfDir(dirs.qwen3.model, nobase, { config: { rope_theta: undefined } });
   const names = CASES.map((c) => c[0]);
-  ref = pythonJson(tf5, [PY], JSON.stringify({
-    save,
-    rope: TABLE_CASES.map(([n]) => ({ dir: dirs[n].v5, positions: POSITIONS })),
-    forward: [
-      ...names.map((n) => ({ dir: dirs[n].v5, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS })),
-      ...names.map((n) => ({ dir: dirs[n].plain, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS })),
-      { dir: nobase, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS },
-    ],
-  }));
+  ref = pythonJson(
+    tf5,
+    [PY],
+    JSON.stringify({
+      save,
+      rope: TABLE_CASES.map(([n]) => ({ dir: dirs[n].v5, positions: POSITIONS })),
+      forward: [
+        ...names.map((n) => ({ dir: dirs[n].v5, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS })),
+        ...names.map((n) => ({ dir: dirs[n].plain, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS })),
+        { dir: nobase, sequences: ITEMS.map((it) => [...QUERY, ...it]), labels: LABELS },
+      ],
+    }),
+  );
   // transformers 4 writes the config it read (config.json only; weights and tokenizer copied).
   ref4 = pythonJson(
     tf4,
-    ['-c', `import json, sys
+    [
+      '-c',
+      `import json, sys
 from transformers import AutoConfig
 import transformers
 out = []
 for job in json.load(sys.stdin):
     AutoConfig.from_pretrained(job["src"]).save_pretrained(job["dst"])
     out.append(json.load(open(job["dst"] + "/config.json")))
-json.dump({"transformers": transformers.__version__, "configs": out}, sys.stdout)`],
+json.dump({"transformers": transformers.__version__, "configs": out}, sys.stdout)`,
+    ],
     JSON.stringify(save4),
   );
   for (const name of names) {
     copyTokenizer(dirs[name].src, dirs[name].v5);
     copyTokenizer(dirs[name].src, dirs[name].v4);
-    for (const f of fs.readdirSync(dirs[name].src)) if (f.endsWith('.safetensors')) fs.copyFileSync(path.join(dirs[name].src, f), path.join(dirs[name].v4, f));
+    for (const f of fs.readdirSync(dirs[name].src))
+      if (f.endsWith('.safetensors')) fs.copyFileSync(path.join(dirs[name].src, f), path.join(dirs[name].v4, f));
   }
   t.equal(ref.transformers, '5.24.0');
   t.equal(ref4.transformers, '4.57.6');
   const c5 = ref.save[names.indexOf('qwen3')];
-  t.ok(c5.rope_parameters && c5.rope_parameters.rope_theta === 1000000 && c5.rope_theta === undefined, 'transformers 5 writes rope_parameters.rope_theta and no rope_theta');
+  t.ok(
+    c5.rope_parameters && c5.rope_parameters.rope_theta === 1000000 && c5.rope_theta === undefined,
+    'transformers 5 writes rope_parameters.rope_theta and no rope_theta',
+  );
   const l5 = ref.save[names.indexOf('llama32')];
   t.equal(l5.rope_parameters.rope_type, 'llama3', 'transformers 5 writes the llama3 scaling into rope_parameters');
   const c4 = ref4.configs[names.indexOf('llama32')];
-  t.ok(c4.rope_theta === 500000 && c4.rope_scaling.rope_type === 'llama3', 'transformers 4 writes rope_theta and rope_scaling');
+  t.ok(
+    c4.rope_theta === 500000 && c4.rope_scaling.rope_type === 'llama3',
+    'transformers 4 writes rope_theta and rope_scaling',
+  );
   const g5 = ref.save[names.indexOf('gemma3')];
-  t.ok(g5.rope_parameters.full_attention && g5.rope_parameters.sliding_attention, 'transformers 5 writes Gemma 3\'s rope_parameters per layer type');
+  t.ok(
+    g5.rope_parameters.full_attention && g5.rope_parameters.sliding_attention,
+    "transformers 5 writes Gemma 3's rope_parameters per layer type",
+  );
   t.end();
 });
 
@@ -141,7 +183,7 @@ function maxDiff(a, b) {
   return x.reduce((m, v, i) => Math.max(m, Math.abs(v - y[i])), 0);
 }
 
-test('RoPE tables equal transformers\' RoPE functions in float64 (1e-9), configs as transformers 5 and 4 write them', (t) => {
+test("RoPE tables equal transformers' RoPE functions in float64 (1e-9), configs as transformers 5 and 4 write them", (t) => {
   TABLE_CASES.forEach(([name], i) => {
     const r = ref.rope[i];
     t.equal(r.dtype, 'torch.float64', `${name}: transformers ran in float64`);
@@ -149,7 +191,10 @@ test('RoPE tables equal transformers\' RoPE functions in float64 (1e-9), configs
       const { config } = loadModel(dirs[name][which]);
       const ours = ropeFrequencies(config.ropeTheta, config.headDim, config.ropeScaling);
       t.ok(maxDiff([ours.inverse], [r.inverse]) < 1e-12, `${name} (${which}): inverse frequencies, ${r.ropeType}`);
-      t.ok(Math.abs(ours.attentionScale - r.attentionFactor) < 1e-12, `${name} (${which}): attention factor ${r.attentionFactor}`);
+      t.ok(
+        Math.abs(ours.attentionScale - r.attentionFactor) < 1e-12,
+        `${name} (${which}): attention factor ${r.attentionFactor}`,
+      );
       const tb = tables(ours);
       const d = Math.max(maxDiff(tb.cos, r.cos), maxDiff(tb.sin, r.sin));
       t.ok(d < 1e-9, `${name} (${which}): cos/sin at positions up to 4095 within ${d.toExponential(2)}`);
@@ -170,23 +215,33 @@ async function scoreDir(dir) {
   }
 }
 
-test('label log-probabilities within 1e-4 of a transformers forward (f32); transformers 4\'s config.json reads the same', async (t) => {
+test("label log-probabilities within 1e-4 of a transformers forward (f32); transformers 4's config.json reads the same", async (t) => {
   const n = CASES.length;
   for (let i = 0; i < n; i++) {
     const name = CASES[i][0];
     const expected = ref.forward[i];
     const got = await scoreDir(dirs[name].v5);
     const d = maxDiff(got, expected);
-    t.ok(d < 1e-4, `${name} (transformers 5 directory): max |log p - log p_transformers| = ${d.toExponential(2)} (log p from ${Math.min(...expected.flat()).toFixed(2)} to ${Math.max(...expected.flat()).toFixed(2)})`);
-    t.deepEqual(loadModel(dirs[name].v4).config, loadModel(dirs[name].v5).config, `${name}: the transformers 4 directory gives the same model config`);
+    t.ok(
+      d < 1e-4,
+      `${name} (transformers 5 directory): max |log p - log p_transformers| = ${d.toExponential(2)} (log p from ${Math.min(...expected.flat()).toFixed(2)} to ${Math.max(...expected.flat()).toFixed(2)})`,
+    );
+    t.deepEqual(
+      loadModel(dirs[name].v4).config,
+      loadModel(dirs[name].v5).config,
+      `${name}: the transformers 4 directory gives the same model config`,
+    );
     if (name !== 'qwen3' && name !== 'gemma3') {
       const moved = maxDiff(ref.forward[n + i], expected);
-      t.ok(moved > 1e-3, `${name}: the scaling moves transformers' log-probabilities by ${moved.toExponential(2)} (the check can fail)`);
+      t.ok(
+        moved > 1e-3,
+        `${name}: the scaling moves transformers' log-probabilities by ${moved.toExponential(2)} (the check can fail)`,
+      );
     }
   }
 });
 
-test('a GGUF with rope_freqs.weight (Llama 3.1/3.2) loads, its tables and probabilities as transformers\'', async (t) => {
+test("a GGUF with rope_freqs.weight (Llama 3.1/3.2) loads, its tables and probabilities as transformers'", async (t) => {
   const { model } = dirs.llama32;
   const r = ref.rope[TABLE_CASES.findIndex((c) => c[0] === 'llama32')];
   const D = model.config.headDim;
@@ -194,21 +249,33 @@ test('a GGUF with rope_freqs.weight (Llama 3.1/3.2) loads, its tables and probab
   const plain = Array.from({ length: D / 2 }, (_, i) => 1 / 500000 ** ((2 * i) / D));
   const factors = Float32Array.from(plain, (f, i) => f / r.inverse[i]);
   const file = path.join(work, 'llama32.gguf');
-  writeTinyGguf(model, file, { extraTensors: [{ name: 'rope_freqs.weight', dims: [D / 2], type: 'F32', bytes: Buffer.from(factors.buffer) }] });
+  writeTinyGguf(model, file, {
+    extraTensors: [{ name: 'rope_freqs.weight', dims: [D / 2], type: 'F32', bytes: Buffer.from(factors.buffer) }],
+  });
   const { config } = loadModel(file);
-  t.deepEqual(config.ropeScaling, { type: 'frequency-factors', factors: Array.from(factors) }, 'the factors are read as stored');
+  t.deepEqual(
+    config.ropeScaling,
+    { type: 'frequency-factors', factors: Array.from(factors) },
+    'the factors are read as stored',
+  );
   const ours = tables(ropeFrequencies(config.ropeTheta, D, config.ropeScaling));
   // transformers' frequencies with each divisor rounded to f32 as the file stores it.
   const stored = tables({ inverse: plain.map((f, i) => f / factors[i]), attentionScale: 1 });
-  t.ok(Math.max(maxDiff(ours.cos, stored.cos), maxDiff(ours.sin, stored.sin)) < 1e-9, 'tables within 1e-9 of transformers\' with the stored f32 divisors');
+  t.ok(
+    Math.max(maxDiff(ours.cos, stored.cos), maxDiff(ours.sin, stored.sin)) < 1e-9,
+    "tables within 1e-9 of transformers' with the stored f32 divisors",
+  );
   const exact = Math.max(maxDiff(ours.cos, r.cos), maxDiff(ours.sin, r.sin));
-  t.ok(exact < 1e-4, `and within ${exact.toExponential(2)} of transformers' float64 tables (the divisors' f32 rounding)`);
+  t.ok(
+    exact < 1e-4,
+    `and within ${exact.toExponential(2)} of transformers' float64 tables (the divisors' f32 rounding)`,
+  );
   const got = await scoreDir(file);
   const d = maxDiff(got, ref.forward[CASES.findIndex((c) => c[0] === 'llama32')]);
   t.ok(d < 1e-4, `log-probabilities within ${d.toExponential(2)} of transformers on the HF directory`);
 });
 
-test('no RoPE base in config.json or GGUF: transformers\' (llama.cpp\'s) default, said in a warning', async (t) => {
+test("no RoPE base in config.json or GGUF: transformers' (llama.cpp's) default, said in a warning", async (t) => {
   const warnings = [];
   const onWarning = (w) => warnings.push(w);
   process.on('warning', onWarning);
@@ -238,17 +305,30 @@ test('no RoPE base in config.json or GGUF: transformers\' (llama.cpp\'s) default
 test('refused with the key named: dynamic scaling, a llama3 scaling without its factors, an unknown type, a base that is not a number', (t) => {
   const base = JSON.parse(fs.readFileSync(path.join(dirs.llama32.v4, 'config.json'), 'utf8'));
   const cases = [
-    [{ rope_scaling: { rope_type: 'dynamic', factor: 2 } }, /rope_type "dynamic" \(dynamic NTK scaling\) is not supported/],
-    [{ rope_scaling: null, rope_parameters: { rope_type: 'dynamic', factor: 2, rope_theta: 10000 } }, /rope_parameters\.rope_type "dynamic"/],
-    [{ rope_scaling: { rope_type: 'llama3', factor: 8, high_freq_factor: 4, original_max_position_embeddings: 8192 } }, /rope_scaling\.low_freq_factor is required/],
+    [
+      { rope_scaling: { rope_type: 'dynamic', factor: 2 } },
+      /rope_type "dynamic" \(dynamic NTK scaling\) is not supported/,
+    ],
+    [
+      { rope_scaling: null, rope_parameters: { rope_type: 'dynamic', factor: 2, rope_theta: 10000 } },
+      /rope_parameters\.rope_type "dynamic"/,
+    ],
+    [
+      { rope_scaling: { rope_type: 'llama3', factor: 8, high_freq_factor: 4, original_max_position_embeddings: 8192 } },
+      /rope_scaling\.low_freq_factor is required/,
+    ],
     [{ rope_scaling: { rope_type: 'longrope', factor: 8 } }, /rope_type "longrope" is not supported/],
-    [{ rope_scaling: null, rope_theta: undefined, rope_parameters: { rope_type: 'default', rope_theta: 'big' } }, /rope_parameters\.rope_theta should be a positive number, got "big"/],
+    [
+      { rope_scaling: null, rope_theta: undefined, rope_parameters: { rope_type: 'default', rope_theta: 'big' } },
+      /rope_parameters\.rope_theta should be a positive number, got "big"/,
+    ],
   ];
   for (const [keys, message] of cases) {
     const dir = path.join(work, `refused-${Math.random().toString(36).slice(2)}`);
     fs.mkdirSync(dir);
     fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify({ ...base, ...keys }));
-    for (const f of fs.readdirSync(dirs.llama32.v4)) if (f !== 'config.json') fs.copyFileSync(path.join(dirs.llama32.v4, f), path.join(dir, f));
+    for (const f of fs.readdirSync(dirs.llama32.v4))
+      if (f !== 'config.json') fs.copyFileSync(path.join(dirs.llama32.v4, f), path.join(dir, f));
     t.throws(() => loadModel(dir), message, `${JSON.stringify(keys)}`);
   }
   t.end();

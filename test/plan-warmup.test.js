@@ -36,18 +36,42 @@ for (const s of SHAPES) {
     const plan = scorer.explain(request);
     const programs = new Set(plan.passes.map((p) => p.name));
     const before = scorer.stats().jit;
-    await scorer.warmup([{ queryTokens: s.query, itemTokens: itemLength, items: s.items.length, labels: 2, ...(s.algorithm ? { algorithm: s.algorithm } : {}) }], false);
+    await scorer.warmup(
+      [
+        {
+          queryTokens: s.query,
+          itemTokens: itemLength,
+          items: s.items.length,
+          labels: 2,
+          ...(s.algorithm ? { algorithm: s.algorithm } : {}),
+        },
+      ],
+      false,
+    );
     const warmed = scorer.stats().jit;
-    t.equal(warmed.compiles - before.compiles + (warmed.hits - before.hits), programs.size, `warmup loaded the ${programs.size} distinct programs explain() lists (${[...programs].join(' ')})`);
+    t.equal(
+      warmed.compiles - before.compiles + (warmed.hits - before.hits),
+      programs.size,
+      `warmup loaded the ${programs.size} distinct programs explain() lists (${[...programs].join(' ')})`,
+    );
     const result = await scorer.score(request);
     const after = scorer.stats().jit;
     t.equal(result.algorithm, plan.algorithm, `ran the explained plan (${plan.algorithm})`);
     t.equal(after.compiles - warmed.compiles, 0, 'scoring compiled nothing');
     t.equal(after.misses - warmed.misses, 0, 'no lookup waited for a load');
-    t.equal(after.hits - warmed.hits, plan.passes.length, `one ready program per explained pass (${plan.passes.length} passes)`);
-    if (s.name.includes('chunked')) t.ok(plan.passes.filter((p) => p.items.length > 0).length > 1, 'the plan has several item passes');
+    t.equal(
+      after.hits - warmed.hits,
+      plan.passes.length,
+      `one ready program per explained pass (${plan.passes.length} passes)`,
+    );
+    if (s.name.includes('chunked'))
+      t.ok(plan.passes.filter((p) => p.items.length > 0).length > 1, 'the plan has several item passes');
     const covered = plan.passes.flatMap((p) => p.items).sort((a, b) => a - b);
-    t.deepEqual(covered, s.items.map((_, i) => i), 'the passes carry every item once');
+    t.deepEqual(
+      covered,
+      s.items.map((_, i) => i),
+      'the passes carry every item once',
+    );
   });
 }
 

@@ -16,19 +16,44 @@ test("precision 'auto' is bf16 on cuda (measured there), highest on a platform w
   t.equal(cuda.precision, 'bf16');
   t.match(cuda.reason, /^auto: bf16 on cuda \(.*H100/, `reason: ${cuda.reason.slice(0, 80)}...`);
   t.equal(choosePrecision('auto', 'rocm', null, 'bf16').precision, 'highest', 'rocm: highest');
-  for (const asked of ['highest', 'default', 'bf16']) t.equal(choosePrecision(asked, 'cuda', null, 'f32').precision, asked, `${asked} as asked`);
+  for (const asked of ['highest', 'default', 'bf16'])
+    t.equal(choosePrecision(asked, 'cuda', null, 'f32').precision, asked, `${asked} as asked`);
   t.end();
 });
 
 test('attention forms: cuDNN on cuda only where it may run (bf16 dots, the pinned plugin), else the platform forms', (t) => {
   const cuda = platformFacts('cuda');
-  t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn', joinPrefill: true }, 'cuda, cuDNN usable: prefix cudnn, the prefill joined');
-  t.same(defaultCausalAttention(cuda, { kernel: false, cudnn: true }), { kind: 'cudnn' }, 'cuda, cuDNN usable: causal cudnn');
-  t.same(defaultPrefixAttention(cuda, { kernel: false, cudnn: false }), { kind: 'joint' }, 'cuda, f32 dots or another plugin: joint');
-  t.same(defaultCausalAttention(cuda, { kernel: false, cudnn: false }), { kind: 'square' }, 'cuda, f32 dots or another plugin: square');
+  t.same(
+    defaultPrefixAttention(cuda, { kernel: false, cudnn: true }),
+    { kind: 'cudnn', joinPrefill: true },
+    'cuda, cuDNN usable: prefix cudnn, the prefill joined',
+  );
+  t.same(
+    defaultCausalAttention(cuda, { kernel: false, cudnn: true }),
+    { kind: 'cudnn' },
+    'cuda, cuDNN usable: causal cudnn',
+  );
+  t.same(
+    defaultPrefixAttention(cuda, { kernel: false, cudnn: false }),
+    { kind: 'joint' },
+    'cuda, f32 dots or another plugin: joint',
+  );
+  t.same(
+    defaultCausalAttention(cuda, { kernel: false, cudnn: false }),
+    { kind: 'square' },
+    'cuda, f32 dots or another plugin: square',
+  );
   const cpu = platformFacts('cpu');
-  t.same(defaultPrefixAttention(cpu, { kernel: true, cudnn: true }), { kind: 'kernel' }, 'cpu: the kernel, never cuDNN');
-  t.same(defaultPrefixAttention(cpu, { kernel: false, cudnn: false }), cpu.prefixAttention, 'cpu without the kernel: its StableHLO form');
+  t.same(
+    defaultPrefixAttention(cpu, { kernel: true, cudnn: true }),
+    { kind: 'kernel' },
+    'cpu: the kernel, never cuDNN',
+  );
+  t.same(
+    defaultPrefixAttention(cpu, { kernel: false, cudnn: false }),
+    cpu.prefixAttention,
+    'cpu without the kernel: its StableHLO form',
+  );
   t.end();
 });
 
@@ -44,7 +69,12 @@ test('the pinned plugin is told by the version.py beside it and the platform nam
   fs.writeFileSync(path.join(dir, 'version.py'), '_version = "0.12.0"\n');
   t.notOk(isCudnnPinnedPlugin(so, 'cuda'), 'another release');
   const note = unpinnedPluginNote(so);
-  t.ok(note.includes(`pinned to ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version}`) && note.includes('version 0.12.0') && note.includes('StableHLO forms run'), `the load log says why: ${note}`);
+  t.ok(
+    note.includes(`pinned to ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version}`) &&
+      note.includes('version 0.12.0') &&
+      note.includes('StableHLO forms run'),
+    `the load log says why: ${note}`,
+  );
   fs.rmSync(dir, { recursive: true, force: true });
   t.end();
 });
@@ -66,13 +96,15 @@ test('item-count ladders: cuda and the CPU pad 10 items to 10 (1.25x rungs); at 
   t.end();
 });
 
-test('query-length ladders: the item lengths\' rungs on both platforms (finer rungs are a knob: PJRT_SCORE_PLATFORM_FACTS)', (t) => {
+test("query-length ladders: the item lengths' rungs on both platforms (finer rungs are a knob: PJRT_SCORE_PLATFORM_FACTS)", (t) => {
   const ladder = (p) => bucketLadder({ min: 8, max: 8192, steps: platformFacts(p).queryTokenSteps, align: 4 });
   const items = bucketLadder({ min: 8, max: 8192, steps: [1.25, 1.5, 1.75], align: 4 });
   t.same(ladder('cpu'), items, 'cpu: the item-length ladder');
   t.same(ladder('cuda'), items, 'cuda: the item-length ladder');
   t.equal(bucketFor(300, ladder('cpu')), 320, 'cpu: 300 -> 320');
   // Against a plain loop: at most 1.25x padding from 32 tokens on.
-  for (let n = 32; n <= 8192; n++) if (bucketFor(n, ladder('cpu')) > Math.ceil((n * 1.25) / 4) * 4) t.fail(`cpu: ${n} tokens pad to ${bucketFor(n, ladder('cpu'))}`);
+  for (let n = 32; n <= 8192; n++)
+    if (bucketFor(n, ladder('cpu')) > Math.ceil((n * 1.25) / 4) * 4)
+      t.fail(`cpu: ${n} tokens pad to ${bucketFor(n, ladder('cpu'))}`);
   t.end();
 });

@@ -38,26 +38,59 @@ function compareVersions(a, b) {
 
 test('npm run build:prebuilds makes both prebuilds with cmake-js, from every .cc under native/', (t) => {
   const started = Date.now();
-  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js'), '--force'], { cwd: root, encoding: 'utf8', timeout: 1200000 });
-  t.equal(r.status, 0, r.status === 0 ? `scripts/build/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)` : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`);
-  for (const { platform } of prebuild.TARGETS) t.ok(fs.existsSync(prebuild.prebuildPath(root, platform)), `made ${path.relative(root, prebuild.prebuildPath(root, platform))}`);
-  t.deepEqual(prebuild.TARGETS.map((x) => x.platform), ['linux-x64', 'linux-arm64'], 'the targets: linux-x64 and linux-arm64');
+  const r = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js'), '--force'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 1200000,
+  });
+  t.equal(
+    r.status,
+    0,
+    r.status === 0
+      ? `scripts/build/prebuild.js (${((Date.now() - started) / 1000).toFixed(1)} s)`
+      : `exit ${r.status}: ${(r.stderr || '').slice(-3000)}`,
+  );
+  for (const { platform } of prebuild.TARGETS)
+    t.ok(
+      fs.existsSync(prebuild.prebuildPath(root, platform)),
+      `made ${path.relative(root, prebuild.prebuildPath(root, platform))}`,
+    );
+  t.deepEqual(
+    prebuild.TARGETS.map((x) => x.platform),
+    ['linux-x64', 'linux-arm64'],
+    'the targets: linux-x64 and linux-arm64',
+  );
   const output = `${r.stdout}\n${r.stderr}`;
   t.doesNotMatch(output, /node-gyp|nodejs\.org|-headers\.tar/i, 'no node-gyp, no header download');
 
   // One list of sources: what CMake compiled is every .cc under native/, and binding.gyp's expression names the same.
-  const sources = fs.readdirSync(path.join(root, 'native'), { recursive: true }).filter((f) => f.endsWith('.cc')).sort();
+  const sources = fs
+    .readdirSync(path.join(root, 'native'), { recursive: true })
+    .filter((f) => f.endsWith('.cc'))
+    .sort();
   for (const { platform, buildDir } of prebuild.TARGETS) {
     const objects = path.join(root, buildDir, 'CMakeFiles', 'pjrt_score.dir', 'native');
-    const compiled = fs.existsSync(objects) ? fs.readdirSync(objects, { recursive: true }).filter((f) => f.endsWith('.cc.o')).map((f) => f.slice(0, -2)).sort() : [];
+    const compiled = fs.existsSync(objects)
+      ? fs
+          .readdirSync(objects, { recursive: true })
+          .filter((f) => f.endsWith('.cc.o'))
+          .map((f) => f.slice(0, -2))
+          .sort()
+      : [];
     t.deepEqual(compiled, sources, `${platform}: CMake compiled every .cc under native/ (${sources.length})`);
   }
   const gyp = fs.readFileSync(path.join(root, 'binding.gyp'), 'utf8');
   const expr = /"sources": \["<!@\(node -p \\"(.+?)\\"\)"\]/.exec(gyp);
   t.ok(expr, 'binding.gyp derives its sources with one node expression');
   if (expr) {
-    const listed = spawnSync(process.execPath, ['-p', expr[1]], { cwd: root, encoding: 'utf8' }).stdout.trim().split(/\s+/);
-    t.deepEqual(listed, sources.map((f) => `native/${f}`), 'binding.gyp lists the same files');
+    const listed = spawnSync(process.execPath, ['-p', expr[1]], { cwd: root, encoding: 'utf8' })
+      .stdout.trim()
+      .split(/\s+/);
+    t.deepEqual(
+      listed,
+      sources.map((f) => `native/${f}`),
+      'binding.gyp lists the same files',
+    );
   }
   t.end();
 });
@@ -65,14 +98,24 @@ test('npm run build:prebuilds makes both prebuilds with cmake-js, from every .cc
 test('a second run builds nothing while the inputs are unchanged; a stamp that does not match makes it build', (t) => {
   const stamps = prebuild.TARGETS.map((x) => path.relative(root, prebuild.stampPath(root, x.platform))).join(' and ');
   t.ok(prebuild.prebuildIsCurrent(root), `the stamps ${stamps} match the inputs and the prebuilds`);
-  const again = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js')], { cwd: root, encoding: 'utf8', timeout: 120000 });
+  const again = spawnSync(process.execPath, [path.join(root, 'scripts', 'build', 'prebuild.js')], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120000,
+  });
   t.equal(again.status, 0, 'scripts/build/prebuild.js again: exit 0');
   t.match(again.stderr, /prebuild is current/, 'it says the prebuild is current');
   t.doesNotMatch(`${again.stdout}${again.stderr}`, /cmake|Building|Linking/i, 'and runs no build');
   const stamp = fs.readFileSync(prebuild.stampPath(root), 'utf8');
   try {
-    fs.writeFileSync(prebuild.stampPath(root), stamp.replace(/inputs ([0-9a-f])/, (m, c) => `inputs ${c === '0' ? '1' : '0'}`));
-    t.notOk(prebuild.prebuildIsCurrent(root), 'inputs whose digest differs from the stamp: not current (the next run builds)');
+    fs.writeFileSync(
+      prebuild.stampPath(root),
+      stamp.replace(/inputs ([0-9a-f])/, (m, c) => `inputs ${c === '0' ? '1' : '0'}`),
+    );
+    t.notOk(
+      prebuild.prebuildIsCurrent(root),
+      'inputs whose digest differs from the stamp: not current (the next run builds)',
+    );
   } finally {
     fs.writeFileSync(prebuild.stampPath(root), stamp);
   }
@@ -83,7 +126,11 @@ for (const { platform } of prebuild.TARGETS) {
   test(`the ${platform} prebuild is for its architecture and needs no glibc above the minimum README.md states, and no libstdc++`, (t) => {
     const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
     const stated = /prebuilt addon[^\n]*?glibc (?:>=|≥) ?(\d+\.\d+)/.exec(readme)?.[1];
-    t.equal(stated, prebuild.GLIBC_TARGET, `README.md states glibc ${stated}, the target scripts/build/prebuild.js builds for`);
+    t.equal(
+      stated,
+      prebuild.GLIBC_TARGET,
+      `README.md states glibc ${stated}, the target scripts/build/prebuild.js builds for`,
+    );
     const minimum = stated || prebuild.GLIBC_TARGET;
     const target = prebuild.prebuildPath(root, platform);
 
@@ -96,9 +143,15 @@ for (const { platform } of prebuild.TARGETS) {
     t.equal(machine, platform === 'linux-arm64' ? 'aarch64' : 'x86-64', `ELF header: ${machine}`);
 
     const dyn = spawnSync('objdump', ['-T', target], { encoding: 'utf8' });
-    t.equal(dyn.status, 0, `objdump -T ${path.relative(root, target)}${dyn.error ? ` (${dyn.error.message}: install binutils)` : ''}`);
+    t.equal(
+      dyn.status,
+      0,
+      `objdump -T ${path.relative(root, target)}${dyn.error ? ` (${dyn.error.message}: install binutils)` : ''}`,
+    );
     if (dyn.status !== 0) return t.end();
-    const glibc = [...new Set([...dyn.stdout.matchAll(/\bGLIBC_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))].sort(compareVersions);
+    const glibc = [...new Set([...dyn.stdout.matchAll(/\bGLIBC_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))].sort(
+      compareVersions,
+    );
     const glibcxx = [...new Set([...dyn.stdout.matchAll(/\bGLIBCXX_(\d+(?:\.\d+)+)\b/g)].map((m) => m[1]))];
     t.ok(glibc.length > 0, `reads the symbol versions: GLIBC_ ${glibc.join(', ')}`);
     const above = glibc.filter((v) => compareVersions(v, minimum) > 0);
@@ -135,7 +188,12 @@ test('the prebuild loads with build/ absent (PREBUILDS_ONLY) and runs a program'
         console.log(JSON.stringify({ resolved, out: Array.from(await o.toHost()), error }));
         c.dispose();
       })();`;
-    const ran = spawnSync(process.execPath, ['-e', script], { cwd: work, encoding: 'utf8', env: { ...process.env, PREBUILDS_ONLY: '1' }, timeout: 120000 });
+    const ran = spawnSync(process.execPath, ['-e', script], {
+      cwd: work,
+      encoding: 'utf8',
+      env: { ...process.env, PREBUILDS_ONLY: '1' },
+      timeout: 120000,
+    });
     t.equal(ran.status, 0, `child exit ${ran.status}${ran.status ? `: ${ran.stderr.slice(-2000)}` : ''}`);
     const report = JSON.parse(ran.stdout.trim().split('\n').pop() || '{}');
     t.equal(report.resolved, copied, `loaded ${report.resolved}`);

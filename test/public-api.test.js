@@ -37,7 +37,9 @@ const PUBLIC_NAMES = [
 test('the package entry exports exactly the public list', (t) => {
   const api = require('pjrt-score');
   t.equal(api, require('..'), "require('pjrt-score') is the package root");
-  const names = Object.keys(api).filter((n) => n !== '__esModule').sort();
+  const names = Object.keys(api)
+    .filter((n) => n !== '__esModule')
+    .sort();
   t.deepEqual(names, PUBLIC_NAMES, `exports: ${names.join(', ')}`);
   for (const n of names) t.notEqual(api[n], undefined, `${n} is defined`);
   t.end();
@@ -45,18 +47,37 @@ test('the package entry exports exactly the public list', (t) => {
 
 test('the ES module entry exports the same names', async (t) => {
   const esm = await import(path.join(__dirname, '..', 'dist', 'index.mjs'));
-  const names = Object.keys(esm).filter((n) => n !== 'default').sort();
+  const names = Object.keys(esm)
+    .filter((n) => n !== 'default')
+    .sort();
   t.deepEqual(names, PUBLIC_NAMES, 'dist/index.mjs');
 });
 
 // The framework adapters (docs/design.md "Integrations"): one file of lib/integrations each.
-const ADAPTERS = { './ai-sdk': ['PROVIDER', 'PjrtScoreRerankingModel', 'PjrtScoreRerankingModelV3', 'fromScorer'], './langchain': ['PjrtScoreRerank', 'fromScorer'], './llamaindex': ['PjrtScoreRerank', 'fromScorer'] };
+const ADAPTERS = {
+  './ai-sdk': ['PROVIDER', 'PjrtScoreRerankingModel', 'PjrtScoreRerankingModelV3', 'fromScorer'],
+  './langchain': ['PjrtScoreRerank', 'fromScorer'],
+  './llamaindex': ['PjrtScoreRerank', 'fromScorer'],
+};
 
 test('the subpaths are pinned: the root, one per room a user may reach, the framework adapters, package.json', (t) => {
   const pkg = require('../package.json');
   t.deepEqual(
     Object.keys(pkg.exports),
-    ['.', './runtime', './hlo', './scoring', './model', './device-weights', './server', './assets', './ai-sdk', './langchain', './llamaindex', './package.json'],
+    [
+      '.',
+      './runtime',
+      './hlo',
+      './scoring',
+      './model',
+      './device-weights',
+      './server',
+      './assets',
+      './ai-sdk',
+      './langchain',
+      './llamaindex',
+      './package.json',
+    ],
     'exports keys',
   );
   t.end();
@@ -70,7 +91,13 @@ test('each adapter subpath is its file of lib/integrations, exports its names, a
     t.equal(pkg.exports[sub].types, `./dist/integrations/${sub.slice(2)}.d.ts`, `${sub} types`);
     const adapter = require(`pjrt-score/${sub.slice(2)}`);
     t.equal(adapter, require(path.join(__dirname, '..', target)), `require('pjrt-score/${sub.slice(2)}') is that file`);
-    t.deepEqual(Object.keys(adapter).filter((n) => n !== '__esModule').sort(), names, `${sub} exports ${names.join(', ')}`);
+    t.deepEqual(
+      Object.keys(adapter)
+        .filter((n) => n !== '__esModule')
+        .sort(),
+      names,
+      `${sub} exports ${names.join(', ')}`,
+    );
   }
   for (const peer of ['ai', '@ai-sdk/provider', '@langchain/core', 'llamaindex']) {
     t.ok(pkg.peerDependencies[peer], `${peer} is a peer dependency`);
@@ -100,7 +127,11 @@ test('the root entry loads without any framework package', (t) => {
   `;
   const r = spawnSync(process.execPath, ['-e', script], { cwd: path.join(__dirname, '..'), encoding: 'utf8' });
   t.equal(r.status, 0, `exit 0${r.status ? `: ${r.stderr.slice(-500)}` : ''}`);
-  t.equal(r.stdout.trim(), 'pjrt-score/langchain needs the package @langchain/core: npm install @langchain/core', 'the missing peer is named');
+  t.equal(
+    r.stdout.trim(),
+    'pjrt-score/langchain needs the package @langchain/core: npm install @langchain/core',
+    'the missing peer is named',
+  );
   t.end();
 });
 
@@ -159,7 +190,9 @@ function documentedCodes() {
   for (const line of section.split('\n')) {
     const m = /^\| (.+?) \| `(\w+)` \| .+ \|$/.exec(line);
     if (!m || m[2] === 'class') continue;
-    const codes = /PjrtErrorCode/.test(m[1]) ? ['PjrtErrorCode'] : [...m[1].matchAll(/`([A-Z0-9_]+)`/g)].map((c) => c[1]);
+    const codes = /PjrtErrorCode/.test(m[1])
+      ? ['PjrtErrorCode']
+      : [...m[1].matchAll(/`([A-Z0-9_]+)`/g)].map((c) => c[1]);
     rows.set(m[2], codes);
   }
   return rows;
@@ -190,10 +223,16 @@ const MAKE = {
   WarmupSpecError: () => [['m']],
 };
 // Where the classes the root does not export live (dist/).
-const NOT_AT_ROOT_FROM = { BucketOverflowError: 'scoring', HttpError: 'server', UsageError: 'cli/args', WarmupSpecError: 'server/settings/warmup-spec' };
+const NOT_AT_ROOT_FROM = {
+  BucketOverflowError: 'scoring',
+  HttpError: 'server',
+  UsageError: 'cli/args',
+  WarmupSpecError: 'server/settings/warmup-spec',
+};
 // Error classes the root does not export, and why a caller of the public API never meets them as such.
 const NOT_AT_ROOT = {
-  BucketOverflowError: 'pjrt-score/scoring: bucketFor past its ladder; the request limits refuse such sizes first (ScoreInputError)',
+  BucketOverflowError:
+    'pjrt-score/scoring: bucketFor past its ladder; the request limits refuse such sizes first (ScoreInputError)',
   HttpError: "pjrt-score/server: the routes' answer before it is a body, never thrown to a caller",
   UsageError: 'the command line only: printed with exit 2',
   WarmupSpecError: 'serve settings only: reported as an OptionError',
@@ -205,18 +244,30 @@ test('every error class of lib/ is a PjrtScoreError, and every one the public AP
   const api = require('pjrt-score');
   const classes = errorClasses();
   t.ok(classes.size >= 20, `${classes.size} error classes in lib/`);
-  const chain = (name) => (name === 'PjrtScoreError' ? [name] : classes.has(name) ? [name, ...chain(classes.get(name).base)] : [name]);
+  const chain = (name) =>
+    name === 'PjrtScoreError' ? [name] : classes.has(name) ? [name, ...chain(classes.get(name).base)] : [name];
   for (const [name, c] of classes) {
     if (name === 'PjrtScoreError') continue;
-    t.equal(chain(name).pop(), 'PjrtScoreError', `${name} (${c.file}) extends PjrtScoreError: ${chain(name).join(' -> ')}`);
+    t.equal(
+      chain(name).pop(),
+      'PjrtScoreError',
+      `${name} (${c.file}) extends PjrtScoreError: ${chain(name).join(' -> ')}`,
+    );
     if (name in NOT_AT_ROOT) {
       t.notOk(name in api, `${name} is not at the root: ${NOT_AT_ROOT[name]}`);
       continue;
     }
-    t.ok(typeof api[name] === 'function' && api[name].prototype instanceof api.PjrtScoreError, `${name} is exported from the root, a PjrtScoreError`);
+    t.ok(
+      typeof api[name] === 'function' && api[name].prototype instanceof api.PjrtScoreError,
+      `${name} is exported from the root, a PjrtScoreError`,
+    );
   }
   const rootErrors = Object.keys(api).filter((n) => /Error$/.test(n) && n !== 'PjrtScoreError');
-  t.deepEqual(rootErrors.filter((n) => !classes.has(n)), [], 'every error the root exports is a class of lib/');
+  t.deepEqual(
+    rootErrors.filter((n) => !classes.has(n)),
+    [],
+    'every error the root exports is a class of lib/',
+  );
   t.end();
 });
 
@@ -224,8 +275,14 @@ test('each error has its documented string code (docs/scorer-api.md "Errors")', 
   const api = require('pjrt-score');
   const documented = documentedCodes();
   const classes = errorClasses();
-  const inTable = [...classes.keys()].filter((n) => n !== 'PjrtScoreError' && n !== 'DeadlineError' && n !== 'ClientGoneError').sort();
-  t.deepEqual([...documented.keys()].sort(), inTable, 'the table has a row for each error class (the service\'s own AbortErrors aside)');
+  const inTable = [...classes.keys()]
+    .filter((n) => n !== 'PjrtScoreError' && n !== 'DeadlineError' && n !== 'ClientGoneError')
+    .sort();
+  t.deepEqual(
+    [...documented.keys()].sort(),
+    inTable,
+    "the table has a row for each error class (the service's own AbortErrors aside)",
+  );
   for (const [name, make] of Object.entries(MAKE)) {
     const codes = documented.get(name) || [];
     const seen = new Set();
@@ -236,10 +293,12 @@ test('each error has its documented string code (docs/scorer-api.md "Errors")', 
       t.equal(error.name, name, `${name}: name`);
       t.equal(typeof error.code, 'string', `${name}: code ${error.code} is a string`);
       seen.add(error.code);
-      if (name === 'PjrtError') t.equal(codes[0], 'PjrtErrorCode', 'PjrtError: PJRT\'s status names, documented as PjrtErrorCode');
+      if (name === 'PjrtError')
+        t.equal(codes[0], 'PjrtErrorCode', "PjrtError: PJRT's status names, documented as PjrtErrorCode");
       else t.ok(codes.includes(error.code), `${name}: code ${error.code} is its row's (${codes.join(', ')})`);
     }
-    if (name !== 'PjrtError') t.deepEqual([...seen].sort(), [...codes].sort(), `${name}: every code of its row is one it has`);
+    if (name !== 'PjrtError')
+      t.deepEqual([...seen].sort(), [...codes].sort(), `${name}: every code of its row is one it has`);
   }
   t.deepEqual(Object.keys(MAKE).sort(), inTable, 'each error of the table is made here');
   t.end();

@@ -56,7 +56,9 @@ function rowBytes(gguf, info, ranges) {
 
 function firstDifference(actual, expected) {
   if (actual.length !== expected.length) return `${actual.length} values, expected ${expected.length}`;
-  for (let i = 0; i < actual.length; i++) if (actual[i] !== expected[i]) return `element ${i}: bits 0x${actual[i].toString(16)}, expected 0x${expected[i].toString(16)}`;
+  for (let i = 0; i < actual.length; i++)
+    if (actual[i] !== expected[i])
+      return `element ${i}: bits 0x${actual[i].toString(16)}, expected 0x${expected[i].toString(16)}`;
   return null;
 }
 
@@ -71,12 +73,20 @@ test('Gemma 3 270M Q4_K_M: sampled Q4_K, Q5_0, Q6_K and Q8_0 tensors decode as g
     t.equal(gguf.metadata.get('general.architecture'), 'gemma3', 'the file is a gemma3 GGUF');
     const jobs = [];
     for (const type of TYPES) {
-      const names = [...gguf.tensors.values()].filter((info) => ggmlTypeName(info.type) === type && info.dims.length === 2).map((info) => info.name);
+      const names = [...gguf.tensors.values()]
+        .filter((info) => ggmlTypeName(info.type) === type && info.dims.length === 2)
+        .map((info) => info.name);
       t.ok(names.length > 0, `the file has ${names.length} ${type} matrices`);
       for (const name of new Set([names[0], names[names.length - 1]])) {
         const info = gguf.tensors.get(name);
         const rows = info.dims[1];
-        const ranges = rows > 4 * EDGE_ROWS ? [[0, EDGE_ROWS], [rows - EDGE_ROWS, rows]] : [[0, rows]];
+        const ranges =
+          rows > 4 * EDGE_ROWS
+            ? [
+                [0, EDGE_ROWS],
+                [rows - EDGE_ROWS, rows],
+              ]
+            : [[0, rows]];
         jobs.push({ name, type, ranges, output: path.join(dir, `${name}.f32`), table: name === 'token_embd.weight' });
       }
     }
@@ -96,16 +106,25 @@ test('Gemma 3 270M Q4_K_M: sampled Q4_K, Q5_0, Q6_K and Q8_0 tensors decode as g
       let device;
       if (job.table) {
         // The embedding's orientation: [rows, rowLength].
-        [device] = await runProgram(client, decodeProgram({ name: 'embedding', perLayer: false }, [part], 'f32', 1), [bytes]);
+        [device] = await runProgram(client, decodeProgram({ name: 'embedding', perLayer: false }, [part], 'f32', 1), [
+          bytes,
+        ]);
         device = bitsOf(device);
       } else {
         // A layer matrix, decoded transposed into [rowLength, rows] as a load does.
-        const [columns] = await runProgram(client, decodeProgram({ name: 'wDown', perLayer: true }, [part], 'f32', 1), [bytes]);
+        const [columns] = await runProgram(client, decodeProgram({ name: 'wDown', perLayer: true }, [part], 'f32', 1), [
+          bytes,
+        ]);
         const decoded = bitsOf(columns);
         device = new Uint32Array(decoded.length);
-        for (let r = 0; r < rows; r++) for (let c = 0; c < rowLength; c++) device[r * rowLength + c] = decoded[c * rows + r];
+        for (let r = 0; r < rows; r++)
+          for (let c = 0; c < rowLength; c++) device[r * rowLength + c] = decoded[c * rows + r];
       }
-      t.equal(firstDifference(device, reference), null, `${what}: device (${job.table ? 'table' : 'layer matrix'}) equals gguf-py bit for bit`);
+      t.equal(
+        firstDifference(device, reference),
+        null,
+        `${what}: device (${job.table ? 'table' : 'layer matrix'}) equals gguf-py bit for bit`,
+      );
     }
   } finally {
     client.dispose();

@@ -41,7 +41,9 @@ function ggufPyDecode(inputs, dir) {
     ].join('\n'),
     [path.join(dir, 'jobs.json')],
   );
-  return Object.fromEntries(jobs.map((j) => [j.type, new Uint32Array(new Uint8Array(fs.readFileSync(j.output)).buffer)]));
+  return Object.fromEntries(
+    jobs.map((j) => [j.type, new Uint32Array(new Uint8Array(fs.readFileSync(j.output)).buffer)]),
+  );
 }
 
 /** The first index where two bit patterns differ, described, or null. */
@@ -49,7 +51,8 @@ function firstDifference(actual, expected) {
   if (actual.length !== expected.length) return `${actual.length} values, expected ${expected.length}`;
   const f = (bits) => new Float32Array(new Uint32Array([bits]).buffer)[0];
   for (let i = 0; i < actual.length; i++) {
-    if (actual[i] !== expected[i]) return `element ${i}: ${f(actual[i])} (0x${actual[i].toString(16)}), expected ${f(expected[i])} (0x${expected[i].toString(16)})`;
+    if (actual[i] !== expected[i])
+      return `element ${i}: ${f(actual[i])} (0x${actual[i].toString(16)}), expected ${f(expected[i])} (0x${expected[i].toString(16)})`;
   }
   return null;
 }
@@ -57,7 +60,11 @@ function firstDifference(actual, expected) {
 const bitsOf = (values) => new Uint32Array(values.buffer, values.byteOffset, values.length);
 
 test('the decoded types: the legacy and K quants, IQ4_NL and IQ4_XS, besides F32, F16 and BF16', (t) => {
-  t.deepEqual(DEQUANTIZABLE_TYPES.map(ggmlTypeName).sort(), ['F32', 'F16', 'BF16', ...Object.keys(TYPES)].sort(), 'DEQUANTIZABLE_TYPES');
+  t.deepEqual(
+    DEQUANTIZABLE_TYPES.map(ggmlTypeName).sort(),
+    ['F32', 'F16', 'BF16', ...Object.keys(TYPES)].sort(),
+    'DEQUANTIZABLE_TYPES',
+  );
   t.throws(
     () => dequantize(GgmlType.IQ2_XS, new Uint8Array(74), 256, 'GGUF tensor w'),
     /^GgufError: GGUF tensor w has type IQ2_XS \(17\), which pjrt-score cannot dequantize yet \(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS\)$/,
@@ -69,7 +76,12 @@ test('the decoded types: the legacy and K quants, IQ4_NL and IQ4_XS, besides F32
 test('random blocks: host decode equals gguf-py bit for bit, and the device decode equals the host', async (t) => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-quant-'));
   const random = prng(35);
-  const inputs = Object.fromEntries(Object.keys(TYPES).map((name) => [name, randomQuantBlocks(name, (ROWS * ROW_LENGTH) / TYPES[name].elements, random)]));
+  const inputs = Object.fromEntries(
+    Object.keys(TYPES).map((name) => [
+      name,
+      randomQuantBlocks(name, (ROWS * ROW_LENGTH) / TYPES[name].elements, random),
+    ]),
+  );
   const client = await Client.create();
   try {
     const reference = ggufPyDecode(inputs, dir);
@@ -77,22 +89,42 @@ test('random blocks: host decode equals gguf-py bit for bit, and the device deco
       const type = GgmlType[name];
       const bytes = inputs[name];
       const host = bitsOf(dequantize(type, bytes, ROWS * ROW_LENGTH));
-      t.equal(firstDifference(host, reference[name]), null, `${name}: ${host.length} values on the host equal gguf-py's bit for bit`);
+      t.equal(
+        firstDifference(host, reference[name]),
+        null,
+        `${name}: ${host.length} values on the host equal gguf-py's bit for bit`,
+      );
       const rowBytes = bytes.length / ROWS;
       // As a table: [ROWS, ROW_LENGTH] in the file's orientation.
-      const table = decodeProgram({ name: 'embedding', perLayer: false }, [{ type, rows: ROWS, rowLength: ROW_LENGTH, rowBytes }], 'f32', 1);
+      const table = decodeProgram(
+        { name: 'embedding', perLayer: false },
+        [{ type, rows: ROWS, rowLength: ROW_LENGTH, rowBytes }],
+        'f32',
+        1,
+      );
       const [tableValues] = await runProgram(client, table, [bytes]);
       t.equal(firstDifference(bitsOf(tableValues), host), null, `${name}: the device's table decode equals the host's`);
       // As layer matrices: 2 layers of [ROWS / 2, ROW_LENGTH], decoded into [2, ROW_LENGTH, ROWS / 2].
       const rows = ROWS / 2;
-      const layers = decodeProgram({ name: 'wDown', perLayer: true }, [{ type, rows, rowLength: ROW_LENGTH, rowBytes }], 'f32', 2);
+      const layers = decodeProgram(
+        { name: 'wDown', perLayer: true },
+        [{ type, rows, rowLength: ROW_LENGTH, rowBytes }],
+        'f32',
+        2,
+      );
       const [layerValues] = await runProgram(client, layers, [bytes]);
       const transposed = new Uint32Array(host.length);
       const decoded = bitsOf(layerValues);
       for (let l = 0; l < 2; l++) {
-        for (let r = 0; r < rows; r++) for (let c = 0; c < ROW_LENGTH; c++) transposed[(l * rows + r) * ROW_LENGTH + c] = decoded[(l * ROW_LENGTH + c) * rows + r];
+        for (let r = 0; r < rows; r++)
+          for (let c = 0; c < ROW_LENGTH; c++)
+            transposed[(l * rows + r) * ROW_LENGTH + c] = decoded[(l * ROW_LENGTH + c) * rows + r];
       }
-      t.equal(firstDifference(transposed, host), null, `${name}: the device's layer decode (transposed) equals the host's`);
+      t.equal(
+        firstDifference(transposed, host),
+        null,
+        `${name}: the device's layer decode (transposed) equals the host's`,
+      );
     }
   } finally {
     client.dispose();

@@ -35,12 +35,16 @@ test('setup: a tiny random Qwen3 with the Qwen3 vocabulary', async (t) => {
   model.config = { ...model.config, vocabSize, contextLength: 4096 };
   writeTinyHfDir(model, dir);
   fs.copyFileSync(QWEN3_TOKENIZER, path.join(dir, 'tokenizer.json'));
-  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: false, clean_up_tokenization_spaces: false }));
+  fs.writeFileSync(
+    path.join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ add_bos_token: false, clean_up_tokenization_spaces: false }),
+  );
   scorer = await Scorer.load({ model: dir, diskCache: false, prefixCacheBytes: 0 });
   t.equal(scorer.rerankTemplate().template.name, 'qwen3-reranker', 'chosen from the model name');
 });
 
-const SYSTEM = 'Judge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".';
+const SYSTEM =
+  'Judge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".';
 const INSTRUCTION = 'Given a web search query, retrieve relevant passages that answer the query';
 
 /** Qwen3-Reranker's prompt for one document, from its model card, specials as ids. */
@@ -51,8 +55,21 @@ function handBuilt(query, document) {
     if (id === undefined) throw new Error(`no ${s}`);
     return id;
   };
-  const prefix = [sp('<|im_start|>'), ...tok.encode(`system\n${SYSTEM}`), sp('<|im_end|>'), ...tok.encode('\n'), sp('<|im_start|>'), ...tok.encode(`user\n<Instruct>: ${INSTRUCTION}\n<Query>: ${query}\n<Document>:`)];
-  const item = [...tok.encode(` ${document}`), sp('<|im_end|>'), ...tok.encode('\n'), sp('<|im_start|>'), ...tok.encode('assistant\n<think>\n\n</think>\n\n')];
+  const prefix = [
+    sp('<|im_start|>'),
+    ...tok.encode(`system\n${SYSTEM}`),
+    sp('<|im_end|>'),
+    ...tok.encode('\n'),
+    sp('<|im_start|>'),
+    ...tok.encode(`user\n<Instruct>: ${INSTRUCTION}\n<Query>: ${query}\n<Document>:`),
+  ];
+  const item = [
+    ...tok.encode(` ${document}`),
+    sp('<|im_end|>'),
+    ...tok.encode('\n'),
+    sp('<|im_start|>'),
+    ...tok.encode('assistant\n<think>\n\n</think>\n\n'),
+  ];
   return { prefix, item };
 }
 
@@ -62,7 +79,13 @@ async function reference(query, documents) {
   const [no] = scorer.tokenizer.encode('no');
   const prefix = handBuilt(query, '').prefix;
   const items = documents.map((d) => handBuilt(query, d).item);
-  const r = await scorer.score({ query: prefix, items, labelTokenIds: [no, yes], applySoftmax: true, algorithm: 'serial' });
+  const r = await scorer.score({
+    query: prefix,
+    items,
+    labelTokenIds: [no, yes],
+    applySoftmax: true,
+    algorithm: 'serial',
+  });
   return r.scores.map((row) => row[1]);
 }
 
@@ -81,15 +104,33 @@ test('relevances equal each prompt scored alone; sorted; topN; special-token tex
   const ref = await reference(QUERY, DOCS);
   const worst = Math.max(...r.results.map((x) => Math.abs(x.relevanceScore - ref[x.index])));
   t.ok(worst <= 1e-4, `max |diff| vs each prompt alone ${worst.toExponential(2)} <= 1e-4`);
-  t.deepEqual(r.results.map((x) => x.index), ref.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]).map(([, i]) => i), 'sorted as the reference sorts');
-  t.equal(r.results.find((x) => x.index === 1).relevanceScore, r.results.find((x) => x.index === 5).relevanceScore, 'two empty documents: the same relevance');
+  t.deepEqual(
+    r.results.map((x) => x.index),
+    ref
+      .map((v, i) => [v, i])
+      .sort((a, b) => b[0] - a[0] || a[1] - b[1])
+      .map(([, i]) => i),
+    'sorted as the reference sorts',
+  );
+  t.equal(
+    r.results.find((x) => x.index === 1).relevanceScore,
+    r.results.find((x) => x.index === 5).relevanceScore,
+    'two empty documents: the same relevance',
+  );
   const top = await scorer.rerank({ query: QUERY, documents: DOCS, topN: 3 });
   t.deepEqual(top.results, r.results.slice(0, 3), 'topN 3 is the first 3');
   const n = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: [DOCS[3]] }));
-  t.deepEqual(n.score.itemTokens[0], handBuilt(QUERY, DOCS[3]).item, 'the forged document is tokenized as text (the hand-built item)');
+  t.deepEqual(
+    n.score.itemTokens[0],
+    handBuilt(QUERY, DOCS[3]).item,
+    'the forged document is tokenized as text (the hand-built item)',
+  );
   const ids = new Set(['<|im_end|>', '<|im_start|>'].map((s) => scorer.tokenizer.tokenToId(s)));
   const docPart = scorer.tokenizer.encode(` ${DOCS[3]}`);
-  t.ok(docPart.every((id) => !ids.has(id)), 'no special token ids in its document part');
+  t.ok(
+    docPart.every((id) => !ids.has(id)),
+    'no special token ids in its document part',
+  );
 });
 
 test('1 and 500 documents', async (t) => {
@@ -100,11 +141,17 @@ test('1 and 500 documents', async (t) => {
   const r = await scorer.rerank({ query: QUERY, documents: many });
   t.equal(r.results.length, 500, '500 results');
   const sample = [0, 1, 77, 250, 499];
-  const ref = await reference(QUERY, sample.map((i) => many[i]));
+  const ref = await reference(
+    QUERY,
+    sample.map((i) => many[i]),
+  );
   const got = new Map(r.results.map((x) => [x.index, x.relevanceScore]));
   const worst = Math.max(...sample.map((i, k) => Math.abs(got.get(i) - ref[k])));
   t.ok(worst <= 1e-4, `5 of the 500 against their prompts alone: max |diff| ${worst.toExponential(2)}`);
-  t.ok(r.results.every((x, i) => i === 0 || r.results[i - 1].relevanceScore >= x.relevanceScore), 'sorted');
+  t.ok(
+    r.results.every((x, i) => i === 0 || r.results[i - 1].relevanceScore >= x.relevanceScore),
+    'sorted',
+  );
 });
 
 test('teardown', (t) => {

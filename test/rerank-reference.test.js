@@ -70,10 +70,23 @@ test('setup: tiny Qwen3-Reranker, mxbai-rerank-base-v2 and bge-reranker-v2-gemma
       { dir: dirs.mxbai, query: QUERY, documents: DOCUMENTS, instruction: null },
       { dir: dirs.mxbai, query: QUERY, documents: DOCUMENTS, instruction: INSTRUCTION },
     ],
-    bge: BGE_CASES.map(({ instruction, raw }) => ({ dir: dirs.bge, query: QUERY, documents: DOCUMENTS, instruction: instruction ?? null, normalize: !raw })),
+    bge: BGE_CASES.map(({ instruction, raw }) => ({
+      dir: dirs.bge,
+      query: QUERY,
+      documents: DOCUMENTS,
+      instruction: instruction ?? null,
+      normalize: !raw,
+    })),
   };
-  const r = python([path.join(__dirname, 'helpers', 'rerank_reference.py')], { PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1' }, JSON.stringify(jobs));
-  if (r.status !== 0) throw new Error(`rerank_reference.py failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
+  const r = python(
+    [path.join(__dirname, 'helpers', 'rerank_reference.py')],
+    { PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1' },
+    JSON.stringify(jobs),
+  );
+  if (r.status !== 0)
+    throw new Error(
+      `rerank_reference.py failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-12).join('\n')}`,
+    );
   ref = JSON.parse(r.stdout);
   t.equal(ref.mxbai[0].dtype, 'torch.float32', 'the reference runs in f32');
   t.equal(ref.bge[0].dtype, 'torch.float32', 'FlagEmbedding runs in f32');
@@ -90,14 +103,24 @@ async function compare(t, name, templateName, refs, cases) {
       const expected = refs[k];
       const what = `${name}${instruction ? ' with an instruction' : ''}${raw ? ', raw scores' : ''}`;
       // The sequences the Scorer sends: its query (BOS where the tokenizer adds one) and each item.
-      const { score } = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: DOCUMENTS, ...(instruction ? { instruction } : {}) }));
+      const { score } = scorer.normalizeWith(
+        readRerankBody({ query: QUERY, documents: DOCUMENTS, ...(instruction ? { instruction } : {}) }),
+      );
       const ids = score.itemTokens.map((item) => [...score.queryTokens, ...item]);
       t.deepEqual(ids, expected.ids, `${what}: token ids identical for ${DOCUMENTS.length} documents`);
-      const { results } = await scorer.rerank({ query: QUERY, documents: DOCUMENTS, ...(instruction ? { instruction } : {}), ...(raw ? { rawScores: true } : {}) });
+      const { results } = await scorer.rerank({
+        query: QUERY,
+        documents: DOCUMENTS,
+        ...(instruction ? { instruction } : {}),
+        ...(raw ? { rawScores: true } : {}),
+      });
       const got = new Array(DOCUMENTS.length);
       for (const r of results) got[r.index] = r.relevanceScore;
       const d = Math.max(...got.map((v, i) => Math.abs(v - expected.scores[i])));
-      t.ok(d < 1e-4, `${what}: scores within ${d.toExponential(2)} of the reference (${expected.scores.map((s) => s.toFixed(4)).join(', ')})`);
+      t.ok(
+        d < 1e-4,
+        `${what}: scores within ${d.toExponential(2)} of the reference (${expected.scores.map((s) => s.toFixed(4)).join(', ')})`,
+      );
       const spread = Math.max(...expected.scores) - Math.min(...expected.scores);
       t.ok(spread > 1e-3, `${name}: the reference scores differ between documents (spread ${spread.toExponential(2)})`);
     }
@@ -106,13 +129,18 @@ async function compare(t, name, templateName, refs, cases) {
   }
 }
 
-test('Qwen3-Reranker: the model card recipe (P(yes) against no)', (t) => compare(t, 'qwen3', 'qwen3-reranker', ref.qwen3, CASES));
+test('Qwen3-Reranker: the model card recipe (P(yes) against no)', (t) =>
+  compare(t, 'qwen3', 'qwen3-reranker', ref.qwen3, CASES));
 
-test('mxbai-rerank-v2: the mxbai-rerank package (rawScores = its "1" minus "0" logit)', (t) => compare(t, 'mxbai', 'mxbai-rerank-v2', ref.mxbai, RAW_CASES));
+test('mxbai-rerank-v2: the mxbai-rerank package (rawScores = its "1" minus "0" logit)', (t) =>
+  compare(t, 'mxbai', 'mxbai-rerank-v2', ref.mxbai, RAW_CASES));
 
 test('bge-reranker-v2-gemma: FlagEmbedding\'s FlagLLMReranker (rawScores = its "Yes" logit, the default its sigmoid)', async (t) => {
   t.equal(ref.bge[0].yes, 3553, 'FlagEmbedding reads "Yes" as token 3553 of the Gemma vocabulary');
-  t.ok(ref.bge[0].ids.every((ids) => ids[0] === 2), 'its sequences open with <bos>');
+  t.ok(
+    ref.bge[0].ids.every((ids) => ids[0] === 2),
+    'its sequences open with <bos>',
+  );
   await compare(t, 'bge', 'bge-reranker-v2-gemma', ref.bge, BGE_CASES);
 });
 

@@ -89,8 +89,12 @@ test("every import across rooms keeps its room's rule", (t) => {
       const depth = name.split(path.sep).length - 2;
       for (const [target, sub] of crossings(path.join(LIB, name), depth)) {
         checked++;
-        if (!allowed.has(target)) t.fail(`lib/${name} imports ${target}${sub ? `/${sub}` : ''}: ${room} may import ${[...allowed].join(', ') || 'nothing in lib/'}`);
-        else if (indexOnly.has(target) && sub !== '' && sub !== 'index') t.fail(`lib/${name} imports ${target}/${sub}: ${room} may import ${target}'s index only`);
+        if (!allowed.has(target))
+          t.fail(
+            `lib/${name} imports ${target}${sub ? `/${sub}` : ''}: ${room} may import ${[...allowed].join(', ') || 'nothing in lib/'}`,
+          );
+        else if (indexOnly.has(target) && sub !== '' && sub !== 'index')
+          t.fail(`lib/${name} imports ${target}/${sub}: ${room} may import ${target}'s index only`);
       }
     }
   }
@@ -106,7 +110,9 @@ test('every sub-room is one level deep and states which siblings it may import',
     if (subs.length > 0) rooms++;
     for (const sub of subs) {
       t.ok(mayImport(path.join(LIB, room, sub), subs), `lib/${room}/${sub}/index.ts has a "May import:" line`);
-      const nested = fs.readdirSync(path.join(LIB, room, sub)).filter((f) => fs.statSync(path.join(LIB, room, sub, f)).isDirectory());
+      const nested = fs
+        .readdirSync(path.join(LIB, room, sub))
+        .filter((f) => fs.statSync(path.join(LIB, room, sub, f)).isDirectory());
       t.deepEqual(nested, [], `lib/${room}/${sub}: no folder inside a sub-room`);
     }
   }
@@ -119,9 +125,15 @@ test('every import inside a room keeps the sub-room rule', (t) => {
   for (const room of ROOMS) {
     const subs = subRooms(room);
     if (subs.length === 0) continue;
-    const top = fs.readdirSync(path.join(LIB, room)).filter((f) => f.endsWith('.ts')).map((f) => f.slice(0, -3));
+    const top = fs
+      .readdirSync(path.join(LIB, room))
+      .filter((f) => f.endsWith('.ts'))
+      .map((f) => f.slice(0, -3));
     for (const sub of subs) {
-      const { allowed, indexOnly } = mayImport(path.join(LIB, room, sub), subs) ?? { allowed: new Set(), indexOnly: new Set() };
+      const { allowed, indexOnly } = mayImport(path.join(LIB, room, sub), subs) ?? {
+        allowed: new Set(),
+        indexOnly: new Set(),
+      };
       for (const name of fs.readdirSync(path.join(LIB, room, sub)).filter((f) => f.endsWith('.ts'))) {
         const where = `lib/${room}/${sub}/${name}`;
         for (const spec of imports(path.join(LIB, room, sub, name))) {
@@ -129,10 +141,13 @@ test('every import inside a room keeps the sub-room rule', (t) => {
           checked++;
           const [target, ...rest] = spec.slice(3).split('/');
           const file = rest.join('/');
-          if (spec === '..' || spec === '../' || top.includes(target)) t.fail(`${where} imports ${spec}: a sub-room never imports the room's top-level files`);
+          if (spec === '..' || spec === '../' || top.includes(target))
+            t.fail(`${where} imports ${spec}: a sub-room never imports the room's top-level files`);
           else if (!subs.includes(target)) t.fail(`${where} imports ${spec}: not a sub-room of ${room}`);
-          else if (!allowed.has(target)) t.fail(`${where} imports ${spec}: ${sub} may import ${[...allowed].join(', ') || 'no sibling'}`);
-          else if (indexOnly.has(target) && file !== '' && file !== 'index') t.fail(`${where} imports ${spec}: ${sub} may import ${target}'s index only`);
+          else if (!allowed.has(target))
+            t.fail(`${where} imports ${spec}: ${sub} may import ${[...allowed].join(', ') || 'no sibling'}`);
+          else if (indexOnly.has(target) && file !== '' && file !== 'index')
+            t.fail(`${where} imports ${spec}: ${sub} may import ${target}'s index only`);
         }
       }
     }
@@ -141,10 +156,11 @@ test('every import inside a room keeps the sub-room rule', (t) => {
   t.end();
 });
 
-test("lib/ imports its own files by relative paths", (t) => {
+test('lib/ imports its own files by relative paths', (t) => {
   for (const name of tsFiles(LIB)) {
     const text = fs.readFileSync(path.join(LIB, name), 'utf8');
-    for (const m of text.matchAll(/\bfrom\s+'((?:pjrt-score|lib\/|src\/|@\/|\/)[^']*)'/g)) t.fail(`lib/${name} imports '${m[1]}': our own files by relative path`);
+    for (const m of text.matchAll(/\bfrom\s+'((?:pjrt-score|lib\/|src\/|@\/|\/)[^']*)'/g))
+      t.fail(`lib/${name} imports '${m[1]}': our own files by relative path`);
   }
   t.pass('no import of our own files by package name or absolute path');
   t.end();
@@ -155,13 +171,21 @@ const MAX_LINES = 400;
 /** The file an import of `from` (relative to lib/) names, relative to lib/: `x.ts` or `x/index.ts`; null where neither exists. */
 function resolveImport(from, spec) {
   const base = path.join(path.dirname(path.join(LIB, from)), spec);
-  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')]) if (fs.existsSync(candidate)) return path.relative(LIB, candidate);
+  for (const candidate of [`${base}.ts`, path.join(base, 'index.ts')])
+    if (fs.existsSync(candidate)) return path.relative(LIB, candidate);
   return null;
 }
 
 test('no import circle between files of lib/ (type-only imports counted)', (t) => {
   const files = tsFiles(LIB);
-  const edges = new Map(files.map((f) => [f, imports(path.join(LIB, f)).map((spec) => resolveImport(f, spec)).filter((x) => x !== null)]));
+  const edges = new Map(
+    files.map((f) => [
+      f,
+      imports(path.join(LIB, f))
+        .map((spec) => resolveImport(f, spec))
+        .filter((x) => x !== null),
+    ]),
+  );
   // Depth-first, each file's state: 1 on the path being walked, 2 done; a path back to a file on it is a circle.
   const state = new Map();
   const circles = [];
@@ -193,7 +217,11 @@ test('the sub-room rule reads what it says (scoring and its sub-rooms)', (t) => 
   t.deepEqual(subs.sort(), ['execution', 'planning', 'platform', 'requests'], 'scoring: four sub-rooms');
   t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'requests'), subs).allowed], [], 'requests: no sibling');
   t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'planning'), subs).allowed], ['platform'], 'planning: platform');
-  t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'execution'), subs).allowed].sort(), ['planning', 'platform', 'requests'], 'execution: requests, planning, platform');
+  t.deepEqual(
+    [...mayImport(path.join(LIB, 'scoring', 'execution'), subs).allowed].sort(),
+    ['planning', 'platform', 'requests'],
+    'execution: requests, planning, platform',
+  );
   t.deepEqual([...mayImport(path.join(LIB, 'scoring', 'platform'), subs).allowed], [], 'platform: no sibling');
   t.end();
 });
@@ -207,7 +235,8 @@ test('the rule reads what it says (a known room and its rule)', (t) => {
   t.deepEqual([...wire.allowed].sort(), ['scoring', 'util'], 'wire: scoring and util');
   t.deepEqual([...wire.indexOnly], ['scoring'], "wire: scoring's index only");
   t.ok(rule('cli').allowed.has('wire'), 'cli may import wire');
-  for (const room of ROOMS.filter((r) => r !== 'server' && r !== 'cli')) t.notOk(rule(room).allowed.has('wire'), `${room} may not import wire`);
+  for (const room of ROOMS.filter((r) => r !== 'server' && r !== 'cli'))
+    t.notOk(rule(room).allowed.has('wire'), `${room} may not import wire`);
   t.deepEqual([...rule('util').allowed], [], 'util: nothing');
   const integrations = rule('integrations');
   t.deepEqual([...integrations.allowed].sort(), ['scoring', 'util'], 'integrations: scoring and util');
@@ -226,7 +255,15 @@ function nativeRules() {
   const rules = new Map();
   for (const m of text.matchAll(/^\| ([a-z]+) \| [^|]+ \| ([^|]+) \|$/gm)) {
     if (m[1] === 'room') continue;
-    rules.set(m[1], new Set(m[2].split(',').map((s) => s.trim()).filter((s) => /^[a-z]+$/.test(s))));
+    rules.set(
+      m[1],
+      new Set(
+        m[2]
+          .split(',')
+          .map((s) => s.trim())
+          .filter((s) => /^[a-z]+$/.test(s)),
+      ),
+    );
   }
   return rules;
 }
@@ -241,7 +278,7 @@ test('native/: every file is in a room that native/README.md names', (t) => {
   t.end();
 });
 
-test('native/: every include keeps its room\'s rule, and only binding/ includes Node-API', (t) => {
+test("native/: every include keeps its room's rule, and only binding/ includes Node-API", (t) => {
   const rules = nativeRules();
   let checked = 0;
   for (const [room, allowed] of rules) {
@@ -249,14 +286,17 @@ test('native/: every include keeps its room\'s rule, and only binding/ includes 
       const text = fs.readFileSync(path.join(NATIVE, room, name), 'utf8');
       for (const m of text.matchAll(/^#include ([<"])([^>"]+)[>"]/gm)) {
         const [, kind, target] = m;
-        if (target === 'napi.h' && room !== 'binding') t.fail(`native/${room}/${name} includes napi.h: only binding/ may`);
+        if (target === 'napi.h' && room !== 'binding')
+          t.fail(`native/${room}/${name} includes napi.h: only binding/ may`);
         if (kind !== '"') continue;
         checked++;
         const [dir, file] = target.split('/');
         if (!file || !fs.existsSync(path.join(NATIVE, target))) {
           t.fail(`native/${room}/${name} includes "${target}": ours are included as "room/file.h" from native/`);
         } else if (dir !== room && !allowed.has(dir)) {
-          t.fail(`native/${room}/${name} includes "${target}": ${room} may include ${[...allowed].join(', ') || 'nothing of ours'}`);
+          t.fail(
+            `native/${room}/${name} includes "${target}": ${room} may include ${[...allowed].join(', ') || 'nothing of ours'}`,
+          );
         }
       }
     }

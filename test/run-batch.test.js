@@ -19,19 +19,43 @@ const SAME_PLAN = ['--prefix-cache-bytes', '0', '--batching', 'invariant', '--pr
 
 const FRUIT = 'Is this a fruit? Answer yes or no:';
 const VEHICLE = 'Is this a vehicle? Answer yes or no:';
-const DOCS = ['Paris is the capital and largest city of France.', 'Bananas are rich in potassium.', 'Berlin is the capital of Germany.'];
+const DOCS = [
+  'Paris is the capital and largest city of France.',
+  'Bananas are rich in potassium.',
+  'Berlin is the capital of Germany.',
+];
 const QUESTION = 'What is the capital of France?';
 const LABELS = [9805, 787];
 
 const line = (id, url, body, method = 'POST') => JSON.stringify({ custom_id: id, method, url, body });
 const INPUT = [
-  line('score-1', '/v1/score', { query: FRUIT, items: [' apple', ' car'], label_token_ids: LABELS, apply_softmax: true }),
+  line('score-1', '/v1/score', {
+    query: FRUIT,
+    items: [' apple', ' car'],
+    label_token_ids: LABELS,
+    apply_softmax: true,
+  }),
   line('score-2', '/v1/score', { query: FRUIT, items: [' banana'], label_token_ids: LABELS }),
-  line('score-3', '/v1/score', { query: VEHICLE, items: [' apple', ' car', ' bus'], label_token_ids: LABELS, apply_softmax: true }),
+  line('score-3', '/v1/score', {
+    query: VEHICLE,
+    items: [' apple', ' car', ' bus'],
+    label_token_ids: LABELS,
+    apply_softmax: true,
+  }),
   '',
   line('score-ids', '/v1/score', { query: [1, 4093, 314, 260], items: [[2911], [1340, 28]], label_token_ids: LABELS }),
-  line('score-item-first', '/v1/score', { query: ' is a fruit?', items: ['Apple', 'Car'], label_token_ids: LABELS, item_first: true }),
-  line('score-truncate', '/v1/score', { query: FRUIT, items: [' apple pie with cream and sugar on top'], label_token_ids: LABELS, truncate_prompt_tokens: 14 }),
+  line('score-item-first', '/v1/score', {
+    query: ' is a fruit?',
+    items: ['Apple', 'Car'],
+    label_token_ids: LABELS,
+    item_first: true,
+  }),
+  line('score-truncate', '/v1/score', {
+    query: FRUIT,
+    items: [' apple pie with cream and sugar on top'],
+    label_token_ids: LABELS,
+    truncate_prompt_tokens: 14,
+  }),
   '   ',
   line('cohere-v1', '/v1/rerank', { query: QUESTION, documents: DOCS, top_n: 2, return_documents: true }),
   line('jina', '/v1/rerank', { model: 'm', query: QUESTION, documents: DOCS.map((text) => ({ text })) }),
@@ -47,7 +71,12 @@ const INPUT = [
   line('no-body', '/v1/score', undefined),
   line('tei-empty', '/rerank', { query: QUESTION, texts: [] }),
   line('bad-items', '/v2/rerank', { query: QUESTION, documents: 'not a list' }),
-  line('score-4', '/v1/score', { query: FRUIT, items: [' cherry', ' truck'], label_token_ids: LABELS, apply_softmax: true }),
+  line('score-4', '/v1/score', {
+    query: FRUIT,
+    items: [' cherry', ' truck'],
+    label_token_ids: LABELS,
+    apply_softmax: true,
+  }),
 ];
 const INPUT_TEXT = `${INPUT.join('\n')}\n`;
 const REQUEST_LINES = INPUT.map((text, i) => ({ text, number: i + 1 })).filter((l) => l.text.trim() !== '');
@@ -56,20 +85,33 @@ let tmp;
 let reference; // the output of one whole run: its lines, in order
 
 function runBatch(args, { input } = {}) {
-  const child = spawn(process.execPath, [BIN, 'run-batch', ...args], { stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, 'run-batch', ...args], {
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
+  });
   const out = [];
   const err = [];
   child.stdout.on('data', (c) => out.push(c));
   child.stderr.on('data', (c) => err.push(c));
   const done = new Promise((resolve, reject) => {
     child.on('error', reject);
-    child.on('close', (code, signal) => resolve({ code, signal, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') }));
+    child.on('close', (code, signal) =>
+      resolve({
+        code,
+        signal,
+        stdout: Buffer.concat(out).toString('utf8'),
+        stderr: Buffer.concat(err).toString('utf8'),
+      }),
+    );
   });
   if (input !== undefined) child.stdin.on('error', () => undefined);
   return { child, done };
 }
 
-const outputLines = (file) => fs.readFileSync(file, 'utf8').split('\n').filter((l) => l !== '');
+const outputLines = (file) =>
+  fs
+    .readFileSync(file, 'utf8')
+    .split('\n')
+    .filter((l) => l !== '');
 const summaryOf = (stderr) => JSON.parse(stderr.trim().split('\n').pop());
 
 test('setup', (t) => {
@@ -80,10 +122,17 @@ test('setup', (t) => {
 
 test('every output line is what the route answers for that body', async (t) => {
   const outFile = path.join(tmp, 'out.jsonl');
-  const [run, service] = await Promise.all([runBatch(['-i', path.join(tmp, 'in.jsonl'), '-o', outFile, ...SAME_PLAN]).done, startService([...SAME_PLAN, '--warmup', 'none'])]);
+  const [run, service] = await Promise.all([
+    runBatch(['-i', path.join(tmp, 'in.jsonl'), '-o', outFile, ...SAME_PLAN]).done,
+    startService([...SAME_PLAN, '--warmup', 'none']),
+  ]);
   try {
     const lines = outputLines(outFile);
-    t.equal(lines.length, REQUEST_LINES.length, `one output line per request line (${REQUEST_LINES.length}; blank lines skipped)`);
+    t.equal(
+      lines.length,
+      REQUEST_LINES.length,
+      `one output line per request line (${REQUEST_LINES.length}; blank lines skipped)`,
+    );
     let failed = 0;
     for (let i = 0; i < lines.length; i++) {
       const given = REQUEST_LINES[i];
@@ -99,10 +148,22 @@ test('every output line is what the route answers for that body', async (t) => {
       if (out.response.status_code !== 200) failed++;
       if (request === null) {
         // Not JSON: the route's answer to the same text as a body.
-        const answer = await service.request({ method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json', 'x-request-id': id }, body: given.text });
+        const answer = await service.request({
+          method: 'POST',
+          path: '/v1/score',
+          headers: { 'content-type': 'application/json', 'x-request-id': id },
+          body: given.text,
+        });
         t.equal(out.custom_id, null, `line ${given.number} (not JSON): custom_id null`);
-        t.equal(out.response.status_code, answer.status, `line ${given.number} (not JSON): the route's status ${answer.status}`);
-        t.ok(lines[i].includes(`"body":${answer.text}},`), `line ${given.number} (not JSON): the route's body, as text`);
+        t.equal(
+          out.response.status_code,
+          answer.status,
+          `line ${given.number} (not JSON): the route's status ${answer.status}`,
+        );
+        t.ok(
+          lines[i].includes(`"body":${answer.text}},`),
+          `line ${given.number} (not JSON): the route's body, as text`,
+        );
         continue;
       }
       if (typeof request.custom_id !== 'string') {
@@ -124,7 +185,12 @@ test('every output line is what the route answers for that body', async (t) => {
       t.ok(lines[i].includes(`"body":${answer.text}},`), `${request.custom_id}: the route's body, as text`);
       t.deepEqual(out.response.body, answer.json, `${request.custom_id}: the route's body`);
       if (answer.status === 200) t.equal(out.error, null, `${request.custom_id}: error null`);
-      else t.deepEqual(out.error, { message: answer.json.message, type: answer.json.type, param: answer.json.param, code: answer.status }, `${request.custom_id}: error has the route's fields`);
+      else
+        t.deepEqual(
+          out.error,
+          { message: answer.json.message, type: answer.json.type, param: answer.json.param, code: answer.status },
+          `${request.custom_id}: error has the route's fields`,
+        );
     }
     t.ok(failed >= 8, `the bad lines failed (${failed})`);
     t.equal(run.code, failed, `exit status ${run.code} = lines failed`);
@@ -160,7 +226,10 @@ test('killed partway and rerun: each custom_id once, nothing torn, the same line
   const killed = await first.done;
   t.equal(killed.signal, 'SIGKILL', 'the first run was killed');
   const before = outputLines(outFile);
-  t.ok(before.length >= 4 && before.length < REQUEST_LINES.length, `it had written ${before.length} of ${REQUEST_LINES.length} lines`);
+  t.ok(
+    before.length >= 4 && before.length < REQUEST_LINES.length,
+    `it had written ${before.length} of ${REQUEST_LINES.length} lines`,
+  );
   t.deepEqual(before, reference.slice(0, before.length), 'each a whole line, those of the whole run');
   // A crash in the middle of a write: half a line at the end.
   fs.appendFileSync(outFile, reference[before.length].slice(0, 40));
@@ -174,7 +243,11 @@ test('killed partway and rerun: each custom_id once, nothing torn, the same line
   const summary = summaryOf(rerun.stderr);
   t.equal(summary.skipped, before.length, `the rerun skipped the ${before.length} lines written`);
   t.equal(summary.lines, REQUEST_LINES.length - before.length, 'and answered the rest');
-  t.equal(rerun.code, reference.filter((l) => JSON.parse(l).response.status_code !== 200).length, 'its exit status counts every failed line, those before it too');
+  t.equal(
+    rerun.code,
+    reference.filter((l) => JSON.parse(l).response.status_code !== 200).length,
+    'its exit status counts every failed line, those before it too',
+  );
 });
 
 test('SIGTERM: the lines in flight are written whole, then exit 100; a rerun finishes', async (t) => {
@@ -218,20 +291,38 @@ test('an output from another input is refused, untouched', async (t) => {
 
 test('--shard i/3 over 3 processes covers every line once', async (t) => {
   const files = [0, 1, 2].map((i) => path.join(tmp, `shard-${i}.jsonl`));
-  const runs = await Promise.all(files.map((file, i) => runBatch(['-i', path.join(tmp, 'in.jsonl'), '-o', file, '--shard', `${i}/3`, ...SAME_PLAN]).done));
+  const runs = await Promise.all(
+    files.map(
+      (file, i) => runBatch(['-i', path.join(tmp, 'in.jsonl'), '-o', file, '--shard', `${i}/3`, ...SAME_PLAN]).done,
+    ),
+  );
   const all = files.flatMap((file) => outputLines(file));
   t.equal(all.length, reference.length, `${all.length} lines over 3 shards`);
   t.deepEqual([...all].sort(), [...reference].sort(), 'the lines of the whole run, each once');
   files.forEach((file, i) => {
     const numbers = outputLines(file).map((l) => Number(JSON.parse(l).id.replace('batch-line-', '')));
-    t.ok(numbers.every((n) => (n - 1) % 3 === i), `shard ${i}/3 took lines k with (k - 1) mod 3 = ${i}`);
+    t.ok(
+      numbers.every((n) => (n - 1) % 3 === i),
+      `shard ${i}/3 took lines k with (k - 1) mod 3 = ${i}`,
+    );
   });
-  const failedBy = files.map((file) => outputLines(file).filter((l) => JSON.parse(l).response.status_code !== 200).length);
-  t.deepEqual(runs.map((r) => r.code), failedBy, 'each exit status counts its shard\'s failures');
+  const failedBy = files.map(
+    (file) => outputLines(file).filter((l) => JSON.parse(l).response.status_code !== 200).length,
+  );
+  t.deepEqual(
+    runs.map((r) => r.code),
+    failedBy,
+    "each exit status counts its shard's failures",
+  );
 });
 
 test('bad flags exit 101 with a message', async (t) => {
-  for (const args of [['-o', 'x'], ['-i', 'x', '--shard', '3/3'], ['-i', 'x', '--concurrency', '0'], ['-i', 'x', '--precision', 'f17']]) {
+  for (const args of [
+    ['-o', 'x'],
+    ['-i', 'x', '--shard', '3/3'],
+    ['-i', 'x', '--concurrency', '0'],
+    ['-i', 'x', '--precision', 'f17'],
+  ]) {
     const run = await runBatch(args).done;
     t.equal(run.code, 101, `${args.join(' ')}: exit 101`);
     t.match(run.stderr, /run-batch --help/, 'pointing at --help');
@@ -258,7 +349,10 @@ test('Scorer.scoreMany yields in input order within its window, each as score() 
     }
     const outcomes = [];
     for await (const outcome of scorer.scoreMany(source(), { concurrency })) {
-      t.ok(pulled <= outcomes.length + concurrency, `outcome ${outcomes.length}: ${pulled} requests read, at most ${concurrency} ahead`);
+      t.ok(
+        pulled <= outcomes.length + concurrency,
+        `outcome ${outcomes.length}: ${pulled} requests read, at most ${concurrency} ahead`,
+      );
       outcomes.push(outcome);
     }
     t.equal(outcomes.length, requests.length, 'one outcome per request');

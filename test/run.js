@@ -23,17 +23,57 @@ const path = require('node:path');
 const here = __dirname;
 const argv = process.argv.slice(2);
 const jobsAt = argv.indexOf('--jobs');
-const jobs = Math.max(1, Number(jobsAt >= 0 ? argv.splice(jobsAt, 2)[1] : process.env.PJRT_SCORE_TEST_JOBS || Math.min(2, os.availableParallelism())) || 1);
+const jobs = Math.max(
+  1,
+  Number(
+    jobsAt >= 0
+      ? argv.splice(jobsAt, 2)[1]
+      : process.env.PJRT_SCORE_TEST_JOBS || Math.min(2, os.availableParallelism()),
+  ) || 1,
+);
 // Files that mostly wait (pip and npm installs, fleets of child processes) start first, so the
 // run does not end on one of them with the other lane idle.
-const WAIT_HEAVY = ['fleet-smg', 'model-rope', 'compat-clients', 'rerank-reference', 'ai-sdk-versions', 'package', 'hub'];
+const WAIT_HEAVY = [
+  'fleet-smg',
+  'model-rope',
+  'compat-clients',
+  'rerank-reference',
+  'ai-sdk-versions',
+  'package',
+  'hub',
+];
 // `--unit` (npm run test:unit): the fast lane, files that fetch nothing past what npm install did (no pip
 // install, no hub, no child services) and finish in seconds each; under 2 minutes in all on 2 cores.
 const UNIT = [
-  'admission', 'batch-plan', 'docs-options', 'docs-performance', 'fuzz-regressions', 'hlo-builder', 'hlo-ops', 'jit-cache', 'json-floats', 'lm-head',
-  'model-gguf', 'model-gguf-split', 'model-tokenizer', 'model-tokenizer-spm', 'platform-defaults', 'public-api', 'rooms',
-  'runtime-envelope', 'runtime-errors', 'runtime-nesting', 'scorer-setup', 'scoring-buckets', 'scoring-packing', 'scoring-request',
-  'scoring-scores', 'scoring-selector', 'scripts-layout', 'serve-options', 'weights-choose',
+  'admission',
+  'batch-plan',
+  'docs-options',
+  'docs-performance',
+  'fuzz-regressions',
+  'hlo-builder',
+  'hlo-ops',
+  'jit-cache',
+  'json-floats',
+  'lm-head',
+  'model-gguf',
+  'model-gguf-split',
+  'model-tokenizer',
+  'model-tokenizer-spm',
+  'platform-defaults',
+  'public-api',
+  'rooms',
+  'runtime-envelope',
+  'runtime-errors',
+  'runtime-nesting',
+  'scorer-setup',
+  'scoring-buckets',
+  'scoring-packing',
+  'scoring-request',
+  'scoring-scores',
+  'scoring-selector',
+  'scripts-layout',
+  'serve-options',
+  'weights-choose',
 ];
 const unitAt = argv.indexOf('--unit');
 if (unitAt >= 0) argv.splice(unitAt, 1, ...UNIT.map((name) => path.join(here, `${name}.test.js`)));
@@ -52,7 +92,9 @@ const startOrder = (file) => {
 function runOne(file) {
   return new Promise((resolve) => {
     const started = Date.now();
-    const child = spawn(process.execPath, ['--expose-gc', file], { stdio: ['ignore', 'pipe', jobs > 1 ? 'pipe' : 'inherit'] });
+    const child = spawn(process.execPath, ['--expose-gc', file], {
+      stdio: ['ignore', 'pipe', jobs > 1 ? 'pipe' : 'inherit'],
+    });
     const held = [];
     if (jobs > 1) child.stderr.on('data', (chunk) => held.push(chunk));
     let pass = 0;
@@ -76,7 +118,8 @@ function runOne(file) {
     child.on('close', (code, signal) => {
       const seconds = ((Date.now() - started) / 1000).toFixed(1);
       if ((code !== 0 || signal) && fail === 0) fail++; // a crash or exit counts as a failure
-      if (jobs > 1) process.stdout.write(`\n# ==== ${path.relative(process.cwd(), file)}\n${Buffer.concat(held).toString('utf8')}`);
+      if (jobs > 1)
+        process.stdout.write(`\n# ==== ${path.relative(process.cwd(), file)}\n${Buffer.concat(held).toString('utf8')}`);
       resolve({ file: path.relative(process.cwd(), file), pass, fail, skips, code, signal, seconds });
     });
   });
@@ -98,11 +141,15 @@ function runOne(file) {
   for (const r of results) {
     const status = r.fail ? 'FAIL' : 'ok  ';
     const skipped = r.skips.length ? `, ${r.skips.length} skipped` : '';
-    console.log(`# ${status} ${r.file}: ${r.pass} passed, ${r.fail} failed${skipped} (${r.seconds}s${r.signal ? `, signal ${r.signal}` : ''})`);
+    console.log(
+      `# ${status} ${r.file}: ${r.pass} passed, ${r.fail} failed${skipped} (${r.seconds}s${r.signal ? `, signal ${r.signal}` : ''})`,
+    );
   }
   const pass = results.reduce((a, r) => a + r.pass, 0);
   let fail = results.reduce((a, r) => a + r.fail, 0);
-  const all = results.flatMap((r) => r.skips.map((s) => ({ file: r.file, text: s, hardware: hardwareSkip(r.file, s) })));
+  const all = results.flatMap((r) =>
+    r.skips.map((s) => ({ file: r.file, text: s, hardware: hardwareSkip(r.file, s) })),
+  );
   const hardware = all.filter((s) => s.hardware);
   const skips = all.filter((s) => !s.hardware).map((s) => `${s.file}: ${s.text}`);
   if (hardware.length) {
@@ -113,7 +160,9 @@ function runOne(file) {
     console.log('# skipped:');
     for (const s of skips) console.log(`#   ${s}`);
     if (process.env.CI && has('python3') && has('openssl')) {
-      console.log(`# FAIL: ${skips.length} skipped under CI where python3 and openssl exist: every check must run here`);
+      console.log(
+        `# FAIL: ${skips.length} skipped under CI where python3 and openssl exist: every check must run here`,
+      );
       fail += skips.length;
     }
   }

@@ -10,7 +10,10 @@ const { CPU_PLUGIN } = require('../dist/runtime');
 test('the CPU plugin gets one device, the CUDA plugin a growing allocator, any other plugin nothing', (t) => {
   t.same(defaultClientOptions(CPU_PLUGIN.destination), { cpu_device_count: 1 });
   t.same(defaultClientOptions('/opt/x/pjrt_c_api_cpu_plugin.so'), { cpu_device_count: 1 }, 'a CPU plugin by name');
-  for (const dir of ['/usr/lib/python3/site-packages/jax_plugins/xla_cuda13', '/c/plugins/jax-cuda13-pjrt-0.11.2/jax_plugins/xla_cuda12']) {
+  for (const dir of [
+    '/usr/lib/python3/site-packages/jax_plugins/xla_cuda13',
+    '/c/plugins/jax-cuda13-pjrt-0.11.2/jax_plugins/xla_cuda12',
+  ]) {
     t.same(defaultClientOptions(path.join(dir, 'xla_cuda_plugin.so')), { preallocate: false }, `CUDA plugin in ${dir}`);
   }
   t.same(defaultClientOptions('/opt/rocm/xla_rocm_plugin.so'), {}, 'another plugin: exactly what the caller gives');

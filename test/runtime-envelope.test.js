@@ -67,14 +67,23 @@ test('a malformed header is a clear error', async (t) => {
     'JSON array': () => '[]',
     'platform missing': (h) => JSON.stringify({ ...JSON.parse(h), platform: undefined }),
     'checksum missing': (h) => JSON.stringify({ ...JSON.parse(h), payloadSha256: undefined }),
-    'signature junk': (h) => JSON.stringify({ ...JSON.parse(h), signature: { inputs: [{ dtype: 'x', dims: 'no' }], outputs: [] } }),
+    'signature junk': (h) =>
+      JSON.stringify({ ...JSON.parse(h), signature: { inputs: [{ dtype: 'x', dims: 'no' }], outputs: [] } }),
     'signature null': (h) => JSON.stringify({ ...JSON.parse(h), signature: null }),
   };
   for (const [name, edit] of Object.entries(cases)) {
-    t.match(await message(client.deserialize(withHeader(bytes, edit))), /^TypeError: serialized executable has a corrupt header/, name);
+    t.match(
+      await message(client.deserialize(withHeader(bytes, edit))),
+      /^TypeError: serialized executable has a corrupt header/,
+      name,
+    );
   }
   const old = new Uint8Array(bytes);
   Buffer.from('PJRTSCX1', 'latin1').copy(Buffer.from(old.buffer, old.byteOffset), 0);
-  t.match(await message(client.deserialize(old)), /older pjrt-score .*serialize it again/, 'the format before checksums is named');
+  t.match(
+    await message(client.deserialize(old)),
+    /older pjrt-score .*serialize it again/,
+    'the format before checksums is named',
+  );
   client.dispose();
 });

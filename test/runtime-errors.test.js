@@ -32,7 +32,13 @@ async function rejects(t, promiseFn, ErrorClass, pattern, label) {
 }
 
 test('invalid MLIR rejects with the parser message', async (t) => {
-  const err = await rejects(t, () => client.compile('func.func @main( this is not mlir'), PjrtError, /compile: .*error/, 'garbage');
+  const err = await rejects(
+    t,
+    () => client.compile('func.func @main( this is not mlir'),
+    PjrtError,
+    /compile: .*error/,
+    'garbage',
+  );
   t.ok(typeof err.code === 'string' && err.code.length > 0, `code ${err.code}`);
   await rejects(
     t,
@@ -49,9 +55,21 @@ test('wrong argument count, dtype or shape', async (t) => {
   await rejects(t, () => exe.execute([x]), RangeError, /expected 2 argument\(s\), got 1/, 'too few');
   await rejects(t, () => exe.execute([x, x, x]), RangeError, /expected 2 argument\(s\), got 3/, 'too many');
   const ints = await client.upload(new Int32Array(6), [2, 3]);
-  await rejects(t, () => exe.execute([x, ints]), TypeError, /argument 1: expected f32\[2, 3\], got s32\[2, 3\]/, 'wrong dtype');
+  await rejects(
+    t,
+    () => exe.execute([x, ints]),
+    TypeError,
+    /argument 1: expected f32\[2, 3\], got s32\[2, 3\]/,
+    'wrong dtype',
+  );
   const transposed = await client.upload(new Float32Array(6), [3, 2]);
-  await rejects(t, () => exe.execute([transposed, x]), TypeError, /argument 0: expected f32\[2, 3\], got f32\[3, 2\]/, 'wrong shape');
+  await rejects(
+    t,
+    () => exe.execute([transposed, x]),
+    TypeError,
+    /argument 0: expected f32\[2, 3\], got f32\[3, 2\]/,
+    'wrong shape',
+  );
   await rejects(t, () => exe.execute([x, 'nope']), TypeError, /argument 1 is not a DeviceBuffer/, 'not a buffer');
   await rejects(t, () => exe.execute(x), TypeError, /array of DeviceBuffers/, 'not an array');
   ints.dispose();
@@ -79,15 +97,57 @@ test('typed array of the wrong length, unknown dtype, bad dims', async (t) => {
     /Expected a Float32Array of length 6 for dtype f32 and dims \[2, 3\], got Float32Array of length 5/,
     'wrong length',
   );
-  await rejects(t, () => client.upload(new Int32Array(6), [2, 3], 'f32'), TypeError, /Expected a Float32Array of length 6.*got Int32Array/, 'wrong class');
-  await rejects(t, () => client.upload(new Float32Array(6), [2, 3], 'f128'), TypeError, /unknown dtype "f128"/, 'unknown dtype');
-  await rejects(t, () => client.upload(new Uint16Array(6), [2, 3]), TypeError, /give a dtype for a Uint16Array/, 'ambiguous Uint16Array');
-  await rejects(t, () => client.upload(new Float32Array(6), [2, -3]), TypeError, /non-negative integers/, 'negative dim');
-  await rejects(t, () => client.upload(new Float32Array(6), [2, 1.5]), TypeError, /non-negative integers/, 'fractional dim');
+  await rejects(
+    t,
+    () => client.upload(new Int32Array(6), [2, 3], 'f32'),
+    TypeError,
+    /Expected a Float32Array of length 6.*got Int32Array/,
+    'wrong class',
+  );
+  await rejects(
+    t,
+    () => client.upload(new Float32Array(6), [2, 3], 'f128'),
+    TypeError,
+    /unknown dtype "f128"/,
+    'unknown dtype',
+  );
+  await rejects(
+    t,
+    () => client.upload(new Uint16Array(6), [2, 3]),
+    TypeError,
+    /give a dtype for a Uint16Array/,
+    'ambiguous Uint16Array',
+  );
+  await rejects(
+    t,
+    () => client.upload(new Float32Array(6), [2, -3]),
+    TypeError,
+    /non-negative integers/,
+    'negative dim',
+  );
+  await rejects(
+    t,
+    () => client.upload(new Float32Array(6), [2, 1.5]),
+    TypeError,
+    /non-negative integers/,
+    'fractional dim',
+  );
   await rejects(t, () => client.upload([1, 2, 3], [3]), TypeError, /typed array, got Array/, 'plain array');
   // Found by the fuzz target native-upload: no element, but the extents' product overflows int64 in XLA.
-  await rejects(t, () => client.upload(new Float32Array(0), [2 ** 32, 2 ** 32, 0]), TypeError, /dims must have a product \(zeros left out\) of at most 2\^53 - 1/, 'overflowing dims');
-  await rejects(t, () => client.upload(new Float32Array(0), [0, 2 ** 27, 2 ** 27]), TypeError, /dims must have a product/, 'overflowing dims after a zero');
+  await rejects(
+    t,
+    () => client.upload(new Float32Array(0), [2 ** 32, 2 ** 32, 0]),
+    TypeError,
+    /dims must have a product \(zeros left out\) of at most 2\^53 - 1/,
+    'overflowing dims',
+  );
+  await rejects(
+    t,
+    () => client.upload(new Float32Array(0), [0, 2 ** 27, 2 ** 27]),
+    TypeError,
+    /dims must have a product/,
+    'overflowing dims after a zero',
+  );
   const empty = await client.upload(new Float32Array(0), [2 ** 26, 0, 2 ** 26]);
   t.deepEqual(empty.dims, [2 ** 26, 0, 2 ** 26], 'a zero-element shape whose product fits is accepted');
   empty.dispose();
@@ -95,19 +155,35 @@ test('typed array of the wrong length, unknown dtype, bad dims', async (t) => {
 
 test('the raw binding rejects with instances of the exported error classes', async (t) => {
   // The plugin's own refusal of the fuzzer's input, past the facade.
-  const err = await rejects(t, () => client.native.upload(new Float32Array(0), [2 ** 32, 2 ** 32, 0], 'f32'), PjrtError, /overflow/, 'raw upload of overflowing dims');
+  const err = await rejects(
+    t,
+    () => client.native.upload(new Float32Array(0), [2 ** 32, 2 ** 32, 0], 'f32'),
+    PjrtError,
+    /overflow/,
+    'raw upload of overflowing dims',
+  );
   t.equal(typeof err.code, 'string', `raw PjrtError has a code (${err.code})`);
   const b = await client.upload(new Float32Array(6), [2, 3]);
   const raw = b.native;
   b.dispose();
-  t.throws(() => raw.dims, (e) => e instanceof DisposedError && /DeviceBuffer has been disposed/.test(e.message), 'raw disposed buffer throws a DisposedError');
+  t.throws(
+    () => raw.dims,
+    (e) => e instanceof DisposedError && /DeviceBuffer has been disposed/.test(e.message),
+    'raw disposed buffer throws a DisposedError',
+  );
 });
 
 test('disposed buffer, executable and client', async (t) => {
   const b = await client.upload(new Float32Array(6), [2, 3]);
   b.dispose();
   b.dispose(); // idempotent
-  await rejects(t, () => exe.execute([x, b]), DisposedError, /argument 1 \(DeviceBuffer\) has been disposed/, 'disposed argument');
+  await rejects(
+    t,
+    () => exe.execute([x, b]),
+    DisposedError,
+    /argument 1 \(DeviceBuffer\) has been disposed/,
+    'disposed argument',
+  );
   await rejects(t, () => b.toHost(), DisposedError, /DeviceBuffer has been disposed/, 'toHost after dispose');
   t.throws(() => b.dims, /DeviceBuffer has been disposed/, 'dims after dispose');
   const e2 = await client.compile(ADD);
@@ -125,8 +201,20 @@ test('disposed buffer, executable and client', async (t) => {
 });
 
 test('a missing plugin names the fix', async (t) => {
-  await rejects(t, () => Client.create({ plugin: '/nonexistent/plugin.so' }), Error, /PJRT plugin not found at \/nonexistent\/plugin.so/, 'missing file');
-  await rejects(t, () => Client.create({ plugin: require('node-gyp-build').resolve(path.join(__dirname, '..')) }), PjrtError, /not a PJRT plugin: it does not export GetPjrtApi/, 'not a plugin');
+  await rejects(
+    t,
+    () => Client.create({ plugin: '/nonexistent/plugin.so' }),
+    Error,
+    /PJRT plugin not found at \/nonexistent\/plugin.so/,
+    'missing file',
+  );
+  await rejects(
+    t,
+    () => Client.create({ plugin: require('node-gyp-build').resolve(path.join(__dirname, '..')) }),
+    PjrtError,
+    /not a PJRT plugin: it does not export GetPjrtApi/,
+    'not a plugin',
+  );
 });
 
 // Each snippet abuses the raw binding or the facade in a way that could crash

@@ -36,7 +36,10 @@ test('external memory returns to its start after buffers are disposed through th
     `1,000 live buffers raise external memory by ${((withBuffers - start) / MB).toFixed(1)} MB`,
   );
   viaClient.dispose();
-  t.ok(kept.every((b) => b.disposed), 'the client disposed every buffer it made');
+  t.ok(
+    kept.every((b) => b.disposed),
+    'the client disposed every buffer it made',
+  );
   kept.length = 0;
   await settle();
   const afterClient = external();
@@ -62,7 +65,7 @@ test('external memory returns to its start after buffers are disposed through th
   b.dispose();
   b.dispose();
   own.dispose();
-  t.equal(external(), start, 'its own dispose (twice) and then its client\'s take it back once');
+  t.equal(external(), start, "its own dispose (twice) and then its client's take it back once");
 });
 
 // Major collections (mark-compact) that ran while `work` did.
@@ -112,12 +115,17 @@ test('deferExternalMemoryReports: one report to V8 at the end, the same count, f
   );
   t.equal(inside, 48 * big.byteLength, 'deferred: the addon still counts every buffer');
   t.equal(external() - start, 48 * big.byteLength, 'and after the span the count is the same');
-  t.ok(deferred < plain, `full collections while 768 MB of buffers were made: ${plain} reported one by one, ${deferred} deferred`);
+  t.ok(
+    deferred < plain,
+    `full collections while 768 MB of buffers were made: ${plain} reported one by one, ${deferred} deferred`,
+  );
   made.forEach((b) => b.dispose());
   t.equal(external(), start, 'disposing them takes it all back');
 
   // Nesting and throws: the depth comes back to 0 whatever happens inside.
-  const failure = await deferExternalMemoryReports(() => deferExternalMemoryReports(() => Promise.reject(new Error('inner failure')))).then(
+  const failure = await deferExternalMemoryReports(() =>
+    deferExternalMemoryReports(() => Promise.reject(new Error('inner failure'))),
+  ).then(
     () => null,
     (err) => err,
   );
@@ -125,6 +133,10 @@ test('deferExternalMemoryReports: one report to V8 at the end, the same count, f
   t.equal(binding().deferExternalMemory(true), 1, 'and both spans ended: a new span is the only one open');
   t.equal(binding().deferExternalMemory(false), 0, 'which ends');
   t.equal(binding().deferExternalMemory(false), 0, 'an extra end is ignored');
-  t.throws(() => binding().deferExternalMemory('yes'), /deferExternalMemory\(on: boolean\)/, 'a non-boolean is a TypeError');
+  t.throws(
+    () => binding().deferExternalMemory('yes'),
+    /deferExternalMemory\(on: boolean\)/,
+    'a non-boolean is a TypeError',
+  );
   client.dispose();
 });

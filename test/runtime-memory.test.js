@@ -32,7 +32,9 @@ function anonMB() {
 test('compiling and disposing decoder programs gives the compiler scratch back', async (t) => {
   const { config } = loadModelInfo();
   const client = await Client.create();
-  const programs = [4, 5, 6].map((items) => decoderFused(config, { prefix: 16, items, itemLength: 8, labels: 2 }, { dotPrecision: 'HIGHEST' }).text);
+  const programs = [4, 5, 6].map(
+    (items) => decoderFused(config, { prefix: 16, items, itemLength: 8, labels: 2 }, { dotPrecision: 'HIGHEST' }).text,
+  );
   const round = async () => {
     for (const text of programs) {
       const executable = await client.compile(text);
@@ -46,7 +48,10 @@ test('compiling and disposing decoder programs gives the compiler scratch back',
   await round();
   await round();
   const third = anonMB();
-  t.ok(first - start < 100, `anonymous RSS after a first round of ${programs.length} compiles and a load: ${start.toFixed(0)} -> ${first.toFixed(0)} MiB (< +100)`);
+  t.ok(
+    first - start < 100,
+    `anonymous RSS after a first round of ${programs.length} compiles and a load: ${start.toFixed(0)} -> ${first.toFixed(0)} MiB (< +100)`,
+  );
   t.ok(third - first < 40, `two more rounds: ${first.toFixed(0)} -> ${third.toFixed(0)} MiB (< +40)`);
   client.dispose();
 });
@@ -74,7 +79,10 @@ test('10,000 upload/execute/toHost/dispose cycles grow RSS by less than 50 MB', 
   global.gc();
   const after = rssMB();
   t.equal(bad, 0, 'every cycle computed 1.5 + 1.5');
-  t.ok(after - before < 50, `RSS ${before.toFixed(1)} MB -> ${after.toFixed(1)} MB (growth ${(after - before).toFixed(1)} MB)`);
+  t.ok(
+    after - before < 50,
+    `RSS ${before.toFixed(1)} MB -> ${after.toFixed(1)} MB (growth ${(after - before).toFixed(1)} MB)`,
+  );
   exe.dispose();
   client.dispose();
 });

@@ -16,7 +16,11 @@ const ROOT = path.join(__dirname, '..');
 function inChild(body) {
   const script = `const { Client } = require(${JSON.stringify(ROOT)});
 (async () => { ${body} })().then((r) => console.log(JSON.stringify(r)), (e) => { console.error(e); process.exit(3); });`;
-  const child = spawnSync(process.execPath, ['-e', script], { encoding: 'utf8', timeout: 240_000, maxBuffer: 64 << 20 });
+  const child = spawnSync(process.execPath, ['-e', script], {
+    encoding: 'utf8',
+    timeout: 240_000,
+    maxBuffer: 64 << 20,
+  });
   const lines = (child.stdout || '').trim().split('\n');
   let result;
   try {
@@ -46,7 +50,11 @@ test('5,000, 50,000 and 1,000,000 nested regions: a clear error each, and the ch
   for (const r of result || []) {
     t.notOk(r.ok, `${r.n} levels: rejected`);
     t.equal(r.code, 'INVALID_ARGUMENT', `${r.n} levels: code INVALID_ARGUMENT`);
-    t.match(r.message, new RegExp(`nests more than ${MAX_PROGRAM_NESTING} levels deep`), `${r.n} levels: "${r.message}"`);
+    t.match(
+      r.message,
+      new RegExp(`nests more than ${MAX_PROGRAM_NESTING} levels deep`),
+      `${r.n} levels: "${r.message}"`,
+    );
   }
   t.end();
 });

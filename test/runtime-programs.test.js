@@ -13,9 +13,15 @@ test('setup: create a client on the CPU plugin', async (t) => {
   t.equal(client.devices.length, 1, 'one device (cpu_device_count = 1)');
   // The CPU plugin gives no memory limit (its device memory is the host's): the client falls back to the host's.
   const limit = client.devices[0].memoryLimit;
-  t.ok(limit === null || (Number.isSafeInteger(limit) && limit > 0), `the device's memory limit is null or a byte count (${limit})`);
+  t.ok(
+    limit === null || (Number.isSafeInteger(limit) && limit > 0),
+    `the device's memory limit is null or a byte count (${limit})`,
+  );
   const os = require('node:os');
-  t.ok(client.deviceMemoryBytes > 0 && client.deviceMemoryBytes <= (limit ?? os.totalmem()), `device memory ${client.deviceMemoryBytes} bytes, within ${limit ?? os.totalmem()}`);
+  t.ok(
+    client.deviceMemoryBytes > 0 && client.deviceMemoryBytes <= (limit ?? os.totalmem()),
+    `device memory ${client.deviceMemoryBytes} bytes, within ${limit ?? os.totalmem()}`,
+  );
 });
 
 async function run(mlir, inputs) {
@@ -45,7 +51,10 @@ test('elementwise add', async (t) => {
       %0 = stablehlo.add %a, %b : tensor<3x4xf32>
       return %0 : tensor<3x4xf32>
     }`,
-    [[a, [3, 4]], [b, [3, 4]]],
+    [
+      [a, [3, 4]],
+      [b, [3, 4]],
+    ],
   );
   const expected = a.map((x, i) => Math.fround(x + b[i]));
   t.deepEqual(out.dims, [3, 4]);
@@ -63,10 +72,14 @@ test('matmul via dot_general', async (t) => {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<${M}x${K}xf32>, tensor<${K}x${N}xf32>) -> tensor<${M}x${N}xf32>
       return %0 : tensor<${M}x${N}xf32>
     }`,
-    [[a, [M, K]], [b, [K, N]]],
+    [
+      [a, [M, K]],
+      [b, [K, N]],
+    ],
   );
   const expected = new Float64Array(M * N);
-  for (let i = 0; i < M; i++) for (let j = 0; j < N; j++) for (let k = 0; k < K; k++) expected[i * N + j] += a[i * K + k] * b[k * N + j];
+  for (let i = 0; i < M; i++)
+    for (let j = 0; j < N; j++) for (let k = 0; k < K; k++) expected[i * N + j] += a[i * K + k] * b[k * N + j];
   t.ok(maxAbsDiff(out.data, expected) < 1e-5, `max abs diff ${maxAbsDiff(out.data, expected)}`);
 });
 
@@ -100,12 +113,24 @@ test('integer program (s32 and s64)', async (t) => {
       %2 = stablehlo.add %1, %c : tensor<5xi64>
       return %0, %2 : tensor<5xi32>, tensor<5xi64>
     }`,
-    [[a, [5]], [b, [5]], [c, [5]]],
+    [
+      [a, [5]],
+      [b, [5]],
+      [c, [5]],
+    ],
   );
   t.equal(prod.dtype, 's32');
-  t.deepEqual(Array.from(prod.data), Array.from(a, (x, i) => Math.imul(x, b[i])), 'i32 multiply wraps like Math.imul');
+  t.deepEqual(
+    Array.from(prod.data),
+    Array.from(a, (x, i) => Math.imul(x, b[i])),
+    'i32 multiply wraps like Math.imul',
+  );
   t.equal(wide.dtype, 's64');
-  t.deepEqual(Array.from(wide.data), Array.from(c, (x, i) => x + BigInt(a[i])), 's64 add');
+  t.deepEqual(
+    Array.from(wide.data),
+    Array.from(c, (x, i) => x + BigInt(a[i])),
+    's64 add',
+  );
 });
 
 // Independent float <-> half conversions for the reference.
@@ -165,12 +190,23 @@ test('u8 and pred inputs, several outputs', async (t) => {
       %2 = stablehlo.convert %x : (tensor<5xui8>) -> tensor<5xf32>
       return %0, %1, %2 : tensor<5xui8>, tensor<5xi1>, tensor<5xf32>
     }`,
-    [[x, [5], 'u8'], [p, [5], 'pred']],
+    [
+      [x, [5], 'u8'],
+      [p, [5], 'pred'],
+    ],
   );
   t.equal(outs.length, 3, 'three outputs');
-  t.deepEqual(Array.from(outs[0].data), Array.from(x, (v) => (v + 1) & 0xff), 'u8 add wraps');
+  t.deepEqual(
+    Array.from(outs[0].data),
+    Array.from(x, (v) => (v + 1) & 0xff),
+    'u8 add wraps',
+  );
   t.equal(outs[1].dtype, 'pred');
-  t.deepEqual(Array.from(outs[1].data), Array.from(p, (v) => 1 - v), 'pred not');
+  t.deepEqual(
+    Array.from(outs[1].data),
+    Array.from(p, (v) => 1 - v),
+    'pred not',
+  );
   t.deepEqual(Array.from(outs[2].data), Array.from(x), 'u8 -> f32');
 });
 

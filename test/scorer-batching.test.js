@@ -42,7 +42,10 @@ test('setup: the real model, batching cross-request; each request scored alone f
   for (const r of REQUESTS) alone.push(await scorer.score(r));
   const after = scorer.stats();
   t.equal(after.batchedPasses - before.batchedPasses, 0, 'a request alone shares no pass');
-  t.ok(after.devicePasses - before.devicePasses >= REQUESTS.length, `alone: ${after.devicePasses - before.devicePasses} device passes for ${REQUESTS.length} requests`);
+  t.ok(
+    after.devicePasses - before.devicePasses >= REQUESTS.length,
+    `alone: ${after.devicePasses - before.devicePasses} device passes for ${REQUESTS.length} requests`,
+  );
 });
 
 test(`16 concurrent distinct requests: fewer device passes than requests, each within ${BOUND} of its result alone`, async (t) => {
@@ -55,7 +58,10 @@ test(`16 concurrent distinct requests: fewer device passes than requests, each w
   const passes = after.devicePasses - before.devicePasses;
   const serialPasses = scorer.explain({ ...REQUESTS[0], algorithm: 'serial' }).passes.length;
   t.equal(after.batchedRequests - before.batchedRequests, 16, 'all 16 ran in shared passes');
-  t.ok(passes - serialPasses < 16, `${passes - serialPasses} device passes for 16 requests (${after.batchedPasses - before.batchedPasses} shared)`);
+  t.ok(
+    passes - serialPasses < 16,
+    `${passes - serialPasses} device passes for 16 requests (${after.batchedPasses - before.batchedPasses} shared)`,
+  );
   let worst = 0;
   let compared = 0;
   together.forEach((r, i) => {
@@ -63,9 +69,16 @@ test(`16 concurrent distinct requests: fewer device passes than requests, each w
     worst = Math.max(worst, maxDiff(r.scores, alone[i].scores));
     compared += r.scores.flat().filter(Number.isFinite).length;
   });
-  t.equal(compared, REQUESTS.reduce((n, r) => n + r.items.length * LABELS.length, 0), 'every score of every request is a finite number');
+  t.equal(
+    compared,
+    REQUESTS.reduce((n, r) => n + r.items.length * LABELS.length, 0),
+    'every score of every request is a finite number',
+  );
   t.ok(worst <= BOUND, `max |score - score alone| over 16 requests: ${worst.toExponential(2)} <= ${BOUND}`);
-  t.ok(maxDiff(serial.scores, alone[0].scores) <= 1e-4, 'the serial request agrees with the packed plan (docs/design.md "Scoring semantics")');
+  t.ok(
+    maxDiff(serial.scores, alone[0].scores) <= 1e-4,
+    'the serial request agrees with the packed plan (docs/design.md "Scoring semantics")',
+  );
   t.deepEqual(
     together.map((r) => r.usage.promptTokens),
     alone.map((r) => r.usage.promptTokens),
@@ -77,10 +90,20 @@ test('a request that cannot join runs its own plan, bit for bit as alone', async
   const itemFirst = { ...REQUESTS[1], itemFirst: true };
   const first = await scorer.score(itemFirst);
   const busy = scorer.score({ ...REQUESTS[2], algorithm: 'serial' });
-  const [again, ...others] = await Promise.all([scorer.score(itemFirst), ...REQUESTS.slice(0, 4).map((r) => scorer.score(r))]);
+  const [again, ...others] = await Promise.all([
+    scorer.score(itemFirst),
+    ...REQUESTS.slice(0, 4).map((r) => scorer.score(r)),
+  ]);
   await busy;
-  t.equal(JSON.stringify(again.scores), JSON.stringify(first.scores), 'item_first among concurrent calls: bit-identical to alone');
-  t.ok(others.every((r, i) => maxDiff(r.scores, alone[i].scores) <= BOUND), 'the others still within the bound');
+  t.equal(
+    JSON.stringify(again.scores),
+    JSON.stringify(first.scores),
+    'item_first among concurrent calls: bit-identical to alone',
+  );
+  t.ok(
+    others.every((r, i) => maxDiff(r.scores, alone[i].scores) <= BOUND),
+    'the others still within the bound',
+  );
 });
 
 test('a call aborted while it waits rejects; the rest of its batch is answered', async (t) => {
@@ -92,13 +115,22 @@ test('a call aborted while it waits rejects; the rest of its batch is answered',
   await busy;
   t.equal(settled[1].status, 'rejected', 'the aborted call rejects');
   t.equal(settled[1].reason && settled[1].reason.name, 'AbortError', 'with an AbortError');
-  t.ok([0, 2, 3].every((i) => settled[i].status === 'fulfilled' && maxDiff(settled[i].value.scores, alone[i].scores) <= BOUND), 'the other three are answered');
+  t.ok(
+    [0, 2, 3].every(
+      (i) => settled[i].status === 'fulfilled' && maxDiff(settled[i].value.scores, alone[i].scores) <= BOUND,
+    ),
+    'the other three are answered',
+  );
 });
 
 test('warmup compiles the shared passes: batches of a warmed shape then compile nothing', async (t) => {
   const ids = (n, seed) => Array.from({ length: n }, (_, i) => 200 + ((seed * 37 + i * 11) % 30000));
   const shape = { queryTokens: 12, itemTokens: 4, items: 3, labels: 2 };
-  const request = (seed) => ({ query: ids(12, seed), items: [ids(4, seed + 1), ids(4, seed + 2), ids(4, seed + 3)], labelTokenIds: LABELS });
+  const request = (seed) => ({
+    query: ids(12, seed),
+    items: [ids(4, seed + 1), ids(4, seed + 2), ids(4, seed + 3)],
+    labelTokenIds: LABELS,
+  });
   await scorer.warmup([shape, { ...shape, algorithm: 'serial' }], false);
   const before = scorer.stats();
   const busy = scorer.score({ ...request(1), algorithm: 'serial' });

@@ -20,7 +20,15 @@ const requests = [0, 1, 2, 3].map((i) => ({
 const isDisposed = (e) => e instanceof DisposedError && e.code === 'ERR_DISPOSED';
 
 /** Settles each promise into { ok, value } or { ok: false, error }. */
-const settled = (promises) => Promise.all(promises.map((p) => p.then((value) => ({ ok: true, value }), (error) => ({ ok: false, error }))));
+const settled = (promises) =>
+  Promise.all(
+    promises.map((p) =>
+      p.then(
+        (value) => ({ ok: true, value }),
+        (error) => ({ ok: false, error }),
+      ),
+    ),
+  );
 
 let reference;
 
@@ -42,13 +50,26 @@ test('close(): every call made before it is answered, waiting ones included; lat
   const closing = scorer.close();
   t.equal(scorer.close(), closing, 'close() is idempotent: the same promise');
   const late = await settled([scorer.score(requests[0]), scorer.rerank({ query: 'q', documents: ['d'] })]);
-  t.ok(late.every((o) => !o.ok && isDisposed(o.error) && /is closing/.test(o.error.message)), 'a call made after close() rejects with DisposedError (is closing)');
+  t.ok(
+    late.every((o) => !o.ok && isDisposed(o.error) && /is closing/.test(o.error.message)),
+    'a call made after close() rejects with DisposedError (is closing)',
+  );
   const results = await settled(calls);
-  t.ok(results.every((o) => o.ok), 'every call made before close() resolved');
+  t.ok(
+    results.every((o) => o.ok),
+    'every call made before close() resolved',
+  );
   results.forEach((o, i) => t.deepEqual(o.value.scores, reference[i], `call ${i}: the scores of the request alone`));
   await closing;
-  const after = await settled([scorer.score(requests[0]), scorer.scoreBatch([{ request: requests[0] }]), scorer.warmup([{ queryTokens: 8, itemTokens: 4, items: 2 }], false)]);
-  t.ok(after.every((o) => !o.ok && isDisposed(o.error) && /has been disposed/.test(o.error.message)), 'after close() resolved, calls reject with DisposedError (has been disposed)');
+  const after = await settled([
+    scorer.score(requests[0]),
+    scorer.scoreBatch([{ request: requests[0] }]),
+    scorer.warmup([{ queryTokens: 8, itemTokens: 4, items: 2 }], false),
+  ]);
+  t.ok(
+    after.every((o) => !o.ok && isDisposed(o.error) && /has been disposed/.test(o.error.message)),
+    'after close() resolved, calls reject with DisposedError (has been disposed)',
+  );
   t.throws(() => scorer.normalize(requests[0]), isDisposed, 'normalize() throws DisposedError');
   scorer.dispose();
   t.pass('dispose() after close() is a no-op');
@@ -66,12 +87,22 @@ test('dispose(): waiting calls reject with DisposedError at once, the running on
   const results = await settled(calls);
   const rejected = results.filter((o) => !o.ok);
   t.ok(rejected.length >= waiting, `every waiting call rejected (${rejected.length} of ${results.length})`);
-  t.ok(rejected.every((o) => isDisposed(o.error)), 'each with DisposedError');
+  t.ok(
+    rejected.every((o) => isDisposed(o.error)),
+    'each with DisposedError',
+  );
   results.forEach((o, i) => {
     if (o.ok) t.deepEqual(o.value.scores, reference[i], `call ${i} was on the device and finished with its own scores`);
   });
-  const after = await settled([scorer.score(requests[0]), scorer.rerank({ query: 'q', documents: ['d'] }), scorer.close()]);
-  t.ok(after.slice(0, 2).every((o) => !o.ok && isDisposed(o.error)), 'later calls reject with DisposedError');
+  const after = await settled([
+    scorer.score(requests[0]),
+    scorer.rerank({ query: 'q', documents: ['d'] }),
+    scorer.close(),
+  ]);
+  t.ok(
+    after.slice(0, 2).every((o) => !o.ok && isDisposed(o.error)),
+    'later calls reject with DisposedError',
+  );
   t.ok(after[2].ok, 'close() after dispose() resolves');
   t.end();
 });

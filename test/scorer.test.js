@@ -39,14 +39,25 @@ const CASES = [
   {
     name: '100 items',
     query: 'Pick the best fruit for a pie. Candidate:',
-    items: Array.from({ length: 100 }, (_, i) => ` candidate number ${i} ${'is a fine choice '.repeat(i % 4)}`.trimEnd()),
+    items: Array.from({ length: 100 }, (_, i) =>
+      ` candidate number ${i} ${'is a fine choice '.repeat(i % 4)}`.trimEnd(),
+    ),
   },
-  { name: 'unicode items', query: 'Traduire en français : thank you →', items: [' merci', ' 谢谢', ' ありがとう 🙏', ' danke schön', ' ¡gracias!'] },
+  {
+    name: 'unicode items',
+    query: 'Traduire en français : thank you →',
+    items: [' merci', ' 谢谢', ' ありがとう 🙏', ' danke schön', ' ¡gracias!'],
+  },
   { name: 'an empty item', query: 'Complete the sentence: the cat sat on the', items: ['', ' mat', ''] },
   {
     name: 'items of very different lengths',
     query: 'Rate this review:',
-    items: [' ok', ' This product exceeded every expectation I had, and the support team answered within minutes when I had a question about setup. Highly recommended for anyone.', ' bad', ' Mediocre at best, it broke after two weeks.'],
+    items: [
+      ' ok',
+      ' This product exceeded every expectation I had, and the support team answered within minutes when I had a question about setup. Highly recommended for anyone.',
+      ' bad',
+      ' Mediocre at best, it broke after two weeks.',
+    ],
   },
 ];
 
@@ -66,11 +77,17 @@ for (const [index, c] of CASES.entries()) {
     const base = { query: c.query, items: c.items, labelTokenIds: [YES, NO, 9454, 2753] };
     const serial = await scorer.score({ ...base, applySoftmax: false, algorithm: 'serial' });
     t.equal(serial.scores.length, c.items.length, 'one row per item');
-    t.ok(serial.scores.every((r) => r.length === 4 && r.every((x) => Number.isFinite(x) && x > 0)), 'finite positive probabilities');
+    t.ok(
+      serial.scores.every((r) => r.length === 4 && r.every((x) => Number.isFinite(x) && x > 0)),
+      'finite positive probabilities',
+    );
     const references = { false: serial.scores, true: softmaxOfProbabilities(serial.scores) };
     if (index === 0) {
       const own = await scorer.score({ ...base, applySoftmax: true, algorithm: 'serial' });
-      t.ok(maxDiff(own.scores, references.true) <= 1e-6, `serial with applySoftmax=true is the softmax of its raw rows (max |diff| ${maxDiff(own.scores, references.true).toExponential(2)})`);
+      t.ok(
+        maxDiff(own.scores, references.true) <= 1e-6,
+        `serial with applySoftmax=true is the softmax of its raw rows (max |diff| ${maxDiff(own.scores, references.true).toExponential(2)})`,
+      );
     }
     for (const applySoftmax of [false, true]) {
       const packed = await scorer.score({ ...base, applySoftmax, algorithm: 'packed' });
@@ -79,7 +96,11 @@ for (const [index, c] of CASES.entries()) {
       const dx = maxDiff(prefix.scores, references[applySoftmax]);
       t.ok(dp <= 1e-4, `applySoftmax=${applySoftmax}: packed vs serial max |diff| ${dp.toExponential(2)}`);
       t.ok(dx <= 1e-4, `applySoftmax=${applySoftmax}: prefix vs serial max |diff| ${dx.toExponential(2)}`);
-      if (applySoftmax) t.ok(prefix.scores.every((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1) < 1e-5), 'rows sum to 1');
+      if (applySoftmax)
+        t.ok(
+          prefix.scores.every((r) => Math.abs(r.reduce((a, b) => a + b, 0) - 1) < 1e-5),
+          'rows sum to 1',
+        );
     }
   });
 }
@@ -88,9 +109,18 @@ test('token-id input equals the same text tokenized', async (t) => {
   const query = 'Is water wet? Answer:';
   const items = [' yes', ' no', ' maybe'];
   const text = await scorer.score({ query, items, labelTokenIds: [YES, NO], algorithm: 'packed' });
-  const ids = await scorer.score({ query: scorer.tokenize(query), items: items.map((i) => scorer.tokenize(i)), labelTokenIds: [YES, NO], algorithm: 'serial' });
+  const ids = await scorer.score({
+    query: scorer.tokenize(query),
+    items: items.map((i) => scorer.tokenize(i)),
+    labelTokenIds: [YES, NO],
+    algorithm: 'serial',
+  });
   t.ok(maxDiff(text.scores, ids.scores) <= 1e-4, `max |diff| ${maxDiff(text.scores, ids.scores).toExponential(2)}`);
-  t.equal(ids.usage.promptTokens, scorer.tokenize(query).length + items.reduce((a, i) => a + scorer.tokenize(i).length, 0), 'usage counts the query once plus every item');
+  t.equal(
+    ids.usage.promptTokens,
+    scorer.tokenize(query).length + items.reduce((a, i) => a + scorer.tokenize(i).length, 0),
+    'usage counts the query once plus every item',
+  );
 });
 
 test('isolation: replacing one item leaves the others unchanged', async (t) => {
@@ -108,13 +138,20 @@ test('isolation: replacing one item leaves the others unchanged', async (t) => {
     const c = await scorer.score({ query, items: longer, labelTokenIds, algorithm });
     for (const i of [0, 2, 3]) {
       t.deepEqual(b.scores[i], a.scores[i], `${algorithm}: item ${i} bit-identical after a same-length replacement`);
-      t.ok(Math.max(...c.scores[i].map((x, j) => Math.abs(x - a.scores[i][j]))) <= 1e-6, `${algorithm}: item ${i} within 1e-6 after a longer replacement`);
+      t.ok(
+        Math.max(...c.scores[i].map((x, j) => Math.abs(x - a.scores[i][j]))) <= 1e-6,
+        `${algorithm}: item ${i} within 1e-6 after a longer replacement`,
+      );
     }
   }
 });
 
 test('the same request twice gives identical scores', async (t) => {
-  const req = { query: 'Say something nice:', items: [' You are great', ' Have a nice day', ''], labelTokenIds: [YES, NO, 13] };
+  const req = {
+    query: 'Say something nice:',
+    items: [' You are great', ' Have a nice day', ''],
+    labelTokenIds: [YES, NO, 13],
+  };
   for (const algorithm of ['serial', 'packed', 'prefix', 'auto']) {
     const a = await scorer.score({ ...req, algorithm });
     const b = await scorer.score({ ...req, algorithm });
@@ -132,13 +169,27 @@ test('auto with the prefix cache (default options): a first request pays nothing
   const first = await scorer.score(req);
   const afterFirst = counters();
   t.equal(first.algorithm, 'packed', 'a first-seen query runs the cheapest plan (packed)');
-  t.deepEqual([afterFirst.hits, afterFirst.misses, afterFirst.entries], [before.hits, before.misses, before.entries], 'and leaves the cache as it was (the doorkeeper notes the query)');
-  t.ok(/seen before/.test(scorer.explain(req).reason), `explain: its second request keeps the K/V: ${scorer.explain(req).reason}`);
+  t.deepEqual(
+    [afterFirst.hits, afterFirst.misses, afterFirst.entries],
+    [before.hits, before.misses, before.entries],
+    'and leaves the cache as it was (the doorkeeper notes the query)',
+  );
+  t.ok(
+    /seen before/.test(scorer.explain(req).reason),
+    `explain: its second request keeps the K/V: ${scorer.explain(req).reason}`,
+  );
   const second = await scorer.score(req);
   const afterSecond = counters();
   t.equal(second.algorithm, 'prefix', 'the second request runs prefix');
-  t.deepEqual([afterSecond.hits, afterSecond.misses, afterSecond.entries], [afterFirst.hits, afterFirst.misses + 1, afterFirst.entries + 1], "it misses once and leaves the query's K/V in the cache");
-  t.ok(/prefix cache holds/.test(scorer.explain(req).reason), `explain prices the next repeat as a hit: ${scorer.explain(req).reason}`);
+  t.deepEqual(
+    [afterSecond.hits, afterSecond.misses, afterSecond.entries],
+    [afterFirst.hits, afterFirst.misses + 1, afterFirst.entries + 1],
+    "it misses once and leaves the query's K/V in the cache",
+  );
+  t.ok(
+    /prefix cache holds/.test(scorer.explain(req).reason),
+    `explain prices the next repeat as a hit: ${scorer.explain(req).reason}`,
+  );
   const again = await scorer.score(req);
   const third = await scorer.score(req);
   const after = counters();
@@ -147,16 +198,31 @@ test('auto with the prefix cache (default options): a first request pays nothing
   t.equal(again.algorithm, 'prefix');
   t.deepEqual(third.scores, again.scores, 'repeats from the cache are bit-identical');
   const serial = await scorer.score({ ...req, algorithm: 'serial' });
-  for (const [name, r] of [['first', first], ['second', second], ['repeat', again]]) {
+  for (const [name, r] of [
+    ['first', first],
+    ['second', second],
+    ['repeat', again],
+  ]) {
     const d = maxDiff(r.scores, serial.scores);
     t.ok(d <= 1e-4, `${name} vs serial max |diff| ${d.toExponential(2)}`);
   }
 });
 
 test('item_first runs the serial path and matches a hand-built sequence', async (t) => {
-  const r = await scorer.score({ query: ' is the answer.', items: [' Paris', ' London'], labelTokenIds: [YES, NO], itemFirst: true, algorithm: 'packed' });
+  const r = await scorer.score({
+    query: ' is the answer.',
+    items: [' Paris', ' London'],
+    labelTokenIds: [YES, NO],
+    itemFirst: true,
+    algorithm: 'packed',
+  });
   t.equal(r.algorithm, 'serial', 'item_first is served by the serial plan');
-  const manual = await scorer.score({ query: scorer.tokenize(' Paris').concat(scorer.tokenize(' is the answer.')), items: [[]], labelTokenIds: [YES, NO], algorithm: 'serial' });
+  const manual = await scorer.score({
+    query: scorer.tokenize(' Paris').concat(scorer.tokenize(' is the answer.')),
+    items: [[]],
+    labelTokenIds: [YES, NO],
+    algorithm: 'serial',
+  });
   t.ok(maxDiff([r.scores[0]], manual.scores) <= 1e-4, 'item ++ query scored as one sequence');
 });
 
@@ -213,7 +279,8 @@ test('when no call waits for the device, the Scorer gives freed host memory back
     return lastTrim;
   };
   try {
-    const request = (i) => scorer.score({ query: 'Is the following a fruit?', items: [` item ${i}`], labelTokenIds: [YES, NO] });
+    const request = (i) =>
+      scorer.score({ query: 'Is the following a fruit?', items: [` item ${i}`], labelTokenIds: [YES, NO] });
     // The Scorer looks for an idle device in a setImmediate queued as a call's turn ends, before the call's
     // answer: one check phase later it has looked; then its trim ends, and a macrotask later it may trim again.
     const nextCheck = () => new Promise((resolve) => setImmediate(resolve));

@@ -81,7 +81,11 @@ test('dense layout matches the plain-loop construction', (t) => {
     t.deepEqual(arr(d.readIndices), ref.reads, `${label} read indices`);
     t.equal(d.tokenCount, ref.tokens.length, `${label} token count`);
     t.equal(d.tokenBucket, ref.tokens.length, `${label} no padding by default`);
-    t.deepEqual(arr(d.itemLengths), items.map((x) => x.length), `${label} item lengths`);
+    t.deepEqual(
+      arr(d.itemLengths),
+      items.map((x) => x.length),
+      `${label} item lengths`,
+    );
   }
   t.end();
 });
@@ -162,7 +166,11 @@ test('factored layout matches the plain-loop construction', (t) => {
     t.equal(f.itemCountBucket, N, `${label} item count bucket`);
     t.equal(f.itemLengthBucket, L, `${label} item length bucket`);
     t.deepEqual(arr(f.queryTokens), query, `${label} query tokens`);
-    t.deepEqual(arr(f.queryPositions), query.map((_, i) => i), `${label} query positions`);
+    t.deepEqual(
+      arr(f.queryPositions),
+      query.map((_, i) => i),
+      `${label} query positions`,
+    );
     const tokens = [];
     const positions = [];
     const segments = [];
@@ -178,7 +186,11 @@ test('factored layout matches the plain-loop construction', (t) => {
     t.deepEqual(arr(f.itemTokens), tokens, `${label} grid tokens`);
     t.deepEqual(arr(f.itemPositions), positions, `${label} grid positions`);
     t.deepEqual(arr(f.itemSegmentIds), segments, `${label} grid segment ids`);
-    t.deepEqual(arr(f.itemLengths), items.map((x) => x.length), `${label} item lengths`);
+    t.deepEqual(
+      arr(f.itemLengths),
+      items.map((x) => x.length),
+      `${label} item lengths`,
+    );
     t.deepEqual(arr(f.readIndices), reads, `${label} read indices`);
   }
   t.end();
@@ -188,7 +200,11 @@ test('factored and dense layouts describe the same computation', (t) => {
   for (const { query, items } of CASES) {
     const label = `P=${query.length} lengths=[${items.map((x) => x.length)}]`;
     const d = packDense(query, items);
-    const f = packFactored(query, items, { queryBucket: query.length + 2, itemCountBucket: items.length + 1, itemLengthBucket: 6 });
+    const f = packFactored(query, items, {
+      queryBucket: query.length + 2,
+      itemCountBucket: items.length + 1,
+      itemLengthBucket: 6,
+    });
     const Pb = f.queryBucket;
     const Lb = f.itemLengthBucket;
     // Map every factored row (flattened [query ; grid]) to its dense row, or -1 for padding.
@@ -231,7 +247,12 @@ test('factored and dense layouts describe the same computation', (t) => {
 });
 
 test('factored padding and bucket errors', (t) => {
-  const f = packFactored([1, 2, 3], [[4, 5], []], { queryBucket: 4, itemCountBucket: 3, itemLengthBucket: 3, padTokenId: 9 });
+  const f = packFactored([1, 2, 3], [[4, 5], []], {
+    queryBucket: 4,
+    itemCountBucket: 3,
+    itemLengthBucket: 3,
+    padTokenId: 9,
+  });
   t.deepEqual(arr(f.queryTokens), [1, 2, 3, 9]);
   t.deepEqual(arr(f.queryPositions), [0, 1, 2, 0]);
   t.deepEqual(arr(f.querySegmentIds), [0, 0, 0, -1]);
@@ -239,7 +260,11 @@ test('factored padding and bucket errors', (t) => {
   t.deepEqual(arr(f.itemPositions), [3, 4, 0, 0, 0, 0, 0, 0, 0]);
   t.deepEqual(arr(f.itemSegmentIds), [1, 1, -1, -1, -1, -1, -1, -1, -1]);
   t.deepEqual(arr(f.itemLengths), [2, 0, 0]);
-  t.deepEqual(arr(f.readIndices), [4 + 1, 2, 0], 'item 0 at its last token, the empty item at the query end, padding at 0');
+  t.deepEqual(
+    arr(f.readIndices),
+    [4 + 1, 2, 0],
+    'item 0 at its last token, the empty item at the query end, padding at 0',
+  );
   t.throws(() => packFactored([1, 2, 3], [[4, 5]], { queryBucket: 2 }), RangeError);
   t.throws(() => packFactored([1, 2, 3], [[4, 5]], { itemLengthBucket: 1 }), RangeError);
   t.throws(() => packFactored([1, 2, 3], [[4], [5]], { itemCountBucket: 1 }), RangeError);
@@ -284,7 +309,9 @@ test('packed read tokens are the serial read tokens', (t) => {
     const d = packDense(query, items);
     const s = packSerial(query, items);
     const ok = items.every(
-      (_, i) => d.tokens[d.readIndices[i]] === s.tokens[s.readIndices[i]] && d.positions[d.readIndices[i]] === s.positions[s.readIndices[i]],
+      (_, i) =>
+        d.tokens[d.readIndices[i]] === s.tokens[s.readIndices[i]] &&
+        d.positions[d.readIndices[i]] === s.positions[s.readIndices[i]],
     );
     t.ok(ok, `P=${query.length} lengths=[${items.map((x) => x.length)}]`);
   }

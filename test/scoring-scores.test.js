@@ -38,29 +38,42 @@ test('underflow scores 0, never NaN', (t) => {
   t.deepEqual(soft[0], [0, 1], '-Infinity next to a finite label -> exactly 0 and 1');
   close(t, soft[1], [Math.exp(-9200), 1], 1e-12, 'finite but far apart: the larger label takes everything');
   t.deepEqual(soft[2], [0, 0], 'every label -Infinity: all zeros (no limit exists), not NaN');
-  for (const row of [...plain, ...soft]) t.ok(row.every((x) => !Number.isNaN(x)), 'no NaN');
+  for (const row of [...plain, ...soft])
+    t.ok(
+      row.every((x) => !Number.isNaN(x)),
+      'no NaN',
+    );
   t.end();
 });
 
 test('padded rows and columns are skipped', (t) => {
   // K = 3 rows, Lb = 4 columns; 2 real items, 3 real labels. NaN marks padding that must never be read.
-  const data = [
-    -1, -2, -3, NaN,
-    -4, -5, -6, NaN,
-    NaN, NaN, NaN, NaN,
-  ];
+  const data = [-1, -2, -3, NaN, -4, -5, -6, NaN, NaN, NaN, NaN, NaN];
   const rows = scoresFromLabelLogprobs(data, { itemCount: 2, labelCount: 3, rowStride: 4, applySoftmax: false });
   close(t, rows[0], [-1, -2, -3].map(Math.exp), 1e-15, 'row 0');
   close(t, rows[1], [-4, -5, -6].map(Math.exp), 1e-15, 'row 1');
-  t.deepEqual(scoresFromLabelLogprobs([], { itemCount: 0, labelCount: 2, applySoftmax: true }), [], 'no items, no rows');
+  t.deepEqual(
+    scoresFromLabelLogprobs([], { itemCount: 0, labelCount: 2, applySoftmax: true }),
+    [],
+    'no items, no rows',
+  );
   t.end();
 });
 
 test('invalid logprobs and shapes throw', (t) => {
-  t.throws(() => scoresFromLabelLogprobs([NaN, 0], { itemCount: 1, labelCount: 2, applySoftmax: true }), /item 0, label 0 is NaN/);
-  t.throws(() => scoresFromLabelLogprobs([0, Infinity], { itemCount: 1, labelCount: 2, applySoftmax: false }), /item 0, label 1 is Infinity/);
+  t.throws(
+    () => scoresFromLabelLogprobs([NaN, 0], { itemCount: 1, labelCount: 2, applySoftmax: true }),
+    /item 0, label 0 is NaN/,
+  );
+  t.throws(
+    () => scoresFromLabelLogprobs([0, Infinity], { itemCount: 1, labelCount: 2, applySoftmax: false }),
+    /item 0, label 1 is Infinity/,
+  );
   t.throws(() => scoresFromLabelLogprobs([0, 0, 0], { itemCount: 2, labelCount: 2, applySoftmax: false }), RangeError);
-  t.throws(() => scoresFromLabelLogprobs([0, 0], { itemCount: 1, labelCount: 2, rowStride: 1, applySoftmax: false }), RangeError);
+  t.throws(
+    () => scoresFromLabelLogprobs([0, 0], { itemCount: 1, labelCount: 2, rowStride: 1, applySoftmax: false }),
+    RangeError,
+  );
   t.throws(() => scoresFromLabelLogprobs([0], { itemCount: 1, labelCount: 0, applySoftmax: false }), RangeError);
   t.end();
 });

@@ -27,16 +27,27 @@ const uniform = (P, N, L, itemFirst = false) => shape(P, new Array(N).fill(L), i
 test('item_first is always serial, whatever was asked', (t) => {
   t.equal(choosePlan(uniform(300, 100, 10, true), 'auto', sizing, model).plan.algorithm, 'serial');
   t.equal(choosePlan(uniform(300, 100, 10, true), 'prefix', sizing, model).plan.algorithm, 'serial');
-  t.throws(() => makePlan('packed', uniform(3, 2, 2, true), sizing), /item_first/, 'makePlan refuses a shared-prefix plan for item_first');
+  t.throws(
+    () => makePlan('packed', uniform(3, 2, 2, true), sizing),
+    /item_first/,
+    'makePlan refuses a shared-prefix plan for item_first',
+  );
   t.end();
 });
 
 test('a long query with many items: the query once beats it per item by far', (t) => {
   const c = choosePlan(uniform(2000, 500, 20), 'auto', sizing, model);
   // Serial recomputes the 2000-token query for every item: at least 50x the FLOPs of any shared-query plan.
-  t.ok(c.costs.serial > 50 * Math.min(c.costs.packed, c.costs.prefix), `serial ${c.costs.serial.toExponential(2)} vs best ${Math.min(c.costs.packed, c.costs.prefix).toExponential(2)}`);
+  t.ok(
+    c.costs.serial > 50 * Math.min(c.costs.packed, c.costs.prefix),
+    `serial ${c.costs.serial.toExponential(2)} vs best ${Math.min(c.costs.packed, c.costs.prefix).toExponential(2)}`,
+  );
   // Packed must recompute the query in every chunk of items; prefix computes it once.
-  t.equal(c.plan.algorithm, 'prefix', 'prefix: 500 items need several passes, and only prefix keeps the query between them');
+  t.equal(
+    c.plan.algorithm,
+    'prefix',
+    'prefix: 500 items need several passes, and only prefix keeps the query between them',
+  );
   t.equal(c.cost, c.costs.prefix, 'the plan carries its own cost');
   t.end();
 });
@@ -50,7 +61,8 @@ test('everything fits in one pass: packed (no second program)', (t) => {
 });
 
 test('a requested algorithm is planned as asked', (t) => {
-  for (const a of ['serial', 'packed', 'prefix']) t.equal(choosePlan(uniform(30, 5, 7), a, sizing, model).plan.algorithm, a, a);
+  for (const a of ['serial', 'packed', 'prefix'])
+    t.equal(choosePlan(uniform(30, 5, 7), a, sizing, model).plan.algorithm, a, a);
   t.end();
 });
 
@@ -89,9 +101,11 @@ test('every plan covers each item exactly once, in a row long enough, within the
         }
         if (algorithm !== 'serial' && key.prefix < P) bad = `query ${P} in prefix bucket ${key.prefix}`;
         // Rows times bucket within the token budget, unless a single row is already over it.
-        if (key.items > 1 && key.items * key.itemLength > sizing.budget.tokensPerPass) bad = `pass of ${key.items}x${key.itemLength} over the budget`;
+        if (key.items > 1 && key.items * key.itemLength > sizing.budget.tokensPerPass)
+          bad = `pass of ${key.items}x${key.itemLength} over the budget`;
       }
-      if (algorithm === 'prefix' && plan.passes[0].program.program !== 'decoder_prefill') bad = 'prefix plan does not start with its prefill';
+      if (algorithm === 'prefix' && plan.passes[0].program.program !== 'decoder_prefill')
+        bad = 'prefix plan does not start with its prefill';
       if (seen.some((c) => c !== 1)) bad = 'an item is missing or repeated';
       t.equal(bad, null, `${algorithm} P=${P} N=${ls.length}: ${bad ?? 'ok'}`);
       checked++;
@@ -115,33 +129,63 @@ test('the prefix cache in the price: a held query costs its extends alone; a que
   t.ok(P >= 300 && P < 400, `query bucket ${P}`);
   const prefill = P * model.flopsPerRow + P * P * model.flopsPerKey + model.flopsPerPass;
   t.ok(Math.abs(held.cost - (alone.costs.prefix - prefill)) <= 1e-9 * held.cost, 'priced at its extend passes alone');
-  t.ok(held.cost < 0.6 * alone.costs.packed, `a hit costs about half the packed pass (${(held.cost / alone.costs.packed).toFixed(2)})`);
-  t.deepEqual(held.plan.passes.map((p) => p.program.program), ['decoder_prefill', 'decoder_extend'], 'the plan is still the whole prefix plan (the executor skips the prefill on a hit)');
+  t.ok(
+    held.cost < 0.6 * alone.costs.packed,
+    `a hit costs about half the packed pass (${(held.cost / alone.costs.packed).toFixed(2)})`,
+  );
+  t.deepEqual(
+    held.plan.passes.map((p) => p.program.program),
+    ['decoder_prefill', 'decoder_extend'],
+    'the plan is still the whole prefix plan (the executor skips the prefill on a hit)',
+  );
 
   const first = choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => true, seen: () => false });
-  t.equal(first.plan.algorithm, 'packed', 'first seen: the cheapest plan, packed (unique queries pay nothing for the cache)');
+  t.equal(
+    first.plan.algorithm,
+    'packed',
+    'first seen: the cheapest plan, packed (unique queries pay nothing for the cache)',
+  );
   t.equal(first.prefixCache, undefined);
   const second = choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => true, seen: () => true });
   t.equal(second.plan.algorithm, 'prefix', 'seen before, the cache would keep it: prefix, to leave its K/V');
   t.equal(second.prefixCache, 'keep');
-  t.ok(second.cost <= (1 + FIRST_REQUEST_ALLOWANCE) * alone.costs.packed && second.cost > alone.costs.packed, 'it costs more than packed, within the allowance');
-  t.equal(choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => false, seen: () => true }).plan.algorithm, 'packed', 'a cache that would not keep it: packed');
-  const tiny = choosePlan(uniform(30, 2, 5), 'auto', sizing, model, { holds: () => false, keeps: () => true, seen: () => true });
+  t.ok(
+    second.cost <= (1 + FIRST_REQUEST_ALLOWANCE) * alone.costs.packed && second.cost > alone.costs.packed,
+    'it costs more than packed, within the allowance',
+  );
+  t.equal(
+    choosePlan(pr, 'auto', sizing, model, { holds: () => false, keeps: () => false, seen: () => true }).plan.algorithm,
+    'packed',
+    'a cache that would not keep it: packed',
+  );
+  const tiny = choosePlan(uniform(30, 2, 5), 'auto', sizing, model, {
+    holds: () => false,
+    keeps: () => true,
+    seen: () => true,
+  });
   t.equal(tiny.plan.algorithm, 'packed', 'a tiny request whose prefix plan costs more than the allowance stays packed');
   t.ok(tiny.costs.prefix > (1 + FIRST_REQUEST_ALLOWANCE) * tiny.costs.packed, 'over the allowance');
-  t.equal(choosePlan(pr, 'packed', sizing, model, { holds: () => true, keeps: () => true }).plan.algorithm, 'packed', 'a named algorithm ignores the cache');
+  t.equal(
+    choosePlan(pr, 'packed', sizing, model, { holds: () => true, keeps: () => true }).plan.algorithm,
+    'packed',
+    'a named algorithm ignores the cache',
+  );
   t.end();
 });
 
 test('a plan is a function of its request shape alone', (t) => {
   const s = shape(100, lengths(90, 5, 40));
   for (const algorithm of ['serial', 'packed', 'prefix']) {
-    t.deepEqual(makePlan(algorithm, s, sizing), makePlan(algorithm, { ...s, itemLengths: [...s.itemLengths] }, sizing), `${algorithm}: same shape, same plan`);
+    t.deepEqual(
+      makePlan(algorithm, s, sizing),
+      makePlan(algorithm, { ...s, itemLengths: [...s.itemLengths] }, sizing),
+      `${algorithm}: same shape, same plan`,
+    );
   }
   t.end();
 });
 
-test('CPU facts keyed by CPU class: the measured classes say so; another class borrows AVX2\'s facts and says which; other platforms ignore the class', (t) => {
+test("CPU facts keyed by CPU class: the measured classes say so; another class borrows AVX2's facts and says which; other platforms ignore the class", (t) => {
   const { platformFacts } = require('../dist/scoring/platform');
   const avx2 = platformFacts('cpu', 'avx2');
   t.deepEqual(avx2.cpuClass, { isa: 'avx2', measured: true }, 'avx2: measured');
@@ -150,12 +194,20 @@ test('CPU facts keyed by CPU class: the measured classes say so; another class b
   const bf16 = platformFacts('cpu', 'avx512bf16');
   t.deepEqual(bf16.cpuClass, { isa: 'avx512bf16', measured: true }, 'avx512bf16: measured');
   t.match(bf16.measured, /^AVX-512 bf16 \(AMD EPYC Zen 4/, `avx512bf16: ${bf16.measured.slice(0, 60)}`);
-  t.deepEqual(bf16.budget, { ...avx2.budget, tokensPerPass: 3072 }, 'avx512bf16: 3,072 item rows per pass, the rest as AVX2 (docs/performance.md)');
-  t.deepEqual(bf16.cost, avx2.cost, 'avx512bf16: AVX2\'s cost constants (not fitted there)');
+  t.deepEqual(
+    bf16.budget,
+    { ...avx2.budget, tokensPerPass: 3072 },
+    'avx512bf16: 3,072 item rows per pass, the rest as AVX2 (docs/performance.md)',
+  );
+  t.deepEqual(bf16.cost, avx2.cost, "avx512bf16: AVX2's cost constants (not fitted there)");
   for (const isa of ['portable', 'avx512', 'amx']) {
     const f = platformFacts('cpu', isa);
     t.deepEqual(f.cpuClass, { isa, measured: false }, `${isa}: not measured`);
-    t.match(f.measured, new RegExp(`^${isa}: not measured on this CPU class, the facts of AVX2`), `${isa}: the load log says it borrowed the AVX2 facts`);
+    t.match(
+      f.measured,
+      new RegExp(`^${isa}: not measured on this CPU class, the facts of AVX2`),
+      `${isa}: the load log says it borrowed the AVX2 facts`,
+    );
     t.deepEqual([f.budget, f.cost], [avx2.budget, avx2.cost], `${isa}: the AVX2 budget and cost constants`);
   }
   t.notOk('cpuClass' in platformFacts('cuda', 'amx'), 'cuda: no CPU class');
@@ -169,7 +221,10 @@ test('per-platform facts: each platform its own budget and cost constants; an un
   const cuda = platformFacts('CUDA');
   const other = platformFacts('rocm');
   t.ok(cpu.known && cuda.known, 'cpu and cuda have entries');
-  t.ok(cuda.budget.tokensPerPass > cpu.budget.tokensPerPass, `the GPU's pass budget (${cuda.budget.tokensPerPass}) is larger than the CPU's (${cpu.budget.tokensPerPass})`);
+  t.ok(
+    cuda.budget.tokensPerPass > cpu.budget.tokensPerPass,
+    `the GPU's pass budget (${cuda.budget.tokensPerPass}) is larger than the CPU's (${cpu.budget.tokensPerPass})`,
+  );
   t.ok(/unmeasured/.test(cuda.measured), 'what was not measured on the GPU says so');
   t.notOk(other.known, 'rocm: no entry');
   t.deepEqual(other.budget, cpu.budget, 'rocm falls back to the CPU budget');
@@ -177,7 +232,10 @@ test('per-platform facts: each platform its own budget and cost constants; an un
   const s = uniform(64, 400, 20);
   const onCpu = makePlan('packed', s, { ...sizing, budget: cpu.budget });
   const onGpu = makePlan('packed', s, { ...sizing, budget: cuda.budget });
-  t.ok(onGpu.passes.length < onCpu.passes.length, `400 items: ${onGpu.passes.length} passes with the GPU budget, ${onCpu.passes.length} with the CPU's`);
+  t.ok(
+    onGpu.passes.length < onCpu.passes.length,
+    `400 items: ${onGpu.passes.length} passes with the GPU budget, ${onCpu.passes.length} with the CPU's`,
+  );
   const m = costModelFor(config, { keyWeight: 1, flopsPerPass: 0 });
   t.equal(m.flopsPerPass, 0, 'cost constants come from the caller');
   t.end();
@@ -189,15 +247,35 @@ test('per-platform budgets follow the device memory: a sixteenth of it for one p
     const measured = platformFacts(name).budget;
     const roomy = measured.scoreBytesPerPass / SCORE_SHARE_OF_DEVICE_MEMORY;
     t.deepEqual(budgetForMemory(measured, roomy), measured, `${name}: memory to spare keeps the measured budget`);
-    t.deepEqual(budgetForMemory(measured, 100 * roomy), measured, `${name}: more memory never grows it past what was measured`);
+    t.deepEqual(
+      budgetForMemory(measured, 100 * roomy),
+      measured,
+      `${name}: more memory never grows it past what was measured`,
+    );
     t.deepEqual(budgetForMemory(measured, NaN), measured, `${name}: unknown memory keeps the measured budget`);
     // A quarter of that memory: every limit a quarter (the plain arithmetic, by hand).
     const quarter = budgetForMemory(measured, roomy / 4);
-    t.equal(quarter.scoreBytesPerPass, Math.floor(measured.scoreBytesPerPass / 4), `${name}: score bytes scale with memory`);
-    t.equal(quarter.tokensPerPass, Math.max(256, Math.floor(measured.tokensPerPass / 4)), `${name}: tokens per pass scale alike`);
-    t.equal(quarter.batchRowsPerPass, Math.max(256, Math.floor(measured.batchRowsPerPass / 4)), `${name}: batch rows scale alike`);
+    t.equal(
+      quarter.scoreBytesPerPass,
+      Math.floor(measured.scoreBytesPerPass / 4),
+      `${name}: score bytes scale with memory`,
+    );
+    t.equal(
+      quarter.tokensPerPass,
+      Math.max(256, Math.floor(measured.tokensPerPass / 4)),
+      `${name}: tokens per pass scale alike`,
+    );
+    t.equal(
+      quarter.batchRowsPerPass,
+      Math.max(256, Math.floor(measured.batchRowsPerPass / 4)),
+      `${name}: batch rows scale alike`,
+    );
     const tiny = budgetForMemory(measured, 2 ** 20);
-    t.deepEqual(tiny, { tokensPerPass: 256, scoreBytesPerPass: 16 * 2 ** 20, batchRowsPerPass: 256 }, `${name}: a tiny device gets the floor, not zero`);
+    t.deepEqual(
+      tiny,
+      { tokensPerPass: 256, scoreBytesPerPass: 16 * 2 ** 20, batchRowsPerPass: 256 },
+      `${name}: a tiny device gets the floor, not zero`,
+    );
   }
   // The H100 with the CUDA plugin's default memory fraction (0.75 of 80 GB): 3.75 GB of scores, under the measured 4 GiB.
   const h100 = budgetForMemory(platformFacts('cuda').budget, 0.75 * 80e9);
@@ -207,6 +285,9 @@ test('per-platform budgets follow the device memory: a sixteenth of it for one p
   const s = uniform(64, 400, 20);
   const plan = makePlan('packed', s, { ...sizing, budget: small });
   const roomyPlan = makePlan('packed', s, { ...sizing, budget: platformFacts('cpu').budget });
-  t.ok(plan.passes.length > roomyPlan.passes.length, `1 GiB of memory: ${plan.passes.length} passes against ${roomyPlan.passes.length}`);
+  t.ok(
+    plan.passes.length > roomyPlan.passes.length,
+    `1 GiB of memory: ${plan.passes.length} passes against ${roomyPlan.passes.length}`,
+  );
   t.end();
 });

@@ -12,7 +12,11 @@ const JOBS = ['bench', 'build', 'lab', 'lib'];
 
 test('scripts/ holds its job folders and nothing loose beside them', (t) => {
   const top = fs.readdirSync(path.join(root, 'scripts'), { withFileTypes: true });
-  t.deepEqual(top.filter((e) => !e.isDirectory()).map((e) => e.name), [], 'no file at the top of scripts/');
+  t.deepEqual(
+    top.filter((e) => !e.isDirectory()).map((e) => e.name),
+    [],
+    'no file at the top of scripts/',
+  );
   t.deepEqual(top.map((e) => e.name).sort(), JOBS, `the folders are ${JOBS.join(', ')}`);
   t.end();
 });
@@ -30,7 +34,14 @@ test('every npm script that runs a file names one that exists', (t) => {
 });
 
 test('every scripts/ path the docs, the README and the tests cite exists', (t) => {
-  const docs = ['README.md', 'deploy/README.md', 'native/README.md', 'bench-results/README.md', 'CMakeLists.txt', '.ci/run'];
+  const docs = [
+    'README.md',
+    'deploy/README.md',
+    'native/README.md',
+    'bench-results/README.md',
+    'CMakeLists.txt',
+    '.ci/run',
+  ];
   for (const dir of ['docs', 'test', 'test/helpers']) {
     for (const f of fs.readdirSync(path.join(root, dir))) if (/\.(md|js)$/.test(f)) docs.push(path.join(dir, f));
   }

@@ -22,7 +22,9 @@ function closeTo(t, actual, expected, tol, message) {
   const ok =
     Array.isArray(actual) &&
     actual.length === expected.length &&
-    actual.every((row, i) => row.length === expected[i].length && row.every((v, j) => Math.abs(v - expected[i][j]) <= tol));
+    actual.every(
+      (row, i) => row.length === expected[i].length && row.every((v, j) => Math.abs(v - expected[i][j]) <= tol),
+    );
   let worst = 0;
   if (ok) actual.forEach((row, i) => row.forEach((v, j) => (worst = Math.max(worst, Math.abs(v - expected[i][j])))));
   t.ok(ok, `${message} (max abs diff ${ok ? worst.toExponential(2) : 'n/a'})`);
@@ -36,9 +38,14 @@ function scoresOf(t, res, items, labels, what) {
   t.equal(body.object, 'scoring', `${what}: object is "scoring"`);
   t.ok(Array.isArray(body.scores), `${what}: scores is an array`);
   t.equal((body.scores || []).length, items, `${what}: ${items} rows`);
-  t.ok((body.scores || []).every((row) => Array.isArray(row) && row.length === labels), `${what}: ${labels} labels per row`);
   t.ok(
-    (body.scores || []).every((row) => row.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1 + 1e-6)),
+    (body.scores || []).every((row) => Array.isArray(row) && row.length === labels),
+    `${what}: ${labels} labels per row`,
+  );
+  t.ok(
+    (body.scores || []).every((row) =>
+      row.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0 && v <= 1 + 1e-6),
+    ),
     `${what}: every score is a probability`,
   );
   return body.scores || [];
@@ -61,12 +68,20 @@ test('basic: 3 items x 2 labels, with and without softmax', async (t) => {
   const rawScores = scoresOf(t, raw, 3, 2, 'apply_softmax false');
   t.equal(raw.json.model, 'SmolLM2-135M-Instruct', 'model name');
   const u = raw.json.usage;
-  const expectedTokens = tokenizer.encode(QUERY).length + items.reduce((n, item) => n + tokenizer.encode(item).length, 0);
-  t.deepEqual(u, { prompt_tokens: expectedTokens, completion_tokens: 0, total_tokens: expectedTokens }, 'usage counts the query once plus every item');
+  const expectedTokens =
+    tokenizer.encode(QUERY).length + items.reduce((n, item) => n + tokenizer.encode(item).length, 0);
+  t.deepEqual(
+    u,
+    { prompt_tokens: expectedTokens, completion_tokens: 0, total_tokens: expectedTokens },
+    'usage counts the query once plus every item',
+  );
 
   const soft = await score({ query: QUERY, items, label_token_ids: [YES, NO], apply_softmax: true });
   const softScores = scoresOf(t, soft, 3, 2, 'apply_softmax true');
-  t.ok(softScores.every((row) => Math.abs(row[0] + row[1] - 1) < 1e-6), 'softmax rows sum to 1');
+  t.ok(
+    softScores.every((row) => Math.abs(row[0] + row[1] - 1) < 1e-6),
+    'softmax rows sum to 1',
+  );
   // softmax(logprobs[labels]) = exp(logprobs[labels]) / sum: an identity between the two modes.
   const normalized = rawScores.map((row) => row.map((v) => v / row.reduce((a, b) => a + b, 0)));
   closeTo(t, softScores, normalized, 1e-5, 'softmax scores = exp scores normalized per row');
@@ -83,7 +98,13 @@ test('1, 2, 4, 6 and 20 items: each item scores as it does alone', async (t) => 
     const items = Array.from({ length: n }, (_, i) => FRUITS[i % FRUITS.length]);
     const res = await score({ query: QUERY, items, label_token_ids: [YES, NO] });
     const scores = scoresOf(t, res, n, 2, `${n} items`);
-    closeTo(t, scores, items.map((_, i) => alone[i % FRUITS.length]), TOL, `${n} items = each scored alone`);
+    closeTo(
+      t,
+      scores,
+      items.map((_, i) => alone[i % FRUITS.length]),
+      TOL,
+      `${n} items = each scored alone`,
+    );
   }
 });
 
@@ -95,13 +116,31 @@ test('items: [] -> 200 with scores: []', async (t) => {
 });
 
 test('a single string as items is one item', async (t) => {
-  const single = scoresOf(t, await score({ query: QUERY, items: ' apple', label_token_ids: [YES, NO] }), 1, 2, 'items: " apple"');
-  const list = scoresOf(t, await score({ query: QUERY, items: [' apple'], label_token_ids: [YES, NO] }), 1, 2, 'items: [" apple"]');
+  const single = scoresOf(
+    t,
+    await score({ query: QUERY, items: ' apple', label_token_ids: [YES, NO] }),
+    1,
+    2,
+    'items: " apple"',
+  );
+  const list = scoresOf(
+    t,
+    await score({ query: QUERY, items: [' apple'], label_token_ids: [YES, NO] }),
+    1,
+    2,
+    'items: [" apple"]',
+  );
   closeTo(t, single, list, 0, 'same as a one-item list');
 });
 
 test('[""] is accepted: an empty item is read at the query\'s last token', async (t) => {
-  const empty = scoresOf(t, await score({ query: QUERY, items: [''], label_token_ids: [YES, NO] }), 1, 2, 'items: [""]');
+  const empty = scoresOf(
+    t,
+    await score({ query: QUERY, items: [''], label_token_ids: [YES, NO] }),
+    1,
+    2,
+    'items: [""]',
+  );
   // Same sequence, same read position: the query minus its last token, with that token as the item.
   const q = tokenizer.encode(QUERY);
   const split = scoresOf(
@@ -121,7 +160,11 @@ test('unicode query and items', async (t) => {
   // Text is tokenized piece by piece: the token-id form of the same request scores the same.
   const ids = scoresOf(
     t,
-    await score({ query: tokenizer.encode(query), items: items.map((i) => tokenizer.encode(i)), label_token_ids: [YES, NO] }),
+    await score({
+      query: tokenizer.encode(query),
+      items: items.map((i) => tokenizer.encode(i)),
+      label_token_ids: [YES, NO],
+    }),
     items.length,
     2,
     'unicode as token ids',
@@ -134,21 +177,45 @@ test('token-id query and items', async (t) => {
   const items = FRUITS.slice(0, 4).map((f) => tokenizer.encode(f));
   const res = await score({ query, items, label_token_ids: [YES, NO], apply_softmax: true });
   const fromIds = scoresOf(t, res, 4, 2, 'token ids');
-  t.equal(res.json.usage.prompt_tokens, query.length + items.reduce((n, i) => n + i.length, 0), 'usage counts the token ids');
-  const fromText = scoresOf(t, await score({ query: QUERY, items: FRUITS.slice(0, 4), label_token_ids: [YES, NO], apply_softmax: true }), 4, 2, 'text');
+  t.equal(
+    res.json.usage.prompt_tokens,
+    query.length + items.reduce((n, i) => n + i.length, 0),
+    'usage counts the token ids',
+  );
+  const fromText = scoresOf(
+    t,
+    await score({ query: QUERY, items: FRUITS.slice(0, 4), label_token_ids: [YES, NO], apply_softmax: true }),
+    4,
+    2,
+    'text',
+  );
   closeTo(t, fromIds, fromText, TOL, 'token ids = text');
 });
 
 test('item_first true and false', async (t) => {
   const query = ' is a fruit. Yes or no?';
   const items = ['Apple', 'Car'];
-  const first = scoresOf(t, await score({ query, items, label_token_ids: [YES, NO], item_first: true }), 2, 2, 'item_first true');
-  const last = scoresOf(t, await score({ query, items, label_token_ids: [YES, NO], item_first: false }), 2, 2, 'item_first false');
+  const first = scoresOf(
+    t,
+    await score({ query, items, label_token_ids: [YES, NO], item_first: true }),
+    2,
+    2,
+    'item_first true',
+  );
+  const last = scoresOf(
+    t,
+    await score({ query, items, label_token_ids: [YES, NO], item_first: false }),
+    2,
+    2,
+    'item_first false',
+  );
   t.notDeepEqual(first, last, 'the order changes the scores');
   // item ++ query read at the query's last token is the query-first request with the roles swapped.
   const swapped = [];
   for (const item of items) {
-    swapped.push(scoresOf(t, await score({ query: item, items: [query], label_token_ids: [YES, NO] }), 1, 2, `swapped ${item}`)[0]);
+    swapped.push(
+      scoresOf(t, await score({ query: item, items: [query], label_token_ids: [YES, NO] }), 1, 2, `swapped ${item}`)[0],
+    );
   }
   closeTo(t, first, swapped, TOL, 'item_first = item as query, query as item');
   t.ok(
@@ -169,21 +236,45 @@ test('the same request twice gives identical scores', async (t) => {
 
 test('1, 2, 4 and 8 labels: a label scores the same whatever else is asked', async (t) => {
   const labels = [YES, NO, 5248, 2114, 28, 330, 1242, 9805];
-  const full = scoresOf(t, await score({ query: QUERY, items: FRUITS.slice(0, 2), label_token_ids: labels }), 2, 8, '8 labels');
+  const full = scoresOf(
+    t,
+    await score({ query: QUERY, items: FRUITS.slice(0, 2), label_token_ids: labels }),
+    2,
+    8,
+    '8 labels',
+  );
   for (const n of [1, 2, 4]) {
     const res = await score({ query: QUERY, items: FRUITS.slice(0, 2), label_token_ids: labels.slice(0, n) });
     const scores = scoresOf(t, res, 2, n, `${n} labels`);
-    closeTo(t, scores, full.map((row) => row.slice(0, n)), TOL, `${n} labels = the first ${n} columns of 8`);
+    closeTo(
+      t,
+      scores,
+      full.map((row) => row.slice(0, n)),
+      TOL,
+      `${n} labels = the first ${n} columns of 8`,
+    );
   }
   t.ok(Math.abs(full[0][0] - full[0][7]) < 1e-7, 'a repeated label gets the same score');
-  const soft = scoresOf(t, await score({ query: QUERY, items: FRUITS.slice(0, 2), label_token_ids: labels.slice(0, 4), apply_softmax: true }), 2, 4, '4 labels softmax');
-  t.ok(soft.every((row) => Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-6), '4-label softmax rows sum to 1');
+  const soft = scoresOf(
+    t,
+    await score({ query: QUERY, items: FRUITS.slice(0, 2), label_token_ids: labels.slice(0, 4), apply_softmax: true }),
+    2,
+    4,
+    '4 labels softmax',
+  );
+  t.ok(
+    soft.every((row) => Math.abs(row.reduce((a, b) => a + b, 0) - 1) < 1e-6),
+    '4-label softmax rows sum to 1',
+  );
 });
 
 test('concurrent requests with the same query may share a call; each gets its own scores', async (t) => {
   const lists = [[' apple'], [' car', ' banana'], [' hammer'], [' cherry', ' cloud']];
   const alone = [];
-  for (const items of lists) alone.push(scoresOf(t, await score({ query: QUERY, items, label_token_ids: [YES, NO] }), items.length, 2, `alone ${items}`));
+  for (const items of lists)
+    alone.push(
+      scoresOf(t, await score({ query: QUERY, items, label_token_ids: [YES, NO] }), items.length, 2, `alone ${items}`),
+    );
   const metric = async (name) => {
     const text = (await service.request({ path: '/metrics' })).text;
     const line = text.split('\n').find((l) => l.startsWith(`${name} `));
@@ -192,7 +283,15 @@ test('concurrent requests with the same query may share a call; each gets its ow
   const calls0 = await metric('pjrt_score_backend_calls_total');
   const together = await Promise.all(lists.map((items) => score({ query: QUERY, items, label_token_ids: [YES, NO] })));
   const calls = (await metric('pjrt_score_backend_calls_total')) - calls0;
-  together.forEach((res, i) => closeTo(t, scoresOf(t, res, lists[i].length, 2, `concurrent ${lists[i]}`), alone[i], TOL, `concurrent ${lists[i]} = alone`));
+  together.forEach((res, i) =>
+    closeTo(
+      t,
+      scoresOf(t, res, lists[i].length, 2, `concurrent ${lists[i]}`),
+      alone[i],
+      TOL,
+      `concurrent ${lists[i]} = alone`,
+    ),
+  );
   t.ok(calls < lists.length, `${lists.length} concurrent requests took ${calls} Scorer calls`);
   const batched = service.logs.filter((e) => e.event === 'request' && e.batch > 1);
   t.ok(batched.length > 0, 'the request log says which requests shared a call');
@@ -237,7 +336,8 @@ test('GET /metrics in the Prometheus text format', async (t) => {
   t.equal(res.status, 200, '200');
   t.match(res.headers['content-type'], /^text\/plain; version=0\.0\.4/, 'Prometheus content type');
   const lines = res.text.trim().split('\n');
-  const sample = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? (-?[0-9.e+-]+|[+-]Inf|NaN)$/;
+  const sample =
+    /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*",?)*\})? (-?[0-9.e+-]+|[+-]Inf|NaN)$/;
   // prom-client separates metrics with blank lines, which the format ignores.
   const bad = lines.filter((l) => l !== '' && !l.startsWith('# HELP ') && !l.startsWith('# TYPE ') && !sample.test(l));
   t.deepEqual(bad, [], 'every line is a comment or a sample');
@@ -245,9 +345,22 @@ test('GET /metrics in the Prometheus text format', async (t) => {
     const line = lines.find((l) => re.test(l));
     return line === undefined ? undefined : Number(line.split(' ').pop());
   };
-  t.ok(value(/^pjrt_score_requests_total\{status="200",algorithm="(packed|prefix|serial)"\}/) > 0, 'requests by status and algorithm');
-  t.ok(lines.some((l) => /^pjrt_score_request_duration_seconds_bucket\{(?=[^}]*status="200")(?=[^}]*algorithm="serial")(?=[^}]*le="\+Inf")[^}]*\} \d+/.test(l)), 'latency histogram (serial for item_first)');
-  t.ok(lines.some((l) => l === '# TYPE pjrt_score_request_duration_seconds histogram'), 'histogram type');
+  t.ok(
+    value(/^pjrt_score_requests_total\{status="200",algorithm="(packed|prefix|serial)"\}/) > 0,
+    'requests by status and algorithm',
+  );
+  t.ok(
+    lines.some((l) =>
+      /^pjrt_score_request_duration_seconds_bucket\{(?=[^}]*status="200")(?=[^}]*algorithm="serial")(?=[^}]*le="\+Inf")[^}]*\} \d+/.test(
+        l,
+      ),
+    ),
+    'latency histogram (serial for item_first)',
+  );
+  t.ok(
+    lines.some((l) => l === '# TYPE pjrt_score_request_duration_seconds histogram'),
+    'histogram type',
+  );
   t.ok(value(/^pjrt_score_items_scored_total /) >= 60, 'items scored');
   t.ok(value(/^pjrt_score_tokens_scored_total /) > 0, 'tokens scored');
   t.equal(value(/^pjrt_score_queue_depth /), 0, 'queue depth');
@@ -256,7 +369,13 @@ test('GET /metrics in the Prometheus text format', async (t) => {
   t.ok(value(/^pjrt_score_jit_compile_seconds_total /) >= 0, 'compile seconds');
   t.ok(value(/^process_resident_memory_bytes /) > 100e6, 'process memory');
   // The queue under SGLang's and vLLM's names, beside ours (the server is idle: 0 = pjrt_score_queue_depth).
-  for (const name of ['sglang:num_queue_reqs', 'sglang:num_running_reqs', 'vllm:num_requests_waiting', 'vllm:num_requests_running', 'vllm:kv_cache_usage_perc']) {
+  for (const name of [
+    'sglang:num_queue_reqs',
+    'sglang:num_running_reqs',
+    'vllm:num_requests_waiting',
+    'vllm:num_requests_running',
+    'vllm:kv_cache_usage_perc',
+  ]) {
     t.equal(value(new RegExp(`^${name}\\{model_name="SmolLM2-135M-Instruct"\\} `)), 0, `${name}{model_name} (idle: 0)`);
   }
 });
@@ -269,7 +388,7 @@ test('probes and what a gateway reads: /livez, /readyz, /server_info, /model_inf
   t.deepEqual(await get('/version'), { version: pkg.version }, '/version');
   const info = await get('/server_info');
   t.equal(info.model_path, 'SmolLM2-135M-Instruct', '/server_info model_path');
-  t.equal(info.context_length, 8192, 'context_length (the model\'s)');
+  t.equal(info.context_length, 8192, "context_length (the model's)");
   t.deepEqual(await get('/get_server_info'), { ...info }, '/get_server_info is the same');
   const model = await get('/model_info');
   t.equal(model.is_generation, false, '/model_info: not a generator');
@@ -285,7 +404,10 @@ test('probes and what a gateway reads: /livez, /readyz, /server_info, /model_inf
 });
 
 test('one JSON log line per request', async (t) => {
-  const res = await service.score({ query: QUERY, items: [' apple'], label_token_ids: [YES] }, { headers: { 'x-request-id': 'api-test-42' } });
+  const res = await service.score(
+    { query: QUERY, items: [' apple'], label_token_ids: [YES] },
+    { headers: { 'x-request-id': 'api-test-42' } },
+  );
   t.equal(res.headers['x-request-id'], 'api-test-42', 'the request id is echoed');
   const line = await service.waitForLog((e) => e.event === 'request' && e.id === 'api-test-42', 5000);
   t.equal(line.status, 200, 'status');

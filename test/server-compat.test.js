@@ -37,7 +37,11 @@ test('one error body: the flat SGLang fields and the nested OpenAI error object'
   const r = await post('/v1/score', { query: 'a', items: ['b'], label_token_ids: 'x' });
   t.equal(r.status, 400);
   const { object, message, type, param, code, error } = r.body;
-  t.deepEqual({ object, type, param, code }, { object: 'error', type: 'BadRequestError', param: 'label_token_ids', code: 400 }, 'flat fields');
+  t.deepEqual(
+    { object, type, param, code },
+    { object: 'error', type: 'BadRequestError', param: 'label_token_ids', code: 400 },
+    'flat fields',
+  );
   t.ok(typeof message === 'string' && message.startsWith('label_token_ids'), message);
   t.deepEqual(error, { message, type, param, code }, 'nested error: the same message, type, param and code');
   const missing = await get('/no/such/path');
@@ -73,7 +77,12 @@ function writtenNumbers(text, key) {
 
 test('scores are JSON floats: a softmax over one label is exactly 1, written 1.0', async (t) => {
   const label = scorer.tokenize(' yes')[0];
-  const r = await post('/v1/score', { query: 'Is the sky blue?', items: [' yes', ' no'], label_token_ids: [label], apply_softmax: true });
+  const r = await post('/v1/score', {
+    query: 'Is the sky blue?',
+    items: [' yes', ' no'],
+    label_token_ids: [label],
+    apply_softmax: true,
+  });
   t.equal(r.status, 200);
   t.deepEqual(r.body.scores, [[1], [1]], 'the softmax of one value is 1');
   t.deepEqual(writtenNumbers(r.text, 'scores'), ['1.0', '1.0'], 'written with a fraction part');
@@ -90,13 +99,27 @@ test("an empty query (SGLang's): each item is its own sequence", async (t) => {
   // The same sequences split differently: the first token as the query, the rest as the item.
   for (let i = 0; i < items.length; i++) {
     const ids = scorer.tokenize(items[i]);
-    const expected = ids.length > 1
-      ? (await scorer.score({ query: ids.slice(0, 1), items: [ids.slice(1)], labelTokenIds: labels, algorithm: 'serial' })).scores[0]
-      : (await scorer.score({ query: ids, items: [[]], labelTokenIds: labels, algorithm: 'serial' })).scores[0];
-    t.ok(r.body.scores[i].every((v, j) => Math.abs(v - expected[j]) < 1e-4), `item ${i}: ${r.body.scores[i]} against ${expected}`);
+    const expected =
+      ids.length > 1
+        ? (
+            await scorer.score({
+              query: ids.slice(0, 1),
+              items: [ids.slice(1)],
+              labelTokenIds: labels,
+              algorithm: 'serial',
+            })
+          ).scores[0]
+        : (await scorer.score({ query: ids, items: [[]], labelTokenIds: labels, algorithm: 'serial' })).scores[0];
+    t.ok(
+      r.body.scores[i].every((v, j) => Math.abs(v - expected[j]) < 1e-4),
+      `item ${i}: ${r.body.scores[i]} against ${expected}`,
+    );
   }
   const softmax = await post('/v1/score', { query: '', items, label_token_ids: labels, apply_softmax: true });
-  t.ok(softmax.body.scores.every((row) => Math.abs(row[0] + row[1] - 1) < 1e-6), 'softmax rows sum to 1');
+  t.ok(
+    softmax.body.scores.every((row) => Math.abs(row[0] + row[1] - 1) < 1e-6),
+    'softmax rows sum to 1',
+  );
   const nothing = await post('/v1/score', { query: '', items: ['a', ''], label_token_ids: labels });
   t.deepEqual([nothing.status, nothing.body.param], [400, 'items'], 'an empty item beside an empty query: 400');
 });
@@ -119,7 +142,8 @@ test("GET /info: TEI's fields", async (t) => {
   t.equal(info.body.model_id, scorer.modelName);
   t.equal(info.body.max_input_length, scorer.config.contextLength);
   t.ok('reranker' in info.body.model_type, 'a reranker');
-  for (const key of ['max_concurrent_requests', 'max_batch_tokens', 'max_client_batch_size', 'version']) t.ok(info.body[key] !== undefined, key);
+  for (const key of ['max_concurrent_requests', 'max_batch_tokens', 'max_client_batch_size', 'version'])
+    t.ok(info.body[key] !== undefined, key);
 });
 
 const QUERY = 'What is the capital of France?';
@@ -127,7 +151,13 @@ const DOCS = ['Paris is the capital of France.', 'Bananas are yellow.', 'Berlin 
 
 test("POST /v2/rerank: Cohere v2's shape, the same relevances as /v1/rerank", async (t) => {
   const v1 = await post('/v1/rerank', { query: QUERY, documents: DOCS, return_documents: true });
-  const v2 = await post('/v2/rerank', { model: 'rerank-v3.5', query: QUERY, documents: DOCS, top_n: 2, return_documents: true });
+  const v2 = await post('/v2/rerank', {
+    model: 'rerank-v3.5',
+    query: QUERY,
+    documents: DOCS,
+    top_n: 2,
+    return_documents: true,
+  });
   t.equal(v2.status, 200, v2.text.slice(0, 200));
   t.deepEqual(v2.body.results, v1.body.results.slice(0, 2), 'the best two, as v1 ranks them');
   t.equal(v2.body.meta.api_version.version, '2', 'meta.api_version');
@@ -143,7 +173,12 @@ test("rank_fields on v1: the named fields' values in order; the caller's whole o
     { id: 'a1', title: 'France', text: 'Paris is its capital.', year: 2020 },
     { id: 'b2', title: 'Fruit', text: 'Bananas are yellow.' },
   ];
-  const ranked = await post('/v1/rerank', { query: QUERY, documents: docs, rank_fields: ['title', 'text'], return_documents: true });
+  const ranked = await post('/v1/rerank', {
+    query: QUERY,
+    documents: docs,
+    rank_fields: ['title', 'text'],
+    return_documents: true,
+  });
   t.equal(ranked.status, 200, ranked.text.slice(0, 200));
   const joined = await post('/v1/rerank', { query: QUERY, documents: docs.map((d) => `${d.title}\n${d.text}`) });
   t.deepEqual(
@@ -151,14 +186,34 @@ test("rank_fields on v1: the named fields' values in order; the caller's whole o
     joined.body.results.map((r) => [r.index, r.relevance_score]),
     'equals the values joined by newlines, as strings',
   );
-  t.ok(ranked.body.results.every((r) => JSON.stringify(r.document) === JSON.stringify(docs[r.index])), 'document: the whole object, extra fields kept');
+  t.ok(
+    ranked.body.results.every((r) => JSON.stringify(r.document) === JSON.stringify(docs[r.index])),
+    'document: the whole object, extra fields kept',
+  );
   const none = await post('/v1/rerank', { query: QUERY, documents: [{ body: 'x' }] });
   t.deepEqual([none.status, none.body.param], [400, 'documents'], 'an object with none of the ranked fields: 400');
   t.ok(none.body.message.includes('rank_fields'), none.body.message);
 });
 
 // Long documents: 20,000 words, each one token behind a space, so a cut by tokens is a cut by words.
-const WORDS = ['apple', 'river', 'blue', 'stone', 'music', 'garden', 'paper', 'winter', 'horse', 'silver', 'cloud', 'table', 'bread', 'light', 'ocean', 'forest'];
+const WORDS = [
+  'apple',
+  'river',
+  'blue',
+  'stone',
+  'music',
+  'garden',
+  'paper',
+  'winter',
+  'horse',
+  'silver',
+  'cloud',
+  'table',
+  'bread',
+  'light',
+  'ocean',
+  'forest',
+];
 const LONG = Array.from({ length: 20_000 }, (_, i) => WORDS[(i * 7 + ((i >> 4) % 5)) % WORDS.length]);
 const text = (words) => words.join(' ');
 const first = (n) => text(LONG.slice(0, n));
@@ -166,8 +221,12 @@ const last = (n) => text(LONG.slice(LONG.length - n));
 const CUT = 64;
 
 test('a 20,000-token document: the tokens are the words', async (t) => {
-  t.equal(scorer.tokenize(` ${text(LONG)}`).length, 20_000, '20,000 tokens behind the template\'s space');
-  t.deepEqual(scorer.tokenize(` ${last(CUT)}`), scorer.tokenize(` ${text(LONG)}`).slice(-CUT), 'the last words are the last tokens');
+  t.equal(scorer.tokenize(` ${text(LONG)}`).length, 20_000, "20,000 tokens behind the template's space");
+  t.deepEqual(
+    scorer.tokenize(` ${last(CUT)}`),
+    scorer.tokenize(` ${text(LONG)}`).slice(-CUT),
+    'the last words are the last tokens',
+  );
 });
 
 test('past the context with no truncation asked for: 400 naming the field to set, in each shape', async (t) => {
@@ -175,11 +234,18 @@ test('past the context with no truncation asked for: 400 naming the field to set
     ['/v1/rerank', { query: QUERY, documents: [text(LONG)] }, 'max_chunks_per_doc or truncate_prompt_tokens'],
     ['/rerank', { query: QUERY, texts: [text(LONG)] }, 'truncate'],
     ['/v2/rerank', { query: QUERY, documents: [text(LONG)], max_tokens_per_doc: 20_000 }, 'max_tokens_per_doc'],
-    ['/v1/score', { query: QUERY, items: [text(LONG)], label_token_ids: [1, 2] }, 'truncate (or truncate_prompt_tokens)'],
+    [
+      '/v1/score',
+      { query: QUERY, items: [text(LONG)], label_token_ids: [1, 2] },
+      'truncate (or truncate_prompt_tokens)',
+    ],
   ];
   for (const [path, body, field] of cases) {
     const r = await post(path, body);
-    t.ok(r.status === 400 && r.body.message.endsWith(`set ${field} to cut it`), `${path}: ${r.status} ${r.body.message}`);
+    t.ok(
+      r.status === 400 && r.body.message.endsWith(`set ${field} to cut it`),
+      `${path}: ${r.status} ${r.body.message}`,
+    );
   }
   try {
     await scorer.score({ query: QUERY, items: [text(LONG)], labelTokenIds: [1, 2] });
@@ -198,14 +264,26 @@ test('truncated scores equal the hand-cut document: Cohere v2 max_tokens_per_doc
   t.equal(v2.status, 200, v2.text.slice(0, 200));
   t.deepEqual(byIndex(v2.body.results), byIndex(byHand.body.results), 'v2: the first 64 tokens');
   t.equal(v2.body.usage.prompt_tokens, byHand.body.usage.prompt_tokens, 'usage after: the hand-cut count');
-  t.equal(v2.body.usage.prompt_tokens_before_truncation, byHand.body.usage.prompt_tokens - CUT + 20_000, 'usage before: 20,000 document tokens');
+  t.equal(
+    v2.body.usage.prompt_tokens_before_truncation,
+    byHand.body.usage.prompt_tokens - CUT + 20_000,
+    'usage before: 20,000 document tokens',
+  );
   t.ok(v2.body.meta.warnings[0].startsWith('truncated to fit: documents 0 '), v2.body.meta.warnings[0]);
   const one = await post('/v1/rerank', { query: QUERY, documents: ['apple'] });
   const overhead = one.body.usage.prompt_tokens - 1; // the prompt around one document of one token
-  const vllm = await post('/v1/rerank', { query: QUERY, documents: [text(LONG)], truncate_prompt_tokens: overhead + CUT });
+  const vllm = await post('/v1/rerank', {
+    query: QUERY,
+    documents: [text(LONG)],
+    truncate_prompt_tokens: overhead + CUT,
+  });
   const endByHand = await post('/v1/rerank', { query: QUERY, documents: [last(CUT)] });
   t.equal(vllm.status, 200, vllm.text.slice(0, 200));
-  t.deepEqual(byIndex(vllm.body.results), byIndex(endByHand.body.results), 'truncate_prompt_tokens: the last 64 tokens');
+  t.deepEqual(
+    byIndex(vllm.body.results),
+    byIndex(endByHand.body.results),
+    'truncate_prompt_tokens: the last 64 tokens',
+  );
 });
 
 test("TEI truncate and v1 max_chunks_per_doc: the model's context, cut as by hand (compared in tokens)", async (t) => {
@@ -218,30 +296,65 @@ test("TEI truncate and v1 max_chunks_per_doc: the model's context, cut as by han
   t.equal(one.score.queryTokens.length + right[0].length, ctx, 'the sequence fills the context');
   const left = item({ query: QUERY, texts: [text(LONG)], truncate: true, truncation_direction: 'Left' });
   t.deepEqual(left, item({ query: QUERY, texts: [last(room)] }), 'truncation_direction left: the last tokens');
-  t.deepEqual(item({ query: QUERY, documents: [text(LONG)], max_chunks_per_doc: 1 }), right, 'max_chunks_per_doc 1: the first chunk');
-  const three = scorer.normalizeWith(readRerankBody({ query: QUERY, documents: [text(LONG), 'apple'], max_chunks_per_doc: 3 }));
+  t.deepEqual(
+    item({ query: QUERY, documents: [text(LONG)], max_chunks_per_doc: 1 }),
+    right,
+    'max_chunks_per_doc 1: the first chunk',
+  );
+  const three = scorer.normalizeWith(
+    readRerankBody({ query: QUERY, documents: [text(LONG), 'apple'], max_chunks_per_doc: 3 }),
+  );
   t.deepEqual(three.itemDocument, [0, 0, 0, 1], 'three chunks of document 0, then document 1 whole');
-  t.deepEqual(three.score.itemTokens[1], item({ query: QUERY, documents: [text(LONG.slice(room, 2 * room))] })[0].map((id, i) => (i === 0 ? three.score.itemTokens[1][0] : id)), 'the second chunk: the next tokens');
+  t.deepEqual(
+    three.score.itemTokens[1],
+    item({ query: QUERY, documents: [text(LONG.slice(room, 2 * room))] })[0].map((id, i) =>
+      i === 0 ? three.score.itemTokens[1][0] : id,
+    ),
+    'the second chunk: the next tokens',
+  );
   const v2 = item({ query: QUERY, documents: [text(LONG)] }, 'v2');
-  t.deepEqual(v2, item({ query: QUERY, documents: [first(4096)] }), "v2's default max_tokens_per_doc: the first 4,096 tokens");
+  t.deepEqual(
+    v2,
+    item({ query: QUERY, documents: [first(4096)] }),
+    "v2's default max_tokens_per_doc: the first 4,096 tokens",
+  );
 });
 
 test('/v1/score truncate and truncate_prompt_tokens, and the library option: scores equal the hand-cut item', async (t) => {
   const labels = [scorer.tokenize(' yes')[0], scorer.tokenize(' no')[0]];
   const q = 'Is this about fruit?';
   const qLen = scorer.tokenize(q).length;
-  const start = await post('/v1/score', { query: q, items: [text(LONG)], label_token_ids: labels, truncate: { keep: 'start', max_item_tokens: CUT } });
+  const start = await post('/v1/score', {
+    query: q,
+    items: [text(LONG)],
+    label_token_ids: labels,
+    truncate: { keep: 'start', max_item_tokens: CUT },
+  });
   const startByHand = await post('/v1/score', { query: q, items: [first(CUT)], label_token_ids: labels });
   t.equal(start.status, 200, start.text.slice(0, 200));
   t.deepEqual(start.body.scores, startByHand.body.scores, 'keep start: the first 64 tokens');
   t.equal(start.body.usage.prompt_tokens_before_truncation, qLen + 20_000, 'usage before');
   t.equal(start.body.usage.prompt_tokens, qLen + CUT, 'usage after');
-  const end = await post('/v1/score', { query: q, items: [text(LONG)], label_token_ids: labels, truncate_prompt_tokens: qLen + CUT });
+  const end = await post('/v1/score', {
+    query: q,
+    items: [text(LONG)],
+    label_token_ids: labels,
+    truncate_prompt_tokens: qLen + CUT,
+  });
   const endByHand = await post('/v1/score', { query: q, items: [` ${last(CUT)}`], label_token_ids: labels });
   t.deepEqual(end.body.scores, endByHand.body.scores, 'truncate_prompt_tokens: the last 64 tokens');
-  const lib = await scorer.score({ query: q, items: [text(LONG)], labelTokenIds: labels, truncate: { keep: 'end', maxItemTokens: CUT } });
+  const lib = await scorer.score({
+    query: q,
+    items: [text(LONG)],
+    labelTokenIds: labels,
+    truncate: { keep: 'end', maxItemTokens: CUT },
+  });
   t.deepEqual(lib.scores, endByHand.body.scores, 'library truncate { keep: end }');
-  t.deepEqual(lib.truncation, { tokensBefore: qLen + 20_000, tokensAfter: qLen + CUT, truncatedItems: [0] }, 'library: the counts');
+  t.deepEqual(
+    lib.truncation,
+    { tokensBefore: qLen + 20_000, tokensAfter: qLen + CUT, truncatedItems: [0] },
+    'library: the counts',
+  );
   const rr = await scorer.rerank({ query: QUERY, documents: [text(LONG)], truncate: { maxItemTokens: CUT } });
   const rrByHand = await scorer.rerank({ query: QUERY, documents: [first(CUT)] });
   t.equal(rr.results[0].relevanceScore, rrByHand.results[0].relevanceScore, 'library rerank truncate');
@@ -255,7 +368,18 @@ test('GET /openapi.json: a valid OpenAPI 3.1 document, and every answer above va
   const { Validator } = await import('@seriousme/openapi-schema-validator');
   const verdict = await new Validator().validate(doc);
   t.ok(verdict.valid, `the OpenAPI validator: ${JSON.stringify(verdict.errors ?? []).slice(0, 500)}`);
-  for (const path of ['/v1/score', '/v1/rerank', '/v2/rerank', '/rerank', '/v1/models/{id}', '/info', '/health', '/metrics', '/openapi.json']) t.ok(doc.paths[path], `documents ${path}`);
+  for (const path of [
+    '/v1/score',
+    '/v1/rerank',
+    '/v2/rerank',
+    '/rerank',
+    '/v1/models/{id}',
+    '/info',
+    '/health',
+    '/metrics',
+    '/openapi.json',
+  ])
+    t.ok(doc.paths[path], `documents ${path}`);
   const Ajv2020 = require('ajv/dist/2020').default;
   const ajv = new Ajv2020({ strict: false, allErrors: true });
   const templates = Object.keys(doc.paths).map((p) => ({ p, re: new RegExp(`^${p.replace(/\{[^}]+\}/g, '[^/]+')}$`) }));
@@ -273,11 +397,16 @@ test('GET /openapi.json: a valid OpenAPI 3.1 document, and every answer above va
       continue;
     }
     const validate = ajv.compile({ ...response.content['application/json'].schema, components: doc.components });
-    if (!validate(answer.body)) t.fail(`${answer.method} ${answer.path} ${answer.status}: ${ajv.errorsText(validate.errors)}`);
+    if (!validate(answer.body))
+      t.fail(`${answer.method} ${answer.path} ${answer.status}: ${ajv.errorsText(validate.errors)}`);
     checked++;
   }
   t.deepEqual([...unmatched], ['/no/such/path'], 'only the deliberate 404 has no route');
-  t.equal(checked, received.length - 1, `all ${checked} answers but the deliberate 404 validated against their documented schema`);
+  t.equal(
+    checked,
+    received.length - 1,
+    `all ${checked} answers but the deliberate 404 validated against their documented schema`,
+  );
 });
 
 test('teardown', async (t) => {

@@ -17,7 +17,11 @@ const VALID = { query: 'Is this a fruit? Answer yes or no:', items: [' apple', '
 let service;
 
 function errorIs(t, res, status, param, what) {
-  t.equal(res.status, status, `${what}: status ${status}${res.status !== status ? ` (got ${res.status}: ${res.text.slice(0, 300)})` : ''}`);
+  t.equal(
+    res.status,
+    status,
+    `${what}: status ${status}${res.status !== status ? ` (got ${res.status}: ${res.text.slice(0, 300)})` : ''}`,
+  );
   const body = res.json || {};
   t.equal(body.object, 'error', `${what}: object "error"`);
   t.equal(body.code, status, `${what}: code ${status}`);
@@ -110,19 +114,49 @@ test('malformed JSON, invalid UTF-8, empty body -> 400 on body', async (t) => {
   errorIs(t, await service.score('{"query": "a",}'), 400, 'body', 'trailing comma');
   errorIs(t, await service.score('NaN'), 400, 'body', 'NaN');
   errorIs(t, await service.score(''), 400, 'body', 'empty body');
-  const invalidUtf8 = Buffer.concat([Buffer.from('{"query": "caf'), Buffer.from([0xc3, 0x28]), Buffer.from('", "items": ["a"], "label_token_ids": [1]}')]);
+  const invalidUtf8 = Buffer.concat([
+    Buffer.from('{"query": "caf'),
+    Buffer.from([0xc3, 0x28]),
+    Buffer.from('", "items": ["a"], "label_token_ids": [1]}'),
+  ]);
   errorIs(t, await service.score(invalidUtf8), 400, 'body', 'invalid UTF-8 (bad continuation byte)');
-  const overlong = Buffer.concat([Buffer.from('{"query": "'), Buffer.from([0xc0, 0xaf]), Buffer.from('", "items": ["a"], "label_token_ids": [1]}')]);
+  const overlong = Buffer.concat([
+    Buffer.from('{"query": "'),
+    Buffer.from([0xc0, 0xaf]),
+    Buffer.from('", "items": ["a"], "label_token_ids": [1]}'),
+  ]);
   errorIs(t, await service.score(overlong), 400, 'body', 'invalid UTF-8 (overlong encoding)');
-  const surrogate = Buffer.concat([Buffer.from('{"query": "'), Buffer.from([0xed, 0xa0, 0x80]), Buffer.from('", "items": ["a"], "label_token_ids": [1]}')]);
+  const surrogate = Buffer.concat([
+    Buffer.from('{"query": "'),
+    Buffer.from([0xed, 0xa0, 0x80]),
+    Buffer.from('", "items": ["a"], "label_token_ids": [1]}'),
+  ]);
   errorIs(t, await service.score(surrogate), 400, 'body', 'invalid UTF-8 (encoded surrogate)');
 });
 
 test('wrong content type -> 400 on content-type; a missing one is taken as JSON', async (t) => {
   const text = JSON.stringify(VALID);
-  errorIs(t, await service.score(text, { headers: { 'content-type': 'text/plain' } }), 400, 'content-type', 'text/plain');
-  errorIs(t, await service.score(text, { headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 400, 'content-type', 'form');
-  errorIs(t, await service.score(text, { headers: { 'content-type': 'application/json; charset=latin1' } }), 400, 'content-type', 'latin1 charset');
+  errorIs(
+    t,
+    await service.score(text, { headers: { 'content-type': 'text/plain' } }),
+    400,
+    'content-type',
+    'text/plain',
+  );
+  errorIs(
+    t,
+    await service.score(text, { headers: { 'content-type': 'application/x-www-form-urlencoded' } }),
+    400,
+    'content-type',
+    'form',
+  );
+  errorIs(
+    t,
+    await service.score(text, { headers: { 'content-type': 'application/json; charset=latin1' } }),
+    400,
+    'content-type',
+    'latin1 charset',
+  );
   const ok = await service.score(text, { headers: { 'content-type': 'application/json; charset=utf-8' } });
   t.equal(ok.status, 200, 'application/json; charset=utf-8 is accepted');
   const none = await service.score(text, { headers: { 'content-type': undefined } });
@@ -133,7 +167,13 @@ test('oversized body -> 413, with or without Content-Length', async (t) => {
   const big = JSON.stringify({ ...VALID, items: new Array(MAX_BODY / 8).fill('abcdefgh') });
   t.ok(big.length > MAX_BODY, `body of ${big.length} bytes > limit ${MAX_BODY}`);
   errorIs(t, await service.score(big), 413, 'body', 'with Content-Length');
-  errorIs(t, await service.score(big, { headers: { 'content-length': undefined, 'transfer-encoding': 'chunked' } }), 413, 'body', 'chunked');
+  errorIs(
+    t,
+    await service.score(big, { headers: { 'content-length': undefined, 'transfer-encoding': 'chunked' } }),
+    413,
+    'body',
+    'chunked',
+  );
   const again = await service.score(VALID);
   t.equal(again.status, 200, 'the server answers the next request');
 });
@@ -175,9 +215,16 @@ function randomValue(depth = 0) {
     case 6:
       return Array.from({ length: rng.int(0, 4) }, () => randomValue(depth + 1));
     case 7:
-      return Array.from({ length: rng.int(0, 4) }, () => Array.from({ length: rng.int(0, 4) }, () => rng.int(-1, VOCAB)));
+      return Array.from({ length: rng.int(0, 4) }, () =>
+        Array.from({ length: rng.int(0, 4) }, () => rng.int(-1, VOCAB)),
+      );
     default:
-      return Object.fromEntries(Array.from({ length: rng.int(0, 3) }, () => [pick(['query', 'items', 'x', 'label_token_ids']), randomValue(depth + 1)]));
+      return Object.fromEntries(
+        Array.from({ length: rng.int(0, 3) }, () => [
+          pick(['query', 'items', 'x', 'label_token_ids']),
+          randomValue(depth + 1),
+        ]),
+      );
   }
 }
 
@@ -215,7 +262,8 @@ function fuzzBody() {
   if (kind === 3) {
     // Element level inside the lists.
     const field = pick(['items', 'label_token_ids', 'query']);
-    if (Array.isArray(body[field]) && body[field].length > 0) body[field][rng.int(0, body[field].length - 1)] = randomValue();
+    if (Array.isArray(body[field]) && body[field].length > 0)
+      body[field][rng.int(0, body[field].length - 1)] = randomValue();
     return Buffer.from(JSON.stringify(body));
   }
   if (kind <= 6) {
@@ -252,7 +300,10 @@ test('fuzz: 2,000 random or mutated bodies -> no 500, no crash', async (t) => {
   const started = Date.now();
   for (let i = 0; i < 2000; i++) {
     const body = fuzzBody();
-    const headers = rng.next() < 0.05 ? { 'content-type': pick(['text/plain', 'application/json; charset=utf-16', 'application/x+json', '']) } : {};
+    const headers =
+      rng.next() < 0.05
+        ? { 'content-type': pick(['text/plain', 'application/json; charset=utf-16', 'application/x+json', '']) }
+        : {};
     let res;
     try {
       res = await service.score(body, { headers });
@@ -263,8 +314,18 @@ test('fuzz: 2,000 random or mutated bodies -> no 500, no crash', async (t) => {
     counts[res.status] = (counts[res.status] || 0) + 1;
     const fine =
       (res.status === 200 && res.json && res.json.object === 'scoring' && Array.isArray(res.json.scores)) ||
-      (res.status === 400 && res.json && res.json.object === 'error' && typeof res.json.param === 'string' && res.json.message.length > 0);
-    if (!fine && unexpected.length < 10) unexpected.push({ i, status: res.status, text: res.text.slice(0, 300), body: body.toString('latin1').slice(0, 200) });
+      (res.status === 400 &&
+        res.json &&
+        res.json.object === 'error' &&
+        typeof res.json.param === 'string' &&
+        res.json.message.length > 0);
+    if (!fine && unexpected.length < 10)
+      unexpected.push({
+        i,
+        status: res.status,
+        text: res.text.slice(0, 300),
+        body: body.toString('latin1').slice(0, 200),
+      });
   }
   t.comment(`statuses: ${JSON.stringify(counts)} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   t.deepEqual(unexpected, [], 'every answer is a 200 scoring body or a 400 error body naming a field');
@@ -272,13 +333,18 @@ test('fuzz: 2,000 random or mutated bodies -> no 500, no crash', async (t) => {
   t.ok(counts[200] > 40, 'valid bodies were scored along the way');
   t.ok(counts[400] > 1000, 'most bodies were refused');
   t.equal(service.exit, null, 'the server is still running');
-  t.notOk(service.logs.some((e) => e.level === 'error'), 'no error logged');
+  t.notOk(
+    service.logs.some((e) => e.level === 'error'),
+    'no error logged',
+  );
 });
 
 test('after the fuzzing, a valid request gets the same scores', async (t) => {
   const after = await service.score(VALID);
   t.equal(after.status, 200, '200');
-  const diff = Math.max(...after.json.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - before.json.scores[i][j]))));
+  const diff = Math.max(
+    ...after.json.scores.flatMap((row, i) => row.map((v, j) => Math.abs(v - before.json.scores[i][j]))),
+  );
   t.ok(diff <= 1e-4, `same scores as before (max abs diff ${diff.toExponential(2)})`);
   const health = await service.request({ path: '/health' });
   t.equal(health.status, 200, 'healthy');

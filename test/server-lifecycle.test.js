@@ -52,10 +52,14 @@ function metricValue(text, re) {
 
 test('start the server', async (t) => {
   service = await startService([
-    '--warmup', '16x8x4,8x8x1',
-    '--queue-size', String(QUEUE_SIZE),
-    '--timeout-ms', String(TIMEOUT_MS),
-    '--jit-cache-entries', String(JIT_CACHE_ENTRIES),
+    '--warmup',
+    '16x8x4,8x8x1',
+    '--queue-size',
+    String(QUEUE_SIZE),
+    '--timeout-ms',
+    String(TIMEOUT_MS),
+    '--jit-cache-entries',
+    String(JIT_CACHE_ENTRIES),
   ]);
   t.ok(service.port > 0, `listening on ${service.port}`);
   const first = await service.score(medium(0));
@@ -66,13 +70,20 @@ test('queue full -> 429 with Retry-After', async (t) => {
   // Distinct queries, so nothing merges: one runs, QUEUE_SIZE wait, the rest are refused at once.
   const started = Date.now();
   let answered = 0;
-  const results = await Promise.all(Array.from({ length: 6 }, (_, i) => service.score(medium(i + 1)).then((res) => ({ res, order: answered++, ms: Date.now() - started }))));
+  const results = await Promise.all(
+    Array.from({ length: 6 }, (_, i) =>
+      service.score(medium(i + 1)).then((res) => ({ res, order: answered++, ms: Date.now() - started })),
+    ),
+  );
   const statuses = results.map((r) => r.res.status);
   t.comment(`statuses ${JSON.stringify(statuses)}, times ${JSON.stringify(results.map((r) => r.ms))} ms`);
   const refused = results.filter((r) => r.res.status === 429);
   t.ok(refused.length >= 6 - 1 - QUEUE_SIZE, `at least ${6 - 1 - QUEUE_SIZE} of 6 refused (${refused.length})`);
   t.ok(statuses.filter((s) => s === 200).length >= 1, 'the running request completes');
-  t.ok(statuses.every((s) => s === 200 || s === 429), 'only 200 and 429');
+  t.ok(
+    statuses.every((s) => s === 200 || s === 429),
+    'only 200 and 429',
+  );
   for (const { res } of refused) {
     t.match(res.headers['retry-after'] || '', /^[1-9]\d*$/, `Retry-After: ${res.headers['retry-after']}`);
     t.equal(res.json.object, 'error', 'error body');
@@ -81,7 +92,10 @@ test('queue full -> 429 with Retry-After', async (t) => {
   }
   // In the order the answers came, not by a time: a refusal is made at admission, the running request after its pass.
   const firstRefused = Math.min(...refused.map((r) => r.order));
-  t.ok(firstRefused < Math.max(...results.filter((r) => r.res.status === 200).map((r) => r.order)), 'refused before the running one finished');
+  t.ok(
+    firstRefused < Math.max(...results.filter((r) => r.res.status === 200).map((r) => r.order)),
+    'refused before the running one finished',
+  );
   const after = await service.score(medium(99));
   t.equal(after.status, 200, 'served again once the queue drained');
 });
@@ -92,8 +106,12 @@ test('deadline exceeded -> 504, and the work is dropped', async (t) => {
   // ~55k tokens (under the 65,536 a request may have): dozens of passes, several times the deadline
   // even on a machine 5x this 2-core one; the passes not yet run are dropped, and the one running at
   // the deadline is not counted as scored (its caller is gone).
-  const description = 'a long description of something that may or may not be a fruit, sold at a market in the old town';
-  const items = Array.from({ length: 400 }, (_, i) => ` item number ${i} is ${Array(5).fill(description).join('; ')}, ${i}`);
+  const description =
+    'a long description of something that may or may not be a fruit, sold at a market in the old town';
+  const items = Array.from(
+    { length: 400 },
+    (_, i) => ` item number ${i} is ${Array(5).fill(description).join('; ')}, ${i}`,
+  );
   const started = Date.now();
   const res = await service.score({ query: 'Is this a fruit?', items, label_token_ids: [YES, NO] });
   const ms = Date.now() - started;
@@ -103,15 +121,24 @@ test('deadline exceeded -> 504, and the work is dropped', async (t) => {
   // Not before the deadline; that it did not wait for the work is the item count below (no bound on time).
   t.ok(ms >= TIMEOUT_MS - 50, `answered at the deadline, not before (${ms} ms)`);
   // The next request waits at most for the pass that was running, then runs.
-  const next = await service.score({ query: 'Is this a fruit?', items: [' apple'], label_token_ids: [YES, NO] }, { timeoutMs: 120_000 });
+  const next = await service.score(
+    { query: 'Is this a fruit?', items: [' apple'], label_token_ids: [YES, NO] },
+    { timeoutMs: 120_000 },
+  );
   t.ok(next.status === 200 || next.status === 504, `the service goes on (${next.status})`);
   let ok = next.status === 200;
   for (let i = 0; i < 20 && !ok; i++) ok = (await service.score(medium(200 + i))).status === 200;
   t.ok(ok, 'a small request is answered 200 afterwards');
   const after = (await service.request({ path: '/metrics' })).text;
   const scored = (text) => metricValue(text, /^pjrt_score_scorer_items_total /);
-  t.ok(scored(after) - scored(before) < 400, `the 400 items were not scored for nobody (scorer items +${scored(after) - scored(before)})`);
-  t.ok(metricValue(after, /^pjrt_score_requests_total\{status="504",algorithm="none"\}/) >= 1, '504 counted in metrics');
+  t.ok(
+    scored(after) - scored(before) < 400,
+    `the 400 items were not scored for nobody (scorer items +${scored(after) - scored(before)})`,
+  );
+  t.ok(
+    metricValue(after, /^pjrt_score_requests_total\{status="504",algorithm="none"\}/) >= 1,
+    '504 counted in metrics',
+  );
   const line = service.logs.slice(logsBefore).find((e) => e.event === 'request' && e.status === 504);
   t.ok(line && line.items === 400, 'the 504 is logged with its item count');
 });
@@ -157,7 +184,10 @@ test(`${LEAK_REQUESTS} sequential valid requests: RSS slope under ${(LEAK_SLOPE_
   t.comment(`samples every ${LEAK_SAMPLE_EVERY} requests (MB): ${samples.map(mb).join(' ')}`);
   t.equal(failures, 0, 'all answered 200 with one row per item');
   t.ok(drift <= 1e-6, `the same request keeps its scores (drift ${drift.toExponential(2)})`);
-  t.ok(perRequest < LEAK_SLOPE_BOUND, `RSS slope ${(perRequest / 1024).toFixed(2)} KiB per request < ${(LEAK_SLOPE_BOUND / 1024).toFixed(0)} KiB`);
+  t.ok(
+    perRequest < LEAK_SLOPE_BOUND,
+    `RSS slope ${(perRequest / 1024).toFixed(2)} KiB per request < ${(LEAK_SLOPE_BOUND / 1024).toFixed(0)} KiB`,
+  );
   t.ok(fromLowest < 100, `RSS grew ${fromLowest.toFixed(1)} MB < 100 MB from the lowest sample`);
 });
 
@@ -165,9 +195,13 @@ test(`--jit-cache-entries ${JIT_CACHE_ENTRIES}: the JIT cache holds at most that
   const text = (await service.request({ path: '/metrics' })).text;
   const entries = metricValue(text, /^pjrt_score_jit_cache_entries /);
   const evictions = metricValue(text, /^pjrt_score_jit_cache_evictions_total /);
-  const loads = metricValue(text, /^pjrt_score_jit_compiles_total /) + metricValue(text, /^pjrt_score_jit_disk_hits_total /);
+  const loads =
+    metricValue(text, /^pjrt_score_jit_compiles_total /) + metricValue(text, /^pjrt_score_jit_disk_hits_total /);
   t.ok(entries >= 1 && entries <= JIT_CACHE_ENTRIES, `${entries} programs cached (at most ${JIT_CACHE_ENTRIES})`);
-  t.ok(evictions >= 1 && evictions === loads - entries, `${evictions} evicted of ${loads} loaded: every program loaded is cached or was evicted`);
+  t.ok(
+    evictions >= 1 && evictions === loads - entries,
+    `${evictions} evicted of ${loads} loaded: every program loaded is cached or was evicted`,
+  );
   const ready = service.logs.find((e) => e.event === 'ready');
   t.equal(ready && ready.jit_cache_entries, JIT_CACHE_ENTRIES, 'the ready log line states the cap');
 });
@@ -189,10 +223,20 @@ test('SIGTERM during requests: they complete, new work is refused, the process e
   } catch (error) {
     refusal = { error: error.code || error.message };
   }
-  t.ok(refusal.status === 503 || refusal.error, `a new request is refused while draining (${refusal.status || refusal.error})`);
+  t.ok(
+    refusal.status === 503 || refusal.error,
+    `a new request is refused while draining (${refusal.status || refusal.error})`,
+  );
   const results = await Promise.all(inFlight);
-  t.deepEqual(results.map((r) => r.status), [200, 200], 'the running and the queued request complete with 200');
-  t.ok(results.every((r) => r.json.scores.length === 4), 'with their scores');
+  t.deepEqual(
+    results.map((r) => r.status),
+    [200, 200],
+    'the running and the queued request complete with 200',
+  );
+  t.ok(
+    results.every((r) => r.json.scores.length === 4),
+    'with their scores',
+  );
   const exit = await service.exited;
   t.deepEqual(exit, { code: 0, signal: null }, 'exit code 0');
   const events = service.logs.map((e) => e.event);

@@ -42,10 +42,15 @@ async function request(urlPath, { method = 'GET', body, authorization, headers =
   const h = { ...headers };
   if (body !== undefined) h['content-type'] = 'application/json';
   if (authorization !== undefined) h.authorization = authorization;
-  const res = await fetch(`${server.url}${urlPath}`, { method, headers: h, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+  const res = await fetch(`${server.url}${urlPath}`, {
+    method,
+    headers: h,
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
   const text = await res.text();
   // Every accepted scoring request's items, counted by hand (the reference for itemsScored).
-  if (res.status === 200 && method === 'POST' && typeof body === 'object') acceptedItems += (body.items ?? body.documents ?? body.texts).length;
+  if (res.status === 200 && method === 'POST' && typeof body === 'object')
+    acceptedItems += (body.items ?? body.documents ?? body.texts).length;
   let json;
   try {
     json = JSON.parse(text);
@@ -104,15 +109,24 @@ test('no key, a wrong key (same length, other length), malformed headers: 401 on
   ];
   const before = { calls, items: scorer.stats().itemsScored };
   const counted = { missing: 0, wrong: 0, malformed: 0 };
-  for (const reason of Object.keys(counted)) counted[reason] = await metric('pjrt_score_auth_refusals_total', `reason="${reason}"`);
+  for (const reason of Object.keys(counted))
+    counted[reason] = await metric('pjrt_score_auth_refusals_total', `reason="${reason}"`);
   const sent = { missing: 0, wrong: 0, malformed: 0 };
   for (const [authorization, reason] of refusals) {
     for (const [route, body] of ROUTES) {
       const r = await request(route, { method: 'POST', body, authorization });
       sent[reason]++;
-      t.equal(r.status, 401, `${route} with ${authorization === undefined ? 'no key' : authorization.slice(0, 12)}: 401`);
+      t.equal(
+        r.status,
+        401,
+        `${route} with ${authorization === undefined ? 'no key' : authorization.slice(0, 12)}: 401`,
+      );
       t.equal(r.headers.get('www-authenticate'), 'Bearer', 'WWW-Authenticate: Bearer');
-      const expected = { missing: 'an API key is required: send Authorization: Bearer <key>', malformed: 'the Authorization header must be Bearer <key>', wrong: 'the API key is not valid' }[reason];
+      const expected = {
+        missing: 'an API key is required: send Authorization: Bearer <key>',
+        malformed: 'the Authorization header must be Bearer <key>',
+        wrong: 'the API key is not valid',
+      }[reason];
       const error = { message: expected, type: 'AuthenticationError', param: 'authorization', code: 401 };
       t.deepEqual(r.body, { object: 'error', ...error, error }, 'the common error body');
     }
@@ -125,11 +139,24 @@ test('no key, a wrong key (same length, other length), malformed headers: 401 on
   t.equal(calls, before.calls, 'no Scorer entry point was called');
   t.equal(scorer.stats().itemsScored, before.items, "the Scorer's itemsScored did not move");
   for (const reason of Object.keys(sent)) {
-    t.equal((await metric('pjrt_score_auth_refusals_total', `reason="${reason}"`)) - counted[reason], sent[reason], `pjrt_score_auth_refusals_total{reason="${reason}"} counted ${sent[reason]}`);
+    t.equal(
+      (await metric('pjrt_score_auth_refusals_total', `reason="${reason}"`)) - counted[reason],
+      sent[reason],
+      `pjrt_score_auth_refusals_total{reason="${reason}"} counted ${sent[reason]}`,
+    );
   }
-  const leaked = logLines.filter((line) => line.includes(KEY_A) || line.includes(KEY_B) || line.includes(SAME_LENGTH_WRONG) || line.includes(OTHER_LENGTH_WRONG));
+  const leaked = logLines.filter(
+    (line) =>
+      line.includes(KEY_A) ||
+      line.includes(KEY_B) ||
+      line.includes(SAME_LENGTH_WRONG) ||
+      line.includes(OTHER_LENGTH_WRONG),
+  );
   t.deepEqual(leaked, [], 'no log line holds a key, right or wrong');
-  t.ok(logLines.some((line) => line.includes('"status":401')), 'refusals are logged (without the key)');
+  t.ok(
+    logLines.some((line) => line.includes('"status":401')),
+    'refusals are logged (without the key)',
+  );
 });
 
 test('a refused body is not read: a large one gets 401 and the connection is closed', async (t) => {
@@ -169,38 +196,93 @@ test('a key removed from the key file is refused after reload(); the others stil
   const revoked = await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer(KEY_B) });
   t.equal(revoked.status, 401, 'the revoked key: 401');
   t.equal(calls, before, 'nothing scored for it');
-  t.equal((await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer('pk-c-new-key-after-rotation-000001') })).status, 200, 'the new file key: 200');
-  t.equal((await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer(KEY_A) })).status, 200, 'the option key: 200');
+  t.equal(
+    (
+      await request('/v1/score', {
+        method: 'POST',
+        body: SCORE,
+        authorization: bearer('pk-c-new-key-after-rotation-000001'),
+      })
+    ).status,
+    200,
+    'the new file key: 200',
+  );
+  t.equal(
+    (await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer(KEY_A) })).status,
+    200,
+    'the option key: 200',
+  );
   fs.writeFileSync(keyFile, 'has a space\n');
-  t.throws(() => server.reload(), /--api-key-file .*: line 1 is not a key/, 'a bad file: reload throws, naming the line, not the text');
-  t.equal((await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer('pk-c-new-key-after-rotation-000001') })).status, 200, 'and the keys in use stay');
+  t.throws(
+    () => server.reload(),
+    /--api-key-file .*: line 1 is not a key/,
+    'a bad file: reload throws, naming the line, not the text',
+  );
+  t.equal(
+    (
+      await request('/v1/score', {
+        method: 'POST',
+        body: SCORE,
+        authorization: bearer('pk-c-new-key-after-rotation-000001'),
+      })
+    ).status,
+    200,
+    'and the keys in use stay',
+  );
   fs.rmSync(keyFile);
   t.throws(() => server.reload(), /cannot read it \(ENOENT\)/, 'a missing file: reload throws');
-  t.equal((await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer(KEY_A) })).status, 200, 'still served');
+  t.equal(
+    (await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer(KEY_A) })).status,
+    200,
+    'still served',
+  );
 });
 
 test('CORS: the allowed origin gets its headers and an answered preflight; another origin gets nothing', async (t) => {
-  const preflight = await request('/v1/score', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' } });
+  const preflight = await request('/v1/score', {
+    method: 'OPTIONS',
+    headers: {
+      origin: ORIGIN,
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'authorization, content-type',
+    },
+  });
   t.equal(preflight.status, 204, 'preflight without a key: 204');
   t.equal(preflight.headers.get('access-control-allow-origin'), ORIGIN, 'Access-Control-Allow-Origin: the origin');
-  t.equal(preflight.headers.get('access-control-allow-methods'), 'POST', 'the route\'s methods');
-  t.ok(/authorization/.test(preflight.headers.get('access-control-allow-headers')) && /content-type/.test(preflight.headers.get('access-control-allow-headers')), 'Authorization and Content-Type allowed');
+  t.equal(preflight.headers.get('access-control-allow-methods'), 'POST', "the route's methods");
+  t.ok(
+    /authorization/.test(preflight.headers.get('access-control-allow-headers')) &&
+      /content-type/.test(preflight.headers.get('access-control-allow-headers')),
+    'Authorization and Content-Type allowed',
+  );
   t.equal(preflight.headers.get('vary'), 'Origin', 'Vary: Origin');
-  const call = await request('/v1/score', { method: 'POST', body: SCORE, authorization: bearer(KEY_A), headers: { origin: ORIGIN } });
+  const call = await request('/v1/score', {
+    method: 'POST',
+    body: SCORE,
+    authorization: bearer(KEY_A),
+    headers: { origin: ORIGIN },
+  });
   t.equal(call.status, 200, 'the call: 200');
   t.equal(call.headers.get('access-control-allow-origin'), ORIGIN, 'the answer carries the origin');
   t.ok(/x-request-id/.test(call.headers.get('access-control-expose-headers')), 'x-request-id exposed');
   const refused = await request('/v1/score', { method: 'POST', body: SCORE, headers: { origin: ORIGIN } });
   t.equal(refused.status, 401, 'without a key, a CORS call is still 401');
   t.equal(refused.headers.get('access-control-allow-origin'), ORIGIN, 'and readable by the page');
-  const other = await request('/v1/score', { method: 'OPTIONS', headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' } });
+  const other = await request('/v1/score', {
+    method: 'OPTIONS',
+    headers: { origin: 'https://evil.example.com', 'access-control-request-method': 'POST' },
+  });
   t.notEqual(other.status, 204, `another origin's preflight is not answered (${other.status})`);
   t.equal(other.headers.get('access-control-allow-origin'), null, 'no Access-Control-Allow-Origin');
 });
 
 test('the Scorer scored exactly the accepted items', async (t) => {
   t.ok(acceptedItems > 0, `${acceptedItems} items accepted`);
-  t.equal(scorer.stats().itemsScored, acceptedItems, "itemsScored equals the plain sum of the accepted requests' items");
+  t.equal(
+    scorer.stats().itemsScored,
+    acceptedItems,
+    "itemsScored equals the plain sum of the accepted requests' items",
+  );
   t.end();
 });
 
@@ -208,7 +290,12 @@ test('the Scorer scored exactly the accepted items', async (t) => {
 async function mounted(kind) {
   const { createScoringService } = require('../dist/server');
   const { silentLogger } = require('../dist/server/telemetry/log');
-  const service = createScoringService({ warmup: [], logger: silentLogger(), warmupProgress: false, loadBackend: async () => scorer });
+  const service = createScoringService({
+    warmup: [],
+    logger: silentLogger(),
+    warmupProgress: false,
+    loadBackend: async () => scorer,
+  });
   await service.ready;
   const authorize = (req) => {
     if (req.headers['x-hook-throws'] === '1') throw new Error('the hook failed');
@@ -226,7 +313,10 @@ async function mounted(kind) {
   app.use(service.expressRouter({ health: true, authorize }));
   const listener = app.listen(0, '127.0.0.1');
   await new Promise((resolve) => listener.once('listening', resolve));
-  return { url: `http://127.0.0.1:${listener.address().port}`, close: () => new Promise((resolve) => listener.close(resolve)) };
+  return {
+    url: `http://127.0.0.1:${listener.address().port}`,
+    close: () => new Promise((resolve) => listener.close(resolve)),
+  };
 }
 
 for (const kind of ['fastify', 'express']) {
@@ -246,12 +336,23 @@ for (const kind of ['fastify', 'express']) {
       const allowed = await request('/v1/score', { method: 'POST', body: SCORE, headers: { 'x-tenant': 'acme' } });
       t.equal(allowed.status, 200, 'the hook said yes: 200');
       t.equal(allowed.body.scores.length, 2, 'scored');
-      const thrown = await request('/v1/score', { method: 'POST', body: SCORE, headers: { 'x-tenant': 'acme', 'x-hook-throws': '1' } });
+      const thrown = await request('/v1/score', {
+        method: 'POST',
+        body: SCORE,
+        headers: { 'x-tenant': 'acme', 'x-hook-throws': '1' },
+      });
       t.equal(thrown.status, 500, 'a hook that throws: 500, the process lives');
-      const preflight = await request('/v1/score', { method: 'OPTIONS', headers: { origin: ORIGIN, 'access-control-request-method': 'POST' } });
+      const preflight = await request('/v1/score', {
+        method: 'OPTIONS',
+        headers: { origin: ORIGIN, 'access-control-request-method': 'POST' },
+      });
       t.equal(preflight.status, 204, 'the preflight answered by the CORS package');
       t.equal(preflight.headers.get('access-control-allow-origin'), ORIGIN, 'for the allowed origin');
-      const other = await request('/v1/score', { method: 'POST', body: SCORE, headers: { 'x-tenant': 'acme', origin: 'https://evil.example.com' } });
+      const other = await request('/v1/score', {
+        method: 'POST',
+        body: SCORE,
+        headers: { 'x-tenant': 'acme', origin: 'https://evil.example.com' },
+      });
       t.equal(other.headers.get('access-control-allow-origin'), null, 'another origin: no Access-Control-Allow-Origin');
     } finally {
       server.url = base;

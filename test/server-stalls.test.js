@@ -38,21 +38,33 @@ Tokenizer.prototype.encode = function encode(text) {
 /** One request on a fresh connection; resolves { status, headers, body (parsed when JSON) }. */
 function send(url, method, route, body, headers = {}) {
   return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
-    const req = http.request(`${url}${route}`, { method, agent: false, headers: { ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}), ...headers } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        let parsed = text;
-        try {
-          parsed = JSON.parse(text);
-        } catch {
-          // /metrics is text
-        }
-        resolve({ status: res.statusCode, headers: res.headers, body: parsed });
-      });
-    });
+    const payload =
+      body === undefined ? undefined : Buffer.from(typeof body === 'string' ? body : JSON.stringify(body));
+    const req = http.request(
+      `${url}${route}`,
+      {
+        method,
+        agent: false,
+        headers: {
+          ...(payload ? { 'content-type': 'application/json', 'content-length': payload.length } : {}),
+          ...headers,
+        },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let parsed = text;
+          try {
+            parsed = JSON.parse(text);
+          } catch {
+            // /metrics is text
+          }
+          resolve({ status: res.statusCode, headers: res.headers, body: parsed });
+        });
+      },
+    );
     req.on('error', reject);
     req.end(payload);
   });
@@ -66,11 +78,25 @@ function splitUpload(url, route, body, first) {
   const payload = Buffer.from(JSON.stringify(body));
   let req;
   const answer = new Promise((resolve, reject) => {
-    req = http.request(`${url}${route}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'content-length': payload.length } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, headers: res.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
-    });
+    req = http.request(
+      `${url}${route}`,
+      {
+        method: 'POST',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': payload.length },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode,
+            headers: res.headers,
+            body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+          }),
+        );
+      },
+    );
     req.on('error', reject);
   });
   req.write(payload.subarray(0, first));
@@ -98,7 +124,11 @@ test('a 7.5 MB item to /v1/score and /v1/rerank: a 400 naming the limit, the tok
   const context = scorer.config.contextLength;
   const perToken = scorer.tokenizer.maxCharsPerToken;
   const cases = [
-    { route: '/v1/score', body: { query: 'Is this a fruit?', items: [HUGE], label_token_ids: [YES, NO] }, param: 'items' },
+    {
+      route: '/v1/score',
+      body: { query: 'Is this a fruit?', items: [HUGE], label_token_ids: [YES, NO] },
+      param: 'items',
+    },
     { route: '/v1/rerank', body: { query: 'Which is a fruit?', documents: [HUGE] }, param: 'documents' },
   ];
   for (const { route, body, param } of cases) {
@@ -112,14 +142,32 @@ test('a 7.5 MB item to /v1/score and /v1/rerank: a 400 naming the limit, the tok
     events.push(`livez ${livez.status}`);
     const metrics = await send(server.url, 'GET', '/metrics');
     events.push(`metrics ${metrics.status}`);
-    const small = await send(server.url, 'POST', '/v1/score', { query: 'Is this a fruit?', items: [' apple'], label_token_ids: [YES, NO] });
+    const small = await send(server.url, 'POST', '/v1/score', {
+      query: 'Is this a fruit?',
+      items: [' apple'],
+      label_token_ids: [YES, NO],
+    });
     events.push(`small ${small.status}`);
     big.finish();
     const answer = await big.answer;
-    t.deepEqual(events, ['livez 200', 'metrics 200', 'small 200', 'big 400'], `${route}: answered in this order: ${events.join(', ')}`);
+    t.deepEqual(
+      events,
+      ['livez 200', 'metrics 200', 'small 200', 'big 400'],
+      `${route}: answered in this order: ${events.join(', ')}`,
+    );
     t.equal(answer.body.param, param, `${route}: param ${param}`);
-    t.match(answer.body.message, new RegExp(`is ${HUGE.length} characters: more than the model's context of ${context} tokens can hold \\(at most ${context * perToken} characters`), `${route}: ${answer.body.message}`);
-    t.equal(Math.max(0, ...encoded.filter((n) => n > INLINE_TOKENIZE_CHARS)), 0, `${route}: the main thread's tokenizer saw no long text (${encoded.length} short ones: the small request and the template)`);
+    t.match(
+      answer.body.message,
+      new RegExp(
+        `is ${HUGE.length} characters: more than the model's context of ${context} tokens can hold \\(at most ${context * perToken} characters`,
+      ),
+      `${route}: ${answer.body.message}`,
+    );
+    t.equal(
+      Math.max(0, ...encoded.filter((n) => n > INLINE_TOKENIZE_CHARS)),
+      0,
+      `${route}: the main thread's tokenizer saw no long text (${encoded.length} short ones: the small request and the template)`,
+    );
     t.equal(scorer.offLoop.textsSent, sentBefore, `${route}: nothing was sent to the tokenizer worker`);
   }
 });
@@ -134,7 +182,10 @@ test('a long text that may fit is tokenized on the worker thread: probes and a s
   } catch (error) {
     inPlace = error;
   }
-  t.ok(inPlace && /longer than the model's context/.test(inPlace.message), `the in-place normalizer refuses it after tokenizing: ${inPlace && inPlace.message}`);
+  t.ok(
+    inPlace && /longer than the model's context/.test(inPlace.message),
+    `the in-place normalizer refuses it after tokenizing: ${inPlace && inPlace.message}`,
+  );
   const events = [];
   let release;
   const gate = new Promise((resolve) => (release = resolve));
@@ -158,16 +209,29 @@ test('a long text that may fit is tokenized on the worker thread: probes and a s
       return r;
     });
     await tokenizing;
-    for (const [method, route, probeBody] of [['GET', '/livez'], ['GET', '/readyz'], ['GET', '/metrics'], ['POST', '/v1/score', { query: 'Is this a fruit?', items: [' pear'], label_token_ids: [YES, NO] }]]) {
+    for (const [method, route, probeBody] of [
+      ['GET', '/livez'],
+      ['GET', '/readyz'],
+      ['GET', '/metrics'],
+      ['POST', '/v1/score', { query: 'Is this a fruit?', items: [' pear'], label_token_ids: [YES, NO] }],
+    ]) {
       const r = await send(server.url, method, route, probeBody);
       events.push(`${route} ${r.status}`);
     }
     release();
     const answer = await big;
-    t.deepEqual(events, ['worker started', '/livez 200', '/readyz 200', '/metrics 200', '/v1/score 200', 'big 400'], `answered in this order: ${events.join(', ')}`);
+    t.deepEqual(
+      events,
+      ['worker started', '/livez 200', '/readyz 200', '/metrics 200', '/v1/score 200', 'big 400'],
+      `answered in this order: ${events.join(', ')}`,
+    );
     t.equal(answer.body.message, inPlace.message, 'the same 400 as the in-place normalizer');
     t.equal(offLoop.textsSent - sentBefore, 1, 'one text went to the worker');
-    t.equal(Math.max(0, ...encoded.filter((n) => n > INLINE_TOKENIZE_CHARS)), 0, 'the main thread tokenized no long text');
+    t.equal(
+      Math.max(0, ...encoded.filter((n) => n > INLINE_TOKENIZE_CHARS)),
+      0,
+      'the main thread tokenized no long text',
+    );
   } finally {
     offLoop.encodeMany = realEncodeMany;
     release();
@@ -178,7 +242,11 @@ test('off the loop, a long request normalizes to exactly the in-place tokens (sc
   const text = (i) => `Document ${i}: ${'the quick brown fox jumps over the lazy dog, '.repeat(150)}`;
   const body = { query: 'Is this about a fox?', items: [text(1), ' short', text(2)], label_token_ids: [YES, NO] };
   const sent = scorer.offLoop.textsSent;
-  t.deepEqual(await scorer.offLoop.normalizeWith(readScoreBody(body)), scorer.normalizeWith(readScoreBody(body)), 'score: the same NormalizedRequest');
+  t.deepEqual(
+    await scorer.offLoop.normalizeWith(readScoreBody(body)),
+    scorer.normalizeWith(readScoreBody(body)),
+    'score: the same NormalizedRequest',
+  );
   t.equal(scorer.offLoop.textsSent - sent, 2, 'the two long items went to the worker');
   const rerank = { query: 'Which is about a fox?', documents: [text(3), 'a cat', text(4)] };
   const off = await scorer.offLoop.normalizeWith(readRerankBody(rerank, 'v1'));
@@ -205,7 +273,15 @@ test('a stalled upload is a 408 with the connection closed; a deadline on the se
         options.signal.addEventListener('abort', () => reject(options.signal.reason), { once: true });
       }),
   });
-  const stallServer = await startServer({ port: 0, host: '127.0.0.1', warmup: [], timeoutMs: 1000, logger: silentLogger(), warmupProgress: false, loadBackend: async () => backend });
+  const stallServer = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    warmup: [],
+    timeoutMs: 1000,
+    logger: silentLogger(),
+    warmupProgress: false,
+    loadBackend: async () => backend,
+  });
   try {
     await stallServer.ready;
     const { port } = new URL(stallServer.url);
@@ -215,18 +291,28 @@ test('a stalled upload is a 408 with the connection closed; a deadline on the se
       socket.on('data', (c) => (raw += c.toString('latin1')));
       socket.on('error', reject);
       socket.on('close', () => resolve(raw));
-      socket.write('POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\nConnection: keep-alive\r\n\r\n{"query": "q"');
+      socket.write(
+        'POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 500\r\nConnection: keep-alive\r\n\r\n{"query": "q"',
+      );
     });
     const [head, payload] = stalled.split('\r\n\r\n');
     t.match(head, /^HTTP\/1\.1 408 /, `the answer: ${head.split('\r\n')[0]}`);
     t.match(head, /\r\nconnection: close/i, 'Connection: close');
     t.equal(JSON.parse(payload).param, 'body', `param body: ${JSON.parse(payload).message}`);
     t.pass('the server closed the connection (the socket ended)');
-    const slow = await send(stallServer.url, 'POST', '/v1/score', { query: 'q', items: [' a'], label_token_ids: [YES] });
+    const slow = await send(stallServer.url, 'POST', '/v1/score', {
+      query: 'q',
+      items: [' a'],
+      label_token_ids: [YES],
+    });
     t.ok(held, 'the second request reached the model');
     t.equal(slow.status, 504, `a deadline passed in the model: 504 (${slow.body.message})`);
     const metrics = (await send(stallServer.url, 'GET', '/metrics')).body;
-    const count = (status) => metrics.split('\n').filter((l) => l.startsWith('pjrt_score_requests_total{') && l.includes(`status="${status}"`)).reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
+    const count = (status) =>
+      metrics
+        .split('\n')
+        .filter((l) => l.startsWith('pjrt_score_requests_total{') && l.includes(`status="${status}"`))
+        .reduce((sum, l) => sum + Number(l.split(' ').pop()), 0);
     t.equal(count(408), 1, 'pjrt_score_requests_total: one 408');
     t.equal(count(504), 1, 'pjrt_score_requests_total: one 504');
   } finally {
@@ -246,18 +332,36 @@ test("the drain with the default settings, as docs/service.md's Shutdown says: p
       return scorer.scoreNormalized(request, options);
     },
   });
-  const drainServer = await startServer({ port: 0, host: '127.0.0.1', warmup: [], timeoutMs: 600_000, logger: silentLogger(), warmupProgress: false, loadBackend: async () => backend });
+  const drainServer = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    warmup: [],
+    timeoutMs: 600_000,
+    logger: silentLogger(),
+    warmupProgress: false,
+    loadBackend: async () => backend,
+  });
   await drainServer.ready;
   t.equal(drainServer.server.listening, true, 'listening');
   const events = [];
-  const first = send(drainServer.url, 'POST', '/v1/score', { query: 'Is this a fruit?', items: [' apple'], label_token_ids: [YES, NO] }, { connection: 'keep-alive' }).then((r) => {
+  const first = send(
+    drainServer.url,
+    'POST',
+    '/v1/score',
+    { query: 'Is this a fruit?', items: [' apple'], label_token_ids: [YES, NO] },
+    { connection: 'keep-alive' },
+  ).then((r) => {
     events.push(`accepted ${r.status} connection: ${r.headers.connection}`);
     return r;
   });
   await accepted;
   const closed = drainServer.close();
   t.equal(drainServer.phase, 'draining', 'SIGTERM (close) with --drain-delay-ms 0: draining at once');
-  for (const [method, route, body] of [['GET', '/livez'], ['GET', '/readyz'], ['POST', '/v1/score', { query: 'q', items: [' a'], label_token_ids: [YES] }]]) {
+  for (const [method, route, body] of [
+    ['GET', '/livez'],
+    ['GET', '/readyz'],
+    ['POST', '/v1/score', { query: 'q', items: [' a'], label_token_ids: [YES] }],
+  ]) {
     const r = await send(drainServer.url, method, route, body);
     events.push(`${route} ${r.status}${r.status === 503 ? ` connection: ${r.headers.connection}` : ''}`);
   }
@@ -273,7 +377,15 @@ test("the drain with the default settings, as docs/service.md's Shutdown says: p
   events.push(`after: ${refused}`);
   t.deepEqual(
     events,
-    ['/livez 200', '/readyz 503 connection: close', '/v1/score 503 connection: close', 'listening: true', 'accepted 200 connection: close', 'closed', 'after: ECONNREFUSED'],
+    [
+      '/livez 200',
+      '/readyz 503 connection: close',
+      '/v1/score 503 connection: close',
+      'listening: true',
+      'accepted 200 connection: close',
+      'closed',
+      'after: ECONNREFUSED',
+    ],
     `in this order: ${events.join('; ')}`,
   );
   t.equal(answer.body.scores.length, 1, 'the accepted request got its scores');
@@ -286,12 +398,27 @@ test('rerank: an empty query is a 400; /v2/rerank reports prompt_tokens_before_t
     t.equal(r.body.param, 'query', r.body.message);
   }
   const documents = ['Paris is the capital of France.', 'Bananas are yellow.'];
-  const whole = await send(server.url, 'POST', '/v2/rerank', { model: 'm', query: 'What is the capital of France?', documents });
+  const whole = await send(server.url, 'POST', '/v2/rerank', {
+    model: 'm',
+    query: 'What is the capital of France?',
+    documents,
+  });
   t.equal(whole.status, 200, '200');
-  t.notOk('prompt_tokens_before_truncation' in whole.body.usage, `nothing cut: no prompt_tokens_before_truncation (${JSON.stringify(whole.body.usage)})`);
-  const cut = await send(server.url, 'POST', '/v2/rerank', { model: 'm', query: 'What is the capital of France?', documents, max_tokens_per_doc: 2 });
+  t.notOk(
+    'prompt_tokens_before_truncation' in whole.body.usage,
+    `nothing cut: no prompt_tokens_before_truncation (${JSON.stringify(whole.body.usage)})`,
+  );
+  const cut = await send(server.url, 'POST', '/v2/rerank', {
+    model: 'm',
+    query: 'What is the capital of France?',
+    documents,
+    max_tokens_per_doc: 2,
+  });
   t.equal(cut.status, 200, '200');
-  t.ok(cut.body.usage.prompt_tokens_before_truncation > cut.body.usage.prompt_tokens, `cut: ${JSON.stringify(cut.body.usage)}`);
+  t.ok(
+    cut.body.usage.prompt_tokens_before_truncation > cut.body.usage.prompt_tokens,
+    `cut: ${JSON.stringify(cut.body.usage)}`,
+  );
 });
 
 test('the service says once, at load, that the default model is not a reranker, naming the one docs/models.md gives', async (t) => {
@@ -304,7 +431,14 @@ test('the service says once, at load, that the default model is not a reranker, 
       return logger;
     },
   };
-  const other = await startServer({ port: 0, host: '127.0.0.1', warmup: [], logger, warmupProgress: false, loadBackend: async () => sharedBackend(scorer) });
+  const other = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    warmup: [],
+    logger,
+    warmupProgress: false,
+    loadBackend: async () => sharedBackend(scorer),
+  });
   await other.ready;
   await other.close();
   const advice = events.filter((e) => e.event === 'not_a_reranker');
@@ -318,7 +452,8 @@ test('the service says once, at load, that the default model is not a reranker, 
 test("docs/service.md's API key paragraph names every route open without a key", (t) => {
   const doc = fs.readFileSync(path.join(__dirname, '..', 'docs', 'service.md'), 'utf8');
   const paragraph = doc.slice(doc.indexOf('**API keys.**'), doc.indexOf('**API keys.**') + 300);
-  for (const route of OPEN_PATHS) t.ok(paragraph.includes(`\`${route}\``) || paragraph.includes(`GET ${route}\``), `names ${route}`);
+  for (const route of OPEN_PATHS)
+    t.ok(paragraph.includes(`\`${route}\``) || paragraph.includes(`GET ${route}\``), `names ${route}`);
   t.end();
 });
 

@@ -22,8 +22,29 @@ const file = (name) => path.join(dir, name);
 const hasOpenssl = spawnSync('openssl', ['version'], { encoding: 'utf8' }).status === 0;
 
 function makeCert(name) {
-  const run = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
-    '-subj', `/CN=${name}`, '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', file(`${name}.key`), '-out', file(`${name}.crt`)], { encoding: 'utf8' });
+  const run = spawnSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      `/CN=${name}`,
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      file(`${name}.key`),
+      '-out',
+      file(`${name}.crt`),
+    ],
+    { encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`openssl req failed: ${run.stderr}`);
   return { cert: fs.readFileSync(file(`${name}.crt`)), key: fs.readFileSync(file(`${name}.key`)) };
 }
@@ -45,7 +66,14 @@ function call(agent, port, { method = 'GET', urlPath, key, body }) {
       if (!socketIds.has(res.socket)) socketIds.set(res.socket, socketIds.size + 1);
       const socket = socketIds.get(res.socket);
       res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.status ?? res.statusCode, text: Buffer.concat(chunks).toString('utf8'), fingerprint, socket }));
+      res.on('end', () =>
+        resolve({
+          status: res.status ?? res.statusCode,
+          text: Buffer.concat(chunks).toString('utf8'),
+          fingerprint,
+          socket,
+        }),
+      );
     });
     req.on('error', reject);
     req.end(payload);
@@ -67,23 +95,47 @@ test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate wi
   fs.writeFileSync(file('keys'), `${KEY_FILE}\n`);
   // A deadline of 10 minutes (default 30 s): the large request below must finish however slow or busy
   // the machine is (a 504 would be a verdict on speed).
-  const service = await startService(['--warmup', 'none', '--timeout-ms', '600000', '--tls-cert', file('tls.crt'), '--tls-key', file('tls.key'), '--api-key-file', file('keys')], {
-    env: { PJRT_SCORE_API_KEY: `${KEY_ENV},pk-unused-333` },
-  });
+  const service = await startService(
+    [
+      '--warmup',
+      'none',
+      '--timeout-ms',
+      '600000',
+      '--tls-cert',
+      file('tls.crt'),
+      '--tls-key',
+      file('tls.key'),
+      '--api-key-file',
+      file('keys'),
+    ],
+    {
+      env: { PJRT_SCORE_API_KEY: `${KEY_ENV},pk-unused-333` },
+    },
+  );
   let accepted = 0;
   try {
     const listening = service.logs.find((e) => e.event === 'listening');
-    t.ok(listening.url.startsWith('https://') && listening.tls === true && listening.api_keys === 3, `listening on ${listening.url}, 3 keys`);
-    t.notOk(service.logs.some((e) => JSON.stringify(e).includes(KEY_ENV) || JSON.stringify(e).includes(KEY_FILE)), 'no log line holds a key');
+    t.ok(
+      listening.url.startsWith('https://') && listening.tls === true && listening.api_keys === 3,
+      `listening on ${listening.url}, 3 keys`,
+    );
+    t.notOk(
+      service.logs.some((e) => JSON.stringify(e).includes(KEY_ENV) || JSON.stringify(e).includes(KEY_FILE)),
+      'no log line holds a key',
+    );
     const port = service.port;
     const oldAgent = agentFor(first.cert, true);
     for (const key of [KEY_ENV, KEY_FILE]) {
       const r = await call(oldAgent, port, { method: 'POST', urlPath: '/v1/score', key, body: SCORE });
-      t.equal(r.status, 200, `${key === KEY_ENV ? 'the variable\'s' : 'the file\'s'} key over HTTPS: 200`);
+      t.equal(r.status, 200, `${key === KEY_ENV ? "the variable's" : "the file's"} key over HTTPS: 200`);
       accepted += SCORE.items.length;
       t.equal(r.fingerprint, fingerprintOf(first.cert), 'the first certificate, verified by the client');
     }
-    for (const [key, what] of [[undefined, 'no key'], ['pk-env-11111111111111111111111112', 'a wrong key of the same length'], ['pk', 'a short wrong key']]) {
+    for (const [key, what] of [
+      [undefined, 'no key'],
+      ['pk-env-11111111111111111111111112', 'a wrong key of the same length'],
+      ['pk', 'a short wrong key'],
+    ]) {
       const r = await call(oldAgent, port, { method: 'POST', urlPath: '/v1/score', key, body: SCORE });
       t.equal(r.status, 401, `${what} over HTTPS: 401`);
     }
@@ -93,9 +145,17 @@ test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate wi
 
     // A large request in flight on a second connection while the files change and SIGHUP arrives.
     const inFlightAgent = agentFor(first.cert, false);
-    const big = { ...SCORE, items: Array.from({ length: 512 }, (_, i) => ` item number ${i} of a long list of candidate items to score`) };
+    const big = {
+      ...SCORE,
+      items: Array.from({ length: 512 }, (_, i) => ` item number ${i} of a long list of candidate items to score`),
+    };
     let finished = false;
-    const inFlight = call(inFlightAgent, port, { method: 'POST', urlPath: '/v1/score', key: KEY_ENV, body: big }).finally(() => (finished = true));
+    const inFlight = call(inFlightAgent, port, {
+      method: 'POST',
+      urlPath: '/v1/score',
+      key: KEY_ENV,
+      body: big,
+    }).finally(() => (finished = true));
     // Wait until the Scorer holds it (/health's in_flight), so the reload lands mid-request.
     let scoring = false;
     while (!scoring && !finished) {
@@ -108,7 +168,11 @@ test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate wi
     fs.copyFileSync(file('second.key'), file('tls.key'));
     service.child.kill('SIGHUP');
     const reloaded = await service.waitForLog((e) => e.event === 'reloaded', 60_000);
-    t.deepEqual([reloaded.api_keys, reloaded.tls], [3, true], 'reloaded: 3 keys (2 from the variable, 1 from the file), new TLS files');
+    t.deepEqual(
+      [reloaded.api_keys, reloaded.tls],
+      [3, true],
+      'reloaded: 3 keys (2 from the variable, 1 from the file), new TLS files',
+    );
     // Keep the old connection in use (the server closes keep-alive sockets idle for 5 s) until the request ends.
     while (!finished) {
       await call(oldAgent, port, { urlPath: '/health' });
@@ -127,12 +191,17 @@ test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate wi
 
     const newAgent = agentFor(second.cert, false);
     const fresh = await call(newAgent, port, { method: 'POST', urlPath: '/v1/score', key: KEY_ENV, body: SCORE });
-    t.equal(fresh.status, 200, 'a new connection with the variable\'s key: 200');
+    t.equal(fresh.status, 200, "a new connection with the variable's key: 200");
     accepted += SCORE.items.length;
     t.equal(fresh.fingerprint, fingerprintOf(second.cert), 'a new connection gets the second certificate');
     const revoked = await call(newAgent, port, { method: 'POST', urlPath: '/v1/score', key: KEY_FILE, body: SCORE });
     t.equal(revoked.status, 401, 'the revoked key: 401');
-    const added = await call(newAgent, port, { method: 'POST', urlPath: '/v1/score', key: 'pk-file-new-44444444444444444444444', body: SCORE });
+    const added = await call(newAgent, port, {
+      method: 'POST',
+      urlPath: '/v1/score',
+      key: 'pk-file-new-44444444444444444444444',
+      body: SCORE,
+    });
     t.equal(added.status, 200, 'the key added to the file: 200');
     accepted += SCORE.items.length;
 
@@ -141,14 +210,36 @@ test('HTTPS with keys; SIGHUP revokes a removed key and swaps the certificate wi
     service.child.kill('SIGHUP');
     const failed = await service.waitForLog((e) => e.event === 'reload_failed', 60_000);
     t.ok(/--tls-cert/.test(failed.message), `reload_failed: ${failed.message}`);
-    const still = await call(newAgent, port, { method: 'POST', urlPath: '/v1/score', key: 'pk-file-new-44444444444444444444444', body: SCORE });
-    t.deepEqual([still.status, still.fingerprint], [200, fingerprintOf(second.cert)], 'still served, keys and certificate unchanged');
+    const still = await call(newAgent, port, {
+      method: 'POST',
+      urlPath: '/v1/score',
+      key: 'pk-file-new-44444444444444444444444',
+      body: SCORE,
+    });
+    t.deepEqual(
+      [still.status, still.fingerprint],
+      [200, fingerprintOf(second.cert)],
+      'still served, keys and certificate unchanged',
+    );
     accepted += SCORE.items.length;
 
     const metrics = await call(newAgent, port, { urlPath: '/metrics', key: KEY_ENV });
-    const value = (name) => Number((metrics.text.split('\n').find((l) => l.startsWith(`${name} `)) ?? ' 0').split(' ').pop());
-    t.equal(value('pjrt_score_scorer_items_total'), accepted, `the Scorer scored exactly the ${accepted} accepted items`);
-    const refusal = (reason) => Number((metrics.text.split('\n').find((l) => l.startsWith(`pjrt_score_auth_refusals_total{reason="${reason}"}`)) ?? ' 0').split(' ').pop());
+    const value = (name) =>
+      Number((metrics.text.split('\n').find((l) => l.startsWith(`${name} `)) ?? ' 0').split(' ').pop());
+    t.equal(
+      value('pjrt_score_scorer_items_total'),
+      accepted,
+      `the Scorer scored exactly the ${accepted} accepted items`,
+    );
+    const refusal = (reason) =>
+      Number(
+        (
+          metrics.text.split('\n').find((l) => l.startsWith(`pjrt_score_auth_refusals_total{reason="${reason}"}`)) ??
+          ' 0'
+        )
+          .split(' ')
+          .pop(),
+      );
     t.deepEqual([refusal('missing'), refusal('wrong')], [1, 4], 'refusals by reason: 1 missing, 4 wrong');
     oldAgent.destroy();
     newAgent.destroy();

@@ -38,7 +38,10 @@ test('setup: an OTLP/HTTP receiver and the service sending traces to it', async 
     });
   });
   await new Promise((resolve) => receiver.listen(0, '127.0.0.1', resolve));
-  server = await startInProcessServer({ onScorer: (s) => (scorer = s), serverOptions: { otlpEndpoint: `http://127.0.0.1:${receiver.address().port}`, algorithm: 'prefix' } }); // prefix: a prefill pass, then the items
+  server = await startInProcessServer({
+    onScorer: (s) => (scorer = s),
+    serverOptions: { otlpEndpoint: `http://127.0.0.1:${receiver.address().port}`, algorithm: 'prefix' },
+  }); // prefix: a prefill pass, then the items
   t.pass(server.url);
 });
 
@@ -48,7 +51,11 @@ test('requests with and without traceparent, then close() flushes the spans', as
   const scored = await fetch(`${server.url}/v1/score`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
-    body: JSON.stringify({ query: 'Is this a fruit?', items: [' apple', ' car', ' pear'], label_token_ids: [9805, 787] }),
+    body: JSON.stringify({
+      query: 'Is this a fruit?',
+      items: [' apple', ' car', ' pear'],
+      label_token_ids: [9805, 787],
+    }),
   });
   t.equal(scored.status, 200, 'scored');
   passesForScore = scorer.stats().devicePasses - before;
@@ -60,10 +67,21 @@ test('requests with and without traceparent, then close() flushes the spans', as
 });
 
 test('the span tree', (t) => {
-  t.deepEqual(received.filter((r) => r.unexpected).map((r) => r.unexpected), [], 'only JSON posts to /v1/traces');
-  const spans = received.flatMap((r) => (r.resourceSpans || []).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)));
-  const service = received.flatMap((r) => r.resourceSpans || []).map((rs) => (rs.resource.attributes.find((a) => a.key === 'service.name') || {}).value?.stringValue);
-  t.ok(service.every((n) => n === 'pjrt-score'), 'service.name pjrt-score');
+  t.deepEqual(
+    received.filter((r) => r.unexpected).map((r) => r.unexpected),
+    [],
+    'only JSON posts to /v1/traces',
+  );
+  const spans = received.flatMap((r) =>
+    (r.resourceSpans || []).flatMap((rs) => rs.scopeSpans.flatMap((ss) => ss.spans)),
+  );
+  const service = received
+    .flatMap((r) => r.resourceSpans || [])
+    .map((rs) => (rs.resource.attributes.find((a) => a.key === 'service.name') || {}).value?.stringValue);
+  t.ok(
+    service.every((n) => n === 'pjrt-score'),
+    'service.name pjrt-score',
+  );
   const root = spans.find((s) => s.name === 'POST /v1/score');
   t.ok(root, 'a span POST /v1/score');
   if (!root) return t.end();
@@ -74,18 +92,46 @@ test('the span tree', (t) => {
   t.equal(attr(root, 'pjrt_score.items'), 3, 'items attribute');
   const children = spans.filter((s) => s.parentSpanId === root.spanId);
   const names = children.map((s) => s.name);
-  for (const name of ['read body', 'tokenize', 'queue wait', 'reply']) t.equal(names.filter((n) => n === name).length, 1, `one ${name} span`);
+  for (const name of ['read body', 'tokenize', 'queue wait', 'reply'])
+    t.equal(names.filter((n) => n === name).length, 1, `one ${name} span`);
   const passes = children.filter((s) => s.name === 'device pass');
   t.equal(passes.length, passesForScore, `one device pass span per pass (${passesForScore})`);
-  t.deepEqual(passes.map((s) => attr(s, 'pjrt_score.pass')), passes.map((_, i) => i), 'passes numbered 0..n-1');
-  t.ok(children.every((s) => s.traceId === TRACE_ID), 'children in the same trace');
-  t.ok(children.every((s) => nanos(s.startTimeUnixNano) >= nanos(root.startTimeUnixNano) && nanos(s.endTimeUnixNano) <= nanos(root.endTimeUnixNano) && nanos(s.startTimeUnixNano) <= nanos(s.endTimeUnixNano)), 'each child lies inside the request span');
+  t.deepEqual(
+    passes.map((s) => attr(s, 'pjrt_score.pass')),
+    passes.map((_, i) => i),
+    'passes numbered 0..n-1',
+  );
+  t.ok(
+    children.every((s) => s.traceId === TRACE_ID),
+    'children in the same trace',
+  );
+  t.ok(
+    children.every(
+      (s) =>
+        nanos(s.startTimeUnixNano) >= nanos(root.startTimeUnixNano) &&
+        nanos(s.endTimeUnixNano) <= nanos(root.endTimeUnixNano) &&
+        nanos(s.startTimeUnixNano) <= nanos(s.endTimeUnixNano),
+    ),
+    'each child lies inside the request span',
+  );
   const at = (name) => children.find((s) => s.name === name);
-  t.ok(nanos(at('tokenize').endTimeUnixNano) <= nanos(at('queue wait').startTimeUnixNano) + 1000n, 'tokenize before the queue wait');
-  t.ok(passes.every((p) => nanos(p.startTimeUnixNano) >= nanos(at('queue wait').endTimeUnixNano) - 1000000n), 'passes after the queue wait');
-  t.ok(passes.every((p) => nanos(p.endTimeUnixNano) <= nanos(at('reply').startTimeUnixNano) + 1000n), 'the reply after the passes');
+  t.ok(
+    nanos(at('tokenize').endTimeUnixNano) <= nanos(at('queue wait').startTimeUnixNano) + 1000n,
+    'tokenize before the queue wait',
+  );
+  t.ok(
+    passes.every((p) => nanos(p.startTimeUnixNano) >= nanos(at('queue wait').endTimeUnixNano) - 1000000n),
+    'passes after the queue wait',
+  );
+  t.ok(
+    passes.every((p) => nanos(p.endTimeUnixNano) <= nanos(at('reply').startTimeUnixNano) + 1000n),
+    'the reply after the passes',
+  );
   const health = spans.find((s) => s.name === 'GET /health');
-  t.ok(health && health.traceId !== TRACE_ID && !health.parentSpanId, 'a request without traceparent starts its own trace');
+  t.ok(
+    health && health.traceId !== TRACE_ID && !health.parentSpanId,
+    'a request without traceparent starts its own trace',
+  );
   t.end();
 });
 

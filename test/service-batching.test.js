@@ -53,17 +53,37 @@ test('the same request alone and in a batch of 24 copies and other lengths: bit-
   t.equal(alone.status, 200, 'alone: 200');
   const others = [
     { ...base, items: [' pear'] },
-    { ...base, items: Array.from({ length: 40 }, (_, i) => ` candidate ${i} ${'with some more words '.repeat(i % 5)}`) },
-    { ...base, items: [' banana', ' a very long description of something that is certainly not a fruit at all, like a car engine'] },
+    {
+      ...base,
+      items: Array.from({ length: 40 }, (_, i) => ` candidate ${i} ${'with some more words '.repeat(i % 5)}`),
+    },
+    {
+      ...base,
+      items: [
+        ' banana',
+        ' a very long description of something that is certainly not a fruit at all, like a car engine',
+      ],
+    },
   ];
   const before = turns();
   // The first request holds the device while the rest queue up and are taken together.
   const sent = [post(base), ...Array.from({ length: 23 }, () => post(base)), ...others.map((b) => post(b))];
   const answers = await Promise.all(sent);
-  t.ok(answers.every((a) => a.status === 200), `all 200: ${answers.filter((a) => a.status !== 200).slice(0, 2).map((a) => a.status + ' ' + JSON.stringify(a.body)).join('; ')}`);
+  t.ok(
+    answers.every((a) => a.status === 200),
+    `all 200: ${answers
+      .filter((a) => a.status !== 200)
+      .slice(0, 2)
+      .map((a) => a.status + ' ' + JSON.stringify(a.body))
+      .join('; ')}`,
+  );
   const copies = answers.slice(0, 24);
   const identical = copies.filter((a) => JSON.stringify(a.body.scores) === JSON.stringify(alone.body.scores)).length;
-  t.equal(identical, 24, `24 of 24 copies equal the request alone, bit for bit (JSON numbers carry every bit of a double)`);
+  t.equal(
+    identical,
+    24,
+    `24 of 24 copies equal the request alone, bit for bit (JSON numbers carry every bit of a double)`,
+  );
   const calls = turns().turns - before.turns;
   const jobs = turns().requests - before.requests;
   t.equal(jobs, 27, 'every request reached the device once');
@@ -71,7 +91,11 @@ test('the same request alone and in a batch of 24 copies and other lengths: bit-
   // The other requests against their own runs alone.
   for (const [i, b] of others.entries()) {
     const again = await post(b);
-    t.equal(JSON.stringify(answers[24 + i].body.scores), JSON.stringify(again.body.scores), `other request ${i} (${b.items.length} items): batched equals alone`);
+    t.equal(
+      JSON.stringify(answers[24 + i].body.scores),
+      JSON.stringify(again.body.scores),
+      `other request ${i} (${b.items.length} items): batched equals alone`,
+    );
   }
 });
 

@@ -30,9 +30,17 @@ async function counter(name) {
 
 test('the flag: cross-request or invariant; anything else is refused with the flag named', (t) => {
   t.equal(resolveServeOptions({ batching: 'cross-request' }, {}).batching, 'cross-request', '--batching cross-request');
-  t.equal(resolveServeOptions({}, { PJRT_SCORE_BATCHING: 'invariant' }).batching, 'invariant', 'PJRT_SCORE_BATCHING=invariant');
+  t.equal(
+    resolveServeOptions({}, { PJRT_SCORE_BATCHING: 'invariant' }).batching,
+    'invariant',
+    'PJRT_SCORE_BATCHING=invariant',
+  );
   t.equal(resolveServeOptions({}, {}).batching, 'invariant', 'unset: the default (invariant)');
-  t.throws(() => resolveServeOptions({ batching: 'always' }, {}), (e) => e instanceof OptionError && e.message === '--batching must be one of invariant, cross-request, got "always"', 'a bad value names the flag and the choices');
+  t.throws(
+    () => resolveServeOptions({ batching: 'always' }, {}),
+    (e) => e instanceof OptionError && e.message === '--batching must be one of invariant, cross-request, got "always"',
+    'a bad value names the flag and the choices',
+  );
   t.end();
 });
 
@@ -55,7 +63,14 @@ test(`16 distinct requests at once: fewer device passes than requests, each with
   const passesBefore = await counter('pjrt_score_device_passes_total');
   const batchedBefore = await counter('pjrt_score_batched_requests_total');
   const answers = await Promise.all(BODIES.map((body) => service.score(body, { timeoutMs: 600_000 })));
-  t.ok(answers.every((a) => a.status === 200), `all 200 ${answers.filter((a) => a.status !== 200).map((a) => a.text).slice(0, 2).join('; ')}`);
+  t.ok(
+    answers.every((a) => a.status === 200),
+    `all 200 ${answers
+      .filter((a) => a.status !== 200)
+      .map((a) => a.text)
+      .slice(0, 2)
+      .join('; ')}`,
+  );
   const passes = (await counter('pjrt_score_device_passes_total')) - passesBefore;
   const batched = (await counter('pjrt_score_batched_requests_total')) - batchedBefore;
   t.ok(passes < BODIES.length, `${passes} device passes for ${BODIES.length} requests`);
@@ -71,7 +86,11 @@ test(`16 distinct requests at once: fewer device passes than requests, each with
       }),
     );
   });
-  t.equal(compared, BODIES.reduce((n, b) => n + b.items.length * LABELS.length, 0), 'every score compared');
+  t.equal(
+    compared,
+    BODIES.reduce((n, b) => n + b.items.length * LABELS.length, 0),
+    'every score compared',
+  );
   t.ok(worst <= BOUND, `max |score - score alone| ${worst.toExponential(2)} <= ${BOUND}`);
 });
 

@@ -16,45 +16,92 @@ const { startThree } = require('./helpers/embedded');
 
 const YES = 9805; // ' yes'
 const NO = 787; // ' no'
-const SETTINGS = { warmup: [], warmupProgress: false, queueSize: 2, timeoutMs: 5000, maxItems: 16, maxRequestTokens: 256, maxBodyBytes: 4096 };
-const FRUIT = { query: 'Is the following a kind of fruit? Answer yes or no:', items: [' apple', ' a red car', ' banana'], label_token_ids: [YES, NO] };
+const SETTINGS = {
+  warmup: [],
+  warmupProgress: false,
+  queueSize: 2,
+  timeoutMs: 5000,
+  maxItems: 16,
+  maxRequestTokens: 256,
+  maxBodyBytes: 4096,
+};
+const FRUIT = {
+  query: 'Is the following a kind of fruit? Answer yes or no:',
+  items: [' apple', ' a red car', ' banana'],
+  label_token_ids: [YES, NO],
+};
 
 let scorer;
 let servers;
 const hostRegistry = new client.Registry();
-const hostCounter = new client.Counter({ name: 'host_own_widgets_total', help: 'A metric of the host, not of pjrt-score.', registers: [hostRegistry] });
+const hostCounter = new client.Counter({
+  name: 'host_own_widgets_total',
+  help: 'A metric of the host, not of pjrt-score.',
+  registers: [hostRegistry],
+});
 
 /** One request: status, the body as JSON (text when it is not JSON), and the headers the table compares. */
 async function send(server, { method = 'POST', path = '/v1/score', body, headers = {}, id }) {
-  const payload = body === undefined ? undefined : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
+  const payload =
+    body === undefined ? undefined : typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
   const res = await request({
     port: server.port,
     agent: false,
     method,
     path,
-    headers: { ...(payload !== undefined ? { 'content-type': 'application/json' } : {}), 'x-request-id': id, ...headers },
+    headers: {
+      ...(payload !== undefined ? { 'content-type': 'application/json' } : {}),
+      'x-request-id': id,
+      ...headers,
+    },
     body: payload,
   });
   const out = { status: res.status, body: res.json ?? res.text };
   if (res.headers.allow !== undefined) out.allow = res.headers.allow;
   if (res.headers['retry-after'] !== undefined) out.retryAfter = 'present';
-  if (out.body && typeof out.body === 'object' && 'uptime_seconds' in out.body) out.body = { ...out.body, uptime_seconds: 'varies' };
+  if (out.body && typeof out.body === 'object' && 'uptime_seconds' in out.body)
+    out.body = { ...out.body, uptime_seconds: 'varies' };
   return out;
 }
 
 /** Requests with a request id of their own (the rerank body carries it). */
-const simple = (name, spec) => ({ name, run: (server) => send(server, { id: name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60), ...spec }) });
+const simple = (name, spec) => ({
+  name,
+  run: (server) => send(server, { id: name.replace(/[^A-Za-z0-9]+/g, '-').slice(0, 60), ...spec }),
+});
 
 const CASES = [
   // SGLang's Score API (test_score_api.py's shapes): strings, softmax on and off, item_first, token ids.
   simple('sglang: strings, apply_softmax', { body: { ...FRUIT, apply_softmax: true } }),
-  simple('sglang: raw probabilities', { body: { query: 'The capital of France is', items: [' Paris', ' London', ' Berlin'], label_token_ids: [YES, NO, 12] } }),
+  simple('sglang: raw probabilities', {
+    body: {
+      query: 'The capital of France is',
+      items: [' Paris', ' London', ' Berlin'],
+      label_token_ids: [YES, NO, 12],
+    },
+  }),
   simple('sglang: item_first', { body: { ...FRUIT, item_first: true, apply_softmax: true } }),
-  simple('sglang: token ids', { body: { query: [504, 3575, 282], items: [[7918], [253, 1485, 1024]], label_token_ids: [YES, NO] } }),
+  simple('sglang: token ids', {
+    body: { query: [504, 3575, 282], items: [[7918], [253, 1485, 1024]], label_token_ids: [YES, NO] },
+  }),
   simple('sglang: items [] ', { body: { ...FRUIT, items: [] } }),
   simple('sglang: model field', { body: { ...FRUIT, model: 'SmolLM2-135M-Instruct' } }),
-  simple('rerank: common shape', { path: '/v1/rerank', body: { query: 'What is the capital of France?', documents: ['Paris is the capital of France.', 'Bananas are yellow.'], return_documents: true } }),
-  simple('rerank: TEI shape on /rerank', { path: '/rerank', body: { query: 'What is the capital of France?', texts: ['Berlin is in Germany.', 'Paris is the capital of France.'], raw_scores: true } }),
+  simple('rerank: common shape', {
+    path: '/v1/rerank',
+    body: {
+      query: 'What is the capital of France?',
+      documents: ['Paris is the capital of France.', 'Bananas are yellow.'],
+      return_documents: true,
+    },
+  }),
+  simple('rerank: TEI shape on /rerank', {
+    path: '/rerank',
+    body: {
+      query: 'What is the capital of France?',
+      texts: ['Berlin is in Germany.', 'Paris is the capital of France.'],
+      raw_scores: true,
+    },
+  }),
   simple('health', { method: 'GET', path: '/health' }),
   // Bad input.
   simple('bad: no label_token_ids', { body: { query: 'q', items: ['a'] } }),
@@ -63,7 +110,9 @@ const CASES = [
   simple('bad: model not a string', { body: { ...FRUIT, model: 5 } }),
   simple('bad: rerank without documents', { path: '/v1/rerank', body: { query: 'q' } }),
   simple('bad: malformed JSON', { body: '{"query": "a", "items": [' }),
-  simple('bad: invalid UTF-8', { body: Buffer.concat([Buffer.from('{"query": "caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]) }),
+  simple('bad: invalid UTF-8', {
+    body: Buffer.concat([Buffer.from('{"query": "caf'), Buffer.from([0xc3, 0x28]), Buffer.from('"}')]),
+  }),
   simple('bad: empty body', { body: '' }),
   simple('bad: text/plain', { body: JSON.stringify(FRUIT), headers: { 'content-type': 'text/plain' } }),
   simple('no content-type is JSON', { body: JSON.stringify(FRUIT), headers: { 'content-type': undefined } }),
@@ -73,7 +122,10 @@ const CASES = [
   simple('limit: 17 items', { body: { ...FRUIT, items: Array.from({ length: 17 }, (_, i) => ` item ${i}`) } }),
   simple('limit: tokens', { body: { ...FRUIT, items: Array.from({ length: 16 }, () => ' word'.repeat(20)) } }),
   simple('limit: body over 4096 bytes', { body: JSON.stringify({ ...FRUIT, query: 'x'.repeat(5000) }) }),
-  simple('limit: chunked body over 4096 bytes', { body: JSON.stringify({ ...FRUIT, query: 'x'.repeat(5000) }), headers: { 'content-length': undefined, 'transfer-encoding': 'chunked' } }),
+  simple('limit: chunked body over 4096 bytes', {
+    body: JSON.stringify({ ...FRUIT, query: 'x'.repeat(5000) }),
+    headers: { 'content-length': undefined, 'transfer-encoding': 'chunked' },
+  }),
   {
     name: 'queue full: one running, two waiting, the fourth refused; the three answered',
     async run(server) {
@@ -115,14 +167,35 @@ async function until(predicate, ms = 10_000) {
 
 test('setup: one Scorer (default model), warmed on the table shapes; three servers over it', async (t) => {
   // The limits and the queue are the Scorer's (it validates and queues every request), so it gets the service's.
-  scorer = await Scorer.load({ maxItems: SETTINGS.maxItems, maxRequestTokens: SETTINGS.maxRequestTokens, queueSize: SETTINGS.queueSize });
+  scorer = await Scorer.load({
+    maxItems: SETTINGS.maxItems,
+    maxRequestTokens: SETTINGS.maxRequestTokens,
+    queueSize: SETTINGS.queueSize,
+  });
   // Compile the programs the 200 cases use now, so no case runs into its deadline compiling.
-  for (const body of [FRUIT, { ...FRUIT, item_first: true }, { query: [504, 3575, 282], items: [[7918], [253, 1485, 1024]], label_token_ids: [YES, NO] }]) {
+  for (const body of [
+    FRUIT,
+    { ...FRUIT, item_first: true },
+    { query: [504, 3575, 282], items: [[7918], [253, 1485, 1024]], label_token_ids: [YES, NO] },
+  ]) {
     await scorer.scoreBatch([{ request: scorer.normalizeWith(readScoreBody(body)) }]);
   }
-  await scorer.scoreBatch([{ request: scorer.normalizeWith(readRerankBody({ query: 'What is the capital of France?', documents: ['Paris is the capital of France.', 'Bananas are yellow.'] })).score }]);
+  await scorer.scoreBatch([
+    {
+      request: scorer.normalizeWith(
+        readRerankBody({
+          query: 'What is the capital of France?',
+          documents: ['Paris is the capital of France.', 'Bananas are yellow.'],
+        }),
+      ).score,
+    },
+  ]);
   servers = await startThree(scorer, SETTINGS, { registry: hostRegistry });
-  t.deepEqual(servers.map((s) => s.kind), ['standalone', 'fastify', 'express'], 'three servers ready');
+  t.deepEqual(
+    servers.map((s) => s.kind),
+    ['standalone', 'fastify', 'express'],
+    'three servers ready',
+  );
 });
 
 const results = new Map();
@@ -139,7 +212,15 @@ for (const c of CASES) {
 
 test('the table answers what the Score API says (checked on the shared answers)', (t) => {
   const status = (name) => results.get(name).status;
-  for (const name of ['sglang: strings, apply_softmax', 'sglang: raw probabilities', 'sglang: item_first', 'sglang: token ids', 'rerank: common shape', 'health', 'no content-type is JSON']) {
+  for (const name of [
+    'sglang: strings, apply_softmax',
+    'sglang: raw probabilities',
+    'sglang: item_first',
+    'sglang: token ids',
+    'rerank: common shape',
+    'health',
+    'no content-type is JSON',
+  ]) {
     t.equal(status(name), 200, `${name}: 200`);
   }
   t.deepEqual(results.get('sglang: items [] ').body.scores, [], 'items [] -> scores []');
@@ -147,23 +228,40 @@ test('the table answers what the Score API says (checked on the shared answers)'
     t.equal(status(name), 400, `${name}: 400 ${JSON.stringify(results.get(name).body.param)}`);
   }
   t.deepEqual([status('bad: GET /v1/score'), results.get('bad: GET /v1/score').allow], [405, 'POST'], '405 with Allow');
-  t.deepEqual([status('limit: 17 items'), results.get('limit: 17 items').body.param], [400, 'items'], '17 items over the limit of 16: 400 on items');
+  t.deepEqual(
+    [status('limit: 17 items'), results.get('limit: 17 items').body.param],
+    [400, 'items'],
+    '17 items over the limit of 16: 400 on items',
+  );
   t.equal(status('limit: tokens'), 400, 'over max-request-tokens: 400');
   t.equal(status('limit: body over 4096 bytes'), 413, '413');
   t.equal(status('limit: chunked body over 4096 bytes'), 413, '413 without Content-Length');
   const queue = results.get('queue full: one running, two waiting, the fourth refused; the three answered');
   t.deepEqual([queue.refused.status, queue.refused.retryAfter], [429, 'present'], '429 with Retry-After');
-  t.deepEqual(queue.answered.map((a) => a.status), [200, 200, 200], 'the running and waiting requests answered');
+  t.deepEqual(
+    queue.answered.map((a) => a.status),
+    [200, 200, 200],
+    'the running and waiting requests answered',
+  );
   const deadline = results.get('deadline: a request held past timeoutMs is 504, the one behind it too');
-  t.deepEqual(deadline.map((a) => [a.status, a.body.message]), [
-    [504, 'the request did not finish within 5000 ms'],
-    [504, 'the request did not finish within 5000 ms'],
-  ]);
+  t.deepEqual(
+    deadline.map((a) => [a.status, a.body.message]),
+    [
+      [504, 'the request did not finish within 5000 ms'],
+      [504, 'the request did not finish within 5000 ms'],
+    ],
+  );
   t.equal(status('after the deadline the server goes on'), 200, 'served after the deadline');
   // The service's scores against the library's own call on the same Scorer.
-  const direct = scorer.scoreBatch([{ request: scorer.normalizeWith(readScoreBody({ ...FRUIT, apply_softmax: true })) }]);
+  const direct = scorer.scoreBatch([
+    { request: scorer.normalizeWith(readScoreBody({ ...FRUIT, apply_softmax: true })) },
+  ]);
   direct.then(([outcome]) => {
-    t.deepEqual(results.get('sglang: strings, apply_softmax').body.scores, outcome.result.scores, 'the HTTP answer equals the library call');
+    t.deepEqual(
+      results.get('sglang: strings, apply_softmax').body.scores,
+      outcome.result.scores,
+      'the HTTP answer equals the library call',
+    );
     t.end();
   });
 });
@@ -200,10 +298,23 @@ test("each host's pino logger receives our events", (t) => {
       );
     }
     const bad = server.logs.find((e) => e.event === 'request' && e.id === 'bad-no-label-token-ids');
-    t.deepEqual(bad && [bad.status, bad.param], [400, 'label_token_ids'], `${server.kind}: an error line with its param`);
-    t.ok(server.logs.some((e) => e.event === 'ready'), `${server.kind}: ready`);
-    t.ok(server.logs.some((e) => e.event === 'model_loaded'), `${server.kind}: model_loaded`);
-    t.ok(server.logs.every((e) => typeof e.level === 'number' || typeof e.level === 'string'), `${server.kind}: pino lines`);
+    t.deepEqual(
+      bad && [bad.status, bad.param],
+      [400, 'label_token_ids'],
+      `${server.kind}: an error line with its param`,
+    );
+    t.ok(
+      server.logs.some((e) => e.event === 'ready'),
+      `${server.kind}: ready`,
+    );
+    t.ok(
+      server.logs.some((e) => e.event === 'model_loaded'),
+      `${server.kind}: model_loaded`,
+    );
+    t.ok(
+      server.logs.every((e) => typeof e.level === 'number' || typeof e.level === 'string'),
+      `${server.kind}: pino lines`,
+    );
   }
   t.end();
 });
@@ -232,11 +343,22 @@ test('table: drain (last): in-flight requests finish, then new connections are r
     answers.push({ done, refused, phase: server.phase(), disposed: server.gate.disposed });
   }
   t.equal(standaloneDuring, null, 'standalone: a new connection during the drain is answered (the probes answer)');
-  t.deepEqual(answers[0].done.map((a) => a.status), [200, 200], 'the running and the waiting request: 200');
-  t.deepEqual([answers[0].refused, answers[0].phase, answers[0].disposed], ['ECONNREFUSED', 'closed', 1], 'refused, closed, disposed once');
+  t.deepEqual(
+    answers[0].done.map((a) => a.status),
+    [200, 200],
+    'the running and the waiting request: 200',
+  );
+  t.deepEqual(
+    [answers[0].refused, answers[0].phase, answers[0].disposed],
+    ['ECONNREFUSED', 'closed', 1],
+    'refused, closed, disposed once',
+  );
   t.deepEqual(answers[1], answers[0], 'fastify = standalone');
   t.deepEqual(answers[2], answers[0], 'express = standalone');
-  t.ok(servers.every((s) => s.logs.some((e) => e.event === 'closed')), 'each logged closed');
+  t.ok(
+    servers.every((s) => s.logs.some((e) => e.event === 'closed')),
+    'each logged closed',
+  );
   scorer.dispose();
 });
 

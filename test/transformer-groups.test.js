@@ -107,10 +107,23 @@ for (const arch of ['llama', 'qwen3']) {
     const it = new Int32Array(N * L);
     r.items.forEach((item, n) => it.set(item, n * L));
     const lens = Int32Array.from({ length: N }, (_, n) => (r.items[n] ? r.items[n].length : 0));
-    const [, aloneRows] = await run(alone, [[q, [P]], [Int32Array.of(r.query.length), []], [it, [N, L]], [lens, [N]], [Int32Array.from(r.labels), [B]]], dw);
+    const [, aloneRows] = await run(
+      alone,
+      [
+        [q, [P]],
+        [Int32Array.of(r.query.length), []],
+        [it, [N, L]],
+        [lens, [N]],
+        [Int32Array.from(r.labels), [B]],
+      ],
+      dw,
+    );
     let diff = 0;
     for (let i = 0; i < r.items.length * B; i++) diff = Math.max(diff, Math.abs(aloneRows[i] - itemRows[N * B + i]));
-    t.ok(diff <= CROSS_PROGRAM_BOUND, `group 1 vs the same request alone (G=1): ${diff.toExponential(2)} <= ${CROSS_PROGRAM_BOUND}`);
+    t.ok(
+      diff <= CROSS_PROGRAM_BOUND,
+      `group 1 vs the same request alone (G=1): ${diff.toExponential(2)} <= ${CROSS_PROGRAM_BOUND}`,
+    );
     dw.dispose();
   });
 }
@@ -119,8 +132,16 @@ test('G=1 is the one-request program itself: groups: 1 and no groups give the sa
   const config = makeTinyModel('llama', 3).config;
   const shape = { prefix: 16, items: 8, itemLength: 12, labels: 2 };
   t.equal(decoderFused(config, { ...shape, groups: 1 }).text, decoderFused(config, shape).text, 'same program text');
-  t.notEqual(decoderFused(config, { ...shape, groups: 2 }).text, decoderFused(config, shape).text, 'G=2 is another program');
-  t.throws(() => decoderFused(config, { ...shape, groups: 0 }), /groups must be a positive integer, got 0/, 'groups 0 is refused');
+  t.notEqual(
+    decoderFused(config, { ...shape, groups: 2 }).text,
+    decoderFused(config, shape).text,
+    'G=2 is another program',
+  );
+  t.throws(
+    () => decoderFused(config, { ...shape, groups: 0 }),
+    /groups must be a positive integer, got 0/,
+    'groups 0 is refused',
+  );
   t.end();
 });
 

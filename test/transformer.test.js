@@ -83,11 +83,16 @@ for (const arch of ['llama', 'qwen2', 'qwen3']) {
       const extended = await extendOut.toHost();
       let split = 0;
       ITEMS.forEach((item, i) => {
-        if (item.length) for (let j = 0; j < LABELS.length; j++) split = Math.max(split, Math.abs(extended[i * dims.B + j] - itemRows[i * dims.B + j]));
+        if (item.length)
+          for (let j = 0; j < LABELS.length; j++)
+            split = Math.max(split, Math.abs(extended[i * dims.B + j] - itemRows[i * dims.B + j]));
       });
       t.ok(split <= 1e-5, `prefill+extend vs fused: ${split.toExponential(2)}`);
       const prefixRow = await prefixOut.toHost();
-      t.ok(LABELS.every((_, j) => Math.abs(prefixRow[j] - prefix[j]) <= 1e-5), 'prefill reads the query like fused');
+      t.ok(
+        LABELS.every((_, j) => Math.abs(prefixRow[j] - prefix[j]) <= 1e-5),
+        'prefill reads the query like fused',
+      );
 
       [prefill, extend].forEach((e) => e.dispose());
       dw.dispose();

@@ -87,7 +87,10 @@ async function scoreFused(config, dw, options) {
     await client.upload(pt, [P]),
     await client.upload(Int32Array.of(QUERY.length), []),
     await client.upload(it, [N, L]),
-    await client.upload(Int32Array.from(ITEMS, (x) => x.length), [N]),
+    await client.upload(
+      Int32Array.from(ITEMS, (x) => x.length),
+      [N],
+    ),
     await client.upload(Int32Array.from(LABELS), [B]),
   ];
   const [, items] = await exe.execute([...args, ...dw.buffers]);
@@ -129,7 +132,10 @@ for (const arch of ['qwen2', 'qwen3']) {
       ['bf16'],
       'every matrix is declared bf16',
     );
-    t.ok(specs.filter((s) => !s.matrix).every((s) => s.elementType === 'f32'), 'norms and biases stay f32');
+    t.ok(
+      specs.filter((s) => !s.matrix).every((s) => s.elementType === 'f32'),
+      'norms and biases stay f32',
+    );
 
     const bits = await uploadWeights(client, model.config, model.weights, 'bf16');
     const typed = await uploadWeights(client, model.config, model.weights, 'bf16', { bf16Matrices: 'bf16' });
@@ -140,7 +146,10 @@ for (const arch of ['qwen2', 'qwen3']) {
     t.equal(typed.bytes, bits.bytes, `the same bytes (${typed.bytes})`);
     for (let i = 0; i < specs.length; i++) {
       const want = await bits.buffers[i].toHost();
-      for (const [how, dw] of [['host', typed], ['device decode', decoded]]) {
+      for (const [how, dw] of [
+        ['host', typed],
+        ['device decode', decoded],
+      ]) {
         const got = await dw.buffers[i].toHost();
         const same = got.length === want.length && got.every((v, k) => v === want[k]);
         t.ok(same, `${specs[i].name} (${how}): the same ${got.length} elements`);
@@ -152,12 +161,22 @@ for (const arch of ['qwen2', 'qwen3']) {
     const ref = reference(tiny);
     const u16Scores = await scoreFused(model.config, bits, { ...HIGHEST, weights: 'bf16' });
     const bf16Scores = await scoreFused(model.config, typed, { ...HIGHEST, weights: 'bf16', bf16Matrices: 'bf16' });
-    const decodedScores = await scoreFused(model.config, decoded, { ...HIGHEST, weights: 'bf16', bf16Matrices: 'bf16' });
+    const decodedScores = await scoreFused(model.config, decoded, {
+      ...HIGHEST,
+      weights: 'bf16',
+      bf16Matrices: 'bf16',
+    });
     const d = maxDiff(bf16Scores, u16Scores);
     t.ok(d <= 1e-5, `highest: typed bf16 vs u16 bits, max |logprob diff| ${d.toExponential(2)} <= 1e-5`);
-    t.ok(maxDiff(decodedScores, bf16Scores) === 0, 'the decoded weights score exactly like the host-built ones (same program, same bits)');
+    t.ok(
+      maxDiff(decodedScores, bf16Scores) === 0,
+      'the decoded weights score exactly like the host-built ones (same program, same bits)',
+    );
     const r = maxDiff(bf16Scores, ref);
-    t.ok(r <= 1e-4, `highest: typed bf16 vs the float64 reference ${r.toExponential(2)} <= 1e-4 (the f32 programs' bound, test/transformer.test.js)`);
+    t.ok(
+      r <= 1e-4,
+      `highest: typed bf16 vs the float64 reference ${r.toExponential(2)} <= 1e-4 (the f32 programs' bound, test/transformer.test.js)`,
+    );
 
     // bf16 dots: the typed matrix goes into the dot as stored, the u16 one is widened and rounded back
     // (exactly, its values are bf16): the same bf16 x bf16 -> f32 dots, again to f32 rounding.
@@ -172,7 +191,10 @@ for (const arch of ['qwen2', 'qwen3']) {
 test('program text: typed bf16 matrices are parameters of type bf16, never shifted; converted only where the dots are f32', (t) => {
   const { config } = makeTinyModel('qwen3');
   const shape = { prefix: 8, items: 2, itemLength: 4, labels: 2 };
-  for (const [precision, dots] of [['highest', HIGHEST], ['bf16', BF16_DOTS]]) {
+  for (const [precision, dots] of [
+    ['highest', HIGHEST],
+    ['bf16', BF16_DOTS],
+  ]) {
     const u16 = decoderFused(config, shape, { ...dots, weights: 'bf16' });
     const typed = decoderFused(config, shape, { ...dots, weights: 'bf16', bf16Matrices: 'bf16' });
     t.ok(/shift_left/.test(u16.text), `${precision}, u16 bits: widened by shift_left`);
@@ -180,8 +202,14 @@ test('program text: typed bf16 matrices are parameters of type bf16, never shift
     t.notOk(/ui16/.test(typed.text), `${precision}, typed bf16: no u16 anywhere`);
     t.notEqual(typed.name, u16.name, `${precision}: another name (${typed.name})`);
     const params = typed.inputs.filter((i) => i.dtype === 'bf16').map((i) => i.name);
-    t.deepEqual(params.sort(), ['embedding', 'lmHead', 'wDown', 'wGateUp', 'wO', 'wQkv'], `${precision}: the six matrices are bf16 parameters`);
-    const converts = typed.text.split('\n').filter((l) => l.includes('stablehlo.convert') && /xbf16>\) -> tensor<[0-9x]*xf32>/.test(l));
+    t.deepEqual(
+      params.sort(),
+      ['embedding', 'lmHead', 'wDown', 'wGateUp', 'wO', 'wQkv'],
+      `${precision}: the six matrices are bf16 parameters`,
+    );
+    const converts = typed.text
+      .split('\n')
+      .filter((l) => l.includes('stablehlo.convert') && /xbf16>\) -> tensor<[0-9x]*xf32>/.test(l));
     // highest: embedding rows, LM head and the 4 projections; bf16 dots: only the embedding rows (the
     // dots take the matrices as they are).
     t.equal(converts.length, precision === 'highest' ? 6 : 1, `${precision}: bf16 -> f32 in ${converts.length} places`);
@@ -195,21 +223,37 @@ test('program text: bf16 products are the q|k|v and gate|up dots, only under bf1
   const { config } = makeTinyModel('qwen3');
   const shape = { prefix: 8, items: 2, itemLength: 4, labels: 2 };
   const dotLines = (text) => text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
-  for (const build of [(o) => decoderFused(config, shape, o), (o) => decoderPrefill(config, { prefix: 8, labels: 2 }, o), (o) => decoderExtend(config, shape, o)]) {
+  for (const build of [
+    (o) => decoderFused(config, shape, o),
+    (o) => decoderPrefill(config, { prefix: 8, labels: 2 }, o),
+    (o) => decoderExtend(config, shape, o),
+  ]) {
     const plain = build({ ...BF16_DOTS, weights: 'bf16', bf16Matrices: 'bf16' });
     const products = build({ ...BF16_DOTS, weights: 'bf16', bf16Matrices: 'bf16', bf16Products: true });
     const bf16Out = dotLines(products.text).filter((l) => /-> tensor<[0-9x]*xbf16>/.test(l));
     const widths = bf16Out.map((l) => Number(/-> tensor<[0-9]+x([0-9]+)xbf16>/.exec(l)[1])).sort((a, b) => a - b);
     const qkv = (config.numHeads + 2 * config.numKvHeads) * config.headDim;
-    t.deepEqual(widths, [qkv, 2 * config.intermediateSize].sort((a, b) => a - b), `${products.name}: two dots return bf16, q|k|v [T, ${qkv}] and gate|up [T, ${2 * config.intermediateSize}]`);
-    t.equal(dotLines(plain.text).filter((l) => /-> tensor<[0-9x]*xbf16>/.test(l)).length, 0, `${plain.name}: no bf16 product without the option`);
+    t.deepEqual(
+      widths,
+      [qkv, 2 * config.intermediateSize].sort((a, b) => a - b),
+      `${products.name}: two dots return bf16, q|k|v [T, ${qkv}] and gate|up [T, ${2 * config.intermediateSize}]`,
+    );
+    t.equal(
+      dotLines(plain.text).filter((l) => /-> tensor<[0-9x]*xbf16>/.test(l)).length,
+      0,
+      `${plain.name}: no bf16 product without the option`,
+    );
     t.ok(products.name.endsWith('_mbf16_pbf16') && plain.name.endsWith('_mbf16'), 'the names say so');
-    t.equal(build({ ...HIGHEST, weights: 'bf16', bf16Products: true }).text, build({ ...HIGHEST, weights: 'bf16' }).text, 'f32 dots: bf16Products changes nothing');
+    t.equal(
+      build({ ...HIGHEST, weights: 'bf16', bf16Products: true }).text,
+      build({ ...HIGHEST, weights: 'bf16' }).text,
+      'f32 dots: bf16Products changes nothing',
+    );
   }
   t.end();
 });
 
-test('bf16 products: within the f32-product program\'s error of the float64 reference, plus what one more bf16 rounding does there', async (t) => {
+test("bf16 products: within the f32-product program's error of the float64 reference, plus what one more bf16 rounding does there", async (t) => {
   const tiny = bf16Model('qwen2', 17);
   const file = path.join(work, 'products.gguf');
   writeTinyGguf(tiny, file, { matrixType: 'F32', embeddingType: 'F32' });
@@ -226,12 +270,17 @@ test('bf16 products: within the f32-product program\'s error of the float64 refe
   const extra = maxDiff(rounded, ref);
   const before = maxDiff(f32Products, ref);
   const after = maxDiff(bf16Products, ref);
-  t.comment(`vs float64: f32 products ${before.toExponential(2)}, bf16 products ${after.toExponential(2)}; one extra rounding in the reference moves it ${extra.toExponential(2)}`);
+  t.comment(
+    `vs float64: f32 products ${before.toExponential(2)}, bf16 products ${after.toExponential(2)}; one extra rounding in the reference moves it ${extra.toExponential(2)}`,
+  );
   t.ok(extra > 0, 'the extra rounding does move the reference');
   t.ok(maxDiff(bf16Products, f32Products) > 0, 'the bf16 products change the scores (they are really rounded)');
   // The program's rounding errors are other draws of the same size (each <= 2^-9 relative, as the
   // reference's): at most twice what the reference shows, on top of the f32-product program's error.
-  t.ok(after <= before + 2 * extra, `bf16 products ${after.toExponential(2)} <= ${before.toExponential(2)} + 2 x ${extra.toExponential(2)}`);
+  t.ok(
+    after <= before + 2 * extra,
+    `bf16 products ${after.toExponential(2)} <= ${before.toExponential(2)} + 2 x ${extra.toExponential(2)}`,
+  );
 });
 
 // ---- the CPU's defaults ------------------------------------------------------------
@@ -257,7 +306,8 @@ test("the CPU's facts (u16 bits, f32 products) leave every program as it is with
         for (const build of builds) {
           const a = build(o);
           const b = build({ ...o, ...cpuOptions });
-          if (a.text !== b.text || a.name !== b.name) t.fail(`${arch} ${weights} ${JSON.stringify(dots)} ${a.name}: differs`);
+          if (a.text !== b.text || a.name !== b.name)
+            t.fail(`${arch} ${weights} ${JSON.stringify(dots)} ${a.name}: differs`);
           compared++;
         }
       }
@@ -286,13 +336,28 @@ test(`${ENV}: bad JSON, an unknown key or a bad value is refused before anything
   const cases = [
     ['{bf16Matrices: bf16}', /PJRT_SCORE_PLATFORM_FACTS must be a JSON object/],
     ['["bf16"]', /PJRT_SCORE_PLATFORM_FACTS must be a JSON object/],
-    ['{"bf16Weights":"bf16"}', /PJRT_SCORE_PLATFORM_FACTS: unknown key "bf16Weights" \(known: bf16Matrices, bf16Products, matmulKernel, matmulKernelF32, countSteps, queryTokenSteps, itemTokenSteps, xlaOptions\)/],
+    [
+      '{"bf16Weights":"bf16"}',
+      /PJRT_SCORE_PLATFORM_FACTS: unknown key "bf16Weights" \(known: bf16Matrices, bf16Products, matmulKernel, matmulKernelF32, countSteps, queryTokenSteps, itemTokenSteps, xlaOptions\)/,
+    ],
     ['{"bf16Matrices":"f16"}', /PJRT_SCORE_PLATFORM_FACTS: bf16Matrices must be "u16" or "bf16", got "f16"/],
     ['{"bf16Products":"yes"}', /PJRT_SCORE_PLATFORM_FACTS: bf16Products must be true or false, got "yes"/],
-    ['{"countSteps":[2.5]}', /PJRT_SCORE_PLATFORM_FACTS: countSteps must be an array of numbers in \(1, 2\), got \[2.5\]/],
-    ['{"itemTokenSteps":[2]}', /PJRT_SCORE_PLATFORM_FACTS: itemTokenSteps must be an array of numbers in \(1, 2\), got \[2\]/],
-    ['{"queryTokenSteps":[1]}', /PJRT_SCORE_PLATFORM_FACTS: queryTokenSteps must be an array of numbers in \(1, 2\), got \[1\]/],
-    ['{"xlaOptions":{"allow_excess_precision":false}}', /PJRT_SCORE_PLATFORM_FACTS: xlaOptions must be an object .*option name 'allow_excess_precision' must match/],
+    [
+      '{"countSteps":[2.5]}',
+      /PJRT_SCORE_PLATFORM_FACTS: countSteps must be an array of numbers in \(1, 2\), got \[2.5\]/,
+    ],
+    [
+      '{"itemTokenSteps":[2]}',
+      /PJRT_SCORE_PLATFORM_FACTS: itemTokenSteps must be an array of numbers in \(1, 2\), got \[2\]/,
+    ],
+    [
+      '{"queryTokenSteps":[1]}',
+      /PJRT_SCORE_PLATFORM_FACTS: queryTokenSteps must be an array of numbers in \(1, 2\), got \[1\]/,
+    ],
+    [
+      '{"xlaOptions":{"allow_excess_precision":false}}',
+      /PJRT_SCORE_PLATFORM_FACTS: xlaOptions must be an object .*option name 'allow_excess_precision' must match/,
+    ],
   ];
   for (const [value, message] of cases) {
     await withEnv(value, () =>
@@ -314,10 +379,19 @@ test(`${ENV}: a good one changes the programs, and the load log and explain say 
   const request = { query: QUERY, items: ITEMS, labelTokenIds: LABELS };
   const load = async (env) => {
     const events = [];
-    const scorer = await withEnv(env, () => Scorer.load({ model: file, weights: 'bf16', precision: 'bf16', diskCache: false, prefixCacheBytes: 0, log: (e) => events.push(e) }));
+    const scorer = await withEnv(env, () =>
+      Scorer.load({
+        model: file,
+        weights: 'bf16',
+        precision: 'bf16',
+        diskCache: false,
+        prefixCacheBytes: 0,
+        log: (e) => events.push(e),
+      }),
+    );
     const loaded = events.find((e) => e.event === 'model_loaded');
     const plan = scorer.explain({ ...request, algorithm: 'packed' });
-    const text = scorer.runner.source(plan.passes[0].program)();
+    const text = scorer.engine.runner.source(plan.passes[0].program)();
     const scores = (await scorer.score(request, { algorithm: 'packed' })).scores;
     scorer.dispose();
     return { loaded, plan, text, scores };
@@ -330,9 +404,32 @@ test(`${ENV}: a good one changes the programs, and the load log and explain say 
   // The matmul kernel on the one CPU class whose facts take it (AVX-512 BF16), where the kernels may run there.
   const paths = attentionKernelPaths(64);
   const units = paths.allowed === 'avx512bf16' && unset.loaded.attentionKernel.tried === 'avx512bf16';
-  t.deepEqual(unset.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: units, packedMatrices: units ? ['wQkv', 'wGateUp', 'wO', 'wDown'] : [] }, `unset: the CPU's facts in the load log (the matmul kernel ${units ? 'on this AVX-512 BF16 CPU, its four matrices packed for it' : `not on this ${paths.cpu} CPU`})`);
-  t.deepEqual(plain.loaded.bf16, { matrices: 'u16', products: false, matmulKernel: false, packedMatrices: [], overridden: ['matmulKernel'] }, 'the kernel off: the load log says the variable set it');
-  t.deepEqual(knob.loaded.bf16, { matrices: 'bf16', products: true, matmulKernel: false, packedMatrices: [], overridden: ['bf16Matrices', 'bf16Products', 'matmulKernel'] }, 'set: the load log says so, and that the variable set them');
+  t.deepEqual(
+    unset.loaded.bf16,
+    {
+      matrices: 'u16',
+      products: false,
+      matmulKernel: units,
+      packedMatrices: units ? ['wQkv', 'wGateUp', 'wO', 'wDown'] : [],
+    },
+    `unset: the CPU's facts in the load log (the matmul kernel ${units ? 'on this AVX-512 BF16 CPU, its four matrices packed for it' : `not on this ${paths.cpu} CPU`})`,
+  );
+  t.deepEqual(
+    plain.loaded.bf16,
+    { matrices: 'u16', products: false, matmulKernel: false, packedMatrices: [], overridden: ['matmulKernel'] },
+    'the kernel off: the load log says the variable set it',
+  );
+  t.deepEqual(
+    knob.loaded.bf16,
+    {
+      matrices: 'bf16',
+      products: true,
+      matmulKernel: false,
+      packedMatrices: [],
+      overridden: ['bf16Matrices', 'bf16Products', 'matmulKernel'],
+    },
+    'set: the load log says so, and that the variable set them',
+  );
   t.deepEqual(knob.plan.bf16, knob.loaded.bf16, 'explain says the same');
   t.ok(/module @decoder_fused_\S*_mbf16_pbf16 /.test(knob.text), 'the program is another one, by name');
   t.notOk(/_mbf16|_pbf16/.test(plain.text), 'and not without the variable');

@@ -7,12 +7,30 @@ const { chooseWeightType, weightBytes } = require('../dist/device-weights');
 
 // SmolLM2-135M's shape (tied LM head).
 const config = {
-  vocabSize: 49152, hiddenSize: 576, intermediateSize: 1536, numLayers: 30, numHeads: 9, numKvHeads: 3, headDim: 64,
-  ropeTheta: 100000, rmsEps: 1e-5, attentionBias: false, qkNorm: false, tiedEmbeddings: true,
+  vocabSize: 49152,
+  hiddenSize: 576,
+  intermediateSize: 1536,
+  numLayers: 30,
+  numHeads: 9,
+  numKvHeads: 3,
+  headDim: 64,
+  ropeTheta: 100000,
+  rmsEps: 1e-5,
+  attentionBias: false,
+  qkNorm: false,
+  tiedEmbeddings: true,
 };
 
 test('weightBytes: matrices in the weight type, vectors f32, int8 scales f32 (one per 32 input elements), a tied head once', (t) => {
-  const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
+  const {
+    vocabSize: V,
+    hiddenSize: Dm,
+    intermediateSize: F,
+    numLayers: Ly,
+    numHeads: Hq,
+    numKvHeads: Hkv,
+    headDim: D,
+  } = config;
   const qkv = (Hq + 2 * Hkv) * D;
   const matrices = V * Dm + Ly * (Dm * qkv + Hq * D * Dm + Dm * 2 * F + F * Dm);
   const vectors = Dm + Ly * 2 * Dm;
@@ -28,9 +46,14 @@ test('auto: f32 on a CPU where it fits, whatever the flags; then bf16, then int8
   const f32 = weightBytes(config, 'f32');
   const bf16 = weightBytes(config, 'bf16');
   const int8 = weightBytes(config, 'int8');
-  const on = (memoryBytes, cpuFlags = ['avx2', 'fma']) => chooseWeightType('auto', { platform: 'cpu', config, memoryBytes, cpuFlags });
+  const on = (memoryBytes, cpuFlags = ['avx2', 'fma']) =>
+    chooseWeightType('auto', { platform: 'cpu', config, memoryBytes, cpuFlags });
   t.equal(on(f32).weightType, 'f32', 'fits: f32');
-  t.equal(on(f32, ['avx512f', 'avx512_bf16', 'amx_bf16']).weightType, 'f32', 'AVX-512 BF16 / AMX: still f32 (the dots are f32)');
+  t.equal(
+    on(f32, ['avx512f', 'avx512_bf16', 'amx_bf16']).weightType,
+    'f32',
+    'AVX-512 BF16 / AMX: still f32 (the dots are f32)',
+  );
   t.match(on(f32, ['avx512_bf16']).reason, /avx512_bf16/, 'the reason names the flag it saw');
   t.equal(on(f32 - 1).weightType, 'bf16', 'f32 does not fit: bf16');
   t.match(on(f32 - 1).reason, /f32 .* would not fit/);

@@ -19,7 +19,14 @@ const { loadModel, openModel } = require('../dist/model');
 const { uploadWeights } = require('../dist/device-weights');
 const { decoderWeightSpecs } = require('../dist/hlo');
 const { loadProgramCache } = require('../dist/scoring/execution/load-programs');
-const { makeTinyModel, writeTinyGguf, tensorTable, ggufMetadata, writeGguf, encodeTensor } = require('./helpers/tiny-model');
+const {
+  makeTinyModel,
+  writeTinyGguf,
+  tensorTable,
+  ggufMetadata,
+  writeGguf,
+  encodeTensor,
+} = require('./helpers/tiny-model');
 const { randomQuantBlocks, QUANT_BLOCKS, REFUSED_BLOCKS } = require('./helpers/quant-blocks');
 const { prng } = require('./helpers/prng');
 
@@ -44,20 +51,31 @@ async function assertDecodedEqualsHost(t, { client, cache, arch, file, host, wei
   };
   const opened = openModel(file);
   const byLayer = arch === 'llama';
-  const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, { programs, ...(byLayer ? { assembleBytes: 1 } : {}) });
+  const fromFile = await uploadWeights(client, opened.config, opened.weights, weights, {
+    programs,
+    ...(byLayer ? { assembleBytes: 1 } : {}),
+  });
   opened.weights.close();
   const fromHost = await uploadWeights(client, host.config, host.weights, weights);
   try {
     const specs = decoderWeightSpecs(host.config, weights);
     const matrices = specs.filter((s) => s.matrix && !(s.tiedTo && host.config.tiedEmbeddings)).map((s) => s.name);
     const decodedNames = compiled.map((n) => /^decode_(\w+?)_/.exec(n)?.[1]).filter(Boolean);
-    t.deepEqual(decodedNames.sort(), matrices.sort(), `${label} -> ${weights}: each matrix decoded on the device${byLayer ? ' (layer by layer, joined on the device)' : ''}`);
+    t.deepEqual(
+      decodedNames.sort(),
+      matrices.sort(),
+      `${label} -> ${weights}: each matrix decoded on the device${byLayer ? ' (layer by layer, joined on the device)' : ''}`,
+    );
     const bad = [];
     for (let i = 0; i < specs.length; i++) {
       const m = firstMismatch(await fromFile.buffers[i].toHost(), await fromHost.buffers[i].toHost());
       if (m) bad.push(`${specs[i].name}: ${m}`);
     }
-    t.deepEqual(bad, [], `${label} -> ${weights}${byLayer ? ' by layer' : ''}: ${specs.length} arrays bit-equal to the host path`);
+    t.deepEqual(
+      bad,
+      [],
+      `${label} -> ${weights}${byLayer ? ' by layer' : ''}: ${specs.length} arrays bit-equal to the host path`,
+    );
     await more(fromHost);
   } finally {
     fromFile.dispose();
@@ -70,7 +88,11 @@ test('device decode equals the host path, bit for bit, for every stored type and
   const client = await Client.create();
   const cache = loadProgramCache(client, true);
   try {
-    for (const [arch, stored] of [['llama', STORED], ['qwen2', ['Q4_1', 'F16']], ['qwen3', ['Q8_0']]]) {
+    for (const [arch, stored] of [
+      ['llama', STORED],
+      ['qwen2', ['Q4_1', 'F16']],
+      ['qwen3', ['Q8_0']],
+    ]) {
       const model = makeTinyModel(arch, 5);
       for (const matrixType of stored) {
         // The embedding in another type than the layers, as llama.cpp's quantizations do.
@@ -83,9 +105,23 @@ test('device decode equals the host path, bit for bit, for every stored type and
         f32.dispose();
         for (const weights of ['f32', 'bf16', 'int8']) {
           const more = async (fromHost) => {
-            if (weights !== 'f32') t.deepEqual(await mismatches(fromHost.buffers, host.config, weights, reference), [], `... and to the test's ${weights} conversion`);
+            if (weights !== 'f32')
+              t.deepEqual(
+                await mismatches(fromHost.buffers, host.config, weights, reference),
+                [],
+                `... and to the test's ${weights} conversion`,
+              );
           };
-          await assertDecodedEqualsHost(t, { client, cache, arch, file, host, weights, label: `${arch} ${matrixType} (embedding ${embeddingType})`, more });
+          await assertDecodedEqualsHost(t, {
+            client,
+            cache,
+            arch,
+            file,
+            host,
+            weights,
+            label: `${arch} ${matrixType} (embedding ${embeddingType})`,
+            more,
+          });
         }
       }
     }
@@ -108,7 +144,13 @@ function writeRandomBlocksGguf(arch, file, types) {
     const count = entry.dims.reduce((a, b) => a * b, 1);
     const suffix = entry.gguf.replace(/^blk\.\d+\./, '');
     const type = entry.dims.length === 1 ? 'F32' : types[suffix];
-    const bytes = type === 'F32' ? encodeTensor('F32', Array.from({ length: count }, () => random.uniform())) : randomQuantBlocks(type, count / (QUANT_BLOCKS[type] ?? REFUSED_BLOCKS[type]).elements, random);
+    const bytes =
+      type === 'F32'
+        ? encodeTensor(
+            'F32',
+            Array.from({ length: count }, () => random.uniform()),
+          )
+        : randomQuantBlocks(type, count / (QUANT_BLOCKS[type] ?? REFUSED_BLOCKS[type]).elements, random);
     return { name: entry.gguf, dims: [...entry.dims].reverse(), type, bytes: Buffer.from(bytes) };
   });
   writeGguf(file, ggufMetadata(model), tensors);
@@ -121,16 +163,49 @@ test('K-quant, Q5 and IQ4 matrices: each decoded on the device, bit-equal to the
   const cache = loadProgramCache(client, true);
   const cases = [
     // q, k, v of different types (joined after decoding), the layers joined on the device.
-    ['llama', { 'token_embd.weight': 'Q6_K', 'attn_q.weight': 'Q4_K', 'attn_k.weight': 'Q5_K', 'attn_v.weight': 'Q6_K', 'attn_output.weight': 'Q2_K', 'ffn_gate.weight': 'Q3_K', 'ffn_up.weight': 'IQ4_XS', 'ffn_down.weight': 'Q5_0' }],
+    [
+      'llama',
+      {
+        'token_embd.weight': 'Q6_K',
+        'attn_q.weight': 'Q4_K',
+        'attn_k.weight': 'Q5_K',
+        'attn_v.weight': 'Q6_K',
+        'attn_output.weight': 'Q2_K',
+        'ffn_gate.weight': 'Q3_K',
+        'ffn_up.weight': 'IQ4_XS',
+        'ffn_down.weight': 'Q5_0',
+      },
+    ],
     // q, k, v of one type (joined as bytes), an untied LM head.
-    ['qwen2', { 'token_embd.weight': 'Q5_K', 'output.weight': 'Q4_K', 'attn_q.weight': 'Q4_K', 'attn_k.weight': 'Q4_K', 'attn_v.weight': 'Q4_K', 'attn_output.weight': 'Q5_1', 'ffn_gate.weight': 'IQ4_NL', 'ffn_up.weight': 'Q5_0', 'ffn_down.weight': 'Q6_K' }],
+    [
+      'qwen2',
+      {
+        'token_embd.weight': 'Q5_K',
+        'output.weight': 'Q4_K',
+        'attn_q.weight': 'Q4_K',
+        'attn_k.weight': 'Q4_K',
+        'attn_v.weight': 'Q4_K',
+        'attn_output.weight': 'Q5_1',
+        'ffn_gate.weight': 'IQ4_NL',
+        'ffn_up.weight': 'Q5_0',
+        'ffn_down.weight': 'Q6_K',
+      },
+    ],
   ];
   try {
     for (const [arch, types] of cases) {
       const file = writeRandomBlocksGguf(arch, path.join(dir, `${arch}.gguf`), types);
       const host = loadModel(file);
       for (const weights of ['f32', 'int8']) {
-        await assertDecodedEqualsHost(t, { client, cache, arch, file, host, weights, label: `${arch} (${[...new Set(Object.values(types))].join(', ')})` });
+        await assertDecodedEqualsHost(t, {
+          client,
+          cache,
+          arch,
+          file,
+          host,
+          weights,
+          label: `${arch} (${[...new Set(Object.values(types))].join(', ')})`,
+        });
       }
     }
   } finally {
@@ -145,10 +220,24 @@ test('a matrix in a type pjrt-score does not decode is refused at load, by name,
   const client = await Client.create();
   const cache = loadProgramCache(client, true);
   try {
-    const types = { 'token_embd.weight': 'Q8_0', 'attn_q.weight': 'Q4_K', 'attn_k.weight': 'Q4_K', 'attn_v.weight': 'Q4_K', 'attn_output.weight': 'Q4_K', 'ffn_gate.weight': 'Q4_K', 'ffn_up.weight': 'IQ2_XS', 'ffn_down.weight': 'Q4_K' };
+    const types = {
+      'token_embd.weight': 'Q8_0',
+      'attn_q.weight': 'Q4_K',
+      'attn_k.weight': 'Q4_K',
+      'attn_v.weight': 'Q4_K',
+      'attn_output.weight': 'Q4_K',
+      'ffn_gate.weight': 'Q4_K',
+      'ffn_up.weight': 'IQ2_XS',
+      'ffn_down.weight': 'Q4_K',
+    };
     const file = writeRandomBlocksGguf('llama', path.join(dir, 'iq2.gguf'), types);
-    const message = /^GGUF tensor blk\.\d\.ffn_up\.weight has type IQ2_XS \(17\), which pjrt-score cannot dequantize yet \(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS\)$/;
-    t.throws(() => loadModel(file), (err) => message.test(err.message) && err.code === 'GGUF_UNSUPPORTED', 'loadModel (host weights) refuses it');
+    const message =
+      /^GGUF tensor blk\.\d\.ffn_up\.weight has type IQ2_XS \(17\), which pjrt-score cannot dequantize yet \(supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS\)$/;
+    t.throws(
+      () => loadModel(file),
+      (err) => message.test(err.message) && err.code === 'GGUF_UNSUPPORTED',
+      'loadModel (host weights) refuses it',
+    );
     const opened = openModel(file);
     try {
       await uploadWeights(client, opened.config, opened.weights, 'f32', { programs: cache.programs });

@@ -30,13 +30,12 @@ const { BLOCK, bf16Bits, firstMismatch, mismatches } = require('./helpers/weight
 
 // ---- the test's own conversions --------------------------------------------
 
-
 // ---- round trip --------------------------------------------------------------
 
 // The host path (weights in memory, safetensors) is held to the same arrays
 // by test/weights-decode.test.js (bit-equal to the device decode, and to these
 // conversions, on tiny models of every stored type).
-test('round trip: each weight type decoded on the device from the file equals the test\'s conversion of the f32 arrays', async (t) => {
+test("round trip: each weight type decoded on the device from the file equals the test's conversion of the f32 arrays", async (t) => {
   const client = await Client.create();
   const model = loadModel();
   // The reference: the host path's f32 arrays (dequantized in JavaScript, transposed, stacked).
@@ -53,16 +52,30 @@ test('round trip: each weight type decoded on the device from the file equals th
     const loaded = await uploadWeights(client, model.config, opened.weights, weights, programs);
     opened.weights.close();
     t.equal(loaded.weightType, weights);
-    t.deepEqual(await mismatches(loaded.buffers, model.config, weights, reference), [], `${weights}: every array equals the test's conversion`);
+    t.deepEqual(
+      await mismatches(loaded.buffers, model.config, weights, reference),
+      [],
+      `${weights}: every array equals the test's conversion`,
+    );
     const ratio = loaded.bytes / f32Bytes;
-    t.ok(ratio <= { f32: 1, bf16: 0.51, int8: 0.29 }[weights], `${weights} weights take ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB (${ratio.toFixed(3)} of f32)`);
+    t.ok(
+      ratio <= { f32: 1, bf16: 0.51, int8: 0.29 }[weights],
+      `${weights} weights take ${(loaded.bytes / 2 ** 20).toFixed(0)} MiB (${ratio.toFixed(3)} of f32)`,
+    );
     if (weights === 'int8') {
       // The file's Q8_0 embedding (blocks of 32 values, one f16 scale, max |q| = 127) re-quantizes to itself.
       const specs = decoderWeightSpecs(model.config, 'int8');
       const e = specs.findIndex((s) => s.name === 'embedding');
       const q = await loaded.buffers[e].toHost();
       const scales = await loaded.buffers[specs.findIndex((s) => s.scaleOf === 'embedding')].toHost();
-      t.equal(firstMismatch(Float32Array.from(q, (v, k) => v * scales[Math.floor(k / BLOCK)]), reference[e]), null, 'int8 embedding (Q8_0 in the GGUF), dequantized: bit-equal to f32');
+      t.equal(
+        firstMismatch(
+          Float32Array.from(q, (v, k) => v * scales[Math.floor(k / BLOCK)]),
+          reference[e],
+        ),
+        null,
+        'int8 embedding (Q8_0 in the GGUF), dequantized: bit-equal to f32',
+      );
     }
     loaded.dispose();
   }
@@ -101,16 +114,30 @@ test('program text: f32 weights add no op; bf16/int8 convert each matrix slice b
   const { config } = makeTinyModel('qwen3');
   const shape = { prefix: 8, items: 2, itemLength: 4, labels: 2 };
   const f32 = decoderFused(config, shape, { dotPrecision: 'HIGHEST' }).text;
-  t.equal(decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights: 'f32' }).text, f32, "weights: 'f32' is the program without the option");
+  t.equal(
+    decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights: 'f32' }).text,
+    f32,
+    "weights: 'f32' is the program without the option",
+  );
   t.notOk(/bf16|xi8/.test(f32), 'f32 program: no bf16 or i8 anywhere');
-  for (const [weights, stored] of [['bf16', 'ui16'], ['int8', 'i8']]) {
+  for (const [weights, stored] of [
+    ['bf16', 'ui16'],
+    ['int8', 'i8'],
+  ]) {
     const text = decoderFused(config, shape, { dotPrecision: 'HIGHEST', weights }).text;
     const dots = text.split('\n').filter((l) => l.includes('stablehlo.dot_general'));
-    t.ok(dots.length > 5 && dots.every((l) => /tensor<[0-9x]*xf32>, tensor<[0-9x]*xf32>\) ->/.test(l)), `${weights}: all ${dots.length} dots take f32 operands`);
+    t.ok(
+      dots.length > 5 && dots.every((l) => /tensor<[0-9x]*xf32>, tensor<[0-9x]*xf32>\) ->/.test(l)),
+      `${weights}: all ${dots.length} dots take f32 operands`,
+    );
     t.notOk(/bf16/.test(text), `${weights}: no bf16 op (XLA CPU would compute it in f32 on the whole array)`);
     const converts = text.split('\n').filter((l) => l.includes('stablehlo.convert') && l.includes(`x${stored}>) ->`));
     // embedding rows, LM head, and the four projections of the layer body
-    t.equal(converts.length, 6, `${weights}: ${stored} is widened in 6 places (embedding rows, LM head, 4 layer projections)`);
+    t.equal(
+      converts.length,
+      6,
+      `${weights}: ${stored} is widened in 6 places (embedding rows, LM head, 4 layer projections)`,
+    );
   }
   t.end();
 });
@@ -137,7 +164,10 @@ for (const weights of ['f32', 'bf16', 'int8']) {
     const serial = await scorer.score(SUBSET, { algorithm: 'serial' });
     const packed = await scorer.score(REQUEST, { algorithm: 'packed' });
     const prefix = await scorer.score(SUBSET, { algorithm: 'prefix' });
-    for (const [algorithm, result] of [['packed', packed], ['prefix', prefix]]) {
+    for (const [algorithm, result] of [
+      ['packed', packed],
+      ['prefix', prefix],
+    ]) {
       t.equal(result.algorithm, algorithm);
       const d = diffs(result.scores.slice(0, SUBSET.items.length), serial.scores);
       t.ok(d.max <= 1e-4, `${algorithm} vs serial: max |diff| ${d.max.toExponential(2)}`);
@@ -154,10 +184,13 @@ test('bf16 and int8 weights are within the gate of f32 (max <= 0.02, mean <= 0.0
   for (const weights of ['bf16', 'int8']) {
     const d = diffs(byType[weights], byType.f32);
     const soft = diffs(twoLabelSoftmax(byType[weights]), twoLabelSoftmax(byType.f32));
-    t.comment(`${weights} vs f32 over ${REQUEST.items.length} items: label probabilities max ${d.max.toExponential(2)}, mean ${d.mean.toExponential(2)}; two-label softmax max ${soft.max.toExponential(2)}, mean ${soft.mean.toExponential(2)}`);
+    t.comment(
+      `${weights} vs f32 over ${REQUEST.items.length} items: label probabilities max ${d.max.toExponential(2)}, mean ${d.mean.toExponential(2)}; two-label softmax max ${soft.max.toExponential(2)}, mean ${soft.mean.toExponential(2)}`,
+    );
     t.ok(d.max <= 0.02, `${weights}: max |diff| ${d.max.toExponential(2)} <= 0.02`);
     t.ok(d.mean <= 0.01, `${weights}: mean |diff| ${d.mean.toExponential(2)} <= 0.01`);
-    if (weights === 'bf16') t.ok(soft.max <= 0.02 && soft.mean <= 0.01, 'bf16: within the gate on the two-label softmax too');
+    if (weights === 'bf16')
+      t.ok(soft.max <= 0.02 && soft.mean <= 0.01, 'bf16: within the gate on the two-label softmax too');
   }
   t.end();
 });

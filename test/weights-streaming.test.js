@@ -15,7 +15,15 @@ const { makeTinyModel, writeTinyHfDir, tensorTable } = require('./helpers/tiny-m
 const { writeRandomBf16Safetensors } = require('../scripts/bench/lib/random-model');
 
 // Qwen2-1.5B: 28 layers, Dm 1536, F 8960, 12 q heads, 2 kv heads of 128, V 151936.
-const DIMS = { vocabSize: 151936, hiddenSize: 1536, intermediateSize: 8960, numLayers: 28, numHeads: 12, numKvHeads: 2, headDim: 128 };
+const DIMS = {
+  vocabSize: 151936,
+  hiddenSize: 1536,
+  intermediateSize: 8960,
+  numLayers: 28,
+  numHeads: 12,
+  numKvHeads: 2,
+  headDim: 128,
+};
 // Besides the process's own baseline (Node and the plugin, measured in the
 // child before the load): one layer's tensors in flight (host slice, the
 // addon's staging copy, an f32 read) during the load; for the first request,
@@ -65,12 +73,18 @@ test('a 1.5B-parameter bf16 model loads in bf16 with peak RSS under 1.3x its siz
     const params = tensors.reduce((n, e) => n + e.dims.reduce((a, b) => a * b, 1), 0);
     const started = Date.now();
     const fileBytes = writeRandomBf16Safetensors(path.join(dir, 'model.safetensors'), tensors);
-    t.comment(`wrote ${(params / 1e9).toFixed(2)}B parameters, ${(fileBytes / 1e9).toFixed(2)} GB of bf16 safetensors in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+    t.comment(
+      `wrote ${(params / 1e9).toFixed(2)}B parameters, ${(fileBytes / 1e9).toFixed(2)} GB of bf16 safetensors in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+    );
     t.ok(params > 1.4e9 && params < 1.7e9, 'about 1.5B parameters');
 
     const loadStarted = Date.now();
     const child = spawnSync(process.execPath, ['-e', CHILD, dir], { encoding: 'utf8', maxBuffer: 1 << 24 });
-    t.equal(child.status, 0, `the child loaded and scored (${((Date.now() - loadStarted) / 1000).toFixed(1)} s)${child.status ? `: ${child.stderr.slice(-2000)}` : ''}`);
+    t.equal(
+      child.status,
+      0,
+      `the child loaded and scored (${((Date.now() - loadStarted) / 1000).toFixed(1)} s)${child.status ? `: ${child.stderr.slice(-2000)}` : ''}`,
+    );
     if (child.status !== 0) return;
     const r = JSON.parse(child.stdout.trim().split('\n').pop());
     const bf16Bytes = params * 2;
@@ -79,14 +93,27 @@ test('a 1.5B-parameter bf16 model loads in bf16 with peak RSS under 1.3x its siz
     const gb = (x) => `${(x / 1e9).toFixed(2)} GB`;
     t.comment(`load ${r.seconds.toFixed(1)} s (${JSON.stringify(r.steps)}); device weights ${gb(r.weightBytes)}`);
     const vectorParams = tensors.filter((e) => e.dims.length === 1).reduce((n, e) => n + e.dims[0], 0);
-    t.equal(r.weightBytes, 2 * (params - vectorParams) + 4 * vectorParams, 'device weights: bf16 matrices, f32 norms and biases');
+    t.equal(
+      r.weightBytes,
+      2 * (params - vectorParams) + 4 * vectorParams,
+      'device weights: bf16 matrices, f32 norms and biases',
+    );
     t.comment(`peak RSS before the load (Node, plugin, client): ${gb(r.baseline)}`);
-    t.ok(r.afterLoad <= limit, `peak RSS after the load ${gb(r.afterLoad)} <= 1.3 x ${gb(bf16Bytes)} + ${gb(allowance)} = ${gb(limit)} (f32 host copies alone would be ${gb(2 * bf16Bytes)})`);
+    t.ok(
+      r.afterLoad <= limit,
+      `peak RSS after the load ${gb(r.afterLoad)} <= 1.3 x ${gb(bf16Bytes)} + ${gb(allowance)} = ${gb(limit)} (f32 host copies alone would be ${gb(2 * bf16Bytes)})`,
+    );
     // Scoring converts the whole [V, Dm] LM head to f32 for its logsumexp: that temporary is the activation allowance here.
     const lmHeadF32 = DIMS.vocabSize * DIMS.hiddenSize * 4;
     const scoreLimit = limit + lmHeadF32 + FIRST_PROGRAM_BYTES;
-    t.ok(r.afterScore <= scoreLimit, `peak RSS after one small request ${gb(r.afterScore)} <= ${gb(scoreLimit)} (adds the f32 LM head temporary, ${gb(lmHeadF32)}, and ${gb(FIRST_PROGRAM_BYTES)} for compiling and running the program)`);
-    t.ok(r.scores.flat().every((x) => Number.isFinite(x) && x >= 0 && x <= 1), 'the scores are probabilities');
+    t.ok(
+      r.afterScore <= scoreLimit,
+      `peak RSS after one small request ${gb(r.afterScore)} <= ${gb(scoreLimit)} (adds the f32 LM head temporary, ${gb(lmHeadF32)}, and ${gb(FIRST_PROGRAM_BYTES)} for compiling and running the program)`,
+    );
+    t.ok(
+      r.scores.flat().every((x) => Number.isFinite(x) && x >= 0 && x <= 1),
+      'the scores are probabilities',
+    );
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

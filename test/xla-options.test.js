@@ -50,7 +50,10 @@ test('an override reaches XLA: xla_dump_to fills a directory with HLO text namin
   const exe = await client.compile(PROBE, { xlaOptions: { xla_dump_to: dumped, xla_dump_hlo_as_text: true } });
   const files = fs.existsSync(dumped) ? fs.readdirSync(dumped) : [];
   const texts = files.filter((f) => f.includes('xla_options_probe') && f.endsWith('.txt'));
-  t.ok(texts.length > 0, `with them: HLO text files of the module (${texts.slice(0, 3).join(', ')}${texts.length > 3 ? ', ...' : ''})`);
+  t.ok(
+    texts.length > 0,
+    `with them: HLO text files of the module (${texts.slice(0, 3).join(', ')}${texts.length > 3 ? ', ...' : ''})`,
+  );
   const hlo = texts.map((f) => fs.readFileSync(path.join(dumped, f), 'utf8')).join('\n');
   t.ok(/HloModule xla_options_probe/.test(hlo) && /multiply/.test(hlo), 'the text is the module, with its multiply');
   // A plain JS product as reference: both executables compute it.
@@ -61,7 +64,7 @@ test('an override reaches XLA: xla_dump_to fills a directory with HLO text namin
   without.dispose();
 });
 
-test("the encoding of numbers, as XLA decodes it: a bool option given a number echoes the number it read", async (t) => {
+test('the encoding of numbers, as XLA decodes it: a bool option given a number echoes the number it read', async (t) => {
   // XLA refuses a number for a bool field, naming the value it decoded (an int64 varint or a double).
   const cases = [
     [-12345678901, /'-12345678901' is not a valid bool value/, 'a negative int64 (10-byte varint)'],
@@ -99,7 +102,11 @@ test('bad xlaOptions are TypeErrors from Client.compile, before the addon', asyn
     [{ XLA_DUMP_TO: '/tmp' }, /option name 'XLA_DUMP_TO' must match/, 'upper case'],
     [{ xla_dump_max_hlo_modules: NaN }, /xla_dump_max_hlo_modules must be a finite number, got NaN/, 'NaN'],
     [{ xla_dump_max_hlo_modules: Infinity }, /must be a finite number, got Infinity/, 'Infinity'],
-    [{ xla_dump_to: { dir: '/tmp' } }, /xla_dump_to must be a boolean, number or string, got object/, 'an object value'],
+    [
+      { xla_dump_to: { dir: '/tmp' } },
+      /xla_dump_to must be a boolean, number or string, got object/,
+      'an object value',
+    ],
     [{ xla_dump_to: null }, /got null/, 'null'],
     [{ xla_dump_to: '/tmp/a\0b' }, /xla_dump_to must not contain a NUL character/, 'a string with NUL'],
     [['xla_dump_to'], /must be an object/, 'an array'],
@@ -119,7 +126,10 @@ test('bad xlaOptions are TypeErrors from Client.compile, before the addon', asyn
     await client.compile(PROBE, 'xla_dump_to');
     t.fail('options that are not an object: should have been refused');
   } catch (err) {
-    t.ok(err instanceof TypeError && /options must be an object/.test(err.message), `options not an object: ${err.message}`);
+    t.ok(
+      err instanceof TypeError && /options must be an object/.test(err.message),
+      `options not an object: ${err.message}`,
+    );
   }
 });
 
@@ -157,10 +167,19 @@ test('the options take part in the JIT namespace: other options, another namespa
   const base = { hostCpuId: 'c0ffee', xlaFlags: '' };
   const none = executableNamespace(fake, base);
   const empty = executableNamespace(fake, { ...base, xlaOptions: {} });
-  const a = executableNamespace(fake, { ...base, xlaOptions: { xla_allow_excess_precision: false, xla_dump_to: '/d' } });
-  const b = executableNamespace(fake, { ...base, xlaOptions: { xla_dump_to: '/d', xla_allow_excess_precision: false } });
+  const a = executableNamespace(fake, {
+    ...base,
+    xlaOptions: { xla_allow_excess_precision: false, xla_dump_to: '/d' },
+  });
+  const b = executableNamespace(fake, {
+    ...base,
+    xlaOptions: { xla_dump_to: '/d', xla_allow_excess_precision: false },
+  });
   const c = executableNamespace(fake, { ...base, xlaOptions: { xla_allow_excess_precision: true, xla_dump_to: '/d' } });
-  const d = executableNamespace(fake, { ...base, xlaOptions: { xla_allow_excess_precision: 'false', xla_dump_to: '/d' } });
+  const d = executableNamespace(fake, {
+    ...base,
+    xlaOptions: { xla_allow_excess_precision: 'false', xla_dump_to: '/d' },
+  });
   t.equal(empty, none, 'no options and {} are the same namespace');
   t.equal(a, b, 'the same options in another key order: the same namespace');
   t.notEqual(a, none, 'options: another namespace than none');
@@ -169,17 +188,21 @@ test('the options take part in the JIT namespace: other options, another namespa
   t.end();
 });
 
-test('PJRT_SCORE_PLATFORM_FACTS may set xlaOptions (replacing the platform\'s) and refuses bad ones', (t) => {
+test("PJRT_SCORE_PLATFORM_FACTS may set xlaOptions (replacing the platform's) and refuses bad ones", (t) => {
   const env = (value) => ({ PJRT_SCORE_PLATFORM_FACTS: value });
   t.deepEqual(platformFacts('cpu').xlaOptions, {}, 'cpu: no options');
   t.deepEqual(platformFacts('cuda').xlaOptions, { xla_allow_excess_precision: false }, 'cuda: excess precision off');
   const off = platformFactsOverride(env('{"xlaOptions":{}}'));
   t.deepEqual(off, { xlaOptions: {} }, 'an empty object is accepted');
   const cuda = withOverride(platformFacts('cuda'), off);
-  t.deepEqual(cuda.xlaOptions, {}, 'and replaces the platform\'s options');
+  t.deepEqual(cuda.xlaOptions, {}, "and replaces the platform's options");
   t.deepEqual(cuda.overridden, ['xlaOptions'], 'overridden says so');
   const some = platformFactsOverride(env('{"xlaOptions":{"xla_allow_excess_precision":true,"xla_dump_to":"/d"}}'));
-  t.deepEqual(some.xlaOptions, { xla_allow_excess_precision: true, xla_dump_to: '/d' }, 'options with values are accepted');
+  t.deepEqual(
+    some.xlaOptions,
+    { xla_allow_excess_precision: true, xla_dump_to: '/d' },
+    'options with values are accepted',
+  );
   const bad = [
     ['{"xlaOptions":[]}', /xlaOptions must be an object/],
     ['{"xlaOptions":"xla_dump_to=/d"}', /xlaOptions must be an object/],
@@ -189,7 +212,11 @@ test('PJRT_SCORE_PLATFORM_FACTS may set xlaOptions (replacing the platform\'s) a
   ];
   for (const [value, pattern] of bad) {
     t.throws(() => platformFactsOverride(env(value)), pattern, `${value}: refused`);
-    t.throws(() => platformFactsOverride(env(value)), /^TypeError: PJRT_SCORE_PLATFORM_FACTS: xlaOptions must be/, `${value}: names the variable`);
+    t.throws(
+      () => platformFactsOverride(env(value)),
+      /^TypeError: PJRT_SCORE_PLATFORM_FACTS: xlaOptions must be/,
+      `${value}: names the variable`,
+    );
   }
   t.end();
 });
@@ -204,9 +231,18 @@ test('a Scorer compiles every program with its xlaOptions and says so in the loa
     (await Scorer.load({ model: file, diskCache: false, xlaOptions: { dump_to: dump } })).dispose();
     t.fail('a bad option: should have been refused');
   } catch (err) {
-    t.ok(err instanceof TypeError && /^xlaOptions: option name 'dump_to' must match/.test(err.message), `a bad option: refused at load (${err.message})`);
+    t.ok(
+      err instanceof TypeError && /^xlaOptions: option name 'dump_to' must match/.test(err.message),
+      `a bad option: refused at load (${err.message})`,
+    );
   }
-  const scorer = await Scorer.load({ model: file, diskCache: false, prefixCacheBytes: 0, xlaOptions: { xla_dump_to: dump, xla_dump_hlo_as_text: true }, log: (e) => events.push(e) });
+  const scorer = await Scorer.load({
+    model: file,
+    diskCache: false,
+    prefixCacheBytes: 0,
+    xlaOptions: { xla_dump_to: dump, xla_dump_hlo_as_text: true },
+    log: (e) => events.push(e),
+  });
   try {
     const loaded = events.find((e) => e.event === 'model_loaded');
     const want = { xla_dump_to: dump, xla_dump_hlo_as_text: true };
@@ -214,13 +250,19 @@ test('a Scorer compiles every program with its xlaOptions and says so in the loa
     t.deepEqual(scorer.explain({ ...request, algorithm: 'packed' }).xlaOptions, want, 'explain() too');
     await scorer.score(request, { algorithm: 'packed' });
     const files = fs.readdirSync(dump).filter((f) => f.endsWith('.txt'));
-    t.ok(files.some((f) => f.includes('decoder_fused')), `the decoder's program was compiled with them (${files.filter((f) => f.includes('decoder_fused')).length} files)`);
+    t.ok(
+      files.some((f) => f.includes('decoder_fused')),
+      `the decoder's program was compiled with them (${files.filter((f) => f.includes('decoder_fused')).length} files)`,
+    );
   } finally {
     scorer.dispose();
   }
   const plain = [];
   const other = await Scorer.load({ model: file, diskCache: false, prefixCacheBytes: 0, log: (e) => plain.push(e) });
-  t.notOk('xlaOptions' in plain.find((e) => e.event === 'model_loaded'), 'without options on cpu: the load log has no xlaOptions');
+  t.notOk(
+    'xlaOptions' in plain.find((e) => e.event === 'model_loaded'),
+    'without options on cpu: the load log has no xlaOptions',
+  );
   t.notOk('xlaOptions' in other.explain({ ...request, algorithm: 'packed' }), 'nor explain()');
   other.dispose();
 });

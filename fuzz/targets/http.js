@@ -15,7 +15,19 @@ const { silentLogger } = require(path.join(DIST, 'server', 'telemetry', 'log'));
 const { Scorer } = require(path.join(DIST, 'scoring', 'scorer'));
 
 const KEY = 'pk-fuzz-0123456789abcdef01234567';
-const PATHS = ['/v1/score', '/v1/rerank', '/v2/rerank', '/rerank', '/health', '/v1/models', '/v1/models/x', '/info', '/metrics', '/openapi.json', '/nope'];
+const PATHS = [
+  '/v1/score',
+  '/v1/rerank',
+  '/v2/rerank',
+  '/rerank',
+  '/health',
+  '/v1/models',
+  '/v1/models/x',
+  '/info',
+  '/metrics',
+  '/openapi.json',
+  '/nope',
+];
 const METHODS = ['POST', 'POST', 'POST', 'GET', 'PUT', 'OPTIONS', 'HEAD', 'DELETE'];
 const ENTRY_POINTS = ['tokenize', 'normalizeWith', 'scoreNormalized'];
 
@@ -53,15 +65,24 @@ const printable = (bytes) => Buffer.from(bytes.filter((b) => b >= 0x20 && b <= 0
 /** [authorization header or undefined, whether it is the right key]. */
 function authorization(mode, tail) {
   switch (mode % 9) {
-    case 0: return [undefined, false];
-    case 1: return [`Bearer ${KEY}`, true];
-    case 2: return [`Bearer ${KEY.slice(0, -1)}8`, false];
-    case 3: return [`Bearer ${KEY.slice(0, 8)}`, false];
-    case 4: return [`Basic ${Buffer.from(`u:${KEY}`).toString('base64')}`, false];
-    case 5: return [`Bearer ${printable(tail.subarray(0, 40))}`, false];
-    case 6: return [printable(tail.subarray(0, 60)), false];
-    case 7: return [`bearer   ${KEY}  `, true];
-    default: return [`Bearer ${KEY}${printable(tail.subarray(0, 4)) || 'x'}`, false];
+    case 0:
+      return [undefined, false];
+    case 1:
+      return [`Bearer ${KEY}`, true];
+    case 2:
+      return [`Bearer ${KEY.slice(0, -1)}8`, false];
+    case 3:
+      return [`Bearer ${KEY.slice(0, 8)}`, false];
+    case 4:
+      return [`Basic ${Buffer.from(`u:${KEY}`).toString('base64')}`, false];
+    case 5:
+      return [`Bearer ${printable(tail.subarray(0, 40))}`, false];
+    case 6:
+      return [printable(tail.subarray(0, 60)), false];
+    case 7:
+      return [`bearer   ${KEY}  `, true];
+    default:
+      return [`Bearer ${KEY}${printable(tail.subarray(0, 4)) || 'x'}`, false];
   }
 }
 
@@ -89,7 +110,8 @@ function seeds() {
   ];
   const out = [];
   for (const mode of [0, 1, 2, 3, 4, 7]) {
-    for (const [route, body] of bodies) out.push(Buffer.concat([Buffer.from([mode, route, 0]), Buffer.from(JSON.stringify(body))]));
+    for (const [route, body] of bodies)
+      out.push(Buffer.concat([Buffer.from([mode, route, 0]), Buffer.from(JSON.stringify(body))]));
   }
   for (let route = 4; route < PATHS.length; route++) out.push(Buffer.from([route % 2, route, 3]));
   return out;
@@ -105,7 +127,8 @@ async function run(data) {
   if (status >= 500) throw new Error(`HTTP ${status} for ${method} ${urlPath}`);
   if (!right) {
     if (scorerCalls !== before) throw new Error(`a request without the key reached the Scorer: ${method} ${urlPath}`);
-    if (urlPath !== '/health' && status !== 401) throw new Error(`a request without the key got ${status}: ${method} ${urlPath}`);
+    if (urlPath !== '/health' && status !== 401)
+      throw new Error(`a request without the key got ${status}: ${method} ${urlPath}`);
   }
 }
 
@@ -119,5 +142,18 @@ module.exports = {
   run,
   // Every failure of run() is a finding.
   expected: () => false,
-  dictionary: ['"query"', '"items"', '"documents"', '"texts"', '"label_token_ids"', '"top_n"', 'Bearer ', 'true', 'null', '[]', '{}', '"\\ud800"'],
+  dictionary: [
+    '"query"',
+    '"items"',
+    '"documents"',
+    '"texts"',
+    '"label_token_ids"',
+    '"top_n"',
+    'Bearer ',
+    'true',
+    'null',
+    '[]',
+    '{}',
+    '"\\ud800"',
+  ],
 };

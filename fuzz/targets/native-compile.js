@@ -16,9 +16,16 @@ async function setup() {
 }
 
 function seeds() {
-  const out = fs.readdirSync(SEEDS).sort().map((f) => fs.readFileSync(path.join(SEEDS, f)));
+  const out = fs
+    .readdirSync(SEEDS)
+    .sort()
+    .map((f) => fs.readFileSync(path.join(SEEDS, f)));
   const { programs } = require(path.join(DIST, 'hlo'));
-  out.push(Buffer.from(programs.lmHeadGather({ tokens: 4, hiddenSize: 4, gatherCount: 2, vocabSize: 8, labelCount: 2, eps: 1e-5 }).text));
+  out.push(
+    Buffer.from(
+      programs.lmHeadGather({ tokens: 4, hiddenSize: 4, gatherCount: 2, vocabSize: 8, labelCount: 2, eps: 1e-5 }).text,
+    ),
+  );
   return out;
 }
 
@@ -37,9 +44,57 @@ module.exports = {
   seeds,
   run,
   expected,
-  dictionary: ['func.func', '@main', 'stablehlo.', 'tensor<', 'xf32>', 'xi32>', 'bf16', 'i1', 'f64', 'ui8', 'complex<f32>', 'tuple<', '!stablehlo.token',
-    '%0', '%arg0', '->', 'return', '^bb0(', 'dense<', 'array<i64: ', '#stablehlo<', 'stablehlo.while', 'stablehlo.reduce', 'stablehlo.custom_call',
-    'stablehlo.dot_general', 'stablehlo.broadcast_in_dim', 'stablehlo.reshape', 'stablehlo.iota', 'stablehlo.rng', 'stablehlo.sort', 'stablehlo.gather',
-    'stablehlo.dynamic_slice', 'stablehlo.pad', 'stablehlo.transpose', 'stablehlo.constant', 'stablehlo.convolution', 'stablehlo.fft',
-    'dimensions = [', 'module @m {', '}', '{', '(', ')', '"', 'x', '?x', '0x7FC00000', 'loc(', '#loc', 'sym_name', 'attributes {'],
+  dictionary: [
+    'func.func',
+    '@main',
+    'stablehlo.',
+    'tensor<',
+    'xf32>',
+    'xi32>',
+    'bf16',
+    'i1',
+    'f64',
+    'ui8',
+    'complex<f32>',
+    'tuple<',
+    '!stablehlo.token',
+    '%0',
+    '%arg0',
+    '->',
+    'return',
+    '^bb0(',
+    'dense<',
+    'array<i64: ',
+    '#stablehlo<',
+    'stablehlo.while',
+    'stablehlo.reduce',
+    'stablehlo.custom_call',
+    'stablehlo.dot_general',
+    'stablehlo.broadcast_in_dim',
+    'stablehlo.reshape',
+    'stablehlo.iota',
+    'stablehlo.rng',
+    'stablehlo.sort',
+    'stablehlo.gather',
+    'stablehlo.dynamic_slice',
+    'stablehlo.pad',
+    'stablehlo.transpose',
+    'stablehlo.constant',
+    'stablehlo.convolution',
+    'stablehlo.fft',
+    'dimensions = [',
+    'module @m {',
+    '}',
+    '{',
+    '(',
+    ')',
+    '"',
+    'x',
+    '?x',
+    '0x7FC00000',
+    'loc(',
+    '#loc',
+    'sym_name',
+    'attributes {',
+  ],
 };

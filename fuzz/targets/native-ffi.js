@@ -30,18 +30,41 @@ const PREFIX = 'pjrt_score_prefix_attention';
 const CAUSAL = 'pjrt_score_causal_attention';
 const QUERY_ITEMS = 'pjrt_score_query_items_attention';
 const QUERY_ITEMS_ROPE = 'pjrt_score_query_items_attention_rope';
-const MATMUL = ['pjrt_score_matmul_bf16', 'pjrt_score_matmul_bf16_rmsnorm', 'pjrt_score_matmul_bf16_swiglu', 'pjrt_score_matmul_bf16'];
-const MATMUL_F32 = ['pjrt_score_matmul_f32', 'pjrt_score_matmul_f32_rmsnorm', 'pjrt_score_matmul_f32_swiglu', 'pjrt_score_matmul_f32'];
+const MATMUL = [
+  'pjrt_score_matmul_bf16',
+  'pjrt_score_matmul_bf16_rmsnorm',
+  'pjrt_score_matmul_bf16_swiglu',
+  'pjrt_score_matmul_bf16',
+];
+const MATMUL_F32 = [
+  'pjrt_score_matmul_f32',
+  'pjrt_score_matmul_f32_rmsnorm',
+  'pjrt_score_matmul_f32_swiglu',
+  'pjrt_score_matmul_f32',
+];
 // '' leaves the variable unset; a cap above the CPU's best, or an unknown one, must change nothing.
 const ISA_CAPS = ['', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'sse9'];
 
 // The well-formed operands of each target, then the result.
 function wellFormed(causal, next) {
-  const [n, l, hkv, group, d, p] = [next() % 5, next() % 6, 1 + (next() % 3), 1 + (next() % 3), next() % 20, next() % 300];
+  const [n, l, hkv, group, d, p] = [
+    next() % 5,
+    next() % 6,
+    1 + (next() % 3),
+    1 + (next() % 3),
+    next() % 20,
+    next() % 300,
+  ];
   const hq = hkv * group;
   if (causal) {
     const t = p * 2; // up to 598 rows: three key blocks of 256
-    return [['f32', [t, hq, d]], ['f32', [t, hkv, d]], ['f32', [t, hkv, d]], ['s32', []], ['f32', [t, hq, d]]];
+    return [
+      ['f32', [t, hq, d]],
+      ['f32', [t, hkv, d]],
+      ['f32', [t, hkv, d]],
+      ['s32', []],
+      ['f32', [t, hq, d]],
+    ];
   }
   return [
     ['f32', [n, l, hq, d]],
@@ -58,7 +81,14 @@ function wellFormed(causal, next) {
 // The joined attention call's well-formed operands (the query's q, k, v, length; the items' q, k, v,
 // lengths), then the result.
 function wellFormedJoined(next) {
-  const [n, l, hkv, group, d, p] = [next() % 5, next() % 6, 1 + (next() % 3), 1 + (next() % 3), next() % 20, next() % 300];
+  const [n, l, hkv, group, d, p] = [
+    next() % 5,
+    next() % 6,
+    1 + (next() % 3),
+    1 + (next() % 3),
+    next() % 20,
+    next() % 300,
+  ];
   const hq = hkv * group;
   return [
     ['f32', [p, hq, d]],
@@ -76,7 +106,14 @@ function wellFormedJoined(next) {
 // The rotating joined call's well-formed operands (qkv, the query's and the items' cos and sin, the
 // score scale, the lengths), then the result.
 function wellFormedRope(next) {
-  const [n, l, hkv, group, half, p] = [next() % 5, next() % 6, 1 + (next() % 3), 1 + (next() % 3), next() % 12, next() % 300];
+  const [n, l, hkv, group, half, p] = [
+    next() % 5,
+    next() % 6,
+    1 + (next() % 3),
+    1 + (next() % 3),
+    next() % 12,
+    next() % 300,
+  ];
   const [hq, d] = [hkv * group, 2 * half];
   const t = p + n * l;
   return [
@@ -96,8 +133,18 @@ function wellFormedRope(next) {
 function wellFormedMatmul(form, packed, f32, live, next) {
   const [t, k, n, layers] = [next() % 40, 1 + (next() % 80), next() % 70, 1 + (next() % 3)];
   const x = ['f32', [t, form === 2 ? 2 * k : k]];
-  const weights = f32 ? ['f32', [layers, k, n]] : packed ? ['u16', [layers, Math.ceil(n / 32), Math.ceil(k / 2), 32, 2]] : [form === 3 ? 'u16' : 'f32', [layers, k, n]];
-  const norms = form === 1 ? [['f32', [layers, k]], ['f32', []]] : [];
+  const weights = f32
+    ? ['f32', [layers, k, n]]
+    : packed
+      ? ['u16', [layers, Math.ceil(n / 32), Math.ceil(k / 2), 32, 2]]
+      : [form === 3 ? 'u16' : 'f32', [layers, k, n]];
+  const norms =
+    form === 1
+      ? [
+          ['f32', [layers, k]],
+          ['f32', []],
+        ]
+      : [];
   return [x, ...norms, weights, ['s32', []], ...(live ? [['s32', [t]]] : []), ['f32', [t, n]]];
 }
 
@@ -109,15 +156,24 @@ function decode(data) {
   const f32 = (first & 16) === 16;
   const joined = !matmul && (first & 64) === 64;
   const rope = joined && (first & 128) === 128;
-  const target = matmul ? (f32 ? MATMUL_F32 : MATMUL)[first & 3] : (rope ? QUERY_ITEMS_ROPE : joined ? QUERY_ITEMS : causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
-  const ops = matmul ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, (first & 32) === 32, next) : rope ? wellFormedRope(next) : joined ? wellFormedJoined(next) : wellFormed(causal, next);
+  const target = matmul
+    ? (f32 ? MATMUL_F32 : MATMUL)[first & 3]
+    : (rope ? QUERY_ITEMS_ROPE : joined ? QUERY_ITEMS : causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
+  const ops = matmul
+    ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, (first & 32) === 32, next)
+    : rope
+      ? wellFormedRope(next)
+      : joined
+        ? wellFormedJoined(next)
+        : wellFormed(causal, next);
   const arity = ops.length - 1;
   const broken = next() % 4;
   for (let i = 0; i < broken; i++) {
     const at = next() % ops.length;
     const how = next() % 4;
     const [dtype, dims] = ops[at];
-    if (how === 0) ops[at] = [dtype === 'f32' ? 's32' : 'f32', dims]; // u16 weights become f32
+    if (how === 0)
+      ops[at] = [dtype === 'f32' ? 's32' : 'f32', dims]; // u16 weights become f32
     else if (how === 1 && dims.length) ops[at] = [dtype, dims.slice(1)];
     else if (how === 2) ops[at] = [dtype, [...dims, 1 + (next() % 3)]];
     else if (dims.length) ops[at] = [dtype, dims.map((x, j) => (j === next() % dims.length ? next() % 8 : x))];
@@ -126,7 +182,15 @@ function decode(data) {
   const count = next() < 220 ? arity : next() % 10;
   const lengths = Array.from({ length: 8 }, () => ((next() << 24) | (next() << 16)) >> 16);
   const isa = ISA_CAPS[next() % ISA_CAPS.length];
-  return { target, operands: ops.slice(0, Math.min(count, arity)).concat(count > arity ? Array.from({ length: count - arity }, () => ops[0]) : []), result: ops[arity], lengths, isa };
+  return {
+    target,
+    operands: ops
+      .slice(0, Math.min(count, arity))
+      .concat(count > arity ? Array.from({ length: count - arity }, () => ops[0]) : []),
+    result: ops[arity],
+    lengths,
+    isa,
+  };
 }
 
 function fill([dtype, dims], lengths) {
@@ -153,7 +217,10 @@ async function run(data) {
     const [out] = await exe.execute(buffers);
     const host = await out.toHost();
     out.dispose();
-    if (!host.every(Number.isFinite)) throw new Error(`an accepted ${target} call gave a non-finite output (${JSON.stringify(operands.map((o) => o[1]))})`);
+    if (!host.every(Number.isFinite))
+      throw new Error(
+        `an accepted ${target} call gave a non-finite output (${JSON.stringify(operands.map((o) => o[1]))})`,
+      );
   } finally {
     buffers.forEach((b) => b.dispose());
     exe.dispose();

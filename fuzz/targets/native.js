@@ -17,7 +17,9 @@ function expected(error) {
   if (error instanceof runtime.PjrtError) return true;
   // Engine errors (a bug in our code, not a refusal) are TypeErrors too; they never start like our messages.
   if (error instanceof TypeError || error instanceof RangeError) {
-    return !/^(Cannot read|Cannot convert|.* is not (a function|iterable|defined)|Invalid (array|typed array) length|Maximum call stack)/.test(error.message);
+    return !/^(Cannot read|Cannot convert|.* is not (a function|iterable|defined)|Invalid (array|typed array) length|Maximum call stack)/.test(
+      error.message,
+    );
   }
   return false;
 }

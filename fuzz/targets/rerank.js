@@ -16,7 +16,10 @@ let template = null;
 function setup() {
   request.setup();
   const { info } = request.shared();
-  template = resolveTemplate(chooseTemplate({ name: info.name, architecture: info.config.architecture }, info.tokenizer), info.tokenizer);
+  template = resolveTemplate(
+    chooseTemplate({ name: info.name, architecture: info.config.architecture }, info.tokenizer),
+    info.tokenizer,
+  );
 }
 
 function seeds() {
@@ -58,6 +61,26 @@ module.exports = {
   seeds,
   run,
   expected: request.expected,
-  dictionary: ['"query"', '"documents"', '"texts"', '"top_n"', '"return_documents"', '"return_text"', '"raw_scores"', '"instruction"', '"text"', '"model"',
-    'true', 'false', 'null', '[]', '{}', '-1', '0', '1e400', '""', '"\\ud800"'],
+  dictionary: [
+    '"query"',
+    '"documents"',
+    '"texts"',
+    '"top_n"',
+    '"return_documents"',
+    '"return_text"',
+    '"raw_scores"',
+    '"instruction"',
+    '"text"',
+    '"model"',
+    'true',
+    'false',
+    'null',
+    '[]',
+    '{}',
+    '-1',
+    '0',
+    '1e400',
+    '""',
+    '"\\ud800"',
+  ],
 };

@@ -29,7 +29,8 @@ function run(data) {
   }
   if (typeof json !== 'object' || json === null) return;
   const tokenizer = new model.Tokenizer(json, { bosTokenId: 1, addBos: true });
-  if (!Number.isSafeInteger(tokenizer.vocabSize) || tokenizer.vocabSize <= 0) throw new Error(`vocabSize ${tokenizer.vocabSize}`);
+  if (!Number.isSafeInteger(tokenizer.vocabSize) || tokenizer.vocabSize <= 0)
+    throw new Error(`vocabSize ${tokenizer.vocabSize}`);
   for (const text of TEXTS) {
     let ids;
     try {
@@ -57,7 +58,35 @@ module.exports = {
   seeds,
   run,
   expected,
-  dictionary: ['"type"', '"BPE"', '"WordPiece"', '"Unigram"', '"WordLevel"', '"ByteLevel"', '"Sequence"', '"Split"', '"Digits"', '"Metaspace"',
-    '"NFC"', '"NFKC"', '"Lowercase"', '"Replace"', '"Strip"', '"added_tokens"', '"special"', '"vocab"', '"merges"', '"unk_token"', '"byte_fallback"',
-    '"pattern"', '{"Regex":"', '"pretokenizers"', '"normalizers"', 'null', 'true', '[]', '{}'],
+  dictionary: [
+    '"type"',
+    '"BPE"',
+    '"WordPiece"',
+    '"Unigram"',
+    '"WordLevel"',
+    '"ByteLevel"',
+    '"Sequence"',
+    '"Split"',
+    '"Digits"',
+    '"Metaspace"',
+    '"NFC"',
+    '"NFKC"',
+    '"Lowercase"',
+    '"Replace"',
+    '"Strip"',
+    '"added_tokens"',
+    '"special"',
+    '"vocab"',
+    '"merges"',
+    '"unk_token"',
+    '"byte_fallback"',
+    '"pattern"',
+    '{"Regex":"',
+    '"pretokenizers"',
+    '"normalizers"',
+    'null',
+    'true',
+    '[]',
+    '{}',
+  ],
 };

@@ -92,7 +92,11 @@ async function writeInPlace(file: CachedFile, write: WriteCachedFile, log: Log):
  * Puts the file in the cache unless it is already there (verified by the
  * marker); returns its path. Safe when several processes call it at once.
  */
-export async function fetchCachedFile(file: CachedFile, write: WriteCachedFile, options: FetchOptions = {}): Promise<string> {
+export async function fetchCachedFile(
+  file: CachedFile,
+  write: WriteCachedFile,
+  options: FetchOptions = {},
+): Promise<string> {
   const log = options.log ?? defaultLog;
   if (isCached(file)) {
     log(`[pjrt-score] ${file.label}: already in ${file.destination}`);

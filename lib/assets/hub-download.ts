@@ -56,11 +56,18 @@ function progress(source: BlobSource, tty: boolean): (done: number) => void {
     if (now - last < 250 && done < source.size) return;
     last = now;
     const percent = source.size > 0 ? Math.floor((100 * done) / source.size) : 100;
-    process.stderr.write(`\r[pjrt-score] ${source.label}: ${percent}% of ${megabytes(source.size)}${done >= source.size ? '\n' : ''}`);
+    process.stderr.write(
+      `\r[pjrt-score] ${source.label}: ${percent}% of ${megabytes(source.size)}${done >= source.size ? '\n' : ''}`,
+    );
   };
 }
 
-async function appendFrom(source: BlobSource, incomplete: string, offset: number, onBytes: (done: number) => void): Promise<void> {
+async function appendFrom(
+  source: BlobSource,
+  incomplete: string,
+  offset: number,
+  onBytes: (done: number) => void,
+): Promise<void> {
   const stream = await source.open(offset);
   const out = fs.openSync(incomplete, offset > 0 ? 'a' : 'w');
   let done = offset;
@@ -71,7 +78,11 @@ async function appendFrom(source: BlobSource, incomplete: string, offset: number
       if (end) break;
       fs.writeSync(out, value);
       done += value.byteLength;
-      if (done > source.size) throw new HubError(`${source.label}: the hub sent more than the ${source.size} bytes it listed`, 'HUB_DOWNLOAD');
+      if (done > source.size)
+        throw new HubError(
+          `${source.label}: the hub sent more than the ${source.size} bytes it listed`,
+          'HUB_DOWNLOAD',
+        );
       onBytes(done);
     }
   } finally {
@@ -86,7 +97,10 @@ async function download(source: BlobSource, blobPath: string, log: Log, tty: boo
   const incomplete = `${blobPath}.incomplete`;
   if (fileSize(incomplete) > source.size) fs.rmSync(incomplete, { force: true });
   const start = fileSize(incomplete);
-  log(`[pjrt-score] ${source.label}: downloading ${megabytes(source.size)}${start > 0 ? `, resuming at ${megabytes(start)}` : ''}`);
+  log(
+    `[pjrt-score] ${source.label}: ` +
+      `downloading ${megabytes(source.size)}${start > 0 ? `, resuming at ${megabytes(start)}` : ''}`,
+  );
   const onBytes = progress(source, tty);
   for (let attempt = 1; ; attempt++) {
     const have = fileSize(incomplete);
@@ -97,16 +111,27 @@ async function download(source: BlobSource, blobPath: string, log: Log, tty: boo
     } catch (err) {
       if (permanent(err) || attempt === ATTEMPTS) {
         if (permanent(err)) throw err;
-        throw new HubError(`${source.label}: download failed after ${ATTEMPTS} attempts (${(err as Error).message}); run again to resume`, 'HUB_DOWNLOAD');
+        throw new HubError(
+          `${source.label}: download failed after ${ATTEMPTS} attempts (${(err as Error).message}); ` +
+            `run again to resume`,
+          'HUB_DOWNLOAD',
+        );
       }
       if (tty) process.stderr.write('\n');
-      log(`[pjrt-score] ${source.label}: interrupted at ${megabytes(fileSize(incomplete))} (${(err as Error).message}); resuming`);
+      log(
+        `[pjrt-score] ${source.label}: ` +
+          `interrupted at ${megabytes(fileSize(incomplete))} (${(err as Error).message}); resuming`,
+      );
     }
   }
   const actual = await hashOf(incomplete, source.hash, source.size);
   if (actual !== source.blob) {
     fs.rmSync(incomplete, { force: true });
-    throw new HubError(`${source.label}: ${source.hash} mismatch: the hub lists ${source.blob}, the download has ${actual}; nothing was cached`, 'HUB_SHA256');
+    throw new HubError(
+      `${source.label}: ${source.hash} mismatch: the hub lists ${source.blob}, ` +
+        `the download has ${actual}; nothing was cached`,
+      'HUB_SHA256',
+    );
   }
   fs.renameSync(incomplete, blobPath);
   log(`[pjrt-score] ${source.label}: ${source.hash} verified`);
@@ -119,7 +144,8 @@ async function download(source: BlobSource, blobPath: string, log: Log, tty: boo
  */
 export async function ensureBlob(source: BlobSource, log: Log, tty: boolean, verifyCached = false): Promise<string> {
   const blobPath = path.join(source.folder, 'blobs', source.blob);
-  const good = async (): Promise<boolean> => fs.existsSync(blobPath) && (!verifyCached || (await hashOf(blobPath, source.hash, source.size)) === source.blob);
+  const good = async (): Promise<boolean> =>
+    fs.existsSync(blobPath) && (!verifyCached || (await hashOf(blobPath, source.hash, source.size)) === source.blob);
   if (await good()) return blobPath;
   fs.mkdirSync(path.dirname(blobPath), { recursive: true });
   const locks = path.join(hubCacheDir(), '.locks', path.basename(source.folder));

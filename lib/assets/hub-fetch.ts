@@ -36,7 +36,8 @@ export function hubEndpoint(): string {
 /** HF_TOKEN, else the token file huggingface_hub's login writes (HF_TOKEN_PATH, HF_HOME/token). */
 function hubToken(): string | undefined {
   if (process.env.HF_TOKEN) return process.env.HF_TOKEN.trim();
-  const home = process.env.HF_HOME || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'huggingface');
+  const home =
+    process.env.HF_HOME || path.join(process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache'), 'huggingface');
   const file = process.env.HF_TOKEN_PATH || path.join(home, 'token');
   try {
     return fs.readFileSync(file, 'utf8').trim() || undefined;
@@ -54,20 +55,34 @@ function hubFetch(id: HubModelId, token: string | undefined): typeof fetch {
       response = await fetch(input, init);
     } catch (err) {
       const cause = (err as { cause?: { message?: string } }).cause?.message ?? (err as Error).message;
-      throw new Error(`could not reach ${hubEndpoint()} (${cause}); HF_ENDPOINT names a mirror, HF_HUB_OFFLINE=1 uses the cache only`, { cause: err });
+      throw new Error(
+        `could not reach ${hubEndpoint()} (${cause}); HF_ENDPOINT names a mirror, HF_HUB_OFFLINE=1 uses the cache only`,
+        { cause: err },
+      );
     }
     const code = response.headers.get('x-error-code');
-    if (code === 'GatedRepo' || ((response.status === 401 || response.status === 403) && token === undefined && code !== 'RepoNotFound')) {
+    if (
+      code === 'GatedRepo' ||
+      ((response.status === 401 || response.status === 403) && token === undefined && code !== 'RepoNotFound')
+    ) {
       throw new HubError(
         token === undefined
-          ? `${name}: ${id.repo} is gated: accept its terms on ${hubEndpoint()}/${id.repo} and set HF_TOKEN to a token of that account`
-          : `${name}: ${id.repo} is gated and the token in HF_TOKEN has no access: accept its terms on ${hubEndpoint()}/${id.repo}`,
+          ? `${name}: ${id.repo} is gated: ` +
+              `accept its terms on ${hubEndpoint()}/${id.repo} and set HF_TOKEN to a token of that account`
+          : `${name}: ${id.repo} is gated and the token in HF_TOKEN has no access: ` +
+              `accept its terms on ${hubEndpoint()}/${id.repo}`,
         'HUB_GATED',
       );
     }
-    if (code === 'RepoNotFound' || code === 'RevisionNotFound' || (response.status === 404 && code !== 'EntryNotFound')) {
+    if (
+      code === 'RepoNotFound' ||
+      code === 'RevisionNotFound' ||
+      (response.status === 404 && code !== 'EntryNotFound')
+    ) {
       throw new HubError(
-        `${name}: no such ${code === 'RevisionNotFound' ? `revision ${id.revision} in ${id.repo}` : `model repo ${id.repo}`} on ${hubEndpoint()}${token === undefined ? ' (a private repo needs HF_TOKEN)' : ''}`,
+        `${name}: no such ${
+          code === 'RevisionNotFound' ? `revision ${id.revision} in ${id.repo}` : `model repo ` + `${id.repo}`
+        } on ${hubEndpoint()}${token === undefined ? ' (a private repo needs HF_TOKEN)' : ''}`,
         'HUB_NOT_FOUND',
       );
     }
@@ -149,7 +164,8 @@ export async function fetchHubModel(id: HubModelId, options: HubFetchOptions = {
   if (cached !== undefined && (!options.refresh || isHubOffline())) return cached;
   if (isHubOffline()) {
     throw new HubError(
-      `${describeHubId(id)} is not in the hub cache (${repoFolder(id.repo)}) and HF_HUB_OFFLINE=1 forbids downloading it: ` +
+      `${describeHubId(id)} is not in the hub cache (${repoFolder(id.repo)}) ` +
+        `and HF_HUB_OFFLINE=1 forbids downloading it: ` +
         `run \`pjrt-score fetch --model ${id.text}\` where the hub is reachable, or unset HF_HUB_OFFLINE`,
       'HUB_OFFLINE',
     );

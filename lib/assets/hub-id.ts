@@ -58,5 +58,8 @@ export function parseHubModelId(text: string): HubModelId | undefined {
 
 /** `org/repo@rev` as messages show it. */
 export function describeHubId(id: HubModelId): string {
-  return `${id.repo}${id.file ? `/${id.file}` : ''}${id.quant ? `:${id.quant}` : ''}${id.revision === 'main' ? '' : `@${id.revision}`}`;
+  const file = id.file ? `/${id.file}` : '';
+  const quant = id.quant ? `:${id.quant}` : '';
+  const revision = id.revision === 'main' ? '' : `@${id.revision}`;
+  return `${id.repo}${file}${quant}${revision}`;
 }

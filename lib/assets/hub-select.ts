@@ -8,7 +8,8 @@ import { PjrtScoreError } from '../util/errors';
 import { HubModelId, describeHubId } from './hub-id';
 
 /** Why a model by hub id could not be had (docs/models.md). */
-export type HubErrorCode = 'HUB_NO_WEIGHTS' | 'HUB_GATED' | 'HUB_NOT_FOUND' | 'HUB_OFFLINE' | 'HUB_SHA256' | 'HUB_DOWNLOAD';
+export type HubErrorCode =
+  'HUB_NO_WEIGHTS' | 'HUB_GATED' | 'HUB_NOT_FOUND' | 'HUB_OFFLINE' | 'HUB_SHA256' | 'HUB_DOWNLOAD';
 
 export class HubError extends PjrtScoreError {
   declare readonly code: HubErrorCode;
@@ -57,16 +58,30 @@ function pickGguf(id: HubModelId, files: readonly string[]): ModelFiles {
   if (id.file !== undefined) {
     chosen = models.find((m) => m.includes(id.file as string));
     if (!chosen) {
-      throw new HubError(`${describeHubId(id)}: the repo has no file ${id.file}; its GGUF files: ${listing(files.filter(isGguf))}`, 'HUB_NO_WEIGHTS');
+      throw new HubError(
+        `${describeHubId(id)}: the repo has no file ${id.file}; its GGUF files: ${listing(files.filter(isGguf))}`,
+        'HUB_NO_WEIGHTS',
+      );
     }
     return { files: chosen, entry: id.file };
   }
   const want = id.quant?.toLowerCase();
-  const candidates = want === undefined ? models : models.filter((m) => m[0].toLowerCase().replace(/\.gguf$/, '').split(/[-.]/).includes(want));
+  const candidates =
+    want === undefined
+      ? models
+      : models.filter((m) =>
+          m[0]
+            .toLowerCase()
+            .replace(/\.gguf$/, '')
+            .split(/[-.]/)
+            .includes(want),
+        );
   if (candidates.length !== 1) {
-    const why = candidates.length === 0 ? `no GGUF file with ${id.quant} in its name` : `${candidates.length} GGUF models`;
+    const why =
+      candidates.length === 0 ? `no GGUF file with ${id.quant} in its name` : `${candidates.length} GGUF models`;
     throw new HubError(
-      `${describeHubId(id)}: the repo has ${why}; name one (org/repo/file.gguf or hf:org/repo:QUANT). Its GGUF files: ${listing(files.filter(isGguf))}`,
+      `${describeHubId(id)}: the repo has ${why}; ` +
+        `name one (org/repo/file.gguf or hf:org/repo:QUANT). Its GGUF files: ${listing(files.filter(isGguf))}`,
       'HUB_NO_WEIGHTS',
     );
   }
@@ -81,14 +96,26 @@ export function selectModelFiles(id: HubModelId, files: readonly string[]): Mode
   const safetensors = files.filter((f) => topLevel(f) && f.endsWith('.safetensors'));
   if (has.has('config.json') && (safetensors.length > 0 || has.has('model.safetensors.index.json'))) {
     if (!has.has('tokenizer.json')) {
-      throw new HubError(`${describeHubId(id)}: the repo has config.json and safetensors but no tokenizer.json, which pjrt-score needs`, 'HUB_NO_WEIGHTS');
+      throw new HubError(
+        `${describeHubId(id)}: the repo has config.json and safetensors but no tokenizer.json, which pjrt-score needs`,
+        'HUB_NO_WEIGHTS',
+      );
     }
-    const base = ['config.json', 'tokenizer.json', ...(has.has('tokenizer_config.json') ? ['tokenizer_config.json'] : [])];
-    if (has.has('model.safetensors.index.json')) return { files: [...base, 'model.safetensors.index.json'], index: 'model.safetensors.index.json' };
+    const base = [
+      'config.json',
+      'tokenizer.json',
+      ...(has.has('tokenizer_config.json') ? ['tokenizer_config.json'] : []),
+    ];
+    if (has.has('model.safetensors.index.json'))
+      return { files: [...base, 'model.safetensors.index.json'], index: 'model.safetensors.index.json' };
     return { files: [...base, ...safetensors] };
   }
   if (ggufModels(files).length > 0) return pickGguf(id, files);
-  throw new HubError(`${describeHubId(id)}: no weights pjrt-score reads. Supported: ${SUPPORTED_FORMS}. The repo's files: ${listing(files)}`, 'HUB_NO_WEIGHTS');
+  throw new HubError(
+    `${describeHubId(id)}: no weights pjrt-score reads. Supported: ` +
+      `${SUPPORTED_FORMS}. The repo's files: ${listing(files)}`,
+    'HUB_NO_WEIGHTS',
+  );
 }
 
 /** The shard files an index's weight_map names, in order. */
@@ -103,7 +130,8 @@ export function indexShards(indexJson: string, source: string): string[] {
   if (typeof map !== 'object' || map === null) throw new HubError(`${source}: no weight_map`, 'HUB_NO_WEIGHTS');
   const shards = [...new Set(Object.values(map as Record<string, unknown>).map(String))].sort();
   for (const s of shards) {
-    if (!/^[A-Za-z0-9._-]+\.safetensors$/.test(s)) throw new HubError(`${source}: unexpected shard name ${JSON.stringify(s)}`, 'HUB_NO_WEIGHTS');
+    if (!/^[A-Za-z0-9._-]+\.safetensors$/.test(s))
+      throw new HubError(`${source}: unexpected shard name ${JSON.stringify(s)}`, 'HUB_NO_WEIGHTS');
   }
   return shards;
 }

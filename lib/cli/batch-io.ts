@@ -26,7 +26,12 @@ export interface ReadCounter {
  * The non-blank lines of `stream` in `shard`, in order; a line longer than
  * `maxLineBytes` comes as `bytes: null`. A trailing \r is dropped (CRLF files).
  */
-export async function* readLines(stream: Readable, maxLineBytes: number, shard: Shard = WHOLE, counter?: ReadCounter): AsyncGenerator<BatchLine, void, undefined> {
+export async function* readLines(
+  stream: Readable,
+  maxLineBytes: number,
+  shard: Shard = WHOLE,
+  counter?: ReadCounter,
+): AsyncGenerator<BatchLine, void, undefined> {
   let pieces: Buffer[] = [];
   let size = 0;
   let overlong = false;

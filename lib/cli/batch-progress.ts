@@ -61,12 +61,23 @@ export class BatchProgress {
   }
 
   /** The figures of a progress report. */
-  snapshot(): { lines: number; failed: number; skipped: number; items: number; seconds: number; itemsPerSecond: number; linesPerSecond: number; fraction: number | null; etaSeconds: number | null } {
+  snapshot(): {
+    lines: number;
+    failed: number;
+    skipped: number;
+    items: number;
+    seconds: number;
+    itemsPerSecond: number;
+    linesPerSecond: number;
+    fraction: number | null;
+    etaSeconds: number | null;
+  } {
     const { counts, totalBytes } = this.source;
     const seconds = (performance.now() - this.startedMs) / 1000;
     const fraction = totalBytes !== null && totalBytes > 0 ? Math.min(1, this.source.bytesRead() / totalBytes) : null;
     // The ETA reads the input consumed by this run: skipped lines took no time.
-    const etaSeconds = fraction !== null && fraction > 0 && counts.answered > 0 ? (seconds * (1 - fraction)) / fraction : null;
+    const etaSeconds =
+      fraction !== null && fraction > 0 && counts.answered > 0 ? (seconds * (1 - fraction)) / fraction : null;
     return {
       lines: counts.answered,
       failed: counts.failed,
@@ -84,18 +95,32 @@ export class BatchProgress {
     this.lastDrawMs = performance.now();
     const s = this.snapshot();
     if (!this.tty) {
-      this.stream.write(
-        `${JSON.stringify({ event: 'batch_progress', lines: s.lines, failed: s.failed, skipped: s.skipped, items: s.items, items_per_s: round(s.itemsPerSecond), seconds: round(s.seconds), ...(s.fraction !== null ? { done_fraction: round(s.fraction, 4) } : {}), ...(s.etaSeconds !== null ? { eta_s: Math.round(s.etaSeconds) } : {}) })}\n`,
-      );
+      const line = {
+        event: 'batch_progress',
+        lines: s.lines,
+        failed: s.failed,
+        skipped: s.skipped,
+        items: s.items,
+        items_per_s: round(s.itemsPerSecond),
+        seconds: round(s.seconds),
+        ...(s.fraction !== null ? { done_fraction: round(s.fraction, 4) } : {}),
+        ...(s.etaSeconds !== null ? { eta_s: Math.round(s.etaSeconds) } : {}),
+      };
+      this.stream.write(`${JSON.stringify(line)}\n`);
       return;
     }
     const width = 24;
     const filled = s.fraction === null ? 0 : Math.round(s.fraction * width);
-    const bar = s.fraction === null ? '' : `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(s.fraction * 100).toFixed(1)}% `;
+    const bar =
+      s.fraction === null
+        ? ''
+        : `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${(s.fraction * 100).toFixed(1)}% `;
     const eta = s.etaSeconds === null ? '' : ` ETA ${clock(s.etaSeconds)}`;
     const failed = s.failed > 0 ? ` (${s.failed} failed)` : '';
     const skipped = s.skipped > 0 ? `, ${s.skipped} done before` : '';
-    this.stream.write(`\r${bar}${s.lines} lines${failed}${skipped}, ${s.itemsPerSecond.toFixed(1)} items/s${eta}\x1b[K`);
+    this.stream.write(
+      `\r${bar}${s.lines} lines${failed}${skipped}, ${s.itemsPerSecond.toFixed(1)} items/s${eta}\x1b[K`,
+    );
   }
 }
 

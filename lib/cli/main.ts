@@ -9,7 +9,9 @@ import { runBatchCommand, runBatchHelp } from './run-batch';
 import { scoreCommand, scoreHelp } from './score';
 import { serveCommand, serveHelp } from './serve';
 
-const COMMANDS: Readonly<Record<string, { run: (args: readonly string[]) => number | Promise<number>; help: () => string }>> = {
+const COMMANDS: Readonly<
+  Record<string, { run: (args: readonly string[]) => number | Promise<number>; help: () => string }>
+> = {
   serve: { run: serveCommand, help: serveHelp },
   score: { run: scoreCommand, help: scoreHelp },
   rerank: { run: rerankCommand, help: rerankHelp },
@@ -57,7 +59,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     return await entry.run(rest);
   } catch (error) {
     if (error instanceof UsageError) {
-      process.stderr.write(`pjrt-score ${error.command}: ${error.message}\nRun \`pjrt-score ${error.command} --help\` for usage.\n`);
+      process.stderr.write(
+        `pjrt-score ${error.command}: ${error.message}\nRun \`pjrt-score ${error.command} --help\` for usage.\n`,
+      );
       return 2;
     }
     const err = error as Error & { param?: string; code?: unknown };

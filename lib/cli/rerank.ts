@@ -54,11 +54,15 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
   }
   const query = stringFlag(values, 'query');
   const file = stringFlag(values, 'file');
-  const documents = [...((values.doc as string[] | undefined) ?? []), ...(file !== undefined ? readDocuments(file) : [])];
+  const documents = [
+    ...((values.doc as string[] | undefined) ?? []),
+    ...(file !== undefined ? readDocuments(file) : []),
+  ];
   if (query === undefined) throw new UsageError('--query is required', 'rerank');
   if (documents.length === 0) throw new UsageError('no documents: give --doc or --file', 'rerank');
   const topNText = stringFlag(values, 'top-n');
-  if (topNText !== undefined && !/^\d+$/.test(topNText)) throw new UsageError(`--top-n must be a non-negative integer, got ${JSON.stringify(topNText)}`, 'rerank');
+  if (topNText !== undefined && !/^\d+$/.test(topNText))
+    throw new UsageError(`--top-n must be a non-negative integer, got ${JSON.stringify(topNText)}`, 'rerank');
   const model = stringFlag(values, 'model');
   const plugin = stringFlag(values, 'plugin');
   const template = stringFlag(values, 'template');
@@ -77,7 +81,12 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
     // A newcomer's first rerank is often on the default chat model: say so before its answer.
     const advice = rerankAdviceOf(backend);
     if (advice !== null) process.stderr.write(`note: ${advice}\n`);
-    const body = { query, documents, ...(instruction !== undefined ? { instruction } : {}), ...(topNText !== undefined ? { top_n: Number(topNText) } : {}) };
+    const body = {
+      query,
+      documents,
+      ...(instruction !== undefined ? { instruction } : {}),
+      ...(topNText !== undefined ? { top_n: Number(topNText) } : {}),
+    };
     const rerank = backend.normalizeWith(readRerankBody(body));
     const result = await backend.scoreNormalized(rerank.score);
     const results = rerankResults(rerank, result.scores);
@@ -86,12 +95,28 @@ export async function rerankCommand(args: readonly string[]): Promise<number> {
       const response = rerankResponseBody(result, rerank, backend.modelName, randomUUID());
       process.stdout.write(`${stringifyWithFloats(response, RERANK_FLOAT_KEYS)}\n`);
     } else {
-      const rows = results.map((r, rank) => [String(rank + 1), r.relevanceScore.toFixed(6), String(r.index), shorten(documents[r.index], 60)]);
+      const rows = results.map((r, rank) => [
+        String(rank + 1),
+        r.relevanceScore.toFixed(6),
+        String(r.index),
+        shorten(documents[r.index], 60),
+      ]);
       const header = ['rank', 'relevance', 'index', 'document'];
       const widths = header.map((h, c) => Math.max(h.length, ...rows.map((row) => row[c].length)));
-      const line = (cells: readonly string[]): string => cells.map((cell, c) => (c < 3 ? cell.padStart(widths[c]) : cell)).join('  ').trimEnd();
+      const line = (cells: readonly string[]): string =>
+        cells
+          .map((cell, c) => (c < 3 ? cell.padStart(widths[c]) : cell))
+          .join('  ')
+          .trimEnd();
       process.stdout.write(
-        [line(header), line(widths.map((w) => '-'.repeat(w))), ...rows.map(line), '', `model ${backend.modelName}, ${result.usage.promptTokens} prompt tokens`, ''].join('\n'),
+        [
+          line(header),
+          line(widths.map((w) => '-'.repeat(w))),
+          ...rows.map(line),
+          '',
+          `model ${backend.modelName}, ${result.usage.promptTokens} prompt tokens`,
+          '',
+        ].join('\n'),
       );
     }
     return 0;
@@ -118,8 +143,12 @@ function readDocuments(file: string): string[] {
     if (!Array.isArray(parsed)) throw new UsageError(`--file: ${file} must hold a JSON array`, 'rerank');
     return parsed.map((d: unknown, i: number) => {
       if (typeof d === 'string') return d;
-      if (d !== null && typeof d === 'object' && typeof (d as { text?: unknown }).text === 'string') return (d as { text: string }).text;
-      throw new UsageError(`--file: element ${i} of ${file} must be a string or an object with a text string`, 'rerank');
+      if (d !== null && typeof d === 'object' && typeof (d as { text?: unknown }).text === 'string')
+        return (d as { text: string }).text;
+      throw new UsageError(
+        `--file: element ${i} of ${file} must be a string or an object with a text string`,
+        'rerank',
+      );
     });
   }
   return text.split(/\r?\n/).filter((line) => line.trim() !== '');

@@ -19,9 +19,13 @@ import { ServiceLogger, createLogger } from '../server/telemetry/log';
 import { mapInOrder } from '../util/in-order';
 import { DEFAULT_SCORE_MANY_CONCURRENCY } from '../scoring';
 
-/** Exit statuses: 0 every line answered 2xx; 1..MAX_FAILED_STATUS that many lines failed (the last: as many or more). */
+/**
+ * Exit statuses: 0 every line answered 2xx; 1..MAX_FAILED_STATUS that many lines failed (the last: as many or more).
+ */
 export const MAX_FAILED_STATUS = 99;
-/** The job could not run or did not finish (input unreadable, an output from another input, the model failed, a signal). */
+/**
+ * The job could not run or did not finish (input unreadable, an output from another input, the model failed, a signal).
+ */
 const JOB_FAILED_STATUS = 100;
 /** A bad flag or value. */
 const USAGE_STATUS = 101;
@@ -33,7 +37,13 @@ const DEFAULT_PROGRESS_SECONDS = 10;
 /** A line may be this much longer than the body limit: its custom_id, method and url. */
 const LINE_ENVELOPE_BYTES = 64 * 1024;
 
-const LEFT_OUT: ReadonlySet<string> = new Set(['host', 'port', 'drainDelayMs', 'docs', ...NETWORK_SETTINGS.map((s) => s.key)]);
+const LEFT_OUT: ReadonlySet<string> = new Set([
+  'host',
+  'port',
+  'drainDelayMs',
+  'docs',
+  ...NETWORK_SETTINGS.map((s) => s.key),
+]);
 /** The serve settings a batch job takes: the Scorer's and the service's, without the listener's and the network's. */
 const ROWS: readonly SettingSpec[] = (SERVE_SETTINGS as readonly SettingSpec[]).filter((s) => !LEFT_OUT.has(s.key));
 
@@ -43,7 +53,9 @@ const SPEC: OptionSpec = {
   shard: { type: 'string' },
   concurrency: { type: 'string' },
   'progress-every': { type: 'string' },
-  ...Object.fromEntries(ROWS.map((s) => [s.flag, s.metavar === '' ? { type: 'boolean' as const } : { type: 'string' as const }])),
+  ...Object.fromEntries(
+    ROWS.map((s) => [s.flag, s.metavar === '' ? { type: 'boolean' as const } : { type: 'string' as const }]),
+  ),
 };
 
 export function runBatchHelp(): string {
@@ -51,7 +63,7 @@ export function runBatchHelp(): string {
   return [
     'Usage: pjrt-score run-batch -i IN.jsonl [-o OUT.jsonl] [options]',
     '',
-    'Answers a JSONL file of requests in OpenAI\'s batch format, one per line:',
+    "Answers a JSONL file of requests in OpenAI's batch format, one per line:",
     '  {"custom_id": "...", "method": "POST", "url": "/v1/score", "body": {...}}',
     'url: /v1/score, /v1/rerank, /v2/rerank or /rerank; body: what that route takes.',
     'Each output line, in input order: {"id", "custom_id", "response": {"status_code",',
@@ -63,14 +75,18 @@ export function runBatchHelp(): string {
     `  ${'-i, --input PATH|-'.padEnd(width)}  the requests (- for stdin)`,
     `  ${'-o, --output PATH|-'.padEnd(width)}  the answers (default -, stdout; a file resumes)`,
     `  ${'--shard I/N'.padEnd(width)}  take lines k with (k - 1) mod N = I (0 <= I < N): one of N processes`,
-    `  ${'--concurrency N'.padEnd(width)}  lines in flight (default ${DEFAULT_SCORE_MANY_CONCURRENCY}); the queue holds at least N`,
-    `  ${'--progress-every SECONDS'.padEnd(width)}  off a terminal, a progress line this often (default ${DEFAULT_PROGRESS_SECONDS})`,
+    `  ${'--concurrency N'.padEnd(width)}  lines in flight (default ${DEFAULT_SCORE_MANY_CONCURRENCY}); ` +
+      `the queue holds at least N`,
+    `  ${'--progress-every SECONDS'.padEnd(width)}  off a terminal, ` +
+      `a progress line this often (default ${DEFAULT_PROGRESS_SECONDS})`,
     ...ROWS.map((s) => `  ${label(s).padEnd(width)}  ${s.help}`),
     `  ${'-h, --help'.padEnd(width)}  show this help`,
     '',
     `Defaults that differ from serve: --warmup none, --timeout-ms ${BATCH_TIMEOUT_MS}.`,
-    `Exit status: 0 every line answered 2xx; 1-${MAX_FAILED_STATUS} that many lines failed (${MAX_FAILED_STATUS}: as many or more);`,
-    `${JOB_FAILED_STATUS} the job could not run or finish; ${USAGE_STATUS} a bad flag or value. The last stderr line counts them.`,
+    `Exit status: 0 every line answered 2xx; ` +
+      `1-${MAX_FAILED_STATUS} that many lines failed (${MAX_FAILED_STATUS}: as many or more);`,
+    `${JOB_FAILED_STATUS} the job could not run or finish; ` +
+      `${USAGE_STATUS} a bad flag or value. The last stderr line counts them.`,
     '',
   ].join('\n');
 }
@@ -91,7 +107,8 @@ function integerFlag(values: Record<string, unknown>, name: string, fallback: nu
   const text = stringFlag(values as Parameters<typeof stringFlag>[0], name);
   if (text === undefined) return fallback;
   const n = Number(text);
-  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min) throw new UsageError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`, 'run-batch');
+  if (!/^\d+$/.test(text.trim()) || !Number.isSafeInteger(n) || n < min)
+    throw new UsageError(`--${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`, 'run-batch');
   return n;
 }
 
@@ -108,7 +125,8 @@ export async function runBatchCommand(args: readonly string[]): Promise<number> 
     if (input === undefined) throw new UsageError('--input is required (a path, or - for stdin)', 'run-batch');
     const shardText = stringFlag(values, 'shard');
     const shard = shardText === undefined ? WHOLE : parseShard(shardText);
-    if (shard === null) throw new UsageError(`--shard must be I/N with 0 <= I < N, got ${JSON.stringify(shardText)}`, 'run-batch');
+    if (shard === null)
+      throw new UsageError(`--shard must be I/N with 0 <= I < N, got ${JSON.stringify(shardText)}`, 'run-batch');
     job = {
       input,
       output: stringFlag(values, 'output') ?? '-',
@@ -118,7 +136,8 @@ export async function runBatchCommand(args: readonly string[]): Promise<number> 
     };
     const env = Object.fromEntries(ROWS.map((s) => [s.env, process.env[s.env]]));
     const resolved = resolveServeOptions(values as Record<string, string | boolean | undefined>, env);
-    const given = (flag: string, variable: string): boolean => values[flag] !== undefined || (env[variable] ?? '') !== '';
+    const given = (flag: string, variable: string): boolean =>
+      values[flag] !== undefined || (env[variable] ?? '') !== '';
     settings = {
       ...resolved,
       ...(given('warmup', 'PJRT_SCORE_WARMUP') ? {} : { warmup: [] }),
@@ -157,7 +176,11 @@ function batchLogger(): ServiceLogger {
   return wrap(base);
 }
 
-async function runJob(job: JobOptions, settings: Parameters<typeof openScoringService>[0], logger: ServiceLogger): Promise<{ counts: BatchCounts; summary: Record<string, unknown> }> {
+async function runJob(
+  job: JobOptions,
+  settings: Parameters<typeof openScoringService>[0],
+  logger: ServiceLogger,
+): Promise<{ counts: BatchCounts; summary: Record<string, unknown> }> {
   // Both files are checked before the model loads: a missing input or an unwritable output fails at once.
   const totalBytes = job.input === '-' ? null : fs.statSync(job.input).size;
   const out = job.output === '-' ? null : openOutput(job.output);
@@ -166,7 +189,11 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
   const control = openScoringService({ ...settings, logger, warmupProgress: false });
   const counts: BatchCounts = { answered: 0, failed: 0, skipped: 0, items: 0 };
   const counter: ReadCounter = { bytes: 0 };
-  const progress = new BatchProgress({ counts, bytesRead: () => counter.bytes, totalBytes }, process.stderr, job.progressEveryMs);
+  const progress = new BatchProgress(
+    { counts, bytesRead: () => counter.bytes, totalBytes },
+    process.stderr,
+    job.progressEveryMs,
+  );
   let stopped: NodeJS.Signals | null = null;
   let stop: () => void = () => undefined;
   const stopping = new Promise<void>((resolve) => (stop = resolve));
@@ -183,7 +210,10 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     const lines = new BatchLines(control.state, control.settings.maxBodyBytes + LINE_ENVELOPE_BYTES);
     inputStream = job.input === '-' ? process.stdin : fs.createReadStream(job.input);
     const input = readLines(inputStream as Readable, lines.maxLineBytes, job.shard, counter);
-    const done = out !== null && out.done > 0 ? readLines(fs.createReadStream(job.output, { start: 0, end: out.done - 1 }), Number.MAX_SAFE_INTEGER) : null;
+    const done =
+      out !== null && out.done > 0
+        ? readLines(fs.createReadStream(job.output, { start: 0, end: out.done - 1 }), Number.MAX_SAFE_INTEGER)
+        : null;
     const pending = pendingLines(input, done, counts, stopping);
     progress.start();
     const cpuStart = process.cpuUsage();
@@ -197,8 +227,23 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
     }
     progress.stop();
     const s = progress.snapshot();
-    const summary = { event: 'batch_done', lines: counts.answered, failed: counts.failed, skipped: counts.skipped, items: counts.items, seconds: round(s.seconds), items_per_s: round(s.itemsPerSecond), cpu_seconds: round(cpuSeconds(cpuStart)), max_rss_bytes: process.resourceUsage().maxRSS * 1024, ...(stopped ? { stopped_by: stopped } : {}) };
-    if (stopped) throw new Error(`stopped by ${stopped} after ${counts.answered} lines (every one written whole); rerun to resume\n${JSON.stringify(summary)}`);
+    const summary = {
+      event: 'batch_done',
+      lines: counts.answered,
+      failed: counts.failed,
+      skipped: counts.skipped,
+      items: counts.items,
+      seconds: round(s.seconds),
+      items_per_s: round(s.itemsPerSecond),
+      cpu_seconds: round(cpuSeconds(cpuStart)),
+      max_rss_bytes: process.resourceUsage().maxRSS * 1024,
+      ...(stopped ? { stopped_by: stopped } : {}),
+    };
+    if (stopped)
+      throw new Error(
+        `stopped by ${stopped} after ${counts.answered} lines (every one written whole); ` +
+          `rerun to resume\n${JSON.stringify(summary)}`,
+      );
     return { counts, summary };
   } finally {
     progress.stop();
@@ -220,7 +265,12 @@ async function runJob(job: JobOptions, settings: Parameters<typeof openScoringSe
  * input order), so each of its lines must carry the next input line's
  * custom_id; anything else means it came from another input or shard.
  */
-async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenerator<BatchLine> | null, counts: BatchCounts, stopping: Promise<void>): AsyncGenerator<BatchLine, void, undefined> {
+async function* pendingLines(
+  input: AsyncGenerator<BatchLine>,
+  done: AsyncGenerator<BatchLine> | null,
+  counts: BatchCounts,
+  stopping: Promise<void>,
+): AsyncGenerator<BatchLine, void, undefined> {
   let resume = done;
   // A signal ends the input at once, even while a pipe keeps it waiting; the window then drains.
   const stopped = stopping.then(() => null);
@@ -235,7 +285,11 @@ async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenera
         const { customId, status } = answeredLine(written.value.bytes);
         const wanted = customIdOf(line.bytes);
         if (customId !== wanted || status === null) {
-          throw new Error(`the output's line ${counts.skipped + 1} answers custom_id ${JSON.stringify(customId)}, but the input's next line (line ${line.number}) is ${JSON.stringify(wanted)}: the output was written from another input or --shard; give another --output`);
+          throw new Error(
+            `the output's line ${counts.skipped + 1} answers custom_id ${JSON.stringify(customId)}, but the input's ` +
+              `next line (line ${line.number}) is ${JSON.stringify(wanted)}: ` +
+              `the output was written from another input or --shard; give another --output`,
+          );
         }
         counts.skipped++;
         if (status < 200 || status >= 300) counts.failed++;
@@ -246,7 +300,10 @@ async function* pendingLines(input: AsyncGenerator<BatchLine>, done: AsyncGenera
   }
   const rest = resume === null ? null : await Promise.race([resume.next(), stopped]);
   if (rest !== null && !rest.done) {
-    throw new Error('the output has more lines than this input gives: it was written from another input or --shard; give another --output');
+    throw new Error(
+      'the output has more lines than this input gives: ' +
+        'it was written from another input or --shard; give another --output',
+    );
   }
 }
 

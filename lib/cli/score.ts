@@ -55,11 +55,15 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
   const labelsText = stringFlag(values, 'labels');
   if (query === undefined) throw new UsageError('--query is required', 'score');
   if (items.length === 0) throw new UsageError('at least one --items is required', 'score');
-  if (labelsText === undefined) throw new UsageError('--labels is required (token ids or label texts, comma-separated)', 'score');
+  if (labelsText === undefined)
+    throw new UsageError('--labels is required (token ids or label texts, comma-separated)', 'score');
   const labelSpec = parseLabels(labelsText);
   const algorithm = (stringFlag(values, 'algorithm') ?? 'auto') as AlgorithmChoice;
   if (!ALGORITHM_CHOICES.includes(algorithm)) {
-    throw new UsageError(`--algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}, got ${JSON.stringify(algorithm)}`, 'score');
+    throw new UsageError(
+      `--algorithm must be one of ${ALGORITHM_CHOICES.join(', ')}, got ${JSON.stringify(algorithm)}`,
+      'score',
+    );
   }
   const model = stringFlag(values, 'model');
   const plugin = stringFlag(values, 'plugin');
@@ -74,12 +78,20 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
   });
   try {
     const labels = labelSpec.kind === 'ids' ? labelSpec.ids : labelIds(labelSpec.texts, backend);
-    const body = { query, items, label_token_ids: labels, apply_softmax: values['apply-softmax'] === true, item_first: values['item-first'] === true };
+    const body = {
+      query,
+      items,
+      label_token_ids: labels,
+      apply_softmax: values['apply-softmax'] === true,
+      item_first: values['item-first'] === true,
+    };
     const request = backend.normalizeWith(readScoreBody(body));
     const result = await backend.scoreNormalized(request);
     if (values.json) {
       // The HTTP answer's shape (SGLang's: lib/wire).
-      process.stdout.write(`${stringifyWithFloats(scoreResponseBody(result, request, result.model), SCORE_FLOAT_KEYS)}\n`);
+      process.stdout.write(
+        `${stringifyWithFloats(scoreResponseBody(result, request, result.model), SCORE_FLOAT_KEYS)}\n`,
+      );
     } else {
       const decode = labelDecoder(backend.tokenizer, model);
       process.stdout.write(renderTable(items, labels, result, decode));
@@ -90,7 +102,8 @@ export async function scoreCommand(args: readonly string[]): Promise<number> {
   }
 }
 
-type LabelSpec = { readonly kind: 'ids'; readonly ids: number[] } | { readonly kind: 'texts'; readonly texts: string[] };
+type LabelSpec =
+  { readonly kind: 'ids'; readonly ids: number[] } | { readonly kind: 'texts'; readonly texts: string[] };
 
 /** `--labels`: comma-separated ids, comma-separated texts (kept as written, spaces too), or a JSON array of either. */
 function parseLabels(text: string): LabelSpec {
@@ -101,15 +114,25 @@ function parseLabels(text: string): LabelSpec {
     } catch {
       throw new UsageError(`--labels: ${JSON.stringify(text)} is not a JSON array`, 'score');
     }
-    if (!Array.isArray(parts) || parts.length === 0) throw new UsageError('--labels: the JSON array must not be empty', 'score');
+    if (!Array.isArray(parts) || parts.length === 0)
+      throw new UsageError('--labels: the JSON array must not be empty', 'score');
   } else {
     parts = text.split(',');
   }
-  if (parts.every((p) => (typeof p === 'number' && Number.isSafeInteger(p) && p >= 0) || (typeof p === 'string' && /^\s*\d+\s*$/.test(p)))) {
+  if (
+    parts.every(
+      (p) =>
+        (typeof p === 'number' && Number.isSafeInteger(p) && p >= 0) ||
+        (typeof p === 'string' && /^\s*\d+\s*$/.test(p)),
+    )
+  ) {
     return { kind: 'ids', ids: parts.map((p) => Number(p)) };
   }
   if (!parts.every((p): p is string => typeof p === 'string' && p !== '')) {
-    throw new UsageError(`--labels must be token ids or label texts, not a mix or empty labels: ${JSON.stringify(text)}`, 'score');
+    throw new UsageError(
+      `--labels must be token ids or label texts, not a mix or empty labels: ${JSON.stringify(text)}`,
+      'score',
+    );
   }
   return { kind: 'texts', texts: parts };
 }
@@ -120,7 +143,8 @@ function labelIds(texts: readonly string[], backend: ScoringBackend): number[] {
     const ids = backend.tokenize(label);
     if (ids.length !== 1) {
       throw new UsageError(
-        `--labels: ${JSON.stringify(label)} is ${ids.length} tokens (${ids.join(', ')}), not one; a label is one token of the model's vocabulary (mind the leading space)`,
+        `--labels: ${JSON.stringify(label)} is ${ids.length} tokens (${ids.join(', ')}), ` +
+          `not one; a label is one token of the model's vocabulary (mind the leading space)`,
         'score',
       );
     }
@@ -144,12 +168,20 @@ function labelDecoder(own: ScoringBackend['tokenizer'], model: string | undefine
   }
 }
 
-function renderTable(items: readonly string[], labels: readonly number[], result: ScoreResult, decode: (id: number) => string): string {
+function renderTable(
+  items: readonly string[],
+  labels: readonly number[],
+  result: ScoreResult,
+  decode: (id: number) => string,
+): string {
   const header = ['#', 'item', ...labels.map((id) => `${decode(id)} (${id})`)];
   const rows = result.scores.map((row, i) => [String(i), shorten(items[i] ?? '', 48), ...row.map(formatScore)]);
   const widths = header.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c].length)));
   const line = (cells: readonly string[]): string =>
-    cells.map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c]))).join('  ').trimEnd();
+    cells
+      .map((cell, c) => (c >= 2 ? cell.padStart(widths[c]) : cell.padEnd(widths[c])))
+      .join('  ')
+      .trimEnd();
   return [
     line(header),
     line(widths.map((w) => '-'.repeat(w))),

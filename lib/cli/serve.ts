@@ -6,7 +6,12 @@ import { ROUTES } from '../server/routes/table';
 import { ScoreServer, startServer } from '../server/hosts/standalone-server';
 
 const SPEC: OptionSpec = Object.fromEntries(
-  SERVE_SETTINGS.map((s) => [s.flag, s.metavar === '' ? { type: 'boolean' as const } : { type: 'string' as const, ...(s.flag === 'api-key' ? { multiple: true } : {}) }]),
+  SERVE_SETTINGS.map((s) => [
+    s.flag,
+    s.metavar === ''
+      ? { type: 'boolean' as const }
+      : { type: 'string' as const, ...(s.flag === 'api-key' ? { multiple: true } : {}) },
+  ]),
 );
 
 /** The header's list of routes, from the route table (as GET /openapi.json is). */
@@ -93,10 +98,13 @@ export async function serveCommand(args: readonly string[]): Promise<number> {
       return;
     }
     // A drain cannot outlive the request deadline by much: every request ends by then.
-    const guard = setTimeout(() => {
-      logEvent(logger, 'error', 'drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
-      process.exit(1);
-    }, options.drainDelayMs + options.timeoutMs + 15_000);
+    const guard = setTimeout(
+      () => {
+        logEvent(logger, 'error', 'drain_timeout', { message: 'in-flight requests did not finish in time: exiting' });
+        process.exit(1);
+      },
+      options.drainDelayMs + options.timeoutMs + 15_000,
+    );
     guard.unref();
     server.close().then(
       () => finish(0),

@@ -52,11 +52,20 @@ function preference(platform: string, flags: readonly string[]): { order: Weight
   if (platform === 'cpu') {
     const bf16Hw = flags.filter((f) => f === 'avx512_bf16' || f === 'amx_bf16');
     const note = bf16Hw.length
-      ? ` (this CPU has ${bf16Hw.join(', ')}: where bf16 dots run through the addon's matmul kernel, the load packs the f32 matrices into bf16 for it)`
+      ? ` (this CPU has ${bf16Hw.join(', ')}: where bf16 dots run through the addon's matmul kernel, ` +
+        `the load packs the f32 matrices into bf16 for it)`
       : '';
-    return { order: ['f32', 'bf16', 'int8'], why: `on the CPU bf16/int8 weights cost a conversion per layer in XLA's dots and f32 dots read f32, so f32 is fastest where it fits${note}` };
+    return {
+      order: ['f32', 'bf16', 'int8'],
+      why:
+        `on the CPU bf16/int8 weights cost a conversion per layer in XLA's dots and f32 dots read f32, ` +
+        `so f32 is fastest where it fits${note}`,
+    };
   }
-  return { order: ['bf16', 'f32', 'int8'], why: `on ${platform} bf16 weights halve memory traffic and are the peers' norm` };
+  return {
+    order: ['bf16', 'f32', 'int8'],
+    why: `on ${platform} bf16 weights halve memory traffic and are the peers' norm`,
+  };
 }
 
 export function chooseWeightType(choice: WeightChoice, host: WeightHost): WeightTypeChoice {
@@ -64,7 +73,10 @@ export function chooseWeightType(choice: WeightChoice, host: WeightHost): Weight
   const flags = host.cpuFlags ?? (host.platform === 'cpu' ? notableCpuFlags() : []);
   const kept = host.bf16Dots === true && host.matrixType === 'bf16';
   const preferred = kept
-    ? { order: ['bf16', 'f32', 'int8'] as WeightType[], why: 'a bf16 checkpoint under bf16 dots that read bf16 weights: its own bits, no f32 copy' }
+    ? {
+        order: ['bf16', 'f32', 'int8'] as WeightType[],
+        why: 'a bf16 checkpoint under bf16 dots that read bf16 weights: its own bits, no f32 copy',
+      }
     : preference(host.platform, flags);
   // A model whose matrix inputs are not whole int8 blocks cannot be int8: out of the running, said why.
   const int8Note = int8Unsupported(host.config);
@@ -76,7 +88,13 @@ export function chooseWeightType(choice: WeightChoice, host: WeightHost): Weight
   const gib = (b: number): string => `${(b / 2 ** 30).toFixed(1)} GiB`;
   if (fits === undefined) {
     const smallest = order[order.length - 1];
-    return { weightType: smallest, auto: true, reason: `auto: no weight type fits in ${gib(memory)}; ${smallest} is the smallest (${gib(weightBytes(host.config, smallest))})${noInt8}` };
+    return {
+      weightType: smallest,
+      auto: true,
+      reason:
+        `auto: no weight type fits in ${gib(memory)}; ` +
+        `${smallest} is the smallest (${gib(weightBytes(host.config, smallest))})${noInt8}`,
+    };
   }
   const skipped = order.slice(0, order.indexOf(fits)).map((t) => `${t} (${gib(weightBytes(host.config, t))})`);
   const fitNote = skipped.length ? `; ${skipped.join(', ')} would not fit in ${gib(memory)}` : '';

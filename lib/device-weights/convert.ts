@@ -26,7 +26,8 @@ export function f32ToBf16(src: Float32Array): Uint16Array {
  * multiple of `block`; scales[b] belongs to elements [b * block, (b + 1) * block).
  */
 export function quantizeBlocksInt8(src: Float32Array, block: number): { data: Int8Array; scales: Float32Array } {
-  if (src.length % block !== 0) throw new RangeError(`quantizeBlocksInt8: ${src.length} elements are not whole blocks of ${block}`);
+  if (src.length % block !== 0)
+    throw new RangeError(`quantizeBlocksInt8: ${src.length} elements are not whole blocks of ${block}`);
   const data = new Int8Array(src.length);
   const scales = new Float32Array(src.length / block);
   for (let b = 0; b < scales.length; b++) {
@@ -47,7 +48,8 @@ export function quantizeBlocksInt8(src: Float32Array, block: number): { data: In
 
 /** Copies `src` into `out` (same element type) from element `offset`. */
 export function copyInto(src: WeightArray, out: WeightArray, offset: number): void {
-  if (src.constructor !== out.constructor) throw new TypeError(`copyInto: ${src.constructor.name} into ${out.constructor.name}`);
+  if (src.constructor !== out.constructor)
+    throw new TypeError(`copyInto: ${src.constructor.name} into ${out.constructor.name}`);
   (out as Float32Array).set(src as Float32Array, offset);
 }
 
@@ -59,8 +61,17 @@ const TILE = 64;
  * Writes the transpose of a row-major [rows, cols] matrix into `out` (same
  * element type) as [cols, rows] columns: out[offset + c * outCols + colOffset + r] = src[r * cols + c].
  */
-export function transposeInto(src: WeightArray, rows: number, cols: number, out: WeightArray, offset: number, outCols: number, colOffset: number): void {
-  if (src.constructor !== out.constructor) throw new TypeError(`transposeInto: ${src.constructor.name} into ${out.constructor.name}`);
+export function transposeInto(
+  src: WeightArray,
+  rows: number,
+  cols: number,
+  out: WeightArray,
+  offset: number,
+  outCols: number,
+  colOffset: number,
+): void {
+  if (src.constructor !== out.constructor)
+    throw new TypeError(`transposeInto: ${src.constructor.name} into ${out.constructor.name}`);
   for (let r0 = 0; r0 < rows; r0 += TILE) {
     const r1 = Math.min(rows, r0 + TILE);
     for (let c0 = 0; c0 < cols; c0 += TILE) {

@@ -41,7 +41,15 @@ function halfAt(f: FunctionBuilder, blocks: HloValue, at: number): HloValue {
  * byte (g, l) is (byte >> shifts[s]) & mask, listed g-major, then s, then l:
  * u8 [N, groups * S * L, R].
  */
-function fields(f: FunctionBuilder, blocks: HloValue, from: number, to: number, groups: number, shifts: readonly number[], mask: number): HloValue {
+function fields(
+  f: FunctionBuilder,
+  blocks: HloValue,
+  from: number,
+  to: number,
+  groups: number,
+  shifts: readonly number[],
+  mask: number,
+): HloValue {
   const [n, , r] = blocks.dims;
   const length = (to - from) / groups;
   const bytes = f.reshape(byteRange(f, blocks, from, to), [n, groups, 1, length, r]);
@@ -57,7 +65,10 @@ function f32(f: FunctionBuilder, x: HloValue): HloValue {
   return f.convert(x, 'f32');
 }
 
-/** A per-block value [N, R] or per-sub-block values [N, K, R], repeated over the `elements` of the block: [N, elements, R]. */
+/**
+ * A per-block value [N, R] or per-sub-block values [N, K, R], repeated over the `elements` of the block: [N, elements,
+ * R].
+ */
 function spread(f: FunctionBuilder, x: HloValue, elements: number): HloValue {
   const [n] = x.dims;
   const r = x.dims[x.rank - 1];
@@ -105,13 +116,22 @@ function decodeFlat(f: FunctionBuilder, blocks: HloValue, type: GgmlType): HloVa
       return one(f.bitcastConvert(f.shiftLeft(littleEndian(f, blocks, 0, 2, 'u32'), 16), 'f32'));
     case GgmlType.Q8_0:
       // 34 bytes: f16 d, then 32 int8 q; value = q * d.
-      return f.multiply(f32(f, f.bitcastConvert(byteRange(f, blocks, 2, 34), 's8')), spread(f, halfAt(f, blocks, 0), 32));
+      return f.multiply(
+        f32(f, f.bitcastConvert(byteRange(f, blocks, 2, 34), 's8')),
+        spread(f, halfAt(f, blocks, 0), 32),
+      );
     case GgmlType.Q4_0:
       // 18 bytes: f16 d, 16 bytes of nibbles (low: elements 0..15, high: 16..31); value = (q - 8) * d.
-      return f.multiply(f.subtract(f32(f, fields(f, blocks, 2, 18, 1, NIBBLES, 15)), 8), spread(f, halfAt(f, blocks, 0), 32));
+      return f.multiply(
+        f.subtract(f32(f, fields(f, blocks, 2, 18, 1, NIBBLES, 15)), 8),
+        spread(f, halfAt(f, blocks, 0), 32),
+      );
     case GgmlType.Q4_1:
       // 20 bytes: f16 d, f16 m, nibbles as Q4_0; value = q * d + m (q * d is exact in f32).
-      return f.add(f.multiply(f32(f, fields(f, blocks, 4, 20, 1, NIBBLES, 15)), spread(f, halfAt(f, blocks, 0), 32)), spread(f, halfAt(f, blocks, 2), 32));
+      return f.add(
+        f.multiply(f32(f, fields(f, blocks, 4, 20, 1, NIBBLES, 15)), spread(f, halfAt(f, blocks, 0), 32)),
+        spread(f, halfAt(f, blocks, 2), 32),
+      );
     case GgmlType.Q5_0: {
       // 22 bytes: f16 d, u32 of fifth bits (bit j: element j), nibbles as Q4_0; value = (q - 16) * d.
       const q = withHigh(f, fields(f, blocks, 6, 22, 1, NIBBLES, 15), fields(f, blocks, 2, 6, 4, BITS, 1));
@@ -126,7 +146,8 @@ function decodeFlat(f: FunctionBuilder, blocks: HloValue, type: GgmlType): HloVa
       // 18 bytes: f16 d, nibbles as Q4_0 indexing IQ4_VALUES; value = d * IQ4_VALUES[q].
       return f.multiply(spread(f, halfAt(f, blocks, 0), 32), iq4Values(f, fields(f, blocks, 2, 18, 1, NIBBLES, 15)));
     case GgmlType.Q2_K: {
-      // 84 bytes: 16 scale bytes (low nibble: scale, high: min, per 16 elements), 64 bytes of 2-bit quants, f16 d, f16 dmin.
+      // 84 bytes: 16 scale bytes (low nibble: scale, high: min, per
+      // 16 elements), 64 bytes of 2-bit quants, f16 d, f16 dmin.
       const sc = byteRange(f, blocks, 0, 16);
       const scale = f.multiply(spread(f, halfAt(f, blocks, 80), 16), f32(f, f.and(sc, 15)));
       const min = f.multiply(spread(f, halfAt(f, blocks, 82), 16), f32(f, f.shiftRightLogical(sc, 4)));
@@ -145,7 +166,8 @@ function decodeFlat(f: FunctionBuilder, blocks: HloValue, type: GgmlType): HloVa
     }
     case GgmlType.Q4_K:
     case GgmlType.Q5_K: {
-      // f16 d, f16 dmin, 12 bytes of 6-bit scales and mins (8 sub-blocks of 32), [Q5_K: 32 bytes of fifth bits], 128 bytes of nibbles.
+      // f16 d, f16 dmin, 12 bytes of 6-bit scales and mins (8 sub-blocks
+      // of 32), [Q5_K: 32 bytes of fifth bits], 128 bytes of nibbles.
       const { scales, mins } = scalesMins(f, blocks);
       const scale = f.multiply(spread(f, halfAt(f, blocks, 0), 8), scales);
       const min = f.multiply(spread(f, halfAt(f, blocks, 2), 8), mins);
@@ -155,13 +177,18 @@ function decodeFlat(f: FunctionBuilder, blocks: HloValue, type: GgmlType): HloVa
       return f.subtract(f.multiply(spread(f, scale, 256), f32(f, q)), spread(f, min, 256));
     }
     case GgmlType.Q6_K: {
-      // 210 bytes: 128 bytes of low nibbles, 64 bytes of high pairs, 16 int8 scales (per 16 elements), f16 d; value = d * scale * (q - 32).
-      const scale = f.multiply(spread(f, halfAt(f, blocks, 208), 16), f32(f, f.bitcastConvert(byteRange(f, blocks, 192, 208), 's8')));
+      // 210 bytes: 128 bytes of low nibbles, 64 bytes of high pairs, 16
+      // int8 scales (per 16 elements), f16 d; value = d * scale * (q - 32).
+      const scale = f.multiply(
+        spread(f, halfAt(f, blocks, 208), 16),
+        f32(f, f.bitcastConvert(byteRange(f, blocks, 192, 208), 's8')),
+      );
       const q = withHigh(f, fields(f, blocks, 0, 128, 2, NIBBLES, 15), fields(f, blocks, 128, 192, 2, PAIRS, 3));
       return f.multiply(spread(f, scale, 256), f.subtract(f32(f, q), 32));
     }
     case GgmlType.IQ4_XS: {
-      // 136 bytes: f16 d, u16 of high scale bits (2 per sub-block of 32), 4 bytes of low scale nibbles, 128 bytes of IQ4_VALUES indices.
+      // 136 bytes: f16 d, u16 of high scale bits (2 per sub-block of 32),
+      // 4 bytes of low scale nibbles, 128 bytes of IQ4_VALUES indices.
       const sc = withHigh(f, fields(f, blocks, 4, 8, 4, NIBBLES, 15), fields(f, blocks, 2, 4, 2, PAIRS, 3));
       const scale = f.multiply(spread(f, halfAt(f, blocks, 0), 8), f.subtract(f32(f, sc), 32));
       return f.multiply(spread(f, scale, 256), iq4Values(f, fields(f, blocks, 8, 136, 8, NIBBLES, 15)));

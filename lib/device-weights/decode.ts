@@ -13,7 +13,17 @@
  * (the blocks in decode-blocks.ts), so the arrays are bit-equal to the host
  * path's (test/weights-decode.test.js, test/quant-types.test.js).
  */
-import { buildProgram, DecoderWeightSpec, nn, FunctionBuilder, HloProgram, HloValue, INT8_BLOCK, TensorType, WeightType } from '../hlo';
+import {
+  buildProgram,
+  DecoderWeightSpec,
+  nn,
+  FunctionBuilder,
+  HloProgram,
+  HloValue,
+  INT8_BLOCK,
+  TensorType,
+  WeightType,
+} from '../hlo';
 import { DEQUANTIZABLE_TYPES, GgmlType, ggmlTypeLayout, ggmlTypeName } from '../model/gguf-types';
 import { dequantizeBlocks } from './decode-blocks';
 
@@ -47,7 +57,11 @@ function int8Blocks(f: FunctionBuilder, x: HloValue, axis: number): { q: HloValu
   const blocked = [...x.dims.slice(0, axis), x.dims[axis] / INT8_BLOCK, INT8_BLOCK, ...x.dims.slice(axis + 1)];
   const values = f.reshape(x, blocked);
   const scales = f.convert(f.divide(f.convert(f.reduceMax(f.abs(values), [axis + 1]), 'f64'), 127), 'f32');
-  const scale64 = f.broadcastInDim(f.convert(scales, 'f64'), blocked, blocked.map((_, i) => i).filter((i) => i !== axis + 1));
+  const scale64 = f.broadcastInDim(
+    f.convert(scales, 'f64'),
+    blocked,
+    blocked.map((_, i) => i).filter((i) => i !== axis + 1),
+  );
   const ratio = f.divide(f.convert(values, 'f64'), scale64);
   const away = f.select(f.lt(ratio, 0), f.negate(f.floor(f.add(f.negate(ratio), 0.5))), f.floor(f.add(ratio, 0.5)));
   // A zero block has scale 0 (and 0 / 0 above): its values are 0.
@@ -69,7 +83,8 @@ function named(s: Stored): Record<string, HloValue> {
 /** f32 values in the weight type's storage (bf16 bits typed as `spec` says); int8 blocks run along `inAxis`. */
 function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number, spec: DecoderWeightSpec): Stored {
   if (type === 'f32') return { data: x };
-  if (type === 'bf16') return { data: spec.elementType === 'bf16' ? f.bitcastConvert(nn.bf16Bits(f, x), 'bf16') : nn.bf16Bits(f, x) };
+  if (type === 'bf16')
+    return { data: spec.elementType === 'bf16' ? f.bitcastConvert(nn.bf16Bits(f, x), 'bf16') : nn.bf16Bits(f, x) };
   const { q, scales } = int8Blocks(f, x, inAxis);
   return { data: q, scales };
 }
@@ -80,7 +95,12 @@ function store(f: FunctionBuilder, x: HloValue, type: WeightType, inAxis: number
  * inputs u8 [layers, rows, rowBytes] per part (a table: one "layer"),
  * outputs the array in the spec's element type and, for int8, its scales.
  */
-export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPart[], type: WeightType, layers: number): HloProgram {
+export function decodeProgram(
+  spec: DecoderWeightSpec,
+  parts: readonly StoredPart[],
+  type: WeightType,
+  layers: number,
+): HloProgram {
   const types = parts.map((p) => ggmlTypeName(p.type)).join('_');
   // bf16 typed bf16 (not u16 bits): `bf16t`.
   const storage = type === 'bf16' && spec.elementType === 'bf16' ? 'bf16t' : type;
@@ -88,14 +108,18 @@ export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPar
     const raw = parts.map((p, k) => f.param(new TensorType('u8', [layers, p.rows, p.rowBytes]), `part${k}`));
     const layout = (p: StoredPart): { bytes: number; blocks: number } => {
       const block = ggmlTypeLayout(p.type);
-      if (!block || !DEVICE_DECODED_TYPES.has(p.type)) throw new RangeError(`decode: ${ggmlTypeName(p.type)} is not decoded on the device`);
+      if (!block || !DEVICE_DECODED_TYPES.has(p.type))
+        throw new RangeError(`decode: ${ggmlTypeName(p.type)} is not decoded on the device`);
       return { bytes: block.bytesPerBlock, blocks: p.rowLength / block.blockSize };
     };
     if (!spec.perLayer) {
       // A [V, Dm] table keeps the file's orientation: [V, blocks, bytes, 1].
       const [p] = parts;
       const { bytes, blocks } = layout(p);
-      const values = f.reshape(dequantizeBlocks(f, f.reshape(raw[0], [p.rows, blocks, bytes, 1]), p.type), [p.rows, p.rowLength]);
+      const values = f.reshape(dequantizeBlocks(f, f.reshape(raw[0], [p.rows, blocks, bytes, 1]), p.type), [
+        p.rows,
+        p.rowLength,
+      ]);
       return named(store(f, values, type, 1, spec));
     }
     // Layer matrices: [L, rows, blocks, bytes] -> [L, blocks, bytes, rows], decoded to [L, in, rows]:
@@ -109,9 +133,13 @@ export function decodeProgram(spec: DecoderWeightSpec, parts: readonly StoredPar
       const rows = blocks.dims[3];
       return store(f, f.reshape(dequantizeBlocks(f, blocks, p.type), [layers, p.rowLength, rows]), type, 1, spec);
     };
-    if (parts.every((p) => p.type === parts[0].type)) return named(decode(byRows.length === 1 ? byRows[0] : f.concatenate(byRows, 3), parts[0]));
+    if (parts.every((p) => p.type === parts[0].type))
+      return named(decode(byRows.length === 1 ? byRows[0] : f.concatenate(byRows, 3), parts[0]));
     const stored = parts.map((p, k) => decode(byRows[k], p));
     const side = (vs: HloValue[]): HloValue => f.concatenate(vs, 2);
-    return named({ data: side(stored.map((s) => s.data)), ...(type === 'int8' ? { scales: side(stored.map((s) => s.scales!)) } : {}) });
+    return named({
+      data: side(stored.map((s) => s.data)),
+      ...(type === 'int8' ? { scales: side(stored.map((s) => s.scales!)) } : {}),
+    });
   });
 }

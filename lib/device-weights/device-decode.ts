@@ -16,22 +16,46 @@ import { Load, OnDevice } from './load-context';
  * decode.ts reads, the same type and row size in every layer. Else undefined
  * and the array is built on the host.
  */
-export function storedParts(spec: DecoderWeightSpec, reader: WeightReader, from: number, to: number): StoredMatrix[][] | undefined {
+export function storedParts(
+  spec: DecoderWeightSpec,
+  reader: WeightReader,
+  from: number,
+  to: number,
+): StoredMatrix[][] | undefined {
   if (!spec.matrix || !reader.stored) return undefined;
   const lists: (StoredMatrix | undefined)[][] =
     'global' in spec.source
       ? [[reader.stored({ global: spec.source.global })]]
-      : spec.source.layerParts.map((part) => Array.from({ length: to - from }, (_, k) => reader.stored!({ layer: from + k, name: part.source })));
+      : spec.source.layerParts.map((part) =>
+          Array.from({ length: to - from }, (_, k) => reader.stored!({ layer: from + k, name: part.source })),
+        );
   const ok = lists.every((layers) => {
     const first = layers[0];
-    return first !== undefined && DEVICE_DECODED_TYPES.has(first.type) && layers.every((m) => m !== undefined && m.type === first.type && m.rowBytes === first.rowBytes && m.rows === first.rows);
+    return (
+      first !== undefined &&
+      DEVICE_DECODED_TYPES.has(first.type) &&
+      layers.every(
+        (m) => m !== undefined && m.type === first.type && m.rowBytes === first.rowBytes && m.rows === first.rows,
+      )
+    );
   });
   return ok ? (lists as StoredMatrix[][]) : undefined;
 }
 
 /** The decode program of `spec` from these parts (prefetched: building and loading it overlaps the reads). */
-export function decodePlan(spec: DecoderWeightSpec, parts: StoredMatrix[][], load: Load): Promise<{ executable: Executable; release(): void }> {
-  const program = load.programs(decodeProgram(spec, parts.map((layers) => layers[0]), load.type, parts[0].length));
+export function decodePlan(
+  spec: DecoderWeightSpec,
+  parts: StoredMatrix[][],
+  load: Load,
+): Promise<{ executable: Executable; release(): void }> {
+  const program = load.programs(
+    decodeProgram(
+      spec,
+      parts.map((layers) => layers[0]),
+      load.type,
+      parts[0].length,
+    ),
+  );
   // Awaited when its array comes; a failure before then must not be an unhandled rejection.
   program.catch(() => undefined);
   return program;
@@ -44,7 +68,10 @@ export function decodePlan(spec: DecoderWeightSpec, parts: StoredMatrix[][], loa
  * same scratch memory): the returned promise settles when every part is on
  * the device.
  */
-export function stageRaw(parts: StoredMatrix[][], load: Load): { readonly raw: Promise<DeviceBuffer[]>; readonly bytes: number } {
+export function stageRaw(
+  parts: StoredMatrix[][],
+  load: Load,
+): { readonly raw: Promise<DeviceBuffer[]>; readonly bytes: number } {
   const { client, clock } = load;
   const uploads: Promise<DeviceBuffer>[] = [];
   let bytes = 0;
@@ -52,7 +79,9 @@ export function stageRaw(parts: StoredMatrix[][], load: Load): { readonly raw: P
     for (const layers of parts) {
       const { rows, rowBytes } = layers[0];
       const data = load.scratch(layers.length * rows * rowBytes);
-      clock.time('read', () => layers.forEach((m, k) => m.readInto(data.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))));
+      clock.time('read', () =>
+        layers.forEach((m, k) => m.readInto(data.subarray(k * rows * rowBytes, (k + 1) * rows * rowBytes))),
+      );
       uploads.push(clock.time('upload', () => client.upload(data, [layers.length, rows, rowBytes], 'u8')));
       bytes += data.byteLength;
     }
@@ -77,7 +106,10 @@ async function freeAll(uploads: Promise<DeviceBuffer>[]): Promise<void> {
 }
 
 /** Runs a decode program on staged raw rows (and frees them). Not timed here: decodes overlap the host's work. */
-export async function decode(staged: Promise<DeviceBuffer[]>, program: Promise<{ executable: Executable; release(): void }>): Promise<OnDevice> {
+export async function decode(
+  staged: Promise<DeviceBuffer[]>,
+  program: Promise<{ executable: Executable; release(): void }>,
+): Promise<OnDevice> {
   const raw = await staged;
   try {
     const lease = await program;

@@ -29,14 +29,21 @@ export interface Built {
  * as is, bf16 bits (the file's own when it has them), or int8 with one scale
  * per INT8_BLOCK consecutive elements of a row (scales [rows, in / B]).
  */
-function storeRows(type: WeightType, f32: () => Float32Array, bf16: () => Uint16Array | undefined, clock: Clock): Built {
+function storeRows(
+  type: WeightType,
+  f32: () => Float32Array,
+  bf16: () => Uint16Array | undefined,
+  clock: Clock,
+): Built {
   if (type === 'bf16') {
     const raw = clock.time('read', bf16);
     if (raw) return { data: raw };
   }
   const data = clock.time('read', f32);
   if (type === 'f32') return { data };
-  return clock.time('convert', () => (type === 'bf16' ? { data: f32ToBf16(data) } : quantizeBlocksInt8(data, INT8_BLOCK)));
+  return clock.time('convert', () =>
+    type === 'bf16' ? { data: f32ToBf16(data) } : quantizeBlocksInt8(data, INT8_BLOCK),
+  );
 }
 
 function emptyLike(type: WeightType, matrix: boolean, length: number): DeviceData {
@@ -54,12 +61,24 @@ function layerPart(reader: WeightReader, l: number, name: HostLayerName, spec: D
  * One device array (and its scales, for an int8 matrix), built from the
  * reader; for a per-layer array, only layers [from, to) when given.
  */
-function buildArray(spec: DecoderWeightSpec & { readonly rows?: true }, reader: WeightReader, type: WeightType, clock: Clock, from = 0, to = spec.dims[0]): Built {
+function buildArray(
+  spec: DecoderWeightSpec & { readonly rows?: true },
+  reader: WeightReader,
+  type: WeightType,
+  clock: Clock,
+  from = 0,
+  to = spec.dims[0],
+): Built {
   const matrixType: WeightType = spec.matrix ? type : 'f32';
   if ('global' in spec.source) {
     const name = spec.source.global;
     // [V, Dm] in both layouts (scales [V, Dm / B]); a vector (the final norm) is f32.
-    return storeRows(matrixType, () => reader.global(name).data, () => reader.bf16?.({ global: name }), clock);
+    return storeRows(
+      matrixType,
+      () => reader.global(name).data,
+      () => reader.bf16?.({ global: name }),
+      clock,
+    );
   }
   const parts = spec.source.layerParts;
   const slice = spec.dims.slice(1);
@@ -96,7 +115,8 @@ function buildArray(spec: DecoderWeightSpec & { readonly rows?: true }, reader: 
       }
       clock.time('convert', () => {
         transposeInto(stored.data, rows, inFeatures, out, k * sliceSize, width, part.offset);
-        if (stored.scales) transposeInto(stored.scales, rows, inFeatures / INT8_BLOCK, scales!, k * scaleSliceSize, width, part.offset);
+        if (stored.scales)
+          transposeInto(stored.scales, rows, inFeatures / INT8_BLOCK, scales!, k * scaleSliceSize, width, part.offset);
       });
     }
   }
@@ -104,12 +124,23 @@ function buildArray(spec: DecoderWeightSpec & { readonly rows?: true }, reader: 
 }
 
 /** The device array `spec` describes, as host data (for tests and tools; uploads stream instead). */
-export function deviceArray(spec: DecoderWeightSpec, weights: HostWeights | WeightReader, type: WeightType = 'f32'): Built {
+export function deviceArray(
+  spec: DecoderWeightSpec,
+  weights: HostWeights | WeightReader,
+  type: WeightType = 'f32',
+): Built {
   return buildArray(spec, 'layer' in weights ? weights : hostWeightsReader(weights), type, new Clock());
 }
 
 /** Builds layers [from, to) of `spec` on the host and uploads them (and int8 scales). */
-export async function buildAndUpload(spec: DecoderWeightSpec & { readonly rows?: true }, load: Load, dims: readonly number[], scaleDims: readonly number[] | undefined, from?: number, to?: number): Promise<OnDevice> {
+export async function buildAndUpload(
+  spec: DecoderWeightSpec & { readonly rows?: true },
+  load: Load,
+  dims: readonly number[],
+  scaleDims: readonly number[] | undefined,
+  from?: number,
+  to?: number,
+): Promise<OnDevice> {
   const { client, clock } = load;
   let built: Built | null = buildArray(spec, load.reader, load.type, clock, from, to);
   const data = await clock.timeAsync('upload', () => client.upload(built!.data, dims, spec.elementType));

@@ -9,4 +9,11 @@
 export { uploadWeights, type DeviceWeights, type UploadTimings } from './upload';
 export { deviceArray } from './host-build';
 export { f32ToBf16, quantizeBlocksInt8, transposeInto } from './convert';
-export { chooseWeightType, weightBytes, WEIGHT_CHOICES, type WeightChoice, type WeightTypeChoice, type WeightHost } from './choose';
+export {
+  chooseWeightType,
+  weightBytes,
+  WEIGHT_CHOICES,
+  type WeightChoice,
+  type WeightTypeChoice,
+  type WeightHost,
+} from './choose';

@@ -22,7 +22,13 @@ import { disposeAll, Load, OnDevice } from './load-context';
 export const ASSEMBLE_BYTES = 256 * 2 ** 20;
 
 /** Joins layer pieces [1, ...] into one stacked array on the device. */
-async function joinLayers(pieces: readonly DeviceBuffer[], elementType: DecoderWeightSpec['elementType'], pieceDims: readonly number[], name: string, load: Load): Promise<DeviceBuffer> {
+async function joinLayers(
+  pieces: readonly DeviceBuffer[],
+  elementType: DecoderWeightSpec['elementType'],
+  pieceDims: readonly number[],
+  name: string,
+  load: Load,
+): Promise<DeviceBuffer> {
   const program = buildProgram(`assemble_${name}_${pieces.length}`, (f) => {
     const params = pieces.map((_, l) => f.param(new TensorType(elementType, pieceDims), `layer${l}`));
     return { stacked: f.concatenate(params, 0) };
@@ -36,8 +42,15 @@ async function joinLayers(pieces: readonly DeviceBuffer[], elementType: DecoderW
   }
 }
 
-/** A stacked array built one layer at a time (on the device when it can decode them) and joined there (see ASSEMBLE_BYTES). */
-export async function uploadByLayer(spec: DecoderWeightSpec, scaleSpec: DecoderWeightSpec | undefined, load: Load): Promise<OnDevice> {
+/**
+ * A stacked array built one layer at a time (on the device when it can decode them) and joined there (see
+ * ASSEMBLE_BYTES).
+ */
+export async function uploadByLayer(
+  spec: DecoderWeightSpec,
+  scaleSpec: DecoderWeightSpec | undefined,
+  load: Load,
+): Promise<OnDevice> {
   const layers = spec.dims[0];
   const pieceDims = [1, ...spec.dims.slice(1)];
   const scalePieceDims = scaleSpec && [1, ...scaleSpec.dims.slice(1)];
@@ -51,22 +64,45 @@ export async function uploadByLayer(spec: DecoderWeightSpec, scaleSpec: DecoderW
         program ??= decodePlan(spec, parts, load);
         const lease = await load.clock.timeAsync('program', () => program!);
         const { raw } = stageRaw(parts, load);
-        pieces.push(await load.clock.timeAsync('convert', () => decode(raw, Promise.resolve({ executable: lease.executable, release: () => undefined }))));
+        pieces.push(
+          await load.clock.timeAsync('convert', () =>
+            decode(raw, Promise.resolve({ executable: lease.executable, release: () => undefined })),
+          ),
+        );
       } else {
         pieces.push(await buildAndUpload(spec, load, pieceDims, scalePieceDims, l, l + 1));
       }
     }
-    const data = await joinLayers(pieces.map((p) => p.data), spec.elementType, pieceDims, spec.name, load);
+    const data = await joinLayers(
+      pieces.map((p) => p.data),
+      spec.elementType,
+      pieceDims,
+      spec.name,
+      load,
+    );
     if (!scaleSpec) return { data };
     try {
-      return { data, scales: await joinLayers(pieces.map((p) => p.scales!), 'f32', scalePieceDims!, scaleSpec.name, load) };
+      return {
+        data,
+        scales: await joinLayers(
+          pieces.map((p) => p.scales!),
+          'f32',
+          scalePieceDims!,
+          scaleSpec.name,
+          load,
+        ),
+      };
     } catch (err) {
       data.dispose();
       throw err;
     }
   } finally {
     disposeAll(...pieces);
-    if (program) void program.then((lease) => lease.release(), () => undefined);
+    if (program)
+      void program.then(
+        (lease) => lease.release(),
+        () => undefined,
+      );
   }
 }
 

@@ -15,7 +15,19 @@
  * from the host, as the checkpoint's rows [Ly, N, K] (a copy, no transpose);
  * decoded on the device, as [Ly, K, N].
  */
-import { Bf16Matrices, buildProgram, DecoderWeightSpec, decoderWeightSpecs, KernelMatrixName, MatrixName, PackedFor, packMatmulRows, packMatmulWeights, TensorType, WeightType } from '../hlo';
+import {
+  Bf16Matrices,
+  buildProgram,
+  DecoderWeightSpec,
+  decoderWeightSpecs,
+  KernelMatrixName,
+  MatrixName,
+  PackedFor,
+  packMatmulRows,
+  packMatmulWeights,
+  TensorType,
+  WeightType,
+} from '../hlo';
 import { ModelConfig } from '../model/config';
 import { HostWeights } from '../model/weights';
 import { hostWeightsReader, StoredMatrix, WeightReader } from '../model/weights-reader';
@@ -40,7 +52,10 @@ export interface UploadTimings {
   readonly convertSeconds: number;
   /** client.upload calls, and joining layer pieces on the device. */
   readonly uploadSeconds: number;
-  /** Waiting for the load's own programs outside the decodes (layer-by-layer decodes, joins): from the disk cache after a restart, else compiled. */
+  /**
+   * Waiting for the load's own programs outside the decodes (layer-by-layer decodes, joins): from the disk cache after
+   * a restart, else compiled.
+   */
   readonly programSeconds: number;
 }
 
@@ -62,7 +77,9 @@ export interface DeviceWeights {
 
 interface UploadOptions {
   readonly programs?: LoadPrograms;
-  /** How bf16 matrices are typed on the device (default u16 bits): a platform fact, lib/scoring/platform/profiles.ts. */
+  /**
+   * How bf16 matrices are typed on the device (default u16 bits): a platform fact, lib/scoring/platform/profiles.ts.
+   */
   readonly bf16Matrices?: Bf16Matrices;
   /** Stacked arrays of at least this many bytes are built by layer (default ASSEMBLE_BYTES; tests lower it). */
   readonly assembleBytes?: number;
@@ -103,12 +120,20 @@ export async function uploadWeights(
   return deferExternalMemoryReports(() => uploadArrays(client, config, weights, weightType, options));
 }
 
-async function uploadArrays(client: Client, config: ModelConfig, weights: HostWeights | WeightReader, weightType: WeightType, options: UploadOptions): Promise<DeviceWeights> {
+async function uploadArrays(
+  client: Client,
+  config: ModelConfig,
+  weights: HostWeights | WeightReader,
+  weightType: WeightType,
+  options: UploadOptions,
+): Promise<DeviceWeights> {
   const reader = 'layer' in weights ? weights : hostWeightsReader(weights);
   const bf16Matrices = options.bf16Matrices ?? 'u16';
   const packed = options.packed ?? [];
   const packedFor = options.packedFor ?? 'bf16';
-  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed, packedFor).map((s) => builtAs(s, reader, packedFor));
+  const specs = decoderWeightSpecs(config, weightType, bf16Matrices, packed, packedFor).map((s) =>
+    builtAs(s, reader, packedFor),
+  );
   const index = new Map(specs.map((s, i) => [s.name, i]));
   const buffers: (DeviceBuffer | undefined)[] = specs.map(() => undefined);
   const owned: DeviceBuffer[] = [];
@@ -131,7 +156,11 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     .map((_, i) => i)
     .filter((i) => specs[i].scaleOf === undefined && !isTied(specs[i]))
     // Whole uploads first (each briefly holds its array three times), then those joined by layer (twice).
-    .sort((a, b) => Number(assembled(specs[a], load)) - Number(assembled(specs[b], load)) || hostBytes(specs[b]) - hostBytes(specs[a]));
+    .sort(
+      (a, b) =>
+        Number(assembled(specs[a], load)) - Number(assembled(specs[b], load)) ||
+        hostBytes(specs[b]) - hostBytes(specs[a]),
+    );
   const decoded = new Map<number, { parts: StoredMatrix[][]; program: ReturnType<typeof decodePlan> }>();
   for (const i of order) {
     const parts = assembled(specs[i], load) ? undefined : storedParts(specs[i], reader, 0, specs[i].dims[0]);
@@ -150,7 +179,11 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     const packs = specs[i].packs;
     if (!packs) return place(i, array);
     try {
-      place(i, { data: await load.clock.timeAsync('convert', () => packOnDevice(array.data, specs[i].rows === true, packs, load)) });
+      place(i, {
+        data: await load.clock.timeAsync('convert', () =>
+          packOnDevice(array.data, specs[i].rows === true, packs, load),
+        ),
+      });
     } finally {
       array.data.dispose();
     }
@@ -159,7 +192,8 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
   const decoding: { done: Promise<void>; bytes: number }[] = [];
   const clock = load.clock;
   const drain = async (keepBytes: number): Promise<void> => {
-    while (decoding.length && decoding.reduce((sum, d) => sum + d.bytes, 0) > keepBytes) await clock.timeAsync('convert', () => decoding.shift()!.done);
+    while (decoding.length && decoding.reduce((sum, d) => sum + d.bytes, 0) > keepBytes)
+      await clock.timeAsync('convert', () => decoding.shift()!.done);
   };
   try {
     for (const i of order) {
@@ -189,7 +223,11 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     await Promise.allSettled(decoding.map((d) => d.done));
     owned.forEach((b) => b.dispose());
     // Programs asked for and not used: release them once loaded.
-    for (const plan of decoded.values()) void plan.program.then((lease) => lease.release(), () => undefined);
+    for (const plan of decoded.values())
+      void plan.program.then(
+        (lease) => lease.release(),
+        () => undefined,
+      );
     throw err;
   }
   const missing = specs.find((_, i) => !buffers[i]);
@@ -204,7 +242,12 @@ async function uploadArrays(client: Client, config: ModelConfig, weights: HostWe
     bf16Matrices,
     packed,
     packedFor,
-    timings: { readSeconds: clock.read, convertSeconds: clock.convert, uploadSeconds: clock.upload, programSeconds: clock.program },
+    timings: {
+      readSeconds: clock.read,
+      convertSeconds: clock.convert,
+      uploadSeconds: clock.upload,
+      programSeconds: clock.program,
+    },
     dispose: () => owned.forEach((b) => b.dispose()),
   };
 }
@@ -229,11 +272,19 @@ function builtAs(spec: DecoderWeightSpec, reader: WeightReader, packedFor: Packe
  * Packs one stacked matrix on the device (lib/hlo/nn/matmul-kernel.ts: packMatmulRows from [Ly, N, K] rows,
  * packMatmulWeights from [Ly, K, N]); the caller frees the input.
  */
-async function packOnDevice(stacked: DeviceBuffer, rows: boolean, packedFor: PackedFor, load: Load): Promise<DeviceBuffer> {
-  const program = buildProgram(`pack_matmul_${packedFor}_${rows ? 'rows_' : ''}${stacked.dtype}_${stacked.dims.join('x')}`, (f) => {
-    const param = f.param(new TensorType(stacked.dtype, stacked.dims), 'stacked');
-    return { packed: rows ? packMatmulRows(f, param, packedFor) : packMatmulWeights(f, param, packedFor) };
-  });
+async function packOnDevice(
+  stacked: DeviceBuffer,
+  rows: boolean,
+  packedFor: PackedFor,
+  load: Load,
+): Promise<DeviceBuffer> {
+  const program = buildProgram(
+    `pack_matmul_${packedFor}_${rows ? 'rows_' : ''}${stacked.dtype}_${stacked.dims.join('x')}`,
+    (f) => {
+      const param = f.param(new TensorType(stacked.dtype, stacked.dims), 'stacked');
+      return { packed: rows ? packMatmulRows(f, param, packedFor) : packMatmulWeights(f, param, packedFor) };
+    },
+  );
   const lease = await load.programs(program);
   try {
     const [packed] = await lease.executable.execute([stacked]);

@@ -18,8 +18,25 @@
  * May import: util only (programs are text; nothing here touches a device).
  */
 
-export { FunctionBuilder, HloBuildError, HloValue, ModuleBuilder, TensorType, buildProgram, tensorType } from './builder';
-export type { ComparisonDirection, DotDims, ForLoopOptions, GatherDims, HloElementType, HloProgram, Operand, ProgramTensor } from './builder';
+export {
+  FunctionBuilder,
+  HloBuildError,
+  HloValue,
+  ModuleBuilder,
+  TensorType,
+  buildProgram,
+  tensorType,
+} from './builder';
+export type {
+  ComparisonDirection,
+  DotDims,
+  ForLoopOptions,
+  GatherDims,
+  HloElementType,
+  HloProgram,
+  Operand,
+  ProgramTensor,
+} from './builder';
 export { DUMP_ENV as HLO_DUMP_ENV } from './builder';
 export * from './nn';
 export * from './attention';

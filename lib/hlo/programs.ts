@@ -48,7 +48,8 @@ export interface LmHeadGatherDims {
 function checkDims(op: string, dims: object, keys: readonly string[]): void {
   for (const key of keys) {
     const v = (dims as Record<string, unknown>)[key];
-    if (!Number.isSafeInteger(v) || (v as number) < 0) throw new HloBuildError(`${op}: ${key} must be a non-negative integer, got ${String(v)}`);
+    if (!Number.isSafeInteger(v) || (v as number) < 0)
+      throw new HloBuildError(`${op}: ${key} must be a non-negative integer, got ${String(v)}`);
   }
 }
 
@@ -59,7 +60,10 @@ function checkDims(op: string, dims: object, keys: readonly string[]): void {
  */
 function maskedAttention(dims: MaskedAttentionDims): HloProgram {
   if (!dims || (dims.layout !== 'dense' && dims.layout !== 'factored')) {
-    throw new HloBuildError(`maskedAttention: layout must be 'dense' or 'factored', got ${JSON.stringify((dims as { layout?: unknown } | undefined)?.layout)}`);
+    throw new HloBuildError(
+      `maskedAttention: layout must be 'dense' or 'factored', ` +
+        `got ${JSON.stringify((dims as { layout?: unknown } | undefined)?.layout)}`,
+    );
   }
   checkDims('maskedAttention', dims, ['queryHeads', 'kvHeads', 'headDim']);
   const { queryHeads: hq, kvHeads: hkv, headDim: d } = dims;
@@ -101,7 +105,8 @@ function maskedAttention(dims: MaskedAttentionDims): HloProgram {
 function lmHeadGather(dims: LmHeadGatherDims): HloProgram {
   checkDims('lmHeadGather', dims, ['tokens', 'hiddenSize', 'gatherCount', 'vocabSize', 'labelCount']);
   const { tokens: t, hiddenSize: dm, gatherCount: k, vocabSize: v, labelCount: lb, eps } = dims;
-  if (typeof eps !== 'number' || !(eps >= 0)) throw new HloBuildError(`lmHeadGather: eps must be a non-negative number, got ${String(eps)}`);
+  if (typeof eps !== 'number' || !(eps >= 0))
+    throw new HloBuildError(`lmHeadGather: eps must be a non-negative number, got ${String(eps)}`);
   return buildProgram('lm_head_gather', (f) => {
     const x = {
       hidden: f.param(TensorType.f32([t, dm]), 'hidden'),

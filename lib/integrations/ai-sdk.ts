@@ -38,7 +38,9 @@ export type JsonValue = null | string | number | boolean | JsonObject | JsonValu
 
 /** RerankingModelV3CallOptions and RerankingModelV4CallOptions (the same shape). */
 export interface RerankCallOptions {
-  readonly documents: { readonly type: 'text'; readonly values: string[] } | { readonly type: 'object'; readonly values: Record<string, unknown>[] };
+  readonly documents:
+    | { readonly type: 'text'; readonly values: string[] }
+    | { readonly type: 'object'; readonly values: Record<string, unknown>[] };
   readonly query: string;
   readonly topN?: number;
   readonly abortSignal?: AbortSignal;
@@ -164,16 +166,24 @@ function providerMetadata(response: RerankResponse): Record<string, JsonObject> 
 
 function readProviderOptions(raw: unknown): PjrtScoreProviderOptions {
   if (raw === undefined) return {};
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new TypeError(`providerOptions.${OPTIONS_KEY} must be an object`);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
+    throw new TypeError(`providerOptions.${OPTIONS_KEY} must be an object`);
   const known = new Set(['instruction', 'rankFields']);
   for (const key of Object.keys(raw)) {
-    if (!known.has(key)) throw new TypeError(`providerOptions.${OPTIONS_KEY}: unknown option ${JSON.stringify(key)}; known: instruction, rankFields`);
+    if (!known.has(key))
+      throw new TypeError(
+        `providerOptions.${OPTIONS_KEY}: unknown option ${JSON.stringify(key)}; known: instruction, rankFields`,
+      );
   }
   return raw as PjrtScoreProviderOptions;
 }
 
-// Both classes are the AI SDK's interfaces: checked at build time against @ai-sdk/provider 4, which defines v3 and v4 (nothing of it reaches the declarations).
-function implementsAiSdk(v4: PjrtScoreRerankingModel, v3: PjrtScoreRerankingModelV3): [RerankingModelV4, RerankingModelV3] {
+// Both classes are the AI SDK's interfaces: checked at build time against
+// @ai-sdk/provider 4, which defines v3 and v4 (nothing of it reaches the declarations).
+function implementsAiSdk(
+  v4: PjrtScoreRerankingModel,
+  v3: PjrtScoreRerankingModelV3,
+): [RerankingModelV4, RerankingModelV3] {
   return [v4, v3];
 }
 void implementsAiSdk;

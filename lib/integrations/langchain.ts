@@ -17,7 +17,11 @@ const { BaseDocumentCompressor } = requirePeer<typeof import('@langchain/core/re
   '@langchain/core',
   'langchain',
 );
-const { Document } = requirePeer<typeof import('@langchain/core/documents')>('@langchain/core/documents', '@langchain/core', 'langchain');
+const { Document } = requirePeer<typeof import('@langchain/core/documents')>(
+  '@langchain/core/documents',
+  '@langchain/core',
+  'langchain',
+);
 
 export type LangChainRerankSettings = AdapterSettings;
 
@@ -50,10 +54,18 @@ export class PjrtScoreRerank extends BaseDocumentCompressor {
    * Ranks the documents' page contents against the query: [{ index, relevanceScore }], best first,
    * cut to topN (the option's, else the settings'). `signal` drops the work when it fires.
    */
-  async rerank(documents: readonly (DocumentInterface | string)[], query: string, options: { topN?: number; signal?: AbortSignal } = {}): Promise<RankedIndex[]> {
+  async rerank(
+    documents: readonly (DocumentInterface | string)[],
+    query: string,
+    options: { topN?: number; signal?: AbortSignal } = {},
+  ): Promise<RankedIndex[]> {
     if (!Array.isArray(documents)) throw new TypeError(`documents must be an array, got ${typeof documents}`);
     const texts = documents.map((d) => (typeof d === 'string' ? d : d?.pageContent));
-    const response = await this.source.rerank({ query, documents: texts as string[], ...(options.topN !== undefined ? { topN: options.topN } : {}) }, this.settings, options.signal);
+    const response = await this.source.rerank(
+      { query, documents: texts as string[], ...(options.topN !== undefined ? { topN: options.topN } : {}) },
+      this.settings,
+      options.signal,
+    );
     return response.results.map((r) => ({ index: r.index, relevanceScore: r.relevanceScore }));
   }
 
@@ -62,12 +74,20 @@ export class PjrtScoreRerank extends BaseDocumentCompressor {
    * (LangChain's third argument) are typed unknown: LangChain's CommonJS and ES module typings of
    * them are distinct classes, and an app may compile against either.
    */
-  async compressDocuments(documents: DocumentInterface[], query: string, _callbacks?: unknown): Promise<DocumentInterface[]> {
+  async compressDocuments(
+    documents: DocumentInterface[],
+    query: string,
+    _callbacks?: unknown,
+  ): Promise<DocumentInterface[]> {
     if (documents.length === 0) return [];
     const ranked = await this.rerank(documents, query);
     return ranked.map(({ index, relevanceScore }) => {
       const d = documents[index];
-      return new Document({ pageContent: d.pageContent, metadata: { ...d.metadata, relevanceScore }, ...(d.id !== undefined ? { id: d.id } : {}) });
+      return new Document({
+        pageContent: d.pageContent,
+        metadata: { ...d.metadata, relevanceScore },
+        ...(d.id !== undefined ? { id: d.id } : {}),
+      });
     });
   }
 

@@ -26,7 +26,10 @@ export class PjrtScoreRerank implements BaseNodePostprocessor {
     private readonly settings: LlamaIndexRerankSettings,
   ) {
     const mode = settings.metadataMode ?? 'NONE';
-    if (!METADATA_MODES.includes(mode)) throw new TypeError(`PjrtScoreRerank: metadataMode must be one of ${METADATA_MODES.join(', ')}, got ${JSON.stringify(mode)}`);
+    if (!METADATA_MODES.includes(mode))
+      throw new TypeError(
+        `PjrtScoreRerank: metadataMode must be one of ${METADATA_MODES.join(', ')}, got ${JSON.stringify(mode)}`,
+      );
     // MetadataMode is a string enum whose values are these names.
     this.mode = mode as unknown as MetadataMode;
   }
@@ -44,12 +47,17 @@ export class PjrtScoreRerank implements BaseNodePostprocessor {
   }
 
   /** The nodes best first, cut to topN, each `{ node, score: relevance }`. `signal` drops the work when it fires. */
-  async postprocessNodes(nodes: NodeWithScore[], query?: MessageContent, options: { signal?: AbortSignal } = {}): Promise<NodeWithScore[]> {
+  async postprocessNodes(
+    nodes: NodeWithScore[],
+    query?: MessageContent,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<NodeWithScore[]> {
     if (!Array.isArray(nodes)) throw new TypeError(`nodes must be an array, got ${typeof nodes}`);
     if (query === undefined) throw new TypeError('PjrtScoreRerank.postprocessNodes needs the query');
     if (nodes.length === 0) return [];
     const documents = nodes.map((n, i) => {
-      if (typeof n?.node?.getContent !== 'function') throw new TypeError(`nodes[${i}] is not a NodeWithScore (no node.getContent)`);
+      if (typeof n?.node?.getContent !== 'function')
+        throw new TypeError(`nodes[${i}] is not a NodeWithScore (no node.getContent)`);
       return n.node.getContent(this.mode);
     });
     const response = await this.source.rerank({ query: queryText(query), documents }, this.settings, options.signal);

@@ -26,14 +26,22 @@ export interface RankedIndex {
 const SETTING_KEYS: readonly (keyof AdapterSettings)[] = ['instruction', 'topN', 'truncate'];
 
 /** Checks an adapter's settings object (its values are checked by the Scorer, per request). */
-export function adapterSettings(settings: unknown, where: string, extra: readonly string[] = []): Record<string, unknown> {
+export function adapterSettings(
+  settings: unknown,
+  where: string,
+  extra: readonly string[] = [],
+): Record<string, unknown> {
   if (settings === undefined) return {};
   if (typeof settings !== 'object' || settings === null || Array.isArray(settings)) {
-    throw new TypeError(`${where}: settings must be an object, got ${settings === null ? 'null' : Array.isArray(settings) ? 'an array' : typeof settings}`);
+    throw new TypeError(
+      `${where}: settings must be an object, ` +
+        `got ${settings === null ? 'null' : Array.isArray(settings) ? 'an array' : typeof settings}`,
+    );
   }
   const known = new Set<string>([...SETTING_KEYS, ...extra]);
   for (const key of Object.keys(settings)) {
-    if (!known.has(key)) throw new TypeError(`${where}: unknown setting ${JSON.stringify(key)}; known: ${[...known].join(', ')}`);
+    if (!known.has(key))
+      throw new TypeError(`${where}: unknown setting ${JSON.stringify(key)}; known: ${[...known].join(', ')}`);
   }
   return settings as Record<string, unknown>;
 }
@@ -50,7 +58,13 @@ export class ScorerSource {
   /** The app's Scorer, shared: disposing the adapter leaves it alone. */
   static shared(scorer: unknown, where: string): ScorerSource {
     if (!(scorer instanceof Scorer)) {
-      throw new TypeError(`${where}: expected a Scorer (from Scorer.load() of pjrt-score), got ${scorer === null ? 'null' : typeof scorer === 'object' ? (scorer.constructor?.name ?? 'an object') : typeof scorer}`);
+      const got =
+        scorer === null
+          ? 'null'
+          : typeof scorer === 'object'
+            ? (scorer.constructor?.name ?? 'an object')
+            : typeof scorer;
+      throw new TypeError(`${where}: expected a Scorer (from Scorer.load() of pjrt-score), got ${got}`);
     }
     return new ScorerSource(scorer, false);
   }
@@ -67,7 +81,9 @@ export class ScorerSource {
     const full: RerankRequest = {
       ...request,
       ...(topN !== undefined ? { topN } : {}),
-      ...(settings.instruction !== undefined && request.instruction === undefined ? { instruction: settings.instruction } : {}),
+      ...(settings.instruction !== undefined && request.instruction === undefined
+        ? { instruction: settings.instruction }
+        : {}),
       ...(settings.truncate !== undefined && request.truncate === undefined ? { truncate: settings.truncate } : {}),
     };
     return this.scorer.rerank(full, signal ? { signal } : {});
@@ -92,8 +108,13 @@ export function requirePeer<T>(specifier: string, packageName: string, subpath: 
     return require(specifier) as T;
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if ((code === 'MODULE_NOT_FOUND' || code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') && String((error as Error).message).includes(packageName)) {
-      throw new Error(`pjrt-score/${subpath} needs the package ${packageName}: npm install ${packageName}`, { cause: error });
+    if (
+      (code === 'MODULE_NOT_FOUND' || code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') &&
+      String((error as Error).message).includes(packageName)
+    ) {
+      throw new Error(`pjrt-score/${subpath} needs the package ${packageName}: npm install ${packageName}`, {
+        cause: error,
+      });
     }
     throw error;
   }

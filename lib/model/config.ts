@@ -97,13 +97,23 @@ export function configFromGguf(file: GgufFile): ModelConfig {
   const headDim = meta.integer(k('attention.key_length'), 'optional') ?? hiddenSize / numHeads;
   const valueDim = meta.integer(k('attention.value_length'), 'optional') ?? headDim;
   if (valueDim !== headDim) {
-    throw new GgufError(`GGUF ${k('attention.value_length')} ${valueDim} differs from the key length ${headDim}: not supported`, 'GGUF_UNSUPPORTED');
+    throw new GgufError(
+      `GGUF ${k('attention.value_length')} ${valueDim} differs from the key length ${headDim}: not supported`,
+      'GGUF_UNSUPPORTED',
+    );
   }
   const ropeDims = meta.integer(k('rope.dimension_count'), 'optional') ?? headDim;
   if (ropeDims !== headDim) {
-    throw new GgufError(`GGUF ${k('rope.dimension_count')} is ${ropeDims} but the head dimension is ${headDim}: partial RoPE is not supported`, 'GGUF_UNSUPPORTED');
+    throw new GgufError(
+      `GGUF ${k('rope.dimension_count')} is ${ropeDims} but the head dimension is ${headDim}: ` +
+        `partial RoPE is not supported`,
+      'GGUF_UNSUPPORTED',
+    );
   }
-  const gemma = architecture === 'gemma' || architecture === 'gemma2' || architecture === 'gemma3' ? gemmaFromGguf(meta, architecture, headDim, file.path) : undefined;
+  const gemma =
+    architecture === 'gemma' || architecture === 'gemma2' || architecture === 'gemma3'
+      ? gemmaFromGguf(meta, architecture, headDim, file.path)
+      : undefined;
   const ropeScaling = gemma ? undefined : ggufRopeScaling(file, arch, headDim);
   if (gemma && file.tensors.has('rope_freqs.weight')) {
     throw new GgufError(`GGUF file ${file.path}: rope_freqs.weight is not supported for ${arch}`, 'GGUF_UNSUPPORTED');
@@ -148,7 +158,10 @@ function ggufRopeScaling(file: GgufFile, arch: string, headDim: number): RopeSca
   const key = `${arch}.rope.scaling.type`;
   const type = file.meta.string(key, 'optional');
   const refuse = (what: string): never => {
-    throw new GgufError(`GGUF file ${file.path}: ${what} is not supported (supported: none, linear, and the rope_freqs.weight tensor)`, 'GGUF_UNSUPPORTED');
+    throw new GgufError(
+      `GGUF file ${file.path}: ${what} is not supported (supported: none, linear, and the rope_freqs.weight tensor)`,
+      'GGUF_UNSUPPORTED',
+    );
   };
   if (file.tensors.has('rope_freqs.weight')) {
     if (type === 'linear') refuse(`${key} "linear" together with rope_freqs.weight`);
@@ -157,7 +170,8 @@ function ggufRopeScaling(file: GgufFile, arch: string, headDim: number): RopeSca
       refuse(`rope_freqs.weight of shape [${info.dims.join(', ')}] (the head needs [${headDim / 2}])`);
     }
     const factors = Array.from(file.readTensorFloat32('rope_freqs.weight'));
-    if (!factors.every((f) => Number.isFinite(f) && f > 0)) refuse('rope_freqs.weight with a factor that is not positive and finite');
+    if (!factors.every((f) => Number.isFinite(f) && f > 0))
+      refuse('rope_freqs.weight with a factor that is not positive and finite');
     return { type: 'frequency-factors', factors };
   }
   if (type === undefined || type === 'none') return undefined;
@@ -180,16 +194,27 @@ export interface HfConfigOptions {
  * an explicit add_bos_token wins, else a post-processor that inserts a
  * special token before the sequence.
  */
-export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson?: Json, source = 'config.json', options: HfConfigOptions = {}): ModelConfig {
+export function configFromHf(
+  config: Json,
+  tokenizerConfig?: Json,
+  tokenizerJson?: Json,
+  source = 'config.json',
+  options: HfConfigOptions = {},
+): ModelConfig {
   const modelType = config.model_type;
-  const architecture = typeof modelType === 'string' && Object.hasOwn(HF_MODEL_TYPES, modelType) ? HF_MODEL_TYPES[modelType] : undefined;
+  const architecture =
+    typeof modelType === 'string' && Object.hasOwn(HF_MODEL_TYPES, modelType) ? HF_MODEL_TYPES[modelType] : undefined;
   if (architecture === undefined) {
     throw new ModelConfigError(
-      `${source}: model_type ${JSON.stringify(modelType)} is not supported by pjrt-score (supported: ${Object.keys(HF_MODEL_TYPES).join(', ')})`,
+      `${source}: model_type ${JSON.stringify(modelType)} is not supported by pjrt-score (supported: ` +
+        `${Object.keys(HF_MODEL_TYPES).join(', ')})`,
     );
   }
   if (config.text_config !== undefined) {
-    throw new ModelConfigError(`${source}: a multimodal ${String(modelType)} config (text_config) is not supported: load the text-only model (model_type gemma3_text)`);
+    throw new ModelConfigError(
+      `${source}: a multimodal ${String(modelType)} config (text_config) ` +
+        `is not supported: load the text-only model (model_type gemma3_text)`,
+    );
   }
   const gemmaArch = architecture === 'gemma' || architecture === 'gemma2' || architecture === 'gemma3';
   const int = (key: string, fallback?: number): number => {
@@ -201,11 +226,13 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
   };
   const num = (key: string, fallback: number): number => {
     const v = config[key] ?? fallback;
-    if (typeof v !== 'number' || !(v > 0)) throw new ModelConfigError(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !(v > 0))
+      throw new ModelConfigError(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
     return v;
   };
   if (config.mlp_bias === true) throw new ModelConfigError(`${source}: mlp_bias=true is not supported`);
-  if (architecture !== 'llama' && !gemmaArch && config.use_sliding_window === true) throw new ModelConfigError(`${source}: use_sliding_window=true is not supported`);
+  if (architecture !== 'llama' && !gemmaArch && config.use_sliding_window === true)
+    throw new ModelConfigError(`${source}: use_sliding_window=true is not supported`);
   const hiddenSize = int('hidden_size');
   const numHeads = int('num_attention_heads');
   const numLayers = int('num_hidden_layers');
@@ -214,8 +241,17 @@ export function configFromHf(config: Json, tokenizerConfig?: Json, tokenizerJson
   const fail = (message: string): never => {
     throw new ModelConfigError(message);
   };
-  const gemma = gemmaArch ? gemmaFromHf(config, architecture, { hiddenSize, headDim, numLayers, embeddingDtype: options.embeddingDtype }, source, fail) : undefined;
-  const window = modelType === 'mistral' ? windowFromHf(config, numLayers, int('max_position_embeddings'), source, fail) : undefined;
+  const gemma = gemmaArch
+    ? gemmaFromHf(
+        config,
+        architecture,
+        { hiddenSize, headDim, numLayers, embeddingDtype: options.embeddingDtype },
+        source,
+        fail,
+      )
+    : undefined;
+  const window =
+    modelType === 'mistral' ? windowFromHf(config, numLayers, int('max_position_embeddings'), source, fail) : undefined;
   // Gemma's RoPE (a base per layer kind, linear scaling of the global layers) is read in gemma.ts.
   const rope = gemma
     ? { theta: gemma.ropeTheta, scaling: undefined }
@@ -270,7 +306,16 @@ export function validateConfig(c: ModelConfig, source: string): ModelConfig {
   const fail = (msg: string): never => {
     throw new ModelConfigError(`${source}: ${msg}`);
   };
-  for (const key of ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'contextLength'] as const) {
+  for (const key of [
+    'vocabSize',
+    'hiddenSize',
+    'intermediateSize',
+    'numLayers',
+    'numHeads',
+    'numKvHeads',
+    'headDim',
+    'contextLength',
+  ] as const) {
     if (!Number.isInteger(c[key]) || c[key] <= 0) fail(`${key} must be a positive integer, got ${c[key]}`);
   }
   if (c.numHeads % c.numKvHeads !== 0) fail(`numHeads ${c.numHeads} is not a multiple of numKvHeads ${c.numKvHeads}`);
@@ -284,8 +329,10 @@ export function validateConfig(c: ModelConfig, source: string): ModelConfig {
   if (c.addBos && c.bosTokenId === undefined) fail('the tokenizer asks for a BOS token but none is defined');
   const w = c.slidingWindow;
   if (w) {
-    if (!(Number.isSafeInteger(w.window) && w.window >= 1)) fail(`the sliding window must be a positive integer, got ${w.window}`);
-    if (w.layers.length !== c.numLayers) fail(`the sliding-window pattern has ${w.layers.length} layers, the model ${c.numLayers}`);
+    if (!(Number.isSafeInteger(w.window) && w.window >= 1))
+      fail(`the sliding window must be a positive integer, got ${w.window}`);
+    if (w.layers.length !== c.numLayers)
+      fail(`the sliding-window pattern has ${w.layers.length} layers, the model ${c.numLayers}`);
   }
   return c;
 }

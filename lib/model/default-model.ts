@@ -59,7 +59,8 @@ export function resolveModelPath(explicit?: string): string {
     const cached = cachedModelPath(chosen.hub);
     if (cached !== undefined) return cached;
     throw new ModelNotFoundError(
-      `${chosen.hub.text} is not a local path, and that hub model is not in the hub cache (${repoFolder(chosen.hub.repo)}).\n` +
+      `${chosen.hub.text} is not a local path, ` +
+        `and that hub model is not in the hub cache (${repoFolder(chosen.hub.repo)}).\n` +
         `Fetch it with:  npx pjrt-score fetch --model ${chosen.hub.text}  (Scorer.load and serve fetch it themselves)`,
     );
   }

@@ -119,8 +119,9 @@ export function decodeQ6_K(bytes: Uint8Array, out: Float32Array): void {
 }
 
 /**
- * IQ4_XS (136 bytes): f16 d, u16 of high scale bits (2 per sub-block), 4 bytes of low scale nibbles, 128 bytes
- * of IQ4_VALUES indices: element k * 32 + n * 16 + l is nibble n of byte k * 16 + l; value = d * (scale - 32) * IQ4_VALUES[q].
+ * IQ4_XS (136 bytes): f16 d, u16 of high scale bits (2 per sub-block), 4 bytes
+ * of low scale nibbles, 128 bytes of IQ4_VALUES indices: element k * 32 + n * 16
+ * + l is nibble n of byte k * 16 + l; value = d * (scale - 32) * IQ4_VALUES[q].
  */
 export function decodeIQ4_XS(bytes: Uint8Array, out: Float32Array): void {
   const half = halfToFloatTable();

@@ -24,7 +24,8 @@ export function tensorByteLength(type: number, elementCount: number, what: strin
   if (!layout) throw new GgufError(`${what} has unknown ggml type ${type}`, 'GGUF_UNSUPPORTED');
   if (elementCount % layout.blockSize !== 0) {
     throw new GgufError(
-      `${what} has ${elementCount} elements, not a multiple of the ${ggmlTypeName(type)} block size ${layout.blockSize}`,
+      `${what} has ${elementCount} elements, ` +
+        `not a multiple of the ${ggmlTypeName(type)} block size ${layout.blockSize}`,
     );
   }
   return (elementCount / layout.blockSize) * layout.bytesPerBlock;
@@ -174,7 +175,10 @@ function decodeQ5(bytes: Uint8Array, out: Float32Array, withMin: boolean): void 
   }
 }
 
-/** IQ4_NL block (18 bytes): f16 d, 16 bytes of nibbles laid out as Q4_0, each an index into IQ4_VALUES; value = d * IQ4_VALUES[q]. */
+/**
+ * IQ4_NL block (18 bytes): f16 d, 16 bytes of nibbles laid out as Q4_0, each an index into IQ4_VALUES; value = d *
+ * IQ4_VALUES[q].
+ */
 function decodeIQ4_NL(bytes: Uint8Array, out: Float32Array): void {
   decodeNibbleTable(bytes, out, IQ4_VALUES);
 }

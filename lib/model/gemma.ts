@@ -59,7 +59,11 @@ interface GemmaConfigPart {
 type GemmaArch = 'gemma' | 'gemma2' | 'gemma3';
 
 /** The local/global pattern transformers and llama.cpp use when the file names none: true = sliding. */
-function defaultSlidingLayers(arch: 'gemma2' | 'gemma3', numLayers: number, pattern = arch === 'gemma2' ? 2 : 6): boolean[] {
+function defaultSlidingLayers(
+  arch: 'gemma2' | 'gemma3',
+  numLayers: number,
+  pattern = arch === 'gemma2' ? 2 : 6,
+): boolean[] {
   // Layer i is local unless it closes a period of `pattern` layers (gemma2: i odd is global).
   return Array.from({ length: numLayers }, (_, i) => (i + 1) % pattern !== 0);
 }
@@ -99,11 +103,23 @@ export function gemmaFromGguf(meta: GgufMetadata, arch: GemmaArch, headDim: numb
   };
   const scaling = meta.string(k('rope.scaling.type'), 'optional');
   const factor = scaling === 'linear' ? meta.number(k('rope.scaling.factor'), 'optional') : undefined;
-  if (factor !== undefined && !(factor > 0)) throw new GgufError(`GGUF file ${file}: ${k('rope.scaling.factor')} must be positive, got ${factor}`, 'GGUF_UNSUPPORTED');
+  if (factor !== undefined && !(factor > 0))
+    throw new GgufError(
+      `GGUF file ${file}: ${k('rope.scaling.factor')} must be positive, got ${factor}`,
+      'GGUF_UNSUPPORTED',
+    );
   const theta = ggufRopeBase(meta, k('rope.freq_base'), file);
   if (arch === 'gemma') {
     // Gemma (1): no post norms, soft caps or windows; one RoPE base.
-    return { ropeTheta: theta, gemma: { embeddingScale: embeddingScaleIn(hiddenSize, 'F32'), postNorms: false, attentionScale, ropeThetaLocal: theta } };
+    return {
+      ropeTheta: theta,
+      gemma: {
+        embeddingScale: embeddingScaleIn(hiddenSize, 'F32'),
+        postNorms: false,
+        attentionScale,
+        ropeThetaLocal: theta,
+      },
+    };
   }
   const window = meta.integer(k('attention.sliding_window'), 'optional');
   const pattern = meta.integer(k('attention.sliding_window_pattern'), 'optional');
@@ -119,7 +135,9 @@ export function gemmaFromGguf(meta: GgufMetadata, arch: GemmaArch, headDim: numb
       ropeThetaLocal: arch === 'gemma3' ? 10000 : theta,
       ...optional('ropeLinearFactor', factor !== undefined && factor !== 1 ? factor : undefined),
     },
-    ...(window !== undefined && window > 0 ? { slidingWindow: { window, layers: defaultSlidingLayers(arch, numLayers, pattern) } } : {}),
+    ...(window !== undefined && window > 0
+      ? { slidingWindow: { window, layers: defaultSlidingLayers(arch, numLayers, pattern) } }
+      : {}),
   };
 }
 
@@ -137,7 +155,8 @@ export function gemmaFromHf(
   const positive = (key: string, fallback?: number): number | undefined => {
     const v = Object.hasOwn(config, key) ? config[key] : fallback;
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== 'number' || !(v > 0)) fail(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !(v > 0))
+      fail(`${source}: ${key} should be a positive number, got ${JSON.stringify(v)}`);
     return v as number;
   };
   if (arch === 'gemma') return gemma1FromHf(config, sizes, source, fail);
@@ -148,15 +167,29 @@ export function gemmaFromHf(
   }
   // Gemma2Config / Gemma3TextConfig defaults: one base of 10,000 (Gemma 2); 1e6 global, 10,000 local (Gemma 3).
   const contextLength = typeof config.max_position_embeddings === 'number' ? config.max_position_embeddings : 0;
-  const global = ropeFromHf(config, { defaultTheta: gemma2 ? 10000 : 1000000, layerType: 'full_attention', contextLength, source }, fail);
-  if (global.scaling && global.scaling.type !== 'linear') fail(`${source}: RoPE scaling ${global.scaling.type} is not supported for ${arch} (linear is)`);
+  const global = ropeFromHf(
+    config,
+    { defaultTheta: gemma2 ? 10000 : 1000000, layerType: 'full_attention', contextLength, source },
+    fail,
+  );
+  if (global.scaling && global.scaling.type !== 'linear')
+    fail(`${source}: RoPE scaling ${global.scaling.type} is not supported for ${arch} (linear is)`);
   const factor = global.scaling?.type === 'linear' ? global.scaling.factor : undefined;
   const theta = global.theta;
   const nested = config.rope_parameters as Json | null | undefined;
   const localTheta = (): number => {
     if (gemma2) return theta;
-    if (nested && typeof nested === 'object' && typeof nested.sliding_attention === 'object' && nested.sliding_attention !== null) {
-      const local = ropeFromHf(config, { defaultTheta: 10000, layerType: 'sliding_attention', contextLength, source }, fail);
+    if (
+      nested &&
+      typeof nested === 'object' &&
+      typeof nested.sliding_attention === 'object' &&
+      nested.sliding_attention !== null
+    ) {
+      const local = ropeFromHf(
+        config,
+        { defaultTheta: 10000, layerType: 'sliding_attention', contextLength, source },
+        fail,
+      );
       if (local.scaling) fail(`${source}: RoPE scaling of the sliding-window layers is not supported`);
       return local.theta;
     }
@@ -174,7 +207,9 @@ export function gemmaFromHf(
       ropeThetaLocal: localTheta(),
       ...optional('ropeLinearFactor', factor !== undefined && factor !== 1 ? factor : undefined),
     },
-    ...(window !== undefined ? { slidingWindow: { window, layers: hfLayerTypes(config, arch, sizes.numLayers, source, fail) } } : {}),
+    ...(window !== undefined
+      ? { slidingWindow: { window, layers: hfLayerTypes(config, arch, sizes.numLayers, source, fail) } }
+      : {}),
   };
 }
 
@@ -185,7 +220,12 @@ export function gemmaFromHf(
  * read), scores scaled by head_dim^-0.5, one RoPE base (default 10,000), no
  * post norms, soft caps or windows.
  */
-function gemma1FromHf(config: Json, sizes: { hiddenSize: number; headDim: number; embeddingDtype?: string }, source: string, fail: (message: string) => never): GemmaConfigPart {
+function gemma1FromHf(
+  config: Json,
+  sizes: { hiddenSize: number; headDim: number; embeddingDtype?: string },
+  source: string,
+  fail: (message: string) => never,
+): GemmaConfigPart {
   const activation = config.hidden_act ?? 'gelu_pytorch_tanh';
   if (activation !== 'gelu_pytorch_tanh' && activation !== 'gelu_tanh' && activation !== 'gelu') {
     fail(`${source}: hidden_act ${JSON.stringify(activation)} is not supported for gemma (gelu_pytorch_tanh is)`);
@@ -206,7 +246,13 @@ function gemma1FromHf(config: Json, sizes: { hiddenSize: number; headDim: number
 }
 
 /** `layer_types` (newer configs), else `sliding_window_pattern` (Gemma 3), else the family's default. */
-function hfLayerTypes(config: Json, arch: 'gemma2' | 'gemma3', numLayers: number, source: string, fail: (message: string) => never): boolean[] {
+function hfLayerTypes(
+  config: Json,
+  arch: 'gemma2' | 'gemma3',
+  numLayers: number,
+  source: string,
+  fail: (message: string) => never,
+): boolean[] {
   const types = config.layer_types;
   if (Array.isArray(types)) {
     if (types.length !== numLayers || types.some((t) => t !== 'sliding_attention' && t !== 'full_attention')) {
@@ -225,10 +271,17 @@ function hfLayerTypes(config: Json, arch: 'gemma2' | 'gemma3', numLayers: number
  * A Mistral config's window: `sliding_window` on every layer (Mistral 7B
  * v0.1: 4096), none when it is null or not shorter than the context.
  */
-export function windowFromHf(config: Json, numLayers: number, contextLength: number, source: string, fail: (message: string) => never): SlidingWindow | undefined {
+export function windowFromHf(
+  config: Json,
+  numLayers: number,
+  contextLength: number,
+  source: string,
+  fail: (message: string) => never,
+): SlidingWindow | undefined {
   const w = config.sliding_window;
   if (w === undefined || w === null) return undefined;
-  if (!(Number.isSafeInteger(w) && (w as number) >= 1)) fail(`${source}: sliding_window should be a positive integer or null, got ${JSON.stringify(w)}`);
+  if (!(Number.isSafeInteger(w) && (w as number) >= 1))
+    fail(`${source}: sliding_window should be a positive integer or null, got ${JSON.stringify(w)}`);
   if ((w as number) >= contextLength) return undefined;
   return { window: w as number, layers: new Array<boolean>(numLayers).fill(true) };
 }

@@ -38,7 +38,8 @@ export class FileCursor {
         if (got === 0) break;
         filled += got;
       }
-      if (filled < n) throw new GgufError(`GGUF file ${this.fileName}: short read at byte ${this.position} while reading ${what}`);
+      if (filled < n)
+        throw new GgufError(`GGUF file ${this.fileName}: short read at byte ${this.position} while reading ${what}`);
       this.window = chunk.subarray(0, filled);
       this.windowStart = this.position;
     }
@@ -103,7 +104,8 @@ export class FileCursor {
   /** A u64 that must be a usable count or size (lengths, dims, offsets). */
   size(what: string): number {
     const v = this.u64(what);
-    if (typeof v === 'bigint') throw new GgufError(`GGUF file ${this.fileName}: ${what} is ${v}, which is not a plausible size`);
+    if (typeof v === 'bigint')
+      throw new GgufError(`GGUF file ${this.fileName}: ${what} is ${v}, which is not a plausible size`);
     return v;
   }
   /** GGUF string: u64 byte length, then UTF-8 bytes (no terminator). */

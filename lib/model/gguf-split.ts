@@ -23,7 +23,10 @@ function integerKey(metadata: ReadonlyMap<string, GgufValue>, key: string, name:
   const v = metadata.get(key);
   if (v === undefined) return undefined;
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
-    throw new GgufError(`${name}: metadata ${key} should be a non-negative integer, got ${typeof v === 'object' ? 'an array' : String(v)}`);
+    throw new GgufError(
+      `${name}: metadata ${key} should be a non-negative integer, ` +
+        `got ${typeof v === 'object' ? 'an array' : String(v)}`,
+    );
   }
   return v;
 }
@@ -35,7 +38,10 @@ export function splitInfo(metadata: ReadonlyMap<string, GgufValue>, name: string
   const tensorsCount = integerKey(metadata, 'split.tensors.count', name);
   if (count === undefined && no === undefined) return undefined;
   if (count === undefined || no === undefined) {
-    throw new GgufError(`${name}: a split GGUF needs both split.no and split.count, but only ${count === undefined ? 'split.no' : 'split.count'} is set`);
+    throw new GgufError(
+      `${name}: a split GGUF needs both split.no and split.count, ` +
+        `but only ${count === undefined ? 'split.no' : 'split.count'} is set`,
+    );
   }
   if (count < 1 || no >= count) throw new GgufError(`${name}: split.no ${no} is not within split.count ${count}`);
   return { no, count, tensorsCount };
@@ -52,7 +58,9 @@ export function shardPaths(firstShard: string, info: SplitInfo): string[] {
     `${prefix}-${String(i + 1).padStart(5, '0')}-of-${String(info.count).padStart(5, '0')}.gguf`;
   if (info.no !== 0) {
     const hint = match ? `; open ${expected(match[1], 0)} instead` : '';
-    throw new GgufError(`${name} is shard ${info.no + 1} of ${info.count} of a split GGUF: load the first shard${hint}`);
+    throw new GgufError(
+      `${name} is shard ${info.no + 1} of ${info.count} of a split GGUF: load the first shard${hint}`,
+    );
   }
   if (!match) {
     throw new GgufError(
@@ -61,7 +69,10 @@ export function shardPaths(firstShard: string, info: SplitInfo): string[] {
     );
   }
   if (Number(match[2]) !== 1 || Number(match[3]) !== info.count) {
-    throw new GgufError(`${name}: its name says shard ${Number(match[2])} of ${Number(match[3])}, but its metadata says shard 1 of ${info.count}`);
+    throw new GgufError(
+      `${name}: its name says shard ${Number(match[2])} of ${Number(match[3])}, ` +
+        `but its metadata says shard 1 of ${info.count}`,
+    );
   }
   const dir = path.dirname(firstShard);
   return Array.from({ length: info.count }, (_, i) => path.join(dir, expected(match[1], i)));

@@ -33,10 +33,15 @@ export function spmModelParts(
 ): SpmModelParts {
   const scores = meta.numberArray('tokenizer.ggml.scores', 'optional');
   if (!scores) {
-    throw new GgufError(`GGUF file ${source}: a SentencePiece vocabulary needs tokenizer.ggml.scores (the merge order), which is missing`);
+    throw new GgufError(
+      `GGUF file ${source}: a SentencePiece vocabulary needs tokenizer.ggml.scores (the merge order), which is missing`,
+    );
   }
   if (scores.length !== tokens.length) {
-    throw new GgufError(`GGUF file ${source}: tokenizer.ggml.scores has ${scores.length} entries but tokenizer.ggml.tokens has ${tokens.length}`);
+    throw new GgufError(
+      `GGUF file ${source}: ` +
+        `tokenizer.ggml.scores has ${scores.length} entries but tokenizer.ggml.tokens has ${tokens.length}`,
+    );
   }
   const addSpacePrefix = meta.boolean('tokenizer.ggml.add_space_prefix', 'optional') ?? true;
 
@@ -80,7 +85,12 @@ export function spmModelParts(
  * "▁▁ab", "▁c". Only an optimization: BPE then runs word by word (and caches
  * words) instead of over the whole text, which costs ~25 us per character.
  */
-const SPLIT_BEFORE_SPACE = { type: 'Split', pattern: { Regex: '\u2581*[^\u2581]+|\u2581+' }, behavior: 'Isolated', invert: false };
+const SPLIT_BEFORE_SPACE = {
+  type: 'Split',
+  pattern: { Regex: '\u2581*[^\u2581]+|\u2581+' },
+  behavior: 'Isolated',
+  invert: false,
+};
 
 /**
  * Whether no piece text can form contains "▁" after another character. Then

@@ -43,19 +43,35 @@ export function tokenizerJsonFromGguf(file: GgufFile): Record<string, unknown> {
   const tokens = meta.stringArray('tokenizer.ggml.tokens');
   const types = meta.numberArray('tokenizer.ggml.token_type', 'optional');
   if (types && types.length !== tokens.length) {
-    throw new GgufError(`GGUF tokenizer.ggml.token_type has ${types.length} entries but tokenizer.ggml.tokens has ${tokens.length}`);
+    throw new GgufError(
+      `GGUF tokenizer.ggml.token_type has ${types.length} entries but tokenizer.ggml.tokens has ${tokens.length}`,
+    );
   }
   const addedTokens: TokenizerJsonAddedToken[] = [];
   types?.forEach((type, id) => {
     const special = type === TOKEN_TYPE.CONTROL || type === TOKEN_TYPE.UNKNOWN;
     if (!special && type !== TOKEN_TYPE.USER_DEFINED) return;
-    addedTokens.push({ id, content: tokens[id], single_word: false, lstrip: false, rstrip: false, normalized: false, special });
+    addedTokens.push({
+      id,
+      content: tokens[id],
+      single_word: false,
+      lstrip: false,
+      rstrip: false,
+      normalized: false,
+      special,
+    });
   });
   const common = { version: '1.0', truncation: null, padding: null, added_tokens: addedTokens, post_processor: null };
 
   if (model === 'llama') {
     const spm = spmModelParts(meta, tokens, types, source);
-    return { ...common, normalizer: spm.normalizer, pre_tokenizer: spm.preTokenizer, decoder: spm.decoder, model: spm.model };
+    return {
+      ...common,
+      normalizer: spm.normalizer,
+      pre_tokenizer: spm.preTokenizer,
+      decoder: spm.decoder,
+      model: spm.model,
+    };
   }
 
   const pre = meta.string('tokenizer.ggml.pre', 'optional') ?? 'default';
@@ -77,7 +93,12 @@ export function tokenizerJsonFromGguf(file: GgufFile): Record<string, unknown> {
     pre_tokenizer: {
       type: 'Sequence',
       pretokenizers: [
-        ...recipe.splits.map((regex) => ({ type: 'Split', pattern: { Regex: regex }, behavior: 'Isolated', invert: false })),
+        ...recipe.splits.map((regex) => ({
+          type: 'Split',
+          pattern: { Regex: regex },
+          behavior: 'Isolated',
+          invert: false,
+        })),
         { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: false },
       ],
     },

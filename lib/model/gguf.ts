@@ -4,7 +4,16 @@ import { dequantize, tensorByteLength } from './dequantize';
 import { FileCursor } from './gguf-cursor';
 import { GgufMetadata } from './gguf-metadata';
 import { shardPaths, splitInfo } from './gguf-split';
-import { GgmlType, GgufArray, GgufError, GgufTensorInfo, GgufValue, GgufValueType, ggmlTypeLayout, ggmlTypeName } from './gguf-types';
+import {
+  GgmlType,
+  GgufArray,
+  GgufError,
+  GgufTensorInfo,
+  GgufValue,
+  GgufValueType,
+  ggmlTypeLayout,
+  ggmlTypeName,
+} from './gguf-types';
 
 /*
  * GGUF v2/v3 reader (https://github.com/ggml-org/ggml/blob/master/docs/gguf.md):
@@ -91,21 +100,27 @@ export class GgufFile implements Disposable {
         const paths = shardPaths(first.path, info);
         for (let i = 1; i < paths.length; i++) {
           if (!fs.existsSync(paths[i])) {
-            throw new GgufError(`split GGUF ${displayName(first.path)}: shard ${i + 1} of ${info.count} (${paths[i]}) is missing`);
+            throw new GgufError(
+              `split GGUF ${displayName(first.path)}: shard ${i + 1} of ${info.count} (${paths[i]}) is missing`,
+            );
           }
           const shard = GgufFile.openShard(paths[i]);
           shards.push(shard);
           const own = splitInfo(shard.metadata, displayName(shard.path));
           if (!own || own.no !== i || own.count !== info.count) {
             const says = own ? `shard ${own.no + 1} of ${own.count}` : 'not a shard (no split.no / split.count)';
-            throw new GgufError(`split GGUF: ${displayName(shard.path)} should be shard ${i + 1} of ${info.count}, but its metadata says ${says}`);
+            throw new GgufError(
+              `split GGUF: ${displayName(shard.path)} should be shard ${i + 1} of ${info.count}, ` +
+                `but its metadata says ${says}`,
+            );
           }
         }
       }
       const index = indexTensors(shards);
       if (info && info.count > 1 && info.tensorsCount !== undefined && index.tensors.size !== info.tensorsCount) {
         throw new GgufError(
-          `split GGUF ${displayName(first.path)}: split.tensors.count is ${info.tensorsCount}, but its ${info.count} shards hold ${index.tensors.size} tensors`,
+          `split GGUF ${displayName(first.path)}: split.tensors.count is ${info.tensorsCount}, ` +
+            `but its ${info.count} shards hold ${index.tensors.size} tensors`,
         );
       }
       return new GgufFile(shards, index);
@@ -134,13 +149,18 @@ export class GgufFile implements Disposable {
     if (magic !== MAGIC) {
       const seen = Buffer.alloc(4);
       seen.writeUInt32LE(magic);
-      throw new GgufError(`${name} is not a GGUF file: it starts with ${JSON.stringify(seen.toString('latin1'))}, not "GGUF"`);
+      throw new GgufError(
+        `${name} is not a GGUF file: it starts with ${JSON.stringify(seen.toString('latin1'))}, not "GGUF"`,
+      );
     }
     const version = cursor.u32('the version');
     if (version !== 2 && version !== 3) {
       // A big-endian v3 file reads as 0x03000000 here.
       const hint = version === 0x03000000 || version === 0x02000000 ? ' (a big-endian GGUF file, not supported)' : '';
-      throw new GgufError(`${name}: GGUF version ${version}${hint} is not supported (supported: 2, 3)`, 'GGUF_UNSUPPORTED');
+      throw new GgufError(
+        `${name}: GGUF version ${version}${hint} is not supported (supported: 2, 3)`,
+        'GGUF_UNSUPPORTED',
+      );
     }
     const tensorCount = cursor.size('the tensor count');
     const metadataCount = cursor.size('the metadata count');
@@ -164,7 +184,8 @@ export class GgufFile implements Disposable {
     for (let i = 0; i < tensorCount; i++) {
       const tensorName = cursor.string(`the name of tensor #${i}`);
       const nDims = cursor.u32(`the dimension count of tensor ${tensorName}`);
-      if (nDims < 1 || nDims > MAX_DIMS) throw new GgufError(`${name}: tensor ${tensorName} has ${nDims} dimensions (expected 1..${MAX_DIMS})`);
+      if (nDims < 1 || nDims > MAX_DIMS)
+        throw new GgufError(`${name}: tensor ${tensorName} has ${nDims} dimensions (expected 1..${MAX_DIMS})`);
       const dims: number[] = [];
       for (let d = 0; d < nDims; d++) dims.push(cursor.size(`dimension ${d} of tensor ${tensorName}`));
       const type = cursor.u32(`the type of tensor ${tensorName}`) as GgmlType;
@@ -181,15 +202,21 @@ export class GgufFile implements Disposable {
       // Quantized blocks never straddle rows in ggml.
       const blockSize = ggmlTypeLayout(info.type)!.blockSize;
       if (info.dims[0] % blockSize !== 0) {
-        throw new GgufError(`${name}: tensor ${info.name} has rows of ${info.dims[0]}, not a multiple of the ${ggmlTypeName(info.type)} block size ${blockSize}`);
+        throw new GgufError(
+          `${name}: tensor ${info.name} has rows of ${info.dims[0]}, ` +
+            `not a multiple of the ${ggmlTypeName(info.type)} block size ${blockSize}`,
+        );
       }
       if (info.offset % alignment !== 0) {
-        throw new GgufError(`${name}: tensor ${info.name} starts at offset ${info.offset}, not a multiple of the alignment ${alignment}`);
+        throw new GgufError(
+          `${name}: tensor ${info.name} starts at offset ${info.offset}, not a multiple of the alignment ${alignment}`,
+        );
       }
       const end = dataOffset + info.offset + byteLength;
       if (end > fileSize) {
         throw new GgufError(
-          `GGUF file ${name} is truncated: tensor ${info.name} needs bytes up to ${end}, but the file has ${fileSize} bytes`,
+          `GGUF file ${name} is truncated: tensor ${info.name} needs bytes up to ${end}, ` +
+            `but the file has ${fileSize} bytes`,
         );
       }
       tensors.set(info.name, { ...info, elementCount, byteLength });
@@ -209,10 +236,13 @@ export class GgufFile implements Disposable {
     return this.readInto(name, Buffer.allocUnsafe(this.tensor(name).byteLength));
   }
 
-  /** Reads a tensor's stored bytes (its blocks, as in the file) into `target`, which must be exactly its byte length. */
+  /**
+   * Reads a tensor's stored bytes (its blocks, as in the file) into `target`, which must be exactly its byte length.
+   */
   readTensorBytesInto(name: string, target: Uint8Array): void {
     const length = this.tensor(name).byteLength;
-    if (target.byteLength !== length) throw new RangeError(`GGUF tensor ${name} has ${length} bytes; the target has ${target.byteLength}`);
+    if (target.byteLength !== length)
+      throw new RangeError(`GGUF tensor ${name} has ${length} bytes; the target has ${target.byteLength}`);
     this.readInto(name, Buffer.from(target.buffer, target.byteOffset, target.byteLength));
   }
 
@@ -233,7 +263,8 @@ export class GgufFile implements Disposable {
     let filled = 0;
     while (filled < bytes.length) {
       const got = fs.readSync(fd, bytes, filled, bytes.length - filled, start + filled);
-      if (got === 0) throw new GgufError(`GGUF file ${path.basename(this.shards[shard].path)}: short read in tensor ${name}`);
+      if (got === 0)
+        throw new GgufError(`GGUF file ${path.basename(this.shards[shard].path)}: short read in tensor ${name}`);
       filled += got;
     }
     return bytes;
@@ -272,7 +303,9 @@ function indexTensors(shards: readonly ParsedShard[]): TensorIndex {
     for (const [name, info] of shard.tensors) {
       const seen = shardOf.get(name);
       if (seen !== undefined) {
-        throw new GgufError(`split GGUF ${displayName(shards[0].path)}: tensor ${name} appears in shard ${seen + 1} and shard ${i + 1}`);
+        throw new GgufError(
+          `split GGUF ${displayName(shards[0].path)}: tensor ${name} appears in shard ${seen + 1} and shard ${i + 1}`,
+        );
       }
       tensors.set(name, info);
       shardOf.set(name, i);
@@ -334,7 +367,10 @@ function readValue(cursor: FileCursor, type: number, key: string, depth: number)
         throw new GgufError(`GGUF metadata ${key}: array of ${count} elements cannot fit in the rest of the file`);
       }
       // A vocabulary is ~50k strings: read them in one loop, not one readValue() each.
-      const values: GgufValue[] = elementType === GgufValueType.STRING ? cursor.strings(count, key) : readValues(cursor, elementType, count, key, depth + 1);
+      const values: GgufValue[] =
+        elementType === GgufValueType.STRING
+          ? cursor.strings(count, key)
+          : readValues(cursor, elementType, count, key, depth + 1);
       const array: GgufArray = { kind: 'array', elementType, values };
       return array;
     }

@@ -9,7 +9,8 @@ export function halfToFloatTable(): Float32Array {
     const exponent = (h >> 10) & 0x1f;
     const mantissa = h & 0x3ff;
     let value: number;
-    if (exponent === 0) value = mantissa * 2 ** -24; // zero and subnormals
+    if (exponent === 0)
+      value = mantissa * 2 ** -24; // zero and subnormals
     else if (exponent === 31) value = mantissa === 0 ? Infinity : NaN;
     else value = (1 + mantissa / 1024) * 2 ** (exponent - 15);
     table[h] = sign * value;

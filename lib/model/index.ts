@@ -7,19 +7,19 @@
 export * from './default-model';
 export { GgufFile } from './gguf';
 export { GgufMetadata } from './gguf-metadata';
-export {
-  GgmlType,
-  GgufValueType,
-  GgufError,
-  DEQUANTIZABLE_TYPES,
-  ggmlTypeName,
-  ggmlTypeLayout,
-} from './gguf-types';
+export { GgmlType, GgufValueType, GgufError, DEQUANTIZABLE_TYPES, ggmlTypeName, ggmlTypeLayout } from './gguf-types';
 export type { GgufArray, GgufScalar, GgufValue, GgufTensorInfo, GgmlTypeLayout } from './gguf-types';
 export { dequantize, tensorByteLength } from './dequantize';
 export { SafetensorsFile, SafetensorsShards, SafetensorsError } from './safetensors';
 export type { SafetensorsTensorInfo } from './safetensors';
-export { ARCHITECTURES, HF_MODEL_TYPES, ModelConfigError, configFromGguf, configFromHf, validateConfig } from './config';
+export {
+  ARCHITECTURES,
+  HF_MODEL_TYPES,
+  ModelConfigError,
+  configFromGguf,
+  configFromHf,
+  validateConfig,
+} from './config';
 export type { Architecture, GemmaParts, HfConfigOptions, ModelConfig, SlidingWindow } from './config';
 export { WeightsError, weightSlots, unpermuteRopeRows } from './weights';
 export type { HostTensor, HostLayerWeights, HostWeights, WeightSlot } from './weights';

@@ -15,7 +15,10 @@ export interface LoadedModel {
   readonly config: ModelConfig;
   readonly weights: HostWeights;
   readonly tokenizer: Tokenizer;
-  /** "SmolLM2-135M-Instruct" for the default model, else the file name without .gguf (and shard suffix) or the directory name. */
+  /**
+   * "SmolLM2-135M-Instruct" for the default model, else the file name without .gguf (and shard suffix) or the directory
+   * name.
+   */
   readonly name: string;
   /** Absolute path of the GGUF file or Hugging Face directory. */
   readonly path: string;
@@ -31,12 +34,18 @@ export interface LoadedModel {
  */
 export type StoredMatrixType = 'f32' | 'f16' | 'bf16' | 'quantized';
 
-/** The stored type of most matrix elements (ties: the first seen); tensors' type names as GGUF or safetensors spell them. */
-function storedMatrixType(tensors: Iterable<{ readonly type: string; readonly dims: readonly number[] }>): StoredMatrixType {
+/**
+ * The stored type of most matrix elements (ties: the first seen); tensors' type names as GGUF or safetensors spell
+ * them.
+ */
+function storedMatrixType(
+  tensors: Iterable<{ readonly type: string; readonly dims: readonly number[] }>,
+): StoredMatrixType {
   const elements = new Map<StoredMatrixType, number>();
   for (const t of tensors) {
     if (t.dims.length < 2) continue;
-    const type: StoredMatrixType = t.type === 'F32' ? 'f32' : t.type === 'F16' ? 'f16' : t.type === 'BF16' ? 'bf16' : 'quantized';
+    const type: StoredMatrixType =
+      t.type === 'F32' ? 'f32' : t.type === 'F16' ? 'f16' : t.type === 'BF16' ? 'bf16' : 'quantized';
     elements.set(type, (elements.get(type) ?? 0) + t.dims.reduce((a, b) => a * b, 1));
   }
   let best: StoredMatrixType = 'f32';
@@ -55,7 +64,10 @@ function hfDirName(dir: string): string {
 function tensorTypeSummary(types: Iterable<string>): string {
   const counts = new Map<string, number>();
   for (const t of types) counts.set(t, (counts.get(t) ?? 0) + 1);
-  return [...counts].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1)).map(([t, n]) => `${t} (${n})`).join(', ');
+  return [...counts]
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([t, n]) => `${t} (${n})`)
+    .join(', ');
 }
 
 /** What a file says of its storage: the type summary and the matrices' type. */
@@ -110,7 +122,14 @@ export function openModel(pathOrDir?: string): OpenedModel {
   const resolved = resolveModelPath(pathOrDir);
   if (fs.statSync(resolved).isDirectory()) {
     const { config, tokenizer } = readHfConfigAndTokenizer(resolved);
-    return { config, tokenizer, name: hfDirName(resolved), path: resolved, ...hfStorage(resolved), weights: hfWeightReader(resolved, config) };
+    return {
+      config,
+      tokenizer,
+      name: hfDirName(resolved),
+      path: resolved,
+      ...hfStorage(resolved),
+      weights: hfWeightReader(resolved, config),
+    };
   }
   const gguf = GgufFile.open(resolved);
   try {
@@ -143,7 +162,13 @@ export function loadModelInfo(pathOrDir?: string): Omit<LoadedModel, 'weights'> 
   const gguf = GgufFile.open(resolved);
   try {
     const config = configFromGguf(gguf);
-    return { config, tokenizer: ggufTokenizer(gguf, config), name: ggufName(resolved), path: resolved, ...ggufStorage(gguf) };
+    return {
+      config,
+      tokenizer: ggufTokenizer(gguf, config),
+      name: ggufName(resolved),
+      path: resolved,
+      ...ggufStorage(gguf),
+    };
   } finally {
     gguf.close();
   }
@@ -168,7 +193,11 @@ function loadHfModel(dir: string): LoadedModel {
 }
 
 function ggufTokenizer(gguf: GgufFile, config: ModelConfig): Tokenizer {
-  return Tokenizer.fromGguf(gguf, { bosTokenId: config.bosTokenId, eosTokenId: config.eosTokenId, addBos: config.addBos });
+  return Tokenizer.fromGguf(gguf, {
+    bosTokenId: config.bosTokenId,
+    eosTokenId: config.eosTokenId,
+    addBos: config.addBos,
+  });
 }
 
 function ggufName(file: string): string {
@@ -177,7 +206,10 @@ function ggufName(file: string): string {
   return path.basename(file).replace(/(-\d{5}-of-\d{5})?\.gguf$/i, '');
 }
 
-/** The stored dtype of a Gemma directory's embedding (its sqrt(hidden) factor is rounded to it); undefined for other families. */
+/**
+ * The stored dtype of a Gemma directory's embedding (its sqrt(hidden) factor is rounded to it); undefined for other
+ * families.
+ */
 function hfEmbeddingDtype(dir: string, config: Record<string, unknown>): string | undefined {
   if (typeof config.model_type !== 'string' || !config.model_type.startsWith('gemma')) return undefined;
   const shards = SafetensorsShards.open(dir);
@@ -207,7 +239,9 @@ function readHfConfigAndTokenizer(dir: string): { config: ModelConfig; tokenizer
   if (!tokenizerJson) throw new ModelConfigError(`${dir} has no tokenizer.json`);
   const tokenizerConfig = readJson(path.join(dir, 'tokenizer_config.json'));
   const configJson = readJson(configFile)!;
-  const config = configFromHf(configJson, tokenizerConfig, tokenizerJson, configFile, { embeddingDtype: hfEmbeddingDtype(dir, configJson) });
+  const config = configFromHf(configJson, tokenizerConfig, tokenizerJson, configFile, {
+    embeddingDtype: hfEmbeddingDtype(dir, configJson),
+  });
   const tokenizer = new Tokenizer(tokenizerJson, {
     tokenizerConfig,
     bosTokenId: config.bosTokenId,

@@ -46,7 +46,8 @@ export function ropeFromHf(config: Json, opts: HfRopeOptions, fail: (message: st
   } else {
     const p = config.rope_parameters;
     where = 'rope_parameters';
-    if (p !== undefined && p !== null && !isObject(p)) fail(`${source}: rope_parameters should be an object, got ${JSON.stringify(p)}`);
+    if (p !== undefined && p !== null && !isObject(p))
+      fail(`${source}: rope_parameters should be an object, got ${JSON.stringify(p)}`);
     params = p as Json | undefined;
     if (params && opts.layerType !== undefined && isObject(params[opts.layerType])) {
       params = params[opts.layerType] as Json;
@@ -58,34 +59,50 @@ export function ropeFromHf(config: Json, opts: HfRopeOptions, fail: (message: st
   }
   const p: Json = params ?? {};
   const number = (key: string, value: unknown): number => {
-    if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value)) fail(`${source}: ${key} should be a positive number, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'number' || !(value > 0) || !Number.isFinite(value))
+      fail(`${source}: ${key} should be a positive number, got ${JSON.stringify(value)}`);
     return value as number;
   };
   const warnDefault = (what: string, value: number, why: string): void => {
-    process.emitWarning(`${source}: ${what} is not set; using ${value} (${why}). Scores depend on it: set it in config.json if the model was trained otherwise.`, {
-      code: ROPE_DEFAULT_WARNING,
-    });
+    process.emitWarning(
+      `${source}: ${what} is not set; using ${value} (${why}). Scores depend on it: ` +
+        `set it in config.json if the model was trained otherwise.`,
+      {
+        code: ROPE_DEFAULT_WARNING,
+      },
+    );
   };
 
   let theta: number;
   if (p.rope_theta !== undefined && p.rope_theta !== null) theta = number(`${where}.rope_theta`, p.rope_theta);
-  else if (config.rope_theta !== undefined && config.rope_theta !== null) theta = number('rope_theta', config.rope_theta);
+  else if (config.rope_theta !== undefined && config.rope_theta !== null)
+    theta = number('rope_theta', config.rope_theta);
   else {
     theta = opts.defaultTheta;
-    warnDefault('the RoPE base (rope_parameters.rope_theta or rope_theta)', theta, "the model type's default in transformers");
+    warnDefault(
+      'the RoPE base (rope_parameters.rope_theta or rope_theta)',
+      theta,
+      "the model type's default in transformers",
+    );
   }
   const partial = p.partial_rotary_factor ?? config.partial_rotary_factor;
-  if (partial !== undefined && partial !== null && partial !== 1) fail(`${source}: partial_rotary_factor ${JSON.stringify(partial)} is not supported`);
+  if (partial !== undefined && partial !== null && partial !== 1)
+    fail(`${source}: partial_rotary_factor ${JSON.stringify(partial)} is not supported`);
 
   const type = p.rope_type ?? p.type ?? 'default';
   const required = (key: string): number => {
-    if (p[key] === undefined || p[key] === null) fail(`${source}: ${where}.${key} is required for rope_type ${JSON.stringify(type)}`);
+    if (p[key] === undefined || p[key] === null)
+      fail(`${source}: ${where}.${key} is required for rope_type ${JSON.stringify(type)}`);
     return number(`${where}.${key}`, p[key]);
   };
   const originalContext = (): number => {
     const v = p.original_max_position_embeddings ?? config.original_max_position_embeddings;
     if (v !== undefined && v !== null) return number(`${where}.original_max_position_embeddings`, v);
-    warnDefault(`${where}.original_max_position_embeddings`, opts.contextLength, 'max_position_embeddings, as transformers does');
+    warnDefault(
+      `${where}.original_max_position_embeddings`,
+      opts.contextLength,
+      'max_position_embeddings, as transformers does',
+    );
     return opts.contextLength;
   };
   switch (type) {
@@ -107,35 +124,61 @@ export function ropeFromHf(config: Json, opts: HfRopeOptions, fail: (message: st
     case 'yarn': {
       const original = originalContext();
       // transformers 5: an absent factor is the ratio of the two context lengths.
-      const factor = p.factor === undefined || p.factor === null ? opts.contextLength / original : number(`${where}.factor`, p.factor);
-      const opt = (key: string): number | undefined => (p[key] === undefined || p[key] === null ? undefined : number(`${where}.${key}`, p[key]));
+      const factor =
+        p.factor === undefined || p.factor === null
+          ? opts.contextLength / original
+          : number(`${where}.factor`, p.factor);
+      const opt = (key: string): number | undefined =>
+        p[key] === undefined || p[key] === null ? undefined : number(`${where}.${key}`, p[key]);
       const mscale = opt('mscale');
       const mscaleAllDim = opt('mscale_all_dim');
-      const attentionFactor = opt('attention_factor') ?? (mscale && mscaleAllDim ? yarnMscale(factor, mscale) / yarnMscale(factor, mscaleAllDim) : yarnMscale(factor));
+      const attentionFactor =
+        opt('attention_factor') ??
+        (mscale && mscaleAllDim ? yarnMscale(factor, mscale) / yarnMscale(factor, mscaleAllDim) : yarnMscale(factor));
       const truncate = p.truncate ?? true;
-      if (typeof truncate !== 'boolean') fail(`${source}: ${where}.truncate should be true or false, got ${JSON.stringify(truncate)}`);
+      if (typeof truncate !== 'boolean')
+        fail(`${source}: ${where}.truncate should be true or false, got ${JSON.stringify(truncate)}`);
       return {
         theta,
-        scaling: { type: 'yarn', factor, originalContext: original, betaFast: opt('beta_fast') ?? 32, betaSlow: opt('beta_slow') ?? 1, attentionFactor, truncate: truncate as boolean },
+        scaling: {
+          type: 'yarn',
+          factor,
+          originalContext: original,
+          betaFast: opt('beta_fast') ?? 32,
+          betaSlow: opt('beta_slow') ?? 1,
+          attentionFactor,
+          truncate: truncate as boolean,
+        },
       };
     }
     case 'dynamic':
       return fail(
-        `${source}: ${where}.rope_type "dynamic" (dynamic NTK scaling) is not supported: its frequencies change with each sequence's length, ` +
+        `${source}: ${where}.rope_type "dynamic" (dynamic NTK scaling) ` +
+          `is not supported: its frequencies change with each sequence's length, ` +
           'so one multi-item pass cannot match it; supported: default, linear, llama3, yarn',
       );
     default:
-      return fail(`${source}: ${where}.rope_type ${JSON.stringify(type)} is not supported (supported: default, linear, llama3, yarn)`);
+      return fail(
+        `${source}: ${where}.rope_type ${JSON.stringify(type)} is not supported (supported: ` +
+          `default, linear, llama3, yarn)`,
+      );
   }
 }
 
 /** A GGUF's RoPE base (`<arch>.rope.freq_base`); absent: llama.cpp's default of 10,000, with a warning. */
-export function ggufRopeBase(meta: { number(key: string, optional: 'optional'): number | undefined }, key: string, file: string): number {
+export function ggufRopeBase(
+  meta: { number(key: string, optional: 'optional'): number | undefined },
+  key: string,
+  file: string,
+): number {
   const v = meta.number(key, 'optional');
   if (v !== undefined) {
-    if (!(v > 0) || !Number.isFinite(v)) throw new RangeError(`GGUF file ${file}: ${key} should be a positive number, got ${v}`);
+    if (!(v > 0) || !Number.isFinite(v))
+      throw new RangeError(`GGUF file ${file}: ${key} should be a positive number, got ${v}`);
     return v;
   }
-  process.emitWarning(`GGUF file ${file}: ${key} is not set; using 10000 (llama.cpp's default). Scores depend on it.`, { code: ROPE_DEFAULT_WARNING });
+  process.emitWarning(`GGUF file ${file}: ${key} is not set; using 10000 (llama.cpp's default). Scores depend on it.`, {
+    code: ROPE_DEFAULT_WARNING,
+  });
   return 10000;
 }

@@ -30,8 +30,21 @@ export interface SafetensorsTensorInfo {
 }
 
 const DTYPE_BYTES: Readonly<Record<string, number>> = {
-  F64: 8, F32: 4, F16: 2, BF16: 2, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1, U16: 2, U32: 4, U64: 8,
-  F8_E4M3: 1, F8_E5M2: 1,
+  F64: 8,
+  F32: 4,
+  F16: 2,
+  BF16: 2,
+  I64: 8,
+  I32: 4,
+  I16: 2,
+  I8: 1,
+  U8: 1,
+  BOOL: 1,
+  U16: 2,
+  U32: 4,
+  U64: 8,
+  F8_E4M3: 1,
+  F8_E5M2: 1,
 };
 const FLOAT_DTYPES: Readonly<Record<string, GgmlType>> = { F32: GgmlType.F32, F16: GgmlType.F16, BF16: GgmlType.BF16 };
 /** A header larger than this is corrupt, not a model (the format itself caps it at 100 MB). */
@@ -73,7 +86,8 @@ export class SafetensorsFile implements Disposable {
     const type = FLOAT_DTYPES[info.dtype];
     if (type === undefined) {
       throw new SafetensorsError(
-        `safetensors tensor ${name} in ${path.basename(this.path)} has dtype ${info.dtype}, which pjrt-score cannot load (supported: F32, F16, BF16)`,
+        `safetensors tensor ${name} in ${path.basename(this.path)} has dtype ${info.dtype}, ` +
+          `which pjrt-score cannot load (supported: F32, F16, BF16)`,
       );
     }
     const bytes = this.readBytes(info, Buffer.allocUnsafe(info.end - info.begin));
@@ -112,7 +126,10 @@ export class SafetensorsFile implements Disposable {
   }
 }
 
-function parseHeader(fd: number, name: string): { tensors: Map<string, SafetensorsTensorInfo>; metadata: Record<string, string> } {
+function parseHeader(
+  fd: number,
+  name: string,
+): { tensors: Map<string, SafetensorsTensorInfo>; metadata: Record<string, string> } {
   const fileSize = fs.fstatSync(fd).size;
   const fail = (msg: string): never => {
     throw new SafetensorsError(`${name} is not a valid safetensors file: ${msg}`);
@@ -122,7 +139,8 @@ function parseHeader(fd: number, name: string): { tensors: Map<string, Safetenso
   fs.readSync(fd, lengthBytes, 0, 8, 0);
   const headerLength = Number(lengthBytes.readBigUInt64LE(0));
   if (headerLength > MAX_HEADER_BYTES) fail(`the header length ${headerLength} is implausible`);
-  if (8 + headerLength > fileSize) fail(`truncated: the header needs ${8 + headerLength} bytes, the file has ${fileSize}`);
+  if (8 + headerLength > fileSize)
+    fail(`truncated: the header needs ${8 + headerLength} bytes, the file has ${fileSize}`);
   const headerBytes = Buffer.alloc(headerLength);
   fs.readSync(fd, headerBytes, 0, headerLength, 8);
   let header: unknown;
@@ -142,17 +160,27 @@ function parseHeader(fd: number, name: string): { tensors: Map<string, Safetenso
     }
     const entry = value as { dtype?: unknown; shape?: unknown; data_offsets?: unknown };
     const { dtype, shape, data_offsets: offsets } = entry ?? {};
-    if (typeof dtype !== 'string' || DTYPE_BYTES[dtype] === undefined) fail(`tensor ${key} has unknown dtype ${JSON.stringify(dtype)}`);
-    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) fail(`tensor ${key} has a bad shape ${JSON.stringify(shape)}`);
+    if (typeof dtype !== 'string' || DTYPE_BYTES[dtype] === undefined)
+      fail(`tensor ${key} has unknown dtype ${JSON.stringify(dtype)}`);
+    if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0))
+      fail(`tensor ${key} has a bad shape ${JSON.stringify(shape)}`);
     if (!Array.isArray(offsets) || offsets.length !== 2 || !offsets.every((o) => Number.isInteger(o) && o >= 0)) {
       fail(`tensor ${key} has bad data_offsets ${JSON.stringify(offsets)}`);
     }
     const [b, e] = offsets as [number, number];
     const count = (shape as number[]).reduce((x, y) => x * y, 1);
     const expected = count * DTYPE_BYTES[dtype as string];
-    if (e - b !== expected) fail(`tensor ${key} (${dtype} ${JSON.stringify(shape)}) needs ${expected} bytes but data_offsets span ${e - b}`);
-    if (dataStart + e > fileSize) fail(`truncated: tensor ${key} ends at byte ${dataStart + e}, the file has ${fileSize}`);
-    tensors.set(key, { name: key, dtype: dtype as string, shape: shape as number[], begin: dataStart + b, end: dataStart + e });
+    if (e - b !== expected)
+      fail(`tensor ${key} (${dtype} ${JSON.stringify(shape)}) needs ${expected} bytes but data_offsets span ${e - b}`);
+    if (dataStart + e > fileSize)
+      fail(`truncated: tensor ${key} ends at byte ${dataStart + e}, the file has ${fileSize}`);
+    tensors.set(key, {
+      name: key,
+      dtype: dtype as string,
+      shape: shape as number[],
+      begin: dataStart + b,
+      end: dataStart + e,
+    });
   }
   return { tensors, metadata };
 }
@@ -176,7 +204,10 @@ export class SafetensorsShards implements Disposable {
       const index = JSON.parse(fs.readFileSync(indexPath, 'utf8')) as { weight_map?: Record<string, string> };
       names = [...new Set(Object.values(index.weight_map ?? {}))].sort();
     } else {
-      names = fs.readdirSync(resolved).filter((f) => f.endsWith('.safetensors')).sort();
+      names = fs
+        .readdirSync(resolved)
+        .filter((f) => f.endsWith('.safetensors'))
+        .sort();
     }
     if (names.length === 0) throw new SafetensorsError(`${resolved} contains no *.safetensors files`);
     const files: SafetensorsFile[] = [];
@@ -186,7 +217,8 @@ export class SafetensorsShards implements Disposable {
         const file = SafetensorsFile.open(path.join(resolved, n));
         files.push(file);
         for (const t of file.tensors.keys()) {
-          if (byName.has(t)) throw new SafetensorsError(`tensor ${t} appears in both ${path.basename(byName.get(t)!.path)} and ${n}`);
+          if (byName.has(t))
+            throw new SafetensorsError(`tensor ${t} appears in both ${path.basename(byName.get(t)!.path)} and ${n}`);
           byName.set(t, file);
         }
       }

@@ -15,7 +15,9 @@ interface Pending {
   readonly reject: (error: Error) => void;
 }
 
-type Answer = { readonly id: number; readonly ids: Int32Array[] } | { readonly id: number; readonly error: { readonly name: string; readonly message: string } };
+type Answer =
+  | { readonly id: number; readonly ids: Int32Array[] }
+  | { readonly id: number; readonly error: { readonly name: string; readonly message: string } };
 
 export class TokenizerPool {
   private worker: Worker | null = null;
@@ -69,7 +71,10 @@ export class TokenizerPool {
     this.pending.delete(answer.id);
     if (this.pending.size === 0) this.worker?.unref();
     if ('error' in answer) {
-      const error = answer.error.name === 'TokenizerError' ? new TokenizerError(answer.error.message) : new Error(answer.error.message);
+      const error =
+        answer.error.name === 'TokenizerError'
+          ? new TokenizerError(answer.error.message)
+          : new Error(answer.error.message);
       call.reject(error);
     } else {
       call.resolve(answer.ids.map((a) => Array.from(a)));

@@ -20,7 +20,10 @@ const tokenizer = new Tokenizer(source.json, source.options);
 port.on('message', (job: Job) => {
   try {
     const ids = job.texts.map((text) => Int32Array.from(tokenizer.encode(text)));
-    port.postMessage({ id: job.id, ids }, ids.map((a) => a.buffer));
+    port.postMessage(
+      { id: job.id, ids },
+      ids.map((a) => a.buffer),
+    );
   } catch (error) {
     const e = error as Error;
     port.postMessage({ id: job.id, error: { name: e.name, message: e.message } });

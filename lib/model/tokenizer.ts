@@ -87,13 +87,17 @@ export class Tokenizer {
       added_tokens: added.filter((t) => t.special !== true),
     };
     try {
-      this.hf = new (hfTokenizerClass())(stripped, { ...(options.tokenizerConfig ?? {}), clean_up_tokenization_spaces: false });
+      this.hf = new (hfTokenizerClass())(stripped, {
+        ...(options.tokenizerConfig ?? {}),
+        clean_up_tokenization_spaces: false,
+      });
     } catch (err) {
       throw new TokenizerError(`cannot build the tokenizer: ${(err as Error).message}`);
     }
     this.specialText = specialText;
     this.vocabSize = vocabularySize(tokenizerJson, added);
-    this.maxCharsPerToken = longestEntry(tokenizerJson, added) * (hasUnicodeNormalizer(tokenizerJson.normalizer) ? NORMALIZER_FOLD : 1);
+    this.maxCharsPerToken =
+      longestEntry(tokenizerJson, added) * (hasUnicodeNormalizer(tokenizerJson.normalizer) ? NORMALIZER_FOLD : 1);
     this.source = { json: tokenizerJson, options };
     this.bosTokenId = options.bosTokenId;
     this.eosTokenId = options.eosTokenId;
@@ -119,10 +123,13 @@ export class Tokenizer {
     if (typeof text !== 'string') throw new TypeError(`Tokenizer.encode expects a string, got ${typeof text}`);
     if (text === '') return [];
     const ids = this.hf.encode(text, { add_special_tokens: false }).ids;
-    // The library returns undefined for pieces its vocabulary lacks (found by fuzzing): refuse rather than pass them on.
+    // The library returns undefined for pieces its vocabulary
+    // lacks (found by fuzzing): refuse rather than pass them on.
     for (const id of ids) {
       if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
-        throw new TokenizerError(`the tokenizer has no valid token id for part of the text (got ${id}): its vocabulary is incomplete`);
+        throw new TokenizerError(
+          `the tokenizer has no valid token id for part of the text (got ${id}): its vocabulary is incomplete`,
+        );
       }
     }
     return ids;
@@ -179,17 +186,20 @@ const MAX_VOCABULARY = 1 << 24;
 function vocabularySize(tokenizerJson: Json, added: readonly Json[]): number {
   const model = (tokenizerJson.model ?? {}) as Json;
   let size = 0;
-  // Ids must be small non-negative integers: a junk id (null, -1, 1e400) would otherwise reach the scorer (found by fuzzing).
-  // `where` is a function: naming each of ~50k tokens up front cost ~0.1 s of every load.
+  // Ids must be small non-negative integers: a junk id (null, -1, 1e400) would otherwise reach the scorer
+  // (found by fuzzing). `where` is a function: naming each of ~50k tokens up front cost ~0.1 s of every load.
   const checkId = (id: unknown, where: () => string): number => {
     if (!Number.isSafeInteger(id) || (id as number) < 0 || (id as number) >= MAX_VOCABULARY) {
-      throw new TokenizerError(`tokenizer.json ${where()} has token id ${JSON.stringify(id)}; ids are integers in [0, ${MAX_VOCABULARY})`);
+      throw new TokenizerError(
+        `tokenizer.json ${where()} has token id ${JSON.stringify(id)}; ids are integers in [0, ${MAX_VOCABULARY})`,
+      );
     }
     return id as number;
   };
   if (Array.isArray(model.vocab)) size = model.vocab.length;
   else if (model.vocab && typeof model.vocab === 'object') {
-    for (const [token, id] of Object.entries(model.vocab as Record<string, unknown>)) size = Math.max(size, checkId(id, () => `model.vocab[${JSON.stringify(token).slice(0, 40)}]`) + 1);
+    for (const [token, id] of Object.entries(model.vocab as Record<string, unknown>))
+      size = Math.max(size, checkId(id, () => `model.vocab[${JSON.stringify(token).slice(0, 40)}]`) + 1);
   }
   for (const t of added) size = Math.max(size, checkId(t.id, () => 'added_tokens') + 1);
   if (size === 0) throw new TokenizerError('the tokenizer has an empty vocabulary');
@@ -204,7 +214,8 @@ function longestEntry(tokenizerJson: Json, added: readonly Json[]): number {
     if (typeof entry === 'string' && entry.length > longest) longest = entry.length;
   };
   if (Array.isArray(model.vocab)) for (const e of model.vocab as unknown[]) see(Array.isArray(e) ? e[0] : e);
-  else if (model.vocab && typeof model.vocab === 'object') for (const token of Object.keys(model.vocab as Json)) see(token);
+  else if (model.vocab && typeof model.vocab === 'object')
+    for (const token of Object.keys(model.vocab as Json)) see(token);
   for (const t of added) see(t.content);
   return longest;
 }

@@ -10,7 +10,9 @@ import { WeightReader, ggufWeightReader, hfWeightReader } from './weights-reader
 
 /** Every tensor, read through `reader` in load order. */
 function readAll(config: ModelConfig, reader: WeightReader): HostWeights {
-  return assembleWeights(config, (slot) => (slot.globalKey ? reader.global(slot.globalKey) : reader.layer(slot.layer!, slot.layerKey!)!));
+  return assembleWeights(config, (slot) =>
+    slot.globalKey ? reader.global(slot.globalKey) : reader.layer(slot.layer!, slot.layerKey!)!,
+  );
 }
 
 /**

@@ -9,12 +9,23 @@ import { ModelConfig } from './config';
 import { GgufFile } from './gguf';
 import { GgmlType, ggmlTypeLayout } from './gguf-types';
 import { SafetensorsShards } from './safetensors';
-import { HostLayerWeights, HostTensor, HostWeights, LayerWeightName, WeightSlot, WeightsError, checkDims, unpermuteRopeRows, weightSlots } from './weights';
+import {
+  HostLayerWeights,
+  HostTensor,
+  HostWeights,
+  LayerWeightName,
+  WeightSlot,
+  WeightsError,
+  checkDims,
+  unpermuteRopeRows,
+  weightSlots,
+} from './weights';
 
 type GlobalWeightName = 'embedding' | 'finalNorm' | 'lmHead';
 
 /** Names one tensor of a reader: a whole-model one or a layer's. */
-type WeightSlotName = { readonly global: GlobalWeightName } | { readonly layer: number; readonly name: LayerWeightName };
+type WeightSlotName =
+  { readonly global: GlobalWeightName } | { readonly layer: number; readonly name: LayerWeightName };
 
 /**
  * A matrix as the file stores it: rows of blocks of its ggml type, in
@@ -78,8 +89,10 @@ function slotReader(config: ModelConfig, source: SlotSource): WeightReader {
     if (slot.globalKey) globals.set(slot.globalKey, slot);
     else layers.set(`${slot.layer}.${slot.layerKey}`, slot);
   }
-  const globalSlot = (name: GlobalWeightName): WeightSlot => globals.get(config.tiedEmbeddings && name === 'lmHead' ? 'embedding' : name)!;
-  const slotOf = (which: WeightSlotName): WeightSlot | undefined => ('global' in which ? globalSlot(which.global) : layers.get(`${which.layer}.${which.name}`));
+  const globalSlot = (name: GlobalWeightName): WeightSlot =>
+    globals.get(config.tiedEmbeddings && name === 'lmHead' ? 'embedding' : name)!;
+  const slotOf = (which: WeightSlotName): WeightSlot | undefined =>
+    'global' in which ? globalSlot(which.global) : layers.get(`${which.layer}.${which.name}`);
   return {
     tied: config.tiedEmbeddings,
     global: (name) => source.read(globalSlot(name)),
@@ -99,11 +112,16 @@ export function ggufWeightReader(gguf: GgufFile, config: ModelConfig, owned = fa
   return slotReader(config, {
     read: (slot) => {
       const info = gguf.tensors.get(slot.gguf);
-      if (!info) throw new WeightsError(`GGUF file ${path.basename(gguf.path)} has no tensor ${slot.gguf}, which a ${config.architecture} model needs`);
+      if (!info)
+        throw new WeightsError(
+          `GGUF file ${path.basename(gguf.path)} has no tensor ${slot.gguf}, ` +
+            `which a ${config.architecture} model needs`,
+        );
       const dims = [...info.dims].reverse();
       checkDims(`GGUF tensor ${slot.gguf}`, dims, slot.dims);
       let data = gguf.readTensorFloat32(slot.gguf);
-      if (unpermute && slot.ropeHeads !== undefined) data = unpermuteRopeRows(data, slot.ropeHeads, dims.length > 1 ? dims[1] : 1);
+      if (unpermute && slot.ropeHeads !== undefined)
+        data = unpermuteRopeRows(data, slot.ropeHeads, dims.length > 1 ? dims[1] : 1);
       return { dims: slot.dims, data };
     },
     stored: (slot) => {
@@ -125,7 +143,9 @@ export function ggufWeightReader(gguf: GgufFile, config: ModelConfig, owned = fa
           if (ropeHeads === undefined) return gguf.readTensorBytesInto(slot.gguf, target);
           // Whole rows move, so the file's blocks are permuted as the f32 rows would be.
           const bytes = gguf.readTensorBytes(slot.gguf);
-          target.set(unpermuteRopeRows(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), ropeHeads, rowBytes));
+          target.set(
+            unpermuteRopeRows(new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength), ropeHeads, rowBytes),
+          );
         },
       };
     },
@@ -139,7 +159,10 @@ export function ggufWeightReader(gguf: GgufFile, config: ModelConfig, owned = fa
 export function hfWeightReader(dir: string, config: ModelConfig): WeightReader {
   const shards = SafetensorsShards.open(dir);
   const check = (slot: WeightSlot): void => {
-    if (!shards.has(slot.hf)) throw new WeightsError(`${path.resolve(dir)} has no tensor ${slot.hf}, which a ${config.architecture} model needs`);
+    if (!shards.has(slot.hf))
+      throw new WeightsError(
+        `${path.resolve(dir)} has no tensor ${slot.hf}, which a ${config.architecture} model needs`,
+      );
     checkDims(`safetensors tensor ${slot.hf}`, shards.tensor(slot.hf).shape, slot.dims);
   };
   return slotReader(config, {

@@ -89,12 +89,25 @@ export function weightSlots(config: ModelConfig): WeightSlot[] {
   const { hiddenSize: dm, intermediateSize: f, numHeads: hq, numKvHeads: hkv, headDim: d, vocabSize: v } = config;
   const gemma = config.gemma !== undefined;
   const postNorms = config.gemma?.postNorms === true;
-  const slots: WeightSlot[] = [{ globalKey: 'embedding', gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [v, dm] }];
+  const slots: WeightSlot[] = [
+    { globalKey: 'embedding', gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [v, dm] },
+  ];
   for (let i = 0; i < config.numLayers; i++) {
     const g = (s: string): string => `blk.${i}.${s}`;
     const h = (s: string): string => `model.layers.${i}.${s}`;
-    const layer = (layerKey: LayerWeightName, gguf: string, hf: string, dims: number[], ropeHeads?: number): WeightSlot => ({
-      layer: i, layerKey, gguf: g(gguf), hf: h(hf), dims, ropeHeads,
+    const layer = (
+      layerKey: LayerWeightName,
+      gguf: string,
+      hf: string,
+      dims: number[],
+      ropeHeads?: number,
+    ): WeightSlot => ({
+      layer: i,
+      layerKey,
+      gguf: g(gguf),
+      hf: h(hf),
+      dims,
+      ropeHeads,
       ...(gemma && dims.length === 1 && /norm/i.test(layerKey) ? { hfPlusOne: true } : {}),
     });
     slots.push(
@@ -118,24 +131,40 @@ export function weightSlots(config: ModelConfig): WeightSlot[] {
       );
     }
     // Gemma 2/3's post_attention_layernorm is the norm after attention; Llama's (and Gemma's) the one before the MLP.
-    if (postNorms) slots.push(layer('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [dm]));
+    if (postNorms)
+      slots.push(layer('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [dm]));
     slots.push(
-      layer('ffnNorm', 'ffn_norm.weight', postNorms ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [dm]),
+      layer(
+        'ffnNorm',
+        'ffn_norm.weight',
+        postNorms ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight',
+        [dm],
+      ),
       layer('wGate', 'ffn_gate.weight', 'mlp.gate_proj.weight', [f, dm]),
       layer('wUp', 'ffn_up.weight', 'mlp.up_proj.weight', [f, dm]),
       layer('wDown', 'ffn_down.weight', 'mlp.down_proj.weight', [dm, f]),
     );
     if (postNorms) slots.push(layer('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [dm]));
   }
-  slots.push({ globalKey: 'finalNorm', gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [dm], ...(gemma ? { hfPlusOne: true } : {}) });
-  if (!config.tiedEmbeddings) slots.push({ globalKey: 'lmHead', gguf: 'output.weight', hf: 'lm_head.weight', dims: [v, dm] });
+  slots.push({
+    globalKey: 'finalNorm',
+    gguf: 'output_norm.weight',
+    hf: 'model.norm.weight',
+    dims: [dm],
+    ...(gemma ? { hfPlusOne: true } : {}),
+  });
+  if (!config.tiedEmbeddings)
+    slots.push({ globalKey: 'lmHead', gguf: 'output.weight', hf: 'lm_head.weight', dims: [v, dm] });
   return slots;
 }
 
 /** Put loaded tensors into a HostWeights, checking nothing is missing. */
 export function assembleWeights(config: ModelConfig, load: (slot: WeightSlot) => HostTensor): HostWeights {
   const globals: Partial<Record<'embedding' | 'finalNorm' | 'lmHead', HostTensor>> = {};
-  const layers: Array<Partial<Record<LayerWeightName, HostTensor>>> = Array.from({ length: config.numLayers }, () => ({}));
+  const layers: Array<Partial<Record<LayerWeightName, HostTensor>>> = Array.from(
+    { length: config.numLayers },
+    () => ({}),
+  );
   for (const slot of weightSlots(config)) {
     const tensor = load(slot);
     if (slot.globalKey) globals[slot.globalKey] = tensor;
@@ -153,7 +182,9 @@ export function assembleWeights(config: ModelConfig, load: (slot: WeightSlot) =>
 /** Compare dims or explain which tensor has the wrong shape. */
 export function checkDims(what: string, actual: readonly number[], expected: readonly number[]): void {
   if (actual.length !== expected.length || actual.some((x, i) => x !== expected[i])) {
-    throw new WeightsError(`${what} has shape [${actual.join(', ')}], expected [${expected.join(', ')}] from the model config`);
+    throw new WeightsError(
+      `${what} has shape [${actual.join(', ')}], expected [${expected.join(', ')}] from the model config`,
+    );
   }
 }
 
@@ -169,7 +200,9 @@ export function unpermuteRopeRows<T extends Float32Array | Uint8Array>(data: T, 
   const rows = data.length / rowLength;
   const headDim = rows / heads;
   if (!Number.isInteger(headDim) || headDim % 2 !== 0) {
-    throw new WeightsError(`cannot undo the RoPE permutation: ${rows} rows do not split into ${heads} heads of even size`);
+    throw new WeightsError(
+      `cannot undo the RoPE permutation: ${rows} rows do not split into ${heads} heads of even size`,
+    );
   }
   const half = headDim / 2;
   // Rows of f32 values or of a file's raw blocks: the same permutation of whole rows.

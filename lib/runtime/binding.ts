@@ -14,7 +14,9 @@ export interface NativeDevice {
   readonly id: number;
   readonly kind: string;
   readonly description: string;
-  /** Bytes the plugin lets us allocate on the device (its memory stats), or null where it does not say (the CPU plugin). */
+  /**
+   * Bytes the plugin lets us allocate on the device (its memory stats), or null where it does not say (the CPU plugin).
+   */
   readonly memoryLimit: number | null;
 }
 
@@ -72,11 +74,20 @@ interface NativeBinding {
    * kernel's: "avx512" or "portable" (PJRT_SCORE_KERNEL_ISA caps both).
    */
   matmulKernelPath(kernel?: 'f32'): string;
-  /** The kernels' thread pool size and what set it, and the CPUs the process may use now (native/kernels/thread_pool.h, native/kernels/usable_cpus.h). */
+  /**
+   * The kernels' thread pool size and what set it, and the CPUs the process may use now (native/kernels/thread_pool.h,
+   * native/kernels/usable_cpus.h).
+   */
   kernelThreads(): KernelThreads;
-  /** A bf16 tile path's self-check against the portable tiles, run now (native/kernels/bf16_tiles_check.h): 'portable', 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product). */
+  /**
+   * A bf16 tile path's self-check against the portable tiles, run now (native/kernels/bf16_tiles_check.h): 'portable',
+   * 'avx512bf16', 'amx' where the CPU has it, 'test-swapped-pairs' (a deliberately wrong product).
+   */
   checkBf16Tiles(path: string): { readonly ok: boolean; readonly detail: string };
-  /** The CPU's best instruction set, the probe's ceiling and what the kernels take now; runs nothing (native/kernels/kernel_isa.h). */
+  /**
+   * The CPU's best instruction set, the probe's ceiling and what the kernels take now; runs nothing
+   * (native/kernels/kernel_isa.h).
+   */
   kernelIsas(): { readonly cpu: KernelIsa; readonly tried: KernelIsa; readonly allowed: KernelIsa };
   /** The probe's verdict: the highest instruction set shown to run here (kernel-probe.ts). */
   setTriedKernelIsa(isa: KernelIsa): void;
@@ -101,13 +112,18 @@ export { KERNEL_ISAS, type KernelIsa } from './kernel-isas';
 export interface NativeKernelPaths {
   /** The CPU's best (CPUID, XCR0; AMX once the kernel granted tile state). */
   readonly cpu: KernelIsa;
-  /** The CPU's best capped by the kernel probe's verdict and by PJRT_SCORE_KERNEL_ISA (or PJRT_SCORE_KERNEL_PORTABLE=1). */
+  /**
+   * The CPU's best capped by the kernel probe's verdict and by PJRT_SCORE_KERNEL_ISA (or PJRT_SCORE_KERNEL_PORTABLE=1).
+   */
   readonly allowed: KernelIsa;
   /** The inner loops an f32 call takes: 'avx512', 'avx2' or 'portable'. */
   readonly f32: string;
   /** The tiles a bf16 call takes: 'amx', 'avx512bf16' or 'portable' (absent before the bf16 kernel). */
   readonly bf16?: string;
-  /** Present when a matrix-unit bf16 path failed its once-per-process self-check and `bf16` is what dispatch fell back to: which, why, and the path used. */
+  /**
+   * Present when a matrix-unit bf16 path failed its once-per-process self-check and `bf16` is what dispatch fell back
+   * to: which, why, and the path used.
+   */
   readonly bf16Note?: string;
 }
 

@@ -71,7 +71,8 @@ export class Client implements Disposable {
    */
   static async create(options: ClientOptions = {}): Promise<Client> {
     if (options === null || typeof options !== 'object') throw new TypeError('Client.create() takes an options object');
-    if (options.plugin !== undefined && typeof options.plugin !== 'string') throw new TypeError('options.plugin must be a string path');
+    if (options.plugin !== undefined && typeof options.plugin !== 'string')
+      throw new TypeError('options.plugin must be a string path');
     const extra = options.options ?? {};
     for (const [name, value] of Object.entries(extra)) {
       if (!['number', 'string', 'boolean'].includes(typeof value)) {
@@ -137,14 +138,19 @@ export class Client implements Disposable {
   /** Compiles StableHLO text (off the JS thread), with the XLA options given, if any. */
   async compile(mlir: string, options: CompileOptions = {}): Promise<Executable> {
     this.assertLive();
-    if (typeof mlir !== 'string') throw new TypeError(`compile() takes StableHLO text (a string), got ${arrayName(mlir)}`);
+    if (typeof mlir !== 'string')
+      throw new TypeError(`compile() takes StableHLO text (a string), got ${arrayName(mlir)}`);
     if (mlir.trim() === '') throw new TypeError('compile() was given an empty program');
-    if (options === null || typeof options !== 'object') throw new TypeError('compile() options must be an object { xlaOptions }');
-    const xlaOptions = options.xlaOptions === undefined ? undefined : checkXlaOptions(options.xlaOptions, 'compile() xlaOptions');
+    if (options === null || typeof options !== 'object')
+      throw new TypeError('compile() options must be an object { xlaOptions }');
+    const xlaOptions =
+      options.xlaOptions === undefined ? undefined : checkXlaOptions(options.xlaOptions, 'compile() xlaOptions');
     assertProgramNesting(mlir);
     const native = await fromNative(
       'compile',
-      xlaOptions === undefined || Object.keys(xlaOptions).length === 0 ? this.native.compile(mlir) : this.native.compile(mlir, xlaOptions),
+      xlaOptions === undefined || Object.keys(xlaOptions).length === 0
+        ? this.native.compile(mlir)
+        : this.native.compile(mlir, xlaOptions),
     );
     return new Executable(native, parseMainSignature(mlir), this.platform());
   }
@@ -187,12 +193,14 @@ export class Client implements Disposable {
   /** Loads an executable saved by `executable.serialize()` with the same plugin version. */
   async deserialize(bytes: Uint8Array): Promise<Executable> {
     this.assertLive();
-    if (!(bytes instanceof Uint8Array)) throw new TypeError(`deserialize() takes a Uint8Array, got ${arrayName(bytes)}`);
+    if (!(bytes instanceof Uint8Array))
+      throw new TypeError(`deserialize() takes a Uint8Array, got ${arrayName(bytes)}`);
     const { header, payload } = unpackEnvelope(bytes);
     const platform = this.platform();
     if (header.platform !== platform.name || header.platformVersion !== platform.version) {
       throw new TypeError(
-        `executable was serialized by ${header.platform} ${header.platformVersion}, this client is ${platform.name} ${platform.version}`,
+        `executable was serialized by ${header.platform} ${header.platformVersion}, ` +
+          `this client is ${platform.name} ${platform.version}`,
       );
     }
     const native = await fromNative('deserialize', this.native.deserialize(payload));

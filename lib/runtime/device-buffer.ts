@@ -28,7 +28,8 @@ export class DeviceBuffer implements Disposable {
   get dtype(): DType {
     this.assertLive();
     const dtype = this.native.dtype;
-    if (!isDType(dtype)) throw new TypeError(`DeviceBuffer has element type ${dtype}, which pjrt-score does not handle`);
+    if (!isDType(dtype))
+      throw new TypeError(`DeviceBuffer has element type ${dtype}, which pjrt-score does not handle`);
     return dtype;
   }
 

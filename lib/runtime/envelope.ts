@@ -53,7 +53,11 @@ export function unpackEnvelope(bytes: Uint8Array): { header: EnvelopeHeader; pay
     throw new TypeError('serialized executable has a corrupt header');
   }
   const header = checkHeader(raw);
-  const payload = new Uint8Array(buf.buffer, buf.byteOffset + PREFIX_BYTES + length, buf.length - PREFIX_BYTES - length);
+  const payload = new Uint8Array(
+    buf.buffer,
+    buf.byteOffset + PREFIX_BYTES + length,
+    buf.length - PREFIX_BYTES - length,
+  );
   if (createHash('sha256').update(payload).digest('hex') !== header.payloadSha256) {
     throw new TypeError('serialized executable is corrupt: its payload does not match the checksum in its header');
   }

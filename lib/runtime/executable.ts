@@ -62,7 +62,10 @@ export class Executable implements Disposable {
   async serialize(): Promise<Uint8Array> {
     this.assertLive();
     const payload = await fromNative('serialize', this.native.serialize());
-    return packEnvelope({ platform: this.platform.name, platformVersion: this.platform.version, signature: this.signature }, payload);
+    return packEnvelope(
+      { platform: this.platform.name, platformVersion: this.platform.version, signature: this.signature },
+      payload,
+    );
   }
 
   /** Frees the compiled program. Idempotent. */

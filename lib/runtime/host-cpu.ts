@@ -53,16 +53,40 @@ export function hostCpu(): HostCpu {
   const flags = (fields.get('flags') ?? fields.get('Features') ?? '').split(/\s+/).filter(Boolean).sort();
   const family = fields.get('cpu family');
   const modelNumber = fields.get('model');
-  const identity = [os.arch(), fields.get('vendor_id') ?? '', family ?? '', modelNumber ?? '', model, flags.join(' ')].join('|');
+  const identity = [
+    os.arch(),
+    fields.get('vendor_id') ?? '',
+    family ?? '',
+    modelNumber ?? '',
+    model,
+    flags.join(' '),
+  ].join('|');
   const id = createHash('sha256').update(identity).digest('hex').slice(0, 12);
-  const generation = family !== undefined && modelNumber !== undefined ? `family ${family} model ${modelNumber}` : undefined;
+  const generation =
+    family !== undefined && modelNumber !== undefined ? `family ${family} model ${modelNumber}` : undefined;
   const vendor = fields.get('vendor_id');
-  cached = { model, ...(generation !== undefined ? { generation } : {}), ...(vendor !== undefined ? { vendor } : {}), flags, id };
+  cached = {
+    model,
+    ...(generation !== undefined ? { generation } : {}),
+    ...(vendor !== undefined ? { vendor } : {}),
+    flags,
+    id,
+  };
   return cached;
 }
 
 /** The flags that matter to XLA's f32/bf16/int8 code paths, for logs and bench output. */
 export function notableCpuFlags(cpu: HostCpu = hostCpu()): string[] {
-  const wanted = ['avx2', 'fma', 'avx512f', 'avx512_bf16', 'avx512_vnni', 'avx_vnni', 'amx_bf16', 'amx_int8', 'amx_tile'];
+  const wanted = [
+    'avx2',
+    'fma',
+    'avx512f',
+    'avx512_bf16',
+    'avx512_vnni',
+    'avx_vnni',
+    'amx_bf16',
+    'amx_int8',
+    'amx_tile',
+  ];
   return wanted.filter((f) => cpu.flags.includes(f));
 }

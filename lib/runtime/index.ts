@@ -12,8 +12,22 @@ export { DeviceBuffer } from './device-buffer';
 export { DType, HostArray, HostArrayOf } from './dtype';
 export { PjrtError, PjrtErrorCode, DisposedError } from './errors';
 export { Signature, TensorSpec, parseMainSignature } from './signature';
-export { CPU_PLUGIN, PluginNotFoundError, resolvePluginPath, ensurePluginPath, fetchCpuPlugin, FETCH_PLUGIN_COMMAND } from './plugin-path';
+export {
+  CPU_PLUGIN,
+  PluginNotFoundError,
+  resolvePluginPath,
+  ensurePluginPath,
+  fetchCpuPlugin,
+  FETCH_PLUGIN_COMMAND,
+} from './plugin-path';
 export { MAX_PROGRAM_NESTING, programNestingDepth } from './nesting';
 export { releaseFreeHostMemory } from './host-memory';
 export { deferExternalMemoryReports } from './external-memory';
-export { attentionKernelPaths, kernelThreads, KernelPaths, KernelIsa, KernelThreads, KERNEL_ISAS } from './kernel-paths';
+export {
+  attentionKernelPaths,
+  kernelThreads,
+  KernelPaths,
+  KernelIsa,
+  KernelThreads,
+  KERNEL_ISAS,
+} from './kernel-paths';

@@ -11,7 +11,10 @@ export type { KernelIsa, KernelThreads };
 export { KERNEL_ISAS } from './binding';
 
 export interface KernelPaths extends NativeKernelPaths {
-  /** The highest instruction set the kernel probe showed to run on this CPU (docs/design.md, 'Kernel paths are tried in a child first'). */
+  /**
+   * The highest instruction set the kernel probe showed to run on this CPU (docs/design.md, 'Kernel paths are tried in
+   * a child first').
+   */
   readonly tried: KernelIsa;
   /** Why `tried` is below `cpu`: which path killed or failed its trial in the child, and how; absent when it is not. */
   readonly probeNote?: string;
@@ -19,9 +22,14 @@ export interface KernelPaths extends NativeKernelPaths {
 
 /** The paths for head dim `headDim` (an integer in [1, 65536]), read now (the environment may cap them). */
 export function attentionKernelPaths(headDim: number): KernelPaths {
-  if (!Number.isInteger(headDim) || headDim < 1 || headDim > 65536) throw new TypeError(`attentionKernelPaths: headDim must be an integer in [1, 65536], got ${headDim}`);
+  if (!Number.isInteger(headDim) || headDim < 1 || headDim > 65536)
+    throw new TypeError(`attentionKernelPaths: headDim must be an integer in [1, 65536], got ${headDim}`);
   const probe = kernelProbe();
-  return { ...binding().attentionKernelPaths(headDim), tried: probe.tried, ...(probe.note !== undefined ? { probeNote: probe.note } : {}) };
+  return {
+    ...binding().attentionKernelPaths(headDim),
+    tried: probe.tried,
+    ...(probe.note !== undefined ? { probeNote: probe.note } : {}),
+  };
 }
 
 /**

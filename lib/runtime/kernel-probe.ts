@@ -33,7 +33,10 @@ export interface KernelProbeVerdict {
   readonly tried: KernelIsa;
   /** Why `tried` is below `cpu` (which path killed or failed its trial, and how); absent when it is not. */
   readonly note?: string;
-  /** 'disk': read from the verdict file; 'child': a child ran the trials now; 'none': nothing to try (a CPU with only the portable loops). */
+  /**
+   * 'disk': read from the verdict file; 'child': a child ran the trials now; 'none': nothing to try (a CPU with only
+   * the portable loops).
+   */
   readonly source: 'disk' | 'child' | 'none';
   /** The trials, in order (the last one killed, failed or not finished where `note` says so). */
   readonly trials: readonly KernelTrial[];
@@ -113,7 +116,8 @@ function runProbeChild(addonFile: string, cpu: KernelIsa): KernelProbeVerdict {
       ? `could not be run: ${(child.error as NodeJS.ErrnoException).code ?? child.error.message}`
       : child.signal
         ? `killed its probe process (${child.signal})`
-        : `ended its probe process with exit code ${child.status}${child.stderr ? `: ${child.stderr.trim().split('\n').slice(-1)[0]}` : ''}`;
+        : `ended its probe process with exit code ` +
+          `${child.status}${child.stderr ? `: ${child.stderr.trim().split('\n').slice(-1)[0]}` : ''}`;
     note = `${culprit} ${how}; the kernels run ${tried}`;
   }
   return { cpu, tried, ...(note !== undefined ? { note } : {}), source: 'child', trials };

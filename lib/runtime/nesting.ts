@@ -32,7 +32,7 @@ export function programNestingDepth(text: string, limit: number = MAX_PROGRAM_NE
         deepest = depth;
         if (deepest > limit) return deepest;
       }
-    } else if (c === 0x29 || c === 0x5d || c === 0x7d || (c === 0x3e && text.charCodeAt(i - 1) !== 0x2d /* - */)) {
+    } else if (c === 0x29 || c === 0x5d || c === 0x7d || (c === 0x3e && text.charCodeAt(i - 1) !== 0x2d) /* - */) {
       if (depth > 0) depth--;
     }
   }

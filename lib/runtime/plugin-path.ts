@@ -37,7 +37,10 @@ function explicitPluginPath(explicit?: string): string | undefined {
   }
   const resolved = path.resolve(chosen);
   if (!fs.existsSync(resolved)) {
-    throw new PluginNotFoundError(`PJRT plugin not found at ${resolved} (from ${explicit !== undefined ? 'the plugin option' : 'PJRT_PLUGIN_PATH'})`);
+    throw new PluginNotFoundError(
+      `PJRT plugin not found at ${resolved} (from ` +
+        `${explicit !== undefined ? 'the plugin option' : 'PJRT_PLUGIN_PATH'})`,
+    );
   }
   return resolved;
 }

@@ -15,15 +15,23 @@ const NAME = /^xla_[a-z0-9_]+$/;
 
 /** Why `value` is not XlaOptions (a sentence naming `what`), or null when it is. */
 export function xlaOptionsProblem(value: unknown, what = 'xlaOptions'): string | null {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return `${what} must be an object { xla_name: boolean | number | string }`;
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return `${what} must be an object { xla_name: boolean | number | string }`;
   for (const [name, v] of Object.entries(value)) {
-    if (!NAME.test(name)) return `${what}: option name '${name}' must match ${NAME} (an XLA DebugOptions field, e.g. xla_allow_excess_precision)`;
+    if (!NAME.test(name))
+      return (
+        `${what}: option name '${name}' must match ${NAME} (an XLA DebugOptions field, ` +
+        `e.g. xla_allow_excess_precision)`
+      );
     if (typeof v === 'number') {
       if (!Number.isFinite(v)) return `${what}.${name} must be a finite number, got ${v}`;
     } else if (typeof v === 'string') {
       if (v.includes('\0')) return `${what}.${name} must not contain a NUL character`;
     } else if (typeof v !== 'boolean') {
-      return `${what}.${name} must be a boolean, number or string, got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`;
+      return (
+        `${what}.${name} must be a boolean, number or string, ` +
+        `got ${v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v}`
+      );
     }
   }
   return null;

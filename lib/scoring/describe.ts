@@ -31,11 +31,19 @@ interface DescribedScorer {
   attentionKernel(): AttentionKernelChoice | null;
 }
 
-/** A chosen plan as explain() returns it: its passes and costs, and how the Scorer runs every pass (precision, attention, bf16, XLA options). */
+/**
+ * A chosen plan as explain() returns it: its passes and costs, and how the Scorer runs every pass (precision,
+ * attention, bf16, XLA options).
+ */
 export function planExplanation(choice: PlanChoice, scorer: DescribedScorer): PlanExplanation {
   const { precisionChoice: precision, xlaOptions } = scorer;
-  const passes = choice.plan.passes.map((p: Pass) => ({ program: p.program, name: programKeyString(p.program), items: p.items }));
-  // The attention forms a request's passes run (the form chooser's), and why they are not the ones asked for where they differ.
+  const passes = choice.plan.passes.map((p: Pass) => ({
+    program: p.program,
+    name: programKeyString(p.program),
+    items: p.items,
+  }));
+  // The attention forms a request's passes run (the form chooser's),
+  // and why they are not the ones asked for where they differ.
   const attention = { ...attentionTags(scorer), ...(scorer.attentionNote ? { note: scorer.attentionNote } : {}) };
   return {
     algorithm: choice.plan.algorithm,
@@ -80,7 +88,9 @@ export function loadedEvent(scorer: DescribedScorer, parts: LoadedParts): Record
     batching: scorer.batching,
     budget: scorer.budget,
     deviceMemoryBytes: client.deviceMemoryBytes,
-    platformFacts: scorer.platform.known ? scorer.platform.measured : `no facts for platform ${client.platformName}: the CPU's are used`,
+    platformFacts: scorer.platform.known
+      ? scorer.platform.measured
+      : `no facts for platform ${client.platformName}: the CPU's are used`,
     weightBytes: weights.bytes,
     seconds: (performance.now() - parts.startedMs) / 1000,
     // Where the load time went: opening the file (config; a Hugging Face directory's tokenizer), then per
@@ -100,7 +110,13 @@ function threadsLog(): { kernelThreads: number; threadsSource: string; threadsNo
   return {
     kernelThreads: t.threads,
     threadsSource: t.source,
-    ...(over ? { threadsNote: `the cgroup allows ${t.quota} CPUs but the affinity mask has ${t.affinity}: XLA's CPU pool follows the mask, so set the mask (taskset, or Kubernetes' static CPU manager with whole CPUs) to the quota` } : {}),
+    ...(over
+      ? {
+          threadsNote:
+            `the cgroup allows ${t.quota} CPUs but the affinity mask has ${t.affinity}: XLA's CPU pool ` +
+            `follows the mask, so set the mask (taskset, ` +
+            `or Kubernetes' static CPU manager with whole CPUs) to the quota`,
+        }
+      : {}),
   };
 }
-

@@ -11,12 +11,18 @@
 export { AbortError, QueueFullError, ScoreInputError, describeValue } from './requests/errors';
 export { TemplateError } from './requests/rerank-template';
 export { DEFAULT_SCORE_MANY_CONCURRENCY } from './scorer-types';
-export { AdmissionQueue, type Admission, type AdmissionJob, type AdmissionOptions, type Outcome } from './execution/admission';
+export {
+  AdmissionQueue,
+  type Admission,
+  type AdmissionJob,
+  type AdmissionOptions,
+  type Outcome,
+} from './execution/admission';
+export { rerankResults } from './requests/rerank-results';
 export {
   asObject,
   normalizeRerank,
   normalizeRerankFields,
-  rerankResults,
   type NormalizedRerank,
   type RerankFields,
   type RerankNames,
@@ -69,8 +75,8 @@ export {
 export { JitCache, type JitCacheCounters, type JitCacheOptions, type JitLease } from './execution/jit-cache';
 export { type WarmupItem, type WarmupOptions, type WarmupProgress, type WarmupResult } from './execution/warmup';
 export { ExecutableDiskCache, defaultExecutableDir, executableKey } from './execution/disk-cache';
+export { Scorer } from './scorer';
 export {
-  Scorer,
   type AlgorithmChoice,
   type DevicePassTiming,
   type ScoreCallOptions,
@@ -85,8 +91,18 @@ export {
   type BatchOutcome,
   type ScoreManyOptions,
   type PlanExplanation,
-} from './scorer';
-export { ALGORITHMS, makePlan, type Algorithm, type Budget, type Ladders, type Pass, type Plan, type ProgramKey, type RequestShape } from './planning/plan';
+} from './scorer-types';
+export {
+  ALGORITHMS,
+  makePlan,
+  type Algorithm,
+  type Budget,
+  type Ladders,
+  type Pass,
+  type Plan,
+  type ProgramKey,
+  type RequestShape,
+} from './planning/plan';
 export { makeBatchPlan, canJoinBatch, type BatchGroup, type BatchPass, type BatchPlan } from './planning/batch-plan';
 export { PrefixCache, type PrefixCacheCounters } from './execution/prefix-cache';
 export {

@@ -16,22 +16,26 @@ import { platformFactsOverride } from './platform/override';
 import { bindAttentionForms, checkScorerOptions, LoadedParts, scorerSetup } from './setup';
 import type { ScorerOptions } from './scorer-types';
 
-/** Loads the parts and builds the Scorer from them with `build`; a failure in either releases what the load acquired. */
+/**
+ * Loads the parts and builds the Scorer from them with `build`; a failure in either releases what the load acquired.
+ */
 export async function loadScorer<T>(options: ScorerOptions, build: (parts: LoadedParts) => T): Promise<T> {
   const settings = checkScorerOptions(options);
   // The measurement knob is read before anything loads: a bad one loads nothing.
   const factsOverride = platformFactsOverride();
   const startedMs = performance.now();
-  const modelPath = await ensureModelPath(options.model); // first use fetches the default model (Client.create fetches the plugin)
+  // The first use fetches the default model (Client.create fetches the plugin).
+  const modelPath = await ensureModelPath(options.model);
   // What a failed load releases, last acquired first. The model file is closed in every case.
   const release: (() => void)[] = [];
   // The client comes up (the plugin loads, on a worker) while this thread reads the model's header.
   const clientReady = Client.create({ plugin: options.plugin, options: options.clientOptions });
-  release.push(() =>
-    void clientReady.then(
-      (c) => c.dispose(), // disposes its children too: the weights, the executables
-      () => undefined,
-    ),
+  release.push(
+    () =>
+      void clientReady.then(
+        (c) => c.dispose(), // disposes its children too: the weights, the executables
+        () => undefined,
+      ),
   );
   try {
     const model = openModel(modelPath);

@@ -12,14 +12,19 @@ import { Encode, normalizeOffLoop } from './requests/off-loop';
 import { ScoreRequestContext } from './requests/request';
 import { RerankTemplate, resolveTemplate, ResolvedTemplate } from './requests/rerank-template';
 
-/** What a request reader gets from its Scorer: the request context, and the rerank template bound to the same tokenizer. */
+/**
+ * What a request reader gets from its Scorer: the request context, and the rerank template bound to the same tokenizer.
+ */
 export interface RequestSource {
   readonly context: ScoreRequestContext;
   /** The rerank template (TemplateError when none fits): a rerank reader reads it first, a score reader never. */
   template(): ResolvedTemplate;
 }
 
-/** Reads a request in some spelling (a wire format's body: lib/wire) into the Scorer's own types; ScoreInputError on bad input. */
+/**
+ * Reads a request in some spelling (a wire format's body: lib/wire) into the Scorer's own types; ScoreInputError on bad
+ * input.
+ */
 export type RequestReader<T> = (source: RequestSource) => T;
 
 /** The model's and the settings' part of a request context. */
@@ -81,7 +86,11 @@ export class OffLoopTokenizer {
     this.source.assertOpen();
     const tokenToId = (token: string): number | undefined => this.tokenizer().tokenToId(token);
     return normalizeOffLoop(
-      (encode) => read({ context: this.contextWith(encode), template: () => resolveTemplate(this.source.template(), { encode, tokenToId }) }),
+      (encode) =>
+        read({
+          context: this.contextWith(encode),
+          template: () => resolveTemplate(this.source.template(), { encode, tokenToId }),
+        }),
       this.context.tokenize,
       (texts) => this.encodeMany(texts),
     );

@@ -87,7 +87,8 @@ export function stringSetting<K extends string, D extends string | undefined = u
       return text;
     },
     check: (value) => {
-      if (typeof value !== 'string' || value === '') throw new TypeError(`${key} must be a non-empty string, got ${JSON.stringify(value)}`);
+      if (typeof value !== 'string' || value === '')
+        throw new TypeError(`${key} must be a non-empty string, got ${JSON.stringify(value)}`);
     },
   } as Setting<K, string> & Extra<D>;
 }
@@ -104,11 +105,13 @@ export function integerSetting<K extends string, D extends number | undefined = 
     metavar: 'N',
     parse: (text, source) => {
       const value = typeof text === 'string' && /^\s*\d+\s*$/.test(text) ? Number(text) : NaN;
-      if (!Number.isSafeInteger(value) || value < min) throw new OptionError(`${source} must be an integer >= ${min}, got ${JSON.stringify(text)}`);
+      if (!Number.isSafeInteger(value) || value < min)
+        throw new OptionError(`${source} must be an integer >= ${min}, got ${JSON.stringify(text)}`);
       return value;
     },
     check: (value) => {
-      if (!(typeof value === 'number' && Number.isSafeInteger(value) && value >= min)) throw new TypeError(`${key} must be an integer >= ${min}, got ${String(value)}`);
+      if (!(typeof value === 'number' && Number.isSafeInteger(value) && value >= min))
+        throw new TypeError(`${key} must be an integer >= ${min}, got ${String(value)}`);
     },
   } as Setting<K, number> & Extra<D>;
 }
@@ -126,17 +129,22 @@ export function choiceSetting<K extends string, C extends string, D extends C | 
     metavar: 'NAME',
     choices,
     parse: (text, source) => {
-      if (typeof text !== 'string' || !(choices as readonly string[]).includes(text)) throw new OptionError(`${source} must be one of ${accepted}, got ${JSON.stringify(text)}`);
+      if (typeof text !== 'string' || !(choices as readonly string[]).includes(text))
+        throw new OptionError(`${source} must be one of ${accepted}, got ${JSON.stringify(text)}`);
       return text as C;
     },
     check: (value) => {
-      if (!(choices as readonly unknown[]).includes(value)) throw new TypeError(`${key} must be one of ${accepted}; got ${JSON.stringify(value)}`);
+      if (!(choices as readonly unknown[]).includes(value))
+        throw new TypeError(`${key} must be one of ${accepted}; got ${JSON.stringify(value)}`);
     },
   } as Setting<K, C> & Extra<D>;
 }
 
 /** A boolean on by default that a bare flag (`--no-x`) or `VAR=1` turns off. */
-export function switchOffSetting<K extends string>(key: K, spec: Spelling): Setting<K, boolean> & { readonly default: true } {
+export function switchOffSetting<K extends string>(
+  key: K,
+  spec: Spelling,
+): Setting<K, boolean> & { readonly default: true } {
   return {
     key,
     ...spec,
@@ -156,9 +164,28 @@ export function switchOffSetting<K extends string>(key: K, spec: Spelling): Sett
 
 /** The Scorer's rows. The service's table (server/options.ts) adds its own. */
 export const SCORER_SETTINGS = [
-  stringSetting('model', { flag: 'model', env: 'PJRT_SCORE_MODEL', metavar: 'PATH|ID', help: 'GGUF file or Hugging Face directory, or a hub id: org/repo, org/repo/file.gguf, hf:org/repo:QUANT, each with @REVISION; fetched into the hub cache, HF_TOKEN for gated repos (default: the cached SmolLM2-135M-Instruct)' }),
-  stringSetting('plugin', { flag: 'plugin', env: 'PJRT_PLUGIN_PATH', metavar: 'PATH', help: 'PJRT plugin .so, or cuda (an installed jax CUDA plugin) (default: the cached XLA CPU plugin)' }),
-  integerSetting('maxItems', { flag: 'max-items', env: 'PJRT_SCORE_MAX_ITEMS', min: 1, default: DEFAULT_MAX_ITEMS, help: `most items per request (default ${DEFAULT_MAX_ITEMS})` }),
+  stringSetting('model', {
+    flag: 'model',
+    env: 'PJRT_SCORE_MODEL',
+    metavar: 'PATH|ID',
+    help:
+      'GGUF file or Hugging Face directory, or a hub id: org/repo, org/repo/file.gguf, hf:org/repo:QUANT, each ' +
+      'with @REVISION; fetched into the hub cache, ' +
+      'HF_TOKEN for gated repos (default: the cached SmolLM2-135M-Instruct)',
+  }),
+  stringSetting('plugin', {
+    flag: 'plugin',
+    env: 'PJRT_PLUGIN_PATH',
+    metavar: 'PATH',
+    help: 'PJRT plugin .so, or cuda (an installed jax CUDA plugin) (default: the cached XLA CPU plugin)',
+  }),
+  integerSetting('maxItems', {
+    flag: 'max-items',
+    env: 'PJRT_SCORE_MAX_ITEMS',
+    min: 1,
+    default: DEFAULT_MAX_ITEMS,
+    help: `most items per request (default ${DEFAULT_MAX_ITEMS})`,
+  }),
   integerSetting('maxRequestTokens', {
     flag: 'max-request-tokens',
     env: 'PJRT_SCORE_MAX_REQUEST_TOKENS',
@@ -176,19 +203,28 @@ export const SCORER_SETTINGS = [
     flag: 'precision',
     env: 'PJRT_SCORE_PRECISION',
     default: 'auto',
-    help: "dots: auto (default: bf16 on NVIDIA GPUs, and on CPUs with bf16 dot units for a checkpoint stored in bf16 or f16, as transformers, vLLM and TEI run it; else highest), highest (true f32), default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation)",
+    help:
+      'dots: auto (default: bf16 on NVIDIA GPUs, and on CPUs with bf16 dot units for a checkpoint stored in bf16 ' +
+      'or f16, as transformers, vLLM and TEI run it; else highest), highest (true f32), ' +
+      "default (the platform's fast f32 mode: TF32 on NVIDIA GPUs) or bf16 (bf16 operands, f32 accumulation)",
   }),
   choiceSetting('weights', WEIGHT_CHOICES, {
     flag: 'weights',
     env: 'PJRT_SCORE_WEIGHTS',
     default: 'auto',
-    help: 'weight matrices on the device: auto (default: a bf16 checkpoint stays bf16 under bf16 dots; else the fastest type for this platform that fits), f32, bf16 (half the memory) or int8 (0.28x, blocks of 32 with an f32 scale)',
+    help:
+      'weight matrices on the device: auto (default: a bf16 checkpoint stays bf16 under bf16 dots; else the ' +
+      'fastest type for this platform that fits), f32, ' +
+      'bf16 (half the memory) or int8 (0.28x, blocks of 32 with an f32 scale)',
   }),
   choiceSetting('batching', BATCHINGS, {
     flag: 'batching',
     env: 'PJRT_SCORE_BATCHING',
     default: 'invariant',
-    help: 'invariant (default: each request on its own plan, its scores bit for bit those it gets alone) or cross-request (waiting requests with different queries share device passes, within f32 rounding of alone: docs/design.md, Batch invariance)',
+    help:
+      'invariant (default: each request on its own plan, its scores bit for bit those it gets alone) or ' +
+      'cross-request (waiting requests with different queries share device passes, ' +
+      'within f32 rounding of alone: docs/design.md, Batch invariance)',
   }),
   choiceSetting('rerankTemplate', Object.keys(RERANK_TEMPLATES), {
     flag: 'rerank-template',
@@ -200,22 +236,32 @@ export const SCORER_SETTINGS = [
     env: 'PJRT_SCORE_QUEUE_SIZE',
     min: 0,
     default: DEFAULT_QUEUE_SIZE,
-    help: `most requests waiting for the device; more are refused (QueueFullError; HTTP 429) (default ${DEFAULT_QUEUE_SIZE})`,
+    help:
+      `most requests waiting for the device; ` +
+      `more are refused (QueueFullError; HTTP 429) (default ${DEFAULT_QUEUE_SIZE})`,
   }),
-  switchOffSetting('coalesce', { flag: 'no-coalesce', env: 'PJRT_SCORE_NO_COALESCE', help: 'do not run waiting requests that share a query in one turn of the device' }),
+  switchOffSetting('coalesce', {
+    flag: 'no-coalesce',
+    env: 'PJRT_SCORE_NO_COALESCE',
+    help: 'do not run waiting requests that share a query in one turn of the device',
+  }),
   integerSetting('jitCacheEntries', {
     flag: 'jit-cache-entries',
     env: 'PJRT_SCORE_JIT_CACHE_ENTRIES',
     min: 1,
     default: DEFAULT_JIT_CACHE_ENTRIES,
-    help: `compiled programs kept in memory, least recently used evicted (default ${DEFAULT_JIT_CACHE_ENTRIES}; each holds host memory: see docs/service.md)`,
+    help:
+      `compiled programs kept in memory, least recently used evicted (default ${DEFAULT_JIT_CACHE_ENTRIES}; ` +
+      `each holds host memory: see docs/service.md)`,
   }),
   integerSetting('prefixCacheBytes', {
     flag: 'prefix-cache-bytes',
     env: 'PJRT_SCORE_PREFIX_CACHE_BYTES',
     min: 0,
     default: DEFAULT_PREFIX_CACHE_BYTES,
-    help: `bytes of query K/V kept across requests for prefix reuse, 0 for none (default ${DEFAULT_PREFIX_CACHE_BYTES}, ${DEFAULT_PREFIX_CACHE_BYTES / 2 ** 20} MiB)`,
+    help:
+      `bytes of query K/V kept across requests for prefix reuse, ` +
+      `0 for none (default ${DEFAULT_PREFIX_CACHE_BYTES}, ${DEFAULT_PREFIX_CACHE_BYTES / 2 ** 20} MiB)`,
   }),
 ] as const;
 
@@ -223,7 +269,9 @@ type ValueOf<S> = S extends Setting<string, infer V> ? V : never;
 /** The options a table of settings defines, every one optional (what a caller passes). */
 export type SettingValues<T extends readonly Setting[]> = { readonly [S in T[number] as S['key']]?: ValueOf<S> };
 /** The options a table defines once resolved: those with a default are always there. */
-export type ResolvedSettings<T extends readonly Setting[]> = { readonly [S in T[number] as S extends { readonly default: unknown } ? S['key'] : never]: ValueOf<S> } & {
+export type ResolvedSettings<T extends readonly Setting[]> = {
+  readonly [S in T[number] as S extends { readonly default: unknown } ? S['key'] : never]: ValueOf<S>;
+} & {
   readonly [S in T[number] as S extends { readonly default: unknown } ? never : S['key']]?: ValueOf<S>;
 };
 
@@ -238,7 +286,11 @@ export function settingDefaults<T extends readonly Setting[]>(table: T): Resolve
 }
 
 /** The table's options present in `options` (undefined ones left out), each checked by its row (TypeError). */
-export function pickSettings<T extends readonly Setting[]>(table: T, options: object, skip: (setting: Setting) => boolean = () => false): SettingValues<T> {
+export function pickSettings<T extends readonly Setting[]>(
+  table: T,
+  options: object,
+  skip: (setting: Setting) => boolean = () => false,
+): SettingValues<T> {
   const out: Record<string, unknown> = {};
   for (const s of table) {
     const value = (options as Record<string, unknown>)[s.key];

@@ -7,7 +7,13 @@
  */
 import { mapInOrder } from '../util/in-order';
 import { DEFAULT_SCORE_MANY_CONCURRENCY } from './scorer-types';
-import type { BatchOutcome, ScoreCallOptions, ScoreLibraryRequest, ScoreManyOptions, ScoreResult } from './scorer-types';
+import type {
+  BatchOutcome,
+  ScoreCallOptions,
+  ScoreLibraryRequest,
+  ScoreManyOptions,
+  ScoreResult,
+} from './scorer-types';
 
 export function scoreMany(
   score: (request: ScoreLibraryRequest, options: ScoreCallOptions) => Promise<ScoreResult>,
@@ -17,7 +23,10 @@ export function scoreMany(
 ): AsyncGenerator<BatchOutcome, void, undefined> {
   const { concurrency = Math.max(1, Math.min(DEFAULT_SCORE_MANY_CONCURRENCY, queueCapacity)), ...call } = options;
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > Math.max(1, queueCapacity)) {
-    throw new RangeError(`concurrency must be an integer in [1, ${Math.max(1, queueCapacity)}] (the queue's size), got ${String(concurrency)}`);
+    throw new RangeError(
+      `concurrency must be an integer in [1, ` +
+        `${Math.max(1, queueCapacity)}] (the queue's size), got ${String(concurrency)}`,
+    );
   }
   const one = (request: ScoreLibraryRequest): Promise<BatchOutcome> =>
     score(request, call).then(

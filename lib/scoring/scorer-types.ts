@@ -65,7 +65,10 @@ export interface ScorerOptions extends Omit<ScorerSettings, 'rerankTemplate'> {
    * the keys given win. Executables compiled with other options never mix (another JIT cache namespace).
    */
   readonly xlaOptions?: XlaOptions;
-  /** Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen from the model. */
+  /**
+   * Rerank template: a built-in name ('qwen3-reranker', 'chatml-yes-no', 'llama3-yes-no') or a template; default chosen
+   * from the model.
+   */
   readonly rerankTemplate?: string | RerankTemplate;
 }
 
@@ -89,10 +92,11 @@ export interface ScoreCallOptions {
   readonly algorithm?: AlgorithmChoice;
   /** Told how the call went through the admission queue (its turn's size, its wait), before it resolves. */
   readonly onAdmitted?: (admission: Admission) => void;
-  /** Told of each device pass of the call's plan as it ends (a shared pass is told to each request in it): for traces. */
+  /**
+   * Told of each device pass of the call's plan as it ends (a shared pass is told to each request in it): for traces.
+   */
   readonly onPass?: (pass: DevicePassTiming) => void;
 }
-
 
 /** One request of a batch (`scoreBatch`): already normalized, with its own abort signal. */
 export interface BatchJob {
@@ -110,7 +114,8 @@ export interface ScoreManyOptions extends Omit<ScoreCallOptions, 'onAdmitted' | 
 export const DEFAULT_SCORE_MANY_CONCURRENCY = 16;
 
 /** What became of one request of a batch. */
-export type BatchOutcome = { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
+export type BatchOutcome =
+  { readonly ok: true; readonly result: ScoreResult } | { readonly ok: false; readonly error: unknown };
 
 /** What `explain()` returns: the plan a request runs, its passes, and the costs that chose it. */
 /** The bf16 typing in force (platform facts, platform/profiles.ts, or PJRT_SCORE_PLATFORM_FACTS). */
@@ -121,7 +126,10 @@ export interface Bf16Typing {
   readonly products: boolean;
   /** Whether the layers' projections run through the addon's bf16 matmul kernel (only ever under precision 'bf16'). */
   readonly matmulKernel: boolean;
-  /** The layer matrices the weights hold packed for the matmul kernel (bf16 panels, packed once at load); empty without it. */
+  /**
+   * The layer matrices the weights hold packed for the matmul kernel (bf16 panels, packed once at load); empty without
+   * it.
+   */
   readonly packedMatrices: readonly KernelMatrixName[];
   /** The facts PJRT_SCORE_PLATFORM_FACTS set; absent when it set none. */
   readonly overridden?: readonly string[];
@@ -140,7 +148,11 @@ export interface PlanExplanation {
   readonly cost: number;
   readonly costs: Partial<Record<Algorithm, number>>;
   /** The passes in execution order: the program (with its buckets) and the request's items in its rows. */
-  readonly passes: readonly { readonly program: ProgramKey; readonly name: string; readonly items: readonly number[] }[];
+  readonly passes: readonly {
+    readonly program: ProgramKey;
+    readonly name: string;
+    readonly items: readonly number[];
+  }[];
   /**
    * The attention forms the request's passes run (the form chooser's, lib/scoring/platform/attention-forms.ts; tags:
    * lib/hlo/attention/prefix.ts, causal.ts) and, where they are not the ones asked for (a model with sliding
@@ -149,7 +161,9 @@ export interface PlanExplanation {
   readonly attention?: { readonly prefixAttention: string; readonly causalAttention: string; readonly note?: string };
   /** How bf16 weights and products are typed in every pass. */
   readonly bf16?: Bf16Typing;
-  /** Which matmul kernel the layers' projections run through: 'bf16' (bf16.matmulKernel), 'f32', or null (XLA's dots). */
+  /**
+   * Which matmul kernel the layers' projections run through: 'bf16' (bf16.matmulKernel), 'f32', or null (XLA's dots).
+   */
   readonly matmulKernel?: 'bf16' | 'f32' | null;
   /** The XLA options every program compiles with, where there are any. */
   readonly xlaOptions?: XlaOptions;

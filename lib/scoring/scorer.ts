@@ -17,23 +17,32 @@ import { XlaOptions } from '../runtime/xla-options';
 import { Batching, Precision } from './options';
 import { AttentionKernelChoice, attentionKernelChoice, PrecisionChoice } from './platform/precision-choice';
 import { PlatformFacts } from './platform/profiles';
-import { AdmissionQueue, Outcome } from './execution/admission';
-import { DecoderRunner } from './execution/decoder-runner';
-import { PrefixCache } from './execution/prefix-cache';
-import { ChosenJob, TurnExecutor } from './execution/turns';
-import { JobPlanner } from './execution/jobs';
 import { Budget, Ladders } from './planning/plan';
 import { normalizeRequest, NormalizedRequest, ScoreRequest, ScoreRequestContext } from './requests/request';
-import { normalizeRerank, NormalizedRerank, RerankRequest, rerankResponse } from './requests/rerank';
+import { normalizeRerank, NormalizedRerank, RerankRequest } from './requests/rerank';
+import { rerankResponse } from './requests/rerank-results';
 import { RerankTemplate, resolveTemplate, ResolvedTemplate, templateFor } from './requests/rerank-template';
 import { OffLoopTokenizer, RequestReader } from './off-loop-tokenizer';
 import { loadScorer } from './load';
+import { buildEngine, Engine, engineStats, scoreJobs } from './engine';
 import { loadedEvent, planExplanation } from './describe';
 
-export type { AlgorithmChoice, BatchJob, BatchOutcome, ScoreManyOptions, DevicePassTiming, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
 import { scoreMany } from './score-many';
 import type { LoadedParts } from './setup';
-import type { Bf16Typing, BatchJob, BatchOutcome, ScoreManyOptions, PlanExplanation, RerankResponse, ScoreCallOptions, ScoreLibraryRequest, ScoreResult, ScorerOptions, ScorerStats, ScoreUsage, WarmupShape } from './scorer-types';
+import type {
+  Bf16Typing,
+  BatchJob,
+  BatchOutcome,
+  ScoreManyOptions,
+  PlanExplanation,
+  RerankResponse,
+  ScoreCallOptions,
+  ScoreLibraryRequest,
+  ScoreResult,
+  ScorerOptions,
+  ScorerStats,
+  WarmupShape,
+} from './scorer-types';
 
 export class Scorer implements Disposable {
   readonly modelName: string;
@@ -43,9 +52,9 @@ export class Scorer implements Disposable {
   readonly client: Client;
   /** The tokenizer, built (parsing the file's vocabulary and merges) at its first call: load.ts. */
   private readonly buildTokenizer: () => Tokenizer;
-  private readonly runner: DecoderRunner;
   private readonly weights: DeviceWeights;
-  private readonly prefixCache: PrefixCache;
+  /** The planner, queue, turns, runner and prefix cache it answers through (engine.ts). */
+  private readonly engine: Engine;
   /** Bucket ladders (token lengths, item lengths, counts, labels). */
   readonly ladders: Ladders;
   /** Per-pass memory budget. */
@@ -74,12 +83,6 @@ export class Scorer implements Disposable {
   readonly weightChoice: WeightTypeChoice;
   /** How requests with different queries share the device. */
   readonly batching: Batching;
-  /** The one line in front of the device (execution/admission.ts). */
-  private readonly queue: AdmissionQueue<ChosenJob, ScoreResult>;
-  /** Runs each turn of the device (execution/turns.ts). */
-  private readonly turns: TurnExecutor;
-  /** Picks each call's plan (execution/jobs.ts). */
-  private readonly jobs: JobPlanner;
   private readonly requestContext: ScoreRequestContext;
   private readonly log: (event: Record<string, unknown>) => void;
   private disposed = false;
@@ -113,25 +116,26 @@ export class Scorer implements Disposable {
     this.attentionNote = setup.attentionNote;
     this.bf16 = setup.bf16;
     this.matmulKernel = setup.matmulKernel;
-    this.prefixCache = new PrefixCache(settings.prefixCacheBytes);
     this.batching = settings.batching;
-    const crossRequest = this.batching === 'cross-request';
-    this.jobs = new JobPlanner({ sizing: setup.sizing, costModel: setup.costModel, prefixCache: this.prefixCache, config: this.config, defaultAlgorithm: settings.algorithm, crossRequest, log: this.log });
-    const takeAlong = crossRequest ? 'all' : settings.coalesce ? 'same-query' : 'none';
-    const limits = { maxItems: settings.maxItems, maxRequestTokens: settings.maxRequestTokens };
-    this.queue = new AdmissionQueue({ queueSize: settings.queueSize, takeAlong, ...limits }, (jobs) => this.runTurn(jobs));
-    const forms = { prefixAttention: this.prefixAttention, causalAttention: this.causalAttention, grouped: setup.grouped, bf16Products: facts.bf16Products, matmulKernel: setup.bf16.matmulKernel, matmulKernelF32: setup.matmulKernel === 'f32', xlaOptions: this.xlaOptions };
-    const jit = { disk: options.diskCache ?? true, maxEntries: settings.jitCacheEntries };
-    this.runner = new DecoderRunner(this.client, this.config, this.weights, `${this.modelName}-${this.config.architecture}`, this.precision, jit, forms);
-    this.turns = new TurnExecutor({ runner: this.runner, prefixCache: this.prefixCache, sizing: setup.sizing, assertLive: () => this.assertLive(), isIdle: () => this.queue.isIdle() });
+    this.engine = buildEngine(init, { log: this.log, assertLive: () => this.assertLive() });
     const { vocabSize, contextLength, bosTokenId, addBos } = this.config;
     const { maxItems, maxRequestTokens } = settings;
-    const source = { tokenizer: () => this.tokenizer, template: () => this.rerankTemplate().template, assertOpen: () => this.assertOpen() };
-    this.offLoop = new OffLoopTokenizer({ vocabSize, contextLength, bosTokenId, addBos, maxItems, maxRequestTokens }, source);
+    const source = {
+      tokenizer: () => this.tokenizer,
+      template: () => this.rerankTemplate().template,
+      assertOpen: () => this.assertOpen(),
+    };
+    this.offLoop = new OffLoopTokenizer(
+      { vocabSize, contextLength, bosTokenId, addBos, maxItems, maxRequestTokens },
+      source,
+    );
     this.requestContext = this.offLoop.context;
   }
 
-  /** The normalizers that tokenize long texts on a worker thread, what the service calls (off-loop-tokenizer.ts); ended by dispose(). */
+  /**
+   * The normalizers that tokenize long texts on a worker thread, what the service calls (off-loop-tokenizer.ts); ended
+   * by dispose().
+   */
   readonly offLoop: OffLoopTokenizer;
 
   /** Loads the model, creates the client, uploads the weights (load.ts). */
@@ -145,7 +149,9 @@ export class Scorer implements Disposable {
     });
   }
 
-  /** The model's tokenizer: built at first use (the first text request, a rerank template, or warmup()), not at load. */
+  /**
+   * The model's tokenizer: built at first use (the first text request, a rerank template, or warmup()), not at load.
+   */
   get tokenizer(): Tokenizer {
     return this.buildTokenizer();
   }
@@ -158,27 +164,27 @@ export class Scorer implements Disposable {
 
   /** Calls waiting in the admission queue. */
   get queueDepth(): number {
-    return this.queue.queueDepth;
+    return this.engine.queue.queueDepth;
   }
 
   /** Calls in the device's turn now. */
   get inFlight(): number {
-    return this.queue.inFlight;
+    return this.engine.queue.inFlight;
   }
 
   /** Prompt tokens of the calls waiting in the admission queue. */
   get queuedTokens(): number {
-    return this.queue.queuedTokens;
+    return this.engine.queue.queuedTokens;
   }
 
   /** Seconds a call refused by a full queue should wait before retrying. */
   retryAfterSeconds(): number {
-    return this.queue.retryAfterSeconds();
+    return this.engine.queue.retryAfterSeconds();
   }
 
   /** Resolves when no call waits or runs. */
   idle(): Promise<void> {
-    return this.queue.idle();
+    return this.engine.queue.idle();
   }
 
   /**
@@ -205,15 +211,21 @@ export class Scorer implements Disposable {
   async score(request: ScoreLibraryRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     const normalized = this.normalize(request);
     const algorithm = options.algorithm ?? (request && typeof request === 'object' ? request.algorithm : undefined);
-    const result = await this.scoreNormalized(normalized, { ...options, ...(algorithm !== undefined ? { algorithm } : {}) });
+    const result = await this.scoreNormalized(normalized, {
+      ...options,
+      ...(algorithm !== undefined ? { algorithm } : {}),
+    });
     return normalized.truncation ? { ...result, truncation: normalized.truncation } : result;
   }
 
   /** Scores a request that `normalize`/`normalizeWith` already validated: the one path every entry takes. */
   async scoreNormalized(request: NormalizedRequest, options: ScoreCallOptions = {}): Promise<ScoreResult> {
     this.assertOpen();
-    const job = { ...this.jobs.chosenJob(request, options.algorithm, options.signal), ...(options.onPass ? { onPass: options.onPass } : {}) };
-    const { result, admission } = await this.queue.submit(job);
+    const job = {
+      ...this.engine.jobs.chosenJob(request, options.algorithm, options.signal),
+      ...(options.onPass ? { onPass: options.onPass } : {}),
+    };
+    const { result, admission } = await this.engine.queue.submit(job);
     options.onAdmitted?.(admission);
     return result;
   }
@@ -227,27 +239,23 @@ export class Scorer implements Disposable {
    * their scores alone, the same section). One request's failure, abort or refusal does not affect
    * the others.
    */
-  async scoreBatch(jobs: readonly BatchJob[], options: Pick<ScoreCallOptions, 'algorithm'> = {}): Promise<BatchOutcome[]> {
+  async scoreBatch(
+    jobs: readonly BatchJob[],
+    options: Pick<ScoreCallOptions, 'algorithm'> = {},
+  ): Promise<BatchOutcome[]> {
     this.assertOpen();
-    const results: Promise<ScoreResult>[] = new Array<Promise<ScoreResult>>(jobs.length);
-    const chosen: { readonly index: number; readonly job: ChosenJob }[] = [];
-    jobs.forEach((job, index) => {
-      try {
-        chosen.push({ index, job: this.jobs.chosenJob(job.request, options.algorithm, job.signal) });
-      } catch (error) {
-        results[index] = Promise.reject(error);
-      }
-    });
-    // Queued together, so the requests that may share passes meet in one turn.
-    const admitted = this.queue.submitAll(chosen.map((c) => c.job));
-    chosen.forEach((c, k) => (results[c.index] = admitted[k].then((a) => a.result)));
-    const settled = await Promise.allSettled(results);
-    return settled.map((s): BatchOutcome => (s.status === 'fulfilled' ? { ok: true, result: s.value } : { ok: false, error: s.reason }));
+    return scoreJobs(this.engine, jobs, options.algorithm);
   }
 
-  /** Scores a stream of requests, a window at a time, yielding outcomes in input order (score-many.ts; docs/scorer-api.md "Many requests"). */
-  scoreMany(requests: AsyncIterable<ScoreLibraryRequest> | Iterable<ScoreLibraryRequest>, options: ScoreManyOptions = {}): AsyncGenerator<BatchOutcome, void, undefined> {
-    return scoreMany((request, call) => this.score(request, call), this.queue.capacity, requests, options);
+  /**
+   * Scores a stream of requests, a window at a time, yielding outcomes in input order (score-many.ts;
+   * docs/scorer-api.md "Many requests").
+   */
+  scoreMany(
+    requests: AsyncIterable<ScoreLibraryRequest> | Iterable<ScoreLibraryRequest>,
+    options: ScoreManyOptions = {},
+  ): AsyncGenerator<BatchOutcome, void, undefined> {
+    return scoreMany((request, call) => this.score(request, call), this.engine.queue.capacity, requests, options);
   }
 
   /**
@@ -263,13 +271,22 @@ export class Scorer implements Disposable {
   /** Runs a validated rerank request. */
   async runRerank(request: NormalizedRerank, options: ScoreCallOptions = {}): Promise<RerankResponse> {
     const result = await this.scoreNormalized(request.score, options);
-    return { ...rerankResponse(request, result.scores, this.rerankTemplate().template.name), usage: result.usage, model: this.modelName, algorithm: result.algorithm };
+    return {
+      ...rerankResponse(request, result.scores, this.rerankTemplate().template.name),
+      usage: result.usage,
+      model: this.modelName,
+      algorithm: result.algorithm,
+    };
   }
 
   /** The rerank template bound to this model's vocabulary (TemplateError when none fits). */
   rerankTemplate(): ResolvedTemplate {
     if (this.resolvedTemplate) return this.resolvedTemplate;
-    const template = templateFor(this.templateOption, { name: this.modelName, architecture: this.config.architecture }, this.tokenizer);
+    const template = templateFor(
+      this.templateOption,
+      { name: this.modelName, architecture: this.config.architecture },
+      this.tokenizer,
+    );
     this.resolvedTemplate = resolveTemplate(template, this.tokenizer);
     return this.resolvedTemplate;
   }
@@ -277,7 +294,7 @@ export class Scorer implements Disposable {
   /** The plan a request would run, its passes and costs (nothing runs). */
   explain(request: ScoreLibraryRequest): PlanExplanation {
     const normalized = this.normalize(request);
-    const choice = this.jobs.choose(normalized, request.algorithm);
+    const choice = this.engine.jobs.choose(normalized, request.algorithm);
     return planExplanation(choice, this);
   }
 
@@ -303,27 +320,22 @@ export class Scorer implements Disposable {
    * With batching 'cross-request', also the shared passes of 2 to
    * WARMUP_BATCH_REQUESTS waiting requests of each shape.
    */
-  async warmup(shapes: readonly WarmupShape[], progress: NodeJS.WritableStream | false = process.stderr): Promise<void> {
+  async warmup(
+    shapes: readonly WarmupShape[],
+    progress: NodeJS.WritableStream | false = process.stderr,
+  ): Promise<void> {
     this.assertOpen();
     void this.tokenizer;
-    const programs = this.jobs.warmupPrograms(shapes);
-    const items = programs.map((program) => ({ key: this.runner.key(program), source: this.runner.source(program) }));
-    await this.runner.jit.warmup(items, { progress });
+    const programs = this.engine.jobs.warmupPrograms(shapes);
+    const items = programs.map((program) => ({
+      key: this.engine.runner.key(program),
+      source: this.engine.runner.source(program),
+    }));
+    await this.engine.runner.jit.warmup(items, { progress });
   }
 
   stats(): ScorerStats {
-    return {
-      jit: this.runner.jit.counters(),
-      prefixCache: this.prefixCache.counters(),
-      runs: { ...this.turns.runs },
-      itemsScored: this.turns.itemsScored,
-      tokensScored: this.turns.tokensScored,
-      devicePasses: this.runner.executions,
-      batchedPasses: this.turns.batchedPasses,
-      batchedRequests: this.turns.batchedRequests,
-      turns: this.queue.turns,
-      turnRequests: this.queue.turnRequests,
-    };
+    return engineStats(this.engine);
   }
 
   /**
@@ -333,7 +345,7 @@ export class Scorer implements Disposable {
    */
   close(): Promise<void> {
     if (!this.closing) {
-      this.closing = this.disposed ? Promise.resolve() : this.queue.idle().then(() => this.dispose());
+      this.closing = this.disposed ? Promise.resolve() : this.engine.queue.idle().then(() => this.dispose());
     }
     return this.closing;
   }
@@ -347,10 +359,10 @@ export class Scorer implements Disposable {
   dispose(): void {
     if (this.disposed) return;
     this.disposed = true;
-    this.queue.close(() => new DisposedError('Scorer'));
+    this.engine.queue.close(() => new DisposedError('Scorer'));
     void this.offLoop.close();
-    this.prefixCache.clear();
-    this.runner.dispose();
+    this.engine.prefixCache.clear();
+    this.engine.runner.dispose();
     this.weights.dispose();
     this.client.dispose();
   }
@@ -361,17 +373,6 @@ export class Scorer implements Disposable {
 
   [Symbol.asyncDispose](): Promise<void> {
     return this.close();
-  }
-
-  /** One turn of the device (the admission queue's): the turn executor's answers, as results. */
-  private async runTurn(jobs: ChosenJob[]): Promise<Outcome<ScoreResult>[]> {
-    const answers = await this.turns.run(jobs);
-    return answers.map((a, i) => {
-      if (!a.ok) return a;
-      const n = jobs[i].request;
-      const usage: ScoreUsage = { promptTokens: n.promptTokens, completionTokens: 0, totalTokens: n.promptTokens };
-      return { ok: true, result: { scores: a.result.scores, usage, algorithm: a.result.algorithm, model: this.modelName } };
-    });
   }
 
   /** A call may start: the Scorer is neither disposed nor closing. */

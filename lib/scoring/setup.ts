@@ -10,15 +10,36 @@
 import type { ModelConfig } from '../model/config';
 import type { KernelPaths } from '../runtime/kernel-paths';
 import { checkXlaOptions, XlaOptions } from '../runtime/xla-options';
-import { CausalAttention, checkCausalAttention, checkPrefixAttention, kernelMatrices, KernelMatrixName, PackedFor, PrefixAttention } from '../hlo';
+import {
+  CausalAttention,
+  checkCausalAttention,
+  checkPrefixAttention,
+  kernelMatrices,
+  KernelMatrixName,
+  PackedFor,
+  PrefixAttention,
+} from '../hlo';
 import { chooseWeightType, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
 import { AttentionPair, modelAttention } from './platform/attention-forms';
 import { scorerLadders } from './planning/ladders';
 import type { Ladders, Sizing } from './planning/plan';
 import { costModelFor, CostModel } from './planning/selector';
-import { budgetForMemory, Budget, defaultCausalAttention, defaultPrefixAttention, platformFacts, PlatformFacts } from './platform/profiles';
+import {
+  budgetForMemory,
+  Budget,
+  defaultCausalAttention,
+  defaultPrefixAttention,
+  platformFacts,
+  PlatformFacts,
+} from './platform/profiles';
 import { PlatformFactsOverride, withOverride } from './platform/override';
-import { bf16DotsByKernel, f32DotsByKernel, PrecisionChoice, PrecisionOption, resolvePrecision } from './platform/precision-choice';
+import {
+  bf16DotsByKernel,
+  f32DotsByKernel,
+  PrecisionChoice,
+  PrecisionOption,
+  resolvePrecision,
+} from './platform/precision-choice';
 import type { StoredMatrixType } from '../model/load';
 import { isCudnnPinnedPlugin, pinCudnnForm, unpinnedPluginNote } from './platform/cudnn-pin';
 import { pickSettings, SCORER_SETTINGS, ScorerSettings, settingDefaults } from './options';
@@ -37,7 +58,11 @@ type LoadSettings = Required<Omit<ScorerSettings, 'model' | 'plugin' | 'rerankTe
 export function checkScorerOptions(options: ScorerOptions): LoadSettings {
   if (options === null || typeof options !== 'object') throw new TypeError('Scorer.load() takes an options object');
   // A template object is the library's own (checked when it is resolved); a name is checked against the built-in ones.
-  const picked = pickSettings(SCORER_SETTINGS, options, (s) => s.key === 'rerankTemplate' && typeof options.rerankTemplate === 'object');
+  const picked = pickSettings(
+    SCORER_SETTINGS,
+    options,
+    (s) => s.key === 'rerankTemplate' && typeof options.rerankTemplate === 'object',
+  );
   try {
     if (options.prefixAttention !== undefined) checkPrefixAttention(options.prefixAttention);
     if (options.causalAttention !== undefined) checkCausalAttention(options.causalAttention);
@@ -65,14 +90,21 @@ interface PluginFacts {
  * which only a plugin that registered them can run; the `cudnn` forms get the loaded plugin's version
  * written in, or are refused (cudnn-pin.ts). A TypeError before the weights upload.
  */
-export function bindAttentionForms<T extends Pick<ScorerOptions, 'prefixAttention' | 'causalAttention'>>(options: T, plugin: PluginFacts): T {
+export function bindAttentionForms<T extends Pick<ScorerOptions, 'prefixAttention' | 'causalAttention'>>(
+  options: T,
+  plugin: PluginFacts,
+): T {
   let bound = options;
   for (const option of ['prefixAttention', 'causalAttention'] as const) {
     const form = options[option];
     if (form?.kind === 'kernel' && !plugin.prefixAttentionKernel) {
-      throw new TypeError(`${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; platform ${plugin.platformName} has no such kernel`);
+      throw new TypeError(
+        `${option} 'ffi' (the addon's fused kernel) needs a CPU plugin whose FFI extension registers handlers; ` +
+          `platform ${plugin.platformName} has no such kernel`,
+      );
     }
-    if (form?.kind === 'cudnn') bound = { ...bound, [option]: pinCudnnForm(form, option, plugin.pluginPath, plugin.platformName) };
+    if (form?.kind === 'cudnn')
+      bound = { ...bound, [option]: pinCudnnForm(form, option, plugin.pluginPath, plugin.platformName) };
   }
   return bound;
 }
@@ -91,7 +123,10 @@ interface SetupInput {
   readonly factsOverride: PlatformFactsOverride;
   /** How the checkpoint stores its matrices: what precision 'auto' follows on the CPU (precision-choice.ts). */
   readonly matrixType: StoredMatrixType;
-  /** CPUID's vendor of the host (hostCpu().vendor): some CPU classes' facts differ by vendor (profiles.ts); default none. */
+  /**
+   * CPUID's vendor of the host (hostCpu().vendor): some CPU classes' facts differ by vendor (profiles.ts); default
+   * none.
+   */
   readonly cpuVendor?: string | null;
 }
 
@@ -112,11 +147,17 @@ interface ScorerSetup {
   readonly causalAttention: CausalAttention;
   /** The forms of a pass of several queries (a cross-request pass; platform/attention-forms.ts). */
   readonly grouped: AttentionPair;
-  /** Why the attention forms differ from the ones asked for (and, under cross-request batching, a shared pass's), or undefined. */
+  /**
+   * Why the attention forms differ from the ones asked for (and, under cross-request batching, a shared pass's), or
+   * undefined.
+   */
   readonly attentionNote: string | undefined;
   /** How bf16 matrices and products are typed, and which matrices the load packs for the matmul kernel. */
   readonly bf16: Bf16Typing;
-  /** Which matmul kernel the layers' projections run through: the bf16 one (bf16.matmulKernel), the f32 one, or none (XLA's dots). */
+  /**
+   * Which matmul kernel the layers' projections run through: the bf16 one (bf16.matmulKernel), the f32 one, or none
+   * (XLA's dots).
+   */
   readonly matmulKernel: 'bf16' | 'f32' | null;
   /** The layer matrices the load packs for that kernel, and the kernel's packed form (none without a kernel). */
   readonly packed: { readonly matrices: readonly KernelMatrixName[]; readonly for: PackedFor };
@@ -129,19 +170,35 @@ interface ScorerSetup {
 export function scorerSetup(input: SetupInput): ScorerSetup {
   const { config, options, plugin } = input;
   const kernelPaths = plugin.prefixAttentionKernel ? input.kernelPaths : null;
-  const facts = withOverride(platformFacts(plugin.platformName, kernelPaths?.tried ?? null, input.cpuVendor ?? null), input.factsOverride);
+  const facts = withOverride(
+    platformFacts(plugin.platformName, kernelPaths?.tried ?? null, input.cpuVendor ?? null),
+    input.factsOverride,
+  );
   const budget: Budget = { ...budgetForMemory(facts.budget, plugin.deviceMemoryBytes), ...options.budget };
   const ladders = scorerLadders(config.contextLength, config.vocabSize, facts);
   const precisionChoice = resolvePrecision(input.precision, facts, kernelPaths, input.matrixType);
   const precision = precisionChoice.precision;
-  // bf16 dots through the addon's matmul kernel (its matrices packed at load), and bf16 dots that read bf16
-  // weights as they lie: that kernel's on the CPU, every GPU's (device-weights/choose.ts keeps a bf16 checkpoint's bits there).
+  // bf16 dots through the addon's matmul kernel (its matrices packed at load), and bf16 dots that read bf16 weights as
+  // they lie: that kernel's on the CPU, every GPU's (device-weights/choose.ts keeps a bf16 checkpoint's bits there).
   const matmulKernel = precision === 'bf16' && bf16DotsByKernel(facts, kernelPaths);
   const bf16Dots = precision === 'bf16' && (matmulKernel || plugin.platformName !== 'cpu');
-  const weightChoice = chooseWeightType(input.weights, { platform: plugin.platformName, config, matrixType: input.matrixType, bf16Dots });
+  const weightChoice = chooseWeightType(input.weights, {
+    platform: plugin.platformName,
+    config,
+    matrixType: input.matrixType,
+    bf16Dots,
+  });
   const weightType = weightChoice.weightType;
-  // The matrices the bf16 kernel reads, stored packed for it (the decoder's kernelMatrices: the load packs them, the programs declare them).
-  const packedMatrices = matmulKernel ? kernelMatrices(config, { dotOperands: 'bf16', matmulKernel: true, bf16Products: facts.bf16Products, weights: weightType }) : [];
+  // The matrices the bf16 kernel reads, stored packed for it (the decoder's
+  // kernelMatrices: the load packs them, the programs declare them).
+  const packedMatrices = matmulKernel
+    ? kernelMatrices(config, {
+        dotOperands: 'bf16',
+        matmulKernel: true,
+        bf16Products: facts.bf16Products,
+        weights: weightType,
+      })
+    : [];
   // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only),
   // its matrices packed at load into f32 panels it streams from the cache.
   const f32Kernel = precision !== 'bf16' && weightType === 'f32' && f32DotsByKernel(facts, kernelPaths);
@@ -151,12 +208,22 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   const pinned = isCudnnPinnedPlugin(pluginPath, platformName);
   const available = { kernel: plugin.prefixAttentionKernel, cudnn: precision === 'bf16' && pinned };
   const cudnnMissed =
-    precision === 'bf16' && !pinned && facts.prefixAttentionWithCudnn && !options.prefixAttention && !options.causalAttention ? unpinnedPluginNote(pluginPath) : undefined;
+    precision === 'bf16' &&
+    !pinned &&
+    facts.prefixAttentionWithCudnn &&
+    !options.prefixAttention &&
+    !options.causalAttention
+      ? unpinnedPluginNote(pluginPath)
+      : undefined;
   const attention = modelAttention(
     config,
     {
-      prefixAttention: options.prefixAttention ?? pinCudnnForm(defaultPrefixAttention(facts, available), 'prefixAttention', pluginPath, platformName),
-      causalAttention: options.causalAttention ?? pinCudnnForm(defaultCausalAttention(facts, available), 'causalAttention', pluginPath, platformName),
+      prefixAttention:
+        options.prefixAttention ??
+        pinCudnnForm(defaultPrefixAttention(facts, available), 'prefixAttention', pluginPath, platformName),
+      causalAttention:
+        options.causalAttention ??
+        pinCudnnForm(defaultCausalAttention(facts, available), 'causalAttention', pluginPath, platformName),
     },
     facts,
   );
@@ -172,7 +239,10 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
     prefixAttention: attention.prefixAttention,
     causalAttention: attention.causalAttention,
     grouped: attention.grouped,
-    attentionNote: [attention.note, options.batching === 'cross-request' ? attention.groupedNote : undefined, cudnnMissed].filter((n) => n !== undefined).join('; ') || undefined,
+    attentionNote:
+      [attention.note, options.batching === 'cross-request' ? attention.groupedNote : undefined, cudnnMissed]
+        .filter((n) => n !== undefined)
+        .join('; ') || undefined,
     bf16: {
       matrices: weightType === 'bf16' ? facts.bf16Matrices : null,
       products: precision === 'bf16' && facts.bf16Products,

@@ -26,7 +26,13 @@ export {
 } from './hosts';
 export { type MountOptions, type RoutePath } from './routes';
 export { type AuthorizeHook } from './network';
-export { DEFAULT_SERVE_OPTIONS, SERVE_SETTINGS, resolveServeOptions, type ServeOptions, type SettingSpec } from './settings';
+export {
+  DEFAULT_SERVE_OPTIONS,
+  SERVE_SETTINGS,
+  resolveServeOptions,
+  type ServeOptions,
+  type SettingSpec,
+} from './settings';
 export { type BackendLoadOptions, type ScoringBackend } from './lifecycle';
 export { HttpError, type ErrorBody } from './http';
 export {

@@ -23,10 +23,13 @@ export async function* mapInOrder<T, R>(
   options: InOrderOptions,
 ): AsyncGenerator<R, void, undefined> {
   const { concurrency } = options;
-  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError(`concurrency must be an integer >= 1, got ${String(concurrency)}`);
+  if (!Number.isInteger(concurrency) || concurrency < 1)
+    throw new RangeError(`concurrency must be an integer >= 1, got ${String(concurrency)}`);
   type Settled = { ok: true; value: R } | { ok: false; error: unknown };
   const iterator: AsyncIterator<T> | Iterator<T> =
-    Symbol.asyncIterator in source ? (source as AsyncIterable<T>)[Symbol.asyncIterator]() : (source as Iterable<T>)[Symbol.iterator]();
+    Symbol.asyncIterator in source
+      ? (source as AsyncIterable<T>)[Symbol.asyncIterator]()
+      : (source as Iterable<T>)[Symbol.iterator]();
   const window: Promise<Settled>[] = [];
   let index = 0;
   let pulling: Promise<IteratorResult<T>> | null = null;

@@ -19,7 +19,10 @@ export type RopeScaling =
       readonly highFreqFactor: number;
       readonly originalContext: number;
     }
-  /** YaRN (Qwen2.5/Qwen3 long context): a ramp between interpolated and original frequencies, tables times attentionFactor. */
+  /**
+   * YaRN (Qwen2.5/Qwen3 long context): a ramp between interpolated and original frequencies, tables times
+   * attentionFactor.
+   */
   | {
       readonly type: 'yarn';
       readonly factor: number;
@@ -48,7 +51,8 @@ export function yarnMscale(factor: number, mscale = 1): number {
 /** The inverse frequencies and table scale for `theta` over `headDim`, with `scaling` applied. */
 export function ropeFrequencies(theta: number, headDim: number, scaling?: RopeScaling): RopeFrequencies {
   if (!(theta > 0)) throw new RangeError(`RoPE base must be positive, got ${theta}`);
-  if (!(Number.isInteger(headDim) && headDim > 0 && headDim % 2 === 0)) throw new RangeError(`RoPE head dim must be even and positive, got ${headDim}`);
+  if (!(Number.isInteger(headDim) && headDim > 0 && headDim % 2 === 0))
+    throw new RangeError(`RoPE head dim must be even and positive, got ${headDim}`);
   const half = headDim / 2;
   const plain = Array.from({ length: half }, (_, i) => 1 / theta ** ((2 * i) / headDim));
   if (!scaling) return { inverse: plain, attentionScale: 1 };
@@ -56,7 +60,8 @@ export function ropeFrequencies(theta: number, headDim: number, scaling?: RopeSc
     case 'linear':
       return { inverse: plain.map((f) => f / scaling.factor), attentionScale: 1 };
     case 'frequency-factors':
-      if (scaling.factors.length !== half) throw new RangeError(`RoPE frequency factors: ${scaling.factors.length} given, the head needs ${half}`);
+      if (scaling.factors.length !== half)
+        throw new RangeError(`RoPE frequency factors: ${scaling.factors.length} given, the head needs ${half}`);
       return { inverse: plain.map((f, i) => f / scaling.factors[i]), attentionScale: 1 };
     case 'llama3': {
       const { factor, lowFreqFactor, highFreqFactor, originalContext } = scaling;
@@ -73,7 +78,8 @@ export function ropeFrequencies(theta: number, headDim: number, scaling?: RopeSc
     }
     case 'yarn': {
       const { factor, originalContext, betaFast, betaSlow, truncate } = scaling;
-      const correctionDim = (rotations: number): number => (headDim * Math.log(originalContext / (rotations * 2 * Math.PI))) / (2 * Math.log(theta));
+      const correctionDim = (rotations: number): number =>
+        (headDim * Math.log(originalContext / (rotations * 2 * Math.PI))) / (2 * Math.log(theta));
       let low = correctionDim(betaFast);
       let high = correctionDim(betaSlow);
       if (truncate) {

@@ -11,8 +11,21 @@
  * docs/design.md, "Rooms" and "The walk of one request".
  * May import: scoring (its index only), util.
  */
-export { normalizeScoreBody, readScoreBody, scoreResponseBody, SCORE_FLOAT_KEYS, type ScoreRequestBody, type ScoreResponseBody } from './score';
-export { isTeiRerankBody, normalizeRerankBody, readRerankBody, type RerankRoute, type WireRerank } from './rerank-request';
+export {
+  normalizeScoreBody,
+  readScoreBody,
+  scoreResponseBody,
+  SCORE_FLOAT_KEYS,
+  type ScoreRequestBody,
+  type ScoreResponseBody,
+} from './score';
+export {
+  isTeiRerankBody,
+  normalizeRerankBody,
+  readRerankBody,
+  type RerankRoute,
+  type WireRerank,
+} from './rerank-request';
 export {
   cohereV2RerankResponseBody,
   RERANK_FLOAT_KEYS,

@@ -28,12 +28,20 @@ export interface RerankResponseBody {
   readonly id: string;
   readonly model: string;
   readonly object: 'rerank';
-  readonly results: readonly { readonly index: number; readonly relevance_score: number; readonly document?: unknown }[];
+  readonly results: readonly {
+    readonly index: number;
+    readonly relevance_score: number;
+    readonly document?: unknown;
+  }[];
   readonly usage: RerankUsage;
   readonly meta: RerankMeta;
 }
 
-export type TeiRerankResponseBody = readonly { readonly index: number; readonly score: number; readonly text?: string }[];
+export type TeiRerankResponseBody = readonly {
+  readonly index: number;
+  readonly score: number;
+  readonly text?: string;
+}[];
 
 /** SGLang's RerankResponse list; `meta_info` carries the request's id and prompt tokens (the whole request's). */
 export type SglangRerankResponseBody = readonly {
@@ -46,7 +54,11 @@ export type SglangRerankResponseBody = readonly {
 export interface CohereV2RerankResponseBody {
   readonly id: string;
   readonly model: string;
-  readonly results: readonly { readonly index: number; readonly relevance_score: number; readonly document?: { readonly text: string } }[];
+  readonly results: readonly {
+    readonly index: number;
+    readonly relevance_score: number;
+    readonly document?: { readonly text: string };
+  }[];
   readonly usage: RerankUsage;
   readonly meta: RerankMeta;
 }
@@ -72,8 +84,16 @@ function rerankUsage(outcome: ScoreResult, rerank: WireRerank, onlyWhenCut = fal
 function rerankMeta(outcome: ScoreResult, rerank: WireRerank, version: string): RerankMeta {
   const warnings: string[] = [];
   const cut = rerank.score.truncation?.truncatedItems ?? [];
-  if (cut.length > 0) warnings.push(`truncated to fit: documents ${cut.join(', ')} (${rerank.score.truncation?.tokensBefore} tokens before, ${outcome.usage.promptTokens} after)`);
-  if (rerank.chunkedDocuments.length > 0) warnings.push(`split into chunks (max_chunks_per_doc), scored by the best chunk: documents ${rerank.chunkedDocuments.join(', ')}`);
+  if (cut.length > 0)
+    warnings.push(
+      `truncated to fit: documents ${cut.join(', ')} (${rerank.score.truncation?.tokensBefore} tokens before, ` +
+        `${outcome.usage.promptTokens} after)`,
+    );
+  if (rerank.chunkedDocuments.length > 0)
+    warnings.push(
+      `split into chunks (max_chunks_per_doc), scored by the best chunk: ` +
+        `documents ${rerank.chunkedDocuments.join(', ')}`,
+    );
   return {
     api_version: { version },
     billed_units: { search_units: 1 },
@@ -84,7 +104,8 @@ function rerankMeta(outcome: ScoreResult, rerank: WireRerank, version: string): 
 
 /** A result's `document`: `{ text }` for a string document, the caller's whole object otherwise. */
 function resultDocument(result: RerankResult): unknown {
-  if (result.original !== undefined && typeof result.original === 'object' && result.original !== null) return result.original;
+  if (result.original !== undefined && typeof result.original === 'object' && result.original !== null)
+    return result.original;
   return { text: result.document };
 }
 
@@ -98,23 +119,41 @@ export function rerankResponseBody(
   const results = rerankResults(rerank, outcome.scores);
   if (rerank.dialect === 'sglang') {
     const meta_info = { id, prompt_tokens: outcome.usage.promptTokens };
-    return results.map((r) => ({ score: r.relevanceScore, ...(r.document !== undefined ? { document: r.document } : {}), index: r.index, meta_info }));
+    return results.map((r) => ({
+      score: r.relevanceScore,
+      ...(r.document !== undefined ? { document: r.document } : {}),
+      index: r.index,
+      meta_info,
+    }));
   }
   if (rerank.dialect === 'tei') {
-    return results.map((r) => ({ index: r.index, score: r.relevanceScore, ...(r.document !== undefined ? { text: r.document } : {}) }));
+    return results.map((r) => ({
+      index: r.index,
+      score: r.relevanceScore,
+      ...(r.document !== undefined ? { text: r.document } : {}),
+    }));
   }
   return {
     id,
     model,
     object: 'rerank',
-    results: results.map((r) => ({ index: r.index, relevance_score: r.relevanceScore, ...(r.document !== undefined ? { document: resultDocument(r) } : {}) })),
+    results: results.map((r) => ({
+      index: r.index,
+      relevance_score: r.relevanceScore,
+      ...(r.document !== undefined ? { document: resultDocument(r) } : {}),
+    })),
     usage: rerankUsage(outcome, rerank),
     meta: rerankMeta(outcome, rerank, '1'),
   };
 }
 
 /** The answer of /v2/rerank (Cohere v2). */
-export function cohereV2RerankResponseBody(outcome: ScoreResult, rerank: WireRerank, model: string, id: string): CohereV2RerankResponseBody {
+export function cohereV2RerankResponseBody(
+  outcome: ScoreResult,
+  rerank: WireRerank,
+  model: string,
+  id: string,
+): CohereV2RerankResponseBody {
   return {
     id,
     model,

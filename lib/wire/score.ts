@@ -38,7 +38,10 @@ export interface ScoreResponseBody {
     readonly prompt_tokens: number;
     readonly completion_tokens: 0;
     readonly total_tokens: number;
-    /** Present when the request asked for truncation (`truncate`, `truncate_prompt_tokens`): the tokens had nothing been cut. */
+    /**
+     * Present when the request asked for truncation (`truncate`, `truncate_prompt_tokens`): the tokens had nothing been
+     * cut.
+     */
     readonly prompt_tokens_before_truncation?: number;
   };
 }
@@ -61,9 +64,16 @@ export function normalizeScoreBody(body: unknown, ctx: ScoreRequestContext): Nor
   const raw = asObject(body, BODY_NAMES.request);
   const truncation = readTruncateOption(raw.truncate, 'truncate');
   const promptCap = readTruncatePromptTokens(raw.truncate_prompt_tokens, 'truncate_prompt_tokens');
-  if (truncation && promptCap) throw new ScoreInputError('give truncate or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
+  if (truncation && promptCap)
+    throw new ScoreInputError('give truncate or truncate_prompt_tokens, not both', 'truncate_prompt_tokens');
   const spec = truncation ?? promptCap;
-  const fields = { query: raw.query, items: raw.items, labels: raw.label_token_ids, applySoftmax: raw.apply_softmax, itemFirst: raw.item_first };
+  const fields = {
+    query: raw.query,
+    items: raw.items,
+    labels: raw.label_token_ids,
+    applySoftmax: raw.apply_softmax,
+    itemFirst: raw.item_first,
+  };
   return normalizeScoreFields({ ...fields, ...(spec ? { truncation: spec } : {}) }, BODY_NAMES, ctx);
 }
 
@@ -73,7 +83,11 @@ export function readScoreBody(body: unknown): RequestReader<NormalizedRequest> {
 }
 
 /** The 200 answer: the scores, and the usage with the tokens before truncation when the request asked for it. */
-export function scoreResponseBody(outcome: ScoreResult, request: Pick<NormalizedRequest, 'truncation'>, model: string): ScoreResponseBody {
+export function scoreResponseBody(
+  outcome: ScoreResult,
+  request: Pick<NormalizedRequest, 'truncation'>,
+  model: string,
+): ScoreResponseBody {
   const truncation = request.truncation;
   return {
     scores: outcome.scores,

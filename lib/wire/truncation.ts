@@ -4,7 +4,9 @@
  */
 import { describeValue, positiveCount, ScoreInputError, type Keep, type TruncationSpec } from '../scoring';
 
-/** vLLM's truncate_prompt_tokens: k keeps the last k tokens of each sequence (the item's end); -1 the model's context. */
+/**
+ * vLLM's truncate_prompt_tokens: k keeps the last k tokens of each sequence (the item's end); -1 the model's context.
+ */
 export function readTruncatePromptTokens(value: unknown, param: string): TruncationSpec | undefined {
   if (value === undefined || value === null) return undefined;
   if (value === -1) return { keep: 'end', toContext: true };
@@ -20,7 +22,10 @@ export function readTeiTruncation(truncate: unknown, direction: unknown): Trunca
   if (direction !== undefined && direction !== null) {
     const d = typeof direction === 'string' ? direction.toLowerCase() : '';
     if (d !== 'left' && d !== 'right') {
-      throw new ScoreInputError(`truncation_direction must be "left" or "right", got ${describeValue(direction)}`, 'truncation_direction');
+      throw new ScoreInputError(
+        `truncation_direction must be "left" or "right", got ${describeValue(direction)}`,
+        'truncation_direction',
+      );
     }
     keep = d === 'left' ? 'end' : 'start';
   }

@@ -35,8 +35,14 @@ function parseArgs(argv) {
     else if (argv[i] === '--malloc') out.malloc = argv[++i];
     else throw new Error(`unknown argument ${argv[i]}`);
   }
-  if (!out.shapes.length) out.shapes = [[200, 50, 21], [1000, 200, 21], [2000, 500, 21]];
-  if (!['default', 'tuned', 'both'].includes(out.malloc)) throw new Error(`--malloc must be default, tuned or both, got ${out.malloc}`);
+  if (!out.shapes.length)
+    out.shapes = [
+      [200, 50, 21],
+      [1000, 200, 21],
+      [2000, 500, 21],
+    ];
+  if (!['default', 'tuned', 'both'].includes(out.malloc))
+    throw new Error(`--malloc must be default, tuned or both, got ${out.malloc}`);
   return out;
 }
 
@@ -74,8 +80,25 @@ async function child({ layout, P, N, L, Hq, Hkv, D }) {
     for (let n = 0; n < N; n++) segmentIds.fill(n + 1, P + n * L, P + (n + 1) * L);
     inputs = [random(T * Hq * D), random(T * Hkv * D), random(T * Hkv * D), segmentIds];
   } else {
-    program = programs.maskedAttention({ layout, queryTokens: P, itemCount: N, itemTokens: L, queryHeads: Hq, kvHeads: Hkv, headDim: D });
-    inputs = [random(P * Hq * D), random(P * Hkv * D), random(P * Hkv * D), new Int32Array([P]), random(N * L * Hq * D), random(N * L * Hkv * D), random(N * L * Hkv * D), new Int32Array(N).fill(L)];
+    program = programs.maskedAttention({
+      layout,
+      queryTokens: P,
+      itemCount: N,
+      itemTokens: L,
+      queryHeads: Hq,
+      kvHeads: Hkv,
+      headDim: D,
+    });
+    inputs = [
+      random(P * Hq * D),
+      random(P * Hkv * D),
+      random(P * Hkv * D),
+      new Int32Array([P]),
+      random(N * L * Hq * D),
+      random(N * L * Hkv * D),
+      random(N * L * Hkv * D),
+      new Int32Array(N).fill(L),
+    ];
   }
   let t0 = performance.now();
   const exe = await client.compile(program.text);
@@ -111,7 +134,10 @@ const TUNED_MALLOC = { MALLOC_MMAP_MAX_: '0', MALLOC_TRIM_THRESHOLD_: String(2 *
 function runChild(spec, capMb, malloc) {
   return new Promise((resolve) => {
     const env = malloc === 'tuned' ? { ...process.env, ...TUNED_MALLOC } : process.env;
-    const proc = spawn(process.execPath, [__filename, '--child', JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'], env });
+    const proc = spawn(process.execPath, [__filename, '--child', JSON.stringify(spec)], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env,
+    });
     let out = '';
     let err = '';
     let sampledPeakMb = 0;
@@ -129,12 +155,20 @@ function runChild(spec, capMb, malloc) {
     }, 50);
     proc.on('close', (code, signal) => {
       clearInterval(timer);
-      if (killed) return resolve({ error: `killed above the ${Math.round(capMb)} MB cap (RSS reached ${Math.round(sampledPeakMb)} MB)` });
+      if (killed)
+        return resolve({
+          error: `killed above the ${Math.round(capMb)} MB cap (RSS reached ${Math.round(sampledPeakMb)} MB)`,
+        });
       const line = out.trim().split('\n').pop();
       try {
         resolve(JSON.parse(line));
       } catch {
-        const lastErr = err.trim().split('\n').filter((l) => !/^(I0000|WARNING: All log)/.test(l)).slice(-3).join(' | ');
+        const lastErr = err
+          .trim()
+          .split('\n')
+          .filter((l) => !/^(I0000|WARNING: All log)/.test(l))
+          .slice(-3)
+          .join(' | ');
         resolve({ error: `exit ${code ?? signal}: ${lastErr}` });
       }
     });
@@ -159,15 +193,25 @@ function fmtMs(ms) {
 async function main() {
   const args = parseArgs(process.argv.slice(2));
   if (args.child) return child(args.child);
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'hlo', 'index.js'))) throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` first');
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'hlo', 'index.js')))
+    throw new Error('dist/ is missing: run `npx tsc -p tsconfig.json` first');
   const [Hq, Hkv, D] = args.heads;
   const totalMb = os.totalmem() / MB;
   const capMb = Number(process.env.BENCH_MEM_CAP_MB) || Math.min(0.75 * totalMb, availableMb() - 1024);
   const cpus = os.cpus();
-  console.log(`# machine: ${cpus[0].model}, ${cpus.length} cores, ${(totalMb / 1024).toFixed(1)} GB RAM, ${os.platform()} ${os.release()}, node ${process.version}`);
-  console.log(`# load average at start: ${os.loadavg().map((x) => x.toFixed(2)).join(', ')} (other work on the machine skews times)`);
+  console.log(
+    `# machine: ${cpus[0].model}, ${cpus.length} cores, ${(totalMb / 1024).toFixed(1)} GB RAM, ${os.platform()} ${os.release()}, node ${process.version}`,
+  );
+  console.log(
+    `# load average at start: ${os
+      .loadavg()
+      .map((x) => x.toFixed(2))
+      .join(', ')} (other work on the machine skews times)`,
+  );
   console.log(`# heads: Hq=${Hq}, Hkv=${Hkv}, D=${D}; memory cap per case ${Math.round(capMb)} MB (BENCH_MEM_CAP_MB)`);
-  console.log('# time = median steady-state execute + copy back; peak = child VmHWM (baseline = RSS after client create)');
+  console.log(
+    '# time = median steady-state execute + copy back; peak = child VmHWM (baseline = RSS after client create)',
+  );
   const modes = args.malloc === 'both' ? ['default', 'tuned'] : [args.malloc];
   const rows = [];
   const line = (name, r) =>
@@ -183,7 +227,9 @@ async function main() {
         // Dense keeps at least two [Hq, T, T] f32 tensors alive (scores, weights).
         const denseEstimateMb = (2 * Hq * T * T * 4) / MB;
         if (layout === 'dense' && denseEstimateMb > capMb) {
-          result.dense = { error: `skipped: 2 x [${Hq}, ${T}, ${T}] f32 = ${Math.round(denseEstimateMb)} MB > cap ${Math.round(capMb)} MB` };
+          result.dense = {
+            error: `skipped: 2 x [${Hq}, ${T}, ${T}] f32 = ${Math.round(denseEstimateMb)} MB > cap ${Math.round(capMb)} MB`,
+          };
           continue;
         }
         process.stderr.write(`running ${layout} P=${P} N=${N} L=${L} (T=${T}), ${malloc} malloc ...\n`);
@@ -202,7 +248,9 @@ async function main() {
       }
     }
   }
-  console.log(`\n${JSON.stringify({ machine: { cpu: cpus[0].model, cores: cpus.length, ramGb: +(totalMb / 1024).toFixed(1) }, heads: { Hq, Hkv, D }, capMb: Math.round(capMb), rows })}`);
+  console.log(
+    `\n${JSON.stringify({ machine: { cpu: cpus[0].model, cores: cpus.length, ramGb: +(totalMb / 1024).toFixed(1) }, heads: { Hq, Hkv, D }, capMb: Math.round(capMb), rows })}`,
+  );
 }
 
 main().catch((e) => {

@@ -23,7 +23,13 @@ const { ApiKeys } = require('../../dist/server/network/api-keys');
 const { startServer } = require('../../dist/server/hosts/standalone-server');
 const { silentLogger } = require('../../dist/server/telemetry/log');
 
-const { values } = parseArgs({ options: { rounds: { type: 'string', default: '25' }, calls: { type: 'string', default: '20000' }, requests: { type: 'string', default: '200' } } });
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '25' },
+    calls: { type: 'string', default: '20000' },
+    requests: { type: 'string', default: '200' },
+  },
+});
 const ROUNDS = Number(values.rounds);
 const CALLS = Number(values.calls);
 const REQUESTS = Number(values.requests);
@@ -54,17 +60,27 @@ function checkTimes() {
 
 function get(port, agent, key) {
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: '127.0.0.1', port, path: '/v1/models', agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
+    const req = http.request(
+      { host: '127.0.0.1', port, path: '/v1/models', agent, headers: { authorization: `Bearer ${key}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
 
 async function httpTimes() {
-  const server = await startServer({ port: 0, host: '127.0.0.1', warmup: [], apiKey: [KEY], logger: silentLogger(), warmupProgress: false });
+  const server = await startServer({
+    port: 0,
+    host: '127.0.0.1',
+    warmup: [],
+    apiKey: [KEY],
+    logger: silentLogger(),
+    warmupProgress: false,
+  });
   await server.ready;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
   const samples = CANDIDATES.map(() => []);
@@ -89,16 +105,27 @@ async function httpTimes() {
 
 (async () => {
   console.log(`# ${describeMachine()}`);
-  console.log(`# ${ROUNDS} rounds; ${CALLS} check() calls and ${REQUESTS} HTTP requests per candidate per round; medians`);
+  console.log(
+    `# ${ROUNDS} rounds; ${CALLS} check() calls and ${REQUESTS} HTTP requests per candidate per round; medians`,
+  );
   const check = checkTimes();
   const overHttp = await httpTimes();
-  const rows = CANDIDATES.map(([name], i) => ({ candidate: name, 'check() ns': Math.round(check[i]), 'HTTP µs': Math.round(overHttp[i] * 10) / 10 }));
+  const rows = CANDIDATES.map(([name], i) => ({
+    candidate: name,
+    'check() ns': Math.round(check[i]),
+    'HTTP µs': Math.round(overHttp[i] * 10) / 10,
+  }));
   console.table(rows);
   const wrongSameLength = rows.slice(0, 5).map((r) => r['check() ns']);
-  console.log(`# check(), wrong keys of the same length: ${Math.min(...wrongSameLength)}-${Math.max(...wrongSameLength)} ns (spread ${Math.max(...wrongSameLength) - Math.min(...wrongSameLength)} ns)`);
+  console.log(
+    `# check(), wrong keys of the same length: ${Math.min(...wrongSameLength)}-${Math.max(...wrongSameLength)} ns (spread ${Math.max(...wrongSameLength) - Math.min(...wrongSameLength)} ns)`,
+  );
   const out = path.join(__dirname, '..', '..', 'bench-results', 'auth-timing.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, `${JSON.stringify({ machine: machine(), rounds: ROUNDS, calls: CALLS, requests: REQUESTS, rows }, null, 2)}\n`);
+  fs.writeFileSync(
+    out,
+    `${JSON.stringify({ machine: machine(), rounds: ROUNDS, calls: CALLS, requests: REQUESTS, rows }, null, 2)}\n`,
+  );
   console.log(`# wrote ${path.relative(process.cwd(), out)}`);
 })().catch((error) => {
   console.error(error);

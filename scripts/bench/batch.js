@@ -23,7 +23,8 @@
 // 4-token item; the lines stream through the same reader, window and writer
 // whatever their shape): its peak RSS (the kernel's maxRSS) at each count.
 //
-// Prints the machine; writes bench-results/batch.json.
+// Prints the machine; writes bench-results/batch.json (a skipped section keeps the last run's, and its
+// machine as throughputMachine or rssMachine).
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -39,7 +40,13 @@ const SHAPES = {
   ...WORKLOADS,
   tiny: { name: 'tiny', description: '8-token query, 1 item x 4 tokens', queryTokens: 8, items: 1, itemTokens: 4 },
   // Validated, tokenized, queued and answered like any line, with nothing for the device: the stream's own cost.
-  empty: { name: 'empty', description: '300-token query, no items (nothing on the device)', queryTokens: 300, items: 0, itemTokens: 0 },
+  empty: {
+    name: 'empty',
+    description: '300-token query, no items (nothing on the device)',
+    queryTokens: 300,
+    items: 0,
+    itemTokens: 0,
+  },
 };
 
 const { values: args } = parseArgs({
@@ -80,7 +87,11 @@ function writeInput(file, shape, count) {
 /** Runs run-batch; resolves its summary (the last stderr line), after checking every line was answered 200. */
 function runBatch(input, output, extra) {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'run-batch', '-i', input, '-o', output, '--progress-every', '60', ...extra], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [BIN, 'run-batch', '-i', input, '-o', output, '--progress-every', '60', ...extra],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     let stderr = '';
     child.stderr.on('data', (c) => {
       stderr += c;
@@ -96,7 +107,11 @@ function runBatch(input, output, extra) {
 }
 
 function worker(shape, precision) {
-  const r = spawnSync(process.execPath, [WORKER, shape, 'auto'], { encoding: 'utf8', env: { ...process.env, BENCH_PRECISION: precision }, maxBuffer: 1 << 26 });
+  const r = spawnSync(process.execPath, [WORKER, shape, 'auto'], {
+    encoding: 'utf8',
+    env: { ...process.env, BENCH_PRECISION: precision },
+    maxBuffer: 1 << 26,
+  });
   if (r.status !== 0) throw new Error(`bench worker failed (exit ${r.status}):\n${r.stderr.slice(-3000)}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
@@ -121,7 +136,14 @@ async function main() {
       const runs = [];
       for (const batching of args.batching.split(',')) {
         const output = path.join(tmp, `out-${batching}.jsonl`);
-        const summary = await runBatch(input, output, ['--precision', args.precision, '--batching', batching, '--concurrency', args.concurrency]);
+        const summary = await runBatch(input, output, [
+          '--precision',
+          args.precision,
+          '--batching',
+          batching,
+          '--concurrency',
+          args.concurrency,
+        ]);
         runs.push({ batching, summary });
         fs.rmSync(output);
       }
@@ -131,10 +153,16 @@ async function main() {
       const cpuMedian = (list) => [...list].map((r) => r.cpuSeconds).sort((a, b) => a - b)[Math.floor(list.length / 2)];
       const benchCpuPerItem = (cpuMedian(beforeRuns) + cpuMedian(afterRuns)) / 2 / shape.items;
       console.log('');
-      console.log(`run-batch, ${lines} lines of ${shape.name} (${shape.description}), precision ${args.precision} (${before.precision}), concurrency ${args.concurrency}`);
+      console.log(
+        `run-batch, ${lines} lines of ${shape.name} (${shape.description}), precision ${args.precision} (${before.precision}), concurrency ${args.concurrency}`,
+      );
       const all = [...beforeRuns, ...afterRuns].map((r) => r.seconds.toFixed(3)).join(', ');
-      console.log(`npm run bench's worker on the same shape (${rounds} processes before, ${rounds} after: ${all} s): median ${before.seconds.toFixed(3)} s before, ${after.seconds.toFixed(3)} s after (${benchItemsPerSecond.toFixed(1)} items/s; ${(benchCpuPerItem * 1000).toFixed(1)} CPU ms per item; plan ${before.algorithm})`);
-      console.log('| batching | lines | items | seconds | items/s | of bench items/s | CPU ms per item | of bench CPU per item (lower is better) | peak RSS MiB |');
+      console.log(
+        `npm run bench's worker on the same shape (${rounds} processes before, ${rounds} after: ${all} s): median ${before.seconds.toFixed(3)} s before, ${after.seconds.toFixed(3)} s after (${benchItemsPerSecond.toFixed(1)} items/s; ${(benchCpuPerItem * 1000).toFixed(1)} CPU ms per item; plan ${before.algorithm})`,
+      );
+      console.log(
+        '| batching | lines | items | seconds | items/s | of bench items/s | CPU ms per item | of bench CPU per item (lower is better) | peak RSS MiB |',
+      );
       console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
       for (const { batching, summary } of runs) {
         const cpuPerItem = summary.cpu_seconds / summary.items;
@@ -161,19 +189,37 @@ async function main() {
     if (!args['skip-rss']) {
       const shape = shapeOf(args['rss-shape']);
       console.log('');
-      console.log(`peak RSS of run-batch by input length (${shape.name}: ${shape.description}; precision ${args.precision}, batching invariant, concurrency ${args.concurrency})`);
+      console.log(
+        `peak RSS of run-batch by input length (${shape.name}: ${shape.description}; precision ${args.precision}, batching invariant, concurrency ${args.concurrency})`,
+      );
       console.log('| lines | input MiB | seconds | lines/s | peak RSS MiB |');
       console.log('| --- | --- | --- | --- | --- |');
       for (const count of args['rss-lines'].split(',').map(Number)) {
         const input = path.join(tmp, `rss-${count}.jsonl`);
         writeInput(input, shape, count);
         const output = path.join(tmp, `rss-${count}.out.jsonl`);
-        const summary = await runBatch(input, output, ['--precision', args.precision, '--batching', 'invariant', '--concurrency', args.concurrency]);
-        const row = { shape: shape.name, lines: summary.lines, inputBytes: fs.statSync(input).size, seconds: summary.seconds, linesPerSecond: summary.lines / summary.seconds, maxRssBytes: summary.max_rss_bytes };
+        const summary = await runBatch(input, output, [
+          '--precision',
+          args.precision,
+          '--batching',
+          'invariant',
+          '--concurrency',
+          args.concurrency,
+        ]);
+        const row = {
+          shape: shape.name,
+          lines: summary.lines,
+          inputBytes: fs.statSync(input).size,
+          seconds: summary.seconds,
+          linesPerSecond: summary.lines / summary.seconds,
+          maxRssBytes: summary.max_rss_bytes,
+        };
         result.rss.push(row);
         fs.rmSync(input);
         fs.rmSync(output);
-        console.log(`| ${row.lines} | ${(row.inputBytes / 2 ** 20).toFixed(1)} | ${row.seconds.toFixed(1)} | ${row.linesPerSecond.toFixed(1)} | ${(row.maxRssBytes / 2 ** 20).toFixed(0)} |`);
+        console.log(
+          `| ${row.lines} | ${(row.inputBytes / 2 ** 20).toFixed(1)} | ${row.seconds.toFixed(1)} | ${row.linesPerSecond.toFixed(1)} | ${(row.maxRssBytes / 2 ** 20).toFixed(0)} |`,
+        );
       }
     }
   } finally {
@@ -182,7 +228,16 @@ async function main() {
   console.log(`load average at end: ${loadAverage()}`);
   const dir = path.join(root, 'bench-results');
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(path.join(dir, 'batch.json'), `${JSON.stringify(result, null, 2)}\n`);
+  const file = path.join(dir, 'batch.json');
+  // A section this run skipped keeps the last run's (with that run's machine and date beside it).
+  const last = fs.existsSync(file) ? JSON.parse(fs.readFileSync(file, 'utf8')) : null;
+  for (const section of ['throughput', 'rss']) {
+    if (args[`skip-${section}`] && last?.[section]?.length) {
+      result[section] = last[section];
+      result[`${section}Machine`] = last[`${section}Machine`] ?? last.machine;
+    }
+  }
+  fs.writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   console.log('wrote bench-results/batch.json');
 }
 

@@ -18,18 +18,27 @@ const { describeMachine, loadAverage } = require('../lib/machine');
 const { WORKLOADS, request } = require('./lib/workloads');
 const { upperMedian } = require('../lib/median');
 
-
 async function main() {
   const { values } = parseArgs({
-    options: { groups: { type: 'string', default: '1,2,4,6,8' }, rounds: { type: 'string', default: '3' }, workload: { type: 'string', default: 'pr' } },
+    options: {
+      groups: { type: 'string', default: '1,2,4,6,8' },
+      rounds: { type: 'string', default: '3' },
+      workload: { type: 'string', default: 'pr' },
+    },
   });
   const groups = values.groups.split(',').map(Number);
   const rounds = Number(values.rounds);
   const workload = WORKLOADS[values.workload];
   console.log(`machine: ${describeMachine()}`);
-  console.log(`workload: ${workload.name} (${workload.description}); groups ${groups.join(', ')}; ${rounds} rounds, order alternating`);
+  console.log(
+    `workload: ${workload.name} (${workload.description}); groups ${groups.join(', ')}; ${rounds} rounds, order alternating`,
+  );
   const big = 1 << 20;
-  const scorer = await Scorer.load({ batching: 'cross-request', prefixCacheBytes: 0, budget: { batchRowsPerPass: big, tokensPerPass: big, scoreBytesPerPass: 2 ** 40 } });
+  const scorer = await Scorer.load({
+    batching: 'cross-request',
+    prefixCacheBytes: 0,
+    budget: { batchRowsPerPass: big, tokensPerPass: big, scoreBytesPerPass: 2 ** 40 },
+  });
   let variant = 0;
   const send = async (k) => {
     const before = scorer.stats();
@@ -39,18 +48,30 @@ async function main() {
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     const after = scorer.stats();
-    return { ms, cpuMs: (cpu.user + cpu.system) / 1000, passes: after.devicePasses - before.devicePasses, shared: after.batchedPasses - before.batchedPasses };
+    return {
+      ms,
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      passes: after.devicePasses - before.devicePasses,
+      shared: after.batchedPasses - before.batchedPasses,
+    };
   };
   // Untimed: compiles (or loads) every program once.
   for (const k of groups) await send(k);
   const runs = new Map(groups.map((k) => [k, []]));
   console.log(`load average before the timed rounds: ${loadAverage()}`);
-  for (let r = 0; r < rounds; r++) for (const k of r % 2 === 0 ? groups : [...groups].reverse()) runs.get(k).push(await send(k));
+  for (let r = 0; r < rounds; r++)
+    for (const k of r % 2 === 0 ? groups : [...groups].reverse()) runs.get(k).push(await send(k));
   console.log(`load average after: ${loadAverage()}`);
   const items = workload.items;
   const rows = groups.map((k) => {
     const rs = runs.get(k);
-    return { k, passes: rs[0].passes, shared: rs[0].shared, ms: upperMedian(rs.map((x) => x.ms)), cpuPerItem: upperMedian(rs.map((x) => x.cpuMs / (k * items))) };
+    return {
+      k,
+      passes: rs[0].passes,
+      shared: rs[0].shared,
+      ms: upperMedian(rs.map((x) => x.ms)),
+      cpuPerItem: upperMedian(rs.map((x) => x.cpuMs / (k * items))),
+    };
   });
   const base = rows.find((x) => x.k === 1) ?? rows[0];
   console.log('requests  passes  wall ms/call  items/s  x alone  CPU ms/item  x alone');

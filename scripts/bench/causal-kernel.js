@@ -36,7 +36,9 @@ function formProgram(form) {
 }
 
 function roofProgram(n) {
-  return buildProgram(`roof_${n}`, (f) => ({ c: f.matmul(f.param(TensorType.f32([n, n]), 'a'), f.param(TensorType.f32([n, n]), 'b')) }));
+  return buildProgram(`roof_${n}`, (f) => ({
+    c: f.matmul(f.param(TensorType.f32([n, n]), 'a'), f.param(TensorType.f32([n, n]), 'b')),
+  }));
 }
 
 function hostInput(spec, seed) {
@@ -52,7 +54,10 @@ async function main() {
   console.log(`load average at start: ${loadAverage()}`);
   const client = await Client.create();
   const roofs = ROOF_SIZES.map((n) => ({ tag: `roof ${n}^3`, flops: 2 * n ** 3, prog: roofProgram(n) }));
-  const cases = [...roofs, ...tags.map((tag) => ({ tag, flops: FLOPS, prog: formProgram(parseCausalAttentionTag(tag)) }))];
+  const cases = [
+    ...roofs,
+    ...tags.map((tag) => ({ tag, flops: FLOPS, prog: formProgram(parseCausalAttentionTag(tag)) })),
+  ];
   for (const k of cases) {
     k.exe = await client.compile(k.prog.text);
     k.buffers = await Promise.all(k.prog.inputs.map((s, i) => client.upload(hostInput(s, i), s.dims, s.dtype)));
@@ -60,12 +65,16 @@ async function main() {
   await timeAlternating(cases, rounds);
 
   const roof = Math.max(...roofs.map((k) => k.flops / upperMedian(k.cpu) / 1e6));
-  console.log(`\n${(FLOPS / 1e9).toFixed(2)} useful GFLOP per causal attention; roof (f32 matmul, the better median) ${roof.toFixed(1)} GFLOP per CPU-s; ${rounds - 1} rounds after the first\n`);
+  console.log(
+    `\n${(FLOPS / 1e9).toFixed(2)} useful GFLOP per causal attention; roof (f32 matmul, the better median) ${roof.toFixed(1)} GFLOP per CPU-s; ${rounds - 1} rounds after the first\n`,
+  );
   console.log('| form | CPU ms (median, min-max) | wall ms (median) | GFLOP per CPU-s (median) | of roof |');
   console.log('| --- | --- | --- | --- | --- |');
   for (const k of cases) {
     const gflops = k.flops / upperMedian(k.cpu) / 1e6;
-    console.log(`| ${k.tag} | ${upperMedian(k.cpu).toFixed(0)} (${Math.min(...k.cpu).toFixed(0)}-${Math.max(...k.cpu).toFixed(0)}) | ${upperMedian(k.wall).toFixed(0)} | ${gflops.toFixed(1)} | ${((100 * gflops) / roof).toFixed(0)}% |`);
+    console.log(
+      `| ${k.tag} | ${upperMedian(k.cpu).toFixed(0)} (${Math.min(...k.cpu).toFixed(0)}-${Math.max(...k.cpu).toFixed(0)}) | ${upperMedian(k.wall).toFixed(0)} | ${gflops.toFixed(1)} | ${((100 * gflops) / roof).toFixed(0)}% |`,
+    );
   }
   finishCases(cases, client);
 }

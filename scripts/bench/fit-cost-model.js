@@ -28,7 +28,11 @@ const ids = (count, seed) => Array.from({ length: count }, (_, i) => 100 + ((see
 
 /** Solves the 3x3 normal equations of a least-squares fit. */
 function fit(rows) {
-  const A = [[0, 0, 0], [0, 0, 0], [0, 0, 0]];
+  const A = [
+    [0, 0, 0],
+    [0, 0, 0],
+    [0, 0, 0],
+  ];
   const y = [0, 0, 0];
   for (const { x, t } of rows) {
     for (let i = 0; i < 3; i++) {
@@ -54,7 +58,8 @@ function options(argv) {
   const o = {};
   for (let i = 0; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
-    if (!['model', 'plugin', 'precision', 'weights', 'out'].includes(key) || argv[i + 1] === undefined) throw new Error(`unknown or empty option ${argv[i]}`);
+    if (!['model', 'plugin', 'precision', 'weights', 'out'].includes(key) || argv[i + 1] === undefined)
+      throw new Error(`unknown or empty option ${argv[i]}`);
     o[key] = argv[i + 1];
   }
   return o;
@@ -64,14 +69,31 @@ async function main() {
   const { out: outArg, ...load } = options(process.argv.slice(2));
   console.log(`machine: ${describeMachine()}`);
   const scorer = await Scorer.load({ ...load, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
-  console.log(`platform ${scorer.client.platformName}; model ${scorer.config.numLayers} layers, hidden ${scorer.config.hiddenSize}; ${JSON.stringify(load)}`);
+  console.log(
+    `platform ${scorer.client.platformName}; model ${scorer.config.numLayers} layers, hidden ${scorer.config.hiddenSize}; ${JSON.stringify(load)}`,
+  );
   // Analytic FLOPs per token row (projections + MLP) and per visible (row, key) pair.
-  const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = scorer.config;
-  const unit = { flopsPerRow: 2 * Ly * (Dm * (Hq + 2 * Hkv) * D + Hq * D * Dm + 3 * Dm * F), flopsPerKey: 4 * Hq * D * Ly };
+  const {
+    hiddenSize: Dm,
+    intermediateSize: F,
+    numLayers: Ly,
+    numHeads: Hq,
+    numKvHeads: Hkv,
+    headDim: D,
+  } = scorer.config;
+  const unit = {
+    flopsPerRow: 2 * Ly * (Dm * (Hq + 2 * Hkv) * D + Hq * D * Dm + 3 * Dm * F),
+    flopsPerKey: 4 * Hq * D * Ly,
+  };
   const samples = [];
   for (const s of SHAPES) {
     for (const algorithm of ['packed', 'prefix', ...(s.P + s.L <= 600 && s.N <= 32 ? ['serial'] : [])]) {
-      const make = (v) => ({ query: ids(s.P, v), items: Array.from({ length: s.N }, (_, i) => ids(s.L, v * 1000 + i)), labelTokenIds: [9454, 2753], algorithm });
+      const make = (v) => ({
+        query: ids(s.P, v),
+        items: Array.from({ length: s.N }, (_, i) => ids(s.L, v * 1000 + i)),
+        labelTokenIds: [9454, 2753],
+        algorithm,
+      });
       await scorer.score(make(1)); // compile
       const timed = make(2);
       // The median of 3 (one is enough where a request takes seconds, as on a 2-core CPU).
@@ -88,8 +110,14 @@ async function main() {
         const P = program.prefix;
         const N = program.items ?? 0;
         const L = program.itemLength ?? 0;
-        const rows = program.program === 'decoder_prefill' ? P : program.program === 'decoder_extend' ? N * L : P + N * L;
-        const keys = program.program === 'decoder_prefill' ? P * P : program.program === 'decoder_extend' ? N * L * (P + L) : P * P + N * L * (P + L);
+        const rows =
+          program.program === 'decoder_prefill' ? P : program.program === 'decoder_extend' ? N * L : P + N * L;
+        const keys =
+          program.program === 'decoder_prefill'
+            ? P * P
+            : program.program === 'decoder_extend'
+              ? N * L * (P + L)
+              : P * P + N * L * (P + L);
         x[0] += rows * unit.flopsPerRow;
         x[1] += keys * unit.flopsPerKey;
         x[2] += 1;
@@ -101,14 +129,23 @@ async function main() {
   scorer.dispose();
   const [a, b, c] = fit(samples);
   const model = { flopsPerRow: unit.flopsPerRow, flopsPerKey: (unit.flopsPerKey * b) / a, flopsPerPass: c / a };
-  console.log(`\nfit: seconds = ${a.toExponential(3)} * rowFLOPs + ${b.toExponential(3)} * keyFLOPs + ${c.toExponential(3)} * passes`);
-  console.log(`  (row work at ${(1 / a / 1e9).toFixed(0)} GFLOP/s, attention work at ${(1 / b / 1e9).toFixed(0)} GFLOP/s, ${(c * 1000).toFixed(1)} ms per pass)`);
-  console.log(`CostModel for selector.ts: key weight ${(b / a).toFixed(3)} x analytic, flopsPerPass ${model.flopsPerPass.toExponential(2)}`);
+  console.log(
+    `\nfit: seconds = ${a.toExponential(3)} * rowFLOPs + ${b.toExponential(3)} * keyFLOPs + ${c.toExponential(3)} * passes`,
+  );
+  console.log(
+    `  (row work at ${(1 / a / 1e9).toFixed(0)} GFLOP/s, attention work at ${(1 / b / 1e9).toFixed(0)} GFLOP/s, ${(c * 1000).toFixed(1)} ms per pass)`,
+  );
+  console.log(
+    `CostModel for selector.ts: key weight ${(b / a).toFixed(3)} x analytic, flopsPerPass ${model.flopsPerPass.toExponential(2)}`,
+  );
   const worst = Math.max(...samples.map((s) => Math.abs(a * s.x[0] + b * s.x[1] + c * s.x[2] - s.t) / s.t));
   console.log(`largest relative error of the fit over ${samples.length} samples: ${(100 * worst).toFixed(0)}%`);
   const out = outArg ? path.resolve(outArg) : path.join(__dirname, '..', '..', 'bench-results', 'cost-model.json');
   fs.mkdirSync(path.dirname(out), { recursive: true });
-  fs.writeFileSync(out, `${JSON.stringify({ machine: machine(), options: load, coefficients: { a, b, c }, keyWeight: b / a, flopsPerPass: c / a, samples }, null, 2)}\n`);
+  fs.writeFileSync(
+    out,
+    `${JSON.stringify({ machine: machine(), options: load, coefficients: { a, b, c }, keyWeight: b / a, flopsPerPass: c / a, samples }, null, 2)}\n`,
+  );
   console.log(`wrote ${path.relative(process.cwd(), out)}`);
 }
 

@@ -49,9 +49,16 @@ const { PRESETS, writeRandomModel } = require('./lib/random-model');
 const { makeInputs } = require('../lab/gpu/inputs');
 
 function parseArgs(argv) {
-  const a = { preset: 'qwen3_0_6b', configs: 'bf16/bf16,bf16/bf16+cross-request,highest/f32,default/f32', peers: 'torch,jax', 'peer-dtypes': 'bf16,f32', repeats: '5' };
+  const a = {
+    preset: 'qwen3_0_6b',
+    configs: 'bf16/bf16,bf16/bf16+cross-request,highest/f32,default/f32',
+    peers: 'torch,jax',
+    'peer-dtypes': 'bf16,f32',
+    repeats: '5',
+  };
   for (let i = 0; i < argv.length; i += 2) {
-    if (!argv[i].startsWith('--') || argv[i + 1] === undefined) throw new Error(`bad argument ${argv[i]}: options take a value (--name value)`);
+    if (!argv[i].startsWith('--') || argv[i + 1] === undefined)
+      throw new Error(`bad argument ${argv[i]}: options take a value (--name value)`);
     a[argv[i].slice(2)] = argv[i + 1];
   }
   if (!PRESETS[a.preset]) throw new Error(`--preset is one of ${Object.keys(PRESETS).join(', ')}`);
@@ -62,7 +69,10 @@ function parseArgs(argv) {
 function run(command, args, label) {
   const started = Date.now();
   process.stderr.write(`\n== ${label}\n`);
-  const r = spawnSync(command, args, { stdio: ['ignore', 'inherit', 'inherit'], env: { ...process.env, PYTHONUNBUFFERED: '1' } });
+  const r = spawnSync(command, args, {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, PYTHONUNBUFFERED: '1' },
+  });
   process.stderr.write(`== ${label}: exit ${r.status} in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
   return r.status === 0;
 }
@@ -110,7 +120,9 @@ function main() {
   if (!fs.existsSync(path.join(modelDir, 'model.safetensors'))) {
     const t0 = Date.now();
     const { params, fileBytes } = writeRandomModel(modelDir, dims, { seed: 7 });
-    process.stderr.write(`wrote a random ${a.preset} model: ${(params / 1e9).toFixed(3)}B parameters, ${(fileBytes / 1e9).toFixed(2)} GB bf16, in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
+    process.stderr.write(
+      `wrote a random ${a.preset} model: ${(params / 1e9).toFixed(3)}B parameters, ${(fileBytes / 1e9).toFixed(2)} GB bf16, in ${((Date.now() - t0) / 1000).toFixed(1)} s\n`,
+    );
   }
   if (!fs.existsSync(inputsFile)) fs.writeFileSync(inputsFile, JSON.stringify(makeInputs(dims.vocab, a.scale)));
   const plugin = a.plugin; // a path, or `cuda`: the library finds an installed jax CUDA plugin
@@ -121,7 +133,9 @@ function main() {
     const [forms, batching, ...rest] = c.split('+');
     const [precision, weights, prefixAttention, causalAttention] = forms.split('/');
     if (!precision || !weights || rest.length || (batching !== undefined && batching !== 'cross-request')) {
-      throw new Error(`--configs: ${JSON.stringify(c)} is not precision/weights[/prefix-form[/causal-form]][+cross-request]`);
+      throw new Error(
+        `--configs: ${JSON.stringify(c)} is not precision/weights[/prefix-form[/causal-form]][+cross-request]`,
+      );
     }
     return { precision, weights, prefixAttention, causalAttention, batching, name: c };
   });
@@ -129,7 +143,15 @@ function main() {
   const runConfig = (c, suffix) => {
     const file = path.join(dir, `pjrt-${c.name.replace(/\//g, '-')}${suffix}.json`);
     fs.rmSync(file, { force: true });
-    const argv = [path.join(__dirname, '..', 'lab', 'gpu', 'pjrt-run.js'), '--model', modelDir, '--inputs', inputsFile, '--out', file];
+    const argv = [
+      path.join(__dirname, '..', 'lab', 'gpu', 'pjrt-run.js'),
+      '--model',
+      modelDir,
+      '--inputs',
+      inputsFile,
+      '--out',
+      file,
+    ];
     argv.push('--precision', c.precision, '--weights', c.weights, '--repeats', a.repeats, '--disk-cache', diskCache);
     if (c.batching) argv.push('--batching', c.batching);
     if (c.prefixAttention) argv.push('--prefix-attention', c.prefixAttention);
@@ -144,7 +166,17 @@ function main() {
   if (a['emit-only']) {
     let ok = true;
     for (const c of configs) {
-      const argv = [path.join(__dirname, '..', 'lab', 'gpu', 'pjrt-run.js'), '--model', modelDir, '--inputs', inputsFile, '--out', '-', '--emit-only', '1'];
+      const argv = [
+        path.join(__dirname, '..', 'lab', 'gpu', 'pjrt-run.js'),
+        '--model',
+        modelDir,
+        '--inputs',
+        inputsFile,
+        '--out',
+        '-',
+        '--emit-only',
+        '1',
+      ];
       argv.push('--precision', c.precision, '--weights', c.weights);
       if (c.prefixAttention) argv.push('--prefix-attention', c.prefixAttention);
       if (c.causalAttention) argv.push('--causal-attention', c.causalAttention);
@@ -162,10 +194,27 @@ function main() {
   const wanted = a.peers === 'none' ? [] : a.peers.split(',');
   for (const peer of wanted) {
     const script = path.join(__dirname, '..', 'lab', 'gpu', `peer_${peer}.py`);
-    for (const [dtype, precision] of [['bf16', 'default'], ['f32', 'highest']].filter(([dt]) => a['peer-dtypes'].split(',').includes(dt))) {
+    for (const [dtype, precision] of [
+      ['bf16', 'default'],
+      ['f32', 'highest'],
+    ].filter(([dt]) => a['peer-dtypes'].split(',').includes(dt))) {
       const file = path.join(dir, `peer-${peer}-${dtype}.json`);
       fs.rmSync(file, { force: true });
-      const argv = [script, '--model', modelDir, '--inputs', inputsFile, '--out', file, '--dtype', dtype, '--precision', precision, '--repeats', a.repeats];
+      const argv = [
+        script,
+        '--model',
+        modelDir,
+        '--inputs',
+        inputsFile,
+        '--out',
+        file,
+        '--dtype',
+        dtype,
+        '--precision',
+        precision,
+        '--repeats',
+        a.repeats,
+      ];
       // The f32 run is the parity reference: PyTorch's exact path only (TF32 off).
       if (dtype === 'f32') {
         if (peer !== 'torch') continue;
@@ -175,7 +224,7 @@ function main() {
       }
       run('python3', argv, `${peer} ${dtype}`);
       const r = readJson(file);
-      if (r) peerResults.push(...(Array.isArray(r) ? r : r.rows ?? []).map((row) => ({ ...row, peer, dtype })));
+      if (r) peerResults.push(...(Array.isArray(r) ? r : (r.rows ?? [])).map((row) => ({ ...row, peer, dtype })));
     }
   }
 
@@ -185,9 +234,17 @@ function main() {
   const first = runs.find((r) => r.result)?.result;
   say(`bench:gpu, ${new Date().toISOString()}`);
   say(`host: ${describeMachine()}`);
-  if (first) say(`device: platform ${first.platform}, ${first.device || 'unknown device'}; model ${a.preset} (random weights), ${a.scale} workloads`);
+  if (first)
+    say(
+      `device: platform ${first.platform}, ${first.device || 'unknown device'}; model ${a.preset} (random weights), ${a.scale} workloads`,
+    );
   const versions = peerResults.find((r) => r.versions)?.versions;
-  if (versions) say(`peers: ${Object.entries(versions).map(([k, v]) => `${k} ${v}`).join(', ')}`);
+  if (versions)
+    say(
+      `peers: ${Object.entries(versions)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')}`,
+    );
   say();
   const bestPeer = {};
   for (const r of peerResults) {
@@ -206,15 +263,26 @@ function main() {
     for (const r of result.rows.filter((x) => x.items_per_s !== undefined)) {
       const best = bestPeer[peerKey(r)];
       const ratio = best ? `${(r.items_per_s / best.items_per_s).toFixed(2)}x ${best.peer} ${best.method}` : '-';
-      say(`| ${r.workload} | pjrt-score ${config.name} | ${r.method} | ${fmt(r.items_per_s)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | ${ratio} |`);
+      say(
+        `| ${r.workload} | pjrt-score ${config.name} | ${r.method} | ${fmt(r.items_per_s)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | ${ratio} |`,
+      );
     }
   }
   for (const r of peerResults) {
-    if (r.error) say(`| ${r.workload ?? '-'} | ${r.peer} ${r.dtype} | ${r.method} | error: ${String(r.error).slice(0, 80)} | | | |`);
-    else say(`| ${r.workload} | ${r.peer} ${r.dtype} | ${r.method} | ${fmt(r.items_per_s)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | |`);
+    if (r.error)
+      say(
+        `| ${r.workload ?? '-'} | ${r.peer} ${r.dtype} | ${r.method} | error: ${String(r.error).slice(0, 80)} | | | |`,
+      );
+    else
+      say(
+        `| ${r.workload} | ${r.peer} ${r.dtype} | ${r.method} | ${fmt(r.items_per_s)} | ${fmt(r.p50_ms)} | ${fmt(r.p99_ms)} | |`,
+      );
   }
   say();
-  for (const { config, result } of [...runs, { config: { name: `${configs[0].name}, restarted (warm disk cache)` }, result: restart }]) {
+  for (const { config, result } of [
+    ...runs,
+    { config: { name: `${configs[0].name}, restarted (warm disk cache)` }, result: restart },
+  ]) {
     if (!result) continue;
     const f = result.rows.find((r) => r.method === 'first-request');
     const gb = (x) => (x / 1e9).toFixed(2);
@@ -226,15 +294,31 @@ function main() {
 
   // Parity: label probabilities of every contender against the reference.
   const scoresOf = (row) => row.scores ?? (row.logprobs ? row.logprobs.map((q) => q.map(labelSoftmax)) : undefined);
-  const torchRef = peerResults.find((r) => r.peer === 'torch' && r.dtype === 'f32' && !r.error && r.workload === 'target');
-  const pjrtRef = runs.find((r) => r.config.name === 'highest/f32')?.result?.rows.find((r) => r.workload === 'target' && r.method === 'serial');
-  const reference = torchRef ? { name: 'PyTorch f32 (TF32 off)', rows: peerResults.filter((r) => r === torchRef || (r.peer === 'torch' && r.dtype === 'f32' && !r.error)) } : pjrtRef ? { name: 'pjrt-score serial highest/f32', rows: [pjrtRef] } : undefined;
+  const torchRef = peerResults.find(
+    (r) => r.peer === 'torch' && r.dtype === 'f32' && !r.error && r.workload === 'target',
+  );
+  const pjrtRef = runs
+    .find((r) => r.config.name === 'highest/f32')
+    ?.result?.rows.find((r) => r.workload === 'target' && r.method === 'serial');
+  const reference = torchRef
+    ? {
+        name: 'PyTorch f32 (TF32 off)',
+        rows: peerResults.filter((r) => r === torchRef || (r.peer === 'torch' && r.dtype === 'f32' && !r.error)),
+      }
+    : pjrtRef
+      ? { name: 'pjrt-score serial highest/f32', rows: [pjrtRef] }
+      : undefined;
   const parity = [];
   if (reference) {
     say();
     say(`parity against ${reference.name} (label probabilities; target: the items the reference ran):`);
     const refFor = (workload) => reference.rows.find((r) => r.workload === workload && scoresOf(r));
-    const contenders = [...runs.flatMap(({ config, result }) => (result ? result.rows.map((r) => ({ name: `pjrt-score ${config.name}`, row: r })) : [])), ...peerResults.map((r) => ({ name: `${r.peer} ${r.dtype}`, row: r }))];
+    const contenders = [
+      ...runs.flatMap(({ config, result }) =>
+        result ? result.rows.map((r) => ({ name: `pjrt-score ${config.name}`, row: r })) : [],
+      ),
+      ...peerResults.map((r) => ({ name: `${r.peer} ${r.dtype}`, row: r })),
+    ];
     for (const { name, row } of contenders) {
       const ref = refFor(row.workload);
       const mine = scoresOf(row);
@@ -247,7 +331,23 @@ function main() {
   }
   const text = lines.join('\n');
   process.stdout.write(`\n${text}\n`);
-  fs.writeFileSync(out, JSON.stringify({ preset: a.preset, scale: a.scale, plugin: plugin ?? 'default', runs, restart, peers: peerResults, parity, table: text }, null, 1));
+  fs.writeFileSync(
+    out,
+    JSON.stringify(
+      {
+        preset: a.preset,
+        scale: a.scale,
+        plugin: plugin ?? 'default',
+        runs,
+        restart,
+        peers: peerResults,
+        parity,
+        table: text,
+      },
+      null,
+      1,
+    ),
+  );
   process.stderr.write(`results: ${out}\n`);
   if (runs.some((r) => !r.result)) process.exitCode = 1;
 }

@@ -37,7 +37,14 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Client } = require('../../dist');
-const { buildProgram, decoderExtend, decoderPrefill, parseCausalAttentionTag, parsePrefixAttentionTag, TensorType } = require('../../dist/hlo');
+const {
+  buildProgram,
+  decoderExtend,
+  decoderPrefill,
+  parseCausalAttentionTag,
+  parsePrefixAttentionTag,
+  TensorType,
+} = require('../../dist/hlo');
 const { loadModel } = require('../../dist/model');
 const { uploadWeights } = require('../../dist/device-weights');
 const { describeMachine, loadAverage, machine } = require('../lib/machine');
@@ -49,7 +56,15 @@ const { upperMedian } = require('../lib/median');
 const SHAPE = { P: 2048, prefixLength: 2000, C: 64, L: 20, labels: [9454, 2753] };
 
 function parseArgs(argv) {
-  const out = { runs: 5, pass: 'both', forms: [], causalForms: [], pieces: true, piecesForm: 'joint', json: path.join(__dirname, '..', '..', 'bench-results', 'pieces.json') };
+  const out = {
+    runs: 5,
+    pass: 'both',
+    forms: [],
+    causalForms: [],
+    pieces: true,
+    piecesForm: 'joint',
+    json: path.join(__dirname, '..', '..', 'bench-results', 'pieces.json'),
+  };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--runs') out.runs = Number(argv[++i]);
     else if (argv[i] === '--pass') out.pass = argv[++i];
@@ -60,12 +75,14 @@ function parseArgs(argv) {
     else if (argv[i] === '--pieces-form') out.piecesForm = argv[++i];
     else throw new Error(`unknown argument ${argv[i]} (use --runs N, --pass extend|prefill|both, --json FILE)`);
   }
-  if (!(Number.isInteger(out.runs) && out.runs >= 1)) throw new Error(`--runs must be a positive integer, got ${out.runs}`);
-  if (!['joint', 'ones_own'].includes(out.piecesForm)) throw new Error(`--pieces-form must be joint or ones_own, got ${out.piecesForm}`);
-  if (!['extend', 'prefill', 'both'].includes(out.pass)) throw new Error(`--pass must be extend, prefill or both, got ${out.pass}`);
+  if (!(Number.isInteger(out.runs) && out.runs >= 1))
+    throw new Error(`--runs must be a positive integer, got ${out.runs}`);
+  if (!['joint', 'ones_own'].includes(out.piecesForm))
+    throw new Error(`--pieces-form must be joint or ones_own, got ${out.piecesForm}`);
+  if (!['extend', 'prefill', 'both'].includes(out.pass))
+    throw new Error(`--pass must be extend, prefill or both, got ${out.pass}`);
   return out;
 }
-
 
 let seed = 0x9e3779b9;
 function randomF32(n, scale) {
@@ -142,7 +159,14 @@ async function main() {
 
   // Cases: the roof, then per pass its pieces and the whole program.
   const cases = [];
-  for (const n of [1024, 2048]) cases.push({ group: 'roof', name: `f32 matmul ${n}^3`, where: 'once', flops: 2 * n ** 3, program: matmulProgram(n) });
+  for (const n of [1024, 2048])
+    cases.push({
+      group: 'roof',
+      name: `f32 matmul ${n}^3`,
+      where: 'once',
+      flops: 2 * n ** 3,
+      program: matmulProgram(n),
+    });
   // The passes as the Scorer runs them here, and their useful FLOPs: the prefill is the query alone,
   // an extend pass its C items (the workload's FLOPs with C items less those with none).
   const facts = platformFacts(client.platformName);
@@ -167,10 +191,26 @@ async function main() {
     const whole = passProgram(pass, undefined);
     const variants = (pass === 'extend' ? args.forms : args.causalForms).map((form) => passProgram(pass, form));
     // The whole program in the pieces' own form: what the pieces add up to, and what the forms compare with.
-    if (args.pieces || variants.length) cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
-    for (const variant of variants) cases.push({ group: `${pass} forms`, name: variant.name, whole: true, where: 'once', flops: NaN, program: variant });
+    if (args.pieces || variants.length)
+      cases.push({ group: pass, name: `whole ${whole.name}`, whole: true, where: 'once', flops: NaN, program: whole });
+    for (const variant of variants)
+      cases.push({
+        group: `${pass} forms`,
+        name: variant.name,
+        whole: true,
+        where: 'once',
+        flops: NaN,
+        program: variant,
+      });
     const used = passProgram(pass, pass === 'extend' ? production.prefixAttention : production.causalAttention);
-    cases.push({ group: `${pass} production`, name: used.name, whole: true, where: 'once', flops: useful[pass], program: used });
+    cases.push({
+      group: `${pass} production`,
+      name: used.name,
+      whole: true,
+      where: 'once',
+      flops: useful[pass],
+      program: used,
+    });
   }
 
   process.stdout.write(`compiling ${cases.length} programs...`);
@@ -188,7 +228,8 @@ async function main() {
   // One untimed execution each, then round-robin timed runs.
   for (const k of cases) await timeOnce(k.exe, k.args);
   for (let r = 0; r < args.runs; r++) {
-    for (const k of cases) k.runs.push(k.group === 'roof' ? await timeWarm(k.exe, k.args) : await timeOnce(k.exe, k.args));
+    for (const k of cases)
+      k.runs.push(k.group === 'roof' ? await timeWarm(k.exe, k.args) : await timeOnce(k.exe, k.args));
     process.stdout.write(`round ${r + 1}/${args.runs} (load ${os.loadavg()[0].toFixed(2)})\n`);
   }
 
@@ -197,16 +238,28 @@ async function main() {
   const roofCases = cases.filter((k) => k.group === 'roof');
   const roofCpu = Math.max(...roofCases.map((k) => k.flops / cpuMs(k) / 1e6));
   const roofWall = Math.max(...roofCases.map((k) => k.flops / wallMs(k) / 1e6));
-  console.log(`\nroof: f32 matmul ${roofWall.toFixed(1)} GFLOP/s wall, ${roofCpu.toFixed(1)} GFLOP per CPU-second (best of ${roofCases.map((k) => k.name).join(', ')})`);
+  console.log(
+    `\nroof: f32 matmul ${roofWall.toFixed(1)} GFLOP/s wall, ${roofCpu.toFixed(1)} GFLOP per CPU-second (best of ${roofCases.map((k) => k.name).join(', ')})`,
+  );
 
-  const report = { machine: machine(), loadAverage: os.loadavg(), runs: args.runs, shape: SHAPE, roof: { wallGflops: roofWall, cpuGflops: roofCpu }, passes: {} };
+  const report = {
+    machine: machine(),
+    loadAverage: os.loadavg(),
+    runs: args.runs,
+    shape: SHAPE,
+    roof: { wallGflops: roofWall, cpuGflops: roofCpu },
+    passes: {},
+  };
   for (const pass of passes) {
     const rows = cases.filter((k) => k.group === pass);
     const pieces = rows.filter((k) => !k.whole);
     const whole = rows.find((k) => k.whole);
     const sumMs = pieces.reduce((a, k) => a + cpuMs(k), 0);
     const sumFlops = passFlops[pass];
-    const title = pass === 'extend' ? `extend pass: ${C} items x ${L} tokens against a ${P}-key prefix (${SHAPE.prefixLength} valid)` : `prefill pass: ${SHAPE.prefixLength} tokens in a ${P} bucket`;
+    const title =
+      pass === 'extend'
+        ? `extend pass: ${C} items x ${L} tokens against a ${P}-key prefix (${SHAPE.prefixLength} valid)`
+        : `prefill pass: ${SHAPE.prefixLength} tokens in a ${P} bucket`;
     if (!pieces.length) continue;
     console.log(`\n${title}; CPU ms per pass: median of ${args.runs} runs\n`);
     console.log('| piece | runs | CPU ms per pass | share of sum | GFLOP per pass | GFLOP per CPU-s | of roof |');
@@ -216,7 +269,9 @@ async function main() {
     for (const k of pieces) console.log(line(k.name, k.where, cpuMs(k), k.flops));
     console.log(line('**sum of pieces**', '', sumMs, sumFlops));
     console.log(line(`**whole program** (${whole.program.name})`, 'once', cpuMs(whole), sumFlops));
-    console.log(`\nwhole / sum of pieces: ${(cpuMs(whole) / sumMs).toFixed(2)}; whole program wall ${wallMs(whole).toFixed(0)} ms (CPU/wall ${(cpuMs(whole) / wallMs(whole)).toFixed(2)})`);
+    console.log(
+      `\nwhole / sum of pieces: ${(cpuMs(whole) / sumMs).toFixed(2)}; whole program wall ${wallMs(whole).toFixed(0)} ms (CPU/wall ${(cpuMs(whole) / wallMs(whole)).toFixed(2)})`,
+    );
     report.passes[pass] = {
       pieces: pieces.map((k) => ({ name: k.name, runs: k.where, cpuMsPerPass: cpuMs(k), flopsPerPass: k.flops })),
       sumCpuMs: sumMs,
@@ -228,7 +283,9 @@ async function main() {
   console.log(
     `\nthe passes as the Scorer runs them on this platform (prefix attention ${JSON.stringify(production.prefixAttention)}, causal ${JSON.stringify(production.causalAttention)}), in useful FLOPs, against the roof; median of ${args.runs} runs\n`,
   );
-  console.log('| pass | program | useful GFLOP | CPU ms | GFLOP per CPU-s | of roof (CPU) | wall ms | GFLOP/s wall | of roof (wall) |');
+  console.log(
+    '| pass | program | useful GFLOP | CPU ms | GFLOP per CPU-s | of roof (CPU) | wall ms | GFLOP/s wall | of roof (wall) |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const pass of passes) {
     const k = cases.find((x) => x.group === `${pass} production`);
@@ -237,7 +294,16 @@ async function main() {
     console.log(
       `| ${pass} | ${k.program.name} | ${(k.flops / 1e9).toFixed(1)} | ${ms.toFixed(0)} | ${perCpu.toFixed(1)} | ${((100 * perCpu) / roofCpu).toFixed(1)}% | ${wall.toFixed(0)} | ${perWall.toFixed(1)} | ${((100 * perWall) / roofWall).toFixed(1)}% |`,
     );
-    report.production.push({ pass, name: k.program.name, usefulFlops: k.flops, cpuMs: ms, wallMs: wall, runsCpuMs: k.runs.map((x) => x.cpuMs), ofRoofCpu: perCpu / roofCpu, ofRoofWall: perWall / roofWall });
+    report.production.push({
+      pass,
+      name: k.program.name,
+      usefulFlops: k.flops,
+      cpuMs: ms,
+      wallMs: wall,
+      runsCpuMs: k.runs.map((x) => x.cpuMs),
+      ofRoofCpu: perCpu / roofCpu,
+      ofRoofWall: perWall / roofWall,
+    });
   }
   report.forms = [];
   for (const pass of passes) {
@@ -245,14 +311,24 @@ async function main() {
     if (!forms.length) continue;
     const base = cases.find((k) => k.group === pass && k.whole);
     const flops = passFlops[pass];
-    console.log(`\n${pass} pass, attention forms (alternating in one process, ${args.runs} rounds; ratio: median over rounds of form / default in the same round; GFLOP: the default's)\n`);
+    console.log(
+      `\n${pass} pass, attention forms (alternating in one process, ${args.runs} rounds; ratio: median over rounds of form / default in the same round; GFLOP: the default's)\n`,
+    );
     console.log('| program | CPU ms (median) | CPU ms (min) | ratio to default | GFLOP per CPU-s | of roof |');
     console.log('| --- | --- | --- | --- | --- | --- |');
     for (const k of [base, ...forms]) {
       const ratio = upperMedian(k.runs.map((x, r) => x.cpuMs / base.runs[r].cpuMs));
       const ms = cpuMs(k);
-      console.log(`| ${k.program.name} | ${ms.toFixed(0)} | ${Math.min(...k.runs.map((x) => x.cpuMs)).toFixed(0)} | ${ratio.toFixed(3)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`);
-      report.forms.push({ pass, name: k.program.name, cpuMs: ms, runsCpuMs: k.runs.map((x) => x.cpuMs), ratioToDefault: ratio });
+      console.log(
+        `| ${k.program.name} | ${ms.toFixed(0)} | ${Math.min(...k.runs.map((x) => x.cpuMs)).toFixed(0)} | ${ratio.toFixed(3)} | ${(flops / ms / 1e6).toFixed(1)} | ${((100 * flops) / ms / 1e6 / roofCpu).toFixed(0)}% |`,
+      );
+      report.forms.push({
+        pass,
+        name: k.program.name,
+        cpuMs: ms,
+        runsCpuMs: k.runs.map((x) => x.cpuMs),
+        ratioToDefault: ratio,
+      });
     }
   }
   console.log(`\nload average at end: ${loadAverage()}`);

@@ -75,7 +75,14 @@ const { runShapesTable, printShapesTable } = require('./lib/shapes-table');
 const { median } = require('../lib/median');
 const { scoreDiffs: diffs } = require('../../test/helpers/yes-no');
 const { llamaCppModules } = require('./lib/llama-cpp-modules');
-const { MODEL_TABLE, PEERS, runModelsTable, compareModelsTable, printModelsTable, workerPath: modelWorker } = require('./lib/models-table');
+const {
+  MODEL_TABLE,
+  PEERS,
+  runModelsTable,
+  compareModelsTable,
+  printModelsTable,
+  workerPath: modelWorker,
+} = require('./lib/models-table');
 const { MODEL_REQUESTS } = require('./lib/model-requests');
 const { PRESETS } = require('./lib/random-model');
 
@@ -112,15 +119,22 @@ const { values: args } = parseArgs({
 
 /** Items of the target workload this run scores (all 500 unless --quick or --target-items). */
 function targetItems() {
-  const n = args['target-items'] !== undefined ? Number(args['target-items']) : args.quick ? 64 : WORKLOADS.target.items; // gemma3-target has the same 500
-  if (!(Number.isInteger(n) && n >= 1 && n <= WORKLOADS.target.items)) throw new Error(`--target-items must be an integer in [1, ${WORKLOADS.target.items}], got ${args['target-items']}`);
+  const n =
+    args['target-items'] !== undefined ? Number(args['target-items']) : args.quick ? 64 : WORKLOADS.target.items; // gemma3-target has the same 500
+  if (!(Number.isInteger(n) && n >= 1 && n <= WORKLOADS.target.items))
+    throw new Error(`--target-items must be an integer in [1, ${WORKLOADS.target.items}], got ${args['target-items']}`);
   return n;
 }
 
 function runJson(command, argv, label, env = {}) {
   process.stderr.write(`[bench] ${label} ...\n`);
   const started = Date.now();
-  const r = spawnSync(command, argv, { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, maxBuffer: 1 << 26 });
+  const r = spawnSync(command, argv, {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, ...env },
+    maxBuffer: 1 << 26,
+  });
   if (r.status !== 0) throw new Error(`${label} failed (exit ${r.status}):\n${r.stderr.slice(-3000)}`);
   const line = r.stdout.trim().split('\n').pop();
   process.stderr.write(`[bench] ${label}: done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);
@@ -137,7 +151,10 @@ function roofs() {
 /** The f32 matmul roof, measured now by bench:runtime (never an older run's: the machine's load and CPU change). */
 function roof() {
   const file = path.join(resultsDir, 'runtime.json');
-  const r = spawnSync(process.execPath, [path.join(__dirname, 'runtime.js')], { cwd: root, stdio: ['ignore', 'ignore', 'inherit'] });
+  const r = spawnSync(process.execPath, [path.join(__dirname, 'runtime.js')], {
+    cwd: root,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   if (r.status !== 0) throw new Error(`bench:runtime failed (exit ${r.status}): no roof to compare against`);
   return JSON.parse(fs.readFileSync(file, 'utf8')).roofGflops;
 }
@@ -161,7 +178,9 @@ function printWorkloadRows(results) {
     }
     if (r.llamaCpp) {
       const l = r.llamaCpp;
-      console.log(`| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`);
+      console.log(
+        `| ${r.workload.name} | node-llama-cpp${l.scaled ? ` [${l.timedItems} items timed, scaled]` : ''} | ${fmt(l.itemsPerSecond, 2)} | ${fmt(l.seconds)} | ${fmt(r.plans.serial.seconds / l.seconds)} | 1.00 | ${fmt(l.peakRssGB, 2)} GB | - | - |`,
+      );
     }
   }
 }
@@ -173,16 +192,22 @@ function fmt(x, digits = 1) {
 async function main() {
   const info = machine();
   const roofRounds = checkedRoofRounds();
-  if (args['roof-only'] && !args.workloads.split(',').includes('target')) throw new Error('--roof-only times the target workload: leave it in --workloads');
+  if (args['roof-only'] && !args.workloads.split(',').includes('target'))
+    throw new Error('--roof-only times the target workload: leave it in --workloads');
   console.log(`machine: ${describeMachine()}`);
   const ownRoofs = args['weights-only'] || args['models-only']; // the models section measures its own, in both precisions
   const roofBefore = ownRoofs ? NaN : roof();
-  if (!ownRoofs) console.log(`matmul roof (bench:runtime, measured in this run, before the workloads): ${roofBefore.toFixed(1)} GFLOP/s`);
+  if (!ownRoofs)
+    console.log(
+      `matmul roof (bench:runtime, measured in this run, before the workloads): ${roofBefore.toFixed(1)} GFLOP/s`,
+    );
   const workloads = args.workloads.split(',').map((w) => {
     if (!WORKLOADS[w]) throw new Error(`unknown workload ${w}; known: ${Object.keys(WORKLOADS).join(', ')}`);
     // A cut target workload keeps its name (the worker's shapes) with fewer items; its description says so.
     const items = w === 'target' || w === 'gemma3-target' ? targetItems() : WORKLOADS[w].items;
-    return items === WORKLOADS[w].items ? WORKLOADS[w] : { ...WORKLOADS[w], items, description: `${WORKLOADS[w].description}, cut to ${items} items (--quick)` };
+    return items === WORKLOADS[w].items
+      ? WORKLOADS[w]
+      : { ...WORKLOADS[w], items, description: `${WORKLOADS[w].description}, cut to ${items} items (--quick)` };
   });
   for (const w of workloads) if (w.items < WORKLOADS[w.name].items) console.log(`note: ${w.description}`);
   const { DEFAULT_MODEL } = require('../../dist/model/default-model');
@@ -193,7 +218,10 @@ async function main() {
     const share = roofShare(target, worker, roofRounds, roofBefore);
     printRoofShare(share);
     fs.mkdirSync(resultsDir, { recursive: true });
-    fs.writeFileSync(path.join(resultsDir, 'roof-share.json'), `${JSON.stringify({ machine: info, roofShare: share, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(resultsDir, 'roof-share.json'),
+      `${JSON.stringify({ machine: info, roofShare: share, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`,
+    );
     console.log('wrote bench-results/roof-share.json');
     return;
   }
@@ -203,27 +231,44 @@ async function main() {
     const table = modelsTable(plan, info);
     console.log(`load average after the models: ${loadAverage()}`);
     fs.mkdirSync(resultsDir, { recursive: true });
-    fs.writeFileSync(path.join(resultsDir, 'models.json'), `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(resultsDir, 'models.json'),
+      `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`,
+    );
     console.log('wrote bench-results/models.json');
     return;
   }
   if (args['shapes-only']) {
     const table = shapesTable(worker, modelPath);
     fs.mkdirSync(resultsDir, { recursive: true });
-    fs.writeFileSync(path.join(resultsDir, 'shapes.json'), `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`);
+    fs.writeFileSync(
+      path.join(resultsDir, 'shapes.json'),
+      `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`,
+    );
     console.log('wrote bench-results/shapes.json');
     return;
   }
   const models = args['workloads-only'] || args['weights-only'] || !args['with-models'] ? null : modelsPlan(); // checked before anything slow runs
-  const weightRows = args['workloads-only'] ? [] : weightPrecision(workloads.filter((w) => !w.model), worker);
+  const weightRows = args['workloads-only']
+    ? []
+    : weightPrecision(
+        workloads.filter((w) => !w.model),
+        worker,
+      );
   const results = [];
   for (const w of args['weights-only'] ? [] : workloads) {
     const rows = {};
     const wModel = await workloadModel(w, modelPath);
     const modelEnv = w.model ? { PJRT_SCORE_MODEL: wModel } : {};
     for (const algorithm of ['serial', 'packed', 'prefix', 'auto']) {
-      const subset = algorithm === 'serial' && w.items > 50 ? Math.min(w.items, Number(args['serial-subset'])) : w.items;
-      const r = runJson(process.execPath, [worker, w.name, algorithm, String(subset)], `${w.name} ${algorithm}${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`, modelEnv);
+      const subset =
+        algorithm === 'serial' && w.items > 50 ? Math.min(w.items, Number(args['serial-subset'])) : w.items;
+      const r = runJson(
+        process.execPath,
+        [worker, w.name, algorithm, String(subset)],
+        `${w.name} ${algorithm}${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`,
+        modelEnv,
+      );
       const perItem = r.seconds / r.items;
       const seconds = perItem * w.items; // linear scaling when timed on a subset
       const flops = algorithm === 'serial' ? serialFlopsPerItem(r.config, w) * w.items : usefulFlops(r.config, w);
@@ -243,9 +288,19 @@ async function main() {
     let llama;
     if (!args['skip-llama-cpp']) {
       const subset = w.items > 50 ? Math.min(w.items, Number(args['llama-cpp-subset'])) : w.items;
-      const r = runJson(process.execPath, [path.join(__dirname, 'lib', 'llama-cpp-worker.mjs'), llamaCppModules(), wModel, w.name, String(subset)], `${w.name} node-llama-cpp${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`);
+      const r = runJson(
+        process.execPath,
+        [path.join(__dirname, 'lib', 'llama-cpp-worker.mjs'), llamaCppModules(), wModel, w.name, String(subset)],
+        `${w.name} node-llama-cpp${subset < w.items ? ` (${subset} of ${w.items} items)` : ''}`,
+      );
       const seconds = r.querySeconds + (r.itemSeconds / r.items) * w.items;
-      llama = { timedItems: r.items, scaled: r.items < w.items, seconds, itemsPerSecond: w.items / seconds, peakRssGB: r.peakRssBytes / 1e9 };
+      llama = {
+        timedItems: r.items,
+        scaled: r.items < w.items,
+        seconds,
+        itemsPerSecond: w.items / seconds,
+        peakRssGB: r.peakRssBytes / 1e9,
+      };
     }
     const serialSeconds = rows.serial.seconds;
     for (const row of Object.values(rows)) row.speedupOverSerial = serialSeconds / row.seconds;
@@ -262,16 +317,29 @@ async function main() {
   // of a shared machine during one roof measurement cannot flatter the plans.
   const roofAfter = roof();
   const roofGflops = Math.max(roofBefore, roofAfter);
-  console.log(`matmul roof after the workloads: ${roofAfter.toFixed(1)} GFLOP/s; "of roof" below is against ${roofGflops.toFixed(1)}`);
+  console.log(
+    `matmul roof after the workloads: ${roofAfter.toFixed(1)} GFLOP/s; "of roof" below is against ${roofGflops.toFixed(1)}`,
+  );
   for (const r of results) for (const p of Object.values(r.plans)) p.roofFraction = p.gflops / roofGflops;
   if (args['workloads-only']) {
     console.log('');
     printWorkloadRows(results);
-    console.log('serial and node-llama-cpp on 500-item workloads are timed on a subset of the items and scaled linearly.');
+    console.log(
+      'serial and node-llama-cpp on 500-item workloads are timed on a subset of the items and scaled linearly.',
+    );
     fs.mkdirSync(resultsDir, { recursive: true });
-    const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` };
-    fs.writeFileSync(path.join(resultsDir, 'bench-workloads.json'), `${JSON.stringify(report, null, 2)}
-`);
+    const report = {
+      machine: info,
+      roofGflops,
+      roofMeasurements: { before: roofBefore, after: roofAfter },
+      results,
+      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
+    };
+    fs.writeFileSync(
+      path.join(resultsDir, 'bench-workloads.json'),
+      `${JSON.stringify(report, null, 2)}
+`,
+    );
     console.log('wrote bench-results/bench-workloads.json');
     return;
   }
@@ -282,7 +350,13 @@ async function main() {
   const modelRows = models ? modelsTable(models, info) : null;
 
   // Rerank: our one-plan rerank against each document as its own sequence, in one run.
-  const rerank = args['skip-rerank'] ? null : runJson(process.execPath, [path.join(__dirname, 'rerank.js')], 'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents');
+  const rerank = args['skip-rerank']
+    ? null
+    : runJson(
+        process.execPath,
+        [path.join(__dirname, 'rerank.js')],
+        'rerank: 30-token query, 100 x 200 and 20 x 1000-token documents',
+      );
 
   // Cold and warm start: a restarted service, from `serve` to the answer of its
   // first request (small-10), with an empty and then a filled executable cache.
@@ -301,7 +375,9 @@ async function main() {
   if (rerank) {
     console.log('');
     console.log(`rerank (template ${rerank.template}; the same request both ways, one run):`);
-    console.log('| documents | prompt + document tokens | our rerank (plan) | each document alone (serial) | speed-up | max relevance diff |');
+    console.log(
+      '| documents | prompt + document tokens | our rerank (plan) | each document alone (serial) | speed-up | max relevance diff |',
+    );
     console.log('| --- | --- | --- | --- | --- | --- |');
     for (const c of rerank.cases) {
       console.log(
@@ -310,15 +386,39 @@ async function main() {
     }
   }
   console.log('');
-  console.log(`service start to first answered request (small-10): cold ${fmt(cold.seconds, 2)} s (${cold.compiles} compiles), warm ${fmt(warm.seconds, 2)} s (${warm.compiles} compiles)`);
-  for (const [name, r] of [['cold', cold], ['warm', warm]]) {
-    if (r.steps) console.log(`  ${name} start, by step: ${Object.entries(r.steps).map(([k, v]) => `${k} ${fmt(v, 2)} s`).join(', ')}`);
+  console.log(
+    `service start to first answered request (small-10): cold ${fmt(cold.seconds, 2)} s (${cold.compiles} compiles), warm ${fmt(warm.seconds, 2)} s (${warm.compiles} compiles)`,
+  );
+  for (const [name, r] of [
+    ['cold', cold],
+    ['warm', warm],
+  ]) {
+    if (r.steps)
+      console.log(
+        `  ${name} start, by step: ${Object.entries(r.steps)
+          .map(([k, v]) => `${k} ${fmt(v, 2)} s`)
+          .join(', ')}`,
+      );
   }
   printWeightRows(weightRows, info);
-  console.log('serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.');
+  console.log(
+    'serial on the target workload and node-llama-cpp on the target workload are timed on a subset of the items and scaled linearly.',
+  );
 
   fs.mkdirSync(resultsDir, { recursive: true });
-  const report = { machine: info, roofGflops, roofMeasurements: { before: roofBefore, after: roofAfter }, results, roofShare: share, shapes, models: modelRows, rerank, start: { cold, warm }, weights: weightRows, command: 'npm run bench' };
+  const report = {
+    machine: info,
+    roofGflops,
+    roofMeasurements: { before: roofBefore, after: roofAfter },
+    results,
+    roofShare: share,
+    shapes,
+    models: modelRows,
+    rerank,
+    start: { cold, warm },
+    weights: weightRows,
+    command: 'npm run bench',
+  };
   fs.writeFileSync(path.join(resultsDir, 'bench.json'), `${JSON.stringify(report, null, 2)}\n`);
   writeChart(report);
   console.log('wrote bench-results/bench.json and bench-results/bench.svg');
@@ -331,20 +431,33 @@ async function main() {
  */
 function shapesTable(worker, modelPath) {
   const names = args.shapes.split(',').filter(Boolean);
-  for (const n of names) if (!WORKLOADS[n]) throw new Error(`--shapes: unknown workload ${n}; known: ${Object.keys(WORKLOADS).join(', ')}`);
+  for (const n of names)
+    if (!WORKLOADS[n]) throw new Error(`--shapes: unknown workload ${n}; known: ${Object.keys(WORKLOADS).join(', ')}`);
   const precisions = args['shapes-precision'].split(',').filter(Boolean);
-  for (const p of precisions) if (!['auto', 'highest', 'bf16', 'default'].includes(p)) throw new Error(`--shapes-precision: ${p} is not a precision`);
-  if (!args['skip-torch'] && !precisions.includes('highest')) throw new Error("--shapes-precision must include highest: the PyTorch peer is checked against it before it is timed (or pass --skip-torch)");
+  for (const p of precisions)
+    if (!['auto', 'highest', 'bf16', 'default'].includes(p))
+      throw new Error(`--shapes-precision: ${p} is not a precision`);
+  if (!args['skip-torch'] && !precisions.includes('highest'))
+    throw new Error(
+      '--shapes-precision must include highest: the PyTorch peer is checked against it before it is timed (or pass --skip-torch)',
+    );
   const itemLimit = args['shapes-items'] !== undefined ? Number(args['shapes-items']) : null;
-  if (itemLimit !== null && !(Number.isInteger(itemLimit) && itemLimit >= 1)) throw new Error(`--shapes-items must be a positive integer, got ${args['shapes-items']}`);
+  if (itemLimit !== null && !(Number.isInteger(itemLimit) && itemLimit >= 1))
+    throw new Error(`--shapes-items must be a positive integer, got ${args['shapes-items']}`);
   const before = roofs();
-  console.log(`roofs before the shapes: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`);
+  console.log(
+    `roofs before the shapes: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`,
+  );
   // node-llama-cpp scores items one by one: over 50 items it is timed on --llama-cpp-subset of them and
   // its per-item time scaled linearly (as in the plans' table).
   const llama = (w, items) => {
     if (args['skip-llama-cpp']) return null;
     const timed = items > 50 ? Math.min(items, Number(args['llama-cpp-subset'])) : items;
-    const r = runJson(process.execPath, [path.join(__dirname, 'lib', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(timed)], `shapes: ${w.name} node-llama-cpp (${timed} of ${items} items)`);
+    const r = runJson(
+      process.execPath,
+      [path.join(__dirname, 'lib', 'llama-cpp-worker.mjs'), llamaCppModules(), modelPath, w.name, String(timed)],
+      `shapes: ${w.name} node-llama-cpp (${timed} of ${items} items)`,
+    );
     return { ...r, itemSeconds: (r.itemSeconds / r.items) * items, timedItems: r.items, scaled: r.items < items };
   };
   // The PyTorch peer: one Python process per workload (f32 and bf16), checked against our 'highest' run first.
@@ -353,12 +466,26 @@ function shapesTable(worker, modelPath) {
     const { runTorchPeer } = require('./lib/torch-peer');
     process.stderr.write(`[bench] shapes: ${w.name} PyTorch peer (f32, bf16; ${items} items) ...\n`);
     const r = runTorchPeer({ modelPath, workload: w, items, reference });
-    process.stderr.write(`[bench] shapes: ${w.name} PyTorch peer: f32 ${fmt(r.f32.seconds, 3)} s, bf16 ${fmt(r.bf16.seconds, 3)} s\n`);
+    process.stderr.write(
+      `[bench] shapes: ${w.name} PyTorch peer: f32 ${fmt(r.f32.seconds, 3)} s, bf16 ${fmt(r.bf16.seconds, 3)} s\n`,
+    );
     return r;
   };
-  const { rows, peers } = runShapesTable({ runJson, worker, llama, torch, roofs: before, shapes: names, precisions, itemLimit });
+  const { rows, peers } = runShapesTable({
+    runJson,
+    worker,
+    llama,
+    torch,
+    roofs: before,
+    shapes: names,
+    precisions,
+    itemLimit,
+  });
   const after = roofs();
-  const best = { f32: Math.max(before.f32, after.f32), bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null };
+  const best = {
+    f32: Math.max(before.f32, after.f32),
+    bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null,
+  };
   for (const r of rows) {
     r.roof = r.precision === 'bf16' ? best.bf16 : best.f32;
     r.roofFraction = r.roof ? r.gflops / r.roof : null;
@@ -372,11 +499,15 @@ function shapesTable(worker, modelPath) {
 function modelsPlan() {
   const list = (name) => args[name].split(',').filter(Boolean);
   const presets = list('models');
-  for (const p of presets) if (!PRESETS[p]) throw new Error(`--models: unknown preset ${p}; known: ${Object.keys(PRESETS).join(', ')}`);
+  for (const p of presets)
+    if (!PRESETS[p]) throw new Error(`--models: unknown preset ${p}; known: ${Object.keys(PRESETS).join(', ')}`);
   const requests = list('model-requests');
-  for (const r of requests) if (!MODEL_REQUESTS[r]) throw new Error(`--model-requests: unknown request ${r}; known: ${Object.keys(MODEL_REQUESTS).join(', ')}`);
+  for (const r of requests)
+    if (!MODEL_REQUESTS[r])
+      throw new Error(`--model-requests: unknown request ${r}; known: ${Object.keys(MODEL_REQUESTS).join(', ')}`);
   const peers = args['model-peers'] === 'none' ? [] : list('model-peers');
-  for (const p of peers) if (!PEERS.includes(p)) throw new Error(`--model-peers: unknown peer ${p}; known: ${PEERS.join(', ')} (or none)`);
+  for (const p of peers)
+    if (!PEERS.includes(p)) throw new Error(`--model-peers: unknown peer ${p}; known: ${PEERS.join(', ')} (or none)`);
   if (!presets.length || !requests.length) throw new Error('--models and --model-requests must each name at least one');
   return { presets, requests, peers };
 }
@@ -389,7 +520,9 @@ function modelsPlan() {
 function modelsTable({ presets, requests, peers }, info) {
   const { runTorchModelPeer, runOpenvinoPeer, openvinoIr } = require('./lib/model-peers');
   const before = roofs();
-  console.log(`roofs before the models: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`);
+  console.log(
+    `roofs before the models: f32 ${fmt(before.f32)} GFLOP/s, bf16 ${before.bf16 ? `${fmt(before.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}`,
+  );
   const openvinoExports = {};
   const runPeer = (peer, job) => {
     if (peer === 'torch') return runTorchModelPeer(job);
@@ -401,12 +534,18 @@ function modelsTable({ presets, requests, peers }, info) {
   const partial = path.join(resultsDir, 'models.partial.json');
   const onRow = (done) => {
     fs.mkdirSync(resultsDir, { recursive: true });
-    fs.writeFileSync(partial, `${JSON.stringify({ machine: info, roofsBefore: before, rows: done, openvinoExportSeconds: openvinoExports }, null, 2)}\n`);
+    fs.writeFileSync(
+      partial,
+      `${JSON.stringify({ machine: info, roofsBefore: before, rows: done, openvinoExportSeconds: openvinoExports }, null, 2)}\n`,
+    );
   };
   const rows = runModelsTable({ presets, requests, peers, runJson, worker: modelWorker, runPeer, log, onRow });
   fs.rmSync(partial, { force: true });
   const after = roofs();
-  const best = { f32: Math.max(before.f32, after.f32), bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null };
+  const best = {
+    f32: Math.max(before.f32, after.f32),
+    bf16: before.bf16 && after.bf16 ? Math.max(before.bf16, after.bf16) : null,
+  };
   compareModelsTable(rows, best);
   if (args['models-only']) printModelsTable(rows, best, fmt, info);
   return { roofs: best, roofMeasurements: { before, after }, rows, openvinoExportSeconds: openvinoExports };
@@ -422,10 +561,14 @@ const ROOF_PATHS = {
 /** --roof-rounds and --roof-paths, checked (before anything slow runs): { rounds, paths }. */
 function checkedRoofRounds() {
   const rounds = Number(args['roof-rounds']);
-  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--roof-rounds must be a positive integer, got ${args['roof-rounds']}`);
+  if (!(Number.isInteger(rounds) && rounds >= 1))
+    throw new Error(`--roof-rounds must be a positive integer, got ${args['roof-rounds']}`);
   const paths = args['roof-paths'].split(',').filter(Boolean);
-  for (const p of paths) if (!ROOF_PATHS[p]) throw new Error(`unknown --roof-paths entry ${JSON.stringify(p)}; known: ${Object.keys(ROOF_PATHS).join(', ')}`);
-  if (paths.length === 0 || new Set(paths).size !== paths.length) throw new Error(`--roof-paths must name one or more distinct paths, got ${JSON.stringify(args['roof-paths'])}`);
+  for (const p of paths)
+    if (!ROOF_PATHS[p])
+      throw new Error(`unknown --roof-paths entry ${JSON.stringify(p)}; known: ${Object.keys(ROOF_PATHS).join(', ')}`);
+  if (paths.length === 0 || new Set(paths).size !== paths.length)
+    throw new Error(`--roof-paths must name one or more distinct paths, got ${JSON.stringify(args['roof-paths'])}`);
   return { rounds, paths };
 }
 
@@ -442,30 +585,54 @@ function roofShare(w, worker, { rounds, paths }, firstRoof) {
   for (let i = 0; i < rounds; i++) {
     for (let j = 0; j < paths.length; j++) {
       const name = paths[(i + j) % paths.length];
-      const r = runJson(process.execPath, [worker, w.name, 'prefix', String(w.items), 'f32', ...ROOF_PATHS[name].forms], `${w.name} prefix (${name}) against the roof, round ${i + 1} of ${rounds}`);
+      const r = runJson(
+        process.execPath,
+        [worker, w.name, 'prefix', String(w.items), 'f32', ...ROOF_PATHS[name].forms],
+        `${w.name} prefix (${name}) against the roof, round ${i + 1} of ${rounds}`,
+      );
       const roofBefore = roofGflops;
       roofGflops = roof();
       const gflops = usefulFlops(r.config, w) / r.seconds / 1e9;
-      rows.push({ round: i + 1, path: name, seconds: r.seconds, cpuSeconds: r.cpuSeconds, gflops, roofBefore, roofAfter: roofGflops, fraction: gflops / Math.max(roofBefore, roofGflops) });
+      rows.push({
+        round: i + 1,
+        path: name,
+        seconds: r.seconds,
+        cpuSeconds: r.cpuSeconds,
+        gflops,
+        roofBefore,
+        roofAfter: roofGflops,
+        fraction: gflops / Math.max(roofBefore, roofGflops),
+      });
     }
   }
   const byPath = paths.map((name) => {
     const own = rows.filter((r) => r.path === name);
-    return { path: name, label: ROOF_PATHS[name].label, medianFraction: median(own.map((r) => r.fraction)), medianSeconds: median(own.map((r) => r.seconds)) };
+    return {
+      path: name,
+      label: ROOF_PATHS[name].label,
+      medianFraction: median(own.map((r) => r.fraction)),
+      medianSeconds: median(own.map((r) => r.seconds)),
+    };
   });
   return { workload: w, rounds: rows, paths: byPath };
 }
 
 function printRoofShare(share) {
   console.log('');
-  console.log(`${share.workload.name} (${share.workload.description}), prefix plan, f32, against the matmul roof measured around each request:`);
+  console.log(
+    `${share.workload.name} (${share.workload.description}), prefix plan, f32, against the matmul roof measured around each request:`,
+  );
   console.log('| round | code path | seconds | useful GFLOP/s | roof before | roof after | of roof (the higher) |');
   console.log('| --- | --- | --- | --- | --- | --- | --- |');
-  for (const r of share.rounds) console.log(`| ${r.round} | ${r.path} | ${fmt(r.seconds, 2)} | ${fmt(r.gflops)} | ${fmt(r.roofBefore)} | ${fmt(r.roofAfter)} | ${fmt(100 * r.fraction)}% |`);
+  for (const r of share.rounds)
+    console.log(
+      `| ${r.round} | ${r.path} | ${fmt(r.seconds, 2)} | ${fmt(r.gflops)} | ${fmt(r.roofBefore)} | ${fmt(r.roofAfter)} | ${fmt(100 * r.fraction)}% |`,
+    );
   console.log('');
   console.log('| code path | what it runs | median seconds | median share of the roof |');
   console.log('| --- | --- | --- | --- |');
-  for (const p of share.paths) console.log(`| ${p.path} | ${p.label} | ${fmt(p.medianSeconds, 2)} | ${fmt(100 * p.medianFraction)}% |`);
+  for (const p of share.paths)
+    console.log(`| ${p.path} | ${p.label} | ${fmt(p.medianSeconds, 2)} | ${fmt(100 * p.medianFraction)}% |`);
 }
 
 /** Each weight type on each workload (auto plan), in its own process; accuracy against the f32 run. */
@@ -475,7 +642,12 @@ function weightPrecision(workloads, worker) {
   for (const w of workloads) {
     let reference;
     for (const weights of types) {
-      const r = runJson(process.execPath, [worker, w.name, 'auto', String(w.items), weights], `${w.name} weights ${weights}`, { BENCH_ALL_SCORES: '1' });
+      const r = runJson(
+        process.execPath,
+        [worker, w.name, 'auto', String(w.items), weights],
+        `${w.name} weights ${weights}`,
+        { BENCH_ALL_SCORES: '1' },
+      );
       if (weights === 'f32') reference = r;
       const accuracy = reference && r.scores ? diffs(r.scores, reference.scores) : undefined;
       const yesNoAccuracy = reference && r.yesNoScores ? diffs(r.yesNoScores, reference.yesNoScores) : undefined;
@@ -501,13 +673,19 @@ function weightPrecision(workloads, worker) {
 function printWeightRows(rows, info) {
   if (!rows.length) return;
   console.log('');
-  console.log(`weight precision (auto plan; ${info.cpu} (${info.cpuFlags.join(' ')}); accuracy: max / mean |diff| of label probabilities against the f32 run, on the workload's random tokens and on 50 yes/no statements):`);
-  console.log('| workload | weights | items/s | peak RSS | weights on device | load | vs f32 (workload) | vs f32 (yes/no) |');
+  console.log(
+    `weight precision (auto plan; ${info.cpu} (${info.cpuFlags.join(' ')}); accuracy: max / mean |diff| of label probabilities against the f32 run, on the workload's random tokens and on 50 yes/no statements):`,
+  );
+  console.log(
+    '| workload | weights | items/s | peak RSS | weights on device | load | vs f32 (workload) | vs f32 (yes/no) |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   const acc = (a) => (a ? `${a.max.toExponential(1)} / ${a.mean.toExponential(1)}` : '-');
   for (const r of rows) {
     const label = r.requested === 'auto' ? `auto -> ${r.weights}` : r.weights;
-    console.log(`| ${r.workload} (${r.items} items) | ${label} | ${fmt(r.itemsPerSecond)} | ${fmt(r.peakRssGB, 2)} GB | ${fmt(r.weightGB, 2)} GB | ${fmt(r.loadSeconds, 2)} s | ${acc(r.accuracyVsF32)} | ${acc(r.yesNoAccuracyVsF32)} |`);
+    console.log(
+      `| ${r.workload} (${r.items} items) | ${label} | ${fmt(r.itemsPerSecond)} | ${fmt(r.peakRssGB, 2)} GB | ${fmt(r.weightGB, 2)} GB | ${fmt(r.loadSeconds, 2)} s | ${acc(r.accuracyVsF32)} | ${acc(r.yesNoAccuracyVsF32)} |`,
+    );
   }
   const auto = rows.find((r) => r.requested === 'auto');
   if (auto) console.log(`auto chose ${auto.weights}: ${auto.reason}`);
@@ -525,7 +703,11 @@ function writeChart(report) {
     groups: results.map((r) => ({
       label: `${r.workload.queryTokens}-token query\n${r.workload.items} items x ${r.workload.itemTokens} tokens`,
       bars: [
-        ...Object.entries(r.plans).map(([name, p]) => ({ label: name === 'auto' ? `auto (${p.algorithm})` : name, value: p.itemsPerSecond, color: colors[name] })),
+        ...Object.entries(r.plans).map(([name, p]) => ({
+          label: name === 'auto' ? `auto (${p.algorithm})` : name,
+          value: p.itemsPerSecond,
+          color: colors[name],
+        })),
         ...(r.llamaCpp ? [{ label: 'node-llama-cpp', value: r.llamaCpp.itemsPerSecond, color: colors.llama }] : []),
       ],
     })),

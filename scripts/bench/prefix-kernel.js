@@ -49,7 +49,11 @@ function usefulFlops(c) {
 }
 
 function program(c, tag, bf16) {
-  return buildProgram(`prefix_kernel_${tag}${bf16 ? '_bf16' : ''}`, (f) => ({ out: itemsOverPrefix(f, prefixParams(f, c), parsePrefixAttentionTag(tag)) }), bf16 ? { dotOperands: 'bf16' } : {});
+  return buildProgram(
+    `prefix_kernel_${tag}${bf16 ? '_bf16' : ''}`,
+    (f) => ({ out: itemsOverPrefix(f, prefixParams(f, c), parsePrefixAttentionTag(tag)) }),
+    bf16 ? { dotOperands: 'bf16' } : {},
+  );
 }
 
 async function main() {
@@ -61,7 +65,9 @@ async function main() {
   console.log(`machine: ${describeMachine()}`);
   console.log(`kernel paths (D 64): ${JSON.stringify(attentionKernelPaths(64))}`);
   console.log(`load average at start: ${loadAverage()}`);
-  console.log(`shape ${shapeName}: ${c.N} items x ${c.L} tokens over ${c.prefixLength} prefix keys, Hq ${c.Hq}, Hkv ${c.Hkv}, D ${c.D}`);
+  console.log(
+    `shape ${shapeName}: ${c.N} items x ${c.L} tokens over ${c.prefixLength} prefix keys, Hq ${c.Hq}, Hkv ${c.Hkv}, D ${c.D}`,
+  );
   const client = await Client.create();
   const inputs = makeInputs(1, c);
   const cases = [];
@@ -77,7 +83,8 @@ async function main() {
     const paths = attentionKernelPaths(c.D);
     if (before === undefined) delete process.env.PJRT_SCORE_KERNEL_ISA;
     else process.env.PJRT_SCORE_KERNEL_ISA = before;
-    const path = tag === 'ffi' ? (bf16 ? `bf16 ${paths.bf16}` : `f32 ${paths.f32}`) : bf16 ? 'StableHLO, bf16 dots' : 'StableHLO';
+    const path =
+      tag === 'ffi' ? (bf16 ? `bf16 ${paths.bf16}` : `f32 ${paths.f32}`) : bf16 ? 'StableHLO, bf16 dots' : 'StableHLO';
     cases.push({ tag: spec, path, exe, buffers, ...(isa ? { isa } : {}) });
   }
   await timeAlternating(cases, rounds);
@@ -87,7 +94,9 @@ async function main() {
   console.log('| --- | --- | --- | --- | --- | --- |');
   for (const k of cases) {
     const range = (xs) => `${Math.min(...xs).toFixed(0)}-${Math.max(...xs).toFixed(0)}`;
-    console.log(`| ${k.tag} | ${k.path} | ${range(k.cpu)} | ${range(k.wall)} | ${(flops / Math.min(...k.cpu) / 1e6).toFixed(1)} | ${(flops / Math.min(...k.wall) / 1e6).toFixed(1)} |`);
+    console.log(
+      `| ${k.tag} | ${k.path} | ${range(k.cpu)} | ${range(k.wall)} | ${(flops / Math.min(...k.cpu) / 1e6).toFixed(1)} | ${(flops / Math.min(...k.wall) / 1e6).toFixed(1)} |`,
+    );
   }
   finishCases(cases, client);
 }

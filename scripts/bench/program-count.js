@@ -18,7 +18,10 @@ const fixed = {
   labels: bucketLadder({ min: 2, max: 49152 }),
 };
 const LADDERS = {
-  'before (counts 1.5x, queries on the item lengths\' ladder)': { ...fixed, counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }) },
+  "before (counts 1.5x, queries on the item lengths' ladder)": {
+    ...fixed,
+    counts: bucketLadder({ min: 1, max: 4096, steps: [1.5] }),
+  },
   'counts 1.25x only': { ...fixed, counts: bucketLadder({ min: 1, max: 4096, steps: facts.countSteps }) },
   'now (counts 1.25x, queries in sixteenths)': {
     ...fixed,
@@ -35,7 +38,12 @@ const between = (a, b) => {
 const shapes = Array.from({ length: requests }, () => {
   const n = between(10, 50);
   const l = between(15, 25);
-  return { queryLength: between(250, 350), itemLengths: Array.from({ length: n }, () => between(l - 3, l)), labelCount: 2, itemFirst: false };
+  return {
+    queryLength: between(250, 350),
+    itemLengths: Array.from({ length: n }, () => between(l - 3, l)),
+    labelCount: 2,
+    itemFirst: false,
+  };
 });
 for (const [name, ladders] of Object.entries(LADDERS)) {
   const sizing = { ladders, budget: facts.budget, numHeads: 9 };

@@ -16,7 +16,10 @@ const { documentText: text } = require('./lib/workloads');
 const { upperMedian } = require('../lib/median');
 
 function cpuModel() {
-  const line = fs.readFileSync('/proc/cpuinfo', 'utf8').split('\n').find((l) => l.startsWith('model name'));
+  const line = fs
+    .readFileSync('/proc/cpuinfo', 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith('model name'));
   return line ? line.split(':')[1].trim() : os.cpus()[0]?.model;
 }
 

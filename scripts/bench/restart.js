@@ -41,7 +41,8 @@ const { values: args } = parseArgs({
 
 function run(command, argv, options = {}) {
   const r = spawnSync(command, argv, { encoding: 'utf8', maxBuffer: 1 << 28, ...options });
-  if (r.status !== 0) throw new Error(`${command} ${argv.join(' ')} failed (exit ${r.status}):\n${(r.stderr || '').slice(-3000)}`);
+  if (r.status !== 0)
+    throw new Error(`${command} ${argv.join(' ')} failed (exit ${r.status}):\n${(r.stderr || '').slice(-3000)}`);
   return r.stdout;
 }
 
@@ -70,16 +71,23 @@ function baselineRoot(ref) {
   if (tar.status !== 0) throw new Error(`git archive ${sha} failed: ${tar.stderr}`);
   run('tar', ['-x', '-C', dir], { input: tar.stdout, encoding: 'buffer' });
   linkShared(dir);
-  run(process.execPath, [path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir });
+  run(process.execPath, [path.join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], {
+    cwd: dir,
+  });
   // The ESM entry writer, where that commit keeps it (scripts/ was sorted into job folders later).
-  const esmEntry = ['scripts/build/write-esm-entry.js', 'scripts/write-esm-entry.js'].find((f) => fs.existsSync(path.join(dir, f)));
+  const esmEntry = ['scripts/build/write-esm-entry.js', 'scripts/write-esm-entry.js'].find((f) =>
+    fs.existsSync(path.join(dir, f)),
+  );
   if (esmEntry) run(process.execPath, [esmEntry], { cwd: dir });
   return { dir, sha };
 }
 
 /** One restart of the service in `packageRoot` over `cache` (lib/service-start.js, in its own process). */
 function start(cache, packageRoot, weights) {
-  const out = run(process.execPath, [path.join(__dirname, 'lib', 'service-start.js'), cache, packageRoot, args.input], { cwd: root, env: { ...process.env, PJRT_SCORE_WEIGHTS: weights } });
+  const out = run(process.execPath, [path.join(__dirname, 'lib', 'service-start.js'), cache, packageRoot, args.input], {
+    cwd: root,
+    env: { ...process.env, PJRT_SCORE_WEIGHTS: weights },
+  });
   const r = JSON.parse(out.trim().split('\n').pop());
   if (r.status !== 200) throw new Error(`a start answered ${r.status}`);
   return r;
@@ -87,7 +95,8 @@ function start(cache, packageRoot, weights) {
 
 function main() {
   const rounds = Number(args.rounds);
-  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`--rounds must be a positive integer, got ${args.rounds}`);
+  if (!(Number.isInteger(rounds) && rounds >= 1))
+    throw new Error(`--rounds must be a positive integer, got ${args.rounds}`);
   if (args.input !== 'ids' && args.input !== 'text') throw new Error(`--input must be ids or text, got ${args.input}`);
   const info = machine();
   console.log(`machine: ${describeMachine()}`);
@@ -95,8 +104,18 @@ function main() {
   const head = run('git', ['rev-parse', 'HEAD'], { cwd: root }).trim();
   const dirty = run('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: root }).trim() !== '';
   const builds = {
-    old: { label: `baseline ${baseline.sha.slice(0, 12)}`, root: baseline.dir, cache: fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-restart-old-')), runs: [] },
-    new: { label: `this checkout ${head.slice(0, 12)}${dirty ? ' (with uncommitted changes)' : ''}`, root, cache: fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-restart-new-')), runs: [] },
+    old: {
+      label: `baseline ${baseline.sha.slice(0, 12)}`,
+      root: baseline.dir,
+      cache: fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-restart-old-')),
+      runs: [],
+    },
+    new: {
+      label: `this checkout ${head.slice(0, 12)}${dirty ? ' (with uncommitted changes)' : ''}`,
+      root,
+      cache: fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-restart-new-')),
+      runs: [],
+    },
   };
   const loadBefore = os.loadavg();
   try {
@@ -108,7 +127,9 @@ function main() {
       for (const name of r % 2 === 0 ? ['old', 'new'] : ['new', 'old']) {
         const result = start(builds[name].cache, builds[name].root, args.weights);
         builds[name].runs.push(result);
-        process.stderr.write(`[restart] round ${r + 1}: ${name} ${result.seconds.toFixed(2)} s (${result.compiles} compiles)\n`);
+        process.stderr.write(
+          `[restart] round ${r + 1}: ${name} ${result.seconds.toFixed(2)} s (${result.compiles} compiles)\n`,
+        );
       }
     }
   } finally {
@@ -134,21 +155,40 @@ function main() {
     };
   }
   const ratio = summary.old.medianSeconds / summary.new.medianSeconds;
-  console.log(`load average: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before, ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after`);
-  console.log(`restart with a warm executable cache to the first answered request (small-10 as ${args.input === 'text' ? 'text' : 'token ids'}, weights ${args.weights}), ${rounds} alternating rounds:`);
+  console.log(
+    `load average: ${loadBefore.map((x) => x.toFixed(2)).join(' ')} before, ${loadAfter.map((x) => x.toFixed(2)).join(' ')} after`,
+  );
+  console.log(
+    `restart with a warm executable cache to the first answered request (small-10 as ${args.input === 'text' ? 'text' : 'token ids'}, weights ${args.weights}), ${rounds} alternating rounds:`,
+  );
   for (const s of Object.values(summary)) {
-    console.log(`  ${s.label}: median ${s.medianSeconds.toFixed(2)} s, ${s.medianCpuSeconds.toFixed(2)} CPU s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`);
+    console.log(
+      `  ${s.label}: median ${s.medianSeconds.toFixed(2)} s, ${s.medianCpuSeconds.toFixed(2)} CPU s (${s.seconds.map((x) => x.toFixed(2)).join(', ')}; compiles ${s.compiles.join(', ')}; cold start ${s.coldSeconds.toFixed(2)} s)`,
+    );
   }
-  console.log(`  old / new: ${ratio.toFixed(2)}x wall, ${(summary.old.medianCpuSeconds / summary.new.medianCpuSeconds).toFixed(2)}x CPU`);
+  console.log(
+    `  old / new: ${ratio.toFixed(2)}x wall, ${(summary.old.medianCpuSeconds / summary.new.medianCpuSeconds).toFixed(2)}x CPU`,
+  );
   for (const [name, s] of Object.entries(summary)) {
     const split = Object.entries(s.steps);
     const who = name === 'new' ? 'this checkout' : 'baseline';
-    if (split.length) console.log(`  ${who}, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
+    if (split.length)
+      console.log(`  ${who}, median by step: ${split.map(([k, v]) => `${k} ${v.toFixed(2)} s`).join(', ')}`);
     const cpu = Object.entries(s.cpuSteps);
-    if (cpu.length) console.log(`  ${who}, median CPU seconds: ${cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
+    if (cpu.length)
+      console.log(`  ${who}, median CPU seconds: ${cpu.map(([k, v]) => `${k} ${v.toFixed(2)}`).join(', ')}`);
   }
   fs.mkdirSync(path.join(root, 'bench-results'), { recursive: true });
-  const report = { machine: info, loadAverage: { before: loadBefore, after: loadAfter }, weights: args.weights, input: args.input, rounds, summary, ratio, command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights} --input ${args.input}` };
+  const report = {
+    machine: info,
+    loadAverage: { before: loadBefore, after: loadAfter },
+    weights: args.weights,
+    input: args.input,
+    rounds,
+    summary,
+    ratio,
+    command: `node scripts/bench/restart.js --baseline-ref ${args['baseline-ref']} --rounds ${rounds} --weights ${args.weights} --input ${args.input}`,
+  };
   fs.writeFileSync(path.join(root, 'bench-results', 'restart.json'), `${JSON.stringify(report, null, 2)}\n`);
   console.log('wrote bench-results/restart.json');
 }

@@ -13,7 +13,6 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { upperMedian } = require('../lib/median');
 
-
 async function timeIt(fn, reps) {
   const times = [];
   for (let i = 0; i < reps; i++) {
@@ -49,19 +48,24 @@ async function matmulGflops(client, label, program) {
 /** matmulGflops of one of the addon's matmul kernels (lib/hlo/nn/matmul-kernel.ts): x f32 [n, n] . w f32 [1, n, n], one layer of a stack. */
 function kernelGflops(client, label, builder) {
   const hlo = require('../../dist/hlo');
-  return matmulGflops(client, label, (_t, size) =>
-    hlo.buildProgram(`roof_${builder}_${size}`, (f) => {
-      const x = f.param(hlo.TensorType.f32([size, size]), 'x');
-      const w = f.param(hlo.TensorType.f32([size, size]), 'w');
-      return { y: hlo[builder](f, x, f.reshape(w, [1, size, size]), f.scalar(0, 's32')) };
-    }).text,
+  return matmulGflops(
+    client,
+    label,
+    (_t, size) =>
+      hlo.buildProgram(`roof_${builder}_${size}`, (f) => {
+        const x = f.param(hlo.TensorType.f32([size, size]), 'x');
+        const w = f.param(hlo.TensorType.f32([size, size]), 'w');
+        return { y: hlo[builder](f, x, f.reshape(w, [1, size, size]), f.scalar(0, 's32')) };
+      }).text,
   );
 }
 
 async function main() {
   console.log(`machine: ${describeMachine()}`);
   const client = await Client.create();
-  console.log(`plugin: ${client.platformName} ${client.platformVersion}, PJRT C API ${client.apiVersion.major}.${client.apiVersion.minor}`);
+  console.log(
+    `plugin: ${client.platformName} ${client.platformVersion}, PJRT C API ${client.apiVersion.major}.${client.apiVersion.minor}`,
+  );
   const results = { machine: machine() };
 
   // 1. Per-call overhead: execute a trivial program, await it.
@@ -82,15 +86,21 @@ async function main() {
   const onDevice = await client.upload(host, [n]);
   const d2h = await timeIt(async () => onDevice.toHost(), 8);
   results.deviceToHostGBs = (n * 4) / upperMedian(d2h) / 1e9;
-  console.log(`host -> device (64 MiB, one copy into a fresh device allocation): ${results.hostToDeviceGBs.toFixed(2)} GB/s`);
+  console.log(
+    `host -> device (64 MiB, one copy into a fresh device allocation): ${results.hostToDeviceGBs.toFixed(2)} GB/s`,
+  );
   console.log(`device -> host (64 MiB): ${results.deviceToHostGBs.toFixed(2)} GB/s`);
   onDevice.dispose();
 
   // 3. f32 matmul roof.
-  results.matmulGflops = await matmulGflops(client, 'f32 matmul', (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
+  results.matmulGflops = await matmulGflops(
+    client,
+    'f32 matmul',
+    (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
       %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (${t('f32')}, ${t('f32')}) -> ${t('f32')}
       return %0 : ${t('f32')}
-    }`);
+    }`,
+  );
   const { attentionKernelPaths } = require('../../dist/runtime');
   results.cpuClass = attentionKernelPaths(64).cpu;
   const f32Best = [...Object.values(results.matmulGflops)];
@@ -105,12 +115,16 @@ async function main() {
   // 4. bf16 roof, where the CPU has bf16 matrix units (AMX; AVX512_BF16): bf16 x bf16 -> f32
   // dot_general, the operands converted from f32 inside the program (O(n^2) of the O(n^3) work).
   if (['amx', 'avx512bf16'].includes(results.cpuClass)) {
-    results.bf16MatmulGflops = await matmulGflops(client, 'bf16 x bf16 -> f32 matmul', (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
+    results.bf16MatmulGflops = await matmulGflops(
+      client,
+      'bf16 x bf16 -> f32 matmul',
+      (t) => `func.func @main(%a: ${t('f32')}, %b: ${t('f32')}) -> ${t('f32')} {
         %a1 = stablehlo.convert %a : (${t('f32')}) -> ${t('bf16')}
         %b1 = stablehlo.convert %b : (${t('f32')}) -> ${t('bf16')}
         %0 = stablehlo.dot_general %a1, %b1, contracting_dims = [1] x [0] : (${t('bf16')}, ${t('bf16')}) -> ${t('f32')}
         return %0 : ${t('f32')}
-      }`);
+      }`,
+    );
     const best = [...Object.values(results.bf16MatmulGflops)];
     if (client.prefixAttentionKernel) {
       // The addon's bf16 kernel: both operands rounded to bf16 in the call.
@@ -118,7 +132,9 @@ async function main() {
       best.push(...Object.values(results.bf16KernelMatmulGflops));
     }
     results.bf16RoofGflops = Math.max(...best);
-    console.log(`bf16 roof (best bf16 matmul, CPU class ${results.cpuClass}): ${results.bf16RoofGflops.toFixed(1)} GFLOP/s`);
+    console.log(
+      `bf16 roof (best bf16 matmul, CPU class ${results.cpuClass}): ${results.bf16RoofGflops.toFixed(1)} GFLOP/s`,
+    );
   } else {
     console.log(`bf16 roof: not measured (CPU class ${results.cpuClass}: no bf16 matrix units)`);
   }

@@ -31,7 +31,11 @@ const child = `
 console.log(`machine: ${describeMachine()}`);
 let failed = false;
 for (const c of CASES) {
-  const r = spawnSync(process.execPath, ['-e', child, String(c.queryTokens), String(c.items), String(c.itemTokens), c.algorithm], { encoding: 'utf8' });
+  const r = spawnSync(
+    process.execPath,
+    ['-e', child, String(c.queryTokens), String(c.items), String(c.itemTokens), c.algorithm],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) {
     console.log(`${c.name}: FAILED (exit ${r.status})\n${r.stderr.slice(-2000)}`);
     failed = true;

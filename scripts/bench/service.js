@@ -64,7 +64,20 @@ const { WORKLOADS, request: workloadRequest } = require('./lib/workloads');
 
 const YES = 9805;
 const NO = 787;
-const NOUNS = ['apple', 'car', 'banana', 'hammer', 'cherry', 'cloud', 'pear', 'violin', 'mango', 'bridge', 'plum', 'sock'];
+const NOUNS = [
+  'apple',
+  'car',
+  'banana',
+  'hammer',
+  'cherry',
+  'cloud',
+  'pear',
+  'violin',
+  'mango',
+  'bridge',
+  'plum',
+  'sock',
+];
 
 function options() {
   const { values } = parseArgs({
@@ -97,7 +110,8 @@ function options() {
     process.exit(0);
   }
   const servers = values.servers.split(',');
-  if (servers.includes('baseline') && !values['baseline-ref']) throw new Error('--servers baseline needs --baseline-ref REF');
+  if (servers.includes('baseline') && !values['baseline-ref'])
+    throw new Error('--servers baseline needs --baseline-ref REF');
   return {
     duration: Number(values.duration) * 1000,
     concurrency: values.concurrency.split(',').map(Number),
@@ -123,18 +137,31 @@ function prepareBaseline(ref) {
   const dir = path.join(os.tmpdir(), `pjrt-score-baseline-${sha.slice(0, 12)}`);
   if (!fs.existsSync(path.join(dir, 'dist', 'index.js'))) {
     fs.mkdirSync(dir, { recursive: true });
-    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${JSON.stringify(dir)}`], { cwd: root, stdio: 'inherit' });
+    execFileSync('sh', ['-c', `git archive ${sha} | tar -x -C ${JSON.stringify(dir)}`], {
+      cwd: root,
+      stdio: 'inherit',
+    });
     for (const name of ['node_modules', 'build']) {
-      if (!fs.existsSync(path.join(dir, name)) && fs.existsSync(path.join(root, name))) fs.symlinkSync(path.join(root, name), path.join(dir, name));
+      if (!fs.existsSync(path.join(dir, name)) && fs.existsSync(path.join(root, name)))
+        fs.symlinkSync(path.join(root, name), path.join(dir, name));
     }
-    execFileSync(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], { cwd: dir, stdio: 'inherit' });
+    execFileSync(
+      process.execPath,
+      [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'],
+      { cwd: dir, stdio: 'inherit' },
+    );
   }
   return { dir, sha };
 }
 
 /** A rerank-like request: a short question, `items` short candidates (small-10: the bench's token-id workload). */
 function makeBody(workload, serial, itemCount) {
-  if (workload === 'overhead') return JSON.stringify({ query: `Question ${serial % 1000}: is this a fruit?`, items: [], label_token_ids: [YES, NO] });
+  if (workload === 'overhead')
+    return JSON.stringify({
+      query: `Question ${serial % 1000}: is this a fruit?`,
+      items: [],
+      label_token_ids: [YES, NO],
+    });
   if (workload === 'small-10' || workload === 'pr') {
     const r = workloadRequest(WORKLOADS[workload], serial);
     return JSON.stringify({ query: r.query, items: r.items, label_token_ids: r.labelTokenIds });
@@ -142,9 +169,16 @@ function makeBody(workload, serial, itemCount) {
   if (workload === 'pr-repeat') {
     // One query for every request (variant 0's), the items of this request's own variant.
     const r = workloadRequest(WORKLOADS.pr, serial);
-    return JSON.stringify({ query: workloadRequest(WORKLOADS.pr, 0).query, items: r.items, label_token_ids: r.labelTokenIds });
+    return JSON.stringify({
+      query: workloadRequest(WORKLOADS.pr, 0).query,
+      items: r.items,
+      label_token_ids: r.labelTokenIds,
+    });
   }
-  const query = workload === 'shared' ? 'Is the following a kind of fruit? Answer yes or no:' : `Question ${serial % 1000}: is the following a kind of fruit? Answer yes or no:`;
+  const query =
+    workload === 'shared'
+      ? 'Is the following a kind of fruit? Answer yes or no:'
+      : `Question ${serial % 1000}: is the following a kind of fruit? Answer yes or no:`;
   const items = Array.from({ length: itemCount }, (_, i) => ` a ${NOUNS[(serial + i) % NOUNS.length]}`);
   return JSON.stringify({ query, items, label_token_ids: [YES, NO], apply_softmax: true });
 }
@@ -158,13 +192,27 @@ function itemsOf(workload, itemCount) {
 
 /** The --warmup spec of the workloads that have fixed shapes (query x item tokens x items), plus the default shapes. */
 function warmupSpec(workloads) {
-  const fixed = workloads.map((w) => WORKLOADS[w === 'pr-repeat' ? 'pr' : w]).filter(Boolean).map((w) => `${w.queryTokens}x${w.itemTokens}x${w.items}`);
+  const fixed = workloads
+    .map((w) => WORKLOADS[w === 'pr-repeat' ? 'pr' : w])
+    .filter(Boolean)
+    .map((w) => `${w.queryTokens}x${w.itemTokens}x${w.items}`);
   return ['16x8x4', '32x16x20', ...fixed].join(',');
 }
 
 /** Starts one server kind; resolves { child, url } once it is ready. */
 async function startServer(kind, baselineDir, workloads, timeoutMs) {
-  const serve = ['serve', '--port', '0', '--host', '127.0.0.1', '--warmup', warmupSpec(workloads), '--queue-size', '256', ...(timeoutMs ? ['--timeout-ms', timeoutMs] : [])];
+  const serve = [
+    'serve',
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--warmup',
+    warmupSpec(workloads),
+    '--queue-size',
+    '256',
+    ...(timeoutMs ? ['--timeout-ms', timeoutMs] : []),
+  ];
   const args =
     kind === 'fastify'
       ? [path.join(__dirname, 'lib', 'fastify-serve.js')]
@@ -183,13 +231,19 @@ function post(agent, url, body) {
     const started = process.hrtime.bigint();
     const req = http.request(
       `${url}/v1/score`,
-      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve({ status: res.statusCode, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
       },
     );
-    req.on('error', (error) => resolve({ status: 0, error: error.code || error.message, ms: Number(process.hrtime.bigint() - started) / 1e6 }));
+    req.on('error', (error) =>
+      resolve({ status: 0, error: error.code || error.message, ms: Number(process.hrtime.bigint() - started) / 1e6 }),
+    );
     req.end(body);
   });
 }
@@ -236,11 +290,26 @@ async function step(url, workload, concurrency, duration, itemCount, perWorker =
   agent.destroy();
   const after = await getText(url, '/metrics');
   const calls = metric(after, 'pjrt_score_backend_calls_total') - metric(before, 'pjrt_score_backend_calls_total');
-  const served = metric(after, 'pjrt_score_backend_call_requests_total') - metric(before, 'pjrt_score_backend_call_requests_total');
+  const served =
+    metric(after, 'pjrt_score_backend_call_requests_total') - metric(before, 'pjrt_score_backend_call_requests_total');
   const passes = metric(after, 'pjrt_score_device_passes_total') - metric(before, 'pjrt_score_device_passes_total');
-  const hits = metric(after, 'pjrt_score_prefix_cache_hits_total') - metric(before, 'pjrt_score_prefix_cache_hits_total');
-  const misses = metric(after, 'pjrt_score_prefix_cache_misses_total') - metric(before, 'pjrt_score_prefix_cache_misses_total');
-  return { workload, concurrency, latencies, seconds, calls, served, passes, hits, misses, errorsByStatus: errors, items: latencies.length * itemsOf(workload, itemCount) };
+  const hits =
+    metric(after, 'pjrt_score_prefix_cache_hits_total') - metric(before, 'pjrt_score_prefix_cache_hits_total');
+  const misses =
+    metric(after, 'pjrt_score_prefix_cache_misses_total') - metric(before, 'pjrt_score_prefix_cache_misses_total');
+  return {
+    workload,
+    concurrency,
+    latencies,
+    seconds,
+    calls,
+    served,
+    passes,
+    hits,
+    misses,
+    errorsByStatus: errors,
+    items: latencies.length * itemsOf(workload, itemCount),
+  };
 }
 
 function round(x, digits) {
@@ -255,20 +324,31 @@ async function main() {
   if (baseline) console.log(`baseline: ${opts.baselineRef} = ${baseline.sha}`);
   const servers = [];
   if (opts.url) servers.push({ kind: 'url', url: opts.url, child: null });
-  else for (const kind of opts.servers) servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir, opts.workloads, opts.timeoutMs)) });
-  console.log(`servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10; pr: 10), ${opts.perWorker === null ? `${opts.duration / 1000} s` : `${opts.perWorker} requests per worker`} per step`);
+  else
+    for (const kind of opts.servers)
+      servers.push({ kind, ...(await startServer(kind, baseline && baseline.dir, opts.workloads, opts.timeoutMs)) });
+  console.log(
+    `servers: ${servers.map((s) => `${s.kind} ${s.url}`).join(', ')}; ${opts.items} items per request (small-10: 10; pr: 10), ${opts.perWorker === null ? `${opts.duration / 1000} s` : `${opts.perWorker} requests per worker`} per step`,
+  );
   const rows = [];
   try {
     // One unmeasured pass per server so every bucket the workload touches is compiled.
-    for (const server of servers) for (const workload of opts.workloads) await step(server.url, workload, Math.max(...opts.concurrency), opts.warm, opts.items);
+    for (const server of servers)
+      for (const workload of opts.workloads)
+        await step(server.url, workload, Math.max(...opts.concurrency), opts.warm, opts.items);
     console.log(`load average before the measured steps: ${loadAverage()}`);
-    console.log('server      workload   conc   req/s  items/s   p50 ms   p99 ms  errors  req/call  req/pass  cache hits/misses');
+    console.log(
+      'server      workload   conc   req/s  items/s   p50 ms   p99 ms  errors  req/call  req/pass  cache hits/misses',
+    );
     for (const workload of opts.workloads) {
       for (const concurrency of opts.concurrency) {
         const parts = new Map(servers.map((s) => [s, []]));
         for (let round = 0; round < opts.rounds; round++) {
           const order = round % 2 === 0 ? servers : [...servers].reverse();
-          for (const server of order) parts.get(server).push(await step(server.url, workload, concurrency, opts.duration, opts.items, opts.perWorker));
+          for (const server of order)
+            parts
+              .get(server)
+              .push(await step(server.url, workload, concurrency, opts.duration, opts.items, opts.perWorker));
         }
         for (const server of servers) {
           const r = { server: server.kind, ...merge(parts.get(server)) };
@@ -289,7 +369,14 @@ async function main() {
   }
   const outDir = path.join(__dirname, '..', '..', 'bench-results');
   fs.mkdirSync(outDir, { recursive: true });
-  const out = { machine: machine(), itemsPerRequest: opts.items, ...(baseline ? { baseline: baseline.sha } : {}), rounds: opts.rounds, perWorker: opts.perWorker, steps: rows };
+  const out = {
+    machine: machine(),
+    itemsPerRequest: opts.items,
+    ...(baseline ? { baseline: baseline.sha } : {}),
+    rounds: opts.rounds,
+    perWorker: opts.perWorker,
+    steps: rows,
+  };
   fs.writeFileSync(path.join(outDir, opts.out), `${JSON.stringify(out, null, 2)}\n`);
   console.log(`wrote bench-results/${opts.out}`);
 }
@@ -304,7 +391,8 @@ function merge(parts) {
   const prefixCacheHits = parts.reduce((a, p) => a + p.hits, 0);
   const prefixCacheMisses = parts.reduce((a, p) => a + p.misses, 0);
   const errorsByStatus = {};
-  for (const p of parts) for (const [k, v] of Object.entries(p.errorsByStatus)) errorsByStatus[k] = (errorsByStatus[k] || 0) + v;
+  for (const p of parts)
+    for (const [k, v] of Object.entries(p.errorsByStatus)) errorsByStatus[k] = (errorsByStatus[k] || 0) + v;
   return {
     workload: parts[0].workload,
     concurrency: parts[0].concurrency,
@@ -337,7 +425,11 @@ if (load !== 'open' && load !== 'closed' && load !== 'soak') {
   console.error(`--load is open or closed, got ${load}`);
   process.exit(2);
 }
-const modes = { open: () => require('./lib/open-loop').main(argv), soak: () => require('./lib/soak').main(argv), closed: main };
+const modes = {
+  open: () => require('./lib/open-loop').main(argv),
+  soak: () => require('./lib/soak').main(argv),
+  closed: main,
+};
 modes[load]().catch((error) => {
   console.error(error);
   process.exit(1);

@@ -17,13 +17,19 @@ const { WORKLOADS, request, usefulFlops } = require('./lib/workloads');
 const { PLATFORM_FACTS_ENV } = require('../../dist/scoring/platform');
 const { upperMedian } = require('../lib/median');
 
-
 /** A workload written as <query tokens>/<items>x<item tokens> (e.g. 300/10x20). */
 function customWorkload(text) {
   const m = /^(\d+)\/(\d+)x(\d+)$/.exec(text);
-  if (!m) throw new Error(`unknown workload ${text} (${Object.keys(WORKLOADS).join(', ')}, or <query>/<items>x<tokens>)`);
+  if (!m)
+    throw new Error(`unknown workload ${text} (${Object.keys(WORKLOADS).join(', ')}, or <query>/<items>x<tokens>)`);
   const [queryTokens, items, itemTokens] = m.slice(1).map(Number);
-  return { name: text, description: `${queryTokens}-token query, ${items} items x ${itemTokens} tokens`, queryTokens, items, itemTokens };
+  return {
+    name: text,
+    description: `${queryTokens}-token query, ${items} items x ${itemTokens} tokens`,
+    queryTokens,
+    items,
+    itemTokens,
+  };
 }
 
 async function load(options) {
@@ -42,7 +48,8 @@ async function main() {
   const [workloadName, roundsArg, ...specs] = process.argv.slice(2);
   const workload = WORKLOADS[workloadName] ?? customWorkload(workloadName);
   const rounds = Number(roundsArg);
-  if (!(Number.isInteger(rounds) && rounds >= 1)) throw new Error(`rounds must be a positive integer, got ${roundsArg}`);
+  if (!(Number.isInteger(rounds) && rounds >= 1))
+    throw new Error(`rounds must be a positive integer, got ${roundsArg}`);
   if (specs.length === 0) throw new Error('name at least one variant: <name>=<json>');
   const variants = [];
   for (const spec of specs) {
@@ -53,7 +60,15 @@ async function main() {
     await scorer.score(request(workload, 0));
     const plan = scorer.explain(request(workload, 1));
     const passes = plan.passes.map((p) => p.name).join(' + ');
-    variants.push({ name: spec.slice(0, eq), scorer, wall: [], cpu: [], passes, plan: plan.algorithm, precision: scorer.precision });
+    variants.push({
+      name: spec.slice(0, eq),
+      scorer,
+      wall: [],
+      cpu: [],
+      passes,
+      plan: plan.algorithm,
+      precision: scorer.precision,
+    });
   }
   const flops = usefulFlops(variants[0].scorer.config, workload);
   for (let r = 0; r < rounds; r++) {

@@ -12,7 +12,9 @@ const { referenceLogprobs } = require('../../test/helpers/reference-forward');
 const golden = require('../../test/fixtures/llama-cpp-golden.json');
 
 async function main() {
-  const sequences = golden.sequences.filter((s) => s.tokenIds.length <= 25 && s.queryIds.length > 0 && s.itemIds.length > 0);
+  const sequences = golden.sequences.filter(
+    (s) => s.tokenIds.length <= 25 && s.queryIds.length > 0 && s.itemIds.length > 0,
+  );
   const model = loadModel();
   const reference = sequences.map((s) => {
     const [logprobs] = referenceLogprobs(model.weights, model.config, s.tokenIds, { outputs: [s.tokenIds.length - 1] });
@@ -24,14 +26,27 @@ async function main() {
     const diffs = [];
     for (let i = 0; i < sequences.length; i++) {
       const s = sequences[i];
-      const { scores } = await scorer.score({ query: s.queryIds, items: [s.itemIds], labelTokenIds: s.labels }, { algorithm: 'serial' });
+      const { scores } = await scorer.score(
+        { query: s.queryIds, items: [s.itemIds], labelTokenIds: s.labels },
+        { algorithm: 'serial' },
+      );
       scores[0].forEach((p, j) => diffs.push(Math.abs(p - reference[i][j])));
     }
     scorer.dispose();
-    rows.push({ weights, max: Math.max(...diffs), mean: diffs.reduce((a, b) => a + b, 0) / diffs.length, probabilities: diffs.length });
+    rows.push({
+      weights,
+      max: Math.max(...diffs),
+      mean: diffs.reduce((a, b) => a + b, 0) / diffs.length,
+      probabilities: diffs.length,
+    });
   }
-  console.log(`against the float64 reference, ${sequences.length} golden sequences of ${sequences.map((s) => s.tokenIds.length).join(', ')} tokens:`);
-  for (const r of rows) console.log(`  ${r.weights}: max ${r.max.toExponential(2)}, mean ${r.mean.toExponential(2)} over ${r.probabilities} label probabilities`);
+  console.log(
+    `against the float64 reference, ${sequences.length} golden sequences of ${sequences.map((s) => s.tokenIds.length).join(', ')} tokens:`,
+  );
+  for (const r of rows)
+    console.log(
+      `  ${r.weights}: max ${r.max.toExponential(2)}, mean ${r.mean.toExponential(2)} over ${r.probabilities} label probabilities`,
+    );
 }
 
 main().catch((err) => {

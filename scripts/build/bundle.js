@@ -26,7 +26,8 @@ function addonFiles() {
   const files = fs.existsSync(path.join(root, built)) ? [built] : [];
   const prebuilds = path.join(root, 'prebuilds');
   if (fs.existsSync(prebuilds)) {
-    for (const d of fs.readdirSync(prebuilds)) for (const f of fs.readdirSync(path.join(prebuilds, d))) files.push(path.join('prebuilds', d, f));
+    for (const d of fs.readdirSync(prebuilds))
+      for (const f of fs.readdirSync(path.join(prebuilds, d))) files.push(path.join('prebuilds', d, f));
   }
   if (files.length === 0) throw new Error('no built addon: run npm install (or npm run build:native) first');
   return files;
@@ -43,7 +44,9 @@ function productionDependencies() {
 function main() {
   const argv = process.argv.slice(2);
   const outArg = argv[argv.indexOf('--out') + 1];
-  const out = path.resolve(argv.includes('--out') && outArg ? outArg : `pjrt-score-${pkg.version}-${os.platform()}-${os.arch()}.tar.gz`);
+  const out = path.resolve(
+    argv.includes('--out') && outArg ? outArg : `pjrt-score-${pkg.version}-${os.platform()}-${os.arch()}.tar.gz`,
+  );
   if (!fs.existsSync(path.join(root, 'dist', 'index.js'))) throw new Error('dist/ is missing: run npm run build first');
   const stage = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-bundle-'));
   try {

@@ -21,7 +21,11 @@ const log = (line) => console.error(`[pjrt-score] ${line}`);
 function loadPrebuild() {
   const loader = require.resolve('node-gyp-build', { paths: [root] });
   const script = `const l = require(${JSON.stringify(loader)}); const f = l.resolve(${JSON.stringify(root)}); require(f); process.stdout.write(f);`;
-  const r = spawnSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8', env: { ...process.env, PREBUILDS_ONLY: '1' } });
+  const r = spawnSync(process.execPath, ['-e', script], {
+    cwd: root,
+    encoding: 'utf8',
+    env: { ...process.env, PREBUILDS_ONLY: '1' },
+  });
   if (r.status === 0) return { file: r.stdout.trim() };
   const reason = (r.stderr || '').split('\n').find((l) => /Error/.test(l)) || `exit ${r.status}`;
   return { reason: reason.trim() };
@@ -32,7 +36,9 @@ function buildFromSource() {
   log('building the native addon from source with cmake-js (needs cmake and a C++17 compiler)');
   const r = spawnSync(process.execPath, [cmakeJs, 'compile', '--out', 'build'], { cwd: root, stdio: 'inherit' });
   if (r.status !== 0) {
-    log(`cmake-js failed (exit ${r.status ?? r.signal}). Install cmake and a C++17 compiler, then run: npm rebuild pjrt-score`);
+    log(
+      `cmake-js failed (exit ${r.status ?? r.signal}). Install cmake and a C++17 compiler, then run: npm rebuild pjrt-score`,
+    );
     process.exit(r.status || 1);
   }
 }

@@ -18,7 +18,8 @@ function packageDir(name, from) {
   for (let dir = from; ; dir = path.dirname(dir)) {
     const candidate = path.join(dir, 'node_modules', name);
     if (fs.existsSync(path.join(candidate, 'package.json'))) return candidate;
-    if (dir === root || dir === path.dirname(dir)) throw new Error(`${name} (needed from ${path.relative(root, from) || '.'}) is not installed: run npm install`);
+    if (dir === root || dir === path.dirname(dir))
+      throw new Error(`${name} (needed from ${path.relative(root, from) || '.'}) is not installed: run npm install`);
   }
 }
 
@@ -46,7 +47,8 @@ function closure(names) {
 const argv = process.argv.slice(2);
 const at = argv.indexOf('--out');
 const roots = argv.filter((a, i) => i !== at && i !== at + 1);
-if (at < 0 || !argv[at + 1] || roots.length === 0) throw new Error('usage: node scripts/build/pack-modules.js --out FILE.tar.gz PACKAGE [PACKAGE ...]');
+if (at < 0 || !argv[at + 1] || roots.length === 0)
+  throw new Error('usage: node scripts/build/pack-modules.js --out FILE.tar.gz PACKAGE [PACKAGE ...]');
 const out = path.resolve(argv[at + 1]);
 const dirs = closure(roots);
 execFileSync('tar', ['czf', out, '-C', root, ...dirs]);

@@ -52,7 +52,8 @@ const PREBUILD_NAME = 'pjrt-score.glibc.napi.node';
 
 function target(platform) {
   const t = TARGETS.find((x) => x.platform === platform);
-  if (!t) throw new Error(`no prebuild target ${platform}; the targets are ${TARGETS.map((x) => x.platform).join(', ')}`);
+  if (!t)
+    throw new Error(`no prebuild target ${platform}; the targets are ${TARGETS.map((x) => x.platform).join(', ')}`);
   return t;
 }
 
@@ -69,8 +70,14 @@ function stampPath(dir = root, platform = PLATFORM) {
 
 /** What the prebuild is made from, as files: a change to any of them makes it stale. */
 function inputFiles(dir = root) {
-  const native = fs.readdirSync(path.join(dir, 'native'), { recursive: true }).filter((f) => /\.(h|cc)$/.test(f)).sort().map((f) => path.join(dir, 'native', f));
-  const headers = ['node-addon-api', 'node-api-headers'].map((name) => require.resolve(`${name}/package.json`, { paths: [dir] }));
+  const native = fs
+    .readdirSync(path.join(dir, 'native'), { recursive: true })
+    .filter((f) => /\.(h|cc)$/.test(f))
+    .sort()
+    .map((f) => path.join(dir, 'native', f));
+  const headers = ['node-addon-api', 'node-api-headers'].map((name) =>
+    require.resolve(`${name}/package.json`, { paths: [dir] }),
+  );
   return [...native, path.join(dir, 'CMakeLists.txt'), __filename, ...headers];
 }
 
@@ -82,7 +89,11 @@ function sha256(data) {
 function currentStamp(dir = root, platform = PLATFORM) {
   const file = prebuildPath(dir, platform);
   if (!fs.existsSync(file)) return null;
-  const inputs = sha256(inputFiles(dir).map((f) => `${path.relative(dir, f)}\0${sha256(fs.readFileSync(f))}`).join('\n'));
+  const inputs = sha256(
+    inputFiles(dir)
+      .map((f) => `${path.relative(dir, f)}\0${sha256(fs.readFileSync(f))}`)
+      .join('\n'),
+  );
   return `inputs ${inputs} prebuild ${sha256(fs.readFileSync(file))}\n`;
 }
 
@@ -103,7 +114,11 @@ function distModule(rel) {
   const file = path.join(root, 'dist', rel);
   if (!fs.existsSync(`${file}.js`)) {
     log('dist/ is missing: compiling TypeScript first');
-    const r = spawnSync(process.execPath, [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
+    const r = spawnSync(
+      process.execPath,
+      [require.resolve('typescript/bin/tsc', { paths: [root] }), '-p', 'tsconfig.json'],
+      { cwd: root, stdio: 'inherit' },
+    );
     if (r.status !== 0) throw new Error('tsc failed');
   }
   return require(file);
@@ -127,7 +142,18 @@ async function ensureZig() {
       const wheel = await downloadVerifiedWheel(ZIG, work);
       // pip install (not a plain unzip) keeps the executable bits.
       log(`${ZIG.label}: installing into ${dir}`);
-      const code = await runToStderr('python3', ['-m', 'pip', 'install', '-q', '--no-deps', '--no-index', '--disable-pip-version-check', '--target', partial, wheel]);
+      const code = await runToStderr('python3', [
+        '-m',
+        'pip',
+        'install',
+        '-q',
+        '--no-deps',
+        '--no-index',
+        '--disable-pip-version-check',
+        '--target',
+        partial,
+        wheel,
+      ]);
       if (code !== 0) throw new Error(`pip install ${path.basename(wheel)} failed with exit code ${code}`);
       fs.renameSync(partial, dir);
       return zig;
@@ -148,7 +174,8 @@ function writeCompilerWrapper(zig, t) {
   const text =
     '#!/bin/sh\n# Written by scripts/build/prebuild.js.\n' +
     `ZIG_GLOBAL_CACHE_DIR=${q(zigCache)} ZIG_LOCAL_CACHE_DIR=${q(zigCache)} exec ${q(zig)} c++ -target ${t.zigTarget}.${GLIBC_TARGET} "$@"\n`;
-  if (!fs.existsSync(wrapper) || fs.readFileSync(wrapper, 'utf8') !== text) fs.writeFileSync(wrapper, text, { mode: 0o755 });
+  if (!fs.existsSync(wrapper) || fs.readFileSync(wrapper, 'utf8') !== text)
+    fs.writeFileSync(wrapper, text, { mode: 0o755 });
   return wrapper;
 }
 
@@ -158,17 +185,24 @@ function buildTarget(zig, t) {
   const wrapper = writeCompilerWrapper(zig, t);
   const cmakeJs = require.resolve('cmake-js/bin/cmake-js', { paths: [root] });
   const target = prebuildPath(root, t.platform);
-  log(`building ${path.relative(root, target)} with zig c++ for ${t.zigTarget}, glibc ${GLIBC_TARGET} (cmake-js, ${t.buildDir}/)`);
+  log(
+    `building ${path.relative(root, target)} with zig c++ for ${t.zigTarget}, glibc ${GLIBC_TARGET} (cmake-js, ${t.buildDir}/)`,
+  );
   // -s: strip at link time (no binutils needed).
-  const r = spawnSync(process.execPath, [cmakeJs, 'compile', '--out', t.buildDir, `--CDCMAKE_CXX_COMPILER=${wrapper}`, '--CDCMAKE_SHARED_LINKER_FLAGS=-s'], {
-    cwd: root,
-    stdio: 'inherit',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [cmakeJs, 'compile', '--out', t.buildDir, `--CDCMAKE_CXX_COMPILER=${wrapper}`, '--CDCMAKE_SHARED_LINKER_FLAGS=-s'],
+    {
+      cwd: root,
+      stdio: 'inherit',
+    },
+  );
   if (r.status !== 0) throw new Error(`cmake-js failed for ${t.platform} (exit ${r.status ?? r.signal})`);
   const built = path.join(root, t.buildDir, 'Release', 'pjrt_score.node');
   fs.mkdirSync(path.dirname(target), { recursive: true });
   // Only this one file in the folder: an older prebuild must not be picked instead.
-  for (const f of fs.readdirSync(path.dirname(target))) if (f.endsWith('.node') && f !== PREBUILD_NAME) fs.rmSync(path.join(path.dirname(target), f));
+  for (const f of fs.readdirSync(path.dirname(target)))
+    if (f.endsWith('.node') && f !== PREBUILD_NAME) fs.rmSync(path.join(path.dirname(target), f));
   const tmp = `${target}.tmp-${process.pid}`;
   fs.copyFileSync(built, tmp);
   fs.renameSync(tmp, target);
@@ -178,7 +212,9 @@ function buildTarget(zig, t) {
 
 async function main() {
   if (`${process.platform}-${process.arch}` !== PLATFORM) {
-    throw new Error(`prebuilds are made on ${PLATFORM} (this is ${process.platform}-${process.arch}); build from source with npm run build:native`);
+    throw new Error(
+      `prebuilds are made on ${PLATFORM} (this is ${process.platform}-${process.arch}); build from source with npm run build:native`,
+    );
   }
   // --platform linux-arm64 (repeatable): only those; default: every target.
   const named = process.argv.flatMap((a, i) => (a === '--platform' ? [process.argv[i + 1]] : []));
@@ -187,7 +223,9 @@ async function main() {
   let zig = null;
   for (const t of targets) {
     if (!force && prebuildIsCurrentFor(root, t.platform)) {
-      log(`prebuild is current: ${path.relative(root, prebuildPath(root, t.platform))} was built from these inputs (${path.relative(root, stampPath(root, t.platform))}); nothing to do (--force builds anyway)`);
+      log(
+        `prebuild is current: ${path.relative(root, prebuildPath(root, t.platform))} was built from these inputs (${path.relative(root, stampPath(root, t.platform))}); nothing to do (--force builds anyway)`,
+      );
       continue;
     }
     zig ??= await ensureZig();

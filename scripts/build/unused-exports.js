@@ -64,7 +64,8 @@ function readFile(file) {
       if (bindings && ts.isNamespaceImport(bindings)) uses.push([target, '*']);
       else if (bindings) for (const el of bindings.elements) uses.push([target, (el.propertyName ?? el.name).text]);
     } else if (ts.isExportDeclaration(st)) {
-      const target = st.moduleSpecifier && ts.isStringLiteral(st.moduleSpecifier) ? resolve(file, st.moduleSpecifier.text) : null;
+      const target =
+        st.moduleSpecifier && ts.isStringLiteral(st.moduleSpecifier) ? resolve(file, st.moduleSpecifier.text) : null;
       if (!st.exportClause) {
         if (target) stars.push(target);
       } else if (ts.isNamespaceExport(st.exportClause)) {
@@ -101,7 +102,7 @@ function unusedExports() {
   const pkg = JSON.parse(fs.readFileSync(path.join(ROOT, 'package.json'), 'utf8'));
   const entries = new Set([path.join(LIB, 'index.ts')]);
   for (const target of Object.values(pkg.exports)) {
-    const js = typeof target === 'string' ? target : target.default ?? target.require;
+    const js = typeof target === 'string' ? target : (target.default ?? target.require);
     const m = /^\.\/dist\/(.+)\.js$/.exec(js ?? '');
     if (m) entries.add(path.join(LIB, `${m[1]}.ts`));
   }
@@ -143,7 +144,8 @@ function unusedExports() {
       const lineNo = typeof where === 'number' ? where : where.line;
       out.push({ file: path.relative(ROOT, f), line: lineNo, name });
     }
-    for (const [, , here] of i.reexports) if (!needed.has(key(f, here))) out.push({ file: path.relative(ROOT, f), line: 0, name: here, reexport: true });
+    for (const [, , here] of i.reexports)
+      if (!needed.has(key(f, here))) out.push({ file: path.relative(ROOT, f), line: 0, name: here, reexport: true });
   }
   return out.sort((a, b) => a.file.localeCompare(b.file) || a.line - b.line);
 }

@@ -38,7 +38,10 @@ function describeMachine() {
 
 /** The 1, 5 and 15 minute load averages, two decimals each (a benchmark prints them beside its figures). */
 function loadAverage(separator = ' ') {
-  return os.loadavg().map((x) => x.toFixed(2)).join(separator);
+  return os
+    .loadavg()
+    .map((x) => x.toFixed(2))
+    .join(separator);
 }
 
 module.exports = { machine, describeMachine, loadAverage };

@@ -29,8 +29,16 @@ function bytecodeEnv() {
 }
 
 function python(args, env = {}, input = undefined) {
-  const r = spawnSync('python3', args, { encoding: 'utf8', env: { ...process.env, ...bytecodeEnv(), ...env }, maxBuffer: 64 << 20, input });
-  if (r.error) throw new Error(`python3 (with pip) is needed for the tests' Python references; running it failed: ${r.error.message}`);
+  const r = spawnSync('python3', args, {
+    encoding: 'utf8',
+    env: { ...process.env, ...bytecodeEnv(), ...env },
+    maxBuffer: 64 << 20,
+    input,
+  });
+  if (r.error)
+    throw new Error(
+      `python3 (with pip) is needed for the tests' Python references; running it failed: ${r.error.message}`,
+    );
   return r;
 }
 
@@ -44,10 +52,25 @@ function pipTargetDir(requirement, marker, { noDeps = false } = {}) {
   // --no-compile: Python compiles the modules a run imports, not every module of every package
   // (torch, its nvidia-* wheels and transformers hold thousands); --no-cache-dir: the folder is the
   // one copy, and pip's own cache would be a second one of every wheel (torch's pull 2.9 GB).
-  const r = python(['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--no-compile', '--no-cache-dir', '--target', staging, ...(noDeps ? ['--no-deps'] : []), requirement]);
+  const r = python([
+    '-m',
+    'pip',
+    'install',
+    '--disable-pip-version-check',
+    '--no-input',
+    '--quiet',
+    '--no-compile',
+    '--no-cache-dir',
+    '--target',
+    staging,
+    ...(noDeps ? ['--no-deps'] : []),
+    requirement,
+  ]);
   if (r.status !== 0) {
     fs.rmSync(staging, { recursive: true, force: true });
-    throw new Error(`pip install --target ${staging} ${requirement} failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join('\n')}`);
+    throw new Error(
+      `pip install --target ${staging} ${requirement} failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-5).join('\n')}`,
+    );
   }
   try {
     fs.renameSync(staging, dir);

@@ -72,7 +72,8 @@ function factoredAttention(x) {
   const itemOut = new Float64Array(N * L * Hq * D);
   const queryKeys = (kvh, upTo) => {
     const keys = [];
-    for (let j = 0; j < upTo; j++) keys.push({ k: row(queryK, (j * Hkv + kvh) * D, D), v: row(queryV, (j * Hkv + kvh) * D, D) });
+    for (let j = 0; j < upTo; j++)
+      keys.push({ k: row(queryK, (j * Hkv + kvh) * D, D), v: row(queryV, (j * Hkv + kvh) * D, D) });
     return keys;
   };
   for (let i = 0; i < queryLength; i++) {
@@ -211,4 +212,14 @@ function closeProbabilities(a, b, rel = PROGRAM_REL) {
   return { ok: worst <= 1, worst };
 }
 
-module.exports = { denseAttention, factoredAttention, lmHeadGather, lmHeadLogits, rng, randomF32, maxAbsDiff, closeRel, closeProbabilities };
+module.exports = {
+  denseAttention,
+  factoredAttention,
+  lmHeadGather,
+  lmHeadLogits,
+  rng,
+  randomF32,
+  maxAbsDiff,
+  closeRel,
+  closeProbabilities,
+};

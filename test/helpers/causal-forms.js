@@ -28,15 +28,27 @@ async function prefillByForm(client, model, weights, P, length, form) {
   const { numLayers, numKvHeads, headDim } = model.config;
   const rowWidth = numKvHeads * headDim;
   const query = Int32Array.from({ length: P }, (_, i) => (i < length ? 100 + ((i * 7919) % 40000) : 0));
-  const up = [await client.upload(query, [P]), await client.upload(Int32Array.of(length), []), await client.upload(Int32Array.of(9454, 2753), [2])];
-  const prog = decoderPrefill(model.config, { prefix: P, labels: 2 }, { dotPrecision: 'HIGHEST', causalAttention: form });
+  const up = [
+    await client.upload(query, [P]),
+    await client.upload(Int32Array.of(length), []),
+    await client.upload(Int32Array.of(9454, 2753), [2]),
+  ];
+  const prog = decoderPrefill(
+    model.config,
+    { prefix: P, labels: 2 },
+    { dotPrecision: 'HIGHEST', causalAttention: form },
+  );
   const exe = await client.compile(prog.text);
   const outs = await exe.execute([...up, ...weights.buffers]);
   const [k, v, logprobs] = await Promise.all(outs.map((o) => o.toHost()));
   [...outs, ...up].forEach((b) => b.dispose());
   exe.dispose();
   // The valid rows of each layer's [P, Hkv, D] slice.
-  const valid = (x) => Float32Array.from({ length: numLayers * length * rowWidth }, (_, i) => x[Math.floor(i / (length * rowWidth)) * P * rowWidth + (i % (length * rowWidth))]);
+  const valid = (x) =>
+    Float32Array.from(
+      { length: numLayers * length * rowWidth },
+      (_, i) => x[Math.floor(i / (length * rowWidth)) * P * rowWidth + (i % (length * rowWidth))],
+    );
   return { name: prog.name, k: valid(k), v: valid(v), logprobs };
 }
 

@@ -30,10 +30,23 @@ function fixtureCases() {
   const lines = fs.readFileSync(FIXTURE, 'utf8').split('\n');
   const cases = [];
   for (let i = 0; i < lines.length; i++) {
-    const m = /^## (\S+) (forward|training) q=(\d+)x(\d+)x(\d+)x(\d+) kv=\d+x(\d+)x(\d+)x\d+ mask=(\w+)$/.exec(lines[i]);
+    const m = /^## (\S+) (forward|training) q=(\d+)x(\d+)x(\d+)x(\d+) kv=\d+x(\d+)x(\d+)x\d+ mask=(\w+)$/.exec(
+      lines[i],
+    );
     if (!m) continue;
     const [, name, form, b, tq, hq, d, tk, hkv, mask] = m;
-    cases.push({ name: `${name} ${form}`, withStats: form === 'training', b: +b, tq: +tq, hq: +hq, d: +d, tk: +tk, hkv: +hkv, mask, line: lines[i + 1] });
+    cases.push({
+      name: `${name} ${form}`,
+      withStats: form === 'training',
+      b: +b,
+      tq: +tq,
+      hq: +hq,
+      d: +d,
+      tk: +tk,
+      hkv: +hkv,
+      mask,
+      line: lines[i + 1],
+    });
   }
   return cases;
 }

@@ -102,25 +102,67 @@ async function startThree(scorer, settings, { registry } = {}) {
   {
     const { backend, counts } = sharedBackend(scorer);
     const logs = [];
-    const s = await startServer({ ...settings, port: 0, host: '127.0.0.1', logger: capturingLogger(logs).logger, loadBackend: async () => backend });
+    const s = await startServer({
+      ...settings,
+      port: 0,
+      host: '127.0.0.1',
+      logger: capturingLogger(logs).logger,
+      loadBackend: async () => backend,
+    });
     await s.ready;
-    servers.push({ kind: 'standalone', port: s.port, url: s.url, gate: gateView(gate, counts), logs, registry: s.registry, phase: () => s.phase, close: () => s.close() });
+    servers.push({
+      kind: 'standalone',
+      port: s.port,
+      url: s.url,
+      gate: gateView(gate, counts),
+      logs,
+      registry: s.registry,
+      phase: () => s.phase,
+      close: () => s.close(),
+    });
   }
   {
     const { backend, counts } = sharedBackend(scorer);
     const logs = [];
     // fastify's own pino logger, pointed at a stream: our events go through app.log.
     const { stream } = capturingLogger(logs);
-    const app = await fastifyExample.start({ port: 0, logger: { level: 'info', stream }, service: { ...settings, loadBackend: async () => backend } });
+    const app = await fastifyExample.start({
+      port: 0,
+      logger: { level: 'info', stream },
+      service: { ...settings, loadBackend: async () => backend },
+    });
     await app.scoring.ready;
-    servers.push({ kind: 'fastify', port: Number(new URL(app.url).port), url: app.url, gate: gateView(gate, counts), logs, registry: app.registry, phase: () => app.scoring.phase, close: app.close });
+    servers.push({
+      kind: 'fastify',
+      port: Number(new URL(app.url).port),
+      url: app.url,
+      gate: gateView(gate, counts),
+      logs,
+      registry: app.registry,
+      phase: () => app.scoring.phase,
+      close: app.close,
+    });
   }
   {
     const { backend, counts } = sharedBackend(scorer);
     const logs = [];
-    const app = await expressExample.start({ port: 0, logger: capturingLogger(logs).logger, registry, service: { ...settings, loadBackend: async () => backend } });
+    const app = await expressExample.start({
+      port: 0,
+      logger: capturingLogger(logs).logger,
+      registry,
+      service: { ...settings, loadBackend: async () => backend },
+    });
     await app.scoring.ready;
-    servers.push({ kind: 'express', port: Number(new URL(app.url).port), url: app.url, gate: gateView(gate, counts), logs, registry: app.registry, phase: () => app.scoring.phase, close: app.close });
+    servers.push({
+      kind: 'express',
+      port: Number(new URL(app.url).port),
+      url: app.url,
+      gate: gateView(gate, counts),
+      logs,
+      registry: app.registry,
+      phase: () => app.scoring.phase,
+      close: app.close,
+    });
   }
   return servers;
 }

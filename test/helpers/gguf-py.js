@@ -17,13 +17,17 @@ const GGUF_PY_VERSION = '0.19.0';
 
 /** The variables that make gguf-py (and the numpy it brought) importable, installing it first when it must. */
 function ggufPyEnv() {
-  return { PYTHONPATH: pipTargetDir(`gguf==${GGUF_PY_VERSION}`, path.join('gguf', 'quants.py')), PYTHONNOUSERSITE: '1' };
+  return {
+    PYTHONPATH: pipTargetDir(`gguf==${GGUF_PY_VERSION}`, path.join('gguf', 'quants.py')),
+    PYTHONNOUSERSITE: '1',
+  };
 }
 
 /** Runs a Python script with gguf-py importable; returns its stdout. */
 function runGgufPy(script, args = []) {
   const r = python(['-c', script, ...args], ggufPyEnv());
-  if (r.status !== 0) throw new Error(`gguf-py script failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-8).join('\n')}`);
+  if (r.status !== 0)
+    throw new Error(`gguf-py script failed (exit ${r.status}): ${r.stderr.trim().split('\n').slice(-8).join('\n')}`);
   return r.stdout;
 }
 

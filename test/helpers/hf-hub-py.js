@@ -29,7 +29,15 @@ function hfHubDownload(env, repo, files) {
   const dir = pipTargetDir(`huggingface_hub==${HF_HUB_PY_VERSION}`, path.join('huggingface_hub', 'file_download.py'));
   return new Promise((resolve, reject) => {
     const child = spawn('python3', ['-c', SCRIPT, repo, ...files], {
-      env: { ...process.env, ...bytecodeEnv(), PYTHONPATH: dir, PYTHONNOUSERSITE: '1', HF_HUB_DISABLE_TELEMETRY: '1', HF_HUB_DISABLE_XET: '1', ...env },
+      env: {
+        ...process.env,
+        ...bytecodeEnv(),
+        PYTHONPATH: dir,
+        PYTHONNOUSERSITE: '1',
+        HF_HUB_DISABLE_TELEMETRY: '1',
+        HF_HUB_DISABLE_XET: '1',
+        ...env,
+      },
     });
     let out = '';
     let err = '';
@@ -37,7 +45,10 @@ function hfHubDownload(env, repo, files) {
     child.stderr.on('data', (d) => (err += d));
     child.once('error', reject);
     child.once('close', (code) => {
-      if (code !== 0) return reject(new Error(`huggingface_hub failed (exit ${code}): ${err.trim().split('\n').slice(-8).join('\n')}`));
+      if (code !== 0)
+        return reject(
+          new Error(`huggingface_hub failed (exit ${code}): ${err.trim().split('\n').slice(-8).join('\n')}`),
+        );
       resolve(JSON.parse(out.trim().split('\n').pop()));
     });
   });

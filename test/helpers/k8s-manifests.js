@@ -29,11 +29,20 @@ const root = path.join(__dirname, '..', '..');
 const MODELS = {
   'apps/v1/Deployment': { module: 'kubernetes-models/apps/v1/Deployment', name: 'Deployment' },
   'v1/Service': { module: 'kubernetes-models/v1/Service', name: 'Service' },
-  'autoscaling/v2/HorizontalPodAutoscaler': { module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler', name: 'HorizontalPodAutoscaler' },
-  'policy/v1/PodDisruptionBudget': { module: 'kubernetes-models/policy/v1/PodDisruptionBudget', name: 'PodDisruptionBudget' },
+  'autoscaling/v2/HorizontalPodAutoscaler': {
+    module: 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler',
+    name: 'HorizontalPodAutoscaler',
+  },
+  'policy/v1/PodDisruptionBudget': {
+    module: 'kubernetes-models/policy/v1/PodDisruptionBudget',
+    name: 'PodDisruptionBudget',
+  },
   'batch/v1/Job': { module: 'kubernetes-models/batch/v1/Job', name: 'Job' },
   'v1/PersistentVolumeClaim': { module: 'kubernetes-models/v1/PersistentVolumeClaim', name: 'PersistentVolumeClaim' },
-  'keda.sh/v1alpha1/ScaledObject': { module: '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject', name: 'ScaledObject' },
+  'keda.sh/v1alpha1/ScaledObject': {
+    module: '@kubernetes-models/keda/keda.sh/v1alpha1/ScaledObject',
+    name: 'ScaledObject',
+  },
 };
 
 const modelKey = (object) => `${object?.apiVersion}/${object?.kind}`;
@@ -75,18 +84,34 @@ function typeProblems(entries) {
       lines.push(`import type { I${model.name} as T${i} } from ${JSON.stringify(model.module)};`);
       names.push(name);
     });
-    entries.forEach(({ object }, i) => lines.push(`// @entry ${i}`, `export const m${i}: T${i} = ${JSON.stringify(object, null, 1)};`));
+    entries.forEach(({ object }, i) =>
+      lines.push(`// @entry ${i}`, `export const m${i}: T${i} = ${JSON.stringify(object, null, 1)};`),
+    );
     fs.writeFileSync(path.join(dir, 'manifests.ts'), `${lines.join('\n')}\n`);
     const nodeModules = path.join(root, 'node_modules');
     fs.writeFileSync(
       path.join(dir, 'tsconfig.json'),
       JSON.stringify({
-        compilerOptions: { strict: true, noEmit: true, module: 'esnext', moduleResolution: 'bundler', target: 'es2022', skipLibCheck: true, types: [], baseUrl: '.', paths: { '*': [`${nodeModules}/*`] } },
+        compilerOptions: {
+          strict: true,
+          noEmit: true,
+          module: 'esnext',
+          moduleResolution: 'bundler',
+          target: 'es2022',
+          skipLibCheck: true,
+          types: [],
+          baseUrl: '.',
+          paths: { '*': [`${nodeModules}/*`] },
+        },
         files: ['manifests.ts'],
       }),
     );
     const tsc = path.join(nodeModules, 'typescript', 'bin', 'tsc');
-    const run = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--pretty', 'false'], { cwd: dir, encoding: 'utf8', timeout: 120_000 });
+    const run = spawnSync(process.execPath, [tsc, '-p', 'tsconfig.json', '--pretty', 'false'], {
+      cwd: dir,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     if (run.error) throw run.error;
     if (run.status === 0) return [];
     // Name each error by the entry whose literal holds its line.

@@ -23,11 +23,20 @@ function numpyEnv() {
   if (env) return env;
   if (python(['-c', 'import numpy']).status === 0) return (env = { ...process.env, ...bytecodeEnv() });
   const dir = pipTargetDir(NUMPY, path.join('numpy', '__init__.py'));
-  return (env = { ...process.env, ...bytecodeEnv(), PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) });
+  return (env = {
+    ...process.env,
+    ...bytecodeEnv(),
+    PYTHONPATH: [dir, process.env.PYTHONPATH].filter(Boolean).join(path.delimiter),
+  });
 }
 
 function referenceLabelLogprobs(dir, sequences, labels) {
-  const run = spawnSync('python3', [SCRIPT, dir], { input: JSON.stringify({ sequences, labels }), env: numpyEnv(), encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+  const run = spawnSync('python3', [SCRIPT, dir], {
+    input: JSON.stringify({ sequences, labels }),
+    env: numpyEnv(),
+    encoding: 'utf8',
+    maxBuffer: 64 * 2 ** 20,
+  });
   if (run.status !== 0) throw new Error(`decoder_reference.py failed: ${run.stderr}`);
   return JSON.parse(run.stdout).logprobs;
 }

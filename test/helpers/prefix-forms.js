@@ -85,14 +85,24 @@ async function extendByForm(client, model, weights, forms, lengths) {
   const opts = { dotPrecision: 'HIGHEST' };
   const prefill = await client.compile(decoderPrefill(model.config, { prefix: P, labels: B }, opts).text);
   const up = (data, dims) => client.upload(data, dims);
-  const inputs = [await up(query, [P]), await up(Int32Array.of(queryLength), []), await up(labels, [B]), await up(items, [C, L]), await up(Int32Array.from(lengths), [C])];
+  const inputs = [
+    await up(query, [P]),
+    await up(Int32Array.of(queryLength), []),
+    await up(labels, [B]),
+    await up(items, [C, L]),
+    await up(Int32Array.from(lengths), [C]),
+  ];
   const [qBuf, qLen, lbBuf, itBuf, lenBuf] = inputs;
   const prefilled = await prefill.execute([qBuf, qLen, lbBuf, ...weights.buffers]);
   const [kCache, vCache] = prefilled;
   try {
     const results = [];
     for (const form of forms) {
-      const prog = decoderExtend(model.config, { prefix: P, items: C, itemLength: L, labels: B }, { ...opts, prefixAttention: form });
+      const prog = decoderExtend(
+        model.config,
+        { prefix: P, items: C, itemLength: L, labels: B },
+        { ...opts, prefixAttention: form },
+      );
       const exe = await client.compile(prog.text);
       const [out] = await exe.execute([itBuf, lenBuf, qLen, kCache, vCache, lbBuf, ...weights.buffers]);
       results.push({ name: prog.name, logprobs: await out.toHost() });
@@ -123,7 +133,10 @@ async function assertExtendMatchesJoint(t, client, forms, lengths) {
     for (const r of others) {
       t.notEqual(r.name, joint.name, `its own program name: ${r.name}`);
       const { ok, worst } = ref.closeProbabilities(probs(r.logprobs), probs(joint.logprobs));
-      t.ok(ok, `${r.name}: label probabilities within 5e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`);
+      t.ok(
+        ok,
+        `${r.name}: label probabilities within 5e-5 relative of the joint form (worst ${worst.toFixed(3)} of the bound)`,
+      );
     }
   } finally {
     weights.dispose();

@@ -11,7 +11,10 @@ const { BIN, startServe } = require('../../scripts/lib/serve-child');
  * assert on log events.
  */
 async function startService(args = [], { env = {}, readyTimeoutMs = 300_000 } = {}) {
-  const serve = startServe(['serve', '--port', '0', '--host', '127.0.0.1', ...args], { env, timeoutMs: readyTimeoutMs });
+  const serve = startServe(['serve', '--port', '0', '--host', '127.0.0.1', ...args], {
+    env,
+    timeoutMs: readyTimeoutMs,
+  });
   const { child, logs, stderr, exited, waitForLog } = serve;
   const port = await serve.listening();
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -67,7 +70,9 @@ function request({ port, agent, method = 'GET', path: urlPath = '/', headers = {
         agent,
         // A header given as undefined is left out (to send a request without Content-Type).
         headers: Object.fromEntries(
-          Object.entries({ ...(payload ? { 'content-length': payload.length } : {}), ...headers }).filter(([, v]) => v !== undefined),
+          Object.entries({ ...(payload ? { 'content-length': payload.length } : {}), ...headers }).filter(
+            ([, v]) => v !== undefined,
+          ),
         ),
       },
       (res) => {
@@ -102,11 +107,17 @@ function postJson(url, body) {
     const data = typeof body === 'string' ? body : JSON.stringify(body);
     const req = http.request(
       url,
-      { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) }, agent: false },
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(data) },
+        agent: false,
+      },
       (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) }),
+        );
       },
     );
     req.on('error', reject);

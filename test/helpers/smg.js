@@ -63,21 +63,37 @@ async function startSmg({ workers, policy, args = [], readyTimeoutMs = 120_000 }
   const child = spawn(
     'python3',
     [
-      '-m', 'smg', 'launch',
-      '--host', '127.0.0.1',
-      '--port', String(port),
-      '--prometheus-host', '127.0.0.1',
-      '--prometheus-port', String(metricsPort),
-      '--worker-urls', ...workers,
-      '--policy', policy,
-      '--health-check-interval-secs', '1',
-      '--health-failure-threshold', '1',
-      '--health-success-threshold', '1',
-      '--load-monitor-interval', '1',
-      '--log-level', 'warn',
+      '-m',
+      'smg',
+      'launch',
+      '--host',
+      '127.0.0.1',
+      '--port',
+      String(port),
+      '--prometheus-host',
+      '127.0.0.1',
+      '--prometheus-port',
+      String(metricsPort),
+      '--worker-urls',
+      ...workers,
+      '--policy',
+      policy,
+      '--health-check-interval-secs',
+      '1',
+      '--health-failure-threshold',
+      '1',
+      '--health-success-threshold',
+      '1',
+      '--load-monitor-interval',
+      '1',
+      '--log-level',
+      'warn',
       ...args,
     ],
-    { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...bytecodeEnv(), PYTHONPATH: dir, PYTHONNOUSERSITE: '1', NO_COLOR: '1' } },
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...bytecodeEnv(), PYTHONPATH: dir, PYTHONNOUSERSITE: '1', NO_COLOR: '1' },
+    },
   );
   const output = [];
   const keep = (chunk) => {
@@ -99,7 +115,10 @@ async function startSmg({ workers, policy, args = [], readyTimeoutMs = 120_000 }
     } catch {
       // not listening yet
     }
-    if (Date.now() > deadline) throw new Error(`smg did not list ${workers.length} healthy workers within ${readyTimeoutMs} ms: ${output.join('').slice(-3000)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `smg did not list ${workers.length} healthy workers within ${readyTimeoutMs} ms: ${output.join('').slice(-3000)}`,
+      );
     await sleep(250);
   }
   return {

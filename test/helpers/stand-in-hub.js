@@ -45,7 +45,10 @@ function startStandInHub({ repos }) {
       files.set(name, file);
       blobs.set(file.sha256, file);
     }
-    const commit = crypto.createHash('sha1').update(`${repo}:${[...files.values()].map((f) => f.sha256).join(',')}`).digest('hex');
+    const commit = crypto
+      .createHash('sha1')
+      .update(`${repo}:${[...files.values()].map((f) => f.sha256).join(',')}`)
+      .digest('hex');
     table.set(repo, { commit, files, gated: !!spec.gated });
   }
   const requests = [];
@@ -61,7 +64,12 @@ function startStandInHub({ repos }) {
     const range = /^bytes=(\d+)-(\d*)$/.exec(req.headers.range ?? '');
     const start = range ? Number(range[1]) : 0;
     const end = range && range[2] !== '' ? Math.min(Number(range[2]), file.size - 1) : file.size - 1;
-    const head = { ...headers, 'Accept-Ranges': 'bytes', 'Content-Type': 'application/octet-stream', 'Content-Length': String(end - start + 1) };
+    const head = {
+      ...headers,
+      'Accept-Ranges': 'bytes',
+      'Content-Type': 'application/octet-stream',
+      'Content-Length': String(end - start + 1),
+    };
     if (range) head['Content-Range'] = `bytes ${start}-${end}/${file.size}`;
     res.writeHead(range ? 206 : 200, head);
     if (req.method === 'HEAD') return res.end();
@@ -82,7 +90,12 @@ function startStandInHub({ repos }) {
   const server = http.createServer((req, res) => {
     const url = new URL(req.url, 'http://x');
     const p = decodeURIComponent(url.pathname);
-    requests.push({ method: req.method, path: p, range: req.headers.range ?? null, authorization: req.headers.authorization ?? null });
+    requests.push({
+      method: req.method,
+      path: p,
+      range: req.headers.range ?? null,
+      authorization: req.headers.authorization ?? null,
+    });
     const cdn = /^\/cdn\/([0-9a-f]{64})$/.exec(p);
     if (cdn) {
       const file = blobs.get(cdn[1]);
@@ -96,26 +109,50 @@ function startStandInHub({ repos }) {
     const repo = table.get(m[1]);
     if (!repo) return refuse(res, 401, 'RepoNotFound', `Repository Not Found for url: ${req.url}`);
     if (repo.gated && !req.headers.authorization) {
-      return refuse(res, 401, 'GatedRepo', `Access to model ${m[1]} is restricted. You must have access to it and be authenticated to access it.`);
+      return refuse(
+        res,
+        401,
+        'GatedRepo',
+        `Access to model ${m[1]} is restricted. You must have access to it and be authenticated to access it.`,
+      );
     }
     const rev = api ? m[3] : m[2];
-    if (rev !== 'main' && rev !== 'HEAD' && rev !== repo.commit) return refuse(res, 404, 'RevisionNotFound', `Invalid rev id: ${rev}`);
+    if (rev !== 'main' && rev !== 'HEAD' && rev !== repo.commit)
+      return refuse(res, 404, 'RevisionNotFound', `Invalid rev id: ${rev}`);
     const files = [...repo.files.values()];
     if (api && m[2] === 'revision') {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      return res.end(JSON.stringify({
-        _id: crypto.createHash('md5').update(m[1]).digest('hex').slice(0, 24), id: m[1], modelId: m[1], sha: repo.commit,
-        private: false, gated: repo.gated ? 'auto' : false, disabled: false, downloads: 0, likes: 0, tags: [],
-        lastModified: '2026-01-01T00:00:00.000Z', createdAt: '2026-01-01T00:00:00.000Z',
-        siblings: files.map((f) => ({ rfilename: f.name })),
-      }));
+      return res.end(
+        JSON.stringify({
+          _id: crypto.createHash('md5').update(m[1]).digest('hex').slice(0, 24),
+          id: m[1],
+          modelId: m[1],
+          sha: repo.commit,
+          private: false,
+          gated: repo.gated ? 'auto' : false,
+          disabled: false,
+          downloads: 0,
+          likes: 0,
+          tags: [],
+          lastModified: '2026-01-01T00:00:00.000Z',
+          createdAt: '2026-01-01T00:00:00.000Z',
+          siblings: files.map((f) => ({ rfilename: f.name })),
+        }),
+      );
     }
     if (api) {
       res.writeHead(200, { 'Content-Type': 'application/json' });
-      return res.end(JSON.stringify(files.map((f) => ({
-        type: 'file', oid: f.gitSha1, size: isLfs(f.name) ? 134 : f.size, path: f.name,
-        ...(isLfs(f.name) ? { lfs: { oid: f.sha256, size: f.size, pointerSize: 134 } } : {}),
-      }))));
+      return res.end(
+        JSON.stringify(
+          files.map((f) => ({
+            type: 'file',
+            oid: f.gitSha1,
+            size: isLfs(f.name) ? 134 : f.size,
+            path: f.name,
+            ...(isLfs(f.name) ? { lfs: { oid: f.sha256, size: f.size, pointerSize: 134 } } : {}),
+          })),
+        ),
+      );
     }
     const file = repo.files.get(m[3]);
     if (!file) return refuse(res, 404, 'EntryNotFound', `${m[3]} does not exist on ${rev}`);
@@ -123,8 +160,12 @@ function startStandInHub({ repos }) {
     if (isLfs(file.name)) {
       const port = server.address().port;
       res.writeHead(302, {
-        ...common, Location: `http://127.0.0.1:${port}/cdn/${file.sha256}`, ETag: `"${file.gitSha1}"`,
-        'X-Linked-Etag': `"${file.sha256}"`, 'X-Linked-Size': String(file.size), 'Content-Length': '0',
+        ...common,
+        Location: `http://127.0.0.1:${port}/cdn/${file.sha256}`,
+        ETag: `"${file.gitSha1}"`,
+        'X-Linked-Etag': `"${file.sha256}"`,
+        'X-Linked-Size': String(file.size),
+        'Content-Length': '0',
       });
       return res.end();
     }
@@ -141,7 +182,11 @@ function startStandInHub({ repos }) {
         dropOnce: (sha256) => drops.add(sha256),
         corrupt: (sha256) => corrupted.add(sha256),
         uncorrupt: (sha256) => corrupted.delete(sha256),
-        close: () => new Promise((done) => { server.closeAllConnections?.(); server.close(() => done()); }),
+        close: () =>
+          new Promise((done) => {
+            server.closeAllConnections?.();
+            server.close(() => done());
+          }),
       });
     });
   });

@@ -22,9 +22,19 @@ function tinyGemmaVocabDir(seed, dir) {
   const Dm = model.config.hiddenSize;
   model.weights.embedding = Float64Array.from({ length: VOCAB * Dm }, () => Math.fround(rng.uniform(-1.7, 1.7)));
   model.weights.lmHead = model.weights.embedding;
-  model.config = { ...model.config, vocabSize: VOCAB, contextLength: 4096, tiedEmbeddings: true, bosTokenId: undefined, eosTokenId: undefined };
-  writeTinyHfDir(model, dir, { config: { tie_word_embeddings: true, bos_token_id: 2, eos_token_id: 1, pad_token_id: 0 } });
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
+  model.config = {
+    ...model.config,
+    vocabSize: VOCAB,
+    contextLength: 4096,
+    tiedEmbeddings: true,
+    bosTokenId: undefined,
+    eosTokenId: undefined,
+  };
+  writeTinyHfDir(model, dir, {
+    config: { tie_word_embeddings: true, bos_token_id: 2, eos_token_id: 1, pad_token_id: 0 },
+  });
+  for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+    fs.copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
   return dir;
 }
 

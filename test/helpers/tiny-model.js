@@ -32,8 +32,40 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const GGML = { F32: 0, F16: 1, Q4_0: 2, Q4_1: 3, Q5_0: 6, Q5_1: 7, Q8_0: 8, Q2_K: 10, Q3_K: 11, Q4_K: 12, Q5_K: 13, Q6_K: 14, IQ2_XXS: 16, IQ2_XS: 17, IQ4_NL: 20, IQ4_XS: 23, BF16: 30 };
-const VALUE = { U8: 0, I8: 1, U16: 2, I16: 3, U32: 4, I32: 5, F32: 6, BOOL: 7, STRING: 8, ARRAY: 9, U64: 10, I64: 11, F64: 12 };
+const GGML = {
+  F32: 0,
+  F16: 1,
+  Q4_0: 2,
+  Q4_1: 3,
+  Q5_0: 6,
+  Q5_1: 7,
+  Q8_0: 8,
+  Q2_K: 10,
+  Q3_K: 11,
+  Q4_K: 12,
+  Q5_K: 13,
+  Q6_K: 14,
+  IQ2_XXS: 16,
+  IQ2_XS: 17,
+  IQ4_NL: 20,
+  IQ4_XS: 23,
+  BF16: 30,
+};
+const VALUE = {
+  U8: 0,
+  I8: 1,
+  U16: 2,
+  I16: 3,
+  U32: 4,
+  I32: 5,
+  F32: 6,
+  BOOL: 7,
+  STRING: 8,
+  ARRAY: 9,
+  U64: 10,
+  I64: 11,
+  F64: 12,
+};
 
 const f32 = new Float32Array(1);
 const u32 = new Uint32Array(f32.buffer);
@@ -95,7 +127,8 @@ function referenceDecode(type, bytes, count) {
     const j = i % 32;
     if (type === 'F32') out[i] = view.getFloat32(4 * i, true);
     else if (type === 'F16') out[i] = half(2 * i);
-    else if (type === 'BF16') out[i] = new Float32Array(new Uint32Array([view.getUint16(2 * i, true) * 65536]).buffer)[0];
+    else if (type === 'BF16')
+      out[i] = new Float32Array(new Uint32Array([view.getUint16(2 * i, true) * 65536]).buffer)[0];
     else if (type === 'Q8_0') out[i] = view.getInt8(blk * 34 + 2 + j) * half(blk * 34);
     else if (type === 'Q4_0' || type === 'Q4_1') {
       const size = type === 'Q4_0' ? 18 : 20;
@@ -144,7 +177,7 @@ function quantizeQ4_0(values) {
     const x = values.slice(blk * 32, blk * 32 + 32);
     let amax = 0;
     let max = 0;
-    for (const v of x) if (Math.abs(v) > amax) (amax = Math.abs(v)), (max = v);
+    for (const v of x) if (Math.abs(v) > amax) ((amax = Math.abs(v)), (max = v));
     const d = Math.fround(max / -8);
     const id = d ? Math.fround(1 / d) : 0;
     out.writeUInt16LE(f32ToF16Bits(d), blk * 18);
@@ -185,53 +218,123 @@ function roundHalfAway(v) {
 function encodeTensor(type, values) {
   const v = Array.from(values, (x) => Math.fround(x));
   switch (type) {
-    case 'F32': return encodeF32(v);
-    case 'F16': return encodeF16(v);
-    case 'BF16': return encodeBF16(v);
-    case 'Q8_0': return quantizeQ8_0(v);
-    case 'Q4_0': return quantizeQ4_0(v);
-    case 'Q4_1': return quantizeQ4_1(v);
-    default: throw new Error(`tiny writer cannot encode ${type}`);
+    case 'F32':
+      return encodeF32(v);
+    case 'F16':
+      return encodeF16(v);
+    case 'BF16':
+      return encodeBF16(v);
+    case 'Q8_0':
+      return quantizeQ8_0(v);
+    case 'Q4_0':
+      return quantizeQ4_0(v);
+    case 'Q4_1':
+      return quantizeQ4_1(v);
+    default:
+      throw new Error(`tiny writer cannot encode ${type}`);
   }
 }
 
 class ByteSink {
-  constructor() { this.chunks = []; this.length = 0; }
-  push(buf) { this.chunks.push(buf); this.length += buf.length; }
-  u8(v) { const b = Buffer.alloc(1); b.writeUInt8(v); this.push(b); }
-  i8(v) { const b = Buffer.alloc(1); b.writeInt8(v); this.push(b); }
-  u16(v) { const b = Buffer.alloc(2); b.writeUInt16LE(v); this.push(b); }
-  i16(v) { const b = Buffer.alloc(2); b.writeInt16LE(v); this.push(b); }
-  u32(v) { const b = Buffer.alloc(4); b.writeUInt32LE(v); this.push(b); }
-  i32(v) { const b = Buffer.alloc(4); b.writeInt32LE(v); this.push(b); }
-  f32(v) { const b = Buffer.alloc(4); b.writeFloatLE(v); this.push(b); }
-  f64(v) { const b = Buffer.alloc(8); b.writeDoubleLE(v); this.push(b); }
-  u64(v) { const b = Buffer.alloc(8); b.writeBigUInt64LE(BigInt(v)); this.push(b); }
-  i64(v) { const b = Buffer.alloc(8); b.writeBigInt64LE(BigInt(v)); this.push(b); }
-  str(s) { const b = Buffer.from(s, 'utf8'); this.u64(b.length); this.push(b); }
+  constructor() {
+    this.chunks = [];
+    this.length = 0;
+  }
+  push(buf) {
+    this.chunks.push(buf);
+    this.length += buf.length;
+  }
+  u8(v) {
+    const b = Buffer.alloc(1);
+    b.writeUInt8(v);
+    this.push(b);
+  }
+  i8(v) {
+    const b = Buffer.alloc(1);
+    b.writeInt8(v);
+    this.push(b);
+  }
+  u16(v) {
+    const b = Buffer.alloc(2);
+    b.writeUInt16LE(v);
+    this.push(b);
+  }
+  i16(v) {
+    const b = Buffer.alloc(2);
+    b.writeInt16LE(v);
+    this.push(b);
+  }
+  u32(v) {
+    const b = Buffer.alloc(4);
+    b.writeUInt32LE(v);
+    this.push(b);
+  }
+  i32(v) {
+    const b = Buffer.alloc(4);
+    b.writeInt32LE(v);
+    this.push(b);
+  }
+  f32(v) {
+    const b = Buffer.alloc(4);
+    b.writeFloatLE(v);
+    this.push(b);
+  }
+  f64(v) {
+    const b = Buffer.alloc(8);
+    b.writeDoubleLE(v);
+    this.push(b);
+  }
+  u64(v) {
+    const b = Buffer.alloc(8);
+    b.writeBigUInt64LE(BigInt(v));
+    this.push(b);
+  }
+  i64(v) {
+    const b = Buffer.alloc(8);
+    b.writeBigInt64LE(BigInt(v));
+    this.push(b);
+  }
+  str(s) {
+    const b = Buffer.from(s, 'utf8');
+    this.u64(b.length);
+    this.push(b);
+  }
 }
 
 /** A metadata value with an explicit GGUF type: { type: 'U32', value } or { type: 'ARRAY', elementType, value: [...] }. */
 function writeValue(sink, type, value, elementType) {
   switch (type) {
-    case 'U8': return sink.u8(value);
-    case 'I8': return sink.i8(value);
-    case 'U16': return sink.u16(value);
-    case 'I16': return sink.i16(value);
-    case 'U32': return sink.u32(value);
-    case 'I32': return sink.i32(value);
-    case 'F32': return sink.f32(value);
-    case 'F64': return sink.f64(value);
-    case 'U64': return sink.u64(value);
-    case 'I64': return sink.i64(value);
-    case 'BOOL': return sink.u8(value ? 1 : 0);
-    case 'STRING': return sink.str(value);
+    case 'U8':
+      return sink.u8(value);
+    case 'I8':
+      return sink.i8(value);
+    case 'U16':
+      return sink.u16(value);
+    case 'I16':
+      return sink.i16(value);
+    case 'U32':
+      return sink.u32(value);
+    case 'I32':
+      return sink.i32(value);
+    case 'F32':
+      return sink.f32(value);
+    case 'F64':
+      return sink.f64(value);
+    case 'U64':
+      return sink.u64(value);
+    case 'I64':
+      return sink.i64(value);
+    case 'BOOL':
+      return sink.u8(value ? 1 : 0);
+    case 'STRING':
+      return sink.str(value);
     case 'ARRAY':
       sink.u32(VALUE[elementType]);
       sink.u64(value.length);
       for (const v of value) writeValue(sink, elementType, v);
       return undefined;
-    default: throw new Error(`unknown metadata type ${type}`);
+    default:
+      throw new Error(`unknown metadata type ${type}`);
   }
 }
 
@@ -279,7 +382,8 @@ function writeSafetensors(file, tensors) {
   const datas = [];
   let offset = 0;
   for (const t of tensors) {
-    const data = t.dtype === 'F32' ? encodeF32(t.values) : t.dtype === 'F16' ? encodeF16(t.values) : encodeBF16(t.values);
+    const data =
+      t.dtype === 'F32' ? encodeF32(t.values) : t.dtype === 'F16' ? encodeF16(t.values) : encodeBF16(t.values);
     header[t.name] = { dtype: t.dtype, shape: t.shape, data_offsets: [offset, offset + data.length] };
     offset += data.length;
     datas.push(data);
@@ -290,7 +394,6 @@ function writeSafetensors(file, tensors) {
   len.writeBigUInt64LE(BigInt(json.length));
   fs.writeFileSync(file, Buffer.concat([len, json, ...datas]));
 }
-
 
 // ---- the model --------------------------------------------------------------
 
@@ -311,7 +414,24 @@ function prng(seed) {
 const SPECIALS = ['<|endoftext|>', '<|im_start|>', '<|im_end|>'];
 const USER_DEFINED = ['<tool>'];
 const CHARS = [...'abcdefghijklmnopqrstuvwxyz', '\u0120', '.', ',', ...'0123456789', '<', '|', '>', '_', '\u010a'];
-const MERGES = ['\u0120 t', 'h e', '\u0120t he', 't h', 'i n', '\u0120 a', 'a n', 'e r', 'o n', '\u0120 s', 'r e', 'a t', 'e n', '\u0120 c', 'o r', 'in g'];
+const MERGES = [
+  '\u0120 t',
+  'h e',
+  '\u0120t he',
+  't h',
+  'i n',
+  '\u0120 a',
+  'a n',
+  'e r',
+  'o n',
+  '\u0120 s',
+  'r e',
+  'a t',
+  'e n',
+  '\u0120 c',
+  'o r',
+  'in g',
+];
 
 function tinyTokenizer() {
   const tokens = [...SPECIALS, ...USER_DEFINED, ...CHARS, ...MERGES.map((m) => m.replace(' ', ''))];
@@ -333,17 +453,40 @@ const ARCH_CONFIGS = {
   qwen2: { ropeTheta: 1000000, rmsEps: 1e-6, headDim: 8, tiedEmbeddings: false, attentionBias: true, qkNorm: false },
   qwen3: { ropeTheta: 1000000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: true },
   gemma3: {
-    ropeTheta: 1000000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: true, numLayers: 6,
+    ropeTheta: 1000000,
+    rmsEps: 1e-6,
+    headDim: 16,
+    tiedEmbeddings: true,
+    attentionBias: false,
+    qkNorm: true,
+    numLayers: 6,
     gemma: { postNorms: true, attentionScale: 0.25, ropeThetaLocal: 10000, ropeLinearFactor: 2 },
     slidingWindow: { window: 3, layers: [true, true, true, true, true, false] },
   },
   gemma: {
-    ropeTheta: 10000, rmsEps: 1e-6, headDim: 16, tiedEmbeddings: true, attentionBias: false, qkNorm: false,
+    ropeTheta: 10000,
+    rmsEps: 1e-6,
+    headDim: 16,
+    tiedEmbeddings: true,
+    attentionBias: false,
+    qkNorm: false,
     gemma: { postNorms: false, attentionScale: 0.25, ropeThetaLocal: 10000 },
   },
   gemma2: {
-    ropeTheta: 10000, rmsEps: 1e-6, headDim: 8, tiedEmbeddings: true, attentionBias: false, qkNorm: false, numLayers: 3,
-    gemma: { postNorms: true, attentionScale: 1 / Math.sqrt(8), attentionSoftcap: 2, finalSoftcap: 3, ropeThetaLocal: 10000 },
+    ropeTheta: 10000,
+    rmsEps: 1e-6,
+    headDim: 8,
+    tiedEmbeddings: true,
+    attentionBias: false,
+    qkNorm: false,
+    numLayers: 3,
+    gemma: {
+      postNorms: true,
+      attentionScale: 1 / Math.sqrt(8),
+      attentionSoftcap: 2,
+      finalSoftcap: 3,
+      ropeThetaLocal: 10000,
+    },
     slidingWindow: { window: 4, layers: [true, false, true] },
   },
 };
@@ -383,7 +526,8 @@ function makeTinyModel(arch = 'llama', seed = 1) {
   const rng = prng(seed * 7919 + arch.length);
   // Values are rounded to f32 so an F32 file holds them exactly (Gemma's matrices to f16, for an F16 file).
   const round = a.gemma ? f16Exact : Math.fround;
-  const matrix = (rows, cols) => Float64Array.from({ length: rows * cols }, () => round(rng.normal() / Math.sqrt(cols)));
+  const matrix = (rows, cols) =>
+    Float64Array.from({ length: rows * cols }, () => round(rng.normal() / Math.sqrt(cols)));
   const norm = (n) => Float64Array.from({ length: n }, () => Math.fround(1 + 0.2 * (rng.uniform() - 0.5)));
   const bias = (n) => Float64Array.from({ length: n }, () => Math.fround(0.1 * rng.normal()));
   const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numHeads: Hq, numKvHeads: Hkv, headDim: D } = config;
@@ -391,7 +535,11 @@ function makeTinyModel(arch = 'llama', seed = 1) {
   const layers = [];
   for (let l = 0; l < config.numLayers; l++) {
     const layer = {
-      attnNorm: norm(Dm), wq: matrix(Hq * D, Dm), wk: matrix(Hkv * D, Dm), wv: matrix(Hkv * D, Dm), wo: matrix(Dm, Hq * D),
+      attnNorm: norm(Dm),
+      wq: matrix(Hq * D, Dm),
+      wk: matrix(Hkv * D, Dm),
+      wv: matrix(Hkv * D, Dm),
+      wo: matrix(Dm, Hq * D),
     };
     if (config.attentionBias) Object.assign(layer, { bq: bias(Hq * D), bk: bias(Hkv * D), bv: bias(Hkv * D) });
     if (config.qkNorm) Object.assign(layer, { qNorm: norm(D), kNorm: norm(D) });
@@ -420,7 +568,8 @@ function llamaCppPermute(values, heads, cols) {
   for (let h = 0; h < heads; h++)
     for (let j = 0; j < 2; j++)
       for (let i = 0; i < D / 2; i++)
-        for (let c = 0; c < cols; c++) out[(h * D + 2 * i + j) * cols + c] = values[(h * D + j * (D / 2) + i) * cols + c];
+        for (let c = 0; c < cols; c++)
+          out[(h * D + 2 * i + j) * cols + c] = values[(h * D + j * (D / 2) + i) * cols + c];
   return out;
 }
 
@@ -432,7 +581,14 @@ function tensorTable(config) {
   const list = [{ get: (w) => w.embedding, gguf: 'token_embd.weight', hf: 'model.embed_tokens.weight', dims: [V, Dm] }];
   for (let l = 0; l < config.numLayers; l++) {
     // Gemma's norms: the Hugging Face file holds w for a multiplier of 1 + w (hfMinusOne).
-    const t = (key, gguf, hf, dims, ropeHeads) => ({ get: (w) => w.layers[l][key], gguf: `blk.${l}.${gguf}`, hf: `model.layers.${l}.${hf}`, dims, ropeHeads, hfMinusOne: gemma && /norm/i.test(key) });
+    const t = (key, gguf, hf, dims, ropeHeads) => ({
+      get: (w) => w.layers[l][key],
+      gguf: `blk.${l}.${gguf}`,
+      hf: `model.layers.${l}.${hf}`,
+      dims,
+      ropeHeads,
+      hfMinusOne: gemma && /norm/i.test(key),
+    });
     list.push(
       t('attnNorm', 'attn_norm.weight', 'input_layernorm.weight', [Dm]),
       t('wq', 'attn_q.weight', 'self_attn.q_proj.weight', [Hq * D, Dm], Hq),
@@ -448,19 +604,34 @@ function tensorTable(config) {
       );
     }
     if (config.qkNorm) {
-      list.push(t('qNorm', 'attn_q_norm.weight', 'self_attn.q_norm.weight', [D]), t('kNorm', 'attn_k_norm.weight', 'self_attn.k_norm.weight', [D]));
+      list.push(
+        t('qNorm', 'attn_q_norm.weight', 'self_attn.q_norm.weight', [D]),
+        t('kNorm', 'attn_k_norm.weight', 'self_attn.k_norm.weight', [D]),
+      );
     }
     if (postNorms) list.push(t('attnPostNorm', 'post_attention_norm.weight', 'post_attention_layernorm.weight', [Dm]));
     list.push(
-      t('ffnNorm', 'ffn_norm.weight', postNorms ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight', [Dm]),
+      t(
+        'ffnNorm',
+        'ffn_norm.weight',
+        postNorms ? 'pre_feedforward_layernorm.weight' : 'post_attention_layernorm.weight',
+        [Dm],
+      ),
       t('wGate', 'ffn_gate.weight', 'mlp.gate_proj.weight', [F, Dm]),
       t('wUp', 'ffn_up.weight', 'mlp.up_proj.weight', [F, Dm]),
       t('wDown', 'ffn_down.weight', 'mlp.down_proj.weight', [Dm, F]),
     );
     if (postNorms) list.push(t('ffnPostNorm', 'post_ffw_norm.weight', 'post_feedforward_layernorm.weight', [Dm]));
   }
-  list.push({ get: (w) => w.finalNorm, gguf: 'output_norm.weight', hf: 'model.norm.weight', dims: [Dm], hfMinusOne: gemma });
-  if (!config.tiedEmbeddings) list.push({ get: (w) => w.lmHead, gguf: 'output.weight', hf: 'lm_head.weight', dims: [V, Dm] });
+  list.push({
+    get: (w) => w.finalNorm,
+    gguf: 'output_norm.weight',
+    hf: 'model.norm.weight',
+    dims: [Dm],
+    hfMinusOne: gemma,
+  });
+  if (!config.tiedEmbeddings)
+    list.push({ get: (w) => w.lmHead, gguf: 'output.weight', hf: 'lm_head.weight', dims: [V, Dm] });
   return list;
 }
 
@@ -496,11 +667,26 @@ function ggufMetadata(model) {
   if (c.slidingWindow) md.push([`${arch}.attention.sliding_window`, u32(c.slidingWindow.window)]);
   if (c.gemma?.attentionSoftcap) md.push([`${arch}.attn_logit_softcapping`, f32v(c.gemma.attentionSoftcap)]);
   if (c.gemma?.finalSoftcap) md.push([`${arch}.final_logit_softcapping`, f32v(c.gemma.finalSoftcap)]);
-  if (c.gemma?.ropeLinearFactor) md.push([`${arch}.rope.scaling.type`, { type: 'STRING', value: 'linear' }], [`${arch}.rope.scaling.factor`, f32v(c.gemma.ropeLinearFactor)]);
+  if (c.gemma?.ropeLinearFactor)
+    md.push(
+      [`${arch}.rope.scaling.type`, { type: 'STRING', value: 'linear' }],
+      [`${arch}.rope.scaling.factor`, f32v(c.gemma.ropeLinearFactor)],
+    );
   return md;
 }
 
-function writeTinyGguf(model, file, { matrixType = 'F32', embeddingType = matrixType, permute = true, metadata = [], extraTensors = [], dropMetadata = [] } = {}) {
+function writeTinyGguf(
+  model,
+  file,
+  {
+    matrixType = 'F32',
+    embeddingType = matrixType,
+    permute = true,
+    metadata = [],
+    extraTensors = [],
+    dropMetadata = [],
+  } = {},
+) {
   const permuteQK = permute && model.arch === 'llama';
   const tensors = tensorTable(model.config).map((t) => {
     let values = t.get(model.weights);
@@ -520,7 +706,15 @@ function tinyTokenizerJson(model) {
   const added = [];
   types.forEach((type, id) => {
     if (type === 3 || type === 4) {
-      added.push({ id, content: tokens[id], single_word: false, lstrip: false, rstrip: false, normalized: false, special: type === 3 });
+      added.push({
+        id,
+        content: tokens[id],
+        single_word: false,
+        lstrip: false,
+        rstrip: false,
+        normalized: false,
+        special: type === 3,
+      });
     }
   });
   return {
@@ -539,7 +733,18 @@ function tinyTokenizerJson(model) {
     },
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges,
+    },
   };
 }
 
@@ -547,7 +752,16 @@ function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1, config: overrid
   const { config: c } = model;
   fs.mkdirSync(dir, { recursive: true });
   const hfConfig = {
-    architectures: [{ llama: 'LlamaForCausalLM', qwen2: 'Qwen2ForCausalLM', qwen3: 'Qwen3ForCausalLM', gemma: 'GemmaForCausalLM', gemma2: 'Gemma2ForCausalLM', gemma3: 'Gemma3ForCausalLM' }[model.arch]],
+    architectures: [
+      {
+        llama: 'LlamaForCausalLM',
+        qwen2: 'Qwen2ForCausalLM',
+        qwen3: 'Qwen3ForCausalLM',
+        gemma: 'GemmaForCausalLM',
+        gemma2: 'Gemma2ForCausalLM',
+        gemma3: 'Gemma3ForCausalLM',
+      }[model.arch],
+    ],
     model_type: model.arch,
     vocab_size: c.vocabSize,
     hidden_size: c.hiddenSize,
@@ -586,7 +800,10 @@ function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1, config: overrid
   Object.assign(hfConfig, overrides);
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(hfConfig, null, 2));
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(tinyTokenizerJson(model)));
-  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: c.addBos, clean_up_tokenization_spaces: false }));
+  fs.writeFileSync(
+    path.join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ add_bos_token: c.addBos, clean_up_tokenization_spaces: false }),
+  );
   const all = tensorTable(c).map((t) => {
     const values = t.get(model.weights);
     return { name: t.hf, shape: t.dims, dtype, values: t.hfMinusOne ? values.map((v) => Math.fround(v - 1)) : values };
@@ -602,7 +819,10 @@ function writeTinyHfDir(model, dir, { dtype = 'F32', shards = 1, config: overrid
       writeSafetensors(path.join(dir, name), part);
       for (const t of part) weightMap[t.name] = name;
     });
-    fs.writeFileSync(path.join(dir, 'model.safetensors.index.json'), JSON.stringify({ metadata: {}, weight_map: weightMap }));
+    fs.writeFileSync(
+      path.join(dir, 'model.safetensors.index.json'),
+      JSON.stringify({ metadata: {}, weight_map: weightMap }),
+    );
   }
   return dir;
 }

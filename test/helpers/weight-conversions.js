@@ -33,7 +33,9 @@ const BLOCK = 32;
 function quantizeBlocks(values, dims, perLayer) {
   const [layers, rows, cols] = perLayer ? dims : [1, ...dims];
   // blockOf(l, r, c): the scale index of element (l, r, c).
-  const blockOf = perLayer ? (l, r, c) => (l * (rows / BLOCK) + Math.floor(r / BLOCK)) * cols + c : (l, r, c) => r * (cols / BLOCK) + Math.floor(c / BLOCK);
+  const blockOf = perLayer
+    ? (l, r, c) => (l * (rows / BLOCK) + Math.floor(r / BLOCK)) * cols + c
+    : (l, r, c) => r * (cols / BLOCK) + Math.floor(c / BLOCK);
   const max = new Float64Array(values.length / BLOCK);
   for (let l = 0, k = 0; l < layers; l++) {
     for (let r = 0; r < rows; r++) {
@@ -65,12 +67,20 @@ function expectedArrays(config, weights, reference) {
   specs.forEach((spec, i) => {
     if (spec.scaleOf !== undefined) return;
     if (spec.elementType === 'f32') expected[i] = { what: `${spec.name} (f32)`, values: reference[i] };
-    else if (spec.elementType === 'u16') expected[i] = { what: `${spec.name} [${spec.dims}] bf16 bits, round to nearest even`, values: bf16Bits(reference[i]) };
+    else if (spec.elementType === 'u16')
+      expected[i] = {
+        what: `${spec.name} [${spec.dims}] bf16 bits, round to nearest even`,
+        values: bf16Bits(reference[i]),
+      };
     else {
       const { q, scales } = quantizeBlocks(reference[i], spec.dims, spec.perLayer);
       const scaleIndex = specs.findIndex((s) => s.scaleOf === spec.name);
       expected[i] = { what: `${spec.name} [${spec.dims}] int8 values`, values: q };
-      expected[scaleIndex] = { what: `${spec.name}Scale [${specs[scaleIndex].dims}]: one per 32 input elements`, values: scales, dims: spec.perLayer ? [spec.dims[0], spec.dims[1] / BLOCK, spec.dims[2]] : [spec.dims[0], spec.dims[1] / BLOCK] };
+      expected[scaleIndex] = {
+        what: `${spec.name}Scale [${specs[scaleIndex].dims}]: one per 32 input elements`,
+        values: scales,
+        dims: spec.perLayer ? [spec.dims[0], spec.dims[1] / BLOCK, spec.dims[2]] : [spec.dims[0], spec.dims[1] / BLOCK],
+      };
     }
   });
   return { specs, expected };
@@ -78,7 +88,8 @@ function expectedArrays(config, weights, reference) {
 
 function firstMismatch(a, b) {
   if (a.length !== b.length) return `length ${a.length} vs ${b.length}`;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
+  for (let i = 0; i < a.length; i++)
+    if (a[i] !== b[i] && !(Number.isNaN(a[i]) && Number.isNaN(b[i]))) return `index ${i}: ${a[i]} vs ${b[i]}`;
   return null;
 }
 
@@ -87,7 +98,8 @@ async function mismatches(buffers, config, weights, reference) {
   const { specs, expected } = expectedArrays(config, weights, reference);
   const bad = [];
   for (let i = 0; i < specs.length; i++) {
-    if (expected[i].dims && firstMismatch(specs[i].dims, expected[i].dims)) bad.push(`${specs[i].name}: dims [${specs[i].dims}]`);
+    if (expected[i].dims && firstMismatch(specs[i].dims, expected[i].dims))
+      bad.push(`${specs[i].name}: dims [${specs[i].dims}]`);
     const m = firstMismatch(await buffers[i].toHost(), expected[i].values);
     if (m) bad.push(`${expected[i].what}: ${m}`);
   }

@@ -3,7 +3,9 @@
 const fixture = require('../fixtures/yes-no.json');
 
 function yesNoRequest() {
-  const items = fixture.subjects.flatMap((subject) => fixture.claims.map((claim) => fixture.itemTemplate.replace('{subject}', subject).replace('{claim}', claim)));
+  const items = fixture.subjects.flatMap((subject) =>
+    fixture.claims.map((claim) => fixture.itemTemplate.replace('{subject}', subject).replace('{claim}', claim)),
+  );
   return { query: fixture.query, items, labelTokenIds: fixture.labelTokenIds };
 }
 

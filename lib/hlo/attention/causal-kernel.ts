@@ -35,10 +35,26 @@ const CAUSAL_ATTENTION_TARGET = 'pjrt_score_causal_attention';
 const CAUSAL_ATTENTION_BF16_TARGET = 'pjrt_score_causal_attention_bf16';
 
 /** q [T, Hq, D], k and v [T, Hkv, D], validLength s32 [] -> [T, Hq, D]; one sequence only. */
-export function causalPrefixAttentionKernel(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, opts?: AttentionOptions): HloValue {
+export function causalPrefixAttentionKernel(
+  f: FunctionBuilder,
+  q: HloValue,
+  k: HloValue,
+  v: HloValue,
+  validLength: HloValue,
+  opts?: AttentionOptions,
+): HloValue {
   const { lead, hq, d, p } = causalPrefixLayout('causalPrefixAttentionKernel', q, k, v, validLength);
-  if (lead.length) throw new HloBuildError(`causal attention 'ffi' (the addon's kernel) takes one sequence (validLength s32[]), got validLength ${validLength.type}: a pass of several queries runs a StableHLO form (lib/scoring/platform/attention-forms.ts)`);
-  if (shapesScores(opts)) throw new HloBuildError("causal attention 'ffi' (the addon's kernel) takes no sliding window or soft cap: such a model runs a StableHLO form (lib/scoring/platform/attention-forms.ts)");
+  if (lead.length)
+    throw new HloBuildError(
+      `causal attention 'ffi' (the addon's kernel) takes one sequence (validLength s32[]), got validLength ` +
+        `${validLength.type}: ` +
+        `a pass of several queries runs a StableHLO form (lib/scoring/platform/attention-forms.ts)`,
+    );
+  if (shapesScores(opts))
+    throw new HloBuildError(
+      "causal attention 'ffi' (the addon's kernel) takes no sliding window or soft cap: " +
+        'such a model runs a StableHLO form (lib/scoring/platform/attention-forms.ts)',
+    );
   if (p === 0) return f.full(TensorType.f32([0, hq, d]), 0);
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const scaled = f.multiply(q, resolveScale(opts, d));

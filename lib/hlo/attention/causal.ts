@@ -58,23 +58,47 @@ export function parseCausalAttentionTag(tag: string): CausalAttention {
   if (tag === 'ffi') return CAUSAL_KERNEL;
   if (tag === 'cudnn' || tag === 'cudnnsim') return Object.freeze({ kind: 'cudnn', standIn: tag === 'cudnnsim' });
   const m = /^qc([1-9][0-9]*)$/.exec(tag);
-  if (!m) throw new HloBuildError(`causal attention ${JSON.stringify(tag)} is not square, qc<chunks> ffi (the addon's kernel), cudnn or cudnnsim`);
+  if (!m)
+    throw new HloBuildError(
+      `causal attention ${JSON.stringify(tag)} is not square, qc<chunks> ffi (the addon's kernel), cudnn or cudnnsim`,
+    );
   return { kind: 'chunked', queryChunks: Number(m[1]) };
 }
 
 /** Checks a CausalAttention value from a caller; returns it. */
 export function checkCausalAttention(a: CausalAttention): CausalAttention {
-  if (a === null || typeof a !== 'object') throw new HloBuildError(`causal attention must be { kind: 'square' }, { kind: 'chunked', queryChunks }, { kind: 'kernel' } or { kind: 'cudnn' }, got ${String(a)}`);
+  if (a === null || typeof a !== 'object')
+    throw new HloBuildError(
+      `causal attention must be { kind: 'square' }, { kind: 'chunked', ` +
+        `queryChunks }, { kind: 'kernel' } or { kind: 'cudnn' }, got ${String(a)}`,
+    );
   if (a.kind === 'cudnn') return checkCudnnAttention(a, false);
   if (a.kind === 'square' || a.kind === 'kernel') return a;
-  if (a.kind !== 'chunked') throw new HloBuildError(`causal attention kind must be 'square', 'chunked', 'kernel' or 'cudnn', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
+  if (a.kind !== 'chunked')
+    throw new HloBuildError(
+      `causal attention kind must be 'square', 'chunked', 'kernel' or 'cudnn', ` +
+        `got ${JSON.stringify((a as { kind?: unknown }).kind)}`,
+    );
   return checkCausalChunks(a);
 }
 
-/** The prefill's causal attention in the chosen form (default: the square); a form that cannot take this call refuses it. */
-export function causalPrefix(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CausalAttention = SQUARE_CAUSAL_ATTENTION, opts?: AttentionOptions): HloValue {
+/**
+ * The prefill's causal attention in the chosen form (default: the square); a form that cannot take this call refuses
+ * it.
+ */
+export function causalPrefix(
+  f: FunctionBuilder,
+  q: HloValue,
+  k: HloValue,
+  v: HloValue,
+  validLength: HloValue,
+  form: CausalAttention = SQUARE_CAUSAL_ATTENTION,
+  opts?: AttentionOptions,
+): HloValue {
   const checked = checkCausalAttention(form);
   if (checked.kind === 'cudnn') return causalPrefixAttentionCudnn(f, q, k, v, validLength, checked, opts);
   if (checked.kind === 'kernel') return causalPrefixAttentionKernel(f, q, k, v, validLength, opts);
-  return checked.kind === 'square' ? causalPrefixAttention(f, q, k, v, validLength, opts) : causalPrefixAttentionChunked(f, q, k, v, validLength, checked.queryChunks, opts);
+  return checked.kind === 'square'
+    ? causalPrefixAttention(f, q, k, v, validLength, opts)
+    : causalPrefixAttentionChunked(f, q, k, v, validLength, checked.queryChunks, opts);
 }

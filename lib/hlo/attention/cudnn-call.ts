@@ -48,7 +48,10 @@ type CudnnOwnKeys = 'cudnn' | 'hlo';
 
 const CUDNN_OWN_KEYS: readonly CudnnOwnKeys[] = Object.freeze(['cudnn', 'hlo']);
 
-/** Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`, each optionally followed by `_ownhlo`, then `_join`). */
+/**
+ * Attention through cuDNN (a PrefixAttention and CausalAttention kind; tags `cudnn`, `cudnnsim`, each optionally
+ * followed by `_ownhlo`, then `_join`).
+ */
 export interface CudnnAttention {
   readonly kind: 'cudnn';
   /** The loaded plugin's wheel version; the builder refuses all but CUDNN_PINNED_PLUGIN.version. */
@@ -65,7 +68,10 @@ export interface CudnnAttention {
   readonly joinPrefill?: boolean;
 }
 
-/** The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` when the own-keys part is StableHLO, then `_join` when the prefill joins the prefix call. */
+/**
+ * The tag of a cuDNN form: `cudnn` or `cudnnsim`, with `_ownhlo` when the own-keys part is StableHLO, then `_join` when
+ * the prefill joins the prefix call.
+ */
 export function cudnnTag(form: CudnnAttention): string {
   const own = form.ownKeys === 'hlo' ? '_ownhlo' : '';
   return `${form.standIn ? 'cudnnsim' : 'cudnn'}${own}${form.joinPrefill ? '_join' : ''}`;
@@ -75,25 +81,49 @@ export function cudnnTag(form: CudnnAttention): string {
 export function parseCudnnTag(tag: string): CudnnAttention | undefined {
   const m = /^(cudnn|cudnnsim)(_ownhlo)?(_join)?$/.exec(tag);
   if (!m) return undefined;
-  return Object.freeze({ kind: 'cudnn', standIn: m[1] === 'cudnnsim', ...(m[2] ? { ownKeys: 'hlo' as const } : {}), ...(m[3] ? { joinPrefill: true } : {}) });
+  return Object.freeze({
+    kind: 'cudnn',
+    standIn: m[1] === 'cudnnsim',
+    ...(m[2] ? { ownKeys: 'hlo' as const } : {}),
+    ...(m[3] ? { joinPrefill: true } : {}),
+  });
 }
 
-/** Checks a cuDNN form from a caller; `ownKeys` and `joinPrefill` only where they mean something (`prefix`). Returns it. */
+/**
+ * Checks a cuDNN form from a caller; `ownKeys` and `joinPrefill` only where they mean something (`prefix`). Returns it.
+ */
 export function checkCudnnAttention(form: CudnnAttention, prefix: boolean): CudnnAttention {
-  if (form.standIn !== undefined && typeof form.standIn !== 'boolean') throw new HloBuildError(`cuDNN attention standIn must be a boolean, got ${JSON.stringify(form.standIn)}`);
+  if (form.standIn !== undefined && typeof form.standIn !== 'boolean')
+    throw new HloBuildError(`cuDNN attention standIn must be a boolean, got ${JSON.stringify(form.standIn)}`);
   if (form.joinPrefill !== undefined) {
-    if (typeof form.joinPrefill !== 'boolean') throw new HloBuildError(`cuDNN attention joinPrefill must be a boolean, got ${JSON.stringify(form.joinPrefill)}`);
-    if (!prefix) throw new HloBuildError(`cuDNN attention joinPrefill applies to prefix attention (items over a prefix) only, not the causal prefill`);
+    if (typeof form.joinPrefill !== 'boolean')
+      throw new HloBuildError(`cuDNN attention joinPrefill must be a boolean, got ${JSON.stringify(form.joinPrefill)}`);
+    if (!prefix)
+      throw new HloBuildError(
+        `cuDNN attention joinPrefill applies to prefix attention (items over a prefix) only, not the causal prefill`,
+      );
   }
   if (form.ownKeys === undefined) return form;
-  if (!prefix) throw new HloBuildError(`cuDNN attention ownKeys applies to prefix attention (items over a prefix) only, not the causal prefill`);
-  if (!CUDNN_OWN_KEYS.includes(form.ownKeys)) throw new HloBuildError(`cuDNN attention ownKeys must be ${CUDNN_OWN_KEYS.map((k) => `'${k}'`).join(', ')}, got ${JSON.stringify(form.ownKeys)}`);
+  if (!prefix)
+    throw new HloBuildError(
+      `cuDNN attention ownKeys applies to prefix attention (items over a prefix) only, not the causal prefill`,
+    );
+  if (!CUDNN_OWN_KEYS.includes(form.ownKeys))
+    throw new HloBuildError(
+      `cuDNN attention ownKeys must be ${CUDNN_OWN_KEYS.map((k) => `'${k}'`).join(', ')}, ` +
+        `got ${JSON.stringify(form.ownKeys)}`,
+    );
   return form;
 }
 
 type FmhaMask = 'none' | 'causal' | 'padding' | 'padding_causal';
 
-const MASK_TYPE: Readonly<Record<FmhaMask, string>> = { none: 'NO_MASK', causal: 'CAUSAL', padding: 'PADDING', padding_causal: 'PADDING_CAUSAL' };
+const MASK_TYPE: Readonly<Record<FmhaMask, string>> = {
+  none: 'NO_MASK',
+  causal: 'CAUSAL',
+  padding: 'PADDING',
+  padding_causal: 'PADDING_CAUSAL',
+};
 
 /** The masks that take per-batch key lengths (the padding part). */
 const hasPadding = (mask: FmhaMask): boolean => mask === 'padding' || mask === 'padding_causal';
@@ -124,8 +154,11 @@ function checkCudnnPin(form: CudnnAttention): void {
   if (form.standIn) return;
   if (form.pluginVersion !== CUDNN_PINNED_PLUGIN.version) {
     throw new HloBuildError(
-      `cuDNN fused attention is pinned to ${CUDNN_PINNED_PLUGIN.wheel} ${CUDNN_PINNED_PLUGIN.version} (its backend_config is XLA-internal); ` +
-        `the loaded plugin is ${form.pluginVersion === undefined ? 'of unknown version' : `version ${form.pluginVersion}`}: use another attention form or that plugin`,
+      `cuDNN fused attention is pinned to ${CUDNN_PINNED_PLUGIN.wheel} ` +
+        `${CUDNN_PINNED_PLUGIN.version} (its backend_config is XLA-internal); ` +
+        `the loaded plugin is ${
+          form.pluginVersion === undefined ? 'of unknown ' + 'version' : `version ${form.pluginVersion}`
+        }: use another attention form or that plugin`,
     );
   }
 }
@@ -144,11 +177,24 @@ class Double {
  * that cuDNN never writes, the mask, and the dot dimension numbers of q.k and p.v on the [B, T, H, D]
  * operands.
  */
-function cudnnFmhaBackendConfig(b: number, hq: number, tq: number, tk: number, scale: number, mask: FmhaMask): Record<string, unknown> {
+function cudnnFmhaBackendConfig(
+  b: number,
+  hq: number,
+  tq: number,
+  tk: number,
+  scale: number,
+  mask: FmhaMask,
+): Record<string, unknown> {
   return {
     operation_queue_id: '0',
     cudnn_fmha_backend_config: {
-      algorithm: { algo_id: '0', math_type: 'TENSOR_OP_MATH', tuning_knobs: { '17': '1', '24': '0' }, is_cudnn_frontend: true, workspace_size: '0' },
+      algorithm: {
+        algo_id: '0',
+        math_type: 'TENSOR_OP_MATH',
+        tuning_knobs: { '17': '1', '24': '0' },
+        is_cudnn_frontend: true,
+        workspace_size: '0',
+      },
       fmha_scale: new Double(scale),
       intermediate_tensor_shape: {
         element_type: 'BF16',
@@ -170,8 +216,18 @@ function cudnnFmhaBackendConfig(b: number, hq: number, tq: number, tk: number, s
       },
       is_flash_attention: true,
       mask_type: MASK_TYPE[mask],
-      bmm1_dot_dimension_numbers: { lhs_contracting_dimensions: ['3'], rhs_contracting_dimensions: ['3'], lhs_batch_dimensions: ['0', '2'], rhs_batch_dimensions: ['0', '2'] },
-      bmm2_dot_dimension_numbers: { lhs_contracting_dimensions: ['3'], rhs_contracting_dimensions: ['1'], lhs_batch_dimensions: ['0', '1'], rhs_batch_dimensions: ['0', '2'] },
+      bmm1_dot_dimension_numbers: {
+        lhs_contracting_dimensions: ['3'],
+        rhs_contracting_dimensions: ['3'],
+        lhs_batch_dimensions: ['0', '2'],
+        rhs_batch_dimensions: ['0', '2'],
+      },
+      bmm2_dot_dimension_numbers: {
+        lhs_contracting_dimensions: ['3'],
+        rhs_contracting_dimensions: ['1'],
+        lhs_batch_dimensions: ['0', '1'],
+        rhs_batch_dimensions: ['0', '2'],
+      },
       dropout_rate: new Double(0),
       seed: 42,
       sliding_window_length: 0,
@@ -183,29 +239,44 @@ function cudnnFmhaBackendConfig(b: number, hq: number, tq: number, tk: number, s
 
 /** JSON as JAX writes a backend_config: `": "` and `", "` separators, doubles with a decimal point. */
 function backendConfigText(config: unknown): string {
-  if (config instanceof Double) return Number.isInteger(config.value) && Math.abs(config.value) < 1e16 ? `${config.value}.0` : JSON.stringify(config.value);
+  if (config instanceof Double)
+    return Number.isInteger(config.value) && Math.abs(config.value) < 1e16
+      ? `${config.value}.0`
+      : JSON.stringify(config.value);
   if (Array.isArray(config)) return `[${config.map(backendConfigText).join(', ')}]`;
   if (config !== null && typeof config === 'object') {
-    return `{${Object.entries(config).map(([k, v]) => `${JSON.stringify(k)}: ${backendConfigText(v)}`).join(', ')}}`;
+    return `{${Object.entries(config)
+      .map(([k, v]) => `${JSON.stringify(k)}: ${backendConfigText(v)}`)
+      .join(', ')}}`;
   }
   return JSON.stringify(config);
 }
 
 function fmhaLayout(x: FmhaInputs): { b: number; tq: number; tk: number; hq: number; hkv: number; d: number } {
   const op = 'fusedAttention';
-  if (x.q.rank !== 4 || x.k.rank !== 4 || x.v.rank !== 4) throw new HloBuildError(`${op}: q, k and v must be [B, T, H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`);
+  if (x.q.rank !== 4 || x.k.rank !== 4 || x.v.rank !== 4)
+    throw new HloBuildError(`${op}: q, k and v must be [B, T, H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`);
   const [b, tq, hq, d] = x.q.dims;
   const [bk, tk, hkv, dk] = x.k.dims;
-  if (bk !== b || dk !== d || x.v.dims.join() !== x.k.dims.join()) throw new HloBuildError(`${op}: k and v must be [${b}, Tk, Hkv, ${d}], got ${x.k.type} and ${x.v.type}`);
-  if (hkv === 0 || hq % hkv !== 0) throw new HloBuildError(`${op}: query heads (${hq}) must be a multiple of kv heads (${hkv})`);
-  if (hasPadding(x.mask) !== (x.kvLengths !== undefined)) throw new HloBuildError(`${op}: key lengths go with the padding masks and only with them`);
-  if (x.kvLengths && (x.kvLengths.elementType !== 's32' || x.kvLengths.dims.join() !== String(b))) throw new HloBuildError(`${op}: key lengths must be s32[${b}], got ${x.kvLengths.type}`);
+  if (bk !== b || dk !== d || x.v.dims.join() !== x.k.dims.join())
+    throw new HloBuildError(`${op}: k and v must be [${b}, Tk, Hkv, ${d}], got ${x.k.type} and ${x.v.type}`);
+  if (hkv === 0 || hq % hkv !== 0)
+    throw new HloBuildError(`${op}: query heads (${hq}) must be a multiple of kv heads (${hkv})`);
+  if (hasPadding(x.mask) !== (x.kvLengths !== undefined))
+    throw new HloBuildError(`${op}: key lengths go with the padding masks and only with them`);
+  if (x.kvLengths && (x.kvLengths.elementType !== 's32' || x.kvLengths.dims.join() !== String(b)))
+    throw new HloBuildError(`${op}: key lengths must be s32[${b}], got ${x.kvLengths.type}`);
   if (!Number.isFinite(x.scale)) throw new HloBuildError(`${op}: scale must be finite, got ${x.scale}`);
   return { b, tq, tk, hq, hkv, d };
 }
 
 /** One fused attention (the custom call, or its stand-in), with the statistics when `withStats`. */
-export function fusedAttention(f: FunctionBuilder, x: FmhaInputs, form: CudnnAttention, withStats: boolean): FmhaResult {
+export function fusedAttention(
+  f: FunctionBuilder,
+  x: FmhaInputs,
+  form: CudnnAttention,
+  withStats: boolean,
+): FmhaResult {
   checkCudnnPin(form);
   return form.standIn ? standInFmha(f, x, withStats) : cudnnFmha(f, x, withStats);
 }
@@ -221,7 +292,11 @@ function cudnnFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): FmhaR
   const operands = [bf16(x.q), bf16(x.k), bf16(x.v)];
   if (x.kvLengths) operands.push(f.full(TensorType.s32([b]), tq), x.kvLengths);
   // The output is [B, Hq, Tq, D] laid out as [B, Tq, Hq, D] (minor-to-major 3, 1, 2, 0): the transpose below is free.
-  const results = [new TensorType('bf16', [b, hq, tq, d]), ...(withStats ? [TensorType.f32([b, hq, tq])] : []), new TensorType('u8', [0])];
+  const results = [
+    new TensorType('bf16', [b, hq, tq, d]),
+    ...(withStats ? [TensorType.f32([b, hq, tq])] : []),
+    new TensorType('u8', [0]),
+  ];
   const call = f.backendCustomCall(
     {
       target: CUDNN_FMHA_TARGET,
@@ -247,9 +322,20 @@ function standInFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): Fmh
   const f32 = (v: HloValue): HloValue => (v.elementType === 'f32' ? v : f.convert(v, 'f32'));
   const q = f.reshape(f32(x.q), [b, tq, hkv, group, d]);
   // [B, Hkv, Tq, G, Tk]
-  const raw = f.multiply(f.dotGeneral(q, f32(x.k), { lhsBatch: [0, 2], rhsBatch: [0, 2], lhsContract: [4], rhsContract: [3] }), x.scale);
-  const causal = hasCausal(x.mask) ? f.broadcastInDim(f.le(f.iota(TensorType.s32([tq, tk]), 1), f.iota(TensorType.s32([tq, tk]), 0)), raw.dims, [2, 4]) : undefined;
-  const valid = hasPadding(x.mask) ? f.broadcastInDim(f.lt(f.iota(TensorType.s32([b, tk]), 1), f.broadcastInDim(x.kvLengths!, [b, tk], [0])), raw.dims, [0, 4]) : undefined;
+  const raw = f.multiply(
+    f.dotGeneral(q, f32(x.k), { lhsBatch: [0, 2], rhsBatch: [0, 2], lhsContract: [4], rhsContract: [3] }),
+    x.scale,
+  );
+  const causal = hasCausal(x.mask)
+    ? f.broadcastInDim(f.le(f.iota(TensorType.s32([tq, tk]), 1), f.iota(TensorType.s32([tq, tk]), 0)), raw.dims, [2, 4])
+    : undefined;
+  const valid = hasPadding(x.mask)
+    ? f.broadcastInDim(
+        f.lt(f.iota(TensorType.s32([b, tk]), 1), f.broadcastInDim(x.kvLengths!, [b, tk], [0])),
+        raw.dims,
+        [0, 4],
+      )
+    : undefined;
   const visible = causal && valid ? f.and(causal, valid) : (causal ?? valid);
   const scores = visible ? f.select(visible, raw, -Infinity) : raw;
   const max = f.reduceMax(scores, [4]);
@@ -257,7 +343,12 @@ function standInFmha(f: FunctionBuilder, x: FmhaInputs, withStats: boolean): Fmh
   const weights = f.exponential(f.subtract(scores, f.expandReduced(shift, scores.dims, [4])));
   const sum = f.reduceSum(weights, [4]);
   // [B, Hkv, Tq, G, Tk] x [B, Tk, Hkv, D] -> [B, Hkv, Tq, G, D]
-  const values = f.dotGeneral(weights, f32(x.v), { lhsBatch: [0, 1], rhsBatch: [0, 2], lhsContract: [4], rhsContract: [1] });
+  const values = f.dotGeneral(weights, f32(x.v), {
+    lhsBatch: [0, 1],
+    rhsBatch: [0, 2],
+    lhsContract: [4],
+    rhsContract: [1],
+  });
   const safe = f.select(f.gt(sum, 0), sum, 1);
   const normalized = f.divide(values, f.expandReduced(safe, values.dims, [4]));
   const out = f.reshape(f.transpose(normalized, [0, 2, 1, 3, 4]), [b, tq, hq, d]);
@@ -278,6 +369,9 @@ export function mergeByStats(f: FunctionBuilder, a: Required<FmhaResult>, b: Req
   const wa = f.exponential(f.subtract(a.stats, m));
   const wb = f.exponential(f.subtract(b.stats, m));
   const axis = a.out.rank - 1;
-  const num = f.add(f.multiply(a.out, f.expandReduced(wa, a.out.dims, [axis])), f.multiply(b.out, f.expandReduced(wb, b.out.dims, [axis])));
+  const num = f.add(
+    f.multiply(a.out, f.expandReduced(wa, a.out.dims, [axis])),
+    f.multiply(b.out, f.expandReduced(wb, b.out.dims, [axis])),
+  );
   return f.divide(num, f.expandReduced(f.add(wa, wb), num.dims, [axis]));
 }

@@ -22,8 +22,22 @@
 
 import { FunctionBuilder } from '../builder/builder';
 import { HloValue } from '../builder/core';
-import { AttentionOptions, ItemsOverPrefixInputs, causalPrefixLayout, itemsOverPrefixLayout, resolveScale } from './layout';
-import { CudnnAttention, FmhaInputs, FmhaResult, checkCudnnAttention, fusedAttention, mergeByStats, stableHloAttention } from './cudnn-call';
+import {
+  AttentionOptions,
+  ItemsOverPrefixInputs,
+  causalPrefixLayout,
+  itemsOverPrefixLayout,
+  resolveScale,
+} from './layout';
+import {
+  CudnnAttention,
+  FmhaInputs,
+  FmhaResult,
+  checkCudnnAttention,
+  fusedAttention,
+  mergeByStats,
+  stableHloAttention,
+} from './cudnn-call';
 import { shapesScores } from './score-shaping';
 import { PassRows } from './pass-rows';
 import { HloBuildError, TensorType } from '../builder/types';
@@ -32,22 +46,52 @@ import { HloBuildError, TensorType } from '../builder/types';
 function zeroPastLength(f: FunctionBuilder, x: HloValue, lengths: HloValue): HloValue {
   const g = lengths.rank;
   const rows = x.dims.slice(0, g + 1);
-  const real = f.lt(f.iota(TensorType.s32(rows), g), f.broadcastInDim(lengths, rows, Array.from({ length: g }, (_, i) => i)));
-  return f.select(f.broadcastInDim(real, x.dims, Array.from({ length: g + 1 }, (_, i) => i)), x, 0);
+  const real = f.lt(
+    f.iota(TensorType.s32(rows), g),
+    f.broadcastInDim(
+      lengths,
+      rows,
+      Array.from({ length: g }, (_, i) => i),
+    ),
+  );
+  return f.select(
+    f.broadcastInDim(
+      real,
+      x.dims,
+      Array.from({ length: g + 1 }, (_, i) => i),
+    ),
+    x,
+    0,
+  );
 }
 
-/** The calls are pinned without a window or a cap: a model with either runs the StableHLO forms (scoring/platform/attention-forms.ts). */
+/**
+ * The calls are pinned without a window or a cap: a model with either runs the StableHLO forms
+ * (scoring/platform/attention-forms.ts).
+ */
 function refuseShaping(op: string, opts: AttentionOptions | undefined): void {
-  if (shapesScores(opts)) throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
+  if (shapesScores(opts))
+    throw new HloBuildError(`${op}: the cuDNN forms take no sliding window or soft cap; use the StableHLO forms`);
 }
 
-/** Each item's rows against its own keys (causal; the items are the batch), with statistics: a fused call, or StableHLO under ownKeys 'hlo'. */
+/**
+ * Each item's rows against its own keys (causal; the items are the batch), with statistics: a fused call, or StableHLO
+ * under ownKeys 'hlo'.
+ */
 function ownKeysPart(f: FunctionBuilder, own: FmhaInputs, form: CudnnAttention): FmhaResult {
   return form.ownKeys === 'hlo' ? stableHloAttention(f, own, true) : fusedAttention(f, own, form, true);
 }
 
-/** Items over a prefix, factored into two parts (fused calls, or the own keys in StableHLO) merged by their statistics. -> [...lead, N, L, Hq, D]. */
-export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+/**
+ * Items over a prefix, factored into two parts (fused calls, or the own keys in StableHLO) merged by their statistics.
+ * -> [...lead, N, L, Hq, D].
+ */
+export function itemsOverPrefixAttentionCudnn(
+  f: FunctionBuilder,
+  x: ItemsOverPrefixInputs,
+  form: CudnnAttention,
+  opts?: AttentionOptions,
+): HloValue {
   refuseShaping('itemsOverPrefixAttentionCudnn', opts);
   checkCudnnAttention(form, true);
   const { lead, hq, hkv, d, n, l, p } = itemsOverPrefixLayout('itemsOverPrefixAttentionCudnn', x);
@@ -59,29 +103,78 @@ export function itemsOverPrefixAttentionCudnn(f: FunctionBuilder, x: ItemsOverPr
   const prefixLengths = f.reshape(x.prefixLength, [b]);
   const overPrefix = fusedAttention(
     f,
-    { q: f.reshape(x.itemQ, [b, n * l, hq, d]), k: f.reshape(x.prefixK, [b, p, hkv, d]), v: f.reshape(x.prefixV, [b, p, hkv, d]), mask: 'padding', kvLengths: prefixLengths, scale },
+    {
+      q: f.reshape(x.itemQ, [b, n * l, hq, d]),
+      k: f.reshape(x.prefixK, [b, p, hkv, d]),
+      v: f.reshape(x.prefixV, [b, p, hkv, d]),
+      mask: 'padding',
+      kvLengths: prefixLengths,
+      scale,
+    },
     form,
     true,
   );
-  // Each item's rows against its own keys, causally: the items are the batch; a fused call, or StableHLO under ownKeys 'hlo'.
-  const own: FmhaInputs = { q: f.reshape(x.itemQ, [b * n, l, hq, d]), k: f.reshape(x.itemK, [b * n, l, hkv, d]), v: f.reshape(x.itemV, [b * n, l, hkv, d]), mask: 'causal', scale };
+  // Each item's rows against its own keys, causally: the items are
+  // the batch; a fused call, or StableHLO under ownKeys 'hlo'.
+  const own: FmhaInputs = {
+    q: f.reshape(x.itemQ, [b * n, l, hq, d]),
+    k: f.reshape(x.itemK, [b * n, l, hkv, d]),
+    v: f.reshape(x.itemV, [b * n, l, hkv, d]),
+    mask: 'causal',
+    scale,
+  };
   const overOwn = ownKeysPart(f, own, form);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
-  const hasPrefix = f.broadcastInDim(f.gt(x.prefixLength, 0), [...rows, hq], lead.map((_, i) => i));
+  const hasPrefix = f.broadcastInDim(
+    f.gt(x.prefixLength, 0),
+    [...rows, hq],
+    lead.map((_, i) => i),
+  );
   const prefixStats = f.select(hasPrefix, f.reshape(overPrefix.stats!, [...rows, hq]), -Infinity);
-  const prefixOut = f.select(f.broadcastInDim(hasPrefix, [...rows, hq, d], [...rows, hq].map((_, i) => i)), f.reshape(overPrefix.out, [...rows, hq, d]), 0);
+  const prefixOut = f.select(
+    f.broadcastInDim(
+      hasPrefix,
+      [...rows, hq, d],
+      [...rows, hq].map((_, i) => i),
+    ),
+    f.reshape(overPrefix.out, [...rows, hq, d]),
+    0,
+  );
   const merged = mergeByStats(
     f,
     { out: prefixOut, stats: prefixStats },
     { out: f.reshape(overOwn.out, [...rows, hq, d]), stats: f.reshape(overOwn.stats!, [...rows, hq]) },
   );
   // Item tokens at or past their item's length computed finite garbage: 0, as every form gives.
-  const real = f.lt(f.iota(TensorType.s32(rows), lead.length + 1), f.broadcastInDim(x.itemLengths, rows, [...lead, n].map((_, i) => i)));
-  return f.select(f.broadcastInDim(real, merged.dims, rows.map((_, i) => i)), merged, 0);
+  const real = f.lt(
+    f.iota(TensorType.s32(rows), lead.length + 1),
+    f.broadcastInDim(
+      x.itemLengths,
+      rows,
+      [...lead, n].map((_, i) => i),
+    ),
+  );
+  return f.select(
+    f.broadcastInDim(
+      real,
+      merged.dims,
+      rows.map((_, i) => i),
+    ),
+    merged,
+    0,
+  );
 }
 
 /** The prefill's causal attention as one fused call. q [...lead, P, Hq, D] -> [...lead, P, Hq, D]. */
-export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+export function causalPrefixAttentionCudnn(
+  f: FunctionBuilder,
+  q: HloValue,
+  k: HloValue,
+  v: HloValue,
+  validLength: HloValue,
+  form: CudnnAttention,
+  opts?: AttentionOptions,
+): HloValue {
   refuseShaping('causalPrefixAttentionCudnn', opts);
   checkCudnnAttention(form, false);
   const { lead, hq, hkv, d, p } = causalPrefixLayout('causalPrefixAttentionCudnn', q, k, v, validLength);
@@ -89,7 +182,13 @@ export function causalPrefixAttentionCudnn(f: FunctionBuilder, q: HloValue, k: H
   const b = lead.reduce((a, c) => a * c, 1);
   const { out } = fusedAttention(
     f,
-    { q: f.reshape(q, [b, p, hq, d]), k: f.reshape(k, [b, p, hkv, d]), v: f.reshape(v, [b, p, hkv, d]), mask: 'causal', scale: resolveScale(opts, d) },
+    {
+      q: f.reshape(q, [b, p, hq, d]),
+      k: f.reshape(k, [b, p, hkv, d]),
+      v: f.reshape(v, [b, p, hkv, d]),
+      mask: 'causal',
+      scale: resolveScale(opts, d),
+    },
     form,
     false,
   );
@@ -119,19 +218,36 @@ interface QueryAndItemsInputs {
  * weight 0), and the two merge over all rows, so the result is already the pass's [G x T, Hq, D] rows:
  * no concatenation of the prefill's and the items' outputs.
  */
-export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItemsInputs, form: CudnnAttention, opts?: AttentionOptions): HloValue {
+export function queryAndItemsAttentionCudnn(
+  f: FunctionBuilder,
+  x: QueryAndItemsInputs,
+  form: CudnnAttention,
+  opts?: AttentionOptions,
+): HloValue {
   refuseShaping('queryAndItemsAttentionCudnn', opts);
   checkCudnnAttention(form, true);
   const { rows } = x;
   const { groups: g, prefix: p, items: n, itemLength: l, perGroup: t, lead } = rows;
   const [total, hq, d] = x.q.dims;
   const hkv = x.k.dims[1];
-  if (x.q.rank !== 3 || total !== rows.total || x.k.rank !== 3 || x.k.dims[0] !== total || x.v.dims.join() !== x.k.dims.join()) {
-    throw new HloBuildError(`queryAndItemsAttentionCudnn: q, k and v must be [${g} x (${p} + ${n} x ${l}), H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`);
+  if (
+    x.q.rank !== 3 ||
+    total !== rows.total ||
+    x.k.rank !== 3 ||
+    x.k.dims[0] !== total ||
+    x.v.dims.join() !== x.k.dims.join()
+  ) {
+    throw new HloBuildError(
+      `queryAndItemsAttentionCudnn: q, k and v must be [${g} x (${p} + ${n} x ${l}), ` +
+        `H, D], got ${x.q.type}, ${x.k.type}, ${x.v.type}`,
+    );
   }
   if (p === 0) throw new HloBuildError('queryAndItemsAttentionCudnn: needs prefill rows');
   if (x.prefixLength.dims.join() !== lead.join() || x.itemLengths.dims.join() !== [...lead, n].join()) {
-    throw new HloBuildError(`queryAndItemsAttentionCudnn: lengths must be s32[${lead}] and s32[${[...lead, n]}], got ${x.prefixLength.type} and ${x.itemLengths.type}`);
+    throw new HloBuildError(
+      `queryAndItemsAttentionCudnn: lengths must be s32[${lead}] and s32[${[...lead, n]}], ` +
+        `got ${x.prefixLength.type} and ${x.itemLengths.type}`,
+    );
   }
   const scale = resolveScale(opts, d);
   const leadAxes = lead.map((_, i) => i);
@@ -164,13 +280,27 @@ export function queryAndItemsAttentionCudnn(f: FunctionBuilder, x: QueryAndItems
   const ownStats = rows.atItemRows(f, f.reshape(overOwn.stats!, [...lead, n * l, hq]), -Infinity);
   // A query with no prefix keys: that part sees nothing (whatever the kernel wrote there), weight 0.
   const hasPrefix = f.gt(x.prefixLength, 0);
-  const prefixStats = f.select(f.broadcastInDim(hasPrefix, perGroup(hq), leadAxes), f.reshape(overPrefix.stats!, perGroup(hq)), -Infinity);
-  const prefixOut = f.select(f.broadcastInDim(hasPrefix, [...perGroup(hq), d], leadAxes), f.reshape(overPrefix.out, [...perGroup(hq), d]), 0);
+  const prefixStats = f.select(
+    f.broadcastInDim(hasPrefix, perGroup(hq), leadAxes),
+    f.reshape(overPrefix.stats!, perGroup(hq)),
+    -Infinity,
+  );
+  const prefixOut = f.select(
+    f.broadcastInDim(hasPrefix, [...perGroup(hq), d], leadAxes),
+    f.reshape(overPrefix.out, [...perGroup(hq), d]),
+    0,
+  );
   const merged = mergeByStats(f, { out: prefixOut, stats: prefixStats }, { out: ownOut, stats: ownStats });
   // Prefill rows at or past the prefix length and item rows at or past their item's length: 0, as every form gives.
-  const prefillReal = f.lt(f.iota(TensorType.s32([...lead, p]), lead.length), f.broadcastInDim(x.prefixLength, [...lead, p], leadAxes));
+  const prefillReal = f.lt(
+    f.iota(TensorType.s32([...lead, p]), lead.length),
+    f.broadcastInDim(x.prefixLength, [...lead, p], leadAxes),
+  );
   const itemGrid = [...lead, n, l];
-  const itemReal = f.lt(f.iota(TensorType.s32(itemGrid), lead.length + 1), f.broadcastInDim(x.itemLengths, itemGrid, [...leadAxes, lead.length]));
+  const itemReal = f.lt(
+    f.iota(TensorType.s32(itemGrid), lead.length + 1),
+    f.broadcastInDim(x.itemLengths, itemGrid, [...leadAxes, lead.length]),
+  );
   const real = rows.joinPerGroup(f, prefillReal, f.reshape(itemReal, [...lead, n * l]));
   return rows.ungroup(f, f.select(f.broadcastInDim(real, merged.dims, [...leadAxes, lead.length]), merged, 0));
 }

@@ -33,7 +33,8 @@ import { itemsOverPrefixAttention } from './prefix-joint';
  * Padding query rows see nothing (their output is 0).
  */
 export function denseSegmentMask(f: FunctionBuilder, segmentIds: HloValue): HloValue {
-  if (segmentIds.rank !== 1 || segmentIds.elementType !== 's32') throw new HloBuildError(`denseSegmentMask: segment ids must be s32[T], got ${segmentIds.type}`);
+  if (segmentIds.rank !== 1 || segmentIds.elementType !== 's32')
+    throw new HloBuildError(`denseSegmentMask: segment ids must be s32[T], got ${segmentIds.type}`);
   const t = segmentIds.dims[0];
   const square = [t, t];
   const queryPos = f.iota(TensorType.s32(square), 0);
@@ -50,9 +51,17 @@ export function denseSegmentMask(f: FunctionBuilder, segmentIds: HloValue): HloV
  * Dense layout: q [T, Hq, D], k and v [T, Hkv, D], segmentIds s32 [T]
  * -> [T, Hq, D].
  */
-export function maskedAttentionDense(f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, segmentIds: HloValue, opts?: AttentionOptions): HloValue {
+export function maskedAttentionDense(
+  f: FunctionBuilder,
+  q: HloValue,
+  k: HloValue,
+  v: HloValue,
+  segmentIds: HloValue,
+  opts?: AttentionOptions,
+): HloValue {
   const op = 'maskedAttentionDense';
-  if (q.rank !== 3 || k.rank !== 3) throw new HloBuildError(`${op}: q and k must be [T, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
+  if (q.rank !== 3 || k.rank !== 3)
+    throw new HloBuildError(`${op}: q and k must be [T, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
   const { hq, hkv, group, d } = headLayout(op, q, k, v);
   const t = q.dims[0];
   expectDims(op, 'k', k, [t, hkv, d]);
@@ -93,11 +102,23 @@ export interface FactoredAttentionInputs {
  * the valid query keys and causally to its own keys.
  * -> { query [P, Hq, D], items [N, L, Hq, D] }.
  */
-export function maskedAttentionFactored(f: FunctionBuilder, x: FactoredAttentionInputs, opts?: AttentionOptions): { query: HloValue; items: HloValue } {
+export function maskedAttentionFactored(
+  f: FunctionBuilder,
+  x: FactoredAttentionInputs,
+  opts?: AttentionOptions,
+): { query: HloValue; items: HloValue } {
   const query = causalPrefixAttention(f, x.queryQ, x.queryK, x.queryV, x.queryLength, opts);
   const items = itemsOverPrefixAttention(
     f,
-    { itemQ: x.itemQ, itemK: x.itemK, itemV: x.itemV, itemLengths: x.itemLengths, prefixK: x.queryK, prefixV: x.queryV, prefixLength: x.queryLength },
+    {
+      itemQ: x.itemQ,
+      itemK: x.itemK,
+      itemV: x.itemV,
+      itemLengths: x.itemLengths,
+      prefixK: x.queryK,
+      prefixV: x.queryV,
+      prefixLength: x.queryLength,
+    },
     opts,
   );
   return { query, items };

@@ -26,13 +26,33 @@ export { itemsOverPrefixAttention } from './prefix-joint';
 export { itemsOverPrefixAttentionRows } from './prefix-rows';
 export type { RowsForm } from './prefix-rows';
 export { itemsOverPrefixAttentionKernel } from './prefix-kernel';
-export { JOINT_PREFIX_ATTENTION, checkPrefixAttention, itemsOverPrefix, parsePrefixAttentionTag, prefixAttentionTag } from './prefix';
+export {
+  JOINT_PREFIX_ATTENTION,
+  checkPrefixAttention,
+  itemsOverPrefix,
+  parsePrefixAttentionTag,
+  prefixAttentionTag,
+} from './prefix';
 export type { PrefixAttention } from './prefix';
 export { causalPrefixAttentionChunked } from './causal-chunks';
 export { causalPrefixAttentionKernel } from './causal-kernel';
-export { QUERY_ITEMS_ATTENTION_BF16_TARGET, QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET, QUERY_ITEMS_ATTENTION_ROPE_TARGET, QUERY_ITEMS_ATTENTION_TARGET, queryAndItemsAttentionKernel, queryAndItemsAttentionOnProjection } from './query-items-kernel';
+export {
+  QUERY_ITEMS_ATTENTION_BF16_TARGET,
+  QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET,
+  QUERY_ITEMS_ATTENTION_ROPE_TARGET,
+  QUERY_ITEMS_ATTENTION_TARGET,
+  queryAndItemsAttentionKernel,
+  queryAndItemsAttentionOnProjection,
+} from './query-items-kernel';
 export type { QueryAndItemsInputs, QueryAndItemsProjectionInputs } from './query-items-kernel';
-export { SQUARE_CAUSAL_ATTENTION, causalAttentionNameTag, causalAttentionTag, causalPrefix, checkCausalAttention, parseCausalAttentionTag } from './causal';
+export {
+  SQUARE_CAUSAL_ATTENTION,
+  causalAttentionNameTag,
+  causalAttentionTag,
+  causalPrefix,
+  checkCausalAttention,
+  parseCausalAttentionTag,
+} from './causal';
 export type { CausalAttention } from './causal';
 export { CUDNN_PINNED_PLUGIN, fusedAttention } from './cudnn-call';
 export type { CudnnAttention } from './cudnn-call';

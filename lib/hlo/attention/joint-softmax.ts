@@ -43,4 +43,3 @@ export function attendJointly(f: FunctionBuilder, groups: readonly KeyGroup[]): 
   const safe = f.select(f.gt(denominator!, 0), denominator!, 1);
   return f.divide(numerator!, f.expandReduced(safe, numerator!.dims, [keyAxis]));
 }
-

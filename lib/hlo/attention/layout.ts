@@ -30,15 +30,22 @@ interface Heads {
 
 /** Checks q [..., Hq, D] against k, v [..., Hkv, D] and returns the head layout. */
 export function headLayout(op: string, q: HloValue, k: HloValue, v: HloValue): Heads {
-  for (const [name, x] of [['q', q], ['k', k], ['v', v]] as const) {
+  for (const [name, x] of [
+    ['q', q],
+    ['k', k],
+    ['v', v],
+  ] as const) {
     if (x.elementType !== 'f32') throw new HloBuildError(`${op}: ${name} must be f32, got ${x.type}`);
   }
   const hq = q.dims[q.rank - 2];
   const d = q.dims[q.rank - 1];
   const hkv = k.dims[k.rank - 2];
-  if (!sameDims(k.dims, v.dims)) throw new HloBuildError(`${op}: k ${formatDims(k.dims)} and v ${formatDims(v.dims)} must have the same dims`);
-  if (k.dims[k.rank - 1] !== d) throw new HloBuildError(`${op}: head dims differ: q has D=${d}, k has D=${k.dims[k.rank - 1]}`);
-  if (hkv === 0 || hq % hkv !== 0) throw new HloBuildError(`${op}: query heads (${hq}) must be a multiple of kv heads (${hkv})`);
+  if (!sameDims(k.dims, v.dims))
+    throw new HloBuildError(`${op}: k ${formatDims(k.dims)} and v ${formatDims(v.dims)} must have the same dims`);
+  if (k.dims[k.rank - 1] !== d)
+    throw new HloBuildError(`${op}: head dims differ: q has D=${d}, k has D=${k.dims[k.rank - 1]}`);
+  if (hkv === 0 || hq % hkv !== 0)
+    throw new HloBuildError(`${op}: query heads (${hq}) must be a multiple of kv heads (${hkv})`);
   return { hq, hkv, group: hq / hkv, d };
 }
 
@@ -63,16 +70,25 @@ export function resolveScale(opts: AttentionOptions | undefined, d: number): num
  * it always did.
  */
 function groupAxes(op: string, length: HloValue): { lead: number[]; axes: number[] } {
-  if (length.elementType !== 's32' || length.rank > 1) throw new HloBuildError(`${op}: lengths must be s32[] or s32[G], got ${length.type}`);
+  if (length.elementType !== 's32' || length.rank > 1)
+    throw new HloBuildError(`${op}: lengths must be s32[] or s32[G], got ${length.type}`);
   return { lead: [...length.dims], axes: length.dims.map((_, i) => i) };
 }
 
 /** Checks the inputs of a causal prefix attention (grouped or not) and returns its sizes and group axes. */
-export function causalPrefixLayout(op: string, q: HloValue, k: HloValue, v: HloValue, validLength: HloValue): Heads & { lead: number[]; axes: number[]; p: number } {
+export function causalPrefixLayout(
+  op: string,
+  q: HloValue,
+  k: HloValue,
+  v: HloValue,
+  validLength: HloValue,
+): Heads & { lead: number[]; axes: number[]; p: number } {
   const { lead, axes } = groupAxes(op, validLength);
   const g = lead.length;
   if (q.rank !== g + 3 || k.rank !== g + 3) {
-    throw new HloBuildError(`${op}: q and k must be [${g ? 'G, ' : ''}P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`);
+    throw new HloBuildError(
+      `${op}: q and k must be [${g ? 'G, ' : ''}P, H, D], got ${formatDims(q.dims)} and ${formatDims(k.dims)}`,
+    );
   }
   const heads = headLayout(op, q, k, v);
   const p = q.dims[g];
@@ -89,7 +105,9 @@ export interface ItemsOverPrefixInputs {
   itemV: HloValue;
   /** Item lengths s32 [N] (grouped: [G, N]); tokens j >= length are padding (output 0). */
   itemLengths: HloValue;
-  /** Shared prefix keys and values [P, Hkv, D] (the query's, or a cache; grouped: [G, P, Hkv, D], one query per group). */
+  /**
+   * Shared prefix keys and values [P, Hkv, D] (the query's, or a cache; grouped: [G, P, Hkv, D], one query per group).
+   */
   prefixK: HloValue;
   prefixV: HloValue;
   /** Number of valid prefix keys, s32 scalar (grouped: s32[G]). */
@@ -111,14 +129,17 @@ export function itemsOverPrefixLayout(op: string, x: ItemsOverPrefixInputs): Ite
   const g = lead.length;
   const grid = g ? 'G, N, L, H, D' : 'N, L, H, D';
   if (x.itemQ.rank !== g + 4 || x.itemK.rank !== g + 4) {
-    throw new HloBuildError(`${op}: item q and k must be [${grid}], got ${formatDims(x.itemQ.dims)} and ${formatDims(x.itemK.dims)}`);
+    throw new HloBuildError(
+      `${op}: item q and k must be [${grid}], got ${formatDims(x.itemQ.dims)} and ${formatDims(x.itemK.dims)}`,
+    );
   }
   const heads = headLayout(op, x.itemQ, x.itemK, x.itemV);
   const { hq, hkv, d } = heads;
   const [n, l] = x.itemQ.dims.slice(g);
   expectDims(op, 'itemQ', x.itemQ, [...lead, n, l, hq, d]);
   expectDims(op, 'itemK', x.itemK, [...lead, n, l, hkv, d]);
-  if (x.prefixK.rank !== g + 3) throw new HloBuildError(`${op}: prefix k must be [${g ? 'G, ' : ''}P, Hkv, D], got ${formatDims(x.prefixK.dims)}`);
+  if (x.prefixK.rank !== g + 3)
+    throw new HloBuildError(`${op}: prefix k must be [${g ? 'G, ' : ''}P, Hkv, D], got ${formatDims(x.prefixK.dims)}`);
   const p = x.prefixK.dims[g];
   expectDims(op, 'prefixK', x.prefixK, [...lead, p, hkv, d]);
   expectDims(op, 'prefixV', x.prefixV, [...lead, p, hkv, d]);
@@ -135,7 +156,10 @@ export function itemOutputs(f: FunctionBuilder, out: HloValue, itemLengths: HloV
   const axes = Array.from({ length: g }, (_, i) => i);
   const lead = out.dims.slice(0, g);
   const [hkv, n, l, group, d] = out.dims.slice(g);
-  const realRow = f.lt(f.iota(TensorType.s32([...lead, n, l]), g + 1), f.broadcastInDim(itemLengths, [...lead, n, l], [...axes, g]));
+  const realRow = f.lt(
+    f.iota(TensorType.s32([...lead, n, l]), g + 1),
+    f.broadcastInDim(itemLengths, [...lead, n, l], [...axes, g]),
+  );
   const tokensFirst = f.transpose(out, [...axes, g + 1, g + 2, g, g + 3, g + 4]); // [..., N, L, Hkv, G, D]
   const zeroed = f.select(f.broadcastInDim(realRow, tokensFirst.dims, [...axes, g, g + 1]), tokensFirst, 0);
   return f.reshape(zeroed, [...lead, n, l, hkv * group, d]);
@@ -145,4 +169,3 @@ export function itemOutputs(f: FunctionBuilder, out: HloValue, itemLengths: HloV
 export function withOnesColumn(f: FunctionBuilder, v: HloValue): HloValue {
   return f.concatenate([v, f.full(TensorType.f32([...v.dims.slice(0, -1), 1]), 1)], v.rank - 1);
 }
-

@@ -21,7 +21,8 @@ export class PassRows {
     readonly items: number,
     readonly itemLength: number,
   ) {
-    if (!(Number.isInteger(groups) && groups >= 1)) throw new HloBuildError(`decoder: groups must be a positive integer, got ${groups}`);
+    if (!(Number.isInteger(groups) && groups >= 1))
+      throw new HloBuildError(`decoder: groups must be a positive integer, got ${groups}`);
     this.perGroup = prefix + items * itemLength;
     this.lead = groups === 1 ? [] : [groups];
   }
@@ -60,11 +61,19 @@ export class PassRows {
     return f.concatenate([prefill, items], this.lead.length);
   }
 
-  /** Item rows [...lead, N x L, ...rest] at their place in each group, the prefill rows `fill`: -> [...lead, T, ...rest]. */
+  /**
+   * Item rows [...lead, N x L, ...rest] at their place in each group, the prefill rows `fill`: -> [...lead, T,
+   * ...rest].
+   */
   atItemRows(f: FunctionBuilder, items: HloValue, fill: number): HloValue {
     const g = this.lead.length;
     const low = items.dims.map((_, i) => (i === g ? this.prefix : 0));
-    return f.pad(items, fill, low, items.dims.map(() => 0));
+    return f.pad(
+      items,
+      fill,
+      low,
+      items.dims.map(() => 0),
+    );
   }
 
   /** Per-group rows [...lead, R, ...rest] as one run of rows [G x R, ...rest] (x itself for one group). */

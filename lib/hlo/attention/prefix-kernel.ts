@@ -40,10 +40,23 @@ const PREFIX_ATTENTION_TARGET = 'pjrt_score_prefix_attention';
  */
 const PREFIX_ATTENTION_BF16_TARGET = 'pjrt_score_prefix_attention_bf16';
 
-export function itemsOverPrefixAttentionKernel(f: FunctionBuilder, x: ItemsOverPrefixInputs, opts?: AttentionOptions): HloValue {
+export function itemsOverPrefixAttentionKernel(
+  f: FunctionBuilder,
+  x: ItemsOverPrefixInputs,
+  opts?: AttentionOptions,
+): HloValue {
   const { lead, n, l, hq, d } = itemsOverPrefixLayout('itemsOverPrefixAttentionKernel', x);
-  if (lead.length) throw new HloBuildError(`prefix attention 'ffi' (the addon's kernel) takes one query (prefixLength s32[]), got prefixLength ${x.prefixLength.type}: a pass of several queries runs a StableHLO form (lib/scoring/platform/attention-forms.ts)`);
-  if (shapesScores(opts)) throw new HloBuildError("prefix attention 'ffi' (the addon's kernel) takes no sliding window or soft cap: such a model runs a StableHLO form (lib/scoring/platform/attention-forms.ts)");
+  if (lead.length)
+    throw new HloBuildError(
+      `prefix attention 'ffi' (the addon's kernel) takes one query (prefixLength s32[]), got prefixLength ` +
+        `${x.prefixLength.type}: ` +
+        `a pass of several queries runs a StableHLO form (lib/scoring/platform/attention-forms.ts)`,
+    );
+  if (shapesScores(opts))
+    throw new HloBuildError(
+      "prefix attention 'ffi' (the addon's kernel) takes no sliding window or soft cap: " +
+        'such a model runs a StableHLO form (lib/scoring/platform/attention-forms.ts)',
+    );
   // The score scale goes into q here, as in the StableHLO forms: the kernel takes no attributes.
   const q = f.multiply(x.itemQ, resolveScale(opts, d));
   const operands = [q, x.itemK, x.itemV, x.itemLengths, x.prefixK, x.prefixV, x.prefixLength];

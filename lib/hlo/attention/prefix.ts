@@ -32,7 +32,10 @@ export type PrefixAttention = { readonly kind: 'joint' } | RowsForm | PrefixKern
 
 export const JOINT_PREFIX_ATTENTION: PrefixAttention = Object.freeze({ kind: 'joint' });
 
-/** A short stable name for program names and cache keys: `joint`, `ones_own`, `ffi`, `cudnn`, `cudnn_ownhlo`, `cudnn_join`, ... */
+/**
+ * A short stable name for program names and cache keys: `joint`, `ones_own`, `ffi`, `cudnn`, `cudnn_ownhlo`,
+ * `cudnn_join`, ...
+ */
 export function prefixAttentionTag(a: PrefixAttention): string {
   if (a.kind === 'kernel') return 'ffi';
   if (a.kind === 'cudnn') return cudnnTag(a);
@@ -47,23 +50,36 @@ export function parsePrefixAttentionTag(tag: string): PrefixAttention {
   const cudnn = parseCudnnTag(tag);
   if (cudnn) return cudnn;
   throw new HloBuildError(
-    `prefix attention ${JSON.stringify(tag)} is not joint, ${ROWS_TAG} (the rows form), ffi (the addon's kernel), cudnn (cuDNN's fused attention) or cudnnsim (its StableHLO stand-in), either ending in _ownhlo (the own keys in StableHLO) and then optionally _join`,
+    `prefix attention ${JSON.stringify(tag)} is not joint, ${ROWS_TAG} (the rows form), ffi (the addon's kernel), ` +
+      `cudnn (cuDNN's fused attention) or cudnnsim (its StableHLO stand-in), ` +
+      `either ending in _ownhlo (the own keys in StableHLO) and then optionally _join`,
   );
 }
 
 /** Checks a PrefixAttention value from a caller; returns it. */
 export function checkPrefixAttention(a: PrefixAttention): PrefixAttention {
   if (a === null || typeof a !== 'object') {
-    throw new HloBuildError(`prefix attention must be { kind: 'joint' }, { kind: 'rows' }, { kind: 'kernel' } or { kind: 'cudnn', ... }, got ${String(a)}`);
+    throw new HloBuildError(
+      `prefix attention must be { kind: 'joint' }, { kind: 'rows' }, ` +
+        `{ kind: 'kernel' } or { kind: 'cudnn', ... }, got ${String(a)}`,
+    );
   }
   if (a.kind === 'joint' || a.kind === 'kernel') return a;
   if (a.kind === 'rows') return checkRowsForm(a);
   if (a.kind === 'cudnn') return checkCudnnAttention(a, true);
-  throw new HloBuildError(`prefix attention kind must be 'joint', 'rows', 'kernel' or 'cudnn', got ${JSON.stringify((a as { kind?: unknown }).kind)}`);
+  throw new HloBuildError(
+    `prefix attention kind must be 'joint', 'rows', 'kernel' or 'cudnn', ` +
+      `got ${JSON.stringify((a as { kind?: unknown }).kind)}`,
+  );
 }
 
 /** Items over a prefix in the chosen form (default: joint); a form that cannot take this call refuses it. */
-export function itemsOverPrefix(f: FunctionBuilder, x: ItemsOverPrefixInputs, form: PrefixAttention = JOINT_PREFIX_ATTENTION, opts?: AttentionOptions): HloValue {
+export function itemsOverPrefix(
+  f: FunctionBuilder,
+  x: ItemsOverPrefixInputs,
+  form: PrefixAttention = JOINT_PREFIX_ATTENTION,
+  opts?: AttentionOptions,
+): HloValue {
   const checked = checkPrefixAttention(form);
   if (checked.kind === 'rows') return itemsOverPrefixAttentionRows(f, x, opts);
   if (checked.kind === 'kernel') return itemsOverPrefixAttentionKernel(f, x, opts);

@@ -33,16 +33,40 @@ export interface QueryAndItemsInputs {
 }
 
 /** -> f32 [P + N L, Hq, D]: the query's rows, then each item's. */
-export function queryAndItemsAttentionKernel(f: FunctionBuilder, x: QueryAndItemsInputs, opts?: AttentionOptions): HloValue {
+export function queryAndItemsAttentionKernel(
+  f: FunctionBuilder,
+  x: QueryAndItemsInputs,
+  opts?: AttentionOptions,
+): HloValue {
   const op = 'queryAndItemsAttentionKernel';
   const query = causalPrefixLayout(op, x.q, x.k, x.v, x.prefixLength);
-  const items = itemsOverPrefixLayout(op, { itemQ: x.itemQ, itemK: x.itemK, itemV: x.itemV, itemLengths: x.itemLengths, prefixK: x.k, prefixV: x.v, prefixLength: x.prefixLength });
-  if (query.lead.length) throw new HloBuildError(`${op}: the addon's kernels take one query (prefixLength s32[]), got prefixLength ${x.prefixLength.type}`);
+  const items = itemsOverPrefixLayout(op, {
+    itemQ: x.itemQ,
+    itemK: x.itemK,
+    itemV: x.itemV,
+    itemLengths: x.itemLengths,
+    prefixK: x.k,
+    prefixV: x.v,
+    prefixLength: x.prefixLength,
+  });
+  if (query.lead.length)
+    throw new HloBuildError(
+      `${op}: the addon's kernels take one query (prefixLength s32[]), got prefixLength ${x.prefixLength.type}`,
+    );
   if (shapesScores(opts)) throw new HloBuildError(`${op}: the addon's kernels take no sliding window or soft cap`);
   const { hq, d, p } = query;
   const scale = resolveScale(opts, d);
   // The score scale goes into q here, as the two kernels' builders put it: the kernels take no attributes.
-  const operands = [f.multiply(x.q, scale), x.k, x.v, x.prefixLength, f.multiply(x.itemQ, scale), x.itemK, x.itemV, x.itemLengths];
+  const operands = [
+    f.multiply(x.q, scale),
+    x.k,
+    x.v,
+    x.prefixLength,
+    f.multiply(x.itemQ, scale),
+    x.itemK,
+    x.itemV,
+    x.itemLengths,
+  ];
   const target = f.fn.dotOperands === 'bf16' ? QUERY_ITEMS_ATTENTION_BF16_TARGET : QUERY_ITEMS_ATTENTION_TARGET;
   return f.customCall(target, operands, [TensorType.f32([p + items.n * items.l, hq, d])])[0];
 }
@@ -68,16 +92,22 @@ export interface QueryAndItemsProjectionInputs {
  * applyRotary), scales q and splits the rows into the kernels' operands (native/kernels/attention_rope.h),
  * so the layer runs no XLA loop between its q | k | v call and its attention. -> f32 [P + N L, Hq, D].
  */
-export function queryAndItemsAttentionOnProjection(f: FunctionBuilder, x: QueryAndItemsProjectionInputs, opts?: AttentionOptions): HloValue {
+export function queryAndItemsAttentionOnProjection(
+  f: FunctionBuilder,
+  x: QueryAndItemsProjectionInputs,
+  opts?: AttentionOptions,
+): HloValue {
   const op = 'queryAndItemsAttentionOnProjection';
   const { hq, hkv, d } = x.heads;
   const half = d / 2;
-  if (!(Number.isInteger(half) && half > 0 && hkv > 0 && hq % hkv === 0)) throw new HloBuildError(`${op}: heads ${hq} / ${hkv} of dim ${d} (an even D, Hq a multiple of Hkv)`);
+  if (!(Number.isInteger(half) && half > 0 && hkv > 0 && hq % hkv === 0))
+    throw new HloBuildError(`${op}: heads ${hq} / ${hkv} of dim ${d} (an even D, Hq a multiple of Hkv)`);
   const [t] = x.qkv.dims;
   const [p] = x.queryCos.dims;
   const [n, l] = x.itemCos.dims;
   const expect = (name: string, v: HloValue, type: string, dims: number[]): void => {
-    if (v.elementType !== type || v.dims.length !== dims.length || v.dims.some((s, i) => s !== dims[i])) throw new HloBuildError(`${op}: ${name} must be ${type} [${dims.join(', ')}], got ${v.type}`);
+    if (v.elementType !== type || v.dims.length !== dims.length || v.dims.some((s, i) => s !== dims[i]))
+      throw new HloBuildError(`${op}: ${name} must be ${type} [${dims.join(', ')}], got ${v.type}`);
   };
   expect('qkv', x.qkv, 'f32', [p + n * l, (hq + 2 * hkv) * d]);
   expect('query cos', x.queryCos, 'f32', [p, half]);
@@ -88,7 +118,17 @@ export function queryAndItemsAttentionOnProjection(f: FunctionBuilder, x: QueryA
   expect('item lengths', x.itemLengths, 's32', [n]);
   if (shapesScores(opts)) throw new HloBuildError(`${op}: the addon's kernels take no sliding window or soft cap`);
   const scale = resolveScale(opts, d);
-  const operands = [x.qkv, x.queryCos, x.querySin, x.itemCos, x.itemSin, f.scalar(scale), x.prefixLength, x.itemLengths];
-  const target = f.fn.dotOperands === 'bf16' ? QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET : QUERY_ITEMS_ATTENTION_ROPE_TARGET;
+  const operands = [
+    x.qkv,
+    x.queryCos,
+    x.querySin,
+    x.itemCos,
+    x.itemSin,
+    f.scalar(scale),
+    x.prefixLength,
+    x.itemLengths,
+  ];
+  const target =
+    f.fn.dotOperands === 'bf16' ? QUERY_ITEMS_ATTENTION_ROPE_BF16_TARGET : QUERY_ITEMS_ATTENTION_ROPE_TARGET;
   return f.customCall(target, operands, [TensorType.f32([t, hq, d])])[0];
 }

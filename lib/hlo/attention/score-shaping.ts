@@ -45,9 +45,11 @@ export function shapesScores(opts: ScoreShaping | undefined): boolean {
 /** Checks the window and cap of a call; returns them. */
 export function checkShaping(op: string, opts: ScoreShaping | undefined): ScoreShaping {
   const w = opts?.window;
-  if (w && (w.elementType !== 's32' || w.rank !== 0)) throw new HloBuildError(`${op}: window must be an s32 scalar, got ${w.type}`);
+  if (w && (w.elementType !== 's32' || w.rank !== 0))
+    throw new HloBuildError(`${op}: window must be an s32 scalar, got ${w.type}`);
   const cap = opts?.softcap;
-  if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
+  if (cap !== undefined && !(Number.isFinite(cap) && cap > 0))
+    throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
   return { ...(w ? { window: w } : {}), ...(cap !== undefined ? { softcap: cap } : {}) };
 }
 
@@ -72,7 +74,13 @@ function inWindow(f: FunctionBuilder, distance: HloValue, window: HloValue): Hlo
  * keys [0, keys) of one sequence: pred [rows, keys], key c visible from row r
  * iff c <= r and r - c < window.
  */
-export function causalWindowVisible(f: FunctionBuilder, rows: number, keys: number, r0: number, window: HloValue | undefined): HloValue {
+export function causalWindowVisible(
+  f: FunctionBuilder,
+  rows: number,
+  keys: number,
+  r0: number,
+  window: HloValue | undefined,
+): HloValue {
   const row = f.iota(TensorType.s32([rows, keys]), 0);
   const query = r0 === 0 ? row : f.add(row, r0);
   const key = f.iota(TensorType.s32([rows, keys]), 1);

@@ -18,7 +18,8 @@ export class FunctionBuilder extends CustomCallBuilder {
   param(type: TensorType, name?: string): HloValue {
     if (this.block.isRegion) throw new HloBuildError('param: parameters belong to the function, not to a region');
     if (this.fn.results) throw new HloBuildError(`param: function @${this.fn.name} has already returned`);
-    if (!(type instanceof TensorType)) throw new HloBuildError('param: expected a TensorType (e.g. TensorType.f32([2, 3]))');
+    if (!(type instanceof TensorType))
+      throw new HloBuildError('param: expected a TensorType (e.g. TensorType.f32([2, 3]))');
     const ref = this.fn.claimName(name ?? `arg${this.fn.params.length}`);
     const value = new HloValue(ref, type, this.block);
     this.fn.params.push({ name: ref.slice(1), value });
@@ -27,7 +28,8 @@ export class FunctionBuilder extends CustomCallBuilder {
 
   /** Ends the function with its results (any number, no tuple). */
   return(values: readonly HloValue[]): void {
-    if (this.block.isRegion) throw new HloBuildError('return: a region ends by returning values from its body callback');
+    if (this.block.isRegion)
+      throw new HloBuildError('return: a region ends by returning values from its body callback');
     if (this.fn.results) throw new HloBuildError(`return: function @${this.fn.name} has already returned`);
     if (!Array.isArray(values)) throw new HloBuildError('return: expected an array of values');
     values.forEach((v) => this.use('return', v));
@@ -47,13 +49,19 @@ export class ModuleBuilder {
   private readonly functions: { state: FunctionState; builder: FunctionBuilder }[] = [];
 
   constructor(readonly name = 'module') {
-    if (!/^[A-Za-z_][A-Za-z0-9_$.]*$/.test(name)) throw new HloBuildError(`module name ${JSON.stringify(name)} must match [A-Za-z_][A-Za-z0-9_$.]*`);
+    if (!/^[A-Za-z_][A-Za-z0-9_$.]*$/.test(name))
+      throw new HloBuildError(`module name ${JSON.stringify(name)} must match [A-Za-z_][A-Za-z0-9_$.]*`);
   }
 
   /** Starts a function; XLA runs the one named `main`. */
-  func(name = 'main', options: { readonly dotPrecision?: 'DEFAULT' | 'HIGH' | 'HIGHEST'; readonly dotOperands?: 'bf16' } = {}): FunctionBuilder {
-    if (!/^[A-Za-z_][A-Za-z0-9_$.]*$/.test(name)) throw new HloBuildError(`function name ${JSON.stringify(name)} must match [A-Za-z_][A-Za-z0-9_$.]*`);
-    if (this.functions.some((f) => f.state.name === name)) throw new HloBuildError(`function @${name} is defined twice`);
+  func(
+    name = 'main',
+    options: { readonly dotPrecision?: 'DEFAULT' | 'HIGH' | 'HIGHEST'; readonly dotOperands?: 'bf16' } = {},
+  ): FunctionBuilder {
+    if (!/^[A-Za-z_][A-Za-z0-9_$.]*$/.test(name))
+      throw new HloBuildError(`function name ${JSON.stringify(name)} must match [A-Za-z_][A-Za-z0-9_$.]*`);
+    if (this.functions.some((f) => f.state.name === name))
+      throw new HloBuildError(`function @${name} is defined twice`);
     const state = new FunctionState(name, options.dotPrecision, options.dotOperands);
     const builder = new FunctionBuilder(state, state.body);
     this.functions.push({ state, builder });

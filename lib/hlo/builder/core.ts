@@ -12,7 +12,16 @@
  * shape while the program is built, and a mistake is reported where it is made.
  */
 
-import { HloBuildError, HloElementType, TensorType, isElementType, isFloatType, isIntegerType, isUnsignedIntType, mlirElementType } from './types';
+import {
+  HloBuildError,
+  HloElementType,
+  TensorType,
+  isElementType,
+  isFloatType,
+  isIntegerType,
+  isUnsignedIntType,
+  mlirElementType,
+} from './types';
 
 /** An SSA value in a function under construction: a name and a tensor type. */
 export class HloValue {
@@ -82,7 +91,8 @@ export class FunctionState {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
       throw new HloBuildError(`parameter name ${JSON.stringify(name)} must match [A-Za-z_][A-Za-z0-9_]*`);
     }
-    if (this.usedNames.has(name)) throw new HloBuildError(`parameter name ${JSON.stringify(name)} is used twice in function @${this.name}`);
+    if (this.usedNames.has(name))
+      throw new HloBuildError(`parameter name ${JSON.stringify(name)} is used twice in function @${this.name}`);
     this.usedNames.add(name);
     return `%${name}`;
   }
@@ -114,13 +124,16 @@ function formatScalar(value: number | boolean, elementType: HloElementType, cont
     if (value === 0 || value === 1) return value ? 'true' : 'false';
     throw new HloBuildError(`${context}: pred constant must be a boolean or 0/1, got ${value}`);
   }
-  if (typeof value !== 'number') throw new HloBuildError(`${context}: ${elementType} constant must be a number, got ${typeof value}`);
+  if (typeof value !== 'number')
+    throw new HloBuildError(`${context}: ${elementType} constant must be a number, got ${typeof value}`);
   if (isIntegerType(elementType)) {
-    if (!Number.isSafeInteger(value)) throw new HloBuildError(`${context}: ${elementType} constant must be an integer, got ${value}`);
+    if (!Number.isSafeInteger(value))
+      throw new HloBuildError(`${context}: ${elementType} constant must be an integer, got ${value}`);
     const bits = Number(elementType.slice(1));
     const lo = isUnsignedIntType(elementType) ? 0 : -(2 ** (bits - 1));
     const hi = isUnsignedIntType(elementType) ? 2 ** bits - 1 : 2 ** (bits - 1) - 1;
-    if (value < lo || value > hi) throw new HloBuildError(`${context}: ${value} is out of range for ${elementType} [${lo}, ${hi}]`);
+    if (value < lo || value > hi)
+      throw new HloBuildError(`${context}: ${value} is out of range for ${elementType} [${lo}, ${hi}]`);
     return String(value);
   }
   if (!isFloatType(elementType)) throw new HloBuildError(`${context}: unsupported element type ${elementType}`);
@@ -181,14 +194,21 @@ export class CoreBuilder {
    * Writes one operation and returns its results.
    * `regions` are blocks already filled by `buildRegion`.
    */
-  protected emit(op: string, operands: readonly HloValue[], resultTypes: readonly TensorType[], attrs: readonly Attr[] = [], regions: readonly Block[] = []): HloValue[] {
+  protected emit(
+    op: string,
+    operands: readonly HloValue[],
+    resultTypes: readonly TensorType[],
+    attrs: readonly Attr[] = [],
+    regions: readonly Block[] = [],
+  ): HloValue[] {
     for (const v of operands) this.use(op, v);
     const name = this.fn.fresh();
     const results =
       resultTypes.length === 1
         ? [new HloValue(name, resultTypes[0], this.block)]
         : resultTypes.map((t, i) => new HloValue(`${name}#${i}`, t, this.block));
-    const lhs = resultTypes.length === 0 ? '' : resultTypes.length === 1 ? `${name} = ` : `${name}:${resultTypes.length} = `;
+    const lhs =
+      resultTypes.length === 0 ? '' : resultTypes.length === 1 ? `${name} = ` : `${name}:${resultTypes.length} = `;
     const args = operands.map((v) => v.ref).join(', ');
     const attrText = attrs.length ? ` {${attrs.map(([k, v]) => `${k} = ${v}`).join(', ')}}` : '';
     const opTypes = `(${sameTypeList(operands.map((v) => v.type))})`;
@@ -211,7 +231,13 @@ export class CoreBuilder {
   }
 
   /** Emits an op with one result. */
-  protected emit1(op: string, operands: readonly HloValue[], resultType: TensorType, attrs: readonly Attr[] = [], regions: readonly Block[] = []): HloValue {
+  protected emit1(
+    op: string,
+    operands: readonly HloValue[],
+    resultType: TensorType,
+    attrs: readonly Attr[] = [],
+    regions: readonly Block[] = [],
+  ): HloValue {
     return this.emit(op, operands, [resultType], attrs, regions)[0];
   }
 
@@ -219,7 +245,12 @@ export class CoreBuilder {
    * Builds a region: a new block with the given argument types, filled by
    * `fill` with a builder of the same class, ending in `stablehlo.return`.
    */
-  protected buildRegion(op: string, argTypes: readonly TensorType[], fill: (b: this, args: HloValue[]) => HloValue[], expectResults: readonly TensorType[]): Block {
+  protected buildRegion(
+    op: string,
+    argTypes: readonly TensorType[],
+    fill: (b: this, args: HloValue[]) => HloValue[],
+    expectResults: readonly TensorType[],
+  ): Block {
     const block = new Block(this.fn, [], true);
     const bound = argTypes.map((t) => new HloValue(this.fn.fresh(), t, block));
     block.args.push(...bound);
@@ -236,7 +267,9 @@ export class CoreBuilder {
         throw new HloBuildError(`${op}: region result ${i} has type ${v.type}, expected ${expectResults[i]}`);
       }
     });
-    block.lines.push(`"stablehlo.return"(${out.map((v) => v.ref).join(', ')}) : (${sameTypeList(out.map((v) => v.type))}) -> ()`);
+    block.lines.push(
+      `"stablehlo.return"(${out.map((v) => v.ref).join(', ')}) : (${sameTypeList(out.map((v) => v.type))}) -> ()`,
+    );
     return block;
   }
 
@@ -250,7 +283,8 @@ export class CoreBuilder {
 
   /** A scalar constant: `f.scalar(0.5)` (f32), `f.scalar(3, 's32')`. */
   scalar(value: number | boolean, elementType: HloElementType = 'f32'): HloValue {
-    if (!isElementType(elementType)) throw new HloBuildError(`scalar: unknown element type ${JSON.stringify(elementType)}`);
+    if (!isElementType(elementType))
+      throw new HloBuildError(`scalar: unknown element type ${JSON.stringify(elementType)}`);
     return this.splat(value, new TensorType(elementType, []));
   }
 

@@ -33,13 +33,16 @@ function mlirString(text: string): string {
 
 /** `[dense<[3, 2, 1, 0]> : tensor<4xindex>, ...]`, the layouts attribute of a custom call. */
 function layoutsAttr(layouts: readonly (readonly number[])[]): string {
-  return `[${layouts.map((l) => `dense<${l.length === 1 ? l[0] : `[${l.join(', ')}]`}> : tensor<${l.length}xindex>`).join(', ')}]`;
+  return `[${layouts
+    .map((l) => `dense<${l.length === 1 ? l[0] : `[${l.join(', ')}]`}> : ` + `tensor<${l.length}xindex>`)
+    .join(', ')}]`;
 }
 
 export class CustomCallBuilder extends ControlFlowBuilder {
   /** Calls the FFI handler registered as `target` on `operands`; returns one value per result type. */
   customCall(target: string, operands: readonly HloValue[], resultTypes: readonly TensorType[]): HloValue[] {
-    if (!/^[A-Za-z_][A-Za-z0-9_.$]*$/.test(target)) throw new HloBuildError(`customCall: target ${JSON.stringify(target)} must match [A-Za-z_][A-Za-z0-9_.$]*`);
+    if (!/^[A-Za-z_][A-Za-z0-9_.$]*$/.test(target))
+      throw new HloBuildError(`customCall: target ${JSON.stringify(target)} must match [A-Za-z_][A-Za-z0-9_.$]*`);
     if (!resultTypes.length || !resultTypes.every((t) => t instanceof TensorType)) {
       throw new HloBuildError('customCall: needs at least one result TensorType');
     }
@@ -50,12 +53,25 @@ export class CustomCallBuilder extends ControlFlowBuilder {
   }
 
   /** A custom call the compiler rewrites itself, with its backend config and explicit layouts. */
-  backendCustomCall(call: BackendCustomCall, operands: readonly HloValue[], resultTypes: readonly TensorType[]): HloValue[] {
-    if (!/^[A-Za-z_][A-Za-z0-9_.$]*$/.test(call.target)) throw new HloBuildError(`backendCustomCall: target ${JSON.stringify(call.target)} must match [A-Za-z_][A-Za-z0-9_.$]*`);
+  backendCustomCall(
+    call: BackendCustomCall,
+    operands: readonly HloValue[],
+    resultTypes: readonly TensorType[],
+  ): HloValue[] {
+    if (!/^[A-Za-z_][A-Za-z0-9_.$]*$/.test(call.target))
+      throw new HloBuildError(
+        `backendCustomCall: target ${JSON.stringify(call.target)} must match [A-Za-z_][A-Za-z0-9_.$]*`,
+      );
     const fits = (values: readonly { rank: number }[], layouts: readonly (readonly number[])[]): boolean =>
-      values.length === layouts.length && values.every((v, i) => layouts[i].length === Math.max(1, v.rank) && [...layouts[i]].sort((a, b) => a - b).every((d, j) => d === j));
+      values.length === layouts.length &&
+      values.every(
+        (v, i) =>
+          layouts[i].length === Math.max(1, v.rank) && [...layouts[i]].sort((a, b) => a - b).every((d, j) => d === j),
+      );
     if (!fits(operands, call.operandLayouts) || !fits(resultTypes, call.resultLayouts)) {
-      throw new HloBuildError(`backendCustomCall ${call.target}: one layout (a permutation of the dims) per operand and result`);
+      throw new HloBuildError(
+        `backendCustomCall ${call.target}: one layout (a permutation of the dims) per operand and result`,
+      );
     }
     return this.emit('custom_call', operands, resultTypes, [
       ['call_target_name', JSON.stringify(call.target)],

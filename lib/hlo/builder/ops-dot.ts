@@ -40,7 +40,12 @@ export class DotBuilder extends ShapeBuilder {
     // f32, or an f32 side meeting a bf16 one: a bf16 matrix as stored); the
     // result stays f32 (the product accumulates in f32) unless d.result says.
     const floats = (x: HloValue): boolean => x.elementType === 'f32' || x.elementType === 'bf16';
-    const narrow = d.operands !== 'as-is' && this.fn.dotOperands === 'bf16' && floats(lhsIn) && floats(rhsIn) && (lhsIn.elementType === 'f32' || rhsIn.elementType === 'f32');
+    const narrow =
+      d.operands !== 'as-is' &&
+      this.fn.dotOperands === 'bf16' &&
+      floats(lhsIn) &&
+      floats(rhsIn) &&
+      (lhsIn.elementType === 'f32' || rhsIn.elementType === 'f32');
     const lhs = narrow && lhsIn.elementType === 'f32' ? this.convert(lhsIn, 'bf16') : lhsIn;
     const rhs = narrow && rhsIn.elementType === 'f32' ? this.convert(rhsIn, 'bf16') : rhsIn;
     const lb = d.lhsBatch ?? [];
@@ -54,20 +59,30 @@ export class DotBuilder extends ShapeBuilder {
     this.checkAxes('dot_general', lc, lhs.rank, 'lhs contracting dims');
     this.checkAxes('dot_general', rb, rhs.rank, 'rhs batch dims');
     this.checkAxes('dot_general', rc, rhs.rank, 'rhs contracting dims');
-    for (const [side, batch, contract] of [['lhs', lb, lc], ['rhs', rb, rc]] as const) {
+    for (const [side, batch, contract] of [
+      ['lhs', lb, lc],
+      ['rhs', rb, rc],
+    ] as const) {
       const both = batch.find((a) => contract.includes(a));
-      if (both !== undefined) throw new HloBuildError(`dot_general: ${side} dim ${both} is both a batch and a contracting dim`);
+      if (both !== undefined)
+        throw new HloBuildError(`dot_general: ${side} dim ${both} is both a batch and a contracting dim`);
     }
-    if (lb.length !== rb.length) throw new HloBuildError(`dot_general: ${lb.length} lhs batch dims vs ${rb.length} rhs batch dims`);
-    if (lc.length !== rc.length) throw new HloBuildError(`dot_general: ${lc.length} lhs contracting dims vs ${rc.length} rhs contracting dims`);
+    if (lb.length !== rb.length)
+      throw new HloBuildError(`dot_general: ${lb.length} lhs batch dims vs ${rb.length} rhs batch dims`);
+    if (lc.length !== rc.length)
+      throw new HloBuildError(`dot_general: ${lc.length} lhs contracting dims vs ${rc.length} rhs contracting dims`);
     lb.forEach((a, i) => {
       if (lhs.dims[a] !== rhs.dims[rb[i]]) {
-        throw new HloBuildError(`dot_general: batch dims differ: lhs[${a}]=${lhs.dims[a]}, rhs[${rb[i]}]=${rhs.dims[rb[i]]}`);
+        throw new HloBuildError(
+          `dot_general: batch dims differ: lhs[${a}]=${lhs.dims[a]}, rhs[${rb[i]}]=${rhs.dims[rb[i]]}`,
+        );
       }
     });
     lc.forEach((a, i) => {
       if (lhs.dims[a] !== rhs.dims[rc[i]]) {
-        throw new HloBuildError(`dot_general: contracting dims differ: lhs[${a}]=${lhs.dims[a]}, rhs[${rc[i]}]=${rhs.dims[rc[i]]}`);
+        throw new HloBuildError(
+          `dot_general: contracting dims differ: lhs[${a}]=${lhs.dims[a]}, rhs[${rc[i]}]=${rhs.dims[rc[i]]}`,
+        );
       }
     });
     const lhsFree = lhs.dims.filter((_, i) => !lb.includes(i) && !lc.includes(i));
@@ -85,8 +100,10 @@ export class DotBuilder extends ShapeBuilder {
       const p = `#stablehlo<precision ${precision}>`;
       attrs.push(['precision_config', `[${p}, ${p}]`]);
     }
-    if (d.result !== undefined && d.result !== 'f32' && d.result !== 'bf16') throw new HloBuildError(`dot_general: result must be f32 or bf16, got ${String(d.result)}`);
-    if (d.result !== undefined && !floats(lhs)) throw new HloBuildError(`dot_general: a declared result type needs float operands, got ${lhs.type}`);
+    if (d.result !== undefined && d.result !== 'f32' && d.result !== 'bf16')
+      throw new HloBuildError(`dot_general: result must be f32 or bf16, got ${String(d.result)}`);
+    if (d.result !== undefined && !floats(lhs))
+      throw new HloBuildError(`dot_general: a declared result type needs float operands, got ${lhs.type}`);
     const result = d.result ?? (narrow ? 'f32' : lhs.elementType);
     return this.emit1('dot_general', [lhs, rhs], lhs.type.withDims(dims).withElementType(result), attrs);
   }

@@ -8,7 +8,16 @@
 import { CoreBuilder, HloValue, Operand } from './core';
 import { sameDims } from '../../util/dims';
 import { ELEMENT_TYPES } from '../../util/element-types';
-import { HloBuildError, HloElementType, TensorType, formatDims, isElementType, isFloatType, isIntegerType, isSignedIntType } from './types';
+import {
+  HloBuildError,
+  HloElementType,
+  TensorType,
+  formatDims,
+  isElementType,
+  isFloatType,
+  isIntegerType,
+  isSignedIntType,
+} from './types';
 
 export type ComparisonDirection = 'EQ' | 'NE' | 'LT' | 'LE' | 'GT' | 'GE';
 const DIRECTIONS: readonly ComparisonDirection[] = ['EQ', 'NE', 'LT', 'LE', 'GT', 'GE'];
@@ -23,12 +32,20 @@ export class ElementwiseBuilder extends CoreBuilder {
     const a = this.operand(op, x, like);
     const b = this.operand(op, y, like);
     if (!a.type.equals(b.type)) {
-      throw new HloBuildError(`${op}: operand types differ: ${a.type} vs ${b.type} (broadcast explicitly with broadcastInDim)`);
+      throw new HloBuildError(
+        `${op}: operand types differ: ${a.type} vs ${b.type} (broadcast explicitly with broadcastInDim)`,
+      );
     }
     return [a, b];
   }
 
-  protected binary(op: string, x: Operand, y: Operand, allowed?: (t: HloElementType) => boolean, what?: string): HloValue {
+  protected binary(
+    op: string,
+    x: Operand,
+    y: Operand,
+    allowed?: (t: HloElementType) => boolean,
+    what?: string,
+  ): HloValue {
     const [a, b] = this.binaryOperands(op, x, y);
     if (allowed && !allowed(a.elementType)) throw new HloBuildError(`${op}: needs ${what} operands, got ${a.type}`);
     return this.emit1(op, [a, b], a.type);
@@ -120,7 +137,9 @@ export class ElementwiseBuilder extends CoreBuilder {
   /** Elementwise comparison; the result is `pred` of the same shape. */
   compare(x: Operand, y: Operand, direction: ComparisonDirection): HloValue {
     if (!DIRECTIONS.includes(direction)) {
-      throw new HloBuildError(`compare: direction must be one of ${DIRECTIONS.join(', ')}, got ${JSON.stringify(direction)}`);
+      throw new HloBuildError(
+        `compare: direction must be one of ${DIRECTIONS.join(', ')}, got ${JSON.stringify(direction)}`,
+      );
     }
     const [a, b] = this.binaryOperands('compare', x, y);
     const t = a.elementType;
@@ -155,7 +174,9 @@ export class ElementwiseBuilder extends CoreBuilder {
     const [a, b] = this.binaryOperands('select', onTrue, onFalse);
     if (cond.elementType !== 'pred') throw new HloBuildError(`select: condition must be pred, got ${cond.type}`);
     if (cond.rank !== 0 && !sameDims(cond.dims, a.dims)) {
-      throw new HloBuildError(`select: condition dims ${formatDims(cond.dims)} differ from value dims ${formatDims(a.dims)}`);
+      throw new HloBuildError(
+        `select: condition dims ${formatDims(cond.dims)} differ from value dims ${formatDims(a.dims)}`,
+      );
     }
     return this.emit1('select', [cond, a, b], a.type);
   }
@@ -179,16 +200,19 @@ export class ElementwiseBuilder extends CoreBuilder {
   /** Changes the element type (float to int truncates toward zero). */
   convert(x: HloValue, elementType: HloElementType): HloValue {
     this.use('convert', x);
-    if (!isElementType(elementType)) throw new HloBuildError(`convert: unknown element type ${JSON.stringify(elementType)}`);
+    if (!isElementType(elementType))
+      throw new HloBuildError(`convert: unknown element type ${JSON.stringify(elementType)}`);
     return this.emit1('convert', [x], x.type.withElementType(elementType));
   }
 
   /** Reinterprets the bits as another element type of the same width (bf16 -> u16, u32 -> f32). */
   bitcastConvert(x: HloValue, elementType: HloElementType): HloValue {
     this.use('bitcast_convert', x);
-    if (!isElementType(elementType)) throw new HloBuildError(`bitcast_convert: unknown element type ${JSON.stringify(elementType)}`);
+    if (!isElementType(elementType))
+      throw new HloBuildError(`bitcast_convert: unknown element type ${JSON.stringify(elementType)}`);
     const width = (t: HloElementType): number => ELEMENT_TYPES[t].bytes;
-    if (width(x.elementType) !== width(elementType)) throw new HloBuildError(`bitcast_convert: ${x.elementType} and ${elementType} differ in width`);
+    if (width(x.elementType) !== width(elementType))
+      throw new HloBuildError(`bitcast_convert: ${x.elementType} and ${elementType} differ in width`);
     return this.emit1('bitcast_convert', [x], x.type.withElementType(elementType));
   }
 

@@ -12,16 +12,25 @@ export class ReduceBuilder extends DotBuilder {
    * combining with `body(b, accumulators, elements) -> new accumulators`.
    * The result drops the reduced dims.
    */
-  reduce(inputs: readonly HloValue[], inits: readonly HloValue[], dims: readonly number[], body: (b: this, acc: HloValue[], x: HloValue[]) => HloValue[]): HloValue[] {
+  reduce(
+    inputs: readonly HloValue[],
+    inits: readonly HloValue[],
+    dims: readonly number[],
+    body: (b: this, acc: HloValue[], x: HloValue[]) => HloValue[],
+  ): HloValue[] {
     if (!inputs.length || inputs.length !== inits.length) {
-      throw new HloBuildError(`reduce: needs as many init values as inputs (got ${inputs.length} inputs, ${inits.length} inits)`);
+      throw new HloBuildError(
+        `reduce: needs as many init values as inputs (got ${inputs.length} inputs, ${inits.length} inits)`,
+      );
     }
     inputs.forEach((v) => this.use('reduce', v));
     inits.forEach((v) => this.use('reduce', v));
     const shape = inputs[0].dims;
     inputs.forEach((v, i) => {
       if (v.dims.length !== shape.length || v.dims.some((d, j) => d !== shape[j])) {
-        throw new HloBuildError(`reduce: input ${i} dims ${formatDims(v.dims)} differ from input 0 dims ${formatDims(shape)}`);
+        throw new HloBuildError(
+          `reduce: input ${i} dims ${formatDims(v.dims)} differ from input 0 dims ${formatDims(shape)}`,
+        );
       }
       if (inits[i].rank !== 0 || inits[i].elementType !== v.elementType) {
         throw new HloBuildError(`reduce: init ${i} must be a ${v.elementType} scalar, got ${inits[i].type}`);
@@ -29,7 +38,12 @@ export class ReduceBuilder extends DotBuilder {
     });
     this.checkAxes('reduce', dims, shape.length, 'dimensions');
     const scalarTypes = inputs.map((v) => v.type.withDims([]));
-    const region = this.buildRegion('reduce', [...scalarTypes, ...scalarTypes], (b, args) => body(b, args.slice(0, inputs.length), args.slice(inputs.length)), scalarTypes);
+    const region = this.buildRegion(
+      'reduce',
+      [...scalarTypes, ...scalarTypes],
+      (b, args) => body(b, args.slice(0, inputs.length), args.slice(inputs.length)),
+      scalarTypes,
+    );
     const outDims = shape.filter((_, i) => !dims.includes(i));
     const resultTypes = inputs.map((v) => v.type.withDims(outDims));
     return this.emit('reduce', [...inputs, ...inits], resultTypes, [['dimensions', i64Array(dims)]], [region]);
@@ -40,18 +54,24 @@ export class ReduceBuilder extends DotBuilder {
   }
 
   reduceMax(x: HloValue, dims: readonly number[]): HloValue {
-    return this.reduce([x], [this.scalar(lowest(x.elementType), x.elementType)], dims, (b, [acc], [v]) => [b.maximum(acc, v)])[0];
+    return this.reduce([x], [this.scalar(lowest(x.elementType), x.elementType)], dims, (b, [acc], [v]) => [
+      b.maximum(acc, v),
+    ])[0];
   }
 
   reduceMin(x: HloValue, dims: readonly number[]): HloValue {
-    return this.reduce([x], [this.scalar(highest(x.elementType), x.elementType)], dims, (b, [acc], [v]) => [b.minimum(acc, v)])[0];
+    return this.reduce([x], [this.scalar(highest(x.elementType), x.elementType)], dims, (b, [acc], [v]) => [
+      b.minimum(acc, v),
+    ])[0];
   }
 
   /** Broadcasts a reduced value back over the dims it lost: the inverse shape of `reduce(x, dims)`. */
   expandReduced(reduced: HloValue, fullDims: readonly number[], reducedAxes: readonly number[]): HloValue {
     const kept = fullDims.map((_, i) => i).filter((i) => !reducedAxes.includes(i));
     if (kept.length !== reduced.rank || kept.some((a, i) => fullDims[a] !== reduced.dims[i])) {
-      throw new HloBuildError(`expandReduced: ${reduced.type} is not ${formatDims(fullDims)} reduced over ${formatDims(reducedAxes)}`);
+      throw new HloBuildError(
+        `expandReduced: ${reduced.type} is not ${formatDims(fullDims)} reduced over ${formatDims(reducedAxes)}`,
+      );
     }
     return this.broadcastInDim(reduced, fullDims, kept);
   }

@@ -33,7 +33,8 @@ export class ShapeBuilder extends ElementwiseBuilder {
   protected checkAxes(op: string, axes: readonly number[], rank: number, what = 'axes'): void {
     if (!Array.isArray(axes)) throw new HloBuildError(`${op}: ${what} must be an array of integers`);
     for (const a of axes) this.checkAxis(op, a, rank, what.replace(/s$/, ''));
-    if (new Set(axes).size !== axes.length) throw new HloBuildError(`${op}: ${what} ${formatDims(axes)} repeat an axis`);
+    if (new Set(axes).size !== axes.length)
+      throw new HloBuildError(`${op}: ${what} ${formatDims(axes)} repeat an axis`);
   }
 
   /** Counting along `dimension`: iota(s32([2, 3]), 1) = [[0, 1, 2], [0, 1, 2]]. */
@@ -50,12 +51,18 @@ export class ShapeBuilder extends ElementwiseBuilder {
     this.use('broadcast_in_dim', x);
     const out = x.type.withDims(dims);
     if (broadcastDimensions.length !== x.rank) {
-      throw new HloBuildError(`broadcast_in_dim: ${broadcastDimensions.length} broadcast dimensions given for an operand of rank ${x.rank} ${formatDims(x.dims)}`);
+      throw new HloBuildError(
+        `broadcast_in_dim: ${broadcastDimensions.length} broadcast dimensions ` +
+          `given for an operand of rank ${x.rank} ${formatDims(x.dims)}`,
+      );
     }
     this.checkAxes('broadcast_in_dim', broadcastDimensions, out.rank, 'broadcast dimensions');
     broadcastDimensions.forEach((d, i) => {
       if (x.dims[i] !== 1 && x.dims[i] !== dims[d]) {
-        throw new HloBuildError(`broadcast_in_dim: operand dim ${i} has size ${x.dims[i]}, result dim ${d} has size ${dims[d]} (must be equal or 1)`);
+        throw new HloBuildError(
+          `broadcast_in_dim: operand dim ${i} has size ${x.dims[i]}, ` +
+            `result dim ${d} has size ${dims[d]} (must be equal or 1)`,
+        );
       }
     });
     return this.emit1('broadcast_in_dim', [x], out, [['broadcast_dimensions', i64Array(broadcastDimensions)]]);
@@ -76,13 +83,18 @@ export class ShapeBuilder extends ElementwiseBuilder {
     if (holes === 1) {
       const known = dims.filter((d) => d !== -1).reduce((a, b) => a * b, 1);
       if (known === 0 || x.type.size % known !== 0) {
-        throw new HloBuildError(`reshape: cannot infer -1 in ${formatDims(dims)} for ${x.type.size} elements ${formatDims(x.dims)}`);
+        throw new HloBuildError(
+          `reshape: cannot infer -1 in ${formatDims(dims)} for ${x.type.size} elements ${formatDims(x.dims)}`,
+        );
       }
       resolved = dims.map((d) => (d === -1 ? x.type.size / known : d));
     }
     const out = x.type.withDims(resolved);
     if (out.size !== x.type.size) {
-      throw new HloBuildError(`reshape: ${formatDims(x.dims)} (${x.type.size} elements) cannot become ${formatDims(resolved)} (${out.size} elements)`);
+      throw new HloBuildError(
+        `reshape: ${formatDims(x.dims)} (${x.type.size} elements) ` +
+          `cannot become ${formatDims(resolved)} (${out.size} elements)`,
+      );
     }
     return this.emit1('reshape', [x], out);
   }
@@ -91,10 +103,14 @@ export class ShapeBuilder extends ElementwiseBuilder {
   transpose(x: HloValue, permutation: readonly number[]): HloValue {
     this.use('transpose', x);
     if (permutation.length !== x.rank) {
-      throw new HloBuildError(`transpose: permutation ${formatDims(permutation)} has ${permutation.length} entries for rank ${x.rank}`);
+      throw new HloBuildError(
+        `transpose: permutation ${formatDims(permutation)} has ${permutation.length} entries for rank ${x.rank}`,
+      );
     }
     this.checkAxes('transpose', permutation, x.rank, 'permutation');
-    return this.emit1('transpose', [x], x.type.withDims(permutation.map((p) => x.dims[p])), [['permutation', i64Array(permutation)]]);
+    return this.emit1('transpose', [x], x.type.withDims(permutation.map((p) => x.dims[p])), [
+      ['permutation', i64Array(permutation)],
+    ]);
   }
 
   /** Joins values along `dimension`; all other dims must agree. */
@@ -105,8 +121,14 @@ export class ShapeBuilder extends ElementwiseBuilder {
     this.checkAxis('concatenate', dimension, first.rank, 'dimension');
     let total = 0;
     values.forEach((v, i) => {
-      if (v.elementType !== first.elementType || v.rank !== first.rank || v.dims.some((d, j) => j !== dimension && d !== first.dims[j])) {
-        throw new HloBuildError(`concatenate: operand ${i} ${v.type} does not match operand 0 ${first.type} outside dimension ${dimension}`);
+      if (
+        v.elementType !== first.elementType ||
+        v.rank !== first.rank ||
+        v.dims.some((d, j) => j !== dimension && d !== first.dims[j])
+      ) {
+        throw new HloBuildError(
+          `concatenate: operand ${i} ${v.type} does not match operand 0 ${first.type} outside dimension ${dimension}`,
+        );
       }
       total += v.dims[dimension];
     });
@@ -124,7 +146,10 @@ export class ShapeBuilder extends ElementwiseBuilder {
     }
     const dims = x.dims.map((d, i) => {
       if (!(0 <= start[i] && start[i] <= limit[i] && limit[i] <= d) || !(st[i] >= 1)) {
-        throw new HloBuildError(`slice: dim ${i}: need 0 <= start (${start[i]}) <= limit (${limit[i]}) <= size (${d}) and stride >= 1 (${st[i]})`);
+        throw new HloBuildError(
+          `slice: dim ${i}: need 0 <= start (${start[i]}) ` +
+            `<= limit (${limit[i]}) <= size (${d}) and stride >= 1 (${st[i]})`,
+        );
       }
       return Math.ceil((limit[i] - start[i]) / st[i]);
     });
@@ -139,8 +164,10 @@ export class ShapeBuilder extends ElementwiseBuilder {
     if (starts.length !== rank) throw new HloBuildError(`${op}: ${starts.length} start indices given for rank ${rank}`);
     const vals = starts.map((s) => this.operand(op, s, new TensorType('s32', [])));
     vals.forEach((v, i) => {
-      if (v.rank !== 0 || !isIntegerType(v.elementType)) throw new HloBuildError(`${op}: start index ${i} must be an integer scalar, got ${v.type}`);
-      if (v.elementType !== vals[0].elementType) throw new HloBuildError(`${op}: start indices must share one type: ${vals[0].type} vs ${v.type}`);
+      if (v.rank !== 0 || !isIntegerType(v.elementType))
+        throw new HloBuildError(`${op}: start index ${i} must be an integer scalar, got ${v.type}`);
+      if (v.elementType !== vals[0].elementType)
+        throw new HloBuildError(`${op}: start indices must share one type: ${vals[0].type} vs ${v.type}`);
     });
     return vals;
   }
@@ -149,7 +176,8 @@ export class ShapeBuilder extends ElementwiseBuilder {
   dynamicSlice(x: HloValue, starts: readonly Operand[], sizes: readonly number[]): HloValue {
     this.use('dynamic_slice', x);
     const idx = this.indexScalars('dynamic_slice', starts, x.rank);
-    if (sizes.length !== x.rank) throw new HloBuildError(`dynamic_slice: ${sizes.length} slice sizes for rank ${x.rank}`);
+    if (sizes.length !== x.rank)
+      throw new HloBuildError(`dynamic_slice: ${sizes.length} slice sizes for rank ${x.rank}`);
     sizes.forEach((s, i) => {
       if (!(Number.isInteger(s) && s >= 0 && s <= x.dims[i])) {
         throw new HloBuildError(`dynamic_slice: slice size ${s} for dim ${i} must be in [0, ${x.dims[i]}]`);
@@ -174,16 +202,25 @@ export class ShapeBuilder extends ElementwiseBuilder {
     if (x.rank < 1) throw new HloBuildError(`dynamicIndex: operand must have rank >= 1, got ${x.type}`);
     const starts: Operand[] = [i, ...x.dims.slice(1).map(() => 0)];
     const zero = typeof i === 'number' ? undefined : i.elementType;
-    const startVals = zero ? starts.map((s) => (typeof s === 'number' ? this.splat(s, new TensorType(zero, [])) : s)) : starts;
+    const startVals = zero
+      ? starts.map((s) => (typeof s === 'number' ? this.splat(s, new TensorType(zero, [])) : s))
+      : starts;
     const slab = this.dynamicSlice(x, startVals, [1, ...x.dims.slice(1)]);
     return this.reshape(slab, x.dims.slice(1));
   }
 
   /** Pads with `padValue`: `low`/`high` per dim (may be negative), `interior` between elements. */
-  pad(x: HloValue, padValue: Operand, low: readonly number[], high: readonly number[], interior?: readonly number[]): HloValue {
+  pad(
+    x: HloValue,
+    padValue: Operand,
+    low: readonly number[],
+    high: readonly number[],
+    interior?: readonly number[],
+  ): HloValue {
     this.use('pad', x);
     const v = this.operand('pad', padValue, x.type.withDims([]));
-    if (v.rank !== 0 || v.elementType !== x.elementType) throw new HloBuildError(`pad: padding value must be a ${x.elementType} scalar, got ${v.type}`);
+    if (v.rank !== 0 || v.elementType !== x.elementType)
+      throw new HloBuildError(`pad: padding value must be a ${x.elementType} scalar, got ${v.type}`);
     const inner = interior ?? x.dims.map(() => 0);
     if (low.length !== x.rank || high.length !== x.rank || inner.length !== x.rank) {
       throw new HloBuildError(`pad: low, high and interior need ${x.rank} entries each`);
@@ -204,34 +241,46 @@ export class ShapeBuilder extends ElementwiseBuilder {
   gather(operand: HloValue, startIndices: HloValue, d: GatherDims): HloValue {
     this.use('gather', operand);
     this.use('gather', startIndices);
-    if (!isIntegerType(startIndices.elementType)) throw new HloBuildError(`gather: start indices must be integers, got ${startIndices.type}`);
+    if (!isIntegerType(startIndices.elementType))
+      throw new HloBuildError(`gather: start indices must be integers, got ${startIndices.type}`);
     const opBatch = d.operandBatchingDims ?? [];
     const idxBatch = d.startIndicesBatchingDims ?? [];
     const r = operand.rank;
-    if (d.sliceSizes.length !== r) throw new HloBuildError(`gather: ${d.sliceSizes.length} slice sizes for operand rank ${r}`);
+    if (d.sliceSizes.length !== r)
+      throw new HloBuildError(`gather: ${d.sliceSizes.length} slice sizes for operand rank ${r}`);
     d.sliceSizes.forEach((s, i) => {
-      if (!(s >= 0 && s <= operand.dims[i])) throw new HloBuildError(`gather: slice size ${s} for dim ${i} exceeds ${operand.dims[i]}`);
+      if (!(s >= 0 && s <= operand.dims[i]))
+        throw new HloBuildError(`gather: slice size ${s} for dim ${i} exceeds ${operand.dims[i]}`);
     });
     this.checkAxes('gather', d.collapsedSliceDims, r, 'collapsed slice dims');
     this.checkAxes('gather', opBatch, r, 'operand batching dims');
     this.checkAxes('gather', d.startIndexMap, r, 'start index map');
     for (const c of [...d.collapsedSliceDims, ...opBatch]) {
-      if (d.sliceSizes[c] > 1) throw new HloBuildError(`gather: collapsed or batching dim ${c} must have slice size <= 1, got ${d.sliceSizes[c]}`);
+      if (d.sliceSizes[c] > 1)
+        throw new HloBuildError(
+          `gather: collapsed or batching dim ${c} must have slice size <= 1, got ${d.sliceSizes[c]}`,
+        );
     }
     const ivd = d.indexVectorDim;
-    if (!(ivd >= 0 && ivd <= startIndices.rank)) throw new HloBuildError(`gather: index vector dim ${ivd} out of range for indices rank ${startIndices.rank}`);
+    if (!(ivd >= 0 && ivd <= startIndices.rank))
+      throw new HloBuildError(`gather: index vector dim ${ivd} out of range for indices rank ${startIndices.rank}`);
     const indexVectorSize = ivd === startIndices.rank ? 1 : startIndices.dims[ivd];
     if (indexVectorSize !== d.startIndexMap.length) {
-      throw new HloBuildError(`gather: index vectors have ${indexVectorSize} components but start index map has ${d.startIndexMap.length}`);
+      throw new HloBuildError(
+        `gather: index vectors have ${indexVectorSize} components but start index map has ${d.startIndexMap.length}`,
+      );
     }
     const batchDims = startIndices.dims.filter((_, i) => i !== ivd);
     const offsetSizes = d.sliceSizes.filter((_, i) => !d.collapsedSliceDims.includes(i) && !opBatch.includes(i));
     if (d.offsetDims.length !== offsetSizes.length) {
-      throw new HloBuildError(`gather: ${d.offsetDims.length} offset dims given, ${offsetSizes.length} slice dims remain after collapsing`);
+      throw new HloBuildError(
+        `gather: ${d.offsetDims.length} offset dims given, ${offsetSizes.length} slice dims remain after collapsing`,
+      );
     }
     const outRank = batchDims.length + offsetSizes.length;
     this.checkAxes('gather', d.offsetDims, outRank, 'offset dims');
-    if (idxBatch.length !== opBatch.length) throw new HloBuildError('gather: operand and start-indices batching dims differ in count');
+    if (idxBatch.length !== opBatch.length)
+      throw new HloBuildError('gather: operand and start-indices batching dims differ in count');
     const dims: number[] = [];
     let o = 0;
     let b = 0;
@@ -240,7 +289,9 @@ export class ShapeBuilder extends ElementwiseBuilder {
     const gd = [
       `offset_dims = [${d.offsetDims.join(', ')}]`,
       `collapsed_slice_dims = [${d.collapsedSliceDims.join(', ')}]`,
-      ...(opBatch.length ? [`operand_batching_dims = [${opBatch.join(', ')}]`, `start_indices_batching_dims = [${idxBatch.join(', ')}]`] : []),
+      ...(opBatch.length
+        ? [`operand_batching_dims = [${opBatch.join(', ')}]`, `start_indices_batching_dims = [${idxBatch.join(', ')}]`]
+        : []),
       `start_index_map = [${d.startIndexMap.join(', ')}]`,
       `index_vector_dim = ${ivd}`,
     ].join(', ');

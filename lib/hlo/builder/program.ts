@@ -55,14 +55,19 @@ export interface ProgramOptions {
  *     return { y: f.multiply(x, 2) };
  *   });
  */
-export function buildProgram(name: string, build: (f: FunctionBuilder) => Record<string, HloValue>, options: ProgramOptions = {}): HloProgram {
+export function buildProgram(
+  name: string,
+  build: (f: FunctionBuilder) => Record<string, HloValue>,
+  options: ProgramOptions = {},
+): HloProgram {
   const m = new ModuleBuilder(name);
   const f = m.func('main', {
     ...(options.dotPrecision !== undefined ? { dotPrecision: options.dotPrecision } : {}),
     ...(options.dotOperands !== undefined ? { dotOperands: options.dotOperands } : {}),
   });
   const outs = build(f);
-  if (!outs || typeof outs !== 'object') throw new HloBuildError(`${name}: the build callback must return an object of named outputs`);
+  if (!outs || typeof outs !== 'object')
+    throw new HloBuildError(`${name}: the build callback must return an object of named outputs`);
   const entries = Object.entries(outs);
   if (!entries.length) throw new HloBuildError(`${name}: a program needs at least one output`);
   f.return(entries.map(([, v]) => v));

@@ -50,7 +50,9 @@ export class TensorType {
 
   constructor(elementType: HloElementType, dims: readonly number[]) {
     if (!isElementType(elementType)) {
-      throw new HloBuildError(`unknown element type ${JSON.stringify(elementType)}; expected one of ${Object.keys(ELEMENT_TYPES).join(', ')}`);
+      throw new HloBuildError(
+        `unknown element type ${JSON.stringify(elementType)}; expected one of ${Object.keys(ELEMENT_TYPES).join(', ')}`,
+      );
     }
     if (!Array.isArray(dims)) throw new HloBuildError(`tensor dims must be an array of integers, got ${String(dims)}`);
     const problem = dimsProblem(dims);

@@ -1,6 +1,6 @@
 /**
- * The decoder's layers as StableHLO: the weights as parameters (and each
- * matrix made ready for its dot), the RoPE tables, the layer loop (a `while`
+ * The decoder's layers as StableHLO: the weights as parameters (each
+ * matrix made ready for its dot in projections.ts), the RoPE tables, the layer loop (a `while`
  * over stacked weights: RMSNorm, RoPE, the attention step the program passes
  * in, SwiGLU or Gemma's GeGLU), and the embedding. pass-programs.ts builds
  * the programs from these.
@@ -10,163 +10,32 @@ import { HloValue } from '../builder/core';
 import { HloBuildError, TensorType } from '../builder/types';
 import { AttentionOptions } from '../attention';
 import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } from '../nn/functions';
-import { MatmulPrologue, matmulBf16Kernel, matmulF32Kernel } from '../nn/matmul-kernel';
 import { ropeFrequencies } from '../../util/rope';
-import { geluTanh, layerAttentionOptions, layerRope, layerWindow } from './gemma';
-import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs, INT8_BLOCK, KernelMatrixName, MatrixName } from './layout';
+import { layerAttentionOptions, layerRope, layerWindow } from './gemma';
+import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs } from './layout';
 import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel, matmulKernelF32 } from './options';
+import { LayerMatrices, matrixForDot, mlpDown, need, project, projectAdd, projectNormed, Weights } from './projections';
 
-export type Weights = Partial<Record<DecoderWeightName, HloValue>>;
+export type { Weights } from './projections';
 
 function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   const packed = options.packedMatrices ?? [];
   const reads = kernelMatrices(d, options);
   const arithmetic = arithmeticOf(options);
   const stray = packed.find((name) => !reads.includes(name) || !arithmetic);
-  if (stray) throw new HloBuildError(`decoder: ${stray} is packed for the matmul kernel, but these options do not run its projection through the kernel`);
+  if (stray)
+    throw new HloBuildError(
+      `decoder: ${stray} is packed for the matmul kernel, ` +
+        `but these options do not run its projection through the kernel`,
+    );
   return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed, arithmetic);
 }
 
 export function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {
   const w: Weights = {};
-  for (const spec of weightSpecs(d, options)) w[spec.name] = f.param(new TensorType(spec.elementType, spec.dims), spec.name);
+  for (const spec of weightSpecs(d, options))
+    w[spec.name] = f.param(new TensorType(spec.elementType, spec.dims), spec.name);
   return w;
-}
-
-/** bf16 bits (as u16) -> f32, exactly: the bits are the top half of the f32. */
-function widenBf16(f: FunctionBuilder, bits: HloValue): HloValue {
-  return f.bitcastConvert(f.shiftLeft(f.convert(bits, 'u32'), 16), 'f32');
-}
-
-/**
- * A matrix for its dot, as f32: bf16 and int8 are converted here, int8
- * scaled by block along `inAxis` (one scale per INT8_BLOCK input elements
- * of each output channel: the scale array is the matrix's dims with that
- * axis divided by the block). f32 passes through with no op, so the f32
- * programs are what they always were. A matrix typed bf16 stays bf16 where
- * `keepBf16` (it goes into a bf16 dot as it is), else is converted exactly.
- */
-function matrixForDot(f: FunctionBuilder, matrix: HloValue, scale: HloValue | undefined, inAxis: number, keepBf16 = false): HloValue {
-  if (matrix.elementType === 'f32') return matrix;
-  if (matrix.elementType === 'u16') return widenBf16(f, matrix);
-  if (matrix.elementType === 'bf16') return keepBf16 ? matrix : f.convert(matrix, 'f32');
-  const x = f.convert(matrix, 'f32');
-  if (!scale) throw new HloBuildError('decoder: an int8 matrix came without its scales');
-  // [.., in, ..] -> [.., in / B, B, ..]: splitting an axis is free in row-major order.
-  const dims = x.dims;
-  const blocked = [...dims.slice(0, inAxis), dims[inAxis] / INT8_BLOCK, INT8_BLOCK, ...dims.slice(inAxis + 1)];
-  const scaleAxes = dims.map((_, i) => (i <= inAxis ? i : i + 1));
-  const scaled = f.multiply(f.reshape(x, blocked), f.broadcastInDim(scale, blocked, scaleAxes));
-  return f.reshape(scaled, dims);
-}
-
-/** The function computes its dots in bf16: a matrix typed bf16 goes into them as it is. */
-function bf16Dots(f: FunctionBuilder): boolean {
-  return f.dotOperands === 'bf16';
-}
-
-/**
- * x [T, in] @ one layer's matrix [in, out] -> f32 [T, out], whatever its
- * storage: through the matmul kernel where `kernel` takes the matrix, else
- * XLA's dot. `bf16Product`: the dot returns bf16 (accumulated in f32, rounded
- * once), converted to f32 for the math after it.
- */
-function project(f: FunctionBuilder, x: HloValue, layer: Weights, name: MatrixName, bf16Product = false, kernel?: LayerMatrices): HloValue {
-  const byKernel = kernelFor(kernel, name);
-  if (byKernel) return kernelProduct(f, x, byKernel);
-  const matrix = matrixForDot(f, need(layer, name), layer[`${name}Scale`], 0, bf16Dots(f));
-  if (!bf16Product) return f.matmul(x, matrix);
-  return f.convert(f.dotGeneral(x, matrix, { lhsContract: [1], rhsContract: [0], result: 'bf16' }), 'f32');
-}
-
-/**
- * rmsNorm(x) @ one layer's matrix: through the matmul kernel with the norm as its prologue where the
- * kernel takes the matrix (the normalized rows never leave the call), else the norm, then project().
- */
-function projectNormed(f: FunctionBuilder, x: HloValue, layer: Weights, normName: 'attnNorm' | 'ffnNorm', name: MatrixName, eps: number, bf16Product: boolean, kernel?: LayerMatrices): HloValue {
-  const byKernel = kernelFor(kernel, name);
-  const norms = kernel?.stacked[normName];
-  if (byKernel && norms) return kernelProduct(f, x, byKernel, { kind: 'rmsNorm', weights: norms, eps });
-  return project(f, rmsNorm(f, x, need(layer, normName), eps), layer, name, bf16Product, kernel);
-}
-
-/**
- * The MLP's down projection of its gate | up product [T, 2F]: SwiGLU (Gemma: GeGLU, tanh GELU) then
- * wDown; SwiGLU inside the matmul kernel's call where it takes wDown (its prologue), and `residual`
- * (where given) added by it too (its epilogue).
- */
-function mlpDown(f: FunctionBuilder, gateUp: HloValue, layer: Weights, gemma: boolean, kernel?: LayerMatrices, residual?: HloValue): HloValue {
-  const byKernel = gemma ? undefined : kernelFor(kernel, 'wDown');
-  if (byKernel) return kernelProduct(f, gateUp, byKernel, { kind: 'swiglu' }, residual);
-  const [t, width] = gateUp.dims;
-  const F = width / 2;
-  const gate = f.slice(gateUp, [0, 0], [t, F]);
-  const up = f.slice(gateUp, [0, F], [t, 2 * F]);
-  const activated = f.multiply(gemma ? geluTanh(f, gate) : f.multiply(gate, f.logistic(gate)), up);
-  const down = project(f, activated, layer, 'wDown', false, kernel);
-  return residual ? f.add(residual, down) : down;
-}
-
-/**
- * A layer's matrices as the matmul kernel takes them: the stacked arrays, the layer's index, the ones
- * its projections take (options.ts, kernelMatrices) and their widths (packed arrays round them up).
- */
-interface LayerMatrices {
-  /** Which kernel: bf16 products with f32 sums, or f32 throughout. */
-  readonly arithmetic: 'bf16' | 'f32';
-  readonly stacked: Partial<Record<DecoderWeightName, HloValue>>;
-  readonly index: HloValue;
-  readonly takes: readonly KernelMatrixName[];
-  readonly columns: Partial<Record<DecoderWeightName, number>>;
-  /** The pass's live rows (LayerLoopInputs.liveRows), where it says which rows are padding. */
-  readonly live: HloValue | undefined;
-}
-
-interface KernelOperands {
-  readonly arithmetic: 'bf16' | 'f32';
-  readonly stacked: HloValue;
-  readonly index: HloValue;
-  readonly columns: number | undefined;
-  readonly live: HloValue | undefined;
-}
-
-/** The kernel's operands for matrix `name`, where it takes it. */
-function kernelFor(kernel: LayerMatrices | undefined, name: MatrixName): KernelOperands | undefined {
-  const stacked = kernel?.stacked[name];
-  if (!kernel || !stacked || !(kernel.takes as readonly string[]).includes(name)) return undefined;
-  return { arithmetic: kernel.arithmetic, stacked, index: kernel.index, columns: kernel.columns[name], live: kernel.live };
-}
-
-/** [residual +] x (after `prologue`) . the layer's matrix, through the kernel the operands name. */
-function kernelProduct(f: FunctionBuilder, x: HloValue, k: KernelOperands, prologue?: MatmulPrologue, residual?: HloValue): HloValue {
-  const rows = { live: k.live, residual };
-  if (k.arithmetic === 'f32') return matmulF32Kernel(f, x, k.stacked, k.index, prologue, rows, k.columns);
-  return matmulBf16Kernel(f, x, k.stacked, k.index, prologue, k.columns, rows);
-}
-
-/**
- * residual + x @ one layer's matrix (a residual add): the kernel's epilogue where the kernel takes the
- * matrix, else XLA's add after project().
- */
-function projectAdd(f: FunctionBuilder, residual: HloValue, x: HloValue, layer: Weights, name: MatrixName, kernel?: LayerMatrices): HloValue {
-  const byKernel = kernelFor(kernel, name);
-  if (byKernel) return kernelProduct(f, x, byKernel, undefined, residual);
-  return f.add(residual, project(f, x, layer, name, false, kernel));
-}
-
-/** The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every row). */
-export function lmHeadForDot(f: FunctionBuilder, w: Weights): HloValue {
-  const table = need(w, 'lmHead');
-  // u16 bits under bf16 dots: the bf16 table itself, exactly as a table typed bf16 (never an f32 table, which
-  // few rows would read unrounded: lib/hlo/nn/lm-head.ts).
-  if (table.elementType === 'u16' && bf16Dots(f)) return f.bitcastConvert(table, 'bf16');
-  return matrixForDot(f, table, w.lmHeadScale, 1, bf16Dots(f));
-}
-
-export function need(w: Weights, name: DecoderWeightName): HloValue {
-  const v = w[name];
-  if (!v) throw new HloBuildError(`decoder: weight ${name} is missing`);
-  return v;
 }
 
 /** Layer `i`'s slice of a stacked weight, without the layer dimension. */
@@ -202,7 +71,13 @@ export function ropeTables(f: FunctionBuilder, positions: HloValue, d: DecoderDi
   return { ...global, local: ropeTablesFor(f, positions, d.headDim, gemma.ropeThetaLocal, 1) };
 }
 
-function ropeTablesFor(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number, linearFactor: number): { cos: HloValue; sin: HloValue } {
+function ropeTablesFor(
+  f: FunctionBuilder,
+  positions: HloValue,
+  headDim: number,
+  theta: number,
+  linearFactor: number,
+): { cos: HloValue; sin: HloValue } {
   if (headDim % 2 !== 0) throw new HloBuildError(`decoder: head dim ${headDim} must be even for RoPE`);
   return rotaryTables(f, positions, headDim, theta, linearFactor);
 }
@@ -231,9 +106,23 @@ interface LayerLoopInputs {
    * where the layer has no q | k | v bias, no q and k norms and one RoPE table (not Gemma's); else
    * `attention` runs on rotated q, k, v.
    */
-  attentionOnProjection?: (f: FunctionBuilder, qkv: HloValue, invariants: HloValue[], opts: AttentionOptions | undefined) => HloValue;
+  attentionOnProjection?: (
+    f: FunctionBuilder,
+    qkv: HloValue,
+    invariants: HloValue[],
+    opts: AttentionOptions | undefined,
+  ) => HloValue;
   /** `opts`: the layer's score scale, window and soft cap, for the attention forms. */
-  attention: (f: FunctionBuilder, q: HloValue, k: HloValue, v: HloValue, layer: HloValue, invariants: HloValue[], carried: HloValue[], opts: AttentionOptions | undefined) => { out: HloValue; carried: HloValue[] };
+  attention: (
+    f: FunctionBuilder,
+    q: HloValue,
+    k: HloValue,
+    v: HloValue,
+    layer: HloValue,
+    invariants: HloValue[],
+    carried: HloValue[],
+    opts: AttentionOptions | undefined,
+  ) => { out: HloValue; carried: HloValue[] };
 }
 
 /** Which matmul kernel the options run the projections through, if any. */
@@ -249,14 +138,25 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   // first, then the optional ones: the order the programs (and so the JIT
   // disk cache keys) have always had.
   const perLayer = weightSpecs(d, x.options).filter((spec) => spec.perLayer);
-  const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map((spec) => spec.name);
+  const stackedNames = [...perLayer.filter((spec) => !spec.onlyWith), ...perLayer.filter((spec) => spec.onlyWith)].map(
+    (spec) => spec.name,
+  );
   const stacked = stackedNames.map((n) => need(w, n));
   const rope = x.rope;
   const live = arithmeticOf(x.options) ? x.liveRows : undefined;
   const hasBias = weightSpecs(d, x.options).some((spec) => spec.name === 'bQkv');
   const hasQkNorm = weightSpecs(d, x.options).some((spec) => spec.name === 'qNorm');
-  const onProjection = x.attentionOnProjection && !hasBias && !hasQkNorm && !x.rope.local && !d.gemma ? x.attentionOnProjection : undefined;
-  const fixed = [rope.cos, rope.sin, ...(rope.local ? [rope.local.cos, rope.local.sin] : []), ...x.extraInvariants, ...(live ? [live] : [])];
+  const onProjection =
+    x.attentionOnProjection && !hasBias && !hasQkNorm && !x.rope.local && !d.gemma
+      ? x.attentionOnProjection
+      : undefined;
+  const fixed = [
+    rope.cos,
+    rope.sin,
+    ...(rope.local ? [rope.local.cos, rope.local.sin] : []),
+    ...x.extraInvariants,
+    ...(live ? [live] : []),
+  ];
   const nRope = rope.local ? 4 : 2;
   const gemma = d.gemma;
   const nExtra = x.extraCarried.length;
@@ -274,7 +174,16 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
       const ropeInv = inv.slice(stackedNames.length, stackedNames.length + nRope);
       const extraInv = inv.slice(stackedNames.length + nRope, stackedNames.length + nRope + x.extraInvariants.length);
       const liveInv = live ? inv[inv.length - 1] : undefined;
-      const kernel: LayerMatrices | undefined = arithmetic ? { arithmetic, stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])), index: i, takes, columns, live: liveInv } : undefined;
+      const kernel: LayerMatrices | undefined = arithmetic
+        ? {
+            arithmetic,
+            stacked: Object.fromEntries(stackedNames.map((n, k) => [n, inv[k]])),
+            index: i,
+            takes,
+            columns,
+            live: liveInv,
+          }
+        : undefined;
       const t = h.dims[0];
       const window = layerWindow(b, d, i);
       const [cos, sin] = layerRope(b, ropeInv, window);
@@ -282,7 +191,9 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
 
       // Attention block: h + (attend(rope(q), rope(k), v)) @ Wo
       let qkv = projectNormed(b, h, layer, 'attnNorm', 'wQkv', d.rmsEps, narrowProducts, kernel);
-      const attended = onProjection ? { out: onProjection(b, qkv, extraInv, opts), carried: extra } : rotatedAttention();
+      const attended = onProjection
+        ? { out: onProjection(b, qkv, extraInv, opts), carried: extra }
+        : rotatedAttention();
       function rotatedAttention(): { out: HloValue; carried: HloValue[] } {
         if (layer.bQkv) qkv = b.add(qkv, b.broadcastInDim(layer.bQkv, qkv.dims, [1]));
         let q = b.reshape(b.slice(qkv, [0, 0], [t, Hq * D]), [t, Hq, D]);
@@ -307,9 +218,13 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
       // MLP block: h + (silu(gate) * up) @ Wdown; Gemma: gelu_tanh(gate)
       const gateUp = projectNormed(b, afterAttention, layer, 'ffnNorm', 'wGateUp', d.rmsEps, narrowProducts, kernel);
       const out = layer.ffnPostNorm
-        ? b.add(afterAttention, rmsNorm(b, mlpDown(b, gateUp, layer, gemma !== undefined, kernel), layer.ffnPostNorm, d.rmsEps))
+        ? b.add(
+            afterAttention,
+            rmsNorm(b, mlpDown(b, gateUp, layer, gemma !== undefined, kernel), layer.ffnPostNorm, d.rmsEps),
+          )
         : mlpDown(b, gateUp, layer, gemma !== undefined, kernel, afterAttention);
-      if (attended.carried.length !== nExtra) throw new HloBuildError('decoder: attention step changed the carried values');
+      if (attended.carried.length !== nExtra)
+        throw new HloBuildError('decoder: attention step changed the carried values');
       return [out, ...attended.carried];
     },
   );
@@ -329,6 +244,6 @@ export function checkDims(d: DecoderDims): void {
     const v = d[k];
     if (!(Number.isFinite(v) && v > 0)) throw new HloBuildError(`decoder: ${k} must be positive, got ${v}`);
   }
-  if (d.numHeads % d.numKvHeads !== 0) throw new HloBuildError(`decoder: ${d.numHeads} heads is not a multiple of ${d.numKvHeads} kv heads`);
+  if (d.numHeads % d.numKvHeads !== 0)
+    throw new HloBuildError(`decoder: ${d.numHeads} heads is not a multiple of ${d.numKvHeads} kv heads`);
 }
-

@@ -29,7 +29,17 @@ import { PackedFor, packedMatmulForm } from '../nn/matmul-kernel';
 import type { RopeScaling } from '../../util/rope';
 
 /** The positive sizes of a decoder; each field is documented on the model room's ModelConfig. */
-export const DECODER_SIZES = ['vocabSize', 'hiddenSize', 'intermediateSize', 'numLayers', 'numHeads', 'numKvHeads', 'headDim', 'ropeTheta', 'rmsEps'] as const;
+export const DECODER_SIZES = [
+  'vocabSize',
+  'hiddenSize',
+  'intermediateSize',
+  'numLayers',
+  'numHeads',
+  'numKvHeads',
+  'headDim',
+  'ropeTheta',
+  'rmsEps',
+] as const;
 
 /**
  * The shape of a decoder, as the programs need it (ModelConfig fits), plus
@@ -122,7 +132,23 @@ export type DecoderWeightName =
 /** Whole-model host tensors (the model room's HostWeights keys). */
 export type HostGlobalName = 'embedding' | 'finalNorm' | 'lmHead';
 /** Per-layer host tensors, Hugging Face orientation (the model room's HostLayerWeights keys). */
-export type HostLayerName = 'attnNorm' | 'wq' | 'wk' | 'wv' | 'wo' | 'bq' | 'bk' | 'bv' | 'qNorm' | 'kNorm' | 'attnPostNorm' | 'ffnNorm' | 'ffnPostNorm' | 'wGate' | 'wUp' | 'wDown';
+export type HostLayerName =
+  | 'attnNorm'
+  | 'wq'
+  | 'wk'
+  | 'wv'
+  | 'wo'
+  | 'bq'
+  | 'bk'
+  | 'bv'
+  | 'qNorm'
+  | 'kNorm'
+  | 'attnPostNorm'
+  | 'ffnNorm'
+  | 'ffnPostNorm'
+  | 'wGate'
+  | 'wUp'
+  | 'wDown';
 
 /**
  * One host tensor's place in a layer's slice of a stacked array: a vector is
@@ -191,9 +217,22 @@ type UntypedSpec = Omit<DecoderWeightSpec, 'elementType' | 'matrix'>;
 
 /** Every array the layout has, present or not for this model, in parameter order (f32 layout). */
 function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
-  const { vocabSize: V, hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
+  const {
+    vocabSize: V,
+    hiddenSize: Dm,
+    intermediateSize: F,
+    numLayers: Ly,
+    numHeads: Hq,
+    numKvHeads: Hkv,
+    headDim: D,
+  } = d;
   const qkv = qkvWidth(d);
-  const perLayer = (name: DecoderWeightName, dims: number[], parts: LayerPart[], onlyWith?: DecoderWeightSpec['onlyWith']): UntypedSpec => ({
+  const perLayer = (
+    name: DecoderWeightName,
+    dims: number[],
+    parts: LayerPart[],
+    onlyWith?: DecoderWeightSpec['onlyWith'],
+  ): UntypedSpec => ({
     name,
     dims: [Ly, ...dims],
     perLayer: true,
@@ -216,10 +255,14 @@ function allWeightSpecs(d: DecoderDims): UntypedSpec[] {
     perLayer('kNorm', [D], [{ source: 'kNorm', offset: 0 }], 'qkNorm'),
     perLayer('wO', [Hq * D, Dm], [{ source: 'wo', offset: 0 }]),
     perLayer('ffnNorm', [Dm], [{ source: 'ffnNorm', offset: 0 }]),
-    perLayer('wGateUp', [Dm, 2 * F], [
-      { source: 'wGate', offset: 0 },
-      { source: 'wUp', offset: F },
-    ]),
+    perLayer(
+      'wGateUp',
+      [Dm, 2 * F],
+      [
+        { source: 'wGate', offset: 0 },
+        { source: 'wUp', offset: F },
+      ],
+    ),
     perLayer('wDown', [F, Dm], [{ source: 'wDown', offset: 0 }]),
     // After every other array, so the other families' parameter order is the one it always was.
     perLayer('attnPostNorm', [Dm], [{ source: 'attnPostNorm', offset: 0 }], 'postNorms'),
@@ -236,7 +279,10 @@ function inputAxis(spec: Pick<DecoderWeightSpec, 'perLayer' | 'dims'>): number {
 export function int8Unsupported(d: DecoderDims): string | undefined {
   const bad = allWeightSpecs(d).filter((s) => isMatrix(s.name) && s.dims[inputAxis(s)] % INT8_BLOCK !== 0);
   if (!bad.length) return undefined;
-  return `int8 weights need every matrix input size to be a multiple of ${INT8_BLOCK}; ${bad.map((s) => `${s.name} has ${s.dims[inputAxis(s)]}`).join(', ')}`;
+  return (
+    `int8 weights need every matrix input size to be a multiple of ${INT8_BLOCK}; ` +
+    `${bad.map((s) => `${s.name} has ${s.dims[inputAxis(s)]}`).join(', ')}`
+  );
 }
 
 /** An int8 matrix's scale array: one f32 per INT8_BLOCK input elements of each output channel. */
@@ -261,20 +307,39 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
  * packed for the matmul kernel `packedFor` (not with int8 weights; for the
  * f32 kernel, f32 weights only).
  */
-export function decoderWeightSpecs(d: DecoderDims, weights: WeightType = 'f32', bf16: Bf16Matrices = 'u16', packed: readonly KernelMatrixName[] = [], packedFor: PackedFor = 'bf16'): DecoderWeightSpec[] {
-  if (packed.length && weights === 'int8') throw new Error('decoder: int8 matrices are not packed for the matmul kernel');
-  if (packed.length && packedFor === 'f32' && weights !== 'f32') throw new Error(`decoder: the f32 matmul kernel packs f32 matrices, not ${weights}`);
-  const present = allWeightSpecs(d).filter((spec) => spec.onlyWith === undefined || (spec.onlyWith === 'postNorms' ? d.gemma?.postNorms === true : d[spec.onlyWith]));
+export function decoderWeightSpecs(
+  d: DecoderDims,
+  weights: WeightType = 'f32',
+  bf16: Bf16Matrices = 'u16',
+  packed: readonly KernelMatrixName[] = [],
+  packedFor: PackedFor = 'bf16',
+): DecoderWeightSpec[] {
+  if (packed.length && weights === 'int8')
+    throw new Error('decoder: int8 matrices are not packed for the matmul kernel');
+  if (packed.length && packedFor === 'f32' && weights !== 'f32')
+    throw new Error(`decoder: the f32 matmul kernel packs f32 matrices, not ${weights}`);
+  const present = allWeightSpecs(d).filter(
+    (spec) =>
+      spec.onlyWith === undefined || (spec.onlyWith === 'postNorms' ? d.gemma?.postNorms === true : d[spec.onlyWith]),
+  );
   const typed: DecoderWeightSpec[] = present.map((spec) => {
     const matrix = isMatrix(spec.name);
     const elementType = matrix ? matrixElementType(weights, bf16) : 'f32';
     if (!(packed as readonly string[]).includes(spec.name)) return { ...spec, matrix, elementType };
     const form = packedMatmulForm(spec.dims, packedFor);
-    return { ...spec, matrix, dims: form.dims, elementType: form.elementType, packedFrom: { dims: spec.dims, elementType } };
+    return {
+      ...spec,
+      matrix,
+      dims: form.dims,
+      elementType: form.elementType,
+      packedFrom: { dims: spec.dims, elementType },
+    };
   });
   if (weights !== 'int8') return typed;
   const unsupported = int8Unsupported(d);
   if (unsupported) throw new Error(`decoder: ${unsupported}`);
-  const scales = present.filter((spec): spec is UntypedSpec & { name: MatrixName } => isMatrix(spec.name)).map(scaleSpec);
+  const scales = present
+    .filter((spec): spec is UntypedSpec & { name: MatrixName } => isMatrix(spec.name))
+    .map(scaleSpec);
   return [...typed, ...scales];
 }

@@ -80,8 +80,17 @@ export interface DecoderOptions extends ProgramOptions {
 export function programSuffix(options: DecoderOptions, steps: { prefix: boolean; causal: boolean }): string {
   const a = options.prefixAttention;
   const c = options.causalAttention;
-  const attention = (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') + (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
-  return attention + (bf16Typed(options) ? '_mbf16' : '') + (bf16Products(options) ? '_pbf16' : '') + (matmulKernel(options) ? '_mmk' : '') + (matmulKernelF32(options) ? '_mmkf' : '') + (options.normalizeInput ? '_nrm' : '');
+  const attention =
+    (steps.prefix && a && a.kind !== 'joint' ? `_${prefixAttentionTag(a)}` : '') +
+    (steps.causal && c && c.kind !== 'square' ? `_${causalAttentionNameTag(c)}` : '');
+  return (
+    attention +
+    (bf16Typed(options) ? '_mbf16' : '') +
+    (bf16Products(options) ? '_pbf16' : '') +
+    (matmulKernel(options) ? '_mmk' : '') +
+    (matmulKernelF32(options) ? '_mmkf' : '') +
+    (options.normalizeInput ? '_nrm' : '')
+  );
 }
 
 /** The matrices are bf16 typed bf16 on the device. */
@@ -114,5 +123,9 @@ export function kernelMatrices(d: Pick<DecoderDims, 'gemma'>, options: DecoderOp
   const weights = options.weights ?? 'f32';
   const taken = matmulKernel(options) ? weights !== 'int8' : matmulKernelF32(options) && weights === 'f32';
   if (!taken) return [];
-  return [...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)), 'wO', ...(d.gemma ? [] : (['wDown'] as const))];
+  return [
+    ...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)),
+    'wO',
+    ...(d.gemma ? [] : (['wDown'] as const)),
+  ];
 }

@@ -30,11 +30,23 @@
  */
 import { HloValue } from '../builder/core';
 import { buildProgram, HloProgram } from '../builder/program';
-import { CudnnAttention, PassRows, causalPrefix, checkCausalAttention, checkPrefixAttention, itemsOverPrefix, prefixAttentionTag, queryAndItemsAttentionCudnn, queryAndItemsAttentionKernel, queryAndItemsAttentionOnProjection } from '../attention';
+import {
+  CudnnAttention,
+  PassRows,
+  causalPrefix,
+  checkCausalAttention,
+  checkPrefixAttention,
+  itemsOverPrefix,
+  prefixAttentionTag,
+  queryAndItemsAttentionCudnn,
+  queryAndItemsAttentionKernel,
+  queryAndItemsAttentionOnProjection,
+} from '../attention';
 import { HloBuildError, TensorType } from '../builder/types';
 import { DecoderDims } from './layout';
 import { DecoderOptions, programSuffix } from './options';
-import { checkDims, declareWeights, embed, layerLoop, layerSlice, lmHeadForDot, ropeTables } from './layers';
+import { checkDims, declareWeights, embed, layerLoop, layerSlice, ropeTables } from './layers';
+import { lmHeadForDot } from './projections';
 import { flat, itemPositions, itemReadout, liveRows, passReadouts, prefixReadout } from './readout';
 
 export interface FactoredDecoderShape {
@@ -79,75 +91,147 @@ export function decoderFused(d: DecoderDims, s: FactoredDecoderShape, options: D
   const rows = new PassRows(G, P, N, L);
   const lead = rows.lead;
   const suffix = programSuffix(options, { prefix: true, causal: true });
-  const name = G === 1 ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}` : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
-  return buildProgram(name, (f) => {
-    const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
-    const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
-    const itemTokens = f.param(TensorType.s32([...lead, N, L]), 'item_tokens');
-    const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
-    const labels = f.param(TensorType.s32([...lead, s.labels]), 'labels');
-    const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
-    const w = declareWeights(f, d, options);
-    const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-    const positions = rows.join(f, f.iota(TensorType.s32([...lead, P]), lead.length), itemPositions(f, prefixLength, N, L));
-    const rope = ropeTables(f, positions, d);
-    const tokens = rows.join(f, prefixTokens, f.reshape(itemTokens, [...lead, N * L]));
-    const joined = joinedPrefill(options);
-    // Both attention forms the kernel: one call a layer, on the q | k | v projection itself (RoPE in
-    // the call), its tables split once into the query's rows and the items'.
-    const oneCall = bothKernels(options) && G === 1;
-    const half = D / 2;
-    const ropeParts = oneCall && !rope.local ? [rows.prefill(f, rope.cos), rows.prefill(f, rope.sin), f.reshape(rows.itemRows(f, rope.cos), [N, L, half]), f.reshape(rows.itemRows(f, rope.sin), [N, L, half])] : [];
-    const { hidden } = layerLoop(f, {
-      d,
-      options,
-      w,
-      x: embed(f, d, w, tokens),
-      rope,
-      liveRows: rows.join(f, liveRows(f, prefixLength, P), f.reshape(liveRows(f, itemLengths, L), [...lead, N * L])),
-      extraInvariants: [prefixLength, itemLengths, ...ropeParts],
-      extraCarried: [],
-      attentionOnProjection: ropeParts.length
-        ? (b, qkv, [plen, ilens, queryCos, querySin, itemCos, itemSin], opts) =>
-            queryAndItemsAttentionOnProjection(b, { qkv, heads: { hq: Hq, hkv: Hkv, d: D }, queryCos, querySin, itemCos, itemSin, prefixLength: plen, itemLengths: ilens }, opts)
-        : undefined,
-      attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
-        if (joined) {
-          const out = queryAndItemsAttentionCudnn(b, { q, k, v, rows, prefixLength: plen, itemLengths: ilens }, joined, opts);
-          return { out, carried: [] };
-        }
-        const qP = rows.prefill(b, q);
-        const kP = rows.prefill(b, k);
-        const vP = rows.prefill(b, v);
-        const itemsOf = (x: HloValue, h: number) => b.reshape(rows.itemRows(b, x), [...lead, N, L, h, D]);
-        if (oneCall) {
-          const out = queryAndItemsAttentionKernel(b, { q: qP, k: kP, v: vP, prefixLength: plen, itemQ: itemsOf(q, Hq), itemK: itemsOf(k, Hkv), itemV: itemsOf(v, Hkv), itemLengths: ilens }, opts);
-          return { out, carried: [] };
-        }
-        const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention, opts);
-        const items = itemsOverPrefix(
-          b,
-          { itemQ: itemsOf(q, Hq), itemK: itemsOf(k, Hkv), itemV: itemsOf(v, Hkv), itemLengths: ilens, prefixK: kP, prefixV: vP, prefixLength: plen },
-          options.prefixAttention,
-          opts,
-        );
-        return { out: rows.join(b, query, b.reshape(items, [...lead, N * L, Hq, D])), carried: [] };
-      },
-    });
-    const dm = d.hiddenSize;
-    const prefixHidden = rows.ungroup(f, rows.prefill(f, hidden));
-    const lmHead = lmHeadForDot(f, w);
-    const itemHidden = f.reshape(rows.itemRows(f, hidden), [G * N, L, dm]);
-    // Each item row reads its own group's labels.
-    const itemLabels = G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
-    const out = passReadouts(f, d, w, lmHead, { hidden: prefixHidden, length: prefixLength, labels }, { hidden: itemHidden, lengths: flat(f, itemLengths), labels: itemLabels }, normalize);
-    return { prefix_logprobs: out.prefix, item_logprobs: out.items };
-  }, options);
+  const name =
+    G === 1
+      ? `decoder_fused_p${P}_n${N}_l${L}_b${s.labels}${suffix}`
+      : `decoder_fused_g${G}_p${P}_n${N}_l${L}_b${s.labels}${suffix}`;
+  return buildProgram(
+    name,
+    (f) => {
+      const prefixTokens = f.param(TensorType.s32([...lead, P]), 'prefix_tokens');
+      const prefixLength = f.param(TensorType.s32(lead), 'prefix_length');
+      const itemTokens = f.param(TensorType.s32([...lead, N, L]), 'item_tokens');
+      const itemLengths = f.param(TensorType.s32([...lead, N]), 'item_lengths');
+      const labels = f.param(TensorType.s32([...lead, s.labels]), 'labels');
+      const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
+      const w = declareWeights(f, d, options);
+      const { numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
+      const positions = rows.join(
+        f,
+        f.iota(TensorType.s32([...lead, P]), lead.length),
+        itemPositions(f, prefixLength, N, L),
+      );
+      const rope = ropeTables(f, positions, d);
+      const tokens = rows.join(f, prefixTokens, f.reshape(itemTokens, [...lead, N * L]));
+      const joined = joinedPrefill(options);
+      // Both attention forms the kernel: one call a layer, on the q | k | v projection itself (RoPE in
+      // the call), its tables split once into the query's rows and the items'.
+      const oneCall = bothKernels(options) && G === 1;
+      const half = D / 2;
+      const ropeParts =
+        oneCall && !rope.local
+          ? [
+              rows.prefill(f, rope.cos),
+              rows.prefill(f, rope.sin),
+              f.reshape(rows.itemRows(f, rope.cos), [N, L, half]),
+              f.reshape(rows.itemRows(f, rope.sin), [N, L, half]),
+            ]
+          : [];
+      const { hidden } = layerLoop(f, {
+        d,
+        options,
+        w,
+        x: embed(f, d, w, tokens),
+        rope,
+        liveRows: rows.join(f, liveRows(f, prefixLength, P), f.reshape(liveRows(f, itemLengths, L), [...lead, N * L])),
+        extraInvariants: [prefixLength, itemLengths, ...ropeParts],
+        extraCarried: [],
+        attentionOnProjection: ropeParts.length
+          ? (b, qkv, [plen, ilens, queryCos, querySin, itemCos, itemSin], opts) =>
+              queryAndItemsAttentionOnProjection(
+                b,
+                {
+                  qkv,
+                  heads: { hq: Hq, hkv: Hkv, d: D },
+                  queryCos,
+                  querySin,
+                  itemCos,
+                  itemSin,
+                  prefixLength: plen,
+                  itemLengths: ilens,
+                },
+                opts,
+              )
+          : undefined,
+        attention: (b, q, k, v, _layer, [plen, ilens], _carried, opts) => {
+          if (joined) {
+            const out = queryAndItemsAttentionCudnn(
+              b,
+              { q, k, v, rows, prefixLength: plen, itemLengths: ilens },
+              joined,
+              opts,
+            );
+            return { out, carried: [] };
+          }
+          const qP = rows.prefill(b, q);
+          const kP = rows.prefill(b, k);
+          const vP = rows.prefill(b, v);
+          const itemsOf = (x: HloValue, h: number) => b.reshape(rows.itemRows(b, x), [...lead, N, L, h, D]);
+          if (oneCall) {
+            const out = queryAndItemsAttentionKernel(
+              b,
+              {
+                q: qP,
+                k: kP,
+                v: vP,
+                prefixLength: plen,
+                itemQ: itemsOf(q, Hq),
+                itemK: itemsOf(k, Hkv),
+                itemV: itemsOf(v, Hkv),
+                itemLengths: ilens,
+              },
+              opts,
+            );
+            return { out, carried: [] };
+          }
+          const query = causalPrefix(b, qP, kP, vP, plen, options.causalAttention, opts);
+          const items = itemsOverPrefix(
+            b,
+            {
+              itemQ: itemsOf(q, Hq),
+              itemK: itemsOf(k, Hkv),
+              itemV: itemsOf(v, Hkv),
+              itemLengths: ilens,
+              prefixK: kP,
+              prefixV: vP,
+              prefixLength: plen,
+            },
+            options.prefixAttention,
+            opts,
+          );
+          return { out: rows.join(b, query, b.reshape(items, [...lead, N * L, Hq, D])), carried: [] };
+        },
+      });
+      const dm = d.hiddenSize;
+      const prefixHidden = rows.ungroup(f, rows.prefill(f, hidden));
+      const lmHead = lmHeadForDot(f, w);
+      const itemHidden = f.reshape(rows.itemRows(f, hidden), [G * N, L, dm]);
+      // Each item row reads its own group's labels.
+      const itemLabels =
+        G === 1 ? labels : f.reshape(f.broadcastInDim(labels, [G, N, s.labels], [0, 2]), [G * N, s.labels]);
+      const out = passReadouts(
+        f,
+        d,
+        w,
+        lmHead,
+        { hidden: prefixHidden, length: prefixLength, labels },
+        { hidden: itemHidden, lengths: flat(f, itemLengths), labels: itemLabels },
+        normalize,
+      );
+      return { prefix_logprobs: out.prefix, item_logprobs: out.items };
+    },
+    options,
+  );
 }
 
 /** Both of a packed pass's attention forms are the addon's kernels: one call does both (query-items-kernel.ts). */
 function bothKernels(options: DecoderOptions): boolean {
-  return options.causalAttention !== undefined && options.prefixAttention !== undefined && checkCausalAttention(options.causalAttention).kind === 'kernel' && checkPrefixAttention(options.prefixAttention).kind === 'kernel';
+  return (
+    options.causalAttention !== undefined &&
+    options.prefixAttention !== undefined &&
+    checkCausalAttention(options.causalAttention).kind === 'kernel' &&
+    checkPrefixAttention(options.prefixAttention).kind === 'kernel'
+  );
 }
 
 /**
@@ -160,7 +244,10 @@ function joinedPrefill(options: DecoderOptions): CudnnAttention | undefined {
   if (a?.kind !== 'cudnn' || !a.joinPrefill) return undefined;
   const c = options.causalAttention;
   if (c?.kind !== 'cudnn' || Boolean(c.standIn) !== Boolean(a.standIn)) {
-    throw new HloBuildError(`decoder: the prefix form ${prefixAttentionTag(a)} takes the prefill into its cuDNN call, so the causal form must be ${a.standIn ? 'cudnnsim' : 'cudnn'} too`);
+    throw new HloBuildError(
+      `decoder: the prefix form ${prefixAttentionTag(a)} takes the prefill into its cuDNN call, ` +
+        `so the causal form must be ${a.standIn ? 'cudnnsim' : 'cudnn'} too`,
+    );
   }
   return a;
 }
@@ -178,34 +265,42 @@ export function decoderPrefill(d: DecoderDims, s: PrefillShape, options: Decoder
   checkDims(d);
   const P = s.prefix;
   const { numLayers: Ly, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_prefill_p${P}_b${s.labels}${programSuffix(options, { prefix: false, causal: true })}`, (f) => {
-    const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
-    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
-    const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
-    const w = declareWeights(f, d, options);
-    const rope = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
-    const emptyCache = f.full(TensorType.f32([Ly, P, Hkv, D]), 0);
-    const { hidden, carried } = layerLoop(f, {
-      d,
-      options,
-      w,
-      x: embed(f, d, w, prefixTokens),
-      rope,
-      liveRows: liveRows(f, prefixLength, P),
-      extraInvariants: [prefixLength],
-      extraCarried: [emptyCache, emptyCache],
-      attention: (b, q, k, v, layer, [plen], [kCache, vCache], opts) => {
-        const at = (cache: HloValue, x: HloValue) => b.dynamicUpdateSlice(cache, b.reshape(x, [1, P, Hkv, D]), [layer, 0, 0, 0]);
-        return { out: causalPrefix(b, q, k, v, plen, options.causalAttention, opts), carried: [at(kCache, k), at(vCache, v)] };
-      },
-    });
-    return {
-      k_cache: carried[0],
-      v_cache: carried[1],
-      prefix_logprobs: prefixReadout(f, d, w, lmHeadForDot(f, w), hidden, prefixLength, labels, normalize),
-    };
-  }, options);
+  return buildProgram(
+    `decoder_prefill_p${P}_b${s.labels}${programSuffix(options, { prefix: false, causal: true })}`,
+    (f) => {
+      const prefixTokens = f.param(TensorType.s32([P]), 'prefix_tokens');
+      const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
+      const labels = f.param(TensorType.s32([s.labels]), 'labels');
+      const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
+      const w = declareWeights(f, d, options);
+      const rope = ropeTables(f, f.iota(TensorType.s32([P]), 0), d);
+      const emptyCache = f.full(TensorType.f32([Ly, P, Hkv, D]), 0);
+      const { hidden, carried } = layerLoop(f, {
+        d,
+        options,
+        w,
+        x: embed(f, d, w, prefixTokens),
+        rope,
+        liveRows: liveRows(f, prefixLength, P),
+        extraInvariants: [prefixLength],
+        extraCarried: [emptyCache, emptyCache],
+        attention: (b, q, k, v, layer, [plen], [kCache, vCache], opts) => {
+          const at = (cache: HloValue, x: HloValue) =>
+            b.dynamicUpdateSlice(cache, b.reshape(x, [1, P, Hkv, D]), [layer, 0, 0, 0]);
+          return {
+            out: causalPrefix(b, q, k, v, plen, options.causalAttention, opts),
+            carried: [at(kCache, k), at(vCache, v)],
+          };
+        },
+      });
+      return {
+        k_cache: carried[0],
+        v_cache: carried[1],
+        prefix_logprobs: prefixReadout(f, d, w, lmHeadForDot(f, w), hidden, prefixLength, labels, normalize),
+      };
+    },
+    options,
+  );
 }
 
 export interface ExtendShape {
@@ -226,44 +321,48 @@ export function decoderExtend(d: DecoderDims, s: ExtendShape, options: DecoderOp
   checkDims(d);
   const { prefix: P, items: C, itemLength: L } = s;
   const { numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = d;
-  return buildProgram(`decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${programSuffix(options, { prefix: true, causal: false })}`, (f) => {
-    const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
-    const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
-    const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
-    const kCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'k_cache');
-    const vCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'v_cache');
-    const labels = f.param(TensorType.s32([s.labels]), 'labels');
-    const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
-    const w = declareWeights(f, d, options);
-    const rope = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
-    const { hidden } = layerLoop(f, {
-      d,
-      options,
-      w,
-      x: embed(f, d, w, f.reshape(itemTokens, [C * L])),
-      rope,
-      liveRows: f.reshape(liveRows(f, itemLengths, L), [C * L]),
-      extraInvariants: [prefixLength, itemLengths, kCache, vCache],
-      extraCarried: [],
-      attention: (b, q, k, v, layer, [plen, ilens, kc, vc], _carried, opts) => {
-        const items = itemsOverPrefix(
-          b,
-          {
-            itemQ: b.reshape(q, [C, L, Hq, D]),
-            itemK: b.reshape(k, [C, L, Hkv, D]),
-            itemV: b.reshape(v, [C, L, Hkv, D]),
-            itemLengths: ilens,
-            prefixK: layerSlice(b, kc, layer),
-            prefixV: layerSlice(b, vc, layer),
-            prefixLength: plen,
-          },
-          options.prefixAttention,
-          opts,
-        );
-        return { out: b.reshape(items, [C * L, Hq, D]), carried: [] };
-      },
-    });
-    const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
-    return { item_logprobs: itemReadout(f, d, w, lmHeadForDot(f, w), itemHidden, itemLengths, labels, normalize) };
-  }, options);
+  return buildProgram(
+    `decoder_extend_p${P}_c${C}_l${L}_b${s.labels}${programSuffix(options, { prefix: true, causal: false })}`,
+    (f) => {
+      const itemTokens = f.param(TensorType.s32([C, L]), 'item_tokens');
+      const itemLengths = f.param(TensorType.s32([C]), 'item_lengths');
+      const prefixLength = f.param(TensorType.s32([]), 'prefix_length');
+      const kCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'k_cache');
+      const vCache = f.param(TensorType.f32([Ly, P, Hkv, D]), 'v_cache');
+      const labels = f.param(TensorType.s32([s.labels]), 'labels');
+      const normalize = options.normalizeInput ? f.param(TensorType.s32([]), 'normalize') : undefined;
+      const w = declareWeights(f, d, options);
+      const rope = ropeTables(f, itemPositions(f, prefixLength, C, L), d);
+      const { hidden } = layerLoop(f, {
+        d,
+        options,
+        w,
+        x: embed(f, d, w, f.reshape(itemTokens, [C * L])),
+        rope,
+        liveRows: f.reshape(liveRows(f, itemLengths, L), [C * L]),
+        extraInvariants: [prefixLength, itemLengths, kCache, vCache],
+        extraCarried: [],
+        attention: (b, q, k, v, layer, [plen, ilens, kc, vc], _carried, opts) => {
+          const items = itemsOverPrefix(
+            b,
+            {
+              itemQ: b.reshape(q, [C, L, Hq, D]),
+              itemK: b.reshape(k, [C, L, Hkv, D]),
+              itemV: b.reshape(v, [C, L, Hkv, D]),
+              itemLengths: ilens,
+              prefixK: layerSlice(b, kc, layer),
+              prefixV: layerSlice(b, vc, layer),
+              prefixLength: plen,
+            },
+            options.prefixAttention,
+            opts,
+          );
+          return { out: b.reshape(items, [C * L, Hq, D]), carried: [] };
+        },
+      });
+      const itemHidden = f.reshape(hidden, [C, L, d.hiddenSize]);
+      return { item_logprobs: itemReadout(f, d, w, lmHeadForDot(f, w), itemHidden, itemLengths, labels, normalize) };
+    },
+    options,
+  );
 }

@@ -10,7 +10,8 @@ import { HloBuildError, TensorType, formatDims, isFloatType } from '../builder/t
 
 function lastAxis(x: HloValue, axis: number | undefined, op: string): number {
   const a = axis ?? x.rank - 1;
-  if (!Number.isInteger(a) || a < 0 || a >= x.rank) throw new HloBuildError(`${op}: axis ${a} is out of range for ${x.type}`);
+  if (!Number.isInteger(a) || a < 0 || a >= x.rank)
+    throw new HloBuildError(`${op}: axis ${a} is out of range for ${x.type}`);
   if (!isFloatType(x.elementType)) throw new HloBuildError(`${op}: needs a floating-point operand, got ${x.type}`);
   return a;
 }
@@ -86,11 +87,14 @@ export function silu(f: FunctionBuilder, x: HloValue): HloValue {
 export function linear(f: FunctionBuilder, x: HloValue, weight: HloValue, bias?: HloValue): HloValue {
   const a = x.rank - 1;
   if (x.rank < 1 || weight.rank !== 2 || weight.dims[1] !== x.dims[a]) {
-    throw new HloBuildError(`linear: weight must be [Out, ${x.dims[a]}] for x ${formatDims(x.dims)}, got ${formatDims(weight.dims)}`);
+    throw new HloBuildError(
+      `linear: weight must be [Out, ${x.dims[a]}] for x ${formatDims(x.dims)}, got ${formatDims(weight.dims)}`,
+    );
   }
   const y = f.dotGeneral(x, weight, { lhsContract: [a], rhsContract: [1] });
   if (!bias) return y;
-  if (bias.rank !== 1 || bias.dims[0] !== weight.dims[0]) throw new HloBuildError(`linear: bias must be [${weight.dims[0]}], got ${formatDims(bias.dims)}`);
+  if (bias.rank !== 1 || bias.dims[0] !== weight.dims[0])
+    throw new HloBuildError(`linear: bias must be [${weight.dims[0]}], got ${formatDims(bias.dims)}`);
   return f.add(y, f.broadcastInDim(bias, y.dims, [y.rank - 1]));
 }
 
@@ -103,10 +107,18 @@ export function linear(f: FunctionBuilder, x: HloValue, weight: HloValue, bias?:
  * 2,000-token query (docs/models.md, "Precision").
  * The tables are computed once per program, outside the layer loop.
  */
-export function rotaryTables(f: FunctionBuilder, positions: HloValue, headDim: number, theta: number, linearFactor = 1): { cos: HloValue; sin: HloValue } {
-  if (!(headDim > 0 && headDim % 2 === 0)) throw new HloBuildError(`rotaryTables: head dim must be even and positive, got ${headDim}`);
+export function rotaryTables(
+  f: FunctionBuilder,
+  positions: HloValue,
+  headDim: number,
+  theta: number,
+  linearFactor = 1,
+): { cos: HloValue; sin: HloValue } {
+  if (!(headDim > 0 && headDim % 2 === 0))
+    throw new HloBuildError(`rotaryTables: head dim must be even and positive, got ${headDim}`);
   if (!(theta > 0)) throw new HloBuildError(`rotaryTables: theta must be positive, got ${theta}`);
-  if (!(linearFactor > 0)) throw new HloBuildError(`rotaryTables: the linear scaling factor must be positive, got ${linearFactor}`);
+  if (!(linearFactor > 0))
+    throw new HloBuildError(`rotaryTables: the linear scaling factor must be positive, got ${linearFactor}`);
   const scaling = linearFactor === 1 ? undefined : ({ type: 'linear', factor: linearFactor } as const);
   return rotaryTablesFrom(f, positions, ropeFrequencies(theta, headDim, scaling));
 }
@@ -115,11 +127,18 @@ export function rotaryTables(f: FunctionBuilder, positions: HloValue, headDim: n
  * cos and sin [T, D/2] of position * inverse[j], times the attention scale
  * (YaRN's), computed in f64 and rounded to f32 once.
  */
-export function rotaryTablesFrom(f: FunctionBuilder, positions: HloValue, freqs: RopeFrequencies): { cos: HloValue; sin: HloValue } {
-  if (positions.rank !== 1 || positions.elementType !== 's32') throw new HloBuildError(`rotaryTables: positions must be s32[T], got ${positions.type}`);
+export function rotaryTablesFrom(
+  f: FunctionBuilder,
+  positions: HloValue,
+  freqs: RopeFrequencies,
+): { cos: HloValue; sin: HloValue } {
+  if (positions.rank !== 1 || positions.elementType !== 's32')
+    throw new HloBuildError(`rotaryTables: positions must be s32[T], got ${positions.type}`);
   const half = freqs.inverse.length;
-  if (half === 0 || !freqs.inverse.every((v) => Number.isFinite(v) && v > 0)) throw new HloBuildError('rotaryTables: the inverse frequencies must be positive and finite');
-  if (!(freqs.attentionScale > 0)) throw new HloBuildError(`rotaryTables: the attention scale must be positive, got ${freqs.attentionScale}`);
+  if (half === 0 || !freqs.inverse.every((v) => Number.isFinite(v) && v > 0))
+    throw new HloBuildError('rotaryTables: the inverse frequencies must be positive and finite');
+  if (!(freqs.attentionScale > 0))
+    throw new HloBuildError(`rotaryTables: the attention scale must be positive, got ${freqs.attentionScale}`);
   const t = positions.dims[0];
   const freq = f.broadcastInDim(f.constant([...freqs.inverse], new TensorType('f64', [half])), [t, half], [1]);
   const pos = f.broadcastInDim(f.convert(positions, 'f64'), [t, half], [0]);
@@ -137,14 +156,21 @@ export function applyRotary(f: FunctionBuilder, x: HloValue, cos: HloValue, sin:
   if (x.rank !== 3) throw new HloBuildError(`applyRotary: x must be [T, H, D], got ${formatDims(x.dims)}`);
   const [t, h, d] = x.dims;
   const half = d / 2;
-  for (const [name, v] of [['cos', cos], ['sin', sin]] as const) {
-    if (v.rank !== 2 || v.dims[0] !== t || v.dims[1] !== half) throw new HloBuildError(`applyRotary: ${name} must be [${t}, ${half}], got ${formatDims(v.dims)}`);
+  for (const [name, v] of [
+    ['cos', cos],
+    ['sin', sin],
+  ] as const) {
+    if (v.rank !== 2 || v.dims[0] !== t || v.dims[1] !== half)
+      throw new HloBuildError(`applyRotary: ${name} must be [${t}, ${half}], got ${formatDims(v.dims)}`);
   }
   const x1 = f.slice(x, [0, 0, 0], [t, h, half]);
   const x2 = f.slice(x, [0, 0, half], [t, h, d]);
   const c = f.broadcastInDim(cos, [t, h, half], [0, 2]);
   const s = f.broadcastInDim(sin, [t, h, half], [0, 2]);
-  return f.concatenate([f.subtract(f.multiply(x1, c), f.multiply(x2, s)), f.add(f.multiply(x2, c), f.multiply(x1, s))], 2);
+  return f.concatenate(
+    [f.subtract(f.multiply(x1, c), f.multiply(x2, s)), f.add(f.multiply(x2, c), f.multiply(x1, s))],
+    2,
+  );
 }
 
 /**
@@ -158,10 +184,19 @@ export function applyRotary(f: FunctionBuilder, x: HloValue, cos: HloValue, sin:
  * normalized heads, then both rotated halves, went through memory in f32 in
  * separate kernels (docs/gpu.md, "Kernel profiles").
  */
-export function rmsNormRotary(f: FunctionBuilder, x: HloValue, weight: HloValue, eps: number, cos: HloValue, sin: HloValue): HloValue {
+export function rmsNormRotary(
+  f: FunctionBuilder,
+  x: HloValue,
+  weight: HloValue,
+  eps: number,
+  cos: HloValue,
+  sin: HloValue,
+): HloValue {
   lastAxis(x, undefined, 'rmsNormRotary');
   if (weight.rank !== 1 || weight.dims[0] !== x.dims[x.rank - 1] || weight.elementType !== x.elementType) {
-    throw new HloBuildError(`rmsNormRotary: weight must be ${x.elementType}[${x.dims[x.rank - 1]}], got ${weight.type}`);
+    throw new HloBuildError(
+      `rmsNormRotary: weight must be ${x.elementType}[${x.dims[x.rank - 1]}], got ${weight.type}`,
+    );
   }
   const rotated = applyRotary(f, f.multiply(x, f.broadcastInDim(weight, x.dims, [x.rank - 1])), cos, sin);
   return f.multiply(rotated, f.expandReduced(rmsFactor(f, x, eps), x.dims, [x.rank - 1]));

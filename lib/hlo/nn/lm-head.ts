@@ -15,7 +15,10 @@ import { HloValue } from '../builder/core';
 import { logsumexp, rmsNorm } from './functions';
 import { HloBuildError, TensorType, formatDims } from '../builder/types';
 
-/** The label id whose "log-probability" is -logsumexp(logits) of its row: logit(l) = logprob(l) - logprob(LOG_NORMALIZER_LABEL). */
+/**
+ * The label id whose "log-probability" is -logsumexp(logits) of its row: logit(l) = logprob(l) -
+ * logprob(LOG_NORMALIZER_LABEL).
+ */
 export const LOG_NORMALIZER_LABEL = -1;
 
 export interface LabelLogprobInputs {
@@ -54,7 +57,10 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   const op = 'lmHeadLabelLogprobs';
   const { rows, finalNormWeight, lmHead, labels } = x;
   if (rows.rank !== 2 || lmHead.rank !== 2 || rows.dims[1] !== lmHead.dims[1]) {
-    throw new HloBuildError(`${op}: rows [K, Dm] and lmHead [V, Dm] must share Dm, got ${formatDims(rows.dims)} and ${formatDims(lmHead.dims)}`);
+    throw new HloBuildError(
+      `${op}: rows [K, Dm] and lmHead [V, Dm] must share Dm, ` +
+        `got ${formatDims(rows.dims)} and ${formatDims(lmHead.dims)}`,
+    );
   }
   const k = rows.dims[0];
   const perRow = labels.rank === 2;
@@ -65,10 +71,13 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   if (vocab === 0) throw new HloBuildError(`${op}: the vocabulary is empty`);
 
   const cap = opts.softcap;
-  if (cap !== undefined && !(Number.isFinite(cap) && cap > 0)) throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
+  if (cap !== undefined && !(Number.isFinite(cap) && cap > 0))
+    throw new HloBuildError(`${op}: softcap must be a positive number, got ${cap}`);
   const { normalize } = x;
-  if (normalize && (normalize.elementType !== 's32' || normalize.rank !== 0)) throw new HloBuildError(`${op}: normalize must be s32[], got ${normalize.type}`);
-  const capped = (b: FunctionBuilder, raw: HloValue): HloValue => (cap === undefined ? raw : b.multiply(b.tanh(b.divide(raw, cap)), cap));
+  if (normalize && (normalize.elementType !== 's32' || normalize.rank !== 0))
+    throw new HloBuildError(`${op}: normalize must be s32[], got ${normalize.type}`);
+  const capped = (b: FunctionBuilder, raw: HloValue): HloValue =>
+    cap === undefined ? raw : b.multiply(b.tanh(b.divide(raw, cap)), cap);
   const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
   const ids = f.clamp(0, labels, vocab - 1);
   let gathered: HloValue; // [K, Lb]
@@ -79,10 +88,13 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
     // are scaled by i + 1 (1 on its one trip: exact), so the product depends on the loop and XLA cannot hoist
     // it out as loop-invariant code (which would run it every time).
     const zero = f.broadcastInDim(f.scalar(0), [k], []);
-    [logNormalizer] = f.forLoop({ count: normalize, carried: [zero], invariants: [normed, lmHead] }, (b, i, _carried, [n, table]) => {
-      const trip = b.broadcastInDim(b.convert(b.add(i, 1), 'f32'), n.dims, []);
-      return [logsumexp(b, capped(b, labelRowLogits(b, b.multiply(n, trip), table)), 1)];
-    });
+    [logNormalizer] = f.forLoop(
+      { count: normalize, carried: [zero], invariants: [normed, lmHead] },
+      (b, i, _carried, [n, table]) => {
+        const trip = b.broadcastInDim(b.convert(b.add(i, 1), 'f32'), n.dims, []);
+        return [logsumexp(b, capped(b, labelRowLogits(b, b.multiply(n, trip), table)), 1)];
+      },
+    );
   } else {
     const logits = capped(f, labelRowLogits(f, normed, lmHead)); // [K, V]
     logNormalizer = logsumexp(f, logits, 1);
@@ -90,7 +102,11 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
   }
   // The log-normalizer's column reads a logit of 0 (ids < 0 are no token: only it is negative).
   const normalizerColumn = f.eq(labels, LOG_NORMALIZER_LABEL);
-  const labelLogits = f.select(perRow ? normalizerColumn : f.broadcastInDim(normalizerColumn, gathered.dims, [1]), f.full(gathered, 0), gathered);
+  const labelLogits = f.select(
+    perRow ? normalizerColumn : f.broadcastInDim(normalizerColumn, gathered.dims, [1]),
+    f.full(gathered, 0),
+    gathered,
+  );
   return f.subtract(labelLogits, f.expandReduced(logNormalizer, labelLogits.dims, [1]));
 }
 
@@ -119,18 +135,37 @@ function labelRowLogits(f: FunctionBuilder, rows: HloValue, lmHead: HloValue): H
  * label logits [K, Lb], with the same operand rule as labelRowLogits (an f32 table read as-is for few rows).
  */
 function labelLogitsOnly(f: FunctionBuilder, rows: HloValue, lmHead: HloValue, ids: HloValue): HloValue {
-  const operands = rows.dims[0] <= LM_HEAD_F32_ROWS && lmHead.elementType === 'f32' && rows.elementType === 'f32' ? { operands: 'as-is' as const } : {};
-  if (ids.rank === 1) return f.dotGeneral(rows, f.take(lmHead, ids, 0), { lhsContract: [1], rhsContract: [1], ...operands });
+  const operands =
+    rows.dims[0] <= LM_HEAD_F32_ROWS && lmHead.elementType === 'f32' && rows.elementType === 'f32'
+      ? { operands: 'as-is' as const }
+      : {};
+  if (ids.rank === 1)
+    return f.dotGeneral(rows, f.take(lmHead, ids, 0), { lhsContract: [1], rhsContract: [1], ...operands });
   const [k, lb] = ids.dims;
   const labelRows = f.reshape(f.take(lmHead, f.reshape(ids, [k * lb]), 0), [k, lb, lmHead.dims[1]]); // [K, Lb, Dm]
-  return f.dotGeneral(rows, labelRows, { lhsBatch: [0], rhsBatch: [0], lhsContract: [1], rhsContract: [2], ...operands });
+  return f.dotGeneral(rows, labelRows, {
+    lhsBatch: [0],
+    rhsBatch: [0],
+    lhsContract: [1],
+    rhsContract: [2],
+    ...operands,
+  });
 }
 
-/** logits [K, V] at each row's own label ids [K, Lb] -> [K, Lb]: a gather of (row, label) pairs, the same values and no [K, V] copy. */
+/**
+ * logits [K, V] at each row's own label ids [K, Lb] -> [K, Lb]: a gather of (row, label) pairs, the same values and no
+ * [K, V] copy.
+ */
 function rowLabelLogits(f: FunctionBuilder, logits: HloValue, ids: HloValue): HloValue {
   const [k, lb] = ids.dims;
   const pairs = f.concatenate([f.iota(TensorType.s32([k, lb, 1]), 0), f.reshape(ids, [k, lb, 1])], 2);
-  return f.gather(logits, pairs, { offsetDims: [], collapsedSliceDims: [0, 1], startIndexMap: [0, 1], indexVectorDim: 2, sliceSizes: [1, 1] });
+  return f.gather(logits, pairs, {
+    offsetDims: [],
+    collapsedSliceDims: [0, 1],
+    startIndexMap: [0, 1],
+    indexVectorDim: 2,
+    sliceSizes: [1, 1],
+  });
 }
 
 export interface LmHeadGatherInputs {

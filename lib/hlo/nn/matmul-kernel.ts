@@ -25,13 +25,16 @@ import { bf16Bits } from './functions';
 export const MATMUL_BF16_TARGET = 'pjrt_score_matmul_bf16';
 export const MATMUL_BF16_RMSNORM_TARGET = 'pjrt_score_matmul_bf16_rmsnorm';
 export const MATMUL_BF16_SWIGLU_TARGET = 'pjrt_score_matmul_bf16_swiglu';
-/** The f32 kernel's targets: the same operands and prologues, f32 products and sums, f32 weights [Ly, K, N] or packed. */
+/**
+ * The f32 kernel's targets: the same operands and prologues, f32 products and sums, f32 weights [Ly, K, N] or packed.
+ */
 export const MATMUL_F32_TARGET = 'pjrt_score_matmul_f32';
 export const MATMUL_F32_RMSNORM_TARGET = 'pjrt_score_matmul_f32_rmsnorm';
 export const MATMUL_F32_SWIGLU_TARGET = 'pjrt_score_matmul_f32_swiglu';
 
 /** What the kernel computes from its input before rounding it. */
-export type MatmulPrologue = { readonly kind: 'rmsNorm'; readonly weights: HloValue; readonly eps: number } | { readonly kind: 'swiglu' };
+export type MatmulPrologue =
+  { readonly kind: 'rmsNorm'; readonly weights: HloValue; readonly eps: number } | { readonly kind: 'swiglu' };
 
 /** The weight element types the kernel reads: f32, or bf16 bits typed u16 or bf16. */
 const WEIGHT_TYPES: readonly string[] = ['f32', 'u16', 'bf16'];
@@ -65,8 +68,13 @@ export function packedMatmulDimsF32(dims: readonly number[]): number[] {
 export type PackedFor = 'bf16' | 'f32';
 
 /** The packed form of stacked matrices [Ly, K, N] for a kernel: its dims and element type. */
-export function packedMatmulForm(dims: readonly number[], packedFor: PackedFor): { dims: number[]; elementType: 'u16' | 'f32' } {
-  return packedFor === 'f32' ? { dims: packedMatmulDimsF32(dims), elementType: 'f32' } : { dims: packedMatmulDims(dims), elementType: 'u16' };
+export function packedMatmulForm(
+  dims: readonly number[],
+  packedFor: PackedFor,
+): { dims: number[]; elementType: 'u16' | 'f32' } {
+  return packedFor === 'f32'
+    ? { dims: packedMatmulDimsF32(dims), elementType: 'f32' }
+    : { dims: packedMatmulDims(dims), elementType: 'u16' };
 }
 
 /**
@@ -76,7 +84,10 @@ export function packedMatmulForm(dims: readonly number[], packedFor: PackedFor):
  */
 function packMatmulF32(f: FunctionBuilder, stacked: HloValue, rows: boolean): HloValue {
   const name = rows ? 'packMatmulRows' : 'packMatmulWeights';
-  if (stacked.dims.length !== 3 || stacked.elementType !== 'f32') throw new HloBuildError(`${name}: the f32 kernel's weights must be f32 [Ly, ${rows ? 'N, K' : 'K, N'}], got ${stacked.type}`);
+  if (stacked.dims.length !== 3 || stacked.elementType !== 'f32')
+    throw new HloBuildError(
+      `${name}: the f32 kernel's weights must be f32 [Ly, ${rows ? 'N, K' : 'K, N'}], got ${stacked.type}`,
+    );
   const [layers, k, n] = rows ? [stacked.dims[0], stacked.dims[2], stacked.dims[1]] : stacked.dims;
   const [, panels] = packedMatmulDimsF32([layers, k, n]);
   const wide = MATMUL_PANEL_COLUMNS * panels;
@@ -103,8 +114,14 @@ export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue, packedF
   }
   const [layers, k, n] = stacked.dims;
   const [, panels, pairs] = packedMatmulDims(stacked.dims);
-  const bits = stacked.elementType === 'f32' ? bf16Bits(f, stacked) : stacked.elementType === 'bf16' ? f.bitcastConvert(stacked, 'u16') : stacked;
-  // [Ly, K, N] -> [Ly, 2 * pairs, 32 * panels] (zeros past K and N) -> [Ly, pairs, 2, panels, 32] -> [Ly, panels, pairs, 32, 2].
+  const bits =
+    stacked.elementType === 'f32'
+      ? bf16Bits(f, stacked)
+      : stacked.elementType === 'bf16'
+        ? f.bitcastConvert(stacked, 'u16')
+        : stacked;
+  // [Ly, K, N] -> [Ly, 2 * pairs, 32 * panels] (zeros past K and N)
+  // -> [Ly, pairs, 2, panels, 32] -> [Ly, panels, pairs, 32, 2].
   const padded = f.pad(bits, 0, [0, 0, 0], [0, 2 * pairs - k, MATMUL_PANEL_COLUMNS * panels - n]);
   const split = f.reshape(padded, [layers, pairs, 2, panels, MATMUL_PANEL_COLUMNS]);
   return f.transpose(split, [0, 3, 1, 4, 2]);
@@ -112,8 +129,8 @@ export function packMatmulWeights(f: FunctionBuilder, stacked: HloValue, packedF
 
 /**
  * The same packed forms from the matrices as Hugging Face stores them, rows of outputs [Ly, N, K]
- * (f32, u16 or bf16; f32 for the f32 kernel): the load stacks a checkpoint's rows as they lie (a copy, no transpose on the
- * host) and this program moves them: pad, one reshape, one transpose.
+ * (f32, u16 or bf16; f32 for the f32 kernel): the load stacks a checkpoint's rows as they lie (a
+ * copy, no transpose on the host) and this program moves them: pad, one reshape, one transpose.
  */
 export function packMatmulRows(f: FunctionBuilder, rows: HloValue, packedFor: PackedFor = 'bf16'): HloValue {
   if (packedFor === 'f32') return packMatmulF32(f, rows, true);
@@ -122,8 +139,10 @@ export function packMatmulRows(f: FunctionBuilder, rows: HloValue, packedFor: Pa
   }
   const [layers, n, k] = rows.dims;
   const [, panels, pairs] = packedMatmulDims([layers, k, n]);
-  const bits = rows.elementType === 'f32' ? bf16Bits(f, rows) : rows.elementType === 'bf16' ? f.bitcastConvert(rows, 'u16') : rows;
-  // [Ly, N, K] -> [Ly, 32 * panels, 2 * pairs] (zeros past N and K) -> [Ly, panels, 32, pairs, 2] -> [Ly, panels, pairs, 32, 2].
+  const bits =
+    rows.elementType === 'f32' ? bf16Bits(f, rows) : rows.elementType === 'bf16' ? f.bitcastConvert(rows, 'u16') : rows;
+  // [Ly, N, K] -> [Ly, 32 * panels, 2 * pairs] (zeros past N and K)
+  // -> [Ly, panels, 32, pairs, 2] -> [Ly, panels, pairs, 32, 2].
   const padded = f.pad(bits, 0, [0, 0, 0], [0, MATMUL_PANEL_COLUMNS * panels - n, 2 * pairs - k]);
   const split = f.reshape(padded, [layers, panels, MATMUL_PANEL_COLUMNS, pairs, 2]);
   return f.transpose(split, [0, 1, 3, 2, 4]);
@@ -139,24 +158,62 @@ export function matmulKernelTakes(elementType: string): boolean {
  * -> f32 [T, N], in bf16 with f32 sums. Packed weights (u16 or bf16, packedMatmulDims) round K and N
  * up, so `columns` gives N (K is x's).
  */
-export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, columns?: number, rows: MatmulRows = {}): HloValue {
+export function matmulBf16Kernel(
+  f: FunctionBuilder,
+  x: HloValue,
+  stacked: HloValue,
+  layer: HloValue,
+  prologue?: MatmulPrologue,
+  columns?: number,
+  rows: MatmulRows = {},
+): HloValue {
   const packed = stacked.dims.length === 5;
-  if (!(packed ? stacked.elementType === 'u16' || stacked.elementType === 'bf16' : stacked.dims.length === 3 && matmulKernelTakes(stacked.elementType))) {
-    throw new HloBuildError(`matmulBf16Kernel: weights must be [Ly, K, N] of f32, u16 or bf16, or packed [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`);
+  if (
+    !(packed
+      ? stacked.elementType === 'u16' || stacked.elementType === 'bf16'
+      : stacked.dims.length === 3 && matmulKernelTakes(stacked.elementType))
+  ) {
+    throw new HloBuildError(
+      `matmulBf16Kernel: weights must be [Ly, K, N] of f32, u16 or bf16, ` +
+        `or packed [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`,
+    );
   }
   const swiglu = prologue?.kind === 'swiglu';
   const layers = stacked.dims[0];
   const k = packed ? (swiglu ? x.dims[1] / 2 : x.dims[1]) : stacked.dims[1];
   const n = packed ? columns : stacked.dims[2];
-  if (packed && (n === undefined || !Number.isInteger(n) || n < 0 || !Number.isInteger(k) || packedMatmulDims([layers, k, n]).some((d, i) => d !== stacked.dims[i]))) {
-    throw new HloBuildError(`matmulBf16Kernel: packed weights ${stacked.type} do not hold [${layers}, K, N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`);
+  if (
+    packed &&
+    (n === undefined ||
+      !Number.isInteger(n) ||
+      n < 0 ||
+      !Number.isInteger(k) ||
+      packedMatmulDims([layers, k, n]).some((d, i) => d !== stacked.dims[i]))
+  ) {
+    throw new HloBuildError(
+      `matmulBf16Kernel: packed weights ${stacked.type} do not hold [${layers}, K, ` +
+        `N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
+    );
   }
   const width = swiglu ? 2 * k : k;
   if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
-    throw new HloBuildError(`matmulBf16Kernel: x must be f32 [T, ${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
+    throw new HloBuildError(
+      `matmulBf16Kernel: x must be f32 [T, ` +
+        `${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
+    );
   }
-  if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulBf16Kernel: layer must be s32[], got ${layer.type}`);
-  return kernelCall(f, x, stacked, layer, prologue, n as number, [MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET], rows);
+  if (layer.elementType !== 's32' || layer.dims.length !== 0)
+    throw new HloBuildError(`matmulBf16Kernel: layer must be s32[], got ${layer.type}`);
+  return kernelCall(
+    f,
+    x,
+    stacked,
+    layer,
+    prologue,
+    n as number,
+    [MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET],
+    rows,
+  );
 }
 
 /**
@@ -164,20 +221,53 @@ export function matmulBf16Kernel(f: FunctionBuilder, x: HloValue, stacked: HloVa
  * (s32 []) -> f32 [T, N], f32 products and sums (the f32 kernel: native/kernels/matmul_f32.h), each
  * output one FMA chain over k. Packed weights (packedMatmulDimsF32) round N up, so `columns` gives N.
  */
-export function matmulF32Kernel(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue?: MatmulPrologue, rows: MatmulRows = {}, columns?: number): HloValue {
+export function matmulF32Kernel(
+  f: FunctionBuilder,
+  x: HloValue,
+  stacked: HloValue,
+  layer: HloValue,
+  prologue?: MatmulPrologue,
+  rows: MatmulRows = {},
+  columns?: number,
+): HloValue {
   const packed = stacked.dims.length === 4;
-  if (!(stacked.dims.length === 3 || packed) || stacked.elementType !== 'f32') throw new HloBuildError(`matmulF32Kernel: weights must be f32 [Ly, K, N] or packed [Ly, N / 32, K, 32], got ${stacked.type}`);
+  if (!(stacked.dims.length === 3 || packed) || stacked.elementType !== 'f32')
+    throw new HloBuildError(
+      `matmulF32Kernel: weights must be f32 [Ly, K, N] or packed [Ly, N / 32, K, 32], got ${stacked.type}`,
+    );
   const k = packed ? stacked.dims[2] : stacked.dims[1];
   const n = packed ? columns : stacked.dims[2];
-  if (packed && (n === undefined || !Number.isInteger(n) || n < 0 || packedMatmulDimsF32([stacked.dims[0], k, n]).some((d, i) => d !== stacked.dims[i]))) {
-    throw new HloBuildError(`matmulF32Kernel: packed weights ${stacked.type} do not hold [${stacked.dims[0]}, ${k}, N] for ${columns ?? 'no'} columns`);
+  if (
+    packed &&
+    (n === undefined ||
+      !Number.isInteger(n) ||
+      n < 0 ||
+      packedMatmulDimsF32([stacked.dims[0], k, n]).some((d, i) => d !== stacked.dims[i]))
+  ) {
+    throw new HloBuildError(
+      `matmulF32Kernel: packed weights ${stacked.type} do not hold [${stacked.dims[0]}, ` +
+        `${k}, N] for ${columns ?? 'no'} columns`,
+    );
   }
   const width = prologue?.kind === 'swiglu' ? 2 * k : k;
   if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
-    throw new HloBuildError(`matmulF32Kernel: x must be f32 [T, ${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`);
+    throw new HloBuildError(
+      `matmulF32Kernel: x must be f32 [T, ` +
+        `${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
+    );
   }
-  if (layer.elementType !== 's32' || layer.dims.length !== 0) throw new HloBuildError(`matmulF32Kernel: layer must be s32[], got ${layer.type}`);
-  return kernelCall(f, x, stacked, layer, prologue, n as number, [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET], rows);
+  if (layer.elementType !== 's32' || layer.dims.length !== 0)
+    throw new HloBuildError(`matmulF32Kernel: layer must be s32[], got ${layer.type}`);
+  return kernelCall(
+    f,
+    x,
+    stacked,
+    layer,
+    prologue,
+    n as number,
+    [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET],
+    rows,
+  );
 }
 
 /**
@@ -192,15 +282,29 @@ export interface MatmulRows {
 }
 
 /** The custom call of a checked kernel product: [plain, RMSNorm, SwiGLU] targets. */
-function kernelCall(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: HloValue, prologue: MatmulPrologue | undefined, n: number, targets: readonly [string, string, string], rows: MatmulRows): HloValue {
+function kernelCall(
+  f: FunctionBuilder,
+  x: HloValue,
+  stacked: HloValue,
+  layer: HloValue,
+  prologue: MatmulPrologue | undefined,
+  n: number,
+  targets: readonly [string, string, string],
+  rows: MatmulRows,
+): HloValue {
   const t = x.dims[0];
   const result = [TensorType.f32([t, n])];
   const { live, residual } = rows;
   if (live && (live.elementType !== 's32' || live.dims.length !== 1 || live.dims[0] !== t)) {
     throw new HloBuildError(`matmul kernel: live rows must be s32 [${t}] for x ${x.type}, got ${live.type}`);
   }
-  if (residual && (residual.elementType !== 'f32' || residual.dims.length !== 2 || residual.dims[0] !== t || residual.dims[1] !== n)) {
-    throw new HloBuildError(`matmul kernel: the residual must be f32 [${t}, ${n}] (the result's shape), got ${residual.type}`);
+  if (
+    residual &&
+    (residual.elementType !== 'f32' || residual.dims.length !== 2 || residual.dims[0] !== t || residual.dims[1] !== n)
+  ) {
+    throw new HloBuildError(
+      `matmul kernel: the residual must be f32 [${t}, ${n}] (the result's shape), got ${residual.type}`,
+    );
   }
   const extra = [...(live ? [live] : []), ...(residual ? [residual] : [])];
   if (prologue?.kind === 'rmsNorm') {
@@ -210,7 +314,8 @@ function kernelCall(f: FunctionBuilder, x: HloValue, stacked: HloValue, layer: H
     if (w.elementType !== 'f32' || w.dims.length !== 2 || w.dims[0] !== layers || w.dims[1] !== k) {
       throw new HloBuildError(`matmul kernel: RMSNorm weights must be f32 [${layers}, ${k}], got ${w.type}`);
     }
-    if (!(prologue.eps >= 0)) throw new HloBuildError(`matmul kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
+    if (!(prologue.eps >= 0))
+      throw new HloBuildError(`matmul kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
     return f.customCall(targets[1], [x, w, f.scalar(prologue.eps), stacked, layer, ...extra], result)[0];
   }
   return f.customCall(prologue?.kind === 'swiglu' ? targets[2] : targets[0], [x, stacked, layer, ...extra], result)[0];

@@ -50,7 +50,9 @@ export interface Admission {
 export interface AdmissionOptions {
   /** Most requests that may wait (not counting those in the device's turn). */
   readonly queueSize: number;
-  /** Which waiting requests the head takes along: those that share its query ('same-query'), every one ('all'), or none. */
+  /**
+   * Which waiting requests the head takes along: those that share its query ('same-query'), every one ('all'), or none.
+   */
   readonly takeAlong: 'same-query' | 'all' | 'none';
   readonly maxItems: number;
   readonly maxRequestTokens: number;
@@ -235,7 +237,7 @@ export class AdmissionQueue<J extends AdmissionJob, R> {
     const queryLength = head.job.request.queryTokens.length;
     let items = head.job.request.itemTokens.length;
     let tokens = head.job.request.promptTokens;
-    for (let i = 0; i < this.waiting.length; ) {
+    for (let i = 0; i < this.waiting.length;) {
       const other = this.waiting[i];
       if (other.key === head.key) {
         const moreItems = other.job.request.itemTokens.length;
@@ -302,5 +304,6 @@ function settle<J extends AdmissionJob, R>(entry: Waiting<J, R>, fn: () => void)
 /** Requests that may share a turn. Requests with no items or no query are not merged (nothing to share). */
 function coalesceKey(request: NormalizedRequest): string | null {
   if (request.itemTokens.length === 0 || request.queryTokens.length === 0) return null;
-  return `${request.itemFirst ? 1 : 0}${request.applySoftmax ? 1 : 0}|${request.labels.join(',')}|${request.queryTokens.join(',')}`;
+  const flags = `${request.itemFirst ? 1 : 0}${request.applySoftmax ? 1 : 0}`;
+  return `${flags}|${request.labels.join(',')}|${request.queryTokens.join(',')}`;
 }

@@ -33,14 +33,17 @@ export type ProgramSource = () => string | Promise<string>;
 
 /** The canonical string of a key: `program|model|A=1,B=2` with dims sorted by name. */
 export function jitKeyString(key: JitKey): string {
-  if (typeof key !== 'object' || key === null) throw new TypeError('a JIT key must be an object { program, model, dims }');
-  if (typeof key.program !== 'string' || key.program === '') throw new TypeError('JIT key program must be a non-empty string');
+  if (typeof key !== 'object' || key === null)
+    throw new TypeError('a JIT key must be an object { program, model, dims }');
+  if (typeof key.program !== 'string' || key.program === '')
+    throw new TypeError('JIT key program must be a non-empty string');
   if (typeof key.model !== 'string') throw new TypeError('JIT key model must be a string');
   const dims = Object.keys(key.dims ?? {})
     .sort()
     .map((name) => {
       const value = key.dims[name];
-      if (!Number.isInteger(value) || value < 0) throw new TypeError(`JIT key dim ${name} must be a non-negative integer, got ${value}`);
+      if (!Number.isInteger(value) || value < 0)
+        throw new TypeError(`JIT key dim ${name} must be a non-negative integer, got ${value}`);
       return `${name}=${value}`;
     });
   return `${key.program}|${key.model}|${dims.join(',')}`;
@@ -92,7 +95,10 @@ function shortHash(text: string): string {
  * (XLA_FLAGS and the per-compile XLA options, names sorted). Executables never
  * cross namespaces.
  */
-export function executableNamespace(client: Omit<CompilingClient<never>, 'compile' | 'deserialize'>, options: CompilerOptions = {}): string {
+export function executableNamespace(
+  client: Omit<CompilingClient<never>, 'compile' | 'deserialize'>,
+  options: CompilerOptions = {},
+): string {
   const kinds = [...new Set((client.devices ?? []).map((d) => d.kind))].join(',');
   const cpu = options.hostCpuId ?? hostCpu().id;
   const flags = options.xlaFlags ?? process.env.XLA_FLAGS ?? '';

@@ -3,7 +3,22 @@
  * the per-request inputs, appends the resident weights, executes, and frees
  * the inputs. Plans (planning/plan.ts) decide what to run; this file only runs it.
  */
-import { Bf16Matrices, CausalAttention, causalAttentionNameTag, DecoderDims, decoderExtend, decoderFused, DecoderOptions, decoderPrefill, HloProgram, JOINT_PREFIX_ATTENTION, PrefixAttention, prefixAttentionTag, SQUARE_CAUSAL_ATTENTION, WeightType } from '../../hlo';
+import {
+  Bf16Matrices,
+  CausalAttention,
+  causalAttentionNameTag,
+  DecoderDims,
+  decoderExtend,
+  decoderFused,
+  DecoderOptions,
+  decoderPrefill,
+  HloProgram,
+  JOINT_PREFIX_ATTENTION,
+  PrefixAttention,
+  prefixAttentionTag,
+  SQUARE_CAUSAL_ATTENTION,
+  WeightType,
+} from '../../hlo';
 import { ModelConfig } from '../../model/config';
 import { DeviceWeights } from '../../device-weights/upload';
 import { Client } from '../../runtime/client';
@@ -52,7 +67,10 @@ interface AttentionForms {
   readonly causalAttention: CausalAttention;
 }
 
-const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({ prefixAttention: JOINT_PREFIX_ATTENTION, causalAttention: SQUARE_CAUSAL_ATTENTION });
+const DEFAULT_ATTENTION_FORMS: AttentionForms = Object.freeze({
+  prefixAttention: JOINT_PREFIX_ATTENTION,
+  causalAttention: SQUARE_CAUSAL_ATTENTION,
+});
 
 /**
  * The attention forms (and those of a pass of several queries, where they differ: attention-forms.ts),
@@ -64,7 +82,9 @@ interface ProgramForms extends AttentionForms {
   readonly bf16Products?: boolean;
   /** Under bf16 dots, the projections through the addon's matmul kernel (a platform fact; default no). */
   readonly matmulKernel?: boolean;
-  /** Under f32 dots, the projections of f32 weights through the addon's f32 matmul kernel (a platform fact; default no). */
+  /**
+   * Under f32 dots, the projections of f32 weights through the addon's f32 matmul kernel (a platform fact; default no).
+   */
   readonly matmulKernelF32?: boolean;
   readonly xlaOptions?: XlaOptions;
 }
@@ -98,11 +118,19 @@ function buildProgram(config: DecoderDims, key: ProgramKey, c: ProgramChoices): 
   };
   switch (key.program) {
     case 'decoder_fused':
-      return decoderFused(config, { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
+      return decoderFused(
+        config,
+        { groups: key.groups, prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels },
+        options,
+      );
     case 'decoder_prefill':
       return decoderPrefill(config, { prefix: key.prefix, labels: key.labels }, options);
     case 'decoder_extend':
-      return decoderExtend(config, { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels }, options);
+      return decoderExtend(
+        config,
+        { prefix: key.prefix, items: key.items, itemLength: key.itemLength, labels: key.labels },
+        options,
+      );
   }
 }
 
@@ -147,10 +175,24 @@ export class DecoderRunner {
     // Packed matrices are declared in the form of the kernel the programs run: the weights must be packed for it.
     const arithmetic = matmulKernel ? 'bf16' : matmulKernelF32 ? 'f32' : null;
     if (weights.packed.length && weights.packedFor !== arithmetic) {
-      throw new Error(`DecoderRunner: the weights hold ${weights.packed.join(', ')} packed for the ${weights.packedFor} matmul kernel, but precision ${precision} runs ${arithmetic ? `the ${arithmetic} one` : "XLA's dots"}`);
+      throw new Error(
+        `DecoderRunner: the weights hold ${weights.packed.join(', ')} packed for the ${weights.packedFor} ` +
+          `matmul kernel, but precision ${precision} runs ${arithmetic ? `the ${arithmetic} one` : "XLA's dots"}`,
+      );
     }
-    this.choices = { precision, weights: weights.weightType, bf16Matrices: weights.bf16Matrices, bf16Products, matmulKernel, matmulKernelF32, packedMatrices: weights.packed };
-    this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), { maxEntries: DEFAULT_JIT_CACHE_ENTRIES, ...jitOptions });
+    this.choices = {
+      precision,
+      weights: weights.weightType,
+      bf16Matrices: weights.bf16Matrices,
+      bf16Products,
+      matmulKernel,
+      matmulKernelF32,
+      packedMatrices: weights.packed,
+    };
+    this.jit = new JitCache(clientCompiler(client, { xlaOptions: attention.xlaOptions }), {
+      maxEntries: DEFAULT_JIT_CACHE_ENTRIES,
+      ...jitOptions,
+    });
   }
 
   /** The attention forms a program runs: the form chooser's for its pass (attention-forms.ts). */
@@ -183,8 +225,12 @@ export class DecoderRunner {
       // The host inputs go up together (each upload is its own trip to a
       // worker thread and the device); every one that arrived is freed after
       // the execution, or at once when another failed.
-      const settled = await Promise.allSettled(args.map((arg) => (arg instanceof DeviceBuffer ? arg : this.client.upload(arg.data, arg.dims, arg.dtype))));
-      const uploaded = settled.flatMap((s, i) => (s.status === 'fulfilled' && !(args[i] instanceof DeviceBuffer) ? [s.value] : []));
+      const settled = await Promise.allSettled(
+        args.map((arg) => (arg instanceof DeviceBuffer ? arg : this.client.upload(arg.data, arg.dims, arg.dtype))),
+      );
+      const uploaded = settled.flatMap((s, i) =>
+        s.status === 'fulfilled' && !(args[i] instanceof DeviceBuffer) ? [s.value] : [],
+      );
       try {
         const buffers = settled.map((s) => {
           if (s.status === 'rejected') throw s.reason;

@@ -99,7 +99,6 @@ interface Loaded<E> {
   readonly source: LoadSource;
 }
 
-
 export class JitCache<E> {
   private readonly compiler: ProgramCompiler<E>;
   private readonly maxEntries: number;
@@ -142,9 +141,12 @@ export class JitCache<E> {
     this.warn = options.warn ?? ((message) => process.emitWarning(message, 'PjrtScoreWarning'));
     const canPersist = typeof compiler.serialize === 'function' && typeof compiler.deserialize === 'function';
     const disk = options.disk ?? canPersist;
-    if (disk !== false && !canPersist) throw new TypeError('an on-disk JIT cache needs compiler.serialize and compiler.deserialize');
+    if (disk !== false && !canPersist)
+      throw new TypeError('an on-disk JIT cache needs compiler.serialize and compiler.deserialize');
     this.disk =
-      disk === false ? null : new ExecutableDiskCache(disk === true ? defaultExecutableDir(compiler.cacheNamespace) : disk, this.warn);
+      disk === false
+        ? null
+        : new ExecutableDiskCache(disk === true ? defaultExecutableDir(compiler.cacheNamespace) : disk, this.warn);
   }
 
   /** The on-disk directory, or null when the disk cache is off. */
@@ -250,7 +252,11 @@ export class JitCache<E> {
       return { entry: await inFlight.promise, source: 'inflight' };
     }
     // Registered before load() starts, so even a synchronous failure finds (and clears) its own flight.
-    const flight: Flight<E> = { pins: pin ? 1 : 0, source: 'compile', promise: undefined as unknown as Promise<Entry<E>> };
+    const flight: Flight<E> = {
+      pins: pin ? 1 : 0,
+      source: 'compile',
+      promise: undefined as unknown as Promise<Entry<E>>,
+    };
     this.flights.set(key, flight);
     flight.promise = this.load(key, source, flight);
     const entry = await flight.promise;
@@ -260,7 +266,8 @@ export class JitCache<E> {
   private async load(key: string, source: ProgramSource, flight: Flight<E>): Promise<Entry<E>> {
     try {
       const text = await source();
-      if (typeof text !== 'string' || text === '') throw new TypeError(`the program source for ${key} returned no program text`);
+      if (typeof text !== 'string' || text === '')
+        throw new TypeError(`the program source for ${key} returned no program text`);
       const fileKey = this.disk ? executableKey(this.compiler.cacheNamespace, text) : '';
       let executable: E | undefined;
       let serialized: Uint8Array | undefined;

@@ -8,7 +8,14 @@
 import type { NormalizedRequest } from '../requests/request';
 import { batchPrograms, canJoinBatch } from '../planning/batch-plan';
 import { Algorithm, ProgramKey, programKeyString, RequestShape, shapeOf, Sizing } from '../planning/plan';
-import { ALGORITHM_CHOICES, AlgorithmChoice, choosePlan, CostModel, PlanChoice, QueryInCache } from '../planning/selector';
+import {
+  ALGORITHM_CHOICES,
+  AlgorithmChoice,
+  choosePlan,
+  CostModel,
+  PlanChoice,
+  QueryInCache,
+} from '../planning/selector';
 import { PrefixCache } from './prefix-cache';
 import type { ChosenJob } from './turns';
 
@@ -26,7 +33,12 @@ export interface WarmupShape {
 
 /** A warmup shape as a request shape: `items` items of `itemTokens` tokens. */
 function warmupShape(s: WarmupShape): RequestShape {
-  return { queryLength: s.queryTokens, itemLengths: new Array<number>(s.items).fill(s.itemTokens), labelCount: s.labels ?? 2, itemFirst: false };
+  return {
+    queryLength: s.queryTokens,
+    itemLengths: new Array<number>(s.items).fill(s.itemTokens),
+    labelCount: s.labels ?? 2,
+    itemFirst: false,
+  };
 }
 
 function isAlgorithmChoice(x: unknown): x is AlgorithmChoice {
@@ -65,19 +77,27 @@ export class JobPlanner {
   choose(request: NormalizedRequest, requested: AlgorithmChoice | undefined): PlanChoice {
     const choice = this.planFor(shapeOf(request), requested, this.queryInCache(request.queryTokens));
     if (request.itemFirst && !this.loggedItemFirst) {
-      this.o.log({ event: 'item_first_serial', message: 'item_first requests run on the serial path (no shared query prefix)' });
+      this.o.log({
+        event: 'item_first_serial',
+        message: 'item_first requests run on the serial path (no shared query prefix)',
+      });
       this.loggedItemFirst = true;
     }
     return choice;
   }
 
   /** The plan of a request, and whether it may share passes with other requests (batching 'cross-request'). */
-  chosenJob(request: NormalizedRequest, requested: AlgorithmChoice | undefined, signal: AbortSignal | undefined): ChosenJob {
+  chosenJob(
+    request: NormalizedRequest,
+    requested: AlgorithmChoice | undefined,
+    signal: AbortSignal | undefined,
+  ): ChosenJob {
     const choice = this.choose(request, requested);
     // The doorkeeper: this query's next request may keep its K/V (docs/design.md, the cache rule).
     if (request.queryTokens.length > 0) this.o.prefixCache.noteSeen(request.queryTokens);
     // A query the prefix cache holds runs its own extends: cheaper than its query again in a shared pass.
-    const joins = this.mayJoin(requested) && choice.prefixCache !== 'hit' && canJoinBatch(shapeOf(request), this.o.sizing);
+    const joins =
+      this.mayJoin(requested) && choice.prefixCache !== 'hit' && canJoinBatch(shapeOf(request), this.o.sizing);
     return { request, choice, joins, ...(signal ? { signal } : {}) };
   }
 
@@ -89,18 +109,28 @@ export class JobPlanner {
    */
   warmupPrograms(shapes: readonly WarmupShape[]): ProgramKey[] {
     const programs = new Map<string, ProgramKey>();
-    const seen = (before: boolean): QueryInCache => ({ holds: () => false, keeps: (P) => this.o.prefixCache.keeps(this.queryCacheBytes(P)), seen: () => before });
+    const seen = (before: boolean): QueryInCache => ({
+      holds: () => false,
+      keeps: (P) => this.o.prefixCache.keeps(this.queryCacheBytes(P)),
+      seen: () => before,
+    });
     for (const { algorithm, ...s } of shapes) {
       const shape = warmupShape(s);
       for (const cache of [seen(false), seen(true)]) {
-        for (const pass of this.planFor(shape, algorithm, cache).plan.passes) programs.set(programKeyString(pass.program), pass.program);
+        for (const pass of this.planFor(shape, algorithm, cache).plan.passes)
+          programs.set(programKeyString(pass.program), pass.program);
       }
-      if (this.mayJoin(algorithm)) for (const program of batchPrograms(shape, this.o.sizing, WARMUP_BATCH_REQUESTS)) programs.set(programKeyString(program), program);
+      if (this.mayJoin(algorithm))
+        for (const program of batchPrograms(shape, this.o.sizing, WARMUP_BATCH_REQUESTS))
+          programs.set(programKeyString(program), program);
     }
     return [...programs.values()];
   }
 
-  /** Batching 'cross-request', and a plan that may be a group of a shared (packed) pass: a request that names serial or prefix runs that plan. */
+  /**
+   * Batching 'cross-request', and a plan that may be a group of a shared (packed) pass: a request that names serial or
+   * prefix runs that plan.
+   */
   private mayJoin(requested: AlgorithmChoice | undefined): boolean {
     const algorithm = requested ?? this.o.defaultAlgorithm;
     return this.o.crossRequest && (algorithm === 'auto' || algorithm === 'packed');

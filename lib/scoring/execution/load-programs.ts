@@ -19,7 +19,11 @@ interface LoadProgramCache {
 }
 
 /** `xlaOptions`: what the load's programs compile with, the Scorer's (its programs' namespace too). */
-export function loadProgramCache(client: Client, disk: boolean | string, xlaOptions: XlaOptions = {}): LoadProgramCache {
+export function loadProgramCache(
+  client: Client,
+  disk: boolean | string,
+  xlaOptions: XlaOptions = {},
+): LoadProgramCache {
   const jit = new JitCache<Executable>(clientCompiler(client, { xlaOptions }), { disk, maxEntries: 32 });
   return {
     // Keyed by the text's hash: the name alone does not carry the model's dims.

@@ -101,7 +101,13 @@ export class PrefixCache {
   }
 
   counters(): PrefixCacheCounters {
-    return { hits: this.hits, misses: this.misses, evictions: this.evictions, entries: this.entries.size, bytes: this.bytes };
+    return {
+      hits: this.hits,
+      misses: this.misses,
+      evictions: this.evictions,
+      entries: this.entries.size,
+      bytes: this.bytes,
+    };
   }
 
   clear(): void {
@@ -119,5 +125,7 @@ export class PrefixCache {
 
 /** A query's identity for the doorkeeper: sha1 of its token ids. */
 function queryHash(queryTokens: readonly number[]): string {
-  return createHash('sha1').update(new Uint8Array(Int32Array.from(queryTokens).buffer)).digest('base64');
+  return createHash('sha1')
+    .update(new Uint8Array(Int32Array.from(queryTokens).buffer))
+    .digest('base64');
 }

@@ -13,7 +13,10 @@ import { normalizeOf, PlanInput } from './run-plan';
 /** One request's label logprobs, filled pass by pass. */
 type BatchOutputs = Float32Array[];
 
-/** The six inputs of a grouped pass: queries [G, P], query lengths [G], items [G, N, L], item lengths [G, N], labels [G, B], normalize []. */
+/**
+ * The six inputs of a grouped pass: queries [G, P], query lengths [G], items [G, N, L], item lengths [G, N], labels [G,
+ * B], normalize [].
+ */
 function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] {
   const { groups: G, prefix: P, items: N, itemLength: L, labels: B } = pass.program;
   const queries = new Int32Array(G * P);
@@ -32,7 +35,14 @@ function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] 
     labels.set(input.labels, g * B);
   });
   const members = pass.groups.map((group) => inputs[group.request]);
-  return [s32(queries, [G, P]), s32(queryLengths, [G]), s32(items, [G, N, L]), s32(itemLengths, [G, N]), s32(labels, [G, B]), normalizeOf(members)];
+  return [
+    s32(queries, [G, P]),
+    s32(queryLengths, [G]),
+    s32(items, [G, N, L]),
+    s32(itemLengths, [G, N]),
+    s32(labels, [G, B]),
+    normalizeOf(members),
+  ];
 }
 
 /**
@@ -40,18 +50,28 @@ function passInputs(pass: BatchPass, inputs: readonly PlanInput[]): HostInput[] 
  * every request the passes name. An empty item is read at its query's last
  * token: its group's row of prefix_logprobs. `onPass` is told of each pass that ends.
  */
-export async function runBatchPasses(passes: readonly BatchPass[], inputs: readonly PlanInput[], outputs: BatchOutputs, runner: DecoderRunner, onPass?: PassObserver): Promise<void> {
+export async function runBatchPasses(
+  passes: readonly BatchPass[],
+  inputs: readonly PlanInput[],
+  outputs: BatchOutputs,
+  runner: DecoderRunner,
+  onPass?: PassObserver,
+): Promise<void> {
   for (const pass of passes) {
     const { items: N, labels: B } = pass.program;
     const [prefixOut, itemOut] = await runner.run(pass.program, passInputs(pass, inputs), onPass);
     try {
-      const [prefixRows, itemRows] = (await Promise.all([prefixOut.toHost(), itemOut.toHost()])) as [Float32Array, Float32Array];
+      const [prefixRows, itemRows] = (await Promise.all([prefixOut.toHost(), itemOut.toHost()])) as [
+        Float32Array,
+        Float32Array,
+      ];
       pass.groups.forEach((group, g) => {
         const input = inputs[group.request];
         const out = outputs[group.request];
         const Lb = input.labels.length;
         group.items.forEach((item, r) => {
-          const from = input.itemTokens[item].length === 0 ? prefixRows.subarray(g * B) : itemRows.subarray((g * N + r) * B);
+          const from =
+            input.itemTokens[item].length === 0 ? prefixRows.subarray(g * B) : itemRows.subarray((g * N + r) * B);
           out.set(from.subarray(0, Lb), item * Lb);
         });
       });

@@ -58,8 +58,16 @@ function rowLengths(rows: readonly (readonly number[])[], rowCount: number): Hos
   return s32(out);
 }
 
-/** Copies row r of a [rows, stride] device output into out[items[r]] (label count per item); items[r] < 0 is skipped. */
-async function readInto(buffer: DeviceBuffer, stride: number, items: readonly number[], out: Float32Array, labels: number): Promise<void> {
+/**
+ * Copies row r of a [rows, stride] device output into out[items[r]] (label count per item); items[r] < 0 is skipped.
+ */
+async function readInto(
+  buffer: DeviceBuffer,
+  stride: number,
+  items: readonly number[],
+  out: Float32Array,
+  labels: number,
+): Promise<void> {
   try {
     const data = (await buffer.toHost()) as Float32Array;
     items.forEach((item, r) => {
@@ -70,7 +78,10 @@ async function readInto(buffer: DeviceBuffer, stride: number, items: readonly nu
   }
 }
 
-/** Runs `plan` for `input`; returns label logprobs (label logits where it takes a softmax over them: normalizeOf), [itemCount * labelCount]. */
+/**
+ * Runs `plan` for `input`; returns label logprobs (label logits where it takes a softmax over them: normalizeOf),
+ * [itemCount * labelCount].
+ */
 export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Promise<Float32Array> {
   const Lb = input.labels.length;
   const B = plan.labelBucket;
@@ -97,15 +108,19 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
         }
         case 'decoder_extend': {
           if (!prefix) throw new Error('internal: an extend pass before its prefill');
-          const [itemOut] = await ctx.runner.run(key, [
-            paddedRows(rows, key.items, key.itemLength),
-            rowLengths(rows, key.items),
-            s32Scalar(query.length),
-            prefix.entry.kCache,
-            prefix.entry.vCache,
-            labels,
-            normalize,
-          ], ctx.onPass);
+          const [itemOut] = await ctx.runner.run(
+            key,
+            [
+              paddedRows(rows, key.items, key.itemLength),
+              rowLengths(rows, key.items),
+              s32Scalar(query.length),
+              prefix.entry.kCache,
+              prefix.entry.vCache,
+              labels,
+              normalize,
+            ],
+            ctx.onPass,
+          );
           await readInto(itemOut, B, nonEmpty(pass.items, input), out, Lb);
           break;
         }
@@ -113,25 +128,33 @@ export async function runPlan(plan: Plan, input: PlanInput, ctx: RunContext): Pr
           if (plan.algorithm === 'serial') {
             // Whole sequences as items behind an empty prefix (one padding token, length 0).
             const sequences = rows.map((item) => (input.itemFirst ? [...item, ...query] : [...query, ...item]));
-            const [prefixOut, itemOut] = await ctx.runner.run(key, [
-              s32([0]),
-              s32Scalar(0),
-              paddedRows(sequences, key.items, key.itemLength),
-              rowLengths(sequences, key.items),
-              labels,
-              normalize,
-            ], ctx.onPass);
+            const [prefixOut, itemOut] = await ctx.runner.run(
+              key,
+              [
+                s32([0]),
+                s32Scalar(0),
+                paddedRows(sequences, key.items, key.itemLength),
+                rowLengths(sequences, key.items),
+                labels,
+                normalize,
+              ],
+              ctx.onPass,
+            );
             prefixOut.dispose();
             await readInto(itemOut, B, pass.items, out, Lb);
           } else {
-            const [prefixOut, itemOut] = await ctx.runner.run(key, [
-              paddedQuery(query, key.prefix),
-              s32Scalar(query.length),
-              paddedRows(rows, key.items, key.itemLength),
-              rowLengths(rows, key.items),
-              labels,
-              normalize,
-            ], ctx.onPass);
+            const [prefixOut, itemOut] = await ctx.runner.run(
+              key,
+              [
+                paddedQuery(query, key.prefix),
+                s32Scalar(query.length),
+                paddedRows(rows, key.items, key.itemLength),
+                rowLengths(rows, key.items),
+                labels,
+                normalize,
+              ],
+              ctx.onPass,
+            );
             // An empty item is read at the query's last token: the prefix row of its own pass.
             const empties = pass.items.filter((i) => input.itemTokens[i].length === 0);
             if (empties.length === 0) prefixOut.dispose();
@@ -177,13 +200,13 @@ async function prefill(
   const labelsKey = `${input.labels.join(',')}${input.applySoftmax ? '|logits' : ''}`;
   const cacheKey = PrefixCache.key(input.queryTokens, P);
   const cached = ctx.prefixCache.get(cacheKey);
-  if (cached && (!needPrefixRow || cached.prefixLogprobs?.labelsKey === labelsKey)) return { entry: cached, owned: false };
-  const [kCache, vCache, prefixOut] = await ctx.runner.run({ program: 'decoder_prefill', prefix: P, labels: plan.labelBucket }, [
-    paddedQuery(input.queryTokens, P),
-    s32Scalar(input.queryTokens.length),
-    labels,
-    normalize,
-  ], ctx.onPass);
+  if (cached && (!needPrefixRow || cached.prefixLogprobs?.labelsKey === labelsKey))
+    return { entry: cached, owned: false };
+  const [kCache, vCache, prefixOut] = await ctx.runner.run(
+    { program: 'decoder_prefill', prefix: P, labels: plan.labelBucket },
+    [paddedQuery(input.queryTokens, P), s32Scalar(input.queryTokens.length), labels, normalize],
+    ctx.onPass,
+  );
   const values = new Float32Array(input.labels.length);
   await readInto(prefixOut, plan.labelBucket, [0], values, input.labels.length);
   const entry: PrefixEntry = {

@@ -34,7 +34,10 @@ interface TurnAnswer {
   readonly scores: number[][];
 }
 
-/** What the executor needs of the Scorer: the device's runner and prefix cache, the sizing, and a check that it is still live. */
+/**
+ * What the executor needs of the Scorer: the device's runner and prefix cache, the sizing, and a check that it is still
+ * live.
+ */
 interface TurnContext {
   readonly runner: DecoderRunner;
   readonly prefixCache: PrefixCache;
@@ -74,13 +77,17 @@ export class TurnExecutor {
     const { runner, sizing } = this.ctx;
     const outcomes: Outcome<TurnAnswer>[] = new Array(jobs.length);
     const joining = jobs.flatMap((job, i) => (job.joins && !job.signal?.aborted ? [i] : []));
-    const plan = makeBatchPlan(joining.map((i) => shapeOf(jobs[i].request)), sizing);
+    const plan = makeBatchPlan(
+      joining.map((i) => shapeOf(jobs[i].request)),
+      sizing,
+    );
     const together = new Set(plan.passes.flatMap((pass) => pass.groups.map((g) => joining[g.request])));
     if (together.size > 0) {
       const requests = joining.map((i) => jobs[i].request);
       const logprobs = requests.map((n) => new Float32Array(n.itemTokens.length * n.labels.length));
       const observers = [...together].flatMap((i) => (jobs[i].onPass ? [jobs[i].onPass] : []));
-      const onPass: PassObserver | undefined = observers.length === 0 ? undefined : (pass) => observers.forEach((observe) => observe(pass));
+      const onPass: PassObserver | undefined =
+        observers.length === 0 ? undefined : (pass) => observers.forEach((observe) => observe(pass));
       try {
         await runBatchPasses(plan.passes, requests, logprobs, runner, onPass);
         this.batchedPasses += plan.passes.length;
@@ -88,7 +95,9 @@ export class TurnExecutor {
         joining.forEach((i, k) => {
           if (!together.has(i)) return;
           const job = jobs[i];
-          outcomes[i] = job.signal?.aborted ? { ok: false, error: AbortError.from(job.signal) } : { ok: true, result: this.answer(job.request, 'packed', logprobs[k]) };
+          outcomes[i] = job.signal?.aborted
+            ? { ok: false, error: AbortError.from(job.signal) }
+            : { ok: true, result: this.answer(job.request, 'packed', logprobs[k]) };
         });
       } catch (error) {
         for (const i of together) outcomes[i] = { ok: false, error };
@@ -112,13 +121,22 @@ export class TurnExecutor {
     const { plan } = job.choice;
     const n = job.request;
     if (n.itemTokens.length === 0) return { algorithm: plan.algorithm, scores: [] };
-    const context = { runner: this.ctx.runner, prefixCache: this.ctx.prefixCache, ...(job.signal ? { signal: job.signal } : {}), ...(job.onPass ? { onPass: job.onPass } : {}) };
+    const context = {
+      runner: this.ctx.runner,
+      prefixCache: this.ctx.prefixCache,
+      ...(job.signal ? { signal: job.signal } : {}),
+      ...(job.onPass ? { onPass: job.onPass } : {}),
+    };
     return this.answer(n, plan.algorithm, await runPlan(plan, n, context));
   }
 
   /** A request's scores from its label logprobs ([item][label]), counted. */
   private answer(n: NormalizedRequest, algorithm: Algorithm, logprobs: Float32Array): TurnAnswer {
-    const scores = scoresFromLabelLogprobs(logprobs, { itemCount: n.itemTokens.length, labelCount: n.labels.length, applySoftmax: n.applySoftmax });
+    const scores = scoresFromLabelLogprobs(logprobs, {
+      itemCount: n.itemTokens.length,
+      labelCount: n.labels.length,
+      applySoftmax: n.applySoftmax,
+    });
     this.runs[algorithm]++;
     this.itemsScored += n.itemTokens.length;
     this.tokensScored += n.promptTokens;

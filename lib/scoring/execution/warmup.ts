@@ -48,11 +48,18 @@ interface WarmupTarget {
  * `.failures`) after the last one, so startup never goes on half-warm
  * without saying so.
  */
-export async function runWarmup(items: readonly WarmupItem[], options: WarmupOptions, cache: WarmupTarget): Promise<WarmupResult> {
+export async function runWarmup(
+  items: readonly WarmupItem[],
+  options: WarmupOptions,
+  cache: WarmupTarget,
+): Promise<WarmupResult> {
   const started = performance.now();
   const total = items.length;
   if (total > cache.maxEntries) {
-    cache.warn(`warmup has ${total} programs but the JIT cache keeps at most ${cache.maxEntries}: the first ones will be evicted`);
+    cache.warn(
+      `warmup has ${total} programs but the JIT cache keeps at most ${cache.maxEntries}: ` +
+        `the first ones will be evicted`,
+    );
   }
   const stream = options.progress === undefined ? process.stderr : options.progress;
   const bar = stream === false ? null : new ProgressBar(total, stream, 'warmup');
@@ -74,18 +81,27 @@ export async function runWarmup(items: readonly WarmupItem[], options: WarmupOpt
       failures.push({ key, error });
     }
     const seconds = (performance.now() - t0) / 1000;
-    const what = source === 'failed' ? `FAILED: ${error?.message}` : source === 'compile' ? 'compiled' : source === 'disk' ? 'from disk' : 'cached';
+    const what =
+      source === 'failed'
+        ? `FAILED: ${error?.message}`
+        : source === 'compile'
+          ? 'compiled'
+          : source === 'disk'
+            ? 'from disk'
+            : 'cached';
     bar?.update(i + 1, `${key} ${what} (${seconds.toFixed(1)}s)`);
     options.onProgress?.({ done: i + 1, total, key, source, seconds, ...(error ? { error } : {}) });
   }
   const seconds = (performance.now() - started) / 1000;
   bar?.finish(
-    `${total} programs in ${seconds.toFixed(1)}s: ${counts.compile} compiled, ${counts.disk} from disk, ${counts.cached} cached` +
+    `${total} programs in ${seconds.toFixed(1)}s: ${counts.compile} compiled, ` +
+      `${counts.disk} from disk, ${counts.cached} cached` +
       (failures.length ? `, ${failures.length} FAILED` : ''),
   );
   if (failures.length > 0) {
     const error = new Error(
-      `warmup failed for ${failures.length} of ${total} programs: ` + failures.map((f) => `${f.key} (${f.error.message})`).join('; '),
+      `warmup failed for ${failures.length} of ${total} programs: ` +
+        failures.map((f) => `${f.key} (${f.error.message})`).join('; '),
     );
     (error as Error & { failures: typeof failures }).failures = failures;
     throw error;

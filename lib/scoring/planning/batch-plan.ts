@@ -45,16 +45,28 @@ interface GroupShape {
 }
 
 /** Rows, item rows and score bytes of a pass of `groups` groups of these (per-group) sizes. */
-function passSize(groups: number, s: Omit<GroupShape, 'request' | 'labels'>, numHeads: number): { rows: number; itemRows: number; scoreBytes: number } {
+function passSize(
+  groups: number,
+  s: Omit<GroupShape, 'request' | 'labels'>,
+  numHeads: number,
+): { rows: number; itemRows: number; scoreBytes: number } {
   const itemRows = s.items * s.itemLength;
   const keys = s.prefix * s.prefix + itemRows * (s.prefix + s.itemLength);
-  return { rows: groups * (s.prefix + itemRows), itemRows: groups * itemRows, scoreBytes: groups * numHeads * keys * 4 };
+  return {
+    rows: groups * (s.prefix + itemRows),
+    itemRows: groups * itemRows,
+    scoreBytes: groups * numHeads * keys * 4,
+  };
 }
 
 function fits(groups: number, s: Omit<GroupShape, 'request' | 'labels'>, sizing: Sizing): boolean {
   const size = passSize(groups, s, sizing.numHeads);
   const { budget } = sizing;
-  return size.rows <= budget.batchRowsPerPass && size.itemRows <= budget.tokensPerPass && size.scoreBytes <= budget.scoreBytesPerPass;
+  return (
+    size.rows <= budget.batchRowsPerPass &&
+    size.itemRows <= budget.tokensPerPass &&
+    size.scoreBytes <= budget.scoreBytesPerPass
+  );
 }
 
 /**
@@ -95,15 +107,25 @@ function envelope(members: readonly GroupShape[]): Omit<GroupShape, 'request' | 
  * its last members to the next pass (so only the last pass pads groups). A
  * pass of one request is no batch: that request runs alone.
  */
-function pack(members: GroupShape[], sizing: Sizing, shapes: readonly RequestShape[]): { passes: BatchPass[]; alone: number[] } {
+function pack(
+  members: GroupShape[],
+  sizing: Sizing,
+  shapes: readonly RequestShape[],
+): { passes: BatchPass[]; alone: number[] } {
   const counts = sizing.ladders.counts;
-  const order = [...members].sort((a, b) => a.prefix - b.prefix || a.itemLength - b.itemLength || a.items - b.items || a.request - b.request);
+  const order = [...members].sort(
+    (a, b) => a.prefix - b.prefix || a.itemLength - b.itemLength || a.items - b.items || a.request - b.request,
+  );
   const passes: BatchPass[] = [];
   const alone: number[] = [];
   let start = 0;
   while (start < order.length) {
     let end = start + 1;
-    while (end < order.length && fits(bucketFor(end - start + 1, counts, 'group count'), envelope(order.slice(start, end + 1)), sizing)) end++;
+    while (
+      end < order.length &&
+      fits(bucketFor(end - start + 1, counts, 'group count'), envelope(order.slice(start, end + 1)), sizing)
+    )
+      end++;
     if (end < order.length) end = start + bucketAtMost(end - start, counts);
     const taken = order.slice(start, end);
     start = end;
@@ -113,7 +135,12 @@ function pack(members: GroupShape[], sizing: Sizing, shapes: readonly RequestSha
     }
     const size = envelope(taken);
     passes.push({
-      program: { program: 'decoder_fused', groups: bucketFor(taken.length, counts, 'group count'), ...size, labels: taken[0].labels },
+      program: {
+        program: 'decoder_fused',
+        groups: bucketFor(taken.length, counts, 'group count'),
+        ...size,
+        labels: taken[0].labels,
+      },
       groups: taken.map((m) => ({ request: m.request, items: shapes[m.request].itemLengths.map((_, i) => i) })),
     });
   }
@@ -146,7 +173,8 @@ export function batchPrograms(shape: RequestShape, sizing: Sizing, maxRequests: 
   const programs = new Map<string, ProgramKey>();
   if (!canJoinBatch(shape, sizing)) return [];
   for (let k = 2; k <= maxRequests; k++) {
-    for (const pass of makeBatchPlan(new Array<RequestShape>(k).fill(shape), sizing).passes) programs.set(programKeyString(pass.program), pass.program);
+    for (const pass of makeBatchPlan(new Array<RequestShape>(k).fill(shape), sizing).passes)
+      programs.set(programKeyString(pass.program), pass.program);
   }
   return [...programs.values()];
 }

@@ -20,7 +20,10 @@ export interface BucketLadderOptions {
   align?: number;
 }
 
-/** Token-length buckets for whole sequences (serial S): 16, 24, 32, 48, ... (the Scorer's start at 8 and end at the context: ladders.ts). */
+/**
+ * Token-length buckets for whole sequences (serial S): 16, 24, 32, 48, ... (the Scorer's start at 8 and end at the
+ * context: ladders.ts).
+ */
 export const DEFAULT_TOKEN_BUCKETS: Readonly<BucketLadderOptions> = Object.freeze({
   min: 16,
   max: 8192,
@@ -47,8 +50,10 @@ export function bucketLadder(options: BucketLadderOptions): number[] {
   const steps = [...(options.steps ?? [])].sort((a, b) => a - b);
   const align = options.align ?? 1;
   if (!Number.isInteger(min) || min < 1) throw new RangeError(`bucket min must be a positive integer, got ${min}`);
-  if (!Number.isInteger(max) || max < min) throw new RangeError(`bucket max must be an integer >= min ${min}, got ${max}`);
-  if (!Number.isInteger(align) || align < 1) throw new RangeError(`bucket align must be a positive integer, got ${align}`);
+  if (!Number.isInteger(max) || max < min)
+    throw new RangeError(`bucket max must be an integer >= min ${min}, got ${max}`);
+  if (!Number.isInteger(align) || align < 1)
+    throw new RangeError(`bucket align must be a positive integer, got ${align}`);
   for (const step of steps) {
     if (!(step > 1 && step < 2)) throw new RangeError(`bucket steps must lie in (1, 2), got ${step}`);
   }
@@ -81,7 +86,8 @@ export function parseBucketList(text: string): number[] {
     .filter((part) => part !== '')
     .map((part) => {
       const size = Number(part);
-      if (!Number.isInteger(size) || size < 1) throw new RangeError(`bucket sizes must be positive integers, got "${part}"`);
+      if (!Number.isInteger(size) || size < 1)
+        throw new RangeError(`bucket sizes must be positive integers, got "${part}"`);
       return size;
     });
   if (sizes.length === 0) throw new RangeError(`no bucket sizes in "${text}"`);

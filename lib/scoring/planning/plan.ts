@@ -31,7 +31,10 @@ export const ALGORITHMS: readonly Algorithm[] = ['serial', 'packed', 'prefix'];
 /** A compiled decoder program and its bucket sizes: what the JIT cache is keyed by. */
 export type ProgramKey =
   | {
-      /** Query [prefix] and items [items, itemLength] in one pass; label logprobs of the query's last token and of every item. */
+      /**
+       * Query [prefix] and items [items, itemLength] in one pass; label logprobs of the query's last token and of every
+       * item.
+       */
       readonly program: 'decoder_fused';
       /**
        * Queries in the pass, each with its own items and labels: 1 for one
@@ -103,7 +106,6 @@ export interface Ladders {
   readonly labels: readonly number[];
 }
 
-
 /** The Scorer's fixed sizing: ladders, per-pass budget, and the model's query heads (score bytes). */
 export interface Sizing {
   readonly ladders: Ladders;
@@ -152,7 +154,12 @@ interface Chunk {
  * row count (so every chunk but the last has the same shape); `keys(L)` is
  * how many keys a row of length L attends to.
  */
-function chunk(lengths: readonly number[], lengthLadder: readonly number[], sizing: Sizing, keys: (l: number) => number): Chunk[] {
+function chunk(
+  lengths: readonly number[],
+  lengthLadder: readonly number[],
+  sizing: Sizing,
+  keys: (l: number) => number,
+): Chunk[] {
   const { ladders, budget, numHeads } = sizing;
   const order = byLength(lengths);
   const chunks: Chunk[] = [];
@@ -160,11 +167,15 @@ function chunk(lengths: readonly number[], lengthLadder: readonly number[], sizi
   const longest = bucketFor(Math.max(1, lengths[order[order.length - 1]]), lengthLadder, 'item length');
   const fitRows = Math.max(
     1,
-    Math.min(Math.floor(budget.tokensPerPass / longest), Math.floor(budget.scoreBytesPerPass / (numHeads * longest * keys(longest) * 4))),
+    Math.min(
+      Math.floor(budget.tokensPerPass / longest),
+      Math.floor(budget.scoreBytesPerPass / (numHeads * longest * keys(longest) * 4)),
+    ),
   );
-  for (let start = 0; start < order.length; ) {
+  for (let start = 0; start < order.length;) {
     const remaining = order.length - start;
-    const rows = remaining >= fitRows ? bucketAtMost(fitRows, ladders.counts) : bucketFor(remaining, ladders.counts, 'item count');
+    const rows =
+      remaining >= fitRows ? bucketAtMost(fitRows, ladders.counts) : bucketFor(remaining, ladders.counts, 'item count');
     const items = order.slice(start, start + Math.min(rows, remaining));
     const length = bucketFor(Math.max(1, ...items.map((i) => lengths[i])), lengthLadder, 'item length');
     chunks.push({ items, rows, length });
@@ -180,32 +191,43 @@ function chunk(lengths: readonly number[], lengthLadder: readonly number[], sizi
  * algorithm is an error (the Scorer routes them to serial).
  */
 export function makePlan(algorithm: Algorithm, shape: RequestShape, sizing: Sizing): Plan {
-  if (shape.itemFirst && algorithm !== 'serial') throw new RangeError(`item_first requests run serial, not ${algorithm}`);
-  if (shape.queryLength === 0 && algorithm !== 'serial') throw new RangeError(`a request with an empty query runs serial, not ${algorithm}`);
+  if (shape.itemFirst && algorithm !== 'serial')
+    throw new RangeError(`item_first requests run serial, not ${algorithm}`);
+  if (shape.queryLength === 0 && algorithm !== 'serial')
+    throw new RangeError(`a request with an empty query runs serial, not ${algorithm}`);
   const B = bucketFor(shape.labelCount, sizing.ladders.labels, 'label count');
   if (algorithm === 'serial') {
     const sequences = shape.itemLengths.map((l) => l + shape.queryLength);
-    const passes = chunk(sequences, sizing.ladders.tokens, sizing, (l) => l).map(
-      (c): Pass => ({ program: { program: 'decoder_fused', groups: 1, prefix: 1, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
-    );
+    const passes = chunk(sequences, sizing.ladders.tokens, sizing, (l) => l).map((c): Pass => ({
+      program: { program: 'decoder_fused', groups: 1, prefix: 1, items: c.rows, itemLength: c.length, labels: B },
+      items: c.items,
+    }));
     return { algorithm, prefixBucket: 1, labelBucket: B, passes };
   }
-  const P = bucketFor(Math.max(1, shape.queryLength), sizing.ladders.queryTokens ?? sizing.ladders.itemTokens, 'query length');
+  const P = bucketFor(
+    Math.max(1, shape.queryLength),
+    sizing.ladders.queryTokens ?? sizing.ladders.itemTokens,
+    'query length',
+  );
   const chunks = chunk(shape.itemLengths, sizing.ladders.itemTokens, sizing, (l) => P + l);
   if (algorithm === 'packed') {
-    const passes = chunks.map(
-      (c): Pass => ({ program: { program: 'decoder_fused', groups: 1, prefix: P, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
-    );
+    const passes = chunks.map((c): Pass => ({
+      program: { program: 'decoder_fused', groups: 1, prefix: P, items: c.rows, itemLength: c.length, labels: B },
+      items: c.items,
+    }));
     return { algorithm, prefixBucket: P, labelBucket: B, passes };
   }
   const prefill: Pass = { program: { program: 'decoder_prefill', prefix: P, labels: B }, items: [] };
-  const extends_ = chunks.map(
-    (c): Pass => ({ program: { program: 'decoder_extend', prefix: P, items: c.rows, itemLength: c.length, labels: B }, items: c.items }),
-  );
+  const extends_ = chunks.map((c): Pass => ({
+    program: { program: 'decoder_extend', prefix: P, items: c.rows, itemLength: c.length, labels: B },
+    items: c.items,
+  }));
   return { algorithm, prefixBucket: P, labelBucket: B, passes: [prefill, ...extends_] };
 }
 
-/** The canonical string of a program key (stable field order): for sets of programs and logs. G appears only when > 1. */
+/**
+ * The canonical string of a program key (stable field order): for sets of programs and logs. G appears only when > 1.
+ */
 export function programKeyString(key: ProgramKey): string {
   if (key.program === 'decoder_prefill') return `${key.program}(P=${key.prefix},B=${key.labels})`;
   const groups = key.program === 'decoder_fused' && key.groups > 1 ? `G=${key.groups},` : '';

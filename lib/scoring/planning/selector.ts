@@ -44,7 +44,9 @@ export interface QueryInCache {
   holds(prefixBucket: number): boolean;
   /** Whether the cache would keep this query's K/V computed at bucket P (it is on and they fit). */
   keeps(prefixBucket: number): boolean;
-  /** Whether a request with this query ran before (the cache's doorkeeper): only then is keeping its K/V worth a price. */
+  /**
+   * Whether a request with this query ran before (the cache's doorkeeper): only then is keeping its K/V worth a price.
+   */
   seen(): boolean;
 }
 
@@ -110,7 +112,13 @@ export const ALGORITHM_CHOICES: readonly AlgorithmChoice[] = ['auto', ...ALGORIT
  * cheapest candidate, with the prefix cache in the price when `cache` says
  * what it holds for this query. item_first and an empty query always run serial.
  */
-export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', sizing: Sizing, m: CostModel, cache?: QueryInCache): PlanChoice {
+export function choosePlan(
+  shape: RequestShape,
+  requested: Algorithm | 'auto',
+  sizing: Sizing,
+  m: CostModel,
+  cache?: QueryInCache,
+): PlanChoice {
   if (shape.itemFirst || shape.queryLength === 0) {
     const plan = makePlan('serial', shape, sizing);
     const reason = shape.itemFirst ? 'item_first has no shared prefix' : 'an empty query has no shared prefix';
@@ -136,10 +144,31 @@ export function choosePlan(shape: RequestShape, requested: Algorithm | 'auto', s
   // Stable on ties: the order above (packed, prefix, serial) wins.
   const best = candidates.reduce((a, b) => (b.cost < a.cost ? b : a));
   const prefix = candidates[1];
-  if (best === prefix && hit) return { plan: best.plan, cost: best.cost, reason: "the prefix cache holds the query's K/V: prefix priced at its extend passes alone", costs, prefixCache: 'hit' };
-  if (best !== prefix && !hit && cache?.seen() && cache.keeps(prefix.plan.prefixBucket) && prefix.cost <= best.cost * (1 + FIRST_REQUEST_ALLOWANCE)) {
+  if (best === prefix && hit)
+    return {
+      plan: best.plan,
+      cost: best.cost,
+      reason: "the prefix cache holds the query's K/V: prefix priced at its extend passes alone",
+      costs,
+      prefixCache: 'hit',
+    };
+  if (
+    best !== prefix &&
+    !hit &&
+    cache?.seen() &&
+    cache.keeps(prefix.plan.prefixBucket) &&
+    prefix.cost <= best.cost * (1 + FIRST_REQUEST_ALLOWANCE)
+  ) {
     const extra = Math.round(100 * (prefix.cost / best.cost - 1));
-    return { plan: prefix.plan, cost: prefix.cost, reason: `a query seen before: prefix (${extra}% over ${best.plan.algorithm}) leaves its K/V in the prefix cache for the next request`, costs, prefixCache: 'keep' };
+    return {
+      plan: prefix.plan,
+      cost: prefix.cost,
+      reason:
+        `a query seen before: prefix (${extra}% over ${best.plan.algorithm}) ` +
+        `leaves its K/V in the prefix cache for the next request`,
+      costs,
+      prefixCache: 'keep',
+    };
   }
   return { plan: best.plan, cost: best.cost, reason: 'lowest estimated cost', costs };
 }

@@ -37,12 +37,16 @@ interface ModelAttention extends AttentionPair {
 function shapedAttention(config: ModelConfig): string {
   const parts: string[] = [];
   const w = config.slidingWindow;
-  if (w) parts.push(`a sliding window of ${w.window} on ${w.layers.filter(Boolean).length} of ${config.numLayers} layers`);
-  if (config.gemma?.attentionSoftcap !== undefined) parts.push(`attention scores soft-capped at ${config.gemma.attentionSoftcap}`);
+  if (w)
+    parts.push(`a sliding window of ${w.window} on ${w.layers.filter(Boolean).length} of ${config.numLayers} layers`);
+  if (config.gemma?.attentionSoftcap !== undefined)
+    parts.push(`attention scores soft-capped at ${config.gemma.attentionSoftcap}`);
   return parts.join(' and ');
 }
 
-/** The forms `config` runs, given the ones asked for (or the platform's defaults) and the platform's StableHLO forms. */
+/**
+ * The forms `config` runs, given the ones asked for (or the platform's defaults) and the platform's StableHLO forms.
+ */
 export function modelAttention(config: ModelConfig, asked: AttentionPair, facts: PlatformFacts): ModelAttention {
   const shaped = shapedAttention(config);
   const fused = (kind: string): boolean => kind === 'kernel' || kind === 'cudnn';
@@ -52,7 +56,9 @@ export function modelAttention(config: ModelConfig, asked: AttentionPair, facts:
       : {
           prefixAttention: fused(asked.prefixAttention.kind) ? facts.prefixAttention : asked.prefixAttention,
           causalAttention: fused(asked.causalAttention.kind) ? facts.causalAttention : asked.causalAttention,
-          note: `the model has ${shaped}, which the fused attention forms do not take yet: its layers run the StableHLO forms`,
+          note:
+            `the model has ${shaped}, which the fused attention forms do not take yet: ` +
+            `its layers run the StableHLO forms`,
         };
   const grouped: AttentionPair = {
     prefixAttention: forms.prefixAttention.kind === 'kernel' ? facts.prefixAttention : forms.prefixAttention,
@@ -61,16 +67,23 @@ export function modelAttention(config: ModelConfig, asked: AttentionPair, facts:
   const same = grouped.prefixAttention === forms.prefixAttention && grouped.causalAttention === forms.causalAttention;
   const groupedNote = same
     ? undefined
-    : `a pass shared by several requests runs ${prefixAttentionTag(grouped.prefixAttention)} and ${causalAttentionTag(grouped.causalAttention)}: the addon's kernels take one query`;
+    : `a pass shared by several requests runs ${prefixAttentionTag(grouped.prefixAttention)} ` +
+      `and ${causalAttentionTag(grouped.causalAttention)}: the addon's kernels take one query`;
   return { ...forms, grouped, ...(groupedNote ? { groupedNote } : {}) };
 }
 
 /** The forms a pass of `groups` queries runs (1: one request's pass). */
-export function passAttention(forms: AttentionPair & { readonly grouped?: AttentionPair }, groups: number): AttentionPair {
+export function passAttention(
+  forms: AttentionPair & { readonly grouped?: AttentionPair },
+  groups: number,
+): AttentionPair {
   return groups > 1 && forms.grouped ? forms.grouped : forms;
 }
 
 /** The tags explain() shows for a pass's forms. */
 export function attentionTags(forms: AttentionPair): { prefixAttention: string; causalAttention: string } {
-  return { prefixAttention: prefixAttentionTag(forms.prefixAttention), causalAttention: causalAttentionTag(forms.causalAttention) };
+  return {
+    prefixAttention: prefixAttentionTag(forms.prefixAttention),
+    causalAttention: causalAttentionTag(forms.causalAttention),
+  };
 }

@@ -8,7 +8,13 @@
  * (device-weights may not import scoring).
  * May import: no sibling.
  */
-export { budgetForMemory, defaultCausalAttention, defaultPrefixAttention, platformFacts, SCORE_SHARE_OF_DEVICE_MEMORY } from './profiles';
+export {
+  budgetForMemory,
+  defaultCausalAttention,
+  defaultPrefixAttention,
+  platformFacts,
+  SCORE_SHARE_OF_DEVICE_MEMORY,
+} from './profiles';
 export { attentionKernelChoice, choosePrecision } from './precision-choice';
 export { platformFactsOverride, withOverride, PLATFORM_FACTS_ENV } from './override';
 export { isCudnnPinnedPlugin, unpinnedPluginNote } from './cudnn-pin';

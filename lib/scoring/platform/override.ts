@@ -23,13 +23,33 @@ import type { PlatformFacts } from './profiles';
 export const PLATFORM_FACTS_ENV = 'PJRT_SCORE_PLATFORM_FACTS';
 
 /** The facts the variable may set. */
-export type PlatformFactsOverride = Partial<Pick<PlatformFacts, 'bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'matmulKernelF32' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions'>>;
+export type PlatformFactsOverride = Partial<
+  Pick<
+    PlatformFacts,
+    | 'bf16Matrices'
+    | 'bf16Products'
+    | 'matmulKernel'
+    | 'matmulKernelF32'
+    | 'countSteps'
+    | 'queryTokenSteps'
+    | 'itemTokenSteps'
+    | 'xlaOptions'
+  >
+>;
 
 /** Ladder rungs between powers of two: multipliers in (1, 2) (planning/buckets.ts). */
 const isSteps = (v: unknown): boolean => Array.isArray(v) && v.every((x) => typeof x === 'number' && x > 1 && x < 2);
 
-const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonly ok: (v: unknown) => boolean; readonly want: string } } = {
-  bf16Matrices: { ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v), want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or ') },
+const CHECKS: {
+  readonly [K in keyof Required<PlatformFactsOverride>]: {
+    readonly ok: (v: unknown) => boolean;
+    readonly want: string;
+  };
+} = {
+  bf16Matrices: {
+    ok: (v) => (BF16_MATRICES as readonly unknown[]).includes(v),
+    want: BF16_MATRICES.map((m) => JSON.stringify(m)).join(' or '),
+  },
   bf16Products: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   matmulKernel: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
   matmulKernelF32: { ok: (v) => typeof v === 'boolean', want: 'true or false' },
@@ -39,7 +59,9 @@ const CHECKS: { readonly [K in keyof Required<PlatformFactsOverride>]: { readonl
   xlaOptions: { ok: (v) => xlaOptionsProblem(v) === null, want: 'an object { xla_name: boolean | number | string }' },
 };
 
-/** The override in `env` (default process.env); {} when the variable is unset or empty. Throws TypeError on a bad one. */
+/**
+ * The override in `env` (default process.env); {} when the variable is unset or empty. Throws TypeError on a bad one.
+ */
 export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): PlatformFactsOverride {
   const text = env[PLATFORM_FACTS_ENV];
   if (text === undefined || text.trim() === '') return {};
@@ -47,7 +69,10 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
   try {
     parsed = JSON.parse(text);
   } catch (err) {
-    throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)} (${(err as Error).message})`, { cause: err });
+    throw new TypeError(
+      `${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)} (${(err as Error).message})`,
+      { cause: err },
+    );
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw new TypeError(`${PLATFORM_FACTS_ENV} must be a JSON object, got ${JSON.stringify(text)}`);
@@ -55,7 +80,8 @@ export function platformFactsOverride(env: NodeJS.ProcessEnv = process.env): Pla
   const known = Object.keys(CHECKS);
   const out: { -readonly [K in keyof PlatformFactsOverride]: PlatformFactsOverride[K] } = {};
   for (const [key, value] of Object.entries(parsed)) {
-    if (!Object.prototype.hasOwnProperty.call(CHECKS, key)) throw new TypeError(`${PLATFORM_FACTS_ENV}: unknown key ${JSON.stringify(key)} (known: ${known.join(', ')})`);
+    if (!Object.prototype.hasOwnProperty.call(CHECKS, key))
+      throw new TypeError(`${PLATFORM_FACTS_ENV}: unknown key ${JSON.stringify(key)} (known: ${known.join(', ')})`);
     const check = CHECKS[key as keyof typeof CHECKS];
     if (!check.ok(value)) {
       const why = key === 'xlaOptions' ? ` (${xlaOptionsProblem(value)})` : '';

@@ -52,7 +52,9 @@ export interface AttentionKernelChoice extends KernelPaths {
 /** The instruction sets with bf16 dot units (vdpbf16ps, AMX tiles): where 'auto' may run bf16 on the CPU. */
 export const BF16_DOT_ISAS: readonly KernelIsa[] = Object.freeze(['avx512bf16', 'amx']);
 
-/** The checkpoints 'auto' runs in bf16 on a CPU whose class takes them (`bf16-checkpoints`): those stored in 16 bits. */
+/**
+ * The checkpoints 'auto' runs in bf16 on a CPU whose class takes them (`bf16-checkpoints`): those stored in 16 bits.
+ */
 const HALF_CHECKPOINTS: readonly StoredMatrixType[] = ['bf16', 'f16'];
 
 /**
@@ -60,13 +62,29 @@ const HALF_CHECKPOINTS: readonly StoredMatrixType[] = ['bf16', 'f16'];
  * CPU plugin), for a checkpoint whose matrices are stored as `matrixType`, on a CPU of `cpuVendor`
  * (CPUID's vendor: profiles.ts, platformFacts).
  */
-export function choosePrecision(asked: PrecisionOption, platform: string, kernel: KernelPaths | null, matrixType: StoredMatrixType, cpuVendor: string | null = null): PrecisionChoice {
+export function choosePrecision(
+  asked: PrecisionOption,
+  platform: string,
+  kernel: KernelPaths | null,
+  matrixType: StoredMatrixType,
+  cpuVendor: string | null = null,
+): PrecisionChoice {
   return resolvePrecision(asked, platformFacts(platform, kernel?.tried ?? null, cpuVendor), kernel, matrixType);
 }
 
 /** choosePrecision with the platform's facts already read (of the kernels' CPU class: platformFacts). */
-export function resolvePrecision(asked: PrecisionOption, facts: PlatformFacts, kernel: KernelPaths | null, matrixType: StoredMatrixType): PrecisionChoice {
-  if (asked !== 'auto') return { precision: asked, asked, reason: asked === 'highest' ? 'highest: true f32 dots (asked)' : `asked: ${asked}` };
+export function resolvePrecision(
+  asked: PrecisionOption,
+  facts: PlatformFacts,
+  kernel: KernelPaths | null,
+  matrixType: StoredMatrixType,
+): PrecisionChoice {
+  if (asked !== 'auto')
+    return {
+      precision: asked,
+      asked,
+      reason: asked === 'highest' ? 'highest: true f32 dots (asked)' : `asked: ${asked}`,
+    };
   const highest = (why: string): PrecisionChoice => ({ precision: 'highest', asked, reason: `auto: highest (${why})` });
   const { platform } = facts;
   if (!facts.known) return highest(`no measured bf16 gain on platform ${platform}`);
@@ -74,12 +92,20 @@ export function resolvePrecision(asked: PrecisionOption, facts: PlatformFacts, k
   if (rule.rule === 'bf16') return { precision: 'bf16', asked, reason: `auto: bf16 on ${platform} (${rule.why})` };
   if (kernel === null) return highest(`no bf16 dot units in use on platform ${platform} without the attention kernels`);
   if (!BF16_DOT_ISAS.includes(kernel.allowed)) {
-    const why = kernel.allowed === kernel.cpu ? `this CPU's best kernel path is ${kernel.cpu}` : `the kernels run ${kernel.allowed} (${kernel.probeNote ?? 'capped by PJRT_SCORE_KERNEL_ISA'})`;
+    const why =
+      kernel.allowed === kernel.cpu
+        ? `this CPU's best kernel path is ${kernel.cpu}`
+        : `the kernels run ${kernel.allowed} (${kernel.probeNote ?? 'capped by PJRT_SCORE_KERNEL_ISA'})`;
     return highest(`${why}: no bf16 dot units`);
   }
   if (rule.rule === 'highest') return highest(`${kernel.tried}: ${rule.why}`);
-  if (!HALF_CHECKPOINTS.includes(matrixType)) return highest(`the checkpoint stores its matrices as ${matrixType}: true f32, as its own precision`);
-  return { precision: 'bf16', asked, reason: `auto: bf16 (a ${matrixType} checkpoint, run in 16 bits as stored; ${rule.why})` };
+  if (!HALF_CHECKPOINTS.includes(matrixType))
+    return highest(`the checkpoint stores its matrices as ${matrixType}: true f32, as its own precision`);
+  return {
+    precision: 'bf16',
+    asked,
+    reason: `auto: bf16 (a ${matrixType} checkpoint, run in 16 bits as stored; ${rule.why})`,
+  };
 }
 
 /**

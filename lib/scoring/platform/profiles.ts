@@ -64,8 +64,8 @@ export interface PlatformFacts {
    */
   readonly countSteps: readonly number[];
   /**
-   * Extra rungs of the query-length ladder between powers of two (align 4, as the item lengths; planning/ladders.ts): every
-   * padded query row is computed like a real one, in every pass of a packed plan and in the prefill.
+   * Extra rungs of the query-length ladder between powers of two (align 4, as the item lengths; planning/ladders.ts):
+   * every padded query row is computed like a real one, in every pass of a packed plan and in the prefill.
    */
   readonly queryTokenSteps: readonly number[];
   /**
@@ -103,7 +103,16 @@ export interface PlatformFacts {
    */
   readonly xlaOptions: XlaOptions;
   /** The facts PJRT_SCORE_PLATFORM_FACTS set (override.ts); absent when it set none. */
-  readonly overridden?: readonly ('bf16Matrices' | 'bf16Products' | 'matmulKernel' | 'matmulKernelF32' | 'countSteps' | 'queryTokenSteps' | 'itemTokenSteps' | 'xlaOptions')[];
+  readonly overridden?: readonly (
+    | 'bf16Matrices'
+    | 'bf16Products'
+    | 'matmulKernel'
+    | 'matmulKernelF32'
+    | 'countSteps'
+    | 'queryTokenSteps'
+    | 'itemTokenSteps'
+    | 'xlaOptions'
+  )[];
   /**
    * What precision 'auto' resolves to (precision-choice.ts; docs/design.md, 'The default precision'), with
    * what showed it: `bf16` for every checkpoint; `bf16-checkpoints`: bf16 for a checkpoint stored in 16 bits
@@ -141,7 +150,8 @@ const AVX2_FACTS: CpuClassFacts = {
   // model'; bench-results/cost-model.json): keyWeight is its key-FLOP coefficient over its row-FLOP one,
   // flopsPerPass its per-pass seconds in row FLOPs.
   cost: { keyWeight: 1.405, flopsPerPass: 1.45e10 },
-  measured: 'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js',
+  measured:
+    'AVX2 (AMD EPYC Zen 3, 2 cores): budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js',
 };
 
 const AVX512BF16_FACTS: CpuClassFacts = {
@@ -164,9 +174,11 @@ const AVX512BF16_FACTS: CpuClassFacts = {
   // bench-results/models.json.
   autoPrecision: {
     rule: 'bf16-checkpoints',
-    why: "the bf16 matmul kernel on this CPU's bf16 dot units ran the PR shape at 1.64x true f32 on an AMD EPYC Zen 4, within the accuracy gate",
+    why:
+      "the bf16 matmul kernel on this CPU's bf16 dot units ran the PR " +
+      'shape at 1.64x true f32 on an AMD EPYC Zen 4, within the accuracy gate',
   },
-  measured: 'AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2\'s',
+  measured: "AVX-512 bf16 (AMD EPYC Zen 4, 2 cores): budget by scripts/bench/variants.js; cost constants AVX2's",
 };
 
 /**
@@ -183,9 +195,13 @@ const INTEL_AVX512BF16_FACTS: CpuClassFacts = {
   ...AVX512BF16_FACTS,
   autoPrecision: {
     rule: 'highest',
-    why: "on an Intel CPU without AMX bf16 dots do no more work a cycle than f32 ones: XLA's f32 dots ran the Qwen3-0.6B shape's PR request at 0.77x the time of bf16 dots",
+    why:
+      'on an Intel CPU without AMX bf16 dots do no more work a cycle than f32 ones: ' +
+      "XLA's f32 dots ran the Qwen3-0.6B shape's PR request at 0.77x the time of bf16 dots",
   },
-  measured: "AVX-512 bf16 on Intel without AMX (family 6 model 207, 2 cores): the matmul kernels and 'auto' by npm run bench's models section; budget and cost constants the AMD class's",
+  measured:
+    'AVX-512 bf16 on Intel without AMX (family 6 model 207, 2 cores): ' +
+    "the matmul kernels and 'auto' by npm run bench's models section; budget and cost constants the AMD class's",
 };
 
 /**
@@ -221,7 +237,8 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // faster than `ones_own` per extend pass and on the target workload (docs/performance.md, 'Items over the
     // prefix').
     prefixAttentionWithKernel: { kind: 'kernel' },
-    // Query rows in 4 chunks, each against the keys it sees (docs/performance.md, 'The prefill: query chunks, then the kernel').
+    // Query rows in 4 chunks, each against the keys it sees
+    // (docs/performance.md, 'The prefill: query chunks, then the kernel').
     causalAttention: { kind: 'chunked', queryChunks: 4 },
     // The addon's kernel (tag `ffi`, lib/hlo/attention/causal-kernel.ts) where the plugin registered it: faster
     // than `qc4` per prefill, with less peak memory (docs/performance.md, 'The prefill: query chunks, then the
@@ -249,7 +266,9 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     xlaOptions: {},
     // bf16 dots only on the CPU classes where they were measured to pay (CPU_CLASS_FACTS).
     autoPrecision: { rule: 'highest', why: 'bf16 dots were not measured to pay on this CPU class' },
-    measured: 'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, cost by scripts/bench/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
+    measured:
+      'AMD EPYC, 2 cores, XLA CPU plugin 0.0.1: budget by npm run bench chunk sweep, ' +
+      'cost by scripts/bench/fit-cost-model.js, attention forms by npm run bench:pieces --forms/--causal-forms',
     known: true,
   },
   cuda: {
@@ -291,9 +310,13 @@ const FACTS: Readonly<Record<string, PlatformFacts>> = {
     // NVIDIA tensor cores (docs/gpu.md, 'Measured').
     autoPrecision: {
       rule: 'bf16',
-      why: 'NVIDIA tensor cores: bf16 dots ran the target workload at 3.7x true f32 on an H100 (4,128 against 1,117 items/s), within the accuracy gate against PyTorch f32 (max 1.2e-2, mean 2.5e-3 over 500 items)',
+      why:
+        'NVIDIA tensor cores: bf16 dots ran the target workload at 3.7x true f32 on an H100 (4,128 against ' +
+        '1,117 items/s), within the accuracy gate against PyTorch f32 (max 1.2e-2, mean 2.5e-3 over 500 items)',
     },
-    measured: 'NVIDIA H100 (jax-cuda13-pjrt 0.11.2): budget, attention forms, bf16 typing and count ladder measured on the target and PR workloads (docs/gpu.md); cost constants unmeasured (the CPU fit)',
+    measured:
+      'NVIDIA H100 (jax-cuda13-pjrt 0.11.2): budget, attention forms, bf16 typing and count ladder ' +
+      'measured on the target and PR workloads (docs/gpu.md); cost constants unmeasured (the CPU fit)',
     known: true,
   },
 };
@@ -320,7 +343,11 @@ export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
   if (!(Number.isFinite(memoryBytes) && memoryBytes > 0)) return measured;
   const factor = Math.min(1, (memoryBytes * SCORE_SHARE_OF_DEVICE_MEMORY) / measured.scoreBytesPerPass);
   const scaled = (key: keyof Budget): number => Math.max(MIN_BUDGET[key], Math.floor(measured[key] * factor));
-  return { tokensPerPass: scaled('tokensPerPass'), scoreBytesPerPass: scaled('scoreBytesPerPass'), batchRowsPerPass: scaled('batchRowsPerPass') };
+  return {
+    tokensPerPass: scaled('tokensPerPass'),
+    scoreBytesPerPass: scaled('scoreBytesPerPass'),
+    batchRowsPerPass: scaled('batchRowsPerPass'),
+  };
 }
 
 /**
@@ -329,7 +356,11 @@ export function budgetForMemory(measured: Budget, memoryBytes: number): Budget {
  * picks the budget, cost constants, matmul kernels and 'auto' rule of that class, and `cpuVendor` (CPUID's,
  * hostCpu().vendor) those of a vendor whose CPUs of the class differ (VENDOR_CLASS_FACTS).
  */
-export function platformFacts(platform: string, cpuClass: KernelIsa | null = null, cpuVendor: string | null = null): PlatformFacts {
+export function platformFacts(
+  platform: string,
+  cpuClass: KernelIsa | null = null,
+  cpuVendor: string | null = null,
+): PlatformFacts {
   const entry = FACTS[platform.toLowerCase()];
   if (!entry) return { ...FACTS.cpu, platform, known: false };
   if (entry.platform !== 'cpu' || cpuClass === null) return entry;
@@ -347,7 +378,10 @@ export function platformFacts(platform: string, cpuClass: KernelIsa | null = nul
   };
 }
 
-/** What picks a platform's default attention forms: the addon's kernels registered, cuDNN's calls usable (bf16 dots, the pinned plugin). */
+/**
+ * What picks a platform's default attention forms: the addon's kernels registered, cuDNN's calls usable (bf16 dots, the
+ * pinned plugin).
+ */
 interface FormsAvailable {
   readonly kernel: boolean;
   readonly cudnn: boolean;

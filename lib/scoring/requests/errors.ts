@@ -77,7 +77,9 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw AbortError.from(signal);
 }
 
-/** The admission queue is full: the call was refused at once, nothing ran (the service answers 429 with Retry-After). */
+/**
+ * The admission queue is full: the call was refused at once, nothing ran (the service answers 429 with Retry-After).
+ */
 export class QueueFullError extends PjrtScoreError {
   declare readonly code: 'QUEUE_FULL';
   constructor(

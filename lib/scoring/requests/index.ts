@@ -9,7 +9,7 @@
  */
 export { AbortError, QueueFullError, ScoreInputError } from './errors';
 export { normalizeRequest, type NormalizedRequest } from './request';
-export { rerankResults } from './rerank';
+export { rerankResults } from './rerank-results';
 export { chooseTemplate, resolveTemplate, TemplateError } from './rerank-template';
 export { scoresFromLabelLogprobs } from './scores';
 export { INLINE_TOKENIZE_CHARS } from './off-loop';

@@ -16,7 +16,11 @@ export const INLINE_TOKENIZE_CHARS = 4096;
 /** Text -> token ids, in place. */
 export type Encode = (text: string) => number[];
 
-export async function normalizeOffLoop<T>(normalize: (encode: Encode) => T, encode: Encode, encodeMany: (texts: readonly string[]) => Promise<number[][]>): Promise<T> {
+export async function normalizeOffLoop<T>(
+  normalize: (encode: Encode) => T,
+  encode: Encode,
+  encodeMany: (texts: readonly string[]) => Promise<number[][]>,
+): Promise<T> {
   const memo = new Map<string, number[]>();
   for (;;) {
     const missing = new Set<string>();

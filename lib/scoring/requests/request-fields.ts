@@ -19,7 +19,8 @@ export interface FieldNames {
 }
 
 /** A query or item after type checks: text still to tokenize, or validated token ids. */
-export type Piece = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'tokens'; readonly ids: number[] };
+export type Piece =
+  { readonly kind: 'text'; readonly text: string } | { readonly kind: 'tokens'; readonly ids: number[] };
 
 export function asRecord(value: unknown, names: FieldNames): Record<string, unknown> {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
@@ -37,7 +38,12 @@ export function readItemList(value: unknown, param: string): readonly unknown[] 
   );
 }
 
-export function readItems(list: readonly unknown[], queryKind: Piece['kind'], names: FieldNames, vocab: number): Piece[] {
+export function readItems(
+  list: readonly unknown[],
+  queryKind: Piece['kind'],
+  names: FieldNames,
+  vocab: number,
+): Piece[] {
   const pieces: Piece[] = [];
   for (let i = 0; i < list.length; i++) {
     const piece = readPiece(list[i], `${names.items}[${i}]`, names.items, vocab);
@@ -122,9 +128,6 @@ const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 export function checkUnicode(text: string, where: string, param: string): void {
   const match = LONE_SURROGATE.exec(text);
   if (match) {
-    throw new ScoreInputError(
-      `${where} is not valid Unicode: lone UTF-16 surrogate at index ${match.index}`,
-      param,
-    );
+    throw new ScoreInputError(`${where} is not valid Unicode: lone UTF-16 surrogate at index ${match.index}`, param);
   }
 }

@@ -7,7 +7,16 @@
  * so a rejected request changes nothing. The field readers: request-fields.ts.
  */
 import { ScoreInputError, describeValue } from './errors';
-import { asRecord, FieldNames, Piece, readFlag, readItemList, readItems, readLabels, readPiece } from './request-fields';
+import {
+  asRecord,
+  FieldNames,
+  Piece,
+  readFlag,
+  readItemList,
+  readItems,
+  readLabels,
+  readPiece,
+} from './request-fields';
 import { checkTextBound, checkTotalTextBound } from './text-bound';
 import { cutTokens, readTruncateOption, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
 
@@ -27,7 +36,10 @@ export interface ScoreRequestContext {
   readonly bosTokenId?: number;
   /** Whether the model's tokenizer config prepends BOS to a sequence. */
   readonly addBos: boolean;
-  /** The tokenizer's maxCharsPerToken: text that cannot fit is refused before it is tokenized (text-bound.ts); none when undefined. */
+  /**
+   * The tokenizer's maxCharsPerToken: text that cannot fit is refused before it is tokenized (text-bound.ts); none when
+   * undefined.
+   */
   readonly maxCharsPerToken?: number;
 }
 
@@ -108,7 +120,9 @@ export function normalizeRequest(request: ScoreRequest, ctx: ScoreRequestContext
   return normalizeScoreFields(fields, LIBRARY_NAMES, ctx);
 }
 
-/** A score request's fields as read from one spelling, not yet checked (a wire format's body reads into this: lib/wire). */
+/**
+ * A score request's fields as read from one spelling, not yet checked (a wire format's body reads into this: lib/wire).
+ */
 export interface ScoreFields {
   readonly query: unknown;
   readonly items: unknown;
@@ -119,7 +133,10 @@ export interface ScoreFields {
   readonly tail?: number;
 }
 
-/** Checks and tokenizes a score request's fields, errors naming them as `names` spells them. Throws ScoreInputError on bad input. */
+/**
+ * Checks and tokenizes a score request's fields, errors naming them as `names` spells them. Throws ScoreInputError on
+ * bad input.
+ */
 export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: ScoreRequestContext): NormalizedRequest {
   checkContext(ctx);
   const vocab = ctx.vocabSize;
@@ -156,9 +173,15 @@ export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: S
   if (query.kind === 'text') checkTextBound(query.text, tokenLimit, limitName, names.query, names.query, ctx);
   if (raw.truncation === undefined) {
     items.forEach((item, i) => {
-      if (item.kind === 'text') checkTextBound(item.text, tokenLimit, limitName, `${names.items}[${i}]`, names.items, ctx, names.truncate);
+      if (item.kind === 'text')
+        checkTextBound(item.text, tokenLimit, limitName, `${names.items}[${i}]`, names.items, ctx, names.truncate);
     });
-    if (query.kind === 'text') checkTotalTextBound([query, ...items].map((p) => (p.kind === 'text' ? p.text : '')), names.items, ctx);
+    if (query.kind === 'text')
+      checkTotalTextBound(
+        [query, ...items].map((p) => (p.kind === 'text' ? p.text : '')),
+        names.items,
+        ctx,
+      );
   }
 
   const inputKind = query.kind;
@@ -177,7 +200,8 @@ export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: S
   }
   if (queryTokens.length > ctx.maxRequestTokens) {
     throw new ScoreInputError(
-      `${names.query} is ${queryTokens.length} tokens, more than the limit of ${ctx.maxRequestTokens} tokens per request`,
+      `${names.query} is ${queryTokens.length} tokens, ` +
+        `more than the limit of ${ctx.maxRequestTokens} tokens per request`,
       names.query,
     );
   }
@@ -188,17 +212,24 @@ export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: S
   const spec = raw.truncation;
   const tail = raw.tail ?? 0;
   // Room for an item's own tokens in one sequence (its BOS, when it leads, counted).
-  const room = Math.min(spec?.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength) - queryTokens.length - (itemFirst ? bos.length : 0);
+  const room =
+    Math.min(spec?.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength) -
+    queryTokens.length -
+    (itemFirst ? bos.length : 0);
   const itemTokens: number[][] = [];
   for (let i = 0; i < items.length; i++) {
     let own = tokensOf(items[i], ctx, `${names.items}[${i}]`);
     tokensBefore += own.length + (itemFirst ? bos.length : 0);
     if (spec) {
-      const limit = Math.min(spec.maxItemTokens !== undefined ? spec.maxItemTokens + tail : Infinity, spec.toContext ? room : Infinity);
+      const limit = Math.min(
+        spec.maxItemTokens !== undefined ? spec.maxItemTokens + tail : Infinity,
+        spec.toContext ? room : Infinity,
+      );
       // A cut must leave at least one of the item's own tokens.
       if (own.length > limit && limit < tail + 1) {
         throw new ScoreInputError(
-          `${names.query} is ${queryTokens.length} tokens: it leaves no room for ${names.items}[${i}] within ${Math.min(spec.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength)} tokens`,
+          `${names.query} is ${queryTokens.length} tokens: it leaves no room for ${names.items}[${i}] ` +
+            `within ${Math.min(spec.maxSequenceTokens ?? ctx.contextLength, ctx.contextLength)} tokens`,
           names.query,
         );
       }
@@ -218,7 +249,8 @@ export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: S
     const sequenceLength = queryTokens.length + tokens.length;
     if (sequenceLength > ctx.contextLength) {
       throw new ScoreInputError(
-        `${names.query} + ${names.items}[${i}] is ${sequenceLength} tokens, longer than the model's context of ${ctx.contextLength} tokens: ` +
+        `${names.query} + ${names.items}[${i}] is ${sequenceLength} tokens, ` +
+          `longer than the model's context of ${ctx.contextLength} tokens: ` +
           `set ${names.truncate} to cut it`,
         names.items,
       );
@@ -227,15 +259,27 @@ export function normalizeScoreFields(raw: ScoreFields, names: FieldNames, ctx: S
     // Stop tokenizing as soon as the budget is blown: the rest would be wasted work.
     if (promptTokens > ctx.maxRequestTokens) {
       throw new ScoreInputError(
-        `the request has at least ${promptTokens} tokens (the query once plus every item), more than the limit of ${ctx.maxRequestTokens}`,
+        `the request has at least ${promptTokens} tokens (the query once plus every item), ` +
+          `more than the limit of ${ctx.maxRequestTokens}`,
         names.items,
       );
     }
     itemTokens.push(tokens);
   }
 
-  const truncation: TruncationReport | undefined = spec ? { tokensBefore, tokensAfter: promptTokens, truncatedItems } : undefined;
-  return { queryTokens, itemTokens, labels, applySoftmax, itemFirst, inputKind, promptTokens, ...(truncation ? { truncation } : {}) };
+  const truncation: TruncationReport | undefined = spec
+    ? { tokensBefore, tokensAfter: promptTokens, truncatedItems }
+    : undefined;
+  return {
+    queryTokens,
+    itemTokens,
+    labels,
+    applySoftmax,
+    itemFirst,
+    inputKind,
+    promptTokens,
+    ...(truncation ? { truncation } : {}),
+  };
 }
 
 function tokensOf(piece: Piece, ctx: ScoreRequestContext, where: string): number[] {
@@ -246,7 +290,9 @@ function tokensOf(piece: Piece, ctx: ScoreRequestContext, where: string): number
   for (let j = 0; j < ids.length; j++) {
     const id = ids[j];
     if (!Number.isInteger(id) || id < 0 || id >= ctx.vocabSize) {
-      throw new Error(`tokenizer produced token id ${id} for ${where}, outside the model's vocabulary [0, ${ctx.vocabSize})`);
+      throw new Error(
+        `tokenizer produced token id ${id} for ${where}, outside the model's vocabulary [0, ${ctx.vocabSize})`,
+      );
     }
   }
   return ids.slice();

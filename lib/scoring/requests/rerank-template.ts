@@ -42,7 +42,10 @@ export interface RerankTemplate {
   readonly name: string;
   /** Before the document. */
   readonly prefix: readonly TemplatePiece[];
-  /** Text tokenized together with the document, in front of it (a space, so the document's first word keeps its leading space). */
+  /**
+   * Text tokenized together with the document, in front of it (a space, so the document's first word keeps its leading
+   * space).
+   */
   readonly documentLead: string;
   /** After the document; the answer is read at its last token. Its `instruction` field is the request's. */
   readonly suffix: readonly TemplatePiece[];
@@ -87,7 +90,8 @@ export class TemplateError extends PjrtScoreError {
 }
 
 const JUDGE =
-  'Judge whether the Document meets the requirements based on the Query and the Instruct provided. Note that the answer can only be "yes" or "no".';
+  'Judge whether the Document meets the requirements based on the Query and ' +
+  'the Instruct provided. Note that the answer can only be "yes" or "no".';
 const DEFAULT_INSTRUCTION = 'Given a web search query, retrieve relevant passages that answer the query';
 const USER_TURN: readonly TemplatePiece[] = [
   { text: '<Instruct>: ' },
@@ -100,16 +104,31 @@ const USER_TURN: readonly TemplatePiece[] = [
 /** Qwen3-Reranker's published recipe (its model card): ChatML, an empty think block, "yes"/"no". */
 const QWEN3_RERANKER: RerankTemplate = {
   name: 'qwen3-reranker',
-  prefix: [{ special: '<|im_start|>' }, { text: `system\n${JUDGE}` }, { special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'user\n' }, ...USER_TURN],
+  prefix: [
+    { special: '<|im_start|>' },
+    { text: `system\n${JUDGE}` },
+    { special: '<|im_end|>' },
+    { text: '\n' },
+    { special: '<|im_start|>' },
+    { text: 'user\n' },
+    ...USER_TURN,
+  ],
   documentLead: ' ',
-  suffix: [{ special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n<think>\n\n</think>\n\n' }],
+  suffix: [
+    { special: '<|im_end|>' },
+    { text: '\n' },
+    { special: '<|im_start|>' },
+    { text: 'assistant\n<think>\n\n</think>\n\n' },
+  ],
   yes: 'yes',
   no: 'no',
   defaultInstruction: DEFAULT_INSTRUCTION,
   reference: 'the Qwen3-Reranker model card (its transformers code)',
 };
 
-/** The same judgement for any ChatML chat model (SmolLM2, Qwen2/2.5/3 instruct): the answer opens the assistant turn. */
+/**
+ * The same judgement for any ChatML chat model (SmolLM2, Qwen2/2.5/3 instruct): the answer opens the assistant turn.
+ */
 const CHATML_YES_NO: RerankTemplate = {
   ...QWEN3_RERANKER,
   name: 'chatml-yes-no',
@@ -133,7 +152,13 @@ const LLAMA3_YES_NO: RerankTemplate = {
     ...USER_TURN,
   ],
   documentLead: ' ',
-  suffix: [{ special: '<|eot_id|>' }, { special: '<|start_header_id|>' }, { text: 'assistant' }, { special: '<|end_header_id|>' }, { text: '\n\n' }],
+  suffix: [
+    { special: '<|eot_id|>' },
+    { special: '<|start_header_id|>' },
+    { text: 'assistant' },
+    { special: '<|end_header_id|>' },
+    { text: '\n\n' },
+  ],
   yes: 'yes',
   no: 'no',
   defaultInstruction: DEFAULT_INSTRUCTION,
@@ -153,7 +178,9 @@ const GEMMA_YES_NO: RerankTemplate = {
 };
 
 const MXBAI_TASK =
-  'You are a search relevance expert who evaluates how well documents match search queries. For each query-document pair, carefully analyze the semantic relationship between them, then provide your binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:';
+  'You are a search relevance expert who evaluates how well documents match search queries. For each query-document ' +
+  'pair, carefully analyze the semantic relationship between them, ' +
+  'then provide your binary relevance judgment (0 for not relevant, 1 for relevant).\nRelevance:';
 
 /**
  * mxbai-rerank-v2 (mixedbread-ai/mxbai-rerank-base-v2, -large-v2), as the
@@ -179,7 +206,15 @@ const MXBAI_RERANK_V2: RerankTemplate = {
     { text: '\n' },
   ],
   documentLead: 'document: ',
-  suffix: [{ text: '\n' }, { boundary: true }, { text: MXBAI_TASK }, { special: '<|im_end|>' }, { text: '\n' }, { special: '<|im_start|>' }, { text: 'assistant\n' }],
+  suffix: [
+    { text: '\n' },
+    { boundary: true },
+    { text: MXBAI_TASK },
+    { special: '<|im_end|>' },
+    { text: '\n' },
+    { special: '<|im_start|>' },
+    { text: 'assistant\n' },
+  ],
   yes: '1',
   no: '0',
   defaultInstruction: '',
@@ -187,7 +222,9 @@ const MXBAI_RERANK_V2: RerankTemplate = {
 };
 
 /** FlagEmbedding's default prompt of its LLM rerankers (decoder_only/base.py), our instruction. */
-const BGE_PROMPT = "Given a query A and a passage B, determine whether the passage contains an answer to the query by providing a prediction of either 'Yes' or 'No'.";
+const BGE_PROMPT =
+  'Given a query A and a passage B, ' +
+  "determine whether the passage contains an answer to the query by providing a prediction of either 'Yes' or 'No'.";
 
 /**
  * bge-reranker-v2-gemma (BAAI), as FlagEmbedding's FlagLLMReranker builds
@@ -224,14 +261,20 @@ export const RERANK_TEMPLATES: Readonly<Record<string, RerankTemplate>> = {
  * ChatML judge; Llama 3 header tokens the Llama 3 judge; Gemma's turn tokens
  * the Gemma judge. Anything else must name a template.
  */
-export function chooseTemplate(model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
+export function chooseTemplate(
+  model: { readonly name: string; readonly architecture: string },
+  tokenizer: TemplateTokenizer,
+): RerankTemplate {
   const name = model.name.toLowerCase();
   if (/bge-reranker-v2-gemma/.test(name)) return BGE_RERANKER_V2_GEMMA;
   if (/mxbai-rerank-.*v2/.test(name)) return MXBAI_RERANK_V2;
   if (/rerank/.test(name) && /qwen/.test(name + model.architecture)) return QWEN3_RERANKER;
-  if (tokenizer.tokenToId('<|im_start|>') !== undefined && tokenizer.tokenToId('<|im_end|>') !== undefined) return CHATML_YES_NO;
-  if (tokenizer.tokenToId('<|start_header_id|>') !== undefined && tokenizer.tokenToId('<|eot_id|>') !== undefined) return LLAMA3_YES_NO;
-  if (tokenizer.tokenToId('<start_of_turn>') !== undefined && tokenizer.tokenToId('<end_of_turn>') !== undefined) return GEMMA_YES_NO;
+  if (tokenizer.tokenToId('<|im_start|>') !== undefined && tokenizer.tokenToId('<|im_end|>') !== undefined)
+    return CHATML_YES_NO;
+  if (tokenizer.tokenToId('<|start_header_id|>') !== undefined && tokenizer.tokenToId('<|eot_id|>') !== undefined)
+    return LLAMA3_YES_NO;
+  if (tokenizer.tokenToId('<start_of_turn>') !== undefined && tokenizer.tokenToId('<end_of_turn>') !== undefined)
+    return GEMMA_YES_NO;
   throw new TemplateError(
     `no built-in rerank template fits model ${model.name} (no ChatML, Llama 3 or Gemma special tokens); ` +
       `pass one of ${Object.keys(RERANK_TEMPLATES).join(', ')} as the template option`,
@@ -244,7 +287,10 @@ const JUDGE_TEMPLATES: ReadonlySet<RerankTemplate> = new Set([CHATML_YES_NO, LLA
 /** A reranker with a built-in recipe, named to a user whose model is not one (docs/models.md, "Which model"). */
 export const SUGGESTED_RERANKER = 'Qwen/Qwen3-Reranker-0.6B';
 
-/** What to tell a user who reranks with a chat model through a judge template; null for a reranker, or a model no template fits. */
+/**
+ * What to tell a user who reranks with a chat model through a judge template; null for a reranker, or a model no
+ * template fits.
+ */
 export function rerankerAdvice(modelName: string, templateOf: () => RerankTemplate): string | null {
   let template: RerankTemplate;
   try {
@@ -254,17 +300,28 @@ export function rerankerAdvice(modelName: string, templateOf: () => RerankTempla
   }
   if (!JUDGE_TEMPLATES.has(template)) return null;
   return (
-    `${modelName} is a chat model, not a reranker: it ranks through the ${template.name} judge template, and its order is often wrong. ` +
+    `${modelName} is a chat model, not a reranker: ` +
+    `it ranks through the ${template.name} judge template, and its order is often wrong. ` +
     `For reranking, load a reranker: --model ${SUGGESTED_RERANKER} (docs/models.md, "Which model")`
   );
 }
 
-/** The template a `rerankTemplate` option names: a built-in's name, a template of the caller's, or (undefined) the one chooseTemplate picks. */
-export function templateFor(option: string | RerankTemplate | undefined, model: { readonly name: string; readonly architecture: string }, tokenizer: TemplateTokenizer): RerankTemplate {
+/**
+ * The template a `rerankTemplate` option names: a built-in's name, a template of the caller's, or (undefined) the one
+ * chooseTemplate picks.
+ */
+export function templateFor(
+  option: string | RerankTemplate | undefined,
+  model: { readonly name: string; readonly architecture: string },
+  tokenizer: TemplateTokenizer,
+): RerankTemplate {
   if (option === undefined) return chooseTemplate(model, tokenizer);
   if (typeof option !== 'string') return option;
   const named = RERANK_TEMPLATES[option];
-  if (!named) throw new TemplateError(`unknown rerank template ${JSON.stringify(option)}; built in: ${Object.keys(RERANK_TEMPLATES).join(', ')}`);
+  if (!named)
+    throw new TemplateError(
+      `unknown rerank template ${JSON.stringify(option)}; built in: ${Object.keys(RERANK_TEMPLATES).join(', ')}`,
+    );
   return named;
 }
 
@@ -272,12 +329,16 @@ export function templateFor(option: string | RerankTemplate | undefined, model: 
 export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTokenizer): ResolvedTemplate {
   const special = (text: string): number => {
     const id = tokenizer.tokenToId(text);
-    if (id === undefined) throw new TemplateError(`template ${template.name}: the model's vocabulary has no special token ${text}`);
+    if (id === undefined)
+      throw new TemplateError(`template ${template.name}: the model's vocabulary has no special token ${text}`);
     return id;
   };
   const single = (text: string): number => {
     const ids = tokenizer.encode(text);
-    if (ids.length !== 1) throw new TemplateError(`template ${template.name}: the answer ${JSON.stringify(text)} is ${ids.length} tokens, not one`);
+    if (ids.length !== 1)
+      throw new TemplateError(
+        `template ${template.name}: the answer ${JSON.stringify(text)} is ${ids.length} tokens, not one`,
+      );
     return ids[0];
   };
   // Fail at load, not at the first request.
@@ -316,7 +377,8 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
   // The suffix depends on the instruction only: rendered once per instruction (the last one kept).
   let last: { instruction: string; tokens: number[] } | undefined;
   const suffix = (instruction: string): number[] => {
-    if (last?.instruction !== instruction) last = { instruction, tokens: render(template.suffix, { query: '', instruction }) };
+    if (last?.instruction !== instruction)
+      last = { instruction, tokens: render(template.suffix, { query: '', instruction }) };
     return last.tokens;
   };
   return {
@@ -324,7 +386,10 @@ export function resolveTemplate(template: RerankTemplate, tokenizer: TemplateTok
     yesId: single(template.yes),
     noId: single(template.no),
     prefixTokens: (query, instruction) => render(template.prefix, { query, instruction }),
-    documentTokens: (document, instruction) => [...tokenizer.encode(template.documentLead + document), ...suffix(instruction)],
+    documentTokens: (document, instruction) => [
+      ...tokenizer.encode(template.documentLead + document),
+      ...suffix(instruction),
+    ],
     suffixLength: (instruction) => suffix(instruction).length,
   };
 }

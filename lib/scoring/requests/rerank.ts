@@ -20,7 +20,7 @@ import { checkUnicode, FieldNames } from './request-fields';
 import { LOG_NORMALIZER_LABEL } from '../../hlo';
 import { RelevanceScale, ResolvedTemplate } from './rerank-template';
 import { checkRerankTextBounds } from './text-bound';
-import { positiveCount, readTruncateOption, TruncateOption, TruncationReport, TruncationSpec } from './truncate';
+import { positiveCount, readTruncateOption, TruncateOption, TruncationSpec } from './truncate';
 
 /** The library's rerank request. */
 export interface RerankRequest {
@@ -68,7 +68,10 @@ export interface NormalizedRerank {
 export interface RerankResult {
   /** Index of the document in the request. */
   readonly index: number;
-  /** P(yes) / (P(yes) + P(no)) at the answer position (the best chunk's); log-odds when rawScores (the template's scale: RelevanceScale). */
+  /**
+   * P(yes) / (P(yes) + P(no)) at the answer position (the best chunk's); log-odds when rawScores (the template's scale:
+   * RelevanceScale).
+   */
   readonly relevanceScore: number;
   /** The ranked text. */
   readonly document?: string;
@@ -99,13 +102,29 @@ export interface RerankSpelling {
 
 /** The library's spelling (camelCase). */
 const LIBRARY_SPELLING: RerankSpelling = {
-  names: { documents: 'documents', topN: 'topN', returnDocuments: 'returnDocuments', instruction: 'instruction', truncate: 'truncate', rankFields: 'rankFields', rawScores: 'rawScores' },
+  names: {
+    documents: 'documents',
+    topN: 'topN',
+    returnDocuments: 'returnDocuments',
+    instruction: 'instruction',
+    truncate: 'truncate',
+    rankFields: 'rankFields',
+    rawScores: 'rawScores',
+  },
   objectDocuments: true,
   rawScores: true,
 };
 
 function scoreNames(names: RerankNames): FieldNames {
-  return { request: 'request', query: 'query', items: names.documents, labels: 'labels', applySoftmax: 'apply_softmax', itemFirst: 'item_first', truncate: names.truncate };
+  return {
+    request: 'request',
+    query: 'query',
+    items: names.documents,
+    labels: 'labels',
+    applySoftmax: 'apply_softmax',
+    itemFirst: 'item_first',
+    truncate: names.truncate,
+  };
 }
 
 /** The fields every spelling is read into (a wire format's body reads into this: lib/wire). */
@@ -122,11 +141,24 @@ export interface RerankFields {
 }
 
 /** Validates a library rerank request. */
-export function normalizeRerank(request: RerankRequest, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
+export function normalizeRerank(
+  request: RerankRequest,
+  template: ResolvedTemplate,
+  ctx: ScoreRequestContext,
+): NormalizedRerank {
   const raw = asObject(request, 'request');
   const truncation = readTruncateOption(raw.truncate, 'truncate');
   return normalizeRerankFields(
-    { query: raw.query, documents: raw.documents, topN: raw.topN, returnDocuments: raw.returnDocuments, instruction: raw.instruction, rankFields: raw.rankFields, rawScores: raw.rawScores, ...(truncation ? { truncation } : {}) },
+    {
+      query: raw.query,
+      documents: raw.documents,
+      topN: raw.topN,
+      returnDocuments: raw.returnDocuments,
+      instruction: raw.instruction,
+      rankFields: raw.rankFields,
+      rawScores: raw.rawScores,
+      ...(truncation ? { truncation } : {}),
+    },
     LIBRARY_SPELLING,
     template,
     ctx,
@@ -141,17 +173,33 @@ export function asObject(value: unknown, param: string): Record<string, unknown>
   return value as Record<string, unknown>;
 }
 
-/** Checks a rerank request's fields and builds its score request through the template. Throws ScoreInputError on bad input. */
-export function normalizeRerankFields(raw: RerankFields, spelling: RerankSpelling, template: ResolvedTemplate, ctx: ScoreRequestContext): NormalizedRerank {
+/**
+ * Checks a rerank request's fields and builds its score request through the template. Throws ScoreInputError on bad
+ * input.
+ */
+export function normalizeRerankFields(
+  raw: RerankFields,
+  spelling: RerankSpelling,
+  template: ResolvedTemplate,
+  ctx: ScoreRequestContext,
+): NormalizedRerank {
   const names = spelling.names;
-  if (typeof raw.query !== 'string') throw new ScoreInputError(`query must be a string, got ${describeValue(raw.query)}`, 'query');
+  if (typeof raw.query !== 'string')
+    throw new ScoreInputError(`query must be a string, got ${describeValue(raw.query)}`, 'query');
   // Nothing to judge relevance to: every document would score alike.
-  if (raw.query.trim() === '') throw new ScoreInputError('query is empty: a rerank needs a query to rank the documents against', 'query');
+  if (raw.query.trim() === '')
+    throw new ScoreInputError('query is empty: a rerank needs a query to rank the documents against', 'query');
   if (!Array.isArray(raw.documents)) {
-    throw new ScoreInputError(`${names.documents} must be an array of strings, got ${describeValue(raw.documents)}`, names.documents);
+    throw new ScoreInputError(
+      `${names.documents} must be an array of strings, got ${describeValue(raw.documents)}`,
+      names.documents,
+    );
   }
   if (raw.documents.length > ctx.maxItems) {
-    throw new ScoreInputError(`too many ${names.documents}: ${raw.documents.length} > ${ctx.maxItems} (the configured maximum per request)`, names.documents);
+    throw new ScoreInputError(
+      `too many ${names.documents}: ${raw.documents.length} > ${ctx.maxItems} (the configured maximum per request)`,
+      names.documents,
+    );
   }
   const rankFields = readRankFields(raw.rankFields, spelling);
   const originals: unknown[] = raw.documents;
@@ -159,26 +207,44 @@ export function normalizeRerankFields(raw: RerankFields, spelling: RerankSpellin
   const topN = optionalCount(raw.topN, names.topN) ?? documents.length;
   const returnDocuments = optionalFlag(raw.returnDocuments, names.returnDocuments) ?? false;
   const rawScores = spelling.rawScores ? (optionalFlag(raw.rawScores, names.rawScores) ?? false) : false;
-  const maxChunks = raw.maxChunks === undefined || raw.maxChunks === null ? undefined : positiveCount(raw.maxChunks, 'max_chunks_per_doc', 'max_chunks_per_doc');
+  const maxChunks =
+    raw.maxChunks === undefined || raw.maxChunks === null
+      ? undefined
+      : positiveCount(raw.maxChunks, 'max_chunks_per_doc', 'max_chunks_per_doc');
   let instruction = template.template.defaultInstruction;
   if (raw.instruction !== undefined && raw.instruction !== null) {
-    if (typeof raw.instruction !== 'string') throw new ScoreInputError(`instruction must be a string, got ${describeValue(raw.instruction)}`, names.instruction);
+    if (typeof raw.instruction !== 'string')
+      throw new ScoreInputError(
+        `instruction must be a string, got ${describeValue(raw.instruction)}`,
+        names.instruction,
+      );
     instruction = raw.instruction;
   }
   checkUnicode(raw.query, 'query', 'query');
   checkUnicode(instruction, 'instruction', names.instruction);
   documents.forEach((d, i) => checkUnicode(d, `${names.documents}[${i}]`, names.documents));
-  checkRerankTextBounds({ query: raw.query, instruction, documents, maxChunks, truncates: raw.truncation !== undefined, names }, ctx);
+  checkRerankTextBounds(
+    { query: raw.query, instruction, documents, maxChunks, truncates: raw.truncation !== undefined, names },
+    ctx,
+  );
   const bos = ctx.addBos && ctx.bosTokenId !== undefined ? [ctx.bosTokenId] : [];
   const query = [...bos, ...template.prefixTokens(raw.query, instruction)];
   let items = documents.map((d) => template.documentTokens(d, instruction));
   let itemDocument = documents.map((_, i) => i);
   const chunkedDocuments: number[] = [];
   const tail = template.suffixLength(instruction);
-  if (maxChunks !== undefined) ({ items, itemDocument } = chunkItems(items, query.length, tail, maxChunks, ctx.contextLength, chunkedDocuments));
+  if (maxChunks !== undefined)
+    ({ items, itemDocument } = chunkItems(items, query.length, tail, maxChunks, ctx.contextLength, chunkedDocuments));
   const relevance = template.template.relevance ?? 'yes-vs-no';
   const yesNo = normalizeTokenRequest(
-    { query, items, labels: [template.noId, template.yesId], applySoftmax: relevance === 'yes-vs-no', tail, ...(raw.truncation ? { truncation: raw.truncation } : {}) },
+    {
+      query,
+      items,
+      labels: [template.noId, template.yesId],
+      applySoftmax: relevance === 'yes-vs-no',
+      tail,
+      ...(raw.truncation ? { truncation: raw.truncation } : {}),
+    },
     scoreNames(names),
     ctx,
   );
@@ -202,7 +268,11 @@ function chunkItems(
   chunked: number[],
 ): { items: number[][]; itemDocument: number[] } {
   const room = contextLength - queryLength - tail;
-  if (room < 1) throw new ScoreInputError(`query is ${queryLength} tokens: it leaves no room for a document within the context of ${contextLength} tokens`, 'query');
+  if (room < 1)
+    throw new ScoreInputError(
+      `query is ${queryLength} tokens: it leaves no room for a document within the context of ${contextLength} tokens`,
+      'query',
+    );
   const out: number[][] = [];
   const itemDocument: number[] = [];
   items.forEach((item, d) => {
@@ -226,14 +296,24 @@ function readRankFields(value: unknown, spelling: RerankSpelling): readonly stri
   if (value === undefined || value === null) return ['text'];
   const param = spelling.names.rankFields;
   if (!spelling.objectDocuments) throw new ScoreInputError(`${param} is Cohere v1's (POST /v1/rerank)`, param);
-  if (!Array.isArray(value) || value.length === 0 || !value.every((f): f is string => typeof f === 'string' && f !== '')) {
+  if (
+    !Array.isArray(value) ||
+    value.length === 0 ||
+    !value.every((f): f is string => typeof f === 'string' && f !== '')
+  ) {
     throw new ScoreInputError(`${param} must be a non-empty array of field names, got ${describeValue(value)}`, param);
   }
   return value;
 }
 
 /** The text ranked for one document: a string, or the values of `rankFields` in order, joined by newlines. */
-function documentText(d: unknown, i: number, objectDocuments: boolean, param: string, rankFields: readonly string[]): string {
+function documentText(
+  d: unknown,
+  i: number,
+  objectDocuments: boolean,
+  param: string,
+  rankFields: readonly string[],
+): string {
   if (typeof d === 'string') return d;
   const stringsOnly = !objectDocuments;
   if (stringsOnly || d === null || typeof d !== 'object' || Array.isArray(d)) {
@@ -247,10 +327,17 @@ function documentText(d: unknown, i: number, objectDocuments: boolean, param: st
     if (v === undefined || v === null) continue;
     if (typeof v === 'string') values.push(v);
     else if (typeof v === 'number' || typeof v === 'boolean') values.push(String(v));
-    else throw new ScoreInputError(`${param}[${i}].${field} must be a string, number or boolean to be ranked, got ${describeValue(v)}`, param);
+    else
+      throw new ScoreInputError(
+        `${param}[${i}].${field} must be a string, number or boolean to be ranked, got ${describeValue(v)}`,
+        param,
+      );
   }
   if (values.length === 0) {
-    throw new ScoreInputError(`${param}[${i}] has none of the ranked fields (${rankFields.join(', ')}): name them in rank_fields`, param);
+    throw new ScoreInputError(
+      `${param}[${i}] has none of the ranked fields (${rankFields.join(', ')}): name them in rank_fields`,
+      param,
+    );
   }
   return values.join('\n');
 }
@@ -265,55 +352,7 @@ function optionalCount(value: unknown, param: string): number | undefined {
 
 function optionalFlag(value: unknown, param: string): boolean | undefined {
   if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'boolean') throw new ScoreInputError(`${param} must be a boolean, got ${describeValue(value)}`, param);
+  if (typeof value !== 'boolean')
+    throw new ScoreInputError(`${param} must be a boolean, got ${describeValue(value)}`, param);
   return value;
-}
-
-/**
- * One item's relevance from its score row. 'yes-vs-no': [no, yes]
- * softmaxed over the two. 'yes-logit': [P(no), P(yes), exp(-logsumexp)]
- * over the vocabulary, so log P(yes) - log of the third is the logit of yes.
- */
-function relevanceOf(request: NormalizedRerank, row: readonly number[]): number {
-  const [no, yes] = row;
-  if (request.relevance === 'yes-logit') {
-    const logit = Math.log(yes) - Math.log(row[2]);
-    return request.rawScores ? logit : 1 / (1 + Math.exp(-logit));
-  }
-  return request.rawScores ? Math.log(yes) - Math.log(no) : yes;
-}
-
-/** A rerank request's answer from its documents' scores: the results, best first, the template and any truncation. */
-export function rerankResponse(
-  request: NormalizedRerank,
-  scores: readonly (readonly number[])[],
-  template: string,
-): { results: RerankResult[]; template: string; truncation?: TruncationReport } {
-  const truncation = request.score.truncation;
-  return { results: rerankResults(request, scores), template, ...(truncation ? { truncation } : {}) };
-}
-
-/**
- * Scores (a row per item, as `score` asked: relevanceOf) to results sorted
- * by relevance, best first (ties: request order), cut to topN. A chunked
- * document takes its best chunk's relevance.
- */
-export function rerankResults(request: NormalizedRerank, scores: readonly (readonly number[])[]): RerankResult[] {
-  const best = new Array<number>(request.documents.length).fill(-Infinity);
-  const seen = new Array<boolean>(request.documents.length).fill(false);
-  scores.forEach((row, item) => {
-    const d = request.itemDocument[item];
-    const relevance = relevanceOf(request, row);
-    if (relevance > best[d] || !seen[d]) {
-      best[d] = relevance;
-      seen[d] = true;
-    }
-  });
-  const results = request.documents.map((text, index): RerankResult => {
-    if (!seen[index]) throw new Error(`internal: no score for document ${index}`);
-    const relevanceScore = best[index];
-    return { index, relevanceScore, ...(request.returnDocuments ? { document: text, original: request.originals[index] } : {}) };
-  });
-  results.sort((a, b) => b.relevanceScore - a.relevanceScore || a.index - b.index);
-  return results.slice(0, request.topN);
 }

@@ -35,13 +35,17 @@ export interface ScoreConversion {
 export function scoresFromLabelLogprobs(labelLogprobs: ArrayLike<number>, conversion: ScoreConversion): number[][] {
   const { itemCount, labelCount, applySoftmax } = conversion;
   const stride = conversion.rowStride ?? labelCount;
-  if (!Number.isInteger(itemCount) || itemCount < 0) throw new RangeError(`itemCount must be a non-negative integer, got ${itemCount}`);
-  if (!Number.isInteger(labelCount) || labelCount < 1) throw new RangeError(`labelCount must be a positive integer, got ${labelCount}`);
-  if (!Number.isInteger(stride) || stride < labelCount) throw new RangeError(`rowStride ${stride} is smaller than labelCount ${labelCount}`);
+  if (!Number.isInteger(itemCount) || itemCount < 0)
+    throw new RangeError(`itemCount must be a non-negative integer, got ${itemCount}`);
+  if (!Number.isInteger(labelCount) || labelCount < 1)
+    throw new RangeError(`labelCount must be a positive integer, got ${labelCount}`);
+  if (!Number.isInteger(stride) || stride < labelCount)
+    throw new RangeError(`rowStride ${stride} is smaller than labelCount ${labelCount}`);
   const needed = itemCount === 0 ? 0 : (itemCount - 1) * stride + labelCount;
   if (labelLogprobs.length < needed) {
     throw new RangeError(
-      `label logprobs hold ${labelLogprobs.length} values, need ${needed} for ${itemCount} items x ${labelCount} labels (row stride ${stride})`,
+      `label logprobs hold ${labelLogprobs.length} values, ` +
+        `need ${needed} for ${itemCount} items x ${labelCount} labels (row stride ${stride})`,
     );
   }
   const rows: number[][] = [];

@@ -27,12 +27,21 @@ export function charsFor(tokens: number, ctx: TextBoundContext): number {
  * more characters than `tokens` tokens can hold; `fix` names the field that
  * would make it fit (truncation), when there is one.
  */
-export function checkTextBound(text: string, tokens: number, limit: string, where: string, param: string, ctx: TextBoundContext, fix?: string): void {
+export function checkTextBound(
+  text: string,
+  tokens: number,
+  limit: string,
+  where: string,
+  param: string,
+  ctx: TextBoundContext,
+  fix?: string,
+): void {
   const chars = charsFor(tokens, ctx);
   if (text.length <= chars) return;
   throw new ScoreInputError(
     `${where} is ${text.length} characters: more than ${limit} of ${tokens} tokens can hold ` +
-      `(at most ${chars} characters: ${tokens} x ${ctx.maxCharsPerToken}, the tokenizer's longest token), refused before tokenizing` +
+      `(at most ${chars} characters: ${tokens} x ${ctx.maxCharsPerToken}, ` +
+      `the tokenizer's longest token), refused before tokenizing` +
       (fix ? `; set ${fix} to cut it` : ''),
     param,
   );
@@ -46,8 +55,10 @@ export function checkTotalTextBound(texts: readonly string[], param: string, ctx
   for (const text of texts) total += text.length;
   if (total <= chars) return;
   throw new ScoreInputError(
-    `the request's texts are ${total} characters: more than the limit of ${ctx.maxRequestTokens} tokens per request can hold ` +
-      `(at most ${chars} characters: ${ctx.maxRequestTokens} x ${ctx.maxCharsPerToken}, the tokenizer's longest token), refused before tokenizing`,
+    `the request's texts are ${total} characters: ` +
+      `more than the limit of ${ctx.maxRequestTokens} tokens per request can hold ` +
+      `(at most ${chars} characters: ${ctx.maxRequestTokens} x ${ctx.maxCharsPerToken}, ` +
+      `the tokenizer's longest token), refused before tokenizing`,
     param,
   );
 }
@@ -76,6 +87,8 @@ export function checkRerankTextBounds(r: RerankTexts, ctx: TextBoundContext): vo
   if (r.truncates) return;
   const tokens = ctx.contextLength * (r.maxChunks ?? 1);
   const limit = r.maxChunks === undefined ? context : `${r.maxChunks} chunks (max_chunks_per_doc)`;
-  r.documents.forEach((d, i) => checkTextBound(d, tokens, limit, `${r.names.documents}[${i}]`, r.names.documents, ctx, r.names.truncate));
+  r.documents.forEach((d, i) =>
+    checkTextBound(d, tokens, limit, `${r.names.documents}[${i}]`, r.names.documents, ctx, r.names.truncate),
+  );
   if (r.maxChunks === undefined) checkTotalTextBound([r.query, ...r.documents], r.names.documents, ctx);
 }

@@ -45,18 +45,27 @@ export function readTruncateOption(value: unknown, param: string): TruncationSpe
   if (value === undefined || value === null || value === false) return undefined;
   if (value === true) return { keep: 'start', toContext: true };
   if (typeof value !== 'object' || Array.isArray(value)) {
-    throw new ScoreInputError(`${param} must be a boolean or an object { keep: "start" | "end", max_item_tokens? }, got ${describeValue(value)}`, param);
+    throw new ScoreInputError(
+      `${param} must be a boolean or an object { keep: ` +
+        `"start" | "end", max_item_tokens? }, got ${describeValue(value)}`,
+      param,
+    );
   }
   const raw = value as Record<string, unknown>;
   for (const key of Object.keys(raw)) {
     if (!['keep', 'maxItemTokens', 'max_item_tokens'].includes(key)) {
-      throw new ScoreInputError(`${param}.${key} is not a truncation field: keep, max_item_tokens (maxItemTokens)`, param);
+      throw new ScoreInputError(
+        `${param}.${key} is not a truncation field: keep, max_item_tokens (maxItemTokens)`,
+        param,
+      );
     }
   }
   const keep = raw.keep ?? 'start';
-  if (keep !== 'start' && keep !== 'end') throw new ScoreInputError(`${param}.keep must be "start" or "end", got ${describeValue(keep)}`, param);
+  if (keep !== 'start' && keep !== 'end')
+    throw new ScoreInputError(`${param}.keep must be "start" or "end", got ${describeValue(keep)}`, param);
   const cap = raw.maxItemTokens ?? raw.max_item_tokens;
-  const maxItemTokens = cap === undefined || cap === null ? undefined : positiveCount(cap, `${param}.max_item_tokens`, param);
+  const maxItemTokens =
+    cap === undefined || cap === null ? undefined : positiveCount(cap, `${param}.max_item_tokens`, param);
   return { keep, toContext: true, ...(maxItemTokens !== undefined ? { maxItemTokens } : {}) };
 }
 

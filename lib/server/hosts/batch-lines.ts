@@ -47,12 +47,18 @@ export function customIdOf(bytes: Buffer | null): string | null {
 }
 
 /** What an output line says: its custom_id and status (null: not an output line). */
-export function answeredLine(bytes: Buffer | null): { readonly customId: string | null; readonly status: number | null } {
+export function answeredLine(bytes: Buffer | null): {
+  readonly customId: string | null;
+  readonly status: number | null;
+} {
   try {
     const value = bytes === null ? null : (JSON.parse(fatalUtf8.decode(bytes)) as unknown);
     if (!isObject(value)) return { customId: null, status: null };
     const status = isObject(value.response) ? value.response.status_code : undefined;
-    return { customId: typeof value.custom_id === 'string' ? value.custom_id : null, status: typeof status === 'number' ? status : null };
+    return {
+      customId: typeof value.custom_id === 'string' ? value.custom_id : null,
+      status: typeof status === 'number' ? status : null,
+    };
   } catch {
     return { customId: null, status: null };
   }
@@ -76,7 +82,12 @@ export class BatchLines {
       parsed = readLine(line, this.maxLineBytes);
     } catch (error) {
       const httpError = error instanceof HttpError ? error : new HttpError(500, 'internal error');
-      const reply: Reply = { status: httpError.status, contentType: 'application/json', body: JSON.stringify(httpError.body()), headers: { 'x-request-id': id } };
+      const reply: Reply = {
+        status: httpError.status,
+        contentType: 'application/json',
+        body: JSON.stringify(httpError.body()),
+        headers: { 'x-request-id': id },
+      };
       return outputLine(id, customIdOf(line.bytes), reply, 0);
     }
     const path = parsed.url.split('?')[0];
@@ -102,29 +113,43 @@ export class BatchLines {
 }
 
 /** The line's fields, or the 400 (413) a route gives a body it cannot read. */
-function readLine(line: BatchLine, maxLineBytes: number): { customId: string; method: string; url: string; body: unknown } {
-  if (line.bytes === null) throw new HttpError(413, `the line is more than the limit of ${maxLineBytes} bytes`, { param: 'body' });
+function readLine(
+  line: BatchLine,
+  maxLineBytes: number,
+): { customId: string; method: string; url: string; body: unknown } {
+  if (line.bytes === null)
+    throw new HttpError(413, `the line is more than the limit of ${maxLineBytes} bytes`, { param: 'body' });
   // Read as a route reads a body (strict UTF-8, then JSON): a line that is not JSON gets the route's 400.
   const value = parseJsonBody(line.bytes);
-  if (!isObject(value)) throw HttpError.badRequest('a line must be a JSON object {custom_id, method, url, body}', 'body');
+  if (!isObject(value))
+    throw HttpError.badRequest('a line must be a JSON object {custom_id, method, url, body}', 'body');
   const { custom_id: customId, method, url, body } = value;
   if (typeof customId !== 'string') throw HttpError.badRequest('custom_id must be a string', 'custom_id');
   if (typeof method !== 'string') throw HttpError.badRequest('method must be a string ("POST")', 'method');
-  if (typeof url !== 'string') throw HttpError.badRequest('url must be a string: /v1/score, /v1/rerank, /v2/rerank or /rerank', 'url');
+  if (typeof url !== 'string')
+    throw HttpError.badRequest('url must be a string: /v1/score, /v1/rerank, /v2/rerank or /rerank', 'url');
   return { customId, method: method.toUpperCase(), url, body };
 }
 
-/** The output line: the route's body as it wrote it (its floats kept), and for an error its fields again in `error`, as vLLM writes them. */
+/**
+ * The output line: the route's body as it wrote it (its floats kept), and for an error its fields again in `error`, as
+ * vLLM writes them.
+ */
 function outputLine(id: string, customId: string | null, reply: Reply, items: number): BatchAnswer {
   const ok = reply.status >= 200 && reply.status < 300;
   const json = reply.contentType.startsWith('application/json') ? reply.body : JSON.stringify(reply.body);
   const requestId = reply.headers['x-request-id'] ?? id;
   const error = ok ? 'null' : JSON.stringify(errorFields(json, reply.status));
-  const text = `{"id":${JSON.stringify(id)},"custom_id":${JSON.stringify(customId)},"response":{"status_code":${reply.status},"request_id":${JSON.stringify(requestId)},"body":${json}},"error":${error}}\n`;
+  const ids = `"id":${JSON.stringify(id)},"custom_id":${JSON.stringify(customId)}`;
+  const response = `{"status_code":${reply.status},"request_id":${JSON.stringify(requestId)},"body":${json}}`;
+  const text = `{${ids},"response":${response},"error":${error}}\n`;
   return { text, status: reply.status, customId, items };
 }
 
-function errorFields(json: string, status: number): { message: string; type: string; param: string | null; code: number } {
+function errorFields(
+  json: string,
+  status: number,
+): { message: string; type: string; param: string | null; code: number } {
   try {
     const body = JSON.parse(json) as Record<string, unknown>;
     return {

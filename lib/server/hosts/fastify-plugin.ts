@@ -28,7 +28,14 @@ export interface FastifyReplyLike {
 /** The part of a fastify instance the plugin uses. */
 export interface FastifyInstanceLike {
   removeAllContentTypeParsers(): void;
-  addContentTypeParser(contentType: string, parser: (request: FastifyRequestLike, payload: unknown, done: (error: Error | null, body?: unknown) => void) => void): void;
+  addContentTypeParser(
+    contentType: string,
+    parser: (
+      request: FastifyRequestLike,
+      payload: unknown,
+      done: (error: Error | null, body?: unknown) => void,
+    ) => void,
+  ): void;
   route(options: {
     method: string[];
     url: string;
@@ -42,7 +49,11 @@ export type FastifyPluginLike = (instance: FastifyInstanceLike, options: Record<
 /** Every method fastify routes by default: a wrong one is our 405, as in the standalone service. */
 const ALL_METHODS = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS'];
 
-export function createFastifyPlugin(service: ServiceState, routes: readonly RouteDefinition[], gate?: AccessGate): FastifyPluginLike {
+export function createFastifyPlugin(
+  service: ServiceState,
+  routes: readonly RouteDefinition[],
+  gate?: AccessGate,
+): FastifyPluginLike {
   return async (instance) => {
     instance.removeAllContentTypeParsers();
     // Called for any content type (or none): the body stays unread for our routes.
@@ -54,12 +65,18 @@ export function createFastifyPlugin(service: ServiceState, routes: readonly Rout
         exposeHeadRoute: false,
         handler: async (request, reply) => {
           const ex: Exchange = { req: request.raw, res: reply.raw, method: request.raw.method ?? '', path: route.path };
-          await dispatch(service, route, ex, (answer: Reply) => {
-            reply.code(answer.status);
-            reply.header('content-type', answer.contentType);
-            for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
-            reply.send(answer.body);
-          }, gate);
+          await dispatch(
+            service,
+            route,
+            ex,
+            (answer: Reply) => {
+              reply.code(answer.status);
+              reply.header('content-type', answer.contentType);
+              for (const [name, value] of Object.entries(answer.headers)) reply.header(name, value);
+              reply.send(answer.body);
+            },
+            gate,
+          );
           return reply;
         },
       });

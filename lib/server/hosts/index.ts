@@ -10,4 +10,9 @@
 export { startServer, type ReloadResult, type ScoreServer, type StartServerOptions } from './standalone-server';
 export { createScoringService, type ScoringService, type ScoringServiceOptions } from './mountable-service';
 export { type ExpressStyleHandler, type RequestListener } from './node-handler';
-export { type FastifyInstanceLike, type FastifyPluginLike, type FastifyReplyLike, type FastifyRequestLike } from './fastify-plugin';
+export {
+  type FastifyInstanceLike,
+  type FastifyPluginLike,
+  type FastifyReplyLike,
+  type FastifyRequestLike,
+} from './fastify-plugin';

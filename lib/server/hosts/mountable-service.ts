@@ -18,7 +18,8 @@ import { FastifyPluginLike, createFastifyPlugin } from './fastify-plugin';
 import { ExpressStyleHandler, RequestListener, createExpressRouter, createRequestListener } from './node-handler';
 
 /** The service's settings (ServeOptions without the listener's host and port) and what it reports to. */
-export interface ScoringServiceOptions extends Partial<Omit<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>>, LoadingOptions {
+export interface ScoringServiceOptions
+  extends Partial<Omit<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>>, LoadingOptions {
   /** Any pino-compatible logger (pino, fastify's `app.log`); default pino on stdout. */
   readonly logger?: ServiceLogger;
   /** The prom-client registry our metrics join; default a registry of our own (`service.registry`). */
@@ -63,7 +64,9 @@ export function createScoringService(options: ScoringServiceOptions = {}): Scori
   return control.service;
 }
 
-export function openScoringService(options: ScoringServiceOptions & Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs'>>): ScoringServiceControl {
+export function openScoringService(
+  options: ScoringServiceOptions & Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs'>>,
+): ScoringServiceControl {
   const settings: ServeOptions = { ...DEFAULT_SERVE_OPTIONS, ...serveSettingsOf(options) };
   const logger = options.logger ?? createLogger();
   const registry = options.registry ?? new Registry();
@@ -75,13 +78,18 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
   let draining: Promise<void> | null = null;
   let startReady: () => void = () => undefined;
   const started = new Promise<void>((resolve) => (startReady = resolve));
-  const ready = started.then(() => loadBackend(state, settings, options, logger, () => closing !== null || draining !== null));
+  const ready = started.then(() =>
+    loadBackend(state, settings, options, logger, () => closing !== null || draining !== null),
+  );
   ready.catch(() => undefined); // the caller observes .ready; never an unhandled rejection here
 
   const drain = (): Promise<void> => {
     if (draining) return draining;
     state.beginDrain();
-    logEvent(logger, 'info', 'draining', { queue_depth: state.backend?.queueDepth ?? 0, in_flight: state.backend?.inFlight ?? 0 });
+    logEvent(logger, 'info', 'draining', {
+      queue_depth: state.backend?.queueDepth ?? 0,
+      in_flight: state.backend?.inFlight ?? 0,
+    });
     draining = state.settled();
     return draining;
   };
@@ -101,7 +109,8 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
     logger,
     fastifyPlugin: (mount = {}) => createFastifyPlugin(state, selectRoutes(mount), gateOf(mount.authorize)),
     expressRouter: (mount = {}) => createExpressRouter(state, selectRoutes(mount), gateOf(mount.authorize)),
-    requestListener: (mount = {}) => createRequestListener(state, servedRoutes(settings.docs), { gate: gateOf(mount.authorize) }),
+    requestListener: (mount = {}) =>
+      createRequestListener(state, servedRoutes(settings.docs), { gate: gateOf(mount.authorize) }),
     close: () => {
       if (!closing) {
         closing = (async () => {
@@ -118,6 +127,7 @@ export function openScoringService(options: ScoringServiceOptions & Partial<Pick
 
 function gateOf(authorize: AuthorizeHook | undefined): AccessGate | undefined {
   if (authorize === undefined) return undefined;
-  if (typeof authorize !== 'function') throw new TypeError(`authorize must be a function (req) => boolean, got ${typeof authorize}`);
+  if (typeof authorize !== 'function')
+    throw new TypeError(`authorize must be a function (req) => boolean, got ${typeof authorize}`);
   return hookGate(authorize);
 }

@@ -24,7 +24,11 @@ interface ListenerGuards {
 }
 
 /** The standalone service's listener: every route; an unknown path is our 404. */
-export function createRequestListener(service: ServiceState, routes: readonly RouteDefinition[] = ROUTES, guards: ListenerGuards = {}): RequestListener {
+export function createRequestListener(
+  service: ServiceState,
+  routes: readonly RouteDefinition[] = ROUTES,
+  guards: ListenerGuards = {},
+): RequestListener {
   const { gate, cors } = guards;
   return (req, res) => {
     const path = pathOf(req.url);
@@ -41,7 +45,11 @@ export function createRequestListener(service: ServiceState, routes: readonly Ro
  * already read (express.json(), express.raw()) is taken as it is; mounted
  * first, it reads the body itself, with the standalone service's limits.
  */
-export function createExpressRouter(service: ServiceState, routes: readonly RouteDefinition[], gate?: AccessGate): ExpressStyleHandler {
+export function createExpressRouter(
+  service: ServiceState,
+  routes: readonly RouteDefinition[],
+  gate?: AccessGate,
+): ExpressStyleHandler {
   return (req, res, next) => {
     const route = findRoute(routes, pathOf(req.url));
     if (route === null) {
@@ -50,7 +58,13 @@ export function createExpressRouter(service: ServiceState, routes: readonly Rout
     }
     const parsed = req as IncomingMessage & { body?: unknown; _body?: boolean };
     const consumed = parsed._body === true || req.readableEnded;
-    const ex: Exchange = { req, res, method: req.method ?? '', path: route.path, ...(consumed ? { body: { value: parsed.body } } : {}) };
+    const ex: Exchange = {
+      req,
+      res,
+      method: req.method ?? '',
+      path: route.path,
+      ...(consumed ? { body: { value: parsed.body } } : {}),
+    };
     void dispatch(service, route, ex, (reply) => writeReply(res, reply), gate);
   };
 }

@@ -25,7 +25,8 @@ import { Phase } from '../lifecycle/service-state';
 import { openTracing } from '../telemetry/tracing';
 import { ScoringServiceOptions, openScoringService } from './mountable-service';
 
-export interface StartServerOptions extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>> {}
+export interface StartServerOptions
+  extends ScoringServiceOptions, Partial<Pick<ServeOptions, 'host' | 'port' | 'drainDelayMs' | NetworkSettingKey>> {}
 
 /** What reload() re-read. */
 export interface ReloadResult {
@@ -67,7 +68,10 @@ export interface ScoreServer {
 export async function startServer(options: StartServerOptions = {}): Promise<ScoreServer> {
   const control = openScoringService({ processMetrics: true, ...options });
   const { settings } = control;
-  const keys = settings.apiKey !== undefined || settings.apiKeyFile !== undefined ? new ApiKeys({ keys: settings.apiKey, file: settings.apiKeyFile }) : null;
+  const keys =
+    settings.apiKey !== undefined || settings.apiKeyFile !== undefined
+      ? new ApiKeys({ keys: settings.apiKey, file: settings.apiKeyFile })
+      : null;
   const listener = createRequestListener(control.state, servedRoutes(control.settings.docs), {
     ...(keys ? { gate: apiKeyGate(keys, settings.metricsPublic) } : {}),
     cors: corsPolicy(settings.corsAllowOrigin),
@@ -127,7 +131,9 @@ export async function startServer(options: StartServerOptions = {}): Promise<Sco
       await stopped;
       control.finish();
       // The last spans go out before close() resolves.
-      await control.state.tracing?.shutdown().catch((error: unknown) => logEvent(service.logger, 'warn', 'traces_flush_failed', { error }));
+      await control.state.tracing
+        ?.shutdown()
+        .catch((error: unknown) => logEvent(service.logger, 'warn', 'traces_flush_failed', { error }));
     })();
     return closing;
   };

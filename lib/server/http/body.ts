@@ -25,7 +25,10 @@ export function checkContentType(header: string | undefined): void {
   for (const param of params) {
     const [name, value = ''] = param.split('=').map((s) => s.trim());
     if (name === 'charset' && value.replace(/"/g, '') !== 'utf-8' && value.replace(/"/g, '') !== 'utf8') {
-      throw HttpError.badRequest(`the request body must be UTF-8 JSON, got charset ${JSON.stringify(value)}`, 'content-type');
+      throw HttpError.badRequest(
+        `the request body must be UTF-8 JSON, got charset ${JSON.stringify(value)}`,
+        'content-type',
+      );
     }
   }
 }
@@ -70,7 +73,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
     const onEnd = (): void => finish(null, Buffer.concat(chunks, size));
     const onError = (err: Error): void => finish(err);
     const onClose = (): void => {
-      if (!req.complete) finish(Object.assign(new Error('the client closed the connection before the body ended'), { code: 'ECONNRESET' }));
+      if (!req.complete)
+        finish(
+          Object.assign(new Error('the client closed the connection before the body ended'), { code: 'ECONNRESET' }),
+        );
     };
     req.on('data', onData);
     req.on('end', onEnd);

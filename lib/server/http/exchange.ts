@@ -28,12 +28,21 @@ export interface Reply {
 }
 
 /** A JSON answer; numbers under `floatKeys` are written with a fraction part (json-floats.ts). */
-export function jsonReply(status: number, body: unknown, headers: Readonly<Record<string, string>> = {}, floatKeys?: ReadonlySet<string>): Reply {
+export function jsonReply(
+  status: number,
+  body: unknown,
+  headers: Readonly<Record<string, string>> = {},
+  floatKeys?: ReadonlySet<string>,
+): Reply {
   const text = floatKeys === undefined ? JSON.stringify(body) : stringifyWithFloats(body, floatKeys);
   return { status, contentType: 'application/json', body: text, headers };
 }
 
-export function errorReply(error: HttpError, headers: Readonly<Record<string, string>> = {}, shape: ErrorShape = 'common'): Reply {
+export function errorReply(
+  error: HttpError,
+  headers: Readonly<Record<string, string>> = {},
+  shape: ErrorShape = 'common',
+): Reply {
   const all: Record<string, string> = { ...error.headers, ...headers };
   if (error.retryAfter !== undefined) all['retry-after'] = String(error.retryAfter);
   return jsonReply(error.status, error.body(shape), all);

@@ -25,7 +25,12 @@ interface FlatErrorFields {
 }
 
 export interface ErrorBody extends FlatErrorFields {
-  readonly error: { readonly message: string; readonly type: string; readonly param: string | null; readonly code: number };
+  readonly error: {
+    readonly message: string;
+    readonly type: string;
+    readonly param: string | null;
+    readonly code: number;
+  };
 }
 
 interface TeiErrorBody extends FlatErrorFields {
@@ -56,7 +61,10 @@ function teiTypeOf(status: number): TeiErrorType {
   return status >= 500 ? 'backend' : 'validation';
 }
 
-/** An answer of the service that is not 2xx, before it is a body: the routes' own, never thrown to a caller of the library. */
+/**
+ * An answer of the service that is not 2xx, before it is a body: the routes' own, never thrown to a caller of the
+ * library.
+ */
 export class HttpError extends PjrtScoreError {
   declare readonly code: 'HTTP_ERROR';
   readonly status: number;
@@ -72,7 +80,12 @@ export class HttpError extends PjrtScoreError {
   constructor(
     status: number,
     message: string,
-    options: { param?: string | null; retryAfter?: number; headers?: Record<string, string>; teiType?: TeiErrorType } = {},
+    options: {
+      param?: string | null;
+      retryAfter?: number;
+      headers?: Record<string, string>;
+      teiType?: TeiErrorType;
+    } = {},
   ) {
     super(message, 'HTTP_ERROR');
     this.name = 'HttpError';
@@ -85,7 +98,13 @@ export class HttpError extends PjrtScoreError {
   }
 
   body(shape: ErrorShape = 'common'): ErrorBody | TeiErrorBody {
-    const flat: FlatErrorFields = { object: 'error', message: this.message, type: this.type, param: this.param, code: this.status };
+    const flat: FlatErrorFields = {
+      object: 'error',
+      message: this.message,
+      type: this.type,
+      param: this.param,
+      code: this.status,
+    };
     if (shape === 'tei') return { ...flat, error: this.message, error_type: this.teiType };
     return { ...flat, error: { message: this.message, type: this.type, param: this.param, code: this.status } };
   }

@@ -59,7 +59,11 @@ export async function loadBackend(
   if (shapes.length > 0) {
     const warmStarted = performance.now();
     await backend.warmup(shapes, options.warmupProgress ?? process.stderr);
-    logEvent(logger, 'info', 'warm', { shapes: shapes.length, seconds: round((performance.now() - warmStarted) / 1000), stats: backend.stats().jit });
+    logEvent(logger, 'info', 'warm', {
+      shapes: shapes.length,
+      seconds: round((performance.now() - warmStarted) / 1000),
+      stats: backend.stats().jit,
+    });
   }
   if (stopping()) throw new Error('the service was closed during warmup');
   const advice = rerankAdviceOf(backend);
@@ -87,12 +91,15 @@ function checkDelimiter(settings: ServeOptions, backend: ScoringBackend, logger:
   if (id === undefined) return;
   const vocab = backend.config.vocabSize;
   if (!Number.isInteger(id) || id < 0 || id >= vocab) {
-    throw new OptionError(`--multi-item-scoring-delimiter ${id} is not a token id of the model (vocabulary [0, ${vocab}))`);
+    throw new OptionError(
+      `--multi-item-scoring-delimiter ${id} is not a token id of the model (vocabulary [0, ${vocab}))`,
+    );
   }
   logEvent(logger, 'info', 'multi_item_scoring_delimiter_ignored', {
     token_id: id,
     message:
-      'accepted for SGLang compatibility; pjrt-score delimits items by their lengths, so no delimiter token is placed in the sequence and this setting changes nothing',
+      'accepted for SGLang compatibility; pjrt-score delimits items by their lengths, ' +
+      'so no delimiter token is placed in the sequence and this setting changes nothing',
   });
 }
 

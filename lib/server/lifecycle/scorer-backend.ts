@@ -9,21 +9,21 @@
 import type { Scorer, ScorerSettings } from '../../scoring';
 import type { BackendStats } from '../telemetry/metrics';
 
-export interface ScoringBackend
-  extends Pick<
-    Scorer,
-    | 'modelName'
-    | 'tokenize'
-    | 'normalizeWith'
-    | 'scoreNormalized'
-    | 'queueDepth'
-    | 'inFlight'
-    | 'retryAfterSeconds'
-    | 'idle'
-    | 'warmup'
-    | 'dispose'
-  > {
-  readonly config: Pick<Scorer['config'], 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> & Partial<Pick<Scorer['config'], 'architecture'>>;
+export interface ScoringBackend extends Pick<
+  Scorer,
+  | 'modelName'
+  | 'tokenize'
+  | 'normalizeWith'
+  | 'scoreNormalized'
+  | 'queueDepth'
+  | 'inFlight'
+  | 'retryAfterSeconds'
+  | 'idle'
+  | 'warmup'
+  | 'dispose'
+> {
+  readonly config: Pick<Scorer['config'], 'vocabSize' | 'contextLength' | 'addBos' | 'bosTokenId'> &
+    Partial<Pick<Scorer['config'], 'architecture'>>;
   /** The stored tensor types ("Q4_1 (210), F32 (61), Q8_0 (1)"), when the backend knows them (/v1/models). */
   readonly quantization?: Scorer['quantization'];
   stats(): BackendStats;

@@ -19,7 +19,10 @@ type Refusal = RefusalReason | 'denied';
 /** null: the request may go on. `path` is the route's ('/metrics'), null for no route. */
 export type AccessGate = (req: IncomingMessage, path: string | null) => Refusal | null | Promise<Refusal | null>;
 
-/** The probes (Kubernetes' kubelet sends no key), and the API reference's page and assets: the same for every caller, nothing of the service in them (routes/docs.ts); the document it reads keeps its key. */
+/**
+ * The probes (Kubernetes' kubelet sends no key), and the API reference's page and assets: the same for every caller,
+ * nothing of the service in them (routes/docs.ts); the document it reads keeps its key.
+ */
 export const OPEN_PATHS: ReadonlySet<string> = new Set(['/health', '/readyz', '/livez', '/docs', '/docs/:asset']);
 
 /** The standalone service's gate: a key on every route but the open paths (and /metrics if `metricsPublic`). */

@@ -74,7 +74,9 @@ export class ApiKeys {
       try {
         text = readFileSync(file, 'utf8');
       } catch (error) {
-        throw new OptionError(`--api-key-file ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+        throw new OptionError(
+          `--api-key-file ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+        );
       }
       fromFile = parseKeyFile(text, file);
       if (atStart && fromFile.length === 0) throw new OptionError(`--api-key-file ${file} holds no key`);
@@ -90,7 +92,8 @@ function parseKeyFile(text: string, file: string): string[] {
   text.split(/\r?\n/).forEach((raw, i) => {
     const line = raw.trim();
     if (line === '' || line.startsWith('#')) return;
-    if (!API_KEY_PATTERN.test(line)) throw new OptionError(`--api-key-file ${file}: line ${i + 1} is not a key (visible ASCII, no spaces or commas)`);
+    if (!API_KEY_PATTERN.test(line))
+      throw new OptionError(`--api-key-file ${file}: line ${i + 1} is not a key (visible ASCII, no spaces or commas)`);
     keys.push(line);
   });
   return keys;

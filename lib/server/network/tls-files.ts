@@ -14,8 +14,11 @@ interface TlsFiles {
 
 /** The files of the settings: both or neither (null). */
 export function tlsFilesOf(settings: { readonly tlsCert?: string; readonly tlsKey?: string }): TlsFiles | null {
-  if ((settings.tlsCert === undefined) !== (settings.tlsKey === undefined)) throw new OptionError('tlsCert and tlsKey go together: give both or neither');
-  return settings.tlsCert !== undefined && settings.tlsKey !== undefined ? { cert: settings.tlsCert, key: settings.tlsKey } : null;
+  if ((settings.tlsCert === undefined) !== (settings.tlsKey === undefined))
+    throw new OptionError('tlsCert and tlsKey go together: give both or neither');
+  return settings.tlsCert !== undefined && settings.tlsKey !== undefined
+    ? { cert: settings.tlsCert, key: settings.tlsKey }
+    : null;
 }
 
 /**
@@ -28,7 +31,9 @@ export function readTls(files: TlsFiles): { cert: Buffer; key: Buffer } {
     try {
       return readFileSync(file);
     } catch (error) {
-      throw new OptionError(`${flag} ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`);
+      throw new OptionError(
+        `${flag} ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? String(error)})`,
+      );
     }
   };
   const context = { cert: read('--tls-cert', files.cert), key: read('--tls-key', files.key) };

@@ -19,7 +19,13 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Runs `route` (null: no route here, a 404) and hands the Reply to `send`.
  * Never throws, never leaves a request unanswered; the drain waits for it.
  */
-export async function dispatch(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void, gate?: AccessGate): Promise<void> {
+export async function dispatch(
+  service: ServiceState,
+  route: RouteDefinition | null,
+  ex: Exchange,
+  send: (reply: Reply) => void,
+  gate?: AccessGate,
+): Promise<void> {
   service.enter();
   try {
     await dispatchInner(service, route, ex, send, gate);
@@ -28,7 +34,13 @@ export async function dispatch(service: ServiceState, route: RouteDefinition | n
   }
 }
 
-async function dispatchInner(service: ServiceState, route: RouteDefinition | null, ex: Exchange, send: (reply: Reply) => void, gate?: AccessGate): Promise<void> {
+async function dispatchInner(
+  service: ServiceState,
+  route: RouteDefinition | null,
+  ex: Exchange,
+  send: (reply: Reply) => void,
+  gate?: AccessGate,
+): Promise<void> {
   const started = performance.now();
   const given = ex.req.headers['x-request-id'];
   const id = typeof given === 'string' && REQUEST_ID.test(given) ? given : service.nextRequestId();
@@ -49,7 +61,9 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
     }
     if (route === null) throw new HttpError(404, `no route for ${ex.method} ${path.slice(0, 200)}`, { param: 'path' });
     if (!route.methods.includes(ex.method)) {
-      throw new HttpError(405, `${route.path} accepts ${route.methods.join(', ')}, not ${ex.method}`, { headers: { allow: route.methods.join(', ') } });
+      throw new HttpError(405, `${route.path} accepts ${route.methods.join(', ')}, not ${ex.method}`, {
+        headers: { allow: route.methods.join(', ') },
+      });
     }
     reply = await route.run(service, ex, record);
     record.status = reply.status;
@@ -66,7 +80,8 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
     }
   }
   // Read when the answer goes out: a request taken before SIGTERM and answered after it closes its connection too.
-  if (service.phase === 'leaving' || service.phase === 'draining' || service.phase === 'closed') common.connection = 'close';
+  if (service.phase === 'leaving' || service.phase === 'draining' || service.phase === 'closed')
+    common.connection = 'close';
   try {
     send({ ...reply, headers: { ...reply.headers, ...common } });
   } catch (error) {
@@ -76,7 +91,16 @@ async function dispatchInner(service: ServiceState, route: RouteDefinition | nul
     const endMs = performance.now();
     const steps = record.steps ?? [];
     if (record.scoredAtMs !== undefined) steps.push({ name: 'reply', startMs: record.scoredAtMs, endMs });
-    trace.end(endMs, record.status, steps, { 'pjrt_score.request_id': id, ...(route?.scoring ? { 'pjrt_score.items': record.items, 'pjrt_score.tokens': record.tokens, 'pjrt_score.algorithm': record.algorithm } : {}) });
+    trace.end(endMs, record.status, steps, {
+      'pjrt_score.request_id': id,
+      ...(route?.scoring
+        ? {
+            'pjrt_score.items': record.items,
+            'pjrt_score.tokens': record.tokens,
+            'pjrt_score.algorithm': record.algorithm,
+          }
+        : {}),
+    });
   }
   const seconds = (performance.now() - started) / 1000;
   const scoring = route !== null && route.scoring;

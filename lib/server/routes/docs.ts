@@ -63,7 +63,12 @@ const LOADER = `'use strict';
     // Try it out goes where the page came from: the origin, under a mount's prefix if any.
     var base = new URL('.', window.location.href).href;
     if (!spec.servers) spec.servers = [{ url: base.slice(0, base.length - 1) }];
-    var ui = window.SwaggerUIBundle({ spec: spec, dom_id: '#swagger-ui', deepLinking: true, defaultModelsExpandDepth: 0 });
+    var ui = window.SwaggerUIBundle({
+      spec: spec,
+      dom_id: '#swagger-ui',
+      deepLinking: true,
+      defaultModelsExpandDepth: 0,
+    });
     if (key) ui.preauthorizeApiKey(${JSON.stringify(BEARER_SCHEME)}, key);
     window.apiReference = ui;
   }
@@ -99,9 +104,16 @@ export function docsPage(): Reply {
 export function docsAsset(ex: Exchange): Reply {
   // The request's own URL: a mount's exchange carries the route's pattern as its path.
   const name = (ex.req.url ?? ex.path).split('?')[0].split('/').pop() ?? '';
-  if (name === 'loader.js') return { status: 200, contentType: 'text/javascript; charset=utf-8', body: LOADER, headers: { 'cache-control': 'no-cache' } };
+  if (name === 'loader.js')
+    return {
+      status: 200,
+      contentType: 'text/javascript; charset=utf-8',
+      body: LOADER,
+      headers: { 'cache-control': 'no-cache' },
+    };
   const contentType = Object.prototype.hasOwnProperty.call(RENDERER_FILES, name) ? RENDERER_FILES[name] : undefined;
-  if (contentType === undefined) throw new HttpError(404, `no asset ${JSON.stringify(name.slice(0, 100))} under /docs`, { param: 'path' });
+  if (contentType === undefined)
+    throw new HttpError(404, `no asset ${JSON.stringify(name.slice(0, 100))} under /docs`, { param: 'path' });
   let body = cache.get(name);
   if (body === undefined) {
     rendererDir ??= path.dirname(require.resolve('swagger-ui-dist/package.json'));

@@ -27,7 +27,8 @@ interface ModelObject {
 
 function loaded(service: ServiceState): ScoringBackend {
   const backend = service.backend;
-  if (!backend) throw new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() });
+  if (!backend)
+    throw new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() });
   return backend;
 }
 
@@ -48,7 +49,10 @@ function modelObject(service: ServiceState, backend: ScoringBackend): ModelObjec
 /** GET /v1/models: the one model this server serves. */
 export function listModels(service: ServiceState): Reply {
   const backend = service.backend;
-  if (!backend) return errorReply(new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() }));
+  if (!backend)
+    return errorReply(
+      new HttpError(503, 'the model is loading; retry shortly', { retryAfter: service.retryAfterSeconds() }),
+    );
   return jsonReply(200, { object: 'list', data: [modelObject(service, backend)] });
 }
 
@@ -57,7 +61,11 @@ export function retrieveModel(service: ServiceState, ex: Exchange): Reply {
   const backend = loaded(service);
   const id = lastSegment(ex.req.url ?? ex.path);
   if (id !== backend.modelName) {
-    throw new HttpError(404, `The model '${id.slice(0, 200)}' does not exist: this server serves '${backend.modelName}'`, { param: 'model' });
+    throw new HttpError(
+      404,
+      `The model '${id.slice(0, 200)}' does not exist: this server serves '${backend.modelName}'`,
+      { param: 'model' },
+    );
   }
   return jsonReply(200, modelObject(service, backend));
 }

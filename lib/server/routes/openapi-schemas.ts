@@ -36,7 +36,15 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     code: int,
     error: {
       description: "OpenAI's nested error object; on TEI's request shape TEI's message string",
-      oneOf: [str, obj(['message', 'type', 'param', 'code'], { message: str, type: str, param: { type: ['string', 'null'] }, code: int })],
+      oneOf: [
+        str,
+        obj(['message', 'type', 'param', 'code'], {
+          message: str,
+          type: str,
+          param: { type: ['string', 'null'] },
+          code: int,
+        }),
+      ],
     },
     error_type: { enum: ['validation', 'empty', 'tokenizer', 'overloaded', 'unhealthy', 'backend'] },
   }),
@@ -69,7 +77,11 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       model: str,
       query: str,
       documents: { type: 'array', items: { oneOf: [str, { type: 'object' }] } },
-      texts: { type: 'array', items: str, description: "text-embeddings-inference's shape: answered with TEI's bare array" },
+      texts: {
+        type: 'array',
+        items: str,
+        description: "text-embeddings-inference's shape: answered with TEI's bare array",
+      },
       top_n: { type: 'integer', minimum: 0 },
       return_documents: bool,
       return_text: bool,
@@ -80,7 +92,11 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       truncate: bool,
       truncation_direction: { enum: ['left', 'right', 'Left', 'Right'] },
       instruction: str,
-      top_k: { type: 'integer', minimum: 0, description: "SGLang's shape (with rid): answered with SGLang's bare array" },
+      top_k: {
+        type: 'integer',
+        minimum: 0,
+        description: "SGLang's shape (with rid): answered with SGLang's bare array",
+      },
       rid: { description: "SGLang's request id: marks SGLang's shape" },
       user: { type: ['string', 'null'] },
     },
@@ -88,7 +104,15 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   ),
   CohereV2RerankRequest: obj(
     ['query', 'documents'],
-    { model: str, query: str, documents: { type: 'array', items: str }, top_n: { type: 'integer', minimum: 0 }, max_tokens_per_doc: { type: 'integer', minimum: 1 }, return_documents: bool, instruction: str },
+    {
+      model: str,
+      query: str,
+      documents: { type: 'array', items: str },
+      top_n: { type: 'integer', minimum: 0 },
+      max_tokens_per_doc: { type: 'integer', minimum: 1 },
+      return_documents: bool,
+      instruction: str,
+    },
     true,
   ),
   RerankMeta: obj(['api_version', 'billed_units', 'tokens'], {
@@ -103,7 +127,11 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     object: { const: 'rerank' },
     results: {
       type: 'array',
-      items: obj(['index', 'relevance_score'], { index: int, relevance_score: num, document: { type: 'object', description: '{text} for a string document, the whole object otherwise' } }),
+      items: obj(['index', 'relevance_score'], {
+        index: int,
+        relevance_score: num,
+        document: { type: 'object', description: '{text} for a string document, the whole object otherwise' },
+      }),
     },
     usage,
     meta: ref('RerankMeta'),
@@ -111,16 +139,38 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
   TeiRerankResponse: { type: 'array', items: obj(['index', 'score'], { index: int, score: num, text: str }) },
   SglangRerankResponse: {
     type: 'array',
-    items: obj(['score', 'index', 'meta_info'], { score: num, document: str, index: int, meta_info: obj(['id', 'prompt_tokens'], { id: str, prompt_tokens: int }) }),
+    items: obj(['score', 'index', 'meta_info'], {
+      score: num,
+      document: str,
+      index: int,
+      meta_info: obj(['id', 'prompt_tokens'], { id: str, prompt_tokens: int }),
+    }),
   },
   CohereV2RerankResponse: obj(['id', 'model', 'results', 'usage', 'meta'], {
     id: str,
     model: str,
-    results: { type: 'array', items: obj(['index', 'relevance_score'], { index: int, relevance_score: num, document: obj(['text'], { text: str }) }) },
+    results: {
+      type: 'array',
+      items: obj(['index', 'relevance_score'], {
+        index: int,
+        relevance_score: num,
+        document: obj(['text'], { text: str }),
+      }),
+    },
     usage,
     meta: ref('RerankMeta'),
   }),
-  Model: obj(['id', 'object', 'created', 'owned_by'], { id: str, object: { const: 'model' }, created: int, owned_by: str, root: str, max_model_len: int, context_length: int, family: str, quantization: str }),
+  Model: obj(['id', 'object', 'created', 'owned_by'], {
+    id: str,
+    object: { const: 'model' },
+    created: int,
+    owned_by: str,
+    root: str,
+    max_model_len: int,
+    context_length: int,
+    family: str,
+    quantization: str,
+  }),
   ModelList: obj(['object', 'data'], { object: { const: 'list' }, data: { type: 'array', items: ref('Model') } }),
   TeiInfo: obj(['model_id', 'model_type', 'max_input_length', 'max_client_batch_size', 'version'], {
     model_id: str,
@@ -138,8 +188,18 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     sha: { type: ['string', 'null'] },
     docker_label: { type: ['string', 'null'] },
   }),
-  Health: obj(['status', 'ready', 'uptime_seconds'], { status: str, ready: bool, uptime_seconds: num, model: str, queue_depth: int, in_flight: int }),
-  Live: obj(['status', 'phase'], { status: { const: 'alive' }, phase: { enum: ['loading', 'ready', 'leaving', 'draining', 'closed'] } }),
+  Health: obj(['status', 'ready', 'uptime_seconds'], {
+    status: str,
+    ready: bool,
+    uptime_seconds: num,
+    model: str,
+    queue_depth: int,
+    in_flight: int,
+  }),
+  Live: obj(['status', 'phase'], {
+    status: { const: 'alive' },
+    phase: { enum: ['loading', 'ready', 'leaving', 'draining', 'closed'] },
+  }),
   ServerInfo: obj(['version', 'status'], {
     model_path: { type: ['string', 'null'] },
     served_model_name: { type: ['string', 'null'] },
@@ -156,12 +216,16 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
     status: str,
     pjrt_score: { type: 'object' },
   }),
-  ModelInfo: obj(['is_generation'], {
-    model_path: { type: ['string', 'null'] },
-    tokenizer_path: { type: ['string', 'null'] },
-    is_generation: bool,
-    model_type: { type: ['string', 'null'] },
-  }, true),
+  ModelInfo: obj(
+    ['is_generation'],
+    {
+      model_path: { type: ['string', 'null'] },
+      tokenizer_path: { type: ['string', 'null'] },
+      is_generation: bool,
+      model_type: { type: ['string', 'null'] },
+    },
+    true,
+  ),
   Version: obj(['version'], { version: str }),
   Loads: obj(['dp_rank_count', 'loads'], {
     timestamp: str,
@@ -184,7 +248,15 @@ export const SCHEMAS: Readonly<Record<string, JsonSchema>> = {
       }),
     },
   }),
-  GetLoad: { type: 'array', items: obj(['dp_rank', 'num_reqs', 'num_waiting_reqs', 'num_tokens'], { dp_rank: int, num_reqs: int, num_waiting_reqs: int, num_tokens: int }) },
+  GetLoad: {
+    type: 'array',
+    items: obj(['dp_rank', 'num_reqs', 'num_waiting_reqs', 'num_tokens'], {
+      dp_rank: int,
+      num_reqs: int,
+      num_waiting_reqs: int,
+      num_tokens: int,
+    }),
+  },
 };
 
 export interface Operation {
@@ -201,47 +273,102 @@ export interface Operation {
 
 // SmolLM2's " yes" and " no" (the default model); another model's label ids differ.
 const LABEL_IDS = [9805, 787];
-const DOCUMENTS = ['Paris is the capital and largest city of France.', 'Bananas are rich in potassium.', 'Berlin is the capital of Germany.'];
+const DOCUMENTS = [
+  'Paris is the capital and largest city of France.',
+  'Bananas are rich in potassium.',
+  'Berlin is the capital of Germany.',
+];
 const QUESTION = 'What is the capital of France?';
 
 const SCORE_EXAMPLES = {
-  text: { summary: 'Text: P(label) per item', value: { query: 'Is this a fruit? Answer yes or no:', items: [' apple', ' car'], label_token_ids: LABEL_IDS } },
-  softmax: { summary: 'Softmax over the labels', value: { query: 'Is this a fruit? Answer yes or no:', items: [' apple', ' car'], label_token_ids: LABEL_IDS, apply_softmax: true } },
-  tokenIds: { summary: 'Token ids', value: { query: [1, 4093, 314, 260], items: [[2911], [1340, 28]], label_token_ids: LABEL_IDS } },
+  text: {
+    summary: 'Text: P(label) per item',
+    value: { query: 'Is this a fruit? Answer yes or no:', items: [' apple', ' car'], label_token_ids: LABEL_IDS },
+  },
+  softmax: {
+    summary: 'Softmax over the labels',
+    value: {
+      query: 'Is this a fruit? Answer yes or no:',
+      items: [' apple', ' car'],
+      label_token_ids: LABEL_IDS,
+      apply_softmax: true,
+    },
+  },
+  tokenIds: {
+    summary: 'Token ids',
+    value: { query: [1, 4093, 314, 260], items: [[2911], [1340, 28]], label_token_ids: LABEL_IDS },
+  },
 };
 const RERANK_EXAMPLES = {
-  cohere: { summary: "Cohere v1, Jina, vLLM: documents as strings", value: { query: QUESTION, documents: DOCUMENTS, top_n: 2, return_documents: true } },
-  jina: { summary: 'Jina: documents as {text}', value: { model: 'm', query: QUESTION, documents: DOCUMENTS.map((text) => ({ text })) } },
-  tei: { summary: "text-embeddings-inference: texts", value: { query: QUESTION, texts: DOCUMENTS, raw_scores: false, return_text: true } },
-  sglang: { summary: "SGLang's rerank (rid): a bare array", value: { query: QUESTION, documents: DOCUMENTS, rid: 'r1' } },
+  cohere: {
+    summary: 'Cohere v1, Jina, vLLM: documents as strings',
+    value: { query: QUESTION, documents: DOCUMENTS, top_n: 2, return_documents: true },
+  },
+  jina: {
+    summary: 'Jina: documents as {text}',
+    value: { model: 'm', query: QUESTION, documents: DOCUMENTS.map((text) => ({ text })) },
+  },
+  tei: {
+    summary: 'text-embeddings-inference: texts',
+    value: { query: QUESTION, texts: DOCUMENTS, raw_scores: false, return_text: true },
+  },
+  sglang: {
+    summary: "SGLang's rerank (rid): a bare array",
+    value: { query: QUESTION, documents: DOCUMENTS, rid: 'r1' },
+  },
 };
 const RERANK_V2_EXAMPLES = {
-  cohereV2: { summary: 'Cohere v2', value: { model: 'm', query: QUESTION, documents: DOCUMENTS, top_n: 2, max_tokens_per_doc: 64 } },
+  cohereV2: {
+    summary: 'Cohere v2',
+    value: { model: 'm', query: QUESTION, documents: DOCUMENTS, top_n: 2, max_tokens_per_doc: 64 },
+  },
 };
 
 const SCORING_ERRORS = [400, 413, 429, 503, 504];
 
 export const OPERATIONS = {
-  score: { summary: "Score items against a query (SGLang's ScoringRequest)", request: ref('ScoreRequest'), ok: ref('ScoreResponse'), errors: SCORING_ERRORS, examples: SCORE_EXAMPLES },
+  score: {
+    summary: "Score items against a query (SGLang's ScoringRequest)",
+    request: ref('ScoreRequest'),
+    ok: ref('ScoreResponse'),
+    errors: SCORING_ERRORS,
+    examples: SCORE_EXAMPLES,
+  },
   rerank: {
-    summary: "Rerank documents: Cohere v1, Jina and vLLM's shape, text-embeddings-inference's (texts), or SGLang's (rid or top_k)",
+    summary:
+      "Rerank documents: Cohere v1, Jina and vLLM's shape, " +
+      "text-embeddings-inference's (texts), or SGLang's (rid or top_k)",
     request: ref('RerankRequest'),
     ok: { oneOf: [ref('RerankResponse'), ref('TeiRerankResponse'), ref('SglangRerankResponse')] },
     errors: SCORING_ERRORS,
     examples: RERANK_EXAMPLES,
   },
-  rerankV2: { summary: "Rerank documents: Cohere v2's shape", request: ref('CohereV2RerankRequest'), ok: ref('CohereV2RerankResponse'), errors: SCORING_ERRORS, examples: RERANK_V2_EXAMPLES },
+  rerankV2: {
+    summary: "Rerank documents: Cohere v2's shape",
+    request: ref('CohereV2RerankRequest'),
+    ok: ref('CohereV2RerankResponse'),
+    errors: SCORING_ERRORS,
+    examples: RERANK_V2_EXAMPLES,
+  },
   health: { summary: 'Readiness (503 while loading or draining)', ok: ref('Health'), errors: [503] },
   live: { summary: 'Liveness: the process answers (any phase)', ok: ref('Live'), errors: [] },
   serverInfo: { summary: "SGLang's server info: the model, context and limits", ok: ref('ServerInfo'), errors: [] },
   modelInfo: { summary: "SGLang's model info", ok: ref('ModelInfo'), errors: [] },
   version: { summary: 'The server version', ok: ref('Version'), errors: [] },
-  loads: { summary: "SGLang's load report: waiting and running requests, waiting tokens", ok: ref('Loads'), errors: [] },
+  loads: {
+    summary: "SGLang's load report: waiting and running requests, waiting tokens",
+    ok: ref('Loads'),
+    errors: [],
+  },
   getLoad: { summary: "SGLang's older load list", ok: ref('GetLoad'), errors: [] },
   models: { summary: "The model served (OpenAI's list)", ok: ref('ModelList'), errors: [503] },
   model: { summary: "One model by id (OpenAI's retrieve)", ok: ref('Model'), errors: [503] },
   info: { summary: "text-embeddings-inference's model info", ok: ref('TeiInfo'), errors: [503] },
   metrics: { summary: 'Prometheus metrics', ok: { text: 'text/plain' }, errors: [] },
   openapi: { summary: 'The OpenAPI 3.1 document of these routes', ok: { type: 'object' }, errors: [] },
-  docs: { summary: 'The interactive API reference (Swagger UI) over /openapi.json', ok: { text: 'text/html' }, errors: [] },
+  docs: {
+    summary: 'The interactive API reference (Swagger UI) over /openapi.json',
+    ok: { text: 'text/html' },
+    errors: [],
+  },
 } satisfies Record<string, Operation>;

@@ -23,7 +23,11 @@ import { ErrorShape, HttpError } from '../http/http-errors';
 import { checkModelField, ScoringEndpoint } from './score';
 
 /** Reads a rerank body on its route, long texts off the event loop. */
-async function normalizeRerank(backend: ScoringBackend, body: unknown, route: RerankRoute): Promise<{ readonly request: WireRerank['score']; readonly detail: WireRerank }> {
+async function normalizeRerank(
+  backend: ScoringBackend,
+  body: unknown,
+  route: RerankRoute,
+): Promise<{ readonly request: WireRerank['score']; readonly detail: WireRerank }> {
   const read = readRerankBody(body, route);
   const rerank = backend.offLoop ? await backend.offLoop.normalizeWith(read) : backend.normalizeWith(read);
   return { request: rerank.score, detail: rerank };
@@ -49,6 +53,7 @@ export const COHERE_V2_RERANK_ENDPOINT: ScoringEndpoint<WireRerank> = {
     checkModelField(body);
     return normalizeRerank(backend, body, 'v2');
   },
-  respond: (outcome, rerank, service, id): CohereV2RerankResponseBody => cohereV2RerankResponseBody(outcome, rerank, service.backend?.modelName ?? '', id),
+  respond: (outcome, rerank, service, id): CohereV2RerankResponseBody =>
+    cohereV2RerankResponseBody(outcome, rerank, service.backend?.modelName ?? '', id),
   floatKeys: RERANK_FLOAT_KEYS,
 };

@@ -6,7 +6,16 @@
  * An endpoint only says how a body becomes a normalized request and how the
  * scores become its answer, both through lib/wire's readers and writers.
  */
-import { AbortError, QueueFullError, ScoreInputError, describeValue, type Admission, type DevicePassTiming, type NormalizedRequest, type ScoreResult } from '../../scoring';
+import {
+  AbortError,
+  QueueFullError,
+  ScoreInputError,
+  describeValue,
+  type Admission,
+  type DevicePassTiming,
+  type NormalizedRequest,
+  type ScoreResult,
+} from '../../scoring';
 import { readScoreBody, SCORE_FLOAT_KEYS, scoreResponseBody, type ScoreResponseBody } from '../../wire';
 import { isAbortError, ScoringBackend } from '../lifecycle/scorer-backend';
 import { checkContentType, parseJsonBody, payloadTooLarge, readBody } from '../http/body';
@@ -29,7 +38,10 @@ export interface ScoreRecord {
   param?: string | null;
   /** The error body's shape, once the body says which client sent it. */
   errorShape?: ErrorShape;
-  /** Timed steps for the request's trace (tracing.ts): body, tokenize, queue wait, device passes; null when traces are off. */
+  /**
+   * Timed steps for the request's trace (tracing.ts): body, tokenize, queue wait, device passes; null when traces are
+   * off.
+   */
   steps: StepTiming[] | null;
   /** performance.now() when the scores were ready: the reply starts there. */
   scoredAtMs?: number;
@@ -53,8 +65,14 @@ class ClientGoneError extends AbortError {
 
 /** What differs between the scoring routes. */
 export interface ScoringEndpoint<T> {
-  /** Validates and tokenizes a parsed JSON body (ScoreInputError on bad input), long texts off the event loop: the request's one normalization. */
-  normalize(backend: ScoringBackend, body: unknown): Promise<{ readonly request: NormalizedRequest; readonly detail: T }>;
+  /**
+   * Validates and tokenizes a parsed JSON body (ScoreInputError on bad input), long texts off the event loop: the
+   * request's one normalization.
+   */
+  normalize(
+    backend: ScoringBackend,
+    body: unknown,
+  ): Promise<{ readonly request: NormalizedRequest; readonly detail: T }>;
   /** The 200 answer. */
   respond(outcome: ScoreResult, detail: T, service: ServiceState, id: string): unknown;
   /** Keys whose numbers are floats on the wire (1 is written 1.0): json-floats.ts. */
@@ -71,12 +89,18 @@ export const SCORE_ENDPOINT: ScoringEndpoint<NormalizedRequest> = {
     const request = backend.offLoop ? await backend.offLoop.normalizeWith(read) : backend.normalizeWith(read);
     return { request, detail: request };
   },
-  respond: (outcome, request, service): ScoreResponseBody => scoreResponseBody(outcome, request, service.backend?.modelName ?? ''),
+  respond: (outcome, request, service): ScoreResponseBody =>
+    scoreResponseBody(outcome, request, service.backend?.modelName ?? ''),
   floatKeys: SCORE_FLOAT_KEYS,
 };
 
 /** Answers one scoring request; never throws (every failure is an error Reply). */
-export async function handleScoring<T>(service: ServiceState, ex: Exchange, record: ScoreRecord, endpoint: ScoringEndpoint<T>): Promise<Reply> {
+export async function handleScoring<T>(
+  service: ServiceState,
+  ex: Exchange,
+  record: ScoreRecord,
+  endpoint: ScoringEndpoint<T>,
+): Promise<Reply> {
   const { options } = service;
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(new DeadlineError(options.timeoutMs)), options.timeoutMs);
@@ -159,9 +183,24 @@ async function scoreRequest<T>(
     // Told once the call is answered: the wait began at the submit, and lasted queueMs.
     onAdmitted: (a) => {
       admission = a;
-      steps?.push({ name: 'queue wait', startMs: submittedMs, endMs: submittedMs + a.queueMs, attributes: { 'pjrt_score.turn_size': a.turnSize } });
+      steps?.push({
+        name: 'queue wait',
+        startMs: submittedMs,
+        endMs: submittedMs + a.queueMs,
+        attributes: { 'pjrt_score.turn_size': a.turnSize },
+      });
     },
-    ...(steps ? { onPass: (p: DevicePassTiming) => steps.push({ name: 'device pass', startMs: p.startMs, endMs: p.endMs, attributes: { 'pjrt_score.pass': pass++, 'pjrt_score.program': p.program } }) } : {}),
+    ...(steps
+      ? {
+          onPass: (p: DevicePassTiming) =>
+            steps.push({
+              name: 'device pass',
+              startMs: p.startMs,
+              endMs: p.endMs,
+              attributes: { 'pjrt_score.pass': pass++, 'pjrt_score.program': p.program },
+            }),
+        }
+      : {}),
   });
   record.scoredAtMs = performance.now();
   // With no items nothing ran on the device, whatever plan the Scorer names.
@@ -187,11 +226,14 @@ export function checkModelField(body: unknown): void {
 function toHttpError(service: ServiceState, error: unknown, signal: AbortSignal, bodyRead: boolean): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof ScoreInputError) return HttpError.fromInput(error);
-  if (error instanceof QueueFullError) return new HttpError(429, `${error.message}: retry later`, { retryAfter: error.retryAfterSeconds });
+  if (error instanceof QueueFullError)
+    return new HttpError(429, `${error.message}: retry later`, { retryAfter: error.retryAfterSeconds });
   // The client's stall, not the server's: its body was not all there by the deadline.
-  if (error instanceof DeadlineError && !bodyRead) return new HttpError(408, `the request body did not arrive within ${error.timeoutMs} ms`, { param: 'body' });
+  if (error instanceof DeadlineError && !bodyRead)
+    return new HttpError(408, `the request body did not arrive within ${error.timeoutMs} ms`, { param: 'body' });
   if (error instanceof DeadlineError) return new HttpError(504, error.message);
-  if (signal.aborted && (isAbortError(error) || error === signal.reason)) return new HttpError(499, 'the client closed the connection');
+  if (signal.aborted && (isAbortError(error) || error === signal.reason))
+    return new HttpError(499, 'the client closed the connection');
   if (service.phase === 'closed') return new HttpError(503, 'the server is shutting down', { retryAfter: 5 });
   return new HttpError(500, 'internal error while scoring; see the server log');
 }

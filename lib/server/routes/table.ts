@@ -12,7 +12,15 @@ import { Operation, OPERATIONS } from './openapi-schemas';
 import { COHERE_V2_RERANK_ENDPOINT, RERANK_ENDPOINT } from './rerank';
 import { SCORE_ENDPOINT, ScoreRecord, handleScoring } from './score';
 import { ServiceState } from '../lifecycle/service-state';
-import { packageVersion, getLoadReply, liveReply, loadsReply, modelInfoReply, serverInfoReply, versionReply } from './worker';
+import {
+  packageVersion,
+  getLoadReply,
+  liveReply,
+  loadsReply,
+  modelInfoReply,
+  serverInfoReply,
+  versionReply,
+} from './worker';
 
 export type RoutePath =
   | '/v1/score'
@@ -54,7 +62,10 @@ export interface RouteDefinition {
 export interface MountOptions {
   /** GET /health and /readyz (503 while loading or draining), GET /livez. Default false: a host usually has its own. */
   readonly health?: boolean;
-  /** What a gateway reads from a worker: GET /server_info, /model_info, /version, /v1/loads, /loads, /get_load (worker.ts). Default false. */
+  /**
+   * What a gateway reads from a worker: GET /server_info, /model_info, /version, /v1/loads, /loads, /get_load
+   * (worker.ts). Default false.
+   */
   readonly worker?: boolean;
   /** GET /metrics: the registry's exposition (the host's metrics too, if it passed its registry). Default false. */
   readonly metrics?: boolean;
@@ -73,28 +84,162 @@ export interface MountOptions {
 }
 
 export const ROUTES: readonly RouteDefinition[] = [
-  { path: '/v1/score', methods: ['POST'], scoring: true, operation: OPERATIONS.score, run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT) },
-  { path: '/v1/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerank, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
-  { path: '/v2/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerankV2, run: (service, ex, record) => handleScoring(service, ex, record, COHERE_V2_RERANK_ENDPOINT) },
-  { path: '/rerank', methods: ['POST'], scoring: true, operation: OPERATIONS.rerank, run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT) },
-  { path: '/health', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.health, run: async (service) => health(service) },
-  { path: '/v1/models', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.models, run: async (service) => listModels(service) },
-  { path: '/v1/models/:id', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.model, run: async (service, ex) => retrieveModel(service, ex) },
-  { path: '/info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.info, run: async (service) => teiInfo(service) },
-  { path: '/metrics', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.metrics, run: (service) => metrics(service) },
-  { path: '/openapi.json', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.openapi, run: async () => openApiReply() },
-  { path: '/readyz', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.health, run: async (service) => health(service) },
-  { path: '/livez', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.live, run: async (service) => liveReply(service) },
-  { path: '/server_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.serverInfo, run: async (service) => serverInfoReply(service) },
-  { path: '/get_server_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.serverInfo, run: async (service) => serverInfoReply(service) },
-  { path: '/model_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.modelInfo, run: async (service) => modelInfoReply(service) },
-  { path: '/get_model_info', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.modelInfo, run: async (service) => modelInfoReply(service) },
-  { path: '/version', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.version, run: async () => versionReply() },
-  { path: '/v1/loads', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.loads, run: async (service) => loadsReply(service) },
-  { path: '/loads', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.loads, run: async (service) => loadsReply(service) },
-  { path: '/get_load', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.getLoad, run: async (service) => getLoadReply(service) },
-  { path: '/docs', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.docs, documented: false, run: async () => docsPage() },
-  { path: '/docs/:asset', methods: ['GET', 'HEAD'], scoring: false, operation: OPERATIONS.docs, documented: false, run: async (_service, ex) => docsAsset(ex) },
+  {
+    path: '/v1/score',
+    methods: ['POST'],
+    scoring: true,
+    operation: OPERATIONS.score,
+    run: (service, ex, record) => handleScoring(service, ex, record, SCORE_ENDPOINT),
+  },
+  {
+    path: '/v1/rerank',
+    methods: ['POST'],
+    scoring: true,
+    operation: OPERATIONS.rerank,
+    run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT),
+  },
+  {
+    path: '/v2/rerank',
+    methods: ['POST'],
+    scoring: true,
+    operation: OPERATIONS.rerankV2,
+    run: (service, ex, record) => handleScoring(service, ex, record, COHERE_V2_RERANK_ENDPOINT),
+  },
+  {
+    path: '/rerank',
+    methods: ['POST'],
+    scoring: true,
+    operation: OPERATIONS.rerank,
+    run: (service, ex, record) => handleScoring(service, ex, record, RERANK_ENDPOINT),
+  },
+  {
+    path: '/health',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.health,
+    run: async (service) => health(service),
+  },
+  {
+    path: '/v1/models',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.models,
+    run: async (service) => listModels(service),
+  },
+  {
+    path: '/v1/models/:id',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.model,
+    run: async (service, ex) => retrieveModel(service, ex),
+  },
+  {
+    path: '/info',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.info,
+    run: async (service) => teiInfo(service),
+  },
+  {
+    path: '/metrics',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.metrics,
+    run: (service) => metrics(service),
+  },
+  {
+    path: '/openapi.json',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.openapi,
+    run: async () => openApiReply(),
+  },
+  {
+    path: '/readyz',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.health,
+    run: async (service) => health(service),
+  },
+  {
+    path: '/livez',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.live,
+    run: async (service) => liveReply(service),
+  },
+  {
+    path: '/server_info',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.serverInfo,
+    run: async (service) => serverInfoReply(service),
+  },
+  {
+    path: '/get_server_info',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.serverInfo,
+    run: async (service) => serverInfoReply(service),
+  },
+  {
+    path: '/model_info',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.modelInfo,
+    run: async (service) => modelInfoReply(service),
+  },
+  {
+    path: '/get_model_info',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.modelInfo,
+    run: async (service) => modelInfoReply(service),
+  },
+  {
+    path: '/version',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.version,
+    run: async () => versionReply(),
+  },
+  {
+    path: '/v1/loads',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.loads,
+    run: async (service) => loadsReply(service),
+  },
+  {
+    path: '/loads',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.loads,
+    run: async (service) => loadsReply(service),
+  },
+  {
+    path: '/get_load',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.getLoad,
+    run: async (service) => getLoadReply(service),
+  },
+  {
+    path: '/docs',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.docs,
+    documented: false,
+    run: async () => docsPage(),
+  },
+  {
+    path: '/docs/:asset',
+    methods: ['GET', 'HEAD'],
+    scoring: false,
+    operation: OPERATIONS.docs,
+    documented: false,
+    run: async (_service, ex) => docsAsset(ex),
+  },
 ];
 
 /** The API reference's routes (--no-docs leaves them out). */
@@ -103,7 +248,12 @@ const DOCS_PATHS: ReadonlySet<RoutePath> = new Set(['/docs', '/docs/:asset']);
 let openApiText: string | undefined;
 /** The document of ROUTES, built once. */
 function openApiReply(): Reply {
-  openApiText ??= JSON.stringify(openApiDocument(ROUTES.filter((route) => route.documented !== false), { title: 'pjrt-score', version: packageVersion() }));
+  openApiText ??= JSON.stringify(
+    openApiDocument(
+      ROUTES.filter((route) => route.documented !== false),
+      { title: 'pjrt-score', version: packageVersion() },
+    ),
+  );
   return { status: 200, contentType: 'application/json', body: openApiText, headers: {} };
 }
 
@@ -128,7 +278,16 @@ export function selectRoutes(options: MountOptions): readonly RouteDefinition[] 
 
 const MODEL_PATHS: ReadonlySet<RoutePath> = new Set(['/v1/models', '/v1/models/:id', '/info']);
 const HEALTH_PATHS: ReadonlySet<RoutePath> = new Set(['/health', '/readyz', '/livez']);
-const WORKER_PATHS: ReadonlySet<RoutePath> = new Set(['/server_info', '/get_server_info', '/model_info', '/get_model_info', '/version', '/v1/loads', '/loads', '/get_load']);
+const WORKER_PATHS: ReadonlySet<RoutePath> = new Set([
+  '/server_info',
+  '/get_server_info',
+  '/model_info',
+  '/get_model_info',
+  '/version',
+  '/v1/loads',
+  '/loads',
+  '/get_load',
+]);
 
 /** The route serving `path`: an exact path, else a pattern whose `:name` segments match any one segment. */
 export function findRoute(routes: readonly RouteDefinition[], path: string): RouteDefinition | null {

@@ -69,7 +69,14 @@ export function loadsReply(service: ServiceState): Reply {
 /** GET /get_load: SGLang's older list, one entry per rank. */
 export function getLoadReply(service: ServiceState): Reply {
   const load = queueLoad(service);
-  return jsonReply(200, [{ dp_rank: 0, num_reqs: load.running + load.waiting, num_waiting_reqs: load.waiting, num_tokens: load.waitingTokens }]);
+  return jsonReply(200, [
+    {
+      dp_rank: 0,
+      num_reqs: load.running + load.waiting,
+      num_waiting_reqs: load.waiting,
+      num_tokens: load.waitingTokens,
+    },
+  ]);
 }
 
 /** GET /version: `{ version }` (this package's). */

@@ -4,4 +4,10 @@
  * variable, default and help) and `--warmup`'s spec (warmup-spec.ts).
  * May import: network.
  */
-export { DEFAULT_SERVE_OPTIONS, SERVE_SETTINGS, resolveServeOptions, type ServeOptions, type SettingSpec } from './serve-settings';
+export {
+  DEFAULT_SERVE_OPTIONS,
+  SERVE_SETTINGS,
+  resolveServeOptions,
+  type ServeOptions,
+  type SettingSpec,
+} from './serve-settings';

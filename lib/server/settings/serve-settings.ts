@@ -30,7 +30,10 @@ const warmupSetting: Setting<'warmup', readonly WarmupShape[]> = {
   env: 'PJRT_SCORE_WARMUP',
   kind: 'custom',
   metavar: 'SPEC',
-  help: 'request shapes to compile (and the tokenizer to build) before /health turns ready: none (the first text request builds the tokenizer), default, or QxLxN[@algorithm],... (query tokens x item tokens x items; default 16x8x4,32x16x20)',
+  help:
+    'request shapes to compile (and the tokenizer to build) before /health turns ready: none (the first text ' +
+    'request builds the tokenizer), default, ' +
+    'or QxLxN[@algorithm],... (query tokens x item tokens x items; default 16x8x4,32x16x20)',
   parse: (text, source) => {
     try {
       return parseWarmupSpec(String(text));
@@ -51,31 +54,61 @@ const DEFAULT_MAX_BODY_BYTES = 8 * 2 ** 20;
 
 export const SERVE_SETTINGS = [
   ...SCORER_SETTINGS,
-  stringSetting('host', { flag: 'host', env: 'PJRT_SCORE_HOST', metavar: 'HOST', default: DEFAULT_HOST, help: `address to listen on (default ${DEFAULT_HOST})` }),
-  integerSetting('port', { flag: 'port', env: 'PJRT_SCORE_PORT', min: 0, default: DEFAULT_PORT, help: `port; 0 picks a free one (default ${DEFAULT_PORT})` }),
+  stringSetting('host', {
+    flag: 'host',
+    env: 'PJRT_SCORE_HOST',
+    metavar: 'HOST',
+    default: DEFAULT_HOST,
+    help: `address to listen on (default ${DEFAULT_HOST})`,
+  }),
+  integerSetting('port', {
+    flag: 'port',
+    env: 'PJRT_SCORE_PORT',
+    min: 0,
+    default: DEFAULT_PORT,
+    help: `port; 0 picks a free one (default ${DEFAULT_PORT})`,
+  }),
   warmupSetting,
   integerSetting('multiItemScoringDelimiter', {
     flag: 'multi-item-scoring-delimiter',
     env: 'PJRT_SCORE_MULTI_ITEM_SCORING_DELIMITER',
     min: 0,
-    help: 'accepted for SGLang compatibility: must be a token id in the vocabulary; changes nothing (items are delimited by their lengths)',
+    help:
+      'accepted for SGLang compatibility: must be a token id in the vocabulary; ' +
+      'changes nothing (items are delimited by their lengths)',
   }),
-  integerSetting('timeoutMs', { flag: 'timeout-ms', env: 'PJRT_SCORE_TIMEOUT_MS', min: 1, default: DEFAULT_TIMEOUT_MS, help: `per-request deadline; past it 504 and the work is dropped, or 408 when the body has not all arrived (default ${DEFAULT_TIMEOUT_MS})` }),
+  integerSetting('timeoutMs', {
+    flag: 'timeout-ms',
+    env: 'PJRT_SCORE_TIMEOUT_MS',
+    min: 1,
+    default: DEFAULT_TIMEOUT_MS,
+    help:
+      `per-request deadline; past it 504 and the work is dropped, ` +
+      `or 408 when the body has not all arrived (default ${DEFAULT_TIMEOUT_MS})`,
+  }),
   integerSetting('drainDelayMs', {
     flag: 'drain-delay-ms',
     env: 'PJRT_SCORE_DRAIN_DELAY_MS',
     min: 0,
     default: 0,
-    help: 'on SIGTERM/SIGINT, fail readiness (/health, /readyz 503) and keep serving this long before the drain refuses new work, so gateways and Kubernetes stop sending first (default 0)',
+    help:
+      'on SIGTERM/SIGINT, fail readiness (/health, /readyz 503) and keep serving this long ' +
+      'before the drain refuses new work, so gateways and Kubernetes stop sending first (default 0)',
   }),
   integerSetting('maxBodyBytes', {
     flag: 'max-body-bytes',
     env: 'PJRT_SCORE_MAX_BODY_BYTES',
     min: 1,
     default: DEFAULT_MAX_BODY_BYTES,
-    help: `largest request body; more get 413 (default ${DEFAULT_MAX_BODY_BYTES}, ${DEFAULT_MAX_BODY_BYTES / 2 ** 20} MiB)`,
+    help:
+      `largest request body; more get 413 (default ${DEFAULT_MAX_BODY_BYTES}, ` +
+      `${DEFAULT_MAX_BODY_BYTES / 2 ** 20} MiB)`,
   }),
-  switchOffSetting('docs', { flag: 'no-docs', env: 'PJRT_SCORE_NO_DOCS', help: 'do not serve the interactive API reference at /docs (Swagger UI over /openapi.json, from the package)' }),
+  switchOffSetting('docs', {
+    flag: 'no-docs',
+    env: 'PJRT_SCORE_NO_DOCS',
+    help: 'do not serve the interactive API reference at /docs (Swagger UI over /openapi.json, from the package)',
+  }),
   ...NETWORK_SETTINGS,
 ] as const;
 
@@ -122,6 +155,7 @@ export function resolveServeOptions(
   }
   const options = out as unknown as ServeOptions;
   if (options.port > 65535) throw new OptionError(`port must be at most 65535, got ${options.port}`);
-  if ((options.tlsCert === undefined) !== (options.tlsKey === undefined)) throw new OptionError('--tls-cert and --tls-key go together: give both or neither');
+  if ((options.tlsCert === undefined) !== (options.tlsKey === undefined))
+    throw new OptionError('--tls-cert and --tls-key go together: give both or neither');
   return options;
 }

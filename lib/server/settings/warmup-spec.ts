@@ -30,14 +30,25 @@ export function parseWarmupSpec(spec: string): readonly WarmupShape[] {
   return text.split(',').map((part) => {
     const match = /^\s*(\d+)x(\d+)x(\d+)(?:@([a-z]+))?\s*$/.exec(part);
     if (!match) {
-      throw new WarmupSpecError(`warmup shape ${JSON.stringify(part)} is not QxLxN[@algorithm] (query tokens x item tokens x items), e.g. 32x8x16`);
+      throw new WarmupSpecError(
+        `warmup shape ${JSON.stringify(part)} is not QxLxN[@algorithm] (query tokens x item tokens x items), ` +
+          `e.g. 32x8x16`,
+      );
     }
     const [queryTokens, itemTokens, items] = [match[1], match[2], match[3]].map(Number);
-    if (queryTokens < 1 || items < 1) throw new WarmupSpecError(`warmup shape ${JSON.stringify(part)}: query tokens and items must be at least 1`);
+    if (queryTokens < 1 || items < 1)
+      throw new WarmupSpecError(`warmup shape ${JSON.stringify(part)}: query tokens and items must be at least 1`);
     const algorithm = match[4];
     if (algorithm !== undefined && !(ALGORITHMS as readonly string[]).includes(algorithm)) {
-      throw new WarmupSpecError(`warmup shape ${JSON.stringify(part)}: algorithm must be one of ${ALGORITHMS.join(', ')}`);
+      throw new WarmupSpecError(
+        `warmup shape ${JSON.stringify(part)}: algorithm must be one of ${ALGORITHMS.join(', ')}`,
+      );
     }
-    return { queryTokens, itemTokens, items, ...(algorithm !== undefined ? { algorithm: algorithm as Algorithm } : {}) };
+    return {
+      queryTokens,
+      itemTokens,
+      items,
+      ...(algorithm !== undefined ? { algorithm: algorithm as Algorithm } : {}),
+    };
   });
 }

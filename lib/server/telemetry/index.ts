@@ -5,5 +5,13 @@
  * (tracing.ts).
  * May import: no sibling.
  */
-export { createLogger, silentLogger, type LogDestination, type LogFn, type Logger, type LogLevel, type ServiceLogger } from './log';
+export {
+  createLogger,
+  silentLogger,
+  type LogDestination,
+  type LogFn,
+  type Logger,
+  type LogLevel,
+  type ServiceLogger,
+} from './log';
 export { type BackendStats } from './metrics';

@@ -9,7 +9,9 @@ import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ScorerStats } from '../../scoring';
 
 /** Counters from `scorer.stats()`; every field is optional so a newer or older Scorer still renders. */
-export type BackendStats = { readonly [K in keyof ScorerStats]?: ScorerStats[K] extends object ? Partial<ScorerStats[K]> : ScorerStats[K] };
+export type BackendStats = {
+  readonly [K in keyof ScorerStats]?: ScorerStats[K] extends object ? Partial<ScorerStats[K]> : ScorerStats[K];
+};
 
 /** Upper bounds of the latency histogram, seconds. */
 const LATENCY_BUCKETS: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -36,7 +38,12 @@ const FROM_JIT: readonly (readonly [string, string, Kind, string])[] = [
   ['misses', 'pjrt_score_jit_cache_misses_total', 'counter', 'JIT cache lookups that waited for a load or compile.'],
   ['compiles', 'pjrt_score_jit_compiles_total', 'counter', 'Programs compiled.'],
   ['compileSeconds', 'pjrt_score_jit_compile_seconds_total', 'counter', 'Seconds spent compiling programs.'],
-  ['diskHits', 'pjrt_score_jit_disk_hits_total', 'counter', 'Executables loaded from the on-disk cache instead of compiled.'],
+  [
+    'diskHits',
+    'pjrt_score_jit_disk_hits_total',
+    'counter',
+    'Executables loaded from the on-disk cache instead of compiled.',
+  ],
   ['diskWrites', 'pjrt_score_jit_disk_writes_total', 'counter', 'Executables written to the on-disk cache.'],
   ['diskErrors', 'pjrt_score_jit_disk_errors_total', 'counter', 'On-disk executables that failed to load.'],
   ['evictions', 'pjrt_score_jit_cache_evictions_total', 'counter', 'Programs evicted from the JIT cache.'],
@@ -72,7 +79,9 @@ export class ServiceMetrics {
     const registers = [registry];
     this.requests = new Counter({
       name: 'pjrt_score_requests_total',
-      help: 'Scoring requests (POST /v1/score, /v1/rerank, /rerank) by HTTP status and the algorithm that ran (none when nothing ran).',
+      help:
+        'Scoring requests (POST /v1/score, /v1/rerank, /rerank) ' +
+        'by HTTP status and the algorithm that ran (none when nothing ran).',
       labelNames: ['status', 'algorithm'],
       registers,
     });
@@ -83,12 +92,27 @@ export class ServiceMetrics {
       buckets: [...LATENCY_BUCKETS],
       registers,
     });
-    this.httpRequests = new Counter({ name: 'pjrt_score_http_requests_total', help: 'HTTP requests by route and status.', labelNames: ['route', 'status'], registers });
-    this.itemsScored = new Counter({ name: 'pjrt_score_items_scored_total', help: 'Items scored in successful requests.', registers });
-    this.tokensScored = new Counter({ name: 'pjrt_score_tokens_scored_total', help: 'Prompt tokens of successful requests (the query once plus every item).', registers });
+    this.httpRequests = new Counter({
+      name: 'pjrt_score_http_requests_total',
+      help: 'HTTP requests by route and status.',
+      labelNames: ['route', 'status'],
+      registers,
+    });
+    this.itemsScored = new Counter({
+      name: 'pjrt_score_items_scored_total',
+      help: 'Items scored in successful requests.',
+      registers,
+    });
+    this.tokensScored = new Counter({
+      name: 'pjrt_score_tokens_scored_total',
+      help: 'Prompt tokens of successful requests (the query once plus every item).',
+      registers,
+    });
     this.refusals = new Counter({
       name: 'pjrt_score_auth_refusals_total',
-      help: 'Requests refused with 401 by reason: missing (no Authorization), malformed (not Bearer <key>), wrong (no such key), denied (the mount\'s authorize hook).',
+      help:
+        'Requests refused with 401 by reason: missing (no Authorization), ' +
+        "malformed (not Bearer <key>), wrong (no such key), denied (the mount's authorize hook).",
       labelNames: ['reason'],
       registers,
     });
@@ -134,12 +158,17 @@ export class ServiceMetrics {
         },
       });
     };
-    gauge('pjrt_score_ready', '1 once the model is loaded and warm, 0 while loading or draining.', (s) => (s.ready && !s.draining ? 1 : 0));
-    gauge('pjrt_score_draining', '1 after SIGTERM/SIGINT (or close()) while in-flight requests finish.', (s) => (s.draining ? 1 : 0));
+    gauge('pjrt_score_ready', '1 once the model is loaded and warm, 0 while loading or draining.', (s) =>
+      s.ready && !s.draining ? 1 : 0,
+    );
+    gauge('pjrt_score_draining', '1 after SIGTERM/SIGINT (or close()) while in-flight requests finish.', (s) =>
+      s.draining ? 1 : 0,
+    );
     gauge('pjrt_score_queue_depth', 'Requests admitted and waiting for the device.', (s) => s.queueDepth);
     gauge('pjrt_score_queue_capacity', 'Most requests that may wait (--queue-size).', (s) => s.queueCapacity);
-    gauge('pjrt_score_in_flight', 'Requests in the device\'s turn now.', (s) => s.inFlight);
-    // The same queue under the names autoscalers and gateways read from SGLang and vLLM (docs/service.md, "Running a fleet").
+    gauge('pjrt_score_in_flight', "Requests in the device's turn now.", (s) => s.inFlight);
+    // The same queue under the names autoscalers and gateways read
+    // from SGLang and vLLM (docs/service.md, "Running a fleet").
     const modelGauge = (name: string, help: string, value: (s: ScrapeState) => number): void => {
       new Gauge({
         name,
@@ -153,13 +182,30 @@ export class ServiceMetrics {
         },
       });
     };
-    modelGauge('sglang:num_queue_reqs', 'Requests waiting for the device (pjrt_score_queue_depth, under SGLang\'s name).', (s) => s.queueDepth);
-    modelGauge('sglang:num_running_reqs', 'Requests in the device\'s turn now (pjrt_score_in_flight, under SGLang\'s name).', (s) => s.inFlight);
-    modelGauge('vllm:num_requests_waiting', 'Requests waiting for the device (pjrt_score_queue_depth, under vLLM\'s name).', (s) => s.queueDepth);
-    modelGauge('vllm:num_requests_running', 'Requests in the device\'s turn now (pjrt_score_in_flight, under vLLM\'s name).', (s) => s.inFlight);
+    modelGauge(
+      'sglang:num_queue_reqs',
+      "Requests waiting for the device (pjrt_score_queue_depth, under SGLang's name).",
+      (s) => s.queueDepth,
+    );
+    modelGauge(
+      'sglang:num_running_reqs',
+      "Requests in the device's turn now (pjrt_score_in_flight, under SGLang's name).",
+      (s) => s.inFlight,
+    );
+    modelGauge(
+      'vllm:num_requests_waiting',
+      "Requests waiting for the device (pjrt_score_queue_depth, under vLLM's name).",
+      (s) => s.queueDepth,
+    );
+    modelGauge(
+      'vllm:num_requests_running',
+      "Requests in the device's turn now (pjrt_score_in_flight, under vLLM's name).",
+      (s) => s.inFlight,
+    );
     modelGauge(
       'vllm:kv_cache_usage_perc',
-      'Always 0: no KV pool fills with running requests here (the prefix cache is evictable); present because gateways that read vLLM\'s gauges require it before trusting the two above.',
+      'Always 0: no KV pool fills with running requests here (the prefix cache is evictable); ' +
+        "present because gateways that read vLLM's gauges require it before trusting the two above.",
       () => 0,
     );
     const field = (record: object | undefined, name: string): number | null => {
@@ -179,18 +225,35 @@ export class ServiceMetrics {
       registers,
       collect() {
         this.reset();
-        for (const [algorithm, value] of Object.entries(read()?.stats?.runs ?? {})) if (value > 0) this.inc({ algorithm }, value);
+        for (const [algorithm, value] of Object.entries(read()?.stats?.runs ?? {}))
+          if (value > 0) this.inc({ algorithm }, value);
       },
     });
-    counterFrom('pjrt_score_scorer_items_total', 'Items the Scorer scored (all callers).', (s) => field(s.stats ?? undefined, 'itemsScored'));
-    counterFrom('pjrt_score_scorer_tokens_total', 'Tokens the Scorer ran (all callers).', (s) => field(s.stats ?? undefined, 'tokensScored'));
-    counterFrom('pjrt_score_device_passes_total', 'Program executions on the device (every pass of every plan).', (s) => field(s.stats ?? undefined, 'devicePasses'));
-    counterFrom('pjrt_score_batched_passes_total', 'Device passes shared by requests with different queries (--batching cross-request).', (s) =>
-      field(s.stats ?? undefined, 'batchedPasses'),
+    counterFrom('pjrt_score_scorer_items_total', 'Items the Scorer scored (all callers).', (s) =>
+      field(s.stats ?? undefined, 'itemsScored'),
     );
-    counterFrom('pjrt_score_backend_calls_total', 'Turns of the device (one turn may serve several requests that share a query).', (s) => field(s.stats ?? undefined, 'turns'));
-    counterFrom('pjrt_score_backend_call_requests_total', 'Requests served by those turns.', (s) => field(s.stats ?? undefined, 'turnRequests'));
-    counterFrom('pjrt_score_batched_requests_total', 'Requests scored in those shared passes.', (s) => field(s.stats ?? undefined, 'batchedRequests'));
+    counterFrom('pjrt_score_scorer_tokens_total', 'Tokens the Scorer ran (all callers).', (s) =>
+      field(s.stats ?? undefined, 'tokensScored'),
+    );
+    counterFrom('pjrt_score_device_passes_total', 'Program executions on the device (every pass of every plan).', (s) =>
+      field(s.stats ?? undefined, 'devicePasses'),
+    );
+    counterFrom(
+      'pjrt_score_batched_passes_total',
+      'Device passes shared by requests with different queries (--batching cross-request).',
+      (s) => field(s.stats ?? undefined, 'batchedPasses'),
+    );
+    counterFrom(
+      'pjrt_score_backend_calls_total',
+      'Turns of the device (one turn may serve several requests that share a query).',
+      (s) => field(s.stats ?? undefined, 'turns'),
+    );
+    counterFrom('pjrt_score_backend_call_requests_total', 'Requests served by those turns.', (s) =>
+      field(s.stats ?? undefined, 'turnRequests'),
+    );
+    counterFrom('pjrt_score_batched_requests_total', 'Requests scored in those shared passes.', (s) =>
+      field(s.stats ?? undefined, 'batchedRequests'),
+    );
   }
 
   /** One finished scoring request. `algorithm` is 'none' when nothing ran. */

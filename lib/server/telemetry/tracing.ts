@@ -23,7 +23,12 @@ export interface StepTiming {
 
 interface RequestTrace {
   /** Ends the request's span with its children; `attributes` on the request span. */
-  end(endMs: number, status: number, steps: readonly StepTiming[], attributes: Readonly<Record<string, string | number>>): void;
+  end(
+    endMs: number,
+    status: number,
+    steps: readonly StepTiming[],
+    attributes: Readonly<Record<string, string | number>>,
+  ): void;
 }
 
 export interface Tracing {
@@ -35,7 +40,13 @@ export interface Tracing {
 }
 
 /** The packages traces need, all optional peer dependencies. */
-const TRACE_PACKAGES = ['@opentelemetry/api', '@opentelemetry/core', '@opentelemetry/resources', '@opentelemetry/sdk-trace-base', '@opentelemetry/exporter-trace-otlp-http'];
+const TRACE_PACKAGES = [
+  '@opentelemetry/api',
+  '@opentelemetry/core',
+  '@opentelemetry/resources',
+  '@opentelemetry/sdk-trace-base',
+  '@opentelemetry/exporter-trace-otlp-http',
+];
 
 /**
  * Traces on when `endpoint` (--otlp-endpoint: a base URL, `/v1/traces`
@@ -46,7 +57,12 @@ const TRACE_PACKAGES = ['@opentelemetry/api', '@opentelemetry/core', '@opentelem
 export function openTracing(endpoint: string | undefined, env: NodeJS.ProcessEnv, serviceName: string): Tracing | null {
   const fromEnv = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
   if (endpoint === undefined && !fromEnv) return null;
-  const url = endpoint === undefined ? undefined : /\/v1\/traces\/?$/.test(endpoint) ? endpoint : `${endpoint.replace(/\/+$/, '')}/v1/traces`;
+  const url =
+    endpoint === undefined
+      ? undefined
+      : /\/v1\/traces\/?$/.test(endpoint)
+        ? endpoint
+        : `${endpoint.replace(/\/+$/, '')}/v1/traces`;
   /* eslint-disable @typescript-eslint/no-require-imports */
   let api: typeof import('@opentelemetry/api');
   let core: typeof import('@opentelemetry/core');
@@ -60,7 +76,10 @@ export function openTracing(endpoint: string | undefined, env: NodeJS.ProcessEnv
     sdk = require('@opentelemetry/sdk-trace-base');
     exporterModule = require('@opentelemetry/exporter-trace-otlp-http');
   } catch (error) {
-    throw new OptionError(`traces need the optional packages ${TRACE_PACKAGES.join(' ')} (npm install them): ${(error as Error).message.split('\n')[0]}`);
+    throw new OptionError(
+      `traces need the optional packages ${TRACE_PACKAGES.join(' ')} (npm install them): ` +
+        `${(error as Error).message.split('\n')[0]}`,
+    );
   }
   /* eslint-enable @typescript-eslint/no-require-imports */
   const exporter = new exporterModule.OTLPTraceExporter(url === undefined ? {} : { url });
@@ -75,12 +94,26 @@ export function openTracing(endpoint: string | undefined, env: NodeJS.ProcessEnv
     endpoint: url ?? String(env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || `${env.OTEL_EXPORTER_OTLP_ENDPOINT}/v1/traces`),
     startRequest(req, method, route, startMs) {
       const parent = propagator.extract(api.ROOT_CONTEXT, req.headers, api.defaultTextMapGetter);
-      const span = tracer.startSpan(`${method} ${route}`, { kind: api.SpanKind.SERVER, startTime: epoch(startMs), attributes: { 'http.request.method': method, 'http.route': route } }, parent);
+      const span = tracer.startSpan(
+        `${method} ${route}`,
+        {
+          kind: api.SpanKind.SERVER,
+          startTime: epoch(startMs),
+          attributes: { 'http.request.method': method, 'http.route': route },
+        },
+        parent,
+      );
       return {
         end(endMs, status, steps, attributes) {
           const context = api.trace.setSpan(api.ROOT_CONTEXT, span);
           for (const step of steps) {
-            tracer.startSpan(step.name, { startTime: epoch(step.startMs), ...(step.attributes ? { attributes: step.attributes } : {}) }, context).end(epoch(step.endMs));
+            tracer
+              .startSpan(
+                step.name,
+                { startTime: epoch(step.startMs), ...(step.attributes ? { attributes: step.attributes } : {}) },
+                context,
+              )
+              .end(epoch(step.endMs));
           }
           span.setAttributes({ 'http.response.status_code': status, ...attributes });
           if (status >= 500) span.setStatus({ code: api.SpanStatusCode.ERROR });

@@ -7,7 +7,12 @@
 const { LogController } = require('fastify');
 const { start } = require('../../../examples/fastify');
 
-start({ port: 0, logger: { level: 'info' }, fastify: { logController: new LogController({ disableRequestLogging: true }) }, service: { queueSize: 256 } }).then(({ url, scoring, close }) => {
+start({
+  port: 0,
+  logger: { level: 'info' },
+  fastify: { logController: new LogController({ disableRequestLogging: true }) },
+  service: { queueSize: 256 },
+}).then(({ url, scoring, close }) => {
   console.log(JSON.stringify({ event: 'listening', port: Number(new URL(url).port) }));
   scoring.ready.catch((error) => {
     console.error(error);

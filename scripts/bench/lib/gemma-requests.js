@@ -5,7 +5,10 @@ const { WORKLOADS } = require('./workloads');
 // text tokenized with the model's own vocabulary, the BOS written here.
 const fixture = require('./gemma-yes-no.json');
 
-const WORDS = 'the of and to in is was for on that with as by at from his an were are which this be or had not but first one their its new after who they have her she two been other when there all during into school time may years more most only over city some world would where later up such used many can state about national out known university united then made'.split(' ');
+const WORDS =
+  'the of and to in is was for on that with as by at from his an were are which this be or had not but first one their its new after who they have her she two been other when there all during into school time may years more most only over city some world would where later up such used many can state about national out known university united then made'.split(
+    ' ',
+  );
 
 /** Deterministic words: the same for every run. */
 function words(count, seed) {
@@ -27,7 +30,9 @@ function yesNoLabels(tokenize) {
  * `itemTokens` tokens each (words, then '\nAnswer:'), labels ' yes' and ' no'.
  */
 function targetText(tokenize, bos, { queryTokens, items, itemTokens } = WORKLOADS.target) {
-  const paragraph = tokenize('The city council met on Tuesday to discuss the new library, the bus routes along the river and the budget for the coming year. ');
+  const paragraph = tokenize(
+    'The city council met on Tuesday to discuss the new library, the bus routes along the river and the budget for the coming year. ',
+  );
   const query = [bos];
   while (query.length < queryTokens) query.push(...paragraph);
   const suffix = tokenize('\nAnswer:');

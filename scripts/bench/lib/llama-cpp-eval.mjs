@@ -15,7 +15,12 @@ export async function scoreWithLlamaCpp(modulesDir, modelPath, req) {
   const llama = await getLlama({ gpu: false });
   const model = await llama.loadModel({ modelPath });
   const longest = Math.max(...req.items.map((i) => i.length));
-  const context = await model.createContext({ contextSize: req.query.length + longest + 64, batchSize: 2048, threads: 2, sequences: 1 });
+  const context = await model.createContext({
+    contextSize: req.query.length + longest + 64,
+    batchSize: 2048,
+    threads: 2,
+    sequences: 1,
+  });
   const sequence = context.getSequence();
   const t0 = performance.now();
   await sequence.evaluateWithoutGeneratingNewTokens(req.query);

@@ -11,9 +11,13 @@ function llamaCppModules() {
   const modules = path.join(dir, 'node_modules');
   if (!fs.existsSync(path.join(modules, 'node-llama-cpp'))) {
     fs.mkdirSync(dir, { recursive: true });
-    if (!fs.existsSync(path.join(dir, 'package.json'))) fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"pjrt-score-bench-peers","private":true}\n');
+    if (!fs.existsSync(path.join(dir, 'package.json')))
+      fs.writeFileSync(path.join(dir, 'package.json'), '{"name":"pjrt-score-bench-peers","private":true}\n');
     process.stderr.write(`[bench] installing node-llama-cpp@3.22.1 into ${dir} (once)\n`);
-    const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', 'node-llama-cpp@3.22.1'], { cwd: dir, stdio: 'inherit' });
+    const r = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--ignore-scripts', 'node-llama-cpp@3.22.1'], {
+      cwd: dir,
+      stdio: 'inherit',
+    });
     if (r.status !== 0) throw new Error('could not install node-llama-cpp');
   }
   return modules;

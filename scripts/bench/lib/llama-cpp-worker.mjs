@@ -13,5 +13,7 @@ const workload = WORKLOADS[workloadName];
 const itemLimit = limitArg ? Number(limitArg) : workload.items;
 const req = request(workload, 1, itemLimit);
 const r = await scoreWithLlamaCpp(modulesDir, modelPath, req);
-process.stdout.write(`${JSON.stringify({ workload: workloadName, items: req.items.length, querySeconds: r.querySeconds, itemSeconds: r.itemSeconds, peakRssBytes: r.peakRssBytes, firstScores: r.scores[0] })}\n`);
+process.stdout.write(
+  `${JSON.stringify({ workload: workloadName, items: req.items.length, querySeconds: r.querySeconds, itemSeconds: r.itemSeconds, peakRssBytes: r.peakRssBytes, firstScores: r.scores[0] })}\n`,
+);
 process.exit(0);

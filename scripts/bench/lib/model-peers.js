@@ -19,14 +19,28 @@ const OPENVINO_VERSION = '2026.4.1';
 
 /** PYTHONPATH for the OpenVINO peer: openvino, and torch + transformers + safetensors for its export. */
 function openvinoPythonPath() {
-  return [pipTargetDir(`openvino==${OPENVINO_VERSION}`, path.join('openvino', '__init__.py')), torchPythonPath()].join(path.delimiter);
+  return [pipTargetDir(`openvino==${OPENVINO_VERSION}`, path.join('openvino', '__init__.py')), torchPythonPath()].join(
+    path.delimiter,
+  );
 }
 
 function runPython(script, job, pythonPath, threads, label) {
-  const env = { ...process.env, ...bytecodeEnv(), PYTHONPATH: pythonPath, PYTHONNOUSERSITE: '1', OMP_NUM_THREADS: String(threads) };
-  const r = spawnSync('python3', [path.join(__dirname, script)], { input: JSON.stringify(job), encoding: 'utf8', env, maxBuffer: 1 << 26 });
+  const env = {
+    ...process.env,
+    ...bytecodeEnv(),
+    PYTHONPATH: pythonPath,
+    PYTHONNOUSERSITE: '1',
+    OMP_NUM_THREADS: String(threads),
+  };
+  const r = spawnSync('python3', [path.join(__dirname, script)], {
+    input: JSON.stringify(job),
+    encoding: 'utf8',
+    env,
+    maxBuffer: 1 << 26,
+  });
   if (r.error) throw new Error(`${label} needs python3: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`${label} failed (exit ${r.status}):\n${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
+  if (r.status !== 0)
+    throw new Error(`${label} failed (exit ${r.status}):\n${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
   return JSON.parse(r.stdout.trim().split('\n').pop());
 }
 
@@ -59,9 +73,18 @@ function runTorchModelPeer({ dir, precision, warm, timed, reference, threads = o
  */
 function openvinoIr(dir) {
   const script = fs.readFileSync(path.join(__dirname, 'openvino-peer.py'));
-  const ir = path.join(dir, `openvino-${OPENVINO_VERSION}-${crypto.createHash('sha256').update(script).digest('hex').slice(0, 12)}`);
+  const ir = path.join(
+    dir,
+    `openvino-${OPENVINO_VERSION}-${crypto.createHash('sha256').update(script).digest('hex').slice(0, 12)}`,
+  );
   if (fs.existsSync(path.join(ir, 'scorer.xml'))) return { ir, exportSeconds: null };
-  const out = runPython('openvino-peer.py', { mode: 'export', model: dir, ir }, openvinoPythonPath(), os.availableParallelism(), 'the OpenVINO export');
+  const out = runPython(
+    'openvino-peer.py',
+    { mode: 'export', model: dir, ir },
+    openvinoPythonPath(),
+    os.availableParallelism(),
+    'the OpenVINO export',
+  );
   return { ir, exportSeconds: out.seconds };
 }
 

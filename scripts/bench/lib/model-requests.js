@@ -8,9 +8,27 @@ const { LABELS, tokens } = require('./workloads');
 /** Each request's shape, in workloads.js's terms (usefulFlops reads queryTokens, itemTokens, items). */
 const MODEL_REQUESTS = {
   pr: { name: 'pr', description: '300-token query, 10 items x 20 tokens', queryTokens: 300, items: 10, itemTokens: 20 },
-  '20x128': { name: '20x128', description: '80-token prompt, 20 documents x 128 tokens', queryTokens: 80, items: 20, itemTokens: 128 },
-  '20x512': { name: '20x512', description: '80-token prompt, 20 documents x 512 tokens', queryTokens: 80, items: 20, itemTokens: 512 },
-  '100x128': { name: '100x128', description: '80-token prompt, 100 documents x 128 tokens', queryTokens: 80, items: 100, itemTokens: 128 },
+  '20x128': {
+    name: '20x128',
+    description: '80-token prompt, 20 documents x 128 tokens',
+    queryTokens: 80,
+    items: 20,
+    itemTokens: 128,
+  },
+  '20x512': {
+    name: '20x512',
+    description: '80-token prompt, 20 documents x 512 tokens',
+    queryTokens: 80,
+    items: 20,
+    itemTokens: 512,
+  },
+  '100x128': {
+    name: '100x128',
+    description: '80-token prompt, 100 documents x 128 tokens',
+    queryTokens: 80,
+    items: 100,
+    itemTokens: 128,
+  },
 };
 
 /** Timed calls per case, after one untimed warm-up; each a fresh request (its own token values); the median is the figure. */
@@ -27,7 +45,9 @@ function modelRequest(shape, variant, vocab) {
   if (labels[0] === labels[1]) throw new Error(`a vocabulary of ${vocab} tokens folds the two labels together`);
   return {
     query: tokens(shape.queryTokens, 7000 + variant).map(fold),
-    items: Array.from({ length: shape.items }, (_, i) => tokens(shape.itemTokens, 300000 * (variant + 1) + i).map(fold)),
+    items: Array.from({ length: shape.items }, (_, i) =>
+      tokens(shape.itemTokens, 300000 * (variant + 1) + i).map(fold),
+    ),
     labelTokenIds: labels,
     applySoftmax: true,
   };

@@ -19,9 +19,16 @@ function peakRssBytes() {
 async function main() {
   const [dir, requestName, precision] = process.argv.slice(2);
   const shape = MODEL_REQUESTS[requestName];
-  if (!dir || !shape || !precision) throw new Error(`usage: model-worker.js <model dir> <${Object.keys(MODEL_REQUESTS).join('|')}> <precision>`);
+  if (!dir || !shape || !precision)
+    throw new Error(`usage: model-worker.js <model dir> <${Object.keys(MODEL_REQUESTS).join('|')}> <precision>`);
   const t0 = performance.now();
-  const scorer = await Scorer.load({ model: dir, precision, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
+  const scorer = await Scorer.load({
+    model: dir,
+    precision,
+    prefixCacheBytes: 0,
+    maxItems: 100000,
+    maxRequestTokens: 1e7,
+  });
   const loadSeconds = (performance.now() - t0) / 1000;
   const vocab = scorer.config.vocabSize;
   const t1 = performance.now();

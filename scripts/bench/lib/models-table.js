@@ -56,13 +56,22 @@ function runModelsTable(opts) {
       if (!shape) throw new Error(`unknown model request ${name}; known: ${Object.keys(MODEL_REQUESTS).join(', ')}`);
       const ours = {};
       for (const precision of OURS) {
-        const r = opts.runJson(process.execPath, [opts.worker, dir, name, precision], `models: ${preset} ${name} pjrt-score ${precision}`);
+        const r = opts.runJson(
+          process.execPath,
+          [opts.worker, dir, name, precision],
+          `models: ${preset} ${name} pjrt-score ${precision}`,
+        );
         const gflops = usefulFlops(r.config, shape) / r.seconds / 1e9;
         ours[precision] = { ...r, gflops };
       }
       const vocab = ours.highest.config.vocabSize;
       // The peers: the check on the first timed request is their warm-up (warm: null), then the timed calls.
-      const job = { dir, warm: null, timed: Array.from({ length: TIMED_CALLS }, (_, i) => modelRequest(shape, i + 1, vocab)), reference: ours.highest.scores };
+      const job = {
+        dir,
+        warm: null,
+        timed: Array.from({ length: TIMED_CALLS }, (_, i) => modelRequest(shape, i + 1, vocab)),
+        reference: ours.highest.scores,
+      };
       const peers = {};
       for (const peer of opts.peers) {
         peers[peer] = {};
@@ -71,13 +80,27 @@ function runModelsTable(opts) {
             peers[peer][precision] = opts.runPeer(peer, { ...job, precision });
             opts.log(`models: ${preset} ${name} ${peer} ${precision}: ${peers[peer][precision].seconds.toFixed(3)} s`);
           } catch (err) {
-            peers[peer][precision] = { error: String(err.message || err).split('\n').slice(-4).join(' ') };
+            peers[peer][precision] = {
+              error: String(err.message || err)
+                .split('\n')
+                .slice(-4)
+                .join(' '),
+            };
             opts.log(`models: ${preset} ${name} ${peer} ${precision} failed: ${peers[peer][precision].error}`);
           }
         }
       }
       for (const r of Object.values(ours)) delete r.scores;
-      rows.push({ model: preset, dir, request: name, description: shape.description, items: shape.items, config: ours.highest.config, ours, peers });
+      rows.push({
+        model: preset,
+        dir,
+        request: name,
+        description: shape.description,
+        items: shape.items,
+        config: ours.highest.config,
+        ours,
+        peers,
+      });
       if (opts.onRow) opts.onRow(rows);
     }
   }
@@ -115,10 +138,15 @@ function printModelsTable(rows, roofs, fmt, info) {
   const gb = (bytes) => `${fmt(bytes / 1e9, 2)} GB`;
   const s = (p) => (!p ? '-' : p.error ? 'failed' : fmt(p.seconds, 3));
   console.log('');
-  console.log(`by model (random checkpoints of the rerankers' shapes; ${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB; roofs: f32 ${fmt(roofs.f32)} GFLOP/s, bf16 ${roofs.bf16 ? `${fmt(roofs.bf16)} GFLOP/s` : 'not measured'}); seconds: median of ${TIMED_CALLS} fresh requests:`);
-  console.log('| model | request | ours auto s (precision) | ours highest s | PyTorch f32 / bf16 s | OpenVINO f32 / bf16 s | auto x faster peer | highest x faster f32 peer | GFLOP/s auto / highest | of roof auto / highest |');
+  console.log(
+    `by model (random checkpoints of the rerankers' shapes; ${info.cpu}, ${info.cores} cores, ${info.memoryGiB} GiB; roofs: f32 ${fmt(roofs.f32)} GFLOP/s, bf16 ${roofs.bf16 ? `${fmt(roofs.bf16)} GFLOP/s` : 'not measured'}); seconds: median of ${TIMED_CALLS} fresh requests:`,
+  );
+  console.log(
+    '| model | request | ours auto s (precision) | ours highest s | PyTorch f32 / bf16 s | OpenVINO f32 / bf16 s | auto x faster peer | highest x faster f32 peer | GFLOP/s auto / highest | of roof auto / highest |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
-  const ratio = (r) => (r.ratioToFasterPeer ? `${fmt(r.ratioToFasterPeer, 2)}x (${r.fasterPeer.peer} ${r.fasterPeer.precision})` : '-');
+  const ratio = (r) =>
+    r.ratioToFasterPeer ? `${fmt(r.ratioToFasterPeer, 2)}x (${r.fasterPeer.peer} ${r.fasterPeer.precision})` : '-';
   const pct = (r) => (r.roofFraction ? `${fmt(100 * r.roofFraction, 0)}%` : '-');
   for (const row of rows) {
     const { auto, highest } = row.ours;
@@ -129,24 +157,54 @@ function printModelsTable(rows, roofs, fmt, info) {
   }
   console.log('');
   console.log('load seconds / peak RSS of each process (ours: load, then first answer with its compiles):');
-  console.log('| model | request | ours auto | ours highest | PyTorch f32 | PyTorch bf16 | OpenVINO f32 | OpenVINO bf16 |');
+  console.log(
+    '| model | request | ours auto | ours highest | PyTorch f32 | PyTorch bf16 | OpenVINO f32 | OpenVINO bf16 |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- |');
   const mem = (p) => (!p ? '-' : p.error ? 'failed' : `${fmt(p.loadSeconds, 1)} s / ${gb(p.peakRssBytes)}`);
   for (const row of rows) {
     const ours = (r) => `${fmt(r.loadSeconds, 1)} s + ${fmt(r.firstSeconds, 1)} s / ${gb(r.peakRssBytes)}`;
     const peers = PEERS.flatMap((p) => PEER_PRECISIONS.map((q) => mem(row.peers[p] && row.peers[p][q])));
-    console.log(`| ${row.model} | ${row.request} | ${ours(row.ours.auto)} | ${ours(row.ours.highest)} | ${peers.join(' | ')} |`);
+    console.log(
+      `| ${row.model} | ${row.request} | ${ours(row.ours.auto)} | ${ours(row.ours.highest)} | ${peers.join(' | ')} |`,
+    );
   }
   console.log('');
-  console.log("the peers' label probabilities against ours ('highest') on the first timed request, checked before they were timed (max / mean / max relative |diff|):");
+  console.log(
+    "the peers' label probabilities against ours ('highest') on the first timed request, checked before they were timed (max / mean / max relative |diff|):",
+  );
   console.log('| model | request | PyTorch f32 | PyTorch bf16 | OpenVINO f32 | OpenVINO bf16 |');
   console.log('| --- | --- | --- | --- | --- | --- |');
-  const acc = (p) => (!p ? '-' : p.error ? `failed: ${p.error.slice(0, 160)}` : `${p.maxDiff.toExponential(1)} / ${p.meanDiff.toExponential(1)} / ${p.maxRelativeDiff.toExponential(1)}`);
-  for (const row of rows) console.log(`| ${row.model} | ${row.request} | ${PEERS.flatMap((p) => PEER_PRECISIONS.map((q) => acc(row.peers[p] && row.peers[p][q]))).join(' | ')} |`);
-  const versions = new Set(rows.flatMap((row) => Object.values(row.peers).flatMap((b) => Object.values(b).filter((p) => p.version).map((p) => `${p.version} (${p.threads} threads)`))));
+  const acc = (p) =>
+    !p
+      ? '-'
+      : p.error
+        ? `failed: ${p.error.slice(0, 160)}`
+        : `${p.maxDiff.toExponential(1)} / ${p.meanDiff.toExponential(1)} / ${p.maxRelativeDiff.toExponential(1)}`;
+  for (const row of rows)
+    console.log(
+      `| ${row.model} | ${row.request} | ${PEERS.flatMap((p) => PEER_PRECISIONS.map((q) => acc(row.peers[p] && row.peers[p][q]))).join(' | ')} |`,
+    );
+  const versions = new Set(
+    rows.flatMap((row) =>
+      Object.values(row.peers).flatMap((b) =>
+        Object.values(b)
+          .filter((p) => p.version)
+          .map((p) => `${p.version} (${p.threads} threads)`),
+      ),
+    ),
+  );
   if (versions.size) console.log(`peers: ${[...versions].join('; ')}`);
   const reasons = new Set(rows.map((row) => row.ours.auto.precisionReason));
   for (const reason of reasons) console.log(`precision auto: ${reason}`);
 }
 
-module.exports = { MODEL_TABLE, PEERS, benchModelDir, runModelsTable, compareModelsTable, printModelsTable, workerPath: path.join(__dirname, 'model-worker.js') };
+module.exports = {
+  MODEL_TABLE,
+  PEERS,
+  benchModelDir,
+  runModelsTable,
+  compareModelsTable,
+  printModelsTable,
+  workerPath: path.join(__dirname, 'model-worker.js'),
+};

@@ -40,7 +40,10 @@ function loadGenerator() {
   try {
     return require('autocannon');
   } catch (error) {
-    throw new Error(`--load open needs autocannon: run npm install here, or on a machine without npm carry the archive of scripts/build/pack-modules.js and put it on NODE_PATH (${error.message.split('\n')[0]})`, { cause: error });
+    throw new Error(
+      `--load open needs autocannon: run npm install here, or on a machine without npm carry the archive of scripts/build/pack-modules.js and put it on NODE_PATH (${error.message.split('\n')[0]})`,
+      { cause: error },
+    );
   }
 }
 
@@ -75,8 +78,10 @@ function options(argv) {
     model: values.model,
     out: values.out,
   };
-  for (const r of [...o.rates, ...o.sweep]) if (!Number.isInteger(r) || r < 1) throw new Error(`rates are whole requests per second >= 1, got ${r}`);
-  if (!(o.duration >= 1) || !Number.isInteger(o.duration)) throw new Error(`--duration is whole seconds >= 1, got ${values.duration}`);
+  for (const r of [...o.rates, ...o.sweep])
+    if (!Number.isInteger(r) || r < 1) throw new Error(`rates are whole requests per second >= 1, got ${r}`);
+  if (!(o.duration >= 1) || !Number.isInteger(o.duration))
+    throw new Error(`--duration is whole seconds >= 1, got ${values.duration}`);
   if (o.rates.length + o.sweep.length === 0) throw new Error('give --rates or --sweep');
   return o;
 }
@@ -93,7 +98,19 @@ let serverChild = null;
 /** `pjrt-score serve` on a free port, with the PR shape compiled before it turns ready. */
 async function startServer(opts, maxRate) {
   const queue = String(Math.max(256, 2 * maxRate));
-  const args = [BIN, 'serve', '--port', '0', '--host', '127.0.0.1', '--warmup', `${WORKLOAD.queryTokens}x${WORKLOAD.itemTokens}x${WORKLOAD.items}`, '--queue-size', queue, ...opts.serveArgs];
+  const args = [
+    BIN,
+    'serve',
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--warmup',
+    `${WORKLOAD.queryTokens}x${WORKLOAD.itemTokens}x${WORKLOAD.items}`,
+    '--queue-size',
+    queue,
+    ...opts.serveArgs,
+  ];
   console.log(`server: node ${args.map((a) => path.relative(process.cwd(), a) || a).join(' ')}`);
   const [script, ...rest] = args;
   const server = startServe(rest, { script, stderr: 'inherit' });
@@ -150,7 +167,14 @@ async function step(url, texts, rate, duration, serial) {
     amount,
     timeout: 30,
     ignoreCoordinatedOmission: true,
-    requests: [{ method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: bodies[next++ % amount] }) }],
+    requests: [
+      {
+        method: 'POST',
+        path: '/v1/score',
+        headers: { 'content-type': 'application/json' },
+        setupRequest: (req) => ({ ...req, body: bodies[next++ % amount] }),
+      },
+    ],
   });
   const after = await settledCounts(url, before, result.requests.sent);
   const ok = result['2xx'];
@@ -168,7 +192,12 @@ async function step(url, texts, rate, duration, serial) {
     maxMs: result.latency.max,
     errors: result.errors + result.timeouts + result.non2xx + (result.requests.sent - result.requests.total),
     statusCodes: result.statusCodeStats,
-    server: { ok: after.ok - before.ok, failed: after.failed - before.failed, items: after.items - before.items, tokens: after.tokens - before.tokens },
+    server: {
+      ok: after.ok - before.ok,
+      failed: after.failed - before.failed,
+      items: after.items - before.items,
+      tokens: after.tokens - before.tokens,
+    },
     clientTokens: tokens,
   };
 }
@@ -209,7 +238,17 @@ async function main(argv) {
   const rows = [];
   const write = () => {
     const best = rows.filter((r) => r.held).sort((a, b) => b.offered - a.offered)[0];
-    const out = { machine: { ...machine(), gpu, loadAverage: require('node:os').loadavg() }, model: info.name, serveArgs: opts.serveArgs, tokens: counts, duration: opts.duration, tolerance: opts.tolerance, p99Ms: opts.p99Ms, highestHeld: best ? best.offered : null, steps: rows };
+    const out = {
+      machine: { ...machine(), gpu, loadAverage: require('node:os').loadavg() },
+      model: info.name,
+      serveArgs: opts.serveArgs,
+      tokens: counts,
+      duration: opts.duration,
+      tolerance: opts.tolerance,
+      p99Ms: opts.p99Ms,
+      highestHeld: best ? best.offered : null,
+      steps: rows,
+    };
     fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);
     return best;
   };
@@ -228,8 +267,12 @@ async function main(argv) {
       const r = Math.min(...opts.rates, ...opts.sweep);
       await step(server.url, texts, r, opts.warm, 1e6);
     }
-    const load = require('node:os').loadavg().map((x) => x.toFixed(2));
-    console.log(`load average before the measured steps: ${load.join(' ')} (other processes on this machine share its cores)`);
+    const load = require('node:os')
+      .loadavg()
+      .map((x) => x.toFixed(2));
+    console.log(
+      `load average before the measured steps: ${load.join(' ')} (other processes on this machine share its cores)`,
+    );
     console.log(`held: achieved >= ${(1 - opts.tolerance) * 100}% of offered, 0 errors, p99 <= ${opts.p99Ms} ms`);
     console.log('step   offered  req/s   2xx  server   items/s   p50 ms   p99 ms errors  held');
     const run = async (kind, rate) => {
@@ -253,7 +296,11 @@ async function main(argv) {
     }
   }
   const best = write();
-  console.log(best ? `highest rate held: ${best.offered} req/s, ${best.itemsPerSec.toFixed(1)} items/s, p99 ${best.p99Ms} ms` : 'highest rate held: none of the rates');
+  console.log(
+    best
+      ? `highest rate held: ${best.offered} req/s, ${best.itemsPerSec.toFixed(1)} items/s, p99 ${best.p99Ms} ms`
+      : 'highest rate held: none of the rates',
+  );
   console.log(`wrote ${path.relative(process.cwd(), file)}`);
 }
 

@@ -53,7 +53,11 @@ function layerPiece(name, layers, flopsPerLayer, { stacked = {}, invariant = {} 
       const stackedParams = stackedEntries.map(([n, t]) => f.param(t.withDims([layers, ...t.dims]), n));
       const invariantParams = invariantEntries.map(([n, t]) => f.param(t, n));
       const outs = f.forLoop(
-        { count: layers, carried: outTypes.map((t) => f.full(t, 0)), invariants: [...stackedParams, ...invariantParams] },
+        {
+          count: layers,
+          carried: outTypes.map((t) => f.full(t, 0)),
+          invariants: [...stackedParams, ...invariantParams],
+        },
         (b, i, _carried, inv) => {
           const slices = inv.slice(0, stackedEntries.length).map((s) => {
             const rest = s.dims.slice(1);
@@ -84,21 +88,38 @@ function rowPieces(c, T) {
   const { hiddenSize: Dm, intermediateSize: F, numLayers: Ly, numHeads: Hq, numKvHeads: Hkv, headDim: D } = c;
   const qkv = (Hq + 2 * Hkv) * D;
   return [
-    layerPiece('attn norm + QKV projection', Ly, 2 * T * Dm * qkv + 4 * T * Dm, { stacked: { attn_norm: f32([Dm]), w_qkv: f32([Dm, qkv]) }, invariant: { h: f32([T, Dm]) } }, (b, _i, [norm, w, h]) => [
-      b.matmul(nn.rmsNorm(b, h, norm, c.rmsEps), w),
-    ]),
-    layerPiece('RoPE (q and k)', Ly, 3 * T * (Hq + Hkv) * D, { invariant: { q: f32([T, Hq, D]), k: f32([T, Hkv, D]), cos: f32([T, D / 2]), sin: f32([T, D / 2]) } }, (b, i, [q, k, cos, sin]) => [
-      nn.applyRotary(b, perturb(b, q, i), cos, sin),
-      nn.applyRotary(b, perturb(b, k, i), cos, sin),
-    ]),
-    layerPiece('output projection + residual', Ly, 2 * T * Hq * D * Dm + T * Dm, { stacked: { w_o: f32([Hq * D, Dm]) }, invariant: { attended: f32([T, Hq * D]), h: f32([T, Dm]) } }, (b, _i, [w, a, h]) => [
-      b.add(h, b.matmul(a, w)),
-    ]),
+    layerPiece(
+      'attn norm + QKV projection',
+      Ly,
+      2 * T * Dm * qkv + 4 * T * Dm,
+      { stacked: { attn_norm: f32([Dm]), w_qkv: f32([Dm, qkv]) }, invariant: { h: f32([T, Dm]) } },
+      (b, _i, [norm, w, h]) => [b.matmul(nn.rmsNorm(b, h, norm, c.rmsEps), w)],
+    ),
+    layerPiece(
+      'RoPE (q and k)',
+      Ly,
+      3 * T * (Hq + Hkv) * D,
+      { invariant: { q: f32([T, Hq, D]), k: f32([T, Hkv, D]), cos: f32([T, D / 2]), sin: f32([T, D / 2]) } },
+      (b, i, [q, k, cos, sin]) => [
+        nn.applyRotary(b, perturb(b, q, i), cos, sin),
+        nn.applyRotary(b, perturb(b, k, i), cos, sin),
+      ],
+    ),
+    layerPiece(
+      'output projection + residual',
+      Ly,
+      2 * T * Hq * D * Dm + T * Dm,
+      { stacked: { w_o: f32([Hq * D, Dm]) }, invariant: { attended: f32([T, Hq * D]), h: f32([T, Dm]) } },
+      (b, _i, [w, a, h]) => [b.add(h, b.matmul(a, w))],
+    ),
     layerPiece(
       'MLP (norm, gate/up, SiLU, down, residual)',
       Ly,
       2 * T * Dm * 2 * F + 2 * T * F * Dm + 4 * T * Dm + 4 * T * F,
-      { stacked: { ffn_norm: f32([Dm]), w_gate_up: f32([Dm, 2 * F]), w_down: f32([F, Dm]) }, invariant: { h: f32([T, Dm]) } },
+      {
+        stacked: { ffn_norm: f32([Dm]), w_gate_up: f32([Dm, 2 * F]), w_down: f32([F, Dm]) },
+        invariant: { h: f32([T, Dm]) },
+      },
       (b, _i, [norm, wGateUp, wDown, h]) => {
         const gateUp = b.matmul(nn.rmsNorm(b, h, norm, c.rmsEps), wGateUp);
         const gate = b.slice(gateUp, [0, 0], [T, F]);
@@ -118,7 +139,13 @@ function lmHeadPiece(c, T, rows) {
     const norm = f.param(f32([Dm]), 'final_norm');
     const head = f.param(f32([V, Dm]), 'lm_head');
     const labels = f.param(s32([2]), 'labels');
-    return { logprobs: lmHeadLabelLogprobs(f, { rows: f.take(hidden, index, 0), finalNormWeight: norm, lmHead: head, labels }, { eps: c.rmsEps }) };
+    return {
+      logprobs: lmHeadLabelLogprobs(
+        f,
+        { rows: f.take(hidden, index, 0), finalNormWeight: norm, lmHead: head, labels },
+        { eps: c.rmsEps },
+      ),
+    };
   });
 }
 
@@ -150,76 +177,115 @@ function extendPieces(c, { P, C, L }, softmaxForm = 'joint') {
         const bias = b.select(valid, b.full(f32([P]), 0), b.full(f32([P]), MASKED_SCORE));
         const qWithOne = b.concatenate([grouped(b, q), b.full(f32([C, L, Hkv, G, 1]), 1)], 4);
         const kWithBias = b.concatenate([k, b.broadcastInDim(bias, [P, Hkv, 1], [0])], 2);
-        return [b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [2], rhsBatch: [1], lhsContract: [4], rhsContract: [2] })];
+        return [
+          b.dotGeneral(qWithOne, kWithBias, { lhsBatch: [2], rhsBatch: [1], lhsContract: [4], rhsContract: [2] }),
+        ];
       },
     ),
-    layerPiece('attention scores, own keys', Ly, 2 * T * Hq * D * L, { invariant: { item_q: f32([C, L, Hq, D]), item_k: f32([C, L, Hkv, D]) } }, (b, i, [q, k]) => [
-      b.dotGeneral(grouped(b, perturb(b, q, i)), k, { lhsBatch: [2, 0], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [3] }),
-    ]),
+    layerPiece(
+      'attention scores, own keys',
+      Ly,
+      2 * T * Hq * D * L,
+      { invariant: { item_q: f32([C, L, Hq, D]), item_k: f32([C, L, Hkv, D]) } },
+      (b, i, [q, k]) => [
+        b.dotGeneral(grouped(b, perturb(b, q, i)), k, {
+          lhsBatch: [2, 0],
+          rhsBatch: [2, 0],
+          lhsContract: [4],
+          rhsContract: [3],
+        }),
+      ],
+    ),
     ...(softmaxForm === 'ones_own'
       ? [
-    layerPiece('softmax, own-max shift (own max, exp)', Ly, 2 * T * Hq * (P + L), { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } }, (b, i, [spIn, so]) => {
-      const sp = perturb(b, spIn, i);
-      const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
-      const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
-      const shift = b.reduceMax(own, [4]);
-      return [b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4]))), b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4])))];
-    }),
-    layerPiece(
-      'weighted values, ones column (+ divide, probe, layout)',
-      Ly,
-      2 * T * Hq * (D + 1) * (P + L) + 2 * T * Hq * D,
-      {
-        stacked: { prefix_v: f32([P, Hkv, D]) },
-        invariant: { prefix_weights: f32(prefixScores), own_weights: f32(ownScores), item_v: f32([C, L, Hkv, D]), item_lengths: s32([C]) },
-      },
-      (b, _i, [v, wp, wo, iv, lens]) => {
-        const ones = (x) => b.concatenate([x, b.full(f32([...x.dims.slice(0, -1), 1]), 1)], x.rank - 1);
-        const acc = b.add(
-          b.dotGeneral(wp, ones(v), { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
-          b.dotGeneral(wo, ones(iv), { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
-        );
-        const rows = [Hkv, C, L, G];
-        const num = b.slice(acc, [0, 0, 0, 0, 0], [...rows, D]);
-        const den = b.reshape(b.slice(acc, [0, 0, 0, 0, D], [...rows, D + 1]), rows);
-        const probe = b.reduceSum(b.multiply(acc, 0), [0, 1, 2, 3, 4]);
-        const safe = b.select(b.gt(den, 0), den, 1);
-        const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
-        const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
-        return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D]), probe];
-      },
-    ),
+          layerPiece(
+            'softmax, own-max shift (own max, exp)',
+            Ly,
+            2 * T * Hq * (P + L),
+            { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } },
+            (b, i, [spIn, so]) => {
+              const sp = perturb(b, spIn, i);
+              const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
+              const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
+              const shift = b.reduceMax(own, [4]);
+              return [
+                b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4]))),
+                b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4]))),
+              ];
+            },
+          ),
+          layerPiece(
+            'weighted values, ones column (+ divide, probe, layout)',
+            Ly,
+            2 * T * Hq * (D + 1) * (P + L) + 2 * T * Hq * D,
+            {
+              stacked: { prefix_v: f32([P, Hkv, D]) },
+              invariant: {
+                prefix_weights: f32(prefixScores),
+                own_weights: f32(ownScores),
+                item_v: f32([C, L, Hkv, D]),
+                item_lengths: s32([C]),
+              },
+            },
+            (b, _i, [v, wp, wo, iv, lens]) => {
+              const ones = (x) => b.concatenate([x, b.full(f32([...x.dims.slice(0, -1), 1]), 1)], x.rank - 1);
+              const acc = b.add(
+                b.dotGeneral(wp, ones(v), { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
+                b.dotGeneral(wo, ones(iv), { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
+              );
+              const rows = [Hkv, C, L, G];
+              const num = b.slice(acc, [0, 0, 0, 0, 0], [...rows, D]);
+              const den = b.reshape(b.slice(acc, [0, 0, 0, 0, D], [...rows, D + 1]), rows);
+              const probe = b.reduceSum(b.multiply(acc, 0), [0, 1, 2, 3, 4]);
+              const safe = b.select(b.gt(den, 0), den, 1);
+              const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
+              const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
+              return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D]), probe];
+            },
+          ),
         ]
       : [
-    layerPiece('softmax (max, exp, sum)', Ly, 4 * T * Hq * (P + L), { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } }, (b, i, [spIn, so]) => {
-      const sp = perturb(b, spIn, i);
-      const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
-      const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
-      const max = b.maximum(b.reduceMax(sp, [4]), b.reduceMax(own, [4]));
-      const shift = b.select(b.gt(max, -Infinity), max, 0);
-      const wp = b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4])));
-      const wo = b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4])));
-      return [wp, wo, b.add(b.reduceSum(wp, [4]), b.reduceSum(wo, [4]))];
-    }),
-    layerPiece(
-      'weighted values (+ divide, layout)',
-      Ly,
-      2 * T * Hq * D * (P + L) + 2 * T * Hq * D,
-      {
-        stacked: { prefix_v: f32([P, Hkv, D]) },
-        invariant: { prefix_weights: f32(prefixScores), own_weights: f32(ownScores), denominator: f32([Hkv, C, L, G]), item_v: f32([C, L, Hkv, D]), item_lengths: s32([C]) },
-      },
-      (b, _i, [v, wp, wo, den, iv, lens]) => {
-        const num = b.add(
-          b.dotGeneral(wp, v, { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
-          b.dotGeneral(wo, iv, { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
-        );
-        const safe = b.select(b.gt(den, 0), den, 1);
-        const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
-        const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
-        return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D])];
-      },
-    ),
+          layerPiece(
+            'softmax (max, exp, sum)',
+            Ly,
+            4 * T * Hq * (P + L),
+            { invariant: { prefix_scores: f32(prefixScores), own_scores: f32(ownScores) } },
+            (b, i, [spIn, so]) => {
+              const sp = perturb(b, spIn, i);
+              const causal = b.le(b.iota(s32([L, L]), 1), b.iota(s32([L, L]), 0));
+              const own = b.select(b.broadcastInDim(causal, ownScores, [2, 4]), so, -Infinity);
+              const max = b.maximum(b.reduceMax(sp, [4]), b.reduceMax(own, [4]));
+              const shift = b.select(b.gt(max, -Infinity), max, 0);
+              const wp = b.exponential(b.subtract(sp, b.expandReduced(shift, prefixScores, [4])));
+              const wo = b.exponential(b.subtract(own, b.expandReduced(shift, ownScores, [4])));
+              return [wp, wo, b.add(b.reduceSum(wp, [4]), b.reduceSum(wo, [4]))];
+            },
+          ),
+          layerPiece(
+            'weighted values (+ divide, layout)',
+            Ly,
+            2 * T * Hq * D * (P + L) + 2 * T * Hq * D,
+            {
+              stacked: { prefix_v: f32([P, Hkv, D]) },
+              invariant: {
+                prefix_weights: f32(prefixScores),
+                own_weights: f32(ownScores),
+                denominator: f32([Hkv, C, L, G]),
+                item_v: f32([C, L, Hkv, D]),
+                item_lengths: s32([C]),
+              },
+            },
+            (b, _i, [v, wp, wo, den, iv, lens]) => {
+              const num = b.add(
+                b.dotGeneral(wp, v, { lhsBatch: [0], rhsBatch: [1], lhsContract: [4], rhsContract: [0] }),
+                b.dotGeneral(wo, iv, { lhsBatch: [0, 1], rhsBatch: [2, 0], lhsContract: [4], rhsContract: [1] }),
+              );
+              const safe = b.select(b.gt(den, 0), den, 1);
+              const out = b.transpose(b.divide(num, b.expandReduced(safe, num.dims, [4])), [1, 2, 0, 3, 4]);
+              const real = b.lt(b.iota(s32([C, L]), 1), b.broadcastInDim(lens, [C, L], [0]));
+              return [b.reshape(b.select(b.broadcastInDim(real, out.dims, [0, 1]), out, 0), [C, L, Hq, D])];
+            },
+          ),
         ]),
     lmHeadPiece(c, T, C),
   ];
@@ -233,18 +299,33 @@ function prefillPieces(c, { P }) {
   const scores = [Hkv, P * G, P];
   return [
     ...rowPieces(c, P),
-    layerPiece('causal scores (+ bias), all P x P', Ly, 2 * Hq * D * P * P + Hq * P * P, { stacked: { k: f32([P, Hkv, D]) }, invariant: { q: f32([P, Hq, D]) } }, (b, _i, [k, q]) => {
-      const qFlat = b.reshape(b.transpose(b.reshape(b.multiply(q, scale), [P, Hkv, G, D]), [1, 0, 2, 3]), [Hkv, P * G, D]);
-      const causal = b.le(b.iota(s32([P, P]), 1), b.iota(s32([P, P]), 0));
-      const bias = b.select(causal, b.full(f32([P, P]), 0), b.full(f32([P, P]), MASKED_SCORE));
-      const causalBias = b.reshape(b.broadcastInDim(bias, [P, G, P], [0, 2]), [P * G, P]);
-      return [
-        b.add(
-          b.dotGeneral(qFlat, b.transpose(k, [1, 2, 0]), { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] }),
-          b.broadcastInDim(causalBias, scores, [1, 2]),
-        ),
-      ];
-    }),
+    layerPiece(
+      'causal scores (+ bias), all P x P',
+      Ly,
+      2 * Hq * D * P * P + Hq * P * P,
+      { stacked: { k: f32([P, Hkv, D]) }, invariant: { q: f32([P, Hq, D]) } },
+      (b, _i, [k, q]) => {
+        const qFlat = b.reshape(b.transpose(b.reshape(b.multiply(q, scale), [P, Hkv, G, D]), [1, 0, 2, 3]), [
+          Hkv,
+          P * G,
+          D,
+        ]);
+        const causal = b.le(b.iota(s32([P, P]), 1), b.iota(s32([P, P]), 0));
+        const bias = b.select(causal, b.full(f32([P, P]), 0), b.full(f32([P, P]), MASKED_SCORE));
+        const causalBias = b.reshape(b.broadcastInDim(bias, [P, G, P], [0, 2]), [P * G, P]);
+        return [
+          b.add(
+            b.dotGeneral(qFlat, b.transpose(k, [1, 2, 0]), {
+              lhsBatch: [0],
+              rhsBatch: [0],
+              lhsContract: [2],
+              rhsContract: [1],
+            }),
+            b.broadcastInDim(causalBias, scores, [1, 2]),
+          ),
+        ];
+      },
+    ),
     layerPiece('softmax (max, exp, sum)', Ly, 4 * Hq * P * P, { invariant: { scores: f32(scores) } }, (b, i, [sIn]) => {
       const s = perturb(b, sIn, i);
       const max = b.reduceMax(s, [2]);
@@ -255,9 +336,17 @@ function prefillPieces(c, { P }) {
       'weighted values (+ divide, layout)',
       Ly,
       2 * Hq * D * P * P + 2 * P * Hq * D,
-      { stacked: { v: f32([P, Hkv, D]) }, invariant: { weights: f32(scores), denominator: f32([Hkv, P * G]), prefix_length: s32([]) } },
+      {
+        stacked: { v: f32([P, Hkv, D]) },
+        invariant: { weights: f32(scores), denominator: f32([Hkv, P * G]), prefix_length: s32([]) },
+      },
       (b, _i, [v, w, den, plen]) => {
-        const num = b.dotGeneral(w, b.transpose(v, [1, 0, 2]), { lhsBatch: [0], rhsBatch: [0], lhsContract: [2], rhsContract: [1] });
+        const num = b.dotGeneral(w, b.transpose(v, [1, 0, 2]), {
+          lhsBatch: [0],
+          rhsBatch: [0],
+          lhsContract: [2],
+          rhsContract: [1],
+        });
         const out = b.divide(num, b.expandReduced(den, num.dims, [2]));
         const attended = b.reshape(b.transpose(b.reshape(out, [Hkv, P, G, D]), [1, 0, 2, 3]), [P, Hq, D]);
         const real = b.lt(b.iota(s32([P]), 0), b.broadcastScalar(plen, [P]));

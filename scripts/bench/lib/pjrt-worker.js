@@ -34,7 +34,16 @@ async function main() {
   };
   let loaded = {};
   const precision = process.env.BENCH_PRECISION || 'highest';
-  const scorer = await Scorer.load({ algorithm, weights, precision, ...attention, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7, log: (e) => e.event === 'model_loaded' && (loaded = e) });
+  const scorer = await Scorer.load({
+    algorithm,
+    weights,
+    precision,
+    ...attention,
+    prefixCacheBytes: 0,
+    maxItems: 100000,
+    maxRequestTokens: 1e7,
+    log: (e) => e.event === 'model_loaded' && (loaded = e),
+  });
   const warm = request(workload, 0, itemLimit);
   const t0 = performance.now();
   await scorer.score(warm);
@@ -48,7 +57,9 @@ async function main() {
   const cpu = process.cpuUsage(cpu0);
   // Read before the yes/no request, so the peak is the workload's own.
   const peak = peakRssBytes();
-  const yesNo = process.env.BENCH_ALL_SCORES ? (await scorer.score(require('../../../test/helpers/yes-no').yesNoRequest())).scores : undefined;
+  const yesNo = process.env.BENCH_ALL_SCORES
+    ? (await scorer.score(require('../../../test/helpers/yes-no').yesNoRequest())).scores
+    : undefined;
   const out = {
     workload: workloadName,
     algorithm: result.algorithm,

@@ -23,22 +23,70 @@ const path = require('node:path');
 /** Dims in Hugging Face config terms; arch selects qk-norm (qwen3), q/k/v biases (qwen2), Gemma 1 (gemma) or none of them (llama). */
 const PRESETS = {
   // Qwen3-0.6B: 28 layers, hidden 1024, 16 query / 8 KV heads of 128, MLP 3072, vocab 151,936, tied.
-  qwen3_0_6b: { arch: 'qwen3', vocab: 151936, hidden: 1024, mlp: 3072, layers: 28, heads: 16, kvHeads: 8, headDim: 128 },
+  qwen3_0_6b: {
+    arch: 'qwen3',
+    vocab: 151936,
+    hidden: 1024,
+    mlp: 3072,
+    layers: 28,
+    heads: 16,
+    kvHeads: 8,
+    headDim: 128,
+  },
   // The same architecture at toy size, for the suite (runs on the CPU plugin in seconds).
   qwen3_tiny: { arch: 'qwen3', vocab: 512, hidden: 64, mlp: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16 },
   // SmolLM2-135M (the default model's shape): 30 layers, hidden 576, 9 query / 3 KV heads of 64, MLP 1536, vocab 49,152, tied.
-  smollm2_135m: { arch: 'llama', vocab: 49152, hidden: 576, mlp: 1536, layers: 30, heads: 9, kvHeads: 3, headDim: 64, ropeTheta: 100000 },
+  smollm2_135m: {
+    arch: 'llama',
+    vocab: 49152,
+    hidden: 576,
+    mlp: 1536,
+    layers: 30,
+    heads: 9,
+    kvHeads: 3,
+    headDim: 64,
+    ropeTheta: 100000,
+  },
   // Qwen2-1.5B: 28 layers, hidden 1536, 12 query / 2 KV heads of 128, MLP 8960, vocab 151,936, tied.
-  qwen2_1_5b: { arch: 'qwen2', vocab: 151936, hidden: 1536, mlp: 8960, layers: 28, heads: 12, kvHeads: 2, headDim: 128 },
+  qwen2_1_5b: {
+    arch: 'qwen2',
+    vocab: 151936,
+    hidden: 1536,
+    mlp: 8960,
+    layers: 28,
+    heads: 12,
+    kvHeads: 2,
+    headDim: 128,
+  },
   // Qwen3-4B (Qwen3-Reranker-4B): 36 layers, hidden 2560, 32 query / 8 KV heads of 128, MLP 9728, vocab 151,936, tied.
   qwen3_4b: { arch: 'qwen3', vocab: 151936, hidden: 2560, mlp: 9728, layers: 36, heads: 32, kvHeads: 8, headDim: 128 },
   // Qwen2-0.5B (mxbai-rerank-base-v2): 24 layers, hidden 896, 14 query / 2 KV heads of 64, MLP 4864, vocab 151,936, tied.
   qwen2_0_5b: { arch: 'qwen2', vocab: 151936, hidden: 896, mlp: 4864, layers: 24, heads: 14, kvHeads: 2, headDim: 64 },
   // Gemma-2B (bge-reranker-v2-gemma): 18 layers, hidden 2048, 8 query / 1 KV head of 256, GeGLU MLP 16384, vocab 256,000, tied.
-  gemma_2b: { arch: 'gemma', vocab: 256000, hidden: 2048, mlp: 16384, layers: 18, heads: 8, kvHeads: 1, headDim: 256, ropeTheta: 10000 },
+  gemma_2b: {
+    arch: 'gemma',
+    vocab: 256000,
+    hidden: 2048,
+    mlp: 16384,
+    layers: 18,
+    heads: 8,
+    kvHeads: 1,
+    headDim: 256,
+    ropeTheta: 10000,
+  },
   // Qwen2 and Gemma at toy size (the models section's smoke runs and the suite).
   qwen2_tiny: { arch: 'qwen2', vocab: 512, hidden: 64, mlp: 128, layers: 2, heads: 4, kvHeads: 2, headDim: 16 },
-  gemma_tiny: { arch: 'gemma', vocab: 512, hidden: 64, mlp: 192, layers: 2, heads: 4, kvHeads: 1, headDim: 32, ropeTheta: 10000 },
+  gemma_tiny: {
+    arch: 'gemma',
+    vocab: 512,
+    hidden: 64,
+    mlp: 192,
+    layers: 2,
+    heads: 4,
+    kvHeads: 1,
+    headDim: 32,
+    ropeTheta: 10000,
+  },
 };
 
 /** transformers' class and hidden activation of each architecture. */
@@ -73,7 +121,10 @@ function hfTensors(d) {
       );
     }
     if (d.arch === 'qwen3') {
-      list.push({ name: `${p}self_attn.q_norm.weight`, dims: [d.headDim], norm }, { name: `${p}self_attn.k_norm.weight`, dims: [d.headDim], norm });
+      list.push(
+        { name: `${p}self_attn.q_norm.weight`, dims: [d.headDim], norm },
+        { name: `${p}self_attn.k_norm.weight`, dims: [d.headDim], norm },
+      );
     }
     list.push(
       { name: `${p}post_attention_layernorm.weight`, dims: [d.hidden], norm },
@@ -113,7 +164,7 @@ function writeRandomBf16Safetensors(file, tensors, seed = 1) {
     const chunk = new Uint16Array(8 << 20);
     let a = seed >>> 0 || 1;
     for (const t of tensors) {
-      for (let left = count(t.dims); left > 0; ) {
+      for (let left = count(t.dims); left > 0;) {
         const n = Math.min(left, chunk.length);
         if (t.norm === true || typeof t.norm === 'number') {
           chunk.fill(t.norm === 0 ? 0 : 0x3f80, 0, n); // bf16 0 or 1.0
@@ -153,7 +204,18 @@ function byteTokenizerJson() {
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: true, trim_offsets: true, use_regex: true },
-    model: { type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null, fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: [] },
+    model: {
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: [],
+    },
   };
 }
 
@@ -190,7 +252,10 @@ function writeRandomModel(dir, dims, { seed = 1 } = {}) {
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2));
   fs.writeFileSync(path.join(dir, 'tokenizer.json'), JSON.stringify(byteTokenizerJson()));
-  fs.writeFileSync(path.join(dir, 'tokenizer_config.json'), JSON.stringify({ add_bos_token: false, clean_up_tokenization_spaces: false }));
+  fs.writeFileSync(
+    path.join(dir, 'tokenizer_config.json'),
+    JSON.stringify({ add_bos_token: false, clean_up_tokenization_spaces: false }),
+  );
   const tensors = hfTensors(dims);
   const fileBytes = writeRandomBf16Safetensors(path.join(dir, 'model.safetensors'), tensors, seed);
   return { params: tensors.reduce((n, t) => n + count(t.dims), 0), fileBytes, tensors };

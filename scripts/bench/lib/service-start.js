@@ -20,7 +20,13 @@ function post(port, pathname, body) {
   return new Promise((resolve, reject) => {
     const data = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const req = http.request(
-      { host: '127.0.0.1', port, path: pathname, method: data ? 'POST' : 'GET', headers: data ? { 'content-type': 'application/json', 'content-length': data.length } : {} },
+      {
+        host: '127.0.0.1',
+        port,
+        path: pathname,
+        method: data ? 'POST' : 'GET',
+        headers: data ? { 'content-type': 'application/json', 'content-length': data.length } : {},
+      },
       (res) => {
         const chunks = [];
         res.on('data', (c) => chunks.push(c));
@@ -33,7 +39,8 @@ function post(port, pathname, body) {
 }
 
 /** Clock ticks per second of /proc's CPU times, read once before anything is timed. */
-const CLOCK_TICKS = Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+const CLOCK_TICKS =
+  Number(require('node:child_process').execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
 
 /**
  * CPU seconds (user + system, all threads) a process has used, from
@@ -91,7 +98,11 @@ async function main() {
   let resets = 0;
   for (;;) {
     try {
-      answer = await post(port, '/v1/score', { query: body.query, items: body.items, label_token_ids: body.labelTokenIds });
+      answer = await post(port, '/v1/score', {
+        query: body.query,
+        items: body.items,
+        label_token_ids: body.labelTokenIds,
+      });
     } catch (err) {
       // A connection the loading server dropped: retry as a client would, a few times, and say so.
       if (err.code !== 'ECONNRESET' || ++resets > 5) throw err;
@@ -104,7 +115,8 @@ async function main() {
   const cpuSeconds = processCpuSeconds(child.pid);
   const seconds = (answeredAt - started) / 1000;
   let steps;
-  if (!loaded && loadedAt) steps = { startToLoaded: (loadedAt - started) / 1000, firstRequest: (answeredAt - loadedAt) / 1000 };
+  if (!loaded && loadedAt)
+    steps = { startToLoaded: (loadedAt - started) / 1000, firstRequest: (answeredAt - loadedAt) / 1000 };
   if (loaded) {
     const loadSeconds = loaded.seconds;
     steps = {
@@ -135,7 +147,9 @@ async function main() {
   child.kill('SIGTERM');
   await new Promise((r) => child.on('exit', r));
   const cpu = { toLoaded: loadedCpu, firstRequest: cpuSeconds - loadedCpu };
-  process.stdout.write(`${JSON.stringify({ seconds, cpuSeconds, cpu, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ seconds, cpuSeconds, cpu, status: answer.status, compiles, weights: loaded?.weights, steps, resets })}\n`,
+  );
 }
 
 main().catch((err) => {

@@ -31,10 +31,15 @@ function runShapesTable(opts) {
     const llama = opts.llama(w, items);
     const llamaSeconds = llama ? llama.querySeconds + llama.itemSeconds : null;
     for (const asked of opts.precisions) {
-      const r = opts.runJson(process.execPath, [opts.worker, name, 'auto', String(items)], `shapes: ${name} (${items} of ${w.items} items) precision ${asked}`, {
-        BENCH_PRECISION: asked,
-        BENCH_TIMED_SCORES: '1',
-      });
+      const r = opts.runJson(
+        process.execPath,
+        [opts.worker, name, 'auto', String(items)],
+        `shapes: ${name} (${items} of ${w.items} items) precision ${asked}`,
+        {
+          BENCH_PRECISION: asked,
+          BENCH_TIMED_SCORES: '1',
+        },
+      );
       const flops = usefulFlops(r.config, w, r.items);
       const gflops = flops / r.seconds / 1e9;
       const roof = r.precision === 'bf16' ? opts.roofs.bf16 : opts.roofs.f32;
@@ -76,8 +81,12 @@ function runShapesTable(opts) {
 
 function printShapesTable(rows, roofs, fmt, peers = []) {
   console.log('');
-  console.log(`the shapes table's workloads (auto plan; roofs: f32 ${fmt(roofs.f32)} GFLOP/s, bf16 ${roofs.bf16 ? `${fmt(roofs.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}):`);
-  console.log('| workload (query / items x tokens) | precision (asked) | attention kernel | seconds | node-llama-cpp s | x node-llama-cpp | PyTorch s (same precision) | x PyTorch | useful GFLOP/s | of its roof |');
+  console.log(
+    `the shapes table's workloads (auto plan; roofs: f32 ${fmt(roofs.f32)} GFLOP/s, bf16 ${roofs.bf16 ? `${fmt(roofs.bf16)} GFLOP/s` : 'not measured (no bf16 matrix units)'}):`,
+  );
+  console.log(
+    '| workload (query / items x tokens) | precision (asked) | attention kernel | seconds | node-llama-cpp s | x node-llama-cpp | PyTorch s (same precision) | x PyTorch | useful GFLOP/s | of its roof |',
+  );
   console.log('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |');
   for (const r of rows) {
     const w = WORKLOADS[r.workload];
@@ -91,11 +100,26 @@ function printShapesTable(rows, roofs, fmt, peers = []) {
   if (peers.length) {
     const t = peers[0].torch;
     console.log('');
-    console.log(`the PyTorch peer (torch ${t.torch}, transformers ${t.transformers}, ${t.threads} threads; its label probabilities against ours in 'highest', checked before it was timed):`);
-    console.log('| workload | f32 s | f32 max / mean / max relative diff | bf16 s | bf16 max / mean / max relative diff |');
+    console.log(
+      `the PyTorch peer (torch ${t.torch}, transformers ${t.transformers}, ${t.threads} threads; its label probabilities against ours in 'highest', checked before it was timed):`,
+    );
+    console.log(
+      '| workload | f32 s | f32 max / mean / max relative diff | bf16 s | bf16 max / mean / max relative diff |',
+    );
     console.log('| --- | --- | --- | --- | --- |');
-    const cell = (p) => (p ? [fmt(p.seconds, 3), p.maxDiff === undefined ? '-' : `${p.maxDiff.toExponential(1)} / ${p.meanDiff.toExponential(1)} / ${p.maxRelativeDiff.toExponential(1)}`] : ['-', '-']);
-    for (const p of peers) console.log(`| ${p.workload} (${p.items} items) | ${cell(p.torch.f32).join(' | ')} | ${cell(p.torch.bf16).join(' | ')} |`);
+    const cell = (p) =>
+      p
+        ? [
+            fmt(p.seconds, 3),
+            p.maxDiff === undefined
+              ? '-'
+              : `${p.maxDiff.toExponential(1)} / ${p.meanDiff.toExponential(1)} / ${p.maxRelativeDiff.toExponential(1)}`,
+          ]
+        : ['-', '-'];
+    for (const p of peers)
+      console.log(
+        `| ${p.workload} (${p.items} items) | ${cell(p.torch.f32).join(' | ')} | ${cell(p.torch.bf16).join(' | ')} |`,
+      );
   }
   const reasons = [...new Set(rows.filter((r) => r.asked === 'auto').map((r) => r.precisionReason))];
   for (const reason of reasons) console.log(`precision auto: ${reason}`);

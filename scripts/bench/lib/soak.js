@@ -23,18 +23,68 @@ const { describeMachine, loadAverage, machine } = require('../../lib/machine');
 
 const YES = 9805;
 const NO = 787;
-const NOUNS = ['apple', 'car', 'banana', 'hammer', 'cherry', 'cloud', 'pear', 'violin', 'mango', 'bridge', 'plum', 'sock'];
-const SENTENCE = 'The river town grew around a stone bridge, and its market sold fruit, tools and cloth to travellers. ';
+const NOUNS = [
+  'apple',
+  'car',
+  'banana',
+  'hammer',
+  'cherry',
+  'cloud',
+  'pear',
+  'violin',
+  'mango',
+  'bridge',
+  'plum',
+  'sock',
+];
+const SENTENCE =
+  'The river town grew around a stone bridge, and its market sold fruit, tools and cloth to travellers. ';
 /** The issue's hostile item: 1.5M tokens of text. */
-const HUGE = JSON.stringify({ query: 'Is this a fruit?', items: ['word '.repeat(1_500_000)], label_token_ids: [YES, NO] });
+const HUGE = JSON.stringify({
+  query: 'Is this a fruit?',
+  items: ['word '.repeat(1_500_000)],
+  label_token_ids: [YES, NO],
+});
 
 /** Each kind of request: its share of the traffic, and how it is sent. */
 const MIX = [
-  { kind: 'score-small', weight: 42, body: (i) => ({ query: `Question ${i % 50}: is this a fruit?`, items: [0, 1, 2, 3].map((k) => ` ${NOUNS[(i + k) % NOUNS.length]}`), label_token_ids: [YES, NO] }) },
-  { kind: 'rerank-small', weight: 27, route: '/v1/rerank', body: (i) => ({ query: `Which is a fruit (${i % 50})?`, documents: [0, 1, 2].map((k) => `A ${NOUNS[(i + k) % NOUNS.length]}.`) }) },
+  {
+    kind: 'score-small',
+    weight: 42,
+    body: (i) => ({
+      query: `Question ${i % 50}: is this a fruit?`,
+      items: [0, 1, 2, 3].map((k) => ` ${NOUNS[(i + k) % NOUNS.length]}`),
+      label_token_ids: [YES, NO],
+    }),
+  },
+  {
+    kind: 'rerank-small',
+    weight: 27,
+    route: '/v1/rerank',
+    body: (i) => ({
+      query: `Which is a fruit (${i % 50})?`,
+      documents: [0, 1, 2].map((k) => `A ${NOUNS[(i + k) % NOUNS.length]}.`),
+    }),
+  },
   // Items and documents of ~950 tokens, over INLINE_TOKENIZE_CHARS: tokenized on the worker.
-  { kind: 'score-large', weight: 4, body: (i) => ({ query: `Is this text about a market (${i % 20})?`, items: [SENTENCE.repeat(45), ` ${NOUNS[i % NOUNS.length]}`], label_token_ids: [YES, NO] }) },
-  { kind: 'rerank-large', weight: 2, route: '/v1/rerank', body: (i) => ({ query: `Where is the bridge (${i % 20})?`, documents: [0, 1].map((k) => `${k}: ${SENTENCE.repeat(45)}`) }) },
+  {
+    kind: 'score-large',
+    weight: 4,
+    body: (i) => ({
+      query: `Is this text about a market (${i % 20})?`,
+      items: [SENTENCE.repeat(45), ` ${NOUNS[i % NOUNS.length]}`],
+      label_token_ids: [YES, NO],
+    }),
+  },
+  {
+    kind: 'rerank-large',
+    weight: 2,
+    route: '/v1/rerank',
+    body: (i) => ({
+      query: `Where is the bridge (${i % 20})?`,
+      documents: [0, 1].map((k) => `${k}: ${SENTENCE.repeat(45)}`),
+    }),
+  },
   { kind: 'hostile-huge', weight: 3, raw: () => HUGE },
   { kind: 'hostile-json', weight: 8, raw: (i) => `{"query": "q", "items": [${i}` },
   { kind: 'hostile-413', weight: 5, headers: { 'content-length': String(64 << 20) }, raw: () => '{}' },
@@ -59,7 +109,9 @@ function options(argv) {
     strict: true,
   });
   if (values.help) {
-    console.log('Usage: node scripts/bench/service.js --soak [--duration S] [--rate R] [--warm S] [--sample S] [--probe-every MS] [--timeout-ms MS] [--url URL] [--out FILE]');
+    console.log(
+      'Usage: node scripts/bench/service.js --soak [--duration S] [--rate R] [--warm S] [--sample S] [--probe-every MS] [--timeout-ms MS] [--url URL] [--out FILE]',
+    );
     process.exit(0);
   }
   return {
@@ -78,11 +130,28 @@ function options(argv) {
 function send(url, route, { method = 'POST', payload, headers = {} } = {}) {
   const started = performance.now();
   return new Promise((resolve) => {
-    const req = http.request(`${url}${route}`, { method, agent: false, headers: payload === undefined ? headers : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers } }, (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started, body: Buffer.concat(chunks).toString('utf8') }));
-    });
+    const req = http.request(
+      `${url}${route}`,
+      {
+        method,
+        agent: false,
+        headers:
+          payload === undefined
+            ? headers
+            : { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), ...headers },
+      },
+      (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode,
+            ms: performance.now() - started,
+            body: Buffer.concat(chunks).toString('utf8'),
+          }),
+        );
+      },
+    );
     req.on('error', () => resolve({ status: 0, ms: performance.now() - started, body: '' }));
     req.end(payload);
   });
@@ -101,9 +170,12 @@ function partial(url, hangup) {
       const m = /^HTTP\/1\.1 (\d+)/.exec(raw);
       resolve({ status: hangup ? 'hangup' : m ? Number(m[1]) : 0, ms: performance.now() - started });
     });
-    socket.write('POST /v1/score HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"query": "q"', () => {
-      if (hangup) socket.destroy();
-    });
+    socket.write(
+      'POST /v1/score HTTP/1.1\r\nHost: soak\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n{"query": "q"',
+      () => {
+        if (hangup) socket.destroy();
+      },
+    );
   });
 }
 
@@ -138,7 +210,9 @@ async function main(argv) {
     url = await server.ready();
   }
   const pid = server ? server.pid : null;
-  console.log(`soak: ${url}, ${opts.rate} req/s for ${opts.durationMs / 1000} s (warm-up ${opts.warmMs / 1000} s); ${describeMachine()}; load ${loadAverage()}`);
+  console.log(
+    `soak: ${url}, ${opts.rate} req/s for ${opts.durationMs / 1000} s (warm-up ${opts.warmMs / 1000} s); ${describeMachine()}; load ${loadAverage()}`,
+  );
   const total = MIX.reduce((a, m) => a + m.weight, 0);
   const pick = (i) => {
     // A fixed, interleaved schedule: kind k at the multiples of total/weight (no randomness run to run).
@@ -212,28 +286,53 @@ async function main(argv) {
       statuses[r.status] = (statuses[r.status] || 0) + 1;
       byStatus[r.status] = (byStatus[r.status] || 0) + 1;
     }
-    byKind[kind] = { requests: list.length, p50Ms: round(percentile(ms, 50)), p99Ms: round(percentile(ms, 99)), maxMs: round(ms[ms.length - 1] ?? null), statuses };
+    byKind[kind] = {
+      requests: list.length,
+      p50Ms: round(percentile(ms, 50)),
+      p99Ms: round(percentile(ms, 99)),
+      maxMs: round(ms[ms.length - 1] ?? null),
+      statuses,
+    };
   }
   const probeSummary = {};
   for (const [route, list] of Object.entries(probes)) {
     const ms = list.map((r) => r.ms).sort((a, b) => a - b);
     const statuses = {};
     for (const r of list) statuses[r.status] = (statuses[r.status] || 0) + 1;
-    probeSummary[route] = { polls: list.length, p50Ms: round(percentile(ms, 50)), p99Ms: round(percentile(ms, 99)), worstMs: round(ms[ms.length - 1] ?? null), statuses };
+    probeSummary[route] = {
+      polls: list.length,
+      p50Ms: round(percentile(ms, 50)),
+      p99Ms: round(percentile(ms, 99)),
+      worstMs: round(ms[ms.length - 1] ?? null),
+      statuses,
+    };
   }
   const afterWarm = rss.filter((r) => r.s * 1000 >= opts.warmMs && r.bytes !== null);
   const mib = (b) => round(b / 2 ** 20, 1);
   const rssSummary = afterWarm.length
-    ? { atWarmMiB: mib(afterWarm[0].bytes), endMiB: mib(afterWarm[afterWarm.length - 1].bytes), minMiB: mib(Math.min(...afterWarm.map((r) => r.bytes))), maxMiB: mib(Math.max(...afterWarm.map((r) => r.bytes))) }
+    ? {
+        atWarmMiB: mib(afterWarm[0].bytes),
+        endMiB: mib(afterWarm[afterWarm.length - 1].bytes),
+        minMiB: mib(Math.min(...afterWarm.map((r) => r.bytes))),
+        maxMiB: mib(Math.max(...afterWarm.map((r) => r.bytes))),
+      }
     : null;
-  const fiveXX = Object.entries(byStatus).filter(([s]) => Number(s) >= 500).reduce((a, [, n]) => a + n, 0);
+  const fiveXX = Object.entries(byStatus)
+    .filter(([s]) => Number(s) >= 500)
+    .reduce((a, [, n]) => a + n, 0);
   const report = {
     bench: 'service --soak',
     date: new Date().toISOString(),
     machine: machine(),
     loadAverage: loadAverage(),
     loadOverTime: loads,
-    options: { durationS: opts.durationMs / 1000, rate: opts.rate, warmS: opts.warmMs / 1000, timeoutMs: opts.timeoutMs, probeEveryMs: opts.probeEveryMs },
+    options: {
+      durationS: opts.durationMs / 1000,
+      rate: opts.rate,
+      warmS: opts.warmMs / 1000,
+      timeoutMs: opts.timeoutMs,
+      probeEveryMs: opts.probeEveryMs,
+    },
     mix: MIX.map((m) => ({ kind: m.kind, weight: m.weight })),
     requests: serial,
     byStatus,
@@ -246,8 +345,14 @@ async function main(argv) {
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, opts.out), `${JSON.stringify(report, null, 2)}\n`);
   console.log(`requests ${serial}, by status ${JSON.stringify(byStatus)}, 5xx ${fiveXX}`);
-  for (const [kind, k] of Object.entries(byKind)) console.log(`  ${kind.padEnd(15)} n=${String(k.requests).padStart(5)}  p50 ${k.p50Ms} ms  p99 ${k.p99Ms} ms  ${JSON.stringify(k.statuses)}`);
-  for (const [route, p] of Object.entries(probeSummary)) console.log(`  ${route.padEnd(15)} polls ${p.polls}  p50 ${p.p50Ms} ms  p99 ${p.p99Ms} ms  worst ${p.worstMs} ms  ${JSON.stringify(p.statuses)}`);
+  for (const [kind, k] of Object.entries(byKind))
+    console.log(
+      `  ${kind.padEnd(15)} n=${String(k.requests).padStart(5)}  p50 ${k.p50Ms} ms  p99 ${k.p99Ms} ms  ${JSON.stringify(k.statuses)}`,
+    );
+  for (const [route, p] of Object.entries(probeSummary))
+    console.log(
+      `  ${route.padEnd(15)} polls ${p.polls}  p50 ${p.p50Ms} ms  p99 ${p.p99Ms} ms  worst ${p.worstMs} ms  ${JSON.stringify(p.statuses)}`,
+    );
   console.log(`  RSS after warm-up: ${JSON.stringify(rssSummary)}`);
   console.log(`wrote bench-results/${opts.out}`);
   if (server) {

@@ -41,7 +41,8 @@ function textOfTokens(tokenizer, target, seed, guess, prefix = '') {
     n -= 1;
     cur = shorter;
   }
-  if (cur.count < target) throw new Error(`could not make ${target} tokens from ${pool.length} words (got ${cur.count})`);
+  if (cur.count < target)
+    throw new Error(`could not make ${target} tokens from ${pool.length} words (got ${cur.count})`);
   const wordCount = n;
   // Then a character at a time, while the count stays at or above the target.
   while (cur.count > target && cur.text.length > prefix.length + 1) {
@@ -64,8 +65,12 @@ function textWorkload(tokenizer, workload, { itemPool = 256, queryPool = 256 } =
   const first = textOfTokens(tokenizer, workload.queryTokens, 7, workload.queryTokens);
   const queryGuess = first.words;
   const itemGuess = Math.max(1, Math.round((first.words * workload.itemTokens) / workload.queryTokens));
-  const items = Array.from({ length: itemPool }, (_, i) => textOfTokens(tokenizer, workload.itemTokens, 500000 + i, itemGuess, ' '));
-  const bases = Array.from({ length: queryPool }, (_, i) => textOfTokens(tokenizer, workload.queryTokens, 1000 + i, queryGuess).text.split(' '));
+  const items = Array.from({ length: itemPool }, (_, i) =>
+    textOfTokens(tokenizer, workload.itemTokens, 500000 + i, itemGuess, ' '),
+  );
+  const bases = Array.from({ length: queryPool }, (_, i) =>
+    textOfTokens(tokenizer, workload.queryTokens, 1000 + i, queryGuess).text.split(' '),
+  );
   const queries = new Map();
   const query = (serial) => {
     let q = queries.get(serial);
@@ -78,12 +83,17 @@ function textWorkload(tokenizer, workload, { itemPool = 256, queryPool = 256 } =
     }
     return q;
   };
-  const itemsOf = (serial) => Array.from({ length: workload.items }, (_, i) => items[(serial * workload.items + i) % items.length]);
+  const itemsOf = (serial) =>
+    Array.from({ length: workload.items }, (_, i) => items[(serial * workload.items + i) % items.length]);
   return {
     workload,
     /** The JSON body of POST /v1/score for request `serial`. */
     body(serial) {
-      return JSON.stringify({ query: query(serial).text, items: itemsOf(serial).map((it) => it.text), label_token_ids: LABELS });
+      return JSON.stringify({
+        query: query(serial).text,
+        items: itemsOf(serial).map((it) => it.text),
+        label_token_ids: LABELS,
+      });
     },
     /** Prompt tokens of request `serial` as the tokenizer counts them (the query once plus every item). */
     tokensOf(serial) {

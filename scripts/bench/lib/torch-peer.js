@@ -38,15 +38,55 @@ function torchPythonPath() {
  * One workload through the peer: { torch, transformers, threads, loadSeconds, f32: { seconds, maxDiff, meanDiff }, bf16: ... }.
  * `reference`: our label probabilities of the workload's timed request (variant 1) in true f32.
  */
-function runTorchPeer({ modelPath, workload, items, reference, precisions = ['f32', 'bf16'], threads = os.availableParallelism() }) {
-  const job = { model: modelPath, threads, precisions, warm: request(workload, 0, items), timed: request(workload, 1, items), reference, gate: GATES };
-  const env = { ...process.env, ...bytecodeEnv(), PYTHONPATH: torchPythonPath(), PYTHONNOUSERSITE: '1', OMP_NUM_THREADS: String(threads) };
-  const r = spawnSync('python3', [path.join(__dirname, 'torch-peer.py')], { input: JSON.stringify(job), encoding: 'utf8', env, maxBuffer: 1 << 26 });
+function runTorchPeer({
+  modelPath,
+  workload,
+  items,
+  reference,
+  precisions = ['f32', 'bf16'],
+  threads = os.availableParallelism(),
+}) {
+  const job = {
+    model: modelPath,
+    threads,
+    precisions,
+    warm: request(workload, 0, items),
+    timed: request(workload, 1, items),
+    reference,
+    gate: GATES,
+  };
+  const env = {
+    ...process.env,
+    ...bytecodeEnv(),
+    PYTHONPATH: torchPythonPath(),
+    PYTHONNOUSERSITE: '1',
+    OMP_NUM_THREADS: String(threads),
+  };
+  const r = spawnSync('python3', [path.join(__dirname, 'torch-peer.py')], {
+    input: JSON.stringify(job),
+    encoding: 'utf8',
+    env,
+    maxBuffer: 1 << 26,
+  });
   if (r.error) throw new Error(`the PyTorch peer needs python3: ${r.error.message}`);
-  if (r.status !== 0) throw new Error(`the PyTorch peer failed on ${workload.name} (exit ${r.status}):\n${r.stderr.trim().split('\n').slice(-12).join('\n')}`);
+  if (r.status !== 0)
+    throw new Error(
+      `the PyTorch peer failed on ${workload.name} (exit ${r.status}):\n${r.stderr.trim().split('\n').slice(-12).join('\n')}`,
+    );
   const out = JSON.parse(r.stdout.trim().split('\n').pop());
-  const result = { torch: out.torch, transformers: out.transformers, threads: out.threads, loadSeconds: out.load_seconds };
-  for (const [p, v] of Object.entries(out.precisions)) result[p] = { seconds: v.seconds, maxDiff: v.max_diff, meanDiff: v.mean_diff, maxRelativeDiff: v.max_relative_diff };
+  const result = {
+    torch: out.torch,
+    transformers: out.transformers,
+    threads: out.threads,
+    loadSeconds: out.load_seconds,
+  };
+  for (const [p, v] of Object.entries(out.precisions))
+    result[p] = {
+      seconds: v.seconds,
+      maxDiff: v.max_diff,
+      meanDiff: v.mean_diff,
+      maxRelativeDiff: v.max_relative_diff,
+    };
   return result;
 }
 

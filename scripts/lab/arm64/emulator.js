@@ -37,7 +37,9 @@ function aptOptions(dir) {
 function apt(dir, args, cwd) {
   const r = spawnSync('apt-get', [...aptOptions(dir), ...args], { cwd, encoding: 'utf8', maxBuffer: 64 << 20 });
   if (r.error || r.status !== 0) {
-    const why = r.error ? r.error.message : `exit ${r.status}: ${(r.stderr || '').trim().split('\n').slice(-3).join(' / ')}`;
+    const why = r.error
+      ? r.error.message
+      : `exit ${r.status}: ${(r.stderr || '').trim().split('\n').slice(-3).join(' / ')}`;
     throw new EmulatorUnavailable(`apt-get ${args.slice(0, 2).join(' ')} failed (${why})`);
   }
   return r.stdout;
@@ -47,7 +49,8 @@ function apt(dir, args, cwd) {
 function closure(dir, names) {
   const plan = apt(dir, ['install', '-s', '--no-install-recommends', ...names]);
   const pins = [];
-  for (const m of plan.matchAll(/^Inst ([^\s:]+)(?::\S+)? \((\S+) [^[]*\[(\w+)\]\)/gm)) pins.push(`${m[1]}:${m[3]}=${m[2]}`);
+  for (const m of plan.matchAll(/^Inst ([^\s:]+)(?::\S+)? \((\S+) [^[]*\[(\w+)\]\)/gm))
+    pins.push(`${m[1]}:${m[3]}=${m[2]}`);
   if (pins.length === 0) throw new EmulatorUnavailable(`apt-get found nothing to fetch for ${names.join(' ')}`);
   return pins;
 }
@@ -64,7 +67,8 @@ function fetchAndUnpack(dir, names, into, log) {
   fs.mkdirSync(into, { recursive: true });
   for (const deb of fs.readdirSync(debs).filter((f) => f.endsWith('.deb'))) {
     const r = spawnSync('dpkg', ['-x', path.join(debs, deb), into], { encoding: 'utf8' });
-    if (r.error || r.status !== 0) throw new EmulatorUnavailable(`dpkg -x ${deb} failed (${r.error ? r.error.message : r.stderr.trim()})`);
+    if (r.error || r.status !== 0)
+      throw new EmulatorUnavailable(`dpkg -x ${deb} failed (${r.error ? r.error.message : r.stderr.trim()})`);
   }
   fs.rmSync(debs, { recursive: true, force: true });
   return pins;
@@ -80,8 +84,13 @@ function ensureEmulator(cacheDir, log = () => {}) {
   const root = path.join(base, 'root');
   const qemuDir = path.join(base, 'qemu');
   const stamp = path.join(base, 'packages.txt');
-  const emulator = { root, qemu: path.join(qemuDir, 'usr', 'bin', 'qemu-aarch64-static'), node: path.join(root, 'usr', 'bin', 'node') };
-  if (fs.existsSync(stamp) && fs.existsSync(emulator.qemu) && fs.existsSync(emulator.node)) return { ...emulator, fetched: false };
+  const emulator = {
+    root,
+    qemu: path.join(qemuDir, 'usr', 'bin', 'qemu-aarch64-static'),
+    node: path.join(root, 'usr', 'bin', 'node'),
+  };
+  if (fs.existsSync(stamp) && fs.existsSync(emulator.qemu) && fs.existsSync(emulator.node))
+    return { ...emulator, fetched: false };
   const dir = path.join(base, 'apt');
   for (const sub of ['lists/partial', 'cache/archives/partial']) fs.mkdirSync(path.join(dir, sub), { recursive: true });
   fs.writeFileSync(path.join(dir, 'status'), '');
@@ -89,10 +98,12 @@ function ensureEmulator(cacheDir, log = () => {}) {
   log('apt-get update (private state, architectures amd64 and arm64)');
   apt(dir, ['update', '-q']);
   const pins = [...fetchAndUnpack(dir, QEMU_PACKAGES, qemuDir, log), ...fetchAndUnpack(dir, ARM64_PACKAGES, root, log)];
-  for (const f of [emulator.qemu, emulator.node]) if (!fs.existsSync(f)) throw new EmulatorUnavailable(`the packages did not hold ${f}`);
+  for (const f of [emulator.qemu, emulator.node])
+    if (!fs.existsSync(f)) throw new EmulatorUnavailable(`the packages did not hold ${f}`);
   // The package holds an emulator per architecture (about 370 MB): only aarch64's is kept.
   const bin = path.dirname(emulator.qemu);
-  for (const f of fs.readdirSync(bin)) if (f !== path.basename(emulator.qemu)) fs.rmSync(path.join(bin, f), { recursive: true, force: true });
+  for (const f of fs.readdirSync(bin))
+    if (f !== path.basename(emulator.qemu)) fs.rmSync(path.join(bin, f), { recursive: true, force: true });
   fs.writeFileSync(stamp, `${pins.join('\n')}\n`);
   return { ...emulator, fetched: true };
 }

@@ -75,8 +75,17 @@ function runWorkload(label, command, args, env, pkg, model) {
       maxBuffer: 64 << 20,
     }),
   );
-  const line = (r.stdout || '').trim().split('\n').filter((l) => l.startsWith('{')).pop();
-  if (!check(r.status === 0 && line, `${label}: the workload ran (exit ${r.status}${r.signal ? `, signal ${r.signal}` : ''})`)) {
+  const line = (r.stdout || '')
+    .trim()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .pop();
+  if (
+    !check(
+      r.status === 0 && line,
+      `${label}: the workload ran (exit ${r.status}${r.signal ? `, signal ${r.signal}` : ''})`,
+    )
+  ) {
     console.log(`# --- stderr (tail)\n${(r.stderr || r.error?.message || '').slice(-3000).replace(/^/gm, '# ')}`);
     return null;
   }
@@ -88,11 +97,22 @@ function checkReport(report, arch, pkg) {
   const expected = prebuild.prebuildPath(pkg, `linux-${arch}`);
   check(report.prebuild === expected, `${arch}: node-gyp-build loaded ${path.relative(pkg, report.prebuild || '')}`);
   const machine = arch === 'arm64' ? 'aarch64' : 'x86_64';
-  check(report.pluginWheel === `xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_${machine}.whl`, `${arch}: the plugin wheel of its architecture: ${report.pluginWheel}`);
-  check(report.pluginVerified === true, `${arch}: the plugin's wheel sha256 was verified (marker beside ${report.plugin})`);
-  check(fs.existsSync(report.plugin) && elfMachine(report.plugin) === ELF_MACHINE[arch], `${arch}: the plugin file is an ELF for ${machine}`);
+  check(
+    report.pluginWheel === `xla_cpu_pjrt-0.0.1-py3-none-manylinux_2_27_${machine}.whl`,
+    `${arch}: the plugin wheel of its architecture: ${report.pluginWheel}`,
+  );
+  check(
+    report.pluginVerified === true,
+    `${arch}: the plugin's wheel sha256 was verified (marker beside ${report.plugin})`,
+  );
+  check(
+    fs.existsSync(report.plugin) && elfMachine(report.plugin) === ELF_MACHINE[arch],
+    `${arch}: the plugin file is an ELF for ${machine}`,
+  );
   for (const line of report.fetchLog) log(`${arch}: ${line}`);
-  log(`${arch}: platform ${report.platform}; fused kernels registered: ${report.prefixAttentionKernel}; prefix attention ${report.prefixAttention}${report.kernelPaths ? `; kernel paths ${JSON.stringify(report.kernelPaths)}` : ''}`);
+  log(
+    `${arch}: platform ${report.platform}; fused kernels registered: ${report.prefixAttentionKernel}; prefix attention ${report.prefixAttention}${report.kernelPaths ? `; kernel paths ${JSON.stringify(report.kernelPaths)}` : ''}`,
+  );
   log(`${arch}: platform facts: ${report.platformFacts}`);
 }
 
@@ -106,16 +126,40 @@ function main() {
     emulator = timed('emulator packages', () => ensureEmulator(cache, log));
   } catch (err) {
     if (!(err instanceof EmulatorUnavailable)) throw err;
-    check(false, `Debian's arm64 Node and qemu-user-static could not be fetched into ${path.join(cache, 'arm64')}: ${err.message}. ` + 'test:arm64 needs apt-get and the Debian package archive (the sources configured in /etc/apt); it cannot run on this machine');
+    check(
+      false,
+      `Debian's arm64 Node and qemu-user-static could not be fetched into ${path.join(cache, 'arm64')}: ${err.message}. ` +
+        'test:arm64 needs apt-get and the Debian package archive (the sources configured in /etc/apt); it cannot run on this machine',
+    );
     return;
   }
-  const version = spawnSync(...(({ command, args, env }) => [command, args, { env, encoding: 'utf8' }])(emulatedNode(emulator, ['-p', 'process.arch + " " + process.version'])));
-  if (!check(version.status === 0 && /^arm64 /.test(version.stdout), `the emulated Node runs: ${(version.stdout || version.stderr || '').trim()}`)) return;
+  const version = spawnSync(
+    ...(({ command, args, env }) => [command, args, { env, encoding: 'utf8' }])(
+      emulatedNode(emulator, ['-p', 'process.arch + " " + process.version']),
+    ),
+  );
+  if (
+    !check(
+      version.status === 0 && /^arm64 /.test(version.stdout),
+      `the emulated Node runs: ${(version.stdout || version.stderr || '').trim()}`,
+    )
+  )
+    return;
 
   const built = timed('npm run build:prebuilds (both platforms; nothing when current)', () =>
-    spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'build', 'prebuild.js')], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'inherit', 'inherit'] }),
+    spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'build', 'prebuild.js')], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'inherit', 'inherit'],
+    }),
   );
-  if (!check(built.status === 0 && prebuild.prebuildIsCurrent(root), 'both prebuilds are built from the sources as they are')) return;
+  if (
+    !check(
+      built.status === 0 && prebuild.prebuildIsCurrent(root),
+      'both prebuilds are built from the sources as they are',
+    )
+  )
+    return;
 
   // An installed-package layout: real copies (a symlink would resolve back to this checkout).
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-arm64-'));
@@ -140,20 +184,41 @@ function main() {
     if (arm64) checkReport(arm64, 'arm64', pkg);
     if (!x64 || !arm64) return;
     const program = maxAbsDiff(arm64.program, x64.program);
-    check(program <= TOLERANCE, `the StableHLO program's ${x64.program.length} outputs on arm64 within ${TOLERANCE} of x86-64 (max |diff| ${program.toExponential(2)})`);
+    check(
+      program <= TOLERANCE,
+      `the StableHLO program's ${x64.program.length} outputs on arm64 within ${TOLERANCE} of x86-64 (max |diff| ${program.toExponential(2)})`,
+    );
     const softmax = maxAbsDiff(arm64.softmax, x64.softmax);
-    check(softmax <= TOLERANCE, `the tiny model's ${x64.softmax.flat().length} scores (softmax over the labels) on arm64 within ${TOLERANCE} of x86-64 (max |diff| ${softmax.toExponential(2)})`);
+    check(
+      softmax <= TOLERANCE,
+      `the tiny model's ${x64.softmax.flat().length} scores (softmax over the labels) on arm64 within ${TOLERANCE} of x86-64 (max |diff| ${softmax.toExponential(2)})`,
+    );
     // The raw probabilities are exp(log p) with log p near -20: f32's rounding of log p (about 2e-6 at 20)
     // is their relative error, so 1e-5 relative would leave a margin of only a few ulps; 1e-4 is checked.
     const raw = maxRelDiff(arm64.scores, x64.scores);
-    check(raw <= RAW_TOLERANCE, `its raw label probabilities (${Math.min(...x64.scores.flat()).toExponential(1)} to ${Math.max(...x64.scores.flat()).toExponential(1)}) within ${RAW_TOLERANCE} relative (max ${raw.toExponential(2)})`);
+    check(
+      raw <= RAW_TOLERANCE,
+      `its raw label probabilities (${Math.min(...x64.scores.flat()).toExponential(1)} to ${Math.max(...x64.scores.flat()).toExponential(1)}) within ${RAW_TOLERANCE} relative (max ${raw.toExponential(2)})`,
+    );
     const flat = x64.softmax.flat();
-    check(flat.every((x) => x > 0 && x < 1) && new Set(flat).size === flat.length, 'the scores are in (0, 1) and all differ');
+    check(
+      flat.every((x) => x > 0 && x < 1) && new Set(flat).size === flat.length,
+      'the scores are in (0, 1) and all differ',
+    );
     // The kernels' paths and the CPU class the platform facts are keyed by (native/kernels/kernel_isa.h,
     // lib/scoring/platform/profiles.ts): on arm64 the portable path, a class nothing was measured on.
     const paths = arm64.kernelPaths;
-    check(paths && paths.cpu === 'portable' && paths.f32 === 'portable', `arm64: the attention kernels run their portable path (${JSON.stringify(paths)})`);
-    check(arm64.cpuClass && arm64.cpuClass.isa === 'portable' && arm64.cpuClass.measured === false && /portable: not measured/.test(arm64.platformFacts), `arm64: the platform facts are the portable class's and say it was not measured there`);
+    check(
+      paths && paths.cpu === 'portable' && paths.f32 === 'portable',
+      `arm64: the attention kernels run their portable path (${JSON.stringify(paths)})`,
+    );
+    check(
+      arm64.cpuClass &&
+        arm64.cpuClass.isa === 'portable' &&
+        arm64.cpuClass.measured === false &&
+        /portable: not measured/.test(arm64.platformFacts),
+      `arm64: the platform facts are the portable class's and say it was not measured there`,
+    );
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }

@@ -50,7 +50,10 @@ async function main() {
   const client = await Client.create({ plugin: report.plugin });
   report.platform = `${client.platformName} ${client.platformVersion}`;
   const exe = await client.compile(PROGRAM);
-  const [sum, e] = await exe.execute([await client.upload(inputs(32, 1), [4, 8]), await client.upload(inputs(32, 2), [8, 4])]);
+  const [sum, e] = await exe.execute([
+    await client.upload(inputs(32, 1), [4, 8]),
+    await client.upload(inputs(32, 2), [8, 4]),
+  ]);
   report.program = [...Array.from(await sum.toHost()), ...Array.from(await e.toHost())];
   report.prefixAttentionKernel = client.prefixAttentionKernel;
   if (typeof native.attentionKernelPaths === 'function') report.kernelPaths = native.attentionKernelPaths(16);

@@ -53,7 +53,9 @@ function diff(a, b) {
     const pass = g.max <= 0.02 && g.mean <= 0.01;
     ok = ok && pass;
     const vsBelow = below ? `; against ${below.path}: max ${diff(scores, below.scores).max.toExponential(2)}` : '';
-    console.log(`bf16 path ${path}: against highest max ${g.max.toExponential(2)}, mean ${g.mean.toExponential(2)} ${pass ? 'within' : 'OUTSIDE'} the gate${vsBelow}`);
+    console.log(
+      `bf16 path ${path}: against highest max ${g.max.toExponential(2)}, mean ${g.mean.toExponential(2)} ${pass ? 'within' : 'OUTSIDE'} the gate${vsBelow}`,
+    );
     below = { path, scores };
   }
   process.exit(ok ? 0 : 1);

@@ -107,19 +107,43 @@ async function main() {
   const referenceScript = path.join(__dirname, '..', '..', '..', 'test', 'helpers', 'decoder_reference.py');
   const reference = (request) => JSON.parse(python(env, [referenceScript, dir], JSON.stringify(request))).logprobs;
 
-  const scorer = await Scorer.load({ model: gguf, diskCache: false, prefixCacheBytes: 0, maxItems: 100000, maxRequestTokens: 1e7 });
-  const out = { machine: describeMachine(), model: path.basename(gguf), weights: scorer.weightType, window: scorer.config.slidingWindow, requests: {} };
+  const scorer = await Scorer.load({
+    model: gguf,
+    diskCache: false,
+    prefixCacheBytes: 0,
+    maxItems: 100000,
+    maxRequestTokens: 1e7,
+  });
+  const out = {
+    machine: describeMachine(),
+    model: path.basename(gguf),
+    weights: scorer.weightType,
+    window: scorer.config.slidingWindow,
+    requests: {},
+  };
   const t = (s) => scorer.tokenize(s);
 
   const build = {
     yesNo: () => gemmaYesNo(t, scorer.config.bosTokenId),
-    target: () => targetText(t, scorer.config.bosTokenId, { queryTokens: Number(args['query-tokens']), items: Number(args.items), itemTokens: Number(args['item-tokens']) }),
+    target: () =>
+      targetText(t, scorer.config.bosTokenId, {
+        queryTokens: Number(args['query-tokens']),
+        items: Number(args.items),
+        itemTokens: Number(args['item-tokens']),
+      }),
   };
   const names = args.requests.split(',');
-  for (const n of names) if (!build[n]) throw new Error(`--requests: unknown request ${n} (known: ${Object.keys(build).join(', ')})`);
+  for (const n of names)
+    if (!build[n]) throw new Error(`--requests: unknown request ${n} (known: ${Object.keys(build).join(', ')})`);
   const requests = Object.fromEntries(names.map((n) => [n, build[n]()]));
   for (const [name, req] of Object.entries(requests)) {
-    const row = { queryTokens: req.query.length, items: req.items.length, itemTokens: [...new Set(req.items.map((i) => i.length))], attention: scorer.explain(req).attention, plans: {} };
+    const row = {
+      queryTokens: req.query.length,
+      items: req.items.length,
+      itemTokens: [...new Set(req.items.map((i) => i.length))],
+      attention: scorer.explain(req).attention,
+      plans: {},
+    };
     let t0 = performance.now();
     log(`${name}: numpy float64 reference (${req.items.length} items)`);
     const ref = reference({ prefix: req.query, items: req.items, labels: req.labelTokenIds });
@@ -127,7 +151,10 @@ async function main() {
     log(`${name}: reference done in ${row.referenceSeconds} s`);
     const logprobs = {};
     for (const algorithm of ['packed', 'prefix', 'serial']) {
-      const every = algorithm === 'serial' && req.items.length > 50 ? Math.max(1, Math.round(req.items.length / Number(args['serial-items']))) : 1;
+      const every =
+        algorithm === 'serial' && req.items.length > 50
+          ? Math.max(1, Math.round(req.items.length / Number(args['serial-items'])))
+          : 1;
       const picks = req.items.map((_, i) => i).filter((i) => i % every === 0);
       log(`${name}: ${algorithm} (${picks.length} items)`);
       t0 = performance.now();
@@ -135,11 +162,22 @@ async function main() {
       const lp = r.scores.map((s) => s.map(Math.log));
       logprobs[algorithm] = { picks, lp };
       out.requests[name] = row;
-      row.plans[algorithm] = { items: picks.length, seconds: seconds(t0), maxDiffToReference: maxDiff(lp, picks.map((i) => ref[i])) };
+      row.plans[algorithm] = {
+        items: picks.length,
+        seconds: seconds(t0),
+        maxDiffToReference: maxDiff(
+          lp,
+          picks.map((i) => ref[i]),
+        ),
+      };
       log(`${name}: ${algorithm} ${JSON.stringify(row.plans[algorithm])}`);
     }
     const serial = logprobs.serial;
-    for (const algorithm of ['packed', 'prefix']) row.plans[algorithm].maxDiffToSerial = maxDiff(serial.lp, serial.picks.map((i) => logprobs[algorithm].lp[i]));
+    for (const algorithm of ['packed', 'prefix'])
+      row.plans[algorithm].maxDiffToSerial = maxDiff(
+        serial.lp,
+        serial.picks.map((i) => logprobs[algorithm].lp[i]),
+      );
     log(`${name}: to serial: packed ${row.plans.packed.maxDiffToSerial}, prefix ${row.plans.prefix.maxDiffToSerial}`);
     if (args['float32-reference']) {
       row.float32Reference = {};
@@ -149,7 +187,11 @@ async function main() {
         t0 = performance.now();
         const ref32 = reference({ prefix: req.query, items: req.items, labels: req.labelTokenIds, float32 });
         const entry = { toFloat64Reference: maxDiff(ref32, ref), plans: {} };
-        for (const [algorithm, { picks, lp }] of Object.entries(logprobs)) entry.plans[algorithm] = maxDiff(lp, picks.map((i) => ref32[i]));
+        for (const [algorithm, { picks, lp }] of Object.entries(logprobs))
+          entry.plans[algorithm] = maxDiff(
+            lp,
+            picks.map((i) => ref32[i]),
+          );
         entry.seconds = seconds(t0);
         row.float32Reference[variant] = entry;
         log(`${name}: float32 ${variant}: ${JSON.stringify(entry)}`);
@@ -158,8 +200,17 @@ async function main() {
     const alone = Math.min(Number(args['alone-items']), req.items.length);
     if (alone > 0) {
       const picks = Array.from({ length: alone }, (_, k) => Math.floor((k * req.items.length) / alone));
-      const each = reference({ sequences: picks.map((i) => [...req.query, ...req.items[i]]), labels: req.labelTokenIds });
-      row.referenceItemAloneVsShared = { items: picks, maxDiff: maxDiff(each, picks.map((i) => ref[i])) };
+      const each = reference({
+        sequences: picks.map((i) => [...req.query, ...req.items[i]]),
+        labels: req.labelTokenIds,
+      });
+      row.referenceItemAloneVsShared = {
+        items: picks,
+        maxDiff: maxDiff(
+          each,
+          picks.map((i) => ref[i]),
+        ),
+      };
       log(`${name}: reference item alone vs shared prefix ${JSON.stringify(row.referenceItemAloneVsShared)}`);
     }
     row.referenceLogprobsFirst = ref.slice(0, 3);
@@ -168,11 +219,15 @@ async function main() {
       if (args['llama-cpp']) {
         log('yesNo: node-llama-cpp');
         const { llamaCppModules } = require('../../bench/lib/llama-cpp-modules');
-        const run = spawnSync(process.execPath, [path.join(__dirname, '..', '..', 'bench', 'lib', 'llama-cpp-score.mjs'), llamaCppModules()], {
-          input: JSON.stringify({ model: gguf, ...req }),
-          encoding: 'utf8',
-          maxBuffer: 1 << 26,
-        });
+        const run = spawnSync(
+          process.execPath,
+          [path.join(__dirname, '..', '..', 'bench', 'lib', 'llama-cpp-score.mjs'), llamaCppModules()],
+          {
+            input: JSON.stringify({ model: gguf, ...req }),
+            encoding: 'utf8',
+            maxBuffer: 1 << 26,
+          },
+        );
         if (run.status !== 0) throw new Error(`node-llama-cpp failed: ${run.stderr.slice(-3000)}`);
         const theirs = JSON.parse(run.stdout.trim().split('\n').pop()).scores;
         const ours = logprobs.packed.lp;
@@ -182,7 +237,10 @@ async function main() {
         row.llamaCpp = {
           samePreferredLabel: same,
           of: ours.length,
-          maxDiffLogprob: maxDiff(ours, theirs.map((r) => r.map(Math.log))),
+          maxDiffLogprob: maxDiff(
+            ours,
+            theirs.map((r) => r.map(Math.log)),
+          ),
           // log p(yes) - log p(no) per statement, ours against theirs: the preferred label is one bit of it.
           marginCorrelation: correlation(margin(ours), margin(theirs.map((r) => r.map(Math.log)))),
         };

@@ -92,7 +92,9 @@ const SEQUENCES = [
   { query: Q2, item: ' The stock market closed higher on Tuesday.\nRelevant (Yes/No):' },
   { query: 'The', item: ' answer is' },
   {
-    query: 'Here is a short story. '.concat('Once upon a time a small robot learned to paint the sea at dawn. '.repeat(5)),
+    query: 'Here is a short story. '.concat(
+      'Once upon a time a small robot learned to paint the sea at dawn. '.repeat(5),
+    ),
     item: 'Question: did the robot paint? Answer:',
   },
   {
@@ -180,7 +182,8 @@ async function main() {
 
   const sequences = quantized.map((q, i) => {
     const d = dequantized[i];
-    if (JSON.stringify(d.tokenIds) !== JSON.stringify(q.tokenIds)) throw new Error('the F32 copy tokenized differently');
+    if (JSON.stringify(d.tokenIds) !== JSON.stringify(q.tokenIds))
+      throw new Error('the F32 copy tokenized differently');
     return { ...q, f32: { labelLogprobs: d.labelLogprobs, probabilities: d.probabilities, top: d.top } };
   });
   fs.writeFileSync(
@@ -217,7 +220,8 @@ async function evaluateSequences(model, settings, vocabSize) {
       tokenIds.map((id, i) => (i === last ? [id, { generateNext: { logits: true } }] : id)),
     );
     const logitMap = evaluated[last].next.logits;
-    if (logitMap.size !== vocabSize) throw new Error(`expected ${vocabSize} logits (the whole vocabulary), got ${logitMap.size}`);
+    if (logitMap.size !== vocabSize)
+      throw new Error(`expected ${vocabSize} logits (the whole vocabulary), got ${logitMap.size}`);
     const logits = new Float64Array(logitMap.size);
     for (const [id, v] of logitMap) logits[id] = v;
     const logprobs = logSoftmax(logits);
@@ -234,13 +238,29 @@ async function evaluateSequences(model, settings, vocabSize) {
       probabilities: LABELS.map((id) => Math.exp(logprobs[id])),
       top: top.map((id) => ({ id, logprob: logprobs[id] })),
     });
-    console.log(`${tokenIds.length} tokens -> ${LABELS.map((id) => Math.exp(logprobs[id]).toExponential(4)).join(' ')}`);
+    console.log(
+      `${tokenIds.length} tokens -> ${LABELS.map((id) => Math.exp(logprobs[id]).toExponential(4)).join(' ')}`,
+    );
   }
   await context.dispose();
   return results;
 }
 
-const VALUE_TYPE_NAMES = ['U8', 'I8', 'U16', 'I16', 'U32', 'I32', 'F32', 'BOOL', 'STRING', 'ARRAY', 'U64', 'I64', 'F64'];
+const VALUE_TYPE_NAMES = [
+  'U8',
+  'I8',
+  'U16',
+  'I16',
+  'U32',
+  'I32',
+  'F32',
+  'BOOL',
+  'STRING',
+  'ARRAY',
+  'U64',
+  'I64',
+  'F64',
+];
 
 /** Rewrite `file` with every tensor dequantized to F32, metadata copied with its stored types. */
 function writeF32Copy(file, out) {
@@ -251,13 +271,20 @@ function writeF32Copy(file, out) {
     const metadata = [];
     for (const [key, value] of gguf.metadata) {
       const type = VALUE_TYPE_NAMES[gguf.metadataTypes.get(key)];
-      if (key === 'general.file_type') metadata.push([key, { type, value: 0 }]); // LLAMA_FTYPE_ALL_F32
-      else if (type === 'ARRAY') metadata.push([key, { type, elementType: VALUE_TYPE_NAMES[value.elementType], value: value.values }]);
+      if (key === 'general.file_type')
+        metadata.push([key, { type, value: 0 }]); // LLAMA_FTYPE_ALL_F32
+      else if (type === 'ARRAY')
+        metadata.push([key, { type, elementType: VALUE_TYPE_NAMES[value.elementType], value: value.values }]);
       else metadata.push([key, { type, value }]);
     }
     const tensors = [...gguf.tensors.values()].map((t) => {
       const data = gguf.readTensorFloat32(t.name);
-      return { name: t.name, dims: t.dims, type: 'F32', bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength) };
+      return {
+        name: t.name,
+        dims: t.dims,
+        type: 'F32',
+        bytes: Buffer.from(data.buffer, data.byteOffset, data.byteLength),
+      };
     });
     writeGguf(out, metadata, tensors, { alignment: gguf.alignment });
   } finally {

@@ -13,7 +13,12 @@
 const { WORKLOADS } = require('../../bench/lib/workloads');
 
 /** A workload of the benchmark (scripts/bench/lib/workloads.js) as `queries` requests of its shape. */
-const full = (name, queries) => ({ queries, query: WORKLOADS[name].queryTokens, items: WORKLOADS[name].items, item: WORKLOADS[name].itemTokens });
+const full = (name, queries) => ({
+  queries,
+  query: WORKLOADS[name].queryTokens,
+  items: WORKLOADS[name].items,
+  item: WORKLOADS[name].itemTokens,
+});
 
 const SHAPES = {
   full: { target: full('target', 1), pr: full('pr', 8) },
@@ -45,7 +50,10 @@ function makeInputs(vocab, scale = 'full') {
         items: Array.from({ length: s.items }, (_, i) => tokenIds(s.item, 100000 * (seed + 1) + i, vocab)),
       });
     }
-    workloads[name] = { description: `${s.queries} x (${s.query}-token query, ${s.items} items x ${s.item} tokens)`, requests };
+    workloads[name] = {
+      description: `${s.queries} x (${s.query}-token query, ${s.items} items x ${s.item} tokens)`,
+      requests,
+    };
   }
   return { labels, workloads };
 }

@@ -20,7 +20,8 @@ const { rssBreakdown } = require(path.join(__dirname, 'memory'));
 
 function args(argv) {
   const out = { precision: 'bf16', weights: 'bf16', clientOptions: '{}' };
-  for (let i = 0; i < argv.length; i += 2) out[argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase())] = argv[i + 1];
+  for (let i = 0; i < argv.length; i += 2)
+    out[argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase())] = argv[i + 1];
   for (const k of ['model', 'inputs']) if (!out[k]) throw new Error(`--${k} is required`);
   return out;
 }
@@ -28,13 +29,21 @@ function args(argv) {
 async function main() {
   const a = args(process.argv.slice(2));
   const clientOptions = JSON.parse(a.clientOptions);
-  const step = (name, extra = {}) => process.stdout.write(`${JSON.stringify({ step: name, clientOptions, ...extra, ...rssBreakdown() })}\n`);
+  const step = (name, extra = {}) =>
+    process.stdout.write(`${JSON.stringify({ step: name, clientOptions, ...extra, ...rssBreakdown() })}\n`);
   step('start');
   const client = await Client.create({ plugin: a.plugin, options: clientOptions });
   step('client');
   client.dispose();
   const t0 = performance.now();
-  const scorer = await Scorer.load({ model: a.model, plugin: a.plugin, clientOptions, precision: a.precision, weights: a.weights, diskCache: false });
+  const scorer = await Scorer.load({
+    model: a.model,
+    plugin: a.plugin,
+    clientOptions,
+    precision: a.precision,
+    weights: a.weights,
+    diskCache: false,
+  });
   step('loaded', { seconds: (performance.now() - t0) / 1000 });
   const inputs = JSON.parse(fs.readFileSync(a.inputs, 'utf8'));
   const pr = inputs.workloads.pr.requests[0];

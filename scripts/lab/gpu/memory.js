@@ -8,7 +8,8 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
-const statusBytes = (field) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
+const statusBytes = (field) =>
+  Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) * 1024;
 const peakRss = () => statusBytes('VmHWM');
 
 /**
@@ -36,9 +37,19 @@ function rssBreakdown() {
     else file += bytes;
   }
   const gb = (b) => Number((b / 1e9).toFixed(3));
-  const top = [...by].sort((x, y) => y[1] - x[1]).slice(0, 12).map(([k, v]) => [k, gb(v)]);
+  const top = [...by]
+    .sort((x, y) => y[1] - x[1])
+    .slice(0, 12)
+    .map(([k, v]) => [k, gb(v)]);
   const m = process.memoryUsage();
-  return { rss: gb(statusBytes('VmRSS')), peak: gb(peakRss()), anon: gb(anon), file: gb(file), js: { heap: gb(m.heapUsed), external: gb(m.external), arrayBuffers: gb(m.arrayBuffers) }, top };
+  return {
+    rss: gb(statusBytes('VmRSS')),
+    peak: gb(peakRss()),
+    anon: gb(anon),
+    file: gb(file),
+    js: { heap: gb(m.heapUsed), external: gb(m.external), arrayBuffers: gb(m.arrayBuffers) },
+    top,
+  };
 }
 
 module.exports = { peakRss, rssBreakdown, statusBytes };

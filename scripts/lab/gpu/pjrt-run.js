@@ -31,7 +31,9 @@ const path = require('node:path');
 
 const root = path.join(__dirname, '..', '..', '..');
 const { Scorer, Client } = require(path.join(root, 'dist'));
-const { parseCausalAttentionTag, parsePrefixAttentionTag, decoderPrefill, decoderExtend, decoderFused } = require(path.join(root, 'dist', 'hlo'));
+const { parseCausalAttentionTag, parsePrefixAttentionTag, decoderPrefill, decoderExtend, decoderFused } = require(
+  path.join(root, 'dist', 'hlo'),
+);
 const { configFromHf } = require(path.join(root, 'dist', 'model'));
 const { CUDNN_PINNED_PLUGIN } = require(path.join(root, 'dist', 'hlo'));
 const { platformFacts } = require(path.join(root, 'dist', 'scoring', 'platform'));
@@ -93,14 +95,17 @@ async function timed(fn) {
 /** The custom calls each of the configuration's programs would emit, printed; nothing runs. */
 function emitOnly(a, inputs, extra) {
   const config = configFromHf(JSON.parse(fs.readFileSync(path.join(a.model, 'config.json'), 'utf8')));
-  const pin = (form) => (form && form.kind === 'cudnn' && !form.standIn ? { ...form, pluginVersion: CUDNN_PINNED_PLUGIN.version } : form);
+  const pin = (form) =>
+    form && form.kind === 'cudnn' && !form.standIn ? { ...form, pluginVersion: CUDNN_PINNED_PLUGIN.version } : form;
   // The programs as the CUDA plugin would get them: its platform facts (and PJRT_SCORE_PLATFORM_FACTS).
   const facts = withOverride(platformFacts('cuda'), platformFactsOverride());
   const options = {
     weights: a.weights === 'bf16' ? 'bf16' : 'f32',
     bf16Matrices: facts.bf16Matrices,
     bf16Products: facts.bf16Products,
-    ...(a.precision === 'bf16' ? { dotOperands: 'bf16' } : { dotPrecision: a.precision === 'default' ? 'DEFAULT' : 'HIGHEST' }),
+    ...(a.precision === 'bf16'
+      ? { dotOperands: 'bf16' }
+      : { dotPrecision: a.precision === 'default' ? 'DEFAULT' : 'HIGHEST' }),
     prefixAttention: pin(extra.prefixAttention),
     causalAttention: pin(extra.causalAttention),
   };
@@ -110,9 +115,29 @@ function emitOnly(a, inputs, extra) {
   const [p, n, l] = [round8(target.query.length), target.items.length, round8(target.items[0].length)];
   const programs = [
     ['prefill', () => decoderPrefill(config, { prefix: p, labels: inputs.labels.length }, options)],
-    ['extend', () => decoderExtend(config, { prefix: p, items: n, itemLength: l, labels: inputs.labels.length }, options)],
-    ['packed (fused pass)', () => decoderFused(config, { prefix: p, items: n, itemLength: l, labels: inputs.labels.length }, options)],
-    ['cross-request pass of 8', () => decoderFused(config, { groups: 8, prefix: round8(pr.query.length), items: pr.items.length, itemLength: round8(pr.items[0].length), labels: inputs.labels.length }, options)],
+    [
+      'extend',
+      () => decoderExtend(config, { prefix: p, items: n, itemLength: l, labels: inputs.labels.length }, options),
+    ],
+    [
+      'packed (fused pass)',
+      () => decoderFused(config, { prefix: p, items: n, itemLength: l, labels: inputs.labels.length }, options),
+    ],
+    [
+      'cross-request pass of 8',
+      () =>
+        decoderFused(
+          config,
+          {
+            groups: 8,
+            prefix: round8(pr.query.length),
+            items: pr.items.length,
+            itemLength: round8(pr.items[0].length),
+            labels: inputs.labels.length,
+          },
+          options,
+        ),
+    ],
   ];
   const shown = new Set();
   let total = 0;
@@ -135,7 +160,9 @@ function emitOnly(a, inputs, extra) {
       process.stdout.write(`  ${call.trim()}\n`);
     }
   }
-  process.stdout.write(`emit-only: ${total} custom calls in ${programs.length} programs (${a.precision}/${a.weights}, prefix ${a.prefixAttention ?? 'platform default'}, causal ${a.causalAttention ?? 'platform default'})\n`);
+  process.stdout.write(
+    `emit-only: ${total} custom calls in ${programs.length} programs (${a.precision}/${a.weights}, prefix ${a.prefixAttention ?? 'platform default'}, causal ${a.causalAttention ?? 'platform default'})\n`,
+  );
 }
 
 async function main() {
@@ -175,7 +202,13 @@ async function main() {
     const lat = r.p50_ms === undefined ? '' : ` p50 ${r.p50_ms.toFixed(1)} ms p99 ${r.p99_ms.toFixed(1)} ms`;
     process.stderr.write(`pjrt-score ${a.precision}/${scorer.weightType} ${r.workload} ${r.method}:${items}${lat}\n`);
   };
-  const request = (q, items, algorithm) => ({ query: q.query, items: items ?? q.items, labelTokenIds: inputs.labels, applySoftmax: true, algorithm });
+  const request = (q, items, algorithm) => ({
+    query: q.query,
+    items: items ?? q.items,
+    labelTokenIds: inputs.labels,
+    applySoftmax: true,
+    algorithm,
+  });
 
   // First request of the target shape: compiles, or loads executables from a warm disk cache.
   const target = inputs.workloads.target.requests[0];
@@ -204,7 +237,14 @@ async function main() {
       result = t.value;
     }
     const ms = upperMedian(times);
-    row({ workload: 'target', method: plan, items: items.length, median_ms: ms, items_per_s: (1000 * items.length) / ms, scores: [result.scores] });
+    row({
+      workload: 'target',
+      method: plan,
+      items: items.length,
+      median_ms: ms,
+      items_per_s: (1000 * items.length) / ms,
+      scores: [result.scores],
+    });
   }
 
   // The PR workload: one request at a time, then 8 concurrent callers.
@@ -224,13 +264,25 @@ async function main() {
         }
       }
     });
-    row({ workload: 'pr', method: 'one-at-a-time', items_per_s: (1000 * prItems * a.repeats) / t.ms, p50_ms: upperMedian(latencies), p99_ms: quantile(latencies, 0.99), scores });
+    row({
+      workload: 'pr',
+      method: 'one-at-a-time',
+      items_per_s: (1000 * prItems * a.repeats) / t.ms,
+      p50_ms: upperMedian(latencies),
+      p99_ms: quantile(latencies, 0.99),
+      scores,
+    });
   }
   if (a.methods.includes('8-concurrent')) {
     const latencies = [];
     let scores;
     await Promise.all(pr.map((q) => scorer.score(request(q)))); // warm-up of whatever batching compiles
-    const counted = (st) => ({ ...st.runs, devicePasses: st.devicePasses, batchedPasses: st.batchedPasses, batchedRequests: st.batchedRequests });
+    const counted = (st) => ({
+      ...st.runs,
+      devicePasses: st.devicePasses,
+      batchedPasses: st.batchedPasses,
+      batchedRequests: st.batchedRequests,
+    });
     const passes0 = counted(scorer.stats());
     const calls0 = runtimeCalls?.();
     const t = await timed(async () => {
@@ -244,8 +296,18 @@ async function main() {
     if (calls0) {
       const calls1 = runtimeCalls();
       const per = (k) => (calls1[k] - calls0[k]) / a.repeats;
-      const split = { wall: t.ms / a.repeats, upload: per('upload'), execute: per('execute'), toHost: per('toHost'), uploads: per('uploads'), executes: per('executes'), toHosts: per('toHosts') };
-      process.stderr.write(`pjrt-score pr ${pr.length}-concurrent, ms per round of ${pr.length} requests: ${JSON.stringify(Object.fromEntries(Object.entries(split).map(([k, v]) => [k, Number(v.toFixed(2))])))}\n`);
+      const split = {
+        wall: t.ms / a.repeats,
+        upload: per('upload'),
+        execute: per('execute'),
+        toHost: per('toHost'),
+        uploads: per('uploads'),
+        executes: per('executes'),
+        toHosts: per('toHosts'),
+      };
+      process.stderr.write(
+        `pjrt-score pr ${pr.length}-concurrent, ms per round of ${pr.length} requests: ${JSON.stringify(Object.fromEntries(Object.entries(split).map(([k, v]) => [k, Number(v.toFixed(2))])))}\n`,
+      );
     }
     row({
       workload: 'pr',
@@ -254,7 +316,10 @@ async function main() {
       p50_ms: upperMedian(latencies),
       p99_ms: quantile(latencies, 0.99),
       // Plans by kind, device passes and cross-request passes in the timed rounds, against the requests they served.
-      runs: { ...Object.fromEntries(Object.keys(passes1).map((k) => [k, passes1[k] - passes0[k]])), requests: pr.length * a.repeats },
+      runs: {
+        ...Object.fromEntries(Object.keys(passes1).map((k) => [k, passes1[k] - passes0[k]])),
+        requests: pr.length * a.repeats,
+      },
       scores,
     });
   }

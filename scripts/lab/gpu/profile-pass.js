@@ -24,7 +24,8 @@ const { benchScorerOptions } = require(path.join(__dirname, 'scorer-options'));
 
 function args(argv) {
   const out = { precision: 'bf16', weights: 'bf16', algorithm: 'packed', workload: 'target' };
-  for (let i = 0; i < argv.length; i += 2) out[argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase())] = argv[i + 1];
+  for (let i = 0; i < argv.length; i += 2)
+    out[argv[i].replace(/^--/, '').replace(/-([a-z])/g, (_, c) => c.toUpperCase())] = argv[i + 1];
   for (const k of ['model', 'inputs']) if (!out[k]) throw new Error(`--${k} is required`);
   return out;
 }
@@ -39,9 +40,18 @@ async function main() {
     ...(a.prefixAttention ? { prefixAttention: parsePrefixAttentionTag(a.prefixAttention) } : {}),
     ...(a.causalAttention ? { causalAttention: parseCausalAttentionTag(a.causalAttention) } : {}),
   });
-  const request = (q) => ({ query: q.query, items: q.items, labelTokenIds: inputs.labels, applySoftmax: true, algorithm: a.algorithm });
+  const request = (q) => ({
+    query: q.query,
+    items: q.items,
+    labelTokenIds: inputs.labels,
+    applySoftmax: true,
+    algorithm: a.algorithm,
+  });
   // The PR workload's requests made together share one cross-request pass (the admission queue's turn).
-  const pass = a.workload === 'pr' ? () => Promise.all(inputs.workloads.pr.requests.map((q) => scorer.score(request(q)))) : () => scorer.score(request(inputs.workloads.target.requests[0]));
+  const pass =
+    a.workload === 'pr'
+      ? () => Promise.all(inputs.workloads.pr.requests.map((q) => scorer.score(request(q))))
+      : () => scorer.score(request(inputs.workloads.target.requests[0]));
   for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
     await pass();

@@ -96,16 +96,38 @@ function validBody(i) {
 
 // ---- grammar-aware bodies ------------------------------------------------------
 
-const STRINGS = ['', 'a', 'apple', ' ', '\u0000', '\ud800', '\udfff', '\u202e', '😀', 'é', 'x'.repeat(5000), '\\', '"', '<|im_start|>', '\n\t'];
+const STRINGS = [
+  '',
+  'a',
+  'apple',
+  ' ',
+  '\u0000',
+  '\ud800',
+  '\udfff',
+  '\u202e',
+  '😀',
+  'é',
+  'x'.repeat(5000),
+  '\\',
+  '"',
+  '<|im_start|>',
+  '\n\t',
+];
 const NUMBERS = [0, 1, -1, 9805, 49151, 49152, 1e9, -0, 0.5, 2 ** 31, 2 ** 53, 1e308, -1e308, 1e-320];
 function scalar() {
   switch (int(6)) {
-    case 0: return pick(STRINGS);
-    case 1: return pick(NUMBERS);
-    case 2: return pick([true, false, null]);
-    case 3: return {};
-    case 4: return [];
-    default: return Array.from({ length: int(4) }, () => pick(NOUNS));
+    case 0:
+      return pick(STRINGS);
+    case 1:
+      return pick(NUMBERS);
+    case 2:
+      return pick([true, false, null]);
+    case 3:
+      return {};
+    case 4:
+      return [];
+    default:
+      return Array.from({ length: int(4) }, () => pick(NOUNS));
   }
 }
 function tokenList() {
@@ -152,7 +174,9 @@ function grammarBody() {
   } else {
     if (random() < 0.9) body.query = textOrTokens();
     if (random() < 0.9) body.items = items();
-    if (random() < 0.9) body.label_token_ids = random() < 0.8 ? Array.from({ length: int(4) }, () => (random() < 0.9 ? int(49152) : scalar())) : scalar();
+    if (random() < 0.9)
+      body.label_token_ids =
+        random() < 0.8 ? Array.from({ length: int(4) }, () => (random() < 0.9 ? int(49152) : scalar())) : scalar();
     if (random() < 0.3) body.apply_softmax = pick([true, false, 'true', 1, null]);
     if (random() < 0.3) body.item_first = pick([true, false, 'false', 0, null]);
     if (random() < 0.1) body.model = pick(STRINGS);
@@ -161,15 +185,54 @@ function grammarBody() {
     body[field] = BAD_FIELDS[field]();
   }
   let text = random() < 0.05 ? JSON.stringify(scalar()) : JSON.stringify(body);
-  if (random() < 0.3) text = mutate(Buffer.from(text), { random, dictionary: DICTIONARY, maxLength: 1 << 20 }).toString('latin1');
+  if (random() < 0.3)
+    text = mutate(Buffer.from(text), { random, dictionary: DICTIONARY, maxLength: 1 << 20 }).toString('latin1');
   return Buffer.from(text, 'latin1');
 }
-const DICTIONARY = ['"query"', '"items"', '"label_token_ids"', '"apply_softmax"', '"item_first"', 'true', 'null', '[', ']', '{', '}', ',', ':', '"\\ud800"', '1e999']
-  .map((w) => Buffer.from(w));
+const DICTIONARY = [
+  '"query"',
+  '"items"',
+  '"label_token_ids"',
+  '"apply_softmax"',
+  '"item_first"',
+  'true',
+  'null',
+  '[',
+  ']',
+  '{',
+  '}',
+  ',',
+  ':',
+  '"\\ud800"',
+  '1e999',
+].map((w) => Buffer.from(w));
 
-const CONTENT_TYPES = ['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON', 'text/plain', 'application/x-www-form-urlencoded', 'application/json, text/html',
-  'application/json; charset=latin1', 'multipart/form-data; boundary=x', undefined, 'application/json' + ';x'.repeat(500)];
-const PATHS = ['/v1/score', '/v1/score', '/v1/score', '/v1/score/', '/v1/score?x=1', '/v1/rerank', '/health', '/metrics', '/', '/%2e%2e/etc/passwd', '/v1/score#x', `/${'a'.repeat(4000)}`];
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'APPLICATION/JSON',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'application/json, text/html',
+  'application/json; charset=latin1',
+  'multipart/form-data; boundary=x',
+  undefined,
+  'application/json' + ';x'.repeat(500),
+];
+const PATHS = [
+  '/v1/score',
+  '/v1/score',
+  '/v1/score',
+  '/v1/score/',
+  '/v1/score?x=1',
+  '/v1/rerank',
+  '/health',
+  '/metrics',
+  '/',
+  '/%2e%2e/etc/passwd',
+  '/v1/score#x',
+  `/${'a'.repeat(4000)}`,
+];
 const METHODS = ['POST', 'POST', 'POST', 'POST', 'GET', 'PUT', 'DELETE', 'OPTIONS', 'HEAD', 'PATCH'];
 
 function mutatedRequest() {
@@ -180,7 +243,12 @@ function mutatedRequest() {
   if (random() < 0.05) headers['content-encoding'] = pick(['gzip', 'br', 'identity', 'x']);
   if (random() < 0.05) headers.accept = pick(['*/*', 'text/html', '', 'application/json;q=0']);
   if (random() < 0.02) for (let i = 0; i < 90; i++) headers[`x-h${i}`] = String(i);
-  return { method: random() < 0.9 ? 'POST' : pick(METHODS), path: random() < 0.9 ? '/v1/score' : pick(PATHS), headers, body: grammarBody() };
+  return {
+    method: random() < 0.9 ? 'POST' : pick(METHODS),
+    path: random() < 0.9 ? '/v1/score' : pick(PATHS),
+    headers,
+    body: grammarBody(),
+  };
 }
 
 // ---- raw requests ---------------------------------------------------------------
@@ -190,25 +258,57 @@ function rawRequest() {
   const r = random();
   if (r < 0.1) {
     // oversized header: Node's limit is 16 KiB, so this must be a 431, not a crash
-    return Buffer.from(`POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(pick([17000, 65536, 1 << 20]))}\r\nContent-Length: 2\r\n\r\n{}`);
+    return Buffer.from(
+      `POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: ${'b'.repeat(pick([17000, 65536, 1 << 20]))}\r\nContent-Length: 2\r\n\r\n{}`,
+    );
   }
   if (r < 0.2) {
-    const chunks = pick(['5\r\n{"a":\r\n0\r\n\r\n', 'zz\r\n{}\r\n0\r\n\r\n', 'ffffffffffffffff\r\n{}\r\n0\r\n\r\n', '-1\r\n{}\r\n', '2;ext=1\r\n{}\r\n0\r\n\r\n']);
+    const chunks = pick([
+      '5\r\n{"a":\r\n0\r\n\r\n',
+      'zz\r\n{}\r\n0\r\n\r\n',
+      'ffffffffffffffff\r\n{}\r\n0\r\n\r\n',
+      '-1\r\n{}\r\n',
+      '2;ext=1\r\n{}\r\n0\r\n\r\n',
+    ]);
     const both = random() < 0.5 ? 'Content-Length: 2\r\n' : '';
-    return Buffer.from(`POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${both}Transfer-Encoding: chunked\r\n\r\n${chunks}`);
+    return Buffer.from(
+      `POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${both}Transfer-Encoding: chunked\r\n\r\n${chunks}`,
+    );
   }
   if (r < 0.3) {
     const length = pick(['-1', '1e3', '99999999999999999999', '0x10', ' 5', '5, 6', '']);
-    return Buffer.from(`POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"q":1}`);
+    return Buffer.from(
+      `POST /v1/score HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${length}\r\n\r\n{"q":1}`,
+    );
   }
   const template = Buffer.concat([
-    Buffer.from(`POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`),
+    Buffer.from(
+      `POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: ${body.length}\r\n\r\n`,
+    ),
     body,
   ]);
   return mutate(template, { random, dictionary: RAW_WORDS, maxLength: 1 << 16 });
 }
-const RAW_WORDS = ['\r\n', ' HTTP/1.1', 'HTTP/1.0', 'HTTP/2.0', 'Transfer-Encoding: chunked\r\n', 'Content-Length: 0\r\n', 'Expect: 100-continue\r\n', 'Host: \r\n', ':', '\0', '\n',
-  'Connection: keep-alive\r\n', 'Upgrade: websocket\r\n', 'GET ', 'POST ', '/v1/score', '%00', '\x7f'].map((w) => Buffer.from(w, 'latin1'));
+const RAW_WORDS = [
+  '\r\n',
+  ' HTTP/1.1',
+  'HTTP/1.0',
+  'HTTP/2.0',
+  'Transfer-Encoding: chunked\r\n',
+  'Content-Length: 0\r\n',
+  'Expect: 100-continue\r\n',
+  'Host: \r\n',
+  ':',
+  '\0',
+  '\n',
+  'Connection: keep-alive\r\n',
+  'Upgrade: websocket\r\n',
+  'GET ',
+  'POST ',
+  '/v1/score',
+  '%00',
+  '\x7f',
+].map((w) => Buffer.from(w, 'latin1'));
 
 /** Sends bytes on a fresh connection and reads until the server closes or 3 s pass. Resolves the status (or 'closed'/'timeout'). */
 function sendRaw(port, bytes) {
@@ -246,18 +346,36 @@ function send(port, agent, { method, path, headers, body }, timeoutMs = 60_000) 
     const started = performance.now();
     let req;
     try {
-      req = http.request({ host: '127.0.0.1', port, agent, method, path, headers: { ...headers, 'content-length': body ? body.length : 0 } }, (res) => {
-        const parts = [];
-        res.on('data', (c) => parts.push(c));
-        res.on('end', () => resolve({ status: res.statusCode, ms: performance.now() - started, text: Buffer.concat(parts).toString('utf8') }));
-        res.on('error', () => resolve({ status: 'response-error', ms: performance.now() - started }));
-      });
+      req = http.request(
+        {
+          host: '127.0.0.1',
+          port,
+          agent,
+          method,
+          path,
+          headers: { ...headers, 'content-length': body ? body.length : 0 },
+        },
+        (res) => {
+          const parts = [];
+          res.on('data', (c) => parts.push(c));
+          res.on('end', () =>
+            resolve({
+              status: res.statusCode,
+              ms: performance.now() - started,
+              text: Buffer.concat(parts).toString('utf8'),
+            }),
+          );
+          res.on('error', () => resolve({ status: 'response-error', ms: performance.now() - started }));
+        },
+      );
     } catch (error) {
       resolve({ status: `client-refused (${error.code})` });
       return;
     }
     req.setTimeout(timeoutMs, () => req.destroy(new Error('timeout')));
-    req.on('error', (error) => resolve({ status: `error (${error.code || error.message})`, ms: performance.now() - started }));
+    req.on('error', (error) =>
+      resolve({ status: `error (${error.code || error.message})`, ms: performance.now() - started }),
+    );
     req.end(body);
   });
 }
@@ -294,8 +412,10 @@ async function serverMemory(port, agent) {
 }
 const mib = (bytes) => (bytes / 2 ** 20).toFixed(1);
 function describeMemory(rss, m) {
-  return `RSS ${rss.toFixed(1)} MiB; V8 heap ${mib(m.heapUsed)} MiB used of ${mib(m.heapTotal)}, external ${mib(m.external)} MiB; ` +
-    `JIT cache ${m.jitEntries} programs of at most ${JIT_CACHE_ENTRIES} (so far ${m.jitCompiles} compiled, ${m.jitDiskLoads} loaded from disk, ${m.jitEvictions} evicted); prefix cache ${m.prefixEntries} entries, ${mib(m.prefixBytes)} MiB`;
+  return (
+    `RSS ${rss.toFixed(1)} MiB; V8 heap ${mib(m.heapUsed)} MiB used of ${mib(m.heapTotal)}, external ${mib(m.external)} MiB; ` +
+    `JIT cache ${m.jitEntries} programs of at most ${JIT_CACHE_ENTRIES} (so far ${m.jitCompiles} compiled, ${m.jitDiskLoads} loaded from disk, ${m.jitEvictions} evicted); prefix cache ${m.prefixEntries} entries, ${mib(m.prefixBytes)} MiB`
+  );
 }
 
 /**
@@ -317,7 +437,12 @@ async function validRequests(port, agent, count, offset) {
   let failures = 0;
   for (let i = 0; i < count; i++) {
     const body = Buffer.from(JSON.stringify(validBody(offset + i)));
-    const r = await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body });
+    const r = await send(port, agent, {
+      method: 'POST',
+      path: '/v1/score',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     if (r.status === 200) latencies.push(r.ms);
     else failures++;
   }
@@ -349,9 +474,13 @@ async function openSiege(port, idle, slow) {
     const s = await open();
     let bytes;
     if (i % 2 === 0) {
-      bytes = Buffer.from(`POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Pad: ${'p'.repeat(8000)}\r\n\r\n`);
+      bytes = Buffer.from(
+        `POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nX-Pad: ${'p'.repeat(8000)}\r\n\r\n`,
+      );
     } else {
-      s.write('POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n');
+      s.write(
+        'POST /v1/score HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n',
+      );
       bytes = Buffer.from(JSON.stringify({ query: 'q'.repeat(99000), items: ['a'], label_token_ids: [1] }));
     }
     let at = 0;
@@ -378,8 +507,15 @@ async function openSiege(port, idle, slow) {
   console.log(`attack on pjrt-score serve (default model), 127.0.0.1 only; machine: ${describeMachine()}`);
   const freshCache = opts['shared-executable-cache'] ? null : freshExecutableCache();
   if (freshCache) process.on('exit', () => fs.rmSync(freshCache, { recursive: true, force: true }));
-  console.log(freshCache ? `executables compile fresh: server cache directory ${freshCache} (models and plugins linked to ${cacheDir()})` : `executables: the shared cache in ${cacheDir()}`);
-  const service = await startService(['--jit-cache-entries', String(JIT_CACHE_ENTRIES)], freshCache ? { env: { PJRT_SCORE_CACHE: freshCache } } : {});
+  console.log(
+    freshCache
+      ? `executables compile fresh: server cache directory ${freshCache} (models and plugins linked to ${cacheDir()})`
+      : `executables: the shared cache in ${cacheDir()}`,
+  );
+  const service = await startService(
+    ['--jit-cache-entries', String(JIT_CACHE_ENTRIES)],
+    freshCache ? { env: { PJRT_SCORE_CACHE: freshCache } } : {},
+  );
   const { port, pid } = service;
   const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const checks = [];
@@ -392,7 +528,13 @@ async function openSiege(port, idle, slow) {
   // repeats every 20), which compiles their programs, then a short mutation
   // round, so the V8 heap and malloc arenas reach their working size and
   // growth after it means memory kept, not a first-use cost.
-  for (let i = 0; i < 20; i++) await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(validBody(i))) });
+  for (let i = 0; i < 20; i++)
+    await send(port, agent, {
+      method: 'POST',
+      path: '/v1/score',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(JSON.stringify(validBody(i))),
+    });
   const rssWarm = rssMiB(pid);
   const memoryWarm = await serverMemory(port, agent);
   // Other shapes (item counts in other buckets) until the JIT cache is at its cap.
@@ -400,8 +542,14 @@ async function openSiege(port, idle, slow) {
   for (const count of [1, 2, 3, 5, 8, 12, 18, 27, 40, 60, 90, 135, 200, 300, 450, 675, 1000]) {
     if ((await serverMemory(port, agent)).jitEntries >= JIT_CACHE_ENTRIES) break;
     const body = { ...validBody(count), items: Array.from({ length: count }, (_, i) => NOUNS[i % NOUNS.length]) };
-    const r = await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(body)) });
-    if (r.status !== 200) throw new Error(`a warm-up request of ${count} items was answered ${r.status}: ${(r.text || '').slice(0, 300)}`);
+    const r = await send(port, agent, {
+      method: 'POST',
+      path: '/v1/score',
+      headers: { 'content-type': 'application/json' },
+      body: Buffer.from(JSON.stringify(body)),
+    });
+    if (r.status !== 200)
+      throw new Error(`a warm-up request of ${count} items was answered ${r.status}: ${(r.text || '').slice(0, 300)}`);
     fill++;
   }
   const statuses = new Map();
@@ -422,17 +570,25 @@ async function openSiege(port, idle, slow) {
           const bytes = rawRequest();
           if (bytes.length > 16000 && /X-Big/.test(bytes.subarray(0, 60).toString('latin1'))) oversized++;
           status = await sendRaw(port, bytes);
-          if (typeof status === 'number' && status >= 500) fiveHundreds.push({ status, raw: bytes.subarray(0, 300).toString('latin1') });
+          if (typeof status === 'number' && status >= 500)
+            fiveHundreds.push({ status, raw: bytes.subarray(0, 300).toString('latin1') });
         } else {
           const request = mutatedRequest();
           const r = await send(port, agent, request);
           status = r.status;
-          if (typeof status === 'number' && status >= 500) fiveHundreds.push({ status, request: { ...request, body: request.body.toString('latin1').slice(0, 300) }, answer: (r.text || '').slice(0, 300) });
+          if (typeof status === 'number' && status >= 500)
+            fiveHundreds.push({
+              status,
+              request: { ...request, body: request.body.toString('latin1').slice(0, 300) },
+              answer: (r.text || '').slice(0, 300),
+            });
         }
         statuses.set(status, (statuses.get(status) || 0) + 1);
         if (sample && ++answered % 10000 === 0) {
           rssSamples.push(Math.round(rssMiB(pid)));
-          console.log(`  ${answered} mutated requests answered (${((Date.now() - roundStart) / 1000).toFixed(0)} s), server RSS ${rssSamples[rssSamples.length - 1]} MiB`);
+          console.log(
+            `  ${answered} mutated requests answered (${((Date.now() - roundStart) / 1000).toFixed(0)} s), server RSS ${rssSamples[rssSamples.length - 1]} MiB`,
+          );
         }
       }
     };
@@ -453,7 +609,13 @@ async function openSiege(port, idle, slow) {
   // Every reading follows the same 20 valid requests, one at a time, and a
   // pause in which the idle server gives its freed scratch back to the OS.
   const settle = async () => {
-    for (let i = 0; i < 20; i++) await send(port, agent, { method: 'POST', path: '/v1/score', headers: { 'content-type': 'application/json' }, body: Buffer.from(JSON.stringify(validBody(i))) });
+    for (let i = 0; i < 20; i++)
+      await send(port, agent, {
+        method: 'POST',
+        path: '/v1/score',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify(validBody(i))),
+      });
     await sleep(1000);
     return rssMiB(pid);
   };
@@ -461,21 +623,34 @@ async function openSiege(port, idle, slow) {
   const memoryBefore = await serverMemory(port, agent);
   console.log(`server after the 20 valid request shapes: ${describeMemory(rssWarm, memoryWarm)}`);
   console.log(`then ${fill} valid requests of other item counts, to fill the JIT cache`);
-  if (memoryBefore.jitEntries < JIT_CACHE_ENTRIES) console.log(`  (the JIT cache is not full: growth may include programs added during the attack)`);
-  console.log(`server after ${WARM_MUTATIONS + extraWarm} warm-up mutations and the 20 valid requests again (the "before"): ${describeMemory(rssBefore, memoryBefore)}`);
-  if (memoryBefore.external > EXTERNAL_SETTLED_BYTES) console.log(`  (the external memory is still above ${mib(EXTERNAL_SETTLED_BYTES)} MiB: the "before" may be high)`);
+  if (memoryBefore.jitEntries < JIT_CACHE_ENTRIES)
+    console.log(`  (the JIT cache is not full: growth may include programs added during the attack)`);
+  console.log(
+    `server after ${WARM_MUTATIONS + extraWarm} warm-up mutations and the 20 valid requests again (the "before"): ${describeMemory(rssBefore, memoryBefore)}`,
+  );
+  if (memoryBefore.external > EXTERNAL_SETTLED_BYTES)
+    console.log(`  (the external memory is still above ${mib(EXTERNAL_SETTLED_BYTES)} MiB: the "before" may be high)`);
 
   const { sent, seconds: mutationSeconds } = await mutationRound(MUTATIONS, true);
-  const histogram = [...statuses.entries()].sort((a, b) => String(a[0]).localeCompare(String(b[0]))).map(([st, n]) => `${st}: ${n}`).join(', ');
-  console.log(`mutations: ${sent} in ${mutationSeconds.toFixed(0)} s after ${WARM_MUTATIONS + extraWarm} warm-up ones (${raw} raw, ${oversized} with oversized headers, in all); answers ${histogram}`);
+  const histogram = [...statuses.entries()]
+    .sort((a, b) => String(a[0]).localeCompare(String(b[0])))
+    .map(([st, n]) => `${st}: ${n}`)
+    .join(', ');
+  console.log(
+    `mutations: ${sent} in ${mutationSeconds.toFixed(0)} s after ${WARM_MUTATIONS + extraWarm} warm-up ones (${raw} raw, ${oversized} with oversized headers, in all); answers ${histogram}`,
+  );
   console.log(`server RSS every 10,000 mutations (MiB): ${rssSamples.join(', ')}`);
-  const count5xx = [...statuses.entries()].filter(([s]) => typeof s === 'number' && s >= 500).reduce((a, [, n]) => a + n, 0);
+  const count5xx = [...statuses.entries()]
+    .filter(([s]) => typeof s === 'number' && s >= 500)
+    .reduce((a, [, n]) => a + n, 0);
   for (const f of fiveHundreds.slice(0, 5)) console.log(`  5xx sample: ${JSON.stringify(f).slice(0, 600)}`);
   check(sent === MUTATIONS, `${sent} of ${MUTATIONS} mutated requests sent within the time bound`);
   check(count5xx === 0, `no 5xx answer (${count5xx})`);
   check(service.exit === null, 'the server process is alive after the mutations');
   const rssMutated = await settle();
-  console.log(`server after the mutations and the 20 valid requests: ${describeMemory(rssMutated, await serverMemory(port, agent))}`);
+  console.log(
+    `server after the mutations and the 20 valid requests: ${describeMemory(rssMutated, await serverMemory(port, agent))}`,
+  );
 
   // Siege: idle and slow connections while valid requests keep coming. Quiet
   // and siege blocks alternate, so load from outside this run (a shared
@@ -501,20 +676,34 @@ async function openSiege(port, idle, slow) {
   }
   const quiet = { p50: percentile(quietLatencies, 50), p99: percentile(quietLatencies, 99) };
   const siege = { p50: percentile(siegeLatencies, 50), p99: percentile(siegeLatencies, 99) };
-  console.log(`quiet:       ${quietLatencies.length} valid requests ok, ${quietFailures} failed, p50 ${quiet.p50.toFixed(1)} ms, p99 ${quiet.p99.toFixed(1)} ms`);
-  console.log(`under siege: ${siegeLatencies.length} valid requests ok, ${siegeFailures} failed, p50 ${siege.p50.toFixed(1)} ms, p99 ${siege.p99.toFixed(1)} ms ` +
-    `(${IDLE} idle connections + ${SLOW} slow clients at 1 byte per 100 ms, ${ROUNDS} rounds; the server closed ${closedByServer} of them early)`);
-  console.log(`load average during the run (1/5/15 min): ${os.loadavg().map((l) => l.toFixed(1)).join(' / ')}`);
+  console.log(
+    `quiet:       ${quietLatencies.length} valid requests ok, ${quietFailures} failed, p50 ${quiet.p50.toFixed(1)} ms, p99 ${quiet.p99.toFixed(1)} ms`,
+  );
+  console.log(
+    `under siege: ${siegeLatencies.length} valid requests ok, ${siegeFailures} failed, p50 ${siege.p50.toFixed(1)} ms, p99 ${siege.p99.toFixed(1)} ms ` +
+      `(${IDLE} idle connections + ${SLOW} slow clients at 1 byte per 100 ms, ${ROUNDS} rounds; the server closed ${closedByServer} of them early)`,
+  );
+  console.log(
+    `load average during the run (1/5/15 min): ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' / ')}`,
+  );
   check(quietFailures === 0, `every valid request succeeded when quiet (${quietFailures} failed)`);
   check(siegeFailures === 0, `every valid request succeeded under siege (${siegeFailures} failed)`);
-  check(siege.p99 <= 2 * quiet.p99, `p99 under siege ${siege.p99.toFixed(1)} ms within 2x the quiet p99 ${quiet.p99.toFixed(1)} ms (ratio ${(siege.p99 / quiet.p99).toFixed(2)})`);
+  check(
+    siege.p99 <= 2 * quiet.p99,
+    `p99 under siege ${siege.p99.toFixed(1)} ms within 2x the quiet p99 ${quiet.p99.toFixed(1)} ms (ratio ${(siege.p99 / quiet.p99).toFixed(2)})`,
+  );
 
   await sleep(3000);
   const health = await send(port, agent, { method: 'GET', path: '/health', headers: {}, body: null });
   check(health.status === 200, `/health answers 200 after the attack (${health.status})`);
   const rssAfter = await settle();
   const memoryAfter = await serverMemory(port, agent);
-  console.log(`server after the siege and the 20 valid requests (the "after"): ${describeMemory(rssAfter, memoryAfter)}`);
+  console.log(
+    `server after the siege and the 20 valid requests (the "after"): ${describeMemory(rssAfter, memoryAfter)}`,
+  );
   const growthMiB = rssAfter - rssBefore;
   const growthMB = (growthMiB * 2 ** 20) / 1e6;
   console.log(

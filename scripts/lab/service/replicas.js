@@ -34,7 +34,8 @@ function parseArgs(argv) {
     if (a === '--keep') opts.keep = true;
     else if (a === '--requests' || a === '--concurrency') {
       const n = Number(argv[++i]);
-      if (!Number.isInteger(n) || n < 1 || n > 100_000) throw new Error(`${a} needs a positive integer, got ${argv[i]}`);
+      if (!Number.isInteger(n) || n < 1 || n > 100_000)
+        throw new Error(`${a} needs a positive integer, got ${argv[i]}`);
       opts[a.slice(2)] = n;
     } else if (a === '-h' || a === '--help') {
       console.log('Usage: node scripts/lab/service/replicas.js [--requests 300] [--concurrency 8] [--keep]');
@@ -48,12 +49,40 @@ function parseArgs(argv) {
 // The requests: text queries and items in the SGLang Score API format. Label
 // ids 9805 and 787 are " yes" and " no" in SmolLM2's vocabulary.
 const REQUEST_SET = [
-  { query: 'Is the sky blue on a clear day? Answer yes or no:', items: [' Yes, it is blue.', ' No, it is green.', ''], label_token_ids: [9805, 787], apply_softmax: true },
-  { query: 'Is this review positive? Review:', items: [' I loved it', ' It broke after a day', ' Fine, nothing special'], label_token_ids: [9805, 787] },
-  { query: 'Question: what is the capital of France? Proposed answer:', items: [' Paris', ' London', ' Berlin', ' Madrid'], label_token_ids: [9805, 787], apply_softmax: true },
-  { query: 'Does the text mention an animal?', items: [' The cat sat on the mat.', ' Stocks fell sharply today.'], label_token_ids: [9805, 787, 9454] },
-  { query: 'Translate to French: thank you ->', items: [' merci', ' danke', ' gracias', ' grazie', ' arigato'], label_token_ids: [9805, 787] },
-  { query: 'Rate the sentence for grammar:', items: [' She go to school.', ' She goes to school.'], label_token_ids: [9805, 787], apply_softmax: true, item_first: true },
+  {
+    query: 'Is the sky blue on a clear day? Answer yes or no:',
+    items: [' Yes, it is blue.', ' No, it is green.', ''],
+    label_token_ids: [9805, 787],
+    apply_softmax: true,
+  },
+  {
+    query: 'Is this review positive? Review:',
+    items: [' I loved it', ' It broke after a day', ' Fine, nothing special'],
+    label_token_ids: [9805, 787],
+  },
+  {
+    query: 'Question: what is the capital of France? Proposed answer:',
+    items: [' Paris', ' London', ' Berlin', ' Madrid'],
+    label_token_ids: [9805, 787],
+    apply_softmax: true,
+  },
+  {
+    query: 'Does the text mention an animal?',
+    items: [' The cat sat on the mat.', ' Stocks fell sharply today.'],
+    label_token_ids: [9805, 787, 9454],
+  },
+  {
+    query: 'Translate to French: thank you ->',
+    items: [' merci', ' danke', ' gracias', ' grazie', ' arigato'],
+    label_token_ids: [9805, 787],
+  },
+  {
+    query: 'Rate the sentence for grammar:',
+    items: [' She go to school.', ' She goes to school.'],
+    label_token_ids: [9805, 787],
+    apply_softmax: true,
+    item_first: true,
+  },
 ];
 
 function log(line) {
@@ -141,7 +170,12 @@ function startReplica(name, dir) {
 }
 
 async function waitHealthy(replica, deadline) {
-  await Promise.race([replica.listening, sleep(Math.max(0, deadline - Date.now())).then(() => Promise.reject(new Error(`${replica.name}: no "listening" log line in time`)))]);
+  await Promise.race([
+    replica.listening,
+    sleep(Math.max(0, deadline - Date.now())).then(() =>
+      Promise.reject(new Error(`${replica.name}: no "listening" log line in time`)),
+    ),
+  ]);
   for (let attempt = 0; Date.now() < deadline && replica.exit === null; attempt++) {
     try {
       const r = await fetch(`http://${HOST}:${replica.port}/health`, { signal: AbortSignal.timeout(5000) });
@@ -151,7 +185,9 @@ async function waitHealthy(replica, deadline) {
     }
     await sleep(Math.min(2000, 200 * (attempt + 1)));
   }
-  throw new Error(`${replica.name} was not healthy within ${READY_TIMEOUT_MS / 1000} s (exit ${JSON.stringify(replica.exit)})`);
+  throw new Error(
+    `${replica.name} was not healthy within ${READY_TIMEOUT_MS / 1000} s (exit ${JSON.stringify(replica.exit)})`,
+  );
 }
 
 async function score(base, body) {
@@ -170,9 +206,23 @@ async function score(base, body) {
     } catch {
       // reported below
     }
-    return { status: r.status, json, text, upstream: r.headers.get('x-upstream'), ms: Date.now() - started, end: Date.now() };
+    return {
+      status: r.status,
+      json,
+      text,
+      upstream: r.headers.get('x-upstream'),
+      ms: Date.now() - started,
+      end: Date.now(),
+    };
   } catch (err) {
-    return { status: 0, json: null, text: String(err && err.message), upstream: null, ms: Date.now() - started, end: Date.now() };
+    return {
+      status: 0,
+      json: null,
+      text: String(err && err.message),
+      upstream: null,
+      ms: Date.now() - started,
+      end: Date.now(),
+    };
   }
 }
 
@@ -239,7 +289,9 @@ async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const nginx = findNginx();
   if (!nginx) {
-    console.error('nginx was not found (tried $NGINX, nginx on PATH, /usr/sbin/nginx). Install it (Debian/Ubuntu, as root):');
+    console.error(
+      'nginx was not found (tried $NGINX, nginx on PATH, /usr/sbin/nginx). Install it (Debian/Ubuntu, as root):',
+    );
     console.error('  apt-get update && apt-get install -y nginx');
     console.error('then run again: node scripts/lab/service/replicas.js');
     process.exit(2);
@@ -251,7 +303,9 @@ async function main() {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pjrt-score-replicas-'));
   fs.chmodSync(dir, 0o755);
   log(`# ${nginx.version}; replicas: node ${path.relative(process.cwd(), BIN) || BIN} serve; work dir ${dir}`);
-  log(`# load: ${opts.requests} requests at concurrency ${opts.concurrency} through nginx; SIGTERM to replica A after ${Math.floor(opts.requests / 3)}`);
+  log(
+    `# load: ${opts.requests} requests at concurrency ${opts.concurrency} through nginx; SIGTERM to replica A after ${Math.floor(opts.requests / 3)}`,
+  );
 
   const replicas = [];
   let nginxChild = null;
@@ -263,7 +317,10 @@ async function main() {
   async function cleanup() {
     for (const r of replicas) if (r.exit === null) r.child.kill('SIGTERM');
     if (nginxChild && nginxChild.exitCode === null) nginxChild.kill('SIGQUIT'); // graceful stop of the master
-    const exits = [...replicas.map((r) => r.exited), nginxChild ? new Promise((res) => (nginxChild.exitCode !== null ? res() : nginxChild.on('exit', res))) : null].filter(Boolean);
+    const exits = [
+      ...replicas.map((r) => r.exited),
+      nginxChild ? new Promise((res) => (nginxChild.exitCode !== null ? res() : nginxChild.on('exit', res))) : null,
+    ].filter(Boolean);
     await Promise.race([Promise.all(exits), sleep(60_000)]);
     for (const r of replicas) if (r.exit === null) r.child.kill('SIGKILL');
     if (nginxChild && nginxChild.exitCode === null) nginxChild.kill('SIGKILL');
@@ -276,7 +333,10 @@ async function main() {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     await Promise.all(replicas.map((r) => waitHealthy(r, deadline)));
     const [a, b] = replicas;
-    check(true, `replicas healthy in ${((Date.now() - started) / 1000).toFixed(1)} s: A on ${HOST}:${a.port} (pid ${a.pid}), B on ${HOST}:${b.port} (pid ${b.pid})`);
+    check(
+      true,
+      `replicas healthy in ${((Date.now() - started) / 1000).toFixed(1)} s: A on ${HOST}:${a.port} (pid ${a.pid}), B on ${HOST}:${b.port} (pid ${b.pid})`,
+    );
 
     // 2. Same request, same scores, from either replica (asked directly).
     const reference = [];
@@ -284,20 +344,35 @@ async function main() {
     for (const body of REQUEST_SET) {
       const fromA = await score(`http://${HOST}:${a.port}`, body);
       const fromB = await score(`http://${HOST}:${b.port}`, body);
-      const same = fromA.status === 200 && fromB.status === 200 && JSON.stringify(fromA.json.scores) === JSON.stringify(fromB.json.scores);
+      const same =
+        fromA.status === 200 &&
+        fromB.status === 200 &&
+        JSON.stringify(fromA.json.scores) === JSON.stringify(fromB.json.scores);
       if (same) identical++;
-      else log(`#   differs for ${JSON.stringify(body.query)}: A ${fromA.status} ${fromA.text.slice(0, 300)} | B ${fromB.status} ${fromB.text.slice(0, 300)}`);
+      else
+        log(
+          `#   differs for ${JSON.stringify(body.query)}: A ${fromA.status} ${fromA.text.slice(0, 300)} | B ${fromB.status} ${fromB.text.slice(0, 300)}`,
+        );
       reference.push(fromA.json && fromA.json.scores);
     }
-    check(identical === REQUEST_SET.length, `A and B return identical scores for the same request (${identical} of ${REQUEST_SET.length} requests, compared exactly)`);
+    check(
+      identical === REQUEST_SET.length,
+      `A and B return identical scores for the same request (${identical} of ${REQUEST_SET.length} requests, compared exactly)`,
+    );
 
     // 3. nginx in front of both.
     const nginxPort = await freePort();
     const conf = path.join(dir, 'nginx.conf');
     fs.writeFileSync(conf, nginxConfig(dir, nginxPort, [a.port, b.port]));
-    const tested = spawnSync(nginx.bin, ['-t', '-p', dir, '-e', path.join(dir, 'nginx-error.log'), '-c', conf], { encoding: 'utf8' });
+    const tested = spawnSync(nginx.bin, ['-t', '-p', dir, '-e', path.join(dir, 'nginx-error.log'), '-c', conf], {
+      encoding: 'utf8',
+    });
     if (!check(tested.status === 0, `nginx -t accepts ${conf}`)) throw new Error(tested.stderr);
-    nginxChild = spawn(nginx.bin, ['-p', dir, '-e', path.join(dir, 'nginx-error.log'), '-c', conf, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    nginxChild = spawn(
+      nginx.bin,
+      ['-p', dir, '-e', path.join(dir, 'nginx-error.log'), '-c', conf, '-g', 'daemon off;'],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
     const viaNginx = `http://${HOST}:${nginxPort}`;
     let up = false;
     for (let i = 0; i < 50 && !up; i++) {
@@ -308,7 +383,8 @@ async function main() {
         // not listening yet
       }
     }
-    if (!check(up, `nginx listens on ${HOST}:${nginxPort} and /health through it is 200`)) throw new Error('nginx did not come up');
+    if (!check(up, `nginx listens on ${HOST}:${nginxPort} and /health through it is 200`))
+      throw new Error('nginx did not come up');
 
     // 4. Load, with a SIGTERM to A a third of the way in.
     const killAfter = Math.floor(opts.requests / 3);
@@ -341,13 +417,30 @@ async function main() {
     const aExit = await Promise.race([a.exited, sleep(60_000).then(() => null)]);
 
     const failed = responses.filter((r) => r.status !== 200);
-    check(failed.length === 0, `all ${opts.requests} requests through nginx answered 200 (${failed.length} failed${failed.length ? `: ${failed.slice(0, 5).map((r) => `${r.status} ${r.text.slice(0, 200)}`).join(' | ')}` : ''})`);
+    check(
+      failed.length === 0,
+      `all ${opts.requests} requests through nginx answered 200 (${failed.length} failed${
+        failed.length
+          ? `: ${failed
+              .slice(0, 5)
+              .map((r) => `${r.status} ${r.text.slice(0, 200)}`)
+              .join(' | ')}`
+          : ''
+      })`,
+    );
     const byUpstream = {};
     for (const r of responses) byUpstream[r.upstream || 'none'] = (byUpstream[r.upstream || 'none'] || 0) + 1;
-    log(`# ${opts.requests} requests in ${loadSeconds.toFixed(1)} s (${(opts.requests / loadSeconds).toFixed(1)} req/s); served by ${JSON.stringify(byUpstream).replace(aUpstream, 'A').replace(bUpstream, 'B')}`);
+    log(
+      `# ${opts.requests} requests in ${loadSeconds.toFixed(1)} s (${(opts.requests / loadSeconds).toFixed(1)} req/s); served by ${JSON.stringify(byUpstream).replace(aUpstream, 'A').replace(bUpstream, 'B')}`,
+    );
     const latencies = responses.map((r) => r.ms).sort((x, y) => x - y);
-    log(`# latency through nginx: p50 ${latencies[Math.floor(latencies.length * 0.5)]} ms, p95 ${latencies[Math.floor(latencies.length * 0.95)]} ms, max ${latencies[latencies.length - 1]} ms`);
-    check((byUpstream[aUpstream] || 0) > 0 && (byUpstream[bUpstream] || 0) > 0, 'both replicas served load through nginx');
+    log(
+      `# latency through nginx: p50 ${latencies[Math.floor(latencies.length * 0.5)]} ms, p95 ${latencies[Math.floor(latencies.length * 0.95)]} ms, max ${latencies[latencies.length - 1]} ms`,
+    );
+    check(
+      (byUpstream[aUpstream] || 0) > 0 && (byUpstream[bUpstream] || 0) > 0,
+      'both replicas served load through nginx',
+    );
     const retried = responses.filter((r) => r.upstream && r.upstream.includes(',')).length;
     log(`# requests nginx moved to the other replica (X-Upstream lists two): ${retried}`);
 
@@ -360,7 +453,10 @@ async function main() {
       worst = Math.max(worst, d);
       if (d === 0) exact++;
     }
-    check(worst <= 1e-6, `scores under load equal the direct answers: max |diff| ${worst.toExponential(2)} (${exact} of ${opts.requests - failed.length} bit-identical; waiting requests that share a query are batched together)`);
+    check(
+      worst <= 1e-6,
+      `scores under load equal the direct answers: max |diff| ${worst.toExponential(2)} (${exact} of ${opts.requests - failed.length} bit-identical; waiting requests that share a query are batched together)`,
+    );
 
     // 5. The drained replica.
     check(sigtermAt !== null, 'SIGTERM was sent mid-load');
@@ -368,23 +464,43 @@ async function main() {
     const draining = a.logs.find((e) => e.event === 'draining');
     const closed = a.logs.find((e) => e.event === 'closed');
     const inFlight = draining ? (draining.in_flight || 0) + (draining.queue_depth || 0) : 0;
-    check(draining && closed, `A logged "draining" then "closed" (${closed && sigtermAt ? `${closed.receivedAt - sigtermAt} ms after SIGTERM` : 'missing'})`);
-    const drainedOnA = responses.filter((r) => r.upstream === aUpstream && r.end > sigtermAt && r.status === 200).length;
-    check(inFlight > 0 || drainedOnA > 0, `A had work when SIGTERM came (in_flight ${draining ? draining.in_flight : '?'}, queue_depth ${draining ? draining.queue_depth : '?'}); ${drainedOnA} of its responses completed after the signal`);
+    check(
+      draining && closed,
+      `A logged "draining" then "closed" (${closed && sigtermAt ? `${closed.receivedAt - sigtermAt} ms after SIGTERM` : 'missing'})`,
+    );
+    const drainedOnA = responses.filter(
+      (r) => r.upstream === aUpstream && r.end > sigtermAt && r.status === 200,
+    ).length;
+    check(
+      inFlight > 0 || drainedOnA > 0,
+      `A had work when SIGTERM came (in_flight ${draining ? draining.in_flight : '?'}, queue_depth ${draining ? draining.queue_depth : '?'}); ${drainedOnA} of its responses completed after the signal`,
+    );
     // From the signal on, A answers new work with 503 (draining) or refuses the
     // connection (closed): nginx must have handed every later request to B.
     const sentAfter = responses.filter((r) => sigtermAt !== null && r.end - r.ms > sigtermAt + 200);
     const answeredByA = sentAfter.filter((r) => (r.upstream || '').split(', ').pop() === aUpstream).length;
-    check(sentAfter.length > 0 && answeredByA === 0, `requests sent after the SIGTERM were all answered by B (${sentAfter.length} requests, ${answeredByA} answered by A)`);
+    check(
+      sentAfter.length > 0 && answeredByA === 0,
+      `requests sent after the SIGTERM were all answered by B (${sentAfter.length} requests, ${answeredByA} answered by A)`,
+    );
 
     // 6. Memory of the survivor, for sizing deploy/k8s (see deploy/README.md).
     const mem = rssKiB(b.pid);
-    if (mem) log(`# replica B memory after the load: RSS ${(mem.rss / 1024).toFixed(0)} MiB, peak RSS ${(mem.peak / 1024).toFixed(0)} MiB`);
+    if (mem)
+      log(
+        `# replica B memory after the load: RSS ${(mem.rss / 1024).toFixed(0)} MiB, peak RSS ${(mem.peak / 1024).toFixed(0)} MiB`,
+      );
     if (cpuBefore !== null && cpuAfter !== null) {
-      log(`# replica B CPU during the load: ${(cpuAfter - cpuBefore).toFixed(1)} s in ${loadSeconds.toFixed(1)} s = ${((cpuAfter - cpuBefore) / loadSeconds).toFixed(2)} cores on average (${os.cpus().length} cores here)`);
+      log(
+        `# replica B CPU during the load: ${(cpuAfter - cpuBefore).toFixed(1)} s in ${loadSeconds.toFixed(1)} s = ${((cpuAfter - cpuBefore) / loadSeconds).toFixed(2)} cores on average (${os.cpus().length} cores here)`,
+      );
     }
-    const nginxErrors = fs.existsSync(path.join(dir, 'nginx-error.log')) ? fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8').trim().split('\n').filter(Boolean) : [];
-    log(`# nginx error log: ${nginxErrors.length} lines${nginxErrors.length ? `, e.g. ${nginxErrors.slice(-2).join(' / ').slice(0, 400)}` : ''}`);
+    const nginxErrors = fs.existsSync(path.join(dir, 'nginx-error.log'))
+      ? fs.readFileSync(path.join(dir, 'nginx-error.log'), 'utf8').trim().split('\n').filter(Boolean)
+      : [];
+    log(
+      `# nginx error log: ${nginxErrors.length} lines${nginxErrors.length ? `, e.g. ${nginxErrors.slice(-2).join(' / ').slice(0, 400)}` : ''}`,
+    );
   } catch (err) {
     check(false, `unexpected error: ${err && err.stack ? err.stack : err}`);
   } finally {
