@@ -36,9 +36,10 @@ function gateScorer(scorer) {
       return new Promise((resolve) => heldWaiters.push({ n, resolve }));
     },
   };
-  // The queue calls the Scorer's runTurn for each turn; the gate waits in front of it.
-  const runTurn = scorer.runTurn.bind(scorer);
-  scorer.runTurn = async (jobs) => {
+  // The queue runs each turn through the engine's turn executor (lib/scoring/engine.ts); the gate waits in front of it.
+  const turns = scorer.engine.turns;
+  const runTurn = turns.run.bind(turns);
+  turns.run = async (jobs) => {
     if (!open) {
       gate.held++;
       heldWaiters = heldWaiters.filter((w) => (gate.held >= w.n ? (w.resolve(), false) : true));
