@@ -5,7 +5,8 @@
 // label's raw logit is its column minus that one).
 const test = require('tape');
 const { Client } = require('../dist/runtime');
-const { programs, LOG_NORMALIZER_LABEL } = require('../dist/hlo');
+const { programs, LOG_NORMALIZER_LABEL, buildProgram, TensorType, lmHeadLabelLogprobs } = require('../dist/hlo');
+const { runProgram } = require('./helpers/run-program');
 const ref = require('./helpers/attention-reference');
 
 const TOL = 1e-5;
@@ -137,6 +138,60 @@ test('the log-normalizer label reads -logsumexp: label logprob minus it is the r
     dSame <= 1e-6,
     `the other columns are the values the program gives without the -1 label (${dSame.toExponential(2)})`,
   );
+});
+
+test("the normalize input: 1 gives the label logprobs, 0 the label logits alone (the JS reference's), labels shared or each row's own", async (t) => {
+  const [K, Dm, V] = [5, 16, 300];
+  const x = makeInputs(41, { T: K, Dm, V }, [0, 1, 2, 3, 4], [7, V - 1, 0]);
+  const shared = [7, V - 1, 0];
+  const perRow = Array.from({ length: K }, (_, i) => [i * 11, V - 1 - i, (i * 37) % V]);
+  const logits = ref.lmHeadLogits({ ...x, T: K, Dm, V, eps: 1e-6 });
+  const lse = Array.from({ length: K }, (_, i) => {
+    const row = logits.subarray(i * V, (i + 1) * V);
+    const max = Math.max(...row);
+    return max + Math.log(row.reduce((sum, l) => sum + Math.exp(l - max), 0));
+  });
+  for (const [name, labels] of [
+    ['shared', shared],
+    ['per row', perRow],
+  ]) {
+    const Lb = 3;
+    const dims = name === 'shared' ? [Lb] : [K, Lb];
+    const program = buildProgram(`lm_head_normalize_${name.replace(' ', '_')}`, (f) => {
+      const rows = f.param(TensorType.f32([K, Dm]), 'rows');
+      const norm = f.param(TensorType.f32([Dm]), 'norm');
+      const table = f.param(TensorType.f32([V, Dm]), 'table');
+      const ids = f.param(TensorType.s32(dims), 'labels');
+      const normalize = f.param(TensorType.s32([]), 'normalize');
+      const y = lmHeadLabelLogprobs(
+        f,
+        { rows, finalNormWeight: norm, lmHead: table, labels: ids, normalize },
+        { eps: 1e-6 },
+      );
+      return { y };
+    });
+    const ids = Int32Array.from(labels.flat());
+    for (const normalize of [1, 0]) {
+      const [got] = await runProgram(client, program, [
+        x.hidden,
+        x.finalNormWeight,
+        x.lmHead,
+        ids,
+        Int32Array.of(normalize),
+      ]);
+      let worst = 0;
+      for (let i = 0; i < K; i++)
+        for (let j = 0; j < Lb; j++) {
+          const label = name === 'shared' ? shared[j] : perRow[i][j];
+          const want = logits[i * V + label] - (normalize ? lse[i] : 0);
+          worst = Math.max(worst, Math.abs(got[i * Lb + j] - want));
+        }
+      t.ok(
+        worst <= TOL,
+        `${name}, normalize ${normalize}: ${normalize ? 'logprobs' : 'logits'} of the reference within ${TOL} (${worst.toExponential(2)})`,
+      );
+    }
+  }
 });
 
 test('teardown', (t) => {
