@@ -194,6 +194,51 @@ test("the normalize input: 1 gives the label logprobs, 0 the label logits alone 
   }
 });
 
+test("a bf16 table read through readRows: the label rows widened alone, the logsumexp over the vocabulary in chunks (the last one overlapping the one before), with and without the normalize input, the JS reference's", async (t) => {
+  // Three chunks of the head's 8192 rows, the last starting inside the second.
+  const [K, Dm, V] = [3, 8, 2 * 8192 + 77];
+  const x = makeInputs(43, { T: K, Dm, V }, [0, 1, 2], []);
+  const f32 = new Float32Array(1);
+  const u32 = new Uint32Array(f32.buffer);
+  // The table's bf16 bits (truncated: any bits will do), and the f32 values they hold, for the reference.
+  const bits = Uint16Array.from(x.lmHead, (v) => ((f32[0] = v), u32[0] >>> 16));
+  const table = Float32Array.from(bits, (b) => ((u32[0] = b << 16), f32[0]));
+  const logits = ref.lmHeadLogits({ ...x, lmHead: table, T: K, Dm, V, eps: 1e-6 });
+  const lse = Array.from({ length: K }, (_, i) => {
+    const row = logits.subarray(i * V, (i + 1) * V);
+    const max = row.reduce((m, l) => Math.max(m, l), -Infinity);
+    return max + Math.log(row.reduce((sum, l) => sum + Math.exp(l - max), 0));
+  });
+  const labels = [0, 8191, 8192, 16383, 16384, V - 77, V - 1];
+  const Lb = labels.length;
+  const readRows = (b, rows) => b.bitcastConvert(b.shiftLeft(b.convert(rows, 'u32'), 16), 'f32');
+  for (const withInput of [true, false]) {
+    const program = buildProgram(`lm_head_read_rows_${withInput}`, (f) => {
+      const rows = f.param(TensorType.f32([K, Dm]), 'rows');
+      const norm = f.param(TensorType.f32([Dm]), 'norm');
+      const stored = f.param(new TensorType('u16', [V, Dm]), 'table');
+      const ids = f.param(TensorType.s32([Lb]), 'labels');
+      const normalize = withInput ? { normalize: f.param(TensorType.s32([]), 'normalize') } : {};
+      const inputs = { rows, finalNormWeight: norm, lmHead: stored, readRows, labels: ids, ...normalize };
+      return { y: lmHeadLabelLogprobs(f, inputs, { eps: 1e-6 }) };
+    });
+    for (const normalize of withInput ? [1, 0] : [1]) {
+      const inputs = [x.hidden, x.finalNormWeight, bits, Int32Array.from(labels)];
+      const [got] = await runProgram(client, program, withInput ? [...inputs, Int32Array.of(normalize)] : inputs);
+      let worst = 0;
+      for (let i = 0; i < K; i++)
+        for (let j = 0; j < Lb; j++) {
+          const want = logits[i * V + labels[j]] - (normalize ? lse[i] : 0);
+          worst = Math.max(worst, Math.abs(got[i * Lb + j] - want));
+        }
+      t.ok(
+        worst <= TOL,
+        `${withInput ? `normalize ${normalize}` : 'no normalize input'}: the reference's ${normalize ? 'logprobs' : 'logits'} within ${TOL} (${worst.toExponential(2)})`,
+      );
+    }
+  }
+});
+
 test('teardown', (t) => {
   client.dispose();
   t.end();

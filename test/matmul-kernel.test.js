@@ -642,6 +642,51 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
   });
 }
 
+for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
+  test(`bf16 pair panels into the f32 kernel [${Ly}x${K}x${N}]: it widens a JS loop's pair panels exactly, giving bit for bit what it gives on the f32 matrices of the same values, each prologue, live rows and residual, every path`, async (t) => {
+    // Weights that bf16 holds exactly: the f32 matrices and the pairs carry the same values.
+    const w = Float32Array.from(fill(Ly * K * N, N * 23 + K), (v) => fromBits(bf16Bits(v)));
+    const pairs = packByLoop(w, Ly, K, N);
+    const dims = packedMatmulDims([Ly, K, N]);
+    const norms = Float32Array.from(fill(Ly * K, K + 9), (v) => 1 + v / 4);
+    const live = Int32Array.from({ length: T }, (_, r) => (r % 5 === 1 ? 0 : 1));
+    const residual = fill(T * N, T + N + 1);
+    for (const wType of ['u16', 'bf16']) {
+      for (const kind of ['none', 'rmsNorm', 'swiglu']) {
+        const width = (kind === 'swiglu' ? 2 : 1) * K;
+        const x = fill(T * width, T * 5 + K + kind.length);
+        const call = (packed) =>
+          buildProgram(`matmul_f32_${packed ? `pairs_${wType}` : 'stacked'}_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
+            const xs = f.param(TensorType.f32([T, width]), 'x');
+            const ws = packed ? f.param(new TensorType(wType, dims), 'w') : f.param(TensorType.f32([Ly, K, N]), 'w');
+            const ns = f.param(TensorType.f32([Ly, K]), 'norms');
+            const lv = f.param(new TensorType('s32', [T]), 'live');
+            const rs = f.param(TensorType.f32([T, N]), 'residual');
+            const prologue =
+              kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+            const layer = f.param(new TensorType('s32', []), 'layer');
+            const rows = { live: lv, residual: rs };
+            return { y: matmulF32Kernel(f, xs, ws, layer, prologue, rows, packed ? N : undefined) };
+          });
+        const [pairsProg, stackedProg] = [call(true), call(false)];
+        for (const [isa, path] of F32_PATHS) {
+          await withIsa(isa, async () => {
+            for (const layer of [0, Ly - 1]) {
+              const rest = [norms, live, residual, Int32Array.of(layer)];
+              const [y] = await runProgram(client, pairsProg, [x, pairs, ...rest]);
+              const [stacked] = await runProgram(client, stackedProg, [x, w, ...rest]);
+              let mismatches = 0;
+              for (let i = 0; i < y.length; i++) if (!Object.is(y[i], stacked[i])) mismatches++;
+              t.equal(mismatches, 0, `${wType} pairs, ${kind}, ${path}, layer ${layer}: bit for bit the f32 matrices'`);
+            }
+          });
+        }
+      }
+    }
+    t.end();
+  });
+}
+
 // Which rows are live: runs of padding inside and at both ends, padding then one long run (whole
 // tiles of live rows at an offset), a lone live row, and none at all.
 const LIVE_MASKS = [
@@ -758,7 +803,7 @@ test('the f32 kernel refuses what it does not take: the builder, and the handler
   t.throws(build('u16', [1, 4, 3]), /matmulF32Kernel: weights must be f32 \[Ly, K, N\]/, 'bf16 bits');
   t.throws(
     build('f32', [1, 1, 4, 32]),
-    /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for no columns/,
+    /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for x .* and no columns/,
     'packed panels without their columns',
   );
   t.throws(
@@ -774,13 +819,34 @@ test('the f32 kernel refuses what it does not take: the builder, and the handler
           20,
         ),
       })),
-    /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for 20 columns/,
+    /matmulF32Kernel: packed weights .* do not hold \[1, 4, N\] for x .* and 20 columns/,
     'packed panels that do not hold the columns',
   );
   t.throws(build('f32', [1, 5, 3]), /x must be f32 \[T, 5\]/, 'a K that does not match x');
+  t.throws(
+    () =>
+      buildProgram('matmul_f32_pairs_refused', (f) => ({
+        y: matmulF32Kernel(
+          f,
+          f.param(TensorType.f32([2, 6]), 'x'),
+          f.param(new TensorType('u16', [1, 1, 2, 32, 2]), 'w'),
+          f.scalar(0, 's32'),
+          undefined,
+          {},
+          8,
+        ),
+      })),
+    /matmulF32Kernel: packed weights .* do not hold \[1, K, N\] for x tensor<2x6xf32> and 8 columns/,
+    "bf16 pairs that do not hold x's K",
+  );
   const bad = [
-    ['bf16 bits', 'u16', [1, 6, 8], /weights must be f32, got u16/],
-    ['packed panels', 'u16', [1, 1, 3, 32, 2], /weights must be f32, got u16/],
+    ['bf16 bits not packed', 'u16', [1, 6, 8], /weights must have rank 5, got 3/],
+    [
+      'bf16 pairs of another K',
+      'u16',
+      [1, 1, 2, 32, 2],
+      /packed weights .* must be \[Ly >= 1, ceil\(N \/ 32\), ceil\(K \/ 2\), 32, 2\] = \[Ly, 1, 3, 32, 2\]/,
+    ],
     ['f32 of rank 5', 'f32', [1, 1, 3, 32, 2], /weights must have rank 3, got 5/],
     [
       'f32 panels of another K',

@@ -254,7 +254,27 @@ test('one setup decides the precision, the weight type and the packed matrices t
     'the bf16 kernel: the same four as bf16 panels',
   );
   const asked = setup({ plugin: cpu, kernelPaths, precision: 'highest', weights: 'auto', matrixType: 'bf16' });
-  t.equal(asked.weightChoice.weightType, 'f32', 'highest asked for a bf16 checkpoint: f32 weights');
+  t.deepEqual(
+    [asked.weightChoice.weightType, asked.matmulKernel, asked.packed.for, [...asked.packed.matrices].sort()],
+    ['bf16', 'f32', 'bf16', ['wDown', 'wGateUp', 'wO', 'wQkv']],
+    'highest asked for a bf16 checkpoint: its bf16 weights, packed as bf16 pairs for the f32 kernel to widen',
+  );
+  const f32Asked = setup({ plugin: cpu, kernelPaths, precision: 'highest', weights: 'f32', matrixType: 'bf16' });
+  t.deepEqual(
+    [f32Asked.weightChoice.weightType, f32Asked.matmulKernel, f32Asked.packed.for],
+    ['f32', 'f32', 'f32'],
+    'f32 weights asked for: f32 panels',
+  );
+  const int8 = setup({ plugin: cpu, kernelPaths, precision: 'highest', weights: 'int8', matrixType: 'bf16' });
+  t.deepEqual([int8.matmulKernel, int8.packed.matrices], [null, []], "int8 weights: XLA's dots, nothing packed");
+  const noKernel = setup({
+    plugin: plugin('cpu', { prefixAttentionKernel: false }),
+    kernelPaths: null,
+    precision: 'highest',
+    weights: 'auto',
+    matrixType: 'bf16',
+  });
+  t.equal(noKernel.weightChoice.weightType, 'f32', "no addon kernels: XLA's f32 dots, f32 weights");
   // The same class on an Intel CPU without AMX: bf16 dots do no more work a cycle than f32 ones there.
   const intel = setup({
     plugin: cpu,
@@ -265,8 +285,8 @@ test('one setup decides the precision, the weight type and the packed matrices t
     cpuVendor: 'GenuineIntel',
   });
   t.equal(intel.precisionChoice.precision, 'highest', `Intel, auto: ${intel.precisionChoice.reason}`);
-  t.equal(intel.weightChoice.weightType, 'f32', 'f32 weights');
-  t.equal(intel.matmulKernel, 'f32', 'the f32 kernel on its packed panels');
+  t.equal(intel.weightChoice.weightType, 'bf16', `the checkpoint's bf16 weights: ${intel.weightChoice.reason}`);
+  t.equal(intel.matmulKernel, 'f32', 'the f32 kernel, widening them');
   const intelBf16 = setup({
     plugin: cpu,
     kernelPaths,

@@ -21,6 +21,17 @@ const config = {
   tiedEmbeddings: true,
 };
 
+test("auto keeps a bf16 checkpoint's bits where the dots read bf16 weights as they lie, and only a bf16 checkpoint", (t) => {
+  const memoryBytes = weightBytes(config, 'f32');
+  const on = (readsBf16, matrixType) =>
+    chooseWeightType('auto', { platform: 'cpu', config, memoryBytes, cpuFlags: ['avx512f'], readsBf16, matrixType });
+  t.equal(on(true, 'bf16').weightType, 'bf16', `a bf16 checkpoint, read as it lies: ${on(true, 'bf16').reason}`);
+  t.equal(on(false, 'bf16').weightType, 'f32', 'a bf16 checkpoint under dots that widen it whole: f32');
+  t.equal(on(true, 'quantized').weightType, 'f32', 'a quantized checkpoint: f32');
+  t.equal(on(true, 'f32').weightType, 'f32', 'an f32 checkpoint: f32');
+  t.end();
+});
+
 test('weightBytes: matrices in the weight type, vectors f32, int8 scales f32 (one per 32 input elements), a tied head once', (t) => {
   const {
     vocabSize: V,

@@ -1,7 +1,8 @@
 /**
  * The weight type of a load: the one asked for, or for 'auto' (the default)
  * a 16-bit checkpoint's own bf16 where the dots read bf16 weights as they lie
- * (bf16 dots through the CPU's bf16 matmul kernel, or on a GPU), else the
+ * (bf16 dots through the CPU's bf16 matmul kernel or on a GPU, f32 dots through
+ * the CPU's f32 matmul kernel, which widens them exactly), else the
  * fastest on this platform that fits in memory. The order per platform comes from
  * measurements (docs/performance.md, "Weight precision"): on XLA CPU every
  * matmul runs in f32 and bf16/int8 weights are converted to f32 before their
@@ -36,8 +37,11 @@ export interface WeightHost {
   readonly cpuFlags?: readonly string[];
   /** How the checkpoint stores its matrices; default f32. */
   readonly matrixType?: StoredMatrixType;
-  /** The dots run bf16 and read bf16 weights as they lie (the CPU's bf16 matmul kernel, a GPU); default false. */
-  readonly bf16Dots?: boolean;
+  /**
+   * The dots read bf16 weights as they lie: bf16 dots (the CPU's bf16 matmul kernel, a GPU), or the CPU's f32 matmul
+   * kernel, which widens them exactly; default false.
+   */
+  readonly readsBf16?: boolean;
 }
 
 /** Device bytes of the weights in a weight type (a tied LM head counted once). */
@@ -71,11 +75,11 @@ function preference(platform: string, flags: readonly string[]): { order: Weight
 export function chooseWeightType(choice: WeightChoice, host: WeightHost): WeightTypeChoice {
   if (choice !== 'auto') return { weightType: choice, auto: false, reason: `asked for ${choice}` };
   const flags = host.cpuFlags ?? (host.platform === 'cpu' ? notableCpuFlags() : []);
-  const kept = host.bf16Dots === true && host.matrixType === 'bf16';
+  const kept = host.readsBf16 === true && host.matrixType === 'bf16';
   const preferred = kept
     ? {
         order: ['bf16', 'f32', 'int8'] as WeightType[],
-        why: 'a bf16 checkpoint under bf16 dots that read bf16 weights: its own bits, no f32 copy',
+        why: 'a bf16 checkpoint under dots that read bf16 weights as they lie: its own bits, no f32 copy',
       }
     : preference(host.platform, flags);
   // A model whose matrix inputs are not whole int8 blocks cannot be int8: out of the running, said why.

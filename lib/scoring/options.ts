@@ -213,8 +213,8 @@ export const SCORER_SETTINGS = [
     env: 'PJRT_SCORE_WEIGHTS',
     default: 'auto',
     help:
-      'weight matrices on the device: auto (default: a bf16 checkpoint stays bf16 under bf16 dots; else the ' +
-      'fastest type for this platform that fits), f32, ' +
+      'weight matrices on the device: auto (default: a bf16 checkpoint stays bf16 where the dots read it as ' +
+      'stored; else the fastest type for this platform that fits), f32, ' +
       'bf16 (half the memory) or int8 (0.28x, blocks of 32 with an f32 scale)',
   }),
   choiceSetting('batching', BATCHINGS, {

@@ -17,6 +17,7 @@ import {
   kernelMatrices,
   KernelMatrixName,
   PackedFor,
+  packedForm,
   PrefixAttention,
 } from '../hlo';
 import { chooseWeightType, WeightChoice, WeightTypeChoice } from '../device-weights/choose';
@@ -181,12 +182,14 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   // bf16 dots through the addon's matmul kernel (its matrices packed at load), and bf16 dots that read bf16 weights as
   // they lie: that kernel's on the CPU, every GPU's (device-weights/choose.ts keeps a bf16 checkpoint's bits there).
   const matmulKernel = precision === 'bf16' && bf16DotsByKernel(facts, kernelPaths);
+  // f32 dots through the f32 kernel where the facts take it: it reads f32 weights, and bf16 ones widened exactly.
+  const f32Kernel = precision !== 'bf16' && f32DotsByKernel(facts, kernelPaths);
   const bf16Dots = precision === 'bf16' && (matmulKernel || plugin.platformName !== 'cpu');
   const weightChoice = chooseWeightType(input.weights, {
     platform: plugin.platformName,
     config,
     matrixType: input.matrixType,
-    bf16Dots,
+    readsBf16: bf16Dots || f32Kernel,
   });
   const weightType = weightChoice.weightType;
   // The matrices the bf16 kernel reads, stored packed for it (the decoder's
@@ -199,10 +202,10 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
         weights: weightType,
       })
     : [];
-  // f32 dots of f32 weights: the f32 kernel where the facts take it (the decoder's kernelMatrices: f32 weights only),
-  // its matrices packed at load into f32 panels it streams from the cache.
-  const f32Kernel = precision !== 'bf16' && weightType === 'f32' && f32DotsByKernel(facts, kernelPaths);
-  const f32Packed = f32Kernel ? kernelMatrices(config, { matmulKernelF32: true, weights: weightType }) : [];
+  // The f32 kernel's matrices (not int8), packed at load into panels it streams from the cache: f32 panels of f32
+  // weights, a bf16 checkpoint's pairs as they lie (the decoder's packedForm).
+  const f32Options = { matmulKernelF32: true, weights: weightType } as const;
+  const f32Packed = f32Kernel ? kernelMatrices(config, f32Options) : [];
   // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
   const { pluginPath, platformName } = plugin;
   const pinned = isCudnnPinnedPlugin(pluginPath, platformName);
@@ -251,8 +254,10 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
       packedMatrices,
       ...(facts.overridden ? { overridden: facts.overridden } : {}),
     },
-    matmulKernel: matmulKernel ? 'bf16' : f32Kernel ? 'f32' : null,
-    packed: matmulKernel ? { matrices: packedMatrices, for: 'bf16' } : { matrices: f32Packed, for: 'f32' },
+    matmulKernel: matmulKernel ? 'bf16' : f32Packed.length ? 'f32' : null,
+    packed: matmulKernel
+      ? { matrices: packedMatrices, for: 'bf16' }
+      : { matrices: f32Packed, for: packedForm(f32Options) ?? 'f32' },
   };
 }
 

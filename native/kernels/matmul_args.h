@@ -20,7 +20,9 @@
 //   N. A panel is one contiguous run, so a tile streams it from the cache; the plain matrix's rows
 //   lie N apart, and at the large N of a model's projections the panel's rows fall into a few cache
 //   sets and evict each other (docs/performance.md, "The projections' kernels").
-// The f32 kernel takes f32 weights only, plain or kPackedF32.
+// The f32 kernel takes f32 weights, plain or kPackedF32, and kPacked: each task widens the panel it
+// reads to f32 (exactly: a bf16 value is the high half of its float), so a bf16 checkpoint is kept
+// in its own bits and its products are still f32's.
 #pragma once
 
 #include <cstdint>

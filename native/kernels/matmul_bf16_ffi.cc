@@ -18,23 +18,21 @@ using Prologue = MatmulArgs::Prologue;
 
 // The weights operand: the stacked matrices [Ly, K, N] of f32, u16 or bf16, or their packed panels
 // [Ly, ceil(N / 32), ceil(K / 2), 32, 2] of u16 or bf16 (matmul_args.h); for f32 arithmetic
-// [Ly, K, N] of f32, or its f32 panels [Ly, ceil(N / 32), K, 32].
+// [Ly, K, N] of f32, its f32 panels [Ly, ceil(N / 32), K, 32], or the same bf16 pair panels (each
+// value widened exactly).
 template <bool kF32>
 const Buffer* CheckWeights(void* raw, int type, std::string* why) {
   const Buffer* w = static_cast<const Buffer*>(raw);
   const bool readable = type == xla_ffi::kArgTypeBuffer && w != nullptr &&
                         w->struct_size >= offsetof(Buffer, dims) + sizeof(w->dims);
+  const bool bits = readable && (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16);
   if (kF32) {
+    if (bits) return ffi::CheckBuffer(raw, type, "weights", w->dtype, 5, why);
     const int64_t rank = readable && w->rank == 4 ? 4 : 3;
     return ffi::CheckBuffer(raw, type, "weights", DataType::kF32, rank, why);
   }
-  DataType w_type = DataType::kF32;
-  int64_t rank = 3;
-  if (readable && (w->dtype == DataType::kU16 || w->dtype == DataType::kBF16)) {
-    w_type = w->dtype;
-    if (w->rank == 5) rank = 5;
-  }
-  return ffi::CheckBuffer(raw, type, "weights", w_type, rank, why);
+  return ffi::CheckBuffer(raw, type, "weights", bits ? w->dtype : DataType::kF32,
+                          bits && w->rank == 5 ? 5 : 3, why);
 }
 
 // Reads and cross-checks a call's operands (matmul_bf16_ffi.h: x, then the norm weights and eps for

@@ -10,7 +10,8 @@
 // Each may take one more operand, the live rows s32 [T] (MatmulArgs::live): a row marked 0 is a
 // pass's padding, skipped, its result 0.
 // The bf16 kernel's weights: [Ly, K, N] of f32, or of bf16 bits typed u16 or bf16, or packed
-// (u16 or bf16 [Ly, ceil(N / 32), ceil(K / 2), 32, 2]); the f32 kernel's: [Ly, K, N] of f32.
+// (u16 or bf16 [Ly, ceil(N / 32), ceil(K / 2), 32, 2]); the f32 kernel's: [Ly, K, N] of f32, its
+// f32 panels [Ly, ceil(N / 32), K, 32], or the same packed bf16 pairs (widened exactly).
 #pragma once
 
 #include "kernels/xla_ffi.h"

@@ -52,6 +52,17 @@ struct PortablePath {
     for (int64_t m = 0; m < rows; ++m)
       for (int64_t c = 0; c < kCols; ++c) out[m * n + c] = res[m * n + c] + out[m * n + c];
   }
+  // A bf16 pair panel [ceil(k / 2)][kCols][2] -> the f32 panel [k][kCols]: each value exactly, its
+  // bits the high half of the float's.
+  static void WidenPanel(const uint16_t* bits, int64_t k, float* panel) {
+    for (int64_t r = 0; r < k; ++r) {
+      const uint16_t* pair = bits + (r / 2) * kCols * 2 + r % 2;
+      for (int64_t c = 0; c < kCols; ++c) {
+        const uint32_t wide = static_cast<uint32_t>(pair[2 * c]) << 16;
+        std::memcpy(panel + r * kCols + c, &wide, sizeof(wide));
+      }
+    }
+  }
 };
 
 #if defined(__x86_64__)
@@ -71,6 +82,23 @@ struct Avx512Path {
         const __m512 sum =
             _mm512_add_ps(_mm512_loadu_ps(res + m * n + c), _mm512_loadu_ps(out + m * n + c));
         _mm512_storeu_ps(out + m * n + c, sum);
+      }
+    }
+  }
+  // PortablePath::WidenPanel: a pair of rows from each 16 dwords (row 2p in the low halves, 2p + 1
+  // in the high ones), one shift and one mask (the shift masked: GCC warns of the plain one's
+  // undefined pass-through).
+  PJRT_SCORE_AVX512F static void WidenPanel(const uint16_t* bits, int64_t k, float* panel) {
+    const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+    for (int64_t r = 0; r < k; r += 2) {
+      const uint16_t* pairs = bits + (r / 2) * kCols * 2;
+      for (int64_t c = 0; c < kCols; c += 16) {
+        const __m512i v = _mm512_loadu_si512(pairs + 2 * c);
+        _mm512_storeu_ps(panel + r * kCols + c,
+                         _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xffff, v, 16)));
+        if (r + 1 < k)
+          _mm512_storeu_ps(panel + (r + 1) * kCols + c,
+                           _mm512_castsi512_ps(_mm512_and_si512(v, high)));
       }
     }
   }
@@ -116,7 +144,9 @@ bool Run(const MatmulArgs& a, std::string* error) {
     x = rows;
   }
   const float* w = static_cast<const float*>(a.w);
-  const bool packed = a.w_type == MatmulArgs::Weights::kPackedF32;
+  // kPacked: the bf16 kernel's pair panels, each widened to an f32 panel by the task that reads it.
+  const bool pairs = a.w_type == MatmulArgs::Weights::kPacked;
+  const bool packed = pairs || a.w_type == MatmulArgs::Weights::kPackedF32;
   const MatmulSplit split((n + kCols - 1) / kCols, (t + kRows - 1) / kRows, pool.threads());
   pool.ParallelFor(split.tasks(), [&](int64_t i) {
     const MatmulSplit::Task task = split.At(i);
@@ -125,7 +155,16 @@ bool Run(const MatmulArgs& a, std::string* error) {
     // a panel narrower than kCols (the matrix's last) copied with zero columns past N.
     const float* b = packed ? w + task.panel * k * kCols : w + col0;
     int64_t b_row = packed ? kCols : n;
-    if (!packed && cols < kCols) {
+    if (pairs) {
+      float* panel = ThreadScratch<float, kTailPanel>(k * kCols);
+      if (panel == nullptr) {
+        ok.store(false);
+        return;
+      }
+      Path::WidenPanel(static_cast<const uint16_t*>(a.w) + task.panel * ((k + 1) / 2) * kCols * 2,
+                       k, panel);
+      b = panel;
+    } else if (!packed && cols < kCols) {
       float* panel = ThreadScratch<float, kTailPanel>(k * kCols);
       if (panel == nullptr) {
         ok.store(false);

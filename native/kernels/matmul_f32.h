@@ -6,7 +6,7 @@
 // computed once per call and every 12-row tile streams 32 columns of w where they lie
 // (docs/performance.md, "The projections' kernels"). The same operands and prologues as the bf16
 // kernel (matmul_args.h: MatmulArgs with f32 weights, `w_type` kF32 or kPackedF32: the panels a
-// model's load packs).
+// model's load packs; or kPacked, a bf16 checkpoint's pair panels, each widened exactly to f32).
 #pragma once
 
 #include <string>
@@ -19,8 +19,8 @@ namespace pjrt_score {
 // (kernel_isa.h), else "portable" (plain C++: the reference).
 const char* MatmulF32Path();
 
-// Shapes must already be checked (matmul_bf16_ffi.cc); `args.w_type` must be kF32 or kPackedF32.
-// Returns false with `error` set when scratch memory cannot be had; never throws.
+// Shapes must already be checked (matmul_bf16_ffi.cc); `args.w_type` must be kF32, kPackedF32 or
+// kPacked. Returns false with `error` set when scratch memory cannot be had; never throws.
 bool RunMatmulF32(const MatmulArgs& args, std::string* error);
 
 }  // namespace pjrt_score

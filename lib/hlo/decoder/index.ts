@@ -9,7 +9,7 @@
 export { decoderExtend, decoderFused, decoderPrefill } from './pass-programs';
 export type { ExtendShape, FactoredDecoderShape, PrefillShape } from './pass-programs';
 export type { DecoderOptions } from './options';
-export { kernelMatrices } from './options';
+export { kernelMatrices, packedForm } from './options';
 export { BF16_MATRICES, INT8_BLOCK, decoderWeightSpecs, int8Unsupported, qkvWidth } from './layout';
 export type {
   Bf16Matrices,

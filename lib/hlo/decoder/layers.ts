@@ -13,7 +13,7 @@ import { applyRotary, rmsNorm, rmsNormRotary, rotaryTables, rotaryTablesFrom } f
 import { ropeFrequencies } from '../../util/rope';
 import { layerAttentionOptions, layerRope, layerWindow } from './gemma';
 import { DECODER_SIZES, DecoderDims, DecoderWeightName, DecoderWeightSpec, decoderWeightSpecs } from './layout';
-import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel, matmulKernelF32 } from './options';
+import { DecoderOptions, bf16Products, kernelMatrices, matmulKernel, matmulKernelF32, packedForm } from './options';
 import { LayerMatrices, matrixForDot, mlpDown, need, project, projectAdd, projectNormed, Weights } from './projections';
 
 export type { Weights } from './projections';
@@ -21,14 +21,14 @@ export type { Weights } from './projections';
 function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   const packed = options.packedMatrices ?? [];
   const reads = kernelMatrices(d, options);
-  const arithmetic = arithmeticOf(options);
-  const stray = packed.find((name) => !reads.includes(name) || !arithmetic);
+  const form = packedForm(options);
+  const stray = packed.find((name) => !reads.includes(name) || !form);
   if (stray)
     throw new HloBuildError(
       `decoder: ${stray} is packed for the matmul kernel, ` +
         `but these options do not run its projection through the kernel`,
     );
-  return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed, arithmetic);
+  return decoderWeightSpecs(d, options.weights, options.bf16Matrices, packed, form);
 }
 
 export function declareWeights(f: FunctionBuilder, d: DecoderDims, options: DecoderOptions): Weights {

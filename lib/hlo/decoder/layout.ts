@@ -304,8 +304,8 @@ function scaleSpec(m: UntypedSpec & { name: MatrixName }): DecoderWeightSpec {
  * The weight parameters this model's decoder programs take, in parameter
  * order, for a weight type (default f32) and, for bf16, how its matrices
  * are typed (default u16 bits); `packed` names the layer matrices stored
- * packed for the matmul kernel `packedFor` (not with int8 weights; for the
- * f32 kernel, f32 weights only).
+ * packed in the form `packedFor` (not with int8 weights; the f32 panels
+ * hold f32 weights only).
  */
 export function decoderWeightSpecs(
   d: DecoderDims,
@@ -317,7 +317,7 @@ export function decoderWeightSpecs(
   if (packed.length && weights === 'int8')
     throw new Error('decoder: int8 matrices are not packed for the matmul kernel');
   if (packed.length && packedFor === 'f32' && weights !== 'f32')
-    throw new Error(`decoder: the f32 matmul kernel packs f32 matrices, not ${weights}`);
+    throw new Error(`decoder: the f32 panels hold f32 matrices, not ${weights}`);
   const present = allWeightSpecs(d).filter(
     (spec) =>
       spec.onlyWith === undefined || (spec.onlyWith === 'postNorms' ? d.gemma?.postNorms === true : d[spec.onlyWith]),

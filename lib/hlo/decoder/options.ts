@@ -6,6 +6,7 @@
 import { ProgramOptions } from '../builder/program';
 import { CausalAttention, PrefixAttention, causalAttentionNameTag, prefixAttentionTag } from '../attention';
 import { Bf16Matrices, DecoderDims, KernelMatrixName, WeightType } from './layout';
+import type { PackedFor } from '../nn/matmul-kernel';
 
 /** Options of the decoder programs: the dot precision, and the element type of the weights on the device. */
 export interface DecoderOptions extends ProgramOptions {
@@ -37,9 +38,10 @@ export interface DecoderOptions extends ProgramOptions {
   readonly matmulKernel?: boolean;
   /**
    * Under f32 dots: the layers' projections run through the addon's f32 matmul kernel
-   * (lib/hlo/nn/matmul-kernel.ts, matmulF32Kernel) on f32 weights; bf16 and int8 weights keep XLA's
-   * dots. Ignored under bf16 dots. A platform fact (lib/scoring/platform/profiles.ts,
-   * matmulKernelF32), only where the runtime registered the addon's kernels.
+   * (lib/hlo/nn/matmul-kernel.ts, matmulF32Kernel) on f32 weights, or on bf16 weights packed in the
+   * bf16 kernel's form, which it widens exactly; int8 weights keep XLA's dots. Ignored under bf16
+   * dots. A platform fact (lib/scoring/platform/profiles.ts, matmulKernelF32), only where the runtime
+   * registered the addon's kernels.
    */
   readonly matmulKernelF32?: boolean;
   /**
@@ -50,8 +52,9 @@ export interface DecoderOptions extends ProgramOptions {
   readonly normalizeInput?: boolean;
   /**
    * The layer matrices the weights hold packed for the matmul kernel these options run (layout.ts:
-   * the weights' own, DeviceWeights.packed; the bf16 kernel's form, or the f32 kernel's under
-   * matmulKernelF32); each must be one the kernel reads under these options (kernelMatrices).
+   * the weights' own, DeviceWeights.packed; the bf16 kernel's form, or under matmulKernelF32 the f32
+   * kernel's for f32 weights and the bf16 kernel's for bf16 ones); each must be one the kernel reads
+   * under these options (kernelMatrices).
    * Default none: every matrix stacked [Ly, in, out].
    */
   readonly packedMatrices?: readonly KernelMatrixName[];
@@ -114,14 +117,25 @@ export function matmulKernelF32(options: DecoderOptions): boolean {
 }
 
 /**
+ * The form a load packs the kernel's matrices in under these options: the bf16 kernel's pairs of bf16
+ * rows, which the f32 kernel also reads (widening them), so a bf16 checkpoint keeps its bits under
+ * either; f32 panels for the f32 kernel on f32 weights. Undefined without a kernel.
+ */
+export function packedForm(options: DecoderOptions): PackedFor | undefined {
+  if (matmulKernel(options)) return 'bf16';
+  if (!matmulKernelF32(options)) return undefined;
+  return (options.weights ?? 'f32') === 'f32' ? 'f32' : 'bf16';
+}
+
+/**
  * The layer matrices whose projections run through a matmul kernel under these options, and so the
  * ones a load may store packed for it: wO always, q|k|v and gate|up unless their products
- * are bf16, wDown unless the MLP is Gemma's GeGLU. The bf16 kernel reads f32 and bf16 weights, the
- * f32 one f32 weights; none without a kernel.
+ * are bf16, wDown unless the MLP is Gemma's GeGLU. Both kernels read f32 and bf16 weights, not int8;
+ * none without a kernel.
  */
 export function kernelMatrices(d: Pick<DecoderDims, 'gemma'>, options: DecoderOptions): KernelMatrixName[] {
   const weights = options.weights ?? 'f32';
-  const taken = matmulKernel(options) ? weights !== 'int8' : matmulKernelF32(options) && weights === 'f32';
+  const taken = (matmulKernel(options) || matmulKernelF32(options)) && weights !== 'int8';
   if (!taken) return [];
   return [
     ...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)),

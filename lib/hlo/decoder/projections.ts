@@ -185,16 +185,25 @@ export function projectAdd(
   return f.add(residual, project(f, x, layer, name, false, kernel));
 }
 
+/** The LM head as lib/hlo/nn/lm-head.ts reads it: the table, and where it is widened, how its rows are. */
+export interface LmHeadForDot {
+  readonly lmHead: HloValue;
+  readonly readRows?: (b: FunctionBuilder, rows: HloValue) => HloValue;
+}
+
 /**
  * The LM head [V, Dm] for its dot: f32, or bf16 as stored under bf16 dots (the whole table: its logsumexp needs every
- * row).
+ * row). A bf16 table under f32 dots stays as stored, its rows widened where they are read (the label rows alone where
+ * a pass skips the full product); an int8 one is scaled whole.
  */
-export function lmHeadForDot(f: FunctionBuilder, w: Weights): HloValue {
+export function lmHeadForDot(f: FunctionBuilder, w: Weights): LmHeadForDot {
   const table = need(w, 'lmHead');
   // u16 bits under bf16 dots: the bf16 table itself, exactly as a table typed bf16 (never an f32 table, which
   // few rows would read unrounded: lib/hlo/nn/lm-head.ts).
-  if (table.elementType === 'u16' && bf16Dots(f)) return f.bitcastConvert(table, 'bf16');
-  return matrixForDot(f, table, w.lmHeadScale, 1, bf16Dots(f));
+  if (table.elementType === 'u16' && bf16Dots(f)) return { lmHead: f.bitcastConvert(table, 'bf16') };
+  if ((table.elementType === 'u16' || table.elementType === 'bf16') && !bf16Dots(f))
+    return { lmHead: table, readRows: (b, rows) => matrixForDot(b, rows, undefined, 1) };
+  return { lmHead: matrixForDot(f, table, w.lmHeadScale, 1, bf16Dots(f)) };
 }
 
 export function need(w: Weights, name: DecoderWeightName): HloValue {

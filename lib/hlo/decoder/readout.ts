@@ -7,7 +7,7 @@ import { HloValue } from '../builder/core';
 import { TensorType } from '../builder/types';
 import { lmHeadLabelLogprobs } from '../nn/lm-head';
 import { DecoderDims } from './layout';
-import { Weights, need } from './projections';
+import { LmHeadForDot, Weights, need } from './projections';
 
 /** The LM head's options: the final norm's epsilon, Gemma 2's final soft cap. */
 function lmHeadOptions(d: DecoderDims): { eps: number; softcap?: number } {
@@ -52,7 +52,7 @@ export function itemReadout(
   f: FunctionBuilder,
   d: DecoderDims,
   w: Weights,
-  lmHead: HloValue,
+  head: LmHeadForDot,
   itemHidden: HloValue,
   itemLengths: HloValue,
   labels: HloValue,
@@ -61,7 +61,7 @@ export function itemReadout(
   const rows = itemLastRows(f, itemHidden, itemLengths);
   return lmHeadLabelLogprobs(
     f,
-    { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels, normalize },
+    { rows, finalNormWeight: need(w, 'finalNorm'), ...head, labels, normalize },
     lmHeadOptions(d),
   );
 }
@@ -75,7 +75,7 @@ export function prefixReadout(
   f: FunctionBuilder,
   d: DecoderDims,
   w: Weights,
-  lmHead: HloValue,
+  head: LmHeadForDot,
   prefixHidden: HloValue,
   prefixLength: HloValue,
   labels: HloValue,
@@ -84,7 +84,7 @@ export function prefixReadout(
   const rows = prefixLastRows(f, prefixHidden, prefixLength);
   return lmHeadLabelLogprobs(
     f,
-    { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels, normalize },
+    { rows, finalNormWeight: need(w, 'finalNorm'), ...head, labels, normalize },
     lmHeadOptions(d),
   );
 }
@@ -99,7 +99,7 @@ export function passReadouts(
   f: FunctionBuilder,
   d: DecoderDims,
   w: Weights,
-  lmHead: HloValue,
+  head: LmHeadForDot,
   prefix: { hidden: HloValue; length: HloValue; labels: HloValue },
   items: { hidden: HloValue; lengths: HloValue; labels: HloValue },
   normalize?: HloValue,
@@ -114,7 +114,7 @@ export function passReadouts(
   const rows = f.concatenate([queryRows, itemRows], 0);
   const all = lmHeadLabelLogprobs(
     f,
-    { rows, finalNormWeight: need(w, 'finalNorm'), lmHead, labels, normalize },
+    { rows, finalNormWeight: need(w, 'finalNorm'), ...head, labels, normalize },
     lmHeadOptions(d),
   );
   const lb = all.dims[1];

@@ -26,8 +26,14 @@ export interface LabelLogprobInputs {
   rows: HloValue;
   /** Final RMSNorm weight [Dm]. */
   finalNormWeight: HloValue;
-  /** LM head [V, Dm] (the token embedding when tied). */
+  /** LM head [V, Dm] (the token embedding when tied): as the dots read it, or as stored where `readRows` is given. */
   lmHead: HloValue;
+  /**
+   * Where given, what the dots read of rows of the stored table ([R, Dm] -> [R, Dm]: a bf16 table widened to f32):
+   * applied to the label rows alone, and to the whole table inside the normalizer's loop only, so a pass that skips
+   * the full product never widens the table either.
+   */
+  readRows?: (b: FunctionBuilder, rows: HloValue) => HloValue;
   /**
    * Label token ids, each in [0, V) (clamped; LOG_NORMALIZER_LABEL reads
    * -logsumexp): s32 [Lb], the same labels for every row, or s32 [K, Lb],
@@ -80,10 +86,17 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
     cap === undefined ? raw : b.multiply(b.tanh(b.divide(raw, cap)), cap);
   const normed = rmsNorm(f, rows, finalNormWeight, opts.eps);
   const ids = f.clamp(0, labels, vocab - 1);
+  const { readRows } = x;
+  const read = readRows ?? ((_b: FunctionBuilder, table: HloValue): HloValue => table);
+  // The row's logsumexp over the whole vocabulary: one product, or over a table read through readRows, chunk by chunk.
+  const normalizerOf = (b: FunctionBuilder, n: HloValue, table: HloValue): HloValue =>
+    readRows && vocab > LM_HEAD_CHUNK_ROWS
+      ? chunkedLogsumexp(b, n, table, readRows, capped)
+      : logsumexp(b, capped(b, labelRowLogits(b, n, read(b, table))), 1);
   let gathered: HloValue; // [K, Lb]
   let logNormalizer: HloValue; // [K]
   if (normalize) {
-    gathered = capped(f, labelLogitsOnly(f, normed, lmHead, ids));
+    gathered = capped(f, labelLogitsOnly(f, normed, lmHead, ids, read));
     // The loop runs once or never: the full product only where the caller needs log-probabilities. Its rows
     // are scaled by i + 1 (1 on its one trip: exact), so the product depends on the loop and XLA cannot hoist
     // it out as loop-invariant code (which would run it every time).
@@ -92,11 +105,14 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
       { count: normalize, carried: [zero], invariants: [normed, lmHead] },
       (b, i, _carried, [n, table]) => {
         const trip = b.broadcastInDim(b.convert(b.add(i, 1), 'f32'), n.dims, []);
-        return [logsumexp(b, capped(b, labelRowLogits(b, b.multiply(n, trip), table)), 1)];
+        return [normalizerOf(b, b.multiply(n, trip), table)];
       },
     );
+  } else if (readRows) {
+    gathered = capped(f, labelLogitsOnly(f, normed, lmHead, ids, read));
+    logNormalizer = normalizerOf(f, normed, lmHead);
   } else {
-    const logits = capped(f, labelRowLogits(f, normed, lmHead)); // [K, V]
+    const logits = capped(f, labelRowLogits(f, normed, read(f, lmHead))); // [K, V]
     logNormalizer = logsumexp(f, logits, 1);
     gathered = perRow ? rowLabelLogits(f, logits, ids) : f.take(logits, ids, 1);
   }
@@ -119,6 +135,50 @@ export function lmHeadLabelLogprobs(f: FunctionBuilder, x: LabelLogprobInputs, o
 const LM_HEAD_F32_ROWS = 16;
 
 /**
+ * Rows of the vocabulary a table read through `readRows` is widened in at a time, for its logsumexp: 32 MiB of f32 at
+ * Dm 1024. The whole table widened at once is a temporary the size of an f32 table (618 MiB for Qwen3's), which XLA
+ * reserves on every call whether or not the product runs: fresh pages each call, and their faults.
+ */
+const LM_HEAD_CHUNK_ROWS = 8192;
+
+/**
+ * logsumexp over the vocabulary of rows [K, Dm] against a stored table [V, Dm] (V > LM_HEAD_CHUNK_ROWS), its chunks of
+ * rows read through `readRows` one at a time: a running max and a sum of exponentials rescaled to it (the online
+ * softmax's). The last chunk starts at V - C and masks the rows the one before it counted.
+ */
+function chunkedLogsumexp(
+  f: FunctionBuilder,
+  rows: HloValue,
+  table: HloValue,
+  readRows: (b: FunctionBuilder, rows: HloValue) => HloValue,
+  capped: (b: FunctionBuilder, raw: HloValue) => HloValue,
+): HloValue {
+  const [vocab, dm] = table.dims;
+  const k = rows.dims[0];
+  const c = LM_HEAD_CHUNK_ROWS;
+  const perRow = (b: FunctionBuilder, value: number): HloValue => b.broadcastInDim(b.scalar(value), [k], []);
+  const [max, sum] = f.forLoop(
+    { count: Math.ceil(vocab / c), carried: [perRow(f, -Infinity), perRow(f, 0)], invariants: [rows, table] },
+    (b, i, [m, s], [r, t]) => {
+      const first = b.multiply(i, c);
+      const start = b.minimum(first, vocab - c);
+      const logits = capped(
+        b,
+        labelRowLogits(b, r, readRows(b, b.dynamicSlice(t, [start, b.scalar(0, 's32')], [c, dm]))),
+      );
+      // Vocabulary index of each column; those below `first` belong to the chunk before.
+      const index = b.add(b.iota(TensorType.s32([k, c]), 1), b.broadcastInDim(start, [k, c], []));
+      const counted = b.select(b.ge(index, b.broadcastInDim(first, [k, c], [])), logits, -Infinity);
+      const next = b.maximum(m, b.reduceMax(counted, [1]));
+      const rescaled = b.multiply(s, b.exponential(b.subtract(m, next)));
+      const terms = b.exponential(b.subtract(counted, b.expandReduced(next, [k, c], [1])));
+      return [next, b.add(rescaled, b.reduceSum(terms, [1]))];
+    },
+  );
+  return f.add(f.log(sum), max);
+}
+
+/**
  * rows [K, Dm] @ lmHead^T -> logits [K, V]. Few rows against an f32 table: the table is the dot's
  * left side in f32 ([V, Dm] x [K, Dm]^T, then transposed), streamed once with nothing to round or
  * repack. Otherwise the function's dots, bf16 where it computes them in bf16.
@@ -134,22 +194,34 @@ function labelRowLogits(f: FunctionBuilder, rows: HloValue, lmHead: HloValue): H
  * rows [K, Dm] against the table's label rows only, ids s32 [Lb] (shared) or [K, Lb] (each row its own) -> the
  * label logits [K, Lb], with the same operand rule as labelRowLogits (an f32 table read as-is for few rows).
  */
-function labelLogitsOnly(f: FunctionBuilder, rows: HloValue, lmHead: HloValue, ids: HloValue): HloValue {
-  const operands =
-    rows.dims[0] <= LM_HEAD_F32_ROWS && lmHead.elementType === 'f32' && rows.elementType === 'f32'
-      ? { operands: 'as-is' as const }
-      : {};
-  if (ids.rank === 1)
-    return f.dotGeneral(rows, f.take(lmHead, ids, 0), { lhsContract: [1], rhsContract: [1], ...operands });
+function labelLogitsOnly(
+  f: FunctionBuilder,
+  rows: HloValue,
+  lmHead: HloValue,
+  ids: HloValue,
+  read: (b: FunctionBuilder, rows: HloValue) => HloValue,
+): HloValue {
+  if (ids.rank === 1) {
+    const labelRows = read(f, f.take(lmHead, ids, 0)); // [Lb, Dm]
+    return f.dotGeneral(rows, labelRows, { lhsContract: [1], rhsContract: [1], ...asIs(rows, labelRows) });
+  }
   const [k, lb] = ids.dims;
-  const labelRows = f.reshape(f.take(lmHead, f.reshape(ids, [k * lb]), 0), [k, lb, lmHead.dims[1]]); // [K, Lb, Dm]
+  const taken = read(f, f.take(lmHead, f.reshape(ids, [k * lb]), 0)); // [K Lb, Dm]
+  const labelRows = f.reshape(taken, [k, lb, lmHead.dims[1]]); // [K, Lb, Dm]
   return f.dotGeneral(rows, labelRows, {
     lhsBatch: [0],
     rhsBatch: [0],
     lhsContract: [1],
     rhsContract: [2],
-    ...operands,
+    ...asIs(rows, labelRows),
   });
+}
+
+/** labelRowLogits's operand rule for label rows: an f32 table's rows read as they are, for few rows. */
+function asIs(rows: HloValue, labelRows: HloValue): { operands?: 'as-is' } {
+  return rows.dims[0] <= LM_HEAD_F32_ROWS && labelRows.elementType === 'f32' && rows.elementType === 'f32'
+    ? { operands: 'as-is' }
+    : {};
 }
 
 /**

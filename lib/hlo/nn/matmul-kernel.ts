@@ -64,7 +64,10 @@ export function packedMatmulDimsF32(dims: readonly number[]): number[] {
   return [layers, Math.ceil(n / MATMUL_PANEL_COLUMNS), k, MATMUL_PANEL_COLUMNS];
 }
 
-/** Which kernel a packed form is for: the bf16 kernel's pairs of bf16 rows, or the f32 kernel's f32 panels. */
+/**
+ * A packed form, by what it holds: bf16 values in pairs of rows (the bf16 kernel's form, which the f32
+ * kernel also reads, widening them), or f32 panels (the f32 kernel's alone).
+ */
 export type PackedFor = 'bf16' | 'f32';
 
 /** The packed form of stacked matrices [Ly, K, N] for a kernel: its dims and element type. */
@@ -219,7 +222,9 @@ export function matmulBf16Kernel(
 /**
  * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu`) . stacked f32 [Ly, K, N] at `layer`
  * (s32 []) -> f32 [T, N], f32 products and sums (the f32 kernel: native/kernels/matmul_f32.h), each
- * output one FMA chain over k. Packed weights (packedMatmulDimsF32) round N up, so `columns` gives N.
+ * output one FMA chain over k. Packed weights round N up, so `columns` gives N: f32 panels
+ * (packedMatmulDimsF32), or a bf16 checkpoint's matrices as the bf16 kernel's pairs (packedMatmulDims,
+ * u16 or bf16), which the kernel widens to f32 exactly, so the products are those of the f32 matrices.
  */
 export function matmulF32Kernel(
   f: FunctionBuilder,
@@ -230,30 +235,36 @@ export function matmulF32Kernel(
   rows: MatmulRows = {},
   columns?: number,
 ): HloValue {
-  const packed = stacked.dims.length === 4;
-  if (!(stacked.dims.length === 3 || packed) || stacked.elementType !== 'f32')
+  const pairs = stacked.dims.length === 5 && (stacked.elementType === 'u16' || stacked.elementType === 'bf16');
+  const packed = pairs || (stacked.dims.length === 4 && stacked.elementType === 'f32');
+  if (!(packed || (stacked.dims.length === 3 && stacked.elementType === 'f32')))
     throw new HloBuildError(
-      `matmulF32Kernel: weights must be f32 [Ly, K, N] or packed [Ly, N / 32, K, 32], got ${stacked.type}`,
+      `matmulF32Kernel: weights must be f32 [Ly, K, N], packed f32 [Ly, N / 32, K, 32] ` +
+        `or packed bf16 pairs [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`,
     );
-  const k = packed ? stacked.dims[2] : stacked.dims[1];
+  const swiglu = prologue?.kind === 'swiglu';
+  // Pair panels round K up too: x says it.
+  const k = pairs ? (swiglu ? x.dims[1] / 2 : x.dims[1]) : packed ? stacked.dims[2] : stacked.dims[1];
   const n = packed ? columns : stacked.dims[2];
+  const form = pairs ? packedMatmulDims : packedMatmulDimsF32;
   if (
     packed &&
     (n === undefined ||
       !Number.isInteger(n) ||
       n < 0 ||
-      packedMatmulDimsF32([stacked.dims[0], k, n]).some((d, i) => d !== stacked.dims[i]))
+      !Number.isInteger(k) ||
+      form([stacked.dims[0], k, n]).some((d, i) => d !== stacked.dims[i]))
   ) {
     throw new HloBuildError(
       `matmulF32Kernel: packed weights ${stacked.type} do not hold [${stacked.dims[0]}, ` +
-        `${k}, N] for ${columns ?? 'no'} columns`,
+        `${pairs ? 'K' : k}, N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
     );
   }
-  const width = prologue?.kind === 'swiglu' ? 2 * k : k;
+  const width = swiglu ? 2 * k : k;
   if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
     throw new HloBuildError(
       `matmulF32Kernel: x must be f32 [T, ` +
-        `${width}]${prologue?.kind === 'swiglu' ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
+        `${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
     );
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0)

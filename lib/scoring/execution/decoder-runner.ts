@@ -14,6 +14,7 @@ import {
   decoderPrefill,
   HloProgram,
   JOINT_PREFIX_ATTENTION,
+  packedForm,
   PrefixAttention,
   prefixAttentionTag,
   SQUARE_CAUSAL_ATTENTION,
@@ -172,12 +173,20 @@ export class DecoderRunner {
       ...(matmulKernelF32 ? ['mmkf'] : []),
     ];
     this.modelId = [modelId, ...tags].join('-');
-    // Packed matrices are declared in the form of the kernel the programs run: the weights must be packed for it.
-    const arithmetic = matmulKernel ? 'bf16' : matmulKernelF32 ? 'f32' : null;
-    if (weights.packed.length && weights.packedFor !== arithmetic) {
+    // Packed matrices are declared in the form the programs' kernel reads for this weight type: the weights must hold
+    // that form.
+    const form = packedForm({
+      dotOperands: matmulKernel ? 'bf16' : undefined,
+      matmulKernel,
+      matmulKernelF32,
+      weights: weights.weightType,
+    });
+    if (weights.packed.length && weights.packedFor !== form) {
+      const runs = matmulKernel ? 'the bf16 matmul kernel' : matmulKernelF32 ? 'the f32 matmul kernel' : "XLA's dots";
+      const reads = form ? `, which reads ${weights.weightType} weights packed as ${form}` : '';
       throw new Error(
-        `DecoderRunner: the weights hold ${weights.packed.join(', ')} packed for the ${weights.packedFor} ` +
-          `matmul kernel, but precision ${precision} runs ${arithmetic ? `the ${arithmetic} one` : "XLA's dots"}`,
+        `DecoderRunner: the weights hold ${weights.packed.join(', ')} packed as ${weights.packedFor}, ` +
+          `but precision ${precision} runs ${runs}${reads}`,
       );
     }
     this.choices = {
