@@ -287,6 +287,24 @@ test('one setup decides the precision, the weight type and the packed matrices t
   t.equal(intel.precisionChoice.precision, 'highest', `Intel, auto: ${intel.precisionChoice.reason}`);
   t.equal(intel.weightChoice.weightType, 'bf16', `the checkpoint's bf16 weights: ${intel.weightChoice.reason}`);
   t.equal(intel.matmulKernel, 'f32', 'the f32 kernel, widening them');
+  // Gemma's GeGLU down projection is XLA's dot: a bf16 checkpoint would be widened there on every call.
+  const gemma = setup({
+    config: {
+      ...config,
+      gemma: { embeddingScale: 1, postNorms: false, attentionScale: 0.125, ropeThetaLocal: 10000 },
+    },
+    plugin: cpu,
+    kernelPaths,
+    precision: 'auto',
+    weights: 'auto',
+    matrixType: 'bf16',
+    cpuVendor: 'GenuineIntel',
+  });
+  t.deepEqual(
+    [gemma.weightChoice.weightType, gemma.matmulKernel, gemma.packed.for, [...gemma.packed.matrices].sort()],
+    ['f32', 'f32', 'f32', ['wGateUp', 'wO', 'wQkv']],
+    "Gemma there: f32 weights, the kernel's three matrices as f32 panels",
+  );
   const intelBf16 = setup({
     plugin: cpu,
     kernelPaths,

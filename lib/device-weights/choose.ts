@@ -39,7 +39,7 @@ export interface WeightHost {
   readonly matrixType?: StoredMatrixType;
   /**
    * The dots read bf16 weights as they lie: bf16 dots (the CPU's bf16 matmul kernel, a GPU), or the CPU's f32 matmul
-   * kernel, which widens them exactly; default false.
+   * kernel where it takes every layer matrix (it widens them exactly); default false.
    */
   readonly readsBf16?: boolean;
 }

@@ -14,6 +14,7 @@ import {
   CausalAttention,
   checkCausalAttention,
   checkPrefixAttention,
+  KERNEL_MATRICES,
   kernelMatrices,
   KernelMatrixName,
   PackedFor,
@@ -185,11 +186,15 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   // f32 dots through the f32 kernel where the facts take it: it reads f32 weights, and bf16 ones widened exactly.
   const f32Kernel = precision !== 'bf16' && f32DotsByKernel(facts, kernelPaths);
   const bf16Dots = precision === 'bf16' && (matmulKernel || plugin.platformName !== 'cpu');
+  // The f32 kernel reads a bf16 checkpoint as it lies only where it takes every layer matrix (not Gemma's wDown, which
+  // XLA's f32 dot would then widen on every call).
+  const f32KernelReadsAll =
+    f32Kernel && kernelMatrices(config, { matmulKernelF32: true, weights: 'bf16' }).length === KERNEL_MATRICES.length;
   const weightChoice = chooseWeightType(input.weights, {
     platform: plugin.platformName,
     config,
     matrixType: input.matrixType,
-    readsBf16: bf16Dots || f32Kernel,
+    readsBf16: bf16Dots || f32KernelReadsAll,
   });
   const weightType = weightChoice.weightType;
   // The matrices the bf16 kernel reads, stored packed for it (the decoder's

@@ -194,8 +194,9 @@ export interface DecoderWeightSpec {
   readonly packedFrom?: { readonly dims: readonly number[]; readonly elementType: WeightElementType };
 }
 
-/** The layer matrices the matmul kernel can read packed. */
-export type KernelMatrixName = 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
+/** The layer matrices the matmul kernels can read packed. */
+export const KERNEL_MATRICES = ['wQkv', 'wO', 'wGateUp', 'wDown'] as const;
+export type KernelMatrixName = (typeof KERNEL_MATRICES)[number];
 
 const MATRICES: readonly MatrixName[] = ['embedding', 'lmHead', 'wQkv', 'wO', 'wGateUp', 'wDown'];
 
