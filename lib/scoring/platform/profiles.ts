@@ -185,9 +185,8 @@ const AVX512BF16_FACTS: CpuClassFacts = {
  * AVX512_BF16 on an Intel CPU without AMX (Cooper Lake; Sapphire or Emerald Rapids where a VM hides AMX): two
  * 512-bit FMA ports do as many f32 FLOPs a cycle as vdpbf16ps does bf16 ones, so bf16 dots gain nothing there:
  * 'auto' runs true f32, through the f32 kernel on its packed panels (faster than XLA's f32 dots there too).
- * The rule, from family 6 model 207 (2 cores under KVM): the bench's roofs bf16 164 and f32 322 GFLOP/s; on the
- * Qwen3-0.6B shape's PR request XLA's f32 dots 0.77x the time of bf16 dots through the bf16 kernel, the f32
- * kernel 0.81-0.92x XLA's f32 dots'
+ * The rule, from family 6 model 207 (2 cores, KVM): the bench's roofs bf16 164, f32 322 GFLOP/s; the Qwen3-0.6B
+ * PR request: XLA's f32 dots 0.77x the time of the bf16 kernel's, the f32 kernel 0.81-0.92x XLA's f32 dots'
  * (docs/performance.md, 'By model' and 'The projections' kernels'). Under precision 'bf16' the bf16 kernel
  * still runs: XLA's own bf16 dots were slower there (docs/performance.md, 'Long items, and the kernel's paths
  * by CPU class').
