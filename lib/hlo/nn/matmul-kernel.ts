@@ -198,15 +198,7 @@ export function matmulBf16Kernel(
         `N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
     );
   }
-  const width = swiglu ? 2 * k : k;
-  if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
-    throw new HloBuildError(
-      `matmulBf16Kernel: x must be f32 [T, ` +
-        `${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
-    );
-  }
-  if (layer.elementType !== 's32' || layer.dims.length !== 0)
-    throw new HloBuildError(`matmulBf16Kernel: layer must be s32[], got ${layer.type}`);
+  checkRowsAndLayer('matmulBf16Kernel', x, swiglu ? 2 * k : k, swiglu, stacked, layer);
   return kernelCall(
     f,
     x,
@@ -260,15 +252,7 @@ export function matmulF32Kernel(
         `${pairs ? 'K' : k}, N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
     );
   }
-  const width = swiglu ? 2 * k : k;
-  if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
-    throw new HloBuildError(
-      `matmulF32Kernel: x must be f32 [T, ` +
-        `${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
-    );
-  }
-  if (layer.elementType !== 's32' || layer.dims.length !== 0)
-    throw new HloBuildError(`matmulF32Kernel: layer must be s32[], got ${layer.type}`);
+  checkRowsAndLayer('matmulF32Kernel', x, swiglu ? 2 * k : k, swiglu, stacked, layer);
   return kernelCall(
     f,
     x,
@@ -279,6 +263,24 @@ export function matmulF32Kernel(
     [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET],
     rows,
   );
+}
+
+/** x f32 [T, width] (gate | up where `swiglu`) and the layer s32 [] of a kernel product, or `op`'s error. */
+function checkRowsAndLayer(
+  op: string,
+  x: HloValue,
+  width: number,
+  swiglu: boolean,
+  stacked: HloValue,
+  layer: HloValue,
+): void {
+  if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
+    throw new HloBuildError(
+      `${op}: x must be f32 [T, ${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
+    );
+  }
+  if (layer.elementType !== 's32' || layer.dims.length !== 0)
+    throw new HloBuildError(`${op}: layer must be s32[], got ${layer.type}`);
 }
 
 /**
