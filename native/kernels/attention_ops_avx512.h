@@ -42,7 +42,8 @@ struct Avx512Ops {
   static_assert(kStepRows == 12, "the AVX-512 tiles are written out for 12 rows");
 
   // c[r][0:32] (+)= sum over k of a[r * a_row + k] * (b0[k * b_row + 0:16], b1[k * b_row + 0:16])
-  // for the step's 12 rows: 24 accumulators, 2 loads and 12 broadcast FMAs pairs per k.
+  // for the step's 12 rows: 24 accumulators, 2 loads and 12 broadcast FMAs pairs per k. b1 lies in
+  // b0's array (the loop reads it at b0's pointer plus their distance).
   PJRT_SCORE_AVX512 static inline void Tile12x32(const float* a, int64_t a_row, const float* b0,
                                                  const float* b1, int64_t b_row, int64_t depth,
                                                  float* c, int64_t c_row, bool add) {
@@ -50,11 +51,17 @@ struct Avx512Ops {
 #define PJRT_SCORE_LOAD(r)                  \
   c##r##a = _mm512_loadu_ps(c + (r)*c_row); \
   c##r##b = _mm512_loadu_ps(c + (r)*c_row + 16);
-#define PJRT_SCORE_FMA(r)                              \
-  {                                                    \
-    const __m512 x = _mm512_set1_ps(a[(r)*a_row + k]); \
-    c##r##a = _mm512_fmadd_ps(x, v0, c##r##a);         \
-    c##r##b = _mm512_fmadd_ps(x, v1, c##r##b);         \
+// Row r's value at k: one of three row pointers (rows 0, 4 and 8) plus 0, 1, 2 or 3 rows (the
+// strides s1 and s3 as index registers, 2 rows as s1 scaled by 8), so the loop keeps 8 general
+// registers. With a pointer per row GCC ran out of them and moved some through vector registers
+// every k, moves that took slots on an FMA port: 2-5% of a projection's time (docs/performance.md).
+#define PJRT_SCORE_FMA(r)                                                                 \
+  {                                                                                       \
+    const float* row = (r) < 4 ? a0 : (r) < 8 ? a4 : a8;                                  \
+    const int64_t at = (r) % 4 == 0 ? 0 : (r) % 4 == 1 ? s1 : (r) % 4 == 2 ? 2 * s1 : s3; \
+    const __m512 x = _mm512_set1_ps(row[at]);                                             \
+    c##r##a = _mm512_fmadd_ps(x, v0, c##r##a);                                            \
+    c##r##b = _mm512_fmadd_ps(x, v1, c##r##b);                                            \
   }
 #define PJRT_SCORE_STORE(r)                 \
   _mm512_storeu_ps(c + (r)*c_row, c##r##a); \
@@ -63,9 +70,16 @@ struct Avx512Ops {
     if (add) {
       PJRT_SCORE_ROWS12(PJRT_SCORE_LOAD)
     }
-    for (int64_t k = 0; k < depth; ++k) {
-      const __m512 v0 = _mm512_loadu_ps(b0 + k * b_row);
-      const __m512 v1 = _mm512_loadu_ps(b1 + k * b_row);
+    const int64_t s1 = a_row, s3 = 3 * a_row, b1_at = b1 - b0;
+    const float* a0 = a;
+    const float* a4 = a + 4 * a_row;
+    const float* a8 = a + 8 * a_row;
+    const float* b = b0;
+    // Four k per iteration: the pointers' increments and the loop's test once per 96 FMAs.
+#pragma GCC unroll 4
+    for (int64_t k = 0; k < depth; ++k, ++a0, ++a4, ++a8, b += b_row) {
+      const __m512 v0 = _mm512_loadu_ps(b);
+      const __m512 v1 = _mm512_loadu_ps(b + b1_at);
       PJRT_SCORE_ROWS12(PJRT_SCORE_FMA)
     }
     PJRT_SCORE_ROWS12(PJRT_SCORE_STORE)
