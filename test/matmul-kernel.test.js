@@ -7,7 +7,7 @@
 //   on each path this CPU has (portable, avx512bf16: PJRT_SCORE_KERNEL_ISA, read on every call);
 // - against XLA's own bf16 x bf16 -> f32 dot of the same operands (another implementation);
 // - a malformed call is an error from the handler, and the process lives;
-// - its prologues (the layer's RMSNorm; SwiGLU of a gate | up input) against the same float64 loop
+// - its prologues (the layer's RMSNorm; SwiGLU or GeGLU of a gate | up input) against the same float64 loop
 //   after the prologue in float64, and against XLA's program for the same norm or activation and dot;
 // - weights packed once (the load's packing program, packMatmulWeights): the panels a plain JS loop
 //   lays out, bit for bit; the kernel on them gives what it gives on the stacked matrices, bit for bit
@@ -75,6 +75,18 @@ function fromBits(bits) {
 }
 
 /** Deterministic values in [-1, 1), some large and some tiny, so rounding matters. */
+// The prologues of an MLP's gate | up input [T, 2K]: SwiGLU, and Gemma's GeGLU (the tanh GELU).
+const GATED = ['swiglu', 'geglu'];
+
+/** XLA's program for a gated prologue: silu(gate) * up, or gelu_tanh(gate) * up as transformers writes it. */
+function xlaGated(f, kind, xs, T, K) {
+  const g = f.slice(xs, [0, 0], [T, K]);
+  const up = f.slice(xs, [0, K], [T, 2 * K]);
+  if (kind === 'swiglu') return f.multiply(f.multiply(g, f.logistic(g)), up);
+  const inner = f.multiply(f.add(g, f.multiply(f.multiply(f.multiply(g, g), g), 0.044715)), Math.sqrt(2 / Math.PI));
+  return f.multiply(f.multiply(f.multiply(g, 0.5), f.add(f.tanh(inner), 1)), up);
+}
+
 function fill(n, seed) {
   let s = seed >>> 0;
   return Float32Array.from({ length: n }, (_, i) => {
@@ -202,7 +214,7 @@ test("the kernel computes XLA's bf16 x bf16 -> f32 dot of the same operands", as
   t.end();
 });
 
-/** A row after a prologue, in float64: the RMSNorm of x with norm weights, or SwiGLU of gate | up. */
+/** A row after a prologue, in float64: the RMSNorm of x with norm weights, or SwiGLU or GeGLU (tanh GELU) of gate | up. */
 function prologueRows(kind, x, T, K, norm, eps) {
   const out = new Float64Array(T * K);
   for (let r = 0; r < T; r++) {
@@ -214,22 +226,26 @@ function prologueRows(kind, x, T, K, norm, eps) {
     } else {
       for (let c = 0; c < K; c++) {
         const g = x[r * 2 * K + c];
-        out[r * K + c] = (g / (1 + Math.exp(-g))) * x[r * 2 * K + K + c];
+        const activated =
+          kind === 'swiglu'
+            ? g / (1 + Math.exp(-g))
+            : 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g ** 3)));
+        out[r * K + c] = activated * x[r * 2 * K + K + c];
       }
     }
   }
   return Float32Array.from(out);
 }
 
-for (const kind of ['rmsNorm', 'swiglu']) {
+for (const kind of ['rmsNorm', ...GATED]) {
   test(`the ${kind} prologue: the float64 loop after the prologue in float64, and XLA's program for it`, async (t) => {
     const [T, K, N, Ly] = [21, 96, 40, 2];
     const eps = 1e-5;
-    const x = fill(T * (kind === 'swiglu' ? 2 : 1) * K, 77);
+    const x = fill(T * (GATED.includes(kind) ? 2 : 1) * K, 77);
     const w = fill(Ly * K * N, 78);
     const norms = Float32Array.from(fill(Ly * K, 79), (v) => 1 + v / 4);
     const prog = buildProgram(`matmul_kernel_${kind}`, (f) => {
-      const xs = f.param(TensorType.f32([T, (kind === 'swiglu' ? 2 : 1) * K]), 'x');
+      const xs = f.param(TensorType.f32([T, (GATED.includes(kind) ? 2 : 1) * K]), 'x');
       const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
       const ns = f.param(TensorType.f32([Ly, K]), 'norms');
       const layer = f.param(new TensorType('s32', []), 'layer');
@@ -239,7 +255,7 @@ for (const kind of ['rmsNorm', 'swiglu']) {
     const xla = buildProgram(
       `xla_${kind}`,
       (f) => {
-        const xs = f.param(TensorType.f32([T, (kind === 'swiglu' ? 2 : 1) * K]), 'x');
+        const xs = f.param(TensorType.f32([T, (GATED.includes(kind) ? 2 : 1) * K]), 'x');
         const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
         const ns = f.param(TensorType.f32([Ly, K]), 'norms');
         const layer = f.param(new TensorType('s32', []), 'layer');
@@ -248,8 +264,7 @@ for (const kind of ['rmsNorm', 'swiglu']) {
         if (kind === 'rmsNorm') {
           input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
         } else {
-          const g = f.slice(xs, [0, 0], [T, K]);
-          input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
+          input = xlaGated(f, kind, xs, T, K);
         }
         return { y: f.matmul(input, w1) };
       },
@@ -284,6 +299,17 @@ for (const kind of ['rmsNorm', 'swiglu']) {
     }
     t.end();
   });
+}
+
+/** sum over k of |gate[r, k] up[r, k] w[layer, k, c]| for each output (r, c) of a gate | up input x [T, 2K]. */
+function gateScale(x, w, T, K, N, layer) {
+  const out = new Float64Array(T * N);
+  for (let r = 0; r < T; r++)
+    for (let k = 0; k < K; k++) {
+      const gu = Math.abs(x[r * 2 * K + k] * x[r * 2 * K + K + k]);
+      for (let c = 0; c < N; c++) out[r * N + c] += gu * Math.abs(w[(layer * K + k) * N + c]);
+    }
+  return out;
 }
 
 /** The largest |product| of output i's sum (row r, column c). */
@@ -372,15 +398,15 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
   });
 }
 
-test('packed weights with the RMSNorm and SwiGLU prologues: what the stacked matrices give, bit for bit', async (t) => {
+test('packed weights with the RMSNorm, SwiGLU and GeGLU prologues: what the stacked matrices give, bit for bit', async (t) => {
   const [T, K, N, Ly] = [21, 96, 40, 2];
   const w = fill(Ly * K * N, 78);
   const norms = Float32Array.from(fill(Ly * K, 79), (v) => 1 + v / 4);
-  for (const kind of ['rmsNorm', 'swiglu']) {
-    const x = fill(T * (kind === 'swiglu' ? 2 : 1) * K, 77);
+  for (const kind of ['rmsNorm', ...GATED]) {
+    const x = fill(T * (GATED.includes(kind) ? 2 : 1) * K, 77);
     const program = (packed) =>
       buildProgram(`matmul_kernel_${kind}_${packed ? 'packed' : 'stacked'}`, (f) => {
-        const xs = f.param(TensorType.f32([T, (kind === 'swiglu' ? 2 : 1) * K]), 'x');
+        const xs = f.param(TensorType.f32([T, (GATED.includes(kind) ? 2 : 1) * K]), 'x');
         const ws = f.param(new TensorType('u16', packed ? packedMatmulDims([Ly, K, N]) : [Ly, K, N]), 'w');
         const ns = f.param(TensorType.f32([Ly, K]), 'norms');
         const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : { kind };
@@ -491,14 +517,14 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
     const w = fill(Ly * K * N, N * 7 + Ly);
     const norms = Float32Array.from(fill(Ly * K, K + 3), (v) => 1 + v / 4);
     const eps = 1e-5;
-    for (const kind of ['none', 'rmsNorm', 'swiglu']) {
-      const width = (kind === 'swiglu' ? 2 : 1) * K;
+    for (const kind of ['none', 'rmsNorm', ...GATED]) {
+      const width = (GATED.includes(kind) ? 2 : 1) * K;
       const x = fill(T * width, T * 5 + K + kind.length);
       const program = buildProgram(`matmul_f32_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
         const xs = f.param(TensorType.f32([T, width]), 'x');
         const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
         const ns = f.param(TensorType.f32([Ly, K]), 'norms');
-        const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps } : kind === 'swiglu' ? { kind } : undefined;
+        const prologue = kind === 'rmsNorm' ? { kind, weights: ns, eps } : GATED.includes(kind) ? { kind } : undefined;
         return { y: matmulF32Kernel(f, xs, ws, f.param(new TensorType('s32', []), 'layer'), prologue) };
       });
       const xla = buildProgram(
@@ -512,10 +538,7 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
           let input = xs;
           if (kind === 'rmsNorm')
             input = nn.rmsNorm(f, xs, f.reshape(f.dynamicSlice(ns, [layer, f.scalar(0, 's32')], [1, K]), [K]), eps);
-          if (kind === 'swiglu') {
-            const g = f.slice(xs, [0, 0], [T, K]);
-            input = f.multiply(f.multiply(g, f.logistic(g)), f.slice(xs, [0, K], [T, 2 * K]));
-          }
+          if (GATED.includes(kind)) input = xlaGated(f, kind, xs, T, K);
           return { y: f.matmul(input, w1) };
         },
         { dotPrecision: 'HIGHEST' },
@@ -524,8 +547,11 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
         const rows = kind === 'none' ? x : prologueRows(kind, x, T, K, norms.subarray(layer * K, (layer + 1) * K), eps);
         const { out, scale } = referenceF32(rows, w, T, K, N, layer);
         // An FMA chain of K products: K 2^-24 sum|products|; the prologue's rows in f32 (its sums of K squares,
-        // its logistic) another K + 16 ulps of each product.
-        const bound = (i) => (kind === 'none' ? K : 2 * K + 16) * 2 ** -24 * scale[i] + 1e-30;
+        // its logistic) another K + 16 ulps of each product. GeGLU's activation in f32 is within 32 ulps of
+        // |gate| (XLA's 0.5 g (1 + tanh(u)) loses 1 + tanh(u)'s digits where it cancels, to |gate| 2^-24).
+        const gates = kind === 'geglu' ? gateScale(x, w, T, K, N, layer) : null;
+        const bound = (i) =>
+          (kind === 'none' ? K : 2 * K + 16) * 2 ** -24 * scale[i] + (gates ? 32 * 2 ** -24 * gates[i] : 0) + 1e-30;
         const [want] = await runProgram(client, xla, [x, w, norms, Int32Array.of(layer)]);
         for (const [isa, path] of F32_PATHS) {
           await withIsa(isa, async () => {
@@ -593,8 +619,8 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
     const norms = Float32Array.from(fill(Ly * K, K + 5), (v) => 1 + v / 4);
     const live = Int32Array.from({ length: T }, (_, r) => (r % 5 === 2 ? 0 : 1));
     const residual = fill(T * N, T + N);
-    for (const kind of ['none', 'rmsNorm', 'swiglu']) {
-      const width = (kind === 'swiglu' ? 2 : 1) * K;
+    for (const kind of ['none', 'rmsNorm', ...GATED]) {
+      const width = (GATED.includes(kind) ? 2 : 1) * K;
       const x = fill(T * width, T * 3 + K + kind.length);
       const call = (packed) =>
         buildProgram(`matmul_f32_${packed ? 'packed' : 'stacked'}_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
@@ -604,7 +630,7 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
           const lv = f.param(new TensorType('s32', [T]), 'live');
           const rs = f.param(TensorType.f32([T, N]), 'residual');
           const prologue =
-            kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+            kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : GATED.includes(kind) ? { kind } : undefined;
           return {
             y: matmulF32Kernel(
               f,
@@ -652,8 +678,8 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
     const live = Int32Array.from({ length: T }, (_, r) => (r % 5 === 1 ? 0 : 1));
     const residual = fill(T * N, T + N + 1);
     for (const wType of ['u16', 'bf16']) {
-      for (const kind of ['none', 'rmsNorm', 'swiglu']) {
-        const width = (kind === 'swiglu' ? 2 : 1) * K;
+      for (const kind of ['none', 'rmsNorm', ...GATED]) {
+        const width = (GATED.includes(kind) ? 2 : 1) * K;
         const x = fill(T * width, T * 5 + K + kind.length);
         const call = (packed) =>
           buildProgram(`matmul_f32_${packed ? `pairs_${wType}` : 'stacked'}_${kind}_${T}_${K}_${N}_${Ly}`, (f) => {
@@ -663,7 +689,7 @@ for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
             const lv = f.param(new TensorType('s32', [T]), 'live');
             const rs = f.param(TensorType.f32([T, N]), 'residual');
             const prologue =
-              kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+              kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : GATED.includes(kind) ? { kind } : undefined;
             const layer = f.param(new TensorType('s32', []), 'layer');
             const rows = { live: lv, residual: rs };
             return { y: matmulF32Kernel(f, xs, ws, layer, prologue, rows, packed ? N : undefined) };
@@ -702,8 +728,8 @@ test("live rows and the residual epilogue: each kernel and prologue skips the pa
   const norms = Float32Array.from(fill(Ly * K, 43), (v) => 1 + v / 4);
   const residual = fill(T * N, 53);
   for (const kernel of ['bf16', 'f32']) {
-    for (const kind of ['none', 'rmsNorm', 'swiglu']) {
-      const width = (kind === 'swiglu' ? 2 : 1) * K;
+    for (const kind of ['none', 'rmsNorm', ...GATED]) {
+      const width = (GATED.includes(kind) ? 2 : 1) * K;
       const x = fill(T * width, 47 + kind.length);
       // The full call (every row, no residual), and the call with live rows, with or without the residual.
       const program = (withLive, withResidual) =>
@@ -715,7 +741,7 @@ test("live rows and the residual epilogue: each kernel and prologue skips the pa
           const liveParam = f.param(new TensorType('s32', [T]), 'live');
           const residualParam = f.param(TensorType.f32([T, N]), 'residual');
           const prologue =
-            kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : kind === 'swiglu' ? { kind } : undefined;
+            kind === 'rmsNorm' ? { kind, weights: ns, eps: 1e-5 } : GATED.includes(kind) ? { kind } : undefined;
           const rows = { live: withLive ? liveParam : undefined, residual: withResidual ? residualParam : undefined };
           const y =
             kernel === 'bf16'

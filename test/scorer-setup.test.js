@@ -287,7 +287,7 @@ test('one setup decides the precision, the weight type and the packed matrices t
   t.equal(intel.precisionChoice.precision, 'highest', `Intel, auto: ${intel.precisionChoice.reason}`);
   t.equal(intel.weightChoice.weightType, 'bf16', `the checkpoint's bf16 weights: ${intel.weightChoice.reason}`);
   t.equal(intel.matmulKernel, 'f32', 'the f32 kernel, widening them');
-  // Gemma's GeGLU down projection is XLA's dot: a bf16 checkpoint would be widened there on every call.
+  // Gemma's GeGLU down projection goes through the kernel too (GeGLU its prologue): the checkpoint's bf16 kept.
   const gemma = setup({
     config: {
       ...config,
@@ -302,8 +302,8 @@ test('one setup decides the precision, the weight type and the packed matrices t
   });
   t.deepEqual(
     [gemma.weightChoice.weightType, gemma.matmulKernel, gemma.packed.for, [...gemma.packed.matrices].sort()],
-    ['f32', 'f32', 'f32', ['wGateUp', 'wO', 'wQkv']],
-    "Gemma there: f32 weights, the kernel's three matrices as f32 panels",
+    ['bf16', 'f32', 'bf16', ['wDown', 'wGateUp', 'wO', 'wQkv']],
+    "Gemma there: its bf16 weights, all four matrices as bf16 pairs for the f32 kernel",
   );
   const intelBf16 = setup({
     plugin: cpu,

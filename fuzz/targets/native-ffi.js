@@ -5,8 +5,9 @@
 // matmul kernel (native/kernels/matmul_bf16_ffi.cc: plain, with the RMSNorm or
 // SwiGLU prologue, or plain on bf16 bits typed u16, by its two low bits; with
 // bit 3 set, on weights packed as the load packs them: u16 panels; with bit 4
-// set, the f32 kernel's plain, RMSNorm or SwiGLU target on f32 weights; with bit 5 set, with the
-// live rows operand, its flags from the input's lengths); with bit 6 set (bit 2 clear), the packed
+// set, the f32 kernel's plain, RMSNorm or SwiGLU target on f32 weights; with bit 7 set, GeGLU in
+// place of SwiGLU; with bit 5 set, with the live rows operand, its flags from the input's
+// lengths); with bit 6 set (bit 2 clear), the packed
 // pass's joined attention target (prefix_attention_ffi.h: query and items in one call), and with
 // bit 7 set too, its rotating variant on the q | k | v projection:
 // operand shapes, element types and counts decoded
@@ -42,6 +43,8 @@ const MATMUL_F32 = [
   'pjrt_score_matmul_f32_swiglu',
   'pjrt_score_matmul_f32',
 ];
+// Form 2 (a gate | up input) with GeGLU instead of SwiGLU: bit 128 of the first byte.
+const MATMUL_GEGLU = { bf16: 'pjrt_score_matmul_bf16_geglu', f32: 'pjrt_score_matmul_f32_geglu' };
 // '' leaves the variable unset; a cap above the CPU's best, or an unknown one, must change nothing.
 const ISA_CAPS = ['', 'portable', 'avx2', 'avx512', 'avx512bf16', 'amx', 'sse9'];
 
@@ -157,7 +160,9 @@ function decode(data) {
   const joined = !matmul && (first & 64) === 64;
   const rope = joined && (first & 128) === 128;
   const target = matmul
-    ? (f32 ? MATMUL_F32 : MATMUL)[first & 3]
+    ? (first & 3) === 2 && (first & 128) === 128
+      ? MATMUL_GEGLU[f32 ? 'f32' : 'bf16']
+      : (f32 ? MATMUL_F32 : MATMUL)[first & 3]
     : (rope ? QUERY_ITEMS_ROPE : joined ? QUERY_ITEMS : causal ? CAUSAL : PREFIX) + (first & 2 ? '_bf16' : '');
   const ops = matmul
     ? wellFormedMatmul(first & 3, (first & 8) === 8, f32, (first & 32) === 32, next)

@@ -14,7 +14,6 @@ import {
   CausalAttention,
   checkCausalAttention,
   checkPrefixAttention,
-  KERNEL_MATRICES,
   kernelMatrices,
   KernelMatrixName,
   PackedFor,
@@ -186,21 +185,19 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   // f32 dots through the f32 kernel where the facts take it: it reads f32 weights, and bf16 ones widened exactly.
   const f32Kernel = precision !== 'bf16' && f32DotsByKernel(facts, kernelPaths);
   const bf16Dots = precision === 'bf16' && (matmulKernel || plugin.platformName !== 'cpu');
-  // The f32 kernel reads a bf16 checkpoint as it lies only where it takes every layer matrix (not Gemma's wDown, which
-  // XLA's f32 dot would then widen on every call).
-  const f32KernelReadsAll =
-    f32Kernel && kernelMatrices(config, { matmulKernelF32: true, weights: 'bf16' }).length === KERNEL_MATRICES.length;
+  // The f32 kernel takes every layer matrix (each MLP's activation its prologue), so it reads a bf16 checkpoint as it
+  // lies.
   const weightChoice = chooseWeightType(input.weights, {
     platform: plugin.platformName,
     config,
     matrixType: input.matrixType,
-    readsBf16: bf16Dots || f32KernelReadsAll,
+    readsBf16: bf16Dots || f32Kernel,
   });
   const weightType = weightChoice.weightType;
   // The matrices the bf16 kernel reads, stored packed for it (the decoder's
   // kernelMatrices: the load packs them, the programs declare them).
   const packedMatrices = matmulKernel
-    ? kernelMatrices(config, {
+    ? kernelMatrices({
         dotOperands: 'bf16',
         matmulKernel: true,
         bf16Products: facts.bf16Products,
@@ -210,7 +207,7 @@ export function scorerSetup(input: SetupInput): ScorerSetup {
   // The f32 kernel's matrices (not int8), packed at load into panels it streams from the cache: f32 panels of f32
   // weights, a bf16 checkpoint's pairs as they lie (the decoder's packedForm).
   const f32Options = { matmulKernelF32: true, weights: weightType } as const;
-  const f32Packed = f32Kernel ? kernelMatrices(config, f32Options) : [];
+  const f32Packed = f32Kernel ? kernelMatrices(f32Options) : [];
   // The platform's default forms; cuDNN's (bf16 q, k, v) only under bf16 dots with the pinned plugin.
   const { pluginPath, platformName } = plugin;
   const pinned = isCudnnPinnedPlugin(pluginPath, platformName);

@@ -114,11 +114,11 @@ bool CompareMatmul(KernelIsa isa, std::string* detail) {
   const struct {
     Weights weights;
     Prologue prologue;
-  } kForms[] = {{Weights::kF32, Prologue::kNone},
-                {Weights::kBf16Bits, Prologue::kNone},
-                {Weights::kF32, Prologue::kRmsNorm},
-                {Weights::kF32, Prologue::kSwiGlu},
-                {Weights::kPacked, Prologue::kRmsNorm}};
+  } kForms[] = {
+      {Weights::kF32, Prologue::kNone},    {Weights::kBf16Bits, Prologue::kNone},
+      {Weights::kF32, Prologue::kRmsNorm}, {Weights::kF32, Prologue::kSwiGlu},
+      {Weights::kF32, Prologue::kGeGlu},   {Weights::kPacked, Prologue::kRmsNorm},
+  };
   float worst = 0.f;
   for (const auto& form : kForms) {
     std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
@@ -159,7 +159,8 @@ bool CompareMatmulF32(KernelIsa isa, std::string* detail) {
                            norm = Fill(kDepth, 14);
   using Prologue = MatmulArgs::Prologue;
   float worst = 0.f;
-  for (const Prologue prologue : {Prologue::kNone, Prologue::kRmsNorm, Prologue::kSwiGlu}) {
+  for (const Prologue prologue :
+       {Prologue::kNone, Prologue::kRmsNorm, Prologue::kSwiGlu, Prologue::kGeGlu}) {
     std::vector<float> got(kRowsT * kWidth), want(kRowsT * kWidth);
     MatmulArgs a;
     a.t = kRowsT, a.k = kDepth, a.n = kWidth, a.x = x.data(), a.w = w.data();

@@ -4,7 +4,9 @@
 // round it (the prologue, what the program would otherwise compute in XLA loops before the dot):
 // - kRmsNorm: x [T, K] -> x * rsqrt(mean(x^2) + eps) * norm, norm [K] (lib/hlo/nn/functions.ts
 //   rmsNorm);
-// - kSwiGlu: x [T, 2K] (gate | up) -> gate * logistic(gate) * up, the SwiGLU MLP's activation.
+// - kSwiGlu: x [T, 2K] (gate | up) -> gate * logistic(gate) * up, the SwiGLU MLP's activation;
+// - kGeGlu: x [T, 2K] (gate | up) -> gelu_tanh(gate) * up, Gemma's GeGLU (transformers'
+//   gelu_pytorch_tanh: 0.5 g (1 + tanh(sqrt(2 / pi) (g + 0.044715 g^3)))).
 //
 // A call may skip rows (`live`): a pass's padding rows (a query or an item shorter than its
 // bucket) are never computed, their products 0 (matmul_rows.h). It may add a residual to its
@@ -34,10 +36,10 @@ constexpr int64_t kMatmulPanelColumns = 32;
 
 struct MatmulArgs {
   enum class Weights { kF32, kBf16Bits, kPacked, kPackedF32 };
-  enum class Prologue { kNone, kRmsNorm, kSwiGlu };
+  enum class Prologue { kNone, kRmsNorm, kSwiGlu, kGeGlu };
   int64_t t = 0, k = 0, n = 0;
   Prologue prologue = Prologue::kNone;
-  const float* x = nullptr;     // [T, K]; [T, 2K] for kSwiGlu
+  const float* x = nullptr;     // [T, K]; [T, 2K] for kSwiGlu and kGeGlu
   const float* norm = nullptr;  // kRmsNorm: [K]
   float eps = 0.f;              // kRmsNorm
   const void* w = nullptr;      // [K, N]: floats or bf16 bits (uint16_t); kPacked*: the panels
@@ -48,5 +50,10 @@ struct MatmulArgs {
   // [T, N]: added to the product (out = residual + product); nullptr: none.
   const float* residual = nullptr;
 };
+
+// The prologue reads a gate | up row of width 2K (SwiGLU, GeGLU).
+constexpr bool GatedPrologue(MatmulArgs::Prologue p) {
+  return p == MatmulArgs::Prologue::kSwiGlu || p == MatmulArgs::Prologue::kGeGlu;
+}
 
 }  // namespace pjrt_score

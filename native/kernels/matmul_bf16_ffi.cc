@@ -103,11 +103,11 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
   // Packed panels: bf16 pairs (rank 5) or f32 (rank 4: only the f32 kernel takes it).
   const bool packed = w->rank == 5 || w->rank == 4;
   const bool packed_f32 = w->rank == 4;
-  const int64_t x_k = kPrologue == Prologue::kSwiGlu ? x->dims[1] / 2 : x->dims[1];
+  const int64_t x_k = GatedPrologue(kPrologue) ? x->dims[1] / 2 : x->dims[1];
   const int64_t t = x->dims[0], layers = w->dims[0];
   // Packed panels do not say K and N exactly (both are rounded up): x and the result do.
   const int64_t k = packed ? x_k : w->dims[1], n = packed ? o->dims[1] : w->dims[2];
-  const int64_t x_width = kPrologue == Prologue::kSwiGlu ? 2 * k : k;
+  const int64_t x_width = GatedPrologue(kPrologue) ? 2 * k : k;
   if (packed_f32) {
     const int64_t panels = (n + kMatmulPanelColumns - 1) / kMatmulPanelColumns;
     if (layers == 0 || x->dims[1] != x_width || w->dims[1] != panels || w->dims[2] != k ||
@@ -116,7 +116,7 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
              std::to_string(kMatmulPanelColumns) + "), K, " + std::to_string(kMatmulPanelColumns) +
              "] = [Ly, " + std::to_string(panels) + ", " + std::to_string(k) + ", " +
              std::to_string(kMatmulPanelColumns) + "] for x " + DimsText(x) + " and the result " +
-             DimsText(o) + (kPrologue == Prologue::kSwiGlu ? " (x's width even: gate | up)" : "");
+             DimsText(o) + (GatedPrologue(kPrologue) ? " (x's width even: gate | up)" : "");
       return false;
     }
   } else if (packed) {
@@ -128,13 +128,13 @@ bool DecodeMatmul(const CallFrame* frame, MatmulArgs* out, std::string* why) {
              std::to_string(kMatmulPanelColumns) + ", 2] = [Ly, " + std::to_string(panels) + ", " +
              std::to_string((k + 1) / 2) + ", " + std::to_string(kMatmulPanelColumns) +
              ", 2] for x " + DimsText(x) + " and the result " + DimsText(o) +
-             (kPrologue == Prologue::kSwiGlu ? " (x's width even: gate | up)" : "");
+             (GatedPrologue(kPrologue) ? " (x's width even: gate | up)" : "");
       return false;
     }
   } else if (layers == 0 || x->dims[1] != x_width) {
     *why = "weights " + DimsText(w) + " must be [Ly >= 1, K, N] with " +
-           (kPrologue == Prologue::kSwiGlu ? "2K" : "K") + " = " + std::to_string(x->dims[1]) +
-           " of x " + DimsText(x);
+           (GatedPrologue(kPrologue) ? "2K" : "K") + " = " + std::to_string(x->dims[1]) + " of x " +
+           DimsText(x);
     return false;
   }
   if (norm && (norms->dims[0] != layers || norms->dims[1] != k)) {
@@ -190,6 +190,11 @@ xla_ffi::Error* MatmulBf16SwiGluHandler(CallFrame* frame) {
       frame, kMatmulBf16SwiGluTarget);
 }
 
+xla_ffi::Error* MatmulBf16GeGluHandler(CallFrame* frame) {
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kGeGlu>, RunMatmulBf16>(
+      frame, kMatmulBf16GeGluTarget);
+}
+
 xla_ffi::Error* MatmulF32Handler(CallFrame* frame) {
   return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kNone, true>, RunMatmulF32>(
       frame, kMatmulF32Target);
@@ -203,6 +208,11 @@ xla_ffi::Error* MatmulF32RmsNormHandler(CallFrame* frame) {
 xla_ffi::Error* MatmulF32SwiGluHandler(CallFrame* frame) {
   return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kSwiGlu, true>, RunMatmulF32>(
       frame, kMatmulF32SwiGluTarget);
+}
+
+xla_ffi::Error* MatmulF32GeGluHandler(CallFrame* frame) {
+  return ffi::Handle<MatmulArgs, DecodeMatmul<Prologue::kGeGlu, true>, RunMatmulF32>(
+      frame, kMatmulF32GeGluTarget);
 }
 
 }  // namespace pjrt_score

@@ -1,7 +1,7 @@
 // What the matmul kernels (matmul_bf16.cc, matmul_f32.cc) compute from a call's input before its
 // product, one row at a time in f32 (matmul_args.h, MatmulArgs::Prologue): the layer's
-// RMSNorm, or SwiGLU of a gate | up row. A portable loop, and an AVX-512 one (per-function target
-// attribute: kernel_isa.h decides at run time whether it may run).
+// RMSNorm, or SwiGLU or GeGLU of a gate | up row. A portable loop, and an AVX-512 one (per-function
+// target attribute: kernel_isa.h decides at run time whether it may run).
 #pragma once
 
 #include <cmath>
@@ -20,6 +20,15 @@
 
 namespace pjrt_score {
 namespace matmul {
+
+// gelu_tanh(g) = 0.5 g (1 + tanh(u)), u = sqrt(2 / pi) (g + 0.044715 g^3), is g logistic(2u), which
+// both prologues compute: 1 + tanh(u) loses its digits where it cancels (u below -3 or so), the
+// logistic does not.
+constexpr float kGeluCubic = 0.044715f;
+constexpr float kGeluTwiceScale = 1.5957691216057308f;  // 2 sqrt(2 / pi)
+
+// 2u = 2 sqrt(2 / pi) g (1 + 0.044715 g^2), one element.
+inline float GeluTwiceU(float g) { return kGeluTwiceScale * g * (1.f + kGeluCubic * g * g); }
 
 // Row r of the call's input after its prologue, in f32 (`row`: k floats).
 inline void PrologueRowPortable(const MatmulArgs& a, int64_t r, float* row) {
@@ -42,6 +51,13 @@ inline void PrologueRowPortable(const MatmulArgs& a, int64_t r, float* row) {
       for (int64_t c = 0; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-gate[c])) * up[c];
       return;
     }
+    case MatmulArgs::Prologue::kGeGlu: {
+      const float* gate = a.x + r * 2 * k;
+      const float* up = gate + k;
+      for (int64_t c = 0; c < k; ++c)
+        row[c] = gate[c] / (1.f + std::exp(-GeluTwiceU(gate[c]))) * up[c];
+      return;
+    }
   }
 }
 
@@ -61,7 +77,7 @@ PJRT_SCORE_AVX512F inline __m512 Logistic(__m512 g) {
   return _mm512_div_ps(one, _mm512_add_ps(one, attention::Avx512Ops::Exp2(t)));
 }
 
-// Row r after a prologue (kRmsNorm or kSwiGlu) into `row` (k floats), 16 at a time.
+// Row r after a prologue (kRmsNorm, kSwiGlu or kGeGlu) into `row` (k floats), 16 at a time.
 PJRT_SCORE_AVX512F inline void PrologueRowAvx512(const MatmulArgs& a, int64_t r, float* row) {
   const int64_t k = a.k;
   int64_t c = 0;
@@ -85,6 +101,18 @@ PJRT_SCORE_AVX512F inline void PrologueRowAvx512(const MatmulArgs& a, int64_t r,
   }
   const float* gate = a.x + r * 2 * k;
   const float* up = gate + k;
+  if (a.prologue == MatmulArgs::Prologue::kGeGlu) {
+    const __m512 cubic = _mm512_set1_ps(kGeluCubic), twice_scale = _mm512_set1_ps(kGeluTwiceScale);
+    for (; c + 16 <= k; c += 16) {
+      const __m512 g = _mm512_loadu_ps(gate + c);
+      const __m512 inner = _mm512_fmadd_ps(_mm512_mul_ps(cubic, g), g, _mm512_set1_ps(1.f));
+      const __m512 two_u = _mm512_mul_ps(_mm512_mul_ps(twice_scale, g), inner);
+      const __m512 v = _mm512_mul_ps(_mm512_mul_ps(g, Logistic(two_u)), _mm512_loadu_ps(up + c));
+      _mm512_storeu_ps(row + c, v);
+    }
+    for (; c < k; ++c) row[c] = gate[c] / (1.f + std::exp(-GeluTwiceU(gate[c]))) * up[c];
+    return;
+  }
   for (; c + 16 <= k; c += 16) {
     const __m512 g = _mm512_loadu_ps(gate + c);
     const __m512 v = _mm512_mul_ps(_mm512_mul_ps(g, Logistic(g)), _mm512_loadu_ps(up + c));

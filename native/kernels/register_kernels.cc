@@ -25,9 +25,11 @@ bool RegisterKernels(const Plugin& plugin, std::string* why) {
       {kMatmulBf16Target, &MatmulBf16Handler},
       {kMatmulBf16RmsNormTarget, &MatmulBf16RmsNormHandler},
       {kMatmulBf16SwiGluTarget, &MatmulBf16SwiGluHandler},
+      {kMatmulBf16GeGluTarget, &MatmulBf16GeGluHandler},
       {kMatmulF32Target, &MatmulF32Handler},
       {kMatmulF32RmsNormTarget, &MatmulF32RmsNormHandler},
       {kMatmulF32SwiGluTarget, &MatmulF32SwiGluHandler},
+      {kMatmulF32GeGluTarget, &MatmulF32GeGluHandler},
   };
   static std::mutex mu;
   static std::map<const Plugin*, std::string> done;  // plugin -> "" (registered) or why not

@@ -10,7 +10,7 @@ export { decoderExtend, decoderFused, decoderPrefill } from './pass-programs';
 export type { ExtendShape, FactoredDecoderShape, PrefillShape } from './pass-programs';
 export type { DecoderOptions } from './options';
 export { kernelMatrices, packedForm } from './options';
-export { BF16_MATRICES, INT8_BLOCK, KERNEL_MATRICES, decoderWeightSpecs, int8Unsupported, qkvWidth } from './layout';
+export { BF16_MATRICES, INT8_BLOCK, decoderWeightSpecs, int8Unsupported, qkvWidth } from './layout';
 export type {
   Bf16Matrices,
   DecoderDims,

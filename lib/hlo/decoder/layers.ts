@@ -20,7 +20,7 @@ export type { Weights } from './projections';
 
 function weightSpecs(d: DecoderDims, options: DecoderOptions): DecoderWeightSpec[] {
   const packed = options.packedMatrices ?? [];
-  const reads = kernelMatrices(d, options);
+  const reads = kernelMatrices(options);
   const form = packedForm(options);
   const stray = packed.find((name) => !reads.includes(name) || !form);
   if (stray)
@@ -162,7 +162,7 @@ export function layerLoop(f: FunctionBuilder, x: LayerLoopInputs): { hidden: Hlo
   const nExtra = x.extraCarried.length;
   const narrowProducts = bf16Products(x.options);
   const arithmetic = arithmeticOf(x.options);
-  const takes = kernelMatrices(d, x.options);
+  const takes = kernelMatrices(x.options);
   // Each matrix's width [Ly, in, out] as built (a packed array rounds it up).
   const columns = Object.fromEntries(perLayer.map((spec) => [spec.name, (spec.packedFrom?.dims ?? spec.dims)[2]]));
   const [hidden, ...carriedOut] = f.forLoop(

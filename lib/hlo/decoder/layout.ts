@@ -195,8 +195,7 @@ export interface DecoderWeightSpec {
 }
 
 /** The layer matrices the matmul kernels can read packed. */
-export const KERNEL_MATRICES = ['wQkv', 'wO', 'wGateUp', 'wDown'] as const;
-export type KernelMatrixName = (typeof KERNEL_MATRICES)[number];
+export type KernelMatrixName = 'wQkv' | 'wO' | 'wGateUp' | 'wDown';
 
 const MATRICES: readonly MatrixName[] = ['embedding', 'lmHead', 'wQkv', 'wO', 'wGateUp', 'wDown'];
 

@@ -5,7 +5,7 @@
  */
 import { ProgramOptions } from '../builder/program';
 import { CausalAttention, PrefixAttention, causalAttentionNameTag, prefixAttentionTag } from '../attention';
-import { Bf16Matrices, DecoderDims, KernelMatrixName, WeightType } from './layout';
+import { Bf16Matrices, KernelMatrixName, WeightType } from './layout';
 import type { PackedFor } from '../nn/matmul-kernel';
 
 /** Options of the decoder programs: the dot precision, and the element type of the weights on the device. */
@@ -129,17 +129,13 @@ export function packedForm(options: DecoderOptions): PackedFor | undefined {
 
 /**
  * The layer matrices whose projections run through a matmul kernel under these options, and so the
- * ones a load may store packed for it: wO always, q|k|v and gate|up unless their products
- * are bf16, wDown unless the MLP is Gemma's GeGLU. Both kernels read f32 and bf16 weights, not int8;
- * none without a kernel.
+ * ones a load may store packed for it: wO and wDown (SwiGLU or Gemma's GeGLU its prologue) always,
+ * q|k|v and gate|up unless their products are bf16. Both kernels read f32 and bf16 weights, not
+ * int8; none without a kernel.
  */
-export function kernelMatrices(d: Pick<DecoderDims, 'gemma'>, options: DecoderOptions): KernelMatrixName[] {
+export function kernelMatrices(options: DecoderOptions): KernelMatrixName[] {
   const weights = options.weights ?? 'f32';
   const taken = (matmulKernel(options) || matmulKernelF32(options)) && weights !== 'int8';
   if (!taken) return [];
-  return [
-    ...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)),
-    'wO',
-    ...(d.gemma ? [] : (['wDown'] as const)),
-  ];
+  return [...(bf16Products(options) ? [] : (['wQkv', 'wGateUp'] as const)), 'wO', 'wDown'];
 }

@@ -97,8 +97,8 @@ export function projectNormed(
 
 /**
  * The MLP's down projection of its gate | up product [T, 2F]: SwiGLU (Gemma: GeGLU, tanh GELU) then
- * wDown; SwiGLU inside the matmul kernel's call where it takes wDown (its prologue), and `residual`
- * (where given) added by it too (its epilogue).
+ * wDown; the activation inside the matmul kernel's call where it takes wDown (its prologue), and
+ * `residual` (where given) added by it too (its epilogue).
  */
 export function mlpDown(
   f: FunctionBuilder,
@@ -108,8 +108,8 @@ export function mlpDown(
   kernel?: LayerMatrices,
   residual?: HloValue,
 ): HloValue {
-  const byKernel = gemma ? undefined : kernelFor(kernel, 'wDown');
-  if (byKernel) return kernelProduct(f, gateUp, byKernel, { kind: 'swiglu' }, residual);
+  const byKernel = kernelFor(kernel, 'wDown');
+  if (byKernel) return kernelProduct(f, gateUp, byKernel, { kind: gemma ? 'geglu' : 'swiglu' }, residual);
   const [t, width] = gateUp.dims;
   const F = width / 2;
   const gate = f.slice(gateUp, [0, 0], [t, F]);

@@ -7,7 +7,8 @@
  *
  * where x may first be computed from the call's input row by a prologue, in f32, as the program
  * would compute it before the dot (functions.ts): the layer's RMSNorm (`rmsNorm`: its stacked
- * weights [Ly, K] and eps), or the SwiGLU activation of a gate | up input [T, 2K] (`swiglu`).
+ * weights [Ly, K] and eps), or the activation of a gate | up input [T, 2K]: SwiGLU (`swiglu`) or Gemma's
+ * GeGLU, the tanh GELU (`geglu`).
  * The weights go in stacked, with the layer's index (clamped like a dynamic slice's start), so no
  * per-layer slice of them is ever copied: either as the matrices [Ly, K, N], which the kernel rounds
  * and packs into 32-column panels every call, or already packed (`packMatmulWeights`, run once when a
@@ -25,16 +26,40 @@ import { bf16Bits } from './functions';
 export const MATMUL_BF16_TARGET = 'pjrt_score_matmul_bf16';
 export const MATMUL_BF16_RMSNORM_TARGET = 'pjrt_score_matmul_bf16_rmsnorm';
 export const MATMUL_BF16_SWIGLU_TARGET = 'pjrt_score_matmul_bf16_swiglu';
+const MATMUL_BF16_GEGLU_TARGET = 'pjrt_score_matmul_bf16_geglu';
 /**
  * The f32 kernel's targets: the same operands and prologues, f32 products and sums, f32 weights [Ly, K, N] or packed.
  */
 export const MATMUL_F32_TARGET = 'pjrt_score_matmul_f32';
 export const MATMUL_F32_RMSNORM_TARGET = 'pjrt_score_matmul_f32_rmsnorm';
 export const MATMUL_F32_SWIGLU_TARGET = 'pjrt_score_matmul_f32_swiglu';
+const MATMUL_F32_GEGLU_TARGET = 'pjrt_score_matmul_f32_geglu';
 
 /** What the kernel computes from its input before rounding it. */
 export type MatmulPrologue =
-  { readonly kind: 'rmsNorm'; readonly weights: HloValue; readonly eps: number } | { readonly kind: 'swiglu' };
+  | { readonly kind: 'rmsNorm'; readonly weights: HloValue; readonly eps: number }
+  | { readonly kind: 'swiglu' }
+  | { readonly kind: 'geglu' };
+
+/** A kernel's custom-call target per prologue (none: the plain product). */
+type KernelTargets = Readonly<Record<'none' | MatmulPrologue['kind'], string>>;
+const BF16_TARGETS: KernelTargets = {
+  none: MATMUL_BF16_TARGET,
+  rmsNorm: MATMUL_BF16_RMSNORM_TARGET,
+  swiglu: MATMUL_BF16_SWIGLU_TARGET,
+  geglu: MATMUL_BF16_GEGLU_TARGET,
+};
+const F32_TARGETS: KernelTargets = {
+  none: MATMUL_F32_TARGET,
+  rmsNorm: MATMUL_F32_RMSNORM_TARGET,
+  swiglu: MATMUL_F32_SWIGLU_TARGET,
+  geglu: MATMUL_F32_GEGLU_TARGET,
+};
+
+/** The prologue reads a gate | up input [T, 2K]. */
+function gated(prologue: MatmulPrologue | undefined): boolean {
+  return prologue?.kind === 'swiglu' || prologue?.kind === 'geglu';
+}
 
 /** The weight element types the kernel reads: f32, or bf16 bits typed u16 or bf16. */
 const WEIGHT_TYPES: readonly string[] = ['f32', 'u16', 'bf16'];
@@ -157,7 +182,7 @@ export function matmulKernelTakes(elementType: string): boolean {
 }
 
 /**
- * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu`) . stacked [Ly, K, N] at `layer` (s32 [])
+ * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu` or `geglu`) . stacked [Ly, K, N] at `layer` (s32 [])
  * -> f32 [T, N], in bf16 with f32 sums. Packed weights (u16 or bf16, packedMatmulDims) round K and N
  * up, so `columns` gives N (K is x's).
  */
@@ -181,9 +206,9 @@ export function matmulBf16Kernel(
         `or packed [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`,
     );
   }
-  const swiglu = prologue?.kind === 'swiglu';
+  const gate = gated(prologue);
   const layers = stacked.dims[0];
-  const k = packed ? (swiglu ? x.dims[1] / 2 : x.dims[1]) : stacked.dims[1];
+  const k = packed ? (gate ? x.dims[1] / 2 : x.dims[1]) : stacked.dims[1];
   const n = packed ? columns : stacked.dims[2];
   if (
     packed &&
@@ -195,24 +220,15 @@ export function matmulBf16Kernel(
   ) {
     throw new HloBuildError(
       `matmulBf16Kernel: packed weights ${stacked.type} do not hold [${layers}, K, ` +
-        `N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
+        `N] for x ${x.type}${gate ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
     );
   }
-  checkRowsAndLayer('matmulBf16Kernel', x, swiglu ? 2 * k : k, swiglu, stacked, layer);
-  return kernelCall(
-    f,
-    x,
-    stacked,
-    layer,
-    prologue,
-    n as number,
-    [MATMUL_BF16_TARGET, MATMUL_BF16_RMSNORM_TARGET, MATMUL_BF16_SWIGLU_TARGET],
-    rows,
-  );
+  checkRowsAndLayer('matmulBf16Kernel', x, gate ? 2 * k : k, gate, stacked, layer);
+  return kernelCall(f, x, stacked, layer, prologue, n as number, BF16_TARGETS, rows);
 }
 
 /**
- * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu`) . stacked f32 [Ly, K, N] at `layer`
+ * x f32 [T, K] (after the prologue; [T, 2K] before `swiglu` or `geglu`) . stacked f32 [Ly, K, N] at `layer`
  * (s32 []) -> f32 [T, N], f32 products and sums (the f32 kernel: native/kernels/matmul_f32.h), each
  * output one FMA chain over k. Packed weights round N up, so `columns` gives N: f32 panels
  * (packedMatmulDimsF32), or a bf16 checkpoint's matrices as the bf16 kernel's pairs (packedMatmulDims,
@@ -234,9 +250,9 @@ export function matmulF32Kernel(
       `matmulF32Kernel: weights must be f32 [Ly, K, N], packed f32 [Ly, N / 32, K, 32] ` +
         `or packed bf16 pairs [Ly, N / 32, K / 2, 32, 2] of u16 or bf16, got ${stacked.type}`,
     );
-  const swiglu = prologue?.kind === 'swiglu';
+  const gate = gated(prologue);
   // Pair panels round K up too: x says it.
-  const k = pairs ? (swiglu ? x.dims[1] / 2 : x.dims[1]) : packed ? stacked.dims[2] : stacked.dims[1];
+  const k = pairs ? (gate ? x.dims[1] / 2 : x.dims[1]) : packed ? stacked.dims[2] : stacked.dims[1];
   const n = packed ? columns : stacked.dims[2];
   const form = pairs ? packedMatmulDims : packedMatmulDimsF32;
   if (
@@ -249,34 +265,25 @@ export function matmulF32Kernel(
   ) {
     throw new HloBuildError(
       `matmulF32Kernel: packed weights ${stacked.type} do not hold [${stacked.dims[0]}, ` +
-        `${pairs ? 'K' : k}, N] for x ${x.type}${swiglu ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
+        `${pairs ? 'K' : k}, N] for x ${x.type}${gate ? ' (gate | up)' : ''} and ${columns ?? 'no'} columns`,
     );
   }
-  checkRowsAndLayer('matmulF32Kernel', x, swiglu ? 2 * k : k, swiglu, stacked, layer);
-  return kernelCall(
-    f,
-    x,
-    stacked,
-    layer,
-    prologue,
-    n as number,
-    [MATMUL_F32_TARGET, MATMUL_F32_RMSNORM_TARGET, MATMUL_F32_SWIGLU_TARGET],
-    rows,
-  );
+  checkRowsAndLayer('matmulF32Kernel', x, gate ? 2 * k : k, gate, stacked, layer);
+  return kernelCall(f, x, stacked, layer, prologue, n as number, F32_TARGETS, rows);
 }
 
-/** x f32 [T, width] (gate | up where `swiglu`) and the layer s32 [] of a kernel product, or `op`'s error. */
+/** x f32 [T, width] (gate | up where `gate`) and the layer s32 [] of a kernel product, or `op`'s error. */
 function checkRowsAndLayer(
   op: string,
   x: HloValue,
   width: number,
-  swiglu: boolean,
+  gate: boolean,
   stacked: HloValue,
   layer: HloValue,
 ): void {
   if (x.elementType !== 'f32' || x.dims.length !== 2 || x.dims[1] !== width) {
     throw new HloBuildError(
-      `${op}: x must be f32 [T, ${width}]${swiglu ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
+      `${op}: x must be f32 [T, ${width}]${gate ? ' (gate | up)' : ''} for weights ${stacked.type}, got ${x.type}`,
     );
   }
   if (layer.elementType !== 's32' || layer.dims.length !== 0)
@@ -294,7 +301,7 @@ export interface MatmulRows {
   residual?: HloValue;
 }
 
-/** The custom call of a checked kernel product: [plain, RMSNorm, SwiGLU] targets. */
+/** The custom call of a checked kernel product, to its prologue's target. */
 function kernelCall(
   f: FunctionBuilder,
   x: HloValue,
@@ -302,7 +309,7 @@ function kernelCall(
   layer: HloValue,
   prologue: MatmulPrologue | undefined,
   n: number,
-  targets: readonly [string, string, string],
+  targets: KernelTargets,
   rows: MatmulRows,
 ): HloValue {
   const t = x.dims[0];
@@ -329,7 +336,7 @@ function kernelCall(
     }
     if (!(prologue.eps >= 0))
       throw new HloBuildError(`matmul kernel: RMSNorm eps must be a non-negative number, got ${prologue.eps}`);
-    return f.customCall(targets[1], [x, w, f.scalar(prologue.eps), stacked, layer, ...extra], result)[0];
+    return f.customCall(targets.rmsNorm, [x, w, f.scalar(prologue.eps), stacked, layer, ...extra], result)[0];
   }
-  return f.customCall(prologue?.kind === 'swiglu' ? targets[2] : targets[0], [x, stacked, layer, ...extra], result)[0];
+  return f.customCall(targets[prologue?.kind ?? 'none'], [x, stacked, layer, ...extra], result)[0];
 }
