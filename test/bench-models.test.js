@@ -89,3 +89,70 @@ test("our loader reads every preset's config as its dims", (t) => {
   }
   t.end();
 });
+
+test('--models-merge: a shape run again replaces its rows, the others keep their run and roofs; another machine is refused', (t) => {
+  const { mergeModelsRuns, compareModelsTable } = require('../scripts/bench/lib/models-table');
+  const machine = { cpu: 'Xeon', cpuGeneration: 'family 6 model 207', cores: 2, memoryGiB: 24 };
+  const ours = (seconds) => ({
+    auto: { seconds, gflops: 100, precision: 'highest' },
+    highest: { seconds, gflops: 100 },
+  });
+  const peers = (seconds) => ({ openvino: { f32: { seconds }, bf16: { error: 'gate' } } });
+  const row = (model, request, seconds) => ({ model, request, ours: ours(seconds), peers: peers(2 * seconds) });
+  const first = {
+    machine: { ...machine, date: '2026-11-29T17:50:03.795Z' },
+    roofs: { f32: 300, bf16: 150 },
+    command: 'npm run bench -- --models-only',
+    rows: [
+      row('qwen3_0_6b', 'pr', 1),
+      row('gemma_2b', 'pr', 7),
+      row('gemma_2b', '20x128', 35),
+      row('qwen3_4b', 'pr', 12),
+    ],
+  };
+  const again = {
+    machine: { ...machine, date: '2026-11-29T19:20:00.000Z' },
+    roofs: { f32: 200, bf16: 100 },
+    command: 'npm run bench -- --models-only --models gemma_2b --models-merge',
+    rows: [row('gemma_2b', '20x128', 30), row('gemma_2b', 'pr', 5)],
+  };
+  const merged = mergeModelsRuns(first, again);
+  t.deepEqual(
+    merged.rows.map((r) => [r.model, r.request, r.ours.auto.seconds, r.run.date]),
+    [
+      ['qwen3_0_6b', 'pr', 1, first.machine.date],
+      ['gemma_2b', 'pr', 5, again.machine.date],
+      ['gemma_2b', '20x128', 30, again.machine.date],
+      ['qwen3_4b', 'pr', 12, first.machine.date],
+    ],
+    "the run's rows replace the same model and request, in the table's order; the others stay",
+  );
+  t.deepEqual(
+    merged.runs.map((r) => r.date),
+    [first.machine.date, again.machine.date],
+    'both runs listed, oldest first',
+  );
+  compareModelsTable(merged.rows, merged.roofs);
+  t.deepEqual(
+    merged.rows.map((r) => [r.ours.auto.roof, r.ours.auto.ratioToFasterPeer]),
+    [
+      [300, 2],
+      [200, 2],
+      [200, 2],
+      [300, 2],
+    ],
+    "each row against its own run's roof and its own peers",
+  );
+  const third = mergeModelsRuns(merged, { ...again, machine: { ...again.machine, date: '2026-11-29T20:00:00.000Z' } });
+  t.deepEqual(
+    third.runs.map((r) => r.date),
+    [first.machine.date, '2026-11-29T20:00:00.000Z'],
+    'a run none of whose rows is left is dropped from the list',
+  );
+  t.throws(
+    () => mergeModelsRuns(first, { ...again, machine: { ...again.machine, cores: 16 } }),
+    /ran on Xeon \(family 6 model 207\), 2 cores, 24 GiB, this run on Xeon \(family 6 model 207\), 16 cores/,
+    'a run on another machine is refused, both named',
+  );
+  t.end();
+});

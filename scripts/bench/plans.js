@@ -11,7 +11,7 @@
 //                         [--shapes target,pr,rag,items-100,doc] [--shapes-precision bf16,highest]
 //                         [--shapes-items N] [--shapes-only]
 //                         [--models qwen3_0_6b,qwen2_0_5b,qwen2_1_5b,gemma_2b,qwen3_4b] [--model-requests pr,20x128,20x512,100x128]
-//                         [--model-peers torch,openvino|none] [--models-only] [--with-models]
+//                         [--model-peers torch,openvino|none] [--models-only] [--with-models] [--models-merge]
 //
 // The roofs: bench:runtime measures the f32 matmul roof and, where the CPU has
 // bf16 matrix units (AMX, AVX512_BF16), the bf16 x bf16 -> f32 roof, before
@@ -30,7 +30,9 @@
 // PyTorch and OpenVINO peers (f32 and bf16) on the same directory, the peers checked against ours
 // first; each of ours against the faster peer of its precision, its share of the roof, load seconds
 // and peak RSS. --models-only runs just that and writes bench-results/models.json (each finished row
-// also to bench-results/models.partial.json as it goes); --with-models adds it to the full run (a day
+// also to bench-results/models.partial.json as it goes); with --models-merge its rows replace those of
+// the same model and request in the models.json already there, the others kept, each row with the run
+// it came from (a shape run again after a change); --with-models adds it to the full run (a day
 // and more on 2 cores at full size: 'pr,20x128' of --model-requests is about 3 hours there).
 //
 // The target workload's share of the f32 matmul roof: --roof-rounds rounds of
@@ -78,6 +80,7 @@ const { llamaCppModules } = require('./lib/llama-cpp-modules');
 const {
   MODEL_TABLE,
   PEERS,
+  mergeModelsRuns,
   runModelsTable,
   compareModelsTable,
   printModelsTable,
@@ -114,6 +117,7 @@ const { values: args } = parseArgs({
     'model-peers': { type: 'string', default: PEERS.join(',') },
     'models-only': { type: 'boolean', default: false },
     'with-models': { type: 'boolean', default: false },
+    'models-merge': { type: 'boolean', default: false },
   },
 });
 
@@ -192,6 +196,8 @@ function fmt(x, digits = 1) {
 async function main() {
   const info = machine();
   const roofRounds = checkedRoofRounds();
+  if (args['models-merge'] && !args['models-only'])
+    throw new Error('--models-merge merges a --models-only run into bench-results/models.json: add --models-only');
   if (args['roof-only'] && !args.workloads.split(',').includes('target'))
     throw new Error('--roof-only times the target workload: leave it in --workloads');
   console.log(`machine: ${describeMachine()}`);
@@ -228,14 +234,18 @@ async function main() {
   if (args['models-only']) {
     const plan = modelsPlan();
     console.log(`load average before the models: ${loadAverage()}`);
+    const file = path.join(resultsDir, 'models.json');
+    const command = `npm run bench -- ${process.argv.slice(2).join(' ')}`;
+    // The run to merge into, read (and its machine checked) before anything slow runs.
+    const previous = args['models-merge'] ? JSON.parse(fs.readFileSync(file, 'utf8')) : null;
+    if (previous) mergeModelsRuns(previous, { machine: info, roofs: {}, rows: [], command });
     const table = modelsTable(plan, info);
     console.log(`load average after the models: ${loadAverage()}`);
     fs.mkdirSync(resultsDir, { recursive: true });
-    fs.writeFileSync(
-      path.join(resultsDir, 'models.json'),
-      `${JSON.stringify({ machine: info, ...table, command: `npm run bench -- ${process.argv.slice(2).join(' ')}` }, null, 2)}\n`,
-    );
-    console.log('wrote bench-results/models.json');
+    const report = { machine: info, ...table, command };
+    const merged = previous ? mergeModelsRuns(previous, report) : report;
+    fs.writeFileSync(file, `${JSON.stringify(merged, null, 2)}\n`);
+    console.log(`wrote bench-results/models.json${args['models-merge'] ? ' (merged into the last run)' : ''}`);
     return;
   }
   if (args['shapes-only']) {

@@ -194,15 +194,21 @@ function modelsGenerated(models = modelsJson()) {
   const m = models.machine;
   const amx = m.cpuFlags.some((f) => f.startsWith('amx')) ? '' : '; no AMX';
   const name = CPU_NAMES[`${m.cpu} ${m.cpuGeneration}`];
-  const roofs = [
-    `f32 ${models.roofs.f32.toFixed(1)} GFLOP/s`,
-    ...(models.roofs.bf16 ? [`bf16 ${models.roofs.bf16.toFixed(1)}`] : []),
-  ];
+  const roofs = (r) => [`f32 ${r.f32.toFixed(1)} GFLOP/s`, ...(r.bf16 ? [`bf16 ${r.bf16.toFixed(1)}`] : [])].join(', ');
+  const when = (date) => `${date.slice(0, 10)} ${minute(date)} UTC`;
+  // A merged table (npm run bench -- --models-only --models-merge) names each run and the models it gave.
+  const runs = models.runs ?? [{ date: m.date, command: models.command, roofs: models.roofs }];
+  const runText = runs
+    .map((run) => {
+      const shapes = [...new Set(models.rows.filter((r) => !r.run || r.run.date === run.date).map((r) => r.model))];
+      const which = runs.length > 1 ? ` (${shapes.join(', ')})` : '';
+      return `one run of \`${run.command}\`${which}, ${when(run.date)}, roofs measured in it ${roofs(run.roofs)}`;
+    })
+    .join('; ');
   const head = wrap(
     `**${m.cpu}${name ? ` ${name}` : ''}** (${m.cpuGeneration}; ${m.cpuFlags.join(', ')}${amx}), ${m.cores} cores, ` +
-      `${m.memoryGiB} GiB, ` +
-      `${m.platform}, Node ${m.node}, ${m.date.slice(0, 10)} ${minute(m.date)} UTC: one run of \`${models.command}\` ` +
-      `(bench-results/models.json), random checkpoints of the rerankers' shapes. Roofs measured in the run: ${roofs.join(', ')}.`,
+      `${m.memoryGiB} GiB, ${m.platform}, Node ${m.node}: ${runText} (bench-results/models.json); random ` +
+      `checkpoints of the rerankers' shapes.`,
   );
   const s = (p) => (!p ? '-' : p.error ? 'failed' : seconds(p.seconds));
   const pair = (byPrecision) => (byPrecision ? `${s(byPrecision.f32)} / ${s(byPrecision.bf16)}` : '-');

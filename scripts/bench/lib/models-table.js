@@ -120,15 +120,19 @@ function fasterPeer(row, precision) {
   return best;
 }
 
-/** Each of our rows against the faster peer of its precision and the roof of that precision (in place). */
+/**
+ * Each of our rows against the faster peer of its precision and the roof of that precision (in place): the roofs
+ * of the run the row came from (a merged table's row.run), else `roofs`.
+ */
 function compareModelsTable(rows, roofs) {
   for (const row of rows) {
+    const runRoofs = row.run ? row.run.roofs : roofs;
     for (const r of Object.values(row.ours)) {
       const precision = precisionOf(r);
       const best = fasterPeer(row, precision);
       r.fasterPeer = best ? { ...best, precision } : null;
       r.ratioToFasterPeer = best ? best.seconds / r.seconds : null;
-      r.roof = precision === 'bf16' ? roofs.bf16 : roofs.f32;
+      r.roof = precision === 'bf16' ? runRoofs.bf16 : runRoofs.f32;
       r.roofFraction = r.roof ? r.gflops / r.roof : null;
     }
   }
@@ -199,8 +203,38 @@ function printModelsTable(rows, roofs, fmt, info) {
   for (const reason of reasons) console.log(`precision auto: ${reason}`);
 }
 
+/** A run of the models section as a merged table names it: when, how, and the roofs it measured. */
+const runOf = (report) => ({ date: report.machine.date, command: report.command, roofs: report.roofs });
+
+/**
+ * A models-only run merged into the last one (--models-merge: a shape run again after a change): its rows
+ * replace the last run's rows of the same model and request, the others stay. Every row keeps the run it came
+ * from (`run`: date, command, roofs; each compared with its own run's roofs), and `runs` lists the runs the
+ * rows come from, oldest first. Runs on another machine (CPU, generation, cores, memory) are refused.
+ */
+function mergeModelsRuns(previous, current) {
+  const machine = (m) => `${m.cpu} (${m.cpuGeneration}), ${m.cores} cores, ${m.memoryGiB} GiB`;
+  if (machine(previous.machine) !== machine(current.machine))
+    throw new Error(
+      `--models-merge: bench-results/models.json ran on ${machine(previous.machine)}, this run on ` +
+        `${machine(current.machine)}: a table compares one machine's runs; run the whole table here instead`,
+    );
+  const key = (r) => `${r.model} ${r.request}`;
+  const replaced = new Set(current.rows.map(key));
+  const run = runOf(current);
+  const rows = [
+    ...previous.rows.filter((r) => !replaced.has(key(r))).map((r) => ({ ...r, run: r.run ?? runOf(previous) })),
+    ...current.rows.map((r) => ({ ...r, run })),
+  ];
+  const rank = (r) => [MODEL_TABLE.indexOf(r.model), Object.keys(MODEL_REQUESTS).indexOf(r.request)];
+  rows.sort((a, b) => rank(a)[0] - rank(b)[0] || rank(a)[1] - rank(b)[1]);
+  const runs = [...(previous.runs ?? [runOf(previous)]), run].filter((x) => rows.some((r) => r.run.date === x.date));
+  return { ...current, rows, runs };
+}
+
 module.exports = {
   MODEL_TABLE,
+  mergeModelsRuns,
   PEERS,
   benchModelDir,
   runModelsTable,
