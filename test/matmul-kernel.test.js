@@ -18,7 +18,7 @@
 //   live rows and residuals refused;
 // - the f32 kernel (`pjrt_score_matmul_f32`, f32 products and sums) against a float64 loop on the
 //   f32 operands, with each prologue, on each path this CPU has (portable, avx512), and against XLA's
-//   f32 program; malformed calls refused;
+//   f32 program, K past its depth block included (the panel taken in blocks); malformed calls refused;
 // - the Scorer takes it under bf16 dots where the platform facts say so (bf16 dot units here),
 //   with its four matrices packed (half the bytes of f32), explain() says it,
 //   PJRT_SCORE_PLATFORM_FACTS turns it off, and its scores stay within the accuracy gate of true f32.
@@ -162,6 +162,7 @@ const SHAPES = [
   { t: 1, k: 576, n: 96, layers: 2 }, // one row, the default model's K
   { t: 9, k: 33, n: 7, layers: 2 }, // odd K, fewer columns than a panel
   { t: 40, k: 2, n: 33, layers: 1 }, // one pair
+  { t: 19, k: 8195, n: 40, layers: 2 }, // K past the f32 kernel's depth block: its panels in blocks, odd K
 ];
 
 for (const { t: T, k: K, n: N, layers: Ly } of SHAPES) {
@@ -722,18 +723,22 @@ const LIVE_MASKS = [
   (T) => new Int32Array(T),
 ];
 
-test("live rows and the residual epilogue: each kernel and prologue skips the padding rows (product 0), the live rows bit for bit the full call's, plus the residual as one f32 add, every path", async (t) => {
-  const [T, K, N, Ly] = [45, 70, 80, 2];
-  const w = fill(Ly * K * N, 41);
-  const norms = Float32Array.from(fill(Ly * K, 43), (v) => 1 + v / 4);
+test("live rows and the residual epilogue: each kernel and prologue skips the padding rows (product 0), the live rows bit for bit the full call's, plus the residual as one f32 add, every path; the f32 kernel past its depth block too", async (t) => {
+  const [T, N, Ly] = [45, 80, 2];
   const residual = fill(T * N, 53);
-  for (const kernel of ['bf16', 'f32']) {
+  for (const [kernel, K] of [
+    ['bf16', 70],
+    ['f32', 70],
+    ['f32', 4100],
+  ]) {
+    const w = fill(Ly * K * N, 41);
+    const norms = Float32Array.from(fill(Ly * K, 43), (v) => 1 + v / 4);
     for (const kind of ['none', 'rmsNorm', ...GATED]) {
       const width = (GATED.includes(kind) ? 2 : 1) * K;
       const x = fill(T * width, 47 + kind.length);
       // The full call (every row, no residual), and the call with live rows, with or without the residual.
       const program = (withLive, withResidual) =>
-        buildProgram(`matmul_live_${kernel}_${kind}_${withLive}_${withResidual}`, (f) => {
+        buildProgram(`matmul_live_${kernel}_${K}_${kind}_${withLive}_${withResidual}`, (f) => {
           const xs = f.param(TensorType.f32([T, width]), 'x');
           const ws = f.param(TensorType.f32([Ly, K, N]), 'w');
           const ns = f.param(TensorType.f32([Ly, K]), 'norms');
@@ -772,7 +777,7 @@ test("live rows and the residual epilogue: each kernel and prologue skips the pa
                   else deadSame &&= got[i] === (added ? residual[i] : 0);
                 }
               }
-              const label = `${kernel} ${kind}, ${path}, ${what}, ${count} of ${T} rows live`;
+              const label = `${kernel} K ${K} ${kind}, ${path}, ${what}, ${count} of ${T} rows live`;
               if (count > 0)
                 t.ok(liveSame, `${label}: the live rows bit for bit${added ? ' (plus the residual)' : ''}`);
               t.ok(deadSame, `${label}: the padding rows ${added ? 'the residual' : '0'}`);

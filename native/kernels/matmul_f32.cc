@@ -28,15 +28,24 @@ constexpr int64_t kCols = 32;
 constexpr int64_t kPrologueRows = 64;
 
 // Its buffers (the bf16 kernel takes 0-2).
-constexpr int kRowsScratch = 3, kTailRows = 4, kTailPanel = 5;
+constexpr int kRowsScratch = 3, kTailRows = 4, kTailPanel = 5, kTaskSums = 6;
+
+// The depth of one pass over a panel where K is deeper: a task runs its tiles over each block of
+// K in turn, each tile's sums carried from block to block in f32 (Tile's `add`), the same FMA chain
+// for every output, bit for bit the unblocked sums. A block's panel (512 KiB of f32) and a tile's
+// rows (192 KiB) stay in L2 together; Gemma-2B's down projection (K = 16,384: a 2 MiB panel) did
+// not. PR requests, highest, alternating processes (docs/performance.md, "By model"): Gemma-2B
+// 7.18-7.20 -> 6.70-6.73 s, Qwen2-1.5B (K = 8,960) 4.52-4.62 -> 4.40-4.53 s.
+constexpr int64_t kDepthBlock = 4096;
 
 // c [kRows][kCols] (stride c_row) = a [kRows][k] (stride a_row) . b [k][kCols] (stride b_row).
 struct PortablePath {
   static constexpr const char* kName = "portable";
   static void Tile(const float* a, int64_t a_row, const float* b, int64_t b_row, int64_t k,
-                   float* c, int64_t c_row) {
+                   float* c, int64_t c_row, bool add = false) {
     for (int64_t m = 0; m < kRows; ++m) {
       float acc[kCols] = {};
+      if (add) std::memcpy(acc, c + m * c_row, sizeof(acc));
       for (int64_t j = 0; j < k; ++j) {
         const float x = a[m * a_row + j];
         for (int64_t n = 0; n < kCols; ++n) acc[n] = std::fma(x, b[j * b_row + n], acc[n]);
@@ -69,8 +78,8 @@ struct PortablePath {
 struct Avx512Path {
   static constexpr const char* kName = "avx512";
   static void Tile(const float* a, int64_t a_row, const float* b, int64_t b_row, int64_t k,
-                   float* c, int64_t c_row) {
-    attention::Avx512Ops::Tile12x32(a, a_row, b, b + 16, b_row, k, c, c_row, false);
+                   float* c, int64_t c_row, bool add = false) {
+    attention::Avx512Ops::Tile12x32(a, a_row, b, b + 16, b_row, k, c, c_row, add);
   }
   static void PrologueRow(const MatmulArgs& a, int64_t r, float* row) {
     matmul::PrologueRowAvx512(a, r, row);
@@ -104,6 +113,64 @@ struct Avx512Path {
   }
 };
 #endif
+
+// One task of a call whose K passes the depth block: its tiles' sums in a buffer of its own, the
+// panel taken (widened, or its last columns copied) one depth block at a time, each block run over
+// every tile before the next; then each tile's rows go out as the tail tiles' do (matmul_rows.h).
+template <class Path>
+bool RunDeepTask(const MatmulArgs& a, const MatmulRows& computed, const float* x,
+                 const MatmulSplit::Task& task, int64_t t) {
+  const int64_t k = a.k, n = a.n;
+  const int64_t col0 = task.panel * kCols, cols = std::min(kCols, n - col0);
+  const bool pairs = a.w_type == MatmulArgs::Weights::kPacked;
+  const bool packed = pairs || a.w_type == MatmulArgs::Weights::kPackedF32;
+  const int64_t tiles = task.tile1 - task.tile0;
+  float* sums = ThreadScratch<float, kTaskSums>(tiles * kRows * kCols);
+  float* panel = ThreadScratch<float, kTailPanel>(kDepthBlock * kCols);
+  float* tail = ThreadScratch<float, kTailRows>(kRows * kDepthBlock);
+  if (sums == nullptr || panel == nullptr || tail == nullptr) return false;
+  const float* w = static_cast<const float*>(a.w);
+  for (int64_t k0 = 0; k0 < k; k0 += kDepthBlock) {
+    const int64_t depth = std::min(kDepthBlock, k - k0);
+    // The panel's rows k0 .. k0 + depth: packed, as they lie; pairs, widened (k0 is even); plain,
+    // in the matrix's rows, or copied with zero columns past N for the last, narrow panel.
+    const float* b = packed ? w + (task.panel * k + k0) * kCols : w + k0 * n + col0;
+    int64_t b_row = packed ? kCols : n;
+    if (pairs) {
+      const auto* bits = static_cast<const uint16_t*>(a.w) + task.panel * ((k + 1) / 2) * kCols * 2;
+      Path::WidenPanel(bits + (k0 / 2) * kCols * 2, depth, panel);
+      b = panel;
+    } else if (!packed && cols < kCols) {
+      for (int64_t r = 0; r < depth; ++r) {
+        std::memcpy(panel + r * kCols, w + (k0 + r) * n + col0, cols * sizeof(float));
+        std::fill_n(panel + r * kCols + cols, kCols - cols, 0.f);
+      }
+      b = panel;
+      b_row = kCols;
+    }
+    for (int64_t j = 0; j < tiles; ++j) {
+      const int64_t r0 = (task.tile0 + j) * kRows, rows = std::min(kRows, t - r0);
+      const float* rows_at = x + r0 * k + k0;
+      int64_t a_row = k;
+      if (rows < kRows) {  // the last rows, zero rows past T
+        for (int64_t m = 0; m < rows; ++m)
+          std::memcpy(tail + m * depth, x + (r0 + m) * k + k0, depth * sizeof(float));
+        std::fill_n(tail + rows * depth, (kRows - rows) * depth, 0.f);
+        rows_at = tail;
+        a_row = depth;
+      }
+      Path::Tile(rows_at, a_row, b, b_row, depth, sums + j * kRows * kCols, kCols, k0 > 0);
+    }
+  }
+  for (int64_t j = 0; j < tiles; ++j) {
+    const int64_t r0 = (task.tile0 + j) * kRows, rows = std::min(kRows, t - r0);
+    for (int64_t m = 0; m < rows; ++m)
+      std::memcpy(a.out + computed.Source(r0 + m) * n + col0, sums + (j * kRows + m) * kCols,
+                  cols * sizeof(float));
+    computed.AddResidual(a, r0, r0 + rows, col0, cols);
+  }
+  return true;
+}
 
 template <class Path>
 bool Run(const MatmulArgs& a, std::string* error) {
@@ -148,6 +215,13 @@ bool Run(const MatmulArgs& a, std::string* error) {
   const bool pairs = a.w_type == MatmulArgs::Weights::kPacked;
   const bool packed = pairs || a.w_type == MatmulArgs::Weights::kPackedF32;
   const MatmulSplit split((n + kCols - 1) / kCols, (t + kRows - 1) / kRows, pool.threads());
+  if (k > kDepthBlock) {
+    pool.ParallelFor(split.tasks(), [&](int64_t i) {
+      if (!RunDeepTask<Path>(a, computed, x, split.At(i), t)) ok.store(false);
+    });
+    if (!ok.load()) *error = "could not allocate a task's sums and panel block";
+    return ok.load();
+  }
   pool.ParallelFor(split.tasks(), [&](int64_t i) {
     const MatmulSplit::Task task = split.At(i);
     const int64_t col0 = task.panel * kCols, cols = std::min(kCols, n - col0);

@@ -70,6 +70,9 @@ def _build_module(cfg, tensors):
     L = cfg["num_hidden_layers"]
     eps = cfg.get("rms_norm_eps", 1e-6)
     gemma = arch == "gemma"
+    # Gemma scales its embeddings by sqrt(hidden) rounded to the checkpoint's dtype, as transformers runs the
+    # checkpoint in its own dtype and pjrt-score runs it in any (its f32 run would round to f32 instead).
+    normalizer = torch.tensor(H**0.5, dtype=tensors["model.embed_tokens.weight"].dtype).item() if gemma else 1.0
     bias = arch == "qwen2" or cfg.get("attention_bias") is True
     qk_norm = arch == "qwen3"
     g = Hq // Hkv
@@ -125,8 +128,8 @@ def _build_module(cfg, tensors):
             x = torch.nn.functional.embedding(query, E).float()  # [1, P, H]
             y = torch.nn.functional.embedding(items, E).float()  # [n, W, H]
             if gemma:
-                x = x * (H**0.5)
-                y = y * (H**0.5)
+                x = x * normalizer
+                y = y * normalizer
             n, W = y.shape[0], y.shape[1]
             P = x.shape[1]
             pmask = prefix_mask.repeat(g, 1)  # [g * P, P]

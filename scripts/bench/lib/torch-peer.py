@@ -53,7 +53,25 @@ TIMED_RUNS = 3
 
 def load_dir(path, dtype):
     """A Hugging Face directory (config.json, model.safetensors) straight into `dtype`."""
-    return AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa").eval()
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=dtype, attn_implementation="sdpa").eval()
+    checkpoint_normalizer(model, path, dtype)
+    return model
+
+
+def checkpoint_normalizer(model, path, dtype):
+    """Gemma scales its embeddings by sqrt(hidden), which transformers rounds to the dtype it runs in: 45.25 for a
+    bf16 run of hidden 2048, 45.2548 for an f32 one. pjrt-score rounds it to the checkpoint's dtype in every
+    precision (as transformers' run of the checkpoint in its own dtype does), so an f32 run of a 16-bit Gemma
+    checkpoint is given the checkpoint's factor: a hook scales the embeddings by the two roundings' ratio."""
+    if not model.config.model_type.startswith("gemma"):
+        return
+    with open(os.path.join(path, "model.safetensors"), "rb") as f:
+        header = json.loads(f.read(int.from_bytes(f.read(8), "little")))
+    stored = {"BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32}[header["model.embed_tokens.weight"]["dtype"]]
+    hidden = model.config.hidden_size
+    ratio = torch.tensor(hidden**0.5, dtype=stored).item() / torch.tensor(hidden**0.5, dtype=dtype).item()
+    if ratio != 1.0:
+        model.model.embed_tokens.register_forward_hook(lambda _module, _inputs, out: out * ratio)
 
 
 def load(path):
