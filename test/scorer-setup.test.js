@@ -303,7 +303,7 @@ test('one setup decides the precision, the weight type and the packed matrices t
   t.deepEqual(
     [gemma.weightChoice.weightType, gemma.matmulKernel, gemma.packed.for, [...gemma.packed.matrices].sort()],
     ['bf16', 'f32', 'bf16', ['wDown', 'wGateUp', 'wO', 'wQkv']],
-    "Gemma there: its bf16 weights, all four matrices as bf16 pairs for the f32 kernel",
+    'Gemma there: its bf16 weights, all four matrices as bf16 pairs for the f32 kernel',
   );
   const intelBf16 = setup({
     plugin: cpu,
